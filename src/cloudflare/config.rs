@@ -1,0 +1,87 @@
+//! Which implementation backs each port, read from the Worker's
+//! environment. Local (embedded) implementations are the default.
+
+use worker::Env;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LlmKind {
+    /// The rule-based reasoner: no model, no network.
+    Local,
+    WorkersAi,
+    OpenAi,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum EmbedderKind {
+    Local,
+    WorkersAi,
+    OpenAi,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum IndexKind {
+    /// Vectors in the profile's own SQLite.
+    Local,
+    Vectorize,
+}
+
+/// Defaults of SPEC.md section 5.
+pub const DEFAULT_INSTRUCT_MODEL: &str = "@cf/meta/llama-4-scout-17b-16e-instruct";
+pub const DEFAULT_SYNTHESIS_MODEL: &str = "@cf/nvidia/nemotron-3-120b-a12b";
+pub const DEFAULT_EMBEDDING_MODEL: &str = "@cf/baai/bge-base-en-v1.5";
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub llm: LlmKind,
+    pub embedder: EmbedderKind,
+    pub index: IndexKind,
+    pub instruct_model: String,
+    pub synthesis_model: String,
+    pub embedding_model: String,
+    pub openai_base_url: String,
+    pub openai_model: String,
+    pub openai_embedding_model: String,
+    pub openai_api_key: Option<String>,
+    pub max_memories: i64,
+    /// JSON token map (`AUTH_TOKENS`), if configured.
+    pub auth_tokens: Option<String>,
+}
+
+fn text(env: &Env, name: &str) -> Option<String> {
+    env.var(name)
+        .map(|v| v.to_string())
+        .ok()
+        .or_else(|| env.secret(name).map(|s| s.to_string()).ok())
+        .filter(|s| !s.trim().is_empty())
+}
+
+impl Config {
+    pub fn from_env(env: &Env) -> Config {
+        let get = |n: &str, d: &str| text(env, n).unwrap_or_else(|| d.to_string());
+        Config {
+            llm: match get("LLM_PROVIDER", "local").as_str() {
+                "workers-ai" => LlmKind::WorkersAi,
+                "openai" => LlmKind::OpenAi,
+                _ => LlmKind::Local,
+            },
+            embedder: match get("EMBEDDER", "local").as_str() {
+                "workers-ai" => EmbedderKind::WorkersAi,
+                "openai" => EmbedderKind::OpenAi,
+                _ => EmbedderKind::Local,
+            },
+            index: match get("VECTOR_INDEX", "local").as_str() {
+                "vectorize" => IndexKind::Vectorize,
+                _ => IndexKind::Local,
+            },
+            instruct_model: get("INSTRUCT_MODEL", DEFAULT_INSTRUCT_MODEL),
+            synthesis_model: get("SYNTHESIS_MODEL", DEFAULT_SYNTHESIS_MODEL),
+            embedding_model: get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
+            openai_base_url: get("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),
+            openai_model: get("OPENAI_MODEL", "llama3.1"),
+            openai_embedding_model: get("OPENAI_EMBEDDING_MODEL", "nomic-embed-text"),
+            openai_api_key: text(env, "OPENAI_API_KEY"),
+            max_memories: get("MAX_MEMORIES", "1000000").parse().unwrap_or(1_000_000),
+            auth_tokens: text(env, "AUTH_TOKENS"),
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Cloudflare glue (wasm32 only): the Worker's fetch handler, the RPC
+//! entry the JS shim forwards to, the profile Durable Object, and the
+//! adapters behind the core's ports. No pipeline logic lives here.
+
+mod config;
+mod do_sql;
+mod models;
+mod profile_object;
+mod providers;
+mod vectorize;
+
+pub use profile_object::ProfileObject;
+
+use crate::core::error::Error;
+use crate::core::rest::{self, Incoming, Route, Tokens};
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use worker::*;
+
+/// The OpenAPI document, served at `/openapi.json`.
+const OPENAPI: &str = include_str!("../openapi.json");
+
+#[event(fetch)]
+async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let url = req.url()?;
+    let method = req.method().to_string();
+    let query: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+    let content_type = req.headers().get("content-type")?;
+    let auth = req.headers().get("authorization")?;
+    let body = if matches!(method.as_str(), "POST" | "PUT" | "PATCH") { req.bytes().await? } else { Vec::new() };
+    let incoming = Incoming { method: &method, path: url.path(), query: &query, content_type: content_type.as_deref(), body: &body };
+    match handle(&env, &incoming, auth.as_deref()).await {
+        Ok(Reply::Json(v)) => json_response(200, &rest::envelope_ok(v)),
+        Ok(Reply::Raw { body, content_type, filename }) => {
+            let headers = Headers::new();
+            headers.set("content-type", content_type)?;
+            if let Some(f) = filename {
+                headers.set("content-disposition", &format!("attachment; filename=\"{f}\""))?;
+            }
+            Ok(Response::ok(body)?.with_headers(headers))
+        }
+        Err(e) => json_response(e.status(), &rest::envelope_err(&e)),
+    }
+}
+
+enum Reply {
+    Json(Value),
+    Raw { body: String, content_type: &'static str, filename: Option<String> },
+}
+
+fn json_response(status: u16, v: &Value) -> Result<Response> {
+    Ok(Response::from_json(v)?.with_status(status))
+}
+
+async fn handle(env: &Env, req: &Incoming<'_>, auth: Option<&str>) -> std::result::Result<Reply, Error> {
+    match rest::route(req)? {
+        Route::Health => Ok(Reply::Json(json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") }))),
+        Route::OpenApi => Ok(Reply::Raw { body: OPENAPI.to_string(), content_type: "application/json", filename: None }),
+        Route::Profile(call) => {
+            let config = config::Config::from_env(env);
+            let tokens = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}"))?;
+            tokens.authorize(auth, &call.namespace)?;
+            let name = call.object_name();
+            let out = call_object(env, &name, &call.op, call.args).await?;
+            if call.op == "export" {
+                let body = out.as_str().unwrap_or_default().to_string();
+                let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
+                return Ok(Reply::Raw { body, content_type: "application/x-ndjson", filename: Some(filename) });
+            }
+            Ok(Reply::Json(out))
+        }
+    }
+}
+
+/// Sends one operation to a profile's Durable Object.
+pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<Value, Error> {
+    let stub = env
+        .durable_object("PROFILES")
+        .and_then(|ns| ns.get_by_name(name))
+        .map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_body(Some(JsValue::from_str(&json!({ "name": name, "op": op, "args": args }).to_string())));
+    let req = Request::new_with_init("https://profile.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
+    let mut resp = stub.fetch_with_request(req).await.map_err(|e| Error::storage(format!("failed to reach profile object: {e}")))?;
+    let v: Value = resp.json().await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
+    if let Some(ok) = v.get("ok") {
+        return Ok(ok.clone());
+    }
+    let code = v["error"]["code"].as_u64().unwrap_or(10010) as u32;
+    let message = v["error"]["message"].as_str().unwrap_or("profile object failed").to_string();
+    Err(Error::from_code(code, message))
+}
+
+/// Splits an RPC profile name: `"ns/profile"`, or `"profile"` in the
+/// `default` namespace. Both parts follow the REST name rules.
+pub fn rpc_object_name(name: &str) -> std::result::Result<(String, String), Error> {
+    let (ns, profile) = name.split_once('/').unwrap_or(("default", name));
+    crate::core::api::validate_name("namespace", ns)?;
+    crate::core::api::validate_name("profile", profile)?;
+    Ok((ns.to_string(), profile.to_string()))
+}
+
+/// The RPC entry the JS shim forwards every profile method to. Returns the
+/// operation's result, or throws an `Error` whose `code` and message are
+/// those REST would put in its envelope.
+#[wasm_bindgen]
+pub async fn rpc(env: Env, profile: String, op: String, args: JsValue) -> std::result::Result<JsValue, JsValue> {
+    let out = async {
+        let (ns, p) = rpc_object_name(&profile)?;
+        let args: Value = if args.is_undefined() || args.is_null() {
+            Value::Null
+        } else {
+            serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
+        };
+        call_object(&env, &rest::object_name(&ns, &p), &op, args).await
+    }
+    .await;
+    match out {
+        Ok(v) => js_sys::JSON::parse(&v.to_string()).map_err(|_| JsValue::from_str("failed to encode result")),
+        Err(e) => {
+            let err = js_sys::Error::new(&format!("{} ({})", e.message(), e.code()));
+            err.set_name("MemoryError");
+            let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from(e.code()));
+            let _ = js_sys::Reflect::set(&err, &JsValue::from_str("status"), &JsValue::from(e.status()));
+            Err(err.into())
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Builds the configured implementation of each port for one call.
+
+use crate::cloudflare::config::{Config, EmbedderKind, IndexKind, LlmKind};
+use crate::core::error::{Error, Result};
+use crate::core::local::embed::HashEmbedder;
+use crate::core::local::vector::SqlVectorIndex;
+use crate::core::ports::{Embedder, Sql, VectorIndex};
+use crate::core::provider::Reasoner;
+use crate::core::rules::Rules;
+use worker::Env;
+
+pub struct Providers {
+    reasoner: Box<dyn Reasoner>,
+    embedder: Box<dyn Embedder>,
+    index: IndexKind,
+    vectorize: Option<crate::cloudflare::vectorize::VectorizeIndex>,
+}
+
+impl Providers {
+    pub fn new(config: &Config, env: &Env, profile: &str) -> Result<Providers> {
+        let reasoner: Box<dyn Reasoner> = match config.llm {
+            LlmKind::Local => Box::new(Rules),
+            LlmKind::WorkersAi => Box::new(crate::cloudflare::models::workers_ai_reasoner(config, env, profile)?),
+            LlmKind::OpenAi => Box::new(crate::cloudflare::models::openai_reasoner(config)),
+        };
+        let embedder: Box<dyn Embedder> = match config.embedder {
+            EmbedderKind::Local => Box::new(HashEmbedder),
+            EmbedderKind::WorkersAi => Box::new(crate::cloudflare::models::workers_ai_embedder(config, env, profile)?),
+            EmbedderKind::OpenAi => Box::new(crate::cloudflare::models::openai_embedder(config)),
+        };
+        let vectorize = match config.index {
+            IndexKind::Vectorize => Some(
+                crate::cloudflare::vectorize::VectorizeIndex::from_env(env, profile)
+                    .map_err(|e| Error::config(format!("failed to bind VECTORIZE: {e}")))?,
+            ),
+            IndexKind::Local => None,
+        };
+        Ok(Providers { reasoner, embedder, index: config.index.clone(), vectorize })
+    }
+
+    pub fn reasoner(&self) -> &dyn Reasoner {
+        self.reasoner.as_ref()
+    }
+
+    pub fn embedder(&self) -> &dyn Embedder {
+        self.embedder.as_ref()
+    }
+
+    /// The vector index; the local one borrows the profile's SQL.
+    pub fn index<'a>(&'a self, sql: &'a dyn Sql) -> Box<dyn VectorIndex + 'a> {
+        match (&self.index, &self.vectorize) {
+            (IndexKind::Vectorize, Some(v)) => Box::new(v),
+            _ => Box::new(SqlVectorIndex { sql }),
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Requests of the interface contract, their limits, and validation.
+//!
+//! Every way in (REST, RPC, MCP, the console) parses its input into these
+//! records with [`parse`], so every way in rejects the same bad input with
+//! the same error.
+
+use crate::core::error::{Error, Result};
+use crate::core::model::{MemoryType, MessageInput, Status};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Most messages in one ingest call.
+pub const MAX_MESSAGES_PER_INGEST: usize = 500;
+/// Most bytes in one message's content.
+pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+/// Most bytes in a recall query.
+pub const MAX_QUERY_BYTES: usize = 1024;
+/// Longest session id.
+pub const MAX_SESSION_ID_CHARS: usize = 64;
+/// Longest profile or namespace name.
+pub const MAX_NAME_CHARS: usize = 32;
+/// List page size bounds.
+pub const MAX_PAGE_SIZE: usize = 1000;
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// Shortest content `remember` accepts (SPEC.md section 7: trivial content
+/// is not stored).
+pub const MIN_REMEMBER_CHARS: usize = 20;
+/// Most candidates a recall returns.
+pub const MAX_RECALL_LIMIT: usize = 100;
+pub const DEFAULT_RECALL_LIMIT: usize = 10;
+/// Largest import body accepted, in bytes.
+pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
+
+/// Parses a JSON value into a request record, mapping serde's message to
+/// an invalid-input error.
+pub fn parse<T: DeserializeOwned>(v: serde_json::Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid request: {e}")))
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IngestRequest {
+    pub messages: Vec<MessageInput>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RememberRequest {
+    pub content: String,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default, rename = "type")]
+    pub kind: Option<MemoryType>,
+    #[serde(default)]
+    pub key: Option<String>,
+    /// ISO-8601 instant after which the memory expires.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    /// Seconds to live; an alternative to `expiresAt`.
+    #[serde(default)]
+    pub ttl_seconds: Option<u64>,
+    /// Content the caller marks sensitive is refused (SPEC.md section 7).
+    #[serde(default)]
+    pub sensitive: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseLength {
+    Short,
+    #[default]
+    Medium,
+    Long,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecallOptions {
+    #[serde(default)]
+    pub reference_date: Option<String>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub response_length: Option<ResponseLength>,
+    #[serde(default)]
+    pub explain: Option<bool>,
+    /// Also consider superseded, forgotten and expired memories.
+    #[serde(default)]
+    pub include_inactive: Option<bool>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecallRequest {
+    pub query: String,
+    #[serde(flatten)]
+    pub options: RecallOptions,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListRequest {
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default, rename = "type")]
+    pub kind: Option<MemoryType>,
+    #[serde(default)]
+    pub status: Option<Status>,
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummaryRequest {
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+/// Checks a profile or namespace name: 1-32 characters of `[A-Za-z0-9._-]`,
+/// and not `.` or `..`.
+pub fn validate_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid(format!("{what} name must not be empty")));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(Error::invalid(format!("{what} name must be at most {MAX_NAME_CHARS} characters")));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+        return Err(Error::invalid(format!("{what} name must match [A-Za-z0-9._-]")));
+    }
+    if name == "." || name == ".." {
+        return Err(Error::invalid(format!("{what} name must not be . or ..")));
+    }
+    Ok(())
+}
+
+/// Checks a session id: 1-64 characters, no control characters.
+pub fn validate_session_id(s: &str) -> Result<()> {
+    if s.is_empty() {
+        return Err(Error::invalid("sessionId must not be empty"));
+    }
+    if s.chars().count() > MAX_SESSION_ID_CHARS {
+        return Err(Error::invalid(format!("sessionId must be at most {MAX_SESSION_ID_CHARS} characters")));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(Error::invalid("sessionId must not contain control characters"));
+    }
+    Ok(())
+}
+
+/// Checks an id argument (memory ids are 32 lowercase hex characters).
+pub fn validate_id(id: &str) -> Result<()> {
+    if crate::core::ids::is_id(id) {
+        Ok(())
+    } else {
+        Err(Error::invalid("id must be 32 lowercase hexadecimal characters"))
+    }
+}
+
+/// Checks an optional ISO-8601 date argument.
+pub fn validate_date(what: &str, s: &Option<String>) -> Result<()> {
+    match s {
+        Some(d) if crate::core::time::parse_datetime(d).is_none() => {
+            Err(Error::invalid(format!("{what} must be an ISO-8601 date or date-time")))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl IngestRequest {
+    pub fn validate(&self) -> Result<()> {
+        if self.messages.is_empty() {
+            return Err(Error::invalid("messages must not be empty"));
+        }
+        if self.messages.len() > MAX_MESSAGES_PER_INGEST {
+            return Err(Error::invalid(format!("at most {MAX_MESSAGES_PER_INGEST} messages per ingest")));
+        }
+        if let Some(s) = &self.session_id {
+            validate_session_id(s)?;
+        }
+        for (i, m) in self.messages.iter().enumerate() {
+            if m.role.trim().is_empty() || m.role.len() > 64 {
+                return Err(Error::invalid(format!("messages[{i}].role must be 1-64 characters")));
+            }
+            if m.content.len() > MAX_MESSAGE_BYTES {
+                return Err(Error::too_large(format!(
+                    "messages[{i}].content is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+                    m.content.len()
+                )));
+            }
+            if m.content.trim().is_empty() {
+                return Err(Error::invalid(format!("messages[{i}].content must not be empty")));
+            }
+            validate_date(&format!("messages[{i}].timestamp"), &m.timestamp)?;
+        }
+        Ok(())
+    }
+}
+
+impl RememberRequest {
+    pub fn validate(&self) -> Result<()> {
+        if self.content.len() > MAX_MESSAGE_BYTES {
+            return Err(Error::too_large(format!("content is over {MAX_MESSAGE_BYTES} bytes")));
+        }
+        if self.content.trim().chars().count() < MIN_REMEMBER_CHARS {
+            return Err(Error::invalid(format!(
+                "content is too short to remember (at least {MIN_REMEMBER_CHARS} characters)"
+            )));
+        }
+        if self.sensitive == Some(true) {
+            return Err(Error::invalid("content marked sensitive is not stored"));
+        }
+        if let Some(s) = &self.session_id {
+            validate_session_id(s)?;
+        }
+        if let Some(k) = &self.key {
+            if k.is_empty() || k.len() > 128 {
+                return Err(Error::invalid("key must be 1-128 characters"));
+            }
+        }
+        if self.expires_at.is_some() && self.ttl_seconds.is_some() {
+            return Err(Error::invalid("give expiresAt or ttlSeconds, not both"));
+        }
+        validate_date("expiresAt", &self.expires_at)
+    }
+}
+
+impl RecallRequest {
+    pub fn validate(&self) -> Result<()> {
+        if self.query.trim().is_empty() {
+            return Err(Error::invalid("query must not be empty"));
+        }
+        if self.query.len() > MAX_QUERY_BYTES {
+            return Err(Error::invalid(format!("query must be at most {MAX_QUERY_BYTES} bytes")));
+        }
+        if let Some(l) = self.options.limit {
+            if l == 0 || l > MAX_RECALL_LIMIT {
+                return Err(Error::invalid(format!("limit must be 1-{MAX_RECALL_LIMIT}")));
+            }
+        }
+        if let Some(s) = &self.options.session_id {
+            validate_session_id(s)?;
+        }
+        validate_date("referenceDate", &self.options.reference_date)
+    }
+}
+
+impl ListRequest {
+    pub fn validate(&self) -> Result<()> {
+        if let Some(l) = self.limit {
+            if l == 0 || l > MAX_PAGE_SIZE {
+                return Err(Error::invalid(format!("limit must be 1-{MAX_PAGE_SIZE}")));
+            }
+        }
+        if let Some(c) = &self.cursor {
+            validate_id(c).map_err(|_| Error::invalid("cursor is not one this service returned"))?;
+        }
+        if let Some(s) = &self.session_id {
+            validate_session_id(s)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_names_out_of_pattern_are_refused() {
+        for bad in ["", "..", ".", "a/b", "a%2Fb", "ａbc", &"x".repeat(33), "a b"] {
+            assert!(validate_name("profile", bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["p1", "my-project", "a.b_c", &"x".repeat(32)] {
+            assert!(validate_name("profile", good).is_ok(), "{good:?} refused");
+        }
+    }
+
+    #[test]
+    fn test_oversized_message_is_refused_as_too_large() {
+        let req = IngestRequest {
+            messages: vec![MessageInput { role: "user".into(), content: "x".repeat(40 * 1024), timestamp: None }],
+            session_id: None,
+        };
+        let err = req.validate().unwrap_err();
+        assert_eq!(err.status(), 413);
+    }
+
+    #[test]
+    fn test_unknown_fields_are_refused() {
+        let v = serde_json::json!({"content": "a long enough piece of content", "bogus": 1});
+        assert!(parse::<RememberRequest>(v).is_err());
+    }
+}

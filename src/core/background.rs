@@ -1,0 +1,102 @@
+//! Background work after the response: the outbox drain the Durable Object
+//! alarm runs. Embeds memories and upserts their vectors, removes vectors
+//! of memories that left recall, expires memories whose TTL passed.
+//! Failures are recorded on the job and retried with backoff; a job leaves
+//! the outbox only when its work is done.
+
+use crate::core::error::Result;
+use crate::core::model::{Memory, MemoryType, Status};
+use crate::core::ops::Profile;
+use crate::core::store::{Job, JOB_EMBED, JOB_UNVECTOR};
+use serde::{Deserialize, Serialize};
+
+/// Jobs taken per drain.
+pub const DRAIN_BATCH: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainReport {
+    pub embedded: usize,
+    pub removed: usize,
+    pub expired: usize,
+    pub failed: usize,
+    /// Jobs still in the outbox.
+    pub pending: i64,
+    /// When the next job or expiry is due (epoch millis), if any.
+    pub next_at: Option<i64>,
+}
+
+/// The text embedded for a memory: its search queries, then its content.
+pub fn embedding_text(m: &Memory) -> String {
+    let mut s = m.search_queries.join("\n");
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s.push_str(&m.content);
+    s
+}
+
+/// Whether a memory belongs in the vector index.
+pub fn wants_vector(m: &Memory) -> bool {
+    m.status == Status::Active && m.kind != MemoryType::Task
+}
+
+pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
+    let store = p.store();
+    let mut report = DrainReport { expired: store.transaction(|| store.expire_due())?, ..DrainReport::default() };
+    let jobs = store.due_jobs(DRAIN_BATCH)?;
+    let (embeds, unvectors): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EMBED);
+    let unvectors: Vec<Job> = unvectors.into_iter().filter(|j| j.kind == JOB_UNVECTOR).collect();
+
+    // Removals first, so a memory forgotten and re-embedded in one batch
+    // cannot lose its fresh vector.
+    if !unvectors.is_empty() {
+        let ids: Vec<String> = unvectors.iter().map(|j| j.memory_id.clone()).collect();
+        match p.index.delete(&ids).await {
+            Ok(()) => {
+                store.finish_jobs(&unvectors.iter().map(|j| j.id).collect::<Vec<_>>())?;
+                report.removed = ids.len();
+            }
+            Err(e) => {
+                for j in &unvectors {
+                    store.fail_job(j.id, j.attempts, &e.to_string())?;
+                }
+                report.failed += unvectors.len();
+            }
+        }
+    }
+
+    if !embeds.is_empty() {
+        let memories = store.memories_by_ids(&embeds.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
+        let live: Vec<&Memory> = memories.iter().filter(|m| wants_vector(m)).collect();
+        let texts: Vec<String> = live.iter().map(|m| embedding_text(m)).collect();
+        let result = async {
+            if texts.is_empty() {
+                return Ok(0);
+            }
+            let vectors = p.embedder.embed(&texts).await?;
+            let items: Vec<(String, Vec<f32>)> = live.iter().map(|m| m.id.clone()).zip(vectors).collect();
+            p.index.upsert(&items).await?;
+            Ok::<usize, crate::core::error::Error>(items.len())
+        }
+        .await;
+        match result {
+            Ok(n) => {
+                store.finish_jobs(&embeds.iter().map(|j| j.id).collect::<Vec<_>>())?;
+                report.embedded = n;
+            }
+            Err(e) => {
+                for j in &embeds {
+                    store.fail_job(j.id, j.attempts, &e.to_string())?;
+                }
+                report.failed += embeds.len();
+            }
+        }
+    }
+    report.pending = store.stats()?.pending_jobs;
+    report.next_at = match (store.next_job_at()?, store.next_expiry()?) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Ok(report)
+}

@@ -1,0 +1,163 @@
+//! One opaque error type for the whole core.
+//!
+//! An [`Error`] has a private kind. Callers ask it questions with the
+//! `is_*` predicates, read its stable machine code with [`Error::code`]
+//! and its HTTP status with [`Error::status`]. Mapping to HTTP happens in
+//! exactly one place: here.
+
+use std::fmt;
+
+/// The error returned by every fallible operation of the core.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    kind: Kind,
+    message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The caller sent something malformed or out of limits.
+    Invalid,
+    /// No credentials were presented.
+    Unauthenticated,
+    /// Credentials do not grant access to this namespace.
+    Forbidden,
+    /// The addressed thing does not exist.
+    NotFound,
+    /// The request conflicts with the stored state.
+    Conflict,
+    /// The request is too large.
+    TooLarge,
+    /// A storage operation failed.
+    Storage,
+    /// A model, embedder or index provider failed.
+    Provider,
+    /// The service is misconfigured (for example: no tokens in production).
+    Config,
+}
+
+impl Error {
+    fn new(kind: Kind, message: impl Into<String>) -> Error {
+        Error { kind, message: message.into() }
+    }
+    pub fn invalid(message: impl Into<String>) -> Error {
+        Error::new(Kind::Invalid, message)
+    }
+    pub fn unauthenticated(message: impl Into<String>) -> Error {
+        Error::new(Kind::Unauthenticated, message)
+    }
+    pub fn forbidden(message: impl Into<String>) -> Error {
+        Error::new(Kind::Forbidden, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Error {
+        Error::new(Kind::NotFound, message)
+    }
+    pub fn conflict(message: impl Into<String>) -> Error {
+        Error::new(Kind::Conflict, message)
+    }
+    pub fn too_large(message: impl Into<String>) -> Error {
+        Error::new(Kind::TooLarge, message)
+    }
+    pub fn storage(message: impl Into<String>) -> Error {
+        Error::new(Kind::Storage, message)
+    }
+    pub fn provider(message: impl Into<String>) -> Error {
+        Error::new(Kind::Provider, message)
+    }
+    pub fn config(message: impl Into<String>) -> Error {
+        Error::new(Kind::Config, message)
+    }
+
+    pub fn is_invalid(&self) -> bool {
+        self.kind == Kind::Invalid
+    }
+    pub fn is_not_found(&self) -> bool {
+        self.kind == Kind::NotFound
+    }
+    pub fn is_forbidden(&self) -> bool {
+        self.kind == Kind::Forbidden
+    }
+    pub fn is_unauthenticated(&self) -> bool {
+        self.kind == Kind::Unauthenticated
+    }
+    pub fn is_provider(&self) -> bool {
+        self.kind == Kind::Provider
+    }
+    pub fn is_storage(&self) -> bool {
+        self.kind == Kind::Storage
+    }
+    /// Whether the fault is the caller's (a 4xx).
+    pub fn is_client_error(&self) -> bool {
+        self.status() < 500
+    }
+
+    /// The human-readable message, lowercase, without the code.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// A stable numeric code, shared by REST, RPC and MCP.
+    pub fn code(&self) -> u32 {
+        match self.kind {
+            Kind::Invalid => 10001,
+            Kind::Unauthenticated => 10002,
+            Kind::Forbidden => 10003,
+            Kind::NotFound => 10004,
+            Kind::Conflict => 10005,
+            Kind::TooLarge => 10006,
+            Kind::Storage => 10010,
+            Kind::Provider => 10011,
+            Kind::Config => 10012,
+        }
+    }
+
+    /// The HTTP status this error maps to. The only such mapping.
+    pub fn status(&self) -> u16 {
+        match self.kind {
+            Kind::Invalid => 400,
+            Kind::Unauthenticated => 401,
+            Kind::Forbidden => 403,
+            Kind::NotFound => 404,
+            Kind::Conflict => 409,
+            Kind::TooLarge => 413,
+            Kind::Storage => 500,
+            Kind::Provider => 502,
+            Kind::Config => 503,
+        }
+    }
+
+    /// Rebuilds an error from its code and message (the inverse of
+    /// [`Error::code`]), used when an error crosses a Durable Object or RPC
+    /// boundary.
+    pub fn from_code(code: u32, message: impl Into<String>) -> Error {
+        let kind = match code {
+            10001 => Kind::Invalid,
+            10002 => Kind::Unauthenticated,
+            10003 => Kind::Forbidden,
+            10004 => Kind::NotFound,
+            10005 => Kind::Conflict,
+            10006 => Kind::TooLarge,
+            10011 => Kind::Provider,
+            10012 => Kind::Config,
+            _ => Kind::Storage,
+        };
+        Error::new(kind, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Error {
+        Error::invalid(format!("failed to parse json: {e}"))
+    }
+}
+
+/// The core's result type.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,33 @@
+//! The pure core: no `worker` types; `cargo test` runs all of it natively.
+//!
+//! Folders, in the order data flows:
+//! * `api`: request records, limits, validation (every way in parses here);
+//! * `ops`: the profile operations and the one dispatch table;
+//! * `ingest/`: the ingest pipeline, one file per stage;
+//! * `recall/`: the recall pipeline, one file per stage;
+//! * `rules/`: the rule-based reasoner (the local default);
+//! * `llm`: the language-model reasoner over any `ChatModel`;
+//! * `local/`: the in-Worker embedder and the SQLite vector index;
+//! * `store`, `schema`: the profile database;
+//! * `background`: the outbox drain the alarm runs.
+
+pub mod api;
+pub mod background;
+pub mod error;
+pub mod ids;
+pub mod ingest;
+pub mod local;
+pub mod model;
+pub mod ops;
+pub mod portable;
+pub mod ports;
+pub mod provider;
+pub mod recall;
+pub mod remember;
+pub mod rest;
+pub mod rules;
+pub mod schema;
+pub mod store;
+pub mod summary;
+pub mod text;
+pub mod time;

@@ -1,0 +1,183 @@
+//! The records of the interface contract (SPEC.md section 8).
+//!
+//! Field names here are the wire names (camelCase); `tests/wit_agreement.rs`
+//! keeps them in agreement with the WIT package in `wit/`.
+
+use serde::{Deserialize, Serialize};
+
+/// The four kinds of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryType {
+    /// What is true now: atomic, stable.
+    Fact,
+    /// What happened at a specific time.
+    Event,
+    /// How to do something.
+    Instruction,
+    /// What is being worked on now; ephemeral, never vectorized.
+    Task,
+}
+
+impl MemoryType {
+    pub const ALL: [MemoryType; 4] =
+        [MemoryType::Fact, MemoryType::Event, MemoryType::Instruction, MemoryType::Task];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryType::Fact => "fact",
+            MemoryType::Event => "event",
+            MemoryType::Instruction => "instruction",
+            MemoryType::Task => "task",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<MemoryType> {
+        MemoryType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// Facts and instructions carry a topic key and can be superseded.
+    pub fn is_keyed(self) -> bool {
+        matches!(self, MemoryType::Fact | MemoryType::Instruction)
+    }
+}
+
+/// Where a memory stands in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Active,
+    Superseded,
+    Forgotten,
+    Expired,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [Status::Active, Status::Superseded, Status::Forgotten, Status::Expired];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Superseded => "superseded",
+            Status::Forgotten => "forgotten",
+            Status::Expired => "expired",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// A message as a caller sends it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageInput {
+    pub role: String,
+    pub content: String,
+    /// ISO-8601 date or date-time; relative dates in the content resolve
+    /// against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+}
+
+/// A raw message as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: String,
+    pub session_id: String,
+    pub role: String,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// Position of the message in its session (0-based, first seen).
+    pub position: i64,
+    pub created_at: String,
+}
+
+/// A memory record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Memory {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: MemoryType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub summary: String,
+    pub content: String,
+    pub session_id: String,
+    pub source_message_ids: Vec<String>,
+    pub search_queries: Vec<String>,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// When the remembered thing happened or was said (ISO date), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_date: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+/// A memory together with its version chain and source messages, as `get`
+/// returns it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryDetail {
+    #[serde(flatten)]
+    pub memory: Memory,
+    /// Oldest first; includes this memory.
+    pub versions: Vec<Memory>,
+    pub source_messages: Vec<Message>,
+}
+
+/// A page of memories.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListPage {
+    pub memories: Vec<Memory>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// What `ingest` reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestReport {
+    pub session_id: String,
+    /// Ids of every message of the call, in order (new or already stored).
+    pub message_ids: Vec<String>,
+    pub messages_stored: usize,
+    pub memories_stored: usize,
+    pub memories_superseded: usize,
+    /// The memories this call created.
+    pub memories: Vec<Memory>,
+    /// Extracted items that verification dropped, with the reason.
+    pub dropped: Vec<Dropped>,
+}
+
+/// An extracted item that did not pass verification.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub content: String,
+    pub reason: String,
+}
+
+/// Profile statistics, for the console.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub messages: i64,
+    pub sessions: i64,
+    pub memories: i64,
+    pub by_type: std::collections::BTreeMap<String, i64>,
+    pub by_status: std::collections::BTreeMap<String, i64>,
+    pub pending_jobs: i64,
+    pub failed_jobs: i64,
+    pub vectors: i64,
+    pub storage_bytes: i64,
+}

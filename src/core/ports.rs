@@ -1,0 +1,161 @@
+//! The traits at every I/O seam.
+//!
+//! Each has a Cloudflare implementation (in `src/cloudflare/`) and a local
+//! one (in `core::local`, `core::rules`, or `tests/support/` for native
+//! SQLite). The pipelines are written against these traits only.
+//!
+//! Futures are `!Send` ([`LocalBoxFuture`]): a Worker is single-threaded.
+
+use crate::core::error::Result;
+pub use futures::future::LocalBoxFuture;
+
+/// A value bound to or read from SQL.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl SqlValue {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            SqlValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            SqlValue::Integer(i) => Some(*i),
+            SqlValue::Real(f) => Some(*f as i64),
+            _ => None,
+        }
+    }
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            SqlValue::Integer(i) => Some(*i as f64),
+            SqlValue::Real(f) => Some(*f),
+            _ => None,
+        }
+    }
+    pub fn as_blob(&self) -> Option<&[u8]> {
+        match self {
+            SqlValue::Blob(b) => Some(b),
+            _ => None,
+        }
+    }
+    /// Text, or `None` for NULL.
+    pub fn opt_string(&self) -> Option<String> {
+        self.as_str().map(str::to_string)
+    }
+}
+
+impl From<&str> for SqlValue {
+    fn from(s: &str) -> SqlValue {
+        SqlValue::Text(s.to_string())
+    }
+}
+impl From<String> for SqlValue {
+    fn from(s: String) -> SqlValue {
+        SqlValue::Text(s)
+    }
+}
+impl From<&String> for SqlValue {
+    fn from(s: &String) -> SqlValue {
+        SqlValue::Text(s.clone())
+    }
+}
+impl From<i64> for SqlValue {
+    fn from(i: i64) -> SqlValue {
+        SqlValue::Integer(i)
+    }
+}
+impl From<f64> for SqlValue {
+    fn from(f: f64) -> SqlValue {
+        SqlValue::Real(f)
+    }
+}
+impl From<Vec<u8>> for SqlValue {
+    fn from(b: Vec<u8>) -> SqlValue {
+        SqlValue::Blob(b)
+    }
+}
+impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
+    fn from(o: Option<T>) -> SqlValue {
+        o.map_or(SqlValue::Null, Into::into)
+    }
+}
+
+/// One result row: values in select order.
+pub type Row = Vec<SqlValue>;
+
+/// Most bound parameters one statement may carry (Durable Object SQL's
+/// limit). Multi-row writes are chunked to stay under it.
+pub const MAX_SQL_PARAMS: usize = 100;
+
+/// A synchronous SQL connection to one profile's database.
+///
+/// Both implementations (Durable Object SQL and native SQLite) are
+/// synchronous, which keeps a profile's writes free of interleaving.
+pub trait Sql {
+    /// Runs one statement and returns every row it yields.
+    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>>;
+
+    /// Runs one statement for its effect; returns rows written where known.
+    fn execute(&self, sql: &str, params: &[SqlValue]) -> Result<()> {
+        self.query(sql, params).map(|_| ())
+    }
+
+    /// Runs `f` atomically: every write it makes commits, or none does.
+    fn transaction(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+
+    /// The database's size in bytes, where the platform reports it.
+    fn database_size(&self) -> i64;
+}
+
+/// The time, as milliseconds since the Unix epoch.
+pub trait Clock {
+    fn now_millis(&self) -> i64;
+}
+
+/// A chat-completion model reached over some protocol.
+pub trait ChatModel {
+    /// Sends a system and a user message and returns the model's text.
+    /// `json` asks for a JSON object response.
+    fn complete<'a>(&'a self, req: &'a ChatRequest) -> LocalBoxFuture<'a, Result<String>>;
+}
+
+/// One chat-completion request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    /// Which configured model: the instruct model or the synthesis model.
+    pub role: ModelRole,
+    pub system: String,
+    pub user: String,
+    pub json: bool,
+    pub max_tokens: u32,
+}
+
+/// The two model slots of SPEC.md section 5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelRole {
+    /// Extraction, verification, classification, query analysis.
+    Instruct,
+    /// Answer synthesis.
+    Synthesis,
+}
+
+/// Turns texts into vectors.
+pub trait Embedder {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>>;
+}
+
+/// A vector index scoped to one profile.
+pub trait VectorIndex {
+    fn upsert<'a>(&'a self, items: &'a [(String, Vec<f32>)]) -> LocalBoxFuture<'a, Result<()>>;
+    fn delete<'a>(&'a self, ids: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// The `top_k` nearest ids with their cosine similarity, best first.
+    fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>>;
+}

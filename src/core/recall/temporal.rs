@@ -1,0 +1,277 @@
+//! The temporal engine: deterministic date arithmetic for temporal
+//! questions. Dates are computed here, never guessed by a model; the
+//! results enter the synthesis prompt as precomputed facts.
+//!
+//! It recognises: how long ago / how many days (weeks, months, years)
+//! ago or since, how many ... between two dates, when did, what weekday,
+//! which came first, before/after. Dates come from the question itself
+//! ("April 10", "2026-04-10", "10 April 2026") or, failing that, from the
+//! dates of the best matching memories.
+
+use chrono::{Datelike, NaiveDate};
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// What kind of temporal question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// "how long ago", "how many days ago", "how many weeks since".
+    Ago(Unit),
+    /// "how many days between X and Y".
+    Between(Unit),
+    /// "when did", "when was", "what date".
+    When,
+    /// "what day of the week", "which weekday".
+    Weekday,
+    /// "which came first", "before or after".
+    Order,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Days,
+    Weeks,
+    Months,
+    Years,
+}
+
+fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(p).expect("valid temporal regex"))
+}
+
+fn unit_of(s: &str) -> Unit {
+    match s.to_lowercase().trim_end_matches('s') {
+        "week" => Unit::Weeks,
+        "month" => Unit::Months,
+        "year" => Unit::Years,
+        _ => Unit::Days,
+    }
+}
+
+/// Classifies a question, if it is temporal.
+pub fn detect(q: &str) -> Option<Question> {
+    static BETWEEN: OnceLock<Regex> = OnceLock::new();
+    static AGO: OnceLock<Regex> = OnceLock::new();
+    static LONG_AGO: OnceLock<Regex> = OnceLock::new();
+    static WEEKDAY: OnceLock<Regex> = OnceLock::new();
+    static ORDER: OnceLock<Regex> = OnceLock::new();
+    static WHEN: OnceLock<Regex> = OnceLock::new();
+    if let Some(c) = re(&BETWEEN, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(between|from)\b").captures(q) {
+        return Some(Question::Between(unit_of(&c[1])));
+    }
+    if let Some(c) = re(&AGO, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(ago|since|before|until|till|left|passed|elapsed)\b").captures(q) {
+        return Some(Question::Ago(unit_of(&c[1])));
+    }
+    if re(&LONG_AGO, r"(?i)\bhow long (ago|since|has it been)\b").is_match(q) {
+        return Some(Question::Ago(Unit::Days));
+    }
+    if re(&WEEKDAY, r"(?i)\b(what|which) (day of the week|weekday)\b").is_match(q) {
+        return Some(Question::Weekday);
+    }
+    if re(&ORDER, r"(?i)\b(which|what) (came|happened|was) (first|earlier|later|last)\b|\bbefore or after\b").is_match(q) {
+        return Some(Question::Order);
+    }
+    if re(&WHEN, r"(?i)^\s*(when|what (date|day|year|month|time))\b|\bon what date\b|\bwhat year\b").is_match(q) {
+        return Some(Question::When);
+    }
+    None
+}
+
+const MONTHS: &str = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
+
+fn month_num(s: &str) -> Option<u32> {
+    let s = s.to_lowercase();
+    let names = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    names.iter().position(|n| s.starts_with(n)).map(|i| i as u32 + 1)
+}
+
+/// Dates named in a text, in order. A date without a year takes the
+/// reference date's year, or the year before if that would put it after
+/// the reference date.
+pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
+    static ISO: OnceLock<Regex> = OnceLock::new();
+    static MD: OnceLock<Regex> = OnceLock::new();
+    let iso = re(&ISO, r"\b(\d{4})-(\d{2})-(\d{2})\b");
+    let md = re(
+        &MD,
+        &format!(r"(?i)\b(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))\b(?:,? (\d{{4}}))?"),
+    );
+    let mut found: Vec<(usize, NaiveDate)> = Vec::new();
+    for c in iso.captures_iter(text) {
+        if let (Ok(y), Ok(m), Ok(d)) = (c[1].parse(), c[2].parse(), c[3].parse()) {
+            if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
+                found.push((c.get(0).map_or(0, |m| m.start()), date));
+            }
+        }
+    }
+    for c in md.captures_iter(text) {
+        let (month, day) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
+            (Some(m), Some(d), _, _) => (month_num(m.as_str()), d.as_str().parse().ok()),
+            (_, _, Some(d), Some(m)) => (month_num(m.as_str()), d.as_str().parse().ok()),
+            _ => (None, None),
+        };
+        let (Some(month), Some(day)) = (month, day) else { continue };
+        let date = match c.get(5).and_then(|y| y.as_str().parse().ok()) {
+            Some(y) => NaiveDate::from_ymd_opt(y, month, day),
+            None => NaiveDate::from_ymd_opt(reference.year(), month, day)
+                .map(|d| if d > reference { NaiveDate::from_ymd_opt(reference.year() - 1, month, day).unwrap_or(d) } else { d }),
+        };
+        if let Some(date) = date {
+            found.push((c.get(0).map_or(0, |m| m.start()), date));
+        }
+    }
+    found.sort_by_key(|(pos, _)| *pos);
+    found.into_iter().map(|(_, d)| d).collect()
+}
+
+/// Whole units from `a` to `b` (positive when `b` is later).
+pub fn difference(a: NaiveDate, b: NaiveDate, unit: Unit) -> i64 {
+    let days = (b - a).num_days();
+    match unit {
+        Unit::Days => days,
+        Unit::Weeks => days / 7,
+        Unit::Months => {
+            let mut m = (b.year() - a.year()) as i64 * 12 + b.month() as i64 - a.month() as i64;
+            if m > 0 && b.day() < a.day() {
+                m -= 1;
+            } else if m < 0 && b.day() > a.day() {
+                m += 1;
+            }
+            m
+        }
+        Unit::Years => {
+            let mut y = (b.year() - a.year()) as i64;
+            if y > 0 && (b.month(), b.day()) < (a.month(), a.day()) {
+                y -= 1;
+            }
+            y
+        }
+    }
+}
+
+fn unit_name(u: Unit, n: i64) -> &'static str {
+    match (u, n.abs() == 1) {
+        (Unit::Days, true) => "day",
+        (Unit::Days, false) => "days",
+        (Unit::Weeks, true) => "week",
+        (Unit::Weeks, false) => "weeks",
+        (Unit::Months, true) => "month",
+        (Unit::Months, false) => "months",
+        (Unit::Years, true) => "year",
+        (Unit::Years, false) => "years",
+    }
+}
+
+/// A dated thing the engine can reason about: a memory or message with
+/// its date and a short label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dated {
+    pub label: String,
+    pub date: NaiveDate,
+}
+
+/// The engine's output: facts for the prompt, and a direct answer when
+/// the arithmetic alone answers the question.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Computed {
+    pub facts: Vec<String>,
+    pub answer: Option<String>,
+}
+
+/// Computes what a temporal question needs. `evidence` is the best
+/// matching dated memories, best first.
+pub fn compute(query: &str, reference: NaiveDate, evidence: &[Dated]) -> Computed {
+    let Some(kind) = detect(query) else { return Computed::default() };
+    let named = dates_in(query, reference);
+    let mut out = Computed::default();
+    let fmt = |d: NaiveDate| format!("{} ({})", d.format("%Y-%m-%d"), d.format("%A"));
+    match kind {
+        Question::Ago(unit) => {
+            let target = named.first().copied().or_else(|| evidence.first().map(|e| e.date));
+            if let Some(d) = target {
+                let n = difference(d, reference, unit);
+                let about = evidence.first().filter(|_| named.is_empty()).map(|e| format!(" ({})", e.label)).unwrap_or_default();
+                if n >= 0 {
+                    out.facts.push(format!("{}{about} was {n} {} before the reference date {}.", fmt(d), unit_name(unit, n), fmt(reference)));
+                    out.answer = Some(format!("{n} {} ago ({})", unit_name(unit, n), d.format("%Y-%m-%d")));
+                } else {
+                    out.facts.push(format!("{}{about} is {} {} after the reference date {}.", fmt(d), -n, unit_name(unit, n), fmt(reference)));
+                    out.answer = Some(format!("in {} {} ({})", -n, unit_name(unit, n), d.format("%Y-%m-%d")));
+                }
+            }
+        }
+        Question::Between(unit) => {
+            let mut ds: Vec<NaiveDate> = named.clone();
+            ds.extend(evidence.iter().map(|e| e.date));
+            if ds.len() >= 2 {
+                let n = difference(ds[0], ds[1], unit).abs();
+                out.facts.push(format!("Between {} and {} there are {n} {}.", fmt(ds[0]), fmt(ds[1]), unit_name(unit, n)));
+                out.answer = Some(format!("{n} {}", unit_name(unit, n)));
+            }
+        }
+        Question::When => {
+            if let Some(e) = evidence.first() {
+                let n = difference(e.date, reference, Unit::Days);
+                out.facts.push(format!("{} is dated {}, {n} days before the reference date {}.", e.label, fmt(e.date), fmt(reference)));
+                out.answer = Some(format!("{}", e.date.format("%-d %B %Y")));
+            }
+        }
+        Question::Weekday => {
+            if let Some(d) = named.first().copied().or_else(|| evidence.first().map(|e| e.date)) {
+                out.facts.push(format!("{} was a {}.", d.format("%Y-%m-%d"), d.format("%A")));
+                out.answer = Some(d.format("%A").to_string());
+            }
+        }
+        Question::Order => {
+            let mut es: Vec<&Dated> = evidence.iter().take(4).collect();
+            es.sort_by_key(|e| e.date);
+            for w in es.windows(2) {
+                out.facts.push(format!("{} ({}) came before {} ({}).", w[0].label, w[0].date, w[1].label, w[1].date));
+            }
+            if let Some(first) = es.first() {
+                out.answer = Some(format!("{} came first ({})", first.label, first.date));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn test_days_ago_of_a_named_date_is_computed() {
+        let c = compute("How many days ago was the April 10 incident?", d("2026-04-20"), &[]);
+        assert_eq!(c.answer.as_deref(), Some("10 days ago (2026-04-10)"));
+        assert!(c.facts[0].contains("10 days before"));
+    }
+
+    #[test]
+    fn test_undated_question_uses_best_evidence() {
+        let ev = [Dated { label: "the deploy".into(), date: d("2026-04-01") }];
+        let c = compute("How long ago was the deploy?", d("2026-04-08"), &ev);
+        assert_eq!(c.answer.as_deref(), Some("7 days ago (2026-04-01)"));
+    }
+
+    #[test]
+    fn test_weekday_and_between() {
+        assert_eq!(compute("What day of the week was 2026-04-15?", d("2026-05-01"), &[]).answer.as_deref(), Some("Wednesday"));
+        let c = compute("How many weeks between March 1, 2026 and March 29, 2026?", d("2026-05-01"), &[]);
+        assert_eq!(c.answer.as_deref(), Some("4 weeks"));
+    }
+
+    #[test]
+    fn test_month_without_year_never_lands_after_reference() {
+        assert_eq!(dates_in("the December 24 party", d("2026-04-20")), vec![d("2025-12-24")]);
+    }
+
+    #[test]
+    fn test_non_temporal_question_computes_nothing() {
+        assert_eq!(compute("What package manager does the user prefer?", d("2026-04-20"), &[]), Computed::default());
+    }
+}

@@ -1,0 +1,301 @@
+//! The REST surface, pure: routing a request to an operation, checking the
+//! bearer token, and the response envelope. The Worker's fetch handler
+//! only moves bytes between this module and the platform.
+//!
+//! Base path (compatible with the managed service's documented API):
+//! `/accounts/{account}/agent-memory/namespaces/{namespace}/profiles/{profile}`.
+
+use crate::core::api::{self, MAX_IMPORT_BYTES};
+use crate::core::error::{Error, Result};
+use serde_json::{json, Map, Value};
+
+/// Largest JSON body accepted, in bytes (500 messages of 32 KB, plus room).
+pub const MAX_BODY_BYTES: usize = 17 * 1024 * 1024;
+
+/// Where a request goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    Health,
+    OpenApi,
+    /// An operation on one profile.
+    Profile(ProfileCall),
+}
+
+/// An operation addressed to a profile's Durable Object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileCall {
+    pub namespace: String,
+    pub profile: String,
+    pub op: String,
+    pub args: Value,
+}
+
+impl ProfileCall {
+    /// The Durable Object name. Names cannot contain `/`, so distinct
+    /// (namespace, profile) pairs never share an object.
+    pub fn object_name(&self) -> String {
+        object_name(&self.namespace, &self.profile)
+    }
+}
+
+pub fn object_name(namespace: &str, profile: &str) -> String {
+    format!("{namespace}/{profile}")
+}
+
+/// A request as the router sees it.
+pub struct Incoming<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    /// Decoded query pairs.
+    pub query: &'a [(String, String)],
+    pub content_type: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+/// Routes a request. Errors are 4xx: unknown path (404), wrong method
+/// (405 as invalid), bad body.
+pub fn route(req: &Incoming<'_>) -> Result<Route> {
+    let segments: Vec<&str> = req.path.trim_end_matches('/').split('/').skip(1).collect();
+    match (req.method, segments.as_slice()) {
+        ("GET", ["health"]) => return Ok(Route::Health),
+        ("GET", ["openapi.json"]) => return Ok(Route::OpenApi),
+        _ => {}
+    }
+    let ["accounts", account, "agent-memory", "namespaces", namespace, "profiles", profile, rest @ ..] = segments.as_slice()
+    else {
+        return Err(Error::not_found(format!("no route for {} {}", req.method, req.path)));
+    };
+    if account.is_empty() {
+        return Err(Error::invalid("account must not be empty"));
+    }
+    let namespace = decode(namespace)?;
+    let profile = decode(profile)?;
+    api::validate_name("namespace", &namespace)?;
+    api::validate_name("profile", &profile)?;
+    let (op, args) = match (req.method, rest) {
+        ("POST", ["ingest"]) => ("ingest", json_body(req)?),
+        ("POST", ["remember"]) => ("remember", json_body(req)?),
+        ("POST", ["recall"]) => ("recall", json_body(req)?),
+        ("GET", ["memories"]) => ("list", query_args(req.query, &["limit"])?),
+        ("GET", ["memories", id]) => ("get", json!({ "id": decode(id)? })),
+        ("DELETE", ["memories", id]) => ("delete", json!({ "id": decode(id)? })),
+        ("POST", ["memories", id, "forget"]) => ("forget", json!({ "id": decode(id)? })),
+        ("GET", ["summary"]) => ("getSummary", query_args(req.query, &[])?),
+        ("DELETE", ["sessions", sid]) => ("deleteSession", json!({ "sessionId": decode(sid)? })),
+        ("GET", ["export"]) => ("export", json!({})),
+        ("POST", ["import"]) => ("import", json!({ "data": import_body(req)? })),
+        ("GET", ["stats"]) => ("stats", json!({})),
+        ("DELETE", []) => ("deleteProfile", json!({})),
+        (_, ["ingest" | "remember" | "recall" | "memories" | "summary" | "export" | "import" | "stats", ..])
+        | (_, ["sessions", _])
+        | (_, []) => {
+            return Err(Error::invalid(format!("method {} is not allowed on {}", req.method, req.path)));
+        }
+        _ => return Err(Error::not_found(format!("no route for {} {}", req.method, req.path))),
+    };
+    Ok(Route::Profile(ProfileCall { namespace, profile, op: op.to_string(), args }))
+}
+
+fn decode(segment: &str) -> Result<String> {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = segment.get(i + 1..i + 3).ok_or_else(|| Error::invalid("bad percent-encoding in path"))?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| Error::invalid("bad percent-encoding in path"))?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| Error::invalid("path is not valid UTF-8"))
+}
+
+fn json_body(req: &Incoming<'_>) -> Result<Value> {
+    if let Some(ct) = req.content_type {
+        let ct = ct.to_ascii_lowercase();
+        if !ct.starts_with("application/json") && !ct.contains("+json") {
+            return Err(Error::invalid(format!("content-type must be application/json, not {ct}")));
+        }
+    }
+    if req.body.len() > MAX_BODY_BYTES {
+        return Err(Error::too_large(format!("request body is over {MAX_BODY_BYTES} bytes")));
+    }
+    let text = std::str::from_utf8(req.body).map_err(|_| Error::invalid("request body is not valid UTF-8"))?;
+    if text.trim().is_empty() {
+        return Err(Error::invalid("request body must be a JSON object"));
+    }
+    let v: Value = serde_json::from_str(text).map_err(|e| Error::invalid(format!("invalid JSON body: {e}")))?;
+    if !v.is_object() {
+        return Err(Error::invalid("request body must be a JSON object"));
+    }
+    Ok(v)
+}
+
+fn import_body(req: &Incoming<'_>) -> Result<String> {
+    if req.body.len() > MAX_IMPORT_BYTES {
+        return Err(Error::too_large(format!("import is over {MAX_IMPORT_BYTES} bytes")));
+    }
+    let text = std::str::from_utf8(req.body).map_err(|_| Error::invalid("import body is not valid UTF-8"))?;
+    let json_ct = req.content_type.is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"));
+    if json_ct {
+        // `{"data": "<ndjson>"}`
+        let v: Value = serde_json::from_str(text).map_err(|e| Error::invalid(format!("invalid JSON body: {e}")))?;
+        return v
+            .get("data")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Error::invalid("a JSON import body must be {\"data\": \"<ndjson>\"}"));
+    }
+    Ok(text.to_string())
+}
+
+/// Query parameters as a JSON object; `numeric` names are parsed as
+/// integers. Unknown parameters are refused by the request record.
+fn query_args(query: &[(String, String)], numeric: &[&str]) -> Result<Value> {
+    let mut map = Map::new();
+    for (k, v) in query {
+        if map.contains_key(k) {
+            return Err(Error::invalid(format!("query parameter {k} is given twice")));
+        }
+        let value = if numeric.contains(&k.as_str()) {
+            Value::from(v.parse::<u64>().map_err(|_| Error::invalid(format!("{k} must be a positive integer")))?)
+        } else {
+            Value::String(v.clone())
+        };
+        map.insert(k.clone(), value);
+    }
+    Ok(Value::Object(map))
+}
+
+/// Which namespaces a token may touch: server configuration, a JSON object
+/// `{"<token>": ["<namespace>" | "*", ...]}` (the `AUTH_TOKENS` secret).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tokens(Vec<(String, Vec<String>)>);
+
+impl Tokens {
+    pub fn parse(json: &str) -> Result<Tokens> {
+        let v: Map<String, Value> =
+            serde_json::from_str(json).map_err(|e| Error::config(format!("AUTH_TOKENS is not a JSON object: {e}")))?;
+        let mut out = Vec::new();
+        for (token, spaces) in v {
+            let spaces: Vec<String> = serde_json::from_value(spaces)
+                .map_err(|_| Error::config("AUTH_TOKENS values must be arrays of namespace names"))?;
+            if token.len() < 8 {
+                return Err(Error::config("AUTH_TOKENS tokens must be at least 8 characters"));
+            }
+            out.push((token, spaces));
+        }
+        Ok(Tokens(out))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Checks an `Authorization` header against `namespace`: 401 without a
+    /// known bearer token, 403 when the token may not touch it, 503 when
+    /// no tokens are configured (the service refuses rather than serving
+    /// everyone).
+    pub fn authorize(&self, header: Option<&str>, namespace: &str) -> Result<()> {
+        if self.0.is_empty() {
+            return Err(Error::config("no AUTH_TOKENS configured: the REST API is closed"));
+        }
+        let token = header
+            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+            .map(str::trim)
+            .ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
+        let spaces = self
+            .0
+            .iter()
+            .find(|(t, _)| constant_time_eq(t.as_bytes(), token.as_bytes()))
+            .map(|(_, s)| s)
+            .ok_or_else(|| Error::unauthenticated("unknown bearer token"))?;
+        if spaces.iter().any(|s| s == "*" || s == namespace) {
+            Ok(())
+        } else {
+            Err(Error::forbidden(format!("this token may not access namespace {namespace}")))
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `{ success: true, errors: [], messages, result, result_info? }`.
+pub fn envelope_ok(mut result: Value) -> Value {
+    // Recall notes travel as envelope messages.
+    let mut messages = Vec::new();
+    if result_is_recall(&result) {
+        if let Some(Value::Array(a)) = result.as_object_mut().and_then(|m| m.remove("messages")) {
+            messages = a;
+        }
+    }
+    let mut env = json!({ "success": true, "errors": [], "messages": messages, "result": result });
+    if let Some(cursor) = env["result"].get("cursor").cloned() {
+        let count = env["result"]["memories"].as_array().map_or(0, Vec::len);
+        env["result_info"] = json!({ "cursor": cursor, "count": count });
+    } else if env["result"].get("memories").is_some() {
+        let count = env["result"]["memories"].as_array().map_or(0, Vec::len);
+        env["result_info"] = json!({ "cursor": Value::Null, "count": count });
+    }
+    env
+}
+
+fn result_is_recall(v: &Value) -> bool {
+    v.get("candidates").is_some() && v.get("answer").is_some()
+}
+
+/// `{ success: false, errors: [{code, message}], messages: [], result: null }`.
+pub fn envelope_err(e: &Error) -> Value {
+    json!({ "success": false, "errors": [{ "code": e.code(), "message": e.message() }], "messages": [], "result": Value::Null })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(path: &str) -> Result<Route> {
+        route(&Incoming { method: "GET", path, query: &[], content_type: None, body: b"" })
+    }
+
+    const BASE: &str = "/accounts/a/agent-memory/namespaces/ns/profiles/p1";
+
+    #[test]
+    fn test_routes_map_to_operations() {
+        let Route::Profile(c) = get(&format!("{BASE}/memories")).unwrap() else { panic!() };
+        assert_eq!((c.namespace.as_str(), c.profile.as_str(), c.op.as_str()), ("ns", "p1", "list"));
+        assert_eq!(c.object_name(), "ns/p1");
+    }
+
+    #[test]
+    fn test_encoded_slash_and_dot_dot_are_refused() {
+        assert!(get("/accounts/a/agent-memory/namespaces/ns/profiles/a%2Fb/memories").unwrap_err().is_invalid());
+        assert!(get("/accounts/a/agent-memory/namespaces/../profiles/p/memories").unwrap_err().is_invalid());
+    }
+
+    #[test]
+    fn test_wrong_content_type_is_refused() {
+        let r = route(&Incoming {
+            method: "POST",
+            path: &format!("{BASE}/remember"),
+            query: &[],
+            content_type: Some("text/plain"),
+            body: b"{}",
+        });
+        assert!(r.unwrap_err().is_invalid());
+    }
+
+    #[test]
+    fn test_tokens_grant_namespaces() {
+        let t = Tokens::parse(r#"{"token-for-a": ["a"], "dev-token": ["*"]}"#).unwrap();
+        assert!(t.authorize(Some("Bearer token-for-a"), "a").is_ok());
+        assert!(t.authorize(Some("Bearer token-for-a"), "b").unwrap_err().is_forbidden());
+        assert!(t.authorize(None, "a").unwrap_err().is_unauthenticated());
+        assert!(t.authorize(Some("Bearer nope-nope"), "a").unwrap_err().is_unauthenticated());
+        assert_eq!(Tokens::default().authorize(Some("Bearer dev-token"), "a").unwrap_err().status(), 503);
+    }
+}

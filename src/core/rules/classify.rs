@@ -1,0 +1,144 @@
+//! Rule-based classification: type, topic key, summary, search queries.
+//!
+//! Types, first rule that matches:
+//! * task: "working on", "TODO", "next I will", "need to", "going to",
+//!   "in progress", "currently";
+//! * instruction: starts with an imperative verb, or says "always",
+//!   "never", "make sure", "to do X, run Y", "use X (not Y)";
+//! * event: past-tense action with a date or a past time marker;
+//! * fact: everything else (stable preferences and properties).
+//!
+//! Keys: `subject.attribute`, lowercased. The subject is the speaker
+//! (roles "user"/"assistant" map to `user`/`project`); the attribute is
+//! the category of a known thing the sentence names (`package_manager`
+//! for pnpm), else the sentence's first two content nouns.
+
+use crate::core::model::MemoryType;
+use crate::core::provider::{Candidate, Classification, Transcript};
+use crate::core::rules::{extract, lexicon};
+use crate::core::text;
+use regex::Regex;
+use std::sync::OnceLock;
+
+const IMPERATIVES: &[&str] = &[
+    "use", "always", "never", "run", "make", "set", "add", "remove", "keep", "avoid", "prefer", "switch", "don't", "do",
+    "install", "deploy", "call", "write", "put", "store", "ensure", "check", "follow", "enable", "disable", "configure",
+];
+
+fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(p).expect("valid classify regex"))
+}
+
+pub fn kind_of(body: &str, dated: bool) -> MemoryType {
+    static TASK: OnceLock<Regex> = OnceLock::new();
+    static INSTR: OnceLock<Regex> = OnceLock::new();
+    static PAST: OnceLock<Regex> = OnceLock::new();
+    let lower = body.to_lowercase();
+    if re(&TASK, r"\b(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))\b").is_match(&lower) {
+        return MemoryType::Task;
+    }
+    let first = text::tokens(&lower).into_iter().find(|w| !matches!(w.as_str(), "and" | "but" | "so" | "also" | "please" | "then"));
+    if first.as_deref().is_some_and(|w| IMPERATIVES.contains(&w))
+        || re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must)\b").is_match(&lower)
+    {
+        return MemoryType::Instruction;
+    }
+    if re(&PAST, r"\b(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)\b").is_match(&lower)
+        && (dated || lower.contains(" ago") || lower.contains("last "))
+    {
+        return MemoryType::Event;
+    }
+    MemoryType::Fact
+}
+
+fn subject(role: &str) -> String {
+    match role.to_lowercase().as_str() {
+        "user" | "human" => "user".into(),
+        "assistant" | "ai" | "system" | "agent" => "project".into(),
+        other => crate::core::ingest::classify::normalize_key(other).unwrap_or_else(|| "user".into()),
+    }
+}
+
+/// The topic key of a keyed memory.
+pub fn key_of(role: &str, body: &str) -> Option<String> {
+    let attr = lexicon::category_of(body).map(str::to_string).or_else(|| {
+        let words: Vec<String> = text::content_words(body)
+            .into_iter()
+            .filter(|w| !IMPERATIVES.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit()))
+            .take(2)
+            .collect();
+        (!words.is_empty()).then(|| words.join("_"))
+    })?;
+    crate::core::ingest::classify::normalize_key(&format!("{}.{attr}", subject(role)))
+}
+
+/// Search queries from templates over the key and content words.
+pub fn queries(kind: MemoryType, key: Option<&str>, body: &str, speaker: &str) -> Vec<String> {
+    let words = text::content_words(body);
+    let topic = words.iter().take(4).cloned().collect::<Vec<_>>().join(" ");
+    let mut q = Vec::new();
+    if let Some(k) = key {
+        let attr = k.rsplit('.').next().unwrap_or(k).replace('_', " ");
+        q.push(format!("What {attr} does {} use?", speaker.to_lowercase()));
+        q.push(format!("What is the {attr} preference?"));
+    }
+    match kind {
+        MemoryType::Event => {
+            q.push(format!("When did {speaker} {topic}?"));
+            q.push(format!("What happened with {topic}?"));
+        }
+        MemoryType::Instruction => {
+            q.push(format!("How should I handle {topic}?"));
+            q.push(format!("What are the rules for {topic}?"));
+        }
+        MemoryType::Task => q.push(format!("What is being worked on about {topic}?")),
+        MemoryType::Fact => {
+            q.push(format!("What does {speaker} say about {topic}?"));
+            q.push(format!("What is known about {topic}?"));
+        }
+    }
+    if q.len() < 3 {
+        q.push(format!("{speaker} {topic}"));
+    }
+    q.truncate(5);
+    q
+}
+
+pub fn classify(t: &Transcript, c: &Candidate) -> Classification {
+    let (label, body) = c.content.split_once(": ").unwrap_or(("user", c.content.as_str()));
+    let role = t
+        .lines
+        .iter()
+        .find(|l| c.lines.contains(&l.index))
+        .map(|l| l.role.clone())
+        .unwrap_or_else(|| label.to_lowercase());
+    let kind = kind_of(body, c.event_date.is_some());
+    let key = kind.is_keyed().then(|| key_of(&role, body)).flatten();
+    let speaker = extract::speaker(&role);
+    Classification {
+        kind,
+        search_queries: queries(kind, key.as_deref(), body, &speaker),
+        key,
+        summary: c.content.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_types_follow_surface_rules() {
+        assert_eq!(kind_of("Use pnpm, not npm.", false), MemoryType::Instruction);
+        assert_eq!(kind_of("I'm working on the billing page.", false), MemoryType::Task);
+        assert_eq!(kind_of("We deployed the API on 2026-04-14.", true), MemoryType::Event);
+        assert_eq!(kind_of("The project uses GraphQL.", false), MemoryType::Fact);
+    }
+
+    #[test]
+    fn test_keys_name_subject_and_category() {
+        assert_eq!(key_of("user", "Use pnpm, not npm.").as_deref(), Some("user.package_manager"));
+        assert_eq!(key_of("user", "Actually, switch to npm.").as_deref(), Some("user.package_manager"));
+        assert_eq!(key_of("user", "And dark mode by default.").as_deref(), Some("user.theme"));
+    }
+}

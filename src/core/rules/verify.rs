@@ -1,0 +1,51 @@
+//! Rule-based verification against the transcript.
+//!
+//! The eight checks of SPEC.md section 3 reduce, without a model, to
+//! grounding: every content word of the candidate (after the speaker
+//! label) must appear in its cited lines (entity, object, location,
+//! organization and relation words are all content words), dates in the
+//! candidate must appear in the resolved lines (temporal accuracy), the
+//! candidate must cite at least one line (completeness of provenance), and
+//! nothing it says may be absent from the source (inferred facts). A
+//! candidate with a few unsupported words is corrected to the cited
+//! sentence; one mostly unsupported is dropped.
+
+use crate::core::provider::{Candidate, Transcript, Verdict};
+use crate::core::text;
+
+/// Share of content words that must be found in the cited lines.
+pub const MIN_GROUNDING: f64 = 0.8;
+
+pub fn verify(t: &Transcript, c: &Candidate) -> Verdict {
+    if c.lines.is_empty() {
+        return Verdict::Drop { reason: "cites no source line".into() };
+    }
+    let cited: Vec<&str> = t.lines.iter().filter(|l| c.lines.contains(&l.index)).map(|l| l.text.as_str()).collect();
+    if cited.is_empty() {
+        return Verdict::Drop { reason: "cites lines outside its transcript".into() };
+    }
+    let source: std::collections::HashSet<String> = cited.iter().flat_map(|s| text::stems(s)).collect();
+    let body = c.content.split_once(": ").map_or(c.content.as_str(), |(_, b)| b);
+    let words = text::stems(body);
+    if words.is_empty() {
+        return Verdict::Drop { reason: "states nothing".into() };
+    }
+    let grounded = words.iter().filter(|w| source.contains(*w)).count();
+    let share = grounded as f64 / words.len() as f64;
+    if let Some(d) = crate::core::ingest::dates::first_date(body) {
+        if !cited.iter().any(|s| s.contains(&d)) {
+            return Verdict::Drop { reason: format!("temporal accuracy: date {d} is not in the source") };
+        }
+    }
+    if share >= MIN_GROUNDING {
+        Verdict::Pass
+    } else if share >= 0.5 {
+        let prefix = c.content.split_once(": ").map(|(p, _)| p).unwrap_or("");
+        Verdict::Correct {
+            content: format!("{prefix}: {}", cited[0].trim()),
+            reason: format!("only {:.0}% of its words are in the source; replaced by the source sentence", share * 100.0),
+        }
+    } else {
+        Verdict::Drop { reason: format!("unsupported: only {:.0}% of its words are in the source", share * 100.0) }
+    }
+}

@@ -1,0 +1,108 @@
+//! The profile database schema: one versioned migration set, run unchanged
+//! by the Durable Object and by native SQLite in tests.
+//!
+//! Each migration is a list of statements run in order inside one
+//! transaction, and recorded in `schema_migrations`. Migrations only ever
+//! get appended.
+
+use crate::core::error::Result;
+use crate::core::ports::{Sql, SqlValue};
+
+/// `(version, statements)`, oldest first.
+pub const MIGRATIONS: &[(i64, &[&str])] = &[(
+    1,
+    &[
+        // Raw messages, content-addressed. `rowid` keys the FTS index.
+        "CREATE TABLE IF NOT EXISTS messages (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            timestamp TEXT,
+            position INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        )",
+        "CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, position)",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(role, content, tokenize='porter unicode61')",
+        // Memories: the record of SPEC.md section 8.
+        "CREATE TABLE IF NOT EXISTS memories (
+            id TEXT PRIMARY KEY,
+            type TEXT NOT NULL,
+            key TEXT,
+            summary TEXT NOT NULL,
+            content TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            source_message_ids TEXT NOT NULL,
+            search_queries TEXT NOT NULL,
+            status TEXT NOT NULL,
+            supersedes TEXT,
+            superseded_by TEXT,
+            event_date TEXT,
+            fingerprint TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT
+        )",
+        "CREATE INDEX IF NOT EXISTS memories_by_key ON memories(key, status)",
+        "CREATE INDEX IF NOT EXISTS memories_by_status ON memories(status, id)",
+        "CREATE INDEX IF NOT EXISTS memories_by_session ON memories(session_id, id)",
+        "CREATE INDEX IF NOT EXISTS memories_by_fingerprint ON memories(fingerprint)",
+        "CREATE INDEX IF NOT EXISTS memories_by_expiry ON memories(expires_at) WHERE expires_at IS NOT NULL",
+        // Which messages each memory came from (also in the JSON column; this
+        // table answers the reverse question quickly).
+        "CREATE TABLE IF NOT EXISTS memory_sources (
+            memory_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            PRIMARY KEY (memory_id, message_id)
+        ) WITHOUT ROWID",
+        "CREATE INDEX IF NOT EXISTS memory_sources_by_message ON memory_sources(message_id)",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(content, key, queries, tokenize='porter unicode61')",
+        // The local vector index: one float32 little-endian vector per
+        // memory, plus a binary code for the fast first pass.
+        "CREATE TABLE IF NOT EXISTS vectors (
+            memory_id TEXT PRIMARY KEY,
+            vector BLOB NOT NULL,
+            code BLOB NOT NULL
+        )",
+        // Background work, recorded in the same transaction as the writes
+        // that need it, drained by the Durable Object alarm.
+        "CREATE TABLE IF NOT EXISTS outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            last_error TEXT,
+            created_at TEXT NOT NULL
+        )",
+        "CREATE INDEX IF NOT EXISTS outbox_by_due ON outbox(next_attempt_at)",
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
+)];
+
+/// Brings the database up to the newest schema version. Idempotent.
+pub fn migrate(sql: &dyn Sql) -> Result<()> {
+    sql.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+        &[],
+    )?;
+    let rows = sql.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[])?;
+    let current = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0);
+    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        sql.transaction(&mut || {
+            for stmt in statements.iter() {
+                sql.execute(stmt, &[])?;
+            }
+            sql.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?, datetime('now'))",
+                &[SqlValue::Integer(*version)],
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The newest schema version.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |(v, _)| *v)
+}

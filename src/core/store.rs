@@ -1,0 +1,681 @@
+//! Profile storage: every read and write of a profile's database, over the
+//! [`Sql`] trait. Nothing here knows about HTTP, models or Cloudflare.
+//!
+//! The store keeps three invariants:
+//! * a memory's FTS row (rowid = the memory's rowid) exists exactly while
+//!   the memory row exists; likewise for messages;
+//! * a memory with status other than `active` has no vector, or has an
+//!   `unvector` job pending in the outbox;
+//! * multi-row writes are chunked under [`MAX_SQL_PARAMS`].
+
+use crate::core::error::{Error, Result};
+use crate::core::model::{ListPage, Memory, MemoryType, Message, MessageInput, Stats, Status};
+use crate::core::ports::{Row, Sql, SqlValue, MAX_SQL_PARAMS};
+use crate::core::time::iso;
+
+/// Columns of `memories`, in the order [`memory_from_row`] reads them.
+const MEMORY_COLUMNS: &str = "id, type, key, summary, content, session_id, source_message_ids, \
+     search_queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at";
+
+const MESSAGE_COLUMNS: &str = "id, session_id, role, content, timestamp, position, created_at";
+
+/// Outbox job kinds.
+pub const JOB_EMBED: &str = "embed";
+pub const JOB_UNVECTOR: &str = "unvector";
+
+/// A borrowed view of one profile's database at one instant.
+pub struct Store<'a> {
+    sql: &'a dyn Sql,
+    now: i64,
+}
+
+/// Filters for [`Store::list`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListFilter {
+    pub limit: usize,
+    pub cursor: Option<String>,
+    pub session_id: Option<String>,
+    pub kind: Option<MemoryType>,
+    pub status: Option<Status>,
+    pub key: Option<String>,
+}
+
+/// A message about to be stored, with its id computed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewMessage {
+    pub id: String,
+    pub input: MessageInput,
+}
+
+/// An outbox job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    pub id: i64,
+    pub kind: String,
+    pub memory_id: String,
+    pub attempts: i64,
+}
+
+impl<'a> Store<'a> {
+    pub fn new(sql: &'a dyn Sql, now_millis: i64) -> Store<'a> {
+        Store { sql, now: now_millis }
+    }
+
+    pub fn sql(&self) -> &'a dyn Sql {
+        self.sql
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// Runs `f` in one transaction.
+    pub fn transaction<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.sql.transaction(&mut || {
+            let f = f.take().expect("transaction body runs once");
+            out = Some(f()?);
+            Ok(())
+        })?;
+        Ok(out.expect("transaction body ran"))
+    }
+
+    // ---- messages -------------------------------------------------------
+
+    /// Which of `ids` are already stored.
+    pub fn existing_message_ids(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        let mut found = std::collections::HashSet::new();
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let sql = format!("SELECT id FROM messages WHERE id IN ({})", placeholders(chunk.len()));
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            for row in self.sql.query(&sql, &params)? {
+                if let Some(id) = row[0].opt_string() {
+                    found.insert(id);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Stores messages of one session with `INSERT OR IGNORE`; returns the
+    /// ones that were new. Positions continue the session's sequence.
+    pub fn insert_messages(&self, session_id: &str, messages: &[NewMessage]) -> Result<Vec<Message>> {
+        let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+        let existing = self.existing_message_ids(&ids)?;
+        let base = self
+            .sql
+            .query(
+                "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?",
+                &[session_id.into()],
+            )?
+            .first()
+            .and_then(|r| r[0].as_i64())
+            .unwrap_or(0);
+        let created_at = iso(self.now);
+        let mut seen = std::collections::HashSet::new();
+        let mut fresh = Vec::new();
+        for m in messages {
+            if existing.contains(&m.id) || !seen.insert(m.id.clone()) {
+                continue;
+            }
+            fresh.push(Message {
+                id: m.id.clone(),
+                session_id: session_id.to_string(),
+                role: m.input.role.clone(),
+                content: m.input.content.clone(),
+                timestamp: m.input.timestamp.clone(),
+                position: base + fresh.len() as i64,
+                created_at: created_at.clone(),
+            });
+        }
+        self.put_messages(&fresh)?;
+        Ok(fresh)
+    }
+
+    /// Writes fully formed messages (ingest and import), ignoring ids
+    /// already present, and indexes them for full-text search.
+    pub fn put_messages(&self, messages: &[Message]) -> Result<()> {
+        const COLS: usize = 7;
+        for chunk in messages.chunks(MAX_SQL_PARAMS / COLS) {
+            let sql = format!(
+                "INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) VALUES {}",
+                rows_placeholders(chunk.len(), COLS)
+            );
+            let mut params = Vec::with_capacity(chunk.len() * COLS);
+            for m in chunk {
+                params.extend([
+                    SqlValue::from(&m.id),
+                    SqlValue::from(&m.session_id),
+                    SqlValue::from(&m.role),
+                    SqlValue::from(&m.content),
+                    SqlValue::from(m.timestamp.clone()),
+                    SqlValue::Integer(m.position),
+                    SqlValue::from(&m.created_at),
+                ]);
+            }
+            self.sql.execute(&sql, &params)?;
+            // Index what was actually inserted (rows not already indexed).
+            let ids: Vec<SqlValue> = chunk.iter().map(|m| SqlValue::from(&m.id)).collect();
+            self.sql.execute(
+                &format!(
+                    "INSERT INTO messages_fts (rowid, role, content) SELECT m.rowid, m.role, m.content \
+                     FROM messages m WHERE m.id IN ({}) AND m.rowid NOT IN (SELECT rowid FROM messages_fts)",
+                    placeholders(ids.len())
+                ),
+                &ids,
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn messages_by_ids(&self, ids: &[String]) -> Result<Vec<Message>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let sql = format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({}) ORDER BY session_id, position",
+                placeholders(chunk.len())
+            );
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            out.extend(self.sql.query(&sql, &params)?.into_iter().map(message_from_row));
+        }
+        Ok(out)
+    }
+
+    /// Every message of a session, in order.
+    pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>> {
+        Ok(self
+            .sql
+            .query(
+                &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY position"),
+                &[session_id.into()],
+            )?
+            .into_iter()
+            .map(message_from_row)
+            .collect())
+    }
+
+    /// Every message, by session then position (export).
+    pub fn all_messages(&self) -> Result<Vec<Message>> {
+        Ok(self
+            .sql
+            .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position"), &[])?
+            .into_iter()
+            .map(message_from_row)
+            .collect())
+    }
+
+    // ---- memories -------------------------------------------------------
+
+    /// Inserts a memory (ignored if its id exists), its sources and its FTS
+    /// row, and queues its embedding when it should be vectorized.
+    pub fn insert_memory(&self, m: &Memory, fingerprint: &str) -> Result<bool> {
+        let existed = !self.sql.query("SELECT 1 FROM memories WHERE id = ?", &[(&m.id).into()])?.is_empty();
+        if existed {
+            return Ok(false);
+        }
+        self.sql.execute(
+            &format!(
+                "INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) VALUES ({})",
+                placeholders(16)
+            ),
+            &[
+                (&m.id).into(),
+                m.kind.as_str().into(),
+                m.key.clone().into(),
+                (&m.summary).into(),
+                (&m.content).into(),
+                (&m.session_id).into(),
+                serde_json::to_string(&m.source_message_ids).unwrap_or_default().into(),
+                serde_json::to_string(&m.search_queries).unwrap_or_default().into(),
+                m.status.as_str().into(),
+                m.supersedes.clone().into(),
+                m.superseded_by.clone().into(),
+                m.event_date.clone().into(),
+                (&m.created_at).into(),
+                (&m.updated_at).into(),
+                m.expires_at.clone().into(),
+                fingerprint.into(),
+            ],
+        )?;
+        for chunk in m.source_message_ids.chunks(MAX_SQL_PARAMS / 2) {
+            let mut params = Vec::new();
+            for mid in chunk {
+                params.push(SqlValue::from(&m.id));
+                params.push(SqlValue::from(mid));
+            }
+            self.sql.execute(
+                &format!(
+                    "INSERT OR IGNORE INTO memory_sources (memory_id, message_id) VALUES {}",
+                    rows_placeholders(chunk.len(), 2)
+                ),
+                &params,
+            )?;
+        }
+        self.sql.execute(
+            "INSERT INTO memories_fts (rowid, content, key, queries) \
+             SELECT rowid, content, COALESCE(replace(replace(key, '.', ' '), '_', ' '), ''), ? FROM memories WHERE id = ?",
+            &[m.search_queries.join(" \n").into(), (&m.id).into()],
+        )?;
+        if m.status == Status::Active && m.kind != MemoryType::Task {
+            self.enqueue(JOB_EMBED, &m.id)?;
+        }
+        Ok(true)
+    }
+
+    /// The id of an active memory with this fingerprint, if any.
+    pub fn active_by_fingerprint(&self, fingerprint: &str) -> Result<Option<String>> {
+        Ok(self
+            .sql
+            .query(
+                "SELECT id FROM memories WHERE fingerprint = ? AND status = 'active' LIMIT 1",
+                &[fingerprint.into()],
+            )?
+            .first()
+            .and_then(|r| r[0].opt_string()))
+    }
+
+    /// Active memories holding `key`, newest first.
+    pub fn active_by_key(&self, key: &str) -> Result<Vec<Memory>> {
+        self.memories_where("key = ? AND status = 'active' ORDER BY id DESC", &[key.into()])
+    }
+
+    pub fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
+        Ok(self.memories_where("id = ?", &[id.into()])?.into_iter().next())
+    }
+
+    pub fn memories_by_ids(&self, ids: &[String]) -> Result<Vec<Memory>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            out.extend(self.memories_where(&format!("id IN ({})", placeholders(chunk.len())), &params)?);
+        }
+        Ok(out)
+    }
+
+    fn memories_where(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<Memory>> {
+        let rows = self.sql.query(&format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause}"), params)?;
+        Ok(rows.into_iter().map(|r| memory_from_row(r, self.now)).collect())
+    }
+
+    /// Marks `old` superseded by `new` (both ids), queueing removal of the
+    /// old vector.
+    pub fn supersede(&self, old: &str, new: &str) -> Result<()> {
+        self.sql.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ?",
+            &[new.into(), iso(self.now).into(), old.into()],
+        )?;
+        self.enqueue(JOB_UNVECTOR, old)
+    }
+
+    /// Marks a memory forgotten. Returns the updated memory.
+    pub fn forget(&self, id: &str) -> Result<Memory> {
+        let m = self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
+        if m.status != Status::Forgotten {
+            self.sql.execute(
+                "UPDATE memories SET status = 'forgotten', updated_at = ? WHERE id = ?",
+                &[iso(self.now).into(), id.into()],
+            )?;
+            self.enqueue(JOB_UNVECTOR, id)?;
+        }
+        self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
+    }
+
+    /// Hard-deletes memories and every trace of them: rows, sources, FTS
+    /// rows, local vectors and pending jobs. A Vectorize delete is queued.
+    pub fn delete_memories(&self, ids: &[String]) -> Result<()> {
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let ph = placeholders(chunk.len());
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            self.sql.execute(
+                &format!("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id IN ({ph}))"),
+                &params,
+            )?;
+            self.sql.execute(&format!("DELETE FROM memories WHERE id IN ({ph})"), &params)?;
+            self.sql.execute(&format!("DELETE FROM memory_sources WHERE memory_id IN ({ph})"), &params)?;
+            self.sql.execute(&format!("DELETE FROM outbox WHERE memory_id IN ({ph})"), &params)?;
+            // The local index lives here: its rows go in this transaction.
+            self.sql.execute(&format!("DELETE FROM vectors WHERE memory_id IN ({ph})"), &params)?;
+            // Pointers from other versions to a deleted memory go too.
+            self.sql.execute(&format!("UPDATE memories SET supersedes = NULL WHERE supersedes IN ({ph})"), &params)?;
+            self.sql.execute(
+                &format!("UPDATE memories SET superseded_by = NULL WHERE superseded_by IN ({ph})"),
+                &params,
+            )?;
+        }
+        for id in ids {
+            self.enqueue(JOB_UNVECTOR, id)?;
+        }
+        Ok(())
+    }
+
+    /// Hard-deletes messages and their FTS rows.
+    pub fn delete_messages(&self, ids: &[String]) -> Result<()> {
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let ph = placeholders(chunk.len());
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            self.sql.execute(
+                &format!("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE id IN ({ph}))"),
+                &params,
+            )?;
+            self.sql.execute(&format!("DELETE FROM messages WHERE id IN ({ph})"), &params)?;
+        }
+        Ok(())
+    }
+
+    /// Ids of memories citing any of these messages.
+    pub fn memories_citing(&self, message_ids: &[String]) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            let rows = self.sql.query(
+                &format!("SELECT DISTINCT memory_id FROM memory_sources WHERE message_id IN ({})", placeholders(chunk.len())),
+                &params,
+            )?;
+            out.extend(rows.into_iter().filter_map(|r| r[0].opt_string()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Memory ids of a session.
+    pub fn session_memory_ids(&self, session_id: &str) -> Result<Vec<String>> {
+        Ok(self
+            .sql
+            .query("SELECT id FROM memories WHERE session_id = ?", &[session_id.into()])?
+            .into_iter()
+            .filter_map(|r| r[0].opt_string())
+            .collect())
+    }
+
+    /// A page of memories, newest first.
+    pub fn list(&self, f: &ListFilter) -> Result<ListPage> {
+        let mut clauses = Vec::new();
+        let mut params = Vec::new();
+        if let Some(c) = &f.cursor {
+            clauses.push("id < ?");
+            params.push(SqlValue::from(c));
+        }
+        if let Some(s) = &f.session_id {
+            clauses.push("session_id = ?");
+            params.push(s.into());
+        }
+        if let Some(t) = f.kind {
+            clauses.push("type = ?");
+            params.push(t.as_str().into());
+        }
+        if let Some(k) = &f.key {
+            clauses.push("key = ?");
+            params.push(k.into());
+        }
+        let now = iso(self.now);
+        match f.status {
+            Some(Status::Expired) => {
+                clauses.push("(status = 'expired' OR (status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?))");
+                params.push(now.into());
+            }
+            Some(Status::Active) => {
+                clauses.push("status = 'active' AND (expires_at IS NULL OR expires_at > ?)");
+                params.push(now.into());
+            }
+            Some(s) => {
+                clauses.push("status = ?");
+                params.push(s.as_str().into());
+            }
+            None => {}
+        }
+        let mut sql = "1 = 1".to_string();
+        for c in clauses {
+            sql.push_str(" AND ");
+            sql.push_str(c);
+        }
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", f.limit + 1));
+        let mut memories = self.memories_where(&sql, &params)?;
+        let cursor = if memories.len() > f.limit {
+            memories.truncate(f.limit);
+            memories.last().map(|m| m.id.clone())
+        } else {
+            None
+        };
+        Ok(ListPage { memories, cursor })
+    }
+
+    /// Every memory, oldest first (export).
+    pub fn all_memories(&self) -> Result<Vec<Memory>> {
+        self.memories_where("1 = 1 ORDER BY id", &[])
+    }
+
+    /// The version chain through `m`, oldest first.
+    pub fn version_chain(&self, m: &Memory) -> Result<Vec<Memory>> {
+        let mut back = Vec::new();
+        let mut seen = std::collections::HashSet::from([m.id.clone()]);
+        let mut cur = m.supersedes.clone();
+        while let Some(id) = cur {
+            if !seen.insert(id.clone()) {
+                break;
+            }
+            match self.get_memory(&id)? {
+                Some(prev) => {
+                    cur = prev.supersedes.clone();
+                    back.push(prev);
+                }
+                None => break,
+            }
+        }
+        back.reverse();
+        back.push(m.clone());
+        let mut cur = m.superseded_by.clone();
+        while let Some(id) = cur {
+            if !seen.insert(id.clone()) {
+                break;
+            }
+            match self.get_memory(&id)? {
+                Some(next) => {
+                    cur = next.superseded_by.clone();
+                    back.push(next);
+                }
+                None => break,
+            }
+        }
+        Ok(back)
+    }
+
+    /// Marks active memories whose `expiresAt` has passed as expired and
+    /// queues removal of their vectors. Returns how many.
+    pub fn expire_due(&self) -> Result<usize> {
+        let now = iso(self.now);
+        let ids: Vec<String> = self
+            .sql
+            .query(
+                "SELECT id FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?",
+                &[now.clone().into()],
+            )?
+            .into_iter()
+            .filter_map(|r| r[0].opt_string())
+            .collect();
+        for id in &ids {
+            self.sql.execute(
+                "UPDATE memories SET status = 'expired', updated_at = ? WHERE id = ?",
+                &[now.clone().into(), id.into()],
+            )?;
+            self.enqueue(JOB_UNVECTOR, id)?;
+        }
+        Ok(ids.len())
+    }
+
+    /// The earliest pending `expiresAt` of an active memory, in millis.
+    pub fn next_expiry(&self) -> Result<Option<i64>> {
+        Ok(self
+            .sql
+            .query("SELECT MIN(expires_at) FROM memories WHERE status = 'active' AND expires_at IS NOT NULL", &[])?
+            .first()
+            .and_then(|r| r[0].opt_string())
+            .and_then(|s| crate::core::time::parse_millis(&s)))
+    }
+
+    // ---- outbox ---------------------------------------------------------
+
+    pub fn enqueue(&self, kind: &str, memory_id: &str) -> Result<()> {
+        self.sql.execute(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES (?, ?, 0, ?, ?)",
+            &[kind.into(), memory_id.into(), SqlValue::Integer(self.now), iso(self.now).into()],
+        )
+    }
+
+    /// Jobs due now, oldest first.
+    pub fn due_jobs(&self, limit: usize) -> Result<Vec<Job>> {
+        Ok(self
+            .sql
+            .query(
+                "SELECT id, kind, memory_id, attempts FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?",
+                &[SqlValue::Integer(self.now), SqlValue::Integer(limit as i64)],
+            )?
+            .into_iter()
+            .map(|r| Job {
+                id: r[0].as_i64().unwrap_or(0),
+                kind: r[1].opt_string().unwrap_or_default(),
+                memory_id: r[2].opt_string().unwrap_or_default(),
+                attempts: r[3].as_i64().unwrap_or(0),
+            })
+            .collect())
+    }
+
+    pub fn finish_jobs(&self, ids: &[i64]) -> Result<()> {
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let params: Vec<SqlValue> = chunk.iter().map(|i| SqlValue::Integer(*i)).collect();
+            self.sql.execute(&format!("DELETE FROM outbox WHERE id IN ({})", placeholders(chunk.len())), &params)?;
+        }
+        Ok(())
+    }
+
+    /// Records a failure and schedules the retry with exponential backoff
+    /// (1 s, 2 s, 4 s, ... capped at 10 minutes).
+    pub fn fail_job(&self, id: i64, attempts: i64, error: &str) -> Result<()> {
+        let backoff = 1000i64.saturating_mul(1 << attempts.clamp(0, 9)).min(600_000);
+        self.sql.execute(
+            "UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+            &[
+                SqlValue::Integer(attempts + 1),
+                SqlValue::Integer(self.now + backoff),
+                error.into(),
+                SqlValue::Integer(id),
+            ],
+        )
+    }
+
+    /// The earliest time any job is due, in millis.
+    pub fn next_job_at(&self) -> Result<Option<i64>> {
+        Ok(self.sql.query("SELECT MIN(next_attempt_at) FROM outbox", &[])?.first().and_then(|r| r[0].as_i64()))
+    }
+
+    // ---- local vectors --------------------------------------------------
+
+    /// Profile statistics.
+    pub fn stats(&self) -> Result<Stats> {
+        let one = |sql: &str| -> Result<i64> {
+            Ok(self.sql.query(sql, &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+        };
+        let mut stats = Stats {
+            messages: one("SELECT COUNT(*) FROM messages")?,
+            sessions: one("SELECT COUNT(DISTINCT session_id) FROM messages")?,
+            memories: one("SELECT COUNT(*) FROM memories")?,
+            pending_jobs: one("SELECT COUNT(*) FROM outbox")?,
+            failed_jobs: one("SELECT COUNT(*) FROM outbox WHERE attempts > 0")?,
+            vectors: one("SELECT COUNT(*) FROM vectors")?,
+            storage_bytes: self.sql.database_size(),
+            ..Stats::default()
+        };
+        for t in MemoryType::ALL {
+            stats.by_type.insert(t.as_str().into(), 0);
+        }
+        for s in Status::ALL {
+            stats.by_status.insert(s.as_str().into(), 0);
+        }
+        for r in self.sql.query("SELECT type, COUNT(*) FROM memories GROUP BY type", &[])? {
+            stats.by_type.insert(r[0].opt_string().unwrap_or_default(), r[1].as_i64().unwrap_or(0));
+        }
+        for r in self.sql.query("SELECT status, COUNT(*) FROM memories GROUP BY status", &[])? {
+            stats.by_status.insert(r[0].opt_string().unwrap_or_default(), r[1].as_i64().unwrap_or(0));
+        }
+        Ok(stats)
+    }
+
+    /// Removes everything in the profile.
+    pub fn wipe(&self) -> Result<()> {
+        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "outbox", "meta"] {
+            self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
+        }
+        Ok(())
+    }
+
+    pub fn meta_get(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.sql.query("SELECT value FROM meta WHERE key = ?", &[key.into()])?.first().and_then(|r| r[0].opt_string()))
+    }
+
+    pub fn meta_set(&self, key: &str, value: &str) -> Result<()> {
+        self.sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", &[key.into(), value.into()])
+    }
+}
+
+/// `?, ?, ?` with `n` marks.
+pub fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// `(?, ?), (?, ?)` for `rows` rows of `cols` columns.
+pub fn rows_placeholders(rows: usize, cols: usize) -> String {
+    let one = format!("({})", placeholders(cols));
+    vec![one; rows].join(", ")
+}
+
+fn text(v: &SqlValue) -> String {
+    v.opt_string().unwrap_or_default()
+}
+
+fn json_list(v: &SqlValue) -> Vec<String> {
+    v.as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
+}
+
+/// Builds a memory from a row of [`MEMORY_COLUMNS`]. An active memory whose
+/// expiry has passed reads as `expired` even before the alarm marks it.
+pub fn memory_from_row(r: Row, now: i64) -> Memory {
+    let expires_at = r[14].opt_string();
+    let mut status = Status::parse(r[8].as_str().unwrap_or("active")).unwrap_or(Status::Active);
+    if status == Status::Active {
+        if let Some(exp) = expires_at.as_deref().and_then(crate::core::time::parse_millis) {
+            if exp <= now {
+                status = Status::Expired;
+            }
+        }
+    }
+    Memory {
+        id: text(&r[0]),
+        kind: MemoryType::parse(r[1].as_str().unwrap_or("fact")).unwrap_or(MemoryType::Fact),
+        key: r[2].opt_string(),
+        summary: text(&r[3]),
+        content: text(&r[4]),
+        session_id: text(&r[5]),
+        source_message_ids: json_list(&r[6]),
+        search_queries: json_list(&r[7]),
+        status,
+        supersedes: r[9].opt_string(),
+        superseded_by: r[10].opt_string(),
+        event_date: r[11].opt_string(),
+        created_at: text(&r[12]),
+        updated_at: text(&r[13]),
+        expires_at,
+    }
+}
+
+pub fn message_from_row(r: Row) -> Message {
+    Message {
+        id: text(&r[0]),
+        session_id: text(&r[1]),
+        role: text(&r[2]),
+        content: text(&r[3]),
+        timestamp: r[4].opt_string(),
+        position: r[5].as_i64().unwrap_or(0),
+        created_at: text(&r[6]),
+    }
+}

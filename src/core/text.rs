@@ -1,0 +1,166 @@
+//! Small text utilities shared by the rule-based stages, the local
+//! embedder and query analysis: tokenizing, stop words, a light stemmer.
+
+/// Lowercased alphanumeric tokens (apostrophes dropped).
+pub fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        if c.is_alphanumeric() {
+            cur.extend(c.to_lowercase());
+        } else if c == '\'' || c == '’' {
+            continue;
+        } else if !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Sorted: looked up by binary search.
+const STOP: &[&str] = &[
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
+    "at", "be", "been", "before", "being", "both", "but", "by", "can", "could", "d", "did",
+    "do", "does", "doing", "done", "dont", "each", "few", "for", "from", "get", "got", "had",
+    "has", "have", "having", "he", "her", "here", "hers", "hey", "hi", "him", "his", "how",
+    "i", "if", "im", "in", "into", "is", "it", "its", "ive", "just", "let", "lets",
+    "ll", "lot", "m", "many", "me", "more", "most", "much", "my", "myself", "no", "nor",
+    "not", "now", "of", "off", "oh", "on", "once", "only", "or", "other", "our", "ours",
+    "out", "over", "own", "re", "really", "s", "same", "she", "should", "so", "some", "such",
+    "t", "than", "that", "thats", "the", "their", "theirs", "them", "then", "there", "these", "they",
+    "this", "those", "to", "too", "under", "until", "up", "us", "ve", "very", "was", "we",
+    "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would",
+    "wow", "yeah", "you", "your", "youre", "yours", "yourself",
+];
+
+pub fn is_stop(w: &str) -> bool {
+    STOP.binary_search(&w).is_ok()
+}
+
+/// Content words: tokens that are not stop words.
+pub fn content_words(s: &str) -> Vec<String> {
+    tokens(s).into_iter().filter(|w| !is_stop(w)).collect()
+}
+
+/// A light English stemmer (plural, -ing, -ed, -ly, a few derivational
+/// endings). Close to Porter where it matters for matching; not exact.
+pub fn stem(w: &str) -> String {
+    let w = w.to_lowercase();
+    if w.len() <= 3 || w.chars().any(|c| !c.is_ascii_alphabetic()) {
+        return w;
+    }
+    let mut s = w.as_str();
+    for (suf, rep) in [
+        ("ational", "ate"),
+        ("ization", "ize"),
+        ("fulness", "ful"),
+        ("ousness", "ous"),
+        ("iveness", "ive"),
+        ("ations", "ate"),
+        ("ation", "ate"),
+        ("ement", ""),
+        ("ments", ""),
+        ("ment", ""),
+        ("ness", ""),
+        ("ities", ""),
+        ("ity", ""),
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ing", ""),
+        ("edly", ""),
+        ("ed", ""),
+        ("ly", ""),
+        ("es", ""),
+        ("s", ""),
+    ] {
+        if let Some(base) = s.strip_suffix(suf) {
+            if base.len() >= 3 && !(suf == "s" && (base.ends_with('s') || base.ends_with('u') || base.ends_with('i'))) {
+                if suf == "es" && !(base.ends_with("sh") || base.ends_with("ch") || base.ends_with('x') || base.ends_with('s') || base.ends_with('z')) {
+                    // "games" -> "game": strip only the s.
+                    s = &w[..w.len() - 1];
+                    return s.to_string();
+                }
+                let mut out = format!("{base}{rep}");
+                // "running" -> "run", "stopped" -> "stop"
+                let b = out.as_bytes();
+                if rep.is_empty() && (suf == "ing" || suf == "ed") && b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] && !matches!(b[b.len() - 1], b'l' | b's' | b'z') {
+                    out.pop();
+                }
+                return out;
+            }
+        }
+    }
+    s = &w;
+    s.to_string()
+}
+
+/// Stemmed content words.
+pub fn stems(s: &str) -> Vec<String> {
+    content_words(s).iter().map(|w| stem(w)).collect()
+}
+
+/// Sentences of a text (split on `.`, `!`, `?` and newlines followed by
+/// space or end), trimmed, non-empty.
+pub fn sentences(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '\n' {
+            if !cur.trim().is_empty() {
+                out.push(cur.trim().to_string());
+            }
+            cur.clear();
+            continue;
+        }
+        cur.push(c);
+        if matches!(c, '.' | '!' | '?') {
+            let next = chars.get(i + 1).copied();
+            let prev_is_digit = i > 0 && chars[i - 1].is_ascii_digit();
+            let next_is_digit = next.is_some_and(|n| n.is_ascii_digit());
+            if next.is_none_or(char::is_whitespace) && !(prev_is_digit && next_is_digit) {
+                let t = cur.trim();
+                // Keep abbreviations like "e.g." and "Dr." attached.
+                let last_word = t.rsplit(' ').next().unwrap_or("");
+                if !matches!(last_word.to_lowercase().as_str(), "e.g." | "i.e." | "dr." | "mr." | "mrs." | "ms." | "vs." | "etc.") {
+                    if !t.is_empty() {
+                        out.push(t.to_string());
+                    }
+                    cur.clear();
+                }
+            }
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_stems_match_common_inflections() {
+        assert_eq!(stem("preferences"), stem("preference"));
+        assert_eq!(stem("running"), "run");
+        assert_eq!(stem("managers"), "manager");
+        assert_eq!(stem("games"), "game");
+        assert_eq!(stem("classes"), "class");
+    }
+
+    #[test]
+    fn test_sentences_split_on_terminators() {
+        assert_eq!(sentences("Use pnpm, not npm. And dark mode by default."), vec!["Use pnpm, not npm.", "And dark mode by default."]);
+        assert_eq!(sentences("Version 2.5 is out! Great"), vec!["Version 2.5 is out!", "Great"]);
+    }
+
+    #[test]
+    fn test_stop_words_are_dropped() {
+        assert_eq!(content_words("What is the package manager?"), vec!["package", "manager"]);
+    }
+}

@@ -1,0 +1,67 @@
+//! Time formatting and parsing shared by the store and the pipelines.
+
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+
+/// ISO-8601 UTC with milliseconds, e.g. `2026-04-15T09:30:00.000Z`.
+pub fn iso(millis: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(millis)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Parses an ISO-8601 date-time or plain date (`2026-04-15`), and a few
+/// common human formats, into a UTC date-time.
+pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
+        return Some(dt.with_timezone(&Utc));
+    }
+    if let Ok(ndt) = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S") {
+        return Some(ndt.and_utc());
+    }
+    if let Ok(ndt) = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S") {
+        return Some(ndt.and_utc());
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return d.and_hms_opt(0, 0, 0).map(|n| n.and_utc());
+    }
+    // LoCoMo style: "1:56 pm on 8 May, 2023"
+    for fmt in ["%I:%M %P on %d %B, %Y", "%H:%M on %d %B, %Y"] {
+        if let Ok(ndt) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(ndt.and_utc());
+        }
+    }
+    for fmt in ["%d %B, %Y", "%d %B %Y", "%B %d, %Y"] {
+        if let Ok(d) = NaiveDate::parse_from_str(s, fmt) {
+            return d.and_hms_opt(0, 0, 0).map(|n| n.and_utc());
+        }
+    }
+    None
+}
+
+/// Parses a date-time into epoch milliseconds.
+pub fn parse_millis(s: &str) -> Option<i64> {
+    parse_datetime(s).map(|d| d.timestamp_millis())
+}
+
+/// The calendar date part of an ISO string, if it parses.
+pub fn date_of(s: &str) -> Option<NaiveDate> {
+    parse_datetime(s).map(|d| d.date_naive())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_iso_round_trips() {
+        let ms = 1_776_245_400_000;
+        assert_eq!(parse_millis(&iso(ms)), Some(ms));
+    }
+
+    #[test]
+    fn test_parses_locomo_session_dates() {
+        let d = parse_datetime("1:56 pm on 8 May, 2023").unwrap();
+        assert_eq!(d.to_rfc3339(), "2023-05-08T13:56:00+00:00");
+    }
+}

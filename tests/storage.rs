@@ -1,0 +1,192 @@
+//! Native tests of the schema and the storage-level profile operations.
+
+mod support;
+
+use agent_memory::core::api::{IngestRequest, ListRequest, RememberRequest};
+use agent_memory::core::model::{MessageInput, Status};
+use serde_json::json;
+use support::{block_on, database, with_profile, APRIL_15};
+
+fn msg(role: &str, content: &str) -> MessageInput {
+    MessageInput { role: role.into(), content: content.into(), timestamp: None }
+}
+
+fn remember(content: &str) -> RememberRequest {
+    serde_json::from_value(json!({ "content": content })).unwrap()
+}
+
+#[test]
+fn test_migrations_are_idempotent() {
+    let sql = database();
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    let rows = agent_memory::core::ports::Sql::query(&sql, "SELECT COUNT(*) FROM schema_migrations", &[]).unwrap();
+    assert_eq!(rows[0][0].as_i64(), Some(agent_memory::core::schema::latest_version()));
+}
+
+#[test]
+fn test_remember_then_list_shows_it() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let m = block_on(p.remember(remember("API rate limit was increased to 10,000 req/s per zone."))).unwrap();
+        let page = p.list(ListRequest::default()).unwrap();
+        assert_eq!(page.memories.len(), 1);
+        assert_eq!(page.memories[0].id, m.id);
+        assert_eq!(page.memories[0].status, Status::Active);
+    });
+}
+
+#[test]
+fn test_trivial_remember_is_refused_and_stores_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let err = block_on(p.remember(remember("ok thanks"))).unwrap_err();
+        assert!(err.is_invalid());
+        assert_eq!(p.stats().unwrap().memories, 0);
+    });
+}
+
+#[test]
+fn test_same_messages_twice_store_each_once() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req = IngestRequest {
+            messages: vec![msg("user", "Use pnpm, not npm."), msg("assistant", "Got it, pnpm it is.")],
+            session_id: Some("s1".into()),
+        };
+        let a = block_on(p.ingest(req.clone())).unwrap();
+        let b = block_on(p.ingest(req)).unwrap();
+        assert_eq!(a.message_ids, b.message_ids);
+        assert_eq!(a.messages_stored, 2);
+        assert_eq!(b.messages_stored, 0);
+        assert_eq!(b.memories_stored, 0);
+        assert_eq!(p.stats().unwrap().messages, 2);
+    });
+}
+
+#[test]
+fn test_oversized_message_is_refused_and_stores_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req = IngestRequest {
+            messages: vec![msg("user", "fine"), msg("user", &"x".repeat(40 * 1024))],
+            session_id: None,
+        };
+        let err = block_on(p.ingest(req)).unwrap_err();
+        assert!(err.is_client_error());
+        assert_eq!(p.stats().unwrap().messages, 0);
+    });
+}
+
+#[test]
+fn test_list_pages_with_a_cursor_and_filters() {
+    let sql = database();
+    for i in 0..5 {
+        with_profile(&sql, APRIL_15 + i * 1000, |p| {
+            block_on(p.remember(remember(&format!("Remembered fact number {i} about the deployment pipeline")))).unwrap();
+        });
+    }
+    with_profile(&sql, APRIL_15 + 10_000, |p| {
+        let first = p.list(ListRequest { limit: Some(2), ..ListRequest::default() }).unwrap();
+        assert_eq!(first.memories.len(), 2);
+        let second = p.list(ListRequest { limit: Some(2), cursor: first.cursor.clone(), ..ListRequest::default() }).unwrap();
+        let third = p.list(ListRequest { limit: Some(2), cursor: second.cursor.clone(), ..ListRequest::default() }).unwrap();
+        assert_eq!(third.memories.len(), 1);
+        assert!(third.cursor.is_none());
+        let mut all: Vec<String> = [first, second, third].into_iter().flat_map(|p| p.memories).map(|m| m.id).collect();
+        all.dedup();
+        assert_eq!(all.len(), 5);
+        let none = p.list(ListRequest { session_id: Some("other".into()), ..ListRequest::default() }).unwrap();
+        assert!(none.memories.is_empty());
+    });
+}
+
+#[test]
+fn test_forget_hides_from_active_list_and_queues_vector_removal() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let m = block_on(p.remember(remember("The staging database lives in the eu-west region."))).unwrap();
+        let f = p.forget(&m.id).unwrap();
+        assert_eq!(f.status, Status::Forgotten);
+        let active = p.list(ListRequest { status: Some(Status::Active), ..ListRequest::default() }).unwrap();
+        assert!(active.memories.is_empty());
+        block_on(p.drain()).unwrap();
+        assert_eq!(p.stats().unwrap().vectors, 0);
+        assert_eq!(p.stats().unwrap().pending_jobs, 0);
+    });
+}
+
+#[test]
+fn test_delete_removes_memory_messages_and_fts_rows() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let r = block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", "The secret launch codename is Bluebird for the April release.")],
+            session_id: Some("s1".into()),
+        }))
+        .unwrap();
+        let id = r.memories[0].id.clone();
+        block_on(p.drain()).unwrap();
+        p.delete(&id).unwrap();
+        let export = p.export().unwrap();
+        assert!(!export.contains("Bluebird"), "deleted text survives in export");
+        for table in ["memories_fts", "messages_fts", "vectors", "outbox", "memory_sources"] {
+            let n = agent_memory::core::ports::Sql::query(&sql, &format!("SELECT COUNT(*) FROM {table}"), &[]).unwrap()[0][0].as_i64();
+            if table == "outbox" {
+                // only the vector-removal job for the deleted memory remains
+                continue;
+            }
+            assert_eq!(n, Some(0), "{table} not empty");
+        }
+        block_on(p.drain()).unwrap();
+        assert_eq!(p.stats().unwrap().pending_jobs, 0);
+    });
+}
+
+#[test]
+fn test_delete_session_removes_only_that_session() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (s, text) in [("a", "The build server runs on Debian twelve."), ("b", "The office coffee machine is broken again.")] {
+            block_on(p.ingest(IngestRequest { messages: vec![msg("user", text)], session_id: Some(s.into()) })).unwrap();
+        }
+        p.delete_session("a").unwrap();
+        let export = p.export().unwrap();
+        assert!(!export.contains("Debian"));
+        assert!(export.contains("coffee"));
+    });
+}
+
+#[test]
+fn test_export_then_import_reproduces_everything() {
+    let src = database();
+    let export = with_profile(&src, APRIL_15, |p| {
+        block_on(p.ingest(IngestRequest {
+            messages: vec![
+                msg("user", "Set up the project with React and TypeScript."),
+                msg("user", "Use pnpm, not npm. And dark mode by default."),
+            ],
+            session_id: Some("s1".into()),
+        }))
+        .unwrap();
+        block_on(p.remember(remember("API rate limit was increased to 10,000 req/s per zone."))).unwrap();
+        p.export().unwrap()
+    });
+    let dst = database();
+    with_profile(&dst, APRIL_15 + 5000, |p| {
+        let report = p.import(&export).unwrap();
+        assert!(report.memories >= 3);
+        let again = p.export().unwrap();
+        let body = |s: &str| s.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(body(&export), body(&again));
+    });
+}
+
+#[test]
+fn test_bad_import_changes_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let bad = "{\"kind\":\"header\",\"format\":\"agent-memory-export\",\"version\":1}\n{\"kind\":\"message\",\"id\":\"00\"}\n";
+        assert!(p.import(bad).unwrap_err().is_invalid());
+        assert_eq!(p.stats().unwrap().messages, 0);
+    });
+}

@@ -1,0 +1,44 @@
+//! Shared by native tests and the LoCoMo harness: a profile over native
+//! SQLite with the local defaults.
+
+#![allow(dead_code)]
+
+pub mod native_sql {
+    use agent_memory::core as core_path;
+    include!("native_sql.rs");
+}
+
+use agent_memory::core::local::embed::HashEmbedder;
+use agent_memory::core::local::vector::SqlVectorIndex;
+use agent_memory::core::ops::{Limits, Profile};
+use agent_memory::core::rules::Rules;
+pub use native_sql::NativeSql;
+
+/// A migrated, empty profile database.
+pub fn database() -> NativeSql {
+    let sql = NativeSql::memory();
+    agent_memory::core::schema::migrate(&sql).expect("migrate");
+    sql
+}
+
+/// Runs `f` with a profile over `sql` at time `now` (epoch millis).
+pub fn with_profile<T>(sql: &NativeSql, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    let index = SqlVectorIndex { sql };
+    let p = Profile {
+        name: "test/p",
+        sql,
+        reasoner: &Rules,
+        embedder: &HashEmbedder,
+        index: &index,
+        now,
+        limits: Limits::default(),
+    };
+    f(&p)
+}
+
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}
+
+/// 2026-04-15T10:00:00Z
+pub const APRIL_15: i64 = 1_776_247_200_000;

@@ -1,0 +1,77 @@
+// Native SQLite behind the `Sql` trait, for tests and the LoCoMo harness.
+// Mostly for tests: production runs on Durable Object SQL. Included with
+// `include!` by a module that first names the core as `core_path`.
+
+use core_path::error::{Error, Result};
+use core_path::ports::{Row, Sql, SqlValue};
+use rusqlite::types::{Value, ValueRef};
+use std::cell::RefCell;
+
+/// An in-memory (or file) SQLite connection.
+pub struct NativeSql {
+    conn: RefCell<rusqlite::Connection>,
+}
+
+impl NativeSql {
+    pub fn memory() -> NativeSql {
+        NativeSql { conn: RefCell::new(rusqlite::Connection::open_in_memory().expect("open sqlite")) }
+    }
+}
+
+fn to_value(v: &SqlValue) -> Value {
+    match v {
+        SqlValue::Null => Value::Null,
+        SqlValue::Integer(i) => Value::Integer(*i),
+        SqlValue::Real(f) => Value::Real(*f),
+        SqlValue::Text(s) => Value::Text(s.clone()),
+        SqlValue::Blob(b) => Value::Blob(b.clone()),
+    }
+}
+
+impl Sql for NativeSql {
+    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>> {
+        assert!(params.len() <= 100, "more than 100 bound parameters: {sql}");
+        let conn = self.conn.borrow();
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| Error::storage(format!("failed to prepare {sql}: {e}")))?;
+        let n = stmt.column_count();
+        let values: Vec<Value> = params.iter().map(to_value).collect();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(values.iter()))
+            .map_err(|e| Error::storage(format!("failed to run {sql}: {e}")))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| Error::storage(format!("failed to read rows: {e}")))? {
+            let mut r = Vec::with_capacity(n);
+            for i in 0..n {
+                r.push(match row.get_ref(i).map_err(|e| Error::storage(e.to_string()))? {
+                    ValueRef::Null => SqlValue::Null,
+                    ValueRef::Integer(i) => SqlValue::Integer(i),
+                    ValueRef::Real(f) => SqlValue::Real(f),
+                    ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
+                });
+            }
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    fn transaction(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        self.conn.borrow().execute_batch("SAVEPOINT tx").map_err(|e| Error::storage(e.to_string()))?;
+        match f() {
+            Ok(()) => {
+                self.conn.borrow().execute_batch("RELEASE tx").map_err(|e| Error::storage(e.to_string()))
+            }
+            Err(e) => {
+                let _ = self.conn.borrow().execute_batch("ROLLBACK TO tx; RELEASE tx");
+                Err(e)
+            }
+        }
+    }
+
+    fn database_size(&self) -> i64 {
+        let conn = self.conn.borrow();
+        let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap_or(0);
+        let size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap_or(0);
+        pages * size
+    }
+}
