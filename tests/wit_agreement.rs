@@ -1,0 +1,1235 @@
+//! Keeps the Rust types of `src/core`, the WIT package in `wit/` and the
+//! OpenAPI document `src/openapi.json` in agreement.
+//!
+//! How: each Rust record is built fully populated (every `Option` is
+//! `Some`, every list non-empty) and serialized with serde_json; its
+//! top-level JSON keys must be exactly the fields of the WIT record with the
+//! same meaning, converted from kebab-case to camelCase (`source-message-ids`
+//! is `sourceMessageIds`; a `%`-escaped WIT name such as `%type` or
+//! `%result` is the name without `%`). The same record built bare (every
+//! `Option` `None`) must leave out exactly the WIT `option<...>` fields.
+//! Values are checked recursively against the WIT types (strings, numbers,
+//! lists, nested records, enum cases), so a renamed or retyped field on
+//! either side fails a test. The one documented exception: a WIT `list<...>`
+//! field whose doc comment says "Left out of the JSON object when empty"
+//! may be absent (serde's `skip_serializing_if = "Vec::is_empty"`).
+//!
+//! The WIT text is parsed here with plain string processing (no WIT crate):
+//! records, enums, variants, resources and functions, with doc comments.
+
+mod support;
+
+use agent_memory::core::api::{
+    IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest,
+};
+use agent_memory::core::error::Error;
+use agent_memory::core::model::{
+    Dropped, IngestReport, ListPage, Memory, MemoryDetail, MemoryType, Message, MessageInput, Stats, Status,
+};
+use agent_memory::core::portable::ImportReport;
+use agent_memory::core::provider::QueryAnalysis;
+use agent_memory::core::recall::fuse::{Channel, Contribution};
+use agent_memory::core::recall::{ChannelReport, Explain, RecallCandidate, RecallResponse};
+use agent_memory::core::rest::{self, Incoming, Route};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use support::{block_on, database, with_profile, APRIL_15};
+
+// ---------------------------------------------------------------------------
+// A small WIT reader.
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Doc(String),
+    Word(String),
+    Punct(char),
+    Arrow,
+}
+
+fn tokenize(src: &str) -> Vec<Tok> {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let rest: String = chars[i..chars.len().min(i + 3)].iter().collect();
+        if c.is_whitespace() {
+            i += 1;
+        } else if rest.starts_with("///") {
+            let end = chars[i..].iter().position(|&c| c == '\n').map_or(chars.len(), |p| i + p);
+            let text: String = chars[i + 3..end].iter().collect();
+            out.push(Tok::Doc(text.strip_prefix(' ').unwrap_or(&text).to_string()));
+            i = end;
+        } else if rest.starts_with("//") {
+            i = chars[i..].iter().position(|&c| c == '\n').map_or(chars.len(), |p| i + p);
+        } else if rest.starts_with("/*") {
+            let text: String = chars[i..].iter().collect();
+            i += text.find("*/").map_or(chars.len() - i, |p| p + 2);
+        } else if rest.starts_with("->") {
+            out.push(Tok::Arrow);
+            i += 2;
+        } else if c.is_ascii_alphanumeric() || c == '%' || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '%' | '_' | '-')) {
+                i += 1;
+            }
+            out.push(Tok::Word(chars[start..i].iter().collect()));
+        } else {
+            out.push(Tok::Punct(c));
+            i += 1;
+        }
+    }
+    out
+}
+
+#[derive(Clone, Debug)]
+struct Field {
+    /// Kebab-case, without the `%` escape.
+    name: String,
+    ty: String,
+    doc: String,
+}
+
+#[derive(Clone, Debug)]
+struct Func {
+    name: String,
+    params: Vec<(String, String)>,
+    result: Option<String>,
+    doc: String,
+}
+
+#[derive(Debug, Default)]
+struct Wit {
+    packages: BTreeSet<String>,
+    interfaces: BTreeSet<String>,
+    records: BTreeMap<String, Vec<Field>>,
+    enums: BTreeMap<String, Vec<String>>,
+    /// Cases, with the payload type in `ty` ("" when none).
+    variants: BTreeMap<String, Vec<Field>>,
+    resources: BTreeSet<String>,
+    /// Functions by owner: `resource profile` or `interface service`.
+    funcs: BTreeMap<String, Vec<Func>>,
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+    doc: Vec<String>,
+}
+
+fn unescape(name: &str) -> String {
+    name.strip_prefix('%').unwrap_or(name).to_string()
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+    fn next(&mut self) -> Tok {
+        let t = self.toks.get(self.pos).cloned().unwrap_or_else(|| panic!("WIT: unexpected end of file"));
+        self.pos += 1;
+        t
+    }
+    /// Takes doc comments; returns the next other token.
+    fn next_code(&mut self) -> Tok {
+        loop {
+            match self.next() {
+                Tok::Doc(d) => self.doc.push(d),
+                t => return t,
+            }
+        }
+    }
+    fn take_doc(&mut self) -> String {
+        std::mem::take(&mut self.doc).join("\n")
+    }
+    fn word(&mut self) -> String {
+        match self.next_code() {
+            Tok::Word(w) => w,
+            t => panic!("WIT: expected a name, found {t:?}"),
+        }
+    }
+    fn expect(&mut self, c: char) {
+        match self.next_code() {
+            Tok::Punct(p) if p == c => {}
+            t => panic!("WIT: expected {c:?}, found {t:?}"),
+        }
+    }
+    fn skip_to(&mut self, c: char) {
+        while self.next() != Tok::Punct(c) {}
+    }
+    fn skip_block(&mut self) {
+        self.expect('{');
+        let mut depth = 1;
+        while depth > 0 {
+            match self.next() {
+                Tok::Punct('{') => depth += 1,
+                Tok::Punct('}') => depth -= 1,
+                _ => {}
+            }
+        }
+    }
+    /// A type: tokens up to `,`, `}`, `)` or `;` at depth 0 (not consumed).
+    fn ty(&mut self) -> String {
+        let mut depth = 0i32;
+        let mut s = String::new();
+        loop {
+            match self.peek() {
+                Some(Tok::Punct(',' | '}' | ')' | ';')) if depth == 0 => return s,
+                Some(Tok::Doc(_)) => {
+                    self.pos += 1;
+                }
+                Some(t) => {
+                    let t = t.clone();
+                    self.pos += 1;
+                    match t {
+                        Tok::Punct(c) => {
+                            if c == '<' || c == '(' {
+                                depth += 1;
+                            }
+                            if c == '>' || c == ')' {
+                                depth -= 1;
+                            }
+                            s.push(c);
+                        }
+                        Tok::Word(w) => s.push_str(&unescape(&w)),
+                        Tok::Arrow => s.push_str("->"),
+                        Tok::Doc(_) => unreachable!(),
+                    }
+                }
+                None => panic!("WIT: unexpected end of file in a type"),
+            }
+        }
+    }
+    /// `{ name: type, ... }` or `{ name, ... }` or `{ name(type), ... }`.
+    fn members(&mut self, typed: bool) -> Vec<Field> {
+        self.expect('{');
+        let mut out = Vec::new();
+        loop {
+            match self.next_code() {
+                Tok::Punct('}') => return out,
+                Tok::Punct(',') => {}
+                Tok::Word(w) => {
+                    let doc = self.take_doc();
+                    let ty = if typed {
+                        self.expect(':');
+                        self.ty()
+                    } else if self.peek() == Some(&Tok::Punct('(')) {
+                        self.pos += 1;
+                        let t = self.ty();
+                        self.expect(')');
+                        t
+                    } else {
+                        String::new()
+                    };
+                    out.push(Field { name: unescape(&w), ty, doc });
+                }
+                t => panic!("WIT: unexpected {t:?} in a member list"),
+            }
+        }
+    }
+    fn func(&mut self, name: String) -> Func {
+        let doc = self.take_doc();
+        assert_eq!(self.word(), "func", "WIT: {name} is not a function");
+        self.expect('(');
+        let mut params = Vec::new();
+        loop {
+            match self.next_code() {
+                Tok::Punct(')') => break,
+                Tok::Punct(',') => {}
+                Tok::Word(p) => {
+                    self.expect(':');
+                    params.push((unescape(&p), self.ty()));
+                }
+                t => panic!("WIT: unexpected {t:?} in the parameters of {name}"),
+            }
+        }
+        let result = if self.peek() == Some(&Tok::Arrow) {
+            self.pos += 1;
+            Some(self.ty())
+        } else {
+            None
+        };
+        self.expect(';');
+        Func { name: unescape(&name), params, result, doc }
+    }
+    fn interface_items(&mut self, owner: &str, wit: &mut Wit) {
+        loop {
+            let t = self.next_code();
+            match t {
+                Tok::Punct('}') => return,
+                Tok::Word(w) => match w.as_str() {
+                    "use" | "type" => self.skip_to(';'),
+                    "record" | "enum" | "flags" | "variant" => {
+                        let name = unescape(&self.word());
+                        self.take_doc();
+                        let members = self.members(w == "record");
+                        let prev = match w.as_str() {
+                            "record" => wit.records.insert(name.clone(), members).map(|_| ()),
+                            "variant" => wit.variants.insert(name.clone(), members).map(|_| ()),
+                            _ => wit.enums.insert(name.clone(), members.into_iter().map(|m| m.name).collect()).map(|_| ()),
+                        };
+                        assert!(prev.is_none(), "WIT: {name} is defined twice");
+                    }
+                    "resource" => {
+                        let name = unescape(&self.word());
+                        self.take_doc();
+                        wit.resources.insert(name.clone());
+                        if self.peek() == Some(&Tok::Punct('{')) {
+                            self.pos += 1;
+                            let key = format!("resource {name}");
+                            loop {
+                                match self.next_code() {
+                                    Tok::Punct('}') => break,
+                                    Tok::Word(f) => {
+                                        self.expect(':');
+                                        let f = self.func(f);
+                                        wit.funcs.entry(key.clone()).or_default().push(f);
+                                    }
+                                    t => panic!("WIT: unexpected {t:?} in resource {name}"),
+                                }
+                            }
+                        } else {
+                            self.expect(';');
+                        }
+                    }
+                    _ => {
+                        self.expect(':');
+                        let f = self.func(w);
+                        wit.funcs.entry(owner.to_string()).or_default().push(f);
+                    }
+                },
+                t => panic!("WIT: unexpected {t:?} in {owner}"),
+            }
+        }
+    }
+}
+
+fn parse_wit(src: &str, wit: &mut Wit) {
+    let mut p = Parser { toks: tokenize(src), pos: 0, doc: Vec::new() };
+    while p.pos < p.toks.len() {
+        match p.next_code() {
+            Tok::Word(w) if w == "package" => {
+                let start = p.pos;
+                p.skip_to(';');
+                let name: String = p.toks[start..p.pos - 1]
+                    .iter()
+                    .map(|t| match t {
+                        Tok::Word(w) => w.clone(),
+                        Tok::Punct(c) => c.to_string(),
+                        _ => String::new(),
+                    })
+                    .collect();
+                wit.packages.insert(name);
+            }
+            Tok::Word(w) if w == "interface" => {
+                let name = unescape(&p.word());
+                p.take_doc();
+                assert!(wit.interfaces.insert(name.clone()), "WIT: interface {name} is defined twice");
+                p.expect('{');
+                p.interface_items(&format!("interface {name}"), wit);
+            }
+            Tok::Word(w) if w == "world" => {
+                p.word();
+                p.take_doc();
+                p.skip_block();
+            }
+            t => panic!("WIT: unexpected {t:?} at top level"),
+        }
+        // Trailing doc comments at the end of a file.
+        while let Some(Tok::Doc(_)) = p.peek() {
+            p.pos += 1;
+        }
+    }
+}
+
+fn wit() -> &'static Wit {
+    static WIT: std::sync::OnceLock<Wit> = std::sync::OnceLock::new();
+    WIT.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("wit/ exists")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "wit"))
+            .collect();
+        files.sort();
+        let mut wit = Wit::default();
+        for f in files {
+            parse_wit(&std::fs::read_to_string(&f).unwrap(), &mut wit);
+        }
+        wit
+    })
+}
+
+fn kebab_to_camel(s: &str) -> String {
+    let mut out = String::new();
+    let mut up = false;
+    for c in s.chars() {
+        if c == '-' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn camel_to_kebab(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                out.push('-');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn inner<'a>(ty: &'a str, wrapper: &str) -> Option<&'a str> {
+    ty.strip_prefix(wrapper)?.strip_prefix('<')?.strip_suffix('>')
+}
+
+/// Splits `a,b<c,d>` at top-level commas.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// Whether the field may be absent from the JSON object.
+fn may_be_absent(f: &Field) -> bool {
+    f.ty.starts_with("option<")
+        || (f.ty.starts_with("list<") && f.doc.to_lowercase().contains("left out of the json object when empty"))
+}
+
+fn record<'a>(name: &str) -> &'a [Field] {
+    wit().records.get(name).unwrap_or_else(|| panic!("wit/ has no record {name}"))
+}
+
+fn record_keys(name: &str) -> BTreeSet<String> {
+    record(name).iter().map(|f| kebab_to_camel(&f.name)).collect()
+}
+
+/// Checks a JSON value against a WIT type; pushes one line per mismatch.
+fn check(ty: &str, v: &Value, path: &str, errs: &mut Vec<String>) {
+    let w = wit();
+    let mut bad = |what: &str| errs.push(format!("{path}: expected {what} (WIT {ty}), got {v}"));
+    match ty {
+        "string" | "char" => {
+            if !v.is_string() {
+                bad("a string");
+            }
+        }
+        "bool" => {
+            if !v.is_boolean() {
+                bad("a boolean");
+            }
+        }
+        "u8" | "u16" | "u32" | "u64" => {
+            if !v.is_u64() {
+                bad("an unsigned integer");
+            }
+        }
+        "s8" | "s16" | "s32" | "s64" => {
+            if !v.is_i64() {
+                bad("an integer");
+            }
+        }
+        "f32" | "f64" => {
+            if !v.is_number() {
+                bad("a number");
+            }
+        }
+        _ if ty.starts_with("option<") => {
+            if !v.is_null() {
+                check(inner(ty, "option").unwrap(), v, path, errs);
+            }
+        }
+        _ if ty.starts_with("list<") => match v.as_array() {
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    check(inner(ty, "list").unwrap(), item, &format!("{path}[{i}]"), errs);
+                }
+            }
+            None => bad("an array"),
+        },
+        _ if ty.starts_with("tuple<") => match v.as_array() {
+            Some(items) if items.len() == split_top(inner(ty, "tuple").unwrap()).len() => {
+                for (i, (t, item)) in split_top(inner(ty, "tuple").unwrap()).into_iter().zip(items).enumerate() {
+                    check(t, item, &format!("{path}[{i}]"), errs);
+                }
+            }
+            _ => bad("a tuple array"),
+        },
+        _ if w.enums.contains_key(ty) => {
+            let cases: Vec<String> = w.enums[ty].iter().map(|c| kebab_to_camel(c)).collect();
+            if !v.as_str().is_some_and(|s| cases.iter().any(|c| c == s)) {
+                bad(&format!("one of {cases:?}"));
+            }
+        }
+        _ if w.records.contains_key(ty) => {
+            let Some(obj) = v.as_object() else {
+                bad("an object");
+                return;
+            };
+            let fields = &w.records[ty];
+            for f in fields {
+                let key = kebab_to_camel(&f.name);
+                match obj.get(&key) {
+                    None | Some(Value::Null) if may_be_absent(f) => {}
+                    None => errs.push(format!("{path}: missing `{key}` (WIT {ty}.{})", f.name)),
+                    Some(x) => check(&f.ty, x, &format!("{path}.{key}"), errs),
+                }
+            }
+            for key in obj.keys() {
+                if !fields.iter().any(|f| kebab_to_camel(&f.name) == *key) {
+                    errs.push(format!("{path}: `{key}` is not a field of WIT record {ty} (fields: {:?})", record_keys(ty)));
+                }
+            }
+        }
+        _ => errs.push(format!("{path}: WIT type {ty} is not defined in wit/")),
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap()
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object().expect("an object").iter().filter(|(_, x)| !x.is_null()).map(|(k, _)| k.clone()).collect()
+}
+
+fn diff(rust: &BTreeSet<String>, wit: &BTreeSet<String>) -> String {
+    diff_as(rust, wit, "Rust", "WIT")
+}
+
+fn diff_as(a: &BTreeSet<String>, b: &BTreeSet<String>, a_name: &str, b_name: &str) -> String {
+    format!(
+        "only in {a_name}: {:?}; only in {b_name}: {:?}",
+        a.difference(b).collect::<Vec<_>>(),
+        b.difference(a).collect::<Vec<_>>()
+    )
+}
+
+/// Paths of JSON nulls in `v`: the service leaves an absent option out
+/// rather than writing `null`.
+fn nulls(v: &Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Null => out.push(path.to_string()),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| nulls(x, &format!("{path}[{i}]"), out)),
+        Value::Object(o) => o.iter().for_each(|(k, x)| nulls(x, &format!("{path}.{k}"), out)),
+        _ => {}
+    }
+}
+
+fn assert_no_nulls(v: &Value, what: &str) {
+    let mut found = Vec::new();
+    nulls(v, what, &mut found);
+    assert!(found.is_empty(), "{what} writes null where WIT has option<...> (leave the field out instead): {found:?}");
+}
+
+/// A response record: the full instance has every WIT field, the bare one
+/// lacks exactly the optional ones (left out, not null), and both fit the
+/// WIT types.
+fn assert_record<T: Serialize>(wit_record: &str, full: &T, bare: &T) {
+    assert_no_nulls(&to_json(bare), wit_record);
+    assert_request_record(wit_record, full, bare);
+}
+
+/// A request record: as a response record, except that serde may write an
+/// absent option as null (requests are only ever deserialized, and
+/// deserializing accepts both).
+fn assert_request_record<T: Serialize>(wit_record: &str, full: &T, bare: &T) {
+    let (full, bare) = (to_json(full), to_json(bare));
+    let expected = record_keys(wit_record);
+    assert_eq!(keys(&full), expected, "record {wit_record}: {}", diff(&keys(&full), &expected));
+    let required: BTreeSet<String> =
+        record(wit_record).iter().filter(|f| !may_be_absent(f)).map(|f| kebab_to_camel(&f.name)).collect();
+    assert_eq!(
+        keys(&bare),
+        required,
+        "record {wit_record}: with every Option None, Rust keeps {:?} but WIT's non-option fields are {:?}",
+        keys(&bare),
+        required
+    );
+    for v in [&full, &bare] {
+        let mut errs = Vec::new();
+        check(wit_record, v, wit_record, &mut errs);
+        assert!(errs.is_empty(), "record {wit_record} disagrees with Rust:\n{}", errs.join("\n"));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fully populated (and bare) Rust values.
+
+const ID: &str = "0123456789abcdef0123456789abcdef";
+const ID2: &str = "0123456789abcdef0123456789abcde0";
+const MSG: &str = "fedcba9876543210fedcba9876543210";
+const TS: &str = "2026-04-15T10:00:00.000Z";
+
+fn some(full: bool, s: &str) -> Option<String> {
+    full.then(|| s.to_string())
+}
+
+fn memory(full: bool) -> Memory {
+    Memory {
+        id: ID.into(),
+        kind: MemoryType::Fact,
+        key: some(full, "user.package_manager"),
+        summary: "The user prefers pnpm.".into(),
+        content: "The user prefers pnpm over npm.".into(),
+        session_id: "s1".into(),
+        source_message_ids: vec![MSG.into()],
+        search_queries: vec!["Which package manager does the user prefer?".into()],
+        status: Status::Superseded,
+        supersedes: some(full, ID2),
+        superseded_by: some(full, ID2),
+        event_date: some(full, "2026-04-14"),
+        created_at: TS.into(),
+        updated_at: TS.into(),
+        expires_at: some(full, "2026-05-01T00:00:00.000Z"),
+    }
+}
+
+fn message(full: bool) -> Message {
+    Message {
+        id: MSG.into(),
+        session_id: "s1".into(),
+        role: "user".into(),
+        content: "Use pnpm, not npm.".into(),
+        timestamp: some(full, "2026-04-15"),
+        position: 2,
+        created_at: TS.into(),
+    }
+}
+
+fn message_input(full: bool) -> MessageInput {
+    MessageInput { role: "user".into(), content: "Use pnpm, not npm.".into(), timestamp: some(full, "2026-04-15") }
+}
+
+fn contribution() -> Contribution {
+    Contribution { channel: Channel::Key, rank: 1, weight: 2.0, contribution: 2.0 / 61.0 }
+}
+
+fn candidate(full: bool) -> RecallCandidate {
+    RecallCandidate {
+        id: ID.into(),
+        kind: MemoryType::Event,
+        summary: "Deployed on April 14.".into(),
+        session_id: "s1".into(),
+        score: 0.0328,
+        event_date: some(full, "2026-04-14"),
+        source_message_ids: vec![MSG.into()],
+        trace: full.then(|| vec![contribution()]),
+    }
+}
+
+fn explain() -> Explain {
+    Explain {
+        analysis: QueryAnalysis {
+            keys: vec!["user.package_manager".into()],
+            terms: vec!["package".into(), "manager".into()],
+            hyde: "The user prefers pnpm.".into(),
+        },
+        channels: vec![ChannelReport { channel: Channel::Vector, weight: 0.8, ids: vec![ID.into()], error: Some("down".into()) }],
+        k: 60.0,
+        temporal_facts: vec!["2026-04-14 was a Tuesday.".into()],
+        reference_date: "2026-04-15".into(),
+    }
+}
+
+fn recall_response(full: bool) -> RecallResponse {
+    RecallResponse {
+        result: "The user prefers pnpm over npm.".into(),
+        answer: "The user prefers pnpm over npm.".into(),
+        count: 1,
+        candidates: vec![candidate(full)],
+        explain: full.then(explain),
+        messages: if full { vec!["channel vector failed: down".into()] } else { vec![] },
+    }
+}
+
+fn stats() -> Stats {
+    Stats {
+        messages: 4,
+        sessions: 1,
+        memories: 3,
+        by_type: MemoryType::ALL.iter().map(|t| (t.as_str().to_string(), 1)).collect(),
+        by_status: Status::ALL.iter().map(|s| (s.as_str().to_string(), 1)).collect(),
+        pending_jobs: 1,
+        failed_jobs: 0,
+        vectors: 2,
+        storage_bytes: 4096,
+    }
+}
+
+fn ingest_report() -> IngestReport {
+    IngestReport {
+        session_id: "s1".into(),
+        message_ids: vec![MSG.into()],
+        messages_stored: 1,
+        memories_stored: 1,
+        memories_superseded: 0,
+        memories: vec![memory(true), memory(false)],
+        dropped: vec![Dropped { content: "pnpm".into(), reason: "unsupported".into() }],
+    }
+}
+
+fn remember_request(full: bool) -> RememberRequest {
+    RememberRequest {
+        content: "API rate limit was increased to 10,000 req/s per zone.".into(),
+        session_id: some(full, "s1"),
+        kind: full.then_some(MemoryType::Fact),
+        key: some(full, "api.rate_limit"),
+        expires_at: some(full, "2026-05-01T00:00:00Z"),
+        ttl_seconds: full.then_some(60),
+        sensitive: full.then_some(false),
+    }
+}
+
+fn recall_options(full: bool) -> RecallOptions {
+    RecallOptions {
+        reference_date: some(full, "2026-04-15"),
+        limit: full.then_some(5),
+        response_length: full.then_some(ResponseLength::Short),
+        explain: full.then_some(true),
+        include_inactive: full.then_some(false),
+        session_id: some(full, "s1"),
+    }
+}
+
+fn list_request(full: bool) -> ListRequest {
+    ListRequest {
+        limit: full.then_some(10),
+        cursor: some(full, ID),
+        session_id: some(full, "s1"),
+        kind: full.then_some(MemoryType::Task),
+        status: full.then_some(Status::Active),
+        key: some(full, "user.package_manager"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Records.
+
+#[test]
+fn test_memory_record_fields_match_wit() {
+    assert_record("memory", &memory(true), &memory(false));
+}
+
+#[test]
+fn test_message_input_record_fields_match_wit() {
+    assert_record("message-input", &message_input(true), &message_input(false));
+}
+
+#[test]
+fn test_message_record_fields_match_wit() {
+    assert_record("message", &message(true), &message(false));
+}
+
+#[test]
+fn test_memory_detail_record_fields_match_wit() {
+    let detail = |full: bool| MemoryDetail {
+        memory: memory(full),
+        versions: vec![memory(true), memory(false)],
+        source_messages: vec![message(true), message(false)],
+    };
+    assert_record("memory-detail", &detail(true), &detail(false));
+    // memory-detail starts with the fields of memory (serde flattens it).
+    let names = |r: &str| record(r).iter().map(|f| (f.name.clone(), f.ty.clone())).collect::<Vec<_>>();
+    assert_eq!(names("memory-detail")[..names("memory").len()], names("memory")[..]);
+}
+
+#[test]
+fn test_recall_candidate_record_fields_match_wit() {
+    assert_record("recall-candidate", &candidate(true), &candidate(false));
+    assert_record("contribution", &contribution(), &contribution());
+}
+
+#[test]
+fn test_recall_result_record_fields_match_wit() {
+    assert_record("recall-result", &recall_response(true), &recall_response(false));
+    assert_record("explain", &explain(), &explain());
+    let a = explain().analysis;
+    assert_record("query-analysis", &a, &a);
+    let c = |full: bool| ChannelReport { channel: Channel::Fts, weight: 1.0, ids: vec![ID.into()], error: some(full, "x") };
+    assert_record("channel-report", &c(true), &c(false));
+}
+
+#[test]
+fn test_list_page_record_fields_match_wit() {
+    let page = |full: bool| ListPage { memories: vec![memory(true)], cursor: some(full, ID) };
+    assert_record("list-page", &page(true), &page(false));
+}
+
+#[test]
+fn test_ingest_report_record_fields_match_wit() {
+    assert_record("ingest-report", &ingest_report(), &ingest_report());
+    let d = Dropped { content: "c".into(), reason: "r".into() };
+    assert_record("dropped", &d, &d);
+}
+
+#[test]
+fn test_stats_record_fields_match_wit() {
+    assert_record("stats", &stats(), &stats());
+    // The per-type and per-status counts name every case of their enum.
+    let cases = |e: &str| wit().enums[e].iter().map(|c| kebab_to_camel(c)).collect::<BTreeSet<_>>();
+    assert_eq!(record_keys("type-counts"), cases("memory-type"));
+    assert_eq!(record_keys("status-counts"), cases("status"));
+}
+
+#[test]
+fn test_import_report_record_fields_match_wit() {
+    let r = ImportReport { messages: 1, memories: 2 };
+    assert_record("import-report", &r, &r);
+}
+
+#[test]
+fn test_request_records_match_wit() {
+    assert_request_record("remember-request", &remember_request(true), &remember_request(false));
+    assert_request_record("recall-options", &recall_options(true), &recall_options(false));
+    assert_request_record("list-filter", &list_request(true), &list_request(false));
+    let summary = |full: bool| SummaryRequest { session_id: some(full, "s1") };
+    assert_request_record("summary-options", &summary(true), &summary(false));
+    assert_record("message-input", &message_input(true), &message_input(false));
+
+    // ingest(messages, options) is IngestRequest: `messages` plus the
+    // fields of ingest-options.
+    let profile = &wit().funcs["resource profile"];
+    let ingest = profile.iter().find(|f| f.name == "ingest").expect("profile.ingest");
+    assert_eq!(ingest.params, vec![("messages".into(), "list<message-input>".into()), ("options".into(), "ingest-options".into())]);
+    let req = IngestRequest { messages: vec![message_input(true)], session_id: Some("s1".into()) };
+    let mut expected = record_keys("ingest-options");
+    expected.insert("messages".into());
+    assert_eq!(keys(&to_json(&req)), expected, "IngestRequest: {}", diff(&keys(&to_json(&req)), &expected));
+
+    // recall(query, options) is RecallRequest: `query` plus the options.
+    let recall = profile.iter().find(|f| f.name == "recall").expect("profile.recall");
+    assert_eq!(recall.params, vec![("query".into(), "string".into()), ("options".into(), "recall-options".into())]);
+    let req = RecallRequest { query: "what?".into(), options: recall_options(true) };
+    let mut expected = record_keys("recall-options");
+    expected.insert("query".into());
+    assert_eq!(keys(&to_json(&req)), expected, "RecallRequest: {}", diff(&keys(&to_json(&req)), &expected));
+}
+
+// ---------------------------------------------------------------------------
+// Enums and the error.
+
+/// Every case of a Rust enum, serialized. The `match` makes adding a
+/// variant a compile error here until it is listed.
+fn serialized<T: Serialize>(all: &[T]) -> BTreeSet<String> {
+    all.iter().map(|v| to_json(v).as_str().expect("a unit variant").to_string()).collect()
+}
+
+fn wit_cases(name: &str) -> BTreeSet<String> {
+    wit().enums.get(name).unwrap_or_else(|| panic!("wit/ has no enum {name}")).iter().map(|c| kebab_to_camel(c)).collect()
+}
+
+#[test]
+fn test_enum_cases_match_wit() {
+    let memory_types: Vec<MemoryType> = MemoryType::ALL.to_vec();
+    for t in &memory_types {
+        match t {
+            MemoryType::Fact | MemoryType::Event | MemoryType::Instruction | MemoryType::Task => {}
+        }
+    }
+    let statuses: Vec<Status> = Status::ALL.to_vec();
+    for s in &statuses {
+        match s {
+            Status::Active | Status::Superseded | Status::Forgotten | Status::Expired => {}
+        }
+    }
+    let lengths = [ResponseLength::Short, ResponseLength::Medium, ResponseLength::Long];
+    for l in &lengths {
+        match l {
+            ResponseLength::Short | ResponseLength::Medium | ResponseLength::Long => {}
+        }
+    }
+    let channels: Vec<Channel> = Channel::ALL.to_vec();
+    for c in &channels {
+        match c {
+            Channel::Key | Channel::Fts | Channel::Hyde | Channel::Vector | Channel::Messages => {}
+        }
+    }
+    for (wit_name, rust) in [
+        ("memory-type", serialized(&memory_types)),
+        ("status", serialized(&statuses)),
+        ("response-length", serialized(&lengths)),
+        ("channel", serialized(&channels)),
+    ] {
+        assert_eq!(rust, wit_cases(wit_name), "enum {wit_name}: {}", diff(&rust, &wit_cases(wit_name)));
+    }
+    // The Rust enum's own name table agrees with serde.
+    for t in MemoryType::ALL {
+        assert_eq!(to_json(&t), json!(t.as_str()));
+    }
+    for s in Status::ALL {
+        assert_eq!(to_json(&s), json!(s.as_str()));
+    }
+    for c in Channel::ALL {
+        assert_eq!(to_json(&c), json!(c.name()));
+    }
+}
+
+/// The private kind of an error, from its derived `Debug`
+/// (`Error { kind: NotFound, message: .. }`), in kebab-case.
+fn kind_of(e: &Error) -> String {
+    let dbg = format!("{e:?}");
+    let kind = dbg.split("kind: ").nth(1).and_then(|s| s.split([',', ' ', '}']).next()).unwrap_or_else(|| panic!("cannot read the kind of {dbg}"));
+    camel_to_kebab(kind)
+}
+
+/// `Code 10001, HTTP 400.` from a case's doc comment.
+fn documented(doc: &str, label: &str) -> u32 {
+    let at = doc.find(label).unwrap_or_else(|| panic!("doc comment {doc:?} does not say `{label} N`"));
+    doc[at + label.len()..].trim_start().chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+}
+
+#[test]
+fn test_error_variant_matches_error_kinds() {
+    let cases = wit().variants.get("error").expect("wit/ has a variant error");
+    // Every kind the codes reach (unknown codes fall back to storage).
+    let mut kinds_by_code: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for code in 10000..=10099 {
+        let e = Error::from_code(code, "m");
+        if e.code() == code {
+            kinds_by_code.entry(kind_of(&e)).or_default().insert(code);
+        }
+    }
+    let rust: BTreeSet<String> = kinds_by_code.keys().cloned().collect();
+    let wit_names: BTreeSet<String> = cases.iter().map(|c| c.name.clone()).collect();
+    assert_eq!(rust, wit_names, "error kinds vs WIT variant error: {}", diff(&rust, &wit_names));
+    for c in cases {
+        assert_eq!(c.ty, "string", "error case {} must carry a message string", c.name);
+        let code = documented(&c.doc, "Code");
+        let status = documented(&c.doc, "HTTP");
+        let e = Error::from_code(code, "the message");
+        assert_eq!(kind_of(&e), c.name, "WIT says code {code} is {}", c.name);
+        assert_eq!(e.code(), code);
+        assert_eq!(u32::from(e.status()), status, "WIT says {} is HTTP {status}", c.name);
+        assert_eq!(e.message(), "the message");
+        let env = rest::envelope_err(&e);
+        assert_eq!(env["errors"][0], json!({ "code": code, "message": "the message" }));
+    }
+    // Constructors agree with the codes too.
+    for (e, name) in [
+        (Error::invalid("m"), "invalid"),
+        (Error::unauthenticated("m"), "unauthenticated"),
+        (Error::forbidden("m"), "forbidden"),
+        (Error::not_found("m"), "not-found"),
+        (Error::conflict("m"), "conflict"),
+        (Error::too_large("m"), "too-large"),
+        (Error::storage("m"), "storage"),
+        (Error::provider("m"), "provider"),
+        (Error::config("m"), "config"),
+    ] {
+        assert_eq!(kind_of(&e), name);
+        assert_eq!(kind_of(&Error::from_code(e.code(), "m")), name);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Functions.
+
+#[test]
+fn test_wit_package_is_well_formed() {
+    let w = wit();
+    assert_eq!(w.packages, BTreeSet::from(["agent-memory:memory@0.1.0".to_string()]), "one versioned package");
+    // One interface per file, named like the file.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut one = Wit::default();
+        parse_wit(&text, &mut one);
+        if stem == "world" {
+            assert!(one.interfaces.is_empty(), "world.wit holds worlds only");
+        } else {
+            assert_eq!(one.interfaces, BTreeSet::from([stem.clone()]), "{stem}.wit holds interface {stem}");
+        }
+    }
+    // Every type used is defined.
+    let primitive = ["string", "char", "bool", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f32", "f64"];
+    let mut used = Vec::new();
+    let mut collect = |ty: &str| {
+        let mut stack = vec![ty.to_string()];
+        while let Some(t) = stack.pop() {
+            if let Some((_, args)) = t.split_once('<') {
+                stack.extend(split_top(&args[..args.len() - 1]).into_iter().map(str::to_string).filter(|s| s != "_"));
+            } else if !t.is_empty() {
+                used.push(t);
+            }
+        }
+    };
+    for fields in w.records.values().chain(w.variants.values()) {
+        fields.iter().for_each(|f| collect(&f.ty));
+    }
+    for funcs in w.funcs.values() {
+        for f in funcs {
+            f.params.iter().for_each(|(_, t)| collect(t));
+            if let Some(r) = &f.result {
+                collect(r);
+            }
+        }
+    }
+    for t in used {
+        assert!(
+            primitive.contains(&t.as_str()) || w.records.contains_key(&t) || w.enums.contains_key(&t) || w.variants.contains_key(&t) || w.resources.contains(&t),
+            "WIT type {t} is used but not defined"
+        );
+    }
+    // Every function returns result<T, error> and documents its empty case
+    // and its errors.
+    for (owner, funcs) in &w.funcs {
+        for f in funcs {
+            let r = f.result.as_deref().unwrap_or("");
+            assert!(r.starts_with("result<") && r.ends_with(",error>"), "{owner}.{} returns {r}, not result<T, error>", f.name);
+            assert!(f.doc.contains("Errors:") || f.doc.contains("Errors: none"), "{owner}.{} documents no errors", f.name);
+            let lower = f.doc.to_lowercase();
+            assert!(
+                lower.contains("not an error") || lower.contains("empty") || lower.contains("not-found") || lower.contains("changes nothing"),
+                "{owner}.{} does not document its empty case",
+                f.name
+            );
+        }
+    }
+}
+
+fn profile_functions() -> Vec<Func> {
+    wit().funcs.get("resource profile").expect("resource profile has functions").clone()
+}
+
+fn ok_type(f: &Func) -> String {
+    let r = f.result.as_deref().unwrap();
+    split_top(inner(r, "result").unwrap())[0].to_string()
+}
+
+#[test]
+fn test_every_profile_function_returns_its_wit_type() {
+    let sql = database();
+    let target = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let run = |op: &str, args: Value| block_on(p.dispatch(op, args)).unwrap_or_else(|e| panic!("{op}: {e}"));
+        // The control: an unknown operation is refused as such.
+        let e = block_on(p.dispatch("noSuchOperation", json!({}))).unwrap_err();
+        assert!(e.is_not_found() && e.message().contains("no operation named"));
+
+        let ingest = run(
+            "ingest",
+            json!({ "sessionId": "s1", "messages": [
+                { "role": "user", "content": "Set up the project with React and TypeScript.", "timestamp": "2026-04-14" },
+                { "role": "assistant", "content": "Done. Scaffolded a React + TS project targeting Workers." },
+                { "role": "user", "content": "Use pnpm, not npm. And dark mode by default." },
+                { "role": "assistant", "content": "Got it -- pnpm and dark mode as default." }
+            ]}),
+        );
+        let remembered = run(
+            "remember",
+            json!({ "content": "API rate limit was increased to 10,000 req/s per zone after the April 10 incident.", "key": "api.rate_limit" }),
+        );
+        let id = remembered["id"].as_str().unwrap().to_string();
+        let export = run("export", json!({}));
+        let mut results: BTreeMap<&str, Value> = BTreeMap::new();
+        results.insert("ingest", ingest);
+        results.insert("remember", remembered);
+        results.insert("recall", run("recall", json!({ "query": "What package manager does the user prefer?", "explain": true })));
+        results.insert("list", run("list", json!({ "limit": 1 })));
+        results.insert("get", run("get", json!({ "id": id })));
+        results.insert("get-summary", run("getSummary", json!({})));
+        results.insert("stats", run("stats", json!({})));
+        results.insert("export", export.clone());
+        results.insert("forget", run("forget", json!({ "id": id })));
+        results.insert("delete", run("delete", json!({ "id": id })));
+        results.insert("delete-session", run("deleteSession", json!({ "sessionId": "s1" })));
+        with_profile(&target, APRIL_15, |q| {
+            let r = block_on(q.dispatch("import", json!({ "data": export }))).unwrap();
+            results.insert("import", r);
+        });
+
+        let funcs = profile_functions();
+        let names: BTreeSet<&str> = funcs.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, results.keys().copied().collect(), "WIT profile functions vs the operations run here");
+        for f in &funcs {
+            // The dispatch table knows the function under its camelCase name.
+            let op = kebab_to_camel(&f.name);
+            if let Err(e) = block_on(p.dispatch(&op, json!({ "id": "not-an-id" }))) {
+                assert!(!e.message().contains("no operation named"), "WIT function {} is not operation {op}", f.name);
+            }
+            assert_no_nulls(&results[f.name.as_str()], &f.name);
+            let mut errs = Vec::new();
+            check(&ok_type(f), &results[f.name.as_str()], &f.name, &mut errs);
+            assert!(errs.is_empty(), "{} returns JSON that disagrees with WIT:\n{}", f.name, errs.join("\n"));
+        }
+        // And the service's delete-profile.
+        let service = &wit().funcs["interface service"];
+        let delete_profile = service.iter().find(|f| f.name == "delete-profile").expect("service.delete-profile");
+        let mut errs = Vec::new();
+        check(&ok_type(delete_profile), &run("deleteProfile", json!({})), "delete-profile", &mut errs);
+        assert!(errs.is_empty(), "{}", errs.join("\n"));
+        let get_profile = service.iter().find(|f| f.name == "get-profile").expect("service.get-profile");
+        assert_eq!(ok_type(get_profile), "profile");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// The OpenAPI document.
+
+fn openapi() -> Value {
+    serde_json::from_str(include_str!("../src/openapi.json")).expect("src/openapi.json is JSON")
+}
+
+fn schema<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    let s = &doc["components"]["schemas"][name];
+    assert!(s.is_object(), "openapi: no components.schemas.{name}");
+    s
+}
+
+fn schema_keys(s: &Value, what: &str) -> BTreeSet<String> {
+    match what {
+        "properties" => s["properties"].as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default(),
+        _ => s["required"].as_array().map(|a| a.iter().map(|v| v.as_str().unwrap().to_string()).collect()).unwrap_or_default(),
+    }
+}
+
+fn assert_schema<T: Serialize>(doc: &Value, name: &str, full: &T, bare: &T) {
+    let s = schema(doc, name);
+    let (full, bare) = (keys(&to_json(full)), keys(&to_json(bare)));
+    let props = schema_keys(s, "properties");
+    assert_eq!(full, props, "openapi schema {name}: {}", diff_as(&full, &props, "Rust", "OpenAPI properties"));
+    let required = schema_keys(s, "required");
+    assert_eq!(
+        bare,
+        required,
+        "openapi schema {name}: required should be what Rust always writes: {}",
+        diff_as(&bare, &required, "Rust", "OpenAPI required")
+    );
+}
+
+#[test]
+fn test_openapi_schemas_match_rust_serialization() {
+    let doc = openapi();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_schema(&doc, "Memory", &memory(true), &memory(false));
+    assert_schema(&doc, "Message", &message(true), &message(false));
+    assert_schema(&doc, "MessageInput", &message_input(true), &message_input(false));
+    let detail = |full: bool| MemoryDetail { memory: memory(full), versions: vec![], source_messages: vec![] };
+    assert_schema(&doc, "MemoryDetail", &detail(true), &detail(false));
+    assert_schema(&doc, "RecallCandidate", &candidate(true), &candidate(false));
+    assert_schema(&doc, "RecallResult", &recall_response(true), &recall_response(false));
+    assert_schema(&doc, "Contribution", &contribution(), &contribution());
+    assert_schema(&doc, "Explain", &explain(), &explain());
+    assert_schema(&doc, "QueryAnalysis", &explain().analysis, &explain().analysis);
+    let page = |full: bool| ListPage { memories: vec![], cursor: some(full, ID) };
+    assert_schema(&doc, "ListPage", &page(true), &page(false));
+    assert_schema(&doc, "IngestReport", &ingest_report(), &ingest_report());
+    assert_schema(&doc, "Stats", &stats(), &stats());
+    let import = ImportReport { messages: 1, memories: 1 };
+    assert_schema(&doc, "ImportReport", &import, &import);
+    // Request bodies: every field the Rust record accepts, none required
+    // but the ones without a default.
+    assert_schema(&doc, "RememberRequest", &remember_request(true), &RememberRequest { content: "c".into(), ..remember_request(false) });
+    let recall = |full: bool| RecallRequest { query: "q".into(), options: recall_options(full) };
+    assert_schema(&doc, "RecallRequest", &recall(true), &recall(false));
+    let ingest = |full: bool| IngestRequest { messages: vec![], session_id: some(full, "s1") };
+    assert_schema(&doc, "IngestRequest", &ingest(true), &ingest(false));
+    // Enums.
+    let enum_of = |name: &str| -> BTreeSet<String> {
+        schema(&doc, name)["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(enum_of("MemoryType"), wit_cases("memory-type"));
+    assert_eq!(enum_of("Status"), wit_cases("status"));
+    assert_eq!(enum_of("ResponseLength"), wit_cases("response-length"));
+    assert_eq!(enum_of("Channel"), wit_cases("channel"));
+    // Query parameters of GET memories and GET summary are the request records.
+    let base = "/accounts/{account}/agent-memory/namespaces/{namespace}/profiles/{profile}";
+    let query_params = |path: &str| -> BTreeSet<String> {
+        doc["paths"][format!("{base}{path}")]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let p = match p["$ref"].as_str() {
+                    Some(r) => &doc["components"]["parameters"][r.rsplit('/').next().unwrap()],
+                    None => p,
+                };
+                assert_eq!(p["in"], "query");
+                p["name"].as_str().unwrap().to_string()
+            })
+            .collect()
+    };
+    assert_eq!(query_params("/memories"), keys(&to_json(&list_request(true))));
+    assert_eq!(query_params("/summary"), keys(&to_json(&SummaryRequest { session_id: Some("s".into()) })));
+}
+
+#[test]
+fn test_openapi_routes_reach_every_profile_function() {
+    let doc = openapi();
+    let mut ops = BTreeSet::new();
+    let mut service_routes = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            let concrete = path
+                .replace("{account}", "acc")
+                .replace("{namespace}", "ns")
+                .replace("{profile}", "p1")
+                .replace("{id}", ID)
+                .replace("{sessionId}", "s1");
+            let method = method.to_uppercase();
+            let import = path.ends_with("/import");
+            let req = Incoming {
+                method: &method,
+                path: &concrete,
+                query: &[],
+                content_type: Some(if import { "application/x-ndjson" } else { "application/json" }),
+                body: if method == "POST" && !import { b"{}" } else { b"" },
+            };
+            let routed = rest::route(&req).unwrap_or_else(|e| panic!("openapi {method} {path} does not route: {e}"));
+            assert!(op["responses"]["200"].is_object(), "{method} {path} documents no 200 response");
+            match routed {
+                Route::Profile(call) => {
+                    assert_eq!(op["operationId"], call.op.as_str(), "operationId of {method} {path}");
+                    for status in ["400", "401", "403", "default"] {
+                        assert!(op["responses"][status].is_object(), "{method} {path} documents no {status} response");
+                    }
+                    ops.insert(call.op);
+                }
+                Route::Health => assert!(service_routes.insert("health")),
+                Route::OpenApi => assert!(service_routes.insert("openapi")),
+            }
+        }
+    }
+    let mut expected: BTreeSet<String> = profile_functions().iter().map(|f| kebab_to_camel(&f.name)).collect();
+    expected.insert("deleteProfile".into());
+    assert_eq!(ops, expected, "REST operations vs WIT functions: {}", diff_as(&ops, &expected, "OpenAPI", "WIT"));
+    assert_eq!(service_routes.len(), 2, "GET /health and GET /openapi.json are documented");
+    // Every status an error can map to has a documented error response.
+    let responses = doc["components"]["responses"].as_object().unwrap();
+    for c in wit().variants["error"].iter() {
+        let status = documented(&c.doc, "HTTP");
+        let described = responses.values().any(|r| r["description"].as_str().is_some_and(|d| d.contains(&format!("(code {}", documented(&c.doc, "Code")))));
+        assert!(described, "openapi: no error response describes {} (HTTP {status})", c.name);
+    }
+}
