@@ -16,6 +16,7 @@ pub mod background;
 pub mod error;
 pub mod ids;
 pub mod ingest;
+pub mod llm;
 pub mod local;
 pub mod model;
 pub mod ops;

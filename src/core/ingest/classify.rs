@@ -1,28 +1,59 @@
-//! Classification: type, topic key, summary and search queries.
+//! Classification: type, topic key, summary and search queries, then
+//! normalization (keys only on keyed types, in `subject.attribute` form;
+//! 3-5 distinct queries).
+//!
+//! Candidates go to the reasoner in batches (see [`batch`]). A batch whose
+//! classification fails is dropped with the error as the reason; the
+//! failure is reported, not raised.
 
-use crate::core::error::Result;
+use crate::core::ingest::batch;
+use crate::core::model::Dropped;
 use crate::core::provider::{Candidate, Classification, Reasoner, Transcript};
 
+/// Classified candidates, and the ones that could not be classified.
 pub async fn run(
     reasoner: &dyn Reasoner,
     items: Vec<(Candidate, Transcript)>,
-) -> Result<Vec<(Candidate, Classification, Transcript)>> {
-    let mut out = Vec::with_capacity(items.len());
-    for (c, t) in items {
-        let cls = reasoner.classify(&t, std::slice::from_ref(&c)).await?;
-        if let Some(cls) = cls.into_iter().next() {
-            out.push((c, normalize(cls), t));
+) -> (Vec<(Candidate, Classification, Transcript)>, Vec<Dropped>) {
+    let mut out = Vec::new();
+    let mut dropped = Vec::new();
+    for (t, candidates) in batch::batches(items, batch::BATCH_SIZE) {
+        match reasoner.classify(&t, &candidates).await {
+            Ok(classes) => {
+                let mut classes = classes.into_iter();
+                for c in candidates {
+                    match classes.next() {
+                        Some(cls) => out.push((c, normalize(cls), t.clone())),
+                        None => dropped.push(Dropped {
+                            content: c.content,
+                            reason: "the classifier returned nothing for it".into(),
+                        }),
+                    }
+                }
+            }
+            Err(e) => dropped.extend(
+                candidates
+                    .into_iter()
+                    .map(|c| Dropped { content: c.content, reason: format!("classification failed: {e}") }),
+            ),
         }
     }
-    Ok(out)
+    (out, dropped)
 }
 
-/// Keeps keys only on keyed types, lowercased `a.b_c`, and 3-5 queries.
+/// Keeps keys only on keyed types, lowercased `a.b_c`; keeps at most five
+/// distinct, non-empty search queries.
 pub fn normalize(mut c: Classification) -> Classification {
     c.key = if c.kind.is_keyed() { c.key.as_deref().and_then(normalize_key) } else { None };
-    c.search_queries.retain(|q| !q.trim().is_empty());
-    c.search_queries.dedup();
-    c.search_queries.truncate(5);
+    let mut queries: Vec<String> = Vec::new();
+    for q in c.search_queries.drain(..) {
+        let q = q.trim().to_string();
+        if !q.is_empty() && !queries.iter().any(|p| p.eq_ignore_ascii_case(&q)) {
+            queries.push(q);
+        }
+    }
+    queries.truncate(5);
+    c.search_queries = queries;
     c
 }
 
@@ -48,9 +79,25 @@ pub fn normalize_key(k: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::core::model::MemoryType;
+
     #[test]
     fn test_keys_are_normalized() {
-        assert_eq!(super::normalize_key("User / Package Manager").as_deref(), Some("user.package_manager"));
-        assert_eq!(super::normalize_key("  "), None);
+        assert_eq!(normalize_key("User / Package Manager").as_deref(), Some("user.package_manager"));
+        assert_eq!(normalize_key("  "), None);
+    }
+
+    #[test]
+    fn test_normalize_drops_keys_of_unkeyed_types_and_duplicate_queries() {
+        let c = Classification {
+            kind: MemoryType::Event,
+            key: Some("user.deploy".into()),
+            summary: "s".into(),
+            search_queries: vec!["When?".into(), " when? ".into(), "".into(), "Where?".into()],
+        };
+        let n = normalize(c);
+        assert_eq!(n.key, None);
+        assert_eq!(n.search_queries, vec!["When?", "Where?"]);
     }
 }

@@ -1,22 +1,27 @@
 //! Extraction: the full pass over overlapping chunks (up to four at once)
 //! and, for longer conversations, the detail pass over small windows; then
 //! merge and dedupe.
+//!
+//! A chunk whose extraction fails (a provider error, a reply that could
+//! not be parsed) is reported as dropped, with the span of messages it
+//! covered; the other chunks still count. Extraction does not judge what
+//! it finds: verification and classification do.
 
-use crate::core::error::Result;
 use crate::core::ingest::{chunk, transcript};
-use crate::core::model::Message;
+use crate::core::model::{Dropped, Message};
 use crate::core::provider::{Candidate, Pass, Reasoner, Transcript};
-use futures::stream::{self, StreamExt, TryStreamExt};
+use futures::stream::{self, StreamExt};
 
 /// Chunks processed concurrently.
 pub const MAX_CONCURRENT_CHUNKS: usize = 4;
 
-/// Every candidate with the transcript it was extracted from.
+/// Every candidate with the transcript it was extracted from, and a record
+/// of each chunk whose extraction failed.
 pub async fn run(
     reasoner: &dyn Reasoner,
     session_id: &str,
     messages: &[Message],
-) -> Result<Vec<(Candidate, Transcript)>> {
+) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>) {
     let lengths: Vec<usize> = messages.iter().map(|m| m.content.len() + m.role.len() + 8).collect();
     let mut jobs: Vec<(Transcript, Pass)> = chunk::split(&lengths, chunk::CHUNK_CHARS, chunk::CHUNK_OVERLAP)
         .into_iter()
@@ -29,15 +34,34 @@ pub async fn run(
                 .map(|r| (transcript::build(session_id, messages, r, None), Pass::Detail)),
         );
     }
-    let results: Vec<Vec<(Candidate, Transcript)>> = stream::iter(jobs)
+    let results: Vec<(Transcript, Pass, _)> = stream::iter(jobs)
         .map(|(t, pass)| async move {
-            let found = reasoner.extract(&t, pass).await?;
-            Ok::<_, crate::core::error::Error>(found.into_iter().map(|c| (c, t.clone())).collect())
+            let found = reasoner.extract(&t, pass).await;
+            (t, pass, found)
         })
         .buffered(MAX_CONCURRENT_CHUNKS)
-        .try_collect()
-        .await?;
-    Ok(merge(results.into_iter().flatten().collect()))
+        .collect()
+        .await;
+    let mut found = Vec::new();
+    let mut failed = Vec::new();
+    for (t, pass, result) in results {
+        match result {
+            Ok(cs) => found.extend(cs.into_iter().map(|c| (c, t.clone()))),
+            Err(e) => failed.push(Dropped { content: describe(&t, pass), reason: format!("extraction failed: {e}") }),
+        }
+    }
+    (merge(found), failed)
+}
+
+/// `"messages 0-3 (full pass)"`: what a failed extraction job covered.
+fn describe(t: &Transcript, pass: Pass) -> String {
+    let first = t.lines.first().map_or(0, |l| l.index);
+    let last = t.lines.last().map_or(0, |l| l.index);
+    let pass = match pass {
+        Pass::Full => "full",
+        Pass::Detail => "detail",
+    };
+    format!("messages {first}-{last} ({pass} pass)")
 }
 
 /// Dedupes candidates by normalized content; the first keeps its place and

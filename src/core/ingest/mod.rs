@@ -1,6 +1,13 @@
 //! The ingest pipeline (SPEC.md section 3), as a list of calls. Each stage
 //! lives in its own file, takes data and returns data.
+//!
+//! Raw messages are stored first and always kept. The judging stages
+//! (extract, verify, classify) never fail the call: a reasoner error or an
+//! unparseable model reply drops the affected chunk or candidates, and each
+//! drop is listed in the report's `dropped` with its reason. Only storage
+//! errors fail an ingest.
 
+pub mod batch;
 pub mod chunk;
 pub mod classify;
 pub mod dates;
@@ -13,7 +20,9 @@ pub mod verify;
 use crate::core::api::IngestRequest;
 use crate::core::error::Result;
 use crate::core::ids;
-use crate::core::model::{IngestReport, Message};
+use crate::core::model::{Dropped, IngestReport, Message};
+use crate::core::provider::{Candidate, Transcript};
+use std::collections::HashSet;
 use crate::core::ops::Profile;
 use crate::core::store::NewMessage;
 use crate::core::time::iso;
@@ -54,25 +63,24 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     if fresh.is_empty() {
         return Ok(report); // nothing new: ingest is idempotent
     }
-    let fresh_ids: std::collections::HashSet<String> = fresh.iter().map(|m| m.id.clone()).collect();
+    let fresh_ids: HashSet<String> = fresh.iter().map(|m| m.id.clone()).collect();
 
     // 2. The messages of this call, as stored (with timestamps).
     let messages: Vec<Message> = conversation(&req, &session_id, &incoming, p.now);
 
     // 3. Extract (full + detail passes), merged.
-    let extracted = extract::run(p.reasoner, &session_id, &messages).await?;
-    // Only what rests on a message this call added is new.
-    let extracted: Vec<_> = extracted
-        .into_iter()
-        .filter(|(c, _)| c.lines.iter().any(|&i| messages.get(i).is_some_and(|m| fresh_ids.contains(&m.id))))
-        .collect();
+    let (extracted, failed) = extract::run(p.reasoner, &session_id, &messages).await;
+    report.dropped.extend(failed);
+    let (extracted, uncited) = cited_and_new(extracted, &messages, &fresh_ids);
+    report.dropped.extend(uncited);
 
     // 4. Verify against the transcript.
-    let (verified, dropped) = verify::run(p.reasoner, extracted).await?;
-    report.dropped = dropped;
+    let (verified, dropped) = verify::run(p.reasoner, extracted).await;
+    report.dropped.extend(dropped);
 
     // 5. Classify: type, key, summary, search queries.
-    let classified = classify::run(p.reasoner, verified).await?;
+    let (classified, unclassified) = classify::run(p.reasoner, verified).await;
+    report.dropped.extend(unclassified);
 
     // 6. Build memories, plan supersession, store in one transaction.
     let memories = persist::build(&session_id, &messages, classified, p.now);
@@ -81,6 +89,30 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     report.memories_superseded = outcome.superseded;
     report.memories = outcome.stored;
     Ok(report)
+}
+
+/// Keeps candidates that cite a line of this conversation and rest on at
+/// least one message this call added. Citations outside the conversation
+/// are removed; a candidate left citing nothing is dropped with a record.
+/// One resting only on messages stored by an earlier call is skipped
+/// silently: it was extracted when those messages were new (chunks
+/// overlap, and re-sent conversations repeat old messages).
+pub fn cited_and_new(
+    items: Vec<(Candidate, Transcript)>,
+    messages: &[Message],
+    fresh_ids: &HashSet<String>,
+) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>) {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for (mut c, t) in items {
+        c.lines.retain(|&i| i < messages.len());
+        if c.lines.is_empty() {
+            dropped.push(Dropped { content: c.content, reason: "cites no message of the conversation".into() });
+        } else if c.lines.iter().any(|&i| fresh_ids.contains(&messages[i].id)) {
+            kept.push((c, t));
+        }
+    }
+    (kept, dropped)
 }
 
 fn conversation(req: &IngestRequest, session_id: &str, incoming: &[NewMessage], now: i64) -> Vec<Message> {

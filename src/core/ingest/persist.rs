@@ -1,5 +1,11 @@
 //! Building memory records and storing them, with their supersessions and
 //! outbox jobs, in one transaction.
+//!
+//! Storing does not judge content (verification did): it drops memories
+//! whose meaning is already stored and active, folds in-call restatements
+//! into the memory they restate, applies supersession by key, inserts, and
+//! queues vector work (the store queues an embedding for every active
+//! non-task memory and a removal for every superseded one).
 
 use crate::core::error::Result;
 use crate::core::ids;
@@ -8,12 +14,16 @@ use crate::core::model::{Memory, Message, Status};
 use crate::core::provider::{Candidate, Classification, Transcript};
 use crate::core::store::Store;
 use crate::core::time::iso;
+use std::collections::{HashMap, HashSet};
 
 /// A memory ready to store, with its fingerprint.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pending {
     pub memory: Memory,
     pub fingerprint: String,
+    /// Weight of its speaker ([`supersede::authority`]): the heaviest role
+    /// among its source messages; a person when it has none (`remember`).
+    pub authority: u8,
 }
 
 /// Turns classified candidates into memory records.
@@ -30,8 +40,9 @@ pub fn build(
             let mut lines = c.lines.clone();
             lines.sort_unstable();
             lines.dedup();
-            let source_message_ids: Vec<String> =
-                lines.iter().filter_map(|&i| messages.get(i)).map(|m| m.id.clone()).collect();
+            let sources: Vec<&Message> = lines.iter().filter_map(|&i| messages.get(i)).collect();
+            let authority = sources.iter().map(|m| supersede::authority(&m.role)).max().unwrap_or(supersede::PERSON);
+            let source_message_ids: Vec<String> = sources.iter().map(|m| m.id.clone()).collect();
             let event_date = c.event_date.clone().or_else(|| {
                 lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone())
             });
@@ -55,6 +66,7 @@ pub fn build(
                     expires_at: None,
                 },
                 fingerprint,
+                authority,
             }
         })
         .collect()
@@ -67,10 +79,13 @@ pub struct Outcome {
     /// Memories already present (same meaning, still active): ids.
     pub existing: Vec<String>,
     pub superseded: usize,
+    /// New memories folded into another of the same call (restatements).
+    pub restated: usize,
 }
 
 /// Stores memories in one transaction: drops those whose meaning is
-/// already stored and active, supersedes by key, inserts, queues vectors.
+/// already stored and active, folds restatements, supersedes by key,
+/// inserts, queues vectors.
 pub fn store(store: &Store<'_>, pending: Vec<Pending>) -> Result<Outcome> {
     store.transaction(|| {
         let mut outcome = Outcome::default();
@@ -82,31 +97,61 @@ pub fn store(store: &Store<'_>, pending: Vec<Pending>) -> Result<Outcome> {
             }
         }
         let mut memories: Vec<Memory> = fresh.iter().map(|p| p.memory.clone()).collect();
+        let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
         let lookup = |key: &str| -> Vec<String> {
             store.active_by_key(key).map(|v| v.into_iter().map(|m| m.id).collect()).unwrap_or_default()
         };
-        let replacements = supersede::plan(&mut memories, &lookup);
+        let plan = supersede::plan(&mut memories, &authority, &lookup);
+        let mut items: Vec<(Memory, String)> =
+            memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();
+        fold_restatements(&mut items, &plan.restatements);
+        outcome.restated = plan.restatements.len();
+
         // Within one call, an earlier memory replaced by a later one is
         // stored already superseded.
-        let new_ids: std::collections::HashSet<&str> = memories.iter().map(|m| m.id.as_str()).collect();
-        let mut superseded_in_call = std::collections::HashMap::new();
-        for r in &replacements {
-            if new_ids.contains(r.old.as_str()) {
-                superseded_in_call.insert(r.old.clone(), r.new.clone());
-            }
-        }
-        for (m, p) in memories.iter_mut().zip(&fresh) {
+        let new_ids: HashSet<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
+        let superseded_in_call: HashMap<String, String> = plan
+            .replacements
+            .iter()
+            .filter(|r| new_ids.contains(r.old.as_str()))
+            .map(|r| (r.old.clone(), r.new.clone()))
+            .collect();
+        for (m, fingerprint) in items.iter_mut() {
             if let Some(next) = superseded_in_call.get(&m.id) {
                 m.status = Status::Superseded;
                 m.superseded_by = Some(next.clone());
             }
-            store.insert_memory(m, &p.fingerprint)?;
+            store.insert_memory(m, fingerprint)?;
         }
-        for r in replacements.iter().filter(|r| !superseded_in_call.contains_key(&r.old)) {
+        for r in plan.replacements.iter().filter(|r| !superseded_in_call.contains_key(&r.old)) {
             store.supersede(&r.old, &r.new)?;
         }
-        outcome.superseded = replacements.len();
-        outcome.stored = memories;
+        outcome.superseded = plan.replacements.len();
+        outcome.stored = items.into_iter().map(|(m, _)| m).collect();
         Ok(outcome)
     })
+}
+
+/// Removes restating memories, adding their source messages to the
+/// memory each restates.
+fn fold_restatements(items: &mut Vec<(Memory, String)>, restatements: &[supersede::Restatement]) {
+    if restatements.is_empty() {
+        return;
+    }
+    let folded: HashMap<&str, &str> = restatements.iter().map(|r| (r.id.as_str(), r.kept.as_str())).collect();
+    let mut extra: HashMap<String, Vec<String>> = HashMap::new();
+    items.retain(|(m, _)| match folded.get(m.id.as_str()) {
+        Some(kept) => {
+            extra.entry(kept.to_string()).or_default().extend(m.source_message_ids.iter().cloned());
+            false
+        }
+        None => true,
+    });
+    for (m, _) in items.iter_mut() {
+        for id in extra.remove(&m.id).unwrap_or_default() {
+            if !m.source_message_ids.contains(&id) {
+                m.source_message_ids.push(id);
+            }
+        }
+    }
 }

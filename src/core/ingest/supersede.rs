@@ -1,6 +1,14 @@
 //! Supersession: a new keyed memory replaces the active memory holding the
 //! same topic key. The old one is kept, marked superseded, and points
 //! forward to its successor; the new one points back.
+//!
+//! Within one call, speakers are weighed: a person's statement about a
+//! topic outranks an agent's restatement of it. When an assistant repeats
+//! or acknowledges what the user just said ("Got it -- pnpm"), a reasoner
+//! may give both the same key; the assistant's version is then folded
+//! into the user's memory (as extra provenance) instead of superseding
+//! it. Across calls the newer memory wins whoever said it: there is no
+//! earlier statement in view to weigh it against.
 
 use crate::core::model::Memory;
 
@@ -11,26 +19,133 @@ pub struct Replacement {
     pub new: String,
 }
 
-/// Plans replacements for `new` memories given the active memories that
-/// already hold their keys. Among several new memories with one key, the
-/// last (latest in the conversation) wins and supersedes the earlier ones.
-/// Sets `supersedes` on the new memories.
-pub fn plan(new: &mut [Memory], existing_by_key: &dyn Fn(&str) -> Vec<String>) -> Vec<Replacement> {
-    let mut out = Vec::new();
-    let mut holder: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for m in new.iter_mut() {
+/// A new memory that only restates another new memory of the same call
+/// held by a weightier speaker: it is not stored; its sources join `kept`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Restatement {
+    pub id: String,
+    pub kept: String,
+}
+
+/// What [`plan`] decided.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Plan {
+    pub replacements: Vec<Replacement>,
+    pub restatements: Vec<Restatement>,
+}
+
+/// Weight of an agent's word (assistant, system, tool) on a topic.
+pub const AGENT: u8 = 1;
+/// Weight of a person's word (the user, or a named participant).
+pub const PERSON: u8 = 2;
+
+/// Whether a message role is an agent's rather than a person's.
+pub fn is_agent_role(role: &str) -> bool {
+    matches!(
+        role.trim().to_lowercase().as_str(),
+        "assistant" | "ai" | "agent" | "model" | "bot" | "system" | "tool" | "function" | "developer"
+    )
+}
+
+/// The weight of a speaker's statements.
+pub fn authority(role: &str) -> u8 {
+    if is_agent_role(role) {
+        AGENT
+    } else {
+        PERSON
+    }
+}
+
+/// Plans replacements for `new` memories (in conversation order) given
+/// the active memories that already hold their keys. `authority[i]` is the
+/// weight of memory `i`'s speaker (missing entries count as [`PERSON`]).
+///
+/// Among several new memories with one key, the last wins and supersedes
+/// the earlier ones, unless it comes from a lighter speaker than the
+/// current holder: then it is a restatement. Sets `supersedes` on the new
+/// memories that replace something.
+pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str) -> Vec<String>) -> Plan {
+    let mut out = Plan::default();
+    let mut holder: std::collections::HashMap<String, (String, u8)> = std::collections::HashMap::new();
+    for (i, m) in new.iter_mut().enumerate() {
         let Some(key) = m.key.clone() else { continue };
+        let weight = authority.get(i).copied().unwrap_or(PERSON);
         let previous: Vec<String> = match holder.get(&key) {
-            Some(id) => vec![id.clone()],
+            Some((id, held)) if weight < *held => {
+                out.restatements.push(Restatement { id: m.id.clone(), kept: id.clone() });
+                continue;
+            }
+            Some((id, _)) => vec![id.clone()],
             None => existing_by_key(&key),
         };
         for old in &previous {
-            out.push(Replacement { old: old.clone(), new: m.id.clone() });
+            out.replacements.push(Replacement { old: old.clone(), new: m.id.clone() });
         }
         if let Some(first) = previous.first() {
             m.supersedes = Some(first.clone());
         }
-        holder.insert(key, m.id.clone());
+        holder.insert(key, (m.id.clone(), weight));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::{MemoryType, Status};
+
+    fn mem(id: &str, key: &str) -> Memory {
+        Memory {
+            id: id.into(),
+            kind: MemoryType::Fact,
+            key: Some(key.into()),
+            summary: String::new(),
+            content: id.into(),
+            session_id: "s".into(),
+            source_message_ids: vec![],
+            search_queries: vec![],
+            status: Status::Active,
+            supersedes: None,
+            superseded_by: None,
+            event_date: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn test_later_statement_of_equal_weight_supersedes_the_earlier() {
+        let mut new = vec![mem("a", "user.pm"), mem("b", "user.pm")];
+        let p = plan(&mut new, &[PERSON, PERSON], &|_| vec!["old".into()]);
+        assert_eq!(
+            p.replacements,
+            vec![Replacement { old: "old".into(), new: "a".into() }, Replacement { old: "a".into(), new: "b".into() }]
+        );
+        assert_eq!(new[1].supersedes.as_deref(), Some("a"));
+        assert!(p.restatements.is_empty());
+    }
+
+    #[test]
+    fn test_agent_restating_a_user_key_in_the_same_call_does_not_win() {
+        let mut new = vec![mem("user", "user.pm"), mem("echo", "user.pm")];
+        let p = plan(&mut new, &[PERSON, AGENT], &|_| vec![]);
+        assert!(p.replacements.is_empty());
+        assert_eq!(p.restatements, vec![Restatement { id: "echo".into(), kept: "user".into() }]);
+        assert_eq!(new[1].supersedes, None);
+    }
+
+    #[test]
+    fn test_user_correcting_an_agent_in_the_same_call_wins() {
+        let mut new = vec![mem("agent", "project.pm"), mem("user", "project.pm")];
+        let p = plan(&mut new, &[AGENT, PERSON], &|_| vec![]);
+        assert_eq!(p.replacements, vec![Replacement { old: "agent".into(), new: "user".into() }]);
+    }
+
+    #[test]
+    fn test_roles_are_weighed() {
+        assert!(is_agent_role("Assistant"));
+        assert_eq!(authority("user"), PERSON);
+        assert_eq!(authority("Caroline"), PERSON);
+    }
 }

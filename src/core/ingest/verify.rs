@@ -1,33 +1,52 @@
-//! Verification: each candidate is checked against its transcript; it
-//! passes, is corrected, or is dropped with the reason kept.
+//! Verification: each candidate is checked against its transcript (the
+//! eight checks of SPEC.md section 3 are the reasoner's job); it passes, is
+//! corrected, or is dropped with the reason kept.
+//!
+//! Candidates go to the reasoner in batches (see [`batch`]). A batch whose
+//! verification fails (a provider error, a reply that could not be parsed)
+//! is dropped with the error as the reason: unverified text is never
+//! stored, and the failure is reported, not raised.
 
-use crate::core::error::Result;
+use crate::core::ingest::batch;
 use crate::core::model::Dropped;
 use crate::core::provider::{Candidate, Reasoner, Transcript, Verdict};
 
 /// Verified candidates, and the dropped ones with reasons.
-pub async fn run(
-    reasoner: &dyn Reasoner,
-    items: Vec<(Candidate, Transcript)>,
-) -> Result<(Vec<(Candidate, Transcript)>, Vec<Dropped>)> {
+pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Transcript)>) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
-    for (c, t) in items {
-        let verdict = reasoner.verify(&t, std::slice::from_ref(&c)).await?.into_iter().next().unwrap_or(Verdict::Pass);
-        match apply(c, verdict) {
-            Ok(c) => kept.push((c, t)),
-            Err(d) => dropped.push(d),
+    for (t, candidates) in batch::batches(items, batch::BATCH_SIZE) {
+        match reasoner.verify(&t, &candidates).await {
+            Ok(verdicts) => {
+                for (i, c) in candidates.into_iter().enumerate() {
+                    let verdict = verdicts
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| Verdict::Drop { reason: "the verifier returned no verdict for it".into() });
+                    match apply(c, verdict) {
+                        Ok(c) => kept.push((c, t.clone())),
+                        Err(d) => dropped.push(d),
+                    }
+                }
+            }
+            Err(e) => dropped.extend(
+                candidates.into_iter().map(|c| Dropped { content: c.content, reason: format!("verification failed: {e}") }),
+            ),
         }
     }
-    Ok((kept, dropped))
+    (kept, dropped)
 }
 
-/// Applies one verdict to its candidate.
+/// Applies one verdict to its candidate. A correction to empty text is a
+/// drop.
 pub fn apply(mut c: Candidate, v: Verdict) -> std::result::Result<Candidate, Dropped> {
     match v {
         Verdict::Pass => Ok(c),
-        Verdict::Correct { content, .. } => {
-            c.content = content;
+        Verdict::Correct { content, reason } => {
+            if content.trim().is_empty() {
+                return Err(Dropped { content: c.content, reason: format!("corrected to nothing: {reason}") });
+            }
+            c.content = content.trim().to_string();
             Ok(c)
         }
         Verdict::Drop { reason } => Err(Dropped { content: c.content, reason }),

@@ -9,9 +9,16 @@
 //! * fact: everything else (stable preferences and properties).
 //!
 //! Keys: `subject.attribute`, lowercased. The subject is the speaker
-//! (roles "user"/"assistant" map to `user`/`project`); the attribute is
-//! the category of a known thing the sentence names (`package_manager`
-//! for pnpm), else the sentence's first two content nouns.
+//! (roles "user"/"assistant" map to `user`/`project`). The attribute is,
+//! first rule that applies:
+//! * the category of a known thing the sentence names (`package_manager`
+//!   for pnpm), so "use pnpm" and "switch to npm" share a key;
+//! * the subject phrase of "my/our/the X Y is ..." when it has two or
+//!   three content words (`favorite_color`, `api_rate_limit`);
+//! * else the sentence's first three content words: a narrow key, so that
+//!   two different statements rarely collide. Without a model, a missed
+//!   supersession (both versions stay active) is the safer error than a
+//!   false one (a true memory leaves recall).
 
 use crate::core::model::MemoryType;
 use crate::core::provider::{Candidate, Classification, Transcript};
@@ -29,6 +36,9 @@ fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(p).expect("valid classify regex"))
 }
 
+/// Leading words skipped when looking for an imperative verb.
+const LEAD_INS: &[&str] = &["and", "but", "so", "also", "please", "then", "actually", "now", "ok", "okay", "well", "oh", "hey", "instead"];
+
 pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     static TASK: OnceLock<Regex> = OnceLock::new();
     static INSTR: OnceLock<Regex> = OnceLock::new();
@@ -37,9 +47,9 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     if re(&TASK, r"\b(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))\b").is_match(&lower) {
         return MemoryType::Task;
     }
-    let first = text::tokens(&lower).into_iter().find(|w| !matches!(w.as_str(), "and" | "but" | "so" | "also" | "please" | "then"));
+    let first = text::tokens(&lower).into_iter().find(|w| !LEAD_INS.contains(&w.as_str()));
     if first.as_deref().is_some_and(|w| IMPERATIVES.contains(&w))
-        || re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must)\b").is_match(&lower)
+        || re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower)
     {
         return MemoryType::Instruction;
     }
@@ -59,14 +69,28 @@ fn subject(role: &str) -> String {
     }
 }
 
+/// Content words usable in a key: no imperative verbs, no bare numbers.
+fn key_words(s: &str) -> Vec<String> {
+    text::content_words(s)
+        .into_iter()
+        .filter(|w| !IMPERATIVES.contains(&w.as_str()) && !LEAD_INS.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+/// The attribute phrase of "my/our/the X Y is ...", when it is two or
+/// three content words.
+fn copula_subject(body: &str) -> Option<String> {
+    static COPULA: OnceLock<Regex> = OnceLock::new();
+    let c = re(&COPULA, r"(?i)^\s*(?:my|our|the|his|her|their|your)\s+([\w' -]{3,60}?)\s+(?:is|are|was|were|has been|have been)\b")
+        .captures(body)?;
+    let words = key_words(&c[1]);
+    (2..=3).contains(&words.len()).then(|| words.join("_"))
+}
+
 /// The topic key of a keyed memory.
 pub fn key_of(role: &str, body: &str) -> Option<String> {
-    let attr = lexicon::category_of(body).map(str::to_string).or_else(|| {
-        let words: Vec<String> = text::content_words(body)
-            .into_iter()
-            .filter(|w| !IMPERATIVES.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit()))
-            .take(2)
-            .collect();
+    let attr = lexicon::category_of(body).map(str::to_string).or_else(|| copula_subject(body)).or_else(|| {
+        let words: Vec<String> = key_words(body).into_iter().take(3).collect();
         (!words.is_empty()).then(|| words.join("_"))
     })?;
     crate::core::ingest::classify::normalize_key(&format!("{}.{attr}", subject(role)))
@@ -133,6 +157,23 @@ mod tests {
         assert_eq!(kind_of("I'm working on the billing page.", false), MemoryType::Task);
         assert_eq!(kind_of("We deployed the API on 2026-04-14.", true), MemoryType::Event);
         assert_eq!(kind_of("The project uses GraphQL.", false), MemoryType::Fact);
+        assert_eq!(kind_of("Actually, switch to npm for this project.", false), MemoryType::Instruction);
+        assert_eq!(kind_of("From now on, deploys happen on Fridays.", false), MemoryType::Instruction);
+    }
+
+    #[test]
+    fn test_attribute_phrases_name_the_key() {
+        assert_eq!(key_of("user", "My favorite color is blue.").as_deref(), Some("user.favorite_color"));
+        assert_eq!(key_of("user", "My favorite color is green now.").as_deref(), Some("user.favorite_color"));
+        assert_eq!(key_of("user", "The API rate limit is 10,000 req/s.").as_deref(), Some("user.api_rate_limit"));
+    }
+
+    #[test]
+    fn test_unrecognised_statements_get_narrow_keys() {
+        let a = key_of("user", "I love painting landscapes.");
+        let b = key_of("user", "I love painting portraits.");
+        assert_ne!(a, b, "different statements must not share a guessed key");
+        assert_ne!(key_of("user", "My sister is a nurse."), key_of("user", "My sister is visiting in May."));
     }
 
     #[test]

@@ -4,15 +4,40 @@
 //! words, not a question, not a pleasantry. The full pass keeps sentences
 //! of every speaker; the detail pass keeps only sentences carrying a
 //! concrete value (a number, a date, a capitalized name, a version).
+//!
+//! An agent's echo is not kept: a sentence of an assistant (or other agent
+//! role) whose content words are nearly all in the statements of the
+//! person it answers ("Got it -- pnpm and dark mode as default.") adds
+//! nothing the person's own statement does not, and storing it would
+//! duplicate, and could later outrank, the person's words. A person
+//! repeating an agent is kept: that is usually a confirmation.
+//!
+//! What it does not do: split compound statements, resolve pronouns, or
+//! notice a restatement that uses other words.
 
-use crate::core::ingest::dates;
-use crate::core::provider::{Candidate, Pass, Transcript};
+use crate::core::ingest::{dates, supersede};
+use crate::core::provider::{Candidate, Line, Pass, Transcript};
 use crate::core::text;
+use std::collections::HashSet;
 
 /// Fewest content words a kept sentence has.
 pub const MIN_CONTENT_WORDS: usize = 3;
 
+/// Share of an agent sentence's content words found in the answered
+/// person's statements at or above which the sentence is an echo.
+pub const ECHO_SHARE: f64 = 0.8;
+
 const PLEASANTRIES: &[&str] = &["thanks", "thank you", "got it", "sounds good", "great", "ok", "okay", "sure", "cool", "nice", "awesome", "lol", "haha", "bye", "hello", "hi"];
+
+/// Words of acknowledgement that carry no content of their own.
+const ACKNOWLEDGEMENTS: &[&str] = &[
+    "got", "noted", "understood", "sure", "okay", "ok", "alright", "done", "will", "perfect", "great", "absolutely",
+    "certainly", "confirmed", "gotcha", "right", "thanks", "thank",
+];
+
+/// Leading words that tie a sentence to the previous one and carry
+/// nothing on their own ("And dark mode by default.").
+const CONNECTIVES: &[&str] = &["and", "also", "plus", "but", "so", "oh", "well", "anyway", "then"];
 
 /// Whether a sentence is worth keeping.
 pub fn states_something(s: &str) -> bool {
@@ -37,20 +62,62 @@ pub fn has_concrete_value(s: &str) -> bool {
         || s.contains('€')
 }
 
+/// The sentence without a leading connective, recapitalized.
+pub fn without_connective(s: &str) -> String {
+    let t = s.trim();
+    let Some((first, rest)) = t.split_once(char::is_whitespace) else { return t.to_string() };
+    let word = first.trim_end_matches(',').to_lowercase();
+    let rest = rest.trim_start();
+    if !CONNECTIVES.contains(&word.as_str()) || rest.is_empty() {
+        return t.to_string();
+    }
+    let mut c = rest.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => t.to_string(),
+    }
+}
+
+/// The stems of what a line states (its non-question, non-pleasantry
+/// sentences).
+fn stated_stems(line: &Line) -> HashSet<String> {
+    text::sentences(&line.text).iter().filter(|s| states_something(s)).flat_map(|s| text::stems(s)).collect()
+}
+
+/// Whether sentence `s` of `t.lines[pos]` is an agent echoing the person
+/// it answers: the nearest earlier line of another, non-agent speaker.
+pub fn is_echo(t: &Transcript, pos: usize, s: &str) -> bool {
+    let line = &t.lines[pos];
+    if !supersede::is_agent_role(&line.role) {
+        return false;
+    }
+    let Some(answered) = t.lines[..pos].iter().rev().find(|l| l.role != line.role && !supersede::is_agent_role(&l.role))
+    else {
+        return false;
+    };
+    let said = stated_stems(answered);
+    let words: Vec<String> = text::stems(s).into_iter().filter(|w| !ACKNOWLEDGEMENTS.contains(&w.as_str())).collect();
+    if words.is_empty() || said.is_empty() {
+        return false;
+    }
+    let found = words.iter().filter(|w| said.contains(*w)).count();
+    found as f64 / words.len() as f64 >= ECHO_SHARE
+}
+
 /// Candidates of a transcript. Content is `"{role}: {sentence}"` with the
 /// role capitalized, so a memory says who said it.
 pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
     let mut out = Vec::new();
-    for line in &t.lines {
+    for (pos, line) in t.lines.iter().enumerate() {
         for s in text::sentences(&line.text) {
-            if !states_something(&s) {
+            if !states_something(&s) || is_echo(t, pos, &s) {
                 continue;
             }
             if pass == Pass::Detail && !has_concrete_value(&s) {
                 continue;
             }
             out.push(Candidate {
-                content: format!("{}: {}", speaker(&line.role), s.trim()),
+                content: format!("{}: {}", speaker(&line.role), without_connective(&s)),
                 lines: vec![line.index],
                 event_date: dates::first_date(&s),
             });
@@ -65,5 +132,68 @@ pub fn speaker(role: &str) -> String {
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transcript(lines: &[(&str, &str)]) -> Transcript {
+        Transcript {
+            session_id: "s".into(),
+            lines: lines
+                .iter()
+                .enumerate()
+                .map(|(i, (role, text))| Line {
+                    index: i,
+                    message_id: format!("m{i}"),
+                    role: role.to_string(),
+                    date: None,
+                    text: text.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    fn contents(t: &Transcript) -> Vec<String> {
+        extract(t, Pass::Full).into_iter().map(|c| c.content).collect()
+    }
+
+    #[test]
+    fn test_assistant_echo_of_the_user_is_not_extracted() {
+        let t = transcript(&[
+            ("user", "Use pnpm, not npm. And dark mode by default."),
+            ("assistant", "Got it -- pnpm and dark mode as default."),
+        ]);
+        assert_eq!(contents(&t), vec!["User: Use pnpm, not npm.", "User: Dark mode by default."]);
+    }
+
+    #[test]
+    fn test_assistant_adding_new_content_is_kept() {
+        let t = transcript(&[
+            ("user", "Set up the project with React and TypeScript."),
+            ("assistant", "Done. Scaffolded a React + TS project targeting Workers."),
+        ]);
+        assert!(contents(&t).contains(&"Assistant: Scaffolded a React + TS project targeting Workers.".to_string()));
+    }
+
+    #[test]
+    fn test_answer_to_a_question_is_not_an_echo() {
+        let t = transcript(&[("user", "Do we deploy staging from the main branch?"), ("assistant", "We deploy staging from the main branch.")]);
+        assert_eq!(contents(&t), vec!["Assistant: We deploy staging from the main branch."]);
+    }
+
+    #[test]
+    fn test_person_repeating_is_kept() {
+        let t = transcript(&[("assistant", "The staging cluster runs Debian twelve."), ("user", "Right, staging cluster runs Debian twelve.")]);
+        assert_eq!(contents(&t).len(), 2);
+    }
+
+    #[test]
+    fn test_leading_connective_is_dropped() {
+        assert_eq!(without_connective("And dark mode by default."), "Dark mode by default.");
+        assert_eq!(without_connective("Android builds are slow."), "Android builds are slow.");
+        assert_eq!(without_connective("So,"), "So,");
     }
 }

@@ -4,19 +4,28 @@
 //! evaluation set.
 
 /// `(attribute, members)`: a thing named in a sentence tells which
-/// attribute the sentence is about.
+/// attribute the sentence is about. Members are matched as whole words,
+/// case-insensitively, so words that are also common English ("go",
+/// "rest", "solid", "express", "windows", "tabs") are left out or only
+/// listed in an unambiguous form. Attribute names are spelled out
+/// ("operating_system", not "os"), since queries find them by name.
 pub const CATEGORIES: &[(&str, &[&str])] = &[
-    ("package_manager", &["npm", "pnpm", "yarn", "bun", "pip", "poetry", "cargo", "conda", "uv", "maven", "gradle"]),
-    ("language", &["typescript", "javascript", "python", "rust", "go", "golang", "java", "kotlin", "swift", "ruby", "php", "c#", "elixir", "scala"]),
-    ("framework", &["react", "vue", "svelte", "angular", "nextjs", "next.js", "django", "flask", "rails", "express", "fastapi", "astro", "remix", "solid"]),
+    ("package_manager", &["npm", "pnpm", "yarn", "bun", "pip", "pipenv", "poetry", "cargo", "conda", "uv", "maven", "gradle", "composer", "bundler", "homebrew"]),
+    ("programming_language", &["typescript", "javascript", "python", "rust", "golang", "java", "kotlin", "swift", "ruby", "php", "c#", "c++", "elixir", "scala", "haskell", "zig"]),
+    ("framework", &["react", "vue", "svelte", "sveltekit", "angular", "nextjs", "next.js", "nuxt", "django", "flask", "rails", "express.js", "expressjs", "fastapi", "astro", "solidjs", "hono", "laravel", "spring boot"]),
     ("theme", &["dark mode", "light mode", "dark theme", "light theme"]),
-    ("editor", &["vim", "neovim", "emacs", "vscode", "vs code", "zed", "intellij", "sublime"]),
-    ("database", &["postgres", "postgresql", "mysql", "sqlite", "mongodb", "redis", "dynamodb", "d1"]),
-    ("api_style", &["graphql", "rest", "grpc", "trpc"]),
-    ("test_framework", &["jest", "vitest", "pytest", "mocha", "playwright", "cypress"]),
-    ("cloud", &["aws", "gcp", "azure", "cloudflare", "vercel", "netlify", "heroku"]),
-    ("indentation", &["tabs", "spaces"]),
-    ("os", &["linux", "macos", "windows", "ubuntu", "debian"]),
+    ("editor", &["vim", "neovim", "emacs", "vscode", "vs code", "zed", "intellij", "sublime text", "cursor ide"]),
+    ("database", &["postgres", "postgresql", "mysql", "sqlite", "mongodb", "redis", "dynamodb", "d1", "supabase", "planetscale", "cockroachdb"]),
+    ("api_style", &["graphql", "rest api", "restful", "grpc", "trpc"]),
+    ("test_framework", &["jest", "vitest", "pytest", "mocha", "playwright", "cypress", "rspec", "junit"]),
+    ("bundler", &["vite", "webpack", "esbuild", "rollup", "parcel", "turbopack"]),
+    ("styling", &["tailwind", "tailwindcss", "sass", "scss", "css modules", "styled-components"]),
+    ("formatter", &["prettier", "black", "rustfmt", "gofmt"]),
+    ("linter", &["eslint", "biome", "clippy", "ruff", "pylint"]),
+    ("continuous_integration", &["github actions", "gitlab ci", "circleci", "jenkins", "buildkite"]),
+    ("cloud", &["aws", "gcp", "azure", "cloudflare", "vercel", "netlify", "heroku", "fly.io"]),
+    ("indentation", &["tabs for indentation", "spaces for indentation", "indent with tabs", "indent with spaces", "tab indentation", "space indentation"]),
+    ("operating_system", &["linux", "macos", "windows 10", "windows 11", "ubuntu", "debian", "fedora"]),
 ];
 
 /// Query-side synonym groups: any member expands to the others.

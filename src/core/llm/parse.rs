@@ -1,0 +1,221 @@
+//! Reading each stage's model reply into the reasoner's records.
+//!
+//! Lenient in form (fences, prose around the JSON, extra fields, a few
+//! field spellings, 1-based indices), strict in substance: a reply must
+//! carry the stage's list, with one verdict or classification for every
+//! candidate; a type or verdict it does not know makes the whole reply
+//! unparseable, so the caller retries rather than guessing.
+
+use crate::core::error::{Error, Result};
+use crate::core::ingest::classify::normalize_key;
+use crate::core::llm::json;
+use crate::core::model::MemoryType;
+use crate::core::provider::{Candidate, Classification, QueryAnalysis, Verdict};
+use serde_json::Value;
+
+fn unparseable(what: &str) -> Error {
+    Error::provider(format!("unparseable model reply: {what}"))
+}
+
+fn reply_json(reply: &str) -> Result<Value> {
+    json::first_json(reply).ok_or_else(|| unparseable("no JSON object in it"))
+}
+
+/// An ISO date (`YYYY-MM-DD`) from a date or date-time text.
+fn iso_date(s: &str) -> Option<String> {
+    crate::core::time::date_of(s).map(|d| d.format("%Y-%m-%d").to_string())
+}
+
+/// Extracted candidates. Items without content are skipped; items without
+/// cited lines are kept (ingest drops them with a record).
+pub fn candidates(reply: &str) -> Result<Vec<Candidate>> {
+    let v = reply_json(reply)?;
+    let items = json::list(&v, &["memories", "items", "candidates", "facts"]).ok_or_else(|| unparseable("no memories list"))?;
+    Ok(items
+        .iter()
+        .filter_map(|item| {
+            if let Value::String(s) = item {
+                return (!s.trim().is_empty()).then(|| Candidate { content: s.trim().into(), lines: vec![], event_date: None });
+            }
+            let content = json::text(item, &["content", "text", "memory", "fact", "statement"])?;
+            let lines = json::field(item, &["lines", "line", "sourceLines", "source_lines", "sources", "indices"])
+                .map(json::indices)
+                .unwrap_or_default();
+            let event_date = json::text(item, &["eventDate", "event_date", "date"]).and_then(|d| iso_date(&d));
+            Some(Candidate { content, lines, event_date })
+        })
+        .collect())
+}
+
+/// Places items by their `index` field (or position), shifting 1-based
+/// numbering down; fails unless each of `n` slots is filled.
+fn by_index<T>(items: &[Value], n: usize, read: impl Fn(&Value) -> Result<T>) -> Result<Vec<T>> {
+    let mut indexed: Vec<(usize, &Value)> = items
+        .iter()
+        .enumerate()
+        .map(|(pos, item)| {
+            let i = json::field(item, &["index", "id", "i", "candidate"]).map(json::indices).and_then(|v| v.first().copied());
+            (i.unwrap_or(pos), item)
+        })
+        .collect();
+    let (min, max) = indexed.iter().fold((usize::MAX, 0), |(lo, hi), (i, _)| (lo.min(*i), hi.max(*i)));
+    if n > 0 && min == 1 && max == n {
+        indexed.iter_mut().for_each(|(i, _)| *i -= 1);
+    }
+    let mut slots: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for (i, item) in indexed {
+        if i < n && slots[i].is_none() {
+            slots[i] = Some(read(item)?);
+        }
+    }
+    let filled = slots.iter().filter(|s| s.is_some()).count();
+    if filled < n {
+        return Err(unparseable(&format!("it answers {filled} of {n} candidates")));
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
+/// One verdict per candidate, in order.
+pub fn verdicts(reply: &str, n: usize) -> Result<Vec<Verdict>> {
+    let v = reply_json(reply)?;
+    let items = json::list(&v, &["verdicts", "items", "results"]).ok_or_else(|| unparseable("no verdicts list"))?;
+    by_index(items, n, verdict)
+}
+
+fn verdict(item: &Value) -> Result<Verdict> {
+    let word = json::text(item, &["verdict", "status", "decision", "result", "action"])
+        .ok_or_else(|| unparseable("a verdict is missing"))?
+        .to_lowercase();
+    let reason = json::text(item, &["reason", "explanation", "why"]).unwrap_or_default();
+    Ok(match word.as_str() {
+        "pass" | "passed" | "keep" | "ok" | "valid" | "accept" | "accepted" | "supported" => Verdict::Pass,
+        "correct" | "corrected" | "fix" | "fixed" | "revise" | "revised" | "edit" => {
+            match json::text(item, &["content", "corrected", "correction", "revised", "text"]) {
+                Some(content) => Verdict::Correct { content, reason },
+                None => Verdict::Drop { reason: format!("the verifier asked for a correction but gave none ({reason})") },
+            }
+        }
+        "drop" | "dropped" | "reject" | "rejected" | "remove" | "fail" | "failed" | "invalid" | "unsupported" => {
+            Verdict::Drop { reason: if reason.is_empty() { "dropped by the verifier".into() } else { reason } }
+        }
+        other => return Err(unparseable(&format!("unknown verdict {other:?}"))),
+    })
+}
+
+fn memory_type(word: &str) -> Option<MemoryType> {
+    let w = word.trim().to_lowercase();
+    MemoryType::parse(&w).or(match w.as_str() {
+        "preference" | "attribute" | "profile" => Some(MemoryType::Fact),
+        "procedure" | "rule" | "workflow" | "runbook" => Some(MemoryType::Instruction),
+        "todo" | "in_progress" => Some(MemoryType::Task),
+        _ => None,
+    })
+}
+
+/// One classification per candidate, in order. A missing summary is the
+/// candidate's content.
+pub fn classifications(reply: &str, cs: &[Candidate]) -> Result<Vec<Classification>> {
+    let v = reply_json(reply)?;
+    let items = json::list(&v, &["items", "classifications", "memories", "results"])
+        .ok_or_else(|| unparseable("no classification list"))?;
+    let mut out = by_index(items, cs.len(), |item| {
+        let word = json::text(item, &["type", "kind", "category"]).ok_or_else(|| unparseable("a type is missing"))?;
+        let kind = memory_type(&word).ok_or_else(|| unparseable(&format!("unknown type {word:?}")))?;
+        Ok(Classification {
+            kind,
+            key: json::text(item, &["key", "topicKey", "topic_key", "topic"]),
+            summary: json::text(item, &["summary"]).unwrap_or_default(),
+            search_queries: json::texts(item, &["searchQueries", "search_queries", "queries"]),
+        })
+    })?;
+    for (cls, c) in out.iter_mut().zip(cs) {
+        if cls.summary.is_empty() {
+            cls.summary = c.content.clone();
+        }
+    }
+    Ok(out)
+}
+
+/// Query analysis; keys normalized.
+pub fn analysis(reply: &str) -> Result<QueryAnalysis> {
+    let v = reply_json(reply)?;
+    if !v.is_object() {
+        return Err(unparseable("query analysis is not an object"));
+    }
+    let keys: Vec<String> = json::texts(&v, &["keys", "topicKeys", "topic_keys"]).iter().filter_map(|k| normalize_key(k)).collect();
+    let terms = json::texts(&v, &["terms", "searchTerms", "search_terms", "keywords"]);
+    let hyde = json::text(&v, &["hyde", "statement", "hypothetical", "answer"]).unwrap_or_default();
+    if keys.is_empty() && terms.is_empty() && hyde.is_empty() {
+        return Err(unparseable("query analysis has no keys, terms or hyde"));
+    }
+    Ok(QueryAnalysis { keys, terms, hyde })
+}
+
+/// A synthesized answer: the reply's text without a leading reasoning
+/// block (`<think>...</think>`); empty is unparseable.
+pub fn answer(reply: &str) -> Result<String> {
+    let text = match (reply.find("<think>"), reply.find("</think>")) {
+        (Some(open), Some(close)) if open < close => &reply[close + "</think>".len()..],
+        _ => reply,
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(unparseable("the answer is empty"));
+    }
+    Ok(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> Candidate {
+        Candidate { content: s.into(), lines: vec![0], event_date: None }
+    }
+
+    #[test]
+    fn test_candidates_tolerate_fences_extra_fields_and_spellings() {
+        let r = "```json\n{\"memories\": [{\"content\": \"The user prefers pnpm.\", \"lines\": [\"2\"], \"confidence\": 0.9, \"event_date\": \"2026-04-14T10:00:00Z\"}, {\"text\": \"Dark mode.\", \"line\": 2}, {\"lines\": [1]}]}\n```";
+        let cs = candidates(r).unwrap();
+        assert_eq!(cs.len(), 2);
+        assert_eq!(cs[0].lines, vec![2]);
+        assert_eq!(cs[0].event_date.as_deref(), Some("2026-04-14"));
+        assert_eq!(cs[1].content, "Dark mode.");
+    }
+
+    #[test]
+    fn test_garbage_is_unparseable() {
+        assert!(candidates("I'm sorry, I can't help with that.").unwrap_err().is_provider());
+        assert!(candidates("{\"answer\": 42}").is_err());
+        assert!(answer("  ").is_err());
+    }
+
+    #[test]
+    fn test_verdicts_need_one_per_candidate() {
+        let r = "Verdicts: {\"verdicts\": [{\"index\": 1, \"verdict\": \"drop\", \"reason\": \"not said\"}, {\"index\": 0, \"verdict\": \"PASS\"}]}";
+        assert_eq!(verdicts(r, 2).unwrap(), vec![Verdict::Pass, Verdict::Drop { reason: "not said".into() }]);
+        assert!(verdicts(r, 3).is_err());
+        assert!(verdicts("{\"verdicts\": [{\"verdict\": \"maybe\"}]}", 1).is_err());
+        let one_based = "[{\"index\": 1, \"verdict\": \"correct\", \"content\": \"Fixed.\"}]";
+        assert_eq!(verdicts(one_based, 1).unwrap(), vec![Verdict::Correct { content: "Fixed.".into(), reason: String::new() }]);
+    }
+
+    #[test]
+    fn test_classifications_fill_defaults_and_reject_unknown_types() {
+        let r = "{\"items\": [{\"index\": 0, \"type\": \"Instruction\", \"key\": \"User.Package Manager\", \"queries\": \"Which package manager?\"}]}";
+        let cls = classifications(r, &[c("Use pnpm.")]).unwrap();
+        assert_eq!(cls[0].kind, MemoryType::Instruction);
+        assert_eq!(cls[0].summary, "Use pnpm.");
+        assert_eq!(cls[0].search_queries, vec!["Which package manager?"]);
+        assert!(classifications("{\"items\": [{\"type\": \"opinion\"}]}", &[c("x")]).is_err());
+    }
+
+    #[test]
+    fn test_analysis_and_answer() {
+        let a = analysis("{\"keys\": [\"User.Package_Manager\"], \"terms\": [\"pnpm\"], \"hyde\": \"The user prefers pnpm.\", \"x\": 1}").unwrap();
+        assert_eq!(a.keys, vec!["user.package_manager"]);
+        assert_eq!(a.hyde, "The user prefers pnpm.");
+        assert!(analysis("{}").is_err());
+        assert_eq!(answer("<think>hmm</think>\n The user prefers pnpm. ").unwrap(), "The user prefers pnpm.");
+    }
+}

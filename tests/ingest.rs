@@ -1,0 +1,406 @@
+//! Native tests of the ingest pipeline: the SPEC.md example conversation,
+//! idempotency, supersession chains, date resolution, background
+//! vectorization with failures, and the language-model reasoner surviving
+//! malformed replies.
+
+mod support;
+
+use agent_memory::core::api::{IngestRequest, ListRequest};
+use agent_memory::core::error::{Error, Result};
+use agent_memory::core::llm::{prompts, LlmReasoner};
+use agent_memory::core::local::embed::HashEmbedder;
+use agent_memory::core::local::vector::SqlVectorIndex;
+use agent_memory::core::model::{IngestReport, Memory, MemoryType, MessageInput, Status};
+use agent_memory::core::ops::{Limits, Profile};
+use agent_memory::core::ports::{ChatModel, ChatRequest, Embedder, LocalBoxFuture, Sql};
+use agent_memory::core::provider::Reasoner;
+use agent_memory::core::rules::Rules;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use support::{block_on, database, with_profile, NativeSql, APRIL_15};
+
+const DAY: i64 = 86_400_000;
+
+fn msg(role: &str, content: &str) -> MessageInput {
+    MessageInput { role: role.into(), content: content.into(), timestamp: None }
+}
+
+/// The example conversation of SPEC.md section 2.
+fn spec_conversation() -> IngestRequest {
+    IngestRequest {
+        messages: vec![
+            msg("user", "Set up the project with React and TypeScript."),
+            msg("assistant", "Done. Scaffolded a React + TS project targeting Workers."),
+            msg("user", "Use pnpm, not npm. And dark mode by default."),
+            msg("assistant", "Got it -- pnpm and dark mode as default."),
+        ],
+        session_id: Some("setup".into()),
+    }
+}
+
+fn switch_to_npm() -> IngestRequest {
+    IngestRequest {
+        messages: vec![msg("user", "Actually, switch to npm for this project.")],
+        session_id: Some("later".into()),
+    }
+}
+
+fn all_memories(p: &Profile<'_>) -> Vec<Memory> {
+    p.list(ListRequest { limit: Some(1000), ..ListRequest::default() }).unwrap().memories
+}
+
+fn active(p: &Profile<'_>) -> Vec<Memory> {
+    all_memories(p).into_iter().filter(|m| m.status == Status::Active).collect()
+}
+
+fn vector_ids(sql: &NativeSql) -> Vec<String> {
+    sql.query("SELECT memory_id FROM vectors", &[]).unwrap().into_iter().filter_map(|r| r[0].opt_string()).collect()
+}
+
+/// Runs `f` with a profile using the given reasoner and embedder.
+fn with_parts<T>(
+    sql: &NativeSql,
+    now: i64,
+    reasoner: &dyn Reasoner,
+    embedder: &dyn Embedder,
+    f: impl FnOnce(&Profile<'_>) -> T,
+) -> T {
+    let index = SqlVectorIndex { sql };
+    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, now, limits: Limits::default() };
+    f(&p)
+}
+
+fn pnpm_memory(p: &Profile<'_>) -> Memory {
+    active(p).into_iter().find(|m| m.content.contains("pnpm")).expect("an active pnpm memory")
+}
+
+// ---- the example conversation, with the rule-based reasoner -----------
+
+#[test]
+fn test_spec_conversation_yields_keyed_pnpm_and_dark_mode_memories() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        let memories = active(p);
+        let keyed = |m: &&Memory| matches!(m.kind, MemoryType::Fact | MemoryType::Instruction) && m.key.is_some();
+        let pnpm: Vec<&Memory> = memories.iter().filter(keyed).filter(|m| m.content.contains("pnpm")).collect();
+        assert_eq!(pnpm.len(), 1, "one pnpm memory: {memories:#?}");
+        assert_eq!(pnpm[0].key.as_deref(), Some("user.package_manager"));
+        let dark: Vec<&Memory> = memories.iter().filter(keyed).filter(|m| m.content.to_lowercase().contains("dark mode")).collect();
+        assert_eq!(dark.len(), 1, "one dark-mode memory: {memories:#?}");
+        assert_eq!(dark[0].key.as_deref(), Some("user.theme"));
+    });
+}
+
+#[test]
+fn test_every_memory_cites_stored_source_messages() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        let memories = all_memories(p);
+        assert!(!memories.is_empty());
+        for m in memories {
+            assert!(!m.source_message_ids.is_empty(), "{} cites nothing", m.content);
+            let detail = p.get(&m.id).unwrap();
+            let found: Vec<&str> = detail.source_messages.iter().map(|s| s.id.as_str()).collect();
+            assert_eq!(found.len(), m.source_message_ids.len(), "{} cites a missing message", m.content);
+        }
+    });
+}
+
+#[test]
+fn test_assistant_acknowledgement_neither_duplicates_nor_supersedes_the_user() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let r = block_on(p.ingest(spec_conversation())).unwrap();
+        assert_eq!(r.memories_superseded, 0);
+        assert!(all_memories(p).iter().all(|m| !m.content.contains("Got it")), "the echo was stored");
+        assert!(pnpm_memory(p).content.starts_with("User:"));
+    });
+}
+
+#[test]
+fn test_reingesting_the_same_conversation_adds_no_message_and_no_memory() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| block_on(p.ingest(spec_conversation())).unwrap());
+    let before = with_profile(&sql, APRIL_15, |p| p.stats().unwrap());
+    let again = with_profile(&sql, APRIL_15 + DAY, |p| block_on(p.ingest(spec_conversation())).unwrap());
+    assert_eq!((again.messages_stored, again.memories_stored), (0, 0));
+    let after = with_profile(&sql, APRIL_15 + DAY, |p| p.stats().unwrap());
+    assert_eq!((after.messages, after.memories), (before.messages, before.memories));
+}
+
+#[test]
+fn test_later_session_switching_to_npm_supersedes_the_pnpm_memory() {
+    let sql = database();
+    let old = with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        pnpm_memory(p)
+    });
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let r = block_on(p.ingest(switch_to_npm())).unwrap();
+        assert_eq!(r.memories_superseded, 1);
+        let new = r.memories.iter().find(|m| m.content.contains("npm")).expect("an npm memory").clone();
+        assert_eq!(new.key.as_deref(), Some("user.package_manager"));
+        assert_eq!(new.supersedes.as_deref(), Some(old.id.as_str()));
+        let old_now = p.get(&old.id).unwrap().memory;
+        assert_eq!(old_now.status, Status::Superseded);
+        assert_eq!(old_now.superseded_by.as_deref(), Some(new.id.as_str()));
+        let chain: Vec<String> = p.get(&new.id).unwrap().versions.into_iter().map(|m| m.id).collect();
+        assert_eq!(chain, vec![old.id.clone(), new.id.clone()], "versions, oldest first");
+        let from_old: Vec<String> = p.get(&old.id).unwrap().versions.into_iter().map(|m| m.id).collect();
+        assert_eq!(from_old, chain);
+    });
+}
+
+#[test]
+fn test_yesterday_is_stored_as_the_absolute_date() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req = IngestRequest {
+            messages: vec![MessageInput {
+                role: "user".into(),
+                content: "I deployed the billing service yesterday.".into(),
+                timestamp: Some("2026-04-15T09:00:00Z".into()),
+            }],
+            session_id: Some("deploys".into()),
+        };
+        let r = block_on(p.ingest(req)).unwrap();
+        let m = r.memories.first().expect("a memory");
+        assert!(m.content.contains("2026-04-14"), "{}", m.content);
+        assert!(!m.content.contains("yesterday"));
+        assert_eq!(m.event_date.as_deref(), Some("2026-04-14"));
+    });
+}
+
+// ---- background vectorization -----------------------------------------
+
+#[test]
+fn test_tasks_never_reach_the_vector_index() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req = IngestRequest {
+            messages: vec![msg("user", "I'm working on the billing page redesign."), msg("user", "The staging database runs Postgres sixteen.")],
+            session_id: Some("work".into()),
+        };
+        let r = block_on(p.ingest(req)).unwrap();
+        let task = r.memories.iter().find(|m| m.kind == MemoryType::Task).expect("a task");
+        let fact = r.memories.iter().find(|m| m.kind != MemoryType::Task).expect("a non-task");
+        block_on(p.drain()).unwrap();
+        let vectors = vector_ids(&sql);
+        assert!(!vectors.contains(&task.id));
+        assert!(vectors.contains(&fact.id));
+        assert_eq!(p.stats().unwrap().pending_jobs, 0);
+    });
+}
+
+#[test]
+fn test_superseded_memories_leave_the_vector_index_and_the_outbox_drains() {
+    let sql = database();
+    let old = with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        block_on(p.drain()).unwrap();
+        pnpm_memory(p)
+    });
+    assert!(vector_ids(&sql).contains(&old.id));
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        block_on(p.ingest(switch_to_npm())).unwrap();
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!(report.removed, 1);
+        assert_eq!(report.pending, 0);
+        let vectors = vector_ids(&sql);
+        assert!(!vectors.contains(&old.id));
+        let mut want: Vec<String> =
+            active(p).into_iter().filter(|m| m.kind != MemoryType::Task).map(|m| m.id).collect();
+        let mut got = vectors;
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "exactly the active non-task memories have vectors");
+    });
+}
+
+/// Fails its first `fails` calls, then embeds like the local embedder.
+struct FlakyEmbedder {
+    fails: Cell<usize>,
+    calls: Cell<usize>,
+}
+
+impl Embedder for FlakyEmbedder {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
+        self.calls.set(self.calls.get() + 1);
+        if self.fails.get() > 0 {
+            self.fails.set(self.fails.get() - 1);
+            return Box::pin(async { Err(Error::provider("embedding service unavailable")) });
+        }
+        HashEmbedder.embed(texts)
+    }
+}
+
+#[test]
+fn test_failed_embeddings_are_retried_after_backoff_and_nothing_is_lost() {
+    let sql = database();
+    let flaky = FlakyEmbedder { fails: Cell::new(2), calls: Cell::new(0) };
+    let t0 = APRIL_15;
+    let stored = with_parts(&sql, t0, &Rules, &flaky, |p| {
+        let r = block_on(p.ingest(spec_conversation())).unwrap();
+        let first = block_on(p.drain()).unwrap();
+        assert!(first.failed > 0 && first.embedded == 0);
+        assert!(first.pending > 0);
+        assert!(first.next_at.unwrap() > t0, "the retry waits for its backoff");
+        r.memories.iter().filter(|m| m.kind != MemoryType::Task).count()
+    });
+    assert!(vector_ids(&sql).is_empty());
+    // Before the backoff passes, nothing is tried.
+    with_parts(&sql, t0 + 500, &Rules, &flaky, |p| {
+        let r = block_on(p.drain()).unwrap();
+        assert_eq!((r.embedded, r.failed), (0, 0));
+    });
+    assert_eq!(flaky.calls.get(), 1);
+    // Second attempt fails again; the backoff doubles.
+    let next = with_parts(&sql, t0 + 1_000, &Rules, &flaky, |p| block_on(p.drain()).unwrap());
+    assert!(next.failed > 0);
+    assert!(next.next_at.unwrap() >= t0 + 3_000);
+    // Third attempt succeeds: every memory gets its vector, the outbox empties.
+    let done = with_parts(&sql, t0 + 3_000, &Rules, &flaky, |p| block_on(p.drain()).unwrap());
+    assert_eq!(done.embedded, stored);
+    assert_eq!(done.pending, 0);
+    assert_eq!(vector_ids(&sql).len(), stored);
+    assert_eq!(flaky.calls.get(), 3);
+}
+
+// ---- the language-model reasoner --------------------------------------
+
+/// A chat model that answers each stage (told apart by its system prompt)
+/// from its own queue of canned replies, and counts the calls.
+#[derive(Default)]
+struct Scripted {
+    replies: RefCell<HashMap<&'static str, VecDeque<String>>>,
+    calls: RefCell<Vec<&'static str>>,
+}
+
+impl Scripted {
+    fn on(self, stage: &'static str, replies: &[&str]) -> Scripted {
+        self.replies.borrow_mut().entry(stage).or_default().extend(replies.iter().map(|s| s.to_string()));
+        self
+    }
+
+    fn stage(req: &ChatRequest) -> &'static str {
+        [
+            ("extract", prompts::EXTRACT_FULL),
+            ("detail", prompts::EXTRACT_DETAIL),
+            ("verify", prompts::VERIFY),
+            ("classify", prompts::CLASSIFY),
+            ("analyze", prompts::ANALYZE),
+        ]
+        .into_iter()
+        .find(|(_, p)| req.system == *p)
+        .map_or("synthesize", |(name, _)| name)
+    }
+
+    fn calls_to(&self, stage: &str) -> usize {
+        self.calls.borrow().iter().filter(|s| **s == stage).count()
+    }
+}
+
+impl ChatModel for Scripted {
+    fn complete<'a>(&'a self, req: &'a ChatRequest) -> LocalBoxFuture<'a, Result<String>> {
+        let stage = Scripted::stage(req);
+        self.calls.borrow_mut().push(stage);
+        let reply = self.replies.borrow_mut().get_mut(stage).and_then(VecDeque::pop_front);
+        Box::pin(async move { reply.ok_or_else(|| Error::provider(format!("no scripted reply for {stage}"))) })
+    }
+}
+
+const EXTRACTED: &str = "Here are the memories:\n```json\n{\"memories\": [\
+{\"content\": \"The user wants the project set up with React and TypeScript.\", \"lines\": [0], \"confidence\": 0.9},\
+{\"content\": \"The user prefers pnpm over npm.\", \"lines\": [\"2\"], \"eventDate\": null},\
+{\"content\": \"The user wants dark mode by default.\", \"lines\": [2]},\
+{\"content\": \"The assistant confirmed pnpm and dark mode as defaults.\", \"lines\": [3]}]}\n```";
+
+const VERIFIED: &str = "{\"verdicts\": [{\"index\": 0, \"verdict\": \"pass\"}, {\"index\": 1, \"verdict\": \"pass\"},\
+{\"index\": 2, \"verdict\": \"pass\"}, {\"index\": 3, \"verdict\": \"pass\", \"note\": \"echo\"}]}";
+
+const CLASSIFIED: &str = "{\"items\": [\
+{\"index\": 0, \"type\": \"instruction\", \"key\": \"project.stack\", \"summary\": \"React + TypeScript\", \"searchQueries\": [\"What stack?\", \"Which framework?\", \"Which language?\"]},\
+{\"index\": 1, \"type\": \"fact\", \"key\": \"User.Package Manager\", \"summary\": \"Prefers pnpm\", \"searchQueries\": [\"What package manager does the user prefer?\", \"pnpm or npm?\", \"Which installer?\"]},\
+{\"index\": 2, \"type\": \"instruction\", \"key\": \"user.theme\", \"summary\": \"Dark mode\", \"searchQueries\": [\"Which theme?\", \"Dark or light mode?\", \"Default theme?\"]},\
+{\"index\": 3, \"type\": \"fact\", \"key\": \"user.package_manager\", \"summary\": \"Confirmed pnpm\", \"searchQueries\": [\"pnpm?\", \"package manager?\", \"confirmed?\"]}]}";
+
+fn ingest_with(sql: &NativeSql, model: &Scripted, req: IngestRequest) -> IngestReport {
+    let reasoner = LlmReasoner { model };
+    with_parts(sql, APRIL_15, &reasoner, &HashEmbedder, |p| block_on(p.ingest(req)).unwrap())
+}
+
+#[test]
+fn test_llm_reasoner_ingests_through_a_garbage_reply_by_retrying() {
+    let sql = database();
+    let model = Scripted::default()
+        .on("extract", &["I'm sorry, here is a summary instead of JSON.", EXTRACTED])
+        .on("verify", &[VERIFIED])
+        .on("classify", &[CLASSIFIED]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert_eq!(model.calls_to("extract"), 2, "one retry after the garbage reply");
+    assert!(r.dropped.is_empty(), "{:?}", r.dropped);
+    let pnpm = r.memories.iter().find(|m| m.content.contains("pnpm over npm")).expect("the user's pnpm memory");
+    assert_eq!(pnpm.key.as_deref(), Some("user.package_manager"));
+    assert_eq!(pnpm.status, Status::Active);
+    assert_eq!(pnpm.search_queries.len(), 3);
+    assert!(r.memories.iter().any(|m| m.key.as_deref() == Some("user.theme")));
+}
+
+#[test]
+fn test_llm_assistant_restating_a_user_key_in_the_same_call_does_not_win() {
+    let sql = database();
+    let model = Scripted::default().on("extract", &[EXTRACTED]).on("verify", &[VERIFIED]).on("classify", &[CLASSIFIED]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert_eq!(r.memories_superseded, 0);
+    let holders: Vec<&Memory> = r.memories.iter().filter(|m| m.key.as_deref() == Some("user.package_manager")).collect();
+    assert_eq!(holders.len(), 1, "the echo is folded into the user's memory: {holders:#?}");
+    assert!(holders[0].content.contains("The user prefers pnpm"));
+    assert_eq!(holders[0].status, Status::Active);
+    assert_eq!(holders[0].supersedes, None);
+    // The acknowledgement is kept as provenance of the user's memory.
+    assert_eq!(holders[0].source_message_ids, vec![r.message_ids[2].clone(), r.message_ids[3].clone()]);
+}
+
+#[test]
+fn test_unparseable_extraction_is_dropped_with_a_record_and_messages_are_kept() {
+    let sql = database();
+    let model = Scripted::default().on("extract", &["not json", "{\"memories\": [ {\"content\": "]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert_eq!(model.calls_to("extract"), 2);
+    assert_eq!((r.messages_stored, r.memories_stored), (4, 0));
+    assert_eq!(r.dropped.len(), 1);
+    assert!(r.dropped[0].reason.starts_with("extraction failed"), "{:?}", r.dropped);
+    assert!(r.dropped[0].content.contains("messages 0-3"));
+    with_parts(&sql, APRIL_15, &Rules, &HashEmbedder, |p| assert_eq!(p.stats().unwrap().messages, 4));
+}
+
+#[test]
+fn test_unparseable_verification_drops_its_candidates_with_a_record() {
+    let sql = database();
+    let incomplete = "{\"verdicts\": [{\"index\": 0, \"verdict\": \"pass\"}]}";
+    let model = Scripted::default().on("extract", &[EXTRACTED]).on("verify", &["```\nnope\n```", incomplete]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert_eq!(model.calls_to("verify"), 2);
+    assert_eq!(model.calls_to("classify"), 0);
+    assert_eq!(r.memories_stored, 0);
+    assert_eq!(r.dropped.len(), 4);
+    assert!(r.dropped.iter().all(|d| d.reason.starts_with("verification failed")));
+}
+
+#[test]
+fn test_llm_verdicts_correct_and_drop_candidates() {
+    let sql = database();
+    let verdicts = "{\"verdicts\": [{\"index\": 0, \"verdict\": \"drop\", \"reason\": \"inferred\"},\
+{\"index\": 1, \"verdict\": \"correct\", \"content\": \"The user prefers pnpm, not npm.\"},\
+{\"index\": 2, \"verdict\": \"pass\"}, {\"index\": 3, \"verdict\": \"drop\", \"reason\": \"echo\"}]}";
+    let classes = "{\"items\": [{\"index\": 0, \"type\": \"fact\", \"key\": \"user.package_manager\", \"searchQueries\": [\"a\", \"b\", \"c\"]},\
+{\"index\": 1, \"type\": \"instruction\", \"key\": \"user.theme\", \"searchQueries\": [\"d\", \"e\", \"f\"]}]}";
+    let model = Scripted::default().on("extract", &[EXTRACTED]).on("verify", &[verdicts]).on("classify", &[classes]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    let contents: Vec<&str> = r.memories.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, vec!["The user prefers pnpm, not npm.", "The user wants dark mode by default."]);
+    let reasons: Vec<&str> = r.dropped.iter().map(|d| d.reason.as_str()).collect();
+    assert_eq!(reasons, vec!["inferred", "echo"]);
+}
