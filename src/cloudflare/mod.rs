@@ -9,7 +9,6 @@ mod profile_object;
 mod providers;
 mod vectorize;
 
-pub use profile_object::ProfileObject;
 
 use crate::core::error::Error;
 use crate::core::rest::{self, Incoming, Route, Tokens};

@@ -142,32 +142,9 @@ impl Embedder for OpenAiEmbedder {
     }
 }
 
-/// A reasoner that owns its chat model.
-pub struct OwnedLlm<C: ChatModel> {
-    chat: C,
-}
-
-impl<C: ChatModel> crate::core::provider::Reasoner for OwnedLlm<C> {
-    fn extract<'a>(&'a self, t: &'a crate::core::provider::Transcript, pass: crate::core::provider::Pass) -> LocalBoxFuture<'a, Result<Vec<crate::core::provider::Candidate>>> {
-        Box::pin(async move { LlmReasoner { model: &self.chat }.extract(t, pass).await })
-    }
-    fn verify<'a>(&'a self, t: &'a crate::core::provider::Transcript, c: &'a [crate::core::provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<crate::core::provider::Verdict>>> {
-        Box::pin(async move { LlmReasoner { model: &self.chat }.verify(t, c).await })
-    }
-    fn classify<'a>(&'a self, t: &'a crate::core::provider::Transcript, c: &'a [crate::core::provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<crate::core::provider::Classification>>> {
-        Box::pin(async move { LlmReasoner { model: &self.chat }.classify(t, c).await })
-    }
-    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<crate::core::provider::QueryAnalysis>> {
-        Box::pin(async move { LlmReasoner { model: &self.chat }.analyze(q).await })
-    }
-    fn synthesize<'a>(&'a self, i: &'a crate::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Box::pin(async move { LlmReasoner { model: &self.chat }.synthesize(i).await })
-    }
-}
-
-pub fn workers_ai_reasoner(c: &Config, env: &Env, profile: &str) -> Result<OwnedLlm<WorkersAiChat>> {
-    Ok(OwnedLlm {
-        chat: WorkersAiChat {
+pub fn workers_ai_reasoner(c: &Config, env: &Env, profile: &str) -> Result<LlmReasoner<WorkersAiChat>> {
+    Ok(LlmReasoner {
+        model: WorkersAiChat {
             ai: WorkersAi::from_env(env, profile)?,
             instruct: c.instruct_model.clone(),
             synthesis: c.synthesis_model.clone(),
@@ -175,9 +152,9 @@ pub fn workers_ai_reasoner(c: &Config, env: &Env, profile: &str) -> Result<Owned
     })
 }
 
-pub fn openai_reasoner(c: &Config) -> OwnedLlm<OpenAiChat> {
-    OwnedLlm {
-        chat: OpenAiChat {
+pub fn openai_reasoner(c: &Config) -> LlmReasoner<OpenAiChat> {
+    LlmReasoner {
+        model: OpenAiChat {
             api: OpenAi { base_url: c.openai_base_url.clone(), api_key: c.openai_api_key.clone() },
             model: c.openai_model.clone(),
         },

@@ -36,12 +36,12 @@ pub const JUDGE_TOKENS: u32 = 4096;
 pub const ANALYZE_TOKENS: u32 = 512;
 pub const SYNTHESIS_TOKENS: u32 = 1024;
 
-/// The [`Reasoner`] over a chat model.
-pub struct LlmReasoner<'a> {
-    pub model: &'a dyn ChatModel,
+/// The [`Reasoner`] over a chat model (owned, or borrowed as `&dyn ChatModel`).
+pub struct LlmReasoner<M> {
+    pub model: M,
 }
 
-impl LlmReasoner<'_> {
+impl<M: ChatModel> LlmReasoner<M> {
     /// Sends one request and parses the reply; on an unparseable reply
     /// asks once more, then gives up with a provider error.
     async fn ask<T>(&self, mut req: ChatRequest, parse: impl Fn(&str) -> Result<T>) -> Result<T> {
@@ -57,7 +57,7 @@ impl LlmReasoner<'_> {
     }
 }
 
-impl Reasoner for LlmReasoner<'_> {
+impl<M: ChatModel> Reasoner for LlmReasoner<M> {
     fn extract<'a>(&'a self, t: &'a Transcript, pass: Pass) -> LocalBoxFuture<'a, Result<Vec<Candidate>>> {
         Box::pin(async move {
             if t.lines.is_empty() {

@@ -127,6 +127,12 @@ pub trait ChatModel {
     fn complete<'a>(&'a self, req: &'a ChatRequest) -> LocalBoxFuture<'a, Result<String>>;
 }
 
+impl<T: ChatModel + ?Sized> ChatModel for &T {
+    fn complete<'a>(&'a self, req: &'a ChatRequest) -> LocalBoxFuture<'a, Result<String>> {
+        (**self).complete(req)
+    }
+}
+
 /// One chat-completion request.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatRequest {
