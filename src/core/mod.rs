@@ -18,6 +18,7 @@ pub mod ids;
 pub mod ingest;
 pub mod llm;
 pub mod local;
+pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod portable;

@@ -1,0 +1,918 @@
+//! The MCP endpoint (Streamable HTTP transport), pure: JSON-RPC 2.0
+//! framing, protocol-version negotiation, the tool catalogue, and rendering
+//! results for a model. The Worker's glue only moves bytes: it hands the
+//! HTTP method, three headers and the body to [`handle_http`], and sends
+//! every tool's operation to the profile's Durable Object through a
+//! [`Backend`] (which runs [`crate::core::ops::Profile::dispatch`]).
+//!
+//! The server is stateless: it issues no `Mcp-Session-Id` (one sent by a
+//! client is ignored), offers no server-initiated stream (`GET` is 405),
+//! and answers every POST with a single JSON body, or with a single SSE
+//! event when the client accepts only `text/event-stream`.
+//!
+//! Errors follow MCP conventions: malformed JSON-RPC is a protocol error
+//! (-32700, -32600), so are unknown methods (-32601) and tool arguments
+//! that break the tool's advertised input schema (-32602, including an
+//! unknown tool name); a failing operation (validation by the core, not
+//! found, a full profile, a provider failure) is a tool result with
+//! `isError: true`, its stable error code in the text and in
+//! `structuredContent.error`, so the model can read it and correct itself.
+
+use crate::core::error::{Error, Result};
+use crate::core::ops::Profile;
+use crate::core::ports::LocalBoxFuture;
+use crate::core::rest::MAX_BODY_BYTES;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+
+/// Protocol versions this server speaks, newest first.
+pub const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+/// The version answered when the client asks for one this server lacks.
+pub const LATEST_PROTOCOL_VERSION: &str = PROTOCOL_VERSIONS[0];
+/// Most messages in one JSON-RPC batch.
+pub const MAX_BATCH: usize = 100;
+/// `serverInfo.name`.
+pub const SERVER_NAME: &str = "agent-memory";
+
+/// JSON-RPC error codes.
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+
+const JSON: &str = "application/json";
+const SSE: &str = "text/event-stream";
+
+/// Runs profile operations for the endpoint. The Worker implements it by
+/// sending `op` and `args` to the profile's Durable Object; natively a
+/// [`Profile`] implements it directly.
+pub trait Backend {
+    /// Runs operation `op` (a name of `Profile::dispatch`) with JSON
+    /// arguments and returns its JSON result.
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Value>>;
+}
+
+impl Backend for Profile<'_> {
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Value>> {
+        Box::pin(self.dispatch(op, args))
+    }
+}
+
+/// An HTTP request to the endpoint, as the glue sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct McpRequest<'a> {
+    /// The HTTP method (`POST`, `GET`, ...).
+    pub method: &'a str,
+    /// The `Content-Type` header.
+    pub content_type: Option<&'a str>,
+    /// The `Accept` header.
+    pub accept: Option<&'a str>,
+    /// The `MCP-Protocol-Version` header.
+    pub protocol_version: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+/// The HTTP response to send back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpReply {
+    pub status: u16,
+    /// `None` when there is no body (202).
+    pub content_type: Option<&'static str>,
+    /// Further headers (`Allow`, `Cache-Control`).
+    pub headers: Vec<(&'static str, String)>,
+    /// Empty when there is no body.
+    pub body: String,
+}
+
+impl McpReply {
+    fn json(status: u16, v: &Value) -> McpReply {
+        McpReply { status, content_type: Some(JSON), headers: vec![], body: v.to_string() }
+    }
+
+    fn sse(status: u16, v: &Value) -> McpReply {
+        McpReply {
+            status,
+            content_type: Some(SSE),
+            headers: vec![("Cache-Control", "no-cache".into())],
+            body: format!("event: message\ndata: {v}\n\n"),
+        }
+    }
+
+    fn accepted() -> McpReply {
+        McpReply { status: 202, content_type: None, headers: vec![], body: String::new() }
+    }
+
+    /// The JSON-RPC payload of the body (plain JSON or the data of the
+    /// single SSE event); `None` without a body.
+    pub fn message(&self) -> Option<Value> {
+        if self.body.is_empty() {
+            return None;
+        }
+        if self.content_type == Some(SSE) {
+            let data: String = self
+                .body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect::<Vec<_>>()
+                .join("\n");
+            return serde_json::from_str(&data).ok();
+        }
+        serde_json::from_str(&self.body).ok()
+    }
+
+    /// A header's value (case-insensitive name), including `Content-Type`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        if name.eq_ignore_ascii_case("content-type") {
+            return self.content_type;
+        }
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Handles one HTTP request to the endpoint: the method, `Content-Type`
+/// and `MCP-Protocol-Version` checks, then [`handle`] for a POST.
+///
+/// * `GET` (no server-initiated stream), `DELETE` (no session to end) and
+///   every other method but POST: 405 with `Allow: POST`;
+/// * a `Content-Type` other than JSON: 415; a body over the REST limit: 413;
+/// * an `MCP-Protocol-Version` header naming an unsupported version: 400.
+///
+/// Authentication and routing to the profile are the caller's (as for
+/// REST): call this only for an authorized request.
+pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpReply {
+    if !req.method.eq_ignore_ascii_case("POST") {
+        let mut reply = McpReply::json(
+            405,
+            &error_response(
+                Value::Null,
+                -32000,
+                &format!("method {} is not allowed: this endpoint takes JSON-RPC messages by POST only", req.method),
+            ),
+        );
+        reply.headers.push(("Allow", "POST".into()));
+        return reply;
+    }
+    if let Some(ct) = req.content_type {
+        let ct = ct.to_ascii_lowercase();
+        let media = ct.split(';').next().unwrap_or("").trim();
+        if media != JSON && !media.ends_with("+json") {
+            return McpReply::json(
+                415,
+                &error_response(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    &format!("content-type must be application/json, not {media}"),
+                ),
+            );
+        }
+    }
+    if let Some(v) = req.protocol_version {
+        if !PROTOCOL_VERSIONS.contains(&v.trim()) {
+            return McpReply::json(
+                400,
+                &error_response(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    &format!("unsupported MCP-Protocol-Version {v}; supported: {}", PROTOCOL_VERSIONS.join(", ")),
+                ),
+            );
+        }
+    }
+    handle(req.body, req.accept, backend).await
+}
+
+/// Handles the body of a POST: one JSON-RPC message or a batch.
+///
+/// Answers 202 with no body when the input holds only notifications (or
+/// responses); 200 with the response (or an array of responses for a
+/// batch) otherwise; 400 for a body that is not JSON (-32700) or a single
+/// message that is not valid JSON-RPC (-32600); 406 when `accept` allows
+/// neither `application/json` nor `text/event-stream`.
+pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) -> McpReply {
+    let Some(as_sse) = negotiate(accept) else {
+        return McpReply::json(
+            406,
+            &error_response(
+                Value::Null,
+                INVALID_REQUEST,
+                "the client must accept application/json or text/event-stream",
+            ),
+        );
+    };
+    let reply = |status: u16, v: &Value| if as_sse { McpReply::sse(status, v) } else { McpReply::json(status, v) };
+    if body.len() > MAX_BODY_BYTES {
+        return McpReply::json(
+            413,
+            &error_response(Value::Null, INVALID_REQUEST, &format!("request body is over {MAX_BODY_BYTES} bytes")),
+        );
+    }
+    let parsed = std::str::from_utf8(body)
+        .map_err(|_| "body is not valid UTF-8".to_string())
+        .and_then(|t| serde_json::from_str::<Value>(t).map_err(|e| e.to_string()));
+    let message = match parsed {
+        Ok(v) => v,
+        Err(e) => return reply(400, &error_response(Value::Null, PARSE_ERROR, &format!("parse error: {e}"))),
+    };
+    match message {
+        Value::Array(batch) => {
+            if batch.is_empty() {
+                return reply(400, &error_response(Value::Null, INVALID_REQUEST, "invalid request: empty batch"));
+            }
+            if batch.len() > MAX_BATCH {
+                return reply(
+                    400,
+                    &error_response(
+                        Value::Null,
+                        INVALID_REQUEST,
+                        &format!("invalid request: at most {MAX_BATCH} messages per batch"),
+                    ),
+                );
+            }
+            let mut out = Vec::new();
+            for m in batch {
+                if let Some(r) = process(m, backend).await {
+                    out.push(r);
+                }
+            }
+            if out.is_empty() {
+                McpReply::accepted()
+            } else {
+                reply(200, &Value::Array(out))
+            }
+        }
+        single => match process(single, backend).await {
+            None => McpReply::accepted(),
+            Some(r) => {
+                let code = r.pointer("/error/code").and_then(Value::as_i64);
+                let status = if matches!(code, Some(PARSE_ERROR | INVALID_REQUEST)) { 400 } else { 200 };
+                reply(status, &r)
+            }
+        },
+    }
+}
+
+/// `Some(false)`: answer JSON; `Some(true)`: answer one SSE event; `None`:
+/// neither is acceptable.
+fn negotiate(accept: Option<&str>) -> Option<bool> {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return Some(false);
+    };
+    let (mut json, mut sse) = (false, false);
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let refused = parts.any(|p| {
+            let p = p.trim();
+            p.strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0)
+        });
+        if refused {
+            continue;
+        }
+        match media.as_str() {
+            "*/*" => {
+                json = true;
+                sse = true;
+            }
+            "application/json" | "application/*" => json = true,
+            "text/event-stream" | "text/*" => sse = true,
+            _ => {}
+        }
+    }
+    if json {
+        Some(false)
+    } else if sse {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+fn error_response(id: Value, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+fn result_response(id: Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+/// Processes one message; `None` for notifications and responses.
+async fn process(message: Value, backend: &dyn Backend) -> Option<Value> {
+    let Value::Object(mut m) = message else {
+        return Some(error_response(Value::Null, INVALID_REQUEST, "invalid request: a message must be a JSON object"));
+    };
+    let id = m.remove("id");
+    let id_ok = matches!(&id, Some(Value::String(_))) || id.as_ref().is_some_and(|v| v.is_i64() || v.is_u64());
+    let echo = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+    if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some(error_response(echo, INVALID_REQUEST, "invalid request: jsonrpc must be \"2.0\""));
+    }
+    let method = match m.remove("method") {
+        Some(Value::String(s)) => s,
+        Some(_) => return Some(error_response(echo, INVALID_REQUEST, "invalid request: method must be a string")),
+        None => {
+            // A response to a request of ours: this server sends none, so
+            // there is nothing to match it with; accept it.
+            if id_ok && (m.contains_key("result") || m.contains_key("error")) {
+                return None;
+            }
+            return Some(error_response(echo, INVALID_REQUEST, "invalid request: method is required"));
+        }
+    };
+    let Some(id) = id else {
+        // A notification: `notifications/initialized`, `notifications/cancelled`
+        // and the rest need no action from a stateless server.
+        return None;
+    };
+    if !id_ok {
+        return Some(error_response(
+            Value::Null,
+            INVALID_REQUEST,
+            "invalid request: id must be a string or an integer",
+        ));
+    }
+    let params = match m.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(p)) => p,
+        Some(_) => return Some(error_response(id, INVALID_PARAMS, "invalid params: params must be an object")),
+    };
+    Some(match request(&method, params, backend).await {
+        Ok(result) => result_response(id, result),
+        Err((code, message)) => error_response(id, code, &message),
+    })
+}
+
+type RpcResult = std::result::Result<Value, (i64, String)>;
+
+async fn request(method: &str, params: Map<String, Value>, backend: &dyn Backend) -> RpcResult {
+    match method {
+        "initialize" => initialize(&params),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({ "tools": tools() })),
+        "tools/call" => call_tool(params, backend).await,
+        other => Err((METHOD_NOT_FOUND, format!("method not found: {other}"))),
+    }
+}
+
+fn initialize(params: &Map<String, Value>) -> RpcResult {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| (INVALID_PARAMS, "invalid params: protocolVersion must be a string".to_string()))?;
+    let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
+    Ok(json!({
+        "protocolVersion": version,
+        "capabilities": { "tools": { "listChanged": false } },
+        "serverInfo": { "name": SERVER_NAME, "title": "Agent Memory", "version": env!("CARGO_PKG_VERSION") },
+        "instructions": INSTRUCTIONS,
+    }))
+}
+
+/// What the model is told about the server at initialization.
+pub const INSTRUCTIONS: &str = "\
+This server is your long-term memory of one user or project (a memory profile). It keeps facts \
+(what is true now), events (what happened, with dates), instructions (how to work) and tasks \
+(what is being worked on), across conversations.
+- Before answering anything that may depend on earlier conversations (preferences, decisions, \
+conventions, people, dates, open work), call `recall` with a specific natural-language question. \
+An empty answer means nothing is stored on that topic.
+- When the user states something worth keeping (a preference, a decision, a correction, an \
+instruction, a dated event), call `remember` with one self-contained statement in your own words. \
+To correct a memory, remember the corrected statement: it supersedes the old one.
+- To let the service extract memories from a whole exchange, call `ingest` with the messages \
+verbatim and one `sessionId` per conversation; repeated messages are ignored.
+- When the user asks you to forget something, find its id with `recall` or `list`, then call `forget`.
+- Use `list` to browse or audit memories, not to answer questions.
+Never store secrets, credentials or passwords.";
+
+/// A tool: its wire definition and the operation it runs.
+struct Tool {
+    name: &'static str,
+    op: &'static str,
+    definition: fn() -> Value,
+}
+
+const TOOLS: [Tool; 5] = [
+    Tool { name: "recall", op: "recall", definition: recall_tool },
+    Tool { name: "remember", op: "remember", definition: remember_tool },
+    Tool { name: "forget", op: "forget", definition: forget_tool },
+    Tool { name: "list", op: "list", definition: list_tool },
+    Tool { name: "ingest", op: "ingest", definition: ingest_tool },
+];
+
+/// The tool definitions `tools/list` returns.
+pub fn tools() -> Vec<Value> {
+    TOOLS.iter().map(|t| (t.definition)()).collect()
+}
+
+const TYPES: [&str; 4] = ["fact", "event", "instruction", "task"];
+const STATUSES: [&str; 4] = ["active", "superseded", "forgotten", "expired"];
+
+fn session_schema(description: &str) -> Value {
+    json!({ "type": "string", "description": description })
+}
+
+/// A memory record, for output schemas. Nothing is `required`, so an
+/// `isError` result's `{ error }` also conforms.
+fn memory_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "string", "description": "Pass it to forget." },
+            "type": { "type": "string", "enum": TYPES },
+            "key": { "type": "string", "description": "Topic key; a newer memory with the same key supersedes this one." },
+            "summary": { "type": "string" },
+            "content": { "type": "string" },
+            "sessionId": { "type": "string" },
+            "sourceMessageIds": { "type": "array", "items": { "type": "string" } },
+            "searchQueries": { "type": "array", "items": { "type": "string" } },
+            "status": { "type": "string", "enum": STATUSES },
+            "supersedes": { "type": "string" },
+            "supersededBy": { "type": "string" },
+            "eventDate": { "type": "string" },
+            "createdAt": { "type": "string" },
+            "updatedAt": { "type": "string" },
+            "expiresAt": { "type": "string" }
+        }
+    })
+}
+
+/// `{ error: { code, status, message } }`, present on `isError` results.
+fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "Present only when isError is true.",
+        "properties": {
+            "code": { "type": "integer" },
+            "status": { "type": "integer" },
+            "message": { "type": "string" }
+        }
+    })
+}
+
+fn with_error(mut schema: Value) -> Value {
+    schema["properties"]["error"] = error_schema();
+    schema
+}
+
+fn recall_tool() -> Value {
+    json!({
+        "name": "recall",
+        "title": "Recall memories",
+        "description": "Search long-term memory and get an answer built only from stored memories. \
+    Call it before answering anything that may depend on earlier conversations: the user's preferences, \
+    project decisions and conventions, people, past events and their dates, open tasks. Ask one specific \
+    natural-language question (\"Which package manager does the user prefer?\"), not a list of keywords. \
+    Returns `answer` (short; empty when nothing relevant is stored, which is not an error) and `candidates`: \
+    the supporting memories, best first, each with its `id` (for `forget`), type, summary, session and score.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": { "type": "string", "description": "The question, in natural language (at most 1 KB)." },
+                "referenceDate": {
+                    "type": "string",
+                    "description": "ISO-8601 date that relative phrases in the query (\"last week\", \"yesterday\") refer to; defaults to today."
+                },
+                "limit": { "type": "integer", "minimum": 1, "maximum": 100, "description": "Most memories to return (default 10)." }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        },
+        "outputSchema": with_error(json!({
+            "type": "object",
+            "properties": {
+                "answer": { "type": "string" },
+                "result": { "type": "string", "description": "Same as answer." },
+                "count": { "type": "integer" },
+                "candidates": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": { "type": "string" },
+                            "type": { "type": "string", "enum": TYPES },
+                            "summary": { "type": "string" },
+                            "sessionId": { "type": "string" },
+                            "score": { "type": "number" },
+                            "eventDate": { "type": "string" }
+                        }
+                    }
+                },
+                "messages": { "type": "array", "items": { "type": "string" }, "description": "Notes on degraded search channels." }
+            }
+        })),
+        "annotations": { "title": "Recall memories", "readOnlyHint": true, "openWorldHint": false }
+    })
+}
+
+fn remember_tool() -> Value {
+    json!({
+        "name": "remember",
+        "title": "Remember",
+        "description": "Store one memory now, in your own words. Use it when the user states a preference \
+    (\"The user prefers pnpm over npm\"), makes a decision, gives an instruction on how to work (\"Always run \
+    cargo fmt before committing\"), mentions a dated event, or starts a task worth tracking. Write one \
+    self-contained statement of at least 20 characters, with names and absolute dates instead of pronouns \
+    and \"yesterday\". A newer memory on the same topic (or with the same `key`) supersedes the older one, \
+    so to correct a memory, remember the corrected statement. Never store secrets or credentials. \
+    Returns the stored memory record, with its `id` and the id it `supersedes`, if any.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "content": { "type": "string", "description": "The statement to remember (20 characters to 32 KB)." },
+                "sessionId": session_schema("The conversation it came from (at most 64 characters); defaults to \"default\"."),
+                "type": {
+                    "type": "string",
+                    "enum": TYPES,
+                    "description": "fact: true now; event: happened at a time; instruction: how to work; task: current work. Inferred when omitted."
+                },
+                "key": {
+                    "type": "string",
+                    "description": "Stable topic key such as \"package-manager\"; a later memory with the same key replaces this one. Inferred when omitted."
+                }
+            },
+            "required": ["content"],
+            "additionalProperties": false
+        },
+        "outputSchema": with_error(memory_schema()),
+        "annotations": { "title": "Remember", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false }
+    })
+}
+
+fn forget_tool() -> Value {
+    json!({
+        "name": "forget",
+        "title": "Forget a memory",
+        "description": "Mark one memory forgotten so recall and list (by default) no longer return it. Use it \
+    when the user asks you to forget something, or a memory is simply wrong. Takes the memory's `id` from a \
+    recall or list result. Returns the memory record with status \"forgotten\". To replace a memory with a \
+    corrected one, call remember instead: the new memory supersedes the old.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "id": { "type": "string", "description": "The memory id (32 lowercase hexadecimal characters)." }
+            },
+            "required": ["id"],
+            "additionalProperties": false
+        },
+        "outputSchema": with_error(memory_schema()),
+        "annotations": { "title": "Forget a memory", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false }
+    })
+}
+
+fn list_tool() -> Value {
+    json!({
+        "name": "list",
+        "title": "List memories",
+        "description": "Browse stored memories, newest first, optionally filtered by type, status and session. \
+    Use it to review or audit memory (\"what do you know about me?\", \"which tasks are open?\") or to find an id \
+    to forget; to answer a question, use recall. Shows active memories unless `status` says otherwise. \
+    Returns `memories` (full records) and, when more remain, a `cursor`: call list again with it for the next page.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "type": { "type": "string", "enum": TYPES, "description": "Only memories of this type." },
+                "status": {
+                    "type": "string",
+                    "enum": ["active", "superseded", "forgotten", "expired", "all"],
+                    "description": "Only memories in this state (default \"active\"; \"all\" for every state)."
+                },
+                "sessionId": session_schema("Only memories from this conversation."),
+                "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "description": "Page size (default 50)." },
+                "cursor": { "type": "string", "description": "The cursor a previous list call returned." }
+            },
+            "additionalProperties": false
+        },
+        "outputSchema": with_error(json!({
+            "type": "object",
+            "properties": {
+                "memories": { "type": "array", "items": memory_schema() },
+                "cursor": { "type": "string", "description": "Pass it back for the next page; absent on the last page." }
+            }
+        })),
+        "annotations": { "title": "List memories", "readOnlyHint": true, "openWorldHint": false }
+    })
+}
+
+fn ingest_tool() -> Value {
+    json!({
+        "name": "ingest",
+        "title": "Ingest a conversation",
+        "description": "Send conversation messages so the service extracts memories from them itself (facts, \
+    events, instructions, tasks), resolving relative dates against the message timestamps and superseding \
+    outdated memories. Use it after a meaningful exchange or at the end of a conversation, with the messages \
+    verbatim and in order, and the same `sessionId` for every call about one conversation; sending a message \
+    again is harmless. Up to 500 messages per call, 32 KB each. Returns the message ids, how many messages \
+    were new, the memories created, how many older ones were superseded, and the extracted items dropped (with the reason).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "messages": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 500,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "role": { "type": "string", "description": "Who said it: \"user\", \"assistant\", ..." },
+                            "content": { "type": "string", "description": "The message text, verbatim." },
+                            "timestamp": { "type": "string", "description": "ISO-8601 date-time the message was sent." }
+                        },
+                        "required": ["role", "content"],
+                        "additionalProperties": false
+                    }
+                },
+                "sessionId": session_schema("Names the conversation (at most 64 characters); reuse it for every call about the same conversation.")
+            },
+            "required": ["messages", "sessionId"],
+            "additionalProperties": false
+        },
+        "outputSchema": with_error(json!({
+            "type": "object",
+            "properties": {
+                "sessionId": { "type": "string" },
+                "messageIds": { "type": "array", "items": { "type": "string" } },
+                "messagesStored": { "type": "integer" },
+                "memoriesStored": { "type": "integer" },
+                "memoriesSuperseded": { "type": "integer" },
+                "memories": { "type": "array", "items": memory_schema() },
+                "dropped": {
+                    "type": "array",
+                    "items": { "type": "object", "properties": { "content": { "type": "string" }, "reason": { "type": "string" } } }
+                }
+            }
+        })),
+        "annotations": { "title": "Ingest a conversation", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false }
+    })
+}
+
+async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> RpcResult {
+    let name = match params.remove("name") {
+        Some(Value::String(s)) => s,
+        _ => return Err((INVALID_PARAMS, "invalid params: name must be a string".into())),
+    };
+    let tool = TOOLS.iter().find(|t| t.name == name).ok_or_else(|| {
+        let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        (INVALID_PARAMS, format!("unknown tool: {name} (tools: {})", names.join(", ")))
+    })?;
+    let mut args = match params.remove("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(a)) => a,
+        Some(_) => return Err((INVALID_PARAMS, "invalid params: arguments must be an object".into())),
+    };
+    // An optional argument sent as null means "not given".
+    args.retain(|_, v| !v.is_null());
+    let mut args = Value::Object(args);
+    let definition = (tool.definition)();
+    check_schema(&definition["inputSchema"], &args)
+        .map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {name}: {e}")))?;
+    if tool.name == "list" {
+        match args.get("status").and_then(Value::as_str) {
+            None => args["status"] = json!("active"),
+            Some("all") => {
+                if let Some(a) = args.as_object_mut() {
+                    a.remove("status");
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(match backend.call(tool.op, args).await {
+        Ok(result) => {
+            let text = render(tool.name, &result);
+            let structured = if result.is_object() { result } else { json!({ "result": result }) };
+            json!({ "content": [{ "type": "text", "text": text }], "structuredContent": structured, "isError": false })
+        }
+        Err(e) => tool_error(&e),
+    })
+}
+
+fn tool_error(e: &Error) -> Value {
+    let text = format!("Error {} ({}): {}", e.code(), error_label(e), e.message());
+    json!({
+        "content": [{ "type": "text", "text": text }],
+        "structuredContent": { "error": { "code": e.code(), "status": e.status(), "message": e.message() } },
+        "isError": true
+    })
+}
+
+fn error_label(e: &Error) -> &'static str {
+    match e.code() {
+        10001 => "invalid input",
+        10002 => "unauthenticated",
+        10003 => "forbidden",
+        10004 => "not found",
+        10005 => "conflict",
+        10006 => "too large",
+        10011 => "provider failure",
+        10012 => "misconfigured",
+        _ => "storage failure",
+    }
+}
+
+// ---- Rendering results for the model ----
+
+fn s<'v>(v: &'v Value, key: &str) -> &'v str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn items<'v>(v: &'v Value, key: &str) -> &'v [Value] {
+    v.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+fn render(tool: &str, v: &Value) -> String {
+    match tool {
+        "recall" => render_recall(v),
+        "remember" => render_memory("Remembered", v),
+        "forget" => render_memory("Forgot", v),
+        "list" => render_list(v),
+        "ingest" => render_ingest(v),
+        _ => v.to_string(),
+    }
+}
+
+/// `[fact] The user prefers pnpm. (id …, session …)`, one memory.
+fn memory_line(m: &Value, with_status: bool) -> String {
+    let mut line = if with_status {
+        format!("[{}, {}] {}", s(m, "type"), s(m, "status"), s(m, "summary"))
+    } else {
+        format!("[{}] {}", s(m, "type"), s(m, "summary"))
+    };
+    let _ = write!(line, " (id {}, session {}", s(m, "id"), s(m, "sessionId"));
+    if let Some(d) = m.get("eventDate").and_then(Value::as_str) {
+        let _ = write!(line, ", date {d}");
+    }
+    if let Some(score) = m.get("score").and_then(Value::as_f64) {
+        let _ = write!(line, ", score {score:.3}");
+    } else if let Some(created) = m.get("createdAt").and_then(Value::as_str) {
+        let _ = write!(line, ", created {}", created.get(..10).unwrap_or(created));
+    }
+    line.push(')');
+    line
+}
+
+fn numbered(out: &mut String, memories: &[Value], with_status: bool) {
+    for (i, m) in memories.iter().enumerate() {
+        let _ = writeln!(out, "{}. {}", i + 1, memory_line(m, with_status));
+    }
+}
+
+fn render_recall(v: &Value) -> String {
+    let mut out = String::new();
+    let answer = s(v, "answer");
+    let answer = if answer.is_empty() { s(v, "result") } else { answer };
+    let candidates = items(v, "candidates");
+    if answer.trim().is_empty() && candidates.is_empty() {
+        out.push_str("No stored memory matches this query.\n");
+    } else {
+        if !answer.trim().is_empty() {
+            let _ = writeln!(out, "{}\n", answer.trim());
+        }
+        let _ = writeln!(out, "Memories ({}):", candidates.len());
+        numbered(&mut out, candidates, false);
+    }
+    let notes: Vec<&str> = items(v, "messages").iter().filter_map(Value::as_str).collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\nNotes: {}", notes.join("; "));
+    }
+    out.trim_end().to_string()
+}
+
+fn render_memory(verb: &str, m: &Value) -> String {
+    let mut out = format!("{verb} {} memory {}", s(m, "type"), s(m, "id"));
+    if let Some(k) = m.get("key").and_then(Value::as_str) {
+        let _ = write!(out, " (key {k})");
+    }
+    let _ = write!(out, " in session {}, status {}: {}", s(m, "sessionId"), s(m, "status"), s(m, "summary"));
+    if let Some(old) = m.get("supersedes").and_then(Value::as_str) {
+        let _ = write!(out, "\nIt supersedes memory {old}.");
+    }
+    if let Some(new) = m.get("supersededBy").and_then(Value::as_str) {
+        let _ = write!(out, "\nIt is superseded by memory {new}.");
+    }
+    out
+}
+
+fn render_list(v: &Value) -> String {
+    let memories = items(v, "memories");
+    let mut out = String::new();
+    if memories.is_empty() {
+        out.push_str("No memories match.\n");
+    } else {
+        let _ = writeln!(out, "{} memories, newest first:", memories.len());
+        numbered(&mut out, memories, true);
+    }
+    if let Some(c) = v.get("cursor").and_then(Value::as_str) {
+        let _ = writeln!(out, "\nMore remain: call list again with cursor \"{c}\".");
+    }
+    out.trim_end().to_string()
+}
+
+fn render_ingest(v: &Value) -> String {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let mut out = format!(
+        "Ingested {} messages into session {} ({} new). {} memories created, {} superseded.\n",
+        items(v, "messageIds").len(),
+        s(v, "sessionId"),
+        n("messagesStored"),
+        n("memoriesStored"),
+        n("memoriesSuperseded"),
+    );
+    let memories = items(v, "memories");
+    if !memories.is_empty() {
+        out.push_str("\nCreated:\n");
+        numbered(&mut out, memories, false);
+    }
+    let dropped = items(v, "dropped");
+    if !dropped.is_empty() {
+        out.push_str("\nDropped:\n");
+        for d in dropped {
+            let _ = writeln!(out, "- {} ({})", s(d, "content"), s(d, "reason"));
+        }
+    }
+    out.trim_end().to_string()
+}
+
+// ---- The JSON Schema subset the tool schemas use ----
+
+/// Checks `value` against `schema`, supporting the subset of JSON Schema
+/// this module's tool definitions use: `type` (one name), `enum`,
+/// `properties`, `required`, `additionalProperties: false`, `items`,
+/// `minItems`, `maxItems`, `minimum`, `maximum`. Returns the first
+/// violation, naming the offending path.
+pub fn check_schema(schema: &Value, value: &Value) -> std::result::Result<(), String> {
+    check_at(schema, value, "arguments")
+}
+
+fn check_at(schema: &Value, v: &Value, path: &str) -> std::result::Result<(), String> {
+    if let Some(t) = schema.get("type").and_then(Value::as_str) {
+        let ok = match t {
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            "string" => v.is_string(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "number" => v.is_number(),
+            "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
+            _ => true,
+        };
+        if !ok {
+            let article = if t == "object" || t == "array" || t == "integer" { "an" } else { "a" };
+            return Err(format!("{path} must be {article} {t}"));
+        }
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+        if !allowed.contains(v) {
+            let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            return Err(format!("{path} must be one of {}", names.join(", ")));
+        }
+    }
+    if let Some(n) = v.as_f64() {
+        if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
+            if n < min {
+                return Err(format!("{path} must be at least {min}"));
+            }
+        }
+        if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
+            if n > max {
+                return Err(format!("{path} must be at most {max}"));
+            }
+        }
+    }
+    if let Some(obj) = v.as_object() {
+        let props = schema.get("properties").and_then(Value::as_object);
+        for req in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            if !obj.contains_key(req) {
+                return Err(format!("{path}.{req} is required"));
+            }
+        }
+        for (k, child) in obj {
+            match props.and_then(|p| p.get(k)) {
+                Some(sub) => check_at(sub, child, &format!("{path}.{k}"))?,
+                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                    let known: Vec<&str> = props.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                    return Err(format!("{path}.{k} is not a known argument (known: {})", known.join(", ")));
+                }
+                None => {}
+            }
+        }
+    }
+    if let Some(arr) = v.as_array() {
+        if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
+            if (arr.len() as u64) < min {
+                return Err(format!("{path} must have at least {min} items"));
+            }
+        }
+        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
+            if arr.len() as u64 > max {
+                return Err(format!("{path} must have at most {max} items"));
+            }
+        }
+        if let Some(item) = schema.get("items") {
+            for (i, x) in arr.iter().enumerate() {
+                check_at(item, x, &format!("{path}[{i}]"))?;
+            }
+        }
+    }
+    Ok(())
+}

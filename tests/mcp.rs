@@ -1,0 +1,493 @@
+//! Native tests of the MCP endpoint over a native profile: initialization
+//! and version negotiation, the tool catalogue, the five tools end to end,
+//! protocol errors versus `isError` results, batches, notifications, and
+//! the HTTP framing (405, 415, 400 on a bad version header, SSE, 406).
+
+mod support;
+
+use agent_memory::core::mcp::{self, handle, handle_http, McpReply, McpRequest};
+use serde_json::{json, Value};
+use support::{block_on, database, with_profile, NativeSql, APRIL_15};
+
+const ACCEPT: &str = "application/json, text/event-stream";
+
+/// POSTs `body` (raw bytes) at time `now`.
+fn post_raw(sql: &NativeSql, now: i64, body: &[u8]) -> McpReply {
+    with_profile(sql, now, |p| block_on(handle(body, Some(ACCEPT), p)))
+}
+
+fn post(sql: &NativeSql, body: Value) -> McpReply {
+    post_raw(sql, APRIL_15, body.to_string().as_bytes())
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+/// Runs a request that must succeed at the JSON-RPC level; returns `result`.
+fn rpc(sql: &NativeSql, now: i64, method: &str, params: Value) -> Value {
+    let reply = post_raw(sql, now, request(1, method, params).to_string().as_bytes());
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.content_type, Some("application/json"));
+    let msg = reply.message().expect("a JSON body");
+    assert_eq!(msg["jsonrpc"], "2.0");
+    assert_eq!(msg["id"], 1);
+    assert!(msg.get("error").is_none(), "unexpected error: {msg}");
+    msg["result"].clone()
+}
+
+/// Calls a tool; returns the `CallToolResult`.
+fn call(sql: &NativeSql, now: i64, tool: &str, arguments: Value) -> Value {
+    rpc(sql, now, "tools/call", json!({ "name": tool, "arguments": arguments }))
+}
+
+/// Calls a tool that must fail at the protocol level; returns the error.
+fn call_error(sql: &NativeSql, tool: &str, arguments: Value) -> Value {
+    let reply = post(sql, request(7, "tools/call", json!({ "name": tool, "arguments": arguments })));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let msg = reply.message().unwrap();
+    assert_eq!(msg["id"], 7);
+    assert!(msg.get("result").is_none(), "expected an error: {msg}");
+    msg["error"].clone()
+}
+
+fn text(result: &Value) -> &str {
+    assert_eq!(result["content"][0]["type"], "text");
+    result["content"][0]["text"].as_str().unwrap()
+}
+
+fn tool_definition(name: &str) -> Value {
+    mcp::tools().into_iter().find(|t| t["name"] == name).unwrap()
+}
+
+/// A successful result: not an error, and its structured content conforms
+/// to the tool's output schema.
+fn ok(tool: &str, result: Value) -> Value {
+    assert_eq!(result["isError"], false, "{result}");
+    let schema = &tool_definition(tool)["outputSchema"];
+    mcp::check_schema(schema, &result["structuredContent"]).unwrap_or_else(|e| panic!("{tool} output: {e}"));
+    result
+}
+
+fn ids(memories: &Value) -> Vec<String> {
+    memories.as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn test_initialize_negotiates_the_protocol_version() {
+    let sql = database();
+    for version in mcp::PROTOCOL_VERSIONS {
+        let r = rpc(
+            &sql,
+            APRIL_15,
+            "initialize",
+            json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+        );
+        assert_eq!(r["protocolVersion"], version);
+    }
+    let r = rpc(&sql, APRIL_15, "initialize", json!({ "protocolVersion": "2099-01-01", "capabilities": {} }));
+    assert_eq!(r["protocolVersion"], mcp::LATEST_PROTOCOL_VERSION);
+    assert_eq!(r["protocolVersion"], "2025-06-18");
+    assert_eq!(r["capabilities"], json!({ "tools": { "listChanged": false } }));
+    assert_eq!(r["serverInfo"]["name"], "agent-memory");
+    assert_eq!(r["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    let instructions = r["instructions"].as_str().unwrap();
+    for tool in ["recall", "remember", "forget", "list", "ingest"] {
+        assert!(instructions.contains(tool), "instructions do not mention {tool}");
+    }
+}
+
+#[test]
+fn test_initialize_without_a_version_is_invalid_params() {
+    let sql = database();
+    let msg = post(&sql, request(1, "initialize", json!({ "capabilities": {} }))).message().unwrap();
+    assert_eq!(msg["error"]["code"], mcp::INVALID_PARAMS);
+}
+
+#[test]
+fn test_notifications_get_202_without_body() {
+    let sql = database();
+    for method in ["notifications/initialized", "notifications/cancelled", "notifications/whatever"] {
+        let reply = post(&sql, json!({ "jsonrpc": "2.0", "method": method }));
+        assert_eq!((reply.status, reply.body.as_str(), reply.content_type), (202, "", None), "{method}");
+    }
+    // A batch of notifications, and a client's response, are accepted too.
+    let reply = post(
+        &sql,
+        json!([
+            { "jsonrpc": "2.0", "method": "notifications/initialized" },
+            { "jsonrpc": "2.0", "id": "s-1", "result": {} }
+        ]),
+    );
+    assert_eq!((reply.status, reply.body.as_str()), (202, ""));
+}
+
+#[test]
+fn test_ping_answers_an_empty_result() {
+    let sql = database();
+    assert_eq!(rpc(&sql, APRIL_15, "ping", Value::Null), json!({}));
+    // `params` may be absent altogether; string ids are echoed.
+    let msg = post(&sql, json!({ "jsonrpc": "2.0", "id": "abc", "method": "ping" })).message().unwrap();
+    assert_eq!(msg, json!({ "jsonrpc": "2.0", "id": "abc", "result": {} }));
+}
+
+#[test]
+fn test_tools_list_has_the_five_tools_with_schemas() {
+    let sql = database();
+    let r = rpc(&sql, APRIL_15, "tools/list", json!({}));
+    let tools = r["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["recall", "remember", "forget", "list", "ingest"]);
+    for t in tools {
+        let name = t["name"].as_str().unwrap();
+        assert!(t["description"].as_str().unwrap().len() > 100, "{name}: description too thin");
+        let input = &t["inputSchema"];
+        assert_eq!(input["type"], "object", "{name}");
+        assert_eq!(input["additionalProperties"], false, "{name}");
+        for required in input["required"].as_array().into_iter().flatten() {
+            assert!(input["properties"].get(required.as_str().unwrap()).is_some(), "{name}: {required}");
+        }
+        assert_eq!(t["outputSchema"]["type"], "object", "{name}");
+        assert!(t["annotations"].is_object(), "{name}");
+    }
+    let required = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["inputSchema"]["required"].clone();
+    assert_eq!(required("recall"), json!(["query"]));
+    assert_eq!(required("remember"), json!(["content"]));
+    assert_eq!(required("forget"), json!(["id"]));
+    assert_eq!(required("ingest"), json!(["messages", "sessionId"]));
+    assert!(required("list").is_null());
+    assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
+    assert_eq!(tools[2]["annotations"]["destructiveHint"], true);
+}
+
+#[test]
+fn test_remember_recall_forget_round_trip() {
+    let sql = database();
+    let remembered = ok(
+        "remember",
+        call(
+            &sql,
+            APRIL_15,
+            "remember",
+            json!({ "content": "The user prefers pnpm over npm for every project.", "sessionId": "setup" }),
+        ),
+    );
+    let memory = &remembered["structuredContent"];
+    let id = memory["id"].as_str().unwrap().to_string();
+    assert_eq!(memory["sessionId"], "setup");
+    assert_eq!(memory["status"], "active");
+    assert!(text(&remembered).contains(&id), "{}", text(&remembered));
+
+    let found = ok(
+        "recall",
+        call(&sql, APRIL_15 + 1000, "recall", json!({ "query": "Which package manager does the user prefer?" })),
+    );
+    let candidates = &found["structuredContent"]["candidates"];
+    assert!(ids(candidates).contains(&id), "{found}");
+    assert_eq!(found["structuredContent"]["answer"], found["structuredContent"]["result"]);
+    let rendered = text(&found);
+    assert!(rendered.contains("1. [") && rendered.contains(&format!("id {id}")), "{rendered}");
+    assert!(rendered.to_lowercase().contains("pnpm"), "{rendered}");
+
+    let forgotten = ok("forget", call(&sql, APRIL_15 + 2000, "forget", json!({ "id": id })));
+    assert_eq!(forgotten["structuredContent"]["status"], "forgotten");
+    assert!(text(&forgotten).starts_with("Forgot"), "{}", text(&forgotten));
+
+    let after = ok(
+        "recall",
+        call(
+            &sql,
+            APRIL_15 + 3000,
+            "recall",
+            json!({ "query": "Which package manager does the user prefer?", "limit": 5 }),
+        ),
+    );
+    assert!(!ids(&after["structuredContent"]["candidates"]).contains(&id), "{after}");
+}
+
+#[test]
+fn test_list_filters_pages_and_defaults_to_active() {
+    let sql = database();
+    let contents = [
+        ("The user's favourite editor is Helix with its default keymap.", "fact"),
+        ("Always run cargo fmt before committing any Rust change.", "instruction"),
+        ("Migrate the billing service to the new queue this sprint.", "task"),
+    ];
+    let mut made = Vec::new();
+    for (i, (content, kind)) in contents.iter().enumerate() {
+        let r = ok(
+            "remember",
+            call(
+                &sql,
+                APRIL_15 + i as i64 * 1000,
+                "remember",
+                json!({ "content": content, "type": kind, "sessionId": "s1" }),
+            ),
+        );
+        assert_eq!(r["structuredContent"]["type"], *kind);
+        made.push(r["structuredContent"]["id"].as_str().unwrap().to_string());
+    }
+    let now = APRIL_15 + 10_000;
+
+    // Newest first, two per page, then the rest by cursor.
+    let page1 = ok("list", call(&sql, now, "list", json!({ "limit": 2 })));
+    assert_eq!(ids(&page1["structuredContent"]["memories"]), [made[2].clone(), made[1].clone()]);
+    let cursor = page1["structuredContent"]["cursor"].as_str().unwrap().to_string();
+    assert!(text(&page1).contains(&cursor), "{}", text(&page1));
+    assert!(text(&page1).contains("1. [task, active]"), "{}", text(&page1));
+    let page2 = ok("list", call(&sql, now, "list", json!({ "limit": 2, "cursor": cursor })));
+    assert_eq!(ids(&page2["structuredContent"]["memories"]), [made[0].clone()]);
+    assert!(page2["structuredContent"].get("cursor").is_none());
+
+    // Filters.
+    let tasks = ok("list", call(&sql, now, "list", json!({ "type": "task" })));
+    assert_eq!(ids(&tasks["structuredContent"]["memories"]), [made[2].clone()]);
+    let other = ok("list", call(&sql, now, "list", json!({ "sessionId": "elsewhere" })));
+    assert_eq!(text(&other), "No memories match.");
+
+    // Forgotten memories leave the default listing, not the full one.
+    ok("forget", call(&sql, now, "forget", json!({ "id": made[0] })));
+    let active = ok("list", call(&sql, now, "list", json!({})));
+    assert_eq!(ids(&active["structuredContent"]["memories"]).len(), 2);
+    let all = ok("list", call(&sql, now, "list", json!({ "status": "all", "sessionId": null })));
+    assert_eq!(ids(&all["structuredContent"]["memories"]).len(), 3);
+    let gone = ok("list", call(&sql, now, "list", json!({ "status": "forgotten" })));
+    assert_eq!(ids(&gone["structuredContent"]["memories"]), [made[0].clone()]);
+}
+
+#[test]
+fn test_ingest_extracts_memories_that_recall_finds() {
+    let sql = database();
+    let messages = json!([
+        { "role": "user", "content": "Set up the project with React and TypeScript." },
+        { "role": "assistant", "content": "Done. Scaffolded a React + TS project targeting Workers." },
+        { "role": "user", "content": "Use pnpm, not npm. And dark mode by default.", "timestamp": "2026-04-15T09:00:00Z" },
+        { "role": "assistant", "content": "Got it -- pnpm and dark mode as default." }
+    ]);
+    let r = ok("ingest", call(&sql, APRIL_15, "ingest", json!({ "messages": messages, "sessionId": "setup" })));
+    let report = &r["structuredContent"];
+    assert_eq!(report["sessionId"], "setup");
+    assert_eq!(report["messageIds"].as_array().unwrap().len(), 4);
+    assert_eq!(report["messagesStored"], 4);
+    assert!(report["memoriesStored"].as_u64().unwrap() >= 1, "{report}");
+    let rendered = text(&r);
+    assert!(rendered.starts_with("Ingested 4 messages into session setup (4 new)."), "{rendered}");
+    assert!(rendered.contains("Created:\n1. ["), "{rendered}");
+
+    // Sending the same messages again stores nothing new.
+    let again =
+        ok("ingest", call(&sql, APRIL_15 + 1000, "ingest", json!({ "messages": messages, "sessionId": "setup" })));
+    assert_eq!(again["structuredContent"]["messagesStored"], 0);
+
+    let found = ok(
+        "recall",
+        call(&sql, APRIL_15 + 2000, "recall", json!({ "query": "Which package manager should be used?" })),
+    );
+    assert!(found["structuredContent"]["count"].as_u64().unwrap() >= 1, "{found}");
+}
+
+#[test]
+fn test_unknown_tool_is_a_protocol_error() {
+    let sql = database();
+    let e = call_error(&sql, "delete_everything", json!({}));
+    assert_eq!(e["code"], mcp::INVALID_PARAMS);
+    assert!(e["message"].as_str().unwrap().contains("unknown tool: delete_everything"), "{e}");
+    // No tool name at all.
+    let msg = post(&sql, request(3, "tools/call", json!({ "arguments": {} }))).message().unwrap();
+    assert_eq!(msg["error"]["code"], mcp::INVALID_PARAMS);
+}
+
+#[test]
+fn test_arguments_breaking_the_input_schema_are_invalid_params() {
+    let sql = database();
+    let cases = [
+        ("recall", json!({}), "arguments.query is required"),
+        ("recall", json!({ "query": 42 }), "arguments.query must be a string"),
+        ("recall", json!({ "query": "q", "limit": 0 }), "arguments.limit must be at least 1"),
+        ("recall", json!({ "query": "q", "limit": "ten" }), "arguments.limit must be an integer"),
+        ("recall", json!({ "query": "q", "explainPlease": true }), "arguments.explainPlease is not a known argument"),
+        (
+            "remember",
+            json!({ "content": "A long enough statement to store.", "type": "opinion" }),
+            "arguments.type must be one of",
+        ),
+        ("forget", json!({ "id": ["x"] }), "arguments.id must be a string"),
+        ("list", json!({ "status": "deleted" }), "arguments.status must be one of"),
+        ("ingest", json!({ "messages": [], "sessionId": "s" }), "arguments.messages must have at least 1 items"),
+        (
+            "ingest",
+            json!({ "messages": [{ "role": "user" }], "sessionId": "s" }),
+            "arguments.messages[0].content is required",
+        ),
+        ("ingest", json!({ "messages": [{ "role": "user", "content": "hi" }] }), "arguments.sessionId is required"),
+    ];
+    for (tool, args, expected) in cases {
+        let e = call_error(&sql, tool, args.clone());
+        assert_eq!(e["code"], mcp::INVALID_PARAMS, "{tool} {args}");
+        assert!(e["message"].as_str().unwrap().contains(expected), "{tool} {args}: {e}");
+    }
+    // `arguments` must be an object.
+    let msg = post(&sql, request(4, "tools/call", json!({ "name": "list", "arguments": [1] }))).message().unwrap();
+    assert_eq!(msg["error"]["code"], mcp::INVALID_PARAMS);
+}
+
+#[test]
+fn test_operation_failures_are_is_error_results() {
+    let sql = database();
+    // The core's validation: too short to remember.
+    let r = call(&sql, APRIL_15, "remember", json!({ "content": "too short" }));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["error"]["code"], 10001);
+    assert_eq!(r["structuredContent"]["error"]["status"], 400);
+    assert!(text(&r).starts_with("Error 10001 (invalid input): content is too short"), "{}", text(&r));
+    // Not found.
+    let r = call(&sql, APRIL_15, "forget", json!({ "id": "0123456789abcdef0123456789abcdef" }));
+    assert_eq!(r["isError"], true);
+    assert_eq!(r["structuredContent"]["error"]["code"], 10004);
+    assert!(text(&r).contains("not found"), "{}", text(&r));
+    // A malformed id is the core's call too.
+    let r = call(&sql, APRIL_15, "forget", json!({ "id": "nope" }));
+    assert_eq!(r["structuredContent"]["error"]["code"], 10001);
+    // Error results still conform to the output schema.
+    mcp::check_schema(&tool_definition("forget")["outputSchema"], &r["structuredContent"]).unwrap();
+    // An empty recall is a result, not an error.
+    let r = ok("recall", call(&sql, APRIL_15, "recall", json!({ "query": "What is the user's favourite colour?" })));
+    assert_eq!(r["structuredContent"]["count"], 0);
+    assert_eq!(text(&r), "No stored memory matches this query.");
+}
+
+#[test]
+fn test_invalid_json_is_a_parse_error() {
+    let sql = database();
+    for body in [&b"{not json"[..], b"", b"\xff\xfe"] {
+        let reply = post_raw(&sql, APRIL_15, body);
+        assert_eq!(reply.status, 400);
+        let msg = reply.message().unwrap();
+        assert_eq!(msg["error"]["code"], mcp::PARSE_ERROR);
+        assert_eq!(msg["id"], Value::Null);
+    }
+}
+
+#[test]
+fn test_invalid_requests_are_refused() {
+    let sql = database();
+    let cases = [
+        json!({ "id": 1, "method": "ping" }),
+        json!({ "jsonrpc": "1.0", "id": 1, "method": "ping" }),
+        json!({ "jsonrpc": "2.0", "id": 1, "method": 5 }),
+        json!({ "jsonrpc": "2.0", "id": null, "method": "ping" }),
+        json!({ "jsonrpc": "2.0", "id": 1.5, "method": "ping" }),
+        json!({ "jsonrpc": "2.0", "id": 1 }),
+        json!("ping"),
+        json!([]),
+    ];
+    for body in cases {
+        let reply = post(&sql, body.clone());
+        assert_eq!(reply.status, 400, "{body}");
+        assert_eq!(reply.message().unwrap()["error"]["code"], mcp::INVALID_REQUEST, "{body}");
+    }
+}
+
+#[test]
+fn test_unknown_method_is_method_not_found() {
+    let sql = database();
+    let reply = post(&sql, request(9, "resources/list", json!({})));
+    assert_eq!(reply.status, 200);
+    let msg = reply.message().unwrap();
+    assert_eq!(msg["id"], 9);
+    assert_eq!(msg["error"]["code"], mcp::METHOD_NOT_FOUND);
+}
+
+#[test]
+fn test_batch_answers_each_request_in_order() {
+    let sql = database();
+    let reply = post(
+        &sql,
+        json!([
+            request(1, "ping", json!({})),
+            { "jsonrpc": "2.0", "method": "notifications/initialized" },
+            request(2, "tools/list", json!({})),
+            request(3, "no/such", json!({})),
+            { "jsonrpc": "2.0", "id": 4 },
+            request(5, "tools/call", json!({ "name": "list", "arguments": {} }))
+        ]),
+    );
+    assert_eq!(reply.status, 200);
+    let msgs = reply.message().unwrap();
+    let msgs = msgs.as_array().unwrap();
+    let got: Vec<Value> = msgs.iter().map(|m| m["id"].clone()).collect();
+    assert_eq!(got, [json!(1), json!(2), json!(3), json!(4), json!(5)]);
+    assert_eq!(msgs[0]["result"], json!({}));
+    assert_eq!(msgs[1]["result"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(msgs[2]["error"]["code"], mcp::METHOD_NOT_FOUND);
+    assert_eq!(msgs[3]["error"]["code"], mcp::INVALID_REQUEST);
+    assert_eq!(msgs[4]["result"]["isError"], false);
+}
+
+fn http<'a>(
+    method: &'a str,
+    content_type: Option<&'a str>,
+    accept: Option<&'a str>,
+    version: Option<&'a str>,
+    body: &'a [u8],
+) -> McpRequest<'a> {
+    McpRequest { method, content_type, accept, protocol_version: version, body }
+}
+
+#[test]
+fn test_http_framing() {
+    let sql = database();
+    let ping = request(1, "ping", json!({})).to_string();
+    let run = |req: McpRequest<'_>| with_profile(&sql, APRIL_15, |p| block_on(handle_http(&req, p)));
+
+    // No server-initiated stream, no session to delete.
+    for method in ["GET", "DELETE", "PUT"] {
+        let reply = run(http(method, None, Some(SSE_ONLY), None, b""));
+        assert_eq!(reply.status, 405, "{method}");
+        assert_eq!(reply.header("allow"), Some("POST"));
+    }
+    let reply = run(http("POST", Some("text/plain"), Some(ACCEPT), None, ping.as_bytes()));
+    assert_eq!(reply.status, 415);
+    let reply = run(http("POST", Some("application/json"), Some(ACCEPT), Some("2023-01-01"), ping.as_bytes()));
+    assert_eq!(reply.status, 400);
+    assert!(reply.message().unwrap()["error"]["message"].as_str().unwrap().contains("2025-06-18"));
+
+    // A supported version header, a charset parameter: answered as JSON, no session id.
+    let reply =
+        run(http("POST", Some("application/json; charset=utf-8"), Some(ACCEPT), Some("2025-06-18"), ping.as_bytes()));
+    assert_eq!((reply.status, reply.header("content-type")), (200, Some("application/json")));
+    assert_eq!(reply.header("mcp-session-id"), None);
+    assert_eq!(reply.message().unwrap()["result"], json!({}));
+
+    // No Accept header at all: JSON.
+    let reply = run(http("POST", None, None, None, ping.as_bytes()));
+    assert_eq!((reply.status, reply.content_type), (200, Some("application/json")));
+}
+
+const SSE_ONLY: &str = "text/event-stream";
+
+#[test]
+fn test_event_stream_only_clients_get_one_sse_event() {
+    let sql = database();
+    let body = request(1, "ping", json!({})).to_string();
+    let reply = with_profile(&sql, APRIL_15, |p| block_on(handle(body.as_bytes(), Some(SSE_ONLY), p)));
+    assert_eq!((reply.status, reply.content_type), (200, Some("text/event-stream")));
+    assert_eq!(reply.body, "event: message\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{}}\n\n");
+    assert_eq!(reply.message().unwrap()["result"], json!({}));
+    // Notifications stay a bodiless 202.
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string();
+    let reply = with_profile(&sql, APRIL_15, |p| block_on(handle(note.as_bytes(), Some(SSE_ONLY), p)));
+    assert_eq!((reply.status, reply.body.as_str()), (202, ""));
+}
+
+#[test]
+fn test_unacceptable_accept_is_406() {
+    let sql = database();
+    let body = request(1, "ping", json!({})).to_string();
+    for accept in ["text/html", "application/json;q=0, text/html"] {
+        let reply = with_profile(&sql, APRIL_15, |p| block_on(handle(body.as_bytes(), Some(accept), p)));
+        assert_eq!(reply.status, 406, "{accept}");
+    }
+    let reply = with_profile(&sql, APRIL_15, |p| block_on(handle(body.as_bytes(), Some("*/*"), p)));
+    assert_eq!((reply.status, reply.content_type), (200, Some("application/json")));
+}
