@@ -1218,13 +1218,14 @@ fn test_openapi_routes_reach_every_profile_function() {
                 }
                 Route::Health => assert!(service_routes.insert("health")),
                 Route::OpenApi => assert!(service_routes.insert("openapi")),
+                Route::Mcp { .. } => assert!(service_routes.insert("mcp")),
             }
         }
     }
     let mut expected: BTreeSet<String> = profile_functions().iter().map(|f| kebab_to_camel(&f.name)).collect();
     expected.insert("deleteProfile".into());
     assert_eq!(ops, expected, "REST operations vs WIT functions: {}", diff_as(&ops, &expected, "OpenAPI", "WIT"));
-    assert_eq!(service_routes.len(), 2, "GET /health and GET /openapi.json are documented");
+    assert_eq!(service_routes.len(), 3, "GET /health, GET /openapi.json and the MCP endpoint are documented");
     // Every status an error can map to has a documented error response.
     let responses = doc["components"]["responses"].as_object().unwrap();
     for c in wit().variants["error"].iter() {

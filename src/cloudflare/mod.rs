@@ -11,6 +11,8 @@ mod vectorize;
 
 
 use crate::core::error::Error;
+use crate::core::mcp::{self, McpRequest};
+use crate::core::ports::LocalBoxFuture;
 use crate::core::rest::{self, Incoming, Route, Tokens};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -26,8 +28,20 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let query: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
     let content_type = req.headers().get("content-type")?;
     let auth = req.headers().get("authorization")?;
+    let accept = req.headers().get("accept")?;
+    let mcp_version = req.headers().get("mcp-protocol-version")?;
     let body = if matches!(method.as_str(), "POST" | "PUT" | "PATCH") { req.bytes().await? } else { Vec::new() };
     let incoming = Incoming { method: &method, path: url.path(), query: &query, content_type: content_type.as_deref(), body: &body };
+    if let Ok(Route::Mcp { namespace, profile }) = rest::route(&incoming) {
+        let mcp = McpRequest {
+            method: &method,
+            content_type: content_type.as_deref(),
+            accept: accept.as_deref(),
+            protocol_version: mcp_version.as_deref(),
+            body: &body,
+        };
+        return serve_mcp(&env, &namespace, &profile, auth.as_deref(), &mcp).await;
+    }
     match handle(&env, &incoming, auth.as_deref()).await {
         Ok(Reply::Json(v)) => json_response(200, &rest::envelope_ok(v)),
         Ok(Reply::Raw { body, content_type, filename }) => {
@@ -54,6 +68,7 @@ fn json_response(status: u16, v: &Value) -> Result<Response> {
 async fn handle(env: &Env, req: &Incoming<'_>, auth: Option<&str>) -> std::result::Result<Reply, Error> {
     match rest::route(req)? {
         Route::Health => Ok(Reply::Json(json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") }))),
+        Route::Mcp { .. } => Err(Error::not_found("mcp is served separately")),
         Route::OpenApi => Ok(Reply::Raw { body: OPENAPI.to_string(), content_type: "application/json", filename: None }),
         Route::Profile(call) => {
             let config = config::Config::from_env(env);
@@ -68,6 +83,42 @@ async fn handle(env: &Env, req: &Incoming<'_>, auth: Option<&str>) -> std::resul
             }
             Ok(Reply::Json(out))
         }
+    }
+}
+
+/// The MCP endpoint: the same bearer auth and namespace rules as REST,
+/// then the core's MCP handler over the profile's Durable Object.
+async fn serve_mcp(env: &Env, namespace: &str, profile: &str, auth: Option<&str>, req: &McpRequest<'_>) -> Result<Response> {
+    let config = config::Config::from_env(env);
+    let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.authorize(auth, namespace));
+    if let Err(e) = authorized {
+        let resp = json_response(e.status(), &rest::envelope_err(&e))?;
+        let headers = resp.headers().clone();
+        headers.set("www-authenticate", "Bearer")?;
+        return Ok(resp.with_headers(headers));
+    }
+    let backend = ObjectBackend { env, name: rest::object_name(namespace, profile) };
+    let reply = mcp::handle_http(req, &backend).await;
+    let headers = Headers::new();
+    if let Some(ct) = reply.content_type {
+        headers.set("content-type", ct)?;
+    }
+    for (k, v) in &reply.headers {
+        headers.set(k, v)?;
+    }
+    let resp = if reply.body.is_empty() { Response::empty()? } else { Response::ok(reply.body)? };
+    Ok(resp.with_status(reply.status).with_headers(headers))
+}
+
+/// MCP's view of a profile: operations sent to its Durable Object.
+struct ObjectBackend<'a> {
+    env: &'a Env,
+    name: String,
+}
+
+impl mcp::Backend for ObjectBackend<'_> {
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, std::result::Result<Value, Error>> {
+        Box::pin(call_object(self.env, &self.name, op, args))
     }
 }
 

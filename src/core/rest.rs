@@ -19,6 +19,9 @@ pub enum Route {
     OpenApi,
     /// An operation on one profile.
     Profile(ProfileCall),
+    /// The MCP endpoint of one profile (`/mcp/namespaces/{ns}/profiles/{p}`);
+    /// any method (the MCP module answers 405 where due).
+    Mcp { namespace: String, profile: String },
 }
 
 /// An operation addressed to a profile's Durable Object.
@@ -60,6 +63,12 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("GET", ["health"]) => return Ok(Route::Health),
         ("GET", ["openapi.json"]) => return Ok(Route::OpenApi),
         _ => {}
+    }
+    if let ["mcp", "namespaces", namespace, "profiles", profile] = segments.as_slice() {
+        let (namespace, profile) = (decode(namespace)?, decode(profile)?);
+        api::validate_name("namespace", &namespace)?;
+        api::validate_name("profile", &profile)?;
+        return Ok(Route::Mcp { namespace, profile });
     }
     let ["accounts", account, "agent-memory", "namespaces", namespace, "profiles", profile, rest @ ..] = segments.as_slice()
     else {
@@ -269,6 +278,14 @@ mod tests {
         let Route::Profile(c) = get(&format!("{BASE}/memories")).unwrap() else { panic!() };
         assert_eq!((c.namespace.as_str(), c.profile.as_str(), c.op.as_str()), ("ns", "p1", "list"));
         assert_eq!(c.object_name(), "ns/p1");
+    }
+
+    #[test]
+    fn test_mcp_path_routes_to_a_profile() {
+        assert_eq!(
+            route(&Incoming { method: "POST", path: "/mcp/namespaces/team/profiles/p1", query: &[], content_type: None, body: b"" }).unwrap(),
+            Route::Mcp { namespace: "team".into(), profile: "p1".into() }
+        );
     }
 
     #[test]

