@@ -404,3 +404,73 @@ fn test_llm_verdicts_correct_and_drop_candidates() {
     let reasons: Vec<&str> = r.dropped.iter().map(|d| d.reason.as_str()).collect();
     assert_eq!(reasons, vec!["inferred", "echo"]);
 }
+
+/// The rule-based reasoner, except that extraction fails while `down`.
+struct Outage {
+    down: Cell<bool>,
+}
+
+impl Reasoner for Outage {
+    fn extract<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        pass: agent_memory::core::provider::Pass,
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
+        if self.down.get() {
+            return Box::pin(async { Err(Error::provider("model unavailable")) });
+        }
+        Rules.extract(t, pass)
+    }
+    fn verify<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
+        Rules.verify(t, c)
+    }
+    fn classify<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
+        Rules.classify(t, c)
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+}
+
+fn outage_profile<T>(sql: &NativeSql, reasoner: &Outage, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    with_parts(sql, now, reasoner, &HashEmbedder, f)
+}
+
+#[test]
+fn test_failed_extraction_is_queued_and_the_alarm_retries_it_until_it_succeeds() {
+    let sql = database();
+    let model = Outage { down: Cell::new(true) };
+    let report = outage_profile(&sql, &model, APRIL_15, |p| block_on(p.ingest(spec_conversation())).unwrap());
+    assert_eq!(report.messages_stored, 4, "raw messages are kept whatever the model does");
+    assert_eq!(report.memories_stored, 0);
+    assert!(report.dropped.iter().any(|d| d.reason.contains("extraction failed")));
+    // Still down at the first retry: the job stays, with backoff.
+    outage_profile(&sql, &model, APRIL_15 + 1, |p| {
+        let r = block_on(p.drain()).unwrap();
+        assert_eq!(r.failed, 1);
+        assert_eq!(p.stats().unwrap().memories, 0);
+    });
+    model.down.set(false);
+    outage_profile(&sql, &model, APRIL_15 + 60_000, |p| {
+        let r = block_on(p.drain()).unwrap();
+        assert_eq!(r.extracted, 1);
+        assert!(active(p).iter().any(|m| m.content.contains("pnpm")), "the retry extracted the memories");
+        // Their embeddings drain too, and then nothing is left.
+        block_on(p.drain()).unwrap();
+        assert_eq!(p.stats().unwrap().pending_jobs, 0);
+        // Ingesting again still adds nothing.
+        let again = block_on(p.ingest(spec_conversation())).unwrap();
+        assert_eq!((again.messages_stored, again.memories_stored), (0, 0));
+    });
+}

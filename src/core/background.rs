@@ -7,7 +7,7 @@
 use crate::core::error::Result;
 use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::ops::Profile;
-use crate::core::store::{Job, JOB_EMBED, JOB_UNVECTOR};
+use crate::core::store::{Job, JOB_EMBED, JOB_EXTRACT, JOB_UNVECTOR};
 use serde::{Deserialize, Serialize};
 
 /// Jobs taken per drain.
@@ -18,6 +18,8 @@ pub const DRAIN_BATCH: usize = 64;
 pub struct DrainReport {
     pub embedded: usize,
     pub removed: usize,
+    /// Sessions re-judged successfully after a model fault.
+    pub extracted: usize,
     pub expired: usize,
     pub failed: usize,
     /// Jobs still in the outbox.
@@ -45,8 +47,31 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     let store = p.store();
     let mut report = DrainReport { expired: store.transaction(|| store.expire_due())?, ..DrainReport::default() };
     let jobs = store.due_jobs(DRAIN_BATCH)?;
-    let (embeds, unvectors): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EMBED);
-    let unvectors: Vec<Job> = unvectors.into_iter().filter(|j| j.kind == JOB_UNVECTOR).collect();
+    let (extracts, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EXTRACT);
+    let (embeds, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EMBED);
+    let (unvectors, unknown): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_UNVECTOR);
+    // A kind this version does not know (written by a newer one) is left
+    // for that version rather than guessed at.
+    let _ = unknown;
+
+    // Sessions whose model stages failed at ingest: judge them again. Their
+    // new memories queue their own embeddings, drained below or next time.
+    for j in &extracts {
+        match crate::core::ingest::retry_session(p, &j.memory_id).await {
+            Ok(0) => {
+                store.finish_jobs(&[j.id])?;
+                report.extracted += 1;
+            }
+            Ok(n) => {
+                store.fail_job(j.id, j.attempts, &format!("{n} model faults remain"))?;
+                report.failed += 1;
+            }
+            Err(e) => {
+                store.fail_job(j.id, j.attempts, &e.to_string())?;
+                report.failed += 1;
+            }
+        }
+    }
 
     // Removals first, so a memory forgotten and re-embedded in one batch
     // cannot lose its fresh vector.

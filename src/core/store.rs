@@ -22,6 +22,9 @@ const MESSAGE_COLUMNS: &str = "id, session_id, role, content, timestamp, positio
 /// Outbox job kinds.
 pub const JOB_EMBED: &str = "embed";
 pub const JOB_UNVECTOR: &str = "unvector";
+/// Re-run the judging stages of a session after a model fault; the job's
+/// subject (`memory_id` column) is the session id.
+pub const JOB_EXTRACT: &str = "extract";
 
 /// A borrowed view of one profile's database at one instant.
 pub struct Store<'a> {
@@ -376,6 +379,20 @@ impl<'a> Store<'a> {
         }
         out.sort();
         out.dedup();
+        Ok(out)
+    }
+
+    /// Which of these messages some memory cites.
+    pub fn cited_messages(&self, message_ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        let mut out = std::collections::HashSet::new();
+        for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            let rows = self.sql.query(
+                &format!("SELECT DISTINCT message_id FROM memory_sources WHERE message_id IN ({})", placeholders(chunk.len())),
+                &params,
+            )?;
+            out.extend(rows.into_iter().filter_map(|r| r[0].opt_string()));
+        }
         Ok(out)
     }
 

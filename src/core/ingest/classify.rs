@@ -10,7 +10,8 @@ use crate::core::ingest::batch;
 use crate::core::model::Dropped;
 use crate::core::provider::{Candidate, Classification, Reasoner, Transcript};
 
-/// Classified candidates, and the ones that could not be classified.
+/// Classified candidates, and the ones whose classification failed (a
+/// model fault: worth retrying later).
 pub async fn run(
     reasoner: &dyn Reasoner,
     items: Vec<(Candidate, Transcript)>,

@@ -68,27 +68,81 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     // 2. The messages of this call, as stored (with timestamps).
     let messages: Vec<Message> = conversation(&req, &session_id, &incoming, p.now);
 
+    // 3-6. Judge and store.
+    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids).await?;
+    if judged.faults > 0 {
+        // A model stage failed: the alarm retries the session later.
+        store.enqueue(crate::core::store::JOB_EXTRACT, &session_id)?;
+    }
+    report.dropped = judged.dropped;
+    report.memories_stored = judged.outcome.stored.len();
+    report.memories_superseded = judged.outcome.superseded;
+    report.memories = judged.outcome.stored;
+    Ok(report)
+}
+
+/// What [`judge_and_store`] did.
+pub struct Judged {
+    pub outcome: persist::Outcome,
+    /// Everything dropped, model faults included, with reasons.
+    pub dropped: Vec<Dropped>,
+    /// How many drops were model faults (a retry may do better).
+    pub faults: usize,
+}
+
+/// Extracts, verifies, classifies and stores memories from `messages`,
+/// keeping only those resting on a message in `fresh_ids`. Model faults
+/// are counted, not raised: the caller decides whether to retry.
+pub async fn judge_and_store(
+    p: &Profile<'_>,
+    session_id: &str,
+    messages: &[Message],
+    fresh_ids: &HashSet<String>,
+) -> Result<Judged> {
+    let mut dropped = Vec::new();
+
     // 3. Extract (full + detail passes), merged.
-    let (extracted, failed) = extract::run(p.reasoner, &session_id, &messages).await;
-    report.dropped.extend(failed);
-    let (extracted, uncited) = cited_and_new(extracted, &messages, &fresh_ids);
-    report.dropped.extend(uncited);
+    let (extracted, failed_extract) = extract::run(p.reasoner, session_id, messages).await;
+    let (extracted, uncited) = cited_and_new(extracted, messages, fresh_ids);
+    dropped.extend(uncited);
 
     // 4. Verify against the transcript.
-    let (verified, dropped) = verify::run(p.reasoner, extracted).await;
-    report.dropped.extend(dropped);
+    let (verified, rejected, failed_verify) = verify::run(p.reasoner, extracted).await;
+    dropped.extend(rejected);
 
     // 5. Classify: type, key, summary, search queries.
-    let (classified, unclassified) = classify::run(p.reasoner, verified).await;
-    report.dropped.extend(unclassified);
+    let (classified, failed_classify) = classify::run(p.reasoner, verified).await;
+
+    let faults = failed_extract.len() + failed_verify.len() + failed_classify.len();
+    dropped.extend(failed_extract.into_iter().chain(failed_verify).chain(failed_classify));
 
     // 6. Build memories, plan supersession, store in one transaction.
-    let memories = persist::build(&session_id, &messages, classified, p.now);
-    let outcome = persist::store(&store, memories)?;
-    report.memories_stored = outcome.stored.len();
-    report.memories_superseded = outcome.superseded;
-    report.memories = outcome.stored;
-    Ok(report)
+    let memories = persist::build(session_id, messages, classified, p.now);
+    let outcome = persist::store(&p.store(), memories)?;
+    Ok(Judged { outcome, dropped, faults })
+}
+
+/// Re-runs the judging stages over a stored session, for the messages no
+/// memory cites yet (the `extract` job). Returns how many model faults
+/// remain; zero means the job is done.
+pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
+    let store = p.store();
+    let messages = store.session_messages(session_id)?;
+    if messages.is_empty() {
+        return Ok(0); // deleted meanwhile
+    }
+    let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+    let cited = store.cited_messages(&ids)?;
+    let fresh: HashSet<String> = ids.into_iter().filter(|id| !cited.contains(id)).collect();
+    if fresh.is_empty() {
+        return Ok(0);
+    }
+    // Line indices are positions in this list, as on first ingest.
+    let messages: Vec<Message> = messages.into_iter().enumerate().map(|(i, mut m)| {
+        m.position = i as i64;
+        m
+    }).collect();
+    Ok(judge_and_store(p, session_id, &messages, &fresh).await?.faults)
 }
 
 /// Keeps candidates that cite a line of this conversation and rest on at

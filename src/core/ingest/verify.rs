@@ -11,10 +11,15 @@ use crate::core::ingest::batch;
 use crate::core::model::Dropped;
 use crate::core::provider::{Candidate, Reasoner, Transcript, Verdict};
 
-/// Verified candidates, and the dropped ones with reasons.
-pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Transcript)>) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>) {
+/// Verified candidates, the ones verification dropped, and the ones whose
+/// verification failed (a model fault: worth retrying later).
+pub async fn run(
+    reasoner: &dyn Reasoner,
+    items: Vec<(Candidate, Transcript)>,
+) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>, Vec<Dropped>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
+    let mut failed = Vec::new();
     for (t, candidates) in batch::batches(items, batch::BATCH_SIZE) {
         match reasoner.verify(&t, &candidates).await {
             Ok(verdicts) => {
@@ -29,12 +34,12 @@ pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Transcript)>) -
                     }
                 }
             }
-            Err(e) => dropped.extend(
+            Err(e) => failed.extend(
                 candidates.into_iter().map(|c| Dropped { content: c.content, reason: format!("verification failed: {e}") }),
             ),
         }
     }
-    (kept, dropped)
+    (kept, dropped, failed)
 }
 
 /// Applies one verdict to its candidate. A correction to empty text is a
