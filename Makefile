@@ -11,10 +11,15 @@ PORT ?= 8787
 ENV := source scripts/env.sh &&
 WORKERD_TESTS := tests/workerd/**/*.test.mjs
 
-.PHONY: setup build dev test test-native test-workerd clean
+
+.PHONY: setup setup-browser build dev test test-native test-workerd clean
 
 setup:
 	@bash scripts/setup.sh
+
+# Debian's chromium for the console's browser test (test setup only).
+setup-browser:
+	@bash scripts/setup-browser.sh
 
 build: setup
 	@bash scripts/build.sh
@@ -24,7 +29,7 @@ build: setup
 dev: setup
 	@$(ENV) exec wrangler dev --local --ip 127.0.0.1 --port "$(PORT)" --show-interactive-dev-session=false
 
-test: setup test-native build test-workerd
+test: setup setup-browser test-native build test-workerd
 
 test-native:
 	@$(ENV) cargo test

@@ -52,7 +52,7 @@ export class Client {
       const s = qs.toString();
       if (s) url += `?${s}`;
     }
-    const headers = { Authorization: `Bearer ${this.token}`, Accept: "application/json" };
+    const headers = { Authorization: `Bearer ${this.token}`, Accept: raw ? "application/x-ndjson, application/json" : "application/json" };
     if (json !== undefined) {
       headers["Content-Type"] = "application/json";
       body = JSON.stringify(json);
@@ -134,14 +134,24 @@ export class Client {
   }
 }
 
+/** What each HTTP status means, in a few words. */
+const STATUS_LABEL = {
+  400: "Invalid request",
+  404: "Not found",
+  405: "Not allowed",
+  409: "Conflict",
+  413: "Too large",
+  500: "Storage error",
+  502: "Model provider error",
+  503: "Service not configured",
+};
+
 /** A sentence for people about an error, naming what to do for the common ones. */
 export function describeError(err) {
   if (!(err instanceof ApiError)) return String(err?.message || err);
   if (err.status === 401) return `The token was refused (401): ${err.message}. Check the token and connect again.`;
   if (err.status === 403) return `This token may not use that namespace (403): ${err.message}.`;
   if (err.status === 0) return err.message;
-  if (err.status === 404) return `Not found (404): ${err.message}`;
-  if (err.status === 413) return `Too large (413): ${err.message}`;
-  if (err.status === 503) return `The service is not configured (503): ${err.message}`;
-  return `${err.message} (HTTP ${err.status})`;
+  const label = STATUS_LABEL[err.status] || (err.status >= 500 ? "Server error" : "Request failed");
+  return `${label} (${err.status}): ${err.message}`;
 }

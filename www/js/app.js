@@ -59,7 +59,7 @@ function toast(msg, kind = "ok") {
 /** Shows an error in `target` (a notice element) or the page banner. */
 function showError(err, target) {
   if (err instanceof ApiError && err.isAuth) return authFailed(err);
-  const el = target || $("#banner");
+  const el = target || ($("#detail-dialog").open ? $("#detail-error") : $("#banner"));
   const details = err instanceof ApiError ? err.errors.filter((e) => e.code) : [];
   fill(
     el,
@@ -72,7 +72,7 @@ function showError(err, target) {
     ),
   );
   el.hidden = false;
-  if (!target) el.focus?.();
+  if (el.id === "banner") el.focus();
 }
 
 function clearError(target) {

@@ -2,7 +2,7 @@
 // and its version chain (supersedes / superseded by) as a timeline.
 
 import { $, fill, h, icon } from "./dom.js";
-import { formatDate } from "./format.js";
+import { formatDate, shortId } from "./format.js";
 
 export function initDetail(ctx) {
   const dlg = $("#detail-dialog");
@@ -55,8 +55,8 @@ export function initDetail(ctx) {
               h("time", { class: "tl-date", datetime: v.createdAt }, formatDate(v.createdAt)),
             ),
             here ? h("p", { class: "tl-summary" }, v.summary) : h("button", { type: "button", class: "linkish tl-summary", onclick: () => load(v.id) }, v.summary),
-            v.supersedes ? h("p", { class: "tl-link" }, "supersedes ", h("span", { class: "mono" }, v.supersedes.slice(0, 8))) : null,
-            v.supersededBy ? h("p", { class: "tl-link" }, "superseded by ", h("span", { class: "mono" }, v.supersededBy.slice(0, 8))) : null,
+            v.supersedes ? h("p", { class: "tl-link" }, "supersedes ", h("span", { class: "mono", title: v.supersedes }, shortId(v.supersedes))) : null,
+            v.supersededBy ? h("p", { class: "tl-link" }, "superseded by ", h("span", { class: "mono", title: v.supersededBy }, shortId(v.supersededBy))) : null,
           ),
         );
       }),
@@ -134,6 +134,7 @@ export function initDetail(ctx) {
 
   async function load(id) {
     current = id;
+    ctx.clearError($("#detail-error"));
     $("#detail-title").textContent = "Memory";
     fill(body, h("p", { class: "muted", "aria-busy": "true" }, "Loading…"));
     try {

@@ -100,6 +100,7 @@ export function isName(s) {
   return NAME_PATTERN.test(s) && s !== "." && s !== "..";
 }
 
+/** The distinctive end of an id (memory ids start with a shared time prefix). */
 export function shortId(id) {
-  return id ? `${id.slice(0, 8)}…` : "";
+  return id ? `…${id.slice(-8)}` : "";
 }

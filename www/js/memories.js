@@ -78,12 +78,12 @@ export function initMemories(ctx) {
       fill(
         el,
         statCard("Memories", formatNumber(s.memories), `${formatNumber(s.byStatus?.active || 0)} active`, "stat-memories"),
-        statCard("Messages", formatNumber(s.messages), `${formatNumber(s.sessions)} sessions`, "stat-messages"),
+        statCard("Messages", formatNumber(s.messages), `${formatNumber(s.sessions)} ${s.sessions === 1 ? "session" : "sessions"}`, "stat-messages"),
         statCard("Vectors", formatNumber(s.vectors), formatBytes(s.storageBytes) + " stored", "stat-vectors"),
         statCard(
-          "Background jobs",
+          "Jobs",
           formatNumber(s.pendingJobs),
-          s.failedJobs ? `${formatNumber(s.failedJobs)} failed` : "pending · none failed",
+          s.failedJobs ? `pending · ${formatNumber(s.failedJobs)} failed` : "pending · 0 failed",
           "stat-jobs",
           s.failedJobs ? "stat-bad" : "",
         ),
@@ -151,7 +151,7 @@ export function initMemories(ctx) {
       h("td", { class: "col-key" }, m.key ? h("code", {}, m.key) : h("span", { class: "muted" }, "—")),
       h("td", { class: "col-session" }, h("span", { class: "trunc", title: m.sessionId }, m.sessionId)),
       h("td", { class: "col-status" }, badge("status", m.status)),
-      h("td", { class: "col-date" }, h("time", { datetime: m.createdAt }, formatDate(m.createdAt))),
+      h("td", { class: "col-date" }, h("time", { datetime: m.createdAt, title: formatDate(m.createdAt) }, formatDate(m.createdAt).replace(/ UTC$/, ""))),
       h(
         "td",
         { class: "col-actions" },
@@ -170,7 +170,6 @@ export function initMemories(ctx) {
               onclick: () => forget(m),
             },
             icon("forget"),
-            "Forget",
           ),
           h(
             "button",
@@ -183,7 +182,6 @@ export function initMemories(ctx) {
               onclick: () => remove(m),
             },
             icon("trash"),
-            "Delete",
           ),
         ),
       ),

@@ -62,7 +62,7 @@ export function initRecall(ctx) {
       h(
         "section",
         { class: "card answer-card", "aria-labelledby": "answer-title", "data-testid": "recall-answer-card" },
-        h("div", { class: "answer-head" }, h("h2", { id: "answer-title" }, "Answer"), h("span", { class: "muted" }, `${r.count} used · ${Math.round(ms)} ms`)),
+        h("div", { class: "answer-head" }, h("h2", { id: "answer-title" }, "Answer"), h("span", { class: "muted" }, `${r.count} ${r.count === 1 ? "memory" : "memories"} used · ${Math.round(ms)} ms`)),
         answer
           ? h("p", { class: "answer", "data-testid": "recall-answer" }, answer)
           : h("p", { class: "answer answer-empty", "data-testid": "recall-answer" }, "Nothing in this profile answers that question."),
