@@ -1,0 +1,566 @@
+// REST API of the built Worker in workerd (issues "Foundation" and "Ways
+// in"): auth, tenancy, limits, idempotent ingest, export/import, every
+// documented route, bad input. Every response is validated against the
+// OpenAPI document the Worker serves (fixtures.restClient), and the last
+// test fails if a documented operation was never exercised.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./helpers.mjs";
+import {
+  T, VARS, TOKEN, TEAM_TOKEN, CODE, CONVERSATION, BAD_NAMES,
+  restClient, loadDocument, unexercised, documentedOperations, ok, fails, is4xx, bigContent, counts, exportRecords,
+} from "./fixtures.mjs";
+
+let w;
+let doc;
+let api;
+before(async () => {
+  w = await startWorker({ vars: VARS });
+  doc = await loadDocument(w);
+  api = restClient(w, doc);
+});
+after(async () => {
+  await w?.dispose();
+});
+
+const remember = (profile, body, params = {}) => api.post(T.remember, { profile, ...params }, body);
+const stats = async (profile, params = {}) => ok(await api.get(T.stats, { profile, ...params }));
+const listAll = async (profile, query = {}) => ok(await api.get(T.memories, { profile }, { query: { limit: 1000, ...query } })).memories;
+
+// ---------------------------------------------------------------------------
+// Service routes
+
+test("GET /health answers ok without a token", async () => {
+  const r = await api.get(T.health, {}, { token: null });
+  const result = ok(r);
+  assert.equal(result.status, "ok");
+  assert.equal(result.service, "agent-memory");
+});
+
+test("GET /openapi.json serves an OpenAPI 3.1 document describing the REST base path", async () => {
+  const r = await api.get(T.openapi, {}, { token: null });
+  assert.equal(r.status, 200);
+  assert.match(r.body.openapi, /^3\.1/);
+  assert.deepEqual(r.body, doc);
+  assert.ok(doc.paths[T.remember], "remember is documented under the managed API's base path");
+});
+
+// ---------------------------------------------------------------------------
+// Foundation: tenancy and auth
+
+test("remember in p1 is listed in p1 and not in p2", async () => {
+  const content = "The user keeps their bicycle in the basement storage room.";
+  const memory = ok(await remember("p1", { content }));
+  assert.match(memory.id, /^[0-9a-f]{32}$/);
+  assert.equal(memory.content, content);
+  assert.equal(memory.status, "active");
+
+  const p1 = ok(await api.get(T.memories, { profile: "p1" }));
+  assert.deepEqual(p1.memories.map((m) => m.id), [memory.id]);
+  assert.deepEqual(p1.memories[0], memory);
+
+  const p2 = ok(await api.get(T.memories, { profile: "p2" }));
+  assert.deepEqual(p2.memories, []);
+  assert.equal((await stats("p2")).memories, 0);
+  // Same profile name, other namespace: another profile.
+  assert.deepEqual(ok(await api.get(T.memories, { namespace: "other", profile: "p1" })).memories, []);
+});
+
+// One well-formed request per documented profile operation.
+const PROFILE_OPERATIONS = [
+  ["POST", T.ingest, {}, { json: { messages: [{ role: "user", content: "My cat is called Miso and she is four." }] } }],
+  ["POST", T.remember, {}, { json: { content: "The user drinks oat milk in their coffee." } }],
+  ["POST", T.recall, {}, { json: { query: "What milk does the user drink?" } }],
+  ["GET", T.memories, {}, {}],
+  ["GET", T.memory, { id: "0123456789abcdef0123456789abcdef" }, {}],
+  ["DELETE", T.memory, { id: "0123456789abcdef0123456789abcdef" }, {}],
+  ["POST", T.forget, { id: "0123456789abcdef0123456789abcdef" }, {}],
+  ["GET", T.summary, {}, {}],
+  ["DELETE", T.session, { sessionId: "s1" }, {}],
+  ["GET", T.export, {}, {}],
+  ["POST", T.import, {}, { body: '{"kind":"header","format":"agent-memory-export","version":1}\n', contentType: "application/x-ndjson" }],
+  ["GET", T.stats, {}, {}],
+  ["DELETE", T.profile, {}, {}],
+];
+
+test("every profile route answers 401 (10002) without a bearer token", async () => {
+  for (const [method, template, params, opts] of PROFILE_OPERATIONS) {
+    const r = await api.request(method, template, { profile: "auth", ...params }, { ...opts, token: null });
+    fails(r, 401, CODE.unauthenticated);
+  }
+  assert.deepEqual(counts(await stats("auth")), counts(await stats("never-touched")));
+});
+
+test("every profile route answers 401 (10002) to an unknown bearer token", async () => {
+  for (const [method, template, params, opts] of PROFILE_OPERATIONS) {
+    const r = await api.request(method, template, { profile: "auth", ...params }, { ...opts, token: "not-the-dev-token" });
+    fails(r, 401, CODE.unauthenticated);
+  }
+  // A scheme other than Bearer is no token either.
+  const basic = await api.get(T.memories, { profile: "auth" }, { token: null, headers: { authorization: `Basic ${TOKEN}` } });
+  fails(basic, 401, CODE.unauthenticated);
+  assert.equal((await stats("auth")).memories, 0);
+});
+
+test("a token limited to one namespace gets 403 (10003) elsewhere and works in its own", async () => {
+  const content = "The team standup happens every weekday at nine thirty.";
+  fails(await api.post(T.remember, { profile: "p1" }, { content }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
+  fails(await api.get(T.memories, { profile: "p1" }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
+  const m = ok(await api.post(T.remember, { namespace: "team", profile: "p1" }, { content }, { token: TEAM_TOKEN }));
+  const listed = ok(await api.get(T.memories, { namespace: "team", profile: "p1" }, { token: TEAM_TOKEN }));
+  assert.deepEqual(listed.memories.map((x) => x.id), [m.id]);
+});
+
+test("authentication comes before body validation: no token and a malformed body get 401, not 400", async () => {
+  const r = await api.request("POST", T.remember, { profile: "auth" }, { body: "{not json", contentType: "application/json", token: null });
+  fails(r, 401, CODE.unauthenticated);
+  const forbidden = await api.request("POST", T.remember, { profile: "auth" }, { body: "{not json", contentType: "application/json", token: TEAM_TOKEN });
+  fails(forbidden, 403, CODE.forbidden);
+});
+
+// ---------------------------------------------------------------------------
+// Limits and idempotence
+
+test("a 40 KB message in ingest is refused with 413 (10006) and stores nothing", async () => {
+  ok(await api.post(T.ingest, { profile: "big" }, { sessionId: "s1", messages: [{ role: "user", content: "I keep my passport in the top drawer." }] }));
+  const before = await stats("big");
+  const r = await api.post(T.ingest, { profile: "big" }, {
+    sessionId: "s2",
+    messages: [
+      { role: "user", content: "This small message comes first and must not be stored either." },
+      { role: "user", content: bigContent(40) },
+    ],
+  });
+  fails(r, 413, CODE.tooLarge);
+  const after = await stats("big");
+  assert.deepEqual(counts(after), counts(before));
+  assert.equal(after.pendingJobs, before.pendingJobs);
+  // A 32 KiB message is still accepted.
+  ok(await api.post(T.ingest, { profile: "big" }, { sessionId: "s3", messages: [{ role: "user", content: bigContent(32) }] }));
+});
+
+test("ingesting the same messages twice stores each message once", async () => {
+  const first = ok(await api.post(T.ingest, { profile: "dedup" }, { sessionId: "s1", messages: CONVERSATION }));
+  assert.equal(first.sessionId, "s1");
+  assert.equal(first.messageIds.length, CONVERSATION.length);
+  assert.equal(first.messagesStored, CONVERSATION.length);
+  const s1 = await stats("dedup");
+  assert.equal(s1.messages, CONVERSATION.length);
+
+  const second = ok(await api.post(T.ingest, { profile: "dedup" }, { sessionId: "s1", messages: CONVERSATION }));
+  assert.deepEqual(second.messageIds, first.messageIds);
+  assert.equal(second.messagesStored, 0);
+  assert.equal(second.memoriesStored, 0);
+  const s2 = await stats("dedup");
+  assert.deepEqual(counts(s2), counts(s1));
+
+  // Without a sessionId the session derives from the content: still once.
+  const a = ok(await api.post(T.ingest, { profile: "dedup-nosession" }, { messages: CONVERSATION }));
+  const b = ok(await api.post(T.ingest, { profile: "dedup-nosession" }, { messages: CONVERSATION }));
+  assert.equal(b.sessionId, a.sessionId);
+  assert.deepEqual(b.messageIds, a.messageIds);
+  assert.equal(b.messagesStored, 0);
+  assert.equal((await stats("dedup-nosession")).messages, CONVERSATION.length);
+});
+
+// ---------------------------------------------------------------------------
+// Every route
+
+test("recall finds a remembered memory; explain:true adds the explanation and traces", async () => {
+  const m = ok(await remember("recall", { content: "The user's dentist appointment is with Dr. Okafor.", sessionId: "s1" }));
+  ok(await api.post(T.ingest, { profile: "recall" }, { sessionId: "s2", messages: CONVERSATION }));
+
+  const plain = ok(await api.post(T.recall, { profile: "recall" }, { query: "Who is the user's dentist?" }));
+  assert.ok(plain.count >= 1);
+  assert.equal(plain.answer, plain.result);
+  assert.ok(plain.candidates.some((c) => c.id === m.id), "the remembered memory is a candidate");
+  assert.equal(plain.explain, undefined);
+  assert.ok(plain.candidates.every((c) => c.trace === undefined));
+
+  const explained = ok(await api.post(T.recall, { profile: "recall" }, {
+    query: "Who is the user's dentist?", explain: true, limit: 2, responseLength: "short", referenceDate: "2026-01-15",
+  }));
+  assert.ok(explained.explain, "explain:true returns the explanation");
+  assert.ok(Array.isArray(explained.explain.channels) && explained.explain.channels.length > 0);
+  assert.ok(explained.candidates.length <= 2);
+  assert.deepEqual(explained.candidates.map((c) => c.id), plain.candidates.slice(0, explained.candidates.length).map((c) => c.id));
+  for (const c of explained.candidates) assert.ok(Array.isArray(c.trace) && c.trace.length > 0, "each candidate carries its trace");
+});
+
+test("recall on an empty profile returns result '' and count 0, not an error", async () => {
+  const r = ok(await api.post(T.recall, { profile: "empty-recall" }, { query: "anything at all?" }));
+  assert.equal(r.result, "");
+  assert.equal(r.answer, "");
+  assert.equal(r.count, 0);
+  assert.deepEqual(r.candidates, []);
+});
+
+async function seedFilters() {
+  const P = "filters";
+  const made = {};
+  made.fact = ok(await remember(P, { content: "The user prefers tabs over spaces in Go code.", sessionId: "s-a", type: "fact", key: "user.indentation" }));
+  made.event = ok(await remember(P, { content: "The user ran a marathon in Lisbon on 2025-10-12.", sessionId: "s-a", type: "event" }));
+  made.instruction = ok(await remember(P, { content: "Always answer the user in British English spelling.", sessionId: "s-b", type: "instruction" }));
+  made.task = ok(await remember(P, { content: "The user is migrating the billing service to Postgres.", sessionId: "s-b", type: "task" }));
+  made.forgotten = ok(await remember(P, { content: "The user's gym locker code is kept on paper.", sessionId: "s-c" }));
+  const forgotten = ok(await api.post(T.forget, { profile: P, id: made.forgotten.id }));
+  assert.equal(forgotten.status, "forgotten");
+  return made;
+}
+
+test("list filters by sessionId, type, status and key", async () => {
+  const made = await seedFilters();
+  const ids = (ms) => ms.map((m) => m.id).sort();
+  const all = await listAll("filters");
+  assert.equal(all.length, 5);
+
+  assert.deepEqual(ids(await listAll("filters", { sessionId: "s-a" })), ids([made.fact, made.event]));
+  assert.deepEqual(ids(await listAll("filters", { sessionId: "s-b" })), ids([made.instruction, made.task]));
+  assert.deepEqual(await listAll("filters", { sessionId: "no-such-session" }), []);
+  for (const type of ["fact", "event", "instruction", "task"]) {
+    const got = await listAll("filters", { type });
+    assert.ok(got.every((m) => m.type === type), `type=${type}`);
+    assert.ok(got.some((m) => m.id === made[type].id), `type=${type} lists the ${type}`);
+  }
+  const forgotten = await listAll("filters", { status: "forgotten" });
+  assert.deepEqual(ids(forgotten), [made.forgotten.id]);
+  const active = await listAll("filters", { status: "active" });
+  assert.ok(active.every((m) => m.status === "active"));
+  assert.equal(active.length, 4);
+  assert.deepEqual(await listAll("filters", { status: "superseded" }), []);
+  assert.deepEqual(await listAll("filters", { status: "expired" }), []);
+  assert.deepEqual(ids(await listAll("filters", { key: "user.indentation" })), [made.fact.id]);
+  // Filters combine.
+  assert.deepEqual(ids(await listAll("filters", { sessionId: "s-a", type: "event" })), [made.event.id]);
+});
+
+test("list pages through every memory with cursor, newest first, without repeats", async () => {
+  const P = "paging";
+  const made = [];
+  for (let i = 0; i < 7; i++) {
+    made.push(ok(await remember(P, { content: `Paging memory number ${i}: the user owns ${i + 2} houseplants.`, sessionId: `s${i}` })).id);
+  }
+  const seen = [];
+  let cursor;
+  let pages = 0;
+  do {
+    const r = await api.get(T.memories, { profile: P }, { query: { limit: 3, cursor } });
+    const page = ok(r);
+    assert.ok(page.memories.length <= 3);
+    assert.equal(r.body.result_info.count, page.memories.length);
+    assert.equal(r.body.result_info.cursor ?? undefined, page.cursor);
+    seen.push(...page.memories.map((m) => m.id));
+    cursor = page.cursor;
+    assert.ok(++pages <= 5, "paging ends");
+  } while (cursor);
+  assert.equal(pages, 3);
+  assert.equal(new Set(seen).size, seen.length, "no memory twice");
+  assert.deepEqual(seen, [...made].reverse(), "newest first, every memory once");
+  assert.deepEqual((await listAll(P)).map((m) => m.id), seen);
+  // limit=1 and limit=1000 are the bounds.
+  assert.equal(ok(await api.get(T.memories, { profile: P }, { query: { limit: 1 } })).memories.length, 1);
+});
+
+test("get returns the memory with its versions and source messages; an unknown id is 404 (10004)", async () => {
+  const report = ok(await api.post(T.ingest, { profile: "get" }, { sessionId: "s1", messages: CONVERSATION }));
+  assert.ok(report.memories.length > 0, "the conversation yields memories");
+  const m = report.memories[0];
+  const detail = ok(await api.get(T.memory, { profile: "get", id: m.id }));
+  const { versions, sourceMessages, ...memory } = detail;
+  assert.deepEqual(memory, m);
+  assert.ok(versions.some((v) => v.id === m.id));
+  assert.deepEqual(sourceMessages.map((x) => x.id).sort(), [...m.sourceMessageIds].sort());
+  for (const s of sourceMessages) assert.ok(report.messageIds.includes(s.id));
+
+  fails(await api.get(T.memory, { profile: "get", id: "0".repeat(32) }), 404, CODE.notFound);
+});
+
+test("forget marks a memory forgotten: it leaves recall and the active list but stays gettable", async () => {
+  const P = "forget";
+  const m = ok(await remember(P, { content: "The user's wifi password hint is the name of their first dog." }));
+  const before = ok(await api.post(T.recall, { profile: P }, { query: "What is the wifi password hint?" }));
+  assert.ok(before.candidates.some((c) => c.id === m.id));
+  const f = ok(await api.post(T.forget, { profile: P, id: m.id }));
+  assert.equal(f.id, m.id);
+  assert.equal(f.status, "forgotten");
+  const after = ok(await api.post(T.recall, { profile: P }, { query: "What is the wifi password hint?" }));
+  assert.ok(!after.candidates.some((c) => c.id === m.id));
+  assert.deepEqual(await listAll(P, { status: "active" }), []);
+  assert.equal(ok(await api.get(T.memory, { profile: P, id: m.id })).status, "forgotten");
+  // Forgetting twice is fine; an unknown id is 404.
+  assert.equal(ok(await api.post(T.forget, { profile: P, id: m.id })).status, "forgotten");
+  fails(await api.post(T.forget, { profile: P, id: "f".repeat(32) }), 404, CODE.notFound);
+});
+
+test("delete removes a memory and its source messages; deleting it again is 404", async () => {
+  const P = "delete";
+  const report = ok(await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION }));
+  const m = report.memories[0];
+  const before = await stats(P);
+  const d = ok(await api.del(T.memory, { profile: P, id: m.id }));
+  assert.equal(d.id, m.id);
+  assert.ok(d.deletedMemories.includes(m.id));
+  assert.deepEqual([...d.deletedMessages].sort(), [...m.sourceMessageIds].sort());
+  fails(await api.get(T.memory, { profile: P, id: m.id }), 404, CODE.notFound);
+  const after = await stats(P);
+  assert.equal(after.memories, before.memories - d.deletedMemories.length);
+  assert.equal(after.messages, before.messages - d.deletedMessages.length);
+  const ndjson = (await api.get(T.export, { profile: P })).body;
+  for (const id of [...d.deletedMemories, ...d.deletedMessages]) assert.ok(!ndjson.includes(id), `${id} is gone from the export`);
+  fails(await api.del(T.memory, { profile: P, id: m.id }), 404, CODE.notFound);
+});
+
+test("summary covers the whole profile or one session", async () => {
+  const P = "summary";
+  ok(await remember(P, { content: "The user grows tomatoes on the balcony every summer.", sessionId: "garden" }));
+  ok(await remember(P, { content: "The user plays the cello in a community orchestra.", sessionId: "music" }));
+  const all = ok(await api.get(T.summary, { profile: P })).summary;
+  assert.match(all, /tomatoes/);
+  assert.match(all, /cello/);
+  const garden = ok(await api.get(T.summary, { profile: P }, { query: { sessionId: "garden" } })).summary;
+  assert.match(garden, /tomatoes/);
+  assert.doesNotMatch(garden, /cello/);
+  const empty = ok(await api.get(T.summary, { profile: "summary-empty" })).summary;
+  assert.equal(typeof empty, "string");
+});
+
+test("DELETE sessions/{sessionId} removes that session's messages and memories only", async () => {
+  const P = "sessions";
+  ok(await api.post(T.ingest, { profile: P }, { sessionId: "gone", messages: CONVERSATION }));
+  const kept = ok(await remember(P, { content: "The user's favourite tea is a smoky lapsang souchong.", sessionId: "kept" }));
+  const before = await stats(P);
+  const r = ok(await api.del(T.session, { profile: P, sessionId: "gone" }));
+  assert.equal(r.sessionId, "gone");
+  assert.equal(r.deletedMessages, CONVERSATION.length);
+  assert.equal(r.deletedMemories, before.memories - 1);
+  assert.deepEqual(await listAll(P, { sessionId: "gone" }), []);
+  assert.deepEqual((await listAll(P)).map((m) => m.id), [kept.id]);
+  const after = await stats(P);
+  assert.equal(after.messages, 0);
+  assert.equal(after.memories, 1);
+  // Deleting an unknown session deletes nothing.
+  assert.deepEqual(ok(await api.del(T.session, { profile: P, sessionId: "never" })), { sessionId: "never", deletedMemories: 0, deletedMessages: 0 });
+});
+
+test("export then NDJSON import into an empty profile reproduces every message and memory exactly", async () => {
+  const P = "export-src";
+  ok(await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION }));
+  ok(await api.post(T.ingest, { profile: P }, { sessionId: "s2", messages: [{ role: "user", content: "I switched my editor to Helix last month.", timestamp: "2026-03-10T09:00:00Z" }] }));
+  ok(await remember(P, { content: "The user wants commit messages in the imperative mood.", type: "instruction", key: "user.commit_style" }));
+  const f = ok(await remember(P, { content: "The user's old phone number ended in 4471." }));
+  ok(await api.post(T.forget, { profile: P, id: f.id }));
+  ok(await remember(P, { content: "The user is on call until the end of the week.", ttlSeconds: 86400 }));
+
+  const exp = await api.get(T.export, { profile: P });
+  assert.equal(exp.status, 200);
+  assert.match(exp.contentType, /^application\/x-ndjson/);
+  assert.match(exp.headers.get("content-disposition") ?? "", /attachment; filename="default-export-src\.ndjson"/);
+  const records = exportRecords(exp.body);
+  const src = await stats(P);
+  assert.equal(records.length, src.messages + src.memories);
+
+  const imp = ok(await api.request("POST", T.import, { profile: "export-dst" }, { body: exp.body, contentType: "application/x-ndjson" }));
+  assert.deepEqual(imp, { messages: src.messages, memories: src.memories });
+  const again = (await api.get(T.export, { profile: "export-dst" })).body;
+  assert.deepEqual(exportRecords(again), records);
+  assert.deepEqual(counts(await stats("export-dst")), counts(src));
+  assert.deepEqual(await listAll("export-dst"), await listAll(P));
+});
+
+test("import takes the JSON {data} body too, and importing the same file again adds nothing", async () => {
+  const P = "import-json-src";
+  ok(await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION }));
+  const data = (await api.get(T.export, { profile: P })).body;
+  const first = ok(await api.post(T.import, { profile: "import-json-dst" }, { data }));
+  const src = await stats(P);
+  assert.deepEqual(first, { messages: src.messages, memories: src.memories });
+  assert.deepEqual(exportRecords((await api.get(T.export, { profile: "import-json-dst" })).body), exportRecords(data));
+  const second = ok(await api.post(T.import, { profile: "import-json-dst" }, { data }));
+  assert.deepEqual(second, { messages: 0, memories: 0 });
+  assert.deepEqual(counts(await stats("import-json-dst")), counts(src));
+});
+
+test("a bad import is refused whole: nothing of it is stored", async () => {
+  const P = "import-bad";
+  const data = (await api.get(T.export, { profile: "export-src" })).body;
+  const broken = `${data}{"kind":"memory","id":"nope"}\n`;
+  fails(await api.request("POST", T.import, { profile: P }, { body: broken, contentType: "application/x-ndjson" }), 400, CODE.invalid);
+  fails(await api.request("POST", T.import, { profile: P }, { body: data.split("\n").slice(1).join("\n"), contentType: "application/x-ndjson" }), 400, CODE.invalid);
+  fails(await api.post(T.import, { profile: P }, { ndjson: data }), 400, CODE.invalid);
+  const s = await stats(P);
+  assert.equal(s.messages, 0);
+  assert.equal(s.memories, 0);
+});
+
+test("stats counts messages, sessions, memories by type and by status", async () => {
+  const s = await stats("filters");
+  assert.equal(s.memories, 5);
+  assert.deepEqual({ ...s.byType }, { fact: s.byType.fact, event: 1, instruction: 1, task: 1 });
+  assert.equal(s.byStatus.forgotten, 1);
+  assert.equal(s.byStatus.active, 4);
+  const d = await stats("dedup");
+  assert.equal(d.messages, CONVERSATION.length);
+  assert.equal(d.sessions, 1);
+});
+
+test("DELETE profile removes every memory and message of the profile, and only of it", async () => {
+  const P = "doomed";
+  ok(await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION }));
+  ok(await remember(P, { content: "The user's flight to Oslo leaves on Friday morning." }));
+  const before = await stats(P);
+  const neighbour = await stats("p1");
+  const r = ok(await api.del(T.profile, { profile: P }));
+  assert.deepEqual(r, { deleted: true, memories: before.memories });
+  const after = await stats(P);
+  assert.equal(after.memories, 0);
+  assert.equal(after.messages, 0);
+  assert.equal(after.sessions, 0);
+  assert.deepEqual(await listAll(P), []);
+  assert.deepEqual(exportRecords((await api.get(T.export, { profile: P })).body), []);
+  const recall = ok(await api.post(T.recall, { profile: P }, { query: "When does the flight to Oslo leave?" }));
+  assert.equal(recall.count, 0);
+  assert.deepEqual(counts(await stats("p1")), counts(neighbour));
+});
+
+test("the MCP endpoint answers JSON-RPC with the bearer token and 401 without", async () => {
+  const headers = { accept: "application/json, text/event-stream" };
+  const r = await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 1, method: "ping" }, { headers });
+  assert.equal(r.status, 200);
+  assert.equal(r.body.id, 1);
+  assert.deepEqual(r.body.result, {});
+  const list = await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { headers });
+  assert.equal(list.status, 200);
+  assert.ok(list.body.result.tools.some((t) => t.name === "recall"));
+  fails(await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 3, method: "ping" }, { headers, token: null }), 401, CODE.unauthenticated);
+  fails(await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 4, method: "ping" }, { headers, token: TEAM_TOKEN }), 403, CODE.forbidden);
+});
+
+test("result_info is sent with list pages only, never with other results", async () => {
+  // The envelope's result_info describes a page of memories (cursor, count).
+  // Results that merely have a `memories` property (an ingest report, stats,
+  // a profile deletion) are not pages and must not carry one.
+  const P = "result-info";
+  const ingest = await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION });
+  ok(ingest);
+  const st = await api.get(T.stats, { profile: P });
+  ok(st);
+  const page = await api.get(T.memories, { profile: P });
+  assert.equal(ok(page).memories.length, page.body.result_info.count);
+  const gone = await api.del(T.profile, { profile: P });
+  ok(gone);
+  for (const [name, r] of [["ingest", ingest], ["stats", st], ["deleteProfile", gone]]) {
+    assert.equal(r.body.result_info, undefined, `${name} carries result_info ${JSON.stringify(r.body.result_info)} (its result has memories=${JSON.stringify(r.body.result.memories)?.slice(0, 40)})`);
+  }
+});
+
+// ---------------------------------------------------------------------------
+// Bad input
+
+const BAD = "bad-input";
+const ID = "0123456789abcdef0123456789abcdef";
+const json = (body) => ({ body, contentType: "application/json" });
+const BAD_INPUT = [
+  // [name, method, template, params, opts, status, code]
+  ["invalid JSON in remember", "POST", T.remember, {}, json('{"content": "The user likes'), 400, CODE.invalid],
+  ["invalid JSON in ingest", "POST", T.ingest, {}, json('{"messages": [}'), 400, CODE.invalid],
+  ["invalid JSON in recall", "POST", T.recall, {}, json("not json at all"), 400, CODE.invalid],
+  ["a JSON array instead of an object", "POST", T.remember, {}, json('["The user likes long walks on the beach."]'), 400, CODE.invalid],
+  ["an empty body", "POST", T.remember, {}, json(""), 400, CODE.invalid],
+  ["invalid JSON in an import {data} body", "POST", T.import, {}, json("{data:"), 400, CODE.invalid],
+  ["text/plain remember", "POST", T.remember, {}, { body: '{"content":"The user likes long walks on the beach."}', contentType: "text/plain" }, 400, CODE.invalid],
+  ["form-encoded ingest", "POST", T.ingest, {}, { body: "messages=hello", contentType: "application/x-www-form-urlencoded" }, 400, CODE.invalid],
+  ["text/plain recall", "POST", T.recall, {}, { body: '{"query":"walks?"}', contentType: "text/plain" }, 400, CODE.invalid],
+  ["an unknown field in remember", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", bogus: 1 } }, 400, CODE.invalid],
+  ["an unknown field in ingest", "POST", T.ingest, {}, { json: { messages: [{ role: "user", content: "I like long walks on the beach." }], tenant: "x" } }, 400, CODE.invalid],
+  ["an unknown field in an ingest message", "POST", T.ingest, {}, { json: { messages: [{ role: "user", content: "I like long walks on the beach.", name: "bob" }] } }, 400, CODE.invalid],
+  ["an unknown field in recall", "POST", T.recall, {}, { json: { query: "walks?", topK: 3 } }, 400, CODE.invalid],
+  ["snake_case session_id in remember", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", session_id: "s1" } }, 400, CODE.invalid],
+  ["an unknown list query parameter", "GET", T.memories, {}, { query: { page: 2 } }, 400, CODE.invalid],
+  ["an unknown summary query parameter", "GET", T.summary, {}, { query: { verbose: 1 } }, 400, CODE.invalid],
+  ["an empty sessionId in ingest", "POST", T.ingest, {}, { json: { sessionId: "", messages: [{ role: "user", content: "I like long walks on the beach." }] } }, 400, CODE.invalid],
+  ["an empty sessionId in remember", "POST", T.remember, {}, { json: { sessionId: "", content: "The user likes long walks on the beach." } }, 400, CODE.invalid],
+  ["an empty sessionId in recall", "POST", T.recall, {}, { json: { sessionId: "", query: "walks?" } }, 400, CODE.invalid],
+  ["an empty sessionId in list", "GET", T.memories, {}, { query: { sessionId: "" } }, 400, CODE.invalid],
+  ["an empty sessionId in summary", "GET", T.summary, {}, { query: { sessionId: "" } }, 400, CODE.invalid],
+  ["an empty sessionId path segment", "DELETE", T.session, { sessionId: "" }, {}, is4xx, undefined],
+  ["a 65-character sessionId", "POST", T.remember, {}, { json: { sessionId: "s".repeat(65), content: "The user likes long walks on the beach." } }, 400, CODE.invalid],
+  ["a sessionId with a control character", "POST", T.ingest, {}, { json: { sessionId: "a\u0007b", messages: [{ role: "user", content: "I like long walks on the beach." }] } }, 400, CODE.invalid],
+  ["list limit 0", "GET", T.memories, {}, { query: { limit: 0 } }, 400, CODE.invalid],
+  ["list limit 1001", "GET", T.memories, {}, { query: { limit: 1001 } }, 400, CODE.invalid],
+  ["list limit -1", "GET", T.memories, {}, { query: { limit: -1 } }, 400, CODE.invalid],
+  ["list limit abc", "GET", T.memories, {}, { query: { limit: "abc" } }, 400, CODE.invalid],
+  ["list limit given twice", "GET", T.memories, {}, { query: [["limit", "1"], ["limit", "2"]] }, 400, CODE.invalid],
+  ["a bad list type", "GET", T.memories, {}, { query: { type: "note" } }, 400, CODE.invalid],
+  ["a bad list status", "GET", T.memories, {}, { query: { status: "deleted" } }, 400, CODE.invalid],
+  ["a cursor that is not an id", "GET", T.memories, {}, { query: { cursor: "page-2" } }, 400, CODE.invalid],
+  ["an uppercase hex cursor", "GET", T.memories, {}, { query: { cursor: ID.toUpperCase() } }, 400, CODE.invalid],
+  ["a non-hex id in get", "GET", T.memory, { id: "not-an-id" }, {}, 400, CODE.invalid],
+  ["a 31-character id in get", "GET", T.memory, { id: ID.slice(1) }, {}, 400, CODE.invalid],
+  ["an uppercase id in delete", "DELETE", T.memory, { id: ID.toUpperCase() }, {}, 400, CODE.invalid],
+  ["a non-hex id in forget", "POST", T.forget, { id: "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" }, {}, 400, CODE.invalid],
+  ["too-short remember content", "POST", T.remember, {}, { json: { content: "too short" } }, 400, CODE.invalid],
+  ["remember content marked sensitive", "POST", T.remember, {}, { json: { content: "The user's card number is on the fridge.", sensitive: true } }, 400, CODE.invalid],
+  ["a bad remember type", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", type: "note" } }, 400, CODE.invalid],
+  ["both expiresAt and ttlSeconds", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", expiresAt: "2030-01-01", ttlSeconds: 5 } }, 400, CODE.invalid],
+  ["a 40 KB remember content", "POST", T.remember, {}, { json: { content: bigContent(40) } }, 413, CODE.tooLarge],
+  ["no ingest messages", "POST", T.ingest, {}, { json: { messages: [] } }, 400, CODE.invalid],
+  ["501 ingest messages", "POST", T.ingest, {}, { json: { messages: Array.from({ length: 501 }, (_, i) => ({ role: "user", content: `Message ${i} about nothing in particular.` })) } }, 400, CODE.invalid],
+  ["a blank ingest message", "POST", T.ingest, {}, { json: { messages: [{ role: "user", content: "   " }] } }, 400, CODE.invalid],
+  ["an ingest message without a role", "POST", T.ingest, {}, { json: { messages: [{ content: "I like long walks on the beach." }] } }, 400, CODE.invalid],
+  ["a bad message timestamp", "POST", T.ingest, {}, { json: { messages: [{ role: "user", content: "I like long walks on the beach.", timestamp: "yesterday-ish" }] } }, 400, CODE.invalid],
+  ["an empty recall query", "POST", T.recall, {}, { json: { query: "  " } }, 400, CODE.invalid],
+  ["a 2 KB recall query", "POST", T.recall, {}, { json: { query: "why ".repeat(512) } }, 400, CODE.invalid],
+  ["recall limit 0", "POST", T.recall, {}, { json: { query: "walks?", limit: 0 } }, 400, CODE.invalid],
+  ["recall limit 101", "POST", T.recall, {}, { json: { query: "walks?", limit: 101 } }, 400, CODE.invalid],
+  ["a bad referenceDate", "POST", T.recall, {}, { json: { query: "walks?", referenceDate: "someday" } }, 400, CODE.invalid],
+  ["a bad responseLength", "POST", T.recall, {}, { json: { query: "walks?", responseLength: "huge" } }, 400, CODE.invalid],
+];
+
+test("bad input is refused with a 4xx error envelope and stores nothing", async (t) => {
+  // Something to protect: a stored memory in the target profile.
+  ok(await remember(BAD, { content: "The user has a standing desk at the office.", sessionId: "s1" }));
+  const before = await stats(BAD);
+  for (const [name, method, template, params, opts, status, code] of BAD_INPUT) {
+    await t.test(name, async () => {
+      const r = await api.request(method, template, { profile: BAD, ...params }, opts);
+      fails(r, status, code);
+    });
+  }
+  const after = await stats(BAD);
+  assert.deepEqual(counts(after), counts(before));
+  assert.equal(after.pendingJobs, before.pendingJobs);
+});
+
+test("bad profile and namespace names are refused with a 4xx error envelope and store nothing", async (t) => {
+  const content = "The user has a standing desk at the office.";
+  for (const [what, name] of Object.entries(BAD_NAMES)) {
+    // `..` cannot reach the Worker as a segment (URLs resolve it away): any
+    // 4xx envelope will do; every other bad name must be 400 (10001).
+    const [status, code] = name === ".." ? [is4xx, undefined] : [400, CODE.invalid];
+    await t.test(`profile: ${what}`, async () => {
+      fails(await remember(name, { content }), status, code);
+      fails(await api.get(T.memories, { profile: name }), status, code);
+      fails(await api.del(T.profile, { profile: name }), status, code);
+    });
+    await t.test(`namespace: ${what}`, async () => {
+      fails(await api.post(T.remember, { namespace: name, profile: "p" }, { content }), status, code);
+      fails(await api.get(T.stats, { namespace: name, profile: "p" }), status, code);
+    });
+  }
+  await t.test("empty account", async () => {
+    fails(await api.post(T.remember, { account: "", profile: "p" }, { content }), is4xx, undefined);
+  });
+  // Where an accepted bad name could have landed: nothing there.
+  for (const [ns, p] of [["default", "a"], ["default", "b"], ["a", "b"], ["default", "p"]]) {
+    assert.equal((await stats(p, { namespace: ns })).memories, 0, `${ns}/${p} is empty`);
+  }
+  // 32 characters is still a good name.
+  ok(await remember("y".repeat(32), { content }));
+});
+
+// ---------------------------------------------------------------------------
+
+test("every documented operation was exercised and validated by this suite", () => {
+  assert.ok(documentedOperations(doc).length >= 15);
+  assert.deepEqual(unexercised(doc), []);
+});

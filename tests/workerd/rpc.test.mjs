@@ -1,0 +1,290 @@
+// Workers RPC of the built Worker in workerd (issue "Ways in"): a consumer
+// Worker calls env.MEMORY.getProfile(name)[op](...) through a real Service
+// binding (helpers' `call`). Results are validated against the `result`
+// schemas of the REST operations they mirror in the served OpenAPI
+// document; RPC and REST must see the same data and refuse the same input
+// with the same error codes.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./helpers.mjs";
+import {
+  T, VARS, CODE, CONVERSATION, restClient, loadDocument, checkRpcResult, rpcResultSchema, rpcCode, rpcRejects,
+  ok, fails, bigContent, counts, exportRecords,
+} from "./fixtures.mjs";
+
+let w;
+let doc;
+let api;
+before(async () => {
+  w = await startWorker({ vars: VARS });
+  doc = await loadDocument(w);
+  api = restClient(w, doc);
+});
+after(async () => {
+  await w?.dispose();
+});
+
+/** RPC call whose result must fit the document's schema for `op`. */
+const rpc = async (profile, op, ...args) => checkRpcResult(doc, op, await w.call(profile, op, ...args));
+const restList = async (profile, namespace = "default") =>
+  ok(await api.get(T.memories, { namespace, profile }, { query: { limit: 1000 } })).memories;
+
+test("every RPC method has a result schema in the document", () => {
+  for (const op of ["ingest", "remember", "recall", "list", "get", "forget", "delete", "deleteSession", "getSummary", "export", "import", "stats", "deleteProfile"]) {
+    assert.ok(rpcResultSchema(doc, op), op);
+  }
+});
+
+// ---------------------------------------------------------------------------
+// Documented shapes
+
+test("remember over RPC returns a memory record", async () => {
+  const content = "The user's favourite board game is Terraforming Mars.";
+  const m = await rpc("rpc-shapes", "remember", { content, sessionId: "s-rpc" });
+  assert.match(m.id, /^[0-9a-f]{32}$/);
+  assert.equal(m.content, content);
+  assert.equal(m.sessionId, "s-rpc");
+  assert.equal(m.status, "active");
+  const typed = await rpc("rpc-shapes", "remember", { content: "Always reply to the user in short paragraphs.", type: "instruction", key: "user.reply_style" });
+  assert.equal(typed.type, "instruction");
+  assert.equal(typed.key, "user.reply_style");
+});
+
+test("ingest over RPC takes (messages, {sessionId}) and returns an ingest report", async () => {
+  const report = await rpc("rpc-shapes", "ingest", CONVERSATION, { sessionId: "s-ingest" });
+  assert.equal(report.sessionId, "s-ingest");
+  assert.equal(report.messageIds.length, CONVERSATION.length);
+  assert.equal(report.messagesStored, CONVERSATION.length);
+  assert.ok(report.memories.length > 0);
+  assert.ok(report.memories.every((m) => m.sessionId === "s-ingest"));
+  const again = await rpc("rpc-shapes", "ingest", CONVERSATION, { sessionId: "s-ingest" });
+  assert.deepEqual(again.messageIds, report.messageIds);
+  assert.equal(again.messagesStored, 0);
+  // Without options: a session derived from the content.
+  const bare = await rpc("rpc-shapes", "ingest", [{ role: "user", content: "I am allergic to peanuts and to shellfish." }]);
+  assert.match(bare.sessionId, /.+/);
+});
+
+test("recall over RPC returns result, answer, count and candidates (and explain on request)", async () => {
+  const plain = await rpc("rpc-shapes", "recall", "What board game does the user like?");
+  assert.equal(plain.answer, plain.result);
+  assert.equal(plain.count, plain.candidates.length);
+  assert.ok(plain.candidates.some((c) => /Terraforming/.test(c.summary)));
+  assert.equal(plain.explain, undefined);
+  const explained = await rpc("rpc-shapes", "recall", "What board game does the user like?", { explain: true, limit: 3, responseLength: "long" });
+  assert.ok(explained.explain && Array.isArray(explained.explain.channels));
+  assert.ok(explained.candidates.length <= 3);
+  const empty = await rpc("rpc-empty", "recall", "Anything here?");
+  assert.deepEqual({ result: empty.result, answer: empty.answer, count: empty.count, candidates: empty.candidates }, { result: "", answer: "", count: 0, candidates: [] });
+});
+
+test("list over RPC pages with cursor and filters by sessionId, type and status", async () => {
+  const all = await rpc("rpc-shapes", "list");
+  assert.ok(all.memories.length >= 3);
+  assert.equal(all.cursor, undefined);
+  const seen = [];
+  let cursor;
+  do {
+    const page = await rpc("rpc-shapes", "list", { limit: 2, cursor });
+    assert.ok(page.memories.length <= 2);
+    seen.push(...page.memories.map((m) => m.id));
+    cursor = page.cursor;
+  } while (cursor);
+  assert.deepEqual(seen, all.memories.map((m) => m.id));
+  const s = await rpc("rpc-shapes", "list", { sessionId: "s-rpc" });
+  assert.ok(s.memories.length >= 1 && s.memories.every((m) => m.sessionId === "s-rpc"));
+  const instr = await rpc("rpc-shapes", "list", { type: "instruction" });
+  assert.deepEqual(instr.memories.map((m) => m.key), ["user.reply_style"]);
+  const active = await rpc("rpc-shapes", "list", { status: "active" });
+  assert.ok(active.memories.every((m) => m.status === "active"));
+});
+
+test("get, forget and delete over RPC return a memory detail, the forgotten memory and a delete report", async () => {
+  const P = "rpc-lifecycle";
+  const report = await rpc(P, "ingest", CONVERSATION, { sessionId: "s1" });
+  const [a, b] = report.memories;
+  const detail = await rpc(P, "get", a.id);
+  assert.equal(detail.id, a.id);
+  assert.deepEqual(detail.sourceMessages.map((m) => m.id).sort(), [...a.sourceMessageIds].sort());
+  assert.ok(detail.versions.some((v) => v.id === a.id));
+
+  const forgotten = await rpc(P, "forget", a.id);
+  assert.equal(forgotten.id, a.id);
+  assert.equal(forgotten.status, "forgotten");
+  assert.equal((await rpc(P, "get", a.id)).status, "forgotten");
+
+  const deleted = await rpc(P, "delete", b.id);
+  assert.equal(deleted.id, b.id);
+  assert.ok(deleted.deletedMemories.includes(b.id));
+  const err = await rpcRejects(w.call(P, "get", b.id));
+  assert.equal(rpcCode(err), CODE.notFound);
+});
+
+test("deleteSession, getSummary, stats, export and import over RPC return their documented shapes", async () => {
+  const P = "rpc-profile-ops";
+  await rpc(P, "ingest", CONVERSATION, { sessionId: "s1" });
+  await rpc(P, "remember", { content: "The user's car is a green 2014 Volvo estate.", sessionId: "s2" });
+
+  const whole = await rpc(P, "getSummary");
+  assert.match(whole.summary, /Volvo/);
+  const session = await rpc(P, "getSummary", { sessionId: "s2" });
+  assert.match(session.summary, /Volvo/);
+  assert.doesNotMatch(session.summary, /Alice/);
+
+  const stats = await rpc(P, "stats");
+  assert.equal(stats.messages, CONVERSATION.length);
+  assert.equal(stats.sessions, 1);
+
+  const exported = await rpc(P, "export");
+  assert.equal(typeof exported, "string");
+  const records = exportRecords(exported);
+  assert.equal(records.length, stats.messages + stats.memories);
+  const imported = await rpc("rpc-profile-ops-copy", "import", exported);
+  assert.deepEqual(imported, { messages: stats.messages, memories: stats.memories });
+  assert.deepEqual(exportRecords(await rpc("rpc-profile-ops-copy", "export")), records);
+
+  const gone = await rpc(P, "deleteSession", "s1");
+  assert.deepEqual(gone, { sessionId: "s1", deletedMessages: CONVERSATION.length, deletedMemories: stats.memories - 1 });
+  assert.equal((await rpc(P, "stats")).messages, 0);
+});
+
+// ---------------------------------------------------------------------------
+// RPC and REST: the same data
+
+test("remember over RPC into default/p-same is seen over REST in namespace default, profile p-same", async () => {
+  const m = await rpc("default/p-same", "remember", { content: "The user's sister lives in Montreal with two cats." });
+  const listed = await restList("p-same");
+  assert.deepEqual(listed.find((x) => x.id === m.id), m);
+  const detail = ok(await api.get(T.memory, { profile: "p-same", id: m.id }));
+  assert.deepEqual((({ versions, sourceMessages, ...rest }) => rest)(detail), m);
+  // "p-same" without a namespace is the same profile as "default/p-same".
+  assert.deepEqual(await rpc("p-same", "get", m.id), detail);
+});
+
+test("remember over REST is seen over RPC, with identical records", async () => {
+  const m = ok(await api.post(T.remember, { profile: "p-same" }, { content: "The user is learning Portuguese for a move to Porto." }));
+  assert.deepEqual(await rpc("p-same", "get", m.id), ok(await api.get(T.memory, { profile: "p-same", id: m.id })));
+  assert.deepEqual((await rpc("default/p-same", "list", { limit: 1000 })).memories, await restList("p-same"));
+  assert.deepEqual(await rpc("p-same", "stats"), ok(await api.get(T.stats, { profile: "p-same" })));
+  assert.deepEqual(await rpc("p-same", "getSummary"), ok(await api.get(T.summary, { profile: "p-same" })));
+  const restExport = (await api.get(T.export, { profile: "p-same" })).body;
+  assert.deepEqual(exportRecords(await rpc("p-same", "export")), exportRecords(restExport));
+});
+
+test("recall over RPC and over REST gives the same candidates in the same order", async () => {
+  await rpc("p-same", "ingest", CONVERSATION, { sessionId: "s-same" });
+  for (const [query, options] of [
+    ["Where does the user's sister live?", {}],
+    ["Which package manager does the user prefer?", { limit: 5 }],
+    ["When does Alice start school?", { explain: true, referenceDate: "2026-06-01" }],
+  ]) {
+    const viaRpc = await rpc("p-same", "recall", query, options);
+    const viaRest = ok(await api.post(T.recall, { profile: "p-same" }, { query, ...options }));
+    assert.ok(viaRpc.candidates.length > 0, query);
+    assert.deepEqual(viaRpc.candidates, viaRest.candidates, query);
+    assert.equal(viaRpc.result, viaRest.result, query);
+    assert.equal(viaRpc.count, viaRest.count, query);
+    if (options.explain) assert.deepEqual(viaRpc.explain, viaRest.explain, query);
+  }
+});
+
+test("RPC names address namespaces: 'team/p' is REST namespace team, not default", async () => {
+  const m = await rpc("team/p-ns", "remember", { content: "The team deploys on Tuesdays and Thursdays only." });
+  assert.deepEqual((await restList("p-ns", "team")).map((x) => x.id), [m.id]);
+  assert.deepEqual(await restList("p-ns", "default"), []);
+  assert.deepEqual((await rpc("p-ns", "list")).memories, []);
+});
+
+// ---------------------------------------------------------------------------
+// RPC and REST: the same errors
+
+const ID = "0123456789abcdef0123456789abcdef";
+const SAME_ERRORS = [
+  // [name, profile, rpc [op, ...args], rest [method, template, params, opts], code]
+  ["too-short remember content", "errs", ["remember", { content: "too short" }], ["POST", T.remember, {}, { json: { content: "too short" } }], CODE.invalid],
+  ["an unknown remember field", "errs", ["remember", { content: "The user likes long walks on the beach.", mood: "happy" }], ["POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", mood: "happy" } }], CODE.invalid],
+  ["empty ingest messages", "errs", ["ingest", []], ["POST", T.ingest, {}, { json: { messages: [] } }], CODE.invalid],
+  ["a 40 KB ingest message", "errs", ["ingest", [{ role: "user", content: bigContent(40) }], { sessionId: "s" }], ["POST", T.ingest, {}, { json: { sessionId: "s", messages: [{ role: "user", content: bigContent(40) }] } }], CODE.tooLarge],
+  ["an empty ingest sessionId", "errs", ["ingest", [{ role: "user", content: "I like long walks." }], { sessionId: "" }], ["POST", T.ingest, {}, { json: { sessionId: "", messages: [{ role: "user", content: "I like long walks." }] } }], CODE.invalid],
+  ["a bad id in get", "errs", ["get", "not-an-id"], ["GET", T.memory, { id: "not-an-id" }, {}], CODE.invalid],
+  ["a bad id in forget", "errs", ["forget", "XYZ"], ["POST", T.forget, { id: "XYZ" }, {}], CODE.invalid],
+  ["a bad id in delete", "errs", ["delete", ID.toUpperCase()], ["DELETE", T.memory, { id: ID.toUpperCase() }, {}], CODE.invalid],
+  ["an unknown id in get", "errs", ["get", ID], ["GET", T.memory, { id: ID }, {}], CODE.notFound],
+  ["list limit 0", "errs", ["list", { limit: 0 }], ["GET", T.memories, {}, { query: { limit: 0 } }], CODE.invalid],
+  ["list limit 1001", "errs", ["list", { limit: 1001 }], ["GET", T.memories, {}, { query: { limit: 1001 } }], CODE.invalid],
+  ["a bad list cursor", "errs", ["list", { cursor: "page-2" }], ["GET", T.memories, {}, { query: { cursor: "page-2" } }], CODE.invalid],
+  ["an empty recall query", "errs", ["recall", " "], ["POST", T.recall, {}, { json: { query: " " } }], CODE.invalid],
+  ["recall limit 0", "errs", ["recall", "walks?", { limit: 0 }], ["POST", T.recall, {}, { json: { query: "walks?", limit: 0 } }], CODE.invalid],
+  ["an empty summary sessionId", "errs", ["getSummary", { sessionId: "" }], ["GET", T.summary, {}, { query: { sessionId: "" } }], CODE.invalid],
+  ["an import without a header", "errs", ["import", "{}\n"], ["POST", T.import, {}, { body: "{}\n", contentType: "application/x-ndjson" }], CODE.invalid],
+  ["a bad profile name", "bad!name", ["list"], ["GET", T.memories, {}, {}], CODE.invalid],
+  ["a 33-character profile name", "x".repeat(33), ["remember", { content: "The user likes long walks on the beach." }], ["POST", T.remember, {}, { json: { content: "The user likes long walks on the beach." } }], CODE.invalid],
+  ["a look-alike profile name", "ｐrofile", ["stats"], ["GET", T.stats, {}, {}], CODE.invalid],
+];
+
+test("RPC and REST refuse the same bad input with the same error code and message", async (t) => {
+  await rpc("errs", "remember", { content: "The user keeps a spare key under the blue flowerpot." });
+  const before = await rpc("errs", "stats");
+  for (const [name, profile, [op, ...args], [method, template, params, opts], code] of SAME_ERRORS) {
+    await t.test(name, async () => {
+      const err = await rpcRejects(w.call(profile, op, ...args));
+      const rpcMessage = String(err.message);
+      assert.equal(rpcCode(err), code, `RPC message ${JSON.stringify(rpcMessage.slice(0, 200))} carries the code`);
+      assert.match(rpcMessage, new RegExp(`\\(${code}\\)$`));
+      const restProfile = encodeURIComponent(profile).replace(/%21/g, "!");
+      const r = await api.request(method, template, { profile: restProfile, ...params }, opts);
+      const restError = fails(r, (s) => s >= 400 && s < 500, code);
+      assert.ok(rpcMessage.includes(restError.message), `RPC message ${JSON.stringify(rpcMessage.slice(0, 200))} includes the REST message ${JSON.stringify(restError.message)}`);
+    });
+  }
+  assert.deepEqual(counts(await rpc("errs", "stats")), counts(before));
+});
+
+test("RPC refuses names with a path: '..', 'a/b/c', '/p', 'ns/'", async () => {
+  for (const name of ["..", "../p", "a/b/c", "/p", "ns/", ".", ""]) {
+    const err = await rpcRejects(w.call(name, "stats"));
+    assert.equal(rpcCode(err), CODE.invalid, `${JSON.stringify(name)}: ${err.message}`);
+  }
+  const err = await rpcRejects(w.service("deleteProfile", "a/b/c"));
+  assert.equal(rpcCode(err), CODE.invalid);
+});
+
+// ---------------------------------------------------------------------------
+
+test("deleteProfile over RPC removes every memory and message of the profile", async () => {
+  const P = "rpc-doomed";
+  await rpc(P, "ingest", CONVERSATION, { sessionId: "s1" });
+  await rpc(P, "remember", { content: "The user's passport expires in March next year." });
+  const neighbour = await rpc("p-same", "stats");
+  const before = await rpc(P, "stats");
+  assert.ok(before.memories > 1);
+  const report = checkRpcResult(doc, "deleteProfile", await w.service("deleteProfile", P));
+  assert.deepEqual(report, { deleted: true, memories: before.memories });
+
+  const after = await rpc(P, "stats");
+  assert.deepEqual([after.messages, after.sessions, after.memories], [0, 0, 0]);
+  assert.deepEqual((await rpc(P, "list")).memories, []);
+  assert.deepEqual(exportRecords(await rpc(P, "export")), []);
+  assert.equal((await rpc(P, "recall", "When does the passport expire?")).count, 0);
+  assert.deepEqual(await restList(P), []);
+  assert.deepEqual(counts(await rpc("p-same", "stats")), counts(neighbour));
+  // "default/rpc-doomed" is the same profile.
+  assert.deepEqual((await rpc(`default/${P}`, "list")).memories, []);
+});
+
+test("RPC refuses a profile name that is not a string with 10001, and the service stays up", async (t) => {
+  // Kept last: today these calls trap the Wasm instance (see the report).
+  const kept = await rpc("rpc-survivor", "remember", { content: "The user waters the ferns every Sunday evening." });
+  // JSON cannot carry `undefined`: an omitted `profile` reaches getProfile as undefined.
+  for (const [what, name] of [["undefined", undefined], ["null", null], ["a number", 123], ["a boolean", true], ["an object", {}], ["an array", ["p"]]]) {
+    await t.test(`getProfile(${what})`, async () => {
+      const err = await rpcRejects(w.call(name, "stats"));
+      assert.equal(rpcCode(err), CODE.invalid, `getProfile(${what}).stats() failed with ${err.name}: ${err.message}`);
+    });
+  }
+  await t.test("deleteProfile(123)", async () => {
+    const err = await rpcRejects(w.service("deleteProfile", 123));
+    assert.equal(rpcCode(err), CODE.invalid, `deleteProfile(123) failed with ${err.name}: ${err.message}`);
+  });
+  assert.deepEqual((await rpc("rpc-survivor", "list")).memories.map((m) => m.id), [kept.id]);
+});
