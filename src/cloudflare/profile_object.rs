@@ -1,13 +1,17 @@
 //! The profile Durable Object: one per `{namespace}/{profile}`, owning
 //! that profile's SQLite database. Migrations run in `new()`. Every
 //! operation arrives as `{name, op, args}` and goes to the core's
-//! dispatch table; the alarm drains the outbox.
+//! dispatch table; the alarm drains the outbox. The local vector index's
+//! codes live here between calls.
 
 use crate::cloudflare::config::Config;
 use crate::cloudflare::do_sql::DoSql;
 use crate::cloudflare::providers::Providers;
 use crate::core::error::Error;
+use crate::core::local::bench;
+use crate::core::local::vector::Packed;
 use crate::core::ops::{Limits, Profile};
+use std::cell::{Cell, RefCell};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::*;
@@ -28,10 +32,25 @@ pub struct ProfileObject {
     sql: DoSql,
     /// Set when migrations failed: every call reports it.
     broken: Option<Error>,
+    /// Read once: the environment does not change during an instance's life.
+    config: Config,
+    /// The local vector index's codes, loaded on the first vector query
+    /// and kept in step by its writes (see core::local::vector).
+    packed: RefCell<Packed>,
+    /// Whether the profile's name is known to be stored in `meta` (saves
+    /// a write, and so a storage flush, on every call).
+    name_saved: Cell<bool>,
+    /// `BENCH=1`: answer the benchmark operations (core::local::bench).
+    bench: bool,
 }
 
 fn now() -> i64 {
     js_sys::Date::now() as i64
+}
+
+/// Operations that write nothing, so need no alarm check after them.
+fn read_only(op: &str) -> bool {
+    matches!(op, "recall" | "list" | "get" | "getSummary" | "export" | "stats") || (bench::is_bench_op(op) && op != "benchDrain")
 }
 
 impl ProfileObject {
@@ -39,9 +58,8 @@ impl ProfileObject {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
-        let config = Config::from_env(&self.env);
-        let providers = Providers::new(&config, &self.env, &call.name)?;
-        let index = providers.index(&self.sql);
+        let providers = Providers::new(&self.config, &self.env, &call.name)?;
+        let index = providers.index(&self.sql, &self.packed);
         let profile = Profile {
             name: &call.name,
             sql: &self.sql,
@@ -49,14 +67,46 @@ impl ProfileObject {
             embedder: providers.embedder(),
             index: index.as_ref(),
             now: now(),
-            limits: Limits { max_memories: config.max_memories },
+            limits: Limits { max_memories: self.config.max_memories },
         };
-        let out = profile.dispatch(&call.op, call.args).await;
-        if out.is_ok() && call.op != "deleteProfile" {
-            let _ = profile.store().meta_set("name", &call.name);
+        let out = if self.bench && bench::is_bench_op(&call.op) {
+            self.bench_op(&profile, &call).await
+        } else {
+            profile.dispatch(&call.op, call.args).await
+        };
+        if call.op == "deleteProfile" {
+            self.name_saved.set(false);
+        } else if out.is_ok() && !self.name_saved.get() {
+            let store = profile.store();
+            if store.meta_get("name").ok().flatten().as_deref() != Some(call.name.as_str()) {
+                let _ = store.meta_set("name", &call.name);
+            }
+            self.name_saved.set(true);
         }
-        self.schedule(&profile).await;
+        if !read_only(&call.op) {
+            self.schedule(&profile).await;
+        }
         out
+    }
+
+    /// The benchmark operations, plus two that need the platform: the
+    /// Wasm memory size and dropping the index's memory copy.
+    async fn bench_op(&self, profile: &Profile<'_>, call: &Call) -> std::result::Result<Value, Error> {
+        match call.op.as_str() {
+            "benchMemory" => {
+                #[cfg(target_arch = "wasm32")]
+                let wasm = core::arch::wasm32::memory_size(0) * 65_536;
+                #[cfg(not(target_arch = "wasm32"))]
+                let wasm = 0usize;
+                let p = self.packed.borrow();
+                Ok(json!({ "wasmBytes": wasm, "indexBytes": p.heap_bytes(), "indexVectors": p.len(), "indexLoaded": p.is_loaded() }))
+            }
+            "benchReset" => {
+                self.packed.borrow_mut().clear();
+                Ok(json!({}))
+            }
+            op => bench::dispatch(profile, op, &call.args).await,
+        }
     }
 
     /// Makes sure an alarm is set for the earliest pending job or expiry.
@@ -82,7 +132,18 @@ impl DurableObject for ProfileObject {
     fn new(state: State, env: Env) -> Self {
         let sql = DoSql::new(state.storage());
         let broken = crate::core::schema::migrate(&sql).err();
-        ProfileObject { state, env, sql, broken }
+        let config = Config::from_env(&env);
+        let bench = env.var("BENCH").map(|v| v.to_string() == "1").unwrap_or(false);
+        ProfileObject {
+            state,
+            env,
+            sql,
+            broken,
+            config,
+            packed: RefCell::new(Packed::new()),
+            name_saved: Cell::new(false),
+            bench,
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -95,9 +156,8 @@ impl DurableObject for ProfileObject {
 
     async fn alarm(&self) -> Result<Response> {
         let name = crate::core::store::Store::new(&self.sql, now()).meta_get("name").ok().flatten().unwrap_or_default();
-        let config = Config::from_env(&self.env);
-        let providers = Providers::new(&config, &self.env, &name).map_err(|e| worker::Error::RustError(e.to_string()))?;
-        let index = providers.index(&self.sql);
+        let providers = Providers::new(&self.config, &self.env, &name).map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let index = providers.index(&self.sql, &self.packed);
         let profile = Profile {
             name: &name,
             sql: &self.sql,
@@ -105,13 +165,13 @@ impl DurableObject for ProfileObject {
             embedder: providers.embedder(),
             index: index.as_ref(),
             now: now(),
-            limits: Limits { max_memories: config.max_memories },
+            limits: Limits { max_memories: self.config.max_memories },
         };
         // A failed job is recorded on the job itself; the drain succeeds
         // and the next alarm retries it after its backoff.
         let report = profile.drain().await.map_err(|e| worker::Error::RustError(e.to_string()))?;
         if let Some(at) = report.next_at {
-            self.state.storage().set_alarm(at.max(now() + 1)).await?;
+            self.state.storage().set_alarm((at - now()).max(1)).await?;
         }
         Response::ok("drained")
     }

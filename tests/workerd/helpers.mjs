@@ -8,6 +8,7 @@
 //   await w.service("deleteProfile", "p");   // RPC on the entrypoint
 //   await w.restart();                       // same storage, new runtime
 //   await w.dispose();                       // stops and deletes temp storage
+//   w.url                                    // real origin (URL) for HTTP clients
 //
 // Bindings, vars, Durable Objects and assets come from wrangler.toml (via
 // wrangler's unstable_getMiniflareWorkerOptions); `vars` overrides vars.
@@ -66,6 +67,13 @@ function consumerOptions(compatibilityDate) {
  * @param {Record<string,string>} [opts.vars] overrides for [vars]
  * @param {string} [opts.persistDir] storage dir to use (kept on dispose)
  * @param {boolean} [opts.verbose] show workerd/miniflare logs
+ * @param {object} [opts.serviceOverrides] miniflare (v4-style) worker options
+ *   shallow-merged over the service's, e.g. `{ ai: undefined, unsafeBindings:
+ *   [...] }` to replace the AI binding with a local stand-in (see
+ *   standins/bindings.mjs)
+ * @param {object[]} [opts.extraWorkers] further miniflare workers (e.g. local
+ *   stand-ins), appended after the consumer; compatibilityDate defaults to
+ *   the service's
  */
 export async function startWorker(opts = {}) {
   const ownDir = !opts.persistDir;
@@ -73,10 +81,11 @@ export async function startWorker(opts = {}) {
   const vars = opts.vars ?? {};
 
   const build = () => {
-    const service = serviceOptions(vars);
+    const service = { ...serviceOptions(vars), ...(opts.serviceOverrides ?? {}) };
+    const extra = (opts.extraWorkers ?? []).map((w) => ({ compatibilityDate: service.compatibilityDate, ...w }));
     return new Miniflare(
       convertV4MiniflareOptions({
-        workers: [service, consumerOptions(service.compatibilityDate)],
+        workers: [service, consumerOptions(service.compatibilityDate), ...extra],
         resourcePersistencePath: persistDir,
         host: "127.0.0.1",
         port: 0,
@@ -86,7 +95,8 @@ export async function startWorker(opts = {}) {
   };
 
   let mf = build();
-  await mf.ready;
+  // The URL workerd listens on (127.0.0.1, a free port), for real HTTP clients.
+  let url = await mf.ready;
 
   const json = async (res) => {
     const body = await res.json();
@@ -113,6 +123,10 @@ export async function startWorker(opts = {}) {
     get miniflare() {
       return mf;
     },
+    /** The service's real origin, e.g. `http://127.0.0.1:40123/` (a URL; changes on restart). */
+    get url() {
+      return url;
+    },
     /** HTTP request to the service (a path or a full URL; the host is ignored). */
     fetch(input, init) {
       const url = typeof input === "string" && input.startsWith("/") ? `http://localhost${input}` : input;
@@ -130,7 +144,7 @@ export async function startWorker(opts = {}) {
     async restart() {
       await mf.dispose();
       mf = build();
-      await mf.ready;
+      url = await mf.ready;
     },
     async dispose() {
       await mf.dispose();

@@ -1,0 +1,138 @@
+// The MCP endpoint of the built Worker in workerd, driven by the official
+// MCP TypeScript SDK client (Client + StreamableHTTPClientTransport) over
+// real HTTP on 127.0.0.1: ${url}mcp/namespaces/<ns>/profiles/<profile>.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { startWorker } from "./helpers.mjs";
+
+const AUTH_TOKENS = JSON.stringify({ "dev-token": ["*"], "team-a-token": ["team-a"] });
+const FACT = "The user prefers dark roast coffee every morning, brewed in a French press.";
+
+let w;
+const clients = [];
+before(async () => {
+  w = await startWorker({ vars: { AUTH_TOKENS } });
+});
+after(async () => {
+  for (const c of clients) await c.close().catch(() => {});
+  await w?.dispose();
+});
+
+const endpoint = (ns, profile) => new URL(`mcp/namespaces/${ns}/profiles/${profile}`, w.url);
+
+/** A connected SDK client (token `null`: no Authorization header). */
+async function connect(ns, profile, token = "dev-token") {
+  const headers = token === null ? {} : { Authorization: `Bearer ${token}` };
+  const client = new Client({ name: "agent-memory-workerd-test", version: "0.0.0" });
+  const transport = new StreamableHTTPClientTransport(endpoint(ns, profile), { requestInit: { headers } });
+  await client.connect(transport, { timeout: 10_000 });
+  clients.push(client);
+  return client;
+}
+
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+};
+const rawPost = (url, headers = {}) =>
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify(INITIALIZE),
+  });
+
+test("MCP SDK client over real HTTP: initialize and list the tools", async () => {
+  assert.equal(w.url.hostname, "127.0.0.1");
+  const client = await connect("default", "mcp-sdk");
+  assert.equal(client.getServerVersion().name, "agent-memory");
+  assert.ok(client.getServerCapabilities().tools, "the server offers tools");
+  assert.match(client.getInstructions() ?? "", /long-term memory/);
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name), ["recall", "remember", "forget", "list", "ingest"]);
+  for (const t of tools) {
+    assert.equal(t.inputSchema.type, "object", `${t.name} input schema`);
+    assert.equal(t.outputSchema?.type, "object", `${t.name} output schema`);
+  }
+  assert.deepEqual(tools.find((t) => t.name === "recall").inputSchema.required, ["query"]);
+});
+
+test("MCP SDK client over real HTTP: remember, recall, forget, and the memory is gone", async () => {
+  const client = await connect("default", "mcp-sdk");
+
+  const remembered = await client.callTool({ name: "remember", arguments: { content: FACT } });
+  assert.equal(remembered.isError, false);
+  const id = remembered.structuredContent.id;
+  assert.match(id, /^[0-9a-f]{32}$/);
+  assert.equal(remembered.structuredContent.status, "active");
+  assert.match(remembered.content[0].text, new RegExp(`^Remembered \\w+ memory ${id}`));
+
+  let recalled = await client.callTool({ name: "recall", arguments: { query: "How does the user like their coffee?" } });
+  assert.equal(recalled.isError, false);
+  assert.ok(recalled.structuredContent.candidates.some((c) => c.id === id), "recall finds the memory");
+  assert.match(recalled.content[0].text, new RegExp(`id ${id}`));
+
+  const forgotten = await client.callTool({ name: "forget", arguments: { id } });
+  assert.equal(forgotten.isError, false);
+  assert.equal(forgotten.structuredContent.status, "forgotten");
+  assert.match(forgotten.content[0].text, new RegExp(`^Forgot \\w+ memory ${id}`));
+
+  recalled = await client.callTool({ name: "recall", arguments: { query: "How does the user like their coffee?" } });
+  assert.ok(!recalled.structuredContent.candidates.some((c) => c.id === id), "recall no longer returns it");
+  const active = await client.callTool({ name: "list", arguments: {} });
+  assert.ok(!active.structuredContent.memories.some((m) => m.id === id), "list (active) no longer shows it");
+  const all = await client.callTool({ name: "list", arguments: { status: "forgotten" } });
+  assert.deepEqual(all.structuredContent.memories.map((m) => [m.id, m.status]), [[id, "forgotten"]]);
+});
+
+test("MCP SDK client over real HTTP: ingest, and a failing operation is a tool error, not a protocol error", async () => {
+  const client = await connect("default", "mcp-sdk");
+  const ingested = await client.callTool({
+    name: "ingest",
+    arguments: {
+      sessionId: "mcp-1",
+      messages: [
+        { role: "user", content: "Our team deploys every Tuesday at 10:00 UTC.", timestamp: "2026-04-14T09:00:00Z" },
+        { role: "assistant", content: "Noted: deploys happen on Tuesdays at 10:00 UTC." },
+      ],
+    },
+  });
+  assert.equal(ingested.isError, false);
+  assert.equal(ingested.structuredContent.messageIds.length, 2);
+  assert.equal(ingested.structuredContent.messagesStored, 2);
+
+  const bad = await client.callTool({ name: "forget", arguments: { id: "0123456789abcdef0123456789abcdef" } });
+  assert.equal(bad.isError, true);
+  assert.equal(bad.structuredContent.error.code, 10004);
+  assert.match(bad.content[0].text, /^Error 10004 \(not found\)/);
+});
+
+test("MCP over real HTTP: a request without a valid token is refused (401)", async () => {
+  // The SDK surfaces the HTTP status as the error code (StreamableHTTPError).
+  await assert.rejects(connect("default", "mcp-sdk", null), { code: 401, message: /missing bearer token/ });
+  await assert.rejects(connect("default", "mcp-sdk", "wrong-token-123"), { code: 401 });
+  for (const headers of [{}, { authorization: "Bearer wrong-token-123" }]) {
+    const res = await rawPost(endpoint("default", "mcp-sdk"), headers);
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get("www-authenticate"), "Bearer");
+    await res.body?.cancel();
+  }
+});
+
+test("MCP over real HTTP: a token for another namespace gets 403; in its own namespace it works", async () => {
+  await assert.rejects(connect("default", "mcp-sdk", "team-a-token"), { code: 403, message: /may not access namespace default/ });
+  const res = await rawPost(endpoint("default", "mcp-sdk"), { authorization: "Bearer team-a-token" });
+  assert.equal(res.status, 403);
+  await res.body?.cancel();
+
+  const client = await connect("team-a", "mcp-sdk", "team-a-token");
+  const remembered = await client.callTool({ name: "remember", arguments: { content: "Team A ships the mobile app every second Friday." } });
+  assert.equal(remembered.isError, false);
+  // Profiles are per namespace: the default namespace's profile of the same name is untouched.
+  const other = await connect("default", "mcp-sdk");
+  const listed = await other.callTool({ name: "list", arguments: { status: "all" } });
+  assert.ok(!listed.structuredContent.memories.some((m) => m.id === remembered.structuredContent.id));
+});
