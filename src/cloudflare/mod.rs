@@ -24,12 +24,36 @@ const OPENAPI: &str = include_str!("../openapi.json");
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let url = req.url()?;
-    let method = req.method().to_string();
+    // The method as sent: worker's `Method` reads any method it does not
+    // know (PROPFIND, PURGE, ...) as GET, which would let such a request
+    // act as a read.
+    let method = req.inner().method();
     let query: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
     let content_type = req.headers().get("content-type")?;
     let auth = req.headers().get("authorization")?;
     let accept = req.headers().get("accept")?;
     let mcp_version = req.headers().get("mcp-protocol-version")?;
+    // Nothing a caller sends is read before its credentials are checked for
+    // the namespace in the path, and no body over the largest accepted size
+    // is read at all.
+    if let Some(namespace) = rest::target_namespace(url.path()) {
+        let config = config::Config::from_env(&env);
+        let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.authorize(auth.as_deref(), &namespace));
+        if let Err(e) = authorized {
+            let resp = json_response(e.status(), &rest::envelope_err(&e))?;
+            if url.path().starts_with("/mcp/") {
+                let headers = resp.headers().clone();
+                headers.set("www-authenticate", "Bearer")?;
+                return Ok(resp.with_headers(headers));
+            }
+            return Ok(resp);
+        }
+    }
+    let declared = req.headers().get("content-length")?.and_then(|n| n.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > crate::core::api::MAX_IMPORT_BYTES as u64) {
+        let e = Error::too_large(format!("request body is over {} bytes", crate::core::api::MAX_IMPORT_BYTES));
+        return json_response(e.status(), &rest::envelope_err(&e));
+    }
     let body = if matches!(method.as_str(), "POST" | "PUT" | "PATCH") { req.bytes().await? } else { Vec::new() };
     let incoming = Incoming { method: &method, path: url.path(), query: &query, content_type: content_type.as_deref(), body: &body };
     if let Ok(Route::Mcp { namespace, profile }) = rest::route(&incoming) {
@@ -42,8 +66,15 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         };
         return serve_mcp(&env, &namespace, &profile, auth.as_deref(), &mcp).await;
     }
+    if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
+        let e = Error::invalid(format!("method {method} is not allowed on {}; allowed: {allow}", url.path()));
+        let resp = json_response(405, &rest::envelope_err(&e))?;
+        let headers = resp.headers().clone();
+        headers.set("allow", allow)?;
+        return Ok(resp.with_headers(headers));
+    }
     match handle(&env, &incoming, auth.as_deref()).await {
-        Ok(Reply::Json(v)) => json_response(200, &rest::envelope_ok(v)),
+        Ok(Reply::Json(op, v)) => json_response(200, &rest::envelope_ok(&op, v)),
         Ok(Reply::Raw { body, content_type, filename }) => {
             let headers = Headers::new();
             headers.set("content-type", content_type)?;
@@ -57,7 +88,8 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 }
 
 enum Reply {
-    Json(Value),
+    /// An operation's name (`""` outside profiles) and its result.
+    Json(String, Value),
     Raw { body: String, content_type: &'static str, filename: Option<String> },
 }
 
@@ -66,14 +98,21 @@ fn json_response(status: u16, v: &Value) -> Result<Response> {
 }
 
 async fn handle(env: &Env, req: &Incoming<'_>, auth: Option<&str>) -> std::result::Result<Reply, Error> {
+    // Credentials first: a caller without a token for the namespace learns
+    // nothing about its request (and costs no body parsing).
+    let tokens = || {
+        let config = config::Config::from_env(env);
+        Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}"))
+    };
+    if let Some(namespace) = rest::target_namespace(req.path) {
+        tokens()?.authorize(auth, &namespace)?;
+    }
     match rest::route(req)? {
-        Route::Health => Ok(Reply::Json(json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") }))),
+        Route::Health => Ok(Reply::Json(String::new(), json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") }))),
         Route::Mcp { .. } => Err(Error::not_found("mcp is served separately")),
         Route::OpenApi => Ok(Reply::Raw { body: OPENAPI.to_string(), content_type: "application/json", filename: None }),
         Route::Profile(call) => {
-            let config = config::Config::from_env(env);
-            let tokens = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}"))?;
-            tokens.authorize(auth, &call.namespace)?;
+            tokens()?.authorize(auth, &call.namespace)?;
             let name = call.object_name();
             let out = call_object(env, &name, &call.op, call.args).await?;
             if call.op == "export" {
@@ -81,7 +120,7 @@ async fn handle(env: &Env, req: &Incoming<'_>, auth: Option<&str>) -> std::resul
                 let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
                 return Ok(Reply::Raw { body, content_type: "application/x-ndjson", filename: Some(filename) });
             }
-            Ok(Reply::Json(out))
+            Ok(Reply::Json(call.op, out))
         }
     }
 }
@@ -155,8 +194,11 @@ pub fn rpc_object_name(name: &str) -> std::result::Result<(String, String), Erro
 /// operation's result, or throws an `Error` whose `code` and message are
 /// those REST would put in its envelope.
 #[wasm_bindgen]
-pub async fn rpc(env: Env, profile: String, op: String, args: JsValue) -> std::result::Result<JsValue, JsValue> {
+pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue) -> std::result::Result<JsValue, JsValue> {
     let out = async {
+        // Taken as a JsValue: a caller may send anything, and a name that is
+        // not a string is an invalid argument, not a trap.
+        let profile = profile.as_string().ok_or_else(|| Error::invalid("profile name must be a string"))?;
         let (ns, p) = rpc_object_name(&profile)?;
         let args: Value = if args.is_undefined() || args.is_null() {
             Value::Null

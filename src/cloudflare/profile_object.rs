@@ -75,8 +75,11 @@ impl ProfileObject {
             profile.dispatch(&call.op, call.args).await
         };
         if call.op == "deleteProfile" {
+            // The wipe removed `meta`; the alarm still needs the name to
+            // drain the profile's unvector jobs, so it is written again.
             self.name_saved.set(false);
-        } else if out.is_ok() && !self.name_saved.get() {
+        }
+        if out.is_ok() && !self.name_saved.get() {
             let store = profile.store();
             if store.meta_get("name").ok().flatten().as_deref() != Some(call.name.as_str()) {
                 let _ = store.meta_set("name", &call.name);
@@ -101,6 +104,21 @@ impl ProfileObject {
                 let p = self.packed.borrow();
                 Ok(json!({ "wasmBytes": wasm, "indexBytes": p.heap_bytes(), "indexVectors": p.len(), "indexLoaded": p.is_loaded() }))
             }
+            "benchShortlist" => {
+                // Passes 1 and 2 of the local index, without SQL.
+                let q = call.args.get("query").and_then(Value::as_str).unwrap_or_default().to_string();
+                let e = profile.embedder.embed(&[q]).await?;
+                let repeat = call.args.get("repeat").and_then(Value::as_u64).unwrap_or(1);
+                let mut packed = self.packed.borrow_mut();
+                if !packed.is_loaded() {
+                    crate::core::local::vector::load(&self.sql, &mut packed)?;
+                }
+                let mut n = 0;
+                for _ in 0..repeat {
+                    n = packed.shortlist(&e[0], crate::core::local::vector::FIRST_PASS, 74).len();
+                }
+                Ok(json!({ "out": n }))
+            }
             "benchReset" => {
                 self.packed.borrow_mut().clear();
                 Ok(json!({}))
@@ -123,7 +141,8 @@ impl ProfileObject {
         let storage = self.state.storage();
         let current = storage.get_alarm().await.ok().flatten();
         if current.is_none_or(|c| c > due) {
-            let _ = storage.set_alarm(due.max(now() + 1)).await;
+            // An integer is an offset from now (worker's ScheduledTime).
+            let _ = storage.set_alarm((due - now()).max(1)).await;
         }
     }
 }

@@ -3,10 +3,11 @@
 use crate::cloudflare::config::{Config, EmbedderKind, IndexKind, LlmKind};
 use crate::core::error::{Error, Result};
 use crate::core::local::embed::HashEmbedder;
-use crate::core::local::vector::SqlVectorIndex;
+use crate::core::local::vector::{CachedVectorIndex, Packed};
 use crate::core::ports::{Embedder, Sql, VectorIndex};
 use crate::core::provider::Reasoner;
 use crate::core::rules::Rules;
+use std::cell::RefCell;
 use worker::Env;
 
 pub struct Providers {
@@ -46,11 +47,12 @@ impl Providers {
         self.embedder.as_ref()
     }
 
-    /// The vector index; the local one borrows the profile's SQL.
-    pub fn index<'a>(&'a self, sql: &'a dyn Sql) -> Box<dyn VectorIndex + 'a> {
+    /// The vector index. The local one reads the profile's SQL and keeps
+    /// its codes in `packed`, which the Durable Object holds across calls.
+    pub fn index<'a>(&'a self, sql: &'a dyn Sql, packed: &'a RefCell<Packed>) -> Box<dyn VectorIndex + 'a> {
         match (&self.index, &self.vectorize) {
             (IndexKind::Vectorize, Some(v)) => Box::new(v),
-            _ => Box::new(SqlVectorIndex { sql }),
+            _ => Box::new(CachedVectorIndex { sql, packed }),
         }
     }
 }

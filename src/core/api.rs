@@ -31,6 +31,43 @@ pub const DEFAULT_RECALL_LIMIT: usize = 10;
 /// Largest import body accepted, in bytes.
 pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
 
+/// Latest expiry stored: 9999-12-31T23:59:59.999Z. Expiries are compared
+/// as ISO strings, which only order correctly with four-digit years, so a
+/// longer TTL is clamped here rather than wrapping into the past.
+pub const MAX_EXPIRY_MILLIS: i64 = 253_402_300_799_999;
+
+/// Opening and closing marks of content the caller marks sensitive inline.
+pub const PRIVATE_OPEN: &str = "<private>";
+pub const PRIVATE_CLOSE: &str = "</private>";
+/// What a private span is replaced with before anything is stored.
+pub const REDACTED: &str = "[private]";
+
+/// Removes every `<private>…</private>` span (case-insensitive) from
+/// `text`, replacing each with `[private]` (SPEC.md section 7: content
+/// marked sensitive is not stored). An opening mark without its closing
+/// mark hides everything after it: the safe reading of a cut-off span.
+pub fn redact_private(text: &str) -> std::borrow::Cow<'_, str> {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains(PRIVATE_OPEN) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(open) = lower[at..].find(PRIVATE_OPEN).map(|i| at + i) {
+        out.push_str(&text[at..open]);
+        out.push_str(REDACTED);
+        match lower[open + PRIVATE_OPEN.len()..].find(PRIVATE_CLOSE) {
+            Some(close) => at = open + PRIVATE_OPEN.len() + close + PRIVATE_CLOSE.len(),
+            None => {
+                at = text.len();
+                break;
+            }
+        }
+    }
+    out.push_str(&text[at..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Parses a JSON value into a request record, mapping serde's message to
 /// an invalid-input error.
 pub fn parse<T: DeserializeOwned>(v: serde_json::Value) -> Result<T> {
@@ -293,6 +330,16 @@ mod tests {
         };
         let err = req.validate().unwrap_err();
         assert_eq!(err.status(), 413);
+    }
+
+    #[test]
+    fn test_private_spans_are_redacted() {
+        assert_eq!(redact_private("no marks here"), "no marks here");
+        assert_eq!(redact_private("key is <private>sk-123</private>, ok"), "key is [private], ok");
+        assert_eq!(redact_private("a <PRIVATE>x</Private> b <private>y</private>"), "a [private] b [private]");
+        assert_eq!(redact_private("cut <private>secret to the end"), "cut [private]");
+        // ASCII lowercasing keeps byte offsets, so multi-byte text is safe.
+        assert_eq!(redact_private("é <private>ü</private> ß"), "é [private] ß");
     }
 
     #[test]

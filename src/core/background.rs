@@ -4,7 +4,7 @@
 //! Failures are recorded on the job and retried with backoff; a job leaves
 //! the outbox only when its work is done.
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::ops::Profile;
 use crate::core::store::{Job, JOB_EMBED, JOB_EXTRACT, JOB_UNVECTOR};
@@ -100,9 +100,32 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
                 return Ok(0);
             }
             let vectors = p.embedder.embed(&texts).await?;
-            let items: Vec<(String, Vec<f32>)> = live.iter().map(|m| m.id.clone()).zip(vectors).collect();
-            p.index.upsert(&items).await?;
-            Ok::<usize, crate::core::error::Error>(items.len())
+            // A reply with a vector missing (or one too many) cannot be
+            // matched to memories: fail the batch so it is retried, rather
+            // than finishing jobs whose memories got no vector.
+            if vectors.len() != texts.len() {
+                return Err(Error::provider(format!(
+                    "embedder returned {} vectors for {} texts",
+                    vectors.len(),
+                    texts.len()
+                )));
+            }
+            if vectors.iter().any(|v| v.is_empty() || v.iter().any(|x| !x.is_finite())) {
+                return Err(Error::provider("embedder returned an empty or non-finite vector"));
+            }
+            // The embedder call yields: a memory may have been forgotten or
+            // deleted meanwhile (its removal job is already queued behind
+            // this one). Upsert only memories that still want a vector, so
+            // no vector of deleted content is written after its delete.
+            let ids: Vec<String> = live.iter().map(|m| m.id.clone()).collect();
+            let still: std::collections::HashSet<String> =
+                store.memories_by_ids(&ids)?.into_iter().filter(wants_vector).map(|m| m.id).collect();
+            let items: Vec<(String, Vec<f32>)> =
+                ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();
+            if !items.is_empty() {
+                p.index.upsert(&items).await?;
+            }
+            Ok::<usize, Error>(items.len())
         }
         .await;
         match result {

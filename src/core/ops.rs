@@ -28,6 +28,11 @@ pub struct Profile<'a> {
     pub limits: Limits,
 }
 
+/// How long an ingest may run before its re-extraction guard job falls
+/// due (see [`Profile::ingest`]); long enough for a 500-message call over a
+/// remote model, short enough that an interrupted one is healed soon.
+pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
+
 /// Per-profile write limits (SPEC.md section 7).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Limits {
@@ -75,12 +80,43 @@ impl<'a> Profile<'a> {
         })
     }
 
-    pub async fn ingest(&self, req: IngestRequest) -> Result<IngestReport> {
+    pub async fn ingest(&self, mut req: IngestRequest) -> Result<IngestReport> {
         req.validate()?;
-        ingest::run(self, req).await
+        // Sensitive spans never reach storage, not even as raw messages.
+        for m in &mut req.messages {
+            if let std::borrow::Cow::Owned(r) = api::redact_private(&m.content) {
+                m.content = r;
+            }
+        }
+        // A full profile refuses new conversations (409) before anything is
+        // stored; re-sending one already stored stays a harmless no-op.
+        if !self.has_new_messages(&req)? {
+            return ingest::run(self, req).await;
+        }
+        self.check_capacity(1)?;
+        // Ingest stores the raw messages, then awaits the judging stages,
+        // then stores memories. Should the object die in between (restart,
+        // eviction, deploy), a client's retry finds the messages stored and
+        // changes nothing, so their memories would never be extracted. A
+        // re-extraction job, written before and removed after, covers that
+        // gap: it survives only a call that did not finish, and the alarm
+        // then judges the session's uncited messages.
+        let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(&req));
+        let store = self.store();
+        let guard = store.transaction(|| {
+            store.enqueue_at(crate::core::store::JOB_EXTRACT, &session_id, self.now + INGEST_GUARD_MILLIS)
+        })?;
+        let out = ingest::run(self, req).await;
+        // Removed whatever the outcome: an error here was reported to the
+        // caller, who retries; a crash never reaches this line.
+        store.finish_jobs(&[guard])?;
+        out
     }
 
-    pub async fn remember(&self, req: RememberRequest) -> Result<Memory> {
+    pub async fn remember(&self, mut req: RememberRequest) -> Result<Memory> {
+        if let std::borrow::Cow::Owned(r) = api::redact_private(&req.content) {
+            req.content = r;
+        }
         req.validate()?;
         self.check_capacity(1)?;
         remember::run(self, req).await
@@ -132,6 +168,7 @@ impl<'a> Profile<'a> {
             memory_ids.dedup();
             store.delete_memories(&memory_ids)?;
             store.delete_messages(&memory.source_message_ids)?;
+            store.purge_deleted_text()?;
             Ok(json!({ "id": id, "deletedMemories": memory_ids, "deletedMessages": memory.source_message_ids }))
         })
     }
@@ -147,6 +184,8 @@ impl<'a> Profile<'a> {
             memory_ids.dedup();
             store.delete_memories(&memory_ids)?;
             store.delete_messages(&messages)?;
+            store.delete_session_jobs(session_id)?;
+            store.purge_deleted_text()?;
             Ok(json!({ "sessionId": session_id, "deletedMemories": memory_ids.len(), "deletedMessages": messages.len() }))
         })
     }
@@ -192,6 +231,15 @@ impl<'a> Profile<'a> {
         background::drain(self).await
     }
 
+    /// Whether an ingest call carries a message not stored yet.
+    fn has_new_messages(&self, req: &IngestRequest) -> Result<bool> {
+        let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(req));
+        let ids: Vec<String> =
+            req.messages.iter().map(|m| crate::core::ids::message_id(&session_id, &m.role, &m.content)).collect();
+        let existing = self.store().existing_message_ids(&ids)?;
+        Ok(ids.iter().any(|id| !existing.contains(id)))
+    }
+
     fn check_capacity(&self, adding: i64) -> Result<()> {
         let count = self
             .sql
@@ -218,4 +266,238 @@ fn session_arg(args: &Value) -> Result<String> {
         .and_then(Value::as_str)
         .map(str::to_string)
         .ok_or_else(|| Error::invalid("sessionId is required"))
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::core::local::embed::HashEmbedder;
+    use crate::core::local::vector::SqlVectorIndex;
+    use crate::core::model::MessageInput;
+    use crate::core::ports::LocalBoxFuture;
+    use crate::core::provider::{Candidate, Classification, Pass, QueryAnalysis, SynthesisInput, Transcript, Verdict};
+    use crate::core::rules::Rules;
+    use std::future::Future;
+    use std::task::{Context, Poll};
+
+    mod native_sql {
+        use crate::core as core_path;
+        include!("../../tests/support/native_sql.rs");
+    }
+    use native_sql::NativeSql;
+
+    const NOW: i64 = 1_776_247_200_000;
+
+    fn database() -> NativeSql {
+        let sql = NativeSql::memory();
+        schema::migrate(&sql).unwrap();
+        sql
+    }
+
+    fn profile<'a>(sql: &'a NativeSql, reasoner: &'a dyn Reasoner, index: &'a SqlVectorIndex<'a>, now: i64, max: i64) -> Profile<'a> {
+        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, now, limits: Limits { max_memories: max } }
+    }
+
+    /// A reasoner whose extraction never finishes: an object that dies
+    /// mid-ingest, once the future is dropped.
+    struct Stuck;
+    impl Reasoner for Stuck {
+        fn extract<'a>(&'a self, _: &'a Transcript, _: Pass) -> LocalBoxFuture<'a, Result<Vec<Candidate>>> {
+            Box::pin(std::future::pending())
+        }
+        fn verify<'a>(&'a self, t: &'a Transcript, c: &'a [Candidate]) -> LocalBoxFuture<'a, Result<Vec<Verdict>>> {
+            Rules.verify(t, c)
+        }
+        fn classify<'a>(&'a self, t: &'a Transcript, c: &'a [Candidate]) -> LocalBoxFuture<'a, Result<Vec<Classification>>> {
+            Rules.classify(t, c)
+        }
+        fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<QueryAnalysis>> {
+            Rules.analyze(q)
+        }
+        fn synthesize<'a>(&'a self, i: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+            Rules.synthesize(i)
+        }
+    }
+
+    /// A model that is down: every stage fails.
+    struct Down;
+    impl Reasoner for Down {
+        fn extract<'a>(&'a self, _: &'a Transcript, _: Pass) -> LocalBoxFuture<'a, Result<Vec<Candidate>>> {
+            Box::pin(async { Err(Error::provider("model down")) })
+        }
+        fn verify<'a>(&'a self, _: &'a Transcript, _: &'a [Candidate]) -> LocalBoxFuture<'a, Result<Vec<Verdict>>> {
+            Box::pin(async { Err(Error::provider("model down")) })
+        }
+        fn classify<'a>(&'a self, _: &'a Transcript, _: &'a [Candidate]) -> LocalBoxFuture<'a, Result<Vec<Classification>>> {
+            Box::pin(async { Err(Error::provider("model down")) })
+        }
+        fn analyze<'a>(&'a self, _: &'a str) -> LocalBoxFuture<'a, Result<QueryAnalysis>> {
+            Box::pin(async { Err(Error::provider("model down")) })
+        }
+        fn synthesize<'a>(&'a self, _: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+            Box::pin(async { Err(Error::provider("model down")) })
+        }
+    }
+
+    #[test]
+    fn test_remember_and_recall_keep_answering_when_the_model_is_down() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        let p = profile(&sql, &Down, &index, NOW, 1_000);
+        let m = futures::executor::block_on(p.remember(RememberRequest {
+            content: "The staging database runs PostgreSQL 16 on port 5433.".into(),
+            session_id: None,
+            kind: None,
+            key: None,
+            expires_at: None,
+            ttl_seconds: None,
+            sensitive: None,
+        }))
+        .expect("remember falls back to the rules when the model is down");
+        let r = futures::executor::block_on(p.recall(RecallRequest {
+            query: "Which port does the staging database use?".into(),
+            options: Default::default(),
+        }))
+        .unwrap();
+        assert!(r.candidates.iter().any(|c| c.id == m.id));
+        assert!(r.messages.iter().any(|n| n.contains("analysis failed")), "{:?}", r.messages);
+        assert!(r.messages.iter().any(|n| n.contains("synthesis failed")), "{:?}", r.messages);
+        assert!(r.result.contains("5433"));
+    }
+
+    fn conversation() -> IngestRequest {
+        IngestRequest {
+            session_id: Some("s1".into()),
+            messages: vec![
+                MessageInput { role: "user".into(), content: "I moved to Lisbon in 2021 and work as a baker.".into(), timestamp: None },
+                MessageInput { role: "user".into(), content: "My sister Ana lives in Porto with two cats.".into(), timestamp: None },
+            ],
+        }
+    }
+
+    #[test]
+    fn test_an_ingest_interrupted_after_storing_messages_is_extracted_by_the_alarm() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        {
+            // Poll once (messages stored, extraction pending), then drop:
+            // the object died mid-call and the caller saw no answer.
+            let p = profile(&sql, &Stuck, &index, NOW, 1_000);
+            let mut fut = Box::pin(p.ingest(conversation()));
+            let waker = futures::task::noop_waker();
+            assert!(matches!(fut.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Pending));
+        }
+        let p = profile(&sql, &Rules, &index, NOW + 1_000, 1_000);
+        assert_eq!(p.stats().unwrap().messages, 2, "the raw messages were stored");
+        assert_eq!(p.stats().unwrap().memories, 0);
+        // The client retries: nothing new to store, and nothing extracted yet.
+        let again = futures::executor::block_on(p.ingest(conversation())).unwrap();
+        assert_eq!((again.messages_stored, again.memories_stored), (0, 0));
+        // The guard job is still there; once due, the alarm's drain heals it.
+        assert_eq!(p.stats().unwrap().pending_jobs, 1);
+        let later = profile(&sql, &Rules, &index, NOW + INGEST_GUARD_MILLIS + 1_000, 1_000);
+        let report = futures::executor::block_on(later.drain()).unwrap();
+        assert_eq!(report.extracted, 1);
+        assert!(later.stats().unwrap().memories >= 2, "memories extracted after the interruption");
+    }
+
+    #[test]
+    fn test_a_finished_ingest_leaves_no_guard_job() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        let p = profile(&sql, &Rules, &index, NOW, 1_000);
+        let report = futures::executor::block_on(p.ingest(conversation())).unwrap();
+        assert!(report.memories_stored >= 2);
+        let jobs = p.store().due_jobs(100).unwrap();
+        assert!(jobs.iter().all(|j| j.kind == crate::core::store::JOB_EMBED), "{jobs:?}");
+        let later = profile(&sql, &Rules, &index, NOW + INGEST_GUARD_MILLIS + 1_000, 1_000);
+        assert!(later.store().due_jobs(100).unwrap().iter().all(|j| j.kind != crate::core::store::JOB_EXTRACT));
+    }
+
+    #[test]
+    fn test_a_full_profile_refuses_new_conversations_but_not_resends() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        let p = profile(&sql, &Rules, &index, NOW, 1);
+        futures::executor::block_on(p.ingest(conversation())).unwrap();
+        let resent = futures::executor::block_on(p.ingest(conversation())).unwrap();
+        assert_eq!(resent.messages_stored, 0);
+        let mut other = conversation();
+        other.session_id = Some("s2".into());
+        let err = futures::executor::block_on(p.ingest(other)).unwrap_err();
+        assert_eq!(err.status(), 409);
+        assert_eq!(p.stats().unwrap().sessions, 1, "the refused call stored nothing");
+    }
+
+    /// Every table's text, shadow tables of the FTS indexes included.
+    fn all_text(sql: &NativeSql) -> String {
+        let tables: Vec<String> = sql
+            .query("SELECT name FROM sqlite_master WHERE type = 'table'", &[])
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| r[0].opt_string())
+            .filter(|t| !t.ends_with("_fts") && !t.starts_with("sqlite_"))
+            .collect();
+        let mut out = String::new();
+        for t in tables {
+            for row in sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap() {
+                for v in row {
+                    match v {
+                        crate::core::ports::SqlValue::Text(s) => out.push_str(&s),
+                        crate::core::ports::SqlValue::Blob(b) => out.push_str(&String::from_utf8_lossy(&b)),
+                        _ => {}
+                    }
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn test_hard_deletes_leave_no_text_in_any_table_or_index() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        let p = profile(&sql, &Rules, &index, NOW, 1_000);
+        let mut req = conversation();
+        req.messages[0].content = "My locker word is quokkanebula and I use it daily at the gym.".into();
+        futures::executor::block_on(p.ingest(req)).unwrap();
+        let other = IngestRequest {
+            session_id: Some("s2".into()),
+            messages: vec![MessageInput { role: "user".into(), content: "The staging host wombatquasar runs Debian 12.".into(), timestamp: None }],
+        };
+        futures::executor::block_on(p.ingest(other)).unwrap();
+        futures::executor::block_on(p.drain()).unwrap();
+        assert!(all_text(&sql).contains("quokkanebula") && all_text(&sql).contains("wombatquasar"));
+        let target = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.content.contains("quokkanebula")).unwrap();
+        p.delete(&target.id).unwrap();
+        assert!(!all_text(&sql).contains("quokkanebula"), "delete left text behind");
+        p.delete_session("s2").unwrap();
+        assert!(!all_text(&sql).contains("wombatquasar"), "deleteSession left text behind");
+        p.wipe().unwrap();
+        assert!(!all_text(&sql).contains("Lisbon"), "deleteProfile left text behind");
+    }
+
+    #[test]
+    fn test_private_spans_never_reach_storage() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        let p = profile(&sql, &Rules, &index, NOW, 1_000);
+        let mut req = conversation();
+        req.messages[0].content = "My door code is <private>7719</private> and I live in Lisbon.".into();
+        futures::executor::block_on(p.ingest(req)).unwrap();
+        let m = futures::executor::block_on(p.remember(RememberRequest {
+            content: "The alarm PIN is <private>2468</private>; ask the owner first.".into(),
+            session_id: None,
+            kind: None,
+            key: None,
+            expires_at: None,
+            ttl_seconds: None,
+            sensitive: None,
+        }))
+        .unwrap();
+        assert!(!m.content.contains("2468"));
+        let export = p.export().unwrap();
+        assert!(!export.contains("7719") && !export.contains("2468"), "{export}");
+    }
 }

@@ -89,9 +89,17 @@ pub fn parse(ndjson: &str) -> Result<Parsed> {
                 parsed.messages.push(m);
             }
             "memory" => {
-                let m: Memory = serde_json::from_value(v).map_err(|e| bad(format!("invalid memory: {e}")))?;
+                let mut m: Memory = serde_json::from_value(v).map_err(|e| bad(format!("invalid memory: {e}")))?;
                 if !ids::is_id(&m.id) {
                     return Err(bad("memory id is not 32 lowercase hex characters".into()));
+                }
+                crate::core::api::validate_session_id(&m.session_id).map_err(|e| bad(e.to_string()))?;
+                // Expiries are compared as ISO strings: store them in the
+                // one format that orders correctly, or refuse the line.
+                if let Some(e) = &m.expires_at {
+                    let millis = crate::core::time::parse_millis(e)
+                        .ok_or_else(|| bad("expiresAt is not an ISO-8601 date-time".into()))?;
+                    m.expires_at = Some(iso(millis.clamp(0, crate::core::api::MAX_EXPIRY_MILLIS)));
                 }
                 parsed.memories.push(m);
             }

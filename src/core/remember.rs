@@ -1,12 +1,12 @@
 //! `remember`: store one thing explicitly, now. Runs classification (no
 //! verification: the caller is the source) and supersession.
 
-use crate::core::api::RememberRequest;
+use crate::core::api::{RememberRequest, MAX_EXPIRY_MILLIS};
 use crate::core::error::{Error, Result};
 use crate::core::ingest::{classify, dates, persist};
 use crate::core::model::Memory;
 use crate::core::ops::Profile;
-use crate::core::provider::{Candidate, Line, Transcript};
+use crate::core::provider::{Candidate, Line, Reasoner, Transcript};
 use crate::core::time::{iso, parse_millis};
 
 /// Session id of memories remembered without one.
@@ -27,13 +27,15 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
         }],
     };
     let candidate = Candidate { content: content.clone(), lines: vec![], event_date: dates::first_date(&content) };
-    let mut cls = p
-        .reasoner
-        .classify(&transcript, std::slice::from_ref(&candidate))
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::provider("failed to classify the memory"))?;
+    // The caller is the source, so a model outage must not refuse the
+    // write: when the configured classifier fails (or answers nothing),
+    // the rule-based one classifies instead.
+    let candidates = std::slice::from_ref(&candidate);
+    let classified = match p.reasoner.classify(&transcript, candidates).await {
+        Ok(v) if !v.is_empty() => v,
+        _ => crate::core::rules::Rules.classify(&transcript, candidates).await?,
+    };
+    let mut cls = classified.into_iter().next().ok_or_else(|| Error::provider("failed to classify the memory"))?;
     if let Some(kind) = req.kind {
         cls.kind = kind;
     }
@@ -42,17 +44,43 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     }
     let cls = classify::normalize(cls);
     let mut pending = persist::build(&session_id, &[], vec![(candidate, cls, transcript)], p.now);
-    let expires_at = match (&req.expires_at, req.ttl_seconds) {
-        (Some(e), _) => Some(iso(parse_millis(e).unwrap_or(p.now))),
-        (None, Some(ttl)) => Some(iso(p.now.saturating_add((ttl as i64).saturating_mul(1000)))),
-        _ => None,
-    };
+    let expires_at = expiry(p.now, req.expires_at.as_deref(), req.ttl_seconds);
     pending[0].memory.expires_at = expires_at;
     let store = p.store();
     let outcome = persist::store(&store, pending)?;
-    match (outcome.stored.into_iter().next(), outcome.existing.first()) {
-        (Some(m), _) => Ok(m),
-        (None, Some(id)) => store.get_memory(id)?.ok_or_else(|| Error::storage("failed to read the stored memory")),
-        _ => Err(Error::storage("failed to store the memory")),
+    // Read back what was stored: its status is derived on read (a memory
+    // stored with an expiry already past reads as expired).
+    let id = match (outcome.stored.first(), outcome.existing.first()) {
+        (Some(m), _) => m.id.clone(),
+        (None, Some(id)) => id.clone(),
+        _ => return Err(Error::storage("failed to store the memory")),
+    };
+    store.get_memory(&id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))
+}
+
+/// The stored `expiresAt` of a remember call: an explicit instant, or now
+/// plus the TTL, clamped to [`MAX_EXPIRY_MILLIS`] (a huge TTL must never
+/// wrap into the past or leave the four-digit years expiries compare in).
+pub fn expiry(now: i64, expires_at: Option<&str>, ttl_seconds: Option<u64>) -> Option<String> {
+    let millis = match (expires_at, ttl_seconds) {
+        (Some(e), _) => parse_millis(e).unwrap_or(now),
+        (None, Some(ttl)) => now.saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX).saturating_mul(1000)),
+        _ => return None,
+    };
+    Some(iso(millis.clamp(0, MAX_EXPIRY_MILLIS)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_huge_ttls_clamp_to_the_last_four_digit_instant() {
+        let now = 1_776_245_400_000;
+        assert_eq!(expiry(now, None, Some(u64::MAX)).as_deref(), Some("9999-12-31T23:59:59.999Z"));
+        assert_eq!(expiry(now, None, Some(10u64.pow(13))).as_deref(), Some("9999-12-31T23:59:59.999Z"));
+        assert_eq!(expiry(now, None, Some(60)).as_deref(), Some("2026-04-15T09:31:00.000Z"));
+        assert_eq!(expiry(now, Some("2030-01-01T05:00:00+05:00"), None).as_deref(), Some("2030-01-01T00:00:00.000Z"));
+        assert_eq!(expiry(now, None, None), None);
     }
 }

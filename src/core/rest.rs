@@ -105,6 +105,45 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
     Ok(Route::Profile(ProfileCall { namespace, profile, op: op.to_string(), args }))
 }
 
+/// The namespace a profile or MCP path addresses, decoded, without
+/// looking at the body: the Worker checks the token against it before it
+/// parses anything the caller sent. `None` for other paths (or a segment
+/// that does not decode; routing then refuses it).
+pub fn target_namespace(path: &str) -> Option<String> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    match segments.as_slice() {
+        ["accounts", _, "agent-memory", "namespaces", ns, "profiles", _, ..] | ["mcp", "namespaces", ns, "profiles", _] => {
+            decode(ns).ok()
+        }
+        _ => None,
+    }
+}
+
+/// The methods a known path answers (the value of an `Allow` header), or
+/// `None` for a path no route knows. A request whose method is not listed
+/// gets 405 Method Not Allowed. The MCP endpoint answers methods itself.
+pub fn allowed_methods(path: &str) -> Option<&'static str> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    match segments.as_slice() {
+        ["health"] | ["openapi.json"] => Some("GET"),
+        ["accounts", _, "agent-memory", "namespaces", _, "profiles", _, rest @ ..] => match rest {
+            [] => Some("DELETE"),
+            ["ingest" | "remember" | "recall" | "import"] => Some("POST"),
+            ["memories" | "summary" | "export" | "stats"] => Some("GET"),
+            ["memories", _] => Some("GET, DELETE"),
+            ["memories", _, "forget"] => Some("POST"),
+            ["sessions", _] => Some("DELETE"),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `Some(allow)` when `method` is not one `path` answers (a 405).
+pub fn method_not_allowed(method: &str, path: &str) -> Option<&'static str> {
+    allowed_methods(path).filter(|allow| !allow.split(", ").any(|m| m == method))
+}
+
 fn decode(segment: &str) -> Result<String> {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -136,11 +175,78 @@ fn json_body(req: &Incoming<'_>) -> Result<Value> {
     if text.trim().is_empty() {
         return Err(Error::invalid("request body must be a JSON object"));
     }
-    let v: Value = serde_json::from_str(text).map_err(|e| Error::invalid(format!("invalid JSON body: {e}")))?;
+    let v = parse_strict(text)?;
     if !v.is_object() {
         return Err(Error::invalid("request body must be a JSON object"));
     }
     Ok(v)
+}
+
+/// Parses a JSON text, refusing an object that names a key twice: parsers
+/// disagree on which one wins, so a proxy or log and this service could
+/// read different requests from the same bytes. serde_json's nesting
+/// limit (128) still applies.
+pub fn parse_strict(text: &str) -> Result<Value> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = StrictValue.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    v.map_err(|e| Error::invalid(format!("invalid JSON body: {e}")))
+}
+
+/// A `serde_json::Value` seed whose objects refuse duplicate keys.
+struct StrictValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrictValue {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(StrictValue)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if out.contains_key(&k) {
+                return Err(serde::de::Error::custom(format!("duplicate key {k:?}")));
+            }
+            let v = map.next_value_seed(StrictValue)?;
+            out.insert(k, v);
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 fn import_body(req: &Incoming<'_>) -> Result<String> {
@@ -151,7 +257,7 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
     let json_ct = req.content_type.is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"));
     if json_ct {
         // `{"data": "<ndjson>"}`
-        let v: Value = serde_json::from_str(text).map_err(|e| Error::invalid(format!("invalid JSON body: {e}")))?;
+        let v = parse_strict(text)?;
         return v
             .get("data")
             .and_then(Value::as_str)
@@ -234,28 +340,26 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// `{ success: true, errors: [], messages, result, result_info? }`.
-pub fn envelope_ok(mut result: Value) -> Value {
+/// `{ success: true, errors: [], messages, result, result_info? }` for the
+/// result of operation `op` (`""` for routes that are not operations).
+pub fn envelope_ok(op: &str, mut result: Value) -> Value {
     // Recall notes travel as envelope messages.
     let mut messages = Vec::new();
-    if result_is_recall(&result) {
+    if op == "recall" {
         if let Some(Value::Array(a)) = result.as_object_mut().and_then(|m| m.remove("messages")) {
             messages = a;
         }
     }
     let mut env = json!({ "success": true, "errors": [], "messages": messages, "result": result });
-    if let Some(cursor) = env["result"].get("cursor").cloned() {
-        let count = env["result"]["memories"].as_array().map_or(0, Vec::len);
+    // Paging info belongs to a page of memories (a list) only, not to any
+    // result that happens to have a `memories` field (an ingest report,
+    // stats, a profile deletion).
+    if op == "list" {
+        let count = env["result"].get("memories").and_then(Value::as_array).map_or(0, Vec::len);
+        let cursor = env["result"].get("cursor").cloned().unwrap_or(Value::Null);
         env["result_info"] = json!({ "cursor": cursor, "count": count });
-    } else if env["result"].get("memories").is_some() {
-        let count = env["result"]["memories"].as_array().map_or(0, Vec::len);
-        env["result_info"] = json!({ "cursor": Value::Null, "count": count });
     }
     env
-}
-
-fn result_is_recall(v: &Value) -> bool {
-    v.get("candidates").is_some() && v.get("answer").is_some()
 }
 
 /// `{ success: false, errors: [{code, message}], messages: [], result: null }`.
@@ -304,6 +408,46 @@ mod tests {
             body: b"{}",
         });
         assert!(r.unwrap_err().is_invalid());
+    }
+
+    #[test]
+    fn test_unlisted_methods_are_405_with_allow() {
+        assert_eq!(method_not_allowed("TRACE", "/health"), Some("GET"));
+        assert_eq!(method_not_allowed("GET", "/health"), None);
+        assert_eq!(method_not_allowed("PUT", &format!("{BASE}/memories/abc")), Some("GET, DELETE"));
+        assert_eq!(method_not_allowed("DELETE", &format!("{BASE}/memories/abc")), None);
+        assert_eq!(method_not_allowed("GET", &format!("{BASE}/remember")), Some("POST"));
+        assert_eq!(method_not_allowed("GET", BASE), Some("DELETE"));
+        assert_eq!(method_not_allowed("GET", "/nowhere"), None);
+        assert_eq!(method_not_allowed("GET", "/mcp/namespaces/a/profiles/b"), None);
+    }
+
+    #[test]
+    fn test_strict_json_refuses_duplicate_keys_and_deep_nesting() {
+        assert!(parse_strict(r#"{"query": "a", "query": "b"}"#).unwrap_err().is_invalid());
+        assert!(parse_strict(r#"{"a": {"b": 1, "b": 2}}"#).is_err());
+        assert!(parse_strict(&format!("{}{}", "[".repeat(5000), "]".repeat(5000))).is_err());
+        assert!(parse_strict("{} trailing").is_err());
+        assert_eq!(parse_strict(r#"{"a": [1, -2, 1.5, "x", null, true], "b": {}}"#).unwrap(), json!({"a": [1, -2, 1.5, "x", null, true], "b": {}}));
+    }
+
+    #[test]
+    fn test_target_namespace_is_read_from_the_path_alone() {
+        assert_eq!(target_namespace(&format!("{BASE}/remember")).as_deref(), Some("ns"));
+        assert_eq!(target_namespace("/accounts/a/agent-memory/namespaces/a%2Eb/profiles/p").as_deref(), Some("a.b"));
+        assert_eq!(target_namespace("/mcp/namespaces/team/profiles/p1").as_deref(), Some("team"));
+        assert_eq!(target_namespace("/health"), None);
+    }
+
+    #[test]
+    fn test_result_info_only_for_pages_of_memories() {
+        assert!(envelope_ok("stats", json!({ "memories": 3, "messages": 1 })).get("result_info").is_none());
+        assert!(envelope_ok("ingest", json!({ "memories": [] })).get("result_info").is_none());
+        let recall = envelope_ok("recall", json!({ "answer": "", "candidates": [], "messages": ["channel x failed"] }));
+        assert_eq!(recall["messages"], json!(["channel x failed"]));
+        assert!(recall["result"].get("messages").is_none());
+        let page = envelope_ok("list", json!({ "memories": [], "cursor": "abc" }));
+        assert_eq!(page["result_info"], json!({ "cursor": "abc", "count": 0 }));
     }
 
     #[test]

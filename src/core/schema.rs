@@ -78,6 +78,22 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         "CREATE INDEX IF NOT EXISTS outbox_by_due ON outbox(next_attempt_at)",
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ],
+), (
+    2,
+    &[
+        // Query plans that stay flat as a profile grows. Without table
+        // statistics SQLite took `memories_by_status` (status, id) for any
+        // query with `status = ?`, which in a profile of active memories
+        // reads every memory: topic-key lookups (recall's key channel and
+        // supersession at ingest), the message channel's citation join,
+        // `keep_live`, and the expiry checks run after every write.
+        // (key, status, id) serves key lookups in id order; without the
+        // status index the citation join starts from the message ids, and
+        // expiry queries use `memories_by_expiry`.
+        "CREATE INDEX IF NOT EXISTS memories_by_key_status ON memories(key, status, id)",
+        "DROP INDEX IF EXISTS memories_by_key",
+        "DROP INDEX IF EXISTS memories_by_status",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

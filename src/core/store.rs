@@ -352,6 +352,16 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
+    /// Rewrites both full-text indexes without the rows deleted from them.
+    /// FTS5 deletes only mark entries; the deleted terms stay readable in
+    /// the index segments (`*_fts_data`) until a merge, so a hard delete
+    /// that must reach every copy ends with this ('optimize' merges all
+    /// segments into one). Its cost grows with the index; deletes are rare.
+    pub fn purge_deleted_text(&self) -> Result<()> {
+        self.sql.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')", &[])?;
+        self.sql.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')", &[])
+    }
+
     /// Hard-deletes messages and their FTS rows.
     pub fn delete_messages(&self, ids: &[String]) -> Result<()> {
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
@@ -394,6 +404,12 @@ impl<'a> Store<'a> {
             out.extend(rows.into_iter().filter_map(|r| r[0].opt_string()));
         }
         Ok(out)
+    }
+
+    /// Drops the outbox jobs whose subject is a session (re-extraction):
+    /// once the session is deleted there is nothing left for them to do.
+    pub fn delete_session_jobs(&self, session_id: &str) -> Result<()> {
+        self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[JOB_EXTRACT.into(), session_id.into()])
     }
 
     /// Memory ids of a session.
@@ -534,10 +550,16 @@ impl<'a> Store<'a> {
     // ---- outbox ---------------------------------------------------------
 
     pub fn enqueue(&self, kind: &str, memory_id: &str) -> Result<()> {
-        self.sql.execute(
-            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES (?, ?, 0, ?, ?)",
-            &[kind.into(), memory_id.into(), SqlValue::Integer(self.now), iso(self.now).into()],
-        )
+        self.enqueue_at(kind, memory_id, self.now).map(|_| ())
+    }
+
+    /// Queues a job due at `due` (epoch millis); returns its id.
+    pub fn enqueue_at(&self, kind: &str, memory_id: &str, due: i64) -> Result<i64> {
+        let rows = self.sql.query(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES (?, ?, 0, ?, ?) RETURNING id",
+            &[kind.into(), memory_id.into(), SqlValue::Integer(due), iso(self.now).into()],
+        )?;
+        rows.first().and_then(|r| r[0].as_i64()).ok_or_else(|| Error::storage("failed to queue a job"))
     }
 
     /// Jobs due now, oldest first.
@@ -623,7 +645,7 @@ impl<'a> Store<'a> {
         for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "outbox", "meta"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
-        Ok(())
+        self.purge_deleted_text()
     }
 
     pub fn meta_get(&self, key: &str) -> Result<Option<String>> {

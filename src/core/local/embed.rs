@@ -21,34 +21,50 @@ const TRIGRAM_WEIGHT: f32 = 0.25;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HashEmbedder;
 
-fn bucket(feature: &str) -> (usize, f32) {
-    // FNV-1a: fast and stable across platforms.
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in feature.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
+/// FNV-1a: fast and stable across platforms. Features are hashed as
+/// their bytes (a word; `3:` then a trigram of `#word#`; two words joined
+/// by a space), fed piecewise so no feature string is built.
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    const START: Fnv = Fnv(0xcbf29ce484222325);
+
+    fn feed(mut self, bytes: &[u8]) -> Fnv {
+        for b in bytes {
+            self.0 ^= *b as u64;
+            self.0 = self.0.wrapping_mul(0x100000001b3);
+        }
+        self
     }
-    let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
-    ((h % DIMS as u64) as usize, sign)
+
+    fn add_to(self, v: &mut [f32], weight: f32) {
+        let sign = if self.0 >> 63 == 1 { -1.0 } else { 1.0 };
+        v[(self.0 % DIMS as u64) as usize] += sign * weight;
+    }
 }
 
 /// Embeds one text.
 pub fn embed_one(s: &str) -> Vec<f32> {
     let mut v = vec![0f32; DIMS];
     let stems = text::stems(s);
+    let mut padded: Vec<char> = Vec::new();
     for w in &stems {
-        let (i, sign) = bucket(w);
-        v[i] += sign * WORD_WEIGHT;
-        let padded = format!("#{w}#");
-        let chars: Vec<char> = padded.chars().collect();
-        for t in chars.windows(3) {
-            let (i, sign) = bucket(&format!("3:{}", t.iter().collect::<String>()));
-            v[i] += sign * TRIGRAM_WEIGHT;
+        Fnv::START.feed(w.as_bytes()).add_to(&mut v, WORD_WEIGHT);
+        padded.clear();
+        padded.push('#');
+        padded.extend(w.chars());
+        padded.push('#');
+        for t in padded.windows(3) {
+            let mut h = Fnv::START.feed(b"3:");
+            for c in t {
+                h = h.feed(c.encode_utf8(&mut [0u8; 4]).as_bytes());
+            }
+            h.add_to(&mut v, TRIGRAM_WEIGHT);
         }
     }
     for p in stems.windows(2) {
-        let (i, sign) = bucket(&format!("{} {}", p[0], p[1]));
-        v[i] += sign * PAIR_WEIGHT;
+        Fnv::START.feed(p[0].as_bytes()).feed(b" ").feed(p[1].as_bytes()).add_to(&mut v, PAIR_WEIGHT);
     }
     normalize(&mut v);
     v
@@ -85,6 +101,44 @@ mod tests {
         let a = embed_one("The user prefers pnpm");
         assert_eq!(a, embed_one("The user prefers pnpm"));
         assert!((cos(&a, &a) - 1.0).abs() < 1e-5);
+    }
+
+    /// The first implementation, feature strings built with `format!`:
+    /// the allocation-free one must give the very same vectors.
+    fn reference(s: &str) -> Vec<f32> {
+        fn bucket(feature: &str) -> (usize, f32) {
+            let mut h: u64 = 0xcbf29ce484222325;
+            for b in feature.bytes() {
+                h ^= b as u64;
+                h = h.wrapping_mul(0x100000001b3);
+            }
+            let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+            ((h % DIMS as u64) as usize, sign)
+        }
+        let mut v = vec![0f32; DIMS];
+        let stems = text::stems(s);
+        for w in &stems {
+            let (i, sign) = bucket(w);
+            v[i] += sign * WORD_WEIGHT;
+            let chars: Vec<char> = format!("#{w}#").chars().collect();
+            for t in chars.windows(3) {
+                let (i, sign) = bucket(&format!("3:{}", t.iter().collect::<String>()));
+                v[i] += sign * TRIGRAM_WEIGHT;
+            }
+        }
+        for p in stems.windows(2) {
+            let (i, sign) = bucket(&format!("{} {}", p[0], p[1]));
+            v[i] += sign * PAIR_WEIGHT;
+        }
+        normalize(&mut v);
+        v
+    }
+
+    #[test]
+    fn test_embedding_matches_the_reference_implementation() {
+        for t in ["The user prefers pnpm", "Caroline went to the LGBTQ support group on 2023-05-07.", "Ünïcödé naïve café, 東京 x", "", "a"] {
+            assert_eq!(embed_one(t), reference(t), "{t}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Local implementations of the model-free ports: the embedded defaults
 //! that make `wrangler dev` work with no account and no network.
 
+pub mod bench;
+pub mod clock;
 pub mod embed;
 pub mod vector;
-pub mod clock;

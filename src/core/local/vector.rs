@@ -1,16 +1,50 @@
 //! The local vector index: vectors in the profile's own SQLite (`vectors`
-//! table), searched by brute-force cosine over float32.
+//! table), searched in three passes so a query never reads every vector.
 //!
-//! Each row keeps the float32 vector and a sign-bit code (one bit per
-//! dimension), so a later first pass can rank by Hamming distance and
-//! rescore only the best few exactly.
+//! Each row keeps the float32 vector (`vector`) and a compact code
+//! (`code`, see [`Code`]): a 512-bit SimHash (signs of 512 pseudo-random
+//! ±1 projections, computed from a seeded hash, no stored matrix) and the
+//! vector quantized to 4 bits per dimension. The codes of every vector are
+//! kept in memory as packed arrays ([`Packed`], ~0.25 KB per 256-dim
+//! vector, ~25 MB at 100k) by the Durable Object between calls.
+//!
+//! A query then runs:
+//! 1. Hamming distance between the query's SimHash and every code (8
+//!    xor+popcount per vector), keeping the nearest [`FIRST_PASS`];
+//! 2. the dot product of the float query with those candidates' 4-bit
+//!    vectors (near-exact), keeping the best `top_k + RESCORE_MARGIN`;
+//! 3. the exact cosine over the float32 vectors of those few, read from
+//!    SQLite by id, best `top_k` returned.
+//!
+//! Sign bits of the raw vector (the previous code) rank poorly here: the
+//! feature-hashing embedder's vectors are sparse (most of 256 dimensions
+//! are 0), so a projection first spreads every feature over all 512 bits.
+//!
+//! Writes go through the index (upsert/delete) and keep the memory copy in
+//! step. Rows deleted by other paths (hard deletes, wipe) leave stale
+//! entries that pass 3 finds missing and evicts.
 
 use crate::core::error::Result;
 use crate::core::ports::{LocalBoxFuture, Sql, SqlValue, VectorIndex};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
-pub struct SqlVectorIndex<'a> {
-    pub sql: &'a dyn Sql,
-}
+/// Bits of the SimHash code.
+pub const CODE_BITS: usize = 512;
+const CODE_WORDS: usize = CODE_BITS / 64;
+/// Candidates kept by the Hamming pass.
+pub const FIRST_PASS: usize = 2000;
+/// Extra candidates rescored exactly beyond `top_k`.
+pub const RESCORE_MARGIN: usize = 24;
+/// Code format written by this version (first byte of `code`).
+const CODE_FORMAT: u8 = 2;
+const HEADER: usize = 1 + 2 + 4;
+/// Rows per page when loading codes or scanning vectors.
+const PAGE: i64 = 2000;
+const SEED: u64 = 0x5eed_0f51_3a5c_0de5;
+
+/// No single SQL statement takes more bound parameters than this.
+const IN_CHUNK: usize = crate::core::ports::MAX_SQL_PARAMS;
 
 pub fn encode(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -20,7 +54,8 @@ pub fn decode(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-/// One bit per dimension: set where the component is positive.
+/// One bit per dimension: set where the component is positive. (The
+/// format of the first version's `code` column; kept for reference.)
 pub fn sign_code(v: &[f32]) -> Vec<u8> {
     let mut out = vec![0u8; v.len().div_ceil(8)];
     for (i, x) in v.iter().enumerate() {
@@ -45,53 +80,580 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-impl SqlVectorIndex<'_> {
-    fn upsert_now(&self, items: &[(String, Vec<f32>)]) -> Result<()> {
-        for (id, v) in items {
-            self.sql.execute(
-                "INSERT OR REPLACE INTO vectors (memory_id, vector, code) VALUES (?, ?, ?)",
-                &[id.into(), SqlValue::Blob(encode(v)), SqlValue::Blob(sign_code(v))],
-            )?;
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The 512-bit SimHash of `v`: bit b is set where Σ_i v_i·r(b, i) > 0,
+/// with r(b, i) = ±1 from a seeded hash of (i, b).
+///
+/// Integer arithmetic, four 16-bit lanes per u64: each nonzero component
+/// is scaled to ±q (q ≤ 127, small enough that no lane can overflow) and
+/// added as q ± x (never negative, so lanes cannot borrow from each
+/// other); a lane's sum is above n·q exactly where the projection is
+/// positive. Zero components cost nothing.
+pub fn simhash(v: &[f32]) -> [u64; CODE_WORDS] {
+    let mut out = [0u64; CODE_WORDS];
+    let nz = v.iter().filter(|x| **x != 0.0 && x.is_finite()).count();
+    let max = v.iter().filter(|x| x.is_finite()).fold(0f32, |m, x| m.max(x.abs()));
+    if nz == 0 || max == 0.0 {
+        return out;
+    }
+    let q = (65_535 / (2 * nz)).clamp(1, 127) as i64;
+    let mut acc = [0u64; CODE_BITS / 4];
+    let mut offset = 0u64;
+    for (i, &x) in v.iter().enumerate() {
+        if x == 0.0 || !x.is_finite() {
+            continue;
         }
-        Ok(())
+        let xi = ((x / max) * q as f32).round() as i64;
+        let (plus, minus) = ((q + xi) as u64, (q - xi) as u64);
+        offset += q as u64;
+        // table[n]: four lanes, lane l holding q - x where bit l of n is set.
+        let mut table = [0u64; 16];
+        for (n, t) in table.iter_mut().enumerate() {
+            for l in 0..4 {
+                *t |= (if (n >> l) & 1 == 1 { minus } else { plus }) << (16 * l);
+            }
+        }
+        for w in 0..CODE_WORDS {
+            let signs = splitmix(SEED ^ ((i as u64) << 8 | w as u64));
+            let lanes = &mut acc[w * 16..w * 16 + 16];
+            for (k, a) in lanes.iter_mut().enumerate() {
+                *a += table[((signs >> (4 * k)) & 15) as usize];
+            }
+        }
+    }
+    for (g, a) in acc.iter().enumerate() {
+        for l in 0..4 {
+            if (a >> (16 * l)) & 0xffff > offset {
+                let b = g * 4 + l;
+                out[b / 64] |= 1 << (b % 64);
+            }
+        }
+    }
+    out
+}
+
+/// `v` at 4 bits per dimension (-7..=7, scaled to its largest component),
+/// two per byte, low nibble first; and 1/|quantized v| (0 for a zero vector).
+pub fn quantize4(v: &[f32]) -> (Vec<u8>, f32) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let mut out = vec![0u8; v.len().div_ceil(2)];
+    let mut norm2 = 0f32;
+    if max > 0.0 {
+        for (i, x) in v.iter().enumerate() {
+            let q = (x * 7.0 / max).round().clamp(-7.0, 7.0) as i8;
+            norm2 += (q as f32) * (q as f32);
+            out[i / 2] |= ((q as u8) & 0x0f) << ((i % 2) * 4);
+        }
+    }
+    (out, if norm2 > 0.0 { 1.0 / norm2.sqrt() } else { 0.0 })
+}
+
+/// The two signed nibbles of every byte, as floats.
+fn nibble_table() -> &'static [(f32, f32); 256] {
+    static TABLE: std::sync::OnceLock<[(f32, f32); 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [(0f32, 0f32); 256];
+        for (b, e) in t.iter_mut().enumerate() {
+            let lo = ((b as u8) << 4) as i8 >> 4;
+            let hi = (b as u8) as i8 >> 4;
+            *e = (lo as f32, hi as f32);
+        }
+        t
+    })
+}
+
+/// The `code` column: what the first two passes need of one vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Code {
+    pub dims: usize,
+    pub simhash: [u64; CODE_WORDS],
+    pub inv_norm: f32,
+    pub quantized: Vec<u8>,
+}
+
+impl Code {
+    pub fn of(v: &[f32]) -> Code {
+        let (quantized, inv_norm) = quantize4(v);
+        Code { dims: v.len(), simhash: simhash(v), inv_norm, quantized }
     }
 
-    fn delete_now(&self, ids: &[String]) -> Result<()> {
-        for chunk in ids.chunks(crate::core::ports::MAX_SQL_PARAMS) {
-            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-            self.sql.execute(
-                &format!("DELETE FROM vectors WHERE memory_id IN ({})", crate::core::store::placeholders(chunk.len())),
-                &params,
-            )?;
+    /// `[format][dims u16][1/norm f32][simhash 64 B][4-bit vector]`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER + CODE_WORDS * 8 + self.quantized.len());
+        out.push(CODE_FORMAT);
+        out.extend((self.dims as u16).to_le_bytes());
+        out.extend(self.inv_norm.to_le_bytes());
+        for w in self.simhash {
+            out.extend(w.to_le_bytes());
         }
-        Ok(())
+        out.extend(&self.quantized);
+        out
     }
 
-    fn query_now(&self, q: &[f32], top_k: usize) -> Result<Vec<(String, f32)>> {
-        let mut scored: Vec<(String, f32)> = self
-            .sql
-            .query("SELECT memory_id, vector FROM vectors", &[])?
+    /// `None` for another format (the first version's sign bits).
+    pub fn from_bytes(b: &[u8]) -> Option<Code> {
+        if b.len() < HEADER + CODE_WORDS * 8 || b[0] != CODE_FORMAT {
+            return None;
+        }
+        let dims = u16::from_le_bytes([b[1], b[2]]) as usize;
+        let inv_norm = f32::from_le_bytes([b[3], b[4], b[5], b[6]]);
+        let mut simhash = [0u64; CODE_WORDS];
+        for (w, c) in simhash.iter_mut().zip(b[HEADER..HEADER + CODE_WORDS * 8].chunks_exact(8)) {
+            *w = u64::from_le_bytes(c.try_into().ok()?);
+        }
+        let quantized = b[HEADER + CODE_WORDS * 8..].to_vec();
+        (quantized.len() == dims.div_ceil(2)).then_some(Code { dims, simhash, inv_norm, quantized })
+    }
+}
+
+/// A memory id as 128 bits: ids are 32 lowercase hex characters; anything
+/// else is hashed and its text kept aside.
+fn key_of(id: &str) -> (u128, bool) {
+    if id.len() == 32 {
+        if let Ok(k) = u128::from_str_radix(id, 16) {
+            if crate::core::ids::is_id(id) {
+                return (k, true);
+            }
+        }
+    }
+    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for b in id.bytes() {
+        h ^= b as u128;
+        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    (h, false)
+}
+
+/// Every vector's code in flat arrays (slot-indexed), kept in memory
+/// between calls. All vectors share one dimension count; vectors of
+/// another are left to the exact scan.
+#[derive(Default)]
+pub struct Packed {
+    loaded: bool,
+    dims: usize,
+    keys: Vec<u128>,
+    simhash: Vec<u64>,
+    quantized: Vec<u8>,
+    inv_norm: Vec<f32>,
+    slot_of: HashMap<u128, u32>,
+    /// Ids that are not 32 hex characters, by key.
+    odd: HashMap<u128, String>,
+    /// Scratch for the Hamming pass.
+    dist: Vec<u16>,
+}
+
+impl Packed {
+    pub fn new() -> Packed {
+        Packed::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        self.loaded
+    }
+
+    /// Forgets everything; the next query reloads from SQLite.
+    pub fn clear(&mut self) {
+        *self = Packed::default();
+    }
+
+    /// Approximate heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.keys.capacity() * 16
+            + self.simhash.capacity() * 8
+            + self.quantized.capacity()
+            + self.inv_norm.capacity() * 4
+            + self.slot_of.capacity() * 24
+            + self.dist.capacity() * 2
+            + self.odd.values().map(|s| s.capacity() + 40).sum::<usize>()
+    }
+
+    fn stride(&self) -> usize {
+        self.dims.div_ceil(2)
+    }
+
+    /// Adds or replaces one vector's code.
+    pub fn insert(&mut self, id: &str, code: &Code) {
+        if self.keys.is_empty() {
+            self.dims = code.dims;
+        }
+        if code.dims != self.dims {
+            self.remove(id);
+            return;
+        }
+        let (key, hex) = key_of(id);
+        if !hex {
+            self.odd.insert(key, id.to_string());
+        }
+        let stride = self.stride();
+        match self.slot_of.get(&key) {
+            Some(&s) => {
+                let s = s as usize;
+                self.simhash[s * CODE_WORDS..(s + 1) * CODE_WORDS].copy_from_slice(&code.simhash);
+                self.quantized[s * stride..(s + 1) * stride].copy_from_slice(&code.quantized);
+                self.inv_norm[s] = code.inv_norm;
+            }
+            None => {
+                self.slot_of.insert(key, self.keys.len() as u32);
+                self.keys.push(key);
+                self.simhash.extend_from_slice(&code.simhash);
+                self.quantized.extend_from_slice(&code.quantized);
+                self.inv_norm.push(code.inv_norm);
+            }
+        }
+    }
+
+    /// Removes one vector (the last slot moves into its place).
+    pub fn remove(&mut self, id: &str) {
+        let (key, _) = key_of(id);
+        let Some(s) = self.slot_of.remove(&key) else { return };
+        self.odd.remove(&key);
+        let s = s as usize;
+        let last = self.keys.len() - 1;
+        let stride = self.stride();
+        if s != last {
+            self.keys[s] = self.keys[last];
+            self.simhash.copy_within(last * CODE_WORDS..(last + 1) * CODE_WORDS, s * CODE_WORDS);
+            self.quantized.copy_within(last * stride..(last + 1) * stride, s * stride);
+            self.inv_norm[s] = self.inv_norm[last];
+            self.slot_of.insert(self.keys[s], s as u32);
+        }
+        self.keys.truncate(last);
+        self.simhash.truncate(last * CODE_WORDS);
+        self.quantized.truncate(last * stride);
+        self.inv_norm.truncate(last);
+    }
+
+    fn id_of(&self, slot: usize) -> String {
+        let k = self.keys[slot];
+        match self.odd.get(&k) {
+            Some(s) => s.clone(),
+            None => format!("{k:032x}"),
+        }
+    }
+
+    /// Passes 1 and 2: the `keep` ids whose 4-bit vectors score best
+    /// against `q`, among the `first_pass` nearest by Hamming distance.
+    /// Best first, with the approximate cosine.
+    pub fn shortlist(&mut self, q: &[f32], first_pass: usize, keep: usize) -> Vec<(String, f32)> {
+        let n = self.keys.len();
+        if n == 0 || q.len() != self.dims {
+            return vec![];
+        }
+        // Pass 1: Hamming distances, then a histogram cut at the first_pass-th.
+        let candidates: Vec<usize> = if n <= first_pass {
+            (0..n).collect()
+        } else {
+            let qh = simhash(q);
+            self.dist.clear();
+            self.dist.extend(self.simhash.chunks_exact(CODE_WORDS).map(|c| {
+                let mut d = 0u32;
+                for w in 0..CODE_WORDS {
+                    d += (c[w] ^ qh[w]).count_ones();
+                }
+                d as u16
+            }));
+            let mut hist = [0u32; CODE_BITS + 1];
+            for &d in &self.dist {
+                hist[d as usize] += 1;
+            }
+            let (mut cut, mut below) = (0usize, 0usize);
+            while cut <= CODE_BITS && below + hist[cut] as usize <= first_pass {
+                below += hist[cut] as usize;
+                cut += 1;
+            }
+            // Everything closer than `cut`, then ties at `cut` up to the budget.
+            let mut at_cut = first_pass - below;
+            let mut out = Vec::with_capacity(first_pass);
+            for (s, &d) in self.dist.iter().enumerate() {
+                let d = d as usize;
+                if d < cut {
+                    out.push(s);
+                } else if d == cut && at_cut > 0 {
+                    out.push(s);
+                    at_cut -= 1;
+                }
+            }
+            out
+        };
+        // Pass 2: float query · 4-bit vectors, one table lookup per byte:
+        // table[p][b] = q[2p]·lo(b) + q[2p+1]·hi(b).
+        let nibbles = nibble_table();
+        let stride = self.stride();
+        let mut table = vec![0f32; stride * 256];
+        for p in 0..stride {
+            let (a, b) = (q[2 * p], q.get(2 * p + 1).copied().unwrap_or(0.0));
+            for (byte, (lo, hi)) in nibbles.iter().enumerate() {
+                table[p * 256 + byte] = a * lo + b * hi;
+            }
+        }
+        let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let qinv = if qn > 0.0 { 1.0 / qn } else { 0.0 };
+        let mut scored: Vec<(f32, usize)> = candidates
             .into_iter()
-            .filter_map(|r| {
-                let id = r[0].opt_string()?;
-                let v = decode(r[1].as_blob()?);
-                Some((id, cosine(q, &v)))
+            .map(|s| {
+                let row = &self.quantized[s * stride..(s + 1) * stride];
+                let mut dot = 0f32;
+                for (p, &b) in row.iter().enumerate() {
+                    dot += table[p * 256 + b as usize];
+                }
+                (dot * self.inv_norm[s] * qinv, s)
             })
             .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
-        scored.truncate(top_k);
-        Ok(scored)
+        let keep = keep.min(scored.len());
+        if keep == 0 {
+            return vec![];
+        }
+        if keep < scored.len() {
+            scored.select_nth_unstable_by(keep - 1, |a, b| b.0.total_cmp(&a.0));
+            scored.truncate(keep);
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
+    }
+}
+
+/// Reads every row's code into `packed` (paged by rowid, so memory stays
+/// bounded). Rows written by the first version (sign-bit codes) are
+/// recoded from their vectors and rewritten.
+pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
+    packed.clear();
+    let mut after = i64::MIN;
+    let mut stale: Vec<String> = Vec::new();
+    loop {
+        let rows = sql.query(
+            "SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            &[SqlValue::Integer(after), SqlValue::Integer(PAGE)],
+        )?;
+        let Some(last) = rows.last() else { break };
+        after = last[0].as_i64().unwrap_or(i64::MAX);
+        let full = rows.len() as i64 == PAGE;
+        for r in rows {
+            let Some(id) = r[1].as_str() else { continue };
+            match r[2].as_blob().and_then(Code::from_bytes) {
+                Some(code) => packed.insert(id, &code),
+                None => stale.push(id.to_string()),
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    for chunk in stale.chunks(IN_CHUNK) {
+        for (id, v) in read_vectors(sql, chunk)? {
+            let code = Code::of(&v);
+            sql.execute("UPDATE vectors SET code = ? WHERE memory_id = ?", &[SqlValue::Blob(code.to_bytes()), id.as_str().into()])?;
+            packed.insert(&id, &code);
+        }
+    }
+    packed.loaded = true;
+    Ok(())
+}
+
+/// The float vectors of these ids (at most [`IN_CHUNK`] per statement).
+fn read_vectors(sql: &dyn Sql, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(IN_CHUNK) {
+        let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+        let rows = sql.query(
+            &format!("SELECT memory_id, vector FROM vectors WHERE memory_id IN ({})", crate::core::store::placeholders(chunk.len())),
+            &params,
+        )?;
+        out.extend(rows.into_iter().filter_map(|r| Some((r[0].opt_string()?, decode(r[1].as_blob()?)))));
+    }
+    Ok(out)
+}
+
+/// Exact cosine over every stored vector, paged (the reference the
+/// index is measured against, and the fallback for odd dimensions).
+pub fn exact_scan(sql: &dyn Sql, q: &[f32], top_k: usize) -> Result<Vec<(String, f32)>> {
+    let mut best: Vec<(String, f32)> = Vec::new();
+    let mut after = i64::MIN;
+    loop {
+        let rows = sql.query(
+            "SELECT rowid, memory_id, vector FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            &[SqlValue::Integer(after), SqlValue::Integer(PAGE)],
+        )?;
+        let Some(last) = rows.last() else { break };
+        after = last[0].as_i64().unwrap_or(i64::MAX);
+        let full = rows.len() as i64 == PAGE;
+        for r in rows {
+            if let (Some(id), Some(b)) = (r[1].opt_string(), r[2].as_blob()) {
+                best.push((id, cosine(q, &decode(b))));
+            }
+        }
+        sort_hits(&mut best);
+        best.truncate(top_k);
+        if !full {
+            break;
+        }
+    }
+    Ok(best)
+}
+
+/// Best first; equal scores by id, descending (as the brute-force index did).
+fn sort_hits(hits: &mut [(String, f32)]) {
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+}
+
+fn upsert_rows(sql: &dyn Sql, items: &[(String, Vec<f32>)], mut packed: Option<&mut Packed>) -> Result<()> {
+    for (id, v) in items {
+        let code = Code::of(v);
+        sql.execute(
+            "INSERT OR REPLACE INTO vectors (memory_id, vector, code) VALUES (?, ?, ?)",
+            &[id.into(), SqlValue::Blob(encode(v)), SqlValue::Blob(code.to_bytes())],
+        )?;
+        if let Some(p) = packed.as_deref_mut().filter(|p| p.loaded) {
+            p.insert(id, &code);
+        }
+    }
+    Ok(())
+}
+
+fn delete_rows(sql: &dyn Sql, ids: &[String], mut packed: Option<&mut Packed>) -> Result<()> {
+    for chunk in ids.chunks(IN_CHUNK) {
+        let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+        sql.execute(
+            &format!("DELETE FROM vectors WHERE memory_id IN ({})", crate::core::store::placeholders(chunk.len())),
+            &params,
+        )?;
+    }
+    if let Some(p) = packed.as_deref_mut() {
+        ids.iter().for_each(|id| p.remove(id));
+    }
+    Ok(())
+}
+
+/// The three passes over a loaded `packed`, with an explicit first-pass
+/// budget (tests pin the recall of small sets at the same ratio as 2,000
+/// of 100k).
+pub fn search(sql: &dyn Sql, packed: &mut Packed, q: &[f32], top_k: usize, first_pass: usize) -> Result<Vec<(String, f32)>> {
+    if top_k == 0 {
+        return Ok(vec![]);
+    }
+    if !packed.loaded {
+        load(sql, packed)?;
+    }
+    if !packed.is_empty() && q.len() != packed.dims {
+        return exact_scan(sql, q, top_k);
+    }
+    let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
+    // Pass 3, twice at most: a stale entry found missing is evicted and
+    // the shortlist drawn again without it.
+    for _ in 0..2 {
+        let short = packed.shortlist(q, first_pass.max(keep), keep);
+        let ids: Vec<String> = short.iter().map(|(id, _)| id.clone()).collect();
+        let mut hits: Vec<(String, f32)> = read_vectors(sql, &ids)?.into_iter().map(|(id, v)| (id, cosine(q, &v))).collect();
+        if hits.len() < ids.len() {
+            let found: std::collections::HashSet<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
+            let missing: Vec<String> = ids.iter().filter(|id| !found.contains(id.as_str())).cloned().collect();
+            missing.iter().for_each(|id| packed.remove(id));
+            if missing.len() * 2 > ids.len() {
+                // Mostly stale (a wipe, a bulk delete): reload once.
+                load(sql, packed)?;
+            }
+            if hits.len() < top_k.min(packed.len()) {
+                continue;
+            }
+        }
+        sort_hits(&mut hits);
+        hits.truncate(top_k);
+        return Ok(hits);
+    }
+    exact_scan(sql, q, top_k)
+}
+
+/// The local index without a memory copy: every query loads the codes
+/// from SQLite first (native tests, one-off use).
+pub struct SqlVectorIndex<'a> {
+    pub sql: &'a dyn Sql,
+}
+
+impl SqlVectorIndex<'_> {
+    fn query_now(&self, q: &[f32], top_k: usize) -> Result<Vec<(String, f32)>> {
+        search(self.sql, &mut Packed::new(), q, top_k, FIRST_PASS)
     }
 }
 
 impl VectorIndex for SqlVectorIndex<'_> {
     fn upsert<'a>(&'a self, items: &'a [(String, Vec<f32>)]) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(async move { self.upsert_now(items) })
+        Box::pin(async move { upsert_rows(self.sql, items, None) })
     }
     fn delete<'a>(&'a self, ids: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(async move { self.delete_now(ids) })
+        Box::pin(async move { delete_rows(self.sql, ids, None) })
     }
     fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>> {
         Box::pin(async move { self.query_now(vector, top_k) })
+    }
+}
+
+/// The local index with its codes kept in memory across calls (the
+/// Durable Object owns the [`Packed`]; it loads on the first query).
+pub struct CachedVectorIndex<'a> {
+    pub sql: &'a dyn Sql,
+    pub packed: &'a RefCell<Packed>,
+}
+
+impl VectorIndex for CachedVectorIndex<'_> {
+    fn upsert<'a>(&'a self, items: &'a [(String, Vec<f32>)]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(async move { upsert_rows(self.sql, items, Some(&mut self.packed.borrow_mut())) })
+    }
+    fn delete<'a>(&'a self, ids: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(async move { delete_rows(self.sql, ids, Some(&mut self.packed.borrow_mut())) })
+    }
+    fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>> {
+        Box::pin(async move { search(self.sql, &mut self.packed.borrow_mut(), vector, top_k, FIRST_PASS) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_code_round_trips_and_rejects_the_old_format() {
+        let v: Vec<f32> = (0..256).map(|i| ((i * 37 % 11) as f32 - 5.0) / 10.0).collect();
+        let c = Code::of(&v);
+        assert_eq!(Code::from_bytes(&c.to_bytes()), Some(c));
+        assert_eq!(Code::from_bytes(&sign_code(&v)), None);
+    }
+
+    #[test]
+    fn test_packed_remove_moves_the_last_slot() {
+        let mut p = Packed::new();
+        let ids: Vec<String> = (0..3).map(|i| format!("{i:032x}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let mut v = vec![0f32; 8];
+            v[i] = 1.0;
+            p.insert(id, &Code::of(&v));
+        }
+        p.remove(&ids[0]);
+        assert_eq!(p.len(), 2);
+        let mut q = vec![0f32; 8];
+        q[2] = 1.0;
+        assert_eq!(p.shortlist(&q, 10, 1)[0].0, ids[2]);
+        p.insert("not-hex", &Code::of(&q));
+        assert!(p.shortlist(&q, 10, 2).iter().any(|(id, _)| id == "not-hex"));
+    }
+
+    #[test]
+    fn test_quantize4_keeps_signs_and_scale() {
+        let (q, inv) = quantize4(&[1.0, -0.5, 0.0]);
+        let t = nibble_table();
+        assert_eq!(t[q[0] as usize], (7.0, -4.0));
+        assert!((inv - 1.0 / (49f32 + 16.0).sqrt()).abs() < 1e-6);
     }
 }

@@ -1,0 +1,330 @@
+// `make bench`: the BUILT Worker (build/ + src/entry.mjs) in workerd on
+// loopback, one profile filled to each size N in turn, and per N:
+//   ingest throughput  LoCoMo-style sessions through POST .../ingest
+//                      (rule-based provider), messages per second
+//   recall latency     p50/p95/p99 over varied LoCoMo questions, HTTP end
+//                      to end; and recall inside the Durable Object
+//   stages             each recall stage alone, inside the Durable Object
+//   bare FTS5          one FTS5 query (bm25, top 10) on the same data,
+//                      through the same path: the pipeline's overhead ratio
+//   vector index       recall@10 of the local index against exact search
+//   storage, memory    stats.storageBytes, workerd RSS (/proc), Wasm memory
+// Fill: the bulk import route with generated NDJSON (memories + messages),
+// then the vector index filled in batches (benchDrain). The Worker runs
+// with BENCH=1, which enables the bench* operations (core::local::bench).
+//
+// Environment: BENCH_SIZES (default 1000,10000,100000), BENCH_QUERIES
+// (default 250), BENCH_INGEST (messages per size, default 1000), LOCOMO,
+// BENCH_OUT (default docs/bench), BENCH_VERBOSE=1.
+import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startWorker, ROOT } from "../workerd/helpers.mjs";
+import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
+import { writeReport } from "./report.mjs";
+
+const SIZES = (process.env.BENCH_SIZES || "1000,10000,100000").split(",").map(Number).filter((n) => n > 0);
+const QUERIES = Number(process.env.BENCH_QUERIES || 250);
+const INGEST_MESSAGES = Number(process.env.BENCH_INGEST || 1000);
+const STAGE_QUERIES = Math.min(60, QUERIES);
+const STAGE_REPEAT = 5;
+const VECTOR_QUERIES = 100;
+const IMPORT_MEMORIES = 4000;
+const OUT = path.resolve(ROOT, process.env.BENCH_OUT || "docs/bench");
+const VERBOSE = process.env.BENCH_VERBOSE === "1";
+const PROFILE = "bench";
+const BASE = `/accounts/bench/agent-memory/namespaces/default/profiles/${PROFILE}`;
+const AUTH = "Bearer dev-token";
+// Ingest sessions come from variants far from the fill's, so they are new.
+const INGEST_VARIANT0 = 5000;
+let callDo = null;
+
+const log = (...a) => console.error("bench:", ...a);
+const ms = (t0) => performance.now() - t0;
+
+function pct(xs, p) {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+const median = (xs) => pct(xs, 50);
+
+/** The workerd process miniflare started (a child of this process). */
+function workerdPid() {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === process.pid && comm.includes("workerd")) return Number(d);
+    } catch {
+      // the process went away
+    }
+  }
+  return null;
+}
+
+function rss(pid) {
+  if (!pid) return { rss: NaN, hwm: NaN };
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (k) => Number((new RegExp(`${k}:\\s+(\\d+)`).exec(s) || [])[1]) * 1024;
+    return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
+  } catch {
+    return { rss: NaN, hwm: NaN };
+  }
+}
+
+async function main() {
+  const corpus = new Corpus(loadLocomo(locomoPath(ROOT)));
+  log(`corpus: ${corpus.convs.length} conversations, ${corpus.turns} turns; sizes ${SIZES.join(", ")}`);
+  // BENCH_STATE=dir keeps the Worker's storage there and resumes the fill
+  // from it (for repeated runs); by default a temporary dir is removed.
+  const stateDir = process.env.BENCH_STATE ? path.resolve(process.env.BENCH_STATE) : null;
+  if (stateDir) mkdirSync(stateDir, { recursive: true });
+  const progressFile = stateDir && path.join(stateDir, "bench-fill.json");
+  const w = await startWorker({ vars: { BENCH: "1" }, ...(stateDir ? { persistDir: stateDir } : {}) });
+  const origin = String(w.url).replace(/\/$/, "");
+  const pid = workerdPid();
+  log(`worker at ${origin}, workerd pid ${pid ?? "unknown"}`);
+
+  async function http(method, route, body, type = "application/json") {
+    const res = await fetch(`${origin}${BASE}${route}`, {
+      method,
+      headers: { authorization: AUTH, ...(body === undefined ? {} : { "content-type": type }) },
+      body: body === undefined ? undefined : type === "application/json" ? JSON.stringify(body) : body,
+    });
+    const text = await res.text();
+    let v;
+    try {
+      v = JSON.parse(text);
+    } catch {
+      throw new Error(`${method} ${route}: ${res.status} ${text.slice(0, 200)}`);
+    }
+    if (!v.success) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(v.errors).slice(0, 300)}`);
+    return v.result;
+  }
+  // The bench ops have no REST route: they go straight to the profile's
+  // Durable Object (miniflare's binding proxy), as the Worker would send them.
+  const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
+  const stub = ns.get(ns.idFromName(`default/${PROFILE}`));
+  callDo = async (name, args = {}) => {
+    const res = await stub.fetch("https://profile.internal/call", {
+      method: "POST",
+      body: JSON.stringify({ name: `default/${PROFILE}`, op: name, args }),
+    });
+    const v = await res.json();
+    if (v.error) throw new Error(`${name}: ${v.error.message}`);
+    return v.ok;
+  };
+
+  const stats = () => http("GET", "/stats");
+  const results = [];
+  // The fill is one deterministic stream of sessions (variant 0, 1, ...);
+  // `fill.done` counts the memories of it already imported.
+  const fill = progressFile && existsSync(progressFile) ? JSON.parse(readFileSync(progressFile, "utf8")) : { done: 0, variant: 0, ingested: 0 };
+  let variant = 0;
+  let pending = null; // a session generator, partly consumed
+  let skip = fill.done;
+
+  for (const N of SIZES) {
+    log(`--- N = ${N}`);
+    // 1. Fill to N memories: bulk import, then the vector index.
+    let have = fill.done;
+    let t0 = performance.now();
+    let imported = 0;
+    while (have < N) {
+      let mem = [];
+      let msg = [];
+      while (mem.length < Math.min(IMPORT_MEMORIES, N - have)) {
+        if (!pending) pending = corpus.sessions(variant++);
+        const next = pending.next();
+        if (next.done) {
+          pending = null;
+          continue;
+        }
+        const s = next.value;
+        if (skip > 0) {
+          // Imported by an earlier run (BENCH_STATE).
+          const n = Math.min(skip, s.memories.length);
+          skip -= n;
+          if (n === s.memories.length) continue;
+          s.memories = s.memories.slice(n);
+        }
+        const room = Math.min(IMPORT_MEMORIES, N - have) - mem.length;
+        const take = s.memories.slice(0, room);
+        const cited = new Set(take.flatMap((m) => m.sourceMessageIds));
+        mem.push(...take);
+        msg.push(...s.messages.filter((m) => cited.has(m.id)));
+      }
+      const header = { kind: "header", format: "agent-memory-export", version: 1, profile: `default/${PROFILE}`, exportedAt: new Date().toISOString() };
+      const ndjson = [header, ...msg, ...mem].map((r) => JSON.stringify(r)).join("\n") + "\n";
+      const rep = await http("POST", "/import", ndjson, "application/x-ndjson");
+      have += mem.length;
+      imported += rep.memories;
+      fill.done = have;
+      if (progressFile) writeFileSync(progressFile, JSON.stringify(fill));
+      if (VERBOSE) log(`imported ${have}/${N}`);
+    }
+    const importSec = ms(t0) / 1000;
+    t0 = performance.now();
+    let drained = 0;
+    for (let i = 0; i < 10000; i++) {
+      const d = await callDo("benchDrain", { limit: 2000 });
+      drained += d.embedded;
+      if (d.left === 0) break;
+    }
+    const embedSec = ms(t0) / 1000;
+    log(`fill: ${imported} memories imported in ${importSec.toFixed(1)} s, ${drained} embedded in ${embedSec.toFixed(1)} s`);
+    const st = await stats();
+
+    // 2. Recall: a cold first query (index codes loaded), warm-up, then measured.
+    const queries = corpus.questions(QUERIES, Math.max(1, variant), 1000 + N);
+    await callDo("benchReset");
+    t0 = performance.now();
+    await http("POST", "/recall", { query: queries[0] });
+    const coldMs = ms(t0);
+    for (const q of queries.slice(0, 10)) await http("POST", "/recall", { query: q });
+    const recall = [];
+    for (const q of queries) {
+      const t = performance.now();
+      await http("POST", "/recall", { query: q });
+      recall.push(ms(t));
+    }
+    // The same path with nothing to do, and one bare FTS5 query.
+    const ping = [];
+    const fts = [];
+    const doRecall = [];
+    for (const q of queries) {
+      let t = performance.now();
+      await callDo("benchPing");
+      ping.push(ms(t));
+      t = performance.now();
+      await callDo("recall", { query: q });
+      doRecall.push(ms(t));
+      t = performance.now();
+      await callDo("benchFts", { query: q });
+      fts.push(ms(t));
+    }
+    const httpPing = [];
+    for (let i = 0; i < 50; i++) {
+      const t = performance.now();
+      await fetch(`${origin}/health`).then((r) => r.arrayBuffer());
+      httpPing.push(ms(t));
+    }
+
+    // 3. Stages inside the Durable Object: (rt(repeat=R) - rt(repeat=0)) / R.
+    const stageNames = ["analyze", "embed", "key", "fts", "messages", "vector", "hyde", "fuse", "recall", "vectorIndex"];
+    const stages = Object.fromEntries(stageNames.map((s) => [s, []]));
+    const ftsInside = [];
+    for (const q of queries.slice(0, STAGE_QUERIES)) {
+      for (const s of stageNames) {
+        let t = performance.now();
+        await callDo("benchStage", { query: q, stage: s, repeat: 0 });
+        const base = ms(t);
+        t = performance.now();
+        await callDo("benchStage", { query: q, stage: s, repeat: STAGE_REPEAT });
+        stages[s].push(Math.max(0, (ms(t) - base) / STAGE_REPEAT));
+      }
+      for (const [name, opName] of [["shortlist", "benchShortlist"]]) {
+        let t = performance.now();
+        await callDo(opName, { query: q, repeat: 0 });
+        const base = ms(t);
+        t = performance.now();
+        await callDo(opName, { query: q, repeat: STAGE_REPEAT });
+        (stages[name] ||= []).push(Math.max(0, (ms(t) - base) / STAGE_REPEAT));
+      }
+      let t = performance.now();
+      await callDo("benchFts", { query: q, repeat: 0 });
+      const base = ms(t);
+      t = performance.now();
+      await callDo("benchFts", { query: q, repeat: STAGE_REPEAT });
+      ftsInside.push(Math.max(0, (ms(t) - base) / STAGE_REPEAT));
+    }
+
+    // 4. Vector index quality: recall@10 against an exact scan.
+    const vq = corpus.questions(VECTOR_QUERIES, Math.max(1, variant), 7000 + N);
+    const vr = await callDo("benchVectorRecall", { queries: vq, k: 10 });
+    const mem = await callDo("benchMemory");
+    const proc = rss(pid);
+
+    // 5. Ingest throughput on the filled profile (LoCoMo-style sessions).
+    let ingested = 0;
+    let ingestMemories = 0;
+    const perCall = [];
+    t0 = performance.now();
+    // Fresh variants every time (ingest is idempotent), bounded.
+    for (let k = INGEST_VARIANT0 + (fill.ingestVariant || 0); ingested < INGEST_MESSAGES && k < INGEST_VARIANT0 + 100000; k++) {
+      fill.ingestVariant = k - INGEST_VARIANT0 + 1;
+      for (const s of corpus.sessions(k)) {
+        if (ingested >= INGEST_MESSAGES) break;
+        const messages = s.messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.timestamp }));
+        const t = performance.now();
+        const rep = await http("POST", "/ingest", { sessionId: `ingest-${s.sessionId}`, messages });
+        perCall.push({ ms: ms(t), n: messages.length });
+        ingested += rep.messagesStored;
+        ingestMemories += rep.memoriesStored;
+      }
+    }
+    const ingestSec = ms(t0) / 1000;
+    if (progressFile) writeFileSync(progressFile, JSON.stringify(fill));
+    // Leave no embedding behind for the next size's measurements.
+    for (let i = 0; i < 1000; i++) if ((await callDo("benchDrain", { limit: 2000 })).left === 0) break;
+
+    const row = {
+      n: N,
+      memories: st.memories,
+      messages: st.messages,
+      vectors: st.vectors,
+      storageBytes: st.storageBytes,
+      fill: { importSec, embedSec },
+      ingest: {
+        messages: ingested,
+        memories: ingestMemories,
+        sec: ingestSec,
+        perSec: ingested / ingestSec,
+        callP50: median(perCall.map((c) => c.ms)),
+        msgsPerCall: ingested / perCall.length,
+      },
+      recall: { p50: median(recall), p95: pct(recall, 95), p99: pct(recall, 99), mean: recall.reduce((a, b) => a + b, 0) / recall.length, coldMs, n: recall.length },
+      fts: { p50: median(fts), p95: pct(fts, 95), p99: pct(fts, 99), insideP50: median(ftsInside) },
+      doRecall: { p50: median(doRecall), p95: pct(doRecall, 95), p99: pct(doRecall, 99) },
+      ping: { p50: median(ping), http: median(httpPing) },
+      stages: Object.fromEntries(Object.keys(stages).map((s) => [s, { p50: median(stages[s]), p95: pct(stages[s], 95) }])),
+      vector: { recallAt10: vr.recall, queries: vr.queries, vectors: vr.vectors },
+      memory: { workerdRss: proc.rss, workerdPeak: proc.hwm, wasmBytes: mem.wasmBytes, indexBytes: mem.indexBytes },
+    };
+    results.push(row);
+    printRow(row);
+  }
+
+  await w.dispose();
+  const meta = {
+    date: new Date().toISOString(),
+    cpus: os.cpus().length,
+    cpu: os.cpus()[0]?.model?.trim(),
+    node: process.version,
+    queries: QUERIES,
+    stageQueries: STAGE_QUERIES,
+    stageRepeat: STAGE_REPEAT,
+  };
+  const table = writeReport(OUT, results, meta);
+  console.log(table);
+}
+
+function printRow(r) {
+  const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
+  log(
+    `N=${r.n}: recall p50 ${f(r.recall.p50)} p95 ${f(r.recall.p95)} p99 ${f(r.recall.p99)} ms (cold ${f(r.recall.coldMs, 0)}); ` +
+      `fts p50 ${f(r.fts.p50)} ms; ping ${f(r.ping.p50)} ms; ingest ${f(r.ingest.perSec, 0)} msg/s; ` +
+      `vec recall@10 ${f(r.vector.recallAt10, 3)}; storage ${f(r.storageBytes / 1e6)} MB; rss ${f(r.memory.workerdRss / 1e6)} MB; ` +
+      `wasm ${f(r.memory.wasmBytes / 1e6)} MB`,
+  );
+  log(`  stages p50 (ms): ${Object.entries(r.stages).map(([k, v]) => `${k} ${f(v.p50, 2)}`).join(", ")}; fts inside ${f(r.fts.insideP50, 2)}`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,179 @@
+//! The local vector index (core::local::vector) against exact search.
+//!
+//! Recall@10 is pinned on two fixed sets: clustered random vectors from a
+//! seeded generator, and realistic texts embedded by the local embedder.
+//! The sets are small (a test, not a benchmark), so the Hamming pass keeps
+//! the same share of them it keeps at 100k vectors (2,000 of 100,000 = 2%);
+//! `make bench` measures the real thing at 100k inside the Worker.
+
+mod support;
+
+use agent_memory::core::local::embed::{embed_one, DIMS};
+use agent_memory::core::local::vector::{cosine, exact_scan, search, CachedVectorIndex, Packed, SqlVectorIndex, FIRST_PASS};
+use agent_memory::core::ports::{Sql, VectorIndex};
+use std::cell::RefCell;
+use support::{block_on, database};
+
+/// xorshift64*: a fixed, dependency-free generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Approximately normal (sum of uniforms).
+    fn normal(&mut self) -> f32 {
+        (0..4).map(|_| self.unit()).sum::<f32>() - 2.0
+    }
+}
+
+fn id(i: usize) -> String {
+    format!("{i:032x}")
+}
+
+fn normalized(mut v: Vec<f32>) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= n);
+    v
+}
+
+/// Exact top-k ids by cosine, computed here from the vectors themselves.
+fn exact(vectors: &[Vec<f32>], q: &[f32], k: usize) -> Vec<String> {
+    let mut s: Vec<(f32, usize)> = vectors.iter().enumerate().map(|(i, v)| (cosine(q, v), i)).collect();
+    s.sort_by(|a, b| b.0.total_cmp(&a.0));
+    s.into_iter().take(k).map(|(_, i)| id(i)).collect()
+}
+
+/// Stores `vectors` through the index and returns recall@10 of
+/// `queries` with the Hamming pass keeping `share` of the set.
+fn recall_at_10(vectors: &[Vec<f32>], queries: &[Vec<f32>], share: f64) -> f64 {
+    let sql = database();
+    let items: Vec<(String, Vec<f32>)> = vectors.iter().enumerate().map(|(i, v)| (id(i), v.clone())).collect();
+    block_on(SqlVectorIndex { sql: &sql }.upsert(&items)).unwrap();
+    let first_pass = ((vectors.len() as f64 * share).ceil() as usize).max(1);
+    let mut packed = Packed::new();
+    let mut hit = 0;
+    for q in queries {
+        let got: Vec<String> = search(&sql, &mut packed, q, 10, first_pass).unwrap().into_iter().map(|(id, _)| id).collect();
+        let want = exact(vectors, q, 10);
+        hit += want.iter().filter(|w| got.contains(w)).count();
+    }
+    hit as f64 / (10 * queries.len()) as f64
+}
+
+const SHARE: f64 = FIRST_PASS as f64 / 100_000.0;
+
+#[test]
+fn test_recall_at_10_on_clustered_random_vectors() {
+    let mut rng = Rng(0x00c0_ffee_1234_5678);
+    let centers: Vec<Vec<f32>> = (0..60).map(|_| (0..DIMS).map(|_| rng.normal()).collect()).collect();
+    let around = |rng: &mut Rng, spread: f32| {
+        let c = &centers[rng.below(centers.len())];
+        normalized(c.iter().map(|x| x + spread * rng.normal()).collect())
+    };
+    let vectors: Vec<Vec<f32>> = (0..3000).map(|_| around(&mut rng, 0.9)).collect();
+    let queries: Vec<Vec<f32>> = (0..40).map(|_| around(&mut rng, 0.9)).collect();
+    let r = recall_at_10(&vectors, &queries, SHARE);
+    eprintln!("clustered random vectors: recall@10 {r:.3}");
+    assert!(r >= 0.95, "recall@10 {r:.3} on clustered random vectors");
+}
+
+#[test]
+fn test_recall_at_10_on_embedded_texts() {
+    let mut rng = Rng(42);
+    let names = ["Caroline", "Melanie", "Jon", "Gina", "Deborah", "Jolene", "Andrew", "Audrey", "Tim", "John"];
+    let verbs = ["went to", "painted", "signed up for", "talked about", "bought", "planned", "finished", "visited", "cooked", "joined"];
+    let things = [
+        "a pottery class", "the LGBTQ support group", "a charity race", "a camping trip in the mountains", "the adoption agency",
+        "a new dance studio", "her first marathon", "the farmers market", "a sunrise over the lake", "a book club about sci-fi",
+        "the local animal shelter", "a job interview at a bank", "a violin concert", "his grandmother's recipe", "a road trip",
+    ];
+    let times = ["yesterday", "last week", "on Sunday", "in May 2023", "two years ago", "this morning", "last summer", ""];
+    let text = |rng: &mut Rng| {
+        let who = names[rng.below(names.len())];
+        let what = things[rng.below(things.len())];
+        format!(
+            "What is known about {what}?\n{who}: I {} {what} {} and it was {}.",
+            verbs[rng.below(verbs.len())],
+            times[rng.below(times.len())],
+            ["great", "hard", "fun", "so powerful", "relaxing"][rng.below(5)]
+        )
+    };
+    let vectors: Vec<Vec<f32>> = (0..3000).map(|_| embed_one(&text(&mut rng))).collect();
+    let queries: Vec<Vec<f32>> = (0..40)
+        .map(|_| {
+            let q = format!("When did {} go to {}?", names[rng.below(names.len())], things[rng.below(things.len())]);
+            embed_one(&q)
+        })
+        .collect();
+    let r = recall_at_10(&vectors, &queries, SHARE);
+    eprintln!("embedded texts: recall@10 {r:.3}");
+    assert!(r >= 0.95, "recall@10 {r:.3} on embedded texts");
+}
+
+#[test]
+fn test_small_sets_are_searched_exactly() {
+    let mut rng = Rng(7);
+    let vectors: Vec<Vec<f32>> = (0..300).map(|_| normalized((0..DIMS).map(|_| rng.normal()).collect())).collect();
+    let sql = database();
+    let items: Vec<(String, Vec<f32>)> = vectors.iter().enumerate().map(|(i, v)| (id(i), v.clone())).collect();
+    let index = SqlVectorIndex { sql: &sql };
+    block_on(index.upsert(&items)).unwrap();
+    for q in vectors.iter().take(10) {
+        let got = block_on(index.query(q, 10)).unwrap();
+        let want = exact_scan(&sql, q, 10).unwrap();
+        assert_eq!(got.iter().map(|h| &h.0).collect::<Vec<_>>(), want.iter().map(|h| &h.0).collect::<Vec<_>>());
+        assert!((got[0].1 - 1.0).abs() < 1e-5, "scores are exact cosines");
+    }
+}
+
+#[test]
+fn test_memory_copy_follows_writes_and_heals_after_outside_deletes() {
+    let sql = database();
+    let packed = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql: &sql, packed: &packed };
+    let v = |s: &str| embed_one(s);
+    let items = vec![
+        (id(1), v("The user prefers dark roast coffee")),
+        (id(2), v("The user's dog is called Biscuit")),
+        (id(3), v("Coffee with oat milk in the morning")),
+    ];
+    block_on(index.upsert(&items)).unwrap();
+    let q = v("What coffee does the user like?");
+    assert_eq!(block_on(index.query(&q, 1)).unwrap()[0].0, id(1));
+    assert_eq!(packed.borrow().len(), 3, "the first query loaded the codes");
+
+    // Writes through the index keep the copy in step.
+    block_on(index.upsert(&[(id(4), v("The user likes dark roast coffee best"))])).unwrap();
+    block_on(index.delete(&[id(1)])).unwrap();
+    assert_eq!(packed.borrow().len(), 3);
+    let ids: Vec<String> = block_on(index.query(&q, 3)).unwrap().into_iter().map(|h| h.0).collect();
+    assert!(ids.contains(&id(4)) && !ids.contains(&id(1)));
+
+    // A row deleted behind the index's back (hard delete, wipe) is never
+    // returned, and leaves the memory copy at the next query.
+    sql.execute("DELETE FROM vectors WHERE memory_id = ?", &[id(4).into()]).unwrap();
+    let ids: Vec<String> = block_on(index.query(&q, 3)).unwrap().into_iter().map(|h| h.0).collect();
+    assert!(!ids.contains(&id(4)));
+    assert_eq!(ids.len(), 2);
+    assert_eq!(packed.borrow().len(), 2);
+
+    // Rows in the first version's format (sign bits) are recoded on load.
+    sql.execute("UPDATE vectors SET code = x'0f'", &[]).unwrap();
+    let fresh = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql: &sql, packed: &fresh };
+    assert_eq!(block_on(index.query(&q, 1)).unwrap()[0].0, id(3));
+    assert_eq!(fresh.borrow().len(), 2);
+
+    // A query of another dimension falls back to the exact scan.
+    assert!(block_on(index.query(&[1.0, 0.0], 1)).unwrap().len() <= 1);
+}
