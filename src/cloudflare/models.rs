@@ -16,6 +16,22 @@ use worker::{Env, Fetch, Headers, Method, Request, RequestInit};
 /// The header Workers AI reads to keep a profile's calls on one backend.
 pub const AFFINITY_HEADER: &str = "x-session-affinity";
 
+/// How long one model or embedding call may take before it counts as a
+/// provider fault (ingest records it and retries later; recall degrades).
+pub const MODEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs `f`, or fails with a provider error after [`MODEL_TIMEOUT`].
+async fn within_timeout<T>(what: &str, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    let f = std::pin::pin!(f);
+    let timer = worker::Delay::from(MODEL_TIMEOUT);
+    match futures::future::select(f, timer).await {
+        futures::future::Either::Left((out, _)) => out,
+        futures::future::Either::Right(_) => {
+            Err(Error::provider(format!("{what} did not answer within {} s", MODEL_TIMEOUT.as_secs())))
+        }
+    }
+}
+
 /// The `AI` binding, called as `AI.run(model, inputs, { extraHeaders })`.
 #[derive(Clone)]
 pub struct WorkersAi {
@@ -65,7 +81,7 @@ impl ChatModel for WorkersAiChat {
                 ModelRole::Instruct => &self.instruct,
                 ModelRole::Synthesis => &self.synthesis,
             };
-            let out = self.ai.run(model, &llm::workers_ai_request(req, model)).await?;
+            let out = within_timeout(model, self.ai.run(model, &llm::workers_ai_request(req, model))).await?;
             llm::parse_workers_ai_response(&out)
         })
     }
@@ -79,7 +95,7 @@ pub struct WorkersAiEmbedder {
 impl Embedder for WorkersAiEmbedder {
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
         Box::pin(async move {
-            let out = self.ai.run(&self.model, &llm::workers_ai_embed_request(texts)).await?;
+            let out = within_timeout(&self.model, self.ai.run(&self.model, &llm::workers_ai_embed_request(texts))).await?;
             llm::parse_workers_ai_embed_response(&out)
         })
     }
@@ -122,7 +138,7 @@ pub struct OpenAiChat {
 impl ChatModel for OpenAiChat {
     fn complete<'a>(&'a self, req: &'a ChatRequest) -> LocalBoxFuture<'a, Result<String>> {
         Box::pin(async move {
-            let out = self.api.post("chat/completions", &llm::openai_chat_request(req, &self.model)).await?;
+            let out = within_timeout(&self.model, self.api.post("chat/completions", &llm::openai_chat_request(req, &self.model))).await?;
             llm::parse_openai_chat_response(&out)
         })
     }
@@ -136,7 +152,7 @@ pub struct OpenAiEmbedder {
 impl Embedder for OpenAiEmbedder {
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
         Box::pin(async move {
-            let out = self.api.post("embeddings", &llm::openai_embed_request(texts, &self.model)).await?;
+            let out = within_timeout(&self.model, self.api.post("embeddings", &llm::openai_embed_request(texts, &self.model))).await?;
             llm::parse_openai_embed_response(&out)
         })
     }
