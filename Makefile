@@ -2,7 +2,7 @@
 #   make setup   toolchain + npm packages incl. Node 22 (idempotent, fast when done)
 #   make build   worker-build --release into build/
 #   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local)
-#   make test    cargo test (native) + build + workerd tests (node --test)
+#   make test    cargo test (native) + build + schemathesis + workerd tests (node --test, last)
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 PORT ?= 8787
@@ -29,7 +29,7 @@ build: setup
 dev: setup
 	@$(ENV) exec wrangler dev --local --ip 127.0.0.1 --port "$(PORT)" --show-interactive-dev-session=false
 
-test: setup setup-browser test-native build test-workerd test-schemathesis
+test: setup setup-browser test-native build test-schemathesis test-workerd
 
 test-native:
 	@$(ENV) cargo test
