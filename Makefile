@@ -43,3 +43,6 @@ clean:
 
 # Property-based REST tests (schemathesis; part of make test) and make load.
 include scripts/reliability.mk
+
+# LoCoMo evidence-recall harness: make locomo [LOCOMO=path] (not part of make test).
+include scripts/locomo.mk

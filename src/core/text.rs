@@ -1,18 +1,34 @@
 //! Small text utilities shared by the rule-based stages, the local
 //! embedder and query analysis: tokenizing, stop words, a light stemmer.
 
-/// Lowercased alphanumeric tokens (apostrophes dropped).
+/// Lowercased alphanumeric tokens. Apostrophes inside a word are dropped
+/// ("don't" -> "dont"), except that a possessive "'s" goes with its
+/// apostrophe ("Caroline's" -> "caroline"), so a name in the possessive
+/// matches the name, as it does in the FTS index (where the apostrophe
+/// separates tokens and "s" is a token of its own).
 pub fn tokens(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
-    for c in s.chars() {
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
         if c.is_alphanumeric() {
             cur.extend(c.to_lowercase());
         } else if c == '\'' || c == '’' {
-            continue;
+            let possessive = !cur.is_empty()
+                && matches!(chars.get(i + 1), Some('s' | 'S'))
+                && chars.get(i + 2).is_none_or(|n| !n.is_alphanumeric());
+            if possessive && !is_stop(&cur) {
+                // "Caroline's" -> "caroline"; "it's", "that's" keep their
+                // contracted forms ("its", "thats"), which are stop words.
+                i += 2;
+                continue;
+            }
         } else if !cur.is_empty() {
             out.push(std::mem::take(&mut cur));
         }
+        i += 1;
     }
     if !cur.is_empty() {
         out.push(cur);
@@ -157,6 +173,12 @@ mod tests {
     fn test_sentences_split_on_terminators() {
         assert_eq!(sentences("Use pnpm, not npm. And dark mode by default."), vec!["Use pnpm, not npm.", "And dark mode by default."]);
         assert_eq!(sentences("Version 2.5 is out! Great"), vec!["Version 2.5 is out!", "Great"]);
+    }
+
+    #[test]
+    fn test_possessives_reduce_to_the_name() {
+        assert_eq!(tokens("Caroline's dog, Jon’s store"), vec!["caroline", "dog", "jon", "store"]);
+        assert_eq!(tokens("it's what's don't"), vec!["its", "whats", "dont"]);
     }
 
     #[test]

@@ -262,6 +262,10 @@ trait Memory {
     fn cited(&self) -> Option<HashSet<String>> {
         None
     }
+    /// Memories by status (native only).
+    fn statuses(&self) -> Vec<(String, i64)> {
+        vec![]
+    }
     /// Each channel's own ranking as source-message lists (native only,
     /// with `LOCOMO_CHANNELS=1`): which channel finds what.
     fn channels(&mut self, _question: &str, _reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
@@ -284,6 +288,14 @@ struct Native {
 }
 
 impl Memory for Native {
+    fn statuses(&self) -> Vec<(String, i64)> {
+        agent_memory::core::ports::Sql::query(&self.sql, "SELECT status, COUNT(*) FROM memories GROUP BY status ORDER BY status", &[])
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| (r[0].opt_string().unwrap_or_default(), r[1].as_i64().unwrap_or(0)))
+            .collect()
+    }
+
     fn cited(&self) -> Option<HashSet<String>> {
         let rows = agent_memory::core::ports::Sql::query(
             &self.sql,
@@ -459,6 +471,7 @@ fn main() {
     let mut latencies: Vec<Duration> = Vec::new();
     let mut skipped = 0usize;
     let mut ceiling = Tally::default();
+    let mut statuses: std::collections::BTreeMap<String, i64> = Default::default();
     let per_channel = std::env::var("LOCOMO_CHANNELS").is_ok_and(|v| !v.is_empty() && v != "0");
     let mut channel_tallies: std::collections::BTreeMap<String, Tally> = Default::default();
 
@@ -483,6 +496,14 @@ fn main() {
             ingested += s.turns.len();
         }
         ingest_time += started.elapsed();
+        if live.is_some() {
+            // The Worker vectorizes in its alarm, after the response.
+            let settle = std::env::var("LOCOMO_SETTLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+            std::thread::sleep(Duration::from_millis(settle));
+        }
+        for (status, n) in memory.statuses() {
+            *statuses.entry(status).or_insert(0) += n;
+        }
         let cited: Option<HashSet<String>> =
             memory.cited().map(|ids| ids.iter().filter_map(|id| dia_of.get(id).cloned()).collect());
         let baseline = Baseline::new(conv);
@@ -564,6 +585,10 @@ fn main() {
     row("overall", &all_p, &all_b);
     for (name, t) in &channel_tallies {
         println!("channel {name:<10} alone: recall@5={:.3} @10={:.3} @20={:.3}", t.mean(0), t.mean(1), t.mean(2));
+    }
+    if !statuses.is_empty() {
+        let all: Vec<String> = statuses.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        println!("memories: {}", all.join(", "));
     }
     if ceiling.n > 0 {
         println!("extraction ceiling: {:.3} of evidence turns are cited by some active memory", ceiling.mean(2));

@@ -1,21 +1,157 @@
 //! The five retrieval channels. Each returns memory ids, best first.
+//!
+//! The two full-text channels share one scoring of the raw messages
+//! ([`score_turns`]) with SQLite's `bm25()` (Porter stemming is the index's
+//! own tokenizer, so query words and stored words meet as the same stems),
+//! corrected in general ways:
+//!
+//! * **expansions weigh less**: the query's own words score in full, the
+//!   analyzer's additions (synonyms) at [`EXPANSION_WEIGHT`]. A synonym is
+//!   evidence that the text is about the same thing, weaker than the word
+//!   the asker chose;
+//! * **the speaker the query names**: a question about a person ("What did
+//!   Maria ...", "What does the user prefer?") is usually answered by that
+//!   person's own words, so text spoken by a role the query names scores
+//!   [`SPEAKER_BOOST`] times more. Roles are matched by their words, so
+//!   "user" matches "the user" and "I"/"my" (the asker is the user);
+//! * **time**: a question asking when prefers turns that mention a time
+//!   ([`TIME_BOOST`]); a question naming a date or month prefers what was
+//!   said then ([`DATE_BOOST`]);
+//! * **neighbouring turns** (full-text channel): in a conversation the
+//!   words of a question and of its answer are spread over adjacent turns
+//!   ("How is the pottery class going?" / "Great, I made a bowl!"). Each
+//!   message passes a decaying share ([`NEIGHBOUR_SHARE`] per turn, up to
+//!   [`NEIGHBOUR_WINDOW`] turns) of its own score to the turns around it,
+//!   and a small share ([`SESSION_SHARE`]) to its whole session, so an
+//!   answer turn is found by the words of the turn it answers.
+//!
+//! Memories are then ranked by their own words and, above all, by the
+//! conversation they came from ([`fts_with`]); the raw-message channel keeps
+//! the messages' own scores only ([`messages_with`]). Both put one memory per
+//! source message first, so sibling statements of one message do not
+//! crowd out other evidence.
 
 use crate::core::error::Result;
-use crate::core::ports::{Sql, SqlValue, VectorIndex};
+use crate::core::ports::{Sql, SqlValue, VectorIndex, MAX_SQL_PARAMS};
 use crate::core::recall::fuse::{Channel, Ranking};
 use crate::core::store::placeholders;
+use crate::core::text;
+use std::collections::{HashMap, HashSet};
 
-/// Hits each channel returns at most.
+/// Hits each channel returns at most (the messages channel: messages).
 pub const CHANNEL_DEPTH: usize = 50;
+/// Full-text hits scored before the corrections re-rank them: deeper than
+/// [`CHANNEL_DEPTH`] so a boosted or neighbour-lifted hit can rise into it.
+pub const FTS_POOL: usize = 200;
+/// Weight of an expansion term (synonym) relative to the query's own words.
+pub const EXPANSION_WEIGHT: f64 = 0.5;
+/// Score factor for text spoken by a role the query names.
+pub const SPEAKER_BOOST: f64 = 1.5;
+/// Share of a message's score passed to the adjacent turns of its
+/// session; a turn `d` places away gets this share to the power `d`.
+pub const NEIGHBOUR_SHARE: f64 = 0.5;
+/// How many turns away, each side, a message's score reaches.
+pub const NEIGHBOUR_WINDOW: usize = 3;
+/// Share of the best score in a session that every scored turn of the
+/// session gets (a session keeps to a few topics).
+pub const SESSION_SHARE: f64 = 0.2;
+/// Score factor, for a question asking when, of a turn that mentions a
+/// time ("yesterday", "last May", "2023"): the answer needs one.
+pub const TIME_BOOST: f64 = 1.3;
+/// Score factor of a message dated within a period the query names
+/// ("What did she recommend on February 7, 2022?").
+pub const DATE_BOOST: f64 = 1.5;
+/// Weight of a memory's own words relative to its conversation (its
+/// source turn and the turns around it).
+pub const OWN_SHARE: f64 = 0.25;
+
+/// Words by which a question refers to its asker (the `user` role).
+const FIRST_PERSON: &[&str] = &["i", "me", "my", "mine", "myself"];
+/// Roles that stand for the person the service remembers for.
+const USER_ROLES: &[&str] = &["user", "human"];
+
+/// What the full-text channels search for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TextQuery {
+    /// The query's own words: full weight.
+    pub primary: Vec<String>,
+    /// What the analyzer added (synonyms): [`EXPANSION_WEIGHT`].
+    pub expansions: Vec<String>,
+    /// Every token of the query, stop words included (to match speakers).
+    pub tokens: HashSet<String>,
+    /// The query asks when something happened (or how long ago).
+    pub temporal: bool,
+    /// Periods the query names ("on May 7, 2023", "in August 2023").
+    pub periods: Vec<(chrono::NaiveDate, chrono::NaiveDate)>,
+}
+
+impl TextQuery {
+    /// Splits the analyzer's terms into the query's own words and
+    /// expansions (by stem, so "preferences" counts as "preference").
+    /// When the query has no content words, the analyzer's terms stand in.
+    pub fn new(query: &str, terms: &[String], reference: chrono::NaiveDate) -> TextQuery {
+        let own: HashSet<String> = text::content_words(query).iter().map(|w| text::stem(w)).collect();
+        let mut primary: Vec<String> = Vec::new();
+        let mut expansions: Vec<String> = Vec::new();
+        for w in text::content_words(query) {
+            if !primary.contains(&w) {
+                primary.push(w);
+            }
+        }
+        for t in terms {
+            let t = t.trim().to_lowercase();
+            if t.is_empty() || primary.contains(&t) || expansions.contains(&t) {
+                continue;
+            }
+            let stems: Vec<String> = text::tokens(&t).iter().map(|w| text::stem(w)).collect();
+            if !stems.is_empty() && stems.iter().all(|s| own.contains(s)) {
+                continue; // an inflection of a word already searched
+            }
+            expansions.push(t);
+        }
+        if primary.is_empty() {
+            primary = std::mem::take(&mut expansions);
+        }
+        TextQuery {
+            primary,
+            expansions,
+            tokens: text::tokens(query).into_iter().collect(),
+            temporal: crate::core::recall::temporal::detect(query).is_some(),
+            periods: crate::core::recall::temporal::periods_in(query, reference),
+        }
+    }
+
+    /// A query of bare terms, all primary, with no query text behind them.
+    pub fn from_terms(terms: &[String]) -> TextQuery {
+        let primary: Vec<String> = terms.iter().map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()).collect();
+        let tokens = primary.iter().flat_map(|t| text::tokens(t)).collect();
+        TextQuery { primary, tokens, ..TextQuery::default() }
+    }
+
+    /// Whether the query names the speaker `role`: every word of the role
+    /// is in the query ("Maria", "the user"), or the role is the user and
+    /// the query speaks in the first person.
+    pub fn names_speaker(&self, role: &str) -> bool {
+        let words = text::tokens(role);
+        if words.is_empty() {
+            return false;
+        }
+        if words.iter().all(|w| self.tokens.contains(w)) {
+            return true;
+        }
+        USER_ROLES.contains(&role.to_lowercase().trim()) && FIRST_PERSON.iter().any(|p| self.tokens.contains(*p))
+    }
+}
 
 /// An FTS5 MATCH expression OR-ing the terms, each quoted (so no term can
 /// be read as FTS syntax). `None` when there is nothing to search for.
 pub fn match_expr(terms: &[String]) -> Option<String> {
     let quoted: Vec<String> = terms
         .iter()
-        .map(|t| t.chars().filter(|c| c.is_alphanumeric() || *c == ' ').collect::<String>())
-        .filter(|t| !t.trim().is_empty())
-        .map(|t| format!("\"{}\"", t.trim()))
+        .map(|t| t.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect::<String>())
+        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("\"{t}\""))
         .collect();
     (!quoted.is_empty()).then(|| quoted.join(" OR "))
 }
@@ -29,21 +165,194 @@ fn live(include_inactive: bool, now_iso: &str) -> (String, Vec<SqlValue>) {
     }
 }
 
-/// 1. FTS5 over memories, ranked by bm25 (content weighs most).
-pub fn fts(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
-    let Some(expr) = match_expr(terms) else { return Ok(Ranking { channel: Channel::Fts, ids: vec![] }) };
+/// Runs a bm25-ranked full-text statement for the primary terms and the
+/// expansions and sums the (positive) scores per id. The statement's
+/// first bound parameter is the MATCH expression, its last the limit, and
+/// it selects `(id, bm25, extra columns...)`.
+fn bm25_scores(
+    sql: &dyn Sql,
+    statement: &str,
+    q: &TextQuery,
+    extra: &[SqlValue],
+) -> Result<(HashMap<String, f64>, HashMap<String, Vec<SqlValue>>)> {
+    let mut scores: HashMap<String, f64> = HashMap::new();
+    let mut columns: HashMap<String, Vec<SqlValue>> = HashMap::new();
+    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
+        let Some(expr) = match_expr(terms) else { continue };
+        let mut params = vec![SqlValue::Text(expr)];
+        params.extend(extra.iter().cloned());
+        params.push(SqlValue::Integer(FTS_POOL as i64));
+        for row in sql.query(statement, &params)? {
+            let Some(id) = row[0].opt_string() else { continue };
+            // bm25() is negative, lower is better.
+            let score = -row[1].as_f64().unwrap_or(0.0) * weight;
+            *scores.entry(id.clone()).or_insert(0.0) += score;
+            columns.entry(id).or_insert_with(|| row[2..].to_vec());
+        }
+    }
+    Ok((scores, columns))
+}
+
+/// Sorts scored ids best first; ties go to the larger (more recent) id.
+fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = scores.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    v
+}
+
+/// 1. FTS5 over memories, in their conversation. A memory scores by the
+///    conversation it came from, its source message in context (see
+///    [`score_turns`]), plus [`OWN_SHARE`] of its own bm25 (content weighs
+///    most, then the key, then the search queries). A memory is one
+///    statement; the turns around it say what it is about ("Yes, I
+///    finished it last week!" answers "Did you finish the painting?"),
+///    and its own words then tell it from its siblings. A memory without
+///    a source message (remembered) is its own conversation, spoken by the
+///    user: its own score counts in full, with the speaker, time and date
+///    corrections applied to it. Ranked with one memory per source message
+///    first (see [`diversify`]).
+pub fn fts_with(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inactive: bool, now_iso: &str) -> Result<Ranking> {
     let (cond, extra) = live(include_inactive, now_iso);
-    let mut params = vec![SqlValue::Text(expr)];
-    params.extend(extra);
-    params.push(SqlValue::Integer(CHANNEL_DEPTH as i64));
-    let rows = sql.query(
+    let (own, columns) = bm25_scores(
+        sql,
         &format!(
-            "SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid \
-             WHERE memories_fts MATCH ? AND {cond} ORDER BY bm25(memories_fts, 1.0, 2.0, 0.6) LIMIT ?"
+            "SELECT m.id, bm25(memories_fts, 1.0, 2.0, 0.6), m.content, m.event_date \
+             FROM memories_fts f JOIN memories m ON m.rowid = f.rowid \
+             WHERE memories_fts MATCH ? AND {cond} ORDER BY 2 LIMIT ?"
         ),
-        &params,
+        q,
+        &extra,
     )?;
-    Ok(Ranking { channel: Channel::Fts, ids: rows.into_iter().filter_map(|r| r[0].opt_string()).collect() })
+    let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
+    let turn_ids: Vec<String> = turns.context.iter().take(FTS_POOL).map(|(id, _)| id.clone()).collect();
+    let mut candidates: HashSet<String> = own.keys().cloned().collect();
+    for ids in citing(sql, &turn_ids, include_inactive, now_iso)?.into_values() {
+        candidates.extend(ids);
+    }
+    let candidates: Vec<String> = candidates.into_iter().collect();
+    let sources = memory_sources(sql, &candidates)?;
+    let mut scores: HashMap<String, f64> = HashMap::new();
+    for id in &candidates {
+        let own = own.get(id).copied().unwrap_or(0.0);
+        let score = match sources.get(id) {
+            Some(srcs) => {
+                let context =
+                    srcs.iter().filter_map(|(mid, _)| turn_score.get(mid.as_str()).copied()).fold(0.0, f64::max);
+                let speaker = if srcs.iter().any(|(_, role)| q.names_speaker(role)) { SPEAKER_BOOST } else { 1.0 };
+                context + OWN_SHARE * own * speaker
+            }
+            None => {
+                let c = columns.get(id);
+                let content = c.and_then(|c| c[0].as_str()).unwrap_or("");
+                let date = c.and_then(|c| c[1].as_str()).and_then(crate::core::time::date_of);
+                own * factor(q, USER_ROLES[0], content, date)
+            }
+        };
+        scores.insert(id.clone(), score);
+    }
+    let ids = diversify(best_first(scores), &sources).into_iter().take(CHANNEL_DEPTH).collect();
+    Ok(Ranking::new(Channel::Fts, ids))
+}
+
+/// The factor the query's speaker, time and date give a text said by
+/// `role`, reading `content`, dated `date`.
+fn factor(q: &TextQuery, role: &str, content: &str, date: Option<chrono::NaiveDate>) -> f64 {
+    let mut f = 1.0;
+    if q.names_speaker(role) {
+        f *= SPEAKER_BOOST;
+    }
+    if q.temporal && crate::core::recall::temporal::mentions_time(content) {
+        f *= TIME_BOOST;
+    }
+    if date.is_some_and(|d| q.periods.iter().any(|(a, b)| *a <= d && d <= *b)) {
+        f *= DATE_BOOST;
+    }
+    f
+}
+
+/// Orders scored memories (best first) so that each source message is
+/// represented once before any message is represented twice: a memory
+/// whose source messages all stand in the ranking already waits until
+/// every other memory has had its place. Sibling statements of one
+/// message share their context; the first of them carries it, and the
+/// places freed go to other evidence.
+pub fn diversify(scored: Vec<(String, f64)>, sources: &HashMap<String, Vec<(String, String)>>) -> Vec<String> {
+    let mut covered: HashSet<&str> = HashSet::new();
+    let mut first = Vec::new();
+    let mut later = Vec::new();
+    for (id, _) in &scored {
+        let srcs = sources.get(id).map(Vec::as_slice).unwrap_or(&[]);
+        if srcs.is_empty() || srcs.iter().any(|(m, _)| !covered.contains(m.as_str())) {
+            covered.extend(srcs.iter().map(|(m, _)| m.as_str()));
+            first.push(id.clone());
+        } else {
+            later.push(id.clone());
+        }
+    }
+    first.extend(later);
+    first
+}
+
+/// The source messages of each memory, with their roles.
+fn memory_sources(sql: &dyn Sql, memory_ids: &[String]) -> Result<HashMap<String, Vec<(String, String)>>> {
+    let mut out: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for chunk in memory_ids.chunks(MAX_SQL_PARAMS) {
+        let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+        for r in sql.query(
+            &format!(
+                "SELECT s.memory_id, s.message_id, g.role FROM memory_sources s JOIN messages g ON g.id = s.message_id \
+                 WHERE s.memory_id IN ({})",
+                placeholders(chunk.len())
+            ),
+            &params,
+        )? {
+            if let (Some(id), Some(mid), Some(role)) = (r[0].opt_string(), r[1].opt_string(), r[2].opt_string()) {
+                out.entry(id).or_default().push((mid, role));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The live memories citing each of `message_ids`, each list in id order.
+/// (`CROSS JOIN` keeps SQLite from scanning every live memory by the
+/// status index: the few sources lead.)
+fn citing(sql: &dyn Sql, message_ids: &[String], include_inactive: bool, now_iso: &str) -> Result<HashMap<String, Vec<String>>> {
+    let (cond, extra) = live(include_inactive, now_iso);
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for chunk in message_ids.chunks(MAX_SQL_PARAMS - extra.len()) {
+        let mut params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+        params.extend(extra.clone());
+        for r in sql.query(
+            &format!(
+                "SELECT s.message_id, m.id FROM memory_sources s CROSS JOIN memories m ON m.id = s.memory_id \
+                 WHERE s.message_id IN ({}) AND {cond}",
+                placeholders(chunk.len())
+            ),
+            &params,
+        )? {
+            if let (Some(mid), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {
+                out.entry(mid).or_default().push(id);
+            }
+        }
+    }
+    for ids in out.values_mut() {
+        ids.sort();
+    }
+    Ok(out)
+}
+
+/// Channel 1 for a bare list of terms (a stage on its own: no query text,
+/// so no speaker, time or date corrections); scores the messages itself.
+pub fn fts(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
+    let q = TextQuery::from_terms(terms);
+    fts_with(sql, &q, &score_turns(sql, &q)?, include_inactive, now_iso)
+}
+
+/// Channel 3 for a bare list of terms (see [`fts`]).
+pub fn messages(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
+    let q = TextQuery::from_terms(terms);
+    messages_with(sql, &q, &score_turns(sql, &q)?, include_inactive, now_iso)
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys.
@@ -61,45 +370,193 @@ pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str
             }
         }
     }
-    Ok(Ranking { channel: Channel::Key, ids })
+    Ok(Ranking::new(Channel::Key, ids))
 }
 
-/// 3. FTS5 over raw messages; each message hit becomes the memories that
-///    cite it, in message rank order.
-pub fn messages(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
-    let Some(expr) = match_expr(terms) else { return Ok((Ranking { channel: Channel::Messages, ids: vec![] }, vec![])) };
-    let rows = sql.query(
-        "SELECT m.id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid \
-         WHERE messages_fts MATCH ? ORDER BY bm25(messages_fts, 0.3, 1.0) LIMIT ?",
-        &[SqlValue::Text(expr), SqlValue::Integer(CHANNEL_DEPTH as i64)],
-    )?;
-    let message_ids: Vec<String> = rows.into_iter().filter_map(|r| r[0].opt_string()).collect();
-    let mut ids = Vec::new();
-    let (cond, extra) = live(include_inactive, now_iso);
-    for chunk in message_ids.chunks(50) {
-        let mut params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-        params.extend(extra.clone());
-        let cites = sql.query(
-            &format!(
-                "SELECT s.message_id, m.id FROM memory_sources s JOIN memories m ON m.id = s.memory_id \
-                 WHERE s.message_id IN ({}) AND {cond}",
-                placeholders(chunk.len())
-            ),
-            &params,
-        )?;
-        for mid in chunk {
-            for r in &cites {
-                if r[0].as_str() == Some(mid.as_str()) {
-                    if let Some(id) = r[1].opt_string() {
-                        if !ids.contains(&id) {
-                            ids.push(id);
-                        }
-                    }
+/// A message found by full text, with where it sits.
+#[derive(Clone, Debug)]
+struct Turn {
+    session: String,
+    position: i64,
+    role: String,
+    content: String,
+    date: Option<chrono::NaiveDate>,
+}
+
+/// The messages at `(session, position)` places, by place.
+fn turns_at(sql: &dyn Sql, places: &[(String, i64)]) -> Result<HashMap<(String, i64), (String, Turn)>> {
+    let mut by_session: HashMap<&str, Vec<i64>> = HashMap::new();
+    for (s, p) in places {
+        by_session.entry(s.as_str()).or_default().push(*p);
+    }
+    let mut out = HashMap::new();
+    for (session, positions) in by_session {
+        for chunk in positions.chunks(MAX_SQL_PARAMS - 1) {
+            let mut params = vec![SqlValue::from(session)];
+            params.extend(chunk.iter().map(|p| SqlValue::Integer(*p)));
+            for r in sql.query(
+                &format!(
+                    "SELECT id, position, role, content, timestamp FROM messages WHERE session_id = ? AND position IN ({})",
+                    placeholders(chunk.len())
+                ),
+                &params,
+            )? {
+                if let (Some(id), Some(position)) = (r[0].opt_string(), r[1].as_i64()) {
+                    let turn = Turn {
+                        session: session.to_string(),
+                        position,
+                        role: r[2].opt_string().unwrap_or_default(),
+                        content: r[3].opt_string().unwrap_or_default(),
+                        date: r[4].as_str().and_then(crate::core::time::date_of),
+                    };
+                    out.insert((session.to_string(), position), (id, turn));
                 }
             }
         }
     }
-    Ok((Ranking { channel: Channel::Messages, ids }, message_ids))
+    Ok(out)
+}
+
+/// Full-text scores of messages, best first, computed once per recall
+/// for both full-text channels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TurnScores {
+    /// Each hit on its own: its bm25 (expansions weighed less).
+    pub plain: Vec<(String, f64)>,
+    /// Each turn in its conversation: its own score, plus
+    /// [`NEIGHBOUR_SHARE`]`^d` of the own score of each turn `d <=`
+    /// [`NEIGHBOUR_WINDOW`] places away in the same session, plus
+    /// [`SESSION_SHARE`] of the best own score in the session.
+    pub context: Vec<(String, f64)>,
+}
+
+/// Scores messages by full text (see [`TurnScores`]). Both scores are
+/// then multiplied by [`SPEAKER_BOOST`] when a speaker the query names
+/// said the message, by [`TIME_BOOST`] when the query asks when and the
+/// message mentions a time, and by [`DATE_BOOST`] when the message is
+/// dated within a period the query names.
+pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
+    let (hits, columns) = bm25_scores(
+        sql,
+        "SELECT m.id, bm25(messages_fts, 0.3, 1.0), m.session_id, m.position, m.role, m.content, m.timestamp \
+         FROM messages_fts f JOIN messages m ON m.rowid = f.rowid \
+         WHERE messages_fts MATCH ? ORDER BY 2 LIMIT ?",
+        q,
+        &[],
+    )?;
+    let mut turns: HashMap<String, Turn> = HashMap::new();
+    let mut at: HashMap<(String, i64), String> = HashMap::new();
+    for (id, c) in &columns {
+        let t = Turn {
+            session: c[0].opt_string().unwrap_or_default(),
+            position: c[1].as_i64().unwrap_or(0),
+            role: c[2].opt_string().unwrap_or_default(),
+            content: c[3].opt_string().unwrap_or_default(),
+            date: c[4].as_str().and_then(crate::core::time::date_of),
+        };
+        at.insert((t.session.clone(), t.position), id.clone());
+        turns.insert(id.clone(), t);
+    }
+    let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
+    let mut missing: Vec<(String, i64)> = Vec::new();
+    let mut wanted: HashSet<(String, i64)> = HashSet::new();
+    for t in turns.values() {
+        for d in &offsets {
+            let place = (t.session.clone(), t.position + d);
+            if place.1 >= 0 && !at.contains_key(&place) && wanted.insert(place.clone()) {
+                missing.push(place);
+            }
+        }
+    }
+    for (place, (id, turn)) in turns_at(sql, &missing)? {
+        turns.insert(id.clone(), turn);
+        at.insert(place, id);
+    }
+    let mut context: HashMap<String, f64> = HashMap::new();
+    let mut session_best: HashMap<&str, f64> = HashMap::new();
+    for (id, own) in &hits {
+        *context.entry(id.clone()).or_insert(0.0) += own;
+        let t = &turns[id];
+        let best = session_best.entry(t.session.as_str()).or_insert(0.0);
+        *best = best.max(*own);
+        for d in &offsets {
+            if let Some(n) = at.get(&(t.session.clone(), t.position + d)) {
+                *context.entry(n.clone()).or_insert(0.0) += NEIGHBOUR_SHARE.powi(d.abs() as i32) * own;
+            }
+        }
+    }
+    let factor = |id: &str| -> f64 { turns.get(id).map_or(1.0, |t| factor(q, &t.role, &t.content, t.date)) };
+    let mut factors: HashMap<&str, f64> = HashMap::new();
+    for id in context.keys() {
+        factors.insert(id.as_str(), factor(id));
+    }
+    let plain: HashMap<String, f64> = hits.iter().map(|(id, s)| (id.clone(), s * factors.get(id.as_str()).unwrap_or(&1.0))).collect();
+    let context: HashMap<String, f64> = context
+        .iter()
+        .map(|(id, s)| {
+            let session = turns.get(id).map(|t| t.session.as_str()).unwrap_or("");
+            let s = s + SESSION_SHARE * session_best.get(session).copied().unwrap_or(0.0);
+            (id.clone(), s * factors.get(id.as_str()).unwrap_or(&1.0))
+        })
+        .collect();
+    Ok(TurnScores { plain: best_first(plain), context: best_first(context) })
+}
+
+/// 3. FTS5 over raw messages (the safety net for what extraction lost):
+///    messages ranked by their own bm25 (expansions weighed less, named
+///    speakers boosted), each of the best [`CHANNEL_DEPTH`] standing for
+///    the memories that cite it, all at the message's rank: first the one
+///    sharing most words with the query, the others after every message
+///    has had its turn. Also returns the ranked message ids.
+pub fn messages_with(
+    sql: &dyn Sql,
+    q: &TextQuery,
+    turns: &TurnScores,
+    include_inactive: bool,
+    now_iso: &str,
+) -> Result<(Ranking, Vec<String>)> {
+    let message_ids: Vec<String> = turns.plain.iter().take(CHANNEL_DEPTH).map(|(id, _)| id.clone()).collect();
+    let citing = citing(sql, &message_ids, include_inactive, now_iso)?;
+    let all: Vec<String> = citing.values().flatten().cloned().collect::<HashSet<_>>().into_iter().collect();
+    let overlap = query_overlap(sql, q, &all)?;
+    let mut ranking = Ranking { channel: Channel::Messages, ids: Vec::new(), ranks: Vec::new() };
+    let mut seen = HashSet::new();
+    let mut rest: Vec<(String, usize)> = Vec::new();
+    for (i, mid) in message_ids.iter().enumerate() {
+        let mut mine: Vec<&String> = citing.get(mid).into_iter().flatten().filter(|id| !seen.contains(*id)).collect();
+        mine.sort_by(|a, b| overlap.get(*b).unwrap_or(&0).cmp(overlap.get(*a).unwrap_or(&0)).then_with(|| a.cmp(b)));
+        for (j, id) in mine.into_iter().enumerate() {
+            seen.insert(id.clone());
+            if j == 0 {
+                ranking.ids.push(id.clone());
+                ranking.ranks.push(i + 1);
+            } else {
+                rest.push((id.clone(), i + 1));
+            }
+        }
+    }
+    let base = message_ids.len();
+    for (id, rank) in rest {
+        ranking.ids.push(id);
+        ranking.ranks.push(base + rank);
+    }
+    Ok((ranking, message_ids))
+}
+
+/// How many of the query's own words (by stem) each memory's content has.
+fn query_overlap(sql: &dyn Sql, q: &TextQuery, ids: &[String]) -> Result<HashMap<String, usize>> {
+    let wanted: HashSet<String> = q.primary.iter().flat_map(|t| text::stems(t)).collect();
+    let mut out = HashMap::new();
+    for chunk in ids.chunks(MAX_SQL_PARAMS) {
+        let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+        for r in sql.query(&format!("SELECT id, content FROM memories WHERE id IN ({})", placeholders(chunk.len())), &params)? {
+            if let (Some(id), Some(content)) = (r[0].opt_string(), r[1].opt_string()) {
+                let have: HashSet<String> = text::stems(&content).into_iter().collect();
+                out.insert(id, wanted.intersection(&have).count());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// 4 and 5. Vector search (direct or HyDE), filtered to live memories.
@@ -113,7 +570,7 @@ pub async fn vector(
 ) -> Result<Ranking> {
     let hits = index.query(embedding, CHANNEL_DEPTH).await?;
     let ids: Vec<String> = hits.into_iter().map(|(id, _)| id).collect();
-    Ok(Ranking { channel, ids: keep_live(sql, ids, include_inactive, now_iso)? })
+    Ok(Ranking::new(channel, keep_live(sql, ids, include_inactive, now_iso)?))
 }
 
 /// Keeps the ids of live memories, in order (an index may lag behind a
@@ -123,7 +580,7 @@ pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, include_inactive: bool, now_is
         return Ok(ids);
     }
     let (cond, extra) = live(include_inactive, now_iso);
-    let mut ok = std::collections::HashSet::new();
+    let mut ok = HashSet::new();
     for chunk in ids.chunks(50) {
         let mut params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
         params.extend(extra.clone());
@@ -134,4 +591,48 @@ pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, include_inactive: bool, now_is
         }
     }
     Ok(ids.into_iter().filter(|id| ok.contains(id)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day() -> chrono::NaiveDate {
+        chrono::NaiveDate::from_ymd_opt(2026, 4, 20).unwrap()
+    }
+
+    #[test]
+    fn test_query_words_and_expansions_are_told_apart() {
+        let terms: Vec<String> = ["package", "manager", "dependency", "prefer", "like", "managers"].iter().map(|s| s.to_string()).collect();
+        let q = TextQuery::new("What package manager does the user prefer?", &terms, day());
+        assert_eq!(q.primary, vec!["package", "manager", "user", "prefer"]);
+        assert_eq!(q.expansions, vec!["dependency", "like"]);
+    }
+
+    #[test]
+    fn test_speakers_are_named_by_their_words_or_the_first_person() {
+        let q = TextQuery::new("What did Maria's sister bake?", &[], day());
+        assert!(q.names_speaker("Maria"));
+        assert!(!q.names_speaker("John"));
+        assert!(TextQuery::new("What editor do I use?", &[], day()).names_speaker("user"));
+        assert!(TextQuery::new("What does the user prefer?", &[], day()).names_speaker("user"));
+        assert!(!TextQuery::new("What does the team prefer?", &[], day()).names_speaker("user"));
+    }
+
+    #[test]
+    fn test_each_source_message_is_represented_once_before_any_twice() {
+        let scored: Vec<(String, f64)> = [("a1", 9.0), ("a2", 8.0), ("b1", 7.0), ("r", 6.0), ("c1", 5.0)]
+            .iter()
+            .map(|(id, s)| (id.to_string(), *s))
+            .collect();
+        let src = |m: &str| vec![(m.to_string(), "Ana".to_string())];
+        let sources: HashMap<String, Vec<(String, String)>> =
+            [("a1", src("A")), ("a2", src("A")), ("b1", src("B")), ("c1", src("C"))].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        assert_eq!(diversify(scored, &sources), vec!["a1", "b1", "r", "c1", "a2"]);
+    }
+
+    #[test]
+    fn test_match_expr_quotes_every_term() {
+        assert_eq!(match_expr(&["a-b".into(), "c\"d".into(), " ".into()]).as_deref(), Some("\"a b\" OR \"c d\""));
+    }
 }

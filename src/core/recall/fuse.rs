@@ -9,7 +9,15 @@
 use serde::{Deserialize, Serialize};
 
 /// The RRF constant: larger flattens the curve between ranks.
-pub const K: f64 = 60.0;
+///
+/// 10, not the customary 60. K = 60 was chosen for fusing dozens of runs
+/// of similar quality; with it, rank 1 is worth only 1.6 times rank 40
+/// (61 vs 100), so three weak channels agreeing on a mediocre memory
+/// outweigh the strongest channel's best hit. Here a few channels of
+/// unequal strength are fused and the first hits of each are what
+/// matter: with K = 10, rank 1 is worth twice rank 12 and five times
+/// rank 45, while a memory found by several channels still gains.
+pub const K: f64 = 10.0;
 
 /// The five channels, with their weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -17,13 +25,13 @@ pub const K: f64 = 60.0;
 pub enum Channel {
     /// Exact topic-key lookup: the strongest signal.
     Key,
-    /// FTS5 over memories (Porter).
+    /// FTS5 over memories (Porter), each in its conversation.
     Fts,
     /// Vector search with the HyDE statement's embedding.
     Hyde,
     /// Vector search with the query's embedding.
     Vector,
-    /// FTS5 over raw messages: the safety net, weighted least.
+    /// FTS5 over raw messages alone: the safety net, weighted least.
     Messages,
 }
 
@@ -51,17 +59,48 @@ impl Channel {
     }
 }
 
+// Weights, by signal strength (SPEC.md section 4: key matches most, raw
+// messages least).
+
+/// An exact topic-key match names the very attribute asked about.
 pub const WEIGHT_KEY: f64 = 2.0;
+/// Full text over memories in their conversation (see
+/// [`crate::core::recall::channels::fts`]): the reference signal.
 pub const WEIGHT_FTS: f64 = 1.0;
-pub const WEIGHT_HYDE: f64 = 0.8;
-pub const WEIGHT_VECTOR: f64 = 0.8;
-pub const WEIGHT_MESSAGES: f64 = 0.5;
+/// The two vector channels share one embedder, so they are correlated;
+/// together they weigh half of full text. The local default embedder
+/// hashes words and trigrams: it re-finds lexically what full text finds,
+/// with less precision, and mainly helps with inflections and typos. (A
+/// semantic embedding model finds paraphrases full text cannot, and
+/// would deserve more weight than these.)
+pub const WEIGHT_HYDE: f64 = 0.25;
+pub const WEIGHT_VECTOR: f64 = 0.25;
+/// Raw messages alone, without their conversation: the safety net for
+/// what extraction lost, weighted least.
+pub const WEIGHT_MESSAGES: f64 = 0.2;
 
 /// One channel's ranking: ids best first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ranking {
     pub channel: Channel,
     pub ids: Vec<String>,
+    /// The rank of each id (1-based), when a channel ranks groups rather
+    /// than single memories: the messages channel ranks messages, and every
+    /// memory citing a message shares that message's rank. Empty: the rank
+    /// is the position in `ids`.
+    pub ranks: Vec<usize>,
+}
+
+impl Ranking {
+    /// A ranking by position.
+    pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
+        Ranking { channel, ids, ranks: Vec::new() }
+    }
+
+    /// The rank of the id at `index`.
+    pub fn rank_at(&self, index: usize) -> usize {
+        self.ranks.get(index).copied().unwrap_or(index + 1)
+    }
 }
 
 /// One channel's part in a fused score.
@@ -91,7 +130,7 @@ pub fn fuse(rankings: &[Ranking]) -> Vec<Fused> {
             if !seen.insert(id.as_str()) {
                 continue;
             }
-            let rank = i + 1;
+            let rank = r.rank_at(i);
             let weight = r.channel.weight();
             let contribution = weight / (K + rank as f64);
             let f = by_id.entry(id.as_str()).or_insert_with(|| Fused { id: id.clone(), score: 0.0, trace: Vec::new() });
@@ -115,7 +154,7 @@ mod tests {
     use super::*;
 
     fn r(channel: Channel, ids: &[&str]) -> Ranking {
-        Ranking { channel, ids: ids.iter().map(|s| s.to_string()).collect() }
+        Ranking::new(channel, ids.iter().map(|s| s.to_string()).collect())
     }
 
     #[test]
@@ -135,8 +174,17 @@ mod tests {
     }
 
     #[test]
+    fn test_grouped_ranks_share_a_contribution() {
+        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2] };
+        let out = fuse(&[grouped]);
+        let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
+        assert_eq!(score("a"), score("b"));
+        assert!(score("b") > score("c"));
+    }
+
+    #[test]
     fn test_ties_go_to_the_more_recent_id() {
-        let out = fuse(&[r(Channel::Fts, &["0001"]), r(Channel::Fts, &[]), Ranking { channel: Channel::Vector, ids: vec![] }]);
+        let out = fuse(&[r(Channel::Fts, &["0001"]), r(Channel::Fts, &[]), Ranking::new(Channel::Vector, vec![])]);
         assert_eq!(out.len(), 1);
         let tie = fuse(&[r(Channel::Hyde, &["0001"]), r(Channel::Vector, &["0002"])]);
         assert_eq!(tie[0].id, "0002");

@@ -72,6 +72,20 @@ pub struct ChannelReport {
     pub error: Option<String>,
 }
 
+/// Cosine at or above which the HyDE embedding counts as the query's own.
+pub const HYDE_SAME_AS_QUERY: f32 = 0.99;
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let n = norm(a) * norm(b);
+    if n == 0.0 {
+        0.0
+    } else {
+        dot / n
+    }
+}
+
 pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
     let opts = &req.options;
     let include_inactive = opts.include_inactive.unwrap_or(false);
@@ -118,18 +132,36 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             reports.push(ChannelReport { channel, weight: channel.weight(), ids: vec![], error: Some(e.to_string()) });
         }
     };
+    let text_query = channels::TextQuery::new(&req.query, &analysis.terms, reference);
     record(Channel::Key, channels::key(p.sql, &analysis.keys, include_inactive, &now_iso), &mut notes);
-    record(Channel::Fts, channels::fts(p.sql, &analysis.terms, include_inactive, &now_iso), &mut notes);
+    // Both full-text channels read one scoring of the messages.
+    let turns = channels::score_turns(p.sql, &text_query);
+    record(
+        Channel::Fts,
+        turns.clone().and_then(|t| channels::fts_with(p.sql, &text_query, &t, include_inactive, &now_iso)),
+        &mut notes,
+    );
     record(
         Channel::Messages,
-        channels::messages(p.sql, &analysis.terms, include_inactive, &now_iso).map(|(r, _)| r),
+        turns.and_then(|t| channels::messages_with(p.sql, &text_query, &t, include_inactive, &now_iso)).map(|(r, _)| r),
         &mut notes,
     );
     match &embeddings {
         Some(e) => {
+            // A HyDE statement that embeds like the query itself would
+            // only repeat the direct channel and count its evidence twice:
+            // the HyDE channel then reports no hits. (The rule-based
+            // analyzer's "the {topic} is" embeds like the topic words.)
+            let hyde_repeats = cosine(&e[0], &e[1]) >= HYDE_SAME_AS_QUERY;
             let (direct, hyde) = futures::join!(
                 channels::vector(Channel::Vector, p.sql, p.index, &e[0], include_inactive, &now_iso),
-                channels::vector(Channel::Hyde, p.sql, p.index, &e[1], include_inactive, &now_iso),
+                async {
+                    if hyde_repeats {
+                        Ok(Ranking::new(Channel::Hyde, vec![]))
+                    } else {
+                        channels::vector(Channel::Hyde, p.sql, p.index, &e[1], include_inactive, &now_iso).await
+                    }
+                },
             );
             record(Channel::Vector, direct, &mut notes);
             record(Channel::Hyde, hyde, &mut notes);

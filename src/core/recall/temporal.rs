@@ -124,6 +124,52 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
     found.into_iter().map(|(_, d)| d).collect()
 }
 
+/// Days either side of a date a question names within which a message
+/// counts as "on" that date (conversations report a day loosely).
+pub const DATE_SLACK_DAYS: i64 = 3;
+
+/// The periods a text names, as inclusive date ranges: a date ("on
+/// February 7, 2022", "2026-04-10") widened by [`DATE_SLACK_DAYS`], or a
+/// month of a year ("in August 2023"). Dates without a year resolve as in
+/// [`dates_in`].
+pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate)> {
+    static MONTH_YEAR: OnceLock<Regex> = OnceLock::new();
+    let slack = chrono::Duration::days(DATE_SLACK_DAYS);
+    let mut out: Vec<(NaiveDate, NaiveDate)> = dates_in(text, reference).into_iter().map(|d| (d - slack, d + slack)).collect();
+    let my = re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"));
+    for c in my.captures_iter(text) {
+        let (Some(m), Ok(y)) = (month_num(&c[1]), c[2].parse::<i32>()) else { continue };
+        let Some(first) = NaiveDate::from_ymd_opt(y, m, 1) else { continue };
+        let next = if m == 12 { NaiveDate::from_ymd_opt(y + 1, 1, 1) } else { NaiveDate::from_ymd_opt(y, m + 1, 1) };
+        if let Some(next) = next {
+            out.push((first, next.pred_opt().unwrap_or(next)));
+        }
+    }
+    out
+}
+
+/// Words that place a statement in time.
+const TIME_WORDS: &[&str] = &[
+    "yesterday", "today", "tonight", "tomorrow", "ago", "morning", "afternoon", "evening", "weekend", "weekends",
+    "week", "weeks", "month", "months", "year", "years", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "sunday", "january", "february", "april", "june", "july", "august", "september", "october",
+    "november", "december",
+];
+
+/// Whether a text mentions a time: a time word ("yesterday", "last week",
+/// "two months ago", a weekday, a month named in full), a year, or "May"
+/// or "March" (also verbs) next to a number. Token checks only: this runs
+/// on every candidate message of a temporal question.
+pub fn mentions_time(text: &str) -> bool {
+    let tokens = crate::core::text::tokens(text);
+    let number = |t: Option<&String>| t.is_some_and(|t| !t.is_empty() && t.len() <= 4 && t.chars().all(|c| c.is_ascii_digit()));
+    tokens.iter().enumerate().any(|(i, t)| {
+        TIME_WORDS.contains(&t.as_str())
+            || (t.len() == 4 && (t.starts_with("19") || t.starts_with("20")) && t.chars().all(|c| c.is_ascii_digit()))
+            || (matches!(t.as_str(), "may" | "march") && (number(tokens.get(i + 1)) || (i > 0 && number(tokens.get(i - 1)))))
+    })
+}
+
 /// Whole units from `a` to `b` (positive when `b` is later).
 pub fn difference(a: NaiveDate, b: NaiveDate, unit: Unit) -> i64 {
     let days = (b - a).num_days();
@@ -268,6 +314,23 @@ mod tests {
     #[test]
     fn test_month_without_year_never_lands_after_reference() {
         assert_eq!(dates_in("the December 24 party", d("2026-04-20")), vec![d("2025-12-24")]);
+    }
+
+    #[test]
+    fn test_named_periods_are_date_ranges() {
+        let p = periods_in("What did she say on February 7, 2022 and in August 2023?", d("2024-01-01"));
+        assert_eq!(p, vec![(d("2022-02-04"), d("2022-02-10")), (d("2023-08-01"), d("2023-08-31"))]);
+        assert!(periods_in("What did she paint?", d("2024-01-01")).is_empty());
+    }
+
+    #[test]
+    fn test_time_mentions_are_recognised() {
+        assert!(mentions_time("I went there yesterday."));
+        assert!(mentions_time("Back in 2019 we moved."));
+        assert!(mentions_time("See you on Friday"));
+        assert!(!mentions_time("The painting is lovely."));
+        assert!(mentions_time("We met on May 7."));
+        assert!(!mentions_time("I may go hiking."));
     }
 
     #[test]

@@ -51,6 +51,17 @@ pub const SYNONYMS: &[&[&str]] = &[
     &["bug", "incident", "outage", "issue"],
     &["limit", "quota", "cap"],
     &["theme", "mode", "appearance"],
+    &["mother", "mom", "mum"],
+    &["father", "dad"],
+    &["grandmother", "grandma"],
+    &["grandfather", "grandpa"],
+    &["photo", "picture", "pic", "photograph"],
+    &["friend", "buddy", "pal"],
+    &["shop", "store"],
+    &["start", "begin"],
+    &["finish", "complete"],
+    &["sick", "ill"],
+    &["exercise", "workout"],
 ];
 
 /// The attribute a text is about, from the first category member it names.

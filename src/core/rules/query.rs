@@ -7,43 +7,59 @@ use crate::core::text;
 
 pub fn analyze(query: &str) -> QueryAnalysis {
     let words = text::content_words(query);
+    // The query's own words first, then their synonyms: recall weighs the
+    // additions less than the words the asker chose.
     let mut terms: Vec<String> = Vec::new();
-    let push = |t: String, terms: &mut Vec<String>| {
-        if !t.is_empty() && !terms.contains(&t) {
-            terms.push(t);
-        }
-    };
     for w in &words {
-        push(w.clone(), &mut terms);
-        for s in lexicon::synonyms(w) {
-            push(s.to_string(), &mut terms);
+        if !terms.contains(w) {
+            terms.push(w.clone());
         }
     }
-    // Keys: subject candidates x attribute candidates.
-    let lower = query.to_lowercase();
+    for w in &words {
+        // By the word and its base forms ("kids" finds the group of "kid").
+        let forms = base_forms(w);
+        for s in forms.iter().flat_map(|f| lexicon::synonyms(f)) {
+            if !terms.iter().any(|t| t == s) && !forms.iter().any(|f| f == s) {
+                terms.push(s.to_string());
+            }
+        }
+    }
+    // Keys: subject candidates x attribute candidates. Subjects: people
+    // the query names, the user when it speaks of the user or in the
+    // first person, then the defaults.
+    let tokens = text::tokens(query);
+    let named: Vec<String> = names(query).iter().filter_map(|n| crate::core::ingest::classify::normalize_key(n)).collect();
     let mut subjects: Vec<String> = Vec::new();
-    if lower.contains("user") || lower.contains(" i ") || lower.starts_with("i ") || lower.contains(" my ") || lower.contains(" me ") {
+    let first_person = tokens.iter().any(|t| matches!(t.as_str(), "user" | "i" | "me" | "my" | "mine" | "myself"));
+    if first_person {
         subjects.push("user".into());
     }
-    for name in names(query) {
-        if let Some(k) = crate::core::ingest::classify::normalize_key(&name) {
-            subjects.push(k);
-        }
-    }
+    subjects.extend(named.iter().cloned());
     subjects.push("user".into());
     subjects.push("project".into());
-    subjects.dedup();
+    let mut seen = std::collections::HashSet::new();
+    subjects.retain(|s| seen.insert(s.clone()));
+    // Attributes: a known category, else the first content words that are
+    // not names nor the verb of preference.
     let mut attrs: Vec<String> = Vec::new();
     if let Some(a) = lexicon::attribute_named(query).or_else(|| lexicon::category_of(query)) {
         attrs.push(a.to_string());
     }
-    let nouns: Vec<&String> = words.iter().filter(|w| !lexicon::synonyms(w).contains(&"use")).collect();
-    if nouns.len() >= 2 {
-        attrs.push(format!("{}_{}", nouns[0], nouns[1]));
+    // (Stored keys take a statement's first two content words, which may
+    // include the preference word: "My favorite dessert" is
+    // `favorite_dessert`; both spellings are tried.)
+    let all: Vec<&String> = words.iter().filter(|w| !named.contains(w) && w.as_str() != "user").collect();
+    let nouns: Vec<&String> = all.iter().copied().filter(|w| !lexicon::synonyms(w).contains(&"use")).collect();
+    for pick in [&nouns, &all] {
+        if pick.len() >= 2 {
+            attrs.push(format!("{}_{}", pick[0], pick[1]));
+        }
     }
     if let Some(n) = nouns.first() {
         attrs.push((*n).clone());
     }
+    let mut seen = std::collections::HashSet::new();
+    attrs.retain(|a| seen.insert(a.clone()));
     let mut keys = Vec::new();
     for a in &attrs {
         for s in &subjects {
@@ -54,6 +70,22 @@ pub fn analyze(query: &str) -> QueryAnalysis {
         }
     }
     QueryAnalysis { keys, terms, hyde: hyde(query, &words) }
+}
+
+/// A word and the forms it may be listed under: its stem and its singular
+/// ("movies" -> "movie", "stories" -> "story", "classes" -> "class").
+fn base_forms(w: &str) -> Vec<String> {
+    let mut out = vec![w.to_string(), text::stem(w)];
+    if let Some(b) = w.strip_suffix("ies") {
+        out.push(format!("{b}y"));
+    }
+    for suffix in ["es", "s"] {
+        if let Some(b) = w.strip_suffix(suffix).filter(|b| b.len() >= 3) {
+            out.push(b.to_string());
+        }
+    }
+    out.dedup();
+    out
 }
 
 /// Capitalized words that are not sentence-initial question words: names.
@@ -93,5 +125,21 @@ mod tests {
         let a = analyze("What package manager does the user prefer?");
         assert_eq!(a.keys.first().map(String::as_str), Some("user.package_manager"));
         assert!(a.terms.contains(&"package".to_string()));
+    }
+
+    #[test]
+    fn test_own_words_come_before_their_synonyms() {
+        let a = analyze("Which movies did the kids prefer?");
+        let own = a.terms.iter().position(|t| t == "prefer").unwrap();
+        let synonym = a.terms.iter().position(|t| t == "film").unwrap();
+        assert!(own < synonym, "{:?}", a.terms);
+        assert!(a.terms.contains(&"children".to_string()), "by stem: {:?}", a.terms);
+    }
+
+    #[test]
+    fn test_a_named_person_is_a_subject_not_an_attribute() {
+        let a = analyze("What is Maria's favorite dessert?");
+        assert_eq!(a.keys.first().map(String::as_str), Some("maria.favorite_dessert"), "{:?}", a.keys);
+        assert!(a.keys.iter().all(|k| !k.contains(".maria")), "{:?}", a.keys);
     }
 }

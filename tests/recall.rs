@@ -1,0 +1,227 @@
+//! Native tests of the recall pipeline: the SPEC.md example, the explain
+//! trace, temporal arithmetic, what stays out of recall, the empty case,
+//! and the conversational corrections of the full-text channels.
+
+mod support;
+
+use agent_memory::core::api::{IngestRequest, RecallRequest, RememberRequest};
+use agent_memory::core::model::MessageInput;
+use agent_memory::core::ops::Profile;
+use agent_memory::core::recall::fuse::Channel;
+use agent_memory::core::recall::RecallResponse;
+use serde_json::{json, Value};
+use support::{block_on, database, with_profile, APRIL_15};
+
+const DAY: i64 = 86_400_000;
+
+fn msg(role: &str, content: &str) -> MessageInput {
+    MessageInput { role: role.into(), content: content.into(), timestamp: None }
+}
+
+/// The example conversation of SPEC.md section 2.
+fn spec_conversation() -> IngestRequest {
+    IngestRequest {
+        messages: vec![
+            msg("user", "Set up the project with React and TypeScript."),
+            msg("assistant", "Done. Scaffolded a React + TS project targeting Workers."),
+            msg("user", "Use pnpm, not npm. And dark mode by default."),
+            msg("assistant", "Got it -- pnpm and dark mode as default."),
+        ],
+        session_id: Some("setup".into()),
+    }
+}
+
+const RATE_LIMIT: &str = "API rate limit was increased to 10,000 req/s per zone after the April 10 incident.";
+
+fn remember(p: &Profile<'_>, body: Value) -> agent_memory::core::model::Memory {
+    block_on(p.remember(serde_json::from_value::<RememberRequest>(body).unwrap())).unwrap()
+}
+
+fn recall(p: &Profile<'_>, body: Value) -> RecallResponse {
+    block_on(p.recall(serde_json::from_value::<RecallRequest>(body).unwrap())).unwrap()
+}
+
+fn summaries(r: &RecallResponse) -> Vec<String> {
+    r.candidates.iter().map(|c| c.summary.clone()).collect()
+}
+
+#[test]
+fn test_package_manager_question_names_pnpm_with_the_pnpm_memory_first() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        remember(p, json!({ "content": RATE_LIMIT }));
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "What package manager does the user prefer?" }));
+        assert!(r.result.contains("pnpm"), "result: {}", r.result);
+        assert_eq!(r.answer, r.result);
+        assert!(r.candidates[0].summary.contains("pnpm"), "first: {:?}", summaries(&r));
+        assert_eq!(r.count, r.candidates.len());
+    });
+}
+
+#[test]
+fn test_explain_names_all_five_channels_and_scores_sum_their_traces() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        remember(p, json!({ "content": RATE_LIMIT }));
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "What package manager does the user prefer?", "explain": true }));
+        let explain = r.explain.as_ref().expect("explain requested");
+        let mut named: Vec<Channel> = explain.channels.iter().map(|c| c.channel).collect();
+        named.sort();
+        let mut all = Channel::ALL.to_vec();
+        all.sort();
+        assert_eq!(named, all);
+        assert!(!r.candidates.is_empty());
+        for c in &r.candidates {
+            let trace = c.trace.as_ref().expect("a trace per candidate");
+            assert!(!trace.is_empty());
+            let sum: f64 = trace.iter().map(|t| t.contribution).sum();
+            assert!((c.score - sum).abs() < 1e-12, "{} != {sum}", c.score);
+            for t in trace {
+                assert!((t.contribution - t.weight / (explain.k + t.rank as f64)).abs() < 1e-12);
+            }
+        }
+        // Without explain, no trace and no tree.
+        let plain = recall(p, json!({ "query": "What package manager does the user prefer?" }));
+        assert!(plain.explain.is_none() && plain.candidates.iter().all(|c| c.trace.is_none()));
+    });
+}
+
+#[test]
+fn test_days_ago_question_is_computed_from_the_reference_date() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        remember(p, json!({ "content": RATE_LIMIT }));
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "How many days ago was the April 10 incident?", "referenceDate": "2026-04-20" }));
+        assert!(r.result.contains("10 days"), "result: {}", r.result);
+        assert!(r.candidates[0].summary.contains("April 10 incident"));
+        let explain = recall(
+            p,
+            json!({ "query": "How many days ago was the April 10 incident?", "referenceDate": "2026-04-20", "explain": true }),
+        )
+        .explain
+        .unwrap();
+        assert!(explain.temporal_facts.iter().any(|f| f.contains("10 days before")), "{:?}", explain.temporal_facts);
+    });
+}
+
+#[test]
+fn test_forgotten_superseded_and_expired_memories_stay_out_unless_asked() {
+    let sql = database();
+    let (forgotten, expiring) = with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        let f = remember(p, json!({ "content": "The staging database lives in the eu-west region." }));
+        p.forget(&f.id).unwrap();
+        let e = remember(p, json!({ "content": "The deploy freeze for the staging database lasts until Friday.", "ttlSeconds": 3600 }));
+        block_on(p.drain()).unwrap();
+        (f.id, e.id)
+    });
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", "Actually, switch to npm for this project.")],
+            session_id: Some("later".into()),
+        }))
+        .unwrap();
+        block_on(p.drain()).unwrap();
+    });
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let ids = |r: &RecallResponse| r.candidates.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+        let staging = recall(p, json!({ "query": "Where does the staging database live?", "limit": 20 }));
+        assert!(!ids(&staging).contains(&forgotten), "forgotten memory recalled");
+        assert!(!ids(&staging).contains(&expiring), "expired memory recalled");
+        let pm = recall(p, json!({ "query": "What package manager does the user prefer?", "limit": 20 }));
+        assert!(pm.candidates[0].summary.contains("npm") && !pm.candidates[0].summary.contains("pnpm"), "{:?}", summaries(&pm));
+        assert!(summaries(&pm).iter().all(|s| !s.contains("pnpm")), "superseded memory recalled: {:?}", summaries(&pm));
+
+        let staging_all = recall(p, json!({ "query": "Where does the staging database live?", "limit": 20, "includeInactive": true }));
+        assert!(ids(&staging_all).contains(&forgotten));
+        assert!(ids(&staging_all).contains(&expiring));
+        let pm_all = recall(p, json!({ "query": "What package manager does the user prefer?", "limit": 20, "includeInactive": true }));
+        assert!(summaries(&pm_all).iter().any(|s| s.contains("pnpm")));
+    });
+}
+
+#[test]
+fn test_empty_profile_recall_gives_an_empty_result_not_an_error() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let r = recall(p, json!({ "query": "What package manager does the user prefer?", "explain": true }));
+        assert_eq!(r.result, "");
+        assert_eq!(r.answer, "");
+        assert_eq!(r.count, 0);
+        assert!(r.candidates.is_empty());
+    });
+}
+
+/// A two-person conversation, one message per turn, dated.
+fn chat(turns: &[(&str, &str)], date: &str) -> IngestRequest {
+    IngestRequest {
+        messages: turns
+            .iter()
+            .map(|(role, content)| MessageInput { role: role.to_string(), content: content.to_string(), timestamp: Some(date.into()) })
+            .collect(),
+        session_id: Some(format!("s-{date}")),
+    }
+}
+
+#[test]
+fn test_an_answer_turn_is_found_by_the_words_of_the_question_it_answers() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(chat(
+            &[
+                ("Ana", "How is the pottery class going these days?"),
+                ("Ben", "It is going great, I finally made a tall blue vase with a narrow neck!"),
+                ("Ana", "I spent the weekend hiking near the lake with my sister."),
+                ("Ben", "The weather was perfect for walking by the water this weekend."),
+            ],
+            "2026-04-15",
+        )))
+        .unwrap();
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "What did Ben make in pottery class?", "limit": 3 }));
+        assert!(r.candidates[0].summary.contains("vase"), "{:?}", summaries(&r));
+    });
+}
+
+#[test]
+fn test_the_speaker_a_question_names_comes_first() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(chat(
+            &[
+                ("Ana", "My favorite band is playing downtown tonight, the concert starts at eight."),
+                ("Ben", "My favorite band broke up years ago, sadly, after their last concert tour."),
+            ],
+            "2026-04-15",
+        )))
+        .unwrap();
+        block_on(p.drain()).unwrap();
+        for (who, expected) in [("Ana", "Ana:"), ("Ben", "Ben:")] {
+            let r = recall(p, json!({ "query": format!("What did {who} say about her favorite band's concert?"), "limit": 2 }));
+            assert!(r.candidates[0].summary.starts_with(expected), "{who}: {:?}", summaries(&r));
+        }
+    });
+}
+
+#[test]
+fn test_a_question_naming_a_date_prefers_what_was_said_then() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (date, said) in [
+            ("2026-03-02", "Friends came over and I cooked dinner: lasagna with spinach."),
+            ("2026-04-10", "My sister visited, so I cooked dinner for her: curry with lentils."),
+        ] {
+            block_on(p.ingest(chat(&[("Ana", said)], date))).unwrap();
+        }
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "What dinner did Ana cook on March 2, 2026?", "limit": 2 }));
+        assert!(r.candidates[0].summary.contains("lasagna"), "{:?}", summaries(&r));
+        let r = recall(p, json!({ "query": "What dinner did Ana cook on April 10, 2026?", "limit": 2 }));
+        assert!(r.candidates[0].summary.contains("curry"), "{:?}", summaries(&r));
+    });
+}
