@@ -88,9 +88,20 @@ fn copula_subject(body: &str) -> Option<String> {
 }
 
 /// The topic key of a keyed memory.
+/// Most words in a key built from a statement's own words.
+pub const FALLBACK_KEY_WORDS: usize = 8;
+
 pub fn key_of(role: &str, body: &str) -> Option<String> {
     let attr = lexicon::category_of(body).map(str::to_string).or_else(|| copula_subject(body)).or_else(|| {
-        let words: Vec<String> = key_words(body).into_iter().take(3).collect();
+        // No known attribute: key by the statement's own words (stemmed,
+        // sorted, up to FALLBACK_KEY_WORDS), so only a restatement of the
+        // same thing supersedes it. A key from a sentence's first words
+        // made unrelated statements replace each other ("cooked dinner:
+        // lasagna" vs "cooked dinner: curry").
+        let mut words: Vec<String> = key_words(body).iter().map(|w| text::stem(w)).collect();
+        words.sort();
+        words.dedup();
+        words.truncate(FALLBACK_KEY_WORDS);
         (!words.is_empty()).then(|| words.join("_"))
     })?;
     crate::core::ingest::classify::normalize_key(&format!("{}.{attr}", subject(role)))
