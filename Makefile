@@ -46,3 +46,6 @@ include scripts/reliability.mk
 
 # LoCoMo evidence-recall harness: make locomo [LOCOMO=path] (not part of make test).
 include scripts/locomo.mk
+
+# make bench: latency and throughput at 1k/10k/100k memories in workerd (not part of make test).
+include scripts/bench.mk

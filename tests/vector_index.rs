@@ -9,7 +9,9 @@
 mod support;
 
 use agent_memory::core::local::embed::{embed_one, DIMS};
-use agent_memory::core::local::vector::{cosine, exact_scan, search, CachedVectorIndex, Packed, SqlVectorIndex, FIRST_PASS};
+use agent_memory::core::local::vector::{
+    cosine, exact_scan, load, load_from_rows, search, CachedVectorIndex, Packed, SqlVectorIndex, FIRST_PASS, SNAPSHOT_MIN,
+};
 use agent_memory::core::ports::{Sql, VectorIndex};
 use std::cell::RefCell;
 use support::{block_on, database};
@@ -176,4 +178,49 @@ fn test_memory_copy_follows_writes_and_heals_after_outside_deletes() {
 
     // A query of another dimension falls back to the exact scan.
     assert!(block_on(index.query(&[1.0, 0.0], 1)).unwrap().len() <= 1);
+}
+
+#[test]
+fn test_cold_start_reads_the_snapshot_and_the_rows_after_it() {
+    let sql = database();
+    let packed = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql: &sql, packed: &packed };
+    let mut rng = Rng(11);
+    let vector = |rng: &mut Rng| normalized((0..16).map(|_| rng.normal()).collect());
+    block_on(index.query(&vector(&mut rng), 1)).unwrap(); // loads (empty)
+    let n = SNAPSHOT_MIN + 2500;
+    let items: Vec<(String, Vec<f32>)> = (0..n).map(|i| (id(i), vector(&mut rng))).collect();
+    for batch in items.chunks(500) {
+        block_on(index.upsert(batch)).unwrap();
+    }
+    let parts = |sql: &dyn Sql| sql.query("SELECT COUNT(*) FROM vector_snapshot", &[]).unwrap()[0][0].as_i64().unwrap();
+    assert!(parts(&sql) > 1, "a snapshot was taken once the copy grew past {SNAPSHOT_MIN}");
+
+    // Rows written after the snapshot, then a cold start.
+    let more: Vec<(String, Vec<f32>)> = (n..n + 300).map(|i| (id(i), vector(&mut rng))).collect();
+    block_on(SqlVectorIndex { sql: &sql }.upsert(&more)).unwrap();
+    let (mut cold, mut rows) = (Packed::new(), Packed::new());
+    load(&sql, &mut cold).unwrap();
+    load_from_rows(&sql, &mut rows).unwrap();
+    assert_eq!(cold.len(), n + 300);
+    let q = vector(&mut rng);
+    assert_eq!(cold.shortlist(&q, 500, 20), rows.shortlist(&q, 500, 20));
+
+    // A wipe behind the index's back: the snapshot no longer agrees with
+    // the table and is not used.
+    sql.execute("DELETE FROM vectors", &[]).unwrap();
+    let mut after_wipe = Packed::new();
+    load(&sql, &mut after_wipe).unwrap();
+    assert_eq!(after_wipe.len(), 0);
+}
+
+#[test]
+fn test_a_hard_delete_drops_the_snapshot() {
+    let sql = database();
+    sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (0, x'00')", &[]).unwrap();
+    let index = SqlVectorIndex { sql: &sql };
+    block_on(index.upsert(&[(id(1), embed_one("some memory"))])).unwrap();
+    // No memory row with this id: it was hard-deleted.
+    block_on(index.delete(&[id(1)])).unwrap();
+    assert!(sql.query("SELECT 1 FROM vector_snapshot", &[]).unwrap().is_empty());
 }

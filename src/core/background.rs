@@ -141,7 +141,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
             }
         }
     }
-    report.pending = store.stats()?.pending_jobs;
+    report.pending = store.pending_jobs()?;
     report.next_at = match (store.next_job_at()?, store.next_expiry()?) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -93,6 +93,11 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         "CREATE INDEX IF NOT EXISTS memories_by_key_status ON memories(key, status, id)",
         "DROP INDEX IF EXISTS memories_by_key",
         "DROP INDEX IF EXISTS memories_by_status",
+        // The local vector index's memory copy, saved so a cold start
+        // reads a few large rows instead of one row per vector
+        // (core::local::vector::write_snapshot). Derived data: a missing
+        // or outdated snapshot is rebuilt from `vectors`.
+        "CREATE TABLE IF NOT EXISTS vector_snapshot (part INTEGER PRIMARY KEY, data BLOB NOT NULL)",
     ],
 )];
 

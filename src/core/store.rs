@@ -337,8 +337,10 @@ impl<'a> Store<'a> {
             self.sql.execute(&format!("DELETE FROM memories WHERE id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM memory_sources WHERE memory_id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM outbox WHERE memory_id IN ({ph})"), &params)?;
-            // The local index lives here: its rows go in this transaction.
+            // The local index lives here: its rows go in this transaction,
+            // and its snapshot (which may hold their codes) with them.
             self.sql.execute(&format!("DELETE FROM vectors WHERE memory_id IN ({ph})"), &params)?;
+            self.sql.execute("DELETE FROM vector_snapshot", &[])?;
             // Pointers from other versions to a deleted memory go too.
             self.sql.execute(&format!("UPDATE memories SET supersedes = NULL WHERE supersedes IN ({ph})"), &params)?;
             self.sql.execute(
@@ -603,6 +605,11 @@ impl<'a> Store<'a> {
         )
     }
 
+    /// Jobs in the outbox (cheap: the drain asks after every batch).
+    pub fn pending_jobs(&self) -> Result<i64> {
+        Ok(self.sql.query("SELECT COUNT(*) FROM outbox", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+    }
+
     /// The earliest time any job is due, in millis.
     pub fn next_job_at(&self) -> Result<Option<i64>> {
         Ok(self.sql.query("SELECT MIN(next_attempt_at) FROM outbox", &[])?.first().and_then(|r| r[0].as_i64()))
@@ -642,7 +649,7 @@ impl<'a> Store<'a> {
 
     /// Removes everything in the profile.
     pub fn wipe(&self) -> Result<()> {
-        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "outbox", "meta"] {
+        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "outbox", "meta"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.purge_deleted_text()

@@ -77,6 +77,7 @@ function rss(pid) {
 }
 
 async function main() {
+  const load0 = os.loadavg();
   const corpus = new Corpus(loadLocomo(locomoPath(ROOT)));
   log(`corpus: ${corpus.convs.length} conversations, ${corpus.turns} turns; sizes ${SIZES.join(", ")}`);
   // BENCH_STATE=dir keeps the Worker's storage there and resumes the fill
@@ -121,8 +122,32 @@ async function main() {
 
   const stats = () => http("GET", "/stats");
   const results = [];
+  try {
+    await measure(corpus, w, origin, pid, http, stats, progressFile, results);
+  } finally {
+    await w.dispose();
+  }
+  const meta = {
+    date: new Date().toISOString(),
+    cpus: os.cpus().length,
+    cpu: os.cpus()[0]?.model?.trim(),
+    node: process.version,
+    queries: QUERIES,
+    // Other work on the machine inflates every latency: the load averages
+    // (1, 5, 15 min) at the start and at the end of the run.
+    loadStart: load0.map((x) => Number(x.toFixed(2))),
+    loadEnd: os.loadavg().map((x) => Number(x.toFixed(2))),
+    stageQueries: STAGE_QUERIES,
+    stageRepeat: STAGE_REPEAT,
+  };
+  console.log(writeReport(OUT, results, meta));
+}
+
+/** Fills the profile to each size in turn and measures it. */
+async function measure(corpus, w, origin, pid, http, stats, progressFile, results) {
   // The fill is one deterministic stream of sessions (variant 0, 1, ...);
-  // `fill.done` counts the memories of it already imported.
+  // `fill.done` counts the memories of it already imported. Each size is
+  // filled up to N memories in all (ingest adds some between sizes).
   const fill = progressFile && existsSync(progressFile) ? JSON.parse(readFileSync(progressFile, "utf8")) : { done: 0, variant: 0, ingested: 0 };
   let variant = 0;
   let pending = null; // a session generator, partly consumed
@@ -131,7 +156,7 @@ async function main() {
   for (const N of SIZES) {
     log(`--- N = ${N}`);
     // 1. Fill to N memories: bulk import, then the vector index.
-    let have = fill.done;
+    let have = (await stats()).memories;
     let t0 = performance.now();
     let imported = 0;
     while (have < N) {
@@ -163,7 +188,7 @@ async function main() {
       const rep = await http("POST", "/import", ndjson, "application/x-ndjson");
       have += mem.length;
       imported += rep.memories;
-      fill.done = have;
+      fill.done += mem.length;
       if (progressFile) writeFileSync(progressFile, JSON.stringify(fill));
       if (VERBOSE) log(`imported ${have}/${N}`);
     }
@@ -215,7 +240,7 @@ async function main() {
     }
 
     // 3. Stages inside the Durable Object: (rt(repeat=R) - rt(repeat=0)) / R.
-    const stageNames = ["analyze", "embed", "key", "fts", "messages", "vector", "hyde", "fuse", "recall", "vectorIndex"];
+    const stageNames = ["analyze", "embed", "key", "turns", "fts", "messages", "vector", "hyde", "fuse", "recall", "vectorIndex"];
     const stages = Object.fromEntries(stageNames.map((s) => [s, []]));
     const ftsInside = [];
     for (const q of queries.slice(0, STAGE_QUERIES)) {
@@ -298,19 +323,6 @@ async function main() {
     results.push(row);
     printRow(row);
   }
-
-  await w.dispose();
-  const meta = {
-    date: new Date().toISOString(),
-    cpus: os.cpus().length,
-    cpu: os.cpus()[0]?.model?.trim(),
-    node: process.version,
-    queries: QUERIES,
-    stageQueries: STAGE_QUERIES,
-    stageRepeat: STAGE_REPEAT,
-  };
-  const table = writeReport(OUT, results, meta);
-  console.log(table);
 }
 
 function printRow(r) {

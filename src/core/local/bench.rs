@@ -38,6 +38,33 @@ pub async fn dispatch(p: &Profile<'_>, op: &str, args: &Value) -> Result<Value> 
         "benchStage" => stage(p, str_arg(args, "query")?, str_arg(args, "stage")?, usize_arg(args, "repeat", 1)).await,
         "benchDrain" => drain(p, usize_arg(args, "limit", 2000)).await,
         "benchVectorRecall" => vector_recall(p, args, usize_arg(args, "k", 10)).await,
+        "benchIngest" => {
+            // The same messages ingested `repeat` times under fresh session
+            // ids: the ingest pipeline's cost inside the Durable Object.
+            let mut stored = 0;
+            for i in 0..usize_arg(args, "repeat", 1) {
+                let mut req = args.clone();
+                let sid = format!("{}-{i}", str_arg(args, "sessionId")?);
+                if let Value::Object(m) = &mut req {
+                    m.remove("repeat");
+                    m.insert("sessionId".into(), Value::String(sid));
+                }
+                stored += p.ingest(crate::core::api::parse(req)?).await?.messages_stored;
+            }
+            Ok(json!({ "stored": stored }))
+        }
+        "benchSql" => {
+            // One statement's round trip: `SELECT 1`, or a point lookup.
+            let sql = if args.get("lookup").and_then(Value::as_bool) == Some(true) {
+                "SELECT id, summary FROM memories WHERE id = (SELECT max(id) FROM memories)"
+            } else {
+                "SELECT 1"
+            };
+            for _ in 0..usize_arg(args, "repeat", 1) {
+                p.sql.query(sql, &[])?;
+            }
+            Ok(json!({}))
+        }
         other => Err(Error::not_found(format!("no operation named {other}"))),
     }
 }
@@ -82,6 +109,14 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         "key" => {
             for _ in 0..repeat {
                 out = channels::key(p.sql, &analysis.keys, false, &now_iso)?.ids.len();
+            }
+        }
+        "turns" => {
+            // The message scoring both text channels share in a recall
+            // (the fts and messages stages each include it).
+            let q = channels::TextQuery::from_terms(&analysis.terms);
+            for _ in 0..repeat {
+                out = channels::score_turns(p.sql, &q)?.context.len();
             }
         }
         "fts" => {

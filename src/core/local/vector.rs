@@ -20,6 +20,10 @@
 //! feature-hashing embedder's vectors are sparse (most of 256 dimensions
 //! are 0), so a projection first spreads every feature over all 512 bits.
 //!
+//! A cold Durable Object loads the copy from `vector_snapshot` (the packed
+//! arrays in 512 KB parts, rewritten after every 10% of growth) plus the
+//! rows written since, instead of reading every row.
+//!
 //! Writes go through the index (upsert/delete) and keep the memory copy in
 //! step. Rows deleted by other paths (hard deletes, wipe) leave stale
 //! entries that pass 3 finds missing and evicts.
@@ -41,6 +45,13 @@ const CODE_FORMAT: u8 = 2;
 const HEADER: usize = 1 + 2 + 4;
 /// Rows per page when loading codes or scanning vectors.
 const PAGE: i64 = 2000;
+/// Snapshot parts hold at most this many bytes (a row stays far under the
+/// platform's 2 MB).
+const SNAPSHOT_PART: usize = 512 * 1024;
+/// Profiles with fewer vectors load row by row (fast enough) and keep no
+/// snapshot.
+pub const SNAPSHOT_MIN: usize = 4096;
+const SNAPSHOT_MAGIC: &[u8; 4] = b"VS01";
 const SEED: u64 = 0x5eed_0f51_3a5c_0de5;
 
 /// No single SQL statement takes more bound parameters than this.
@@ -230,22 +241,46 @@ fn key_of(id: &str) -> (u128, bool) {
     (h, false)
 }
 
-/// Every vector's code in flat arrays (slot-indexed), kept in memory
-/// between calls. All vectors share one dimension count; vectors of
-/// another are left to the exact scan.
-#[derive(Default)]
-pub struct Packed {
-    loaded: bool,
-    dims: usize,
+/// Slots per block of [`Packed`].
+const BLOCK: usize = 4096;
+
+/// The codes of up to [`BLOCK`] vectors, each array allocated once at its
+/// full size: the copy grows a block at a time, without the doubling
+/// reallocations (and the Wasm heap they leave behind) of one flat array.
+struct Block {
     keys: Vec<u128>,
     simhash: Vec<u64>,
     quantized: Vec<u8>,
     inv_norm: Vec<f32>,
+}
+
+impl Block {
+    fn new(stride: usize) -> Block {
+        Block {
+            keys: Vec::with_capacity(BLOCK),
+            simhash: Vec::with_capacity(BLOCK * CODE_WORDS),
+            quantized: Vec::with_capacity(BLOCK * stride),
+            inv_norm: Vec::with_capacity(BLOCK),
+        }
+    }
+}
+
+/// Every vector's code, slot-indexed, in blocks; kept in memory between
+/// calls. All vectors share one dimension count; vectors of another are
+/// left to the exact scan.
+#[derive(Default)]
+pub struct Packed {
+    loaded: bool,
+    dims: usize,
+    len: usize,
+    blocks: Vec<Block>,
     slot_of: HashMap<u128, u32>,
     /// Ids that are not 32 hex characters, by key.
     odd: HashMap<u128, String>,
     /// Scratch for the Hamming pass.
     dist: Vec<u16>,
+    /// Vectors written since the snapshot was taken.
+    since_snapshot: usize,
 }
 
 impl Packed {
@@ -254,15 +289,20 @@ impl Packed {
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len == 0
     }
 
     pub fn is_loaded(&self) -> bool {
         self.loaded
+    }
+
+    /// Whether enough was written since the last snapshot to take another.
+    fn snapshot_due(&self) -> bool {
+        self.len >= SNAPSHOT_MIN && self.odd.is_empty() && self.since_snapshot >= (self.len / 10).max(2000)
     }
 
     /// Forgets everything; the next query reloads from SQLite.
@@ -272,11 +312,8 @@ impl Packed {
 
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.keys.capacity() * 16
-            + self.simhash.capacity() * 8
-            + self.quantized.capacity()
-            + self.inv_norm.capacity() * 4
-            + self.slot_of.capacity() * 24
+        self.blocks.len() * BLOCK * (16 + CODE_WORDS * 8 + self.stride() + 4)
+            + self.slot_of.capacity() * 40
             + self.dist.capacity() * 2
             + self.odd.values().map(|s| s.capacity() + 40).sum::<usize>()
     }
@@ -285,10 +322,45 @@ impl Packed {
         self.dims.div_ceil(2)
     }
 
+    fn key(&self, s: usize) -> u128 {
+        self.blocks[s / BLOCK].keys[s % BLOCK]
+    }
+
+    fn quantized_of(&self, s: usize) -> &[u8] {
+        let stride = self.stride();
+        let i = s % BLOCK;
+        &self.blocks[s / BLOCK].quantized[i * stride..(i + 1) * stride]
+    }
+
+    fn simhash_of(&self, s: usize) -> &[u64] {
+        let i = s % BLOCK;
+        &self.blocks[s / BLOCK].simhash[i * CODE_WORDS..(i + 1) * CODE_WORDS]
+    }
+
+    fn inv_norm_of(&self, s: usize) -> f32 {
+        self.blocks[s / BLOCK].inv_norm[s % BLOCK]
+    }
+
+    /// Appends a slot (the key must be new).
+    fn push(&mut self, key: u128, simhash: &[u64], quantized: &[u8], inv_norm: f32) {
+        if self.len == self.blocks.len() * BLOCK {
+            let stride = self.stride();
+            self.blocks.push(Block::new(stride));
+        }
+        let b = self.blocks.last_mut().expect("a block with room");
+        b.keys.push(key);
+        b.simhash.extend_from_slice(simhash);
+        b.quantized.extend_from_slice(quantized);
+        b.inv_norm.push(inv_norm);
+        self.slot_of.insert(key, self.len as u32);
+        self.len += 1;
+    }
+
     /// Adds or replaces one vector's code.
     pub fn insert(&mut self, id: &str, code: &Code) {
-        if self.keys.is_empty() {
+        if self.len == 0 {
             self.dims = code.dims;
+            self.blocks.clear();
         }
         if code.dims != self.dims {
             self.remove(id);
@@ -298,21 +370,15 @@ impl Packed {
         if !hex {
             self.odd.insert(key, id.to_string());
         }
-        let stride = self.stride();
         match self.slot_of.get(&key) {
             Some(&s) => {
-                let s = s as usize;
-                self.simhash[s * CODE_WORDS..(s + 1) * CODE_WORDS].copy_from_slice(&code.simhash);
-                self.quantized[s * stride..(s + 1) * stride].copy_from_slice(&code.quantized);
-                self.inv_norm[s] = code.inv_norm;
+                let (stride, s) = (self.stride(), s as usize);
+                let (b, i) = (&mut self.blocks[s / BLOCK], s % BLOCK);
+                b.simhash[i * CODE_WORDS..(i + 1) * CODE_WORDS].copy_from_slice(&code.simhash);
+                b.quantized[i * stride..(i + 1) * stride].copy_from_slice(&code.quantized);
+                b.inv_norm[i] = code.inv_norm;
             }
-            None => {
-                self.slot_of.insert(key, self.keys.len() as u32);
-                self.keys.push(key);
-                self.simhash.extend_from_slice(&code.simhash);
-                self.quantized.extend_from_slice(&code.quantized);
-                self.inv_norm.push(code.inv_norm);
-            }
+            None => self.push(key, &code.simhash, &code.quantized, code.inv_norm),
         }
     }
 
@@ -321,24 +387,29 @@ impl Packed {
         let (key, _) = key_of(id);
         let Some(s) = self.slot_of.remove(&key) else { return };
         self.odd.remove(&key);
-        let s = s as usize;
-        let last = self.keys.len() - 1;
-        let stride = self.stride();
+        let (s, last, stride) = (s as usize, self.len - 1, self.stride());
         if s != last {
-            self.keys[s] = self.keys[last];
-            self.simhash.copy_within(last * CODE_WORDS..(last + 1) * CODE_WORDS, s * CODE_WORDS);
-            self.quantized.copy_within(last * stride..(last + 1) * stride, s * stride);
-            self.inv_norm[s] = self.inv_norm[last];
-            self.slot_of.insert(self.keys[s], s as u32);
+            let (k, h, q, n) = (self.key(last), self.simhash_of(last).to_vec(), self.quantized_of(last).to_vec(), self.inv_norm_of(last));
+            let (b, i) = (&mut self.blocks[s / BLOCK], s % BLOCK);
+            b.keys[i] = k;
+            b.simhash[i * CODE_WORDS..(i + 1) * CODE_WORDS].copy_from_slice(&h);
+            b.quantized[i * stride..(i + 1) * stride].copy_from_slice(&q);
+            b.inv_norm[i] = n;
+            self.slot_of.insert(k, s as u32);
         }
-        self.keys.truncate(last);
-        self.simhash.truncate(last * CODE_WORDS);
-        self.quantized.truncate(last * stride);
-        self.inv_norm.truncate(last);
+        let b = self.blocks.last_mut().expect("the last slot's block");
+        b.keys.pop();
+        b.simhash.truncate(b.keys.len() * CODE_WORDS);
+        b.quantized.truncate(b.keys.len() * stride);
+        b.inv_norm.pop();
+        if b.keys.is_empty() {
+            self.blocks.pop();
+        }
+        self.len = last;
     }
 
     fn id_of(&self, slot: usize) -> String {
-        let k = self.keys[slot];
+        let k = self.key(slot);
         match self.odd.get(&k) {
             Some(s) => s.clone(),
             None => format!("{k:032x}"),
@@ -349,7 +420,7 @@ impl Packed {
     /// against `q`, among the `first_pass` nearest by Hamming distance.
     /// Best first, with the approximate cosine.
     pub fn shortlist(&mut self, q: &[f32], first_pass: usize, keep: usize) -> Vec<(String, f32)> {
-        let n = self.keys.len();
+        let n = self.len;
         if n == 0 || q.len() != self.dims {
             return vec![];
         }
@@ -359,13 +430,15 @@ impl Packed {
         } else {
             let qh = simhash(q);
             self.dist.clear();
-            self.dist.extend(self.simhash.chunks_exact(CODE_WORDS).map(|c| {
-                let mut d = 0u32;
-                for w in 0..CODE_WORDS {
-                    d += (c[w] ^ qh[w]).count_ones();
-                }
-                d as u16
-            }));
+            for b in &self.blocks {
+                self.dist.extend(b.simhash.chunks_exact(CODE_WORDS).map(|c| {
+                    let mut d = 0u32;
+                    for w in 0..CODE_WORDS {
+                        d += (c[w] ^ qh[w]).count_ones();
+                    }
+                    d as u16
+                }));
+            }
             let mut hist = [0u32; CODE_BITS + 1];
             for &d in &self.dist {
                 hist[d as usize] += 1;
@@ -405,12 +478,11 @@ impl Packed {
         let mut scored: Vec<(f32, usize)> = candidates
             .into_iter()
             .map(|s| {
-                let row = &self.quantized[s * stride..(s + 1) * stride];
                 let mut dot = 0f32;
-                for (p, &b) in row.iter().enumerate() {
+                for (p, &b) in self.quantized_of(s).iter().enumerate() {
                     dot += table[p * 256 + b as usize];
                 }
-                (dot * self.inv_norm[s] * qinv, s)
+                (dot * self.inv_norm_of(s) * qinv, s)
             })
             .collect();
         let keep = keep.min(scored.len());
@@ -426,13 +498,56 @@ impl Packed {
     }
 }
 
-/// Reads every row's code into `packed` (paged by rowid, so memory stays
-/// bounded). Rows written by the first version (sign-bit codes) are
-/// recoded from their vectors and rewritten.
+/// Fills `packed`: from the snapshot and the rows written after it when a
+/// snapshot exists (tens of milliseconds at 100k vectors), else from every
+/// row (about a second at 100k). A snapshot that disagrees with the table
+/// (a wipe or bulk delete since) is ignored and rewritten.
 pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     packed.clear();
-    let mut after = i64::MIN;
+    // The snapshot is derived data: any failure to read or write it falls
+    // back to the rows.
+    match read_snapshot(sql, packed).unwrap_or_else(|_| {
+        packed.clear();
+        None
+    }) {
+        Some(covered) => {
+            let delta = load_rows(sql, packed, covered)?;
+            let actual = sql.query("SELECT COUNT(*) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
+            if (packed.len() as i64 - actual).abs() > (actual / 20).max(64) {
+                packed.clear();
+                load_rows(sql, packed, i64::MIN)?;
+                packed.since_snapshot = usize::MAX;
+            } else {
+                packed.since_snapshot = delta;
+            }
+        }
+        None => {
+            load_rows(sql, packed, i64::MIN)?;
+            packed.since_snapshot = usize::MAX;
+        }
+    }
+    packed.loaded = true;
+    if packed.snapshot_due() {
+        let _ = write_snapshot(sql, packed);
+    }
+    Ok(())
+}
+
+/// Fills `packed` from every row, ignoring any snapshot (tests compare
+/// the two ways).
+pub fn load_from_rows(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
+    packed.clear();
+    load_rows(sql, packed, i64::MIN)?;
+    packed.loaded = true;
+    Ok(())
+}
+
+/// Reads the codes of rows after rowid `after` (paged, so memory stays
+/// bounded); returns how many. Rows written by the first version
+/// (sign-bit codes) are recoded from their vectors and rewritten.
+fn load_rows(sql: &dyn Sql, packed: &mut Packed, mut after: i64) -> Result<usize> {
     let mut stale: Vec<String> = Vec::new();
+    let mut n = 0;
     loop {
         let rows = sql.query(
             "SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?",
@@ -441,6 +556,7 @@ pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
         let Some(last) = rows.last() else { break };
         after = last[0].as_i64().unwrap_or(i64::MAX);
         let full = rows.len() as i64 == PAGE;
+        n += rows.len();
         for r in rows {
             let Some(id) = r[1].as_str() else { continue };
             match r[2].as_blob().and_then(Code::from_bytes) {
@@ -459,8 +575,88 @@ pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
             packed.insert(&id, &code);
         }
     }
-    packed.loaded = true;
+    Ok(n)
+}
+
+/// Writes the memory copy to `vector_snapshot` as fixed-size records
+/// (key, 1/norm, SimHash, 4-bit vector) in parts of at most 512 KB; part 0
+/// is the header: magic, dims, count, the last vectors rowid it covers.
+pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
+    if !packed.odd.is_empty() {
+        return Ok(()); // ids that are not 32 hex characters: rows only
+    }
+    let covered = sql.query("SELECT MAX(rowid) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
+    let record = 16 + 4 + CODE_WORDS * 8 + packed.stride();
+    let per_part = (SNAPSHOT_PART / record).max(1);
+    let n = packed.len();
+    let parts = n.div_ceil(per_part);
+    let mut header = Vec::with_capacity(22);
+    header.extend(SNAPSHOT_MAGIC);
+    header.extend((packed.dims as u16).to_le_bytes());
+    header.extend((n as u32).to_le_bytes());
+    header.extend(covered.to_le_bytes());
+    header.extend((parts as u32).to_le_bytes());
+    // The header goes first out and last in: a snapshot cut short has none
+    // and is not read.
+    sql.execute("DELETE FROM vector_snapshot", &[])?;
+    for part in 0..parts {
+        let (from, to) = (part * per_part, ((part + 1) * per_part).min(n));
+        let mut data = Vec::with_capacity((to - from) * record);
+        for s in from..to {
+            data.extend(packed.key(s).to_le_bytes());
+            data.extend(packed.inv_norm_of(s).to_le_bytes());
+            for w in packed.simhash_of(s) {
+                data.extend(w.to_le_bytes());
+            }
+            data.extend(packed.quantized_of(s));
+        }
+        sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (?, ?)", &[SqlValue::Integer(part as i64 + 1), SqlValue::Blob(data)])?;
+    }
+    sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (0, ?)", &[SqlValue::Blob(header)])?;
+    packed.since_snapshot = 0;
     Ok(())
+}
+
+/// Reads the snapshot into an empty `packed`; the rowid it covers, or
+/// `None` without a (readable) snapshot.
+fn read_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<Option<i64>> {
+    let head = sql.query("SELECT data FROM vector_snapshot WHERE part = 0", &[])?;
+    let Some(h) = head.first().and_then(|r| r[0].as_blob()) else { return Ok(None) };
+    if h.len() != 22 || &h[0..4] != SNAPSHOT_MAGIC {
+        return Ok(None);
+    }
+    let dims = u16::from_le_bytes([h[4], h[5]]) as usize;
+    let n = u32::from_le_bytes([h[6], h[7], h[8], h[9]]) as usize;
+    let covered = i64::from_le_bytes(h[10..18].try_into().unwrap_or_default());
+    let parts = u32::from_le_bytes([h[18], h[19], h[20], h[21]]) as i64;
+    let stride = dims.div_ceil(2);
+    let record = 16 + 4 + CODE_WORDS * 8 + stride;
+    packed.dims = dims;
+    packed.slot_of.reserve(n);
+    let mut simhash = [0u64; CODE_WORDS];
+    for part in 1..=parts {
+        let rows = sql.query("SELECT data FROM vector_snapshot WHERE part = ?", &[SqlValue::Integer(part)])?;
+        let Some(data) = rows.first().and_then(|r| r[0].as_blob()) else {
+            packed.clear();
+            return Ok(None);
+        };
+        for rec in data.chunks_exact(record) {
+            let key = u128::from_le_bytes(rec[0..16].try_into().unwrap_or_default());
+            if packed.slot_of.contains_key(&key) {
+                continue;
+            }
+            for (w, b) in simhash.iter_mut().zip(rec[20..20 + CODE_WORDS * 8].chunks_exact(8)) {
+                *w = u64::from_le_bytes(b.try_into().unwrap_or_default());
+            }
+            let inv_norm = f32::from_le_bytes(rec[16..20].try_into().unwrap_or_default());
+            packed.push(key, &simhash, &rec[20 + CODE_WORDS * 8..], inv_norm);
+        }
+    }
+    if packed.len() != n {
+        packed.clear();
+        return Ok(None);
+    }
+    Ok(Some(covered))
 }
 
 /// The float vectors of these ids (at most [`IN_CHUNK`] per statement).
@@ -518,20 +714,33 @@ fn upsert_rows(sql: &dyn Sql, items: &[(String, Vec<f32>)], mut packed: Option<&
         )?;
         if let Some(p) = packed.as_deref_mut().filter(|p| p.loaded) {
             p.insert(id, &code);
+            p.since_snapshot = p.since_snapshot.saturating_add(1);
         }
+    }
+    if let Some(p) = packed.filter(|p| p.loaded && p.snapshot_due()) {
+        let _ = write_snapshot(sql, p);
     }
     Ok(())
 }
 
 fn delete_rows(sql: &dyn Sql, ids: &[String], mut packed: Option<&mut Packed>) -> Result<()> {
+    let mut hard_deleted = false;
     for chunk in ids.chunks(IN_CHUNK) {
         let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-        sql.execute(
-            &format!("DELETE FROM vectors WHERE memory_id IN ({})", crate::core::store::placeholders(chunk.len())),
-            &params,
-        )?;
+        let ph = crate::core::store::placeholders(chunk.len());
+        sql.execute(&format!("DELETE FROM vectors WHERE memory_id IN ({ph})"), &params)?;
+        let kept = sql.query(&format!("SELECT COUNT(*) FROM memories WHERE id IN ({ph})"), &params)?;
+        hard_deleted |= kept.first().and_then(|r| r[0].as_i64()).unwrap_or(0) < chunk.len() as i64;
     }
-    if let Some(p) = packed.as_deref_mut() {
+    if hard_deleted {
+        // A deleted memory leaves no derived copy: the snapshot goes, and
+        // is taken again without it.
+        let _ = sql.execute("DELETE FROM vector_snapshot", &[]);
+        if let Some(p) = packed.as_deref_mut() {
+            p.since_snapshot = usize::MAX;
+        }
+    }
+    if let Some(p) = packed {
         ids.iter().for_each(|id| p.remove(id));
     }
     Ok(())

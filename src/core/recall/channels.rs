@@ -42,7 +42,7 @@ use std::collections::{HashMap, HashSet};
 pub const CHANNEL_DEPTH: usize = 50;
 /// Full-text hits scored before the corrections re-rank them: deeper than
 /// [`CHANNEL_DEPTH`] so a boosted or neighbour-lifted hit can rise into it.
-pub const FTS_POOL: usize = 200;
+pub const FTS_POOL: usize = 100;
 /// Weight of an expansion term (synonym) relative to the query's own words.
 pub const EXPANSION_WEIGHT: f64 = 0.5;
 /// Score factor for text spoken by a role the query names.

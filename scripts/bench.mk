@@ -1,0 +1,20 @@
+# `make bench` (included by the Makefile; not part of `make test`): the
+# built Worker in workerd on loopback, one profile filled to each size,
+# ingest throughput, recall latency (end to end, per stage, against one
+# bare FTS5 query), the local vector index's recall@10 against exact
+# search, storage and memory. Prints the table and writes docs/bench/
+# (results.md, latency.svg, results.json). Takes ~10-15 minutes.
+#
+#   make bench                                  sizes 1000,10000,100000
+#   make bench BENCH_SIZES=1000,10000           a quicker run
+#   make bench LOCOMO=/path/to/locomo-dev.json  the LoCoMo development set
+#                                               (default: ../shared/bench/locomo/locomo-dev.json)
+# Other knobs (environment): BENCH_QUERIES (250), BENCH_INGEST (1000
+# messages per size), BENCH_OUT (docs/bench), BENCH_STATE (keep the
+# Worker's storage in that dir and resume the fill from it).
+.PHONY: bench
+
+BENCH_SIZES ?= 1000,10000,100000
+
+bench: build
+	@$(ENV) BENCH_SIZES="$(BENCH_SIZES)" $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/bench.mjs
