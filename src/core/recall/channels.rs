@@ -383,34 +383,35 @@ struct Turn {
     date: Option<chrono::NaiveDate>,
 }
 
-/// The messages at `(session, position)` places, by place.
+/// The messages at `(session, position)` places, by place. One statement
+/// per [`MAX_SQL_PARAMS`]` / 2` places (row values), whatever the number of
+/// sessions.
 fn turns_at(sql: &dyn Sql, places: &[(String, i64)]) -> Result<HashMap<(String, i64), (String, Turn)>> {
-    let mut by_session: HashMap<&str, Vec<i64>> = HashMap::new();
-    for (s, p) in places {
-        by_session.entry(s.as_str()).or_default().push(*p);
-    }
     let mut out = HashMap::new();
-    for (session, positions) in by_session {
-        for chunk in positions.chunks(MAX_SQL_PARAMS - 1) {
-            let mut params = vec![SqlValue::from(session)];
-            params.extend(chunk.iter().map(|p| SqlValue::Integer(*p)));
-            for r in sql.query(
-                &format!(
-                    "SELECT id, position, role, content, timestamp FROM messages WHERE session_id = ? AND position IN ({})",
-                    placeholders(chunk.len())
-                ),
-                &params,
-            )? {
-                if let (Some(id), Some(position)) = (r[0].opt_string(), r[1].as_i64()) {
-                    let turn = Turn {
-                        session: session.to_string(),
-                        position,
-                        role: r[2].opt_string().unwrap_or_default(),
-                        content: r[3].opt_string().unwrap_or_default(),
-                        date: r[4].as_str().and_then(crate::core::time::date_of),
-                    };
-                    out.insert((session.to_string(), position), (id, turn));
-                }
+    for chunk in places.chunks(MAX_SQL_PARAMS / 2) {
+        let mut params = Vec::with_capacity(chunk.len() * 2);
+        for (s, p) in chunk {
+            params.push(SqlValue::from(s));
+            params.push(SqlValue::Integer(*p));
+        }
+        let rows = sql.query(
+            &format!(
+                "SELECT id, session_id, position, role, content, timestamp FROM messages \
+                 WHERE (session_id, position) IN (VALUES {})",
+                vec!["(?, ?)"; chunk.len()].join(", ")
+            ),
+            &params,
+        )?;
+        for r in rows {
+            if let (Some(id), Some(session), Some(position)) = (r[0].opt_string(), r[1].opt_string(), r[2].as_i64()) {
+                let turn = Turn {
+                    session: session.clone(),
+                    position,
+                    role: r[3].opt_string().unwrap_or_default(),
+                    content: r[4].opt_string().unwrap_or_default(),
+                    date: r[5].as_str().and_then(crate::core::time::date_of),
+                };
+                out.insert((session, position), (id, turn));
             }
         }
     }
