@@ -11,6 +11,7 @@ use crate::core::error::Error;
 use crate::core::local::bench;
 use crate::core::local::vector::Packed;
 use crate::core::ops::{Limits, Profile};
+use crate::core::ports::VectorIndex;
 use std::cell::{Cell, RefCell};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -54,21 +55,27 @@ fn read_only(op: &str) -> bool {
 }
 
 impl ProfileObject {
+    /// The core's view of this profile for one call or alarm, at the
+    /// current time.
+    fn profile<'a>(&'a self, name: &'a str, providers: &'a Providers, index: &'a dyn VectorIndex) -> Profile<'a> {
+        Profile {
+            name,
+            sql: &self.sql,
+            reasoner: providers.reasoner(),
+            embedder: providers.embedder(),
+            index,
+            now: now(),
+            limits: Limits { max_memories: self.config.max_memories },
+        }
+    }
+
     async fn run(&self, call: Call) -> std::result::Result<Value, Error> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
         let providers = Providers::new(&self.config, &self.env, &call.name)?;
         let index = providers.index(&self.sql, &self.packed);
-        let profile = Profile {
-            name: &call.name,
-            sql: &self.sql,
-            reasoner: providers.reasoner(),
-            embedder: providers.embedder(),
-            index: index.as_ref(),
-            now: now(),
-            limits: Limits { max_memories: self.config.max_memories },
-        };
+        let profile = self.profile(&call.name, &providers, index.as_ref());
         let out = if self.bench && bench::is_bench_op(&call.op) {
             self.bench_op(&profile, &call).await
         } else {
@@ -177,15 +184,7 @@ impl DurableObject for ProfileObject {
         let name = crate::core::store::Store::new(&self.sql, now()).meta_get("name").ok().flatten().unwrap_or_default();
         let providers = Providers::new(&self.config, &self.env, &name).map_err(|e| worker::Error::RustError(e.to_string()))?;
         let index = providers.index(&self.sql, &self.packed);
-        let profile = Profile {
-            name: &name,
-            sql: &self.sql,
-            reasoner: providers.reasoner(),
-            embedder: providers.embedder(),
-            index: index.as_ref(),
-            now: now(),
-            limits: Limits { max_memories: self.config.max_memories },
-        };
+        let profile = self.profile(&name, &providers, index.as_ref());
         // A failed job is recorded on the job itself; the drain succeeds
         // and the next alarm retries it after its backoff.
         let report = profile.drain().await.map_err(|e| worker::Error::RustError(e.to_string()))?;
