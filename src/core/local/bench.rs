@@ -217,7 +217,7 @@ pub async fn vector_recall(p: &Profile<'_>, args: &Value, k: usize) -> Result<Va
     }
     // Exact: one paged scan, a running top-k per query.
     let mut best: Vec<Vec<(f32, String)>> = vec![Vec::new(); vectors.len()];
-    let mut after = i64::MIN;
+    let mut after = crate::core::local::vector::BEFORE_FIRST_ROWID;
     let mut n = 0usize;
     loop {
         let rows = p.sql.query(

@@ -515,14 +515,14 @@ pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
             let actual = sql.query("SELECT COUNT(*) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
             if (packed.len() as i64 - actual).abs() > (actual / 20).max(64) {
                 packed.clear();
-                load_rows(sql, packed, i64::MIN)?;
+                load_rows(sql, packed, BEFORE_FIRST_ROWID)?;
                 packed.since_snapshot = usize::MAX;
             } else {
                 packed.since_snapshot = delta;
             }
         }
         None => {
-            load_rows(sql, packed, i64::MIN)?;
+            load_rows(sql, packed, BEFORE_FIRST_ROWID)?;
             packed.since_snapshot = usize::MAX;
         }
     }
@@ -537,7 +537,7 @@ pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
 /// the two ways).
 pub fn load_from_rows(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     packed.clear();
-    load_rows(sql, packed, i64::MIN)?;
+    load_rows(sql, packed, BEFORE_FIRST_ROWID)?;
     packed.loaded = true;
     Ok(())
 }
@@ -673,11 +673,16 @@ fn read_vectors(sql: &dyn Sql, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>
     Ok(out)
 }
 
+/// A rowid below every row of `vectors` (SQLite assigns them from 1).
+/// Not `i64::MIN`: that does not survive the trip through a JavaScript
+/// number on Durable Object SQL.
+pub const BEFORE_FIRST_ROWID: i64 = 0;
+
 /// Exact cosine over every stored vector, paged (the reference the
 /// index is measured against, and the fallback for odd dimensions).
 pub fn exact_scan(sql: &dyn Sql, q: &[f32], top_k: usize) -> Result<Vec<(String, f32)>> {
     let mut best: Vec<(String, f32)> = Vec::new();
-    let mut after = i64::MIN;
+    let mut after = BEFORE_FIRST_ROWID;
     loop {
         let rows = sql.query(
             "SELECT rowid, memory_id, vector FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?",
