@@ -17,26 +17,8 @@ use agent_memory::core::provider::Reasoner;
 use agent_memory::core::rules::Rules;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use support::{block_on, database, with_profile, NativeSql, APRIL_15};
+use support::{block_on, database, with_profile, NativeSql, APRIL_15, msg, spec_conversation, DAY};
 
-const DAY: i64 = 86_400_000;
-
-fn msg(role: &str, content: &str) -> MessageInput {
-    MessageInput { role: role.into(), content: content.into(), timestamp: None }
-}
-
-/// The example conversation of SPEC.md section 2.
-fn spec_conversation() -> IngestRequest {
-    IngestRequest {
-        messages: vec![
-            msg("user", "Set up the project with React and TypeScript."),
-            msg("assistant", "Done. Scaffolded a React + TS project targeting Workers."),
-            msg("user", "Use pnpm, not npm. And dark mode by default."),
-            msg("assistant", "Got it -- pnpm and dark mode as default."),
-        ],
-        session_id: Some("setup".into()),
-    }
-}
 
 fn switch_to_npm() -> IngestRequest {
     IngestRequest {

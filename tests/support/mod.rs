@@ -42,3 +42,23 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 /// 2026-04-15T10:00:00Z
 pub const APRIL_15: i64 = 1_776_247_200_000;
+
+/// One day in milliseconds.
+pub const DAY: i64 = 86_400_000;
+
+pub fn msg(role: &str, content: &str) -> agent_memory::core::model::MessageInput {
+    agent_memory::core::model::MessageInput { role: role.into(), content: content.into(), timestamp: None }
+}
+
+/// The example conversation of SPEC.md section 2, in session `setup`.
+pub fn spec_conversation() -> agent_memory::core::api::IngestRequest {
+    agent_memory::core::api::IngestRequest {
+        messages: vec![
+            msg("user", "Set up the project with React and TypeScript."),
+            msg("assistant", "Done. Scaffolded a React + TS project targeting Workers."),
+            msg("user", "Use pnpm, not npm. And dark mode by default."),
+            msg("assistant", "Got it -- pnpm and dark mode as default."),
+        ],
+        session_id: Some("setup".into()),
+    }
+}
