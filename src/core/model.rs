@@ -124,6 +124,31 @@ pub struct Memory {
     pub expires_at: Option<String>,
 }
 
+#[cfg(test)]
+impl Memory {
+    /// An active, unkeyed fact with this id and content; unit tests adjust
+    /// the fields they care about.
+    pub(crate) fn sample(id: &str, content: &str) -> Memory {
+        Memory {
+            id: id.into(),
+            kind: MemoryType::Fact,
+            key: None,
+            summary: content.into(),
+            content: content.into(),
+            session_id: "s".into(),
+            source_message_ids: vec![],
+            search_queries: vec![],
+            status: Status::Active,
+            supersedes: None,
+            superseded_by: None,
+            event_date: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+            expires_at: None,
+        }
+    }
+}
+
 /// A memory together with its version chain and source messages, as `get`
 /// returns it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

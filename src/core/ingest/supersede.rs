@@ -92,26 +92,9 @@ pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::{MemoryType, Status};
 
     fn mem(id: &str, key: &str) -> Memory {
-        Memory {
-            id: id.into(),
-            kind: MemoryType::Fact,
-            key: Some(key.into()),
-            summary: String::new(),
-            content: id.into(),
-            session_id: "s".into(),
-            source_message_ids: vec![],
-            search_queries: vec![],
-            status: Status::Active,
-            supersedes: None,
-            superseded_by: None,
-            event_date: None,
-            created_at: String::new(),
-            updated_at: String::new(),
-            expires_at: None,
-        }
+        Memory { key: Some(key.into()), summary: String::new(), ..Memory::sample(id, id) }
     }
 
     #[test]

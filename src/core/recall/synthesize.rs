@@ -85,26 +85,10 @@ pub fn extractive(input: &SynthesisInput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::{Memory, MemoryType, Status};
+    use crate::core::model::Memory;
 
     fn mem(content: &str) -> Memory {
-        Memory {
-            id: "0".repeat(32),
-            kind: MemoryType::Fact,
-            key: None,
-            summary: content.into(),
-            content: content.into(),
-            session_id: "s".into(),
-            source_message_ids: vec![],
-            search_queries: vec![],
-            status: Status::Active,
-            supersedes: None,
-            superseded_by: None,
-            event_date: None,
-            created_at: String::new(),
-            updated_at: String::new(),
-            expires_at: None,
-        }
+        Memory::sample(&"0".repeat(32), content)
     }
 
     #[test]
