@@ -14,6 +14,88 @@ extern "C" {
     fn transaction_sync(this: &StorageExt, f: &js_sys::Function) -> std::result::Result<JsValue, JsValue>;
 }
 
+// Reading a result set value by value costs several calls across the Wasm
+// boundary per value (worker's cursor iterator); a recall reads a few
+// thousand values. This runs the statement and hands every row over at
+// once: the rows as one JSON text, each blob as a Uint8Array in a side
+// list that the JSON points to (`{"b": index}`).
+#[wasm_bindgen(inline_js = r#"
+export function execRows(sql, query, binds) {
+  const blobs = [];
+  const rows = sql.exec(query, ...binds).raw().toArray();
+  for (const row of rows) {
+    for (let i = 0; i < row.length; i++) {
+      const v = row[i];
+      if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) {
+        row[i] = { b: blobs.length };
+        blobs.push(v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+      }
+    }
+  }
+  return [JSON.stringify(rows), blobs];
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = execRows)]
+    fn exec_rows(sql: &JsValue, query: &str, binds: &js_sys::Array) -> std::result::Result<js_sys::Array, JsValue>;
+}
+
+/// One value of a row as [`exec_rows`] encodes it.
+enum Cell {
+    Value(SqlValue),
+    /// Index into the blob list.
+    Blob(usize),
+}
+
+impl<'de> serde::Deserialize<'de> for Cell {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Cell, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Cell;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an SQL value")
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Cell, E> {
+                Ok(Cell::Value(SqlValue::Null))
+            }
+            fn visit_bool<E>(self, b: bool) -> std::result::Result<Cell, E> {
+                Ok(Cell::Value(SqlValue::Integer(b as i64)))
+            }
+            fn visit_i64<E>(self, i: i64) -> std::result::Result<Cell, E> {
+                Ok(Cell::Value(SqlValue::Integer(i)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, u: u64) -> std::result::Result<Cell, E> {
+                Ok(Cell::Value(i64::try_from(u).map(SqlValue::Integer).unwrap_or(SqlValue::Real(u as f64))))
+            }
+            fn visit_f64<E>(self, f: f64) -> std::result::Result<Cell, E> {
+                // A JavaScript number: integral and safe reads as an integer,
+                // as worker's own conversion does.
+                if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_991.0 {
+                    Ok(Cell::Value(SqlValue::Integer(f as i64)))
+                } else {
+                    Ok(Cell::Value(SqlValue::Real(f)))
+                }
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Cell, E> {
+                Ok(Cell::Value(SqlValue::Text(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> std::result::Result<Cell, E> {
+                Ok(Cell::Value(SqlValue::Text(s)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> std::result::Result<Cell, A::Error> {
+                let mut index = None;
+                while let Some((k, v)) = m.next_entry::<String, usize>()? {
+                    if k == "b" {
+                        index = Some(v);
+                    }
+                }
+                index.map(Cell::Blob).ok_or_else(|| serde::de::Error::custom("a blob reference needs b"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 pub struct DoSql {
     sql: SqlStorage,
     storage: Storage,
@@ -35,26 +117,32 @@ fn to_do(v: &SqlValue) -> SqlStorageValue {
     }
 }
 
-fn from_do(v: SqlStorageValue) -> SqlValue {
-    match v {
-        SqlStorageValue::Null => SqlValue::Null,
-        SqlStorageValue::Boolean(b) => SqlValue::Integer(b as i64),
-        SqlStorageValue::Integer(i) => SqlValue::Integer(i),
-        SqlStorageValue::Float(f) => SqlValue::Real(f),
-        SqlStorageValue::String(s) => SqlValue::Text(s),
-        SqlStorageValue::Blob(b) => SqlValue::Blob(b),
-    }
-}
 
 impl Sql for DoSql {
     fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>> {
-        let binds: Vec<SqlStorageValue> = params.iter().map(to_do).collect();
-        let cursor = self.sql.exec(sql, binds).map_err(|e| Error::storage(format!("failed to run sql: {e}")))?;
-        cursor
-            .raw()
-            .map(|r| r.map(|vals| vals.into_iter().map(from_do).collect()))
-            .collect::<worker::Result<Vec<Row>>>()
-            .map_err(|e| Error::storage(format!("failed to read rows: {e}")))
+        let binds = js_sys::Array::new();
+        for p in params {
+            binds.push(&to_do(p).into());
+        }
+        let out = exec_rows(self.sql.as_ref(), sql, &binds).map_err(|e| {
+            let message = e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).or_else(|| e.as_string());
+            Error::storage(format!("failed to run sql: {}", message.unwrap_or_else(|| format!("{e:?}"))))
+        })?;
+        let text = out.get(0).as_string().unwrap_or_default();
+        let blobs = js_sys::Array::from(&out.get(1));
+        let cells: Vec<Vec<Cell>> =
+            serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read rows: {e}")))?;
+        Ok(cells
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|c| match c {
+                        Cell::Value(v) => v,
+                        Cell::Blob(i) => SqlValue::Blob(blobs.get(i as u32).unchecked_into::<js_sys::Uint8Array>().to_vec()),
+                    })
+                    .collect()
+            })
+            .collect())
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {

@@ -664,6 +664,13 @@ impl<'a> Store<'a> {
     }
 }
 
+/// One bound parameter carrying a whole list, read in SQL as
+/// `json_each(?)`: a list of any length in one statement, where
+/// [`placeholders`] would need one statement per [`MAX_SQL_PARAMS`] items.
+pub fn json_param<T: serde::Serialize + ?Sized>(items: &T) -> SqlValue {
+    SqlValue::Text(serde_json::to_string(items).unwrap_or_else(|_| "[]".into()))
+}
+
 /// `?, ?, ?` with `n` marks.
 pub fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")

@@ -32,9 +32,9 @@
 //! crowd out other evidence.
 
 use crate::core::error::Result;
-use crate::core::ports::{Sql, SqlValue, VectorIndex, MAX_SQL_PARAMS};
+use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::fuse::{Channel, Ranking};
-use crate::core::store::placeholders;
+use crate::core::store::json_param;
 use crate::core::text;
 use std::collections::{HashMap, HashSet};
 
@@ -157,18 +157,19 @@ pub fn match_expr(terms: &[String]) -> Option<String> {
 }
 
 /// The status condition for recall: active and unexpired, unless asked.
-fn live(include_inactive: bool, now_iso: &str) -> (String, Vec<SqlValue>) {
+/// Its one parameter (the current time), if any, is `?{at}`.
+fn live(include_inactive: bool, now_iso: &str, at: usize) -> (String, Vec<SqlValue>) {
     if include_inactive {
         ("1 = 1".into(), vec![])
     } else {
-        ("m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?)".into(), vec![now_iso.into()])
+        (format!("m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?{at})"), vec![now_iso.into()])
     }
 }
 
 /// Runs a bm25-ranked full-text statement for the primary terms and the
-/// expansions and sums the (positive) scores per id. The statement's
-/// first bound parameter is the MATCH expression, its last the limit, and
-/// it selects `(id, bm25, extra columns...)`.
+/// expansions and sums the (positive) scores per id. In the statement,
+/// `?1` is the MATCH expression, `?2` the pool size and `?3`... are
+/// `extra`; it selects `(id, bm25, extra columns...)`.
 fn bm25_scores(
     sql: &dyn Sql,
     statement: &str,
@@ -179,15 +180,14 @@ fn bm25_scores(
     let mut columns: HashMap<String, Vec<SqlValue>> = HashMap::new();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
         let Some(expr) = match_expr(terms) else { continue };
-        let mut params = vec![SqlValue::Text(expr)];
+        let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
         params.extend(extra.iter().cloned());
-        params.push(SqlValue::Integer(FTS_POOL as i64));
-        for row in sql.query(statement, &params)? {
+        for mut row in sql.query(statement, &params)? {
             let Some(id) = row[0].opt_string() else { continue };
             // bm25() is negative, lower is better.
             let score = -row[1].as_f64().unwrap_or(0.0) * weight;
             *scores.entry(id.clone()).or_insert(0.0) += score;
-            columns.entry(id).or_insert_with(|| row[2..].to_vec());
+            columns.entry(id).or_insert_with(|| row.split_off(2));
         }
     }
     Ok((scores, columns))
@@ -198,6 +198,11 @@ fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
     let mut v: Vec<(String, f64)> = scores.into_iter().collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     v
+}
+
+/// A stored JSON list of ids (`memories.source_message_ids`).
+fn id_list(v: &SqlValue) -> Vec<String> {
+    v.as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
 }
 
 /// 1. FTS5 over memories, in their conversation. A memory scores by the
@@ -211,26 +216,57 @@ fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
 ///    user: its own score counts in full, with the speaker, time and date
 ///    corrections applied to it. Ranked with one memory per source message
 ///    first (see [`diversify`]).
-pub fn fts_with(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inactive: bool, now_iso: &str) -> Result<Ranking> {
-    let (cond, extra) = live(include_inactive, now_iso);
+///
+///    The memory's own bm25 ranks the best `2 x` [`FTS_POOL`] matches of
+///    any status and keeps the live ones among them, up to [`FTS_POOL`]:
+///    joining every match to its memory row before ranking would cost a
+///    lookup per match.
+pub fn fts_with(
+    sql: &dyn Sql,
+    q: &TextQuery,
+    turns: &TurnScores,
+    cites: &Citations,
+    include_inactive: bool,
+    now_iso: &str,
+) -> Result<Ranking> {
+    let (cond, mut extra) = live(include_inactive, now_iso, 4);
+    extra.insert(0, SqlValue::Integer(q.temporal as i64));
     let (own, columns) = bm25_scores(
         sql,
         &format!(
-            "SELECT m.id, bm25(memories_fts, 1.0, 2.0, 0.6), m.content, m.event_date \
-             FROM memories_fts f JOIN memories m ON m.rowid = f.rowid \
-             WHERE memories_fts MATCH ? AND {cond} ORDER BY 2 LIMIT ?"
+            "SELECT m.id, f.s, m.event_date, m.source_message_ids, CASE WHEN ?3 THEN m.content END \
+             FROM (SELECT rowid, bm25(memories_fts, 1.0, 2.0, 0.6) AS s FROM memories_fts \
+                   WHERE memories_fts MATCH ?1 ORDER BY s LIMIT ?2 * 2) f \
+             JOIN memories m ON m.rowid = f.rowid WHERE {cond} ORDER BY f.s LIMIT ?2"
         ),
         q,
         &extra,
     )?;
     let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
-    let turn_ids: Vec<String> = turns.context.iter().take(FTS_POOL).map(|(id, _)| id.clone()).collect();
+    // Every candidate with its source messages: the memory's own hits, and
+    // the memories citing the best turns in context.
+    let mut sources: HashMap<String, Vec<String>> =
+        columns.iter().map(|(id, c)| (id.clone(), id_list(&c[1]))).filter(|(_, s)| !s.is_empty()).collect();
     let mut candidates: HashSet<String> = own.keys().cloned().collect();
-    for ids in citing(sql, &turn_ids, include_inactive, now_iso)?.into_values() {
-        candidates.extend(ids);
+    for (mid, _) in turns.context.iter().take(FTS_POOL) {
+        for id in cites.by_message.get(mid).into_iter().flatten() {
+            candidates.insert(id.clone());
+            if let Some(m) = cites.memories.get(id) {
+                sources.entry(id.clone()).or_insert_with(|| m.sources.clone());
+            }
+        }
     }
-    let candidates: Vec<String> = candidates.into_iter().collect();
-    let sources = memory_sources(sql, &candidates)?;
+    let roles = roles(sql, turns, sources.values().flatten())?;
+    // Sources that are not stored messages do not count.
+    let sources: HashMap<String, Vec<(String, String)>> = sources
+        .into_iter()
+        .map(|(id, srcs)| {
+            let known: Vec<(String, String)> =
+                srcs.into_iter().filter_map(|m| roles.get(&m).map(|r| (m, r.clone()))).collect();
+            (id, known)
+        })
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
     let mut scores: HashMap<String, f64> = HashMap::new();
     for id in &candidates {
         let own = own.get(id).copied().unwrap_or(0.0);
@@ -243,8 +279,8 @@ pub fn fts_with(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inacti
             }
             None => {
                 let c = columns.get(id);
-                let content = c.and_then(|c| c[0].as_str()).unwrap_or("");
-                let date = c.and_then(|c| c[1].as_str()).and_then(crate::core::time::date_of);
+                let content = c.and_then(|c| c[2].as_str()).unwrap_or("");
+                let date = c.and_then(|c| c[0].as_str()).and_then(crate::core::time::date_of);
                 own * factor(q, USER_ROLES[0], content, date)
             }
         };
@@ -252,6 +288,31 @@ pub fn fts_with(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inacti
     }
     let ids = diversify(best_first(scores), &sources).into_iter().take(CHANNEL_DEPTH).collect();
     Ok(Ranking::new(Channel::Fts, ids))
+}
+
+/// The roles of messages `ids`: from the scored turns where known, the
+/// rest read in one statement. A message that is not stored has none.
+fn roles<'i>(sql: &dyn Sql, turns: &TurnScores, ids: impl Iterator<Item = &'i String>) -> Result<HashMap<String, String>> {
+    let mut out: HashMap<String, String> = HashMap::new();
+    let mut unknown: Vec<&str> = Vec::new();
+    for id in ids {
+        match turns.roles.get(id) {
+            Some(r) => {
+                out.insert(id.clone(), r.clone());
+            }
+            None => unknown.push(id),
+        }
+    }
+    if !unknown.is_empty() {
+        unknown.sort_unstable();
+        unknown.dedup();
+        for r in sql.query("SELECT id, role FROM messages WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(&unknown)])? {
+            if let (Some(id), Some(role)) = (r[0].opt_string(), r[1].opt_string()) {
+                out.insert(id, role);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The factor the query's speaker, time and date give a text said by
@@ -293,50 +354,79 @@ pub fn diversify(scored: Vec<(String, f64)>, sources: &HashMap<String, Vec<(Stri
     first
 }
 
-/// The source messages of each memory, with their roles.
-fn memory_sources(sql: &dyn Sql, memory_ids: &[String]) -> Result<HashMap<String, Vec<(String, String)>>> {
-    let mut out: HashMap<String, Vec<(String, String)>> = HashMap::new();
-    for chunk in memory_ids.chunks(MAX_SQL_PARAMS) {
-        let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-        for r in sql.query(
-            &format!(
-                "SELECT s.memory_id, s.message_id, g.role FROM memory_sources s JOIN messages g ON g.id = s.message_id \
-                 WHERE s.memory_id IN ({})",
-                placeholders(chunk.len())
-            ),
-            &params,
-        )? {
-            if let (Some(id), Some(mid), Some(role)) = (r[0].opt_string(), r[1].opt_string(), r[2].opt_string()) {
-                out.entry(id).or_default().push((mid, role));
-            }
-        }
-    }
-    Ok(out)
+/// A live memory citing one of the best turns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CitingMemory {
+    /// Its source messages.
+    pub sources: Vec<String>,
+    /// How many of the query's own words (by stem) its content has: set
+    /// for memories citing one of the messages channel's turns.
+    pub overlap: usize,
 }
 
-/// The live memories citing each of `message_ids`, each list in id order.
-/// (`CROSS JOIN` keeps SQLite from scanning every live memory by the
-/// status index: the few sources lead.)
-fn citing(sql: &dyn Sql, message_ids: &[String], include_inactive: bool, now_iso: &str) -> Result<HashMap<String, Vec<String>>> {
-    let (cond, extra) = live(include_inactive, now_iso);
-    let mut out: HashMap<String, Vec<String>> = HashMap::new();
-    for chunk in message_ids.chunks(MAX_SQL_PARAMS - extra.len()) {
-        let mut params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-        params.extend(extra.clone());
-        for r in sql.query(
-            &format!(
-                "SELECT s.message_id, m.id FROM memory_sources s CROSS JOIN memories m ON m.id = s.memory_id \
-                 WHERE s.message_id IN ({}) AND {cond}",
-                placeholders(chunk.len())
-            ),
-            &params,
-        )? {
-            if let (Some(mid), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {
-                out.entry(mid).or_default().push(id);
-            }
+/// The live memories citing the best turns, read once per recall for both
+/// full-text channels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Citations {
+    /// Each cited message's citing memories, in id order.
+    pub by_message: HashMap<String, Vec<String>>,
+    pub memories: HashMap<String, CitingMemory>,
+}
+
+/// Reads the live memories citing the best [`CHANNEL_DEPTH`] turns on their
+/// own (the messages channel) and the best [`FTS_POOL`] turns in context
+/// (the full-text channel), in one statement. (`CROSS JOIN` keeps SQLite
+/// from scanning every live memory by the status index: the few sources
+/// lead.)
+pub fn citations(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inactive: bool, now_iso: &str) -> Result<Citations> {
+    // The messages channel's turns come first in the list, so `j.key`
+    // (the place in it) tells whose content is needed for the overlap.
+    let mut ids: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (id, _) in turns.plain.iter().take(CHANNEL_DEPTH) {
+        if seen.insert(id) {
+            ids.push(id);
         }
     }
-    for ids in out.values_mut() {
+    let plain = ids.len();
+    for (id, _) in turns.context.iter().take(FTS_POOL) {
+        if seen.insert(id) {
+            ids.push(id);
+        }
+    }
+    let mut out = Citations::default();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let (cond, extra) = live(include_inactive, now_iso, 3);
+    let mut params = vec![json_param(&ids), SqlValue::Integer(plain as i64)];
+    params.extend(extra);
+    let wanted: HashSet<String> = q.primary.iter().flat_map(|t| text::stems(t)).collect();
+    for r in sql.query(
+        &format!(
+            "SELECT s.message_id, m.id, m.source_message_ids, CASE WHEN j.key < ?2 THEN m.content END \
+             FROM json_each(?1) j CROSS JOIN memory_sources s ON s.message_id = j.value \
+             CROSS JOIN memories m ON m.id = s.memory_id WHERE {cond}"
+        ),
+        &params,
+    )? {
+        let (Some(mid), Some(id)) = (r[0].opt_string(), r[1].opt_string()) else { continue };
+        if !out.memories.contains_key(&id) {
+            let overlap = r[3].as_str().map_or(0, |c| {
+                let have: HashSet<String> = text::stems(c).into_iter().collect();
+                wanted.intersection(&have).count()
+            });
+            out.memories.insert(id.clone(), CitingMemory { sources: id_list(&r[2]), overlap });
+        } else if let Some(c) = r[3].as_str() {
+            let m = out.memories.get_mut(&id).expect("present");
+            if m.overlap == 0 {
+                let have: HashSet<String> = text::stems(c).into_iter().collect();
+                m.overlap = wanted.intersection(&have).count();
+            }
+        }
+        out.by_message.entry(mid).or_default().push(id);
+    }
+    for ids in out.by_message.values_mut() {
         ids.sort();
     }
     Ok(out)
@@ -346,27 +436,42 @@ fn citing(sql: &dyn Sql, message_ids: &[String], include_inactive: bool, now_iso
 /// so no speaker, time or date corrections); scores the messages itself.
 pub fn fts(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
     let q = TextQuery::from_terms(terms);
-    fts_with(sql, &q, &score_turns(sql, &q)?, include_inactive, now_iso)
+    let turns = score_turns(sql, &q)?;
+    let cites = citations(sql, &q, &turns, include_inactive, now_iso)?;
+    fts_with(sql, &q, &turns, &cites, include_inactive, now_iso)
 }
 
 /// Channel 3 for a bare list of terms (see [`fts`]).
 pub fn messages(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
     let q = TextQuery::from_terms(terms);
-    messages_with(sql, &q, &score_turns(sql, &q)?, include_inactive, now_iso)
+    let turns = score_turns(sql, &q)?;
+    let cites = citations(sql, &q, &turns, include_inactive, now_iso)?;
+    Ok(messages_with(&turns, &cites))
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys.
 pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
-    let mut ids = Vec::new();
-    let (cond, extra) = live(include_inactive, now_iso);
-    for k in keys.iter().take(20) {
-        let mut params = vec![SqlValue::from(k)];
-        params.extend(extra.clone());
-        for r in sql.query(&format!("SELECT m.id FROM memories m WHERE m.key = ? AND {cond} ORDER BY m.id DESC"), &params)? {
-            if let Some(id) = r[0].opt_string() {
-                if !ids.contains(&id) {
-                    ids.push(id);
-                }
+    let keys: Vec<&String> = keys.iter().take(20).collect();
+    if keys.is_empty() {
+        return Ok(Ranking::new(Channel::Key, vec![]));
+    }
+    let (cond, extra) = live(include_inactive, now_iso, 2);
+    let mut params = vec![json_param(&keys)];
+    params.extend(extra);
+    let mut by_key: HashMap<String, Vec<String>> = HashMap::new();
+    for r in sql.query(
+        &format!("SELECT m.key, m.id FROM memories m WHERE m.key IN (SELECT value FROM json_each(?1)) AND {cond} ORDER BY m.id DESC"),
+        &params,
+    )? {
+        if let (Some(k), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {
+            by_key.entry(k).or_default().push(id);
+        }
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for k in keys {
+        for id in by_key.remove(k.as_str()).into_iter().flatten() {
+            if !ids.contains(&id) {
+                ids.push(id);
             }
         }
     }
@@ -379,41 +484,46 @@ struct Turn {
     session: String,
     position: i64,
     role: String,
+    /// Read only when the query asks when (for [`TIME_BOOST`]).
     content: String,
     date: Option<chrono::NaiveDate>,
 }
 
-/// The messages at `(session, position)` places, by place. One statement
-/// per [`MAX_SQL_PARAMS`]` / 2` places (row values), whatever the number of
-/// sessions.
-fn turns_at(sql: &dyn Sql, places: &[(String, i64)]) -> Result<HashMap<(String, i64), (String, Turn)>> {
+/// Columns a [`Turn`] is read from, after its id: session, position, role,
+/// timestamp, and the content when `?{content}` is true.
+fn turn_columns(content: usize) -> String {
+    format!("m.session_id, m.position, m.role, m.timestamp, CASE WHEN ?{content} THEN m.content END")
+}
+
+fn turn_from(c: &[SqlValue]) -> Turn {
+    Turn {
+        session: c[0].opt_string().unwrap_or_default(),
+        position: c[1].as_i64().unwrap_or(0),
+        role: c[2].opt_string().unwrap_or_default(),
+        date: c[3].as_str().and_then(crate::core::time::date_of),
+        content: c[4].opt_string().unwrap_or_default(),
+    }
+}
+
+/// The messages at `(session, position)` places, by place, in one
+/// statement whatever their number.
+fn turns_at(sql: &dyn Sql, places: &[(&str, i64)], content: bool) -> Result<HashMap<(String, i64), (String, Turn)>> {
     let mut out = HashMap::new();
-    for chunk in places.chunks(MAX_SQL_PARAMS / 2) {
-        let mut params = Vec::with_capacity(chunk.len() * 2);
-        for (s, p) in chunk {
-            params.push(SqlValue::from(s));
-            params.push(SqlValue::Integer(*p));
-        }
-        let rows = sql.query(
-            &format!(
-                "SELECT id, session_id, position, role, content, timestamp FROM messages \
-                 WHERE (session_id, position) IN (VALUES {})",
-                vec!["(?, ?)"; chunk.len()].join(", ")
-            ),
-            &params,
-        )?;
-        for r in rows {
-            if let (Some(id), Some(session), Some(position)) = (r[0].opt_string(), r[1].opt_string(), r[2].as_i64()) {
-                let turn = Turn {
-                    session: session.clone(),
-                    position,
-                    role: r[3].opt_string().unwrap_or_default(),
-                    content: r[4].opt_string().unwrap_or_default(),
-                    date: r[5].as_str().and_then(crate::core::time::date_of),
-                };
-                out.insert((session, position), (id, turn));
-            }
-        }
+    if places.is_empty() {
+        return Ok(out);
+    }
+    let rows = sql.query(
+        &format!(
+            "SELECT m.id, {} FROM json_each(?1) j CROSS JOIN messages m \
+             ON m.session_id = j.value ->> 0 AND m.position = j.value ->> 1",
+            turn_columns(2)
+        ),
+        &[json_param(places), SqlValue::Integer(content as i64)],
+    )?;
+    for r in rows {
+        let Some(id) = r[0].opt_string() else { continue };
+        let turn = turn_from(&r[1..]);
+        out.insert((turn.session.clone(), turn.position), (id, turn));
     }
     Ok(out)
 }
@@ -429,6 +539,8 @@ pub struct TurnScores {
     /// [`NEIGHBOUR_WINDOW`] places away in the same session, plus
     /// [`SESSION_SHARE`] of the best own score in the session.
     pub context: Vec<(String, f64)>,
+    /// The role of every message read on the way.
+    pub roles: HashMap<String, String>,
 }
 
 /// Scores messages by full text (see [`TurnScores`]). Both scores are
@@ -439,37 +551,35 @@ pub struct TurnScores {
 pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
     let (hits, columns) = bm25_scores(
         sql,
-        "SELECT m.id, bm25(messages_fts, 0.3, 1.0), m.session_id, m.position, m.role, m.content, m.timestamp \
-         FROM messages_fts f JOIN messages m ON m.rowid = f.rowid \
-         WHERE messages_fts MATCH ? ORDER BY 2 LIMIT ?",
+        &format!(
+            "SELECT m.id, f.s, {} FROM (SELECT rowid, bm25(messages_fts, 0.3, 1.0) AS s FROM messages_fts \
+                   WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2) f \
+             JOIN messages m ON m.rowid = f.rowid",
+            turn_columns(3)
+        ),
         q,
-        &[],
+        &[SqlValue::Integer(q.temporal as i64)],
     )?;
     let mut turns: HashMap<String, Turn> = HashMap::new();
     let mut at: HashMap<(String, i64), String> = HashMap::new();
     for (id, c) in &columns {
-        let t = Turn {
-            session: c[0].opt_string().unwrap_or_default(),
-            position: c[1].as_i64().unwrap_or(0),
-            role: c[2].opt_string().unwrap_or_default(),
-            content: c[3].opt_string().unwrap_or_default(),
-            date: c[4].as_str().and_then(crate::core::time::date_of),
-        };
+        let t = turn_from(c);
         at.insert((t.session.clone(), t.position), id.clone());
         turns.insert(id.clone(), t);
     }
     let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
-    let mut missing: Vec<(String, i64)> = Vec::new();
-    let mut wanted: HashSet<(String, i64)> = HashSet::new();
+    let mut missing: Vec<(&str, i64)> = Vec::new();
+    let mut wanted: HashSet<(&str, i64)> = HashSet::new();
     for t in turns.values() {
         for d in &offsets {
-            let place = (t.session.clone(), t.position + d);
-            if place.1 >= 0 && !at.contains_key(&place) && wanted.insert(place.clone()) {
+            let place = (t.session.as_str(), t.position + d);
+            if place.1 >= 0 && !at.contains_key(&(t.session.clone(), place.1)) && wanted.insert(place) {
                 missing.push(place);
             }
         }
     }
-    for (place, (id, turn)) in turns_at(sql, &missing)? {
+    let found = turns_at(sql, &missing, q.temporal)?;
+    for (place, (id, turn)) in found {
         turns.insert(id.clone(), turn);
         at.insert(place, id);
     }
@@ -500,7 +610,8 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
             (id.clone(), s * factors.get(id.as_str()).unwrap_or(&1.0))
         })
         .collect();
-    Ok(TurnScores { plain: best_first(plain), context: best_first(context) })
+    let roles = turns.iter().map(|(id, t)| (id.clone(), t.role.clone())).collect();
+    Ok(TurnScores { plain: best_first(plain), context: best_first(context), roles })
 }
 
 /// 3. FTS5 over raw messages (the safety net for what extraction lost):
@@ -509,23 +620,15 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
 ///    the memories that cite it, all at the message's rank: first the one
 ///    sharing most words with the query, the others after every message
 ///    has had its turn. Also returns the ranked message ids.
-pub fn messages_with(
-    sql: &dyn Sql,
-    q: &TextQuery,
-    turns: &TurnScores,
-    include_inactive: bool,
-    now_iso: &str,
-) -> Result<(Ranking, Vec<String>)> {
+pub fn messages_with(turns: &TurnScores, cites: &Citations) -> (Ranking, Vec<String>) {
     let message_ids: Vec<String> = turns.plain.iter().take(CHANNEL_DEPTH).map(|(id, _)| id.clone()).collect();
-    let citing = citing(sql, &message_ids, include_inactive, now_iso)?;
-    let all: Vec<String> = citing.values().flatten().cloned().collect::<HashSet<_>>().into_iter().collect();
-    let overlap = query_overlap(sql, q, &all)?;
+    let overlap = |id: &str| cites.memories.get(id).map_or(0, |m| m.overlap);
     let mut ranking = Ranking { channel: Channel::Messages, ids: Vec::new(), ranks: Vec::new() };
     let mut seen = HashSet::new();
     let mut rest: Vec<(String, usize)> = Vec::new();
     for (i, mid) in message_ids.iter().enumerate() {
-        let mut mine: Vec<&String> = citing.get(mid).into_iter().flatten().filter(|id| !seen.contains(*id)).collect();
-        mine.sort_by(|a, b| overlap.get(*b).unwrap_or(&0).cmp(overlap.get(*a).unwrap_or(&0)).then_with(|| a.cmp(b)));
+        let mut mine: Vec<&String> = cites.by_message.get(mid).into_iter().flatten().filter(|id| !seen.contains(*id)).collect();
+        mine.sort_by(|a, b| overlap(b).cmp(&overlap(a)).then_with(|| a.cmp(b)));
         for (j, id) in mine.into_iter().enumerate() {
             seen.insert(id.clone());
             if j == 0 {
@@ -541,23 +644,7 @@ pub fn messages_with(
         ranking.ids.push(id);
         ranking.ranks.push(base + rank);
     }
-    Ok((ranking, message_ids))
-}
-
-/// How many of the query's own words (by stem) each memory's content has.
-fn query_overlap(sql: &dyn Sql, q: &TextQuery, ids: &[String]) -> Result<HashMap<String, usize>> {
-    let wanted: HashSet<String> = q.primary.iter().flat_map(|t| text::stems(t)).collect();
-    let mut out = HashMap::new();
-    for chunk in ids.chunks(MAX_SQL_PARAMS) {
-        let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-        for r in sql.query(&format!("SELECT id, content FROM memories WHERE id IN ({})", placeholders(chunk.len())), &params)? {
-            if let (Some(id), Some(content)) = (r[0].opt_string(), r[1].opt_string()) {
-                let have: HashSet<String> = text::stems(&content).into_iter().collect();
-                out.insert(id, wanted.intersection(&have).count());
-            }
-        }
-    }
-    Ok(out)
+    (ranking, message_ids)
 }
 
 /// 4 and 5. Vector search (direct or HyDE), filtered to live memories.
@@ -580,15 +667,13 @@ pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, include_inactive: bool, now_is
     if ids.is_empty() {
         return Ok(ids);
     }
-    let (cond, extra) = live(include_inactive, now_iso);
+    let (cond, extra) = live(include_inactive, now_iso, 2);
+    let mut params = vec![json_param(&ids)];
+    params.extend(extra);
     let mut ok = HashSet::new();
-    for chunk in ids.chunks(50) {
-        let mut params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-        params.extend(extra.clone());
-        for r in sql.query(&format!("SELECT m.id FROM memories m WHERE m.id IN ({}) AND {cond}", placeholders(chunk.len())), &params)? {
-            if let Some(id) = r[0].opt_string() {
-                ok.insert(id);
-            }
+    for r in sql.query(&format!("SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(?1)) AND {cond}"), &params)? {
+        if let Some(id) = r[0].opt_string() {
+            ok.insert(id);
         }
     }
     Ok(ids.into_iter().filter(|id| ok.contains(id)).collect())

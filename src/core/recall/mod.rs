@@ -134,18 +134,22 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     };
     let text_query = channels::TextQuery::new(&req.query, &analysis.terms, reference);
     record(Channel::Key, channels::key(p.sql, &analysis.keys, include_inactive, &now_iso), &mut notes);
-    // Both full-text channels read one scoring of the messages.
-    let turns = channels::score_turns(p.sql, &text_query);
-    record(
-        Channel::Fts,
-        turns.clone().and_then(|t| channels::fts_with(p.sql, &text_query, &t, include_inactive, &now_iso)),
-        &mut notes,
-    );
-    record(
-        Channel::Messages,
-        turns.and_then(|t| channels::messages_with(p.sql, &text_query, &t, include_inactive, &now_iso)).map(|(r, _)| r),
-        &mut notes,
-    );
+    // Both full-text channels read one scoring of the messages, and the
+    // memories citing the best of them.
+    let text = channels::score_turns(p.sql, &text_query).and_then(|turns| {
+        let cites = channels::citations(p.sql, &text_query, &turns, include_inactive, &now_iso)?;
+        Ok((turns, cites))
+    });
+    match &text {
+        Ok((turns, cites)) => {
+            record(Channel::Fts, channels::fts_with(p.sql, &text_query, turns, cites, include_inactive, &now_iso), &mut notes);
+            record(Channel::Messages, Ok(channels::messages_with(turns, cites).0), &mut notes);
+        }
+        Err(e) => {
+            record(Channel::Fts, Err(e.clone()), &mut notes);
+            record(Channel::Messages, Err(e.clone()), &mut notes);
+        }
+    }
     match &embeddings {
         Some(e) => {
             // A HyDE statement that embeds like the query itself would
