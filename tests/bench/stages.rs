@@ -59,13 +59,16 @@ fn main() {
             if d["left"].as_u64() == Some(0) { break; }
         }
         eprintln!("drain {:.1} s", t.elapsed().as_secs_f64());
+        let packed = std::cell::RefCell::new(agent_memory::core::local::vector::Packed::new());
+        let cached = agent_memory::core::local::vector::CachedVectorIndex { sql: &sql, packed: &packed };
+        let p = &agent_memory::core::ops::Profile { name: p.name, sql: &sql, index: &cached, reasoner: p.reasoner, embedder: p.embedder, now: p.now, limits: p.limits.clone() };
         if let Ok(path) = std::env::var("SAVE") {
             sql.execute(&format!("VACUUM INTO '{path}'"), &[]).unwrap();
             return;
         }
         if std::env::var("STMTS").is_ok() {
             let timed = Timed { inner: &sql, on: std::cell::Cell::new(true), stats: RefCell::new(HashMap::new()), log: RefCell::new(Vec::new()) };
-            let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &timed };
+            let index = agent_memory::core::local::vector::CachedVectorIndex { sql: &timed, packed: &packed };
             let tp = agent_memory::core::ops::Profile { sql: &timed, index: &index, name: p.name, reasoner: p.reasoner, embedder: p.embedder, now: p.now, limits: p.limits.clone() };
             for q in queries.iter().take(60) { block_on(bench::stage(&tp, q, "recall", 1)).unwrap(); }
             std::fs::write("/tmp/prof/stmts.json", serde_json::to_string(&*timed.log.borrow()).unwrap()).unwrap();

@@ -128,6 +128,17 @@ impl TextQuery {
         TextQuery { primary, tokens, ..TextQuery::default() }
     }
 
+    /// [`TextQuery::names_speaker`] for each distinct role of `roles`.
+    pub fn named_among<'r>(&self, roles: impl Iterator<Item = &'r str>) -> HashMap<&'r str, bool> {
+        let mut out = HashMap::new();
+        for r in roles {
+            if !out.contains_key(r) {
+                out.insert(r, self.names_speaker(r));
+            }
+        }
+        out
+    }
+
     /// Whether the query names the speaker `role`: every word of the role
     /// is in the query ("Maria", "the user"), or the role is the user and
     /// the query speaks in the first person.
@@ -267,6 +278,9 @@ pub fn fts_with(
         })
         .filter(|(_, s)| !s.is_empty())
         .collect();
+    // Whether the query names each role (a handful per recall).
+    let named_roles = q.named_among(roles.values().map(String::as_str).chain([USER_ROLES[0]]));
+    let named = |role: &str| named_roles.get(role).copied().unwrap_or(false);
     let mut scores: HashMap<String, f64> = HashMap::new();
     for id in &candidates {
         let own = own.get(id).copied().unwrap_or(0.0);
@@ -274,14 +288,14 @@ pub fn fts_with(
             Some(srcs) => {
                 let context =
                     srcs.iter().filter_map(|(mid, _)| turn_score.get(mid.as_str()).copied()).fold(0.0, f64::max);
-                let speaker = if srcs.iter().any(|(_, role)| q.names_speaker(role)) { SPEAKER_BOOST } else { 1.0 };
+                let speaker = if srcs.iter().any(|(_, role)| named(role)) { SPEAKER_BOOST } else { 1.0 };
                 context + OWN_SHARE * own * speaker
             }
             None => {
                 let c = columns.get(id);
                 let content = c.and_then(|c| c[2].as_str()).unwrap_or("");
                 let date = c.and_then(|c| c[0].as_str()).and_then(crate::core::time::date_of);
-                own * factor(q, USER_ROLES[0], content, date)
+                own * factor(q, named(USER_ROLES[0]), content, date)
             }
         };
         scores.insert(id.clone(), score);
@@ -315,11 +329,11 @@ fn roles<'i>(sql: &dyn Sql, turns: &TurnScores, ids: impl Iterator<Item = &'i St
     Ok(out)
 }
 
-/// The factor the query's speaker, time and date give a text said by
-/// `role`, reading `content`, dated `date`.
-fn factor(q: &TextQuery, role: &str, content: &str, date: Option<chrono::NaiveDate>) -> f64 {
+/// The factor the query's speaker, time and date give a text said by a
+/// speaker the query names (or not), reading `content`, dated `date`.
+fn factor(q: &TextQuery, named: bool, content: &str, date: Option<chrono::NaiveDate>) -> f64 {
     let mut f = 1.0;
-    if q.names_speaker(role) {
+    if named {
         f *= SPEAKER_BOOST;
     }
     if q.temporal && crate::core::recall::temporal::mentions_time(content) {
@@ -359,9 +373,9 @@ pub fn diversify(scored: Vec<(String, f64)>, sources: &HashMap<String, Vec<(Stri
 pub struct CitingMemory {
     /// Its source messages.
     pub sources: Vec<String>,
-    /// How many of the query's own words (by stem) its content has: set
-    /// for memories citing one of the messages channel's turns.
-    pub overlap: usize,
+    /// Its content, read for memories citing one of the messages
+    /// channel's turns (to order the memories of one message).
+    pub content: Option<String>,
 }
 
 /// The live memories citing the best turns, read once per recall for both
@@ -378,7 +392,7 @@ pub struct Citations {
 /// (the full-text channel), in one statement. (`CROSS JOIN` keeps SQLite
 /// from scanning every live memory by the status index: the few sources
 /// lead.)
-pub fn citations(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inactive: bool, now_iso: &str) -> Result<Citations> {
+pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_iso: &str) -> Result<Citations> {
     // The messages channel's turns come first in the list, so `j.key`
     // (the place in it) tells whose content is needed for the overlap.
     let mut ids: Vec<&str> = Vec::new();
@@ -401,8 +415,7 @@ pub fn citations(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inact
     let (cond, extra) = live(include_inactive, now_iso, 3);
     let mut params = vec![json_param(&ids), SqlValue::Integer(plain as i64)];
     params.extend(extra);
-    let wanted: HashSet<String> = q.primary.iter().flat_map(|t| text::stems(t)).collect();
-    for r in sql.query(
+    for mut r in sql.query(
         &format!(
             "SELECT s.message_id, m.id, m.source_message_ids, CASE WHEN j.key < ?2 THEN m.content END \
              FROM json_each(?1) j CROSS JOIN memory_sources s ON s.message_id = j.value \
@@ -411,18 +424,10 @@ pub fn citations(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inact
         &params,
     )? {
         let (Some(mid), Some(id)) = (r[0].opt_string(), r[1].opt_string()) else { continue };
-        if !out.memories.contains_key(&id) {
-            let overlap = r[3].as_str().map_or(0, |c| {
-                let have: HashSet<String> = text::stems(c).into_iter().collect();
-                wanted.intersection(&have).count()
-            });
-            out.memories.insert(id.clone(), CitingMemory { sources: id_list(&r[2]), overlap });
-        } else if let Some(c) = r[3].as_str() {
-            let m = out.memories.get_mut(&id).expect("present");
-            if m.overlap == 0 {
-                let have: HashSet<String> = text::stems(c).into_iter().collect();
-                m.overlap = wanted.intersection(&have).count();
-            }
+        let content = std::mem::replace(&mut r[3], SqlValue::Null).opt_string();
+        let m = out.memories.entry(id.clone()).or_insert_with(|| CitingMemory { sources: id_list(&r[2]), content: None });
+        if m.content.is_none() {
+            m.content = content;
         }
         out.by_message.entry(mid).or_default().push(id);
     }
@@ -437,7 +442,7 @@ pub fn citations(sql: &dyn Sql, q: &TextQuery, turns: &TurnScores, include_inact
 pub fn fts(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
     let q = TextQuery::from_terms(terms);
     let turns = score_turns(sql, &q)?;
-    let cites = citations(sql, &q, &turns, include_inactive, now_iso)?;
+    let cites = citations(sql, &turns, include_inactive, now_iso)?;
     fts_with(sql, &q, &turns, &cites, include_inactive, now_iso)
 }
 
@@ -445,8 +450,8 @@ pub fn fts(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &st
 pub fn messages(sql: &dyn Sql, terms: &[String], include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
     let q = TextQuery::from_terms(terms);
     let turns = score_turns(sql, &q)?;
-    let cites = citations(sql, &q, &turns, include_inactive, now_iso)?;
-    Ok(messages_with(&turns, &cites))
+    let cites = citations(sql, &turns, include_inactive, now_iso)?;
+    Ok(messages_with(&q, &turns, &cites))
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys.
@@ -596,7 +601,8 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
             }
         }
     }
-    let factor = |id: &str| -> f64 { turns.get(id).map_or(1.0, |t| factor(q, &t.role, &t.content, t.date)) };
+    let named = q.named_among(turns.values().map(|t| t.role.as_str()));
+    let factor = |id: &str| -> f64 { turns.get(id).map_or(1.0, |t| factor(q, named[t.role.as_str()], &t.content, t.date)) };
     let mut factors: HashMap<&str, f64> = HashMap::new();
     for id in context.keys() {
         factors.insert(id.as_str(), factor(id));
@@ -620,15 +626,18 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
 ///    the memories that cite it, all at the message's rank: first the one
 ///    sharing most words with the query, the others after every message
 ///    has had its turn. Also returns the ranked message ids.
-pub fn messages_with(turns: &TurnScores, cites: &Citations) -> (Ranking, Vec<String>) {
+pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations) -> (Ranking, Vec<String>) {
     let message_ids: Vec<String> = turns.plain.iter().take(CHANNEL_DEPTH).map(|(id, _)| id.clone()).collect();
-    let overlap = |id: &str| cites.memories.get(id).map_or(0, |m| m.overlap);
+    let wanted = Overlap::new(&q.primary);
+    let overlap = |id: &str| cites.memories.get(id).and_then(|m| m.content.as_deref()).map_or(0, |c| wanted.count(c));
     let mut ranking = Ranking { channel: Channel::Messages, ids: Vec::new(), ranks: Vec::new() };
     let mut seen = HashSet::new();
     let mut rest: Vec<(String, usize)> = Vec::new();
     for (i, mid) in message_ids.iter().enumerate() {
         let mut mine: Vec<&String> = cites.by_message.get(mid).into_iter().flatten().filter(|id| !seen.contains(*id)).collect();
-        mine.sort_by(|a, b| overlap(b).cmp(&overlap(a)).then_with(|| a.cmp(b)));
+        if mine.len() > 1 {
+            mine.sort_by_cached_key(|id| (std::cmp::Reverse(overlap(id)), *id));
+        }
         for (j, id) in mine.into_iter().enumerate() {
             seen.insert(id.clone());
             if j == 0 {
@@ -645,6 +654,37 @@ pub fn messages_with(turns: &TurnScores, cites: &Citations) -> (Ranking, Vec<Str
         ranking.ranks.push(base + rank);
     }
     (ranking, message_ids)
+}
+
+/// Counts how many of the query's own words (by stem) a text has.
+struct Overlap {
+    wanted: HashSet<String>,
+    /// The first two bytes of each wanted stem: [`text::stem`] keeps a
+    /// word's first three letters, so a word starting otherwise cannot
+    /// match and is not stemmed.
+    prefixes: HashSet<[u8; 2]>,
+}
+
+impl Overlap {
+    fn new(words: &[String]) -> Overlap {
+        let wanted: HashSet<String> = words.iter().flat_map(|t| text::stems(t)).collect();
+        let prefixes = wanted.iter().filter_map(|w| w.as_bytes().get(..2).map(|b| [b[0], b[1]])).collect();
+        Overlap { wanted, prefixes }
+    }
+
+    fn count(&self, content: &str) -> usize {
+        let mut found: HashSet<&str> = HashSet::new();
+        for w in text::content_words(content) {
+            let short = w.len() < 2;
+            if !short && !self.prefixes.contains(&[w.as_bytes()[0], w.as_bytes()[1]]) {
+                continue;
+            }
+            if let Some(hit) = self.wanted.get(&text::stem(&w)) {
+                found.insert(hit.as_str());
+            }
+        }
+        found.len()
+    }
 }
 
 /// 4 and 5. Vector search (direct or HyDE), filtered to live memories.

@@ -137,13 +137,13 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     // Both full-text channels read one scoring of the messages, and the
     // memories citing the best of them.
     let text = channels::score_turns(p.sql, &text_query).and_then(|turns| {
-        let cites = channels::citations(p.sql, &text_query, &turns, include_inactive, &now_iso)?;
+        let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
         Ok((turns, cites))
     });
     match &text {
         Ok((turns, cites)) => {
             record(Channel::Fts, channels::fts_with(p.sql, &text_query, turns, cites, include_inactive, &now_iso), &mut notes);
-            record(Channel::Messages, Ok(channels::messages_with(turns, cites).0), &mut notes);
+            record(Channel::Messages, Ok(channels::messages_with(&text_query, turns, cites).0), &mut notes);
         }
         Err(e) => {
             record(Channel::Fts, Err(e.clone()), &mut notes);
