@@ -116,13 +116,8 @@ pub fn parse(ndjson: &str) -> Result<Parsed> {
 pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     let before = store.existing_message_ids(&p.messages.iter().map(|m| m.id.clone()).collect::<Vec<_>>())?;
     store.put_messages(&p.messages)?;
-    let mut memories = 0;
-    for m in &p.memories {
-        let fp = ids::fingerprint(m.kind.as_str(), &m.content);
-        // insert_memory queues an embedding for active, non-task memories.
-        if store.insert_memory(m, &fp)? {
-            memories += 1;
-        }
-    }
+    let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content)).collect();
+    // insert_memories queues an embedding for active, non-task memories.
+    let memories = store.insert_memories(&p.memories.iter().zip(&fingerprints).map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
     Ok(ImportReport { messages: p.messages.len() - before.len(), memories })
 }

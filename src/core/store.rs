@@ -89,13 +89,12 @@ impl<'a> Store<'a> {
     /// Which of `ids` are already stored.
     pub fn existing_message_ids(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
         let mut found = std::collections::HashSet::new();
-        for chunk in ids.chunks(MAX_SQL_PARAMS) {
-            let sql = format!("SELECT id FROM messages WHERE id IN ({})", placeholders(chunk.len()));
-            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-            for row in self.sql.query(&sql, &params)? {
-                if let Some(id) = row[0].opt_string() {
-                    found.insert(id);
-                }
+        if ids.is_empty() {
+            return Ok(found);
+        }
+        for row in self.sql.query("SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(ids)])? {
+            if let Some(id) = row[0].opt_string() {
+                found.insert(id);
             }
         }
         Ok(found)
@@ -137,36 +136,28 @@ impl<'a> Store<'a> {
     }
 
     /// Writes fully formed messages (ingest and import), ignoring ids
-    /// already present, and indexes them for full-text search.
+    /// already present, and indexes them for full-text search: two
+    /// statements per [`MAX_JSON_PARAM`] bytes of messages.
     pub fn put_messages(&self, messages: &[Message]) -> Result<()> {
-        const COLS: usize = 7;
-        for chunk in messages.chunks(MAX_SQL_PARAMS / COLS) {
-            let sql = format!(
-                "INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) VALUES {}",
-                rows_placeholders(chunk.len(), COLS)
-            );
-            let mut params = Vec::with_capacity(chunk.len() * COLS);
-            for m in chunk {
-                params.extend([
-                    SqlValue::from(&m.id),
-                    SqlValue::from(&m.session_id),
-                    SqlValue::from(&m.role),
-                    SqlValue::from(&m.content),
-                    SqlValue::from(m.timestamp.clone()),
-                    SqlValue::Integer(m.position),
-                    SqlValue::from(&m.created_at),
-                ]);
-            }
-            self.sql.execute(&sql, &params)?;
-            // Index what was actually inserted (rows not already indexed).
-            let ids: Vec<SqlValue> = chunk.iter().map(|m| SqlValue::from(&m.id)).collect();
+        let rows: Vec<serde_json::Value> = messages
+            .iter()
+            .map(|m| serde_json::json!([m.id, m.session_id, m.role, m.content, m.timestamp, m.position, m.created_at]))
+            .collect();
+        for chunk in json_chunks(&rows) {
             self.sql.execute(
                 &format!(
-                    "INSERT INTO messages_fts (rowid, role, content) SELECT m.rowid, m.role, m.content \
-                     FROM messages m WHERE m.id IN ({}) AND m.rowid NOT IN (SELECT rowid FROM messages_fts)",
-                    placeholders(ids.len())
+                    "INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) \
+                     SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6 \
+                     FROM json_each(?1) j"
                 ),
-                &ids,
+                &[chunk.clone()],
+            )?;
+            // Index what was actually inserted (rows not already indexed).
+            self.sql.execute(
+                "INSERT INTO messages_fts (rowid, role, content) SELECT m.rowid, m.role, m.content \
+                 FROM json_each(?1) j JOIN messages m ON m.id = j.value ->> 0 \
+                 WHERE NOT EXISTS (SELECT 1 FROM messages_fts f WHERE f.rowid = m.rowid)",
+                &[chunk],
             )?;
         }
         Ok(())
@@ -211,71 +202,124 @@ impl<'a> Store<'a> {
     // ---- memories -------------------------------------------------------
 
     /// Inserts a memory (ignored if its id exists), its sources and its FTS
-    /// row, and queues its embedding when it should be vectorized.
+    /// row, and queues its embedding when it should be vectorized. Returns
+    /// whether it was new.
     pub fn insert_memory(&self, m: &Memory, fingerprint: &str) -> Result<bool> {
-        let existed = !self.sql.query("SELECT 1 FROM memories WHERE id = ?", &[(&m.id).into()])?.is_empty();
-        if existed {
-            return Ok(false);
-        }
-        self.sql.execute(
-            &format!(
-                "INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) VALUES ({})",
-                placeholders(16)
-            ),
-            &[
-                (&m.id).into(),
-                m.kind.as_str().into(),
-                m.key.clone().into(),
-                (&m.summary).into(),
-                (&m.content).into(),
-                (&m.session_id).into(),
-                serde_json::to_string(&m.source_message_ids).unwrap_or_default().into(),
-                serde_json::to_string(&m.search_queries).unwrap_or_default().into(),
-                m.status.as_str().into(),
-                m.supersedes.clone().into(),
-                m.superseded_by.clone().into(),
-                m.event_date.clone().into(),
-                (&m.created_at).into(),
-                (&m.updated_at).into(),
-                m.expires_at.clone().into(),
-                fingerprint.into(),
-            ],
-        )?;
-        for chunk in m.source_message_ids.chunks(MAX_SQL_PARAMS / 2) {
-            let mut params = Vec::new();
-            for mid in chunk {
-                params.push(SqlValue::from(&m.id));
-                params.push(SqlValue::from(mid));
-            }
-            self.sql.execute(
-                &format!(
-                    "INSERT OR IGNORE INTO memory_sources (memory_id, message_id) VALUES {}",
-                    rows_placeholders(chunk.len(), 2)
-                ),
-                &params,
-            )?;
-        }
-        self.sql.execute(
-            "INSERT INTO memories_fts (rowid, content, key, queries) \
-             SELECT rowid, content, COALESCE(replace(replace(key, '.', ' '), '_', ' '), ''), ? FROM memories WHERE id = ?",
-            &[m.search_queries.join(" \n").into(), (&m.id).into()],
-        )?;
-        if m.status == Status::Active && m.kind != MemoryType::Task {
-            self.enqueue(JOB_EMBED, &m.id)?;
-        }
-        Ok(true)
+        Ok(self.insert_memories(&[(m, fingerprint)])? == 1)
     }
 
-    /// The id of an active memory with this fingerprint, if any.
-    pub fn active_by_fingerprint(&self, fingerprint: &str) -> Result<Option<String>> {
+    /// [`Store::insert_memory`] for many memories, in five statements
+    /// whatever their number (each list travels as one JSON parameter).
+    /// Returns how many were new. Call inside a transaction.
+    pub fn insert_memories(&self, items: &[(&Memory, &str)]) -> Result<usize> {
+        if items.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
+        let existing: std::collections::HashSet<String> = self
+            .sql
+            .query("SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(&ids)])?
+            .into_iter()
+            .filter_map(|r| r[0].opt_string())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let fresh: Vec<&(&Memory, &str)> =
+            items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
+        if fresh.is_empty() {
+            return Ok(0);
+        }
+        let rows: Vec<serde_json::Value> = fresh
+            .iter()
+            .map(|(m, fingerprint)| {
+                serde_json::json!([
+                    m.id,
+                    m.kind.as_str(),
+                    m.key,
+                    m.summary,
+                    m.content,
+                    m.session_id,
+                    serde_json::to_string(&m.source_message_ids).unwrap_or_default(),
+                    serde_json::to_string(&m.search_queries).unwrap_or_default(),
+                    m.status.as_str(),
+                    m.supersedes,
+                    m.superseded_by,
+                    m.event_date,
+                    m.created_at,
+                    m.updated_at,
+                    m.expires_at,
+                    fingerprint,
+                    m.search_queries.join(" \n"),
+                ])
+            })
+            .collect();
+        let columns: Vec<String> = (0..16).map(|i| format!("j.value ->> {i}")).collect();
+        for chunk in json_chunks(&rows) {
+            self.sql.execute(
+                &format!(
+                    "INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {} FROM json_each(?1) j",
+                    columns.join(", ")
+                ),
+                &[chunk.clone()],
+            )?;
+            self.sql.execute(
+                "INSERT INTO memories_fts (rowid, content, key, queries) \
+                 SELECT m.rowid, m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), j.value ->> 16 \
+                 FROM json_each(?1) j JOIN memories m ON m.id = j.value ->> 0",
+                &[chunk],
+            )?;
+        }
+        let sources: Vec<serde_json::Value> = fresh
+            .iter()
+            .flat_map(|(m, _)| m.source_message_ids.iter().map(|mid| serde_json::json!([m.id, mid])))
+            .collect();
+        for chunk in json_chunks(&sources) {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO memory_sources (memory_id, message_id) SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?1) j",
+                &[chunk],
+            )?;
+        }
+        let embed: Vec<&str> = fresh
+            .iter()
+            .filter(|(m, _)| m.status == Status::Active && m.kind != MemoryType::Task)
+            .map(|(m, _)| m.id.as_str())
+            .collect();
+        self.enqueue_many(JOB_EMBED, &embed)?;
+        Ok(fresh.len())
+    }
+
+    /// The ids of active memories with each of `fingerprints`, by
+    /// fingerprint.
+    pub fn active_by_fingerprints(&self, fingerprints: &[&str]) -> Result<std::collections::HashMap<String, String>> {
+        if fingerprints.is_empty() {
+            return Ok(Default::default());
+        }
         Ok(self
             .sql
             .query(
-                "SELECT id FROM memories WHERE fingerprint = ? AND status = 'active' LIMIT 1",
-                &[fingerprint.into()],
+                "SELECT fingerprint, id FROM memories \
+                 WHERE fingerprint IN (SELECT value FROM json_each(?1)) AND status = 'active' ORDER BY id",
+                &[json_param(fingerprints)],
             )?
-            .first()
-            .and_then(|r| r[0].opt_string()))
+            .into_iter()
+            .filter_map(|r| Some((r[0].opt_string()?, r[1].opt_string()?)))
+            .collect())
+    }
+
+    /// The ids of active memories holding each of `keys`, newest first.
+    pub fn active_ids_by_keys(&self, keys: &[&str]) -> Result<std::collections::HashMap<String, Vec<String>>> {
+        let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+        if keys.is_empty() {
+            return Ok(out);
+        }
+        for r in self.sql.query(
+            "SELECT key, id FROM memories WHERE key IN (SELECT value FROM json_each(?1)) AND status = 'active' ORDER BY id DESC",
+            &[json_param(keys)],
+        )? {
+            if let (Some(k), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {
+                out.entry(k).or_default().push(id);
+            }
+        }
+        Ok(out)
     }
 
     /// Active memories holding `key`, newest first.
@@ -555,6 +599,19 @@ impl<'a> Store<'a> {
         self.enqueue_at(kind, memory_id, self.now).map(|_| ())
     }
 
+    /// Queues a job of `kind` for each of `memory_ids`, due now, in one
+    /// statement.
+    pub fn enqueue_many(&self, kind: &str, memory_ids: &[&str]) -> Result<()> {
+        if memory_ids.is_empty() {
+            return Ok(());
+        }
+        self.sql.execute(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
+             SELECT ?1, j.value, 0, ?2, ?3 FROM json_each(?4) j ORDER BY j.key",
+            &[kind.into(), SqlValue::Integer(self.now), iso(self.now).into(), json_param(memory_ids)],
+        )
+    }
+
     /// Queues a job due at `due` (epoch millis); returns its id.
     pub fn enqueue_at(&self, kind: &str, memory_id: &str, due: i64) -> Result<i64> {
         let rows = self.sql.query(
@@ -669,6 +726,33 @@ impl<'a> Store<'a> {
 /// [`placeholders`] would need one statement per [`MAX_SQL_PARAMS`] items.
 pub fn json_param<T: serde::Serialize + ?Sized>(items: &T) -> SqlValue {
     SqlValue::Text(serde_json::to_string(items).unwrap_or_else(|_| "[]".into()))
+}
+
+/// Largest JSON parameter a write sends in one statement: well under the
+/// platform's 2 MB cap on a value.
+pub const MAX_JSON_PARAM: usize = 512 * 1024;
+
+/// `rows` as JSON array parameters of at most [`MAX_JSON_PARAM`] bytes each
+/// (a single larger row goes alone).
+pub fn json_chunks(rows: &[serde_json::Value]) -> Vec<SqlValue> {
+    let mut out = Vec::new();
+    let mut cur = String::from("[");
+    for r in rows {
+        let text = r.to_string();
+        if cur.len() > 1 && cur.len() + text.len() + 2 > MAX_JSON_PARAM {
+            cur.push(']');
+            out.push(SqlValue::Text(std::mem::replace(&mut cur, String::from("["))));
+        }
+        if cur.len() > 1 {
+            cur.push(',');
+        }
+        cur.push_str(&text);
+    }
+    if cur.len() > 1 {
+        cur.push(']');
+        out.push(SqlValue::Text(cur));
+    }
+    out
 }
 
 /// `?, ?, ?` with `n` marks.

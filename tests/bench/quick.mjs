@@ -33,6 +33,9 @@ try {
   for (const q of queries) { const t = performance.now(); await http("POST", "/recall", { query: q }); xs.push(performance.now() - t); }
   const hs = [];
   for (let i = 0; i < 100; i++) { const t = performance.now(); await fetch(origin + "/health").then((r) => r.arrayBuffer()); hs.push(performance.now() - t); }
+  const gs = [];
+  for (let i = 0; i < 100; i++) { const t = performance.now(); await fetch(BASE + "/memories/mem_nothing", { headers: { authorization: "Bearer dev-token" } }).then((r) => r.arrayBuffer()); gs.push(performance.now() - t); }
+  console.log(`get (404 from the DO) p50 ${pct(gs, 50).toFixed(2)}`);
   console.log(`recall http p50 ${pct(xs, 50).toFixed(2)} p95 ${pct(xs, 95).toFixed(2)} p99 ${pct(xs, 99).toFixed(2)}; health p50 ${pct(hs, 50).toFixed(2)}`);
   const stages = (process.env.STAGES || "turns,fts,messages,vector,recall").split(",").filter(Boolean);
   const R = 5;

@@ -70,11 +70,16 @@ fn main() {
             let timed = Timed { inner: &sql, on: std::cell::Cell::new(true), stats: RefCell::new(HashMap::new()), log: RefCell::new(Vec::new()) };
             let index = agent_memory::core::local::vector::CachedVectorIndex { sql: &timed, packed: &packed };
             let tp = agent_memory::core::ops::Profile { sql: &timed, index: &index, name: p.name, reasoner: p.reasoner, embedder: p.embedder, now: p.now, limits: p.limits.clone() };
-            for q in queries.iter().take(60) { block_on(bench::stage(&tp, q, "recall", 1)).unwrap(); }
+            let ingest_mode = std::env::var("STMTS").as_deref() == Ok("ingest");
+            if ingest_mode {
+                for s in &ingest { block_on(tp.dispatch("ingest", s.clone())).unwrap(); }
+            } else {
+                for q in queries.iter().take(60) { block_on(bench::stage(&tp, q, "recall", 1)).unwrap(); }
+            }
             std::fs::write("/tmp/prof/stmts.json", serde_json::to_string(&*timed.log.borrow()).unwrap()).unwrap();
             let mut v: Vec<_> = timed.stats.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect();
             v.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1));
-            let nq = 60.0;
+            let nq = if ingest_mode { 1013.0 } else { 60.0 };
             for (k, (n, ms, rows)) in v.iter().take(25) {
                 eprintln!("{:7.3} ms/q {:6.1} calls/q {:7.1} rows/q  {}", ms / nq, *n as f64 / nq, *rows as f64 / nq, k);
             }

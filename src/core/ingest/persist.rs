@@ -90,17 +90,18 @@ pub fn store(store: &Store<'_>, pending: Vec<Pending>) -> Result<Outcome> {
     store.transaction(|| {
         let mut outcome = Outcome::default();
         let mut fresh = Vec::new();
+        let stored = store.active_by_fingerprints(&pending.iter().map(|p| p.fingerprint.as_str()).collect::<Vec<_>>())?;
         for p in pending {
-            match store.active_by_fingerprint(&p.fingerprint)? {
-                Some(id) => outcome.existing.push(id),
+            match stored.get(&p.fingerprint) {
+                Some(id) => outcome.existing.push(id.clone()),
                 None => fresh.push(p),
             }
         }
         let mut memories: Vec<Memory> = fresh.iter().map(|p| p.memory.clone()).collect();
         let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
-        let lookup = |key: &str| -> Vec<String> {
-            store.active_by_key(key).map(|v| v.into_iter().map(|m| m.id).collect()).unwrap_or_default()
-        };
+        let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
+        let holders = store.active_ids_by_keys(&keys)?;
+        let lookup = |key: &str| -> Vec<String> { holders.get(key).cloned().unwrap_or_default() };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
         let mut items: Vec<(Memory, String)> =
             memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();
@@ -116,13 +117,13 @@ pub fn store(store: &Store<'_>, pending: Vec<Pending>) -> Result<Outcome> {
             .filter(|r| new_ids.contains(r.old.as_str()))
             .map(|r| (r.old.clone(), r.new.clone()))
             .collect();
-        for (m, fingerprint) in items.iter_mut() {
+        for (m, _) in items.iter_mut() {
             if let Some(next) = superseded_in_call.get(&m.id) {
                 m.status = Status::Superseded;
                 m.superseded_by = Some(next.clone());
             }
-            store.insert_memory(m, fingerprint)?;
         }
+        store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
         for r in plan.replacements.iter().filter(|r| !superseded_in_call.contains_key(&r.old)) {
             store.supersede(&r.old, &r.new)?;
         }
