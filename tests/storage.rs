@@ -182,6 +182,77 @@ fn test_export_then_import_reproduces_everything() {
 }
 
 #[test]
+fn test_import_of_many_megabytes_is_written_whole_in_bounded_statements() {
+    // Several MB of memories and messages: more than one JSON parameter
+    // can carry (the native SQL refuses any value over the platform's
+    // 2 MB, as the Durable Object does), so the store must split its
+    // writes, and lose nothing.
+    use agent_memory::core::model::{Memory, MemoryType, Message};
+    let filler = "the quick brown fox jumps over the lazy dog ".repeat(40);
+    let mut lines = vec![json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p", "exportedAt": "2026-04-15T10:00:00.000Z"}).to_string()];
+    let mut memories = Vec::new();
+    for i in 0..1500 {
+        let content = format!("Teammate number {i} fixed build script {i} on Tuesday. {filler}");
+        let m = Message {
+            id: agent_memory::core::ids::message_id("bulk", "user", &content),
+            session_id: "bulk".into(),
+            role: "user".into(),
+            content: content.clone(),
+            timestamp: Some("2026-04-14T10:00:00.000Z".into()),
+            position: i,
+            created_at: "2026-04-14T10:00:00.000Z".into(),
+        };
+        let mut v = serde_json::to_value(&m).unwrap();
+        v["kind"] = json!("message");
+        lines.push(v.to_string());
+        memories.push(Memory {
+            id: format!("{:032x}", i + 1),
+            kind: if i % 10 == 0 { MemoryType::Task } else { MemoryType::Fact },
+            key: Some(format!("team.build_{i}")),
+            summary: format!("Teammate {i} fixed build script {i}"),
+            content,
+            session_id: "bulk".into(),
+            source_message_ids: vec![m.id.clone()],
+            search_queries: vec![format!("who fixed build script {i}")],
+            status: agent_memory::core::model::Status::Active,
+            supersedes: None,
+            superseded_by: None,
+            event_date: None,
+            created_at: "2026-04-14T10:00:00.000Z".into(),
+            updated_at: "2026-04-14T10:00:00.000Z".into(),
+            expires_at: None,
+        });
+    }
+    for m in &memories {
+        let mut v = serde_json::to_value(m).unwrap();
+        v["kind"] = json!("memory");
+        lines.push(v.to_string());
+    }
+    let ndjson = lines.join("\n") + "\n";
+    assert!(ndjson.len() > 5_000_000, "the file is {} bytes", ndjson.len());
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let report = p.import(&ndjson).unwrap();
+        assert_eq!((report.messages, report.memories), (1500, 1500));
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.messages, stats.memories), (1500, 1500));
+        let count = |q: &str| agent_memory::core::ports::Sql::query(p.sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM memories_fts"), 1500);
+        assert_eq!(count("SELECT COUNT(*) FROM messages_fts"), 1500);
+        assert_eq!(count("SELECT COUNT(*) FROM memory_sources"), 1500);
+        // Every active memory but the tasks waits for its vector.
+        assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind = 'embed'"), 1350);
+        let back = p.get("00000000000000000000000000000577").unwrap();
+        assert_eq!(back.memory, memories[1398]);
+        assert_eq!(back.source_messages.len(), 1);
+        // A second import of the same file adds nothing.
+        let again = p.import(&ndjson).unwrap();
+        assert_eq!((again.messages, again.memories), (0, 0));
+        assert_eq!(count("SELECT COUNT(*) FROM memories_fts"), 1500);
+    });
+}
+
+#[test]
 fn test_bad_import_changes_nothing() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

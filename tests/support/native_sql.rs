@@ -30,7 +30,14 @@ fn to_value(v: &SqlValue) -> Value {
 
 impl Sql for NativeSql {
     fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>> {
+        // The Durable Object's limits, so native tests catch what would fail there.
         assert!(params.len() <= 100, "more than 100 bound parameters: {sql}");
+        assert!(sql.len() <= 100_000, "statement over 100 KB: {}...", &sql[..200]);
+        for p in params {
+            if let SqlValue::Text(t) = p {
+                assert!(t.len() <= 2_000_000, "a bound value over 2 MB ({} bytes): {sql}", t.len());
+            }
+        }
         let conn = self.conn.borrow();
         let mut stmt = conn.prepare_cached(sql).map_err(|e| Error::storage(format!("failed to prepare {sql}: {e}")))?;
         let n = stmt.column_count();
