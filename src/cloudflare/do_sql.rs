@@ -18,11 +18,16 @@ extern "C" {
 // boundary per value (worker's cursor iterator); a recall reads a few
 // thousand values. This runs the statement and hands every row over at
 // once: the rows as one JSON text, each blob as a Uint8Array in a side
-// list that the JSON points to (`{"b": index}`).
+// list that the JSON points to (`{"b": index}`). A result of one text
+// value (a statement that builds its rows as JSON itself, see
+// `core::store::json_rows`) is handed over as it is.
 #[wasm_bindgen(inline_js = r#"
 export function execRows(sql, query, binds) {
   const blobs = [];
   const rows = sql.exec(query, ...binds).raw().toArray();
+  if (rows.length === 1 && rows[0].length === 1 && typeof rows[0][0] === "string") {
+    return [null, blobs, rows[0][0]];
+  }
   for (const row of rows) {
     for (let i = 0; i < row.length; i++) {
       const v = row[i];
@@ -128,7 +133,10 @@ impl Sql for DoSql {
             let message = e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).or_else(|| e.as_string());
             Error::storage(format!("failed to run sql: {}", message.unwrap_or_else(|| format!("{e:?}"))))
         })?;
-        let text = out.get(0).as_string().unwrap_or_default();
+        let Some(text) = out.get(0).as_string() else {
+            // One text value, as it is.
+            return Ok(vec![vec![SqlValue::Text(out.get(2).as_string().unwrap_or_default())]]);
+        };
         let blobs = js_sys::Array::from(&out.get(1));
         let cells: Vec<Vec<Cell>> =
             serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read rows: {e}")))?;

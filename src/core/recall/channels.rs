@@ -34,7 +34,7 @@
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::fuse::{Channel, Ranking};
-use crate::core::store::json_param;
+use crate::core::store::{json_param, json_rows};
 use crate::core::text;
 use std::collections::{HashMap, HashSet};
 
@@ -177,31 +177,65 @@ fn live(include_inactive: bool, now_iso: &str, at: usize) -> (String, Vec<SqlVal
     }
 }
 
+/// A row of a bm25-ranked full-text statement: an id and its `bm25()`.
+trait Hit: serde::de::DeserializeOwned {
+    fn id(&self) -> &str;
+    fn bm25(&self) -> f64;
+}
+
+/// A memory found by full text: id, bm25, event date, source message ids
+/// (JSON), content (when the query asks when).
+#[derive(serde::Deserialize)]
+struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>);
+
+impl Hit for MemoryHit {
+    fn id(&self) -> &str {
+        &self.0
+    }
+    fn bm25(&self) -> f64 {
+        self.1
+    }
+}
+
+/// A message found by full text: id, bm25, then a [`TurnRow`]'s columns
+/// after its id.
+#[derive(serde::Deserialize)]
+struct TurnHit(String, f64, String, i64, String, Option<String>, Option<String>);
+
+impl Hit for TurnHit {
+    fn id(&self) -> &str {
+        &self.0
+    }
+    fn bm25(&self) -> f64 {
+        self.1
+    }
+}
+
 /// Runs a bm25-ranked full-text statement for the primary terms and the
 /// expansions and sums the (positive) scores per id. In the statement,
 /// `?1` is the MATCH expression, `?2` the pool size and `?3`... are
-/// `extra`; it selects `(id, bm25, extra columns...)`.
-fn bm25_scores(
+/// `extra`; it selects its rows as JSON ([`json_rows`]).
+fn bm25_scores<H: Hit>(
     sql: &dyn Sql,
     statement: &str,
     q: &TextQuery,
     extra: &[SqlValue],
-) -> Result<(HashMap<String, f64>, HashMap<String, Vec<SqlValue>>)> {
+) -> Result<(HashMap<String, f64>, HashMap<String, H>)> {
     let mut scores: HashMap<String, f64> = HashMap::new();
-    let mut columns: HashMap<String, Vec<SqlValue>> = HashMap::new();
+    let mut rows: HashMap<String, H> = HashMap::new();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
         let Some(expr) = match_expr(terms) else { continue };
         let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
         params.extend(extra.iter().cloned());
-        for mut row in sql.query(statement, &params)? {
-            let Some(id) = row[0].opt_string() else { continue };
+        for hit in json_rows::<H>(sql, statement, &params)? {
             // bm25() is negative, lower is better.
-            let score = -row[1].as_f64().unwrap_or(0.0) * weight;
-            *scores.entry(id.clone()).or_insert(0.0) += score;
-            columns.entry(id).or_insert_with(|| row.split_off(2));
+            *scores.entry(hit.id().to_string()).or_insert(0.0) += -hit.bm25() * weight;
+            if !rows.contains_key(hit.id()) {
+                rows.insert(hit.id().to_string(), hit);
+            }
         }
     }
-    Ok((scores, columns))
+    Ok((scores, rows))
 }
 
 /// Sorts scored ids best first; ties go to the larger (more recent) id.
@@ -212,8 +246,8 @@ fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
 }
 
 /// A stored JSON list of ids (`memories.source_message_ids`).
-fn id_list(v: &SqlValue) -> Vec<String> {
-    v.as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
+fn id_list(v: Option<&str>) -> Vec<String> {
+    v.and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
 }
 
 /// 1. FTS5 over memories, in their conversation. A memory scores by the
@@ -242,13 +276,15 @@ pub fn fts_with(
 ) -> Result<Ranking> {
     let (cond, mut extra) = live(include_inactive, now_iso, 4);
     extra.insert(0, SqlValue::Integer(q.temporal as i64));
-    let (own, columns) = bm25_scores(
+    let (own, columns) = bm25_scores::<MemoryHit>(
         sql,
         &format!(
-            "SELECT m.id, f.s, m.event_date, m.source_message_ids, CASE WHEN ?3 THEN m.content END \
+            "SELECT json_group_array(json_array(id, s, event_date, source_message_ids, content)) FROM ( \
+             SELECT m.id AS id, f.s AS s, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
+                    CASE WHEN ?3 THEN m.content END AS content \
              FROM (SELECT rowid, bm25(memories_fts, 1.0, 2.0, 0.6) AS s FROM memories_fts \
                    WHERE memories_fts MATCH ?1 ORDER BY s LIMIT ?2 * 2) f \
-             JOIN memories m ON m.rowid = f.rowid WHERE {cond} ORDER BY f.s LIMIT ?2"
+             JOIN memories m ON m.rowid = f.rowid WHERE {cond} ORDER BY f.s LIMIT ?2)"
         ),
         q,
         &extra,
@@ -257,7 +293,7 @@ pub fn fts_with(
     // Every candidate with its source messages: the memory's own hits, and
     // the memories citing the best turns in context.
     let mut sources: HashMap<String, Vec<String>> =
-        columns.iter().map(|(id, c)| (id.clone(), id_list(&c[1]))).filter(|(_, s)| !s.is_empty()).collect();
+        columns.iter().map(|(id, c)| (id.clone(), id_list(c.3.as_deref()))).filter(|(_, s)| !s.is_empty()).collect();
     let mut candidates: HashSet<String> = own.keys().cloned().collect();
     for (mid, _) in turns.context.iter().take(FTS_POOL) {
         for id in cites.by_message.get(mid).into_iter().flatten() {
@@ -293,8 +329,8 @@ pub fn fts_with(
             }
             None => {
                 let c = columns.get(id);
-                let content = c.and_then(|c| c[2].as_str()).unwrap_or("");
-                let date = c.and_then(|c| c[0].as_str()).and_then(crate::core::time::date_of);
+                let content = c.and_then(|c| c.4.as_deref()).unwrap_or("");
+                let date = c.and_then(|c| c.2.as_deref()).and_then(crate::core::time::date_of);
                 own * factor(q, named(USER_ROLES[0]), content, date)
             }
         };
@@ -415,17 +451,18 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_
     let (cond, extra) = live(include_inactive, now_iso, 3);
     let mut params = vec![json_param(&ids), SqlValue::Integer(plain as i64)];
     params.extend(extra);
-    for mut r in sql.query(
+    let rows: Vec<(String, String, Option<String>, Option<String>)> = json_rows(
+        sql,
         &format!(
-            "SELECT s.message_id, m.id, m.source_message_ids, CASE WHEN j.key < ?2 THEN m.content END \
+            "SELECT json_group_array(json_array(s.message_id, m.id, m.source_message_ids, \
+                    CASE WHEN j.key < ?2 THEN m.content END)) \
              FROM json_each(?1) j CROSS JOIN memory_sources s ON s.message_id = j.value \
              CROSS JOIN memories m ON m.id = s.memory_id WHERE {cond}"
         ),
         &params,
-    )? {
-        let (Some(mid), Some(id)) = (r[0].opt_string(), r[1].opt_string()) else { continue };
-        let content = std::mem::replace(&mut r[3], SqlValue::Null).opt_string();
-        let m = out.memories.entry(id.clone()).or_insert_with(|| CitingMemory { sources: id_list(&r[2]), content: None });
+    )?;
+    for (mid, id, sources, content) in rows {
+        let m = out.memories.entry(id.clone()).or_insert_with(|| CitingMemory { sources: id_list(sources.as_deref()), content: None });
         if m.content.is_none() {
             m.content = content;
         }
@@ -500,13 +537,17 @@ fn turn_columns(content: usize) -> String {
     format!("m.session_id, m.position, m.role, m.timestamp, CASE WHEN ?{content} THEN m.content END")
 }
 
-fn turn_from(c: &[SqlValue]) -> Turn {
+/// A message read with [`turn_columns`]: id, then those.
+#[derive(serde::Deserialize)]
+struct TurnRow(String, String, i64, String, Option<String>, Option<String>);
+
+fn turn_from(session: String, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> Turn {
     Turn {
-        session: c[0].opt_string().unwrap_or_default(),
-        position: c[1].as_i64().unwrap_or(0),
-        role: c[2].opt_string().unwrap_or_default(),
-        date: c[3].as_str().and_then(crate::core::time::date_of),
-        content: c[4].opt_string().unwrap_or_default(),
+        session,
+        position,
+        role,
+        date: timestamp.as_deref().and_then(crate::core::time::date_of),
+        content: content.unwrap_or_default(),
     }
 }
 
@@ -517,17 +558,17 @@ fn turns_at(sql: &dyn Sql, places: &[(&str, i64)], content: bool) -> Result<Hash
     if places.is_empty() {
         return Ok(out);
     }
-    let rows = sql.query(
+    let rows: Vec<TurnRow> = json_rows(
+        sql,
         &format!(
-            "SELECT m.id, {} FROM json_each(?1) j CROSS JOIN messages m \
+            "SELECT json_group_array(json_array(m.id, {})) FROM json_each(?1) j CROSS JOIN messages m \
              ON m.session_id = j.value ->> 0 AND m.position = j.value ->> 1",
             turn_columns(2)
         ),
         &[json_param(places), SqlValue::Integer(content as i64)],
     )?;
-    for r in rows {
-        let Some(id) = r[0].opt_string() else { continue };
-        let turn = turn_from(&r[1..]);
+    for TurnRow(id, session, position, role, timestamp, content) in rows {
+        let turn = turn_from(session, position, role, timestamp, content);
         out.insert((turn.session.clone(), turn.position), (id, turn));
     }
     Ok(out)
@@ -554,10 +595,11 @@ pub struct TurnScores {
 /// message mentions a time, and by [`DATE_BOOST`] when the message is
 /// dated within a period the query names.
 pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
-    let (hits, columns) = bm25_scores(
+    let (hits, columns) = bm25_scores::<TurnHit>(
         sql,
         &format!(
-            "SELECT m.id, f.s, {} FROM (SELECT rowid, bm25(messages_fts, 0.3, 1.0) AS s FROM messages_fts \
+            "SELECT json_group_array(json_array(m.id, f.s, {})) \
+             FROM (SELECT rowid, bm25(messages_fts, 0.3, 1.0) AS s FROM messages_fts \
                    WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2) f \
              JOIN messages m ON m.rowid = f.rowid",
             turn_columns(3)
@@ -567,10 +609,10 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
     )?;
     let mut turns: HashMap<String, Turn> = HashMap::new();
     let mut at: HashMap<(String, i64), String> = HashMap::new();
-    for (id, c) in &columns {
-        let t = turn_from(c);
+    for (id, TurnHit(_, _, session, position, role, timestamp, content)) in columns {
+        let t = turn_from(session, position, role, timestamp, content);
         at.insert((t.session.clone(), t.position), id.clone());
-        turns.insert(id.clone(), t);
+        turns.insert(id, t);
     }
     let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
     let mut missing: Vec<(&str, i64)> = Vec::new();
@@ -710,12 +752,14 @@ pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, include_inactive: bool, now_is
     let (cond, extra) = live(include_inactive, now_iso, 2);
     let mut params = vec![json_param(&ids)];
     params.extend(extra);
-    let mut ok = HashSet::new();
-    for r in sql.query(&format!("SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(?1)) AND {cond}"), &params)? {
-        if let Some(id) = r[0].opt_string() {
-            ok.insert(id);
-        }
-    }
+    let ok: HashSet<String> = json_rows::<(String,)>(
+        sql,
+        &format!("SELECT json_group_array(json_array(m.id)) FROM memories m WHERE m.id IN (SELECT value FROM json_each(?1)) AND {cond}"),
+        &params,
+    )?
+    .into_iter()
+    .map(|(id,)| id)
+    .collect();
     Ok(ids.into_iter().filter(|id| ok.contains(id)).collect())
 }
 
