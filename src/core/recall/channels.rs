@@ -36,7 +36,7 @@ use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::fuse::{Channel, Ranking};
 use crate::core::store::{json_param, json_rows};
 use crate::core::text;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Hits each channel returns at most (the messages channel: messages).
 pub const CHANNEL_DEPTH: usize = 50;
@@ -130,7 +130,7 @@ impl TextQuery {
 
     /// [`TextQuery::names_speaker`] for each distinct role of `roles`.
     pub fn named_among<'r>(&self, roles: impl Iterator<Item = &'r str>) -> HashMap<&'r str, bool> {
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         for r in roles {
             if !out.contains_key(r) {
                 out.insert(r, self.names_speaker(r));
@@ -221,8 +221,8 @@ fn bm25_scores<H: Hit>(
     q: &TextQuery,
     extra: &[SqlValue],
 ) -> Result<(HashMap<String, f64>, HashMap<String, H>)> {
-    let mut scores: HashMap<String, f64> = HashMap::new();
-    let mut rows: HashMap<String, H> = HashMap::new();
+    let mut scores: HashMap<String, f64> = HashMap::default();
+    let mut rows: HashMap<String, H> = HashMap::default();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
         let Some(expr) = match_expr(terms) else { continue };
         let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
@@ -241,8 +241,12 @@ fn bm25_scores<H: Hit>(
 /// Sorts scored ids best first; ties go to the larger (more recent) id.
 fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
     let mut v: Vec<(String, f64)> = scores.into_iter().collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    sort_best_first(&mut v);
     v
+}
+
+fn sort_best_first(v: &mut [(String, f64)]) {
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
 }
 
 /// A stored JSON list of ids (`memories.source_message_ids`).
@@ -317,7 +321,7 @@ pub fn fts_with(
     // Whether the query names each role (a handful per recall).
     let named_roles = q.named_among(roles.values().map(String::as_str).chain([USER_ROLES[0]]));
     let named = |role: &str| named_roles.get(role).copied().unwrap_or(false);
-    let mut scores: HashMap<String, f64> = HashMap::new();
+    let mut scores: HashMap<String, f64> = HashMap::default();
     for id in &candidates {
         let own = own.get(id).copied().unwrap_or(0.0);
         let score = match sources.get(id) {
@@ -343,7 +347,7 @@ pub fn fts_with(
 /// The roles of messages `ids`: from the scored turns where known, the
 /// rest read in one statement. A message that is not stored has none.
 fn roles<'i>(sql: &dyn Sql, turns: &TurnScores, ids: impl Iterator<Item = &'i String>) -> Result<HashMap<String, String>> {
-    let mut out: HashMap<String, String> = HashMap::new();
+    let mut out: HashMap<String, String> = HashMap::default();
     let mut unknown: Vec<&str> = Vec::new();
     for id in ids {
         match turns.roles.get(id) {
@@ -388,7 +392,7 @@ fn factor(q: &TextQuery, named: bool, content: &str, date: Option<chrono::NaiveD
 /// message share their context; the first of them carries it, and the
 /// places freed go to other evidence.
 pub fn diversify(scored: Vec<(String, f64)>, sources: &HashMap<String, Vec<(String, String)>>) -> Vec<String> {
-    let mut covered: HashSet<&str> = HashSet::new();
+    let mut covered: HashSet<&str> = HashSet::default();
     let mut first = Vec::new();
     let mut later = Vec::new();
     for (id, _) in &scored {
@@ -432,7 +436,7 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_
     // The messages channel's turns come first in the list, so `j.key`
     // (the place in it) tells whose content is needed for the overlap.
     let mut ids: Vec<&str> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::default();
     for (id, _) in turns.plain.iter().take(CHANNEL_DEPTH) {
         if seen.insert(id) {
             ids.push(id);
@@ -500,7 +504,7 @@ pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str
     let (cond, extra) = live(include_inactive, now_iso, 2);
     let mut params = vec![json_param(&keys)];
     params.extend(extra);
-    let mut by_key: HashMap<String, Vec<String>> = HashMap::new();
+    let mut by_key: HashMap<String, Vec<String>> = HashMap::default();
     for r in sql.query(
         &format!("SELECT m.key, m.id FROM memories m WHERE m.key IN (SELECT value FROM json_each(?1)) AND {cond} ORDER BY m.id DESC"),
         &params,
@@ -523,7 +527,9 @@ pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str
 /// A message found by full text, with where it sits.
 #[derive(Clone, Debug)]
 struct Turn {
-    session: String,
+    id: String,
+    /// Index of its session in [`Turns::sessions`].
+    session: u32,
     position: i64,
     role: String,
     /// Read only when the query asks when (for [`TIME_BOOST`]).
@@ -541,22 +547,53 @@ fn turn_columns(content: usize) -> String {
 #[derive(serde::Deserialize)]
 struct TurnRow(String, String, i64, String, Option<String>, Option<String>);
 
-fn turn_from(session: String, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> Turn {
-    Turn {
-        session,
-        position,
-        role,
-        date: timestamp.as_deref().and_then(crate::core::time::date_of),
-        content: content.unwrap_or_default(),
+/// The messages a recall has read, each once, with their sessions
+/// interned and their places indexed.
+#[derive(Default)]
+struct Turns {
+    turns: Vec<Turn>,
+    by_id: HashMap<String, usize>,
+    sessions: Vec<String>,
+    session_index: HashMap<String, u32>,
+    at: HashMap<(u32, i64), usize>,
+}
+
+impl Turns {
+    /// Adds a message unless it is there; returns its index.
+    #[allow(clippy::too_many_arguments)]
+    fn add(&mut self, id: String, session: String, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> usize {
+        if let Some(&i) = self.by_id.get(&id) {
+            return i;
+        }
+        let s = match self.session_index.get(&session) {
+            Some(&s) => s,
+            None => {
+                let s = self.sessions.len() as u32;
+                self.session_index.insert(session.clone(), s);
+                self.sessions.push(session);
+                s
+            }
+        };
+        let i = self.turns.len();
+        self.by_id.insert(id.clone(), i);
+        self.at.insert((s, position), i);
+        self.turns.push(Turn {
+            id,
+            session: s,
+            position,
+            role,
+            content: content.unwrap_or_default(),
+            date: timestamp.as_deref().and_then(crate::core::time::date_of),
+        });
+        i
     }
 }
 
-/// The messages at `(session, position)` places, by place, in one
-/// statement whatever their number.
-fn turns_at(sql: &dyn Sql, places: &[(&str, i64)], content: bool) -> Result<HashMap<(String, i64), (String, Turn)>> {
-    let mut out = HashMap::new();
+/// Reads the messages at `(session, position)` places into `turns`, in
+/// one statement whatever their number.
+fn read_places(sql: &dyn Sql, turns: &mut Turns, places: &[(String, i64)], content: bool) -> Result<()> {
     if places.is_empty() {
-        return Ok(out);
+        return Ok(());
     }
     let rows: Vec<TurnRow> = json_rows(
         sql,
@@ -568,10 +605,9 @@ fn turns_at(sql: &dyn Sql, places: &[(&str, i64)], content: bool) -> Result<Hash
         &[json_param(places), SqlValue::Integer(content as i64)],
     )?;
     for TurnRow(id, session, position, role, timestamp, content) in rows {
-        let turn = turn_from(session, position, role, timestamp, content);
-        out.insert((turn.session.clone(), turn.position), (id, turn));
+        turns.add(id, session, position, role, timestamp, content);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Full-text scores of messages, best first, computed once per recall
@@ -595,7 +631,7 @@ pub struct TurnScores {
 /// message mentions a time, and by [`DATE_BOOST`] when the message is
 /// dated within a period the query names.
 pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
-    let (hits, columns) = bm25_scores::<TurnHit>(
+    let (hits, rows) = bm25_scores::<TurnHit>(
         sql,
         &format!(
             "SELECT json_group_array(json_array(m.id, f.s, {})) \
@@ -607,59 +643,60 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
         q,
         &[SqlValue::Integer(q.temporal as i64)],
     )?;
-    let mut turns: HashMap<String, Turn> = HashMap::new();
-    let mut at: HashMap<(String, i64), String> = HashMap::new();
-    for (id, TurnHit(_, _, session, position, role, timestamp, content)) in columns {
-        let t = turn_from(session, position, role, timestamp, content);
-        at.insert((t.session.clone(), t.position), id.clone());
-        turns.insert(id, t);
+    let mut turns = Turns::default();
+    // Each hit with its own score.
+    let mut own: Vec<(usize, f64)> = Vec::with_capacity(rows.len());
+    for (id, TurnHit(_, _, session, position, role, timestamp, content)) in rows {
+        let score = hits.get(&id).copied().unwrap_or(0.0);
+        own.push((turns.add(id, session, position, role, timestamp, content), score));
     }
     let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
-    let mut missing: Vec<(&str, i64)> = Vec::new();
-    let mut wanted: HashSet<(&str, i64)> = HashSet::new();
-    for t in turns.values() {
+    let mut wanted: HashSet<(u32, i64)> = HashSet::default();
+    for &(i, _) in &own {
+        let t = &turns.turns[i];
         for d in &offsets {
-            let place = (t.session.as_str(), t.position + d);
-            if place.1 >= 0 && !at.contains_key(&(t.session.clone(), place.1)) && wanted.insert(place) {
-                missing.push(place);
+            let place = (t.session, t.position + d);
+            if place.1 >= 0 && !turns.at.contains_key(&place) {
+                wanted.insert(place);
             }
         }
     }
-    let found = turns_at(sql, &missing, q.temporal)?;
-    for (place, (id, turn)) in found {
-        turns.insert(id.clone(), turn);
-        at.insert(place, id);
-    }
-    let mut context: HashMap<String, f64> = HashMap::new();
-    let mut session_best: HashMap<&str, f64> = HashMap::new();
-    for (id, own) in &hits {
-        *context.entry(id.clone()).or_insert(0.0) += own;
-        let t = &turns[id];
-        let best = session_best.entry(t.session.as_str()).or_insert(0.0);
-        *best = best.max(*own);
+    let mut missing: Vec<(u32, i64)> = wanted.into_iter().collect();
+    missing.sort_unstable();
+    let places: Vec<(String, i64)> = missing.iter().map(|&(s, p)| (turns.sessions[s as usize].clone(), p)).collect();
+    read_places(sql, &mut turns, &places, q.temporal)?;
+
+    let n = turns.turns.len();
+    let mut context = vec![0.0f64; n];
+    let mut reached = vec![false; n];
+    let mut session_best = vec![0.0f64; turns.sessions.len()];
+    for &(i, score) in &own {
+        context[i] += score;
+        reached[i] = true;
+        let t = &turns.turns[i];
+        let best = &mut session_best[t.session as usize];
+        *best = best.max(score);
         for d in &offsets {
-            if let Some(n) = at.get(&(t.session.clone(), t.position + d)) {
-                *context.entry(n.clone()).or_insert(0.0) += NEIGHBOUR_SHARE.powi(d.abs() as i32) * own;
+            if let Some(&j) = turns.at.get(&(t.session, t.position + d)) {
+                context[j] += NEIGHBOUR_SHARE.powi(d.abs() as i32) * score;
+                reached[j] = true;
             }
         }
     }
-    let named = q.named_among(turns.values().map(|t| t.role.as_str()));
-    let factor = |id: &str| -> f64 { turns.get(id).map_or(1.0, |t| factor(q, named[t.role.as_str()], &t.content, t.date)) };
-    let mut factors: HashMap<&str, f64> = HashMap::new();
-    for id in context.keys() {
-        factors.insert(id.as_str(), factor(id));
-    }
-    let plain: HashMap<String, f64> = hits.iter().map(|(id, s)| (id.clone(), s * factors.get(id.as_str()).unwrap_or(&1.0))).collect();
-    let context: HashMap<String, f64> = context
-        .iter()
-        .map(|(id, s)| {
-            let session = turns.get(id).map(|t| t.session.as_str()).unwrap_or("");
-            let s = s + SESSION_SHARE * session_best.get(session).copied().unwrap_or(0.0);
-            (id.clone(), s * factors.get(id.as_str()).unwrap_or(&1.0))
+    let named = q.named_among(turns.turns.iter().map(|t| t.role.as_str()));
+    let factors: Vec<f64> = turns.turns.iter().map(|t| factor(q, named[t.role.as_str()], &t.content, t.date)).collect();
+    let mut plain: Vec<(String, f64)> = own.iter().map(|&(i, s)| (turns.turns[i].id.clone(), s * factors[i])).collect();
+    let mut in_context: Vec<(String, f64)> = (0..n)
+        .filter(|&i| reached[i])
+        .map(|i| {
+            let t = &turns.turns[i];
+            (t.id.clone(), (context[i] + SESSION_SHARE * session_best[t.session as usize]) * factors[i])
         })
         .collect();
-    let roles = turns.iter().map(|(id, t)| (id.clone(), t.role.clone())).collect();
-    Ok(TurnScores { plain: best_first(plain), context: best_first(context), roles })
+    sort_best_first(&mut plain);
+    sort_best_first(&mut in_context);
+    let roles = turns.turns.into_iter().map(|t| (t.id, t.role)).collect();
+    Ok(TurnScores { plain, context: in_context, roles })
 }
 
 /// 3. FTS5 over raw messages (the safety net for what extraction lost):
@@ -673,7 +710,7 @@ pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations) -> (R
     let wanted = Overlap::new(&q.primary);
     let overlap = |id: &str| cites.memories.get(id).and_then(|m| m.content.as_deref()).map_or(0, |c| wanted.count(c));
     let mut ranking = Ranking { channel: Channel::Messages, ids: Vec::new(), ranks: Vec::new() };
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut rest: Vec<(String, usize)> = Vec::new();
     for (i, mid) in message_ids.iter().enumerate() {
         let mut mine: Vec<&String> = cites.by_message.get(mid).into_iter().flatten().filter(|id| !seen.contains(*id)).collect();
@@ -715,7 +752,7 @@ impl Overlap {
     }
 
     fn count(&self, content: &str) -> usize {
-        let mut found: HashSet<&str> = HashSet::new();
+        let mut found: HashSet<&str> = HashSet::default();
         for w in text::content_words(content) {
             let short = w.len() < 2;
             if !short && !self.prefixes.contains(&[w.as_bytes()[0], w.as_bytes()[1]]) {

@@ -123,9 +123,9 @@ pub struct Fused {
 /// Fuses rankings. An id ranked by a channel more than once counts at its
 /// best rank.
 pub fn fuse(rankings: &[Ranking]) -> Vec<Fused> {
-    let mut by_id: std::collections::HashMap<&str, Fused> = std::collections::HashMap::new();
+    let mut by_id: rustc_hash::FxHashMap<&str, Fused> = Default::default();
     for r in rankings {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         for (i, id) in r.ids.iter().enumerate() {
             if !seen.insert(id.as_str()) {
                 continue;
