@@ -18,3 +18,16 @@ BENCH_SIZES ?= 1000,10000,100000
 
 bench: build
 	@$(ENV) BENCH_SIZES="$(BENCH_SIZES)" $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/bench.mjs
+
+# `make bench-native`: where recall and ingest spend their time, natively
+# (tests/bench/stages.rs): per-stage latency, the SQL statements of one
+# recall and of one ingested message, ingest throughput, on a generated
+# profile of BENCH_NATIVE_N memories (default 10000). A profiling aid; the
+# published figures come from `make bench`.
+.PHONY: bench-native
+BENCH_NATIVE_N ?= 10000
+BENCH_NATIVE_DIR ?= target/bench-native
+
+bench-native: setup
+	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/native-data.mjs "$(BENCH_NATIVE_DIR)" "$(BENCH_NATIVE_N)"
+	@$(ENV) cargo bench --bench stages -- "$(BENCH_NATIVE_DIR)"

@@ -711,15 +711,26 @@ fn sort_hits(hits: &mut [(String, f32)]) {
 }
 
 fn upsert_rows(sql: &dyn Sql, items: &[(String, Vec<f32>)], mut packed: Option<&mut Packed>) -> Result<()> {
-    for (id, v) in items {
-        let code = Code::of(v);
+    // Several rows per statement (three parameters each).
+    const ROWS: usize = crate::core::ports::MAX_SQL_PARAMS / 3;
+    for chunk in items.chunks(ROWS) {
+        let codes: Vec<Code> = chunk.iter().map(|(_, v)| Code::of(v)).collect();
+        let mut params = Vec::with_capacity(chunk.len() * 3);
+        for ((id, v), code) in chunk.iter().zip(&codes) {
+            params.extend([id.into(), SqlValue::Blob(encode(v)), SqlValue::Blob(code.to_bytes())]);
+        }
         sql.execute(
-            "INSERT OR REPLACE INTO vectors (memory_id, vector, code) VALUES (?, ?, ?)",
-            &[id.into(), SqlValue::Blob(encode(v)), SqlValue::Blob(code.to_bytes())],
+            &format!(
+                "INSERT OR REPLACE INTO vectors (memory_id, vector, code) VALUES {}",
+                crate::core::store::rows_placeholders(chunk.len(), 3)
+            ),
+            &params,
         )?;
         if let Some(p) = packed.as_deref_mut().filter(|p| p.loaded) {
-            p.insert(id, &code);
-            p.since_snapshot = p.since_snapshot.saturating_add(1);
+            for ((id, _), code) in chunk.iter().zip(&codes) {
+                p.insert(id, code);
+                p.since_snapshot = p.since_snapshot.saturating_add(1);
+            }
         }
     }
     if let Some(p) = packed.filter(|p| p.loaded && p.snapshot_due()) {
