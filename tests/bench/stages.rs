@@ -64,7 +64,7 @@ impl Counted<'_> {
         let ms: f64 = v.iter().map(|(_, s)| s.2).sum();
         eprintln!("  {:.1} statements, {:.3} ms per {unit}; the costliest:", calls as f64 / per, ms / per);
         for (shape, (calls, rows, ms)) in v.iter().take(8) {
-            eprintln!("  {:7.3} ms {:5.1} calls {:6.1} rows  {shape}", ms / per, *calls as f64 / per, *rows as f64 / per);
+            eprintln!("  {:7.3} ms {:5.2} calls {:6.1} rows  {shape}", ms / per, *calls as f64 / per, *rows as f64 / per);
         }
     }
 }
