@@ -116,6 +116,8 @@ Notes on the columns:
 - Vector recall@10: the local index (512-bit SimHash of every vector in the Durable Object's memory, Hamming pass to the nearest 2,000, 4-bit rescoring to the best k + max(24, k/2) (75 for a channel's 50), exact float32 cosine of those read from SQLite) against an exact cosine scan of the same stored vectors, ${results[0]?.vector.queries ?? 100} queries.
 - Wasm memory: the Worker's linear memory (its high-water mark), which holds the index's in-memory copy (${results.map((r) => `${mb(r.memory.indexBytes)} MB at ${int(r.memories)}`).join(", ")}). workerd RSS is the whole local runtime process (both Workers, SQLite's page cache, miniflare), not the 128 MB isolate limit.
 - Cold index: the first recall after the index's memory copy is dropped (as when a Durable Object starts) loads it again, from its snapshot when there is one: ${results.map((r) => `${f(r.recall.coldMs, 0)} ms at ${int(r.memories)}`).join(", ")}.
+- Path: a request that reaches no Durable Object (\`GET /health\`) takes ${results.map((r) => `${f(r.ping.http)} ms`).join(" / ")} over HTTP and an empty call to the Durable Object ${results.map((r) => `${f(r.ping.p50)} ms`).join(" / ")} through the binding (at each size). Recall over HTTP pays that path plus the Worker's own hop to the object, and asks each question once, with its pages cold in SQLite's cache, where "in DO" repeats it.
+- Ingest: the time of the \`POST …/ingest\` calls, which includes the background embedding of their memories (the alarm drains the outbox between calls).
 - Fill: ${results.map((r) => `${int(r.n)}: import ${f(r.fill.importSec)} s, embedding ${f(r.fill.embedSec)} s`).join("; ")}.
 
 Targets of the issue (2-core machine, local defaults, no model calls):
