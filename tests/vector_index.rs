@@ -10,7 +10,7 @@ mod support;
 
 use agent_memory::core::local::embed::{embed_one, DIMS};
 use agent_memory::core::local::vector::{
-    cosine, exact_scan, load, load_from_rows, search, CachedVectorIndex, Packed, SqlVectorIndex, FIRST_PASS, SNAPSHOT_MIN,
+    cosine, exact_scan, load, load_from_rows, search, search_many, CachedVectorIndex, Packed, SqlVectorIndex, FIRST_PASS, SNAPSHOT_MIN,
 };
 use agent_memory::core::ports::{Sql, VectorIndex};
 use std::cell::RefCell;
@@ -120,6 +120,29 @@ fn test_recall_at_10_on_embedded_texts() {
     let r = recall_at_10(&vectors, &queries, SHARE);
     eprintln!("embedded texts: recall@10 {r:.3}");
     assert!(r >= 0.95, "recall@10 {r:.3} on embedded texts");
+}
+
+#[test]
+fn test_several_queries_in_one_pass_answer_as_each_alone() {
+    let mut rng = Rng(7);
+    let vectors: Vec<Vec<f32>> = (0..3000).map(|_| normalized((0..DIMS).map(|_| rng.normal()).collect())).collect();
+    let sql = database();
+    let items: Vec<(String, Vec<f32>)> = vectors.iter().enumerate().map(|(i, v)| (id(i), v.clone())).collect();
+    block_on(SqlVectorIndex { sql: &sql }.upsert(&items)).unwrap();
+    let mut packed = Packed::new();
+    for _ in 0..5 {
+        let qs: Vec<Vec<f32>> = (0..3).map(|_| vectors[rng.below(vectors.len())].clone()).collect();
+        let together = search_many(&sql, &mut packed, &qs, 20, 300).unwrap();
+        let alone: Vec<Vec<(String, f32)>> = qs.iter().map(|q| search(&sql, &mut packed, q, 20, 300).unwrap()).collect();
+        assert_eq!(together, alone);
+        assert_eq!(together[0].len(), 20);
+    }
+    // Through the trait, on the index a Durable Object keeps.
+    let cell = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql: &sql, packed: &cell };
+    let qs = vec![vectors[1].clone(), vectors[2].clone()];
+    let hits = block_on(index.query_many(&qs, 5)).unwrap();
+    assert_eq!((hits[0][0].0.as_str(), hits[1][0].0.as_str()), (id(1).as_str(), id(2).as_str()));
 }
 
 #[test]

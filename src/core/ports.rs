@@ -164,4 +164,11 @@ pub trait VectorIndex {
     fn delete<'a>(&'a self, ids: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
     /// The `top_k` nearest ids with their cosine similarity, best first.
     fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>>;
+
+    /// [`VectorIndex::query`] for each of `vectors`, in their order. By
+    /// default the queries run concurrently; an index that can answer
+    /// several in one pass does.
+    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Vec<(String, f32)>>>> {
+        Box::pin(futures::future::try_join_all(vectors.iter().map(move |v| self.query(v, top_k))))
+    }
 }

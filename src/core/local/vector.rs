@@ -659,18 +659,16 @@ fn read_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<Option<i64>> {
     Ok(Some(covered))
 }
 
-/// The float vectors of these ids (at most [`IN_CHUNK`] per statement).
+/// The float vectors of these ids, in one statement.
 fn read_vectors(sql: &dyn Sql, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>> {
-    let mut out = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(IN_CHUNK) {
-        let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-        let rows = sql.query(
-            &format!("SELECT memory_id, vector FROM vectors WHERE memory_id IN ({})", crate::core::store::placeholders(chunk.len())),
-            &params,
-        )?;
-        out.extend(rows.into_iter().filter_map(|r| Some((r[0].opt_string()?, decode(r[1].as_blob()?)))));
+    if ids.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(out)
+    let rows = sql.query(
+        "SELECT memory_id, vector FROM vectors WHERE memory_id IN (SELECT value FROM json_each(?1))",
+        &[crate::core::store::json_param(ids)],
+    )?;
+    Ok(rows.into_iter().filter_map(|r| Some((r[0].opt_string()?, decode(r[1].as_blob()?)))).collect())
 }
 
 /// A rowid below every row of `vectors` (SQLite assigns them from 1).
@@ -801,6 +799,43 @@ pub fn search(sql: &dyn Sql, packed: &mut Packed, q: &[f32], top_k: usize, first
     exact_scan(sql, q, top_k)
 }
 
+/// [`search`] for several queries: a pass over the codes for each, then
+/// one read of the union of their shortlists for the exact rescoring.
+/// Falls back to [`search`] one by one when a shortlisted entry turns out
+/// stale (that path evicts it) or the dimensions are odd.
+pub fn search_many(sql: &dyn Sql, packed: &mut Packed, qs: &[Vec<f32>], top_k: usize, first_pass: usize) -> Result<Vec<Vec<(String, f32)>>> {
+    if top_k == 0 {
+        return Ok(vec![Vec::new(); qs.len()]);
+    }
+    if !packed.loaded {
+        load(sql, packed)?;
+    }
+    let one_by_one = |packed: &mut Packed| qs.iter().map(|q| search(sql, packed, q, top_k, first_pass)).collect();
+    if qs.len() < 2 || packed.is_empty() || qs.iter().any(|q| q.len() != packed.dims) {
+        return one_by_one(packed);
+    }
+    let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
+    let shortlists: Vec<Vec<String>> =
+        qs.iter().map(|q| packed.shortlist(q, first_pass.max(keep), keep).into_iter().map(|(id, _)| id).collect()).collect();
+    let mut union: Vec<String> = shortlists.concat();
+    union.sort_unstable();
+    union.dedup();
+    let vectors: std::collections::HashMap<String, Vec<f32>> = read_vectors(sql, &union)?.into_iter().collect();
+    if vectors.len() < union.len() {
+        return one_by_one(packed);
+    }
+    Ok(qs
+        .iter()
+        .zip(&shortlists)
+        .map(|(q, ids)| {
+            let mut hits: Vec<(String, f32)> = ids.iter().map(|id| (id.clone(), cosine(q, &vectors[id]))).collect();
+            sort_hits(&mut hits);
+            hits.truncate(top_k);
+            hits
+        })
+        .collect())
+}
+
 /// The local index without a memory copy: every query loads the codes
 /// from SQLite first (native tests, one-off use).
 pub struct SqlVectorIndex<'a> {
@@ -841,6 +876,9 @@ impl VectorIndex for CachedVectorIndex<'_> {
     }
     fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>> {
         Box::pin(async move { search(self.sql, &mut self.packed.borrow_mut(), vector, top_k, FIRST_PASS) })
+    }
+    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Vec<(String, f32)>>>> {
+        Box::pin(async move { search_many(self.sql, &mut self.packed.borrow_mut(), vectors, top_k, FIRST_PASS) })
     }
 }
 

@@ -780,6 +780,27 @@ pub async fn vector(
     Ok(Ranking::new(channel, keep_live(sql, ids, include_inactive, now_iso)?))
 }
 
+/// Channels 4 and 5 together: one call to the index for both embeddings
+/// (the local index answers them in one pass), one filter to live
+/// memories. A failure fails every channel asked.
+pub async fn vectors(
+    sql: &dyn Sql,
+    index: &dyn VectorIndex,
+    asked: &[(Channel, Vec<f32>)],
+    include_inactive: bool,
+    now_iso: &str,
+) -> Result<Vec<Ranking>> {
+    let embeddings: Vec<Vec<f32>> = asked.iter().map(|(_, e)| e.clone()).collect();
+    let hits = index.query_many(&embeddings, CHANNEL_DEPTH).await?;
+    let all: Vec<String> = hits.iter().flatten().map(|(id, _)| id.clone()).collect::<HashSet<_>>().into_iter().collect();
+    let live: HashSet<String> = keep_live(sql, all, include_inactive, now_iso)?.into_iter().collect();
+    Ok(asked
+        .iter()
+        .zip(hits)
+        .map(|((channel, _), hits)| Ranking::new(*channel, hits.into_iter().map(|(id, _)| id).filter(|id| live.contains(id)).collect()))
+        .collect())
+}
+
 /// Keeps the ids of live memories, in order (an index may lag behind a
 /// forget until its job drains; recall must not).
 pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, include_inactive: bool, now_iso: &str) -> Result<Vec<String>> {

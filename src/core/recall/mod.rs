@@ -157,18 +157,21 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             // the HyDE channel then reports no hits. (The rule-based
             // analyzer's "the {topic} is" embeds like the topic words.)
             let hyde_repeats = cosine(&e[0], &e[1]) >= HYDE_SAME_AS_QUERY;
-            let (direct, hyde) = futures::join!(
-                channels::vector(Channel::Vector, p.sql, p.index, &e[0], include_inactive, &now_iso),
-                async {
-                    if hyde_repeats {
-                        Ok(Ranking::new(Channel::Hyde, vec![]))
-                    } else {
-                        channels::vector(Channel::Hyde, p.sql, p.index, &e[1], include_inactive, &now_iso).await
-                    }
-                },
-            );
-            record(Channel::Vector, direct, &mut notes);
-            record(Channel::Hyde, hyde, &mut notes);
+            let mut asked = vec![(Channel::Vector, e[0].clone())];
+            if !hyde_repeats {
+                asked.push((Channel::Hyde, e[1].clone()));
+            }
+            match channels::vectors(p.sql, p.index, &asked, include_inactive, &now_iso).await {
+                Ok(mut rankings) => {
+                    let hyde = if hyde_repeats { Ranking::new(Channel::Hyde, vec![]) } else { rankings.pop().expect("asked for two") };
+                    record(Channel::Vector, Ok(rankings.pop().expect("asked for one")), &mut notes);
+                    record(Channel::Hyde, Ok(hyde), &mut notes);
+                }
+                Err(e) => {
+                    record(Channel::Vector, Err(e.clone()), &mut notes);
+                    record(Channel::Hyde, Err(e), &mut notes);
+                }
+            }
         }
         None => {
             record(Channel::Vector, Err(crate::core::error::Error::provider("no query embedding")), &mut notes);
