@@ -9,8 +9,9 @@
 //! native code, so the figures are for finding where time goes, not the
 //! published ones (`make bench` measures the built Worker in workerd).
 //!
-//! Usage: `cargo bench --bench stages -- DIR` (DIR holds `fill.ndjson`,
-//! `queries.json`, `ingest.json`).
+//! Usage: `cargo bench --bench stages -- DIR [recall|ingest]` (DIR holds
+//! `fill.ndjson`, `queries.json`, `ingest.json`; the second argument runs
+//! one half only).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -79,8 +80,9 @@ fn read(dir: &std::path::Path, name: &str) -> String {
 }
 
 fn main() {
-    let dir = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_else(|| "target/bench-native".into());
-    let dir = std::path::Path::new(&dir);
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let dir = std::path::Path::new(args.first().map_or("target/bench-native", String::as_str));
+    let only = args.get(1).map(String::as_str);
     let fill = read(dir, "fill.ndjson");
     let queries: Vec<String> = serde_json::from_str(&read(dir, "queries.json")).expect("queries");
     let ingest: Vec<Value> = serde_json::from_str(&read(dir, "ingest.json")).expect("ingest requests");
@@ -103,12 +105,23 @@ fn main() {
         })
     };
 
+    if only != Some("ingest") {
+        recall_all(&sql, &packed, &queries, &profile);
+    }
+    if only != Some("recall") {
+        ingest_all(&sql, &packed, &ingest, &profile);
+    }
+}
+
+type WithProfile<'p> = dyn Fn(&dyn Sql, &CachedVectorIndex<'_>, &mut dyn FnMut(&Profile<'_>)) + 'p;
+
+fn recall_all(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String], profile: &WithProfile<'_>) {
     eprintln!("recall stages over {} questions (each: one run minus the same call with nothing to repeat):", queries.len());
-    let index = CachedVectorIndex { sql: &sql, packed: &packed };
-    profile(&sql, &index, &mut |p| {
+    let index = CachedVectorIndex { sql, packed };
+    profile(sql, &index, &mut |p| {
         for stage in ["analyze", "key", "turns", "fts", "messages", "vector", "hyde", "fuse", "recall"] {
             let mut xs = Vec::new();
-            for q in &queries {
+            for q in queries {
                 let t = Instant::now();
                 block_on(bench::stage(p, q, stage, 1)).expect("stage");
                 let whole = t.elapsed().as_secs_f64();
@@ -121,21 +134,23 @@ fn main() {
     });
 
     eprintln!("statements of one recall ({TRACED_QUERIES} questions):");
-    let counted = Counted { inner: &sql, stats: RefCell::new(HashMap::new()) };
-    let index = CachedVectorIndex { sql: &counted, packed: &packed };
+    let counted = Counted { inner: sql, stats: RefCell::new(HashMap::new()) };
+    let index = CachedVectorIndex { sql: &counted, packed };
     profile(&counted, &index, &mut |p| {
         for q in queries.iter().take(TRACED_QUERIES) {
             block_on(bench::stage(p, q, "recall", 1)).expect("recall");
         }
     });
     counted.print(TRACED_QUERIES as f64, "recall");
+}
 
-    let counted = Counted { inner: &sql, stats: RefCell::new(HashMap::new()) };
-    let index = CachedVectorIndex { sql: &counted, packed: &packed };
+fn ingest_all(sql: &NativeSql, packed: &RefCell<Packed>, ingest: &[Value], profile: &WithProfile<'_>) {
+    let counted = Counted { inner: sql, stats: RefCell::new(HashMap::new()) };
+    let index = CachedVectorIndex { sql: &counted, packed };
     let mut stored = 0;
     let t = Instant::now();
     profile(&counted, &index, &mut |p| {
-        for req in &ingest {
+        for req in ingest {
             stored += block_on(p.dispatch("ingest", req.clone())).expect("ingest")["messagesStored"].as_u64().unwrap_or(0);
         }
     });

@@ -79,7 +79,16 @@ fn key_words(s: &str) -> Vec<String> {
 
 /// The attribute phrase of "my/our/the X Y is ...", when it is two or
 /// three content words.
+/// Words that open a copula subject ("my favorite color is ...").
+const DETERMINERS: &[&str] = &["my", "our", "the", "his", "her", "their", "your"];
+
 fn copula_subject(body: &str) -> Option<String> {
+    // The pattern is anchored on one of these words: most statements open
+    // otherwise and need not run it (it is the costliest of the rules).
+    let first = body.trim_start().split(char::is_whitespace).next().unwrap_or("");
+    if !DETERMINERS.iter().any(|d| first.eq_ignore_ascii_case(d)) {
+        return None;
+    }
     static COPULA: OnceLock<Regex> = OnceLock::new();
     let c = re(&COPULA, r"(?i)^\s*(?:my|our|the|his|her|their|your)\s+([\w' -]{3,60}?)\s+(?:is|are|was|were|has been|have been)\b")
         .captures(body)?;
@@ -170,6 +179,15 @@ mod tests {
         assert_eq!(kind_of("The project uses GraphQL.", false), MemoryType::Fact);
         assert_eq!(kind_of("Actually, switch to npm for this project.", false), MemoryType::Instruction);
         assert_eq!(kind_of("From now on, deploys happen on Fridays.", false), MemoryType::Instruction);
+    }
+
+    #[test]
+    fn test_copula_subjects_need_an_opening_determiner() {
+        assert_eq!(copula_subject("  Our   main database is Postgres.").as_deref(), Some("main_database"));
+        assert_eq!(copula_subject("THEIR youngest dog was sick").as_deref(), Some("youngest_dog"));
+        assert_eq!(copula_subject("Mythical creatures are fun"), None);
+        assert_eq!(copula_subject("Therefore the plan is fine"), None);
+        assert_eq!(copula_subject("my, the plan is fine"), None);
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl Reasoner for Rules {
         Box::pin(async move { Ok(extract::extract(t, pass)) })
     }
     fn verify<'a>(&'a self, t: &'a Transcript, c: &'a [Candidate]) -> LocalBoxFuture<'a, Result<Vec<Verdict>>> {
-        Box::pin(async move { Ok(c.iter().map(|c| verify::verify(t, c)).collect()) })
+        Box::pin(async move { Ok(verify::verify_all(t, c)) })
     }
     fn classify<'a>(&'a self, t: &'a Transcript, c: &'a [Candidate]) -> LocalBoxFuture<'a, Result<Vec<Classification>>> {
         Box::pin(async move { Ok(c.iter().map(|c| classify::classify(t, c)).collect()) })

@@ -12,25 +12,43 @@
 
 use crate::core::provider::{Candidate, Transcript, Verdict};
 use crate::core::text;
+use std::collections::{HashMap, HashSet};
 
 /// Share of content words that must be found in the cited lines.
 pub const MIN_GROUNDING: f64 = 0.8;
 
+/// Verifies every candidate of one transcript, stemming each cited line
+/// once (candidates of one message cite the same line).
+pub fn verify_all(t: &Transcript, cs: &[Candidate]) -> Vec<Verdict> {
+    let mut stems: HashMap<usize, HashSet<String>> = HashMap::new();
+    cs.iter().map(|c| verify_with(t, c, &mut stems)).collect()
+}
+
 pub fn verify(t: &Transcript, c: &Candidate) -> Verdict {
+    verify_with(t, c, &mut HashMap::new())
+}
+
+/// [`verify`] with the stems of transcript lines (by index) kept in
+/// `stems` across candidates.
+fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet<String>>) -> Verdict {
     if c.lines.is_empty() {
         return Verdict::Drop { reason: "cites no source line".into() };
     }
-    let cited: Vec<&str> = t.lines.iter().filter(|l| c.lines.contains(&l.index)).map(|l| l.text.as_str()).collect();
+    let lines: Vec<&crate::core::provider::Line> = t.lines.iter().filter(|l| c.lines.contains(&l.index)).collect();
+    let cited: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
     if cited.is_empty() {
         return Verdict::Drop { reason: "cites lines outside its transcript".into() };
     }
-    let source: std::collections::HashSet<String> = cited.iter().flat_map(|s| text::stems(s)).collect();
+    for l in &lines {
+        stems.entry(l.index).or_insert_with(|| text::stems(&l.text).into_iter().collect());
+    }
+    let source: HashSet<&String> = lines.iter().flat_map(|l| stems[&l.index].iter()).collect();
     let body = c.content.split_once(": ").map_or(c.content.as_str(), |(_, b)| b);
     let words = text::stems(body);
     if words.is_empty() {
         return Verdict::Drop { reason: "states nothing".into() };
     }
-    let grounded = words.iter().filter(|w| source.contains(*w)).count();
+    let grounded = words.iter().filter(|w| source.contains(w)).count();
     let share = grounded as f64 / words.len() as f64;
     if let Some(d) = crate::core::ingest::dates::first_date(body) {
         if !cited.iter().any(|s| s.contains(&d)) {
