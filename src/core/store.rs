@@ -6,7 +6,9 @@
 //!   the memory row exists; likewise for messages;
 //! * a memory with status other than `active` has no vector, or has an
 //!   `unvector` job pending in the outbox;
-//! * multi-row writes are chunked under [`MAX_SQL_PARAMS`].
+//! * multi-row writes stay under the platform's limits: lists travel as
+//!   JSON parameters of at most [`MAX_JSON_PARAM`] bytes ([`json_chunks`]),
+//!   placeholders stay under [`MAX_SQL_PARAMS`].
 
 use crate::core::error::{Error, Result};
 use crate::core::model::{ListPage, Memory, MemoryType, Message, MessageInput, Stats, Status};
@@ -201,16 +203,11 @@ impl<'a> Store<'a> {
 
     // ---- memories -------------------------------------------------------
 
-    /// Inserts a memory (ignored if its id exists), its sources and its FTS
-    /// row, and queues its embedding when it should be vectorized. Returns
-    /// whether it was new.
-    pub fn insert_memory(&self, m: &Memory, fingerprint: &str) -> Result<bool> {
-        Ok(self.insert_memories(&[(m, fingerprint)])? == 1)
-    }
-
-    /// [`Store::insert_memory`] for many memories, in five statements
-    /// whatever their number (each list travels as one JSON parameter).
-    /// Returns how many were new. Call inside a transaction.
+    /// Inserts memories (each ignored if its id exists), their sources and
+    /// full-text rows, and queues an embedding for each that should be
+    /// vectorized: an existence check, then per [`MAX_JSON_PARAM`] bytes of
+    /// memories two statements (rows and full-text rows), then the sources
+    /// and the jobs. Returns how many were new. Call inside a transaction.
     pub fn insert_memories(&self, items: &[(&Memory, &str)]) -> Result<usize> {
         if items.is_empty() {
             return Ok(0);

@@ -55,19 +55,6 @@ pub async fn dispatch(p: &Profile<'_>, op: &str, args: &Value) -> Result<Value> 
         }
         "benchSql" => {
             // One statement's round trip: `SELECT 1`, or a point lookup.
-            if let Some(stmt) = args.get("statement").and_then(Value::as_str) {
-                let params: Vec<SqlValue> = args.get("params").and_then(Value::as_array).map(|a| a.iter().map(|v| match v {
-                    Value::Number(n) if n.is_i64() => SqlValue::Integer(n.as_i64().unwrap()),
-                    Value::Number(n) => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
-                    Value::String(s) => SqlValue::Text(s.clone()),
-                    _ => SqlValue::Null,
-                }).collect()).unwrap_or_default();
-                let mut n = 0;
-                for _ in 0..usize_arg(args, "repeat", 1) {
-                    n = p.sql.query(stmt, &params)?.len();
-                }
-                return Ok(json!({ "rows": n }));
-            }
             let sql = if args.get("lookup").and_then(Value::as_bool) == Some(true) {
                 "SELECT id, summary FROM memories WHERE id = (SELECT max(id) FROM memories)"
             } else {
