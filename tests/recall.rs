@@ -207,3 +207,27 @@ fn test_a_question_naming_a_date_prefers_what_was_said_then() {
         assert!(r.candidates[0].summary.contains("curry"), "{:?}", summaries(&r));
     });
 }
+
+#[test]
+fn test_long_messages_keep_every_channel_working_for_a_question_asking_when() {
+    // Hundreds of long turns (logs, code): the text recall reads for a
+    // question asking when must stay under the platform's 2 MB cap on a
+    // value (the native SQL refuses more, as the Durable Object does).
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let filler = "lorem ipsum dolor sit amet, consectetur adipiscing elit ".repeat(450);
+        for s in 0..4 {
+            let messages: Vec<MessageInput> = (0..50)
+                .map(|i| msg("user", &format!("Yesterday I deployed the billing service {s}-{i} to production. {filler}")))
+                .collect();
+            block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("logs-{s}")) })).unwrap();
+        }
+        let r = recall(p, json!({ "query": "When did I deploy the billing service to production?", "explain": true }));
+        assert!(r.messages.is_empty(), "degraded: {:?}", r.messages);
+        assert!(!r.candidates.is_empty());
+        let channels = &r.explain.as_ref().unwrap().channels;
+        for c in channels.iter().filter(|c| matches!(c.channel, Channel::Fts | Channel::Messages)) {
+            assert!(c.error.is_none() && !c.ids.is_empty(), "{:?}", c);
+        }
+    });
+}

@@ -53,7 +53,11 @@ impl Sql for NativeSql {
                     ValueRef::Null => SqlValue::Null,
                     ValueRef::Integer(i) => SqlValue::Integer(i),
                     ValueRef::Real(f) => SqlValue::Real(f),
-                    ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Text(t) => {
+                        // The Durable Object refuses any value over 2 MB, results included.
+                        assert!(t.len() <= 2_000_000, "a result value over 2 MB ({} bytes): {sql}", t.len());
+                        SqlValue::Text(String::from_utf8_lossy(t).into_owned())
+                    }
                     ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
                 });
             }

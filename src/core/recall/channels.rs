@@ -65,6 +65,15 @@ pub const DATE_BOOST: f64 = 1.5;
 /// source turn and the turns around it).
 pub const OWN_SHARE: f64 = 0.25;
 
+/// How much of a text recall reads when it needs the words (a time word
+/// for [`TIME_BOOST`], the query's words for the order of one message's
+/// memories): the first characters only, so that the rows of one
+/// statement, built as one JSON text ([`json_rows`]), stay well under the
+/// platform's 2 MB cap on a value whatever the messages hold.
+pub const TEXT_READ_CHARS: usize = 1000;
+/// Places [`read_places`] reads per statement when it reads text.
+const PLACES_WITH_TEXT: usize = 200;
+
 /// Words by which a question refers to its asker (the `user` role).
 const FIRST_PERSON: &[&str] = &["i", "me", "my", "mine", "myself"];
 /// Roles that stand for the person the service remembers for.
@@ -285,7 +294,7 @@ pub fn fts_with(
         &format!(
             "SELECT json_group_array(json_array(id, s, event_date, source_message_ids, content)) FROM ( \
              SELECT m.id AS id, f.s AS s, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
-                    CASE WHEN ?3 THEN m.content END AS content \
+                    CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
              FROM (SELECT rowid, bm25(memories_fts, 1.0, 2.0, 0.6) AS s FROM memories_fts \
                    WHERE memories_fts MATCH ?1 ORDER BY s LIMIT ?2 * 2) f \
              JOIN memories m ON m.rowid = f.rowid WHERE {cond} ORDER BY f.s LIMIT ?2)"
@@ -459,7 +468,7 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_
         sql,
         &format!(
             "SELECT json_group_array(json_array(s.message_id, m.id, m.source_message_ids, \
-                    CASE WHEN j.key < ?2 THEN m.content END)) \
+                    CASE WHEN j.key < ?2 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END)) \
              FROM json_each(?1) j CROSS JOIN memory_sources s ON s.message_id = j.value \
              CROSS JOIN memories m ON m.id = s.memory_id WHERE {cond}"
         ),
@@ -540,7 +549,7 @@ struct Turn {
 /// Columns a [`Turn`] is read from, after its id: session, position, role,
 /// timestamp, and the content when `?{content}` is true.
 fn turn_columns(content: usize) -> String {
-    format!("m.session_id, m.position, m.role, m.timestamp, CASE WHEN ?{content} THEN m.content END")
+    format!("m.session_id, m.position, m.role, m.timestamp, CASE WHEN ?{content} THEN substr(m.content, 1, {TEXT_READ_CHARS}) END")
 }
 
 /// A message read with [`turn_columns`]: id, then those.
@@ -592,20 +601,20 @@ impl Turns {
 /// Reads the messages at `(session, position)` places into `turns`, in
 /// one statement whatever their number.
 fn read_places(sql: &dyn Sql, turns: &mut Turns, places: &[(String, i64)], content: bool) -> Result<()> {
-    if places.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<TurnRow> = json_rows(
-        sql,
-        &format!(
-            "SELECT json_group_array(json_array(m.id, {})) FROM json_each(?1) j CROSS JOIN messages m \
-             ON m.session_id = j.value ->> 0 AND m.position = j.value ->> 1",
-            turn_columns(2)
-        ),
-        &[json_param(places), SqlValue::Integer(content as i64)],
-    )?;
-    for TurnRow(id, session, position, role, timestamp, content) in rows {
-        turns.add(id, session, position, role, timestamp, content);
+    let per_statement = if content { PLACES_WITH_TEXT } else { places.len().max(1) };
+    for chunk in places.chunks(per_statement) {
+        let rows: Vec<TurnRow> = json_rows(
+            sql,
+            &format!(
+                "SELECT json_group_array(json_array(m.id, {})) FROM json_each(?1) j CROSS JOIN messages m \
+                 ON m.session_id = j.value ->> 0 AND m.position = j.value ->> 1",
+                turn_columns(2)
+            ),
+            &[json_param(chunk), SqlValue::Integer(content as i64)],
+        )?;
+        for TurnRow(id, session, position, role, timestamp, content) in rows {
+            turns.add(id, session, position, role, timestamp, content);
+        }
     }
     Ok(())
 }
