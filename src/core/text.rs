@@ -8,52 +8,66 @@
 /// separates tokens and "s" is a token of its own).
 pub fn tokens(s: &str) -> Vec<String> {
     if s.is_ascii() {
-        return ascii_tokens(s.as_bytes());
+        // The common case, byte by byte: no decoding, no case tables.
+        split_tokens(s.as_bytes())
+    } else {
+        split_tokens(&s.chars().collect::<Vec<char>>())
     }
+}
+
+/// A unit of text [`tokens`] reads: a byte of ASCII text, or a character.
+trait Unit: Copy {
+    fn is_alnum(self) -> bool;
+    fn is_apostrophe(self) -> bool;
+    fn is_s(self) -> bool;
+    fn push_lower(self, to: &mut String);
+}
+
+impl Unit for u8 {
+    fn is_alnum(self) -> bool {
+        self.is_ascii_alphanumeric()
+    }
+    fn is_apostrophe(self) -> bool {
+        self == b'\''
+    }
+    fn is_s(self) -> bool {
+        matches!(self, b's' | b'S')
+    }
+    fn push_lower(self, to: &mut String) {
+        to.push(self.to_ascii_lowercase() as char);
+    }
+}
+
+impl Unit for char {
+    fn is_alnum(self) -> bool {
+        self.is_alphanumeric()
+    }
+    fn is_apostrophe(self) -> bool {
+        matches!(self, '\'' | '’')
+    }
+    fn is_s(self) -> bool {
+        matches!(self, 's' | 'S')
+    }
+    fn push_lower(self, to: &mut String) {
+        to.extend(self.to_lowercase());
+    }
+}
+
+fn split_tokens<U: Unit>(units: &[U]) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
-    let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c.is_alphanumeric() {
-            cur.extend(c.to_lowercase());
-        } else if c == '\'' || c == '’' {
+    while i < units.len() {
+        let c = units[i];
+        if c.is_alnum() {
+            c.push_lower(&mut cur);
+        } else if c.is_apostrophe() {
             let possessive = !cur.is_empty()
-                && matches!(chars.get(i + 1), Some('s' | 'S'))
-                && chars.get(i + 2).is_none_or(|n| !n.is_alphanumeric());
+                && units.get(i + 1).is_some_and(|n| n.is_s())
+                && units.get(i + 2).is_none_or(|n| !n.is_alnum());
             if possessive && !is_stop(&cur) {
                 // "Caroline's" -> "caroline"; "it's", "that's" keep their
                 // contracted forms ("its", "thats"), which are stop words.
-                i += 2;
-                continue;
-            }
-        } else if !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-        i += 1;
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
-/// [`tokens`] of an ASCII text, byte by byte (the common case: no
-/// character decoding, no case tables).
-fn ascii_tokens(b: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_alphanumeric() {
-            cur.push(c.to_ascii_lowercase() as char);
-        } else if c == b'\'' {
-            let possessive = !cur.is_empty()
-                && matches!(b.get(i + 1), Some(b's' | b'S'))
-                && b.get(i + 2).is_none_or(|n| !n.is_ascii_alphanumeric());
-            if possessive && !is_stop(&cur) {
                 i += 2;
                 continue;
             }
