@@ -64,7 +64,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
             protocol_version: mcp_version.as_deref(),
             body: &body,
         };
-        return serve_mcp(&env, &namespace, &profile, auth.as_deref(), &mcp).await;
+        return serve_mcp(&env, &namespace, &profile, &mcp).await;
     }
     if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
         let e = Error::invalid(format!("method {method} is not allowed on {}; allowed: {allow}", url.path()));
@@ -73,7 +73,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         headers.set("allow", allow)?;
         return Ok(resp.with_headers(headers));
     }
-    match handle(&env, &incoming, auth.as_deref()).await {
+    match handle(&env, &incoming).await {
         Ok(Reply::Json(op, v)) => json_response(200, &rest::envelope_ok(&op, v)),
         Ok(Reply::Raw { body, content_type, filename }) => {
             let headers = Headers::new();
@@ -97,22 +97,14 @@ fn json_response(status: u16, v: &Value) -> Result<Response> {
     Ok(Response::from_json(v)?.with_status(status))
 }
 
-async fn handle(env: &Env, req: &Incoming<'_>, auth: Option<&str>) -> std::result::Result<Reply, Error> {
-    // Credentials first: a caller without a token for the namespace learns
-    // nothing about its request (and costs no body parsing).
-    let tokens = || {
-        let config = config::Config::from_env(env);
-        Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}"))
-    };
-    if let Some(namespace) = rest::target_namespace(req.path) {
-        tokens()?.authorize(auth, &namespace)?;
-    }
+async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Error> {
+    // Credentials were checked in `fetch` for the namespace in the path,
+    // which is the namespace every profile route names.
     match rest::route(req)? {
         Route::Health => Ok(Reply::Json(String::new(), json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") }))),
         Route::Mcp { .. } => Err(Error::not_found("mcp is served separately")),
         Route::OpenApi => Ok(Reply::Raw { body: OPENAPI.to_string(), content_type: "application/json", filename: None }),
         Route::Profile(call) => {
-            tokens()?.authorize(auth, &call.namespace)?;
             let name = call.object_name();
             let out = call_object(env, &name, &call.op, call.args).await?;
             if call.op == "export" {
@@ -125,17 +117,9 @@ async fn handle(env: &Env, req: &Incoming<'_>, auth: Option<&str>) -> std::resul
     }
 }
 
-/// The MCP endpoint: the same bearer auth and namespace rules as REST,
-/// then the core's MCP handler over the profile's Durable Object.
-async fn serve_mcp(env: &Env, namespace: &str, profile: &str, auth: Option<&str>, req: &McpRequest<'_>) -> Result<Response> {
-    let config = config::Config::from_env(env);
-    let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.authorize(auth, namespace));
-    if let Err(e) = authorized {
-        let resp = json_response(e.status(), &rest::envelope_err(&e))?;
-        let headers = resp.headers().clone();
-        headers.set("www-authenticate", "Bearer")?;
-        return Ok(resp.with_headers(headers));
-    }
+/// The MCP endpoint: the core's MCP handler over the profile's Durable
+/// Object (credentials were checked in `fetch`, as for REST).
+async fn serve_mcp(env: &Env, namespace: &str, profile: &str, req: &McpRequest<'_>) -> Result<Response> {
     let backend = ObjectBackend { env, name: rest::object_name(namespace, profile) };
     let reply = mcp::handle_http(req, &backend).await;
     let headers = Headers::new();
@@ -181,15 +165,6 @@ pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::r
     Err(Error::from_code(code, message))
 }
 
-/// Splits an RPC profile name: `"ns/profile"`, or `"profile"` in the
-/// `default` namespace. Both parts follow the REST name rules.
-pub fn rpc_object_name(name: &str) -> std::result::Result<(String, String), Error> {
-    let (ns, profile) = name.split_once('/').unwrap_or(("default", name));
-    crate::core::api::validate_name("namespace", ns)?;
-    crate::core::api::validate_name("profile", profile)?;
-    Ok((ns.to_string(), profile.to_string()))
-}
-
 /// The RPC entry the JS shim forwards every profile method to. Returns the
 /// operation's result, or throws an `Error` whose `code` and message are
 /// those REST would put in its envelope.
@@ -199,7 +174,7 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue) -> std::
         // Taken as a JsValue: a caller may send anything, and a name that is
         // not a string is an invalid argument, not a trap.
         let profile = profile.as_string().ok_or_else(|| Error::invalid("profile name must be a string"))?;
-        let (ns, p) = rpc_object_name(&profile)?;
+        let (ns, p) = rest::rpc_profile_name(&profile)?;
         let args: Value = if args.is_undefined() || args.is_null() {
             Value::Null
         } else {

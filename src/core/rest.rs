@@ -45,6 +45,16 @@ pub fn object_name(namespace: &str, profile: &str) -> String {
     format!("{namespace}/{profile}")
 }
 
+/// Splits a profile name as RPC callers give it: `"ns/profile"`, or
+/// `"profile"` in the `default` namespace. Both parts follow the REST name
+/// rules.
+pub fn rpc_profile_name(name: &str) -> Result<(String, String)> {
+    let (ns, profile) = name.split_once('/').unwrap_or(("default", name));
+    api::validate_name("namespace", ns)?;
+    api::validate_name("profile", profile)?;
+    Ok((ns.to_string(), profile.to_string()))
+}
+
 /// A request as the router sees it.
 pub struct Incoming<'a> {
     pub method: &'a str,
@@ -370,6 +380,15 @@ pub fn envelope_err(e: &Error) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_rpc_profile_names_default_their_namespace_and_follow_the_name_rules() {
+        assert_eq!(rpc_profile_name("alice").unwrap(), ("default".to_string(), "alice".to_string()));
+        assert_eq!(rpc_profile_name("team/alice").unwrap(), ("team".to_string(), "alice".to_string()));
+        assert!(rpc_profile_name("team/alice/x").unwrap_err().is_invalid());
+        assert!(rpc_profile_name("").unwrap_err().is_invalid());
+        assert!(rpc_profile_name("/alice").unwrap_err().is_invalid());
+    }
 
     fn get(path: &str) -> Result<Route> {
         route(&Incoming { method: "GET", path, query: &[], content_type: None, body: b"" })
