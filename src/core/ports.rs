@@ -159,6 +159,9 @@ pub trait Embedder {
 }
 
 /// A vector index scoped to one profile.
+/// Ids with their cosine similarity to a query, best first.
+pub type Hits = Vec<(String, f32)>;
+
 pub trait VectorIndex {
     fn upsert<'a>(&'a self, items: &'a [(String, Vec<f32>)]) -> LocalBoxFuture<'a, Result<()>>;
     fn delete<'a>(&'a self, ids: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
@@ -168,7 +171,7 @@ pub trait VectorIndex {
     /// [`VectorIndex::query`] for each of `vectors`, in their order. By
     /// default the queries run concurrently; an index that can answer
     /// several in one pass does.
-    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Vec<(String, f32)>>>> {
+    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(futures::future::try_join_all(vectors.iter().map(move |v| self.query(v, top_k))))
     }
 }

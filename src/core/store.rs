@@ -152,7 +152,7 @@ impl<'a> Store<'a> {
                      SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6 \
                      FROM json_each(?1) j"
                 ),
-                &[chunk.clone()],
+                std::slice::from_ref(&chunk),
             )?;
             // Index what was actually inserted (rows not already indexed).
             self.sql.execute(
@@ -256,7 +256,7 @@ impl<'a> Store<'a> {
                     "INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {} FROM json_each(?1) j",
                     columns.join(", ")
                 ),
-                &[chunk.clone()],
+                std::slice::from_ref(&chunk),
             )?;
             self.sql.execute(
                 "INSERT INTO memories_fts (rowid, content, key, queries) \

@@ -101,7 +101,7 @@ fn main() {
     let packed = RefCell::new(Packed::new());
     let profile = |sql: &'_ dyn Sql, index: &'_ CachedVectorIndex<'_>, f: &mut dyn FnMut(&Profile<'_>)| {
         with_profile(&NativeSql::memory(), now, |base| {
-            f(&Profile { sql, index, name: base.name, reasoner: base.reasoner, embedder: base.embedder, now, limits: base.limits.clone() })
+            f(&Profile { sql, index, name: base.name, reasoner: base.reasoner, embedder: base.embedder, now, limits: base.limits })
         })
     };
 

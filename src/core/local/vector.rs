@@ -877,7 +877,7 @@ impl VectorIndex for CachedVectorIndex<'_> {
     fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>> {
         Box::pin(async move { search(self.sql, &mut self.packed.borrow_mut(), vector, top_k, FIRST_PASS) })
     }
-    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Vec<(String, f32)>>>> {
+    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<crate::core::ports::Hits>>> {
         Box::pin(async move { search_many(self.sql, &mut self.packed.borrow_mut(), vectors, top_k, FIRST_PASS) })
     }
 }

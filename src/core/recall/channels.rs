@@ -569,7 +569,6 @@ struct Turns {
 
 impl Turns {
     /// Adds a message unless it is there; returns its index.
-    #[allow(clippy::too_many_arguments)]
     fn add(&mut self, id: String, session: String, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> usize {
         if let Some(&i) = self.by_id.get(&id) {
             return i;
