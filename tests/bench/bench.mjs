@@ -149,8 +149,8 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
   // `fill.done` counts the memories of it already imported. Each size is
   // filled up to N memories in all (ingest adds some between sizes).
   const fill = progressFile && existsSync(progressFile) ? JSON.parse(readFileSync(progressFile, "utf8")) : { done: 0, variant: 0, ingested: 0 };
-  let variant = 0;
-  let pending = null; // a session generator, partly consumed
+  let variant = 0; // variants started so far
+  const stream = corpus.stream(); // partly consumed from one size to the next
   let skip = fill.done;
 
   for (const N of SIZES) {
@@ -163,13 +163,8 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
       let mem = [];
       let msg = [];
       while (mem.length < Math.min(IMPORT_MEMORIES, N - have)) {
-        if (!pending) pending = corpus.sessions(variant++);
-        const next = pending.next();
-        if (next.done) {
-          pending = null;
-          continue;
-        }
-        const s = next.value;
+        const { variant: v, session: s } = stream.next().value;
+        variant = v + 1;
         if (skip > 0) {
           // Imported by an earlier run (BENCH_STATE).
           const n = Math.min(skip, s.memories.length);

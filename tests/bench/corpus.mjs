@@ -148,6 +148,11 @@ export class Corpus {
       .join(" ");
   }
 
+  /** Every session of variant 0, 1, 2, ... in turn, with its variant. */
+  *stream() {
+    for (let variant = 0; ; variant++) for (const session of this.sessions(variant)) yield { variant, session };
+  }
+
   /**
    * The sessions of variant k, each as stored messages and the memories a
    * rule-based extraction would produce from them (one per sentence of

@@ -17,17 +17,11 @@ mkdirSync(dir, { recursive: true });
 const corpus = new Corpus(loadLocomo(locomoPath(ROOT)));
 
 let variant = 0;
-let pending = null;
 const memories = [];
 const messages = [];
-while (memories.length < N) {
-  if (!pending) pending = corpus.sessions(variant++);
-  const next = pending.next();
-  if (next.done) {
-    pending = null;
-    continue;
-  }
-  const s = next.value;
+for (const { variant: v, session: s } of corpus.stream()) {
+  if (memories.length >= N) break;
+  variant = v + 1;
   const take = s.memories.slice(0, N - memories.length);
   const cited = new Set(take.flatMap((m) => m.sourceMessageIds));
   memories.push(...take);
