@@ -31,3 +31,16 @@ BENCH_NATIVE_DIR ?= target/bench-native
 bench-native: setup
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/native-data.mjs "$(BENCH_NATIVE_DIR)" "$(BENCH_NATIVE_N)"
 	@$(ENV) cargo bench --bench stages -- "$(BENCH_NATIVE_DIR)"
+
+# `make bench-profile BENCH_STATE=dir [PROFILE_WHAT=recall|ingest]`: a V8
+# CPU profile inside workerd (tests/bench/profile.mjs) of recall, or of
+# ingest over REST with its background embedding, on the profile that
+# `make bench BENCH_STATE=dir` filled: functions by own and inclusive
+# time (Rust names from the Wasm name section) and SQL time by caller.
+# Writes dir/<what>.cpuprofile for Chrome DevTools. A profiling aid.
+.PHONY: bench-profile
+PROFILE_WHAT ?= recall
+
+bench-profile: build
+	@test -n "$(BENCH_STATE)" || { echo "bench-profile: set BENCH_STATE to a dir filled by make bench BENCH_STATE=dir" >&2; exit 2; }
+	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/profile.mjs "$(BENCH_STATE)" "$(PROFILE_WHAT)"

@@ -157,6 +157,37 @@ fn test_delete_session_removes_only_that_session() {
 }
 
 #[test]
+fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()) };
+        block_on(p.ingest(session("a", vec![msg("Maria", "I baked a lemon tart for the fair."), msg("user", "Lemon tarts are my favourite dessert.")])))
+            .unwrap();
+        block_on(p.ingest(session("b", vec![msg("John Smith", "The trail up the ridge took us four hours.")]))).unwrap();
+        assert_eq!(p.store().speakers().unwrap(), vec!["John Smith", "Maria", "user"]);
+        p.delete_session("b").unwrap();
+        assert_eq!(p.store().speakers().unwrap(), vec!["Maria", "user"], "a deleted session's only speaker stays behind");
+        p.wipe().unwrap();
+        assert!(p.store().speakers().unwrap().is_empty());
+    });
+}
+
+#[test]
+fn test_speakers_of_messages_stored_before_the_table_are_filled_in_by_the_migration() {
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(IngestRequest { messages: vec![msg("Maria", "I baked a lemon tart for the fair.")], session_id: Some("a".into()) }))
+            .unwrap();
+    });
+    // The database as version 2 left it: messages, no speakers table.
+    sql.execute("DROP TABLE speakers", &[]).unwrap();
+    sql.execute("DELETE FROM schema_migrations WHERE version = 3", &[]).unwrap();
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    with_profile(&sql, APRIL_15, |p| assert_eq!(p.store().speakers().unwrap(), vec!["Maria"]));
+}
+
+#[test]
 fn test_export_then_import_reproduces_everything() {
     let src = database();
     let export = with_profile(&src, APRIL_15, |p| {

@@ -99,6 +99,16 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         // or outdated snapshot is rebuilt from `vectors`.
         "CREATE TABLE IF NOT EXISTS vector_snapshot (part INTEGER PRIMARY KEY, data BLOB NOT NULL)",
     ],
+), (
+    3,
+    &[
+        // The roles that speak in the profile's messages, each once. Recall
+        // reads them to tell a word naming a speaker from other words (see
+        // core::recall::channels::TextQuery::speakers) without scanning
+        // every message. Derived data, kept in step with `messages`.
+        "CREATE TABLE IF NOT EXISTS speakers (role TEXT PRIMARY KEY) WITHOUT ROWID",
+        "INSERT OR IGNORE INTO speakers (role) SELECT DISTINCT role FROM messages",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

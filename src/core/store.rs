@@ -154,6 +154,10 @@ impl<'a> Store<'a> {
                 ),
                 std::slice::from_ref(&chunk),
             )?;
+            self.sql.execute(
+                "INSERT OR IGNORE INTO speakers (role) SELECT DISTINCT j.value ->> 2 FROM json_each(?1) j",
+                std::slice::from_ref(&chunk),
+            )?;
             // Index what was actually inserted (rows not already indexed).
             self.sql.execute(
                 "INSERT INTO messages_fts (rowid, role, content) SELECT m.rowid, m.role, m.content \
@@ -405,16 +409,34 @@ impl<'a> Store<'a> {
         self.sql.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')", &[])
     }
 
-    /// Hard-deletes messages and their FTS rows.
+    /// The roles that speak in the profile's messages, in order.
+    pub fn speakers(&self) -> Result<Vec<String>> {
+        Ok(self.sql.query("SELECT role FROM speakers ORDER BY role", &[])?.into_iter().filter_map(|r| r[0].opt_string()).collect())
+    }
+
+    /// Hard-deletes messages and their FTS rows, and forgets a speaker
+    /// whose last message this was.
     pub fn delete_messages(&self, ids: &[String]) -> Result<()> {
+        let mut roles: Vec<String> = Vec::new();
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
             let ph = placeholders(chunk.len());
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            for r in self.sql.query(&format!("SELECT DISTINCT role FROM messages WHERE id IN ({ph})"), &params)? {
+                roles.extend(r[0].opt_string());
+            }
             self.sql.execute(
                 &format!("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE id IN ({ph}))"),
                 &params,
             )?;
             self.sql.execute(&format!("DELETE FROM messages WHERE id IN ({ph})"), &params)?;
+        }
+        roles.sort();
+        roles.dedup();
+        for role in roles {
+            self.sql.execute(
+                "DELETE FROM speakers WHERE role = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE role = ?1)",
+                &[role.into()],
+            )?;
         }
         Ok(())
     }
@@ -703,7 +725,7 @@ impl<'a> Store<'a> {
 
     /// Removes everything in the profile.
     pub fn wipe(&self) -> Result<()> {
-        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "outbox", "meta"] {
+        for t in ["messages", "messages_fts", "speakers", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "outbox", "meta"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.purge_deleted_text()

@@ -90,6 +90,8 @@ export async function startWorker(opts = {}) {
         host: "127.0.0.1",
         port: 0,
         log: new Log(opts.verbose ? LogLevel.DEBUG : LogLevel.WARN),
+        // A DevTools inspector on loopback (tests/bench/profile.mjs).
+        ...(opts.inspectorPort ? { inspectorPort: opts.inspectorPort, inspectorHost: "127.0.0.1" } : {}),
       }),
     );
   };

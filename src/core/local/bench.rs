@@ -53,6 +53,7 @@ pub async fn dispatch(p: &Profile<'_>, op: &str, args: &Value) -> Result<Value> 
             }
             Ok(json!({ "stored": stored }))
         }
+        "benchReplay" => replay(p, str_arg(args, "query")?, usize_arg(args, "repeat", 1)).await,
         "benchSql" => {
             // One statement's round trip: `SELECT 1`, or a point lookup.
             let sql = if args.get("lookup").and_then(Value::as_bool) == Some(true) {
@@ -88,12 +89,54 @@ pub fn bare_fts(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value> {
     Ok(json!({ "hits": hits }))
 }
 
+/// SQL that keeps every statement it runs, to run them again.
+struct Recorded<'a> {
+    inner: &'a dyn crate::core::ports::Sql,
+    log: std::cell::RefCell<Vec<(String, Vec<SqlValue>)>>,
+}
+
+impl crate::core::ports::Sql for Recorded<'_> {
+    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<crate::core::ports::Row>> {
+        self.log.borrow_mut().push((sql.to_string(), params.to_vec()));
+        self.inner.query(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        self.inner.transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        self.inner.database_size()
+    }
+}
+
+/// Runs one recall, keeping its statements (those of the vector index's
+/// own reads excepted), then runs those statements again `repeat` times:
+/// what the SQL of a recall costs inside the Durable Object, the crossing
+/// of the Wasm boundary included. A recall's cost minus this is its
+/// Wasm compute.
+pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value> {
+    let rec = Recorded { inner: p.sql, log: Default::default() };
+    let recording = Profile { name: p.name, sql: &rec, reasoner: p.reasoner, embedder: p.embedder, index: p.index, now: p.now, limits: p.limits };
+    let req: RecallRequest = crate::core::api::parse(json!({ "query": query }))?;
+    recording.recall(req).await?;
+    let log = rec.log.into_inner();
+    let mut rows = 0;
+    for _ in 0..repeat {
+        for (sql, params) in &log {
+            rows += p.sql.query(sql, params)?.len();
+        }
+    }
+    Ok(json!({ "statements": log.len(), "rows": rows }))
+}
+
 /// Runs one recall stage `repeat` times, its inputs prepared once.
 pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> Result<Value> {
     let now_iso = crate::core::time::iso(p.now);
     let analysis = p.reasoner.analyze(query).await?;
     let texts = vec![query.to_string(), if analysis.hyde.is_empty() { query.to_string() } else { analysis.hyde.clone() }];
     let embeddings = p.embedder.embed(&texts).await?;
+    let reference = chrono::DateTime::from_timestamp_millis(p.now).unwrap_or_default().date_naive();
+    // The full-text query as recall builds it (the speakers read once).
+    let q = crate::core::recall::text_query(p, query, &analysis.terms, reference)?;
     let mut out = 0usize;
     match stage {
         "analyze" => {
@@ -114,19 +157,18 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         "turns" => {
             // The message scoring both text channels share in a recall
             // (the fts and messages stages each include it).
-            let q = channels::TextQuery::from_terms(&analysis.terms);
             for _ in 0..repeat {
                 out = channels::score_turns(p.sql, &q)?.context.len();
             }
         }
         "fts" => {
             for _ in 0..repeat {
-                out = channels::fts(p.sql, &analysis.terms, false, &now_iso)?.ids.len();
+                out = channels::fts(p.sql, &q, false, &now_iso)?.ids.len();
             }
         }
         "messages" => {
             for _ in 0..repeat {
-                out = channels::messages(p.sql, &analysis.terms, false, &now_iso)?.0.ids.len();
+                out = channels::messages(p.sql, &q, false, &now_iso)?.0.ids.len();
             }
         }
         "vector" | "hyde" => {
@@ -146,8 +188,8 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
             // what recall does between the channels and synthesis.
             let rankings = vec![
                 channels::key(p.sql, &analysis.keys, false, &now_iso)?,
-                channels::fts(p.sql, &analysis.terms, false, &now_iso)?,
-                channels::messages(p.sql, &analysis.terms, false, &now_iso)?.0,
+                channels::fts(p.sql, &q, false, &now_iso)?,
+                channels::messages(p.sql, &q, false, &now_iso)?.0,
                 channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], false, &now_iso).await?,
                 channels::vector(fuse::Channel::Hyde, p.sql, p.index, &embeddings[1], false, &now_iso).await?,
             ];

@@ -86,6 +86,12 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// What the full-text channels search for: the query's words and the
+/// analyzer's `terms`, in this profile (its speakers).
+pub fn text_query(p: &Profile<'_>, query: &str, terms: &[String], reference: chrono::NaiveDate) -> Result<channels::TextQuery> {
+    Ok(channels::TextQuery::new(query, terms, reference).with_speakers(&p.store().speakers()?))
+}
+
 pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
     let opts = &req.options;
     let include_inactive = opts.include_inactive.unwrap_or(false);
@@ -132,20 +138,20 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             reports.push(ChannelReport { channel, weight: channel.weight(), ids: vec![], error: Some(e.to_string()) });
         }
     };
-    let text_query = channels::TextQuery::new(&req.query, &analysis.terms, reference);
     record(Channel::Key, channels::key(p.sql, &analysis.keys, include_inactive, &now_iso), &mut notes);
     // Both full-text channels read one scoring of the messages, and the
     // memories citing the best of them.
-    let text = channels::score_turns(p.sql, &text_query).and_then(|turns| {
+    let text_query = text_query(p, &req.query, &analysis.terms, reference);
+    let text = text_query.as_ref().map_err(Clone::clone).and_then(|q| channels::score_turns(p.sql, q)).and_then(|turns| {
         let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
         Ok((turns, cites))
     });
-    match &text {
-        Ok((turns, cites)) => {
-            record(Channel::Fts, channels::fts_with(p.sql, &text_query, turns, cites, include_inactive, &now_iso), &mut notes);
-            record(Channel::Messages, Ok(channels::messages_with(&text_query, turns, cites).0), &mut notes);
+    match (&text_query, &text) {
+        (Ok(q), Ok((turns, cites))) => {
+            record(Channel::Fts, channels::fts_with(p.sql, q, turns, cites, include_inactive, &now_iso), &mut notes);
+            record(Channel::Messages, Ok(channels::messages_with(q, turns, cites).0), &mut notes);
         }
-        Err(e) => {
+        (_, Err(e)) | (Err(e), _) => {
             record(Channel::Fts, Err(e.clone()), &mut notes);
             record(Channel::Messages, Err(e.clone()), &mut notes);
         }
