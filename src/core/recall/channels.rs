@@ -81,7 +81,7 @@ pub const OWN_SHARE: f64 = 0.25;
 /// statement, built as one JSON text ([`json_rows`]), stay well under the
 /// platform's 2 MB cap on a value whatever the messages hold.
 pub const TEXT_READ_CHARS: usize = 1000;
-/// Places [`read_places`] reads per statement when it reads text.
+/// Places [`read_ranges`] reads per statement when it reads text.
 const PLACES_WITH_TEXT: usize = 200;
 
 /// Words by which a question refers to its asker (the `user` role).
@@ -625,16 +625,32 @@ impl Turns {
     }
 }
 
-/// Reads the messages at `(session, position)` places into `turns`, in
-/// one statement whatever their number.
-fn read_places(sql: &dyn Sql, turns: &mut Turns, places: &[(String, i64)], content: bool) -> Result<()> {
-    let per_statement = if content { PLACES_WITH_TEXT } else { places.len().max(1) };
-    for chunk in places.chunks(per_statement) {
+/// Reads the messages at positions `lo..=hi` of each `(session, lo, hi)`
+/// range into `turns` (one index range scan per range), in one statement
+/// when only ids and places are read, else in statements of at most
+/// [`PLACES_WITH_TEXT`] places.
+fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[(String, i64, i64)], content: bool) -> Result<()> {
+    let mut chunks: Vec<&[(String, i64, i64)]> = Vec::new();
+    if content {
+        let (mut start, mut places) = (0, 0);
+        for (i, (_, lo, hi)) in ranges.iter().enumerate() {
+            let n = (hi - lo + 1) as usize;
+            if places + n > PLACES_WITH_TEXT && i > start {
+                chunks.push(&ranges[start..i]);
+                (start, places) = (i, 0);
+            }
+            places += n;
+        }
+        chunks.push(&ranges[start..]);
+    } else {
+        chunks.push(ranges);
+    }
+    for chunk in chunks.into_iter().filter(|c| !c.is_empty()) {
         let rows: Vec<TurnRow> = json_rows(
             sql,
             &format!(
                 "SELECT json_group_array(json_array(m.id, {})) FROM json_each(?1) j CROSS JOIN messages m \
-                 ON m.session_id = j.value ->> 0 AND m.position = j.value ->> 1",
+                 ON m.session_id = j.value ->> 0 AND m.position BETWEEN j.value ->> 1 AND j.value ->> 2",
                 turn_columns(2)
             ),
             &[json_param(chunk), SqlValue::Integer(content as i64)],
@@ -644,6 +660,22 @@ fn read_places(sql: &dyn Sql, turns: &mut Turns, places: &[(String, i64)], conte
         }
     }
     Ok(())
+}
+
+/// The positions within [`NEIGHBOUR_WINDOW`] of each of `hits` (session
+/// and position), as ranges merged where they meet, in order.
+fn neighbour_ranges(hits: impl Iterator<Item = (u32, i64)>) -> Vec<(u32, i64, i64)> {
+    let w = NEIGHBOUR_WINDOW as i64;
+    let mut spans: Vec<(u32, i64, i64)> = hits.map(|(s, p)| (s, (p - w).max(0), p + w)).collect();
+    spans.sort_unstable();
+    let mut out: Vec<(u32, i64, i64)> = Vec::with_capacity(spans.len());
+    for (s, lo, hi) in spans {
+        match out.last_mut() {
+            Some(last) if last.0 == s && lo <= last.2 + 1 => last.2 = last.2.max(hi),
+            _ => out.push((s, lo, hi)),
+        }
+    }
+    out
 }
 
 /// Full-text scores of messages, best first, computed once per recall
@@ -687,20 +719,11 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
         own.push((turns.add(id, session, position, role, timestamp, content), score));
     }
     let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
-    let mut wanted: HashSet<(u32, i64)> = HashSet::default();
-    for &(i, _) in &own {
-        let t = &turns.turns[i];
-        for d in &offsets {
-            let place = (t.session, t.position + d);
-            if place.1 >= 0 && !turns.at.contains_key(&place) {
-                wanted.insert(place);
-            }
-        }
-    }
-    let mut missing: Vec<(u32, i64)> = wanted.into_iter().collect();
-    missing.sort_unstable();
-    let places: Vec<(String, i64)> = missing.iter().map(|&(s, p)| (turns.sessions[s as usize].clone(), p)).collect();
-    read_places(sql, &mut turns, &places, q.temporal)?;
+    let ranges: Vec<(String, i64, i64)> = neighbour_ranges(own.iter().map(|&(i, _)| (turns.turns[i].session, turns.turns[i].position)))
+        .into_iter()
+        .map(|(s, lo, hi)| (turns.sessions[s as usize].clone(), lo, hi))
+        .collect();
+    read_ranges(sql, &mut turns, &ranges, q.temporal)?;
 
     let n = turns.turns.len();
     let mut context = vec![0.0f64; n];
@@ -906,6 +929,13 @@ mod tests {
         // Without speakers (or for a name nobody speaks under) every word counts.
         let none = TextQuery::new("What did Maria bake for John?", &[], day());
         assert_eq!(query_expr(&none, &none.primary).as_deref(), Some("\"maria\" OR \"bake\" OR \"john\""));
+    }
+
+    #[test]
+    fn test_neighbour_windows_merge_where_they_meet_within_a_session() {
+        let w = NEIGHBOUR_WINDOW as i64;
+        let ranges = neighbour_ranges([(1, 10), (0, 1), (1, 10 + 2 * w + 1), (1, 40), (0, 2)].into_iter());
+        assert_eq!(ranges, vec![(0, 0, 2 + w), (1, 10 - w, 10 + 3 * w + 1), (1, 40 - w, 40 + w)]);
     }
 
     #[test]
