@@ -157,6 +157,25 @@ fn test_delete_session_removes_only_that_session() {
 }
 
 #[test]
+fn test_only_active_unexpired_non_task_memories_want_a_vector() {
+    let sql = database();
+    let ids = with_profile(&sql, APRIL_15, |p| {
+        let mut add = |v: serde_json::Value| block_on(p.remember(serde_json::from_value(v).unwrap())).unwrap().id;
+        let fact = add(json!({ "content": "The staging database runs Postgres 16 on a dedicated host." }));
+        let task = add(json!({ "content": "Migrating the billing service to the new queue this sprint.", "type": "task" }));
+        let forgotten = add(json!({ "content": "The old VPN gateway lives in the Frankfurt rack." }));
+        let expiring = add(json!({ "content": "The office door code this week is the building number twice.", "ttlSeconds": 60 }));
+        p.forget(&forgotten).unwrap();
+        vec![fact, task, forgotten, expiring, "mem_unknown".to_string()]
+    });
+    let wanting = |now: i64| with_profile(&sql, now, |p| p.store().wanting_vectors(&ids).unwrap());
+    let expected_now: std::collections::HashSet<String> = [ids[0].clone(), ids[3].clone()].into();
+    assert_eq!(wanting(APRIL_15), expected_now);
+    // Two minutes later the TTL has passed: the memory reads as expired.
+    assert_eq!(wanting(APRIL_15 + 120_000), [ids[0].clone()].into());
+}
+
+#[test]
 fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

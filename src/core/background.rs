@@ -118,8 +118,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
             // this one). Upsert only memories that still want a vector, so
             // no vector of deleted content is written after its delete.
             let ids: Vec<String> = live.iter().map(|m| m.id.clone()).collect();
-            let still: std::collections::HashSet<String> =
-                store.memories_by_ids(&ids)?.into_iter().filter(wants_vector).map(|m| m.id).collect();
+            let still = store.wanting_vectors(&ids)?;
             let items: Vec<(String, Vec<f32>)> =
                 ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();
             if !items.is_empty() {

@@ -341,6 +341,26 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
+    /// Which of `ids` belong in the vector index now (active, not tasks:
+    /// see `core::background::wants_vector`), reading nothing else.
+    pub fn wanting_vectors(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        // Expiry as `memory_from_row` reads it: passed means expired.
+        let unexpired = |at: &Option<String>| at.as_deref().and_then(crate::core::time::parse_millis).is_none_or(|t| t > self.now);
+        Ok(json_rows::<(String, Option<String>)>(
+            self.sql,
+            "SELECT json_group_array(json_array(id, expires_at)) FROM memories \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'active' AND type <> 'task'",
+            &[json_param(ids)],
+        )?
+        .into_iter()
+        .filter(|(_, at)| unexpired(at))
+        .map(|(id, _)| id)
+        .collect())
+    }
+
     fn memories_where(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<Memory>> {
         let rows = self.sql.query(&format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause}"), params)?;
         Ok(rows.into_iter().map(|r| memory_from_row(r, self.now)).collect())

@@ -64,25 +64,32 @@ pub const SYNONYMS: &[&[&str]] = &[
     &["exercise", "workout"],
 ];
 
-/// The attribute a text is about, from the first category member it names.
+/// Every category member in one automaton, and the attribute of each
+/// (by pattern index, in [`CATEGORIES`] order).
+fn members() -> &'static (aho_corasick::AhoCorasick, Vec<&'static str>) {
+    static MEMBERS: std::sync::OnceLock<(aho_corasick::AhoCorasick, Vec<&'static str>)> = std::sync::OnceLock::new();
+    MEMBERS.get_or_init(|| {
+        let (patterns, attrs): (Vec<&str>, Vec<&str>) =
+            CATEGORIES.iter().flat_map(|(attr, members)| members.iter().map(move |m| (*m, *attr))).unzip();
+        (aho_corasick::AhoCorasick::new(patterns).expect("valid lexicon patterns"), attrs)
+    })
+}
+
+/// The attribute a text is about, from the first category member it names
+/// as a whole word (the earliest in the text; at one place, the first in
+/// [`CATEGORIES`]). One pass over the text for every member.
 pub fn category_of(text: &str) -> Option<&'static str> {
     let lower = format!(" {} ", text.to_lowercase());
-    let mut best: Option<(usize, &'static str)> = None;
-    for (attr, members) in CATEGORIES {
-        for m in members.iter() {
-            let needle_ok = |pos: usize| {
-                let before = lower[..pos].chars().last().is_none_or(|c| !c.is_alphanumeric());
-                let after = lower[pos + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
-                before && after
-            };
-            if let Some(pos) = lower.match_indices(m).map(|(p, _)| p).find(|&p| needle_ok(p)) {
-                if best.is_none_or(|(b, _)| pos < b) {
-                    best = Some((pos, attr));
-                }
-            }
-        }
-    }
-    best.map(|(_, a)| a)
+    let (automaton, attrs) = members();
+    let whole_word = |start: usize, end: usize| {
+        lower[..start].chars().next_back().is_none_or(|c| !c.is_alphanumeric())
+            && lower[end..].chars().next().is_none_or(|c| !c.is_alphanumeric())
+    };
+    automaton
+        .find_overlapping_iter(&lower)
+        .filter(|m| whole_word(m.start(), m.end()))
+        .min_by_key(|m| (m.start(), m.pattern().as_usize()))
+        .map(|m| attrs[m.pattern().as_usize()])
 }
 
 /// The attribute a word names directly ("package manager" names
@@ -101,4 +108,54 @@ pub fn synonyms(word: &str) -> Vec<&'static str> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The member-by-member scan `category_of` replaces: the reference.
+    fn category_by_scan(text: &str) -> Option<&'static str> {
+        let lower = format!(" {} ", text.to_lowercase());
+        let mut best: Option<(usize, &'static str)> = None;
+        for (attr, members) in CATEGORIES {
+            for m in members.iter() {
+                let whole = |pos: usize| {
+                    lower[..pos].chars().last().is_none_or(|c| !c.is_alphanumeric())
+                        && lower[pos + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric())
+                };
+                if let Some(pos) = lower.match_indices(m).map(|(p, _)| p).find(|&p| whole(p)) {
+                    if best.is_none_or(|(b, _)| pos < b) {
+                        best = Some((pos, attr));
+                    }
+                }
+            }
+        }
+        best.map(|(_, a)| a)
+    }
+
+    #[test]
+    fn test_one_pass_finds_the_category_the_member_scan_finds() {
+        let mut texts: Vec<String> = vec![
+            "I switched from npm to pnpm last week".into(),
+            "We use Postgres with Redis in front, deployed on AWS".into(),
+            "The vscode theme is dark mode; vim keys on".into(),
+            "Spring Boot services with React front ends".into(),
+            "I like going to the gym and reading novels".into(),
+            "Über-fast cargo builds, C++ and c# too".into(),
+            "npmjs is not npm; rusty is not rust; pythonic is not python".into(),
+            "".into(),
+        ];
+        // Every member alone, inside words, at both ends, and next to others.
+        for (_, members) in CATEGORIES {
+            for m in members.iter() {
+                texts.push(m.to_string());
+                texts.push(format!("x{m}y and {m}."));
+                texts.push(format!("{}: we moved to {m} after {}", m.to_uppercase(), members[0]));
+            }
+        }
+        for t in &texts {
+            assert_eq!(category_of(t), category_by_scan(t), "{t:?}");
+        }
+    }
 }
