@@ -9,9 +9,10 @@
 //! native code, so the figures are for finding where time goes, not the
 //! published ones (`make bench` measures the built Worker in workerd).
 //!
-//! Usage: `cargo bench --bench stages -- DIR [recall|ingest]` (DIR holds
-//! `fill.ndjson`, `queries.json`, `ingest.json`; the second argument runs
-//! one half only).
+//! Usage: `cargo bench --bench stages -- DIR [recall|ingest|first-pass]`
+//! (DIR holds `fill.ndjson`, `queries.json`, `ingest.json`; the second
+//! argument runs one part only: `first-pass` measures the local vector
+//! index's recall and time for several first-pass sizes).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -105,6 +106,10 @@ fn main() {
         })
     };
 
+    if only == Some("first-pass") {
+        first_pass(&sql, &queries, &profile);
+        return;
+    }
     if only != Some("ingest") {
         recall_all(&sql, &packed, &queries, &profile);
     }
@@ -142,6 +147,47 @@ fn recall_all(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String], pro
         }
     });
     counted.print(TRACED_QUERIES as f64, "recall");
+}
+
+/// Recall@k of the local index against an exact scan, and its time per
+/// query, for first passes of several sizes (k = 10, and a channel's
+/// depth). What `vector::first_pass` is chosen by.
+fn first_pass(sql: &NativeSql, queries: &[String], profile: &WithProfile<'_>) {
+    use agent_memory::core::local::vector::{cosine, decode, search};
+    use agent_memory::core::recall::channels::CHANNEL_DEPTH;
+    let packed = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql, packed: &packed };
+    profile(sql, &index, &mut |p| {
+        let vectors = block_on(p.embedder.embed(queries)).expect("embed");
+        let all: Vec<(String, Vec<f32>)> = sql
+            .query("SELECT memory_id, vector FROM vectors", &[])
+            .expect("vectors")
+            .into_iter()
+            .map(|r| (r[0].as_str().unwrap().to_string(), decode(r[1].as_blob().unwrap())))
+            .collect();
+        let exact = |q: &[f32], k: usize| {
+            let mut s: Vec<(f32, &str)> = all.iter().map(|(id, v)| (cosine(q, v), id.as_str())).collect();
+            s.sort_by(|a, b| b.0.total_cmp(&a.0));
+            s.into_iter().take(k).map(|(_, id)| id.to_string()).collect::<Vec<_>>()
+        };
+        eprintln!("local vector index over {} vectors, {} queries:", all.len(), queries.len());
+        for fp in [250, 500, 1000, 1500, 2000, 3000] {
+            let mut line = format!("  first pass {fp:>5}:");
+            for k in [10, CHANNEL_DEPTH] {
+                let (mut hit, mut total, mut ms) = (0, 0, 0.0);
+                for q in &vectors {
+                    let want = exact(q, k);
+                    let t = Instant::now();
+                    let got = search(sql, &mut packed.borrow_mut(), q, k, fp).expect("search");
+                    ms += t.elapsed().as_secs_f64() * 1000.0;
+                    total += want.len();
+                    hit += want.iter().filter(|id| got.iter().any(|(g, _)| g == *id)).count();
+                }
+                line += &format!("  recall@{k} {:.3} ({:.2} ms)", hit as f64 / total as f64, ms / vectors.len() as f64);
+            }
+            eprintln!("{line}");
+        }
+    });
 }
 
 fn ingest_all(sql: &NativeSql, packed: &RefCell<Packed>, ingest: &[Value], profile: &WithProfile<'_>) {

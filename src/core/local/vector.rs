@@ -166,6 +166,23 @@ pub fn quantize4(v: &[f32]) -> (Vec<u8>, f32) {
 }
 
 /// The two signed nibbles of every byte, as floats.
+/// A query's dot product with one 4-bit vector: the sum of
+/// `table[p][bytes[p]]`. Four running sums (independent additions) and
+/// a byte index into a row of 256 (no bounds check per lookup).
+fn dot_quantized(table: &[[f32; 256]], bytes: &[u8]) -> f32 {
+    let mut acc = [0f32; 4];
+    let (rows4, bytes4) = (table.chunks_exact(4), bytes.chunks_exact(4));
+    let (rows_rest, bytes_rest) = (rows4.remainder(), bytes4.remainder());
+    for (r, b) in rows4.zip(bytes4) {
+        acc[0] += r[0][b[0] as usize];
+        acc[1] += r[1][b[1] as usize];
+        acc[2] += r[2][b[2] as usize];
+        acc[3] += r[3][b[3] as usize];
+    }
+    let rest: f32 = rows_rest.iter().zip(bytes_rest).map(|(r, &b)| r[b as usize]).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
+}
+
 fn nibble_table() -> &'static [(f32, f32); 256] {
     static TABLE: std::sync::OnceLock<[(f32, f32); 256]> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
@@ -466,24 +483,18 @@ impl Packed {
         // table[p][b] = q[2p]·lo(b) + q[2p+1]·hi(b).
         let nibbles = nibble_table();
         let stride = self.stride();
-        let mut table = vec![0f32; stride * 256];
-        for p in 0..stride {
+        let mut table = vec![[0f32; 256]; stride];
+        for (p, row) in table.iter_mut().enumerate() {
             let (a, b) = (q[2 * p], q.get(2 * p + 1).copied().unwrap_or(0.0));
-            for (byte, (lo, hi)) in nibbles.iter().enumerate() {
-                table[p * 256 + byte] = a * lo + b * hi;
+            for (t, (lo, hi)) in row.iter_mut().zip(nibbles.iter()) {
+                *t = a * lo + b * hi;
             }
         }
         let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
         let qinv = if qn > 0.0 { 1.0 / qn } else { 0.0 };
         let mut scored: Vec<(f32, usize)> = candidates
             .into_iter()
-            .map(|s| {
-                let mut dot = 0f32;
-                for (p, &b) in self.quantized_of(s).iter().enumerate() {
-                    dot += table[p * 256 + b as usize];
-                }
-                (dot * self.inv_norm_of(s) * qinv, s)
-            })
+            .map(|s| (dot_quantized(&table, self.quantized_of(s)) * self.inv_norm_of(s) * qinv, s))
             .collect();
         let keep = keep.min(scored.len());
         if keep == 0 {
