@@ -94,7 +94,7 @@ impl<'a> Store<'a> {
         if ids.is_empty() {
             return Ok(found);
         }
-        for row in self.sql.query("SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(ids)])? {
+        for row in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[json_param(ids)])? {
             if let Some(id) = row[0].opt_string() {
                 found.insert(id);
             }
@@ -219,7 +219,7 @@ impl<'a> Store<'a> {
         let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
         let existing: std::collections::HashSet<String> = self
             .sql
-            .query("SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(&ids)])?
+            .query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[json_param(&ids)])?
             .into_iter()
             .filter_map(|r| r[0].opt_string())
             .collect();
@@ -297,8 +297,8 @@ impl<'a> Store<'a> {
         Ok(self
             .sql
             .query(
-                "SELECT fingerprint, id FROM memories \
-                 WHERE fingerprint IN (SELECT value FROM json_each(?1)) AND status = 'active' ORDER BY id",
+                "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
+                 ON m.fingerprint = j.value WHERE m.status = 'active' ORDER BY m.id",
                 &[json_param(fingerprints)],
             )?
             .into_iter()
@@ -351,8 +351,8 @@ impl<'a> Store<'a> {
         let unexpired = |at: &Option<String>| at.as_deref().and_then(crate::core::time::parse_millis).is_none_or(|t| t > self.now);
         Ok(json_rows::<(String, Option<String>)>(
             self.sql,
-            "SELECT json_group_array(json_array(id, expires_at)) FROM memories \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'active' AND type <> 'task'",
+            "SELECT json_group_array(json_array(m.id, m.expires_at)) FROM json_each(?1) j CROSS JOIN memories m \
+             ON m.id = j.value WHERE m.status = 'active' AND m.type <> 'task'",
             &[json_param(ids)],
         )?
         .into_iter()

@@ -82,7 +82,7 @@ fn split_tokens<U: Unit>(units: &[U]) -> Vec<String> {
     out
 }
 
-/// Sorted: looked up by binary search.
+/// The stop words, alphabetical (for the reader).
 const STOP: &[&str] = &[
     "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
     "at", "be", "been", "before", "being", "both", "but", "by", "can", "could", "d", "did",
@@ -98,8 +98,11 @@ const STOP: &[&str] = &[
     "wow", "yeah", "you", "your", "youre", "yours", "yourself",
 ];
 
+/// Whether `w` (lowercase) is a stop word: one hash lookup, the test of
+/// every token of every text.
 pub fn is_stop(w: &str) -> bool {
-    STOP.binary_search(&w).is_ok()
+    static SET: std::sync::OnceLock<rustc_hash::FxHashSet<&'static str>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| STOP.iter().copied().collect()).contains(w)
 }
 
 /// Content words: tokens that are not stop words.

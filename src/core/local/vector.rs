@@ -676,7 +676,7 @@ fn read_vectors(sql: &dyn Sql, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>
         return Ok(Vec::new());
     }
     let rows = sql.query(
-        "SELECT memory_id, vector FROM vectors WHERE memory_id IN (SELECT value FROM json_each(?1))",
+        "SELECT v.memory_id, v.vector FROM json_each(?1) j CROSS JOIN vectors v ON v.memory_id = j.value",
         &[crate::core::store::json_param(ids)],
     )?;
     Ok(rows.into_iter().filter_map(|r| Some((r[0].opt_string()?, decode(r[1].as_blob()?)))).collect())

@@ -400,7 +400,7 @@ fn roles<'i>(sql: &dyn Sql, turns: &TurnScores, ids: impl Iterator<Item = &'i St
     if !unknown.is_empty() {
         unknown.sort_unstable();
         unknown.dedup();
-        for r in sql.query("SELECT id, role FROM messages WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(&unknown)])? {
+        for r in sql.query("SELECT m.id, m.role FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[json_param(&unknown)])? {
             if let (Some(id), Some(role)) = (r[0].opt_string(), r[1].opt_string()) {
                 out.insert(id, role);
             }
@@ -871,7 +871,7 @@ pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, include_inactive: bool, now_is
     params.extend(extra);
     let ok: HashSet<String> = json_rows::<(String,)>(
         sql,
-        &format!("SELECT json_group_array(json_array(m.id)) FROM memories m WHERE m.id IN (SELECT value FROM json_each(?1)) AND {cond}"),
+        &format!("SELECT json_group_array(json_array(m.id)) FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value WHERE {cond}"),
         &params,
     )?
     .into_iter()
