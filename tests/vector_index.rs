@@ -247,3 +247,89 @@ fn test_a_hard_delete_drops_the_snapshot() {
     block_on(index.delete(&[id(1)])).unwrap();
     assert!(sql.query("SELECT 1 FROM vector_snapshot", &[]).unwrap().is_empty());
 }
+
+#[test]
+fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do() {
+    let sql = database();
+    let packed = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql: &sql, packed: &packed };
+    let mut rng = Rng(23);
+    let vector = |rng: &mut Rng| normalized((0..16).map(|_| rng.normal()).collect());
+    block_on(index.query(&vector(&mut rng), 1)).unwrap(); // loads (empty)
+    // Sixteen dimensions: a record is 92 bytes, a part ~5,700 slots.
+    let n = 20_000;
+    let items: Vec<(String, Vec<f32>)> = (0..n).map(|i| (id(i), vector(&mut rng))).collect();
+    for batch in items.chunks(1000) {
+        block_on(index.upsert(batch)).unwrap();
+    }
+    let stored = |sql: &dyn Sql| -> Vec<(i64, Vec<u8>)> {
+        sql.query("SELECT part, data FROM vector_snapshot WHERE part > 0 ORDER BY part", &[])
+            .unwrap()
+            .into_iter()
+            .map(|r| (r[0].as_i64().unwrap(), r[1].as_blob().unwrap().to_vec()))
+            .collect()
+    };
+    let before = stored(&sql);
+    assert!(before.len() >= 4, "a snapshot of several parts, not {}", before.len());
+
+    // Memories that stay (forgotten, not deleted): removing their vectors
+    // moves the last slots into theirs.
+    for i in [5, 6] {
+        sql.execute(
+            "INSERT INTO memories (id, type, summary, content, session_id, source_message_ids, search_queries, status, fingerprint, created_at, updated_at) \
+             VALUES (?, 'fact', 's', 'c', 'x', '[]', '[]', 'forgotten', ?, '2026-01-01', '2026-01-01')",
+            &[id(i).into(), id(i).into()],
+        )
+        .unwrap();
+    }
+    // The same copy, its snapshot writes counted.
+    let counting = CountingSnapshots { inner: &sql, parts: Default::default() };
+    let index = CachedVectorIndex { sql: &counting, packed: &packed };
+    block_on(index.delete(&[id(5), id(6)])).unwrap();
+    // Replaced vectors, then enough new ones for the next snapshot.
+    block_on(index.upsert(&[(id(7), vector(&mut rng)), (id(8), vector(&mut rng))])).unwrap();
+    let more: Vec<(String, Vec<f32>)> = (n..n + 2100).map(|i| (id(i), vector(&mut rng))).collect();
+    block_on(index.upsert(&more)).unwrap();
+    assert_eq!(counting.parts.get(), 2, "the first part (removals, replacements) and the last (new vectors, moved slots) only");
+
+    let after = stored(&sql);
+    let bytes = |parts: &[(i64, Vec<u8>)]| parts.iter().map(|p| p.1.len()).sum::<usize>();
+    assert!(bytes(&after) > bytes(&before), "the new vectors are in the snapshot");
+    let unchanged = before.iter().filter(|p| after.contains(p)).count();
+    assert_eq!(unchanged, before.len() - 2, "the parts between are as they were");
+
+    // A cold start reads the snapshot and agrees with the rows.
+    let (mut cold, mut rows) = (Packed::new(), Packed::new());
+    load(&sql, &mut cold).unwrap();
+    load_from_rows(&sql, &mut rows).unwrap();
+    assert_eq!(cold.len(), n + 2100 - 2);
+    assert_eq!(cold.len(), rows.len());
+    for _ in 0..5 {
+        let q = vector(&mut rng);
+        assert_eq!(cold.shortlist(&q, 500, 20), rows.shortlist(&q, 500, 20));
+    }
+    let mut fresh = Packed::new();
+    load(&sql, &mut fresh).unwrap();
+    assert!(!stored(&sql).is_empty(), "loading an up-to-date snapshot keeps it");
+}
+
+/// SQL that counts the snapshot parts written through it.
+struct CountingSnapshots<'a> {
+    inner: &'a dyn Sql,
+    parts: std::cell::Cell<usize>,
+}
+
+impl Sql for CountingSnapshots<'_> {
+    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
+        if sql.contains("INTO vector_snapshot") && !sql.contains("VALUES (0,") {
+            self.parts.set(self.parts.get() + 1);
+        }
+        self.inner.query(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
+        self.inner.transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        self.inner.database_size()
+    }
+}

@@ -298,6 +298,12 @@ pub struct Packed {
     dist: Vec<u16>,
     /// Vectors written since the snapshot was taken.
     since_snapshot: usize,
+    /// Whether `vector_snapshot` holds this copy slot for slot as of its
+    /// last write, except the parts in `dirty`: the next snapshot then
+    /// rewrites those parts only. Otherwise it is written whole.
+    snapshot_in_step: bool,
+    /// Parts (0-based, of [`Packed::per_part`] slots) changed since.
+    dirty: std::collections::BTreeSet<usize>,
 }
 
 impl Packed {
@@ -335,6 +341,24 @@ impl Packed {
             + self.odd.values().map(|s| s.capacity() + 40).sum::<usize>()
     }
 
+    /// Bytes of one slot's snapshot record: key, 1/norm, SimHash, 4-bit vector.
+    fn record(&self) -> usize {
+        16 + 4 + CODE_WORDS * 8 + self.stride()
+    }
+
+    /// Slots per snapshot part.
+    fn per_part(&self) -> usize {
+        (SNAPSHOT_PART / self.record()).max(1)
+    }
+
+    /// Notes that slot `s` changed (for the next snapshot).
+    fn touch(&mut self, s: usize) {
+        if self.snapshot_in_step {
+            let part = s / self.per_part();
+            self.dirty.insert(part);
+        }
+    }
+
     fn stride(&self) -> usize {
         self.dims.div_ceil(2)
     }
@@ -370,12 +394,16 @@ impl Packed {
         b.quantized.extend_from_slice(quantized);
         b.inv_norm.push(inv_norm);
         self.slot_of.insert(key, self.len as u32);
+        self.touch(self.len);
         self.len += 1;
     }
 
     /// Adds or replaces one vector's code.
     pub fn insert(&mut self, id: &str, code: &Code) {
         if self.len == 0 {
+            if code.dims != self.dims {
+                self.snapshot_in_step = false; // another record size
+            }
             self.dims = code.dims;
             self.blocks.clear();
         }
@@ -394,6 +422,7 @@ impl Packed {
                 b.simhash[i * CODE_WORDS..(i + 1) * CODE_WORDS].copy_from_slice(&code.simhash);
                 b.quantized[i * stride..(i + 1) * stride].copy_from_slice(&code.quantized);
                 b.inv_norm[i] = code.inv_norm;
+                self.touch(s);
             }
             None => self.push(key, &code.simhash, &code.quantized, code.inv_norm),
         }
@@ -405,6 +434,8 @@ impl Packed {
         let Some(s) = self.slot_of.remove(&key) else { return };
         self.odd.remove(&key);
         let (s, last, stride) = (s as usize, self.len - 1, self.stride());
+        self.touch(s);
+        self.touch(last);
         if s != last {
             let (k, h, q, n) = (self.key(last), self.simhash_of(last).to_vec(), self.quantized_of(last).to_vec(), self.inv_norm_of(last));
             let (b, i) = (&mut self.blocks[s / BLOCK], s % BLOCK);
@@ -591,15 +622,17 @@ fn load_rows(sql: &dyn Sql, packed: &mut Packed, mut after: i64) -> Result<usize
 
 /// Writes the memory copy to `vector_snapshot` as fixed-size records
 /// (key, 1/norm, SimHash, 4-bit vector) in parts of at most 512 KB; part 0
-/// is the header: magic, dims, count, the last vectors rowid it covers.
+/// is the header: magic, dims, count, the last vectors rowid it covers,
+/// parts. When the stored snapshot is in step with the copy but for the
+/// parts written since, only those parts are written again (new vectors
+/// fill the last parts: a snapshot costs what changed, not the whole
+/// copy); otherwise the snapshot is written whole.
 pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     if !packed.odd.is_empty() {
         return Ok(()); // ids that are not 32 hex characters: rows only
     }
     let covered = sql.query("SELECT MAX(rowid) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
-    let record = 16 + 4 + CODE_WORDS * 8 + packed.stride();
-    let per_part = (SNAPSHOT_PART / record).max(1);
-    let n = packed.len();
+    let (record, per_part, n) = (packed.record(), packed.per_part(), packed.len());
     let parts = n.div_ceil(per_part);
     let mut header = Vec::with_capacity(22);
     header.extend(SNAPSHOT_MAGIC);
@@ -609,8 +642,14 @@ pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     header.extend((parts as u32).to_le_bytes());
     // The header goes first out and last in: a snapshot cut short has none
     // and is not read.
-    sql.execute("DELETE FROM vector_snapshot", &[])?;
-    for part in 0..parts {
+    let rewrite: Vec<usize> = if packed.snapshot_in_step {
+        sql.execute("DELETE FROM vector_snapshot WHERE part = 0 OR part > ?", &[SqlValue::Integer(parts as i64)])?;
+        packed.dirty.iter().copied().filter(|&p| p < parts).collect()
+    } else {
+        sql.execute("DELETE FROM vector_snapshot", &[])?;
+        (0..parts).collect()
+    };
+    for part in rewrite {
         let (from, to) = (part * per_part, ((part + 1) * per_part).min(n));
         let mut data = Vec::with_capacity((to - from) * record);
         for s in from..to {
@@ -621,10 +660,15 @@ pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
             }
             data.extend(packed.quantized_of(s));
         }
-        sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (?, ?)", &[SqlValue::Integer(part as i64 + 1), SqlValue::Blob(data)])?;
+        sql.execute(
+            "INSERT OR REPLACE INTO vector_snapshot (part, data) VALUES (?, ?)",
+            &[SqlValue::Integer(part as i64 + 1), SqlValue::Blob(data)],
+        )?;
     }
     sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (0, ?)", &[SqlValue::Blob(header)])?;
     packed.since_snapshot = 0;
+    packed.dirty.clear();
+    packed.snapshot_in_step = true;
     Ok(())
 }
 
@@ -667,6 +711,10 @@ fn read_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<Option<i64>> {
         packed.clear();
         return Ok(None);
     }
+    // Slot for slot what is stored (a repeated key would have made the
+    // count differ): later writes only mark their parts.
+    packed.snapshot_in_step = true;
+    packed.dirty.clear();
     Ok(Some(covered))
 }
 
@@ -763,6 +811,7 @@ fn delete_rows(sql: &dyn Sql, ids: &[String], mut packed: Option<&mut Packed>) -
         let _ = sql.execute("DELETE FROM vector_snapshot", &[]);
         if let Some(p) = packed.as_deref_mut() {
             p.since_snapshot = usize::MAX;
+            p.snapshot_in_step = false;
         }
     }
     if let Some(p) = packed {
