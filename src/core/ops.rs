@@ -241,12 +241,16 @@ impl<'a> Profile<'a> {
     }
 
     fn check_capacity(&self, adding: i64) -> Result<()> {
-        let count = self
-            .sql
-            .query("SELECT COUNT(*) FROM memories", &[])?
-            .first()
-            .and_then(|r| r[0].as_i64())
-            .unwrap_or(0);
+        let one = |statement: &str| -> Result<i64> {
+            Ok(self.sql.query(statement, &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+        };
+        // Rowids are distinct positive integers, so the largest bounds the
+        // count (one index step); only a profile that may be near its
+        // limit is counted (a scan of every memory).
+        if one("SELECT COALESCE(MAX(rowid), 0) FROM memories")? + adding <= self.limits.max_memories {
+            return Ok(());
+        }
+        let count = one("SELECT COUNT(*) FROM memories")?;
         if count + adding > self.limits.max_memories {
             return Err(Error::conflict(format!(
                 "profile is full: it holds {count} memories and its limit is {}",
@@ -427,6 +431,27 @@ mod tests {
         let err = futures::executor::block_on(p.ingest(other)).unwrap_err();
         assert_eq!(err.status(), 409);
         assert_eq!(p.stats().unwrap().sessions, 1, "the refused call stored nothing");
+    }
+
+    #[test]
+    fn test_capacity_counts_the_memories_held_not_the_rowids_used() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        let p = profile(&sql, &Rules, &index, NOW, 3);
+        let remember = |content: &str| {
+            let req: crate::core::api::RememberRequest = serde_json::from_value(serde_json::json!({ "content": content })).unwrap();
+            futures::executor::block_on(p.remember(req))
+        };
+        let a = remember("The staging cluster runs in the Oslo region.").unwrap();
+        let b = remember("Deploys to production need two approvals.").unwrap();
+        remember("The on-call rotation changes every Monday at nine.").unwrap();
+        assert_eq!(remember("Backups are kept for thirty days.").unwrap_err().status(), 409, "three of three");
+        p.delete(&a.id).unwrap();
+        p.delete(&b.id).unwrap();
+        // Rowids up to 3 are taken, one memory is held: two fit again.
+        remember("Backups are kept for thirty days.").unwrap();
+        remember("The design review is on Thursdays.").unwrap();
+        assert_eq!(remember("Lunch is at noon on Fridays.").unwrap_err().status(), 409);
     }
 
     /// Every table's text, shadow tables of the FTS indexes included.

@@ -117,7 +117,7 @@ Notes on the columns:
 - Wasm memory: the Worker's linear memory (its high-water mark), which holds the index's in-memory copy (${results.map((r) => `${mb(r.memory.indexBytes)} MB at ${int(r.memories)}`).join(", ")}). workerd RSS is the whole local runtime process (both Workers, SQLite's page cache, miniflare), not the 128 MB isolate limit.
 - Cold index: the first recall after the index's memory copy is dropped (as when a Durable Object starts) loads it again, from its snapshot when there is one: ${results.map((r) => `${f(r.recall.coldMs, 0)} ms at ${int(r.memories)}`).join(", ")}.
 - Path: a request that reaches no Durable Object (\`GET /health\`) takes ${results.map((r) => `${f(r.ping.http)} ms`).join(" / ")} over HTTP and an empty call to the Durable Object ${results.map((r) => `${f(r.ping.p50)} ms`).join(" / ")} through the binding (at each size). Recall over HTTP pays that path plus the Worker's own hop to the object, over all the questions; "in DO" is the first ${meta.stageQueries} of them.
-- Ingest: the time of the \`POST …/ingest\` calls, which includes the background embedding of their memories (the alarm drains the outbox between calls).
+- Ingest: the time of the \`POST …/ingest\` calls, which includes the background embedding of their memories (the alarm drains the outbox between calls), after one call not counted${results.some((r) => r.ingest.coldMs) ? ` (the first ingest of the instance, which compiles the rules' patterns: ${results.map((r) => `${f(r.ingest.coldMs, 0)} ms`).join(" / ")})` : ""}.
 - Fill: ${results.map((r) => `${int(r.n)}: import ${f(r.fill.importSec)} s, embedding ${f(r.fill.embedSec)} s`).join("; ")}.
 
 Targets of the issue (2-core machine, local defaults, no model calls):
