@@ -273,7 +273,7 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
     // after one call that is not counted (as recall is warmed up): the
     // first ingest of an instance compiles the rules' patterns. Its time
     // is reported as the cold call.
-    const warm = corpus.sessions(INGEST_VARIANT0 - 1)[0];
+    const warm = corpus.sessions(INGEST_VARIANT0 - 1).next().value;
     t0 = performance.now();
     await http("POST", "/ingest", {
       sessionId: `warm-${N}-${warm.sessionId}`,
