@@ -5,6 +5,7 @@
 //! candidate. Grouping never reorders candidates.
 
 use crate::core::provider::{Candidate, Transcript};
+use std::rc::Rc;
 
 /// Most candidates judged in one reasoner call.
 pub const BATCH_SIZE: usize = 16;
@@ -18,8 +19,8 @@ fn span(t: &Transcript) -> (usize, usize, usize) {
 }
 
 /// Consecutive candidates of one transcript, at most `size` per batch.
-pub fn batches(items: Vec<(Candidate, Transcript)>, size: usize) -> Vec<(Transcript, Vec<Candidate>)> {
-    let mut out: Vec<(Transcript, Vec<Candidate>)> = Vec::new();
+pub fn batches(items: Vec<(Candidate, Rc<Transcript>)>, size: usize) -> Vec<(Rc<Transcript>, Vec<Candidate>)> {
+    let mut out: Vec<(Rc<Transcript>, Vec<Candidate>)> = Vec::new();
     for (c, t) in items {
         match out.last_mut() {
             Some((bt, cs)) if cs.len() < size.max(1) && span(bt) == span(&t) => cs.push(c),
@@ -34,11 +35,11 @@ mod tests {
     use super::*;
     use crate::core::provider::Line;
 
-    fn t(range: std::ops::Range<usize>) -> Transcript {
+    fn t(range: std::ops::Range<usize>) -> Rc<Transcript> {
         let lines = range
             .map(|i| Line { index: i, message_id: format!("m{i}"), role: "user".into(), date: None, text: String::new() })
             .collect();
-        Transcript { session_id: "s".into(), lines }
+        Rc::new(Transcript { session_id: "s".into(), lines })
     }
 
     fn c(s: &str) -> Candidate {

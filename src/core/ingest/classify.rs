@@ -9,13 +9,14 @@
 use crate::core::ingest::batch;
 use crate::core::model::Dropped;
 use crate::core::provider::{Candidate, Classification, Reasoner, Transcript};
+use std::rc::Rc;
 
 /// Classified candidates, and the ones whose classification failed (a
 /// model fault: worth retrying later).
 pub async fn run(
     reasoner: &dyn Reasoner,
-    items: Vec<(Candidate, Transcript)>,
-) -> (Vec<(Candidate, Classification, Transcript)>, Vec<Dropped>) {
+    items: Vec<(Candidate, Rc<Transcript>)>,
+) -> (Vec<(Candidate, Classification, Rc<Transcript>)>, Vec<Dropped>) {
     let mut out = Vec::new();
     let mut dropped = Vec::new();
     for (t, candidates) in batch::batches(items, batch::BATCH_SIZE) {

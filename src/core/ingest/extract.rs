@@ -10,6 +10,7 @@
 use crate::core::ingest::{chunk, transcript};
 use crate::core::model::{Dropped, Message};
 use crate::core::provider::{Candidate, Pass, Reasoner, Transcript};
+use std::rc::Rc;
 use futures::stream::{self, StreamExt};
 
 /// Chunks processed concurrently.
@@ -21,7 +22,7 @@ pub async fn run(
     reasoner: &dyn Reasoner,
     session_id: &str,
     messages: &[Message],
-) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>) {
+) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>) {
     let lengths: Vec<usize> = messages.iter().map(|m| m.content.len() + m.role.len() + 8).collect();
     let mut jobs: Vec<(Transcript, Pass)> = chunk::split(&lengths, chunk::CHUNK_CHARS, chunk::CHUNK_OVERLAP)
         .into_iter()
@@ -45,8 +46,10 @@ pub async fn run(
     let mut found = Vec::new();
     let mut failed = Vec::new();
     for (t, pass, result) in results {
+        // One transcript shared by the candidates drawn from it.
+        let t = Rc::new(t);
         match result {
-            Ok(cs) => found.extend(cs.into_iter().map(|c| (c, t.clone()))),
+            Ok(cs) => found.extend(cs.into_iter().map(|c| (c, Rc::clone(&t)))),
             Err(e) => failed.push(Dropped { content: describe(&t, pass), reason: format!("extraction failed: {e}") }),
         }
     }
@@ -66,8 +69,8 @@ fn describe(t: &Transcript, pass: Pass) -> String {
 
 /// Dedupes candidates by normalized content; the first keeps its place and
 /// gains the other's cited lines.
-pub fn merge(items: Vec<(Candidate, Transcript)>) -> Vec<(Candidate, Transcript)> {
-    let mut out: Vec<(Candidate, Transcript)> = Vec::new();
+pub fn merge(items: Vec<(Candidate, Rc<Transcript>)>) -> Vec<(Candidate, Rc<Transcript>)> {
+    let mut out: Vec<(Candidate, Rc<Transcript>)> = Vec::new();
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (c, t) in items {
         let norm = normalize(&c.content);

@@ -22,6 +22,7 @@ use crate::core::error::Result;
 use crate::core::ids;
 use crate::core::model::{Dropped, IngestReport, Message};
 use crate::core::provider::{Candidate, Transcript};
+use std::rc::Rc;
 use std::collections::HashSet;
 use crate::core::ops::Profile;
 use crate::core::store::NewMessage;
@@ -152,10 +153,10 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
 /// silently: it was extracted when those messages were new (chunks
 /// overlap, and re-sent conversations repeat old messages).
 pub fn cited_and_new(
-    items: Vec<(Candidate, Transcript)>,
+    items: Vec<(Candidate, Rc<Transcript>)>,
     messages: &[Message],
     fresh_ids: &HashSet<String>,
-) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>) {
+) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     for (mut c, t) in items {

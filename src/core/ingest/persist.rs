@@ -12,6 +12,7 @@ use crate::core::ids;
 use crate::core::ingest::{dates, supersede};
 use crate::core::model::{Memory, Message, Status};
 use crate::core::provider::{Candidate, Classification, Transcript};
+use std::rc::Rc;
 use crate::core::store::Store;
 use crate::core::time::iso;
 use std::collections::{HashMap, HashSet};
@@ -30,7 +31,7 @@ pub struct Pending {
 pub fn build(
     session_id: &str,
     messages: &[Message],
-    items: Vec<(Candidate, Classification, Transcript)>,
+    items: Vec<(Candidate, Classification, Rc<Transcript>)>,
     now: i64,
 ) -> Vec<Pending> {
     items

@@ -10,13 +10,14 @@
 use crate::core::ingest::batch;
 use crate::core::model::Dropped;
 use crate::core::provider::{Candidate, Reasoner, Transcript, Verdict};
+use std::rc::Rc;
 
 /// Verified candidates, the ones verification dropped, and the ones whose
 /// verification failed (a model fault: worth retrying later).
 pub async fn run(
     reasoner: &dyn Reasoner,
-    items: Vec<(Candidate, Transcript)>,
-) -> (Vec<(Candidate, Transcript)>, Vec<Dropped>, Vec<Dropped>) {
+    items: Vec<(Candidate, Rc<Transcript>)>,
+) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>, Vec<Dropped>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     let mut failed = Vec::new();
