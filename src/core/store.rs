@@ -141,10 +141,8 @@ impl<'a> Store<'a> {
     /// already present, and indexes them for full-text search: two
     /// statements per [`MAX_JSON_PARAM`] bytes of messages.
     pub fn put_messages(&self, messages: &[Message]) -> Result<()> {
-        let rows: Vec<serde_json::Value> = messages
-            .iter()
-            .map(|m| serde_json::json!([m.id, m.session_id, m.role, m.content, m.timestamp, m.position, m.created_at]))
-            .collect();
+        let rows: Vec<_> =
+            messages.iter().map(|m| (&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at)).collect();
         for chunk in json_chunks(&rows) {
             self.sql.execute(
                 &format!(
@@ -229,28 +227,28 @@ impl<'a> Store<'a> {
         if fresh.is_empty() {
             return Ok(0);
         }
-        let rows: Vec<serde_json::Value> = fresh
+        // The stored columns in MEMORY_COLUMNS order, then the fingerprint.
+        let rows: Vec<_> = fresh
             .iter()
             .map(|(m, fingerprint)| {
-                serde_json::json!([
-                    m.id,
+                (
+                    &m.id,
                     m.kind.as_str(),
-                    m.key,
-                    m.summary,
-                    m.content,
-                    m.session_id,
+                    &m.key,
+                    &m.summary,
+                    &m.content,
+                    &m.session_id,
                     serde_json::to_string(&m.source_message_ids).unwrap_or_default(),
                     serde_json::to_string(&m.search_queries).unwrap_or_default(),
                     m.status.as_str(),
-                    m.supersedes,
-                    m.superseded_by,
-                    m.event_date,
-                    m.created_at,
-                    m.updated_at,
-                    m.expires_at,
+                    &m.supersedes,
+                    &m.superseded_by,
+                    &m.event_date,
+                    &m.created_at,
+                    &m.updated_at,
+                    &m.expires_at,
                     fingerprint,
-                    m.search_queries.join(" \n"),
-                ])
+                )
             })
             .collect();
         let columns: Vec<String> = (0..16).map(|i| format!("j.value ->> {i}")).collect();
@@ -264,15 +262,14 @@ impl<'a> Store<'a> {
             )?;
             self.sql.execute(
                 "INSERT INTO memories_fts (rowid, content, key, queries) \
-                 SELECT m.rowid, m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), j.value ->> 16 \
+                 SELECT m.rowid, m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), \
+                        (SELECT group_concat(q.value, ' \n') FROM json_each(m.search_queries) q) \
                  FROM json_each(?1) j JOIN memories m ON m.id = j.value ->> 0",
                 &[chunk],
             )?;
         }
-        let sources: Vec<serde_json::Value> = fresh
-            .iter()
-            .flat_map(|(m, _)| m.source_message_ids.iter().map(|mid| serde_json::json!([m.id, mid])))
-            .collect();
+        let sources: Vec<(&String, &String)> =
+            fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
         for chunk in json_chunks(&sources) {
             self.sql.execute(
                 "INSERT OR IGNORE INTO memory_sources (memory_id, message_id) SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?1) j",
@@ -787,11 +784,11 @@ pub const MAX_JSON_PARAM: usize = 512 * 1024;
 
 /// `rows` as JSON array parameters of at most [`MAX_JSON_PARAM`] bytes each
 /// (a single larger row goes alone).
-pub fn json_chunks(rows: &[serde_json::Value]) -> Vec<SqlValue> {
+pub fn json_chunks<T: serde::Serialize>(rows: &[T]) -> Vec<SqlValue> {
     let mut out = Vec::new();
     let mut cur = String::from("[");
     for r in rows {
-        let text = r.to_string();
+        let text = serde_json::to_string(r).unwrap_or_else(|_| "null".into());
         if cur.len() > 1 && cur.len() + text.len() + 2 > MAX_JSON_PARAM {
             cur.push(']');
             out.push(SqlValue::Text(std::mem::replace(&mut cur, String::from("["))));
