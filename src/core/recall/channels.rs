@@ -251,10 +251,9 @@ impl Hit for TurnHit {
 }
 
 /// Runs a bm25-ranked full-text statement for the primary terms and the
-/// expansions (see [`query_expr`]) and sums the
-/// (positive) scores per id. In the statement, `?1` is the MATCH
-/// expression, `?2` the pool size and `?3`... are `extra`; it selects its
-/// rows as JSON ([`json_rows`]).
+/// expansions (see [`query_expr`]) and sums the (positive) scores per id.
+/// In the statement, `?1` is the MATCH expression, `?2` the pool size and
+/// `?3`... are `extra`; it selects its rows as JSON ([`json_rows`]).
 fn bm25_scores<H: Hit>(
     sql: &dyn Sql,
     statement: &str,
