@@ -165,7 +165,6 @@ pub fn quantize4(v: &[f32]) -> (Vec<u8>, f32) {
     (out, if norm2 > 0.0 { 1.0 / norm2.sqrt() } else { 0.0 })
 }
 
-/// The two signed nibbles of every byte, as floats.
 /// A query's dot product with one 4-bit vector: the sum of
 /// `table[p][bytes[p]]`. Four running sums (independent additions) and
 /// a byte index into a row of 256 (no bounds check per lookup).
@@ -183,6 +182,7 @@ fn dot_quantized(table: &[[f32; 256]], bytes: &[u8]) -> f32 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
+/// The two signed nibbles of every byte, as floats.
 fn nibble_table() -> &'static [(f32, f32); 256] {
     static TABLE: std::sync::OnceLock<[(f32, f32); 256]> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
