@@ -209,6 +209,34 @@ fn test_a_question_naming_a_date_prefers_what_was_said_then() {
 }
 
 #[test]
+fn test_dense_hits_in_long_turns_are_read_in_bounded_statements() {
+    // Every seventh turn of a long session mentions the hike, so the
+    // windows around the hits join into one run of hundreds of turns, each
+    // of 1,000 three-byte characters: read whole for a question asking
+    // when, that run alone would exceed the 2 MB cap on a value.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let filler = "我们在山里走了很久".repeat(120);
+        let messages: Vec<agent_memory::core::model::Message> = (0..800)
+            .map(|i| agent_memory::core::model::Message {
+                id: format!("m{i:04}"),
+                session_id: "trail".into(),
+                role: "user".into(),
+                content: if i % 7 == 0 { format!("{filler} hiking {i}") } else { format!("{filler} {i}") },
+                timestamp: Some("2026-04-10T10:00:00Z".into()),
+                position: i,
+                created_at: "2026-04-10T10:00:00Z".into(),
+            })
+            .collect();
+        p.store().put_messages(&messages).unwrap();
+        let r = recall(p, json!({ "query": "When did we go hiking?", "explain": true }));
+        assert!(r.messages.is_empty(), "degraded: {:?}", r.messages);
+        let channels = &r.explain.as_ref().unwrap().channels;
+        assert!(channels.iter().all(|c| c.error.is_none()), "{channels:?}");
+    });
+}
+
+#[test]
 fn test_long_messages_keep_every_channel_working_for_a_question_asking_when() {
     // Hundreds of long turns (logs, code): the text recall reads for a
     // question asking when must stay under the platform's 2 MB cap on a

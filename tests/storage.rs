@@ -160,7 +160,7 @@ fn test_delete_session_removes_only_that_session() {
 fn test_only_active_unexpired_non_task_memories_want_a_vector() {
     let sql = database();
     let ids = with_profile(&sql, APRIL_15, |p| {
-        let mut add = |v: serde_json::Value| block_on(p.remember(serde_json::from_value(v).unwrap())).unwrap().id;
+        let add = |v: serde_json::Value| block_on(p.remember(serde_json::from_value(v).unwrap())).unwrap().id;
         let fact = add(json!({ "content": "The staging database runs Postgres 16 on a dedicated host." }));
         let task = add(json!({ "content": "Migrating the billing service to the new queue this sprint.", "type": "task" }));
         let forgotten = add(json!({ "content": "The old VPN gateway lives in the Frankfurt rack." }));

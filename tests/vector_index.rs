@@ -311,6 +311,14 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
     let mut fresh = Packed::new();
     load(&sql, &mut fresh).unwrap();
     assert!(!stored(&sql).is_empty(), "loading an up-to-date snapshot keeps it");
+
+    // A snapshot removed behind the copy's back (the store's wipe or hard
+    // delete) is written whole at the next one, not in parts.
+    sql.execute("DELETE FROM vector_snapshot", &[]).unwrap();
+    let again: Vec<(String, Vec<f32>)> = (n + 2100..n + 4700).map(|i| (id(i), vector(&mut rng))).collect();
+    block_on(index.upsert(&again)).unwrap();
+    let slots = n + 4700 - 2;
+    assert_eq!(bytes(&stored(&sql)), slots * (16 + 4 + 64 + 8), "every slot's 92-byte record is stored");
 }
 
 /// SQL that counts the snapshot parts written through it.

@@ -426,9 +426,15 @@ impl<'a> Store<'a> {
         self.sql.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')", &[])
     }
 
-    /// The roles that speak in the profile's messages, in order.
+    /// The roles that speak in the profile's messages, in order, the first
+    /// [`SPEAKERS_READ`] of them.
     pub fn speakers(&self) -> Result<Vec<String>> {
-        Ok(self.sql.query("SELECT role FROM speakers ORDER BY role", &[])?.into_iter().filter_map(|r| r[0].opt_string()).collect())
+        Ok(self
+            .sql
+            .query("SELECT role FROM speakers ORDER BY role LIMIT ?", &[SqlValue::Integer(SPEAKERS_READ as i64)])?
+            .into_iter()
+            .filter_map(|r| r[0].opt_string())
+            .collect())
     }
 
     /// Hard-deletes messages and their FTS rows, and forgets a speaker
@@ -777,6 +783,12 @@ pub fn json_rows<T: serde::de::DeserializeOwned>(sql: &dyn Sql, statement: &str,
         None => Ok(Vec::new()),
     }
 }
+
+/// Most speakers a recall reads ([`Store::speakers`]): roles come from
+/// callers, and a profile with a new role for every message would
+/// otherwise make each recall read a table as large as its messages. The
+/// names of speakers beyond these stay ordinary search words.
+pub const SPEAKERS_READ: usize = 1000;
 
 /// Largest JSON parameter a write sends in one statement: well under the
 /// platform's 2 MB cap on a value.

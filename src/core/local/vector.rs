@@ -642,7 +642,10 @@ pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     header.extend((parts as u32).to_le_bytes());
     // The header goes first out and last in: a snapshot cut short has none
     // and is not read.
-    let rewrite: Vec<usize> = if packed.snapshot_in_step {
+    // In step only if the stored snapshot is still there: a hard delete or
+    // a wipe through the store removes it without the copy knowing.
+    let stored = packed.snapshot_in_step && !sql.query("SELECT 1 FROM vector_snapshot WHERE part = 0", &[])?.is_empty();
+    let rewrite: Vec<usize> = if stored {
         sql.execute("DELETE FROM vector_snapshot WHERE part = 0 OR part > ?", &[SqlValue::Integer(parts as i64)])?;
         packed.dirty.iter().copied().filter(|&p| p < parts).collect()
     } else {

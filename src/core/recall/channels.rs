@@ -25,9 +25,10 @@
 //!   and a small share ([`SESSION_SHARE`]) to its whole session, so an
 //!   answer turn is found by the words of the turn it answers.
 //!
-//! A word of the query that names one of the profile's speakers
-//! ([`TextQuery::speakers`]) is left out of the full-text statements,
-//! unless it is all the query has: the speaker correction above already
+//! The words of a speaker the query names ([`TextQuery::speakers`]: all
+//! of a role's words, as for the speaker correction) are left out of the
+//! full-text statements, unless they are all the query has: the speaker
+//! correction above already
 //! weighs who said a text, while as a search word a name matches nearly
 //! everything that speaker ever said (a message has its speaker in the
 //! `role` column, a memory's content opens with its speaker's name). In a
@@ -102,8 +103,9 @@ pub struct TextQuery {
     pub temporal: bool,
     /// Periods the query names ("on May 7, 2023", "in August 2023").
     pub periods: Vec<(chrono::NaiveDate, chrono::NaiveDate)>,
-    /// The words of the profile's speakers' names (lowercase tokens): a
-    /// query word among them names a speaker (see the module docs).
+    /// The words (lowercase tokens) of the profile's speakers this query
+    /// names ([`TextQuery::names_speaker`]): not searched (see the module
+    /// docs).
     pub speakers: HashSet<String>,
 }
 
@@ -144,13 +146,15 @@ impl TextQuery {
         }
     }
 
-    /// This query in a profile whose messages are spoken by `roles`.
+    /// This query in a profile whose messages are spoken by `roles`: the
+    /// words of the roles it names ("Maria", every word of "John Smith",
+    /// "user" for a question in the first person) are kept apart.
     pub fn with_speakers(mut self, roles: &[String]) -> TextQuery {
-        self.speakers = roles.iter().flat_map(|r| text::tokens(r)).collect();
+        self.speakers = roles.iter().filter(|r| self.names_speaker(r)).flat_map(|r| text::tokens(r)).collect();
         self
     }
 
-    /// Whether `term` is one word naming one of the profile's speakers.
+    /// Whether `term` is one word of a speaker the query names.
     fn names_a_speaker(&self, term: &str) -> bool {
         self.speakers.contains(term.trim())
     }
@@ -199,11 +203,7 @@ pub fn match_expr(terms: &[String]) -> Option<String> {
 /// unless those are all the terms there are.
 fn query_expr(q: &TextQuery, terms: &[String]) -> Option<String> {
     let other: Vec<String> = terms.iter().filter(|t| !q.names_a_speaker(t)).cloned().collect();
-    if other.is_empty() {
-        match_expr(terms)
-    } else {
-        match_expr(&other)
-    }
+    match_expr(&other).or_else(|| match_expr(terms))
 }
 
 /// The status condition for recall: active and unexpired, unless asked.
@@ -629,6 +629,18 @@ impl Turns {
 /// when only ids and places are read, else in statements of at most
 /// [`PLACES_WITH_TEXT`] places.
 fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[(String, i64, i64)], content: bool) -> Result<()> {
+    // A range longer than a statement's share of text is read in parts.
+    let split: Vec<(String, i64, i64)>;
+    let ranges = if content {
+        let most = PLACES_WITH_TEXT as i64;
+        split = ranges
+            .iter()
+            .flat_map(|(s, lo, hi)| (*lo..=*hi).step_by(PLACES_WITH_TEXT).map(move |a| (s.clone(), a, (a + most - 1).min(*hi))))
+            .collect();
+        split.as_slice()
+    } else {
+        ranges
+    };
     let mut chunks: Vec<&[(String, i64, i64)]> = Vec::new();
     if content {
         let (mut start, mut places) = (0, 0);
@@ -922,7 +934,13 @@ mod tests {
         let speakers = vec!["Maria".to_string(), "John Smith".to_string()];
         let q = TextQuery::new("What did Maria bake for John?", &[], day()).with_speakers(&speakers);
         assert_eq!(q.primary, vec!["maria", "bake", "john"]);
-        assert_eq!(query_expr(&q, &q.primary).as_deref(), Some("\"bake\""));
+        // "John" alone does not name "John Smith": it stays a search word.
+        assert_eq!(query_expr(&q, &q.primary).as_deref(), Some("\"bake\" OR \"john\""));
+        let full = TextQuery::new("What did John Smith buy?", &[], day()).with_speakers(&speakers);
+        assert_eq!(query_expr(&full, &full.primary).as_deref(), Some("\"buy\""));
+        // Terms that clean up to nothing do not leave the side empty.
+        let odd = TextQuery::new("What about Maria?", &[], day()).with_speakers(&speakers);
+        assert_eq!(query_expr(&odd, &["maria".to_string(), "++".to_string()]).as_deref(), Some("\"maria\""));
         let alone = TextQuery::new("What about Maria?", &[], day()).with_speakers(&speakers);
         assert_eq!(query_expr(&alone, &alone.primary).as_deref(), Some("\"maria\""));
         // Without speakers (or for a name nobody speaks under) every word counts.
