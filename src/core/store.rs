@@ -344,8 +344,6 @@ impl<'a> Store<'a> {
         if ids.is_empty() {
             return Ok(Default::default());
         }
-        // Expiry as `memory_from_row` reads it: passed means expired.
-        let unexpired = |at: &Option<String>| at.as_deref().and_then(crate::core::time::parse_millis).is_none_or(|t| t > self.now);
         Ok(json_rows::<(String, Option<String>)>(
             self.sql,
             "SELECT json_group_array(json_array(m.id, m.expires_at)) FROM json_each(?1) j CROSS JOIN memories m \
@@ -353,7 +351,7 @@ impl<'a> Store<'a> {
             &[json_param(ids)],
         )?
         .into_iter()
-        .filter(|(_, at)| unexpired(at))
+        .filter(|(_, at)| !expired(at.as_deref(), self.now))
         .map(|(id, _)| id)
         .collect())
     }
@@ -836,17 +834,18 @@ fn json_list(v: &SqlValue) -> Vec<String> {
     v.as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
 }
 
+/// Whether a memory expiring at `expires_at` has expired at `now`.
+fn expired(expires_at: Option<&str>, now: i64) -> bool {
+    expires_at.and_then(crate::core::time::parse_millis).is_some_and(|t| t <= now)
+}
+
 /// Builds a memory from a row of [`MEMORY_COLUMNS`]. An active memory whose
 /// expiry has passed reads as `expired` even before the alarm marks it.
 pub fn memory_from_row(r: Row, now: i64) -> Memory {
     let expires_at = r[14].opt_string();
     let mut status = Status::parse(r[8].as_str().unwrap_or("active")).unwrap_or(Status::Active);
-    if status == Status::Active {
-        if let Some(exp) = expires_at.as_deref().and_then(crate::core::time::parse_millis) {
-            if exp <= now {
-                status = Status::Expired;
-            }
-        }
+    if status == Status::Active && expired(expires_at.as_deref(), now) {
+        status = Status::Expired;
     }
     Memory {
         id: text(&r[0]),

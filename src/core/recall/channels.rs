@@ -624,38 +624,21 @@ impl Turns {
     }
 }
 
+/// Positions `lo..=hi` of a session: `(session, lo, hi)`.
+type PlaceRange = (String, i64, i64);
+
 /// Reads the messages at positions `lo..=hi` of each `(session, lo, hi)`
 /// range into `turns` (one index range scan per range), in one statement
 /// when only ids and places are read, else in statements of at most
 /// [`PLACES_WITH_TEXT`] places.
-fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[(String, i64, i64)], content: bool) -> Result<()> {
-    // A range longer than a statement's share of text is read in parts.
-    let split: Vec<(String, i64, i64)>;
-    let ranges = if content {
-        let most = PLACES_WITH_TEXT as i64;
-        split = ranges
-            .iter()
-            .flat_map(|(s, lo, hi)| (*lo..=*hi).step_by(PLACES_WITH_TEXT).map(move |a| (s.clone(), a, (a + most - 1).min(*hi))))
-            .collect();
-        split.as_slice()
+fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[PlaceRange], content: bool) -> Result<()> {
+    let packed;
+    let chunks: Vec<&[PlaceRange]> = if content {
+        packed = text_chunks(ranges);
+        packed.iter().map(Vec::as_slice).collect()
     } else {
-        ranges
+        vec![ranges]
     };
-    let mut chunks: Vec<&[(String, i64, i64)]> = Vec::new();
-    if content {
-        let (mut start, mut places) = (0, 0);
-        for (i, (_, lo, hi)) in ranges.iter().enumerate() {
-            let n = (hi - lo + 1) as usize;
-            if places + n > PLACES_WITH_TEXT && i > start {
-                chunks.push(&ranges[start..i]);
-                (start, places) = (i, 0);
-            }
-            places += n;
-        }
-        chunks.push(&ranges[start..]);
-    } else {
-        chunks.push(ranges);
-    }
     for chunk in chunks.into_iter().filter(|c| !c.is_empty()) {
         let rows: Vec<TurnRow> = json_rows(
             sql,
@@ -671,6 +654,27 @@ fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[(String, i64, i64)], 
         }
     }
     Ok(())
+}
+
+/// `ranges` cut where needed and packed in order into lists of at most
+/// [`PLACES_WITH_TEXT`] places each.
+fn text_chunks(ranges: &[PlaceRange]) -> Vec<Vec<PlaceRange>> {
+    let most = PLACES_WITH_TEXT as i64;
+    let (mut out, mut places): (Vec<Vec<PlaceRange>>, i64) = (vec![Vec::new()], 0);
+    for (s, lo, hi) in ranges {
+        let mut a = *lo;
+        while a <= *hi {
+            if places == most {
+                out.push(Vec::new());
+                places = 0;
+            }
+            let b = (*hi).min(a + most - places - 1);
+            out.last_mut().expect("a list to fill").push((s.clone(), a, b));
+            places += b - a + 1;
+            a = b + 1;
+        }
+    }
+    out
 }
 
 /// The positions within [`NEIGHBOUR_WINDOW`] of each of `hits` (session
@@ -730,7 +734,7 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
         own.push((turns.add(id, session, position, role, timestamp, content), score));
     }
     let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
-    let ranges: Vec<(String, i64, i64)> = neighbour_ranges(own.iter().map(|&(i, _)| (turns.turns[i].session, turns.turns[i].position)))
+    let ranges: Vec<PlaceRange> = neighbour_ranges(own.iter().map(|&(i, _)| (turns.turns[i].session, turns.turns[i].position)))
         .into_iter()
         .map(|(s, lo, hi)| (turns.sessions[s as usize].clone(), lo, hi))
         .collect();
@@ -953,6 +957,15 @@ mod tests {
         let w = NEIGHBOUR_WINDOW as i64;
         let ranges = neighbour_ranges([(1, 10), (0, 1), (1, 10 + 2 * w + 1), (1, 40), (0, 2)].into_iter());
         assert_eq!(ranges, vec![(0, 0, 2 + w), (1, 10 - w, 10 + 3 * w + 1), (1, 40 - w, 40 + w)]);
+    }
+
+    #[test]
+    fn test_text_is_read_in_lists_of_at_most_a_statements_places() {
+        let r = |s: &str, lo, hi| (s.to_string(), lo, hi);
+        let chunks = text_chunks(&[r("a", 0, 450), r("b", 10, 20)]);
+        let places: Vec<i64> = chunks.iter().map(|c| c.iter().map(|(_, lo, hi)| hi - lo + 1).sum()).collect();
+        assert_eq!(places, vec![200, 200, 62]);
+        assert_eq!(chunks[2], vec![r("a", 400, 450), r("b", 10, 20)]);
     }
 
     #[test]

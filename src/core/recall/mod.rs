@@ -141,17 +141,17 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     record(Channel::Key, channels::key(p.sql, &analysis.keys, include_inactive, &now_iso), &mut notes);
     // Both full-text channels read one scoring of the messages, and the
     // memories citing the best of them.
-    let text_query = text_query(p, &req.query, &analysis.terms, reference);
-    let text = text_query.as_ref().map_err(Clone::clone).and_then(|q| channels::score_turns(p.sql, q)).and_then(|turns| {
+    let text = text_query(p, &req.query, &analysis.terms, reference).and_then(|q| {
+        let turns = channels::score_turns(p.sql, &q)?;
         let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
-        Ok((turns, cites))
+        Ok((q, turns, cites))
     });
-    match (&text_query, &text) {
-        (Ok(q), Ok((turns, cites))) => {
+    match &text {
+        Ok((q, turns, cites)) => {
             record(Channel::Fts, channels::fts_with(p.sql, q, turns, cites, include_inactive, &now_iso), &mut notes);
             record(Channel::Messages, Ok(channels::messages_with(q, turns, cites).0), &mut notes);
         }
-        (_, Err(e)) | (Err(e), _) => {
+        Err(e) => {
             record(Channel::Fts, Err(e.clone()), &mut notes);
             record(Channel::Messages, Err(e.clone()), &mut notes);
         }
