@@ -203,16 +203,25 @@ fn test_memory_copy_follows_writes_and_heals_after_outside_deletes() {
     assert!(block_on(index.query(&[1.0, 0.0], 1)).unwrap().len() <= 1);
 }
 
+/// A unit vector of 16 random dimensions.
+fn random_vector(rng: &mut Rng) -> Vec<f32> {
+    normalized((0..16).map(|_| rng.normal()).collect())
+}
+
+/// A random vector for each id of `ids`.
+fn random_items(rng: &mut Rng, ids: std::ops::Range<usize>) -> Vec<(String, Vec<f32>)> {
+    ids.map(|i| (id(i), random_vector(rng))).collect()
+}
+
 #[test]
 fn test_cold_start_reads_the_snapshot_and_the_rows_after_it() {
     let sql = database();
     let packed = RefCell::new(Packed::new());
     let index = CachedVectorIndex { sql: &sql, packed: &packed };
     let mut rng = Rng(11);
-    let vector = |rng: &mut Rng| normalized((0..16).map(|_| rng.normal()).collect());
-    block_on(index.query(&vector(&mut rng), 1)).unwrap(); // loads (empty)
+    block_on(index.query(&random_vector(&mut rng), 1)).unwrap(); // loads (empty)
     let n = SNAPSHOT_MIN + 2500;
-    let items: Vec<(String, Vec<f32>)> = (0..n).map(|i| (id(i), vector(&mut rng))).collect();
+    let items = random_items(&mut rng, 0..n);
     for batch in items.chunks(500) {
         block_on(index.upsert(batch)).unwrap();
     }
@@ -220,13 +229,13 @@ fn test_cold_start_reads_the_snapshot_and_the_rows_after_it() {
     assert!(parts(&sql) > 1, "a snapshot was taken once the copy grew past {SNAPSHOT_MIN}");
 
     // Rows written after the snapshot, then a cold start.
-    let more: Vec<(String, Vec<f32>)> = (n..n + 300).map(|i| (id(i), vector(&mut rng))).collect();
+    let more = random_items(&mut rng, n..n + 300);
     block_on(SqlVectorIndex { sql: &sql }.upsert(&more)).unwrap();
     let (mut cold, mut rows) = (Packed::new(), Packed::new());
     load(&sql, &mut cold).unwrap();
     load_from_rows(&sql, &mut rows).unwrap();
     assert_eq!(cold.len(), n + 300);
-    let q = vector(&mut rng);
+    let q = random_vector(&mut rng);
     assert_eq!(cold.shortlist(&q, 500, 20), rows.shortlist(&q, 500, 20));
 
     // A wipe behind the index's back: the snapshot no longer agrees with
@@ -254,11 +263,10 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
     let packed = RefCell::new(Packed::new());
     let index = CachedVectorIndex { sql: &sql, packed: &packed };
     let mut rng = Rng(23);
-    let vector = |rng: &mut Rng| normalized((0..16).map(|_| rng.normal()).collect());
-    block_on(index.query(&vector(&mut rng), 1)).unwrap(); // loads (empty)
+    block_on(index.query(&random_vector(&mut rng), 1)).unwrap(); // loads (empty)
     // Sixteen dimensions: a record is 92 bytes, a part ~5,700 slots.
     let n = 20_000;
-    let items: Vec<(String, Vec<f32>)> = (0..n).map(|i| (id(i), vector(&mut rng))).collect();
+    let items = random_items(&mut rng, 0..n);
     for batch in items.chunks(1000) {
         block_on(index.upsert(batch)).unwrap();
     }
@@ -287,8 +295,8 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
     let index = CachedVectorIndex { sql: &counting, packed: &packed };
     block_on(index.delete(&[id(5), id(6)])).unwrap();
     // Replaced vectors, then enough new ones for the next snapshot.
-    block_on(index.upsert(&[(id(7), vector(&mut rng)), (id(8), vector(&mut rng))])).unwrap();
-    let more: Vec<(String, Vec<f32>)> = (n..n + 2100).map(|i| (id(i), vector(&mut rng))).collect();
+    block_on(index.upsert(&[(id(7), random_vector(&mut rng)), (id(8), random_vector(&mut rng))])).unwrap();
+    let more = random_items(&mut rng, n..n + 2100);
     block_on(index.upsert(&more)).unwrap();
     assert_eq!(counting.parts.get(), 2, "the first part (removals, replacements) and the last (new vectors, moved slots) only");
 
@@ -305,7 +313,7 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
     assert_eq!(cold.len(), n + 2100 - 2);
     assert_eq!(cold.len(), rows.len());
     for _ in 0..5 {
-        let q = vector(&mut rng);
+        let q = random_vector(&mut rng);
         assert_eq!(cold.shortlist(&q, 500, 20), rows.shortlist(&q, 500, 20));
     }
     let mut fresh = Packed::new();
@@ -315,7 +323,7 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
     // A snapshot removed behind the copy's back (the store's wipe or hard
     // delete) is written whole at the next one, not in parts.
     sql.execute("DELETE FROM vector_snapshot", &[]).unwrap();
-    let again: Vec<(String, Vec<f32>)> = (n + 2100..n + 4700).map(|i| (id(i), vector(&mut rng))).collect();
+    let again = random_items(&mut rng, n + 2100..n + 4700);
     block_on(index.upsert(&again)).unwrap();
     let slots = n + 4700 - 2;
     assert_eq!(bytes(&stored(&sql)), slots * (16 + 4 + 64 + 8), "every slot's 92-byte record is stored");
