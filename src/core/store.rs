@@ -143,13 +143,10 @@ impl<'a> Store<'a> {
     pub fn put_messages(&self, messages: &[Message]) -> Result<()> {
         let rows: Vec<_> =
             messages.iter().map(|m| (&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at)).collect();
+        let (table, columns) = json_table(7);
         for chunk in json_chunks(&rows) {
             self.sql.execute(
-                &format!(
-                    "INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) \
-                     SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6 \
-                     FROM json_each(?1) j"
-                ),
+                &format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r"),
                 std::slice::from_ref(&chunk),
             )?;
             self.sql.execute(
@@ -251,13 +248,10 @@ impl<'a> Store<'a> {
                 )
             })
             .collect();
-        let columns: Vec<String> = (0..16).map(|i| format!("j.value ->> {i}")).collect();
+        let (table, columns) = json_table(16);
         for chunk in json_chunks(&rows) {
             self.sql.execute(
-                &format!(
-                    "INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {} FROM json_each(?1) j",
-                    columns.join(", ")
-                ),
+                &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r"),
                 std::slice::from_ref(&chunk),
             )?;
             self.sql.execute(
@@ -791,6 +785,15 @@ pub const SPEAKERS_READ: usize = 1000;
 /// Largest JSON parameter a write sends in one statement: well under the
 /// platform's 2 MB cap on a value.
 pub const MAX_JSON_PARAM: usize = 512 * 1024;
+
+/// The rows of a [`json_chunks`] parameter `?1` as the table `r(v)` of a
+/// statement's `WITH` clause, each row parsed once (into JSONB), and its
+/// first `n` columns (`r.v ->> 0, ...`) to select from it. (`->>` on a
+/// row's JSON text parses the whole row again for every column read.)
+pub fn json_table(n: usize) -> (&'static str, String) {
+    let columns: Vec<String> = (0..n).map(|i| format!("r.v ->> {i}")).collect();
+    ("WITH r AS MATERIALIZED (SELECT jsonb(j.value) AS v FROM json_each(?1) j)", columns.join(", "))
+}
 
 /// `rows` as JSON array parameters of at most [`MAX_JSON_PARAM`] bytes each
 /// (a single larger row goes alone).
