@@ -236,8 +236,8 @@ impl Hit for MemoryHit {
     }
 }
 
-/// A message found by full text: id, bm25, then a [`TurnRow`]'s columns
-/// after its id.
+/// A message found by full text: id, bm25, then the [`turn_columns`]
+/// (its session by id).
 #[derive(serde::Deserialize)]
 struct TurnHit(String, f64, String, i64, String, Option<String>, Option<String>);
 
@@ -573,15 +573,20 @@ struct Turn {
     date: Option<chrono::NaiveDate>,
 }
 
-/// Columns a [`Turn`] is read from, after its id: session, position, role,
-/// timestamp, and the content when `?{content}` is true.
-fn turn_columns(content: usize) -> String {
-    format!("m.session_id, m.position, m.role, m.timestamp, CASE WHEN ?{content} THEN substr(m.content, 1, {TEXT_READ_CHARS}) END")
+/// Columns a [`Turn`] is read from, after its id: `session` (what names its
+/// session), position, role, the timestamp when `?{dates}` is true (the
+/// query names a period) and the content when `?{content}` is true.
+fn turn_columns(session: &str, content: usize, dates: usize) -> String {
+    format!(
+        "{session}, m.position, m.role, CASE WHEN ?{dates} THEN m.timestamp END, \
+         CASE WHEN ?{content} THEN substr(m.content, 1, {TEXT_READ_CHARS}) END"
+    )
 }
 
-/// A message read with [`turn_columns`]: id, then those.
+/// A message read by place with [`turn_columns`]: id, the index of its
+/// range in the statement's list, then the other columns.
 #[derive(serde::Deserialize)]
-struct TurnRow(String, String, i64, String, Option<String>, Option<String>);
+struct PlaceRow(String, usize, i64, String, Option<String>, Option<String>);
 
 /// The messages a recall has read, each once, with their sessions
 /// interned and their places indexed.
@@ -597,9 +602,6 @@ struct Turns {
 impl Turns {
     /// Adds a message unless it is there; returns its index.
     fn add(&mut self, id: String, session: String, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> usize {
-        if let Some(&i) = self.by_id.get(&id) {
-            return i;
-        }
         let s = match self.session_index.get(&session) {
             Some(&s) => s,
             None => {
@@ -609,6 +611,14 @@ impl Turns {
                 s
             }
         };
+        self.add_in(id, s, position, role, timestamp, content)
+    }
+
+    /// [`Turns::add`] for a message of session `s` (an index in `sessions`).
+    fn add_in(&mut self, id: String, s: u32, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> usize {
+        if let Some(&i) = self.by_id.get(&id) {
+            return i;
+        }
         let i = self.turns.len();
         self.by_id.insert(id.clone(), i);
         self.at.insert((s, position), i);
@@ -624,14 +634,15 @@ impl Turns {
     }
 }
 
-/// Positions `lo..=hi` of a session: `(session, lo, hi)`.
-type PlaceRange = (String, i64, i64);
+/// Positions `lo..=hi` of a session: `(session, lo, hi)`, the session an
+/// index in [`Turns::sessions`].
+type PlaceRange = (u32, i64, i64);
 
 /// Reads the messages at positions `lo..=hi` of each `(session, lo, hi)`
 /// range into `turns` (one index range scan per range), in one statement
 /// when only ids and places are read, else in statements of at most
-/// [`PLACES_WITH_TEXT`] places.
-fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[PlaceRange], content: bool) -> Result<()> {
+/// [`PLACES_WITH_TEXT`] places. Timestamps are read when `dates`.
+fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[PlaceRange], content: bool, dates: bool) -> Result<()> {
     let packed;
     let chunks: Vec<&[PlaceRange]> = if content {
         packed = text_chunks(ranges);
@@ -640,17 +651,19 @@ fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[PlaceRange], content:
         vec![ranges]
     };
     for chunk in chunks.into_iter().filter(|c| !c.is_empty()) {
-        let rows: Vec<TurnRow> = json_rows(
+        let list: Vec<(&str, i64, i64)> = chunk.iter().map(|&(s, lo, hi)| (turns.sessions[s as usize].as_str(), lo, hi)).collect();
+        let rows: Vec<PlaceRow> = json_rows(
             sql,
             &format!(
                 "SELECT json_group_array(json_array(m.id, {})) FROM json_each(?1) j CROSS JOIN messages m \
                  ON m.session_id = j.value ->> 0 AND m.position BETWEEN j.value ->> 1 AND j.value ->> 2",
-                turn_columns(2)
+                turn_columns("j.key", 2, 3)
             ),
-            &[json_param(chunk), SqlValue::Integer(content as i64)],
+            &[json_param(&list), SqlValue::Integer(content as i64), SqlValue::Integer(dates as i64)],
         )?;
-        for TurnRow(id, session, position, role, timestamp, content) in rows {
-            turns.add(id, session, position, role, timestamp, content);
+        for PlaceRow(id, place, position, role, timestamp, content) in rows {
+            let Some(&(s, _, _)) = chunk.get(place) else { continue };
+            turns.add_in(id, s, position, role, timestamp, content);
         }
     }
     Ok(())
@@ -661,15 +674,15 @@ fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[PlaceRange], content:
 fn text_chunks(ranges: &[PlaceRange]) -> Vec<Vec<PlaceRange>> {
     let most = PLACES_WITH_TEXT as i64;
     let (mut out, mut places): (Vec<Vec<PlaceRange>>, i64) = (vec![Vec::new()], 0);
-    for (s, lo, hi) in ranges {
-        let mut a = *lo;
-        while a <= *hi {
+    for &(s, lo, hi) in ranges {
+        let mut a = lo;
+        while a <= hi {
             if places == most {
                 out.push(Vec::new());
                 places = 0;
             }
-            let b = (*hi).min(a + most - places - 1);
-            out.last_mut().expect("a list to fill").push((s.clone(), a, b));
+            let b = hi.min(a + most - places - 1);
+            out.last_mut().expect("a list to fill").push((s, a, b));
             places += b - a + 1;
             a = b + 1;
         }
@@ -721,10 +734,10 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
              FROM (SELECT rowid, bm25(messages_fts, 0.3, 1.0) AS s FROM messages_fts \
                    WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2) f \
              JOIN messages m ON m.rowid = f.rowid",
-            turn_columns(3)
+            turn_columns("m.session_id", 3, 4)
         ),
         q,
-        &[SqlValue::Integer(q.temporal as i64)],
+        &[SqlValue::Integer(q.temporal as i64), SqlValue::Integer(!q.periods.is_empty() as i64)],
     )?;
     let mut turns = Turns::default();
     // Each hit with its own score.
@@ -734,11 +747,8 @@ pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
         own.push((turns.add(id, session, position, role, timestamp, content), score));
     }
     let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
-    let ranges: Vec<PlaceRange> = neighbour_ranges(own.iter().map(|&(i, _)| (turns.turns[i].session, turns.turns[i].position)))
-        .into_iter()
-        .map(|(s, lo, hi)| (turns.sessions[s as usize].clone(), lo, hi))
-        .collect();
-    read_ranges(sql, &mut turns, &ranges, q.temporal)?;
+    let ranges = neighbour_ranges(own.iter().map(|&(i, _)| (turns.turns[i].session, turns.turns[i].position)));
+    read_ranges(sql, &mut turns, &ranges, q.temporal, !q.periods.is_empty())?;
 
     let n = turns.turns.len();
     let mut context = vec![0.0f64; n];
@@ -961,11 +971,10 @@ mod tests {
 
     #[test]
     fn test_text_is_read_in_lists_of_at_most_a_statements_places() {
-        let r = |s: &str, lo, hi| (s.to_string(), lo, hi);
-        let chunks = text_chunks(&[r("a", 0, 450), r("b", 10, 20)]);
+        let chunks = text_chunks(&[(0, 0, 450), (1, 10, 20)]);
         let places: Vec<i64> = chunks.iter().map(|c| c.iter().map(|(_, lo, hi)| hi - lo + 1).sum()).collect();
         assert_eq!(places, vec![200, 200, 62]);
-        assert_eq!(chunks[2], vec![r("a", 400, 450), r("b", 10, 20)]);
+        assert_eq!(chunks[2], vec![(0, 400, 450), (1, 10, 20)]);
     }
 
     #[test]
