@@ -44,3 +44,14 @@ PROFILE_WHAT ?= recall
 bench-profile: build
 	@test -n "$(BENCH_STATE)" || { echo "bench-profile: set BENCH_STATE to a dir filled by make bench BENCH_STATE=dir" >&2; exit 2; }
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/profile.mjs "$(BENCH_STATE)" "$(PROFILE_WHAT)"
+
+# `make bench-path BENCH_STATE=dir`: where a recall's time goes on its way
+# (tests/bench/path.mjs): /health and recall through miniflare's entry
+# worker and on the Worker's own socket, a hop to the Durable Object, the
+# recall inside it and its SQL alone, the same questions through every
+# layer in turn. Writes docs/bench/path.md. A profiling aid.
+.PHONY: bench-path
+
+bench-path: build
+	@test -n "$(BENCH_STATE)" || { echo "bench-path: set BENCH_STATE to a dir filled by make bench BENCH_STATE=dir" >&2; exit 2; }
+	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/path.mjs "$(BENCH_STATE)"
