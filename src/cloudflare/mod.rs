@@ -155,14 +155,28 @@ pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::r
     init.with_method(Method::Post)
         .with_body(Some(JsValue::from_str(&json!({ "name": name, "op": op, "args": args }).to_string())));
     let req = Request::new_with_init("https://profile.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
-    let mut resp = stub.fetch_with_request(req).await.map_err(|e| Error::storage(format!("failed to reach profile object: {e}")))?;
-    let v: Value = resp.json().await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
+    let resp = stub.fetch_with_request(req).await.map_err(|e| Error::storage(format!("failed to reach profile object: {e}")))?;
+    let text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e:?}")))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
     if let Some(ok) = v.get("ok") {
         return Ok(ok.clone());
     }
     let code = v["error"]["code"].as_u64().unwrap_or(10010) as u32;
     let message = v["error"]["message"].as_str().unwrap_or("profile object failed").to_string();
     Err(Error::from_code(code, message))
+}
+
+/// A fetched response's body as text, read by the platform in one step.
+/// (worker's `Response::text` reads a fetched body chunk by chunk through
+/// a stream reader: several calls across the Wasm boundary per chunk.)
+pub(crate) async fn response_text(resp: &Response) -> std::result::Result<String, JsValue> {
+    let raw = match resp.body() {
+        ResponseBody::Stream(stream) => web_sys::Response::new_with_opt_readable_stream(Some(stream))?,
+        ResponseBody::Body(bytes) => return String::from_utf8(bytes.clone()).map_err(|e| JsValue::from_str(&e.to_string())),
+        ResponseBody::Empty => return Ok(String::new()),
+    };
+    let text = wasm_bindgen_futures::JsFuture::from(raw.text()?).await?;
+    text.as_string().ok_or_else(|| JsValue::from_str("the body is not text"))
 }
 
 /// The RPC entry the JS shim forwards every profile method to. Returns the
