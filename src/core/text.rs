@@ -7,11 +7,22 @@
 /// matches the name, as it does in the FTS index (where the apostrophe
 /// separates tokens and "s" is a token of its own).
 pub fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    any_token(s, |t| {
+        out.push(t.to_string());
+        false
+    });
+    out
+}
+
+/// Whether `f` holds for one of the [`tokens`] of `s`, read in order
+/// without building the list: stops at the first token it holds for.
+pub fn any_token(s: &str, f: impl FnMut(&str) -> bool) -> bool {
     if s.is_ascii() {
         // The common case, byte by byte: no decoding, no case tables.
-        split_tokens(s.as_bytes())
+        split_tokens(s.as_bytes(), f)
     } else {
-        split_tokens(&s.chars().collect::<Vec<char>>())
+        split_tokens(&s.chars().collect::<Vec<char>>(), f)
     }
 }
 
@@ -53,8 +64,7 @@ impl Unit for char {
     }
 }
 
-fn split_tokens<U: Unit>(units: &[U]) -> Vec<String> {
-    let mut out = Vec::new();
+fn split_tokens<U: Unit>(units: &[U], mut f: impl FnMut(&str) -> bool) -> bool {
     let mut cur = String::new();
     let mut i = 0;
     while i < units.len() {
@@ -72,14 +82,14 @@ fn split_tokens<U: Unit>(units: &[U]) -> Vec<String> {
                 continue;
             }
         } else if !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
+            if f(&cur) {
+                return true;
+            }
+            cur.clear();
         }
         i += 1;
     }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+    !cur.is_empty() && f(&cur)
 }
 
 /// The stop words, alphabetical (for the reader).

@@ -837,15 +837,16 @@ impl Overlap {
 
     fn count(&self, content: &str) -> usize {
         let mut found: HashSet<&str> = HashSet::default();
-        for w in text::content_words(content) {
+        text::any_token(content, |w| {
             let short = w.len() < 2;
-            if !short && !self.prefixes.contains(&[w.as_bytes()[0], w.as_bytes()[1]]) {
-                continue;
+            if text::is_stop(w) || (!short && !self.prefixes.contains(&[w.as_bytes()[0], w.as_bytes()[1]])) {
+                return false;
             }
-            if let Some(hit) = self.wanted.get(&text::stem(&w)) {
+            if let Some(hit) = self.wanted.get(&text::stem(w)) {
                 found.insert(hit.as_str());
             }
-        }
+            false
+        });
         found.len()
     }
 }

@@ -161,12 +161,19 @@ const TIME_WORDS: &[&str] = &[
 /// or "March" (also verbs) next to a number. Token checks only: this runs
 /// on every candidate message of a temporal question.
 pub fn mentions_time(text: &str) -> bool {
-    let tokens = crate::core::text::tokens(text);
-    let number = |t: Option<&String>| t.is_some_and(|t| !t.is_empty() && t.len() <= 4 && t.chars().all(|c| c.is_ascii_digit()));
-    tokens.iter().enumerate().any(|(i, t)| {
-        TIME_WORDS.contains(&t.as_str())
-            || (t.len() == 4 && (t.starts_with("19") || t.starts_with("20")) && t.chars().all(|c| c.is_ascii_digit()))
-            || (matches!(t.as_str(), "may" | "march") && (number(tokens.get(i + 1)) || (i > 0 && number(tokens.get(i - 1)))))
+    let number = |t: &str| !t.is_empty() && t.len() <= 4 && t.bytes().all(|c| c.is_ascii_digit());
+    // Read in one pass: whether the token before was a number, and whether
+    // it was "may" or "march" (waiting for a number after it).
+    let (mut after_number, mut after_month) = (false, false);
+    crate::core::text::any_token(text, |t| {
+        let is_number = number(t);
+        let month = matches!(t, "may" | "march");
+        let found = TIME_WORDS.contains(&t)
+            || (t.len() == 4 && (t.starts_with("19") || t.starts_with("20")) && is_number)
+            || (month && after_number)
+            || (after_month && is_number);
+        (after_number, after_month) = (is_number, month);
+        found
     })
 }
 
@@ -331,6 +338,35 @@ mod tests {
         assert!(!mentions_time("The painting is lovely."));
         assert!(mentions_time("We met on May 7."));
         assert!(!mentions_time("I may go hiking."));
+    }
+
+    #[test]
+    fn test_time_mentions_read_in_one_pass_agree_with_the_token_list() {
+        // The rule over the whole token list, as written before the
+        // one-pass reading.
+        fn by_list(text: &str) -> bool {
+            let tokens = crate::core::text::tokens(text);
+            let number = |t: Option<&String>| t.is_some_and(|t| !t.is_empty() && t.len() <= 4 && t.chars().all(|c| c.is_ascii_digit()));
+            tokens.iter().enumerate().any(|(i, t)| {
+                TIME_WORDS.contains(&t.as_str())
+                    || (t.len() == 4 && (t.starts_with("19") || t.starts_with("20")) && t.chars().all(|c| c.is_ascii_digit()))
+                    || (matches!(t.as_str(), "may" | "march") && (number(tokens.get(i + 1)) || (i > 0 && number(tokens.get(i - 1)))))
+            })
+        }
+        let words = ["may", "March", "7", "2019", "12345", "1899", "we", "Friday's", "don't", "naïve", "MAY", "3rd", "", "20", "2020s"];
+        let mut texts = Vec::new();
+        for a in words {
+            for b in words {
+                for c in ["may", "7", "go", "Ünïcode", "marché"] {
+                    texts.push(format!("{a} {b}, {c}."));
+                    texts.push(format!("{c}-{a}'{b}"));
+                }
+            }
+        }
+        for t in &texts {
+            assert_eq!(mentions_time(t), by_list(t), "{t:?}");
+        }
+        assert!(texts.iter().any(|t| mentions_time(t)) && texts.iter().any(|t| !mentions_time(t)));
     }
 
     #[test]
