@@ -47,6 +47,6 @@ include scripts/reliability.mk
 # LoCoMo evidence-recall harness: make locomo [LOCOMO=path] (not part of make test).
 include scripts/locomo.mk
 
-# make bench: latency and throughput at 1k/10k/100k memories in workerd; make bench-native and
-# make bench-profile: where the time goes (not part of make test).
+# make bench: latency and throughput at 1k/10k/100k memories in workerd; make bench-native,
+# make bench-profile and make bench-path: where the time goes (not part of make test).
 include scripts/bench.mk

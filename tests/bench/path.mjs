@@ -9,6 +9,8 @@
 // Layers (the Worker's own socket is miniflare's unsafeDirectSockets: the
 // same workerd and Worker without the entry worker miniflare puts in
 // front of it for development, which make bench's HTTP figures include):
+//   hello, direct     a Worker that only answers "ok", on its own socket:
+//                     the floor of any request on this machine
 //   health, entry     GET /health through miniflare's entry worker
 //   health, direct    GET /health on the Worker's own socket
 //   object, direct    GET .../memories/<absent id> on the Worker's own
@@ -47,10 +49,14 @@ const w = await startWorker({
   vars: { BENCH: "1" },
   persistDir: path.resolve(stateDir),
   serviceOverrides: { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
+  extraWorkers: [
+    { name: "hello", modules: true, script: "export default { fetch() { return new Response('ok'); } };", unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
+  ],
 });
 try {
   const entry = String(w.url).replace(/\/$/, "");
   const direct = String(await w.miniflare.unsafeGetDirectURL(SERVICE)).replace(/\/$/, "");
+  const hello = String(await w.miniflare.unsafeGetDirectURL("hello")).replace(/\/$/, "");
   const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", SERVICE);
   const stub = ns.get(ns.idFromName("default/bench"));
   const callDo = async (op, args = {}) => {
@@ -89,6 +95,7 @@ try {
   const absent = `${BASE}/memories/${"0".repeat(32)}`;
   if ((await status(`${direct}${absent}`, AUTH)) !== 404) throw new Error("expected 404 for an absent memory");
   const layers = [
+    ["hello, direct", "a Worker that only answers \"ok\", on its own socket (the floor of any request)", () => get(`${hello}/`)],
     ["health, entry", "GET /health through miniflare's entry worker", () => get(`${entry}/health`)],
     ["health, direct", "GET /health on the Worker's own socket", () => get(`${direct}/health`)],
     ["object, direct", "GET of an absent memory on the Worker's own socket (Worker, hop to the object, one lookup)", () => get(`${direct}${absent}`, AUTH)],

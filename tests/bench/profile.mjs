@@ -9,7 +9,8 @@
 //   BENCH_STATE=STATE_DIR BENCH_SIZES=10000 make bench
 // Writes STATE_DIR/<what>.cpuprofile (loadable in Chrome DevTools). The
 // sampling profiler slows everything down (about 1.7x here): read the
-// shares, not the absolute times.
+// shares, not the absolute times. Ends with the shares by stage (SQL
+// apart), the figures docs/bench/profile-*.txt keep.
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -129,3 +130,22 @@ const show = (m, title) => {
 show(self, "self time");
 show(incl, "inclusive time");
 show(sqlBy, "time in SQL statements (boundary included), by caller");
+
+// Shares by stage: each sample goes to the innermost stage on its stack
+// (a recall's channels, an ingest's phases), split into SQL (under the
+// SQL port) and the rest (Wasm and glue).
+const STAGES = {
+  recall: ["score_turns", "fts_with", "citations", "messages_with", "search_many", "keep_live", "memories_by_ids", "text_query", "channels::key", "fuse::fuse", "temporal::compute", "synthesize", "analyze", "recall::run"],
+  ingest: ["insert_messages", "insert_memories", "persist::store", "extract::run", "verify::run", "classify::run", "judge_and_store", "ingest::run", "drain", "fetch_fetch_glue"],
+};
+const shares = new Map();
+for (const n of profile.nodes) {
+  if (!n.hitCount) continue;
+  const stack = [];
+  for (let id = n.id; id !== undefined; id = parent.get(id)) stack.push(name(byId.get(id)));
+  const stage = stack.map((f) => (STAGES[what] || []).find((s) => f.includes(s))).find(Boolean) || "other";
+  const key = `${stage}${stack.some((f) => f.includes("Sql>::query")) ? " (SQL)" : ""}`;
+  shares.set(key, (shares.get(key) || 0) + n.hitCount);
+}
+console.log(`\nshare of the time by stage, SQL apart (${what})`);
+for (const [k, h] of [...shares].sort((a, b) => b[1] - a[1])) console.log(`${((100 * h) / total).toFixed(1).padStart(6)}%  ${k}`);
