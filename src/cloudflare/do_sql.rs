@@ -129,10 +129,8 @@ impl Sql for DoSql {
         for p in params {
             binds.push(&to_do(p).into());
         }
-        let out = exec_rows(self.sql.as_ref(), sql, &binds).map_err(|e| {
-            let message = e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).or_else(|| e.as_string());
-            Error::storage(format!("failed to run sql: {}", message.unwrap_or_else(|| format!("{e:?}"))))
-        })?;
+        let out = exec_rows(self.sql.as_ref(), sql, &binds)
+            .map_err(|e| Error::storage(format!("failed to run sql: {}", super::js_error_message(&e))))?;
         let Some(text) = out.get(0).as_string() else {
             // One text value, as it is.
             return Ok(vec![vec![SqlValue::Text(out.get(2).as_string().unwrap_or_default())]]);

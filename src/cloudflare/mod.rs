@@ -156,7 +156,7 @@ pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::r
         .with_body(Some(JsValue::from_str(&json!({ "name": name, "op": op, "args": args }).to_string())));
     let req = Request::new_with_init("https://profile.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
     let resp = stub.fetch_with_request(req).await.map_err(|e| Error::storage(format!("failed to reach profile object: {e}")))?;
-    let text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e:?}")))?;
+    let text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
     if let Some(ok) = v.get("ok") {
         return Ok(ok.clone());
@@ -166,17 +166,30 @@ pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::r
     Err(Error::from_code(code, message))
 }
 
-/// A fetched response's body as text, read by the platform in one step.
-/// (worker's `Response::text` reads a fetched body chunk by chunk through
-/// a stream reader: several calls across the Wasm boundary per chunk.)
-pub(crate) async fn response_text(resp: &Response) -> std::result::Result<String, JsValue> {
-    let raw = match resp.body() {
-        ResponseBody::Stream(stream) => web_sys::Response::new_with_opt_readable_stream(Some(stream))?,
-        ResponseBody::Body(bytes) => return String::from_utf8(bytes.clone()).map_err(|e| JsValue::from_str(&e.to_string())),
-        ResponseBody::Empty => return Ok(String::new()),
+/// A fetched response's body as UTF-8 text, read by the platform in one
+/// step. (worker's `Response::text` reads a fetched body chunk by chunk
+/// through a stream reader: several calls across the Wasm boundary per
+/// chunk.) Bytes that are not UTF-8 are an error, as they were there.
+pub(crate) async fn response_text(resp: &Response) -> std::result::Result<String, String> {
+    let bytes = match resp.body() {
+        ResponseBody::Stream(stream) => {
+            let read = async {
+                let raw = web_sys::Response::new_with_opt_readable_stream(Some(stream))?;
+                let buffer = wasm_bindgen_futures::JsFuture::from(raw.array_buffer()?).await?;
+                Ok::<_, JsValue>(js_sys::Uint8Array::new(&buffer).to_vec())
+            };
+            read.await.map_err(|e| js_error_message(&e))?
+        }
+        ResponseBody::Body(bytes) => bytes.clone(),
+        ResponseBody::Empty => Vec::new(),
     };
-    let text = wasm_bindgen_futures::JsFuture::from(raw.text()?).await?;
-    text.as_string().ok_or_else(|| JsValue::from_str("the body is not text"))
+    String::from_utf8(bytes).map_err(|e| e.to_string())
+}
+
+/// The message of a thrown JavaScript value: an `Error`'s message (not its
+/// stack), a string as it is.
+pub(crate) fn js_error_message(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
 }
 
 /// The RPC entry the JS shim forwards every profile method to. Returns the

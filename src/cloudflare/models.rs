@@ -122,7 +122,7 @@ impl OpenAi {
         let req = Request::new_with_init(&url, &init).map_err(|e| Error::config(format!("bad OPENAI_BASE_URL: {e}")))?;
         let resp = Fetch::Request(req).send().await.map_err(|e| Error::provider(format!("failed to reach {url}: {e}")))?;
         let status = resp.status_code();
-        let text = super::response_text(&resp).await.map_err(|e| Error::provider(format!("failed to read {url}: {e:?}")))?;
+        let text = super::response_text(&resp).await.map_err(|e| Error::provider(format!("failed to read {url}: {e}")))?;
         if !(200..300).contains(&status) {
             return Err(Error::provider(format!("{url} answered {status}: {}", text.chars().take(200).collect::<String>())));
         }

@@ -20,10 +20,12 @@
 //   recall, direct    POST .../recall on the Worker's own socket
 //   recall in DO      the recall alone inside the Durable Object
 //                     ((round trip with it repeated R times - with 0) / R)
-//   its SQL           the statements that recall ran, replayed alone inside
-//                     the Durable Object the same way (benchReplay): SQLite,
-//                     the platform's SQL API and the result text crossing
-//                     into Wasm, without the Rust that reads it
+//   its SQL           the statements that recall ran through the profile's
+//                     SQL, replayed alone inside the Durable Object the same
+//                     way (benchReplay): SQLite, the platform's SQL API and
+//                     the result text crossing into Wasm, without the Rust
+//                     that reads it. The vector index reads its float
+//                     vectors through its own handle: not included.
 // Prints a table and writes BENCH_OUT (default docs/bench)/path.md.
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -102,7 +104,7 @@ try {
     ["recall, entry", "POST …/recall through miniflare's entry worker (what make bench reports)", (q) => recall(entry, q)],
     ["recall, direct", "POST …/recall on the Worker's own socket", (q) => recall(direct, q)],
     ["recall in DO", "the recall alone inside the Durable Object", (q) => inside("benchStage", { query: q, stage: "recall" })],
-    ["its SQL", "the statements that recall ran, replayed alone inside the Durable Object", (q) => inside("benchReplay", { query: q })],
+    ["its SQL", "the statements that recall ran through the profile's SQL (the vector index's reads aside), replayed alone inside the Durable Object", (q) => inside("benchReplay", { query: q })],
   ];
   const times = layers.map(() => []);
   for (const q of queries) {

@@ -131,12 +131,13 @@ show(self, "self time");
 show(incl, "inclusive time");
 show(sqlBy, "time in SQL statements (boundary included), by caller");
 
-// Shares by stage: each sample goes to the innermost stage on its stack
-// (a recall's channels, an ingest's phases), split into SQL (under the
-// SQL port) and the rest (Wasm and glue).
+// Shares by stage: each sample goes to the innermost stage frame on its
+// stack (a recall's channels, an ingest's phases; a stage the compiler
+// inlined has no frame and counts in its caller), split into SQL (under
+// the SQL port, or a transaction's commit) and the rest (Wasm and glue).
 const STAGES = {
   recall: ["score_turns", "fts_with", "citations", "messages_with", "search_many", "keep_live", "memories_by_ids", "text_query", "channels::key", "fuse::fuse", "temporal::compute", "synthesize", "analyze", "recall::run"],
-  ingest: ["insert_messages", "insert_memories", "persist::store", "extract::run", "verify::run", "classify::run", "judge_and_store", "ingest::run", "drain", "fetch_fetch_glue"],
+  ingest: ["insert_messages", "insert_memories", "persist::store", "extract::run", "verify::run", "classify::run", "judge_and_store", "ingest::run", "Profile::drain", "fetch_fetch_glue"],
 };
 const shares = new Map();
 for (const n of profile.nodes) {
@@ -144,7 +145,8 @@ for (const n of profile.nodes) {
   const stack = [];
   for (let id = n.id; id !== undefined; id = parent.get(id)) stack.push(name(byId.get(id)));
   const stage = stack.map((f) => (STAGES[what] || []).find((s) => f.includes(s))).find(Boolean) || "other";
-  const key = `${stage}${stack.some((f) => f.includes("Sql>::query")) ? " (SQL)" : ""}`;
+  const sql = stack.some((f) => f.includes("Sql>::query")) || stack[0] === "transactionSync";
+  const key = `${stage}${sql ? " (SQL)" : ""}`;
   shares.set(key, (shares.get(key) || 0) + n.hitCount);
 }
 console.log(`\nshare of the time by stage, SQL apart (${what})`);
