@@ -157,9 +157,9 @@ pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::r
     let req = Request::new_with_init("https://profile.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
     let resp = stub.fetch_with_request(req).await.map_err(|e| Error::storage(format!("failed to reach profile object: {e}")))?;
     let text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
-    if let Some(ok) = v.get("ok") {
-        return Ok(ok.clone());
+    let mut v: Value = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
+    if let Some(ok) = v.get_mut("ok") {
+        return Ok(ok.take());
     }
     let code = v["error"]["code"].as_u64().unwrap_or(10010) as u32;
     let message = v["error"]["message"].as_str().unwrap_or("profile object failed").to_string();
