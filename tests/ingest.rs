@@ -12,6 +12,7 @@ use agent_memory::core::local::embed::HashEmbedder;
 use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::model::{IngestReport, Memory, MemoryType, MessageInput, Status};
 use agent_memory::core::ops::{Limits, Profile};
+use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::ports::{ChatModel, ChatRequest, Embedder, LocalBoxFuture, Sql};
 use agent_memory::core::provider::Reasoner;
 use agent_memory::core::rules::Rules;
@@ -48,7 +49,8 @@ fn with_parts<T>(
     f: impl FnOnce(&Profile<'_>) -> T,
 ) -> T {
     let index = SqlVectorIndex { sql };
-    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, now, limits: Limits::default() };
+    let turns = TurnDirectory::new();
+    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, turns: &turns, now, limits: Limits::default() };
     f(&p)
 }
 

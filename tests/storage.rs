@@ -180,30 +180,65 @@ fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()) };
+        let speakers = || p.turns.sync(p.sql).unwrap().speakers().to_vec();
         block_on(p.ingest(session("a", vec![msg("Maria", "I baked a lemon tart for the fair."), msg("user", "Lemon tarts are my favourite dessert.")])))
             .unwrap();
+        assert_eq!(speakers(), vec!["Maria", "user"]);
         block_on(p.ingest(session("b", vec![msg("John Smith", "The trail up the ridge took us four hours.")]))).unwrap();
-        assert_eq!(p.store().speakers().unwrap(), vec!["John Smith", "Maria", "user"]);
+        assert_eq!(speakers(), vec!["John Smith", "Maria", "user"], "a new speaker is seen on the next sync");
         p.delete_session("b").unwrap();
-        assert_eq!(p.store().speakers().unwrap(), vec!["Maria", "user"], "a deleted session's only speaker stays behind");
+        assert_eq!(speakers(), vec!["Maria", "user"], "a deleted session's only speaker leaves with it");
         p.wipe().unwrap();
-        assert!(p.store().speakers().unwrap().is_empty());
+        assert!(speakers().is_empty());
     });
 }
 
 #[test]
-fn test_speakers_of_messages_stored_before_the_table_are_filled_in_by_the_migration() {
-    use agent_memory::core::ports::Sql;
+fn test_turn_directory_follows_appends_deletes_and_a_wipe() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        block_on(p.ingest(IngestRequest { messages: vec![msg("Maria", "I baked a lemon tart for the fair.")], session_id: Some("a".into()) }))
-            .unwrap();
+        let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()) };
+        let places = || {
+            let dir = p.turns.sync(p.sql).unwrap();
+            let rows = p.sql.query("SELECT rowid, id, session_id, position FROM messages ORDER BY rowid", &[]).unwrap();
+            // Every stored message is found by rowid and by id at its place,
+            // and the directory holds nothing else.
+            assert_eq!(dir.len(), rows.len(), "one entry per stored message");
+            for r in &rows {
+                let i = dir.by_rowid(r[0].as_i64().unwrap()).expect("a stored message by rowid");
+                let t = dir.turn(i);
+                assert_eq!(Some(t.id.as_str()), r[1].as_str());
+                assert_eq!(dir.by_id(&t.id), Some(i));
+                assert_eq!(dir.at(t.session, t.position), Some(i));
+                assert_eq!(Some(t.position), r[3].as_i64());
+            }
+            rows.len()
+        };
+        assert_eq!(places(), 0);
+        block_on(p.ingest(session("a", vec![msg("Maria", "We adopted a puppy in 2022."), msg("user", "What is the puppy called?")]))).unwrap();
+        assert_eq!(places(), 2);
+        {
+            let dir = p.turns.sync(p.sql).unwrap();
+            let first = dir.turn(dir.by_rowid(1).unwrap());
+            assert!(first.mentions_time, "a year is a time");
+            assert!(!dir.turn(dir.by_rowid(2).unwrap()).mentions_time);
+            assert_eq!(dir.role_name(first.role), "Maria");
+        }
+        block_on(p.ingest(session("a", vec![msg("Maria", "She is called Biscuit.")]))).unwrap();
+        block_on(p.ingest(session("b", vec![msg("John", "The trail took four hours."), msg("user", "Long walk!")]))).unwrap();
+        assert_eq!(places(), 5, "appended messages are read in");
+        p.delete_session("b").unwrap();
+        assert_eq!(places(), 3, "deleted messages leave");
+        // The rowids the delete freed are the highest: a new message takes
+        // one again, under another id.
+        block_on(p.ingest(session("c", vec![msg("user", "A new session after the delete.")]))).unwrap();
+        assert_eq!(places(), 4);
+        assert_eq!(p.sql.query("SELECT max(rowid) FROM messages", &[]).unwrap()[0][0].as_i64(), Some(4), "a rowid was taken again");
+        p.wipe().unwrap();
+        assert_eq!(places(), 0);
+        block_on(p.ingest(session("d", vec![msg("user", "Starting over.")]))).unwrap();
+        assert_eq!(places(), 1, "rowids restart after a wipe; the directory with them");
     });
-    // The database as version 2 left it: messages, no speakers table.
-    sql.execute("DROP TABLE speakers", &[]).unwrap();
-    sql.execute("DELETE FROM schema_migrations WHERE version = 3", &[]).unwrap();
-    agent_memory::core::schema::migrate(&sql).unwrap();
-    with_profile(&sql, APRIL_15, |p| assert_eq!(p.store().speakers().unwrap(), vec!["Maria"]));
 }
 
 #[test]

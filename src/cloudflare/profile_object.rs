@@ -12,6 +12,7 @@ use crate::core::local::bench;
 use crate::core::local::vector::Packed;
 use crate::core::ops::{Limits, Profile};
 use crate::core::ports::VectorIndex;
+use crate::core::recall::directory::TurnDirectory;
 use std::cell::{Cell, RefCell};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -38,6 +39,9 @@ pub struct ProfileObject {
     /// The local vector index's codes, loaded on the first vector query
     /// and kept in step by its writes (see core::local::vector).
     packed: RefCell<Packed>,
+    /// Where each message sits, loaded on the first recall and kept in
+    /// step at the start of each (see core::recall::directory).
+    turns: TurnDirectory,
     /// Whether the profile's name is known to be stored in `meta` (saves
     /// a write, and so a storage flush, on every call).
     name_saved: Cell<bool>,
@@ -64,6 +68,7 @@ impl ProfileObject {
             reasoner: providers.reasoner(),
             embedder: providers.embedder(),
             index,
+            turns: &self.turns,
             now: now(),
             limits: Limits { max_memories: self.config.max_memories },
         }
@@ -128,6 +133,7 @@ impl ProfileObject {
             }
             "benchReset" => {
                 self.packed.borrow_mut().clear();
+                self.turns.clear();
                 Ok(json!({}))
             }
             op => bench::dispatch(profile, op, &call.args).await,
@@ -167,6 +173,7 @@ impl DurableObject for ProfileObject {
             broken,
             config,
             packed: RefCell::new(Packed::new()),
+            turns: TurnDirectory::new(),
             name_saved: Cell::new(false),
             bench,
         }

@@ -11,6 +11,7 @@ use crate::core::error::{Error, Result};
 use crate::core::model::{IngestReport, ListPage, Memory, MemoryDetail, Stats};
 use crate::core::ports::{Embedder, Sql, VectorIndex};
 use crate::core::provider::Reasoner;
+use crate::core::recall::directory::TurnDirectory;
 use crate::core::store::{ListFilter, Store};
 use crate::core::{background, ingest, portable, recall, remember, schema, summary};
 use serde_json::{json, Value};
@@ -23,6 +24,9 @@ pub struct Profile<'a> {
     pub reasoner: &'a dyn Reasoner,
     pub embedder: &'a dyn Embedder,
     pub index: &'a dyn VectorIndex,
+    /// Where each message sits, kept between calls by the profile's owner
+    /// (see [`crate::core::recall::directory`]).
+    pub turns: &'a TurnDirectory,
     /// Milliseconds since the epoch, read once per call.
     pub now: i64,
     pub limits: Limits,
@@ -299,7 +303,9 @@ mod tests {
     }
 
     fn profile<'a>(sql: &'a NativeSql, reasoner: &'a dyn Reasoner, index: &'a SqlVectorIndex<'a>, now: i64, max: i64) -> Profile<'a> {
-        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, now, limits: Limits { max_memories: max } }
+        // One directory per profile value; a test's few are leaked.
+        let turns = Box::leak(Box::new(TurnDirectory::new()));
+        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns, now, limits: Limits { max_memories: max } }
     }
 
     /// A reasoner whose extraction never finishes: an object that dies

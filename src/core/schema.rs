@@ -109,6 +109,19 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         "CREATE TABLE IF NOT EXISTS speakers (role TEXT PRIMARY KEY) WITHOUT ROWID",
         "INSERT OR IGNORE INTO speakers (role) SELECT DISTINCT role FROM messages",
     ],
+), (
+    4,
+    &[
+        // How many messages were ever deleted, counted by a trigger on
+        // every path that deletes one: recall's turn directory
+        // (core::recall::directory) reads the messages again when it moved.
+        "CREATE TABLE IF NOT EXISTS message_changes (deletes INTEGER NOT NULL)",
+        "INSERT INTO message_changes (deletes) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM message_changes)",
+        "CREATE TRIGGER IF NOT EXISTS messages_deleted AFTER DELETE ON messages \
+         BEGIN UPDATE message_changes SET deletes = deletes + 1; END",
+        // The directory also knows the speakers: version 3's table goes.
+        "DROP TABLE IF EXISTS speakers",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

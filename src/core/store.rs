@@ -149,10 +149,6 @@ impl<'a> Store<'a> {
                 &format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r"),
                 std::slice::from_ref(&chunk),
             )?;
-            self.sql.execute(
-                "INSERT OR IGNORE INTO speakers (role) SELECT DISTINCT j.value ->> 2 FROM json_each(?1) j",
-                std::slice::from_ref(&chunk),
-            )?;
             // Index what was actually inserted (rows not already indexed).
             self.sql.execute(
                 "INSERT INTO messages_fts (rowid, role, content) SELECT m.rowid, m.role, m.content \
@@ -418,40 +414,16 @@ impl<'a> Store<'a> {
         self.sql.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')", &[])
     }
 
-    /// The roles that speak in the profile's messages, in order, the first
-    /// [`SPEAKERS_READ`] of them.
-    pub fn speakers(&self) -> Result<Vec<String>> {
-        Ok(self
-            .sql
-            .query("SELECT role FROM speakers ORDER BY role LIMIT ?", &[SqlValue::Integer(SPEAKERS_READ as i64)])?
-            .into_iter()
-            .filter_map(|r| r[0].opt_string())
-            .collect())
-    }
-
-    /// Hard-deletes messages and their FTS rows, and forgets a speaker
-    /// whose last message this was.
+    /// Hard-deletes messages and their FTS rows.
     pub fn delete_messages(&self, ids: &[String]) -> Result<()> {
-        let mut roles: Vec<String> = Vec::new();
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
             let ph = placeholders(chunk.len());
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-            for r in self.sql.query(&format!("SELECT DISTINCT role FROM messages WHERE id IN ({ph})"), &params)? {
-                roles.extend(r[0].opt_string());
-            }
             self.sql.execute(
                 &format!("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE id IN ({ph}))"),
                 &params,
             )?;
             self.sql.execute(&format!("DELETE FROM messages WHERE id IN ({ph})"), &params)?;
-        }
-        roles.sort();
-        roles.dedup();
-        for role in roles {
-            self.sql.execute(
-                "DELETE FROM speakers WHERE role = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE role = ?1)",
-                &[role.into()],
-            )?;
         }
         Ok(())
     }
@@ -740,7 +712,7 @@ impl<'a> Store<'a> {
 
     /// Removes everything in the profile.
     pub fn wipe(&self) -> Result<()> {
-        for t in ["messages", "messages_fts", "speakers", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "outbox", "meta"] {
+        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "outbox", "meta"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.purge_deleted_text()
@@ -775,12 +747,6 @@ pub fn json_rows<T: serde::de::DeserializeOwned>(sql: &dyn Sql, statement: &str,
         None => Ok(Vec::new()),
     }
 }
-
-/// Most speakers a recall reads ([`Store::speakers`]): roles come from
-/// callers, and a profile with a new role for every message would
-/// otherwise make each recall read a table as large as its messages. The
-/// names of speakers beyond these stay ordinary search words.
-pub const SPEAKERS_READ: usize = 1000;
 
 /// Largest JSON parameter a write sends in one statement: well under the
 /// platform's 2 MB cap on a value.

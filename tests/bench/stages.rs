@@ -21,6 +21,7 @@ use agent_memory::core::error::Result;
 use agent_memory::core::local::bench;
 use agent_memory::core::local::vector::{CachedVectorIndex, Packed};
 use agent_memory::core::ops::Profile;
+use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::ports::{Row, Sql, SqlValue};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -100,9 +101,11 @@ fn main() {
 
     // The index keeps its codes in memory across calls, as in the Durable Object.
     let packed = RefCell::new(Packed::new());
+    // So does the turn directory.
+    let turns = TurnDirectory::new();
     let profile = |sql: &'_ dyn Sql, index: &'_ CachedVectorIndex<'_>, f: &mut dyn FnMut(&Profile<'_>)| {
         with_profile(&NativeSql::memory(), now, |base| {
-            f(&Profile { sql, index, name: base.name, reasoner: base.reasoner, embedder: base.embedder, now, limits: base.limits })
+            f(&Profile { sql, index, turns: &turns, name: base.name, reasoner: base.reasoner, embedder: base.embedder, now, limits: base.limits })
         })
     };
 

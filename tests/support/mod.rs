@@ -11,6 +11,7 @@ pub mod native_sql {
 use agent_memory::core::local::embed::HashEmbedder;
 use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::ops::{Limits, Profile};
+use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::rules::Rules;
 pub use native_sql::NativeSql;
 
@@ -24,12 +25,14 @@ pub fn database() -> NativeSql {
 /// Runs `f` with a profile over `sql` at time `now` (epoch millis).
 pub fn with_profile<T>(sql: &NativeSql, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
+    let turns = TurnDirectory::new();
     let p = Profile {
         name: "test/p",
         sql,
         reasoner: &Rules,
         embedder: &HashEmbedder,
         index: &index,
+        turns: &turns,
         now,
         limits: Limits::default(),
     };

@@ -115,7 +115,7 @@ impl crate::core::ports::Sql for Recorded<'_> {
 /// Wasm compute.
 pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value> {
     let rec = Recorded { inner: p.sql, log: Default::default() };
-    let recording = Profile { name: p.name, sql: &rec, reasoner: p.reasoner, embedder: p.embedder, index: p.index, now: p.now, limits: p.limits };
+    let recording = Profile { name: p.name, sql: &rec, reasoner: p.reasoner, embedder: p.embedder, index: p.index, turns: p.turns, now: p.now, limits: p.limits };
     let req: RecallRequest = crate::core::api::parse(json!({ "query": query }))?;
     recording.recall(req).await?;
     let log = rec.log.into_inner();
@@ -135,8 +135,10 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
     let texts = vec![query.to_string(), if analysis.hyde.is_empty() { query.to_string() } else { analysis.hyde.clone() }];
     let embeddings = p.embedder.embed(&texts).await?;
     let reference = chrono::DateTime::from_timestamp_millis(p.now).unwrap_or_default().date_naive();
-    // The full-text query as recall builds it (the speakers read once).
-    let q = crate::core::recall::text_query(p, query, &analysis.terms, reference)?;
+    // The full-text query as recall builds it. Each text stage syncs the
+    // turn directory (one statement, as a recall does) and lends it out
+    // only while it runs: no await holds it.
+    let q = crate::core::recall::text_query(&*p.turns.sync(p.sql)?, query, &analysis.terms, reference);
     let mut out = 0usize;
     match stage {
         "analyze" => {
@@ -158,17 +160,17 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
             // The message scoring both text channels share in a recall
             // (the fts and messages stages each include it).
             for _ in 0..repeat {
-                out = channels::score_turns(p.sql, &q)?.context.len();
+                out = channels::score_turns(p.sql, &*p.turns.sync(p.sql)?, &q)?.context.len();
             }
         }
         "fts" => {
             for _ in 0..repeat {
-                out = channels::fts(p.sql, &q, false, &now_iso)?.ids.len();
+                out = channels::fts(p.sql, &*p.turns.sync(p.sql)?, &q, false, &now_iso)?.ids.len();
             }
         }
         "messages" => {
             for _ in 0..repeat {
-                out = channels::messages(p.sql, &q, false, &now_iso)?.0.ids.len();
+                out = channels::messages(p.sql, &*p.turns.sync(p.sql)?, &q, false, &now_iso)?.0.ids.len();
             }
         }
         "vector" | "hyde" => {
@@ -186,10 +188,14 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         "fuse" => {
             // Fusion of the channels' rankings, then loading the winners:
             // what recall does between the channels and synthesis.
+            let (fts, messages) = {
+                let dir = p.turns.sync(p.sql)?;
+                (channels::fts(p.sql, &dir, &q, false, &now_iso)?, channels::messages(p.sql, &dir, &q, false, &now_iso)?.0)
+            };
             let rankings = vec![
                 channels::key(p.sql, &analysis.keys, false, &now_iso)?,
-                channels::fts(p.sql, &q, false, &now_iso)?,
-                channels::messages(p.sql, &q, false, &now_iso)?.0,
+                fts,
+                messages,
                 channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], false, &now_iso).await?,
                 channels::vector(fuse::Channel::Hyde, p.sql, p.index, &embeddings[1], false, &now_iso).await?,
             ];

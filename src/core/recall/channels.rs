@@ -44,6 +44,7 @@
 
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
+use crate::core::recall::directory::Directory;
 use crate::core::recall::fuse::{Channel, Ranking};
 use crate::core::store::{json_param, json_rows};
 use crate::core::text;
@@ -82,8 +83,6 @@ pub const OWN_SHARE: f64 = 0.25;
 /// statement, built as one JSON text ([`json_rows`]), stay well under the
 /// platform's 2 MB cap on a value whatever the messages hold.
 pub const TEXT_READ_CHARS: usize = 1000;
-/// Places [`read_ranges`] reads per statement when it reads text.
-const PLACES_WITH_TEXT: usize = 200;
 
 /// Words by which a question refers to its asker (the `user` role).
 const FIRST_PERSON: &[&str] = &["i", "me", "my", "mine", "myself"];
@@ -216,9 +215,10 @@ fn live(include_inactive: bool, now_iso: &str, at: usize) -> (String, Vec<SqlVal
     }
 }
 
-/// A row of a bm25-ranked full-text statement: an id and its `bm25()`.
+/// A row of a bm25-ranked full-text statement: a key and its `bm25()`.
 trait Hit: serde::de::DeserializeOwned {
-    fn id(&self) -> &str;
+    type Key: std::hash::Hash + Eq + Clone;
+    fn key(&self) -> &Self::Key;
     fn bm25(&self) -> f64;
 }
 
@@ -228,7 +228,8 @@ trait Hit: serde::de::DeserializeOwned {
 struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>);
 
 impl Hit for MemoryHit {
-    fn id(&self) -> &str {
+    type Key = String;
+    fn key(&self) -> &String {
         &self.0
     }
     fn bm25(&self) -> f64 {
@@ -236,13 +237,14 @@ impl Hit for MemoryHit {
     }
 }
 
-/// A message found by full text: id, bm25, then the [`turn_columns`]
-/// (its session by id).
+/// A message found by full text: its rowid and bm25 (the rest is in the
+/// [`Directory`]).
 #[derive(serde::Deserialize)]
-struct TurnHit(String, f64, String, i64, String, Option<String>, Option<String>);
+struct TurnHit(i64, f64);
 
 impl Hit for TurnHit {
-    fn id(&self) -> &str {
+    type Key = i64;
+    fn key(&self) -> &i64 {
         &self.0
     }
     fn bm25(&self) -> f64 {
@@ -259,18 +261,18 @@ fn bm25_scores<H: Hit>(
     statement: &str,
     q: &TextQuery,
     extra: &[SqlValue],
-) -> Result<(HashMap<String, f64>, HashMap<String, H>)> {
-    let mut scores: HashMap<String, f64> = HashMap::default();
-    let mut rows: HashMap<String, H> = HashMap::default();
+) -> Result<(HashMap<H::Key, f64>, HashMap<H::Key, H>)> {
+    let mut scores: HashMap<H::Key, f64> = HashMap::default();
+    let mut rows: HashMap<H::Key, H> = HashMap::default();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
         let Some(expr) = query_expr(q, terms) else { continue };
         let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
         params.extend(extra.iter().cloned());
         for hit in json_rows::<H>(sql, statement, &params)? {
             // bm25() is negative, lower is better.
-            *scores.entry(hit.id().to_string()).or_insert(0.0) += -hit.bm25() * weight;
-            if !rows.contains_key(hit.id()) {
-                rows.insert(hit.id().to_string(), hit);
+            *scores.entry(hit.key().clone()).or_insert(0.0) += -hit.bm25() * weight;
+            if !rows.contains_key(hit.key()) {
+                rows.insert(hit.key().clone(), hit);
             }
         }
     }
@@ -311,6 +313,7 @@ fn id_list(v: Option<&str>) -> Vec<String> {
 ///    lookup per match.
 pub fn fts_with(
     sql: &dyn Sql,
+    dir: &Directory,
     q: &TextQuery,
     turns: &TurnScores,
     cites: &Citations,
@@ -346,7 +349,7 @@ pub fn fts_with(
             }
         }
     }
-    let roles = roles(sql, turns, sources.values().flatten())?;
+    let roles = roles(dir, sources.values().flatten());
     // Sources that are not stored messages do not count.
     let sources: HashMap<String, Vec<(String, String)>> = sources
         .into_iter()
@@ -374,7 +377,8 @@ pub fn fts_with(
                 let c = columns.get(id);
                 let content = c.and_then(|c| c.4.as_deref()).unwrap_or("");
                 let date = c.and_then(|c| c.2.as_deref()).and_then(crate::core::time::date_of);
-                own * factor(q, named(USER_ROLES[0]), content, date)
+                let mentions_time = q.temporal && crate::core::recall::temporal::mentions_time(content);
+                own * factor(q, named(USER_ROLES[0]), mentions_time, date)
             }
         };
         scores.insert(id.clone(), score);
@@ -383,39 +387,21 @@ pub fn fts_with(
     Ok(Ranking::new(Channel::Fts, ids))
 }
 
-/// The roles of messages `ids`: from the scored turns where known, the
-/// rest read in one statement. A message that is not stored has none.
-fn roles<'i>(sql: &dyn Sql, turns: &TurnScores, ids: impl Iterator<Item = &'i String>) -> Result<HashMap<String, String>> {
-    let mut out: HashMap<String, String> = HashMap::default();
-    let mut unknown: Vec<&str> = Vec::new();
-    for id in ids {
-        match turns.roles.get(id) {
-            Some(r) => {
-                out.insert(id.clone(), r.clone());
-            }
-            None => unknown.push(id),
-        }
-    }
-    if !unknown.is_empty() {
-        unknown.sort_unstable();
-        unknown.dedup();
-        for r in sql.query("SELECT m.id, m.role FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[json_param(&unknown)])? {
-            if let (Some(id), Some(role)) = (r[0].opt_string(), r[1].opt_string()) {
-                out.insert(id, role);
-            }
-        }
-    }
-    Ok(out)
+/// The roles of messages `ids`, from the directory. A message that is
+/// not stored has none.
+fn roles<'i>(dir: &Directory, ids: impl Iterator<Item = &'i String>) -> HashMap<String, String> {
+    ids.filter_map(|id| dir.by_id(id).map(|i| (id.clone(), dir.role_name(dir.turn(i).role).to_string()))).collect()
 }
 
 /// The factor the query's speaker, time and date give a text said by a
-/// speaker the query names (or not), reading `content`, dated `date`.
-fn factor(q: &TextQuery, named: bool, content: &str, date: Option<chrono::NaiveDate>) -> f64 {
+/// speaker the query names (or not), that mentions a time (or not),
+/// dated `date`.
+fn factor(q: &TextQuery, named: bool, mentions_time: bool, date: Option<chrono::NaiveDate>) -> f64 {
     let mut f = 1.0;
     if named {
         f *= SPEAKER_BOOST;
     }
-    if q.temporal && crate::core::recall::temporal::mentions_time(content) {
+    if q.temporal && mentions_time {
         f *= TIME_BOOST;
     }
     if date.is_some_and(|d| q.periods.iter().any(|(a, b)| *a <= d && d <= *b)) {
@@ -518,15 +504,15 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_
 }
 
 /// Channel 1 on its own (a stage alone): scores the messages itself.
-pub fn fts(sql: &dyn Sql, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<Ranking> {
-    let turns = score_turns(sql, q)?;
+pub fn fts(sql: &dyn Sql, dir: &Directory, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<Ranking> {
+    let turns = score_turns(sql, dir, q)?;
     let cites = citations(sql, &turns, include_inactive, now_iso)?;
-    fts_with(sql, q, &turns, &cites, include_inactive, now_iso)
+    fts_with(sql, dir, q, &turns, &cites, include_inactive, now_iso)
 }
 
 /// Channel 3 on its own (see [`fts`]).
-pub fn messages(sql: &dyn Sql, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
-    let turns = score_turns(sql, q)?;
+pub fn messages(sql: &dyn Sql, dir: &Directory, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
+    let turns = score_turns(sql, dir, q)?;
     let cites = citations(sql, &turns, include_inactive, now_iso)?;
     Ok(messages_with(q, &turns, &cites))
 }
@@ -560,152 +546,6 @@ pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str
     Ok(Ranking::new(Channel::Key, ids))
 }
 
-/// A message found by full text, with where it sits.
-#[derive(Clone, Debug)]
-struct Turn {
-    id: String,
-    /// Index of its session in [`Turns::sessions`].
-    session: u32,
-    position: i64,
-    role: String,
-    /// Read only when the query asks when (for [`TIME_BOOST`]).
-    content: String,
-    date: Option<chrono::NaiveDate>,
-}
-
-/// Columns a [`Turn`] is read from, after its id: `session` (what names its
-/// session), position, role, the timestamp when `?{dates}` is true (the
-/// query names a period) and the content when `?{content}` is true.
-fn turn_columns(session: &str, content: usize, dates: usize) -> String {
-    format!(
-        "{session}, m.position, m.role, CASE WHEN ?{dates} THEN m.timestamp END, \
-         CASE WHEN ?{content} THEN substr(m.content, 1, {TEXT_READ_CHARS}) END"
-    )
-}
-
-/// A message read by place with [`turn_columns`]: id, the index of its
-/// range in the statement's list, then the other columns.
-#[derive(serde::Deserialize)]
-struct PlaceRow(String, usize, i64, String, Option<String>, Option<String>);
-
-/// The messages a recall has read, each once, with their sessions
-/// interned and their places indexed.
-#[derive(Default)]
-struct Turns {
-    turns: Vec<Turn>,
-    by_id: HashMap<String, usize>,
-    sessions: Vec<String>,
-    session_index: HashMap<String, u32>,
-    at: HashMap<(u32, i64), usize>,
-}
-
-impl Turns {
-    /// Adds a message unless it is there; returns its index.
-    fn add(&mut self, id: String, session: String, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> usize {
-        let s = match self.session_index.get(&session) {
-            Some(&s) => s,
-            None => {
-                let s = self.sessions.len() as u32;
-                self.session_index.insert(session.clone(), s);
-                self.sessions.push(session);
-                s
-            }
-        };
-        self.add_in(id, s, position, role, timestamp, content)
-    }
-
-    /// [`Turns::add`] for a message of session `s` (an index in `sessions`).
-    fn add_in(&mut self, id: String, s: u32, position: i64, role: String, timestamp: Option<String>, content: Option<String>) -> usize {
-        if let Some(&i) = self.by_id.get(&id) {
-            return i;
-        }
-        let i = self.turns.len();
-        self.by_id.insert(id.clone(), i);
-        self.at.insert((s, position), i);
-        self.turns.push(Turn {
-            id,
-            session: s,
-            position,
-            role,
-            content: content.unwrap_or_default(),
-            date: timestamp.as_deref().and_then(crate::core::time::date_of),
-        });
-        i
-    }
-}
-
-/// Positions `lo..=hi` of a session: `(session, lo, hi)`, the session an
-/// index in [`Turns::sessions`].
-type PlaceRange = (u32, i64, i64);
-
-/// Reads the messages at positions `lo..=hi` of each `(session, lo, hi)`
-/// range into `turns` (one index range scan per range), in one statement
-/// when only ids and places are read, else in statements of at most
-/// [`PLACES_WITH_TEXT`] places. Timestamps are read when `dates`.
-fn read_ranges(sql: &dyn Sql, turns: &mut Turns, ranges: &[PlaceRange], content: bool, dates: bool) -> Result<()> {
-    let packed;
-    let chunks: Vec<&[PlaceRange]> = if content {
-        packed = text_chunks(ranges);
-        packed.iter().map(Vec::as_slice).collect()
-    } else {
-        vec![ranges]
-    };
-    for chunk in chunks.into_iter().filter(|c| !c.is_empty()) {
-        let list: Vec<(&str, i64, i64)> = chunk.iter().map(|&(s, lo, hi)| (turns.sessions[s as usize].as_str(), lo, hi)).collect();
-        let rows: Vec<PlaceRow> = json_rows(
-            sql,
-            &format!(
-                "SELECT json_group_array(json_array(m.id, {})) FROM json_each(?1) j CROSS JOIN messages m \
-                 ON m.session_id = j.value ->> 0 AND m.position BETWEEN j.value ->> 1 AND j.value ->> 2",
-                turn_columns("j.key", 2, 3)
-            ),
-            &[json_param(&list), SqlValue::Integer(content as i64), SqlValue::Integer(dates as i64)],
-        )?;
-        for PlaceRow(id, place, position, role, timestamp, content) in rows {
-            let Some(&(s, _, _)) = chunk.get(place) else { continue };
-            turns.add_in(id, s, position, role, timestamp, content);
-        }
-    }
-    Ok(())
-}
-
-/// `ranges` cut where needed and packed in order into lists of at most
-/// [`PLACES_WITH_TEXT`] places each.
-fn text_chunks(ranges: &[PlaceRange]) -> Vec<Vec<PlaceRange>> {
-    let most = PLACES_WITH_TEXT as i64;
-    let (mut out, mut places): (Vec<Vec<PlaceRange>>, i64) = (vec![Vec::new()], 0);
-    for &(s, lo, hi) in ranges {
-        let mut a = lo;
-        while a <= hi {
-            if places == most {
-                out.push(Vec::new());
-                places = 0;
-            }
-            let b = hi.min(a + most - places - 1);
-            out.last_mut().expect("a list to fill").push((s, a, b));
-            places += b - a + 1;
-            a = b + 1;
-        }
-    }
-    out
-}
-
-/// The positions within [`NEIGHBOUR_WINDOW`] of each of `hits` (session
-/// and position), as ranges merged where they meet, in order.
-fn neighbour_ranges(hits: impl Iterator<Item = (u32, i64)>) -> Vec<(u32, i64, i64)> {
-    let w = NEIGHBOUR_WINDOW as i64;
-    let mut spans: Vec<(u32, i64, i64)> = hits.map(|(s, p)| (s, (p - w).max(0), p + w)).collect();
-    spans.sort_unstable();
-    let mut out: Vec<(u32, i64, i64)> = Vec::with_capacity(spans.len());
-    for (s, lo, hi) in spans {
-        match out.last_mut() {
-            Some(last) if last.0 == s && lo <= last.2 + 1 => last.2 = last.2.max(hi),
-            _ => out.push((s, lo, hi)),
-        }
-    }
-    out
-}
-
 /// Full-text scores of messages, best first, computed once per recall
 /// for both full-text channels.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -717,8 +557,6 @@ pub struct TurnScores {
     /// [`NEIGHBOUR_WINDOW`] places away in the same session, plus
     /// [`SESSION_SHARE`] of the best own score in the session.
     pub context: Vec<(String, f64)>,
-    /// The role of every message read on the way.
-    pub roles: HashMap<String, String>,
 }
 
 /// Scores messages by full text (see [`TurnScores`]). Both scores are
@@ -726,61 +564,52 @@ pub struct TurnScores {
 /// said the message, by [`TIME_BOOST`] when the query asks when and the
 /// message mentions a time, and by [`DATE_BOOST`] when the message is
 /// dated within a period the query names.
-pub fn score_turns(sql: &dyn Sql, q: &TextQuery) -> Result<TurnScores> {
-    let (hits, rows) = bm25_scores::<TurnHit>(
+pub fn score_turns(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<TurnScores> {
+    let (hits, _) = bm25_scores::<TurnHit>(
         sql,
-        &format!(
-            "SELECT json_group_array(json_array(m.id, f.s, {})) \
-             FROM (SELECT rowid, bm25(messages_fts, 0.3, 1.0) AS s FROM messages_fts \
-                   WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2) f \
-             JOIN messages m ON m.rowid = f.rowid",
-            turn_columns("m.session_id", 3, 4)
-        ),
+        "SELECT json_group_array(json_array(rowid, s)) \
+         FROM (SELECT rowid, bm25(messages_fts, 0.3, 1.0) AS s FROM messages_fts \
+               WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2)",
         q,
-        &[SqlValue::Integer(q.temporal as i64), SqlValue::Integer(!q.periods.is_empty() as i64)],
+        &[],
     )?;
-    let mut turns = Turns::default();
-    // Each hit with its own score.
-    let mut own: Vec<(usize, f64)> = Vec::with_capacity(rows.len());
-    for (id, TurnHit(_, _, session, position, role, timestamp, content)) in rows {
-        let score = hits.get(&id).copied().unwrap_or(0.0);
-        own.push((turns.add(id, session, position, role, timestamp, content), score));
-    }
-    let offsets: Vec<i64> = (1..=NEIGHBOUR_WINDOW as i64).flat_map(|d| [-d, d]).collect();
-    let ranges = neighbour_ranges(own.iter().map(|&(i, _)| (turns.turns[i].session, turns.turns[i].position)));
-    read_ranges(sql, &mut turns, &ranges, q.temporal, !q.periods.is_empty())?;
-
-    let n = turns.turns.len();
-    let mut context = vec![0.0f64; n];
-    let mut reached = vec![false; n];
-    let mut session_best = vec![0.0f64; turns.sessions.len()];
+    // Each hit with its own score, in the directory's order (a hit that
+    // is not a stored message has no place and is left out).
+    let mut own: Vec<(u32, f64)> = hits.into_iter().filter_map(|(rowid, s)| dir.by_rowid(rowid).map(|i| (i, s))).collect();
+    own.sort_unstable_by_key(|&(i, _)| i);
+    let mut context: HashMap<u32, f64> = HashMap::default();
+    let mut session_best: HashMap<u32, f64> = HashMap::default();
     for &(i, score) in &own {
-        context[i] += score;
-        reached[i] = true;
-        let t = &turns.turns[i];
-        let best = &mut session_best[t.session as usize];
+        *context.entry(i).or_insert(0.0) += score;
+        let t = dir.turn(i);
+        let best = session_best.entry(t.session).or_insert(0.0);
         *best = best.max(score);
-        for d in &offsets {
-            if let Some(&j) = turns.at.get(&(t.session, t.position + d)) {
-                context[j] += NEIGHBOUR_SHARE.powi(d.abs() as i32) * score;
-                reached[j] = true;
+        for d in 1..=NEIGHBOUR_WINDOW as i64 {
+            for position in [t.position - d, t.position + d] {
+                if let Some(j) = dir.at(t.session, position) {
+                    *context.entry(j).or_insert(0.0) += NEIGHBOUR_SHARE.powi(d as i32) * score;
+                }
             }
         }
     }
-    let named = q.named_among(turns.turns.iter().map(|t| t.role.as_str()));
-    let factors: Vec<f64> = turns.turns.iter().map(|t| factor(q, named[t.role.as_str()], &t.content, t.date)).collect();
-    let mut plain: Vec<(String, f64)> = own.iter().map(|&(i, s)| (turns.turns[i].id.clone(), s * factors[i])).collect();
-    let mut in_context: Vec<(String, f64)> = (0..n)
-        .filter(|&i| reached[i])
-        .map(|i| {
-            let t = &turns.turns[i];
-            (t.id.clone(), (context[i] + SESSION_SHARE * session_best[t.session as usize]) * factors[i])
+    // Whether the query names each role met (a handful per recall).
+    let mut named: HashMap<u32, bool> = HashMap::default();
+    let mut factor_of = |i: u32| {
+        let t = dir.turn(i);
+        let named = *named.entry(t.role).or_insert_with(|| q.names_speaker(dir.role_name(t.role)));
+        factor(q, named, t.mentions_time, t.date)
+    };
+    let mut plain: Vec<(String, f64)> = own.iter().map(|&(i, s)| (dir.turn(i).id.clone(), s * factor_of(i))).collect();
+    let mut in_context: Vec<(String, f64)> = context
+        .into_iter()
+        .map(|(i, c)| {
+            let t = dir.turn(i);
+            (t.id.clone(), (c + SESSION_SHARE * session_best[&t.session]) * factor_of(i))
         })
         .collect();
     sort_best_first(&mut plain);
     sort_best_first(&mut in_context);
-    let roles = turns.turns.into_iter().map(|t| (t.id, t.role)).collect();
-    Ok(TurnScores { plain, context: in_context, roles })
+    Ok(TurnScores { plain, context: in_context })
 }
 
 /// 3. FTS5 over raw messages (the safety net for what extraction lost):
@@ -961,21 +790,6 @@ mod tests {
         // Without speakers (or for a name nobody speaks under) every word counts.
         let none = TextQuery::new("What did Maria bake for John?", &[], day());
         assert_eq!(query_expr(&none, &none.primary).as_deref(), Some("\"maria\" OR \"bake\" OR \"john\""));
-    }
-
-    #[test]
-    fn test_neighbour_windows_merge_where_they_meet_within_a_session() {
-        let w = NEIGHBOUR_WINDOW as i64;
-        let ranges = neighbour_ranges([(1, 10), (0, 1), (1, 10 + 2 * w + 1), (1, 40), (0, 2)].into_iter());
-        assert_eq!(ranges, vec![(0, 0, 2 + w), (1, 10 - w, 10 + 3 * w + 1), (1, 40 - w, 40 + w)]);
-    }
-
-    #[test]
-    fn test_text_is_read_in_lists_of_at_most_a_statements_places() {
-        let chunks = text_chunks(&[(0, 0, 450), (1, 10, 20)]);
-        let places: Vec<i64> = chunks.iter().map(|c| c.iter().map(|(_, lo, hi)| hi - lo + 1).sum()).collect();
-        assert_eq!(places, vec![200, 200, 62]);
-        assert_eq!(chunks[2], vec![(0, 400, 450), (1, 10, 20)]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! temporal facts, synthesize.
 
 pub mod channels;
+pub mod directory;
 pub mod fuse;
 pub mod synthesize;
 pub mod temporal;
@@ -87,9 +88,10 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// What the full-text channels search for: the query's words and the
-/// analyzer's `terms`, in this profile (its speakers).
-pub fn text_query(p: &Profile<'_>, query: &str, terms: &[String], reference: chrono::NaiveDate) -> Result<channels::TextQuery> {
-    Ok(channels::TextQuery::new(query, terms, reference).with_speakers(&p.store().speakers()?))
+/// analyzer's `terms`, in a profile whose messages are `dir` (its
+/// speakers).
+pub fn text_query(dir: &directory::Directory, query: &str, terms: &[String], reference: chrono::NaiveDate) -> channels::TextQuery {
+    channels::TextQuery::new(query, terms, reference).with_speakers(dir.speakers())
 }
 
 pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
@@ -140,20 +142,23 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     };
     record(Channel::Key, channels::key(p.sql, &analysis.keys, include_inactive, &now_iso), &mut notes);
     // Both full-text channels read one scoring of the messages, and the
-    // memories citing the best of them.
-    let text = text_query(p, &req.query, &analysis.terms, reference).and_then(|q| {
-        let turns = channels::score_turns(p.sql, &q)?;
+    // memories citing the best of them. (The directory is lent out only
+    // here: no await while it is borrowed.)
+    let text = p.turns.sync(p.sql).and_then(|dir| {
+        let q = text_query(&dir, &req.query, &analysis.terms, reference);
+        let turns = channels::score_turns(p.sql, &dir, &q)?;
         let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
-        Ok((q, turns, cites))
+        let fts = channels::fts_with(p.sql, &dir, &q, &turns, &cites, include_inactive, &now_iso);
+        Ok((fts, channels::messages_with(&q, &turns, &cites).0))
     });
-    match &text {
-        Ok((q, turns, cites)) => {
-            record(Channel::Fts, channels::fts_with(p.sql, q, turns, cites, include_inactive, &now_iso), &mut notes);
-            record(Channel::Messages, Ok(channels::messages_with(q, turns, cites).0), &mut notes);
+    match text {
+        Ok((fts, messages)) => {
+            record(Channel::Fts, fts, &mut notes);
+            record(Channel::Messages, Ok(messages), &mut notes);
         }
         Err(e) => {
             record(Channel::Fts, Err(e.clone()), &mut notes);
-            record(Channel::Messages, Err(e.clone()), &mut notes);
+            record(Channel::Messages, Err(e), &mut notes);
         }
     }
     match &embeddings {
