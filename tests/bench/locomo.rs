@@ -285,6 +285,8 @@ fn messages_of(session: &Session) -> Vec<MessageInput> {
 
 struct Native {
     sql: support::NativeSql,
+    /// Kept across calls, as the Durable Object keeps it.
+    turns: agent_memory::core::recall::directory::TurnDirectory,
 }
 
 impl Memory for Native {
@@ -307,7 +309,7 @@ impl Memory for Native {
     }
 
     fn ingest(&mut self, session: &Session, session_id: &str) -> Vec<String> {
-        support::with_profile(&self.sql, session.millis, |p| {
+        support::with_profile_in(&self.sql, session.millis, &self.turns, |p| {
             let report = support::block_on(p.ingest(IngestRequest {
                 messages: messages_of(session),
                 session_id: Some(session_id.to_string()),
@@ -327,7 +329,7 @@ impl Memory for Native {
     }
 
     fn channels(&mut self, question: &str, reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
-        support::with_profile(&self.sql, reference.millis, |p| {
+        support::with_profile_in(&self.sql, reference.millis, &self.turns, |p| {
             let req = RecallRequest {
                 query: question.to_string(),
                 options: RecallOptions {
@@ -353,7 +355,7 @@ impl Memory for Native {
     }
 
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {
-        support::with_profile(&self.sql, reference.millis, |p| {
+        support::with_profile_in(&self.sql, reference.millis, &self.turns, |p| {
             let req = RecallRequest {
                 query: question.to_string(),
                 options: RecallOptions {
@@ -484,7 +486,7 @@ fn main() {
                 let _ = r.call("DELETE", "", None);
                 Box::new(r)
             }
-            None => Box::new(Native { sql: support::database() }),
+            None => Box::new(Native { sql: support::database(), turns: Default::default() }),
         };
         let mut dia_of: HashMap<String, String> = HashMap::new();
         let started = Instant::now();

@@ -24,15 +24,21 @@ pub fn database() -> NativeSql {
 
 /// Runs `f` with a profile over `sql` at time `now` (epoch millis).
 pub fn with_profile<T>(sql: &NativeSql, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    with_profile_in(sql, now, &TurnDirectory::new(), f)
+}
+
+/// [`with_profile`] with a turn directory kept by the caller across
+/// calls, as the Durable Object keeps it.
+#[allow(dead_code)]
+pub fn with_profile_in<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
-    let turns = TurnDirectory::new();
     let p = Profile {
         name: "test/p",
         sql,
         reasoner: &Rules,
         embedder: &HashEmbedder,
         index: &index,
-        turns: &turns,
+        turns,
         now,
         limits: Limits::default(),
     };

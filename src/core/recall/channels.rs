@@ -184,25 +184,43 @@ impl TextQuery {
     }
 }
 
-/// An FTS5 MATCH expression OR-ing the terms, each quoted (so no term can
-/// be read as FTS syntax). `None` when there is nothing to search for.
-pub fn match_expr(terms: &[String]) -> Option<String> {
-    let quoted: Vec<String> = terms
+/// The terms as FTS5 phrases: letters and digits, words separated by one
+/// space (so no term can be read as FTS syntax), empty ones left out.
+pub fn phrases(terms: &[String]) -> Vec<String> {
+    terms
         .iter()
         .map(|t| t.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect::<String>())
         .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|t| !t.is_empty())
-        .map(|t| format!("\"{t}\""))
-        .collect();
-    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+        .collect()
 }
 
-/// [`match_expr`] for one side of a [`TextQuery`] (its own words or its
+/// An FTS5 MATCH expression OR-ing the [`phrases`], each quoted. `None`
+/// when there is nothing to search for.
+pub fn match_expr(terms: &[String]) -> Option<String> {
+    quoted(&phrases(terms))
+}
+
+fn quoted(phrases: &[String]) -> Option<String> {
+    (!phrases.is_empty()).then(|| phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" OR "))
+}
+
+/// The [`phrases`] of one side of a [`TextQuery`] (its own words or its
 /// expansions) without the words naming a speaker (see the module docs),
 /// unless those are all the terms there are.
-fn query_expr(q: &TextQuery, terms: &[String]) -> Option<String> {
+fn query_phrases(q: &TextQuery, terms: &[String]) -> Vec<String> {
     let other: Vec<String> = terms.iter().filter(|t| !q.names_a_speaker(t)).cloned().collect();
-    match_expr(&other).or_else(|| match_expr(terms))
+    let p = phrases(&other);
+    if p.is_empty() {
+        phrases(terms)
+    } else {
+        p
+    }
+}
+
+/// [`query_phrases`] as a MATCH expression.
+fn query_expr(q: &TextQuery, terms: &[String]) -> Option<String> {
+    quoted(&query_phrases(q, terms))
 }
 
 /// The status condition for recall: active and unexpired, unless asked.
@@ -215,10 +233,9 @@ fn live(include_inactive: bool, now_iso: &str, at: usize) -> (String, Vec<SqlVal
     }
 }
 
-/// A row of a bm25-ranked full-text statement: a key and its `bm25()`.
+/// A row of a bm25-ranked full-text statement: an id and its `bm25()`.
 trait Hit: serde::de::DeserializeOwned {
-    type Key: std::hash::Hash + Eq + Clone;
-    fn key(&self) -> &Self::Key;
+    fn id(&self) -> &str;
     fn bm25(&self) -> f64;
 }
 
@@ -228,8 +245,7 @@ trait Hit: serde::de::DeserializeOwned {
 struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>);
 
 impl Hit for MemoryHit {
-    type Key = String;
-    fn key(&self) -> &String {
+    fn id(&self) -> &str {
         &self.0
     }
     fn bm25(&self) -> f64 {
@@ -237,20 +253,10 @@ impl Hit for MemoryHit {
     }
 }
 
-/// A message found by full text: its rowid and bm25 (the rest is in the
+/// A message found by FTS5: its rowid and bm25 (the rest is in the
 /// [`Directory`]).
 #[derive(serde::Deserialize)]
 struct TurnHit(i64, f64);
-
-impl Hit for TurnHit {
-    type Key = i64;
-    fn key(&self) -> &i64 {
-        &self.0
-    }
-    fn bm25(&self) -> f64 {
-        self.1
-    }
-}
 
 /// Runs a bm25-ranked full-text statement for the primary terms and the
 /// expansions (see [`query_expr`]) and sums the (positive) scores per id.
@@ -261,18 +267,18 @@ fn bm25_scores<H: Hit>(
     statement: &str,
     q: &TextQuery,
     extra: &[SqlValue],
-) -> Result<(HashMap<H::Key, f64>, HashMap<H::Key, H>)> {
-    let mut scores: HashMap<H::Key, f64> = HashMap::default();
-    let mut rows: HashMap<H::Key, H> = HashMap::default();
+) -> Result<(HashMap<String, f64>, HashMap<String, H>)> {
+    let mut scores: HashMap<String, f64> = HashMap::default();
+    let mut rows: HashMap<String, H> = HashMap::default();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
         let Some(expr) = query_expr(q, terms) else { continue };
         let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
         params.extend(extra.iter().cloned());
         for hit in json_rows::<H>(sql, statement, &params)? {
             // bm25() is negative, lower is better.
-            *scores.entry(hit.key().clone()).or_insert(0.0) += -hit.bm25() * weight;
-            if !rows.contains_key(hit.key()) {
-                rows.insert(hit.key().clone(), hit);
+            *scores.entry(hit.id().to_string()).or_insert(0.0) += -hit.bm25() * weight;
+            if !rows.contains_key(hit.id()) {
+                rows.insert(hit.id().to_string(), hit);
             }
         }
     }
@@ -565,17 +571,10 @@ pub struct TurnScores {
 /// message mentions a time, and by [`DATE_BOOST`] when the message is
 /// dated within a period the query names.
 pub fn score_turns(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<TurnScores> {
-    let (hits, _) = bm25_scores::<TurnHit>(
-        sql,
-        "SELECT json_group_array(json_array(rowid, s)) \
-         FROM (SELECT rowid, bm25(messages_fts, 0.3, 1.0) AS s FROM messages_fts \
-               WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2)",
-        q,
-        &[],
-    )?;
+    let hits = turn_hits(sql, dir, q)?;
     // Each hit with its own score, in the directory's order (a hit that
     // is not a stored message has no place and is left out).
-    let mut own: Vec<(u32, f64)> = hits.into_iter().filter_map(|(rowid, s)| dir.by_rowid(rowid).map(|i| (i, s))).collect();
+    let mut own: Vec<(u32, f64)> = hits.into_iter().collect();
     own.sort_unstable_by_key(|&(i, _)| i);
     let mut context: HashMap<u32, f64> = HashMap::default();
     let mut session_best: HashMap<u32, f64> = HashMap::default();
@@ -610,6 +609,53 @@ pub fn score_turns(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<Turn
     sort_best_first(&mut plain);
     sort_best_first(&mut in_context);
     Ok(TurnScores { plain, context: in_context })
+}
+
+/// Column weights of `bm25()` over `messages_fts` (role, content): a word
+/// of the speaker's name counts less than one of what was said.
+const MESSAGE_WEIGHTS: [f64; 2] = [0.3, 1.0];
+
+/// The messages' full-text scores for the query's words and, weighed
+/// less, its expansions: bm25 of the best [`FTS_POOL`] messages of each,
+/// summed per message (a turn in the directory). The directory's text
+/// index computes FTS5's bm25 itself; queries or profiles it cannot score
+/// exactly (see [`crate::core::recall::text_index`]) ask SQLite.
+fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u32, f64>> {
+    let mut scores: HashMap<u32, f64> = HashMap::default();
+    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
+        let phrases = query_phrases(q, terms);
+        if phrases.is_empty() {
+            continue;
+        }
+        let hits = match dir.text().bm25(&phrases, MESSAGE_WEIGHTS, FTS_POOL) {
+            Some(hits) => hits,
+            None => sql_turn_hits(sql, dir, &phrases)?,
+        };
+        for (turn, bm25) in hits {
+            // bm25() is negative, lower is better.
+            *scores.entry(turn).or_insert(0.0) += -bm25 * weight;
+        }
+    }
+    Ok(scores)
+}
+
+/// [`turn_hits`] for one side, by SQLite's FTS5.
+fn sql_turn_hits(sql: &dyn Sql, dir: &Directory, phrases: &[String]) -> Result<Vec<(u32, f64)>> {
+    let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
+    let rows: Vec<TurnHit> = json_rows(
+        sql,
+        "SELECT json_group_array(json_array(rowid, s)) \
+         FROM (SELECT rowid, bm25(messages_fts, ?3, ?4) AS s FROM messages_fts \
+               WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2)",
+        &[
+            SqlValue::Text(expr),
+            SqlValue::Integer(FTS_POOL as i64),
+            SqlValue::Real(MESSAGE_WEIGHTS[0]),
+            SqlValue::Real(MESSAGE_WEIGHTS[1]),
+        ],
+    )?;
+    // A hit that is not a stored message has no place and is left out.
+    Ok(rows.into_iter().filter_map(|TurnHit(rowid, s)| dir.by_rowid(rowid).map(|i| (i, s))).collect())
 }
 
 /// 3. FTS5 over raw messages (the safety net for what extraction lost):

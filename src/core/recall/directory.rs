@@ -27,13 +27,12 @@
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue};
 use crate::core::recall::temporal::mentions_time;
-use crate::core::store::json_rows;
+use crate::core::recall::text_index::TextIndex;
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::{Ref, RefCell};
 
-/// Messages read per statement when (re)loading: their first
-/// [`TEXT_READ_CHARS`](super::channels::TEXT_READ_CHARS) characters each
-/// stay well under the platform's 2 MB cap on one value.
+/// Messages read per statement when (re)loading (each at most
+/// [`MAX_MESSAGE_BYTES`](crate::core::api::MAX_MESSAGE_BYTES) of text).
 const LOAD_PAGE: i64 = 500;
 
 /// Most speakers a recall checks the query against ([`Directory::speakers`]):
@@ -77,6 +76,8 @@ pub struct Directory {
     role_index: HashMap<String, u32>,
     /// The first [`SPEAKERS_READ`] roles in order.
     speakers: Vec<String>,
+    /// The messages' words, numbered as `turns`.
+    text: TextIndex,
 }
 
 impl Directory {
@@ -97,6 +98,11 @@ impl Directory {
 
     pub fn turn(&self, i: u32) -> &Turn {
         &self.turns[i as usize]
+    }
+
+    /// The messages' words, documents numbered as the turns.
+    pub fn text(&self) -> &TextIndex {
+        &self.text
     }
 
     pub fn role_name(&self, role: u32) -> &str {
@@ -131,10 +137,12 @@ impl Directory {
     }
 
     fn add(&mut self, row: LoadRow) {
-        let LoadRow(rowid, id, session, position, role, timestamp, content) = row;
+        let LoadRow { rowid, id, session, position, role, timestamp, content } = row;
         if self.by_rowid.contains_key(&rowid) {
             return;
         }
+        self.text.add(self.turns.len() as u32, [&role, &content]);
+        let head = content.char_indices().nth(super::channels::TEXT_READ_CHARS).map_or(content.len(), |(i, _)| i);
         let session = Directory::intern(&mut self.sessions, None, session);
         let role = Directory::intern(&mut self.role_index, Some(&mut self.roles), role);
         let i = self.turns.len() as u32;
@@ -147,15 +155,21 @@ impl Directory {
             position,
             role,
             date: timestamp.as_deref().and_then(crate::core::time::date_of),
-            mentions_time: mentions_time(&content),
+            mentions_time: mentions_time(&content[..head]),
         });
     }
 }
 
-/// A message as the directory reads it: rowid, id, session, position,
-/// role, timestamp, its first characters.
-#[derive(serde::Deserialize)]
-struct LoadRow(i64, String, String, i64, String, Option<String>, String);
+/// A message as the directory reads it.
+struct LoadRow {
+    rowid: i64,
+    id: String,
+    session: String,
+    position: i64,
+    role: String,
+    timestamp: Option<String>,
+    content: String,
+}
 
 /// The directory of one profile, kept by its owner between calls.
 #[derive(Debug, Default)]
@@ -214,18 +228,29 @@ impl TurnDirectory {
 
 /// Reads the messages with `from < rowid <= to` into `dir`, in pages.
 fn load(sql: &dyn Sql, dir: &mut Directory, from: i64, to: i64) -> Result<()> {
-    let chars = super::channels::TEXT_READ_CHARS as i64;
     let roles_before = dir.roles.len();
     let mut after = from;
     while after < to {
-        let rows: Vec<LoadRow> = json_rows(
-            sql,
-            "SELECT json_group_array(json_array(rowid, id, session_id, position, role, timestamp, substr(content, 1, ?4))) \
-             FROM (SELECT rowid, * FROM messages WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3)",
-            &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE), SqlValue::Integer(chars)],
+        let rows = sql.query(
+            "SELECT rowid, id, session_id, position, role, timestamp, content FROM messages \
+             WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3",
+            &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
         )?;
-        let Some(last) = rows.last().map(|r| r.0) else { break };
-        for row in rows {
+        let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
+        for mut r in rows {
+            let text = |v: &mut SqlValue| match std::mem::replace(v, SqlValue::Null) {
+                SqlValue::Text(s) => s,
+                _ => String::new(),
+            };
+            let row = LoadRow {
+                rowid: r[0].as_i64().unwrap_or_default(),
+                id: text(&mut r[1]),
+                session: text(&mut r[2]),
+                position: r[3].as_i64().unwrap_or_default(),
+                role: text(&mut r[4]),
+                timestamp: Some(text(&mut r[5])).filter(|t| !t.is_empty()),
+                content: text(&mut r[6]),
+            };
             dir.add(row);
         }
         after = last;

@@ -5,8 +5,10 @@
 pub mod channels;
 pub mod directory;
 pub mod fuse;
+pub mod porter;
 pub mod synthesize;
 pub mod temporal;
+pub mod text_index;
 
 use crate::core::api::RecallRequest;
 use crate::core::error::Result;

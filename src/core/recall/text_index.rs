@@ -1,0 +1,181 @@
+//! An inverted index of the profile's messages in memory, scoring a query
+//! exactly as FTS5's `bm25()` scores it on `messages_fts`, without SQL.
+//!
+//! FTS5 computes bm25 by reading, for every row matching any query word,
+//! that row's size from its `docsize` table and its phrase instances: the
+//! cost of the full-text statements grows with how many messages share a
+//! common word. Here the same quantities are kept per message (each
+//! term's count per column, the row's size in tokens) and the score is
+//! summed in memory, term by term, with FTS5's formula and constants:
+//!
+//! ```text
+//! idf(t)      = ln((N - n(t) + 0.5) / (n(t) + 0.5)), 1e-6 if not above 0
+//! f(t, d)     = sum over t's instances in d of its column's weight
+//! bm25(d)     = -sum over t of idf(t) * f * (k1 + 1) / (f + k1 * (1 - b + b * |d| / avgdl))
+//! ```
+//!
+//! with `N` rows, `n(t)` rows containing `t`, `|d|` the row's tokens in
+//! all columns, `avgdl` the mean of `|d|`, `k1 = 1.2`, `b = 0.75`.
+//!
+//! What it does not do: phrases of several words and text outside ASCII
+//! (see [`super::porter`]). [`TextIndex::bm25`] returns `None` for those
+//! and the caller asks SQLite. Ties in score are broken by the lower
+//! rowid (FTS5 leaves their order open).
+
+use super::porter;
+use rustc_hash::FxHashMap as HashMap;
+
+/// FTS5's bm25 constants.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+/// Columns indexed: a message's role and content (as `messages_fts`).
+pub const COLUMNS: usize = 2;
+
+/// A term's count in each column of one document.
+#[derive(Clone, Copy, Debug)]
+struct Posting {
+    doc: u32,
+    count: [u16; COLUMNS],
+}
+
+#[derive(Debug, Default)]
+pub struct TextIndex {
+    /// Set once a document outside ASCII was added: scores then come
+    /// from SQLite (global statistics would be off).
+    inexact: bool,
+    terms: HashMap<Box<[u8]>, u32>,
+    /// Per term, its documents in the order they were added.
+    postings: Vec<Vec<Posting>>,
+    /// Per document, its tokens in all columns.
+    lengths: Vec<u32>,
+    total: u64,
+}
+
+impl TextIndex {
+    /// Adds document number `doc` (the next one: documents are numbered
+    /// in the order added, as their rowids grow) with its columns' text.
+    pub fn add(&mut self, doc: u32, columns: [&str; COLUMNS]) {
+        debug_assert_eq!(doc as usize, self.lengths.len());
+        let mut counts: HashMap<u32, [u16; COLUMNS]> = HashMap::default();
+        let mut length = 0u32;
+        for (c, text) in columns.iter().enumerate() {
+            let n = porter::tokens(text, |t| {
+                let next = self.terms.len() as u32;
+                let term = *self.terms.entry(t.into()).or_insert(next);
+                if term == next {
+                    self.postings.push(Vec::new());
+                }
+                let count = &mut counts.entry(term).or_insert([0; COLUMNS])[c];
+                *count = count.saturating_add(1);
+            });
+            match n {
+                Some(n) => length += n as u32,
+                None => self.inexact = true,
+            }
+        }
+        let mut terms: Vec<(u32, [u16; COLUMNS])> = counts.into_iter().collect();
+        terms.sort_unstable_by_key(|&(t, _)| t);
+        for (term, count) in terms {
+            self.postings[term as usize].push(Posting { doc, count });
+        }
+        self.lengths.push(length);
+        self.total += length as u64;
+    }
+
+    /// Whether every document so far is one [`TextIndex::bm25`] scores.
+    pub fn is_exact(&self) -> bool {
+        !self.inexact
+    }
+
+    /// Documents indexed.
+    pub fn len(&self) -> usize {
+        self.lengths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lengths.is_empty()
+    }
+
+    /// The best `limit` documents matching any of `phrases` (an FTS5
+    /// `"p1" OR "p2" ...` query), with `bm25()` as FTS5 returns it
+    /// (negative; lower is better) for the column `weights`, best first.
+    /// `None` when the index cannot score the query exactly: a phrase of
+    /// several tokens, or of none, or text outside ASCII here or in the
+    /// query.
+    pub fn bm25(&self, phrases: &[String], weights: [f64; COLUMNS], limit: usize) -> Option<Vec<(u32, f64)>> {
+        if self.inexact {
+            return None;
+        }
+        let mut terms: Vec<Option<u32>> = Vec::with_capacity(phrases.len());
+        for p in phrases {
+            let mut token: Option<Vec<u8>> = None;
+            if porter::tokens(p, |t| token = Some(t.to_vec()))? != 1 {
+                return None;
+            }
+            terms.push(token.and_then(|t| self.terms.get(t.as_slice()).copied()));
+        }
+        let rows = self.lengths.len() as i64;
+        if rows == 0 {
+            return Some(Vec::new());
+        }
+        let avgdl = self.total as f64 / rows as f64;
+        let mut scores: HashMap<u32, f64> = HashMap::default();
+        for term in terms.into_iter().flatten() {
+            let list = &self.postings[term as usize];
+            let hits = list.len() as i64;
+            let mut idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+            if idf <= 0.0 {
+                idf = 1e-6;
+            }
+            for p in list {
+                // Instance by instance, as FTS5 sums them.
+                let mut f = 0.0f64;
+                for (c, &n) in p.count.iter().enumerate() {
+                    for _ in 0..n {
+                        f += weights[c];
+                    }
+                }
+                let d = self.lengths[p.doc as usize] as f64;
+                let s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / avgdl)));
+                *scores.entry(p.doc).or_insert(0.0) += s;
+            }
+        }
+        let mut best: Vec<(u32, f64)> = scores.into_iter().map(|(d, s)| (d, -s)).collect();
+        best.sort_unstable_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        best.truncate(limit);
+        Some(best)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phrases(ws: &[&str]) -> Vec<String> {
+        ws.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn test_rarer_words_and_shorter_documents_score_higher() {
+        let mut ix = TextIndex::default();
+        ix.add(0, ["Maria", "I baked a lemon tart"]);
+        ix.add(1, ["John", "The lemon tree in the garden is full of lemons this year"]);
+        ix.add(2, ["Maria", "We walked to the garden"]);
+        let hits = ix.bm25(&phrases(&["lemon", "tart"]), [0.3, 1.0], 10).unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![0, 1]);
+        assert!(hits[0].1 < hits[1].1 && hits[1].1 < 0.0, "bm25 is negative, best lowest");
+        assert_eq!(ix.bm25(&phrases(&["lemon"]), [0.3, 1.0], 1).unwrap().len(), 1, "limit");
+    }
+
+    #[test]
+    fn test_queries_it_cannot_score_exactly_are_refused() {
+        let mut ix = TextIndex::default();
+        ix.add(0, ["user", "plain text"]);
+        assert!(ix.bm25(&phrases(&["ice cream"]), [0.3, 1.0], 10).is_none(), "a phrase of two words");
+        assert!(ix.bm25(&phrases(&["café"]), [0.3, 1.0], 10).is_none(), "a query outside ASCII");
+        assert_eq!(ix.bm25(&phrases(&["absent"]), [0.3, 1.0], 10), Some(vec![]));
+        ix.add(1, ["user", "un café"]);
+        assert!(!ix.is_exact());
+        assert!(ix.bm25(&phrases(&["plain"]), [0.3, 1.0], 10).is_none(), "a document outside ASCII");
+    }
+}

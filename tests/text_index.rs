@@ -1,0 +1,217 @@
+//! The in-memory text index (core::recall::text_index) against SQLite's
+//! own FTS5 index of the same messages: the same tokens, token for token,
+//! and the same `bm25()` for every message matching a query.
+//!
+//! The messages are generated: English words put through every suffix the
+//! Porter stemmer knows, random letter strings with those suffixes,
+//! numbers, capitals, apostrophes, hyphens, underscores and punctuation,
+//! so each stemming rule and each separator is met many times.
+
+mod support;
+
+use agent_memory::core::model::Message;
+use agent_memory::core::ports::{Sql, SqlValue};
+use agent_memory::core::recall::porter;
+use support::{database, with_profile, APRIL_15};
+
+/// xorshift64*: a fixed, dependency-free generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, xs: &'a [&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "run", "walk", "hope", "hop", "bake", "paint", "agree", "feed", "plaster", "motor", "sing", "conflate", "fall", "file", "happy",
+    "relate", "general", "adjust", "control", "sky", "cry", "try", "play", "boy", "tree", "ease", "size", "fizz", "roll", "tell",
+    "national", "condition", "rational", "valence", "digit", "radio", "sense", "hope", "active", "operate", "formal", "electric",
+    "cat", "pony", "caress", "dress", "bus", "is", "as", "us", "news", "yes", "a", "i", "go", "ok", "aing", "eing", "oing", "eed",
+    "bled", "sized", "ate", "ion", "tion", "ous", "ive", "ize", "ism", "ment", "ent", "ant", "ence", "ance", "able", "ible", "ness",
+    "ful", "ical", "logi", "bli", "alli", "eli", "ousli", "ator", "alism", "aliti", "iviti", "biliti", "icate", "iciti", "ative",
+    "alize", "yy", "yay", "syzygy", "rhythm", "queue", "strength", "a1b2", "x",
+];
+
+const SUFFIXES: &[&str] = &[
+    "", "", "", "s", "es", "ies", "ss", "sses", "ed", "eed", "ing", "ings", "ly", "y", "e", "ll", "ational", "tional", "enci", "anci",
+    "izer", "logi", "bli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness", "ousness",
+    "aliti", "iviti", "biliti", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able",
+    "ible", "ant", "ement", "ment", "ent", "ion", "sion", "tion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "at", "bl", "iz",
+    "ated", "bled", "izing", "ement", "ings", "edly",
+];
+
+const SEPARATORS: &[&str] = &[" ", " ", " ", " ", ", ", ". ", "'", "-", "_", "!? ", "\n", " (", ") ", "/", ":", "  ", "\"", "&", "#"];
+
+fn random_letters(rng: &mut Rng) -> String {
+    const CONSONANTS: &[u8] = b"bcdfghjklmnpqrstvwxyz";
+    const VOWELS: &[u8] = b"aeiouy";
+    let n = 1 + rng.below(7);
+    (0..n).map(|i| if (i + rng.below(3)) % 2 == 0 { CONSONANTS[rng.below(CONSONANTS.len())] } else { VOWELS[rng.below(VOWELS.len())] } as char).collect()
+}
+
+fn word(rng: &mut Rng) -> String {
+    let base = match rng.below(10) {
+        0..=5 => rng.pick(WORDS).to_string(),
+        6..=8 => random_letters(rng),
+        _ => rng.below(100_000).to_string(),
+    };
+    let mut w = format!("{base}{}", rng.pick(SUFFIXES));
+    match rng.below(12) {
+        0 => w = w.to_uppercase(),
+        1 => w[..1].make_ascii_uppercase(),
+        2 => w = w.repeat(12), // over 64 bytes now and then: not stemmed
+        _ => {}
+    }
+    w
+}
+
+fn text(rng: &mut Rng, words: usize) -> String {
+    let mut s = String::new();
+    for i in 0..words {
+        if i > 0 {
+            s.push_str(rng.pick(SEPARATORS));
+        }
+        s.push_str(&word(rng));
+    }
+    s
+}
+
+/// A profile of `n` generated messages in a few sessions.
+fn messages(rng: &mut Rng, n: usize) -> Vec<Message> {
+    let roles = ["user", "assistant", "Maria", "John Smith", "Dr. O'Neil"];
+    (0..n)
+        .map(|i| Message {
+            id: format!("msg_{i:06}"),
+            session_id: format!("s{}", i / 40),
+            role: roles[rng.below(roles.len())].to_string(),
+            content: {
+                let words = 1 + rng.below(40);
+                text(rng, words)
+            },
+            timestamp: None,
+            position: (i % 40) as i64,
+            created_at: "2026-04-15T10:00:00Z".into(),
+        })
+        .collect()
+}
+
+#[test]
+fn test_tokens_are_fts5s_own_token_for_token() {
+    let sql = database();
+    let mut rng = Rng(0x7e57_0f7e_c5a1_1d3e);
+    let stored = messages(&mut rng, 1500);
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
+    sql.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, 'messages_fts', 'instance')", &[]).unwrap();
+    let mut fts5: std::collections::BTreeMap<i64, Vec<(String, String)>> = Default::default();
+    for r in sql.query("SELECT doc, col, term FROM temp.words ORDER BY doc, col = 'content', offset", &[]).unwrap() {
+        fts5.entry(r[0].as_i64().unwrap()).or_default().push((r[1].as_str().unwrap().to_string(), r[2].as_str().unwrap().to_string()));
+    }
+    let rows = sql.query("SELECT rowid, role, content FROM messages ORDER BY rowid", &[]).unwrap();
+    assert_eq!(rows.len(), stored.len());
+    let mut tokens_seen = 0;
+    for r in rows {
+        let mut ours: Vec<(String, String)> = Vec::new();
+        for (col, i) in [("role", 1), ("content", 2)] {
+            porter::tokens(r[i].as_str().unwrap(), |t| ours.push((col.to_string(), String::from_utf8(t.to_vec()).unwrap())));
+        }
+        let rowid = r[0].as_i64().unwrap();
+        let theirs = fts5.remove(&rowid).unwrap_or_default();
+        assert_eq!(ours, theirs, "message {rowid}: {:?} / {:?}", r[1], r[2]);
+        tokens_seen += ours.len();
+    }
+    assert!(tokens_seen > 20_000, "the corpus is not trivial ({tokens_seen} tokens)");
+}
+
+#[test]
+fn test_bm25_is_fts5s_own_for_every_matching_message() {
+    let sql = database();
+    let mut rng = Rng(0xb325_0f00_d1e5_5eed);
+    let stored = messages(&mut rng, 1200);
+    with_profile(&sql, APRIL_15, |p| {
+        p.store().put_messages(&stored).unwrap();
+        let dir = p.turns.sync(p.sql).unwrap();
+        assert!(dir.text().is_exact());
+        let mut compared = 0;
+        for _ in 0..300 {
+            // Queries as recall builds them: single words, OR-ed.
+            let n = 1 + rng.below(6);
+            let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
+            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let Some(ours) = dir.text().bm25(&phrases, [0.3, 1.0], usize::MAX) else {
+                panic!("an ASCII query of single words is scored: {phrases:?}");
+            };
+            let expr = agent_memory::core::recall::channels::match_expr(&words).unwrap();
+            let theirs: Vec<(i64, f64)> = sql
+                .query(
+                    "SELECT rowid, bm25(messages_fts, 0.3, 1.0) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid",
+                    &[SqlValue::Text(expr.clone())],
+                )
+                .unwrap()
+                .into_iter()
+                .map(|r| (r[0].as_i64().unwrap(), r[1].as_f64().unwrap()))
+                .collect();
+            let mut ours: Vec<(i64, f64)> = ours.into_iter().map(|(turn, s)| (rowid_of(&dir, turn), s)).collect();
+            ours.sort_by_key(|h| h.0);
+            assert_eq!(ours.len(), theirs.len(), "{expr}: the same messages match");
+            for ((a, x), (b, y)) in ours.iter().zip(&theirs) {
+                assert_eq!(a, b, "{expr}");
+                assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{expr}: message {a} scores {x}, FTS5 {y}");
+            }
+            compared += theirs.len();
+        }
+        assert!(compared > 5_000, "the queries match enough messages to compare ({compared})");
+    });
+}
+
+/// The rowid of a turn of the directory (its message's, as stored:
+/// [`messages`] are put in id order, rowids from 1).
+fn rowid_of(dir: &agent_memory::core::recall::directory::Directory, turn: u32) -> i64 {
+    let id = &dir.turn(turn).id;
+    id.trim_start_matches("msg_").parse::<i64>().unwrap() + 1
+}
+
+#[test]
+fn test_generated_messages_get_rowids_in_id_order() {
+    let sql = database();
+    let stored = messages(&mut Rng(1), 50);
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
+    for r in sql.query("SELECT rowid, id FROM messages", &[]).unwrap() {
+        assert_eq!(format!("msg_{:06}", r[0].as_i64().unwrap() - 1), r[1].as_str().unwrap());
+    }
+}
+
+#[test]
+fn test_best_first_with_a_limit_matches_fts5s_order() {
+    let sql = database();
+    let mut rng = Rng(0x0dde_b0a7_5a11_7e57);
+    let stored = messages(&mut rng, 800);
+    with_profile(&sql, APRIL_15, |p| {
+        p.store().put_messages(&stored).unwrap();
+        let dir = p.turns.sync(p.sql).unwrap();
+        for _ in 0..100 {
+            let words: Vec<String> = (0..3).map(|_| rng.pick(WORDS).to_string()).collect();
+            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let ours: Vec<i64> = dir.text().bm25(&phrases, [0.3, 1.0], 20).unwrap().into_iter().map(|(t, _)| rowid_of(&dir, t)).collect();
+            let theirs: Vec<i64> = sql
+                .query(
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY bm25(messages_fts, 0.3, 1.0), rowid LIMIT 20",
+                    &[SqlValue::Text(agent_memory::core::recall::channels::match_expr(&words).unwrap())],
+                )
+                .unwrap()
+                .into_iter()
+                .map(|r| r[0].as_i64().unwrap())
+                .collect();
+            assert_eq!(ours, theirs, "{words:?}");
+        }
+    });
+}
