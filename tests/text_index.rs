@@ -5,7 +5,10 @@
 //! The messages are generated: English words put through every suffix the
 //! Porter stemmer knows, random letter strings with those suffixes,
 //! numbers, capitals, apostrophes, hyphens, underscores and punctuation,
-//! so each stemming rule and each separator is met many times.
+//! words of other scripts, accents (precomposed and combining), emoji and
+//! any codepoint at all, so each stemming rule and each kind of character
+//! is met many times. The codepoint table the tokenizer reads
+//! (core::recall::unicode61) is checked for every codepoint.
 
 mod support;
 
@@ -50,7 +53,18 @@ const SUFFIXES: &[&str] = &[
     "ated", "bled", "izing", "ement", "ings", "edly",
 ];
 
-const SEPARATORS: &[&str] = &[" ", " ", " ", " ", ", ", ". ", "'", "-", "_", "!? ", "\n", " (", ") ", "/", ":", "  ", "\"", "&", "#"];
+const SEPARATORS: &[&str] = &[
+    " ", " ", " ", " ", ", ", ". ", "'", "-", "_", "!? ", "\n", " (", ") ", "/", ":", "  ", "\"", "&", "#", " — ", "’", " 🎉 ", "\u{200d}",
+    "\u{a0}", "「", "。",
+];
+
+/// Words beyond ASCII: accents precomposed and combining, other scripts,
+/// case pairs, digits of other scripts, emoji with joiners.
+const UNICODE_WORDS: &[&str] = &[
+    "café", "CAFÉS", "naïve", "mañana", "Straße", "ÉCOLE", "e\u{301}tude", "Ångström", "İstanbul", "ǅemal", "東京", "日本語の文章",
+    "данные", "ДАННЫЕ", "Ωμέγα", "ΑΒΓ", "שלום", "مرحبا", "٣٤٥", "१२३", "ＡＢＣ", "ﬁle", "Œuvre", "ĳs", "💪🏽", "👩\u{200d}💻", "♀\u{fe0f}",
+    "x\u{fe0f}y", "\u{e000}priv", "a\u{300}\u{301}b",
+];
 
 fn random_letters(rng: &mut Rng) -> String {
     const CONSONANTS: &[u8] = b"bcdfghjklmnpqrstvwxyz";
@@ -60,15 +74,18 @@ fn random_letters(rng: &mut Rng) -> String {
 }
 
 fn word(rng: &mut Rng) -> String {
-    let base = match rng.below(10) {
+    let base = match rng.below(14) {
         0..=5 => rng.pick(WORDS).to_string(),
         6..=8 => random_letters(rng),
-        _ => rng.below(100_000).to_string(),
+        9 => rng.below(100_000).to_string(),
+        10 | 11 => rng.pick(UNICODE_WORDS).to_string(),
+        // Any codepoint at all, between letters.
+        _ => format!("a{}b", char::from_u32(0x80 + rng.below(0x2_0000) as u32).unwrap_or('\u{fffd}')),
     };
     let mut w = format!("{base}{}", rng.pick(SUFFIXES));
     match rng.below(12) {
         0 => w = w.to_uppercase(),
-        1 => w[..1].make_ascii_uppercase(),
+        1 if w.is_char_boundary(1) => w[..1].make_ascii_uppercase(),
         2 => w = w.repeat(12), // over 64 bytes now and then: not stemmed
         _ => {}
     }
@@ -140,16 +157,20 @@ fn test_bm25_is_fts5s_own_for_every_matching_message() {
     with_profile(&sql, APRIL_15, |p| {
         p.store().put_messages(&stored).unwrap();
         let dir = p.turns.sync(p.sql).unwrap();
-        assert!(dir.text().is_exact());
         let mut compared = 0;
         for _ in 0..300 {
             // Queries as recall builds them: single words, OR-ed.
             let n = 1 + rng.below(6);
             let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
             let phrases = agent_memory::core::recall::channels::phrases(&words);
+            // A phrase of several tokens is left to SQLite; every other
+            // query is scored.
+            let single = phrases.iter().all(|p| porter::tokens(p, |_| {}) == 1);
             let Some(ours) = dir.text().bm25(&phrases, [0.3, 1.0], usize::MAX) else {
-                panic!("an ASCII query of single words is scored: {phrases:?}");
+                assert!(!single, "a query of single tokens is scored: {phrases:?}");
+                continue;
             };
+            assert!(single, "{phrases:?} has a phrase of several tokens");
             let expr = agent_memory::core::recall::channels::match_expr(&words).unwrap();
             let theirs: Vec<(i64, f64)> = sql
                 .query(
@@ -214,4 +235,128 @@ fn test_best_first_with_a_limit_matches_fts5s_order() {
             assert_eq!(ours, theirs, "{words:?}");
         }
     });
+}
+
+/// What SQLite's `unicode61` tokenizer (the defaults: token characters
+/// are the categories L*, N* and Co; diacritics removed, the "simple"
+/// way) does with each non-ASCII codepoint of `range`: its class (0
+/// separator, 1 token character, 2 diacritic: continues a token, never
+/// starts one) and what it folds to (`None` when removed). Probed by
+/// indexing `x{c}y` (a separator splits it; anything else is folded
+/// into one token) and `{c}y` (only a token character starts a token).
+fn probe_unicode61(range: std::ops::RangeInclusive<u32>) -> Vec<(u32, u8, Option<char>)> {
+    let sql = support::NativeSql::memory();
+    let chars: Vec<char> = range.filter(|&c| c >= 0x80).filter_map(char::from_u32).collect();
+    let mut out = Vec::with_capacity(chars.len());
+    for chunk in chars.chunks(4096) {
+        sql.execute("DROP TABLE IF EXISTS temp.probe", &[]).unwrap();
+        sql.execute("CREATE VIRTUAL TABLE temp.probe USING fts5(a, b, tokenize='unicode61')", &[]).unwrap();
+        sql.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.probe_words USING fts5vocab(temp, 'probe', 'instance')", &[]).unwrap();
+        let inside: Vec<String> = chunk.iter().map(|c| format!("x{c}y")).collect();
+        let start: Vec<String> = chunk.iter().map(|c| format!("{c}y")).collect();
+        sql.execute("INSERT INTO temp.probe (rowid, a, b) VALUES (1, ?1, ?2)", &[SqlValue::Text(inside.join(" ")), SqlValue::Text(start.join(" "))])
+            .unwrap();
+        let mut a: Vec<String> = Vec::new();
+        let mut b: Vec<String> = Vec::new();
+        for r in sql.query("SELECT col, term FROM temp.probe_words ORDER BY col, offset", &[]).unwrap() {
+            let term = r[1].as_str().unwrap().to_string();
+            if r[0].as_str() == Some("a") { a.push(term) } else { b.push(term) }
+        }
+        // Probes "x{c}y": one token "x{fold}y", or "x" then "y".
+        let mut a = a.into_iter();
+        let mut b = b.into_iter();
+        for &c in chunk {
+            let t = a.next().expect("a token for every probe");
+            let (joined, fold) = if t == "x" {
+                assert_eq!(a.next().as_deref(), Some("y"), "probe of {c:?}");
+                (false, None)
+            } else {
+                let inner = &t[1..t.len() - 1];
+                assert!(t.starts_with('x') && t.ends_with('y') && inner.chars().count() <= 1, "probe of U+{:04X}: {t:?}", c as u32);
+                (true, inner.chars().next())
+            };
+            // Probes "{c}y": "{fold}y" when c starts a token, else "y".
+            let s = b.next().expect("a token for every probe");
+            let starts = s != "y";
+            let class = match (starts, joined) {
+                (true, _) => 1,
+                (false, true) => 2,
+                (false, false) => 0,
+            };
+            out.push((c as u32, class, if joined { fold } else { Some(c) }));
+        }
+        assert!(a.next().is_none() && b.next().is_none(), "every token read");
+    }
+    out
+}
+
+/// The classes and folds as the generated table states them.
+fn table_says(c: u32) -> (u8, Option<char>) {
+    use agent_memory::core::recall::unicode61::{CLASSES, FOLDS};
+    let class = match CLASSES.binary_search_by(|&(lo, hi, _)| if hi < c { std::cmp::Ordering::Less } else if lo > c { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Equal }) {
+        Ok(i) => CLASSES[i].2,
+        Err(_) => 0,
+    };
+    let fold = match FOLDS.binary_search_by_key(&c, |&(k, _)| k) {
+        Ok(i) => char::from_u32(FOLDS[i].1).filter(|_| FOLDS[i].1 != 0),
+        Err(_) => char::from_u32(c),
+    };
+    (class, fold)
+}
+
+#[test]
+fn test_unicode61_table_is_sqlites_own_for_every_codepoint() {
+    let mut checked = 0;
+    for (c, class, fold) in probe_unicode61(0x80..=0x10FFFF) {
+        let (t_class, t_fold) = table_says(c);
+        assert_eq!(t_class, class, "class of U+{c:04X}");
+        if class != 0 {
+            assert_eq!(t_fold, fold, "fold of U+{c:04X}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 1_000_000);
+}
+
+/// Writes src/core/recall/unicode61.rs from SQLite's tokenizer:
+/// `cargo test --test text_index -- --ignored write_unicode61_table`.
+#[test]
+#[ignore]
+fn write_unicode61_table() {
+    let probed = probe_unicode61(0x80..=0x10FFFF);
+    let mut classes: Vec<(u32, u32, u8)> = Vec::new();
+    let mut folds: Vec<(u32, u32)> = Vec::new();
+    for &(c, class, fold) in &probed {
+        if class != 0 {
+            match classes.last_mut() {
+                Some(last) if last.1 + 1 == c && last.2 == class => last.1 = c,
+                _ => classes.push((c, c, class)),
+            }
+            let f = fold.map_or(0, |f| f as u32);
+            if f != c {
+                folds.push((c, f));
+            }
+        }
+    }
+    let mut s = String::from(
+        "//! What SQLite's `unicode61` tokenizer (its defaults) does with each\n\
+         //! non-ASCII codepoint, probed from SQLite itself by\n\
+         //! `cargo test --test text_index -- --ignored write_unicode61_table`\n\
+         //! (generated: do not edit; tests/text_index.rs checks it against\n\
+         //! SQLite for every codepoint).\n\n\
+         /// `(first, last, class)`, sorted: 1 a token character, 2 a diacritic\n\
+         /// (continues a token, never starts one). Codepoints in no range are\n\
+         /// separators.\n\
+         pub const CLASSES: &[(u32, u32, u8)] = &[\n",
+    );
+    for (lo, hi, k) in &classes {
+        s.push_str(&format!("    (0x{lo:X}, 0x{hi:X}, {k}),\n"));
+    }
+    s.push_str("];\n\n/// `(codepoint, folded)`, sorted, for the token characters and\n/// diacritics that folding changes (lower case, diacritics removed);\n/// 0: the codepoint is dropped.\npub const FOLDS: &[(u32, u32)] = &[\n");
+    for (c, f) in &folds {
+        s.push_str(&format!("    (0x{c:X}, 0x{f:X}),\n"));
+    }
+    s.push_str("];\n");
+    std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/src/core/recall/unicode61.rs"), s).unwrap();
+    eprintln!("{} ranges, {} folds", classes.len(), folds.len());
 }

@@ -9,6 +9,7 @@ pub mod porter;
 pub mod synthesize;
 pub mod temporal;
 pub mod text_index;
+pub mod unicode61;
 
 use crate::core::api::RecallRequest;
 use crate::core::error::Result;

@@ -1,45 +1,104 @@
 //! The tokens SQLite's FTS5 tokenizer `porter unicode61` (the profile's
-//! full-text indexes) emits for ASCII text, computed in Rust: runs of
-//! ASCII letters and digits, folded to lower case, each put through the
-//! Porter (1980) stemmer as FTS5 applies it (tokens under 3 or over 64
-//! bytes pass unchanged).
+//! full-text indexes) emits, computed in Rust: runs of token characters
+//! (ASCII letters and digits; beyond ASCII, what [`super::unicode61`]
+//! says, the Unicode 6.1 categories L*, N* and Co, with diacritics
+//! continuing a token), folded to lower case without diacritics, each put
+//! through the Porter (1980) stemmer as FTS5 applies it (on the token's
+//! bytes; tokens under 3 or over 64 bytes pass unchanged).
 //!
-//! What it does not do: text with any byte outside ASCII. `unicode61`
-//! then applies Unicode categories, case folding and diacritic removal;
-//! [`tokens`] returns `None` and callers use SQLite itself. A test checks
-//! this module against SQLite's own index, token for token, on every
-//! message of the LoCoMo development set.
+//! tests/text_index.rs checks it against SQLite's own index, token for
+//! token, on generated text, and the codepoint table for every codepoint.
+
+use super::unicode61::{CLASSES, FOLDS};
 
 /// Tokens longer than this pass through unstemmed (FTS5's limit).
 const MAX_STEMMED: usize = 64;
 
-/// Calls `f` with each token of `text` (stemmed), in order, and returns
-/// how many there were; `None`, without calling `f`, when `text` is not
-/// ASCII.
-pub fn tokens(text: &str, mut f: impl FnMut(&[u8])) -> Option<usize> {
-    if !text.is_ascii() {
-        return None;
+/// What a codepoint is to the tokenizer.
+#[derive(Clone, Copy, PartialEq)]
+enum Class {
+    Separator,
+    Token,
+    /// Continues a token, never starts one.
+    Diacritic,
+}
+
+fn class(c: char) -> Class {
+    if c.is_ascii() {
+        return if c.is_ascii_alphanumeric() { Class::Token } else { Class::Separator };
     }
-    let bytes = text.as_bytes();
+    let c = c as u32;
+    let i = CLASSES.partition_point(|&(_, last, _)| last < c);
+    match CLASSES.get(i) {
+        Some(&(first, _, k)) if first <= c => {
+            if k == 1 {
+                Class::Token
+            } else {
+                Class::Diacritic
+            }
+        }
+        _ => Class::Separator,
+    }
+}
+
+/// The codepoint a token character or diacritic folds to; `None` when
+/// folding drops it.
+fn fold(c: char) -> Option<char> {
+    if c.is_ascii() {
+        return Some(c.to_ascii_lowercase());
+    }
+    match FOLDS.binary_search_by_key(&(c as u32), |&(k, _)| k) {
+        Ok(i) => char::from_u32(FOLDS[i].1).filter(|_| FOLDS[i].1 != 0),
+        Err(_) => Some(c),
+    }
+}
+
+/// Calls `f` with each token of `text` (folded and stemmed), in order,
+/// and returns how many there were.
+pub fn tokens(text: &str, mut f: impl FnMut(&[u8])) -> usize {
     let mut buf: Vec<u8> = Vec::with_capacity(32);
     let mut count = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-            i += 1;
-        }
+    let mut emit = |buf: &mut Vec<u8>| {
+        stem(buf);
+        f(buf);
         buf.clear();
-        buf.extend(bytes[start..i].iter().map(u8::to_ascii_lowercase));
-        stem(&mut buf);
-        f(&buf);
         count += 1;
+    };
+    if text.is_ascii() {
+        for &b in text.as_bytes() {
+            if b.is_ascii_alphanumeric() {
+                buf.push(b.to_ascii_lowercase());
+            } else if !buf.is_empty() {
+                emit(&mut buf);
+            }
+        }
+        if !buf.is_empty() {
+            emit(&mut buf);
+        }
+        return count;
     }
-    Some(count)
+    let mut in_token = false;
+    let mut utf8 = [0u8; 4];
+    for c in text.chars() {
+        let kept = match class(c) {
+            Class::Token => true,
+            Class::Diacritic => in_token,
+            Class::Separator => false,
+        };
+        if kept {
+            in_token = true;
+            if let Some(x) = fold(c) {
+                buf.extend_from_slice(x.encode_utf8(&mut utf8).as_bytes());
+            }
+        } else if in_token {
+            in_token = false;
+            emit(&mut buf);
+        }
+    }
+    if in_token {
+        emit(&mut buf);
+    }
+    count
 }
 
 /// Stems one lowercase token in place, as FTS5's porter tokenizer does.
@@ -313,10 +372,12 @@ mod tests {
     }
 
     #[test]
-    fn test_tokens_split_on_anything_but_ascii_letters_and_digits() {
+    fn test_tokens_split_on_separators_and_fold_case_and_diacritics() {
         let mut out = Vec::new();
-        assert_eq!(tokens("Don't STOP_running, 3-D!", |t| out.push(String::from_utf8(t.to_vec()).unwrap())), Some(6));
+        assert_eq!(tokens("Don't STOP_running, 3-D!", |t| out.push(String::from_utf8(t.to_vec()).unwrap())), 6);
         assert_eq!(out, vec!["don", "t", "stop", "run", "3", "d"]);
-        assert_eq!(tokens("café", |_| panic!("no token of non-ASCII text")), None);
+        out.clear();
+        assert_eq!(tokens("Ça va — CAFÉS 🎉 naïve", |t| out.push(String::from_utf8(t.to_vec()).unwrap())), 4);
+        assert_eq!(out, vec!["ca", "va", "cafe", "naiv"]);
     }
 }

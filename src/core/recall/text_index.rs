@@ -17,10 +17,10 @@
 //! with `N` rows, `n(t)` rows containing `t`, `|d|` the row's tokens in
 //! all columns, `avgdl` the mean of `|d|`, `k1 = 1.2`, `b = 0.75`.
 //!
-//! What it does not do: phrases of several words and text outside ASCII
-//! (see [`super::porter`]). [`TextIndex::bm25`] returns `None` for those
-//! and the caller asks SQLite. Ties in score are broken by the lower
-//! rowid (FTS5 leaves their order open).
+//! What it does not do: phrases of several words (FTS5 matches them by
+//! position, which is not kept). [`TextIndex::bm25`] returns `None` for
+//! those and the caller asks SQLite. Ties in score are broken by the
+//! lower rowid (FTS5 leaves their order open).
 
 use super::porter;
 use rustc_hash::FxHashMap as HashMap;
@@ -40,9 +40,6 @@ struct Posting {
 
 #[derive(Debug, Default)]
 pub struct TextIndex {
-    /// Set once a document outside ASCII was added: scores then come
-    /// from SQLite (global statistics would be off).
-    inexact: bool,
     terms: HashMap<Box<[u8]>, u32>,
     /// Per term, its documents in the order they were added.
     postings: Vec<Vec<Posting>>,
@@ -59,7 +56,7 @@ impl TextIndex {
         let mut counts: HashMap<u32, [u16; COLUMNS]> = HashMap::default();
         let mut length = 0u32;
         for (c, text) in columns.iter().enumerate() {
-            let n = porter::tokens(text, |t| {
+            length += porter::tokens(text, |t| {
                 let next = self.terms.len() as u32;
                 let term = *self.terms.entry(t.into()).or_insert(next);
                 if term == next {
@@ -67,11 +64,7 @@ impl TextIndex {
                 }
                 let count = &mut counts.entry(term).or_insert([0; COLUMNS])[c];
                 *count = count.saturating_add(1);
-            });
-            match n {
-                Some(n) => length += n as u32,
-                None => self.inexact = true,
-            }
+            }) as u32;
         }
         let mut terms: Vec<(u32, [u16; COLUMNS])> = counts.into_iter().collect();
         terms.sort_unstable_by_key(|&(t, _)| t);
@@ -80,11 +73,6 @@ impl TextIndex {
         }
         self.lengths.push(length);
         self.total += length as u64;
-    }
-
-    /// Whether every document so far is one [`TextIndex::bm25`] scores.
-    pub fn is_exact(&self) -> bool {
-        !self.inexact
     }
 
     /// Documents indexed.
@@ -99,17 +87,13 @@ impl TextIndex {
     /// The best `limit` documents matching any of `phrases` (an FTS5
     /// `"p1" OR "p2" ...` query), with `bm25()` as FTS5 returns it
     /// (negative; lower is better) for the column `weights`, best first.
-    /// `None` when the index cannot score the query exactly: a phrase of
-    /// several tokens, or of none, or text outside ASCII here or in the
-    /// query.
+    /// `None` when a phrase is not one token (FTS5 matches several by
+    /// position, which the index does not keep).
     pub fn bm25(&self, phrases: &[String], weights: [f64; COLUMNS], limit: usize) -> Option<Vec<(u32, f64)>> {
-        if self.inexact {
-            return None;
-        }
         let mut terms: Vec<Option<u32>> = Vec::with_capacity(phrases.len());
         for p in phrases {
             let mut token: Option<Vec<u8>> = None;
-            if porter::tokens(p, |t| token = Some(t.to_vec()))? != 1 {
+            if porter::tokens(p, |t| token = Some(t.to_vec())) != 1 {
                 return None;
             }
             terms.push(token.and_then(|t| self.terms.get(t.as_slice()).copied()));
@@ -168,14 +152,12 @@ mod tests {
     }
 
     #[test]
-    fn test_queries_it_cannot_score_exactly_are_refused() {
+    fn test_phrases_of_several_words_are_left_to_sqlite() {
         let mut ix = TextIndex::default();
         ix.add(0, ["user", "plain text"]);
         assert!(ix.bm25(&phrases(&["ice cream"]), [0.3, 1.0], 10).is_none(), "a phrase of two words");
-        assert!(ix.bm25(&phrases(&["café"]), [0.3, 1.0], 10).is_none(), "a query outside ASCII");
         assert_eq!(ix.bm25(&phrases(&["absent"]), [0.3, 1.0], 10), Some(vec![]));
-        ix.add(1, ["user", "un café"]);
-        assert!(!ix.is_exact());
-        assert!(ix.bm25(&phrases(&["plain"]), [0.3, 1.0], 10).is_none(), "a document outside ASCII");
+        ix.add(1, ["user", "un Café"]);
+        assert_eq!(ix.bm25(&phrases(&["CAFE"]), [0.3, 1.0], 10).map(|h| h.len()), Some(1), "folded as FTS5 folds");
     }
 }
