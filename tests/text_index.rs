@@ -360,3 +360,86 @@ fn write_unicode61_table() {
     std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/src/core/recall/unicode61.rs"), s).unwrap();
     eprintln!("{} ranges, {} folds", classes.len(), folds.len());
 }
+
+/// A profile of `n` generated memories (content, a dotted key now and
+/// then, a few search queries).
+fn memories(rng: &mut Rng, n: usize) -> Vec<agent_memory::core::model::Memory> {
+    use agent_memory::core::model::{Memory, MemoryType, Status};
+    (0..n)
+        .map(|i| {
+            let content = {
+                let words = 1 + rng.below(30);
+                text(rng, words)
+            };
+            Memory {
+                id: format!("mem_{i:06}"),
+                kind: MemoryType::Fact,
+                key: (rng.below(3) == 0).then(|| format!("{}.{}_{}", word(rng), word(rng), word(rng)).to_lowercase()),
+                summary: content.clone(),
+                content,
+                session_id: "s".into(),
+                source_message_ids: vec![],
+                search_queries: (0..rng.below(4))
+                    .map(|_| {
+                        let words = 1 + rng.below(8);
+                        text(rng, words)
+                    })
+                    .collect(),
+                status: Status::Active,
+                supersedes: None,
+                superseded_by: None,
+                event_date: None,
+                created_at: "2026-04-15T10:00:00Z".into(),
+                updated_at: "2026-04-15T10:00:00Z".into(),
+                expires_at: None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
+    use agent_memory::core::recall::directory::MEMORY_WEIGHTS;
+    let sql = database();
+    let mut rng = Rng(0x3e30_41e5_0f5e_ed11);
+    let stored = memories(&mut rng, 1000);
+    with_profile(&sql, APRIL_15, |p| {
+        let items: Vec<(&agent_memory::core::model::Memory, &str)> = stored.iter().map(|m| (m, m.id.as_str())).collect();
+        p.store().insert_memories(&items).unwrap();
+        // Some leave, hard-deleted: the directory reads the rest again.
+        p.sql.execute("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id LIKE '%7')", &[]).unwrap();
+        p.sql.execute("DELETE FROM memories WHERE id LIKE '%7'", &[]).unwrap();
+        let dir = p.turns.sync(p.sql).unwrap();
+        assert_eq!(dir.memories().text().len(), 900);
+        let mut compared = 0;
+        for _ in 0..300 {
+            let n = 1 + rng.below(6);
+            let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
+            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let Some(ours) = dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX) else { continue };
+            let theirs: Vec<(i64, f64)> = sql
+                .query(
+                    "SELECT rowid, bm25(memories_fts, ?2, ?3, ?4) FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid",
+                    &[
+                        SqlValue::Text(agent_memory::core::recall::channels::match_expr(&words).unwrap()),
+                        SqlValue::Real(MEMORY_WEIGHTS[0]),
+                        SqlValue::Real(MEMORY_WEIGHTS[1]),
+                        SqlValue::Real(MEMORY_WEIGHTS[2]),
+                    ],
+                )
+                .unwrap()
+                .into_iter()
+                .map(|r| (r[0].as_i64().unwrap(), r[1].as_f64().unwrap()))
+                .collect();
+            let mut ours: Vec<(i64, f64)> = ours.into_iter().map(|(doc, s)| (dir.memories().rowid(doc), s)).collect();
+            ours.sort_by_key(|h| h.0);
+            assert_eq!(ours.len(), theirs.len(), "{words:?}: the same memories match");
+            for ((a, x), (b, y)) in ours.iter().zip(&theirs) {
+                assert_eq!(a, b);
+                assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{words:?}: memory {a} scores {x}, FTS5 {y}");
+            }
+            compared += theirs.len();
+        }
+        assert!(compared > 3_000, "the queries match enough memories to compare ({compared})");
+    });
+}

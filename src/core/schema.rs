@@ -112,13 +112,16 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
 ), (
     4,
     &[
-        // How many messages were ever deleted, counted by a trigger on
-        // every path that deletes one: recall's turn directory
-        // (core::recall::directory) reads the messages again when it moved.
-        "CREATE TABLE IF NOT EXISTS message_changes (deletes INTEGER NOT NULL)",
-        "INSERT INTO message_changes (deletes) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM message_changes)",
+        // How many messages and memories were ever deleted, counted by
+        // triggers on every path that deletes one: recall's turn
+        // directory (core::recall::directory) reads that half again when
+        // a count moved.
+        "CREATE TABLE IF NOT EXISTS deletions (messages INTEGER NOT NULL, memories INTEGER NOT NULL)",
+        "INSERT INTO deletions (messages, memories) SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM deletions)",
         "CREATE TRIGGER IF NOT EXISTS messages_deleted AFTER DELETE ON messages \
-         BEGIN UPDATE message_changes SET deletes = deletes + 1; END",
+         BEGIN UPDATE deletions SET messages = messages + 1; END",
+        "CREATE TRIGGER IF NOT EXISTS memories_deleted AFTER DELETE ON memories \
+         BEGIN UPDATE deletions SET memories = memories + 1; END",
         // The directory also knows the speakers: version 3's table goes.
         "DROP TABLE IF EXISTS speakers",
     ],

@@ -44,7 +44,7 @@
 
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
-use crate::core::recall::directory::Directory;
+use crate::core::recall::directory::{Directory, MEMORY_WEIGHTS};
 use crate::core::recall::fuse::{Channel, Ranking};
 use crate::core::store::{json_param, json_rows};
 use crate::core::text;
@@ -219,6 +219,7 @@ fn query_phrases(q: &TextQuery, terms: &[String]) -> Vec<String> {
 }
 
 /// [`query_phrases`] as a MATCH expression.
+#[cfg(test)]
 fn query_expr(q: &TextQuery, terms: &[String]) -> Option<String> {
     quoted(&query_phrases(q, terms))
 }
@@ -233,57 +234,16 @@ fn live(include_inactive: bool, now_iso: &str, at: usize) -> (String, Vec<SqlVal
     }
 }
 
-/// A row of a bm25-ranked full-text statement: an id and its `bm25()`.
-trait Hit: serde::de::DeserializeOwned {
-    fn id(&self) -> &str;
-    fn bm25(&self) -> f64;
-}
-
 /// A memory found by full text: id, bm25, event date, source message ids
 /// (JSON), content (when the query asks when).
 #[derive(serde::Deserialize)]
 struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>);
 
-impl Hit for MemoryHit {
-    fn id(&self) -> &str {
-        &self.0
-    }
-    fn bm25(&self) -> f64 {
-        self.1
-    }
-}
 
 /// A message found by FTS5: its rowid and bm25 (the rest is in the
 /// [`Directory`]).
 #[derive(serde::Deserialize)]
 struct TurnHit(i64, f64);
-
-/// Runs a bm25-ranked full-text statement for the primary terms and the
-/// expansions (see [`query_expr`]) and sums the (positive) scores per id.
-/// In the statement, `?1` is the MATCH expression, `?2` the pool size and
-/// `?3`... are `extra`; it selects its rows as JSON ([`json_rows`]).
-fn bm25_scores<H: Hit>(
-    sql: &dyn Sql,
-    statement: &str,
-    q: &TextQuery,
-    extra: &[SqlValue],
-) -> Result<(HashMap<String, f64>, HashMap<String, H>)> {
-    let mut scores: HashMap<String, f64> = HashMap::default();
-    let mut rows: HashMap<String, H> = HashMap::default();
-    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
-        let Some(expr) = query_expr(q, terms) else { continue };
-        let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
-        params.extend(extra.iter().cloned());
-        for hit in json_rows::<H>(sql, statement, &params)? {
-            // bm25() is negative, lower is better.
-            *scores.entry(hit.id().to_string()).or_insert(0.0) += -hit.bm25() * weight;
-            if !rows.contains_key(hit.id()) {
-                rows.insert(hit.id().to_string(), hit);
-            }
-        }
-    }
-    Ok((scores, rows))
-}
 
 /// Sorts scored ids best first; ties go to the larger (more recent) id.
 fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
@@ -299,6 +259,75 @@ fn sort_best_first(v: &mut [(String, f64)]) {
 /// A stored JSON list of ids (`memories.source_message_ids`).
 fn id_list(v: Option<&str>) -> Vec<String> {
     v.and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
+}
+
+/// The memories' own full-text scores for the query's words and, weighed
+/// less, its expansions, summed per memory, with their columns: for each,
+/// the best `2 x` [`FTS_POOL`] matches of any status by bm25, the live
+/// ones among them kept, up to [`FTS_POOL`]. The directory's memory index
+/// computes FTS5's bm25 itself and one statement reads the memories' rows
+/// (their place in its list standing for their score); a query it cannot
+/// score exactly asks SQLite's FTS5.
+fn memory_hits(
+    sql: &dyn Sql,
+    dir: &Directory,
+    q: &TextQuery,
+    include_inactive: bool,
+    now_iso: &str,
+) -> Result<(HashMap<String, f64>, HashMap<String, MemoryHit>)> {
+    let (cond, mut extra) = live(include_inactive, now_iso, 4);
+    extra.insert(0, SqlValue::Integer(q.temporal as i64));
+    let mut scores: HashMap<String, f64> = HashMap::default();
+    let mut rows: HashMap<String, MemoryHit> = HashMap::default();
+    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
+        let phrases = query_phrases(q, terms);
+        if phrases.is_empty() {
+            continue;
+        }
+        let words = dir.memories();
+        let hits: Vec<MemoryHit> = match words.text().bm25(&phrases, MEMORY_WEIGHTS, 2 * FTS_POOL) {
+            Some(best) => {
+                let rowids: Vec<i64> = best.iter().map(|&(doc, _)| words.rowid(doc)).collect();
+                let mut params = vec![json_param(&rowids), SqlValue::Integer(FTS_POOL as i64)];
+                params.extend(extra.iter().cloned());
+                let placed: Vec<(String, usize, Option<String>, Option<String>, Option<String>)> = json_rows(
+                    sql,
+                    &format!(
+                        "SELECT json_group_array(json_array(id, place, event_date, source_message_ids, content)) FROM ( \
+                         SELECT m.id AS id, j.key AS place, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
+                                CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
+                         FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value WHERE {cond} ORDER BY j.key LIMIT ?2)"
+                    ),
+                    &params,
+                )?;
+                placed.into_iter().filter_map(|(id, place, date, sources, content)| Some(MemoryHit(id, best.get(place)?.1, date, sources, content))).collect()
+            }
+            None => {
+                let Some(expr) = quoted(&phrases) else { continue };
+                let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
+                params.extend(extra.iter().cloned());
+                json_rows(
+                    sql,
+                    &format!(
+                        "SELECT json_group_array(json_array(id, s, event_date, source_message_ids, content)) FROM ( \
+                         SELECT m.id AS id, f.s AS s, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
+                                CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
+                         FROM (SELECT rowid, bm25(memories_fts, {}, {}, {}) AS s FROM memories_fts \
+                               WHERE memories_fts MATCH ?1 ORDER BY s LIMIT ?2 * 2) f \
+                         JOIN memories m ON m.rowid = f.rowid WHERE {cond} ORDER BY f.s LIMIT ?2)",
+                        MEMORY_WEIGHTS[0], MEMORY_WEIGHTS[1], MEMORY_WEIGHTS[2]
+                    ),
+                    &params,
+                )?
+            }
+        };
+        for hit in hits {
+            // bm25() is negative, lower is better.
+            *scores.entry(hit.0.clone()).or_insert(0.0) += -hit.1 * weight;
+            rows.entry(hit.0.clone()).or_insert(hit);
+        }
+    }
+    Ok((scores, rows))
 }
 
 /// 1. FTS5 over memories, in their conversation. A memory scores by the
@@ -326,21 +355,7 @@ pub fn fts_with(
     include_inactive: bool,
     now_iso: &str,
 ) -> Result<Ranking> {
-    let (cond, mut extra) = live(include_inactive, now_iso, 4);
-    extra.insert(0, SqlValue::Integer(q.temporal as i64));
-    let (own, columns) = bm25_scores::<MemoryHit>(
-        sql,
-        &format!(
-            "SELECT json_group_array(json_array(id, s, event_date, source_message_ids, content)) FROM ( \
-             SELECT m.id AS id, f.s AS s, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
-                    CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
-             FROM (SELECT rowid, bm25(memories_fts, 1.0, 2.0, 0.6) AS s FROM memories_fts \
-                   WHERE memories_fts MATCH ?1 ORDER BY s LIMIT ?2 * 2) f \
-             JOIN memories m ON m.rowid = f.rowid WHERE {cond} ORDER BY f.s LIMIT ?2)"
-        ),
-        q,
-        &extra,
-    )?;
+    let (own, columns) = memory_hits(sql, dir, q, include_inactive, now_iso)?;
     let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
     // Every candidate with its source messages: the memory's own hits, and
     // the memories citing the best turns in context.

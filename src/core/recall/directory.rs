@@ -1,28 +1,32 @@
 //! The turn directory: where each stored message sits in its conversation
 //! (session and position), who said it, its date, and whether it mentions
-//! a time, kept in memory between recalls by whoever owns the profile (the
-//! Durable Object; a test's or a tool's own value natively).
+//! a time, with the words of every message and of every memory, kept in
+//! memory between recalls by whoever owns the profile (the Durable Object;
+//! a test's or a tool's own value natively).
 //!
 //! The full-text channels score a message with the messages around it
-//! ([`super::channels::score_turns`]). With the directory, a recall's
-//! full-text statements return only row ids and scores, and the
-//! neighbouring turns, roles and dates are looked up here instead of read
-//! by SQL on every recall (the neighbour read was a fifth of a recall's
-//! time in the Durable Object).
+//! ([`super::channels::score_turns`]): the neighbouring turns, roles and
+//! dates are looked up here instead of read by SQL on every recall. Both
+//! full-text channels rank by FTS5's bm25, which SQLite computes by
+//! reading every matching row's size and phrase instances; the
+//! directory's two [`TextIndex`]es compute the same scores in memory.
 //!
-//! It is derived data and holds no text but ids, and never decides what is
-//! stored: SQLite stays the record. Each use starts with
-//! [`TurnDirectory::sync`], one statement reading two numbers:
-//! * the highest message `rowid`: messages only ever get appended (rowids
-//!   grow), so rows above the highest one read are new and are read in;
-//! * a count of deleted messages, kept by a trigger (`message_changes`,
-//!   schema version 4) on every path that deletes one (forget with its
-//!   messages, a profile's wipe, anything added later): when it moved,
-//!   the directory is read again from scratch.
+//! It is derived data and never decides what is stored: SQLite stays the
+//! record. Each use starts with [`TurnDirectory::sync`], one statement
+//! reading four numbers:
+//! * the highest `rowid` of `messages` and of `memories` (whose
+//!   `memories_fts` rows are written with them, under the same rowids):
+//!   rows are only ever appended (rowids grow), so rows above the highest
+//!   one read are new and are read in;
+//! * how many messages and memories were ever deleted, counted by
+//!   triggers (`deletions`, schema version 4) on every path that deletes
+//!   one (a hard delete, a wipe, anything added later): when a count
+//!   moved, that half is read again from scratch. (A memory's searchable
+//!   text never changes; its status does, and is read by SQL.)
 //!
-//! What it does not do: hold message text (the time check is kept as one
-//! bit per message), or know about memories (their status changes on every
-//! supersession; they are read by SQL).
+//! What it does not do: hold message or memory text (the words are kept
+//! as term counts, the time check as one bit per message), or know which
+//! memories are live.
 
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue};
@@ -56,11 +60,38 @@ pub struct Turn {
     pub mentions_time: bool,
 }
 
-/// What the directory knew at its last sync.
+/// What one half of the directory knew at its last sync: deletions
+/// counted and the highest rowid read.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Mark {
     deletes: i64,
     high: i64,
+}
+
+/// Column weights of `bm25()` over `memories_fts` (content, key, search
+/// queries): a memory's topic key says most about it per word, the
+/// queries written for it least.
+pub const MEMORY_WEIGHTS: [f64; 3] = [1.0, 2.0, 0.6];
+
+/// The memories' words, as `memories_fts` holds them.
+#[derive(Debug, Default)]
+pub struct MemoryWords {
+    mark: Option<Mark>,
+    /// Documents numbered as added; their rowids.
+    rowids: Vec<i64>,
+    text: TextIndex<3>,
+}
+
+impl MemoryWords {
+    /// The memories' words (content, key, search queries).
+    pub fn text(&self) -> &TextIndex<3> {
+        &self.text
+    }
+
+    /// The rowid of document `doc`.
+    pub fn rowid(&self, doc: u32) -> i64 {
+        self.rowids[doc as usize]
+    }
 }
 
 /// The messages' places, read through [`TurnDirectory::sync`].
@@ -77,7 +108,8 @@ pub struct Directory {
     /// The first [`SPEAKERS_READ`] roles in order.
     speakers: Vec<String>,
     /// The messages' words, numbered as `turns`.
-    text: TextIndex,
+    text: TextIndex<2>,
+    memories: MemoryWords,
 }
 
 impl Directory {
@@ -100,9 +132,15 @@ impl Directory {
         &self.turns[i as usize]
     }
 
-    /// The messages' words, documents numbered as the turns.
-    pub fn text(&self) -> &TextIndex {
+    /// The messages' words (role, content), documents numbered as the
+    /// turns.
+    pub fn text(&self) -> &TextIndex<2> {
         &self.text
+    }
+
+    /// The memories' words.
+    pub fn memories(&self) -> &MemoryWords {
+        &self.memories
     }
 
     pub fn role_name(&self, role: u32) -> &str {
@@ -186,27 +224,44 @@ impl TurnDirectory {
     /// lends it out. One statement when nothing changed.
     pub fn sync(&self, sql: &dyn Sql) -> Result<Ref<'_, Directory>> {
         let row = sql.query(
-            "SELECT (SELECT COALESCE(MAX(deletes), 0) FROM message_changes), (SELECT COALESCE(MAX(rowid), 0) FROM messages)",
+            "SELECT d.messages, (SELECT COALESCE(MAX(rowid), 0) FROM messages), \
+                    d.memories, (SELECT COALESCE(MAX(rowid), 0) FROM memories) \
+             FROM (SELECT COALESCE(MAX(messages), 0) AS messages, COALESCE(MAX(memories), 0) AS memories FROM deletions) d",
             &[],
         )?;
-        let now = Mark {
-            deletes: row.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0),
-            high: row.first().and_then(|r| r.get(1)).and_then(SqlValue::as_i64).unwrap_or(0),
+        let n = |i: usize| row.first().and_then(|r| r.get(i)).and_then(SqlValue::as_i64).unwrap_or(0);
+        let (messages, memories) = (Mark { deletes: n(0), high: n(1) }, Mark { deletes: n(2), high: n(3) });
+        let (known_messages, known_memories) = {
+            let dir = self.inner.borrow();
+            (dir.mark, dir.memories.mark)
         };
-        let known = self.inner.borrow().mark;
-        if known != Some(now) {
+        if known_messages != Some(messages) {
             let mut dir = self.inner.borrow_mut();
-            let from = match known {
-                Some(k) if k.deletes == now.deletes && k.high <= now.high => k.high,
+            let from = match known_messages {
+                Some(k) if k.deletes == messages.deletes && k.high <= messages.high => k.high,
                 _ => {
-                    *dir = Directory::default();
+                    let memories = std::mem::take(&mut dir.memories);
+                    *dir = Directory { memories, ..Directory::default() };
                     0
                 }
             };
             // On failure the mark stays unset, so the next use starts over.
             dir.mark = None;
-            load(sql, &mut dir, from, now.high)?;
-            dir.mark = Some(now);
+            load(sql, &mut dir, from, messages.high)?;
+            dir.mark = Some(messages);
+        }
+        if known_memories != Some(memories) {
+            let mut dir = self.inner.borrow_mut();
+            let from = match known_memories {
+                Some(k) if k.deletes == memories.deletes && k.high <= memories.high => k.high,
+                _ => {
+                    dir.memories = MemoryWords::default();
+                    0
+                }
+            };
+            dir.memories.mark = None;
+            load_memories(sql, &mut dir.memories, from, memories.high)?;
+            dir.memories.mark = Some(memories);
         }
         Ok(self.inner.borrow())
     }
@@ -224,6 +279,27 @@ impl TurnDirectory {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Reads the memories' words with `from < rowid <= to` into `words`, in
+/// pages, from `memories_fts` itself (its columns as indexed).
+fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> Result<()> {
+    let mut after = from;
+    while after < to {
+        let rows = sql.query(
+            "SELECT rowid, content, key, queries FROM memories_fts WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3",
+            &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
+        )?;
+        let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
+        for r in rows {
+            let text = |i: usize| r[i].as_str().unwrap_or("");
+            let doc = words.rowids.len() as u32;
+            words.rowids.push(r[0].as_i64().unwrap_or_default());
+            words.text.add(doc, [text(1), text(2), text(3)]);
+        }
+        after = last;
+    }
+    Ok(())
 }
 
 /// Reads the messages with `from < rowid <= to` into `dir`, in pages.

@@ -1,5 +1,7 @@
-//! An inverted index of the profile's messages in memory, scoring a query
-//! exactly as FTS5's `bm25()` scores it on `messages_fts`, without SQL.
+//! An inverted index in memory, scoring a query exactly as FTS5's
+//! `bm25()` scores it on the same rows, without SQL: the directory keeps
+//! one of the messages (as `messages_fts`) and one of the memories (as
+//! `memories_fts`).
 //!
 //! FTS5 computes bm25 by reading, for every row matching any query word,
 //! that row's size from its `docsize` table and its phrase instances: the
@@ -28,32 +30,36 @@ use rustc_hash::FxHashMap as HashMap;
 /// FTS5's bm25 constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
-/// Columns indexed: a message's role and content (as `messages_fts`).
-pub const COLUMNS: usize = 2;
-
-/// A term's count in each column of one document.
+/// A term's count in each of the `C` columns of one document.
 #[derive(Clone, Copy, Debug)]
-struct Posting {
+struct Posting<const C: usize> {
     doc: u32,
-    count: [u16; COLUMNS],
+    count: [u16; C],
 }
 
-#[derive(Debug, Default)]
-pub struct TextIndex {
+/// Documents of `C` columns.
+#[derive(Debug)]
+pub struct TextIndex<const C: usize> {
     terms: HashMap<Box<[u8]>, u32>,
     /// Per term, its documents in the order they were added.
-    postings: Vec<Vec<Posting>>,
+    postings: Vec<Vec<Posting<C>>>,
     /// Per document, its tokens in all columns.
     lengths: Vec<u32>,
     total: u64,
 }
 
-impl TextIndex {
+impl<const C: usize> Default for TextIndex<C> {
+    fn default() -> Self {
+        TextIndex { terms: HashMap::default(), postings: Vec::new(), lengths: Vec::new(), total: 0 }
+    }
+}
+
+impl<const C: usize> TextIndex<C> {
     /// Adds document number `doc` (the next one: documents are numbered
     /// in the order added, as their rowids grow) with its columns' text.
-    pub fn add(&mut self, doc: u32, columns: [&str; COLUMNS]) {
+    pub fn add(&mut self, doc: u32, columns: [&str; C]) {
         debug_assert_eq!(doc as usize, self.lengths.len());
-        let mut counts: HashMap<u32, [u16; COLUMNS]> = HashMap::default();
+        let mut counts: HashMap<u32, [u16; C]> = HashMap::default();
         let mut length = 0u32;
         for (c, text) in columns.iter().enumerate() {
             length += porter::tokens(text, |t| {
@@ -62,11 +68,11 @@ impl TextIndex {
                 if term == next {
                     self.postings.push(Vec::new());
                 }
-                let count = &mut counts.entry(term).or_insert([0; COLUMNS])[c];
+                let count = &mut counts.entry(term).or_insert([0; C])[c];
                 *count = count.saturating_add(1);
             }) as u32;
         }
-        let mut terms: Vec<(u32, [u16; COLUMNS])> = counts.into_iter().collect();
+        let mut terms: Vec<(u32, [u16; C])> = counts.into_iter().collect();
         terms.sort_unstable_by_key(|&(t, _)| t);
         for (term, count) in terms {
             self.postings[term as usize].push(Posting { doc, count });
@@ -89,7 +95,7 @@ impl TextIndex {
     /// (negative; lower is better) for the column `weights`, best first.
     /// `None` when a phrase is not one token (FTS5 matches several by
     /// position, which the index does not keep).
-    pub fn bm25(&self, phrases: &[String], weights: [f64; COLUMNS], limit: usize) -> Option<Vec<(u32, f64)>> {
+    pub fn bm25(&self, phrases: &[String], weights: [f64; C], limit: usize) -> Option<Vec<(u32, f64)>> {
         let mut terms: Vec<Option<u32>> = Vec::with_capacity(phrases.len());
         for p in phrases {
             let mut token: Option<Vec<u8>> = None;
@@ -141,7 +147,7 @@ mod tests {
 
     #[test]
     fn test_rarer_words_and_shorter_documents_score_higher() {
-        let mut ix = TextIndex::default();
+        let mut ix = TextIndex::<2>::default();
         ix.add(0, ["Maria", "I baked a lemon tart"]);
         ix.add(1, ["John", "The lemon tree in the garden is full of lemons this year"]);
         ix.add(2, ["Maria", "We walked to the garden"]);
@@ -153,7 +159,7 @@ mod tests {
 
     #[test]
     fn test_phrases_of_several_words_are_left_to_sqlite() {
-        let mut ix = TextIndex::default();
+        let mut ix = TextIndex::<2>::default();
         ix.add(0, ["user", "plain text"]);
         assert!(ix.bm25(&phrases(&["ice cream"]), [0.3, 1.0], 10).is_none(), "a phrase of two words");
         assert_eq!(ix.bm25(&phrases(&["absent"]), [0.3, 1.0], 10), Some(vec![]));
