@@ -443,3 +443,50 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
         assert!(compared > 3_000, "the queries match enough memories to compare ({compared})");
     });
 }
+
+#[test]
+fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
+    use agent_memory::core::recall::directory::{TurnDirectory, SNAPSHOT_MIN};
+    let sql = database();
+    let mut rng = Rng(0x5a9_5407_0d1e_c7a1);
+    let stored = messages(&mut rng, 3000);
+    let mems = memories(&mut rng, 1500);
+    assert!(stored.len() + mems.len() > SNAPSHOT_MIN);
+    let built = TurnDirectory::new();
+    support::with_profile_in(&sql, APRIL_15, &built, |p| {
+        p.store().put_messages(&stored[..2800]).unwrap();
+        let items: Vec<(&agent_memory::core::model::Memory, &str)> = mems.iter().map(|m| (m, m.id.as_str())).collect();
+        p.store().insert_memories(&items).unwrap();
+        assert!(p.turns.maintain(p.sql).unwrap(), "a first snapshot is written");
+        assert!(!p.turns.maintain(p.sql).unwrap(), "and not again while nothing changed");
+    });
+    let same = |fresh: &TurnDirectory| *fresh.sync(&sql).unwrap() == *built.sync(&sql).unwrap();
+
+    // A cold start reads the snapshot, and equals the directory built row by row.
+    let cold = TurnDirectory::new();
+    assert!(same(&cold));
+    assert!(cold.from_snapshot());
+
+    // Messages added since: the snapshot, then the new rows.
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored[2800..]).unwrap());
+    let cold = TurnDirectory::new();
+    assert!(same(&cold) && cold.from_snapshot(), "snapshot plus the rows after it");
+
+    // A deletion puts the snapshot out of step: every row is read, and
+    // the next maintenance writes it again.
+    sql.execute("DELETE FROM messages_fts WHERE rowid = 5", &[]).unwrap();
+    sql.execute("DELETE FROM messages WHERE rowid = 5", &[]).unwrap();
+    let cold = TurnDirectory::new();
+    assert!(same(&cold) && !cold.from_snapshot(), "an out-of-step snapshot is not used");
+    assert!(built.maintain(&sql).unwrap(), "rewritten after a deletion");
+    let cold = TurnDirectory::new();
+    assert!(same(&cold) && cold.from_snapshot());
+
+    // A damaged snapshot is not used, and is rewritten.
+    sql.execute("UPDATE directory_snapshot SET data = substr(data, 1, 1000) WHERE part = 2", &[]).unwrap();
+    let cold = TurnDirectory::new();
+    assert!(same(&cold) && !cold.from_snapshot(), "a damaged snapshot falls back to the rows");
+    assert!(cold.maintain(&sql).unwrap(), "and is written again");
+    let cold = TurnDirectory::new();
+    assert!(same(&cold) && cold.from_snapshot());
+}

@@ -26,6 +26,9 @@ pub struct DrainReport {
     pub pending: i64,
     /// When the next job or expiry is due (epoch millis), if any.
     pub next_at: Option<i64>,
+    /// Whether the turn directory's snapshot was written (see
+    /// [`crate::core::recall::directory::TurnDirectory::maintain`]).
+    pub snapshot: bool,
 }
 
 /// The text embedded for a memory: its search queries, then its content.
@@ -140,6 +143,9 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
             }
         }
     }
+    // The turn directory reads what this work and the writes before it
+    // added, here rather than on the next recall, and keeps its snapshot.
+    report.snapshot = p.turns.maintain(p.sql)?;
     report.pending = store.pending_jobs()?;
     report.next_at = match (store.next_job_at()?, store.next_expiry()?) {
         (Some(a), Some(b)) => Some(a.min(b)),

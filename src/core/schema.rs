@@ -122,6 +122,11 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
          BEGIN UPDATE deletions SET messages = messages + 1; END",
         "CREATE TRIGGER IF NOT EXISTS memories_deleted AFTER DELETE ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
+        // The directory in the object's memory, saved so a cold start
+        // reads a few large rows instead of every message and memory
+        // (core::recall::directory). Derived data: a missing or outdated
+        // snapshot is rebuilt.
+        "CREATE TABLE IF NOT EXISTS directory_snapshot (part INTEGER PRIMARY KEY, data BLOB NOT NULL)",
         // The directory also knows the speakers: version 3's table goes.
         "DROP TABLE IF EXISTS speakers",
     ],

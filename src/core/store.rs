@@ -712,7 +712,7 @@ impl<'a> Store<'a> {
 
     /// Removes everything in the profile.
     pub fn wipe(&self) -> Result<()> {
-        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "outbox", "meta"] {
+        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "directory_snapshot", "outbox", "meta"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.purge_deleted_text()

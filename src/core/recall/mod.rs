@@ -5,6 +5,7 @@
 pub mod channels;
 pub mod directory;
 pub mod fuse;
+pub mod parts;
 pub mod porter;
 pub mod synthesize;
 pub mod temporal;

@@ -24,21 +24,23 @@
 //! those and the caller asks SQLite. Ties in score are broken by the
 //! lower rowid (FTS5 leaves their order open).
 
+use super::parts::{PartReader, PartWriter};
 use super::porter;
+use crate::core::error::{Error, Result};
 use rustc_hash::FxHashMap as HashMap;
 
 /// FTS5's bm25 constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 /// A term's count in each of the `C` columns of one document.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Posting<const C: usize> {
     doc: u32,
     count: [u16; C],
 }
 
 /// Documents of `C` columns.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct TextIndex<const C: usize> {
     terms: HashMap<Box<[u8]>, u32>,
     /// Per term, its documents in the order they were added.
@@ -79,6 +81,63 @@ impl<const C: usize> TextIndex<C> {
         }
         self.lengths.push(length);
         self.total += length as u64;
+    }
+
+    /// Writes the index to a snapshot stream.
+    pub fn write_to(&self, w: &mut PartWriter<'_>) -> Result<()> {
+        let mut terms: Vec<(&[u8], u32)> = self.terms.iter().map(|(t, &i)| (&t[..], i)).collect();
+        terms.sort_unstable_by_key(|&(_, i)| i);
+        w.u32(terms.len() as u32)?;
+        for (term, i) in terms {
+            w.text(term)?;
+            let list = &self.postings[i as usize];
+            w.u32(list.len() as u32)?;
+            for p in list {
+                w.u32(p.doc)?;
+                for c in p.count {
+                    w.u16(c)?;
+                }
+            }
+        }
+        w.u32(self.lengths.len() as u32)?;
+        for &n in &self.lengths {
+            w.u32(n)?;
+        }
+        Ok(())
+    }
+
+    /// Reads an index [`TextIndex::write_to`] wrote.
+    pub fn read_from(r: &mut PartReader<'_>) -> Result<TextIndex<C>> {
+        let mut ix = TextIndex::<C>::default();
+        let terms = r.u32()? as usize;
+        for i in 0..terms {
+            let term = r.text()?;
+            if ix.terms.insert(term.into(), i as u32).is_some() {
+                return Err(Error::storage("failed to read a snapshot: a term twice"));
+            }
+            let n = r.u32()? as usize;
+            let mut list = Vec::with_capacity(n);
+            for _ in 0..n {
+                let doc = r.u32()?;
+                let mut count = [0u16; C];
+                for c in count.iter_mut() {
+                    *c = r.u16()?;
+                }
+                list.push(Posting { doc, count });
+            }
+            ix.postings.push(list);
+        }
+        let docs = r.u32()? as usize;
+        ix.lengths.reserve_exact(docs);
+        for _ in 0..docs {
+            let n = r.u32()?;
+            ix.lengths.push(n);
+            ix.total += n as u64;
+        }
+        if ix.postings.iter().flatten().any(|p| p.doc as usize >= docs) {
+            return Err(Error::storage("failed to read a snapshot: a posting past the last document"));
+        }
+        Ok(ix)
     }
 
     /// Documents indexed.
