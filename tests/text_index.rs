@@ -471,6 +471,19 @@ fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
     with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored[2800..]).unwrap());
     let cold = TurnDirectory::new();
     assert!(same(&cold) && cold.from_snapshot(), "snapshot plus the rows after it");
+    assert!(!built.maintain(&sql).unwrap(), "200 new messages are too few for a segment");
+
+    // Enough new documents for a second segment, holding only them.
+    let more = messages(&mut rng, 4000);
+    let more: Vec<_> = more[3000..].iter().map(|m| Message { id: format!("{}_b", m.id), ..m.clone() }).collect();
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&more).unwrap());
+    let before = sql.query("SELECT count(*) FROM directory_snapshot", &[]).unwrap()[0][0].as_i64();
+    assert!(built.maintain(&sql).unwrap(), "a second segment");
+    let headers = sql.query("SELECT part FROM directory_snapshot WHERE part % 1048576 = 0", &[]).unwrap();
+    assert_eq!(headers.len(), 2, "two segments");
+    assert!(sql.query("SELECT count(*) FROM directory_snapshot", &[]).unwrap()[0][0].as_i64() > before, "the first one kept");
+    let cold = TurnDirectory::new();
+    assert!(same(&cold) && cold.from_snapshot(), "both segments read");
 
     // A deletion puts the snapshot out of step: every row is read, and
     // the next maintenance writes it again.

@@ -263,6 +263,9 @@ impl TurnDirectory {
             // On failure the mark stays unset, so the next use starts over.
             dir.mark = None;
             load(sql, &mut dir, from, messages.high)?;
+            if from == 0 {
+                dir.text.shrink_to_fit();
+            }
             dir.mark = Some(messages);
         }
         if known_memories != Some(memories) {
@@ -276,40 +279,45 @@ impl TurnDirectory {
             };
             dir.memories.mark = None;
             load_memories(sql, &mut dir.memories, from, memories.high)?;
+            if from == 0 {
+                dir.memories.text.shrink_to_fit();
+            }
             dir.memories.mark = Some(memories);
         }
         Ok(self.inner.borrow())
     }
 
-    /// Brings the directory in step and writes its snapshot when the
-    /// stored one is missing, out of step (something was deleted since),
-    /// unreadable, or [`SNAPSHOT_GROWTH`] behind; profiles under
+    /// Brings the directory in step and extends its snapshot: a new
+    /// segment holding the documents the stored segments do not, once
+    /// they are [`SEGMENT_SHARE`] of all (and at least
+    /// [`SEGMENT_MIN`]); every segment again when the stored ones are out
+    /// of step (something was deleted since) or unreadable. Profiles under
     /// [`SNAPSHOT_MIN`] documents keep none. Background work (the alarm's
-    /// drain runs it): a recall then never waits for it. Returns whether
-    /// it wrote one.
+    /// drain runs it): a recall never waits for it. Returns whether it
+    /// wrote a segment.
     pub fn maintain(&self, sql: &dyn Sql) -> Result<bool> {
         let dir = self.sync(sql)?;
+        let (Some(messages), Some(memories)) = (dir.mark, dir.memories.mark) else { return Ok(false) };
         let docs = dir.turns.len() + dir.memories.text.len();
         if docs < SNAPSHOT_MIN {
             return Ok(false);
         }
-        let stored = match PartReader::open(sql, SNAPSHOT_TABLE)? {
-            Some((header, _)) => Header::decode(&header),
-            None => None,
-        };
-        let due = self.snapshot_unusable.get()
-            || match stored {
-                None => true,
-                Some(h) => {
-                    Some(h.messages.deletes) != dir.mark.map(|m| m.deletes)
-                        || Some(h.memories.deletes) != dir.memories.mark.map(|m| m.deletes)
-                        || docs as f64 > h.docs as f64 * SNAPSHOT_GROWTH
+        let chain = if self.snapshot_unusable.get() { None } else { stored_chain(sql, messages, memories)? };
+        let (stream, start) = match chain {
+            Some(last) => {
+                let (t, m) = last.map_or((0, 0), |h| (h.turns_end as usize, h.memories_end as usize));
+                let uncovered = dir.turns.len() - t + dir.memories.text.len() - m;
+                if uncovered < SEGMENT_MIN.max((docs as f64 * SEGMENT_SHARE) as usize) {
+                    return Ok(false);
                 }
-            };
-        if !due {
-            return Ok(false);
-        }
-        write_snapshot(sql, &dir)?;
+                (last.map_or(0, |h| h.stream + 1), (t, m))
+            }
+            None => {
+                sql.execute(&format!("DELETE FROM {SNAPSHOT_TABLE}"), &[])?;
+                (0, (0, 0))
+            }
+        };
+        write_segment(sql, &dir, stream, start)?;
         self.snapshot_unusable.set(false);
         Ok(true)
     }
@@ -409,40 +417,84 @@ fn marks(sql: &dyn Sql) -> Result<(Mark, Mark)> {
     Ok((Mark { deletes: n(0), high: n(1) }, Mark { deletes: n(2), high: n(3) }))
 }
 
-/// The table the snapshot is kept in (schema version 4).
+/// The table the snapshot is kept in (schema version 4): one stream of
+/// parts per segment ([`super::parts`]).
 const SNAPSHOT_TABLE: &str = "directory_snapshot";
 /// Profiles with fewer documents (messages and memories) than this read
 /// every row when cold (fast enough) and keep no snapshot.
 pub const SNAPSHOT_MIN: usize = 4096;
-/// The snapshot is rewritten once the directory holds this many times the
-/// documents it holds.
-pub const SNAPSHOT_GROWTH: f64 = 1.1;
-const SNAPSHOT_MAGIC: &[u8; 4] = b"TD01";
+/// A new segment is written once the documents no segment holds are this
+/// share of all: a cold start reads at most about this share row by row.
+pub const SEGMENT_SHARE: f64 = 0.1;
+/// ... and at least this many.
+pub const SEGMENT_MIN: usize = 1024;
+const SEGMENT_MAGIC: &[u8; 4] = b"TS01";
 
-/// The snapshot's part 0: what it holds.
+/// A segment's header: the documents it holds (turns and memory
+/// documents from `*_start` up to `*_end`, as numbered in the directory)
+/// and the directory's marks when it was written.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Header {
+    stream: i64,
     messages: Mark,
     memories: Mark,
-    docs: u64,
+    turns_start: u32,
+    turns_end: u32,
+    memories_start: u32,
+    memories_end: u32,
 }
 
 impl Header {
     fn encode(&self) -> Vec<u8> {
-        let mut b = SNAPSHOT_MAGIC.to_vec();
-        for v in [self.messages.deletes, self.messages.high, self.memories.deletes, self.memories.high, self.docs as i64] {
+        let mut b = SEGMENT_MAGIC.to_vec();
+        for v in [self.messages.deletes, self.messages.high, self.memories.deletes, self.memories.high] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [self.turns_start, self.turns_end, self.memories_start, self.memories_end] {
             b.extend_from_slice(&v.to_le_bytes());
         }
         b
     }
 
-    fn decode(b: &[u8]) -> Option<Header> {
-        if b.len() != 4 + 5 * 8 || &b[..4] != SNAPSHOT_MAGIC {
+    fn decode(stream: i64, b: &[u8]) -> Option<Header> {
+        if b.len() != 4 + 4 * 8 + 4 * 4 || &b[..4] != SEGMENT_MAGIC {
             return None;
         }
         let v = |i: usize| i64::from_le_bytes(b[4 + 8 * i..12 + 8 * i].try_into().expect("eight bytes"));
-        Some(Header { messages: Mark { deletes: v(0), high: v(1) }, memories: Mark { deletes: v(2), high: v(3) }, docs: v(4) as u64 })
+        let u = |i: usize| u32::from_le_bytes(b[36 + 4 * i..40 + 4 * i].try_into().expect("four bytes"));
+        Some(Header {
+            stream,
+            messages: Mark { deletes: v(0), high: v(1) },
+            memories: Mark { deletes: v(2), high: v(3) },
+            turns_start: u(0),
+            turns_end: u(1),
+            memories_start: u(2),
+            memories_end: u(3),
+        })
     }
+}
+
+/// The stored segments when they form one chain in step with the marks
+/// (each starting where the one before ended, nothing deleted since, none
+/// beyond what is stored): `Some(last)`, `Some(None)` when there are
+/// none, `None` when they are out of step or unreadable.
+fn stored_chain(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option<Option<Header>>> {
+    let mut last: Option<Header> = None;
+    for (stream, bytes) in super::parts::headers(sql, SNAPSHOT_TABLE)? {
+        let Some(h) = Header::decode(stream, &bytes) else { return Ok(None) };
+        let (t, m) = last.map_or((0, 0), |l| (l.turns_end, l.memories_end));
+        let in_step = h.stream == last.map_or(0, |l| l.stream + 1)
+            && (h.turns_start, h.memories_start) == (t, m)
+            && h.messages.deletes == messages.deletes
+            && h.memories.deletes == memories.deletes
+            && h.messages.high <= messages.high
+            && h.memories.high <= memories.high;
+        if !in_step {
+            return Ok(None);
+        }
+        last = Some(h);
+    }
+    Ok(Some(last))
 }
 
 /// Days since the common era of a date, or `i32::MIN` for none.
@@ -455,18 +507,22 @@ fn from_day_number(n: i32) -> Option<chrono::NaiveDate> {
     (n != i32::MIN).then(|| chrono::NaiveDate::from_num_days_from_ce_opt(n)).flatten()
 }
 
-/// Names in the order of their indexes in `map`.
-fn in_index_order(map: &HashMap<String, u32>) -> Vec<&str> {
-    let mut names: Vec<(&str, u32)> = map.iter().map(|(n, &i)| (n.as_str(), i)).collect();
+/// Names of `map` from index `from` on, in index order.
+fn names_from(map: &HashMap<String, u32>, from: u32) -> Vec<&str> {
+    let mut names: Vec<(&str, u32)> = map.iter().filter(|(_, &i)| i >= from).map(|(n, &i)| (n.as_str(), i)).collect();
     names.sort_unstable_by_key(|&(_, i)| i);
     names.into_iter().map(|(n, _)| n).collect()
 }
 
-fn write_snapshot(sql: &dyn Sql, dir: &Directory) -> Result<()> {
+/// Writes segment `stream`: the turns and memory documents from `start`
+/// (turn, memory document) to the directory's end.
+fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usize)) -> Result<()> {
     let (Some(messages), Some(memories)) = (dir.mark, dir.memories.mark) else { return Ok(()) };
-    let mut w = PartWriter::new(sql, SNAPSHOT_TABLE)?;
-    w.u32(dir.turns.len() as u32)?;
-    for t in &dir.turns {
+    let (t0, m0) = start;
+    let mut w = PartWriter::new(sql, SNAPSHOT_TABLE, stream)?;
+    let new = &dir.turns[t0..];
+    w.u32(new.len() as u32)?;
+    for t in new {
         w.i64(t.rowid)?;
         w.text(t.id.as_bytes())?;
         w.u32(t.session)?;
@@ -475,82 +531,108 @@ fn write_snapshot(sql: &dyn Sql, dir: &Directory) -> Result<()> {
         w.bytes(&day_number(t.date).to_le_bytes())?;
         w.u8(t.mentions_time as u8)?;
     }
-    let sessions = in_index_order(&dir.sessions);
+    // Sessions and roles are numbered as first met: those the earlier
+    // turns did not meet are this segment's.
+    let before = &dir.turns[..t0];
+    let sessions_from = before.iter().map(|t| t.session + 1).max().unwrap_or(0);
+    let roles_from = before.iter().map(|t| t.role + 1).max().unwrap_or(0);
+    let sessions = names_from(&dir.sessions, sessions_from);
     w.u32(sessions.len() as u32)?;
     for s in sessions {
         w.text(s.as_bytes())?;
     }
-    w.u32(dir.roles.len() as u32)?;
-    for r in &dir.roles {
+    let roles = &dir.roles[(roles_from as usize).min(dir.roles.len())..];
+    w.u32(roles.len() as u32)?;
+    for r in roles {
         w.text(r.as_bytes())?;
     }
-    dir.text.write_to(&mut w)?;
-    w.u32(dir.memories.rowids.len() as u32)?;
-    for &r in &dir.memories.rowids {
+    dir.text.write_since(&mut w, t0 as u32)?;
+    let rowids = &dir.memories.rowids[m0..];
+    w.u32(rowids.len() as u32)?;
+    for &r in rowids {
         w.i64(r)?;
     }
-    dir.memories.text.write_to(&mut w)?;
-    let docs = (dir.turns.len() + dir.memories.text.len()) as u64;
-    w.finish(&Header { messages, memories, docs }.encode())?;
+    dir.memories.text.write_since(&mut w, m0 as u32)?;
+    let header = Header {
+        stream,
+        messages,
+        memories,
+        turns_start: t0 as u32,
+        turns_end: dir.turns.len() as u32,
+        memories_start: m0 as u32,
+        memories_end: dir.memories.rowids.len() as u32,
+    };
+    w.finish(&header.encode())?;
     Ok(())
 }
 
-/// The directory as its snapshot holds it, when the snapshot is in step
-/// with the `messages` and `memories` marks (nothing deleted since; rows
-/// added since are read by the sync after it). `None` without one.
+/// The directory as its snapshot's segments hold it, when they are in
+/// step with the `messages` and `memories` marks (rows added since are
+/// read by the sync after it). `None` without segments.
 fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option<Directory>> {
-    let Some((header, mut r)) = PartReader::open(sql, SNAPSHOT_TABLE)? else { return Ok(None) };
-    let Some(h) = Header::decode(&header) else { return Err(Error::storage("failed to read a snapshot: bad header")) };
-    let in_step = |stored: Mark, now: Mark| stored.deletes == now.deletes && stored.high <= now.high;
-    if !in_step(h.messages, messages) || !in_step(h.memories, memories) {
-        return Ok(None);
-    }
-    let text = |r: &mut PartReader<'_>| -> Result<String> {
-        String::from_utf8(r.text()?).map_err(|_| Error::storage("failed to read a snapshot: a name is not UTF-8"))
+    let Some(chain) = stored_chain(sql, messages, memories)? else {
+        return Err(Error::storage("failed to read a snapshot: its segments are out of step"));
     };
+    let Some(last) = chain else { return Ok(None) };
+    let bad = |what: &str| Error::storage(format!("failed to read a snapshot: {what}"));
+    let text = |r: &mut PartReader<'_>| -> Result<String> { String::from_utf8(r.text()?).map_err(|_| bad("a name is not UTF-8")) };
     let mut dir = Directory::default();
-    let turns = r.u32()? as usize;
-    dir.turns.reserve_exact(turns);
-    for i in 0..turns {
-        let rowid = r.i64()?;
-        let id = text(&mut r)?;
-        let session = r.u32()?;
-        let position = r.i64()?;
-        let role = r.u32()?;
-        let date = from_day_number(i32::from_le_bytes(r.bytes(4)?.try_into().expect("four bytes")));
-        let mentions_time = r.u8()? != 0;
-        dir.by_rowid.insert(rowid, i as u32);
-        dir.by_id.insert(id.clone(), i as u32);
-        dir.at.insert((session, position), i as u32);
-        dir.turns.push(Turn { rowid, id, session, position, role, date, mentions_time });
+    for stream in 0..=last.stream {
+        let mut r = PartReader::open(sql, SNAPSHOT_TABLE, stream)?;
+        let turns = r.u32()? as usize;
+        dir.turns.reserve(turns);
+        for _ in 0..turns {
+            let i = dir.turns.len() as u32;
+            let rowid = r.i64()?;
+            let id = text(&mut r)?;
+            let session = r.u32()?;
+            let position = r.i64()?;
+            let role = r.u32()?;
+            let date = from_day_number(i32::from_le_bytes(r.bytes(4)?.try_into().expect("four bytes")));
+            let mentions_time = r.u8()? != 0;
+            if dir.turns.last().is_some_and(|t| t.rowid >= rowid) {
+                return Err(bad("turns out of order"));
+            }
+            dir.by_rowid.insert(rowid, i);
+            dir.by_id.insert(id.clone(), i);
+            dir.at.insert((session, position), i);
+            dir.turns.push(Turn { rowid, id, session, position, role, date, mentions_time });
+        }
+        for _ in 0..r.u32()? {
+            let name = text(&mut r)?;
+            let i = dir.sessions.len() as u32;
+            dir.sessions.insert(name, i);
+        }
+        for _ in 0..r.u32()? {
+            let name = text(&mut r)?;
+            dir.role_index.insert(name.clone(), dir.roles.len() as u32);
+            dir.roles.push(name);
+        }
+        dir.text.read_more(&mut r)?;
+        for _ in 0..r.u32()? {
+            dir.memories.rowids.push(r.i64()?);
+        }
+        dir.memories.text.read_more(&mut r)?;
+        if !r.at_end() {
+            return Err(bad("a segment holds more than it says"));
+        }
     }
-    for i in 0..r.u32()? {
-        let name = text(&mut r)?;
-        dir.sessions.insert(name, i);
+    let counts_agree = dir.turns.len() == last.turns_end as usize
+        && dir.text.len() == dir.turns.len()
+        && dir.memories.rowids.len() == last.memories_end as usize
+        && dir.memories.text.len() == dir.memories.rowids.len()
+        && dir.sessions.len() == dir.turns.iter().map(|t| t.session as usize + 1).max().unwrap_or(0)
+        && dir.roles.len() == dir.turns.iter().map(|t| t.role as usize + 1).max().unwrap_or(0);
+    if !counts_agree {
+        return Err(bad("its segments do not add up"));
     }
-    for i in 0..r.u32()? {
-        let name = text(&mut r)?;
-        dir.role_index.insert(name.clone(), i);
-        dir.roles.push(name);
-    }
-    if dir.turns.iter().any(|t| t.session as usize >= dir.sessions.len() || t.role as usize >= dir.roles.len()) {
-        return Err(Error::storage("failed to read a snapshot: a turn names no session or role"));
-    }
-    dir.text = TextIndex::read_from(&mut r)?;
-    let rowids = r.u32()? as usize;
-    dir.memories.rowids.reserve_exact(rowids);
-    for _ in 0..rowids {
-        dir.memories.rowids.push(r.i64()?);
-    }
-    dir.memories.text = TextIndex::read_from(&mut r)?;
-    if !r.at_end() || dir.text.len() != dir.turns.len() || dir.memories.text.len() != dir.memories.rowids.len() {
-        return Err(Error::storage("failed to read a snapshot: its parts do not add up"));
-    }
+    dir.text.shrink_to_fit();
+    dir.memories.text.shrink_to_fit();
     let mut speakers = dir.roles.clone();
     speakers.sort_unstable();
     speakers.truncate(SPEAKERS_READ);
     dir.speakers = speakers;
-    dir.mark = Some(h.messages);
-    dir.memories.mark = Some(h.memories);
+    dir.mark = Some(last.messages);
+    dir.memories.mark = Some(last.memories);
     Ok(Some(dir))
 }

@@ -1,36 +1,53 @@
-//! A byte stream stored as numbered parts of a table `(part INTEGER
+//! Byte streams stored as numbered parts of a table `(part INTEGER
 //! PRIMARY KEY, data BLOB)`, written and read one part at a time so that
-//! neither side holds the whole stream: the turn directory's snapshot
-//! ([`super::directory`]). Part 0 is written last by whoever owns the
-//! stream (its header), so a write cut short leaves no readable stream.
-//! Little-endian throughout.
+//! neither side holds a whole stream: the turn directory's snapshot
+//! segments ([`super::directory`]). Stream `s` takes the parts from
+//! `s * STREAM_PARTS`; its first part is its header, written last, so a
+//! write cut short leaves no readable stream. Little-endian throughout.
 
 use crate::core::error::{Error, Result};
 use crate::core::ports::{Sql, SqlValue};
 
 /// Bytes per part: well under the platform's 2 MB cap on a value.
 pub const PART_BYTES: usize = 512 * 1024;
+/// Part numbers per stream (a stream of 512 GB at most).
+pub const STREAM_PARTS: i64 = 1 << 20;
 
-/// Writes parts 1, 2, ... of `table` as the stream grows.
+/// The header parts of `table`'s streams: `(stream, header)`, in order.
+pub fn headers(sql: &dyn Sql, table: &'static str) -> Result<Vec<(i64, Vec<u8>)>> {
+    Ok(sql
+        .query(&format!("SELECT part, data FROM {table} WHERE part % {STREAM_PARTS} = 0 ORDER BY part"), &[])?
+        .into_iter()
+        .filter_map(|r| Some((r[0].as_i64()? / STREAM_PARTS, r[1].as_blob()?.to_vec())))
+        .collect())
+}
+
+/// Writes the parts of stream `stream` of `table` after its header, as
+/// the stream grows.
 pub struct PartWriter<'a> {
     sql: &'a dyn Sql,
     table: &'static str,
     buf: Vec<u8>,
+    base: i64,
     next: i64,
 }
 
 impl<'a> PartWriter<'a> {
-    /// Starts a stream in `table`, removing what it held.
-    pub fn new(sql: &'a dyn Sql, table: &'static str) -> Result<PartWriter<'a>> {
-        sql.execute(&format!("DELETE FROM {table}"), &[])?;
-        Ok(PartWriter { sql, table, buf: Vec::with_capacity(PART_BYTES + 64), next: 1 })
+    /// Starts stream `stream` in `table`, removing what it held.
+    pub fn new(sql: &'a dyn Sql, table: &'static str, stream: i64) -> Result<PartWriter<'a>> {
+        let base = stream * STREAM_PARTS;
+        sql.execute(
+            &format!("DELETE FROM {table} WHERE part >= ?1 AND part < ?2"),
+            &[SqlValue::Integer(base), SqlValue::Integer(base + STREAM_PARTS)],
+        )?;
+        Ok(PartWriter { sql, table, buf: Vec::with_capacity(PART_BYTES + 64), base, next: 1 })
     }
 
     fn flush(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
             self.sql.execute(
                 &format!("INSERT INTO {} (part, data) VALUES (?, ?)", self.table),
-                &[SqlValue::Integer(self.next), SqlValue::Blob(std::mem::take(&mut self.buf))],
+                &[SqlValue::Integer(self.base + self.next), SqlValue::Blob(std::mem::take(&mut self.buf))],
             )?;
             self.buf.reserve(PART_BYTES + 64);
             self.next += 1;
@@ -68,19 +85,19 @@ impl<'a> PartWriter<'a> {
         self.bytes(b)
     }
 
-    /// Ends the stream: the last part, then `header` as part 0.
+    /// Ends the stream: the last part, then `header` as its first.
     /// Returns the number of parts after the header.
     pub fn finish(mut self, header: &[u8]) -> Result<i64> {
         self.flush()?;
         self.sql.execute(
-            &format!("INSERT INTO {} (part, data) VALUES (0, ?)", self.table),
-            &[SqlValue::Blob(header.to_vec())],
+            &format!("INSERT INTO {} (part, data) VALUES (?, ?)", self.table),
+            &[SqlValue::Integer(self.base), SqlValue::Blob(header.to_vec())],
         )?;
         Ok(self.next - 1)
     }
 }
 
-/// Reads the stream of `table` after its header, part by part.
+/// Reads stream `stream` of `table` after its header, part by part.
 pub struct PartReader<'a> {
     sql: &'a dyn Sql,
     table: &'static str,
@@ -91,14 +108,15 @@ pub struct PartReader<'a> {
 }
 
 impl<'a> PartReader<'a> {
-    /// The header (part 0) and a reader of parts `1..=parts`, or `None`
-    /// when there is no header.
-    pub fn open(sql: &'a dyn Sql, table: &'static str) -> Result<Option<(Vec<u8>, PartReader<'a>)>> {
-        let header = sql.query(&format!("SELECT data FROM {table} WHERE part = 0"), &[])?;
-        let Some(header) = header.first().and_then(|r| r[0].as_blob()).map(<[u8]>::to_vec) else { return Ok(None) };
-        let last = sql.query(&format!("SELECT COALESCE(MAX(part), 0) FROM {table}"), &[])?;
-        let last = last.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
-        Ok(Some((header, PartReader { sql, table, buf: Vec::new(), pos: 0, next: 1, last })))
+    /// A reader of the parts after the header of stream `stream`.
+    pub fn open(sql: &'a dyn Sql, table: &'static str, stream: i64) -> Result<PartReader<'a>> {
+        let base = stream * STREAM_PARTS;
+        let last = sql.query(
+            &format!("SELECT COALESCE(MAX(part), ?1) FROM {table} WHERE part >= ?1 AND part < ?2"),
+            &[SqlValue::Integer(base), SqlValue::Integer(base + STREAM_PARTS)],
+        )?;
+        let last = last.first().and_then(|r| r[0].as_i64()).unwrap_or(base);
+        Ok(PartReader { sql, table, buf: Vec::new(), pos: 0, next: base + 1, last })
     }
 
     fn corrupt() -> Error {

@@ -83,61 +83,86 @@ impl<const C: usize> TextIndex<C> {
         self.total += length as u64;
     }
 
-    /// Writes the index to a snapshot stream.
-    pub fn write_to(&self, w: &mut PartWriter<'_>) -> Result<()> {
+    /// Writes the documents from `first` on (their terms' postings and
+    /// their lengths) to a snapshot stream.
+    pub fn write_since(&self, w: &mut PartWriter<'_>, first: u32) -> Result<()> {
         let mut terms: Vec<(&[u8], u32)> = self.terms.iter().map(|(t, &i)| (&t[..], i)).collect();
         terms.sort_unstable_by_key(|&(_, i)| i);
-        w.u32(terms.len() as u32)?;
-        for (term, i) in terms {
+        let tails: Vec<(&[u8], &[Posting<C>])> = terms
+            .into_iter()
+            .map(|(t, i)| {
+                let list = &self.postings[i as usize];
+                (t, &list[list.partition_point(|p| p.doc < first)..])
+            })
+            .filter(|(_, tail)| !tail.is_empty())
+            .collect();
+        w.u32(tails.len() as u32)?;
+        for (term, tail) in tails {
             w.text(term)?;
-            let list = &self.postings[i as usize];
-            w.u32(list.len() as u32)?;
-            for p in list {
+            w.u32(tail.len() as u32)?;
+            for p in tail {
                 w.u32(p.doc)?;
                 for c in p.count {
                     w.u16(c)?;
                 }
             }
         }
-        w.u32(self.lengths.len() as u32)?;
-        for &n in &self.lengths {
+        let lengths = self.lengths.get(first as usize..).unwrap_or(&[]);
+        w.u32(lengths.len() as u32)?;
+        for &n in lengths {
             w.u32(n)?;
         }
         Ok(())
     }
 
-    /// Reads an index [`TextIndex::write_to`] wrote.
-    pub fn read_from(r: &mut PartReader<'_>) -> Result<TextIndex<C>> {
-        let mut ix = TextIndex::<C>::default();
+    /// Adds the documents a stream [`TextIndex::write_since`] wrote from
+    /// the next document on (as numbered here).
+    pub fn read_more(&mut self, r: &mut PartReader<'_>) -> Result<()> {
+        let bad = |what: &str| Error::storage(format!("failed to read a snapshot: {what}"));
+        let first = self.lengths.len() as u32;
         let terms = r.u32()? as usize;
-        for i in 0..terms {
+        let mut last_doc: Option<u32> = None;
+        for _ in 0..terms {
             let term = r.text()?;
-            if ix.terms.insert(term.into(), i as u32).is_some() {
-                return Err(Error::storage("failed to read a snapshot: a term twice"));
+            let next = self.terms.len() as u32;
+            let i = *self.terms.entry(term.into()).or_insert(next);
+            if i == next {
+                self.postings.push(Vec::new());
             }
             let n = r.u32()? as usize;
-            let mut list = Vec::with_capacity(n);
+            let list = &mut self.postings[i as usize];
+            list.reserve(n);
             for _ in 0..n {
                 let doc = r.u32()?;
                 let mut count = [0u16; C];
                 for c in count.iter_mut() {
                     *c = r.u16()?;
                 }
+                if doc < first || list.last().is_some_and(|p| p.doc >= doc) {
+                    return Err(bad("postings out of order"));
+                }
+                last_doc = last_doc.max(Some(doc));
                 list.push(Posting { doc, count });
             }
-            ix.postings.push(list);
         }
         let docs = r.u32()? as usize;
-        ix.lengths.reserve_exact(docs);
+        if last_doc.is_some_and(|d| d as usize >= first as usize + docs) {
+            return Err(bad("a posting past the last document"));
+        }
+        self.lengths.reserve(docs);
         for _ in 0..docs {
             let n = r.u32()?;
-            ix.lengths.push(n);
-            ix.total += n as u64;
+            self.lengths.push(n);
+            self.total += n as u64;
         }
-        if ix.postings.iter().flatten().any(|p| p.doc as usize >= docs) {
-            return Err(Error::storage("failed to read a snapshot: a posting past the last document"));
-        }
-        Ok(ix)
+        Ok(())
+    }
+
+    /// Gives back the room lists grew into.
+    pub fn shrink_to_fit(&mut self) {
+        self.postings.iter_mut().for_each(Vec::shrink_to_fit);
+        self.postings.shrink_to_fit();
+        self.lengths.shrink_to_fit();
     }
 
     /// Documents indexed.
