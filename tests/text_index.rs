@@ -503,3 +503,4 @@ fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
     let cold = TurnDirectory::new();
     assert!(same(&cold) && cold.from_snapshot());
 }
+

@@ -314,7 +314,11 @@ const STEP_4: &[&[u8]] = &[
 /// trying the whole list in group order is the same.
 fn apply(w: &mut Vec<u8>, rules: Rules, cond: fn(&[u8]) -> bool) {
     let n = w.len();
-    if let Some((suffix, out)) = rules.iter().find(|(s, _)| n > s.len() && w.ends_with(s)) {
+    if n < 2 {
+        return;
+    }
+    let penultimate = w[n - 2];
+    if let Some((suffix, out)) = rules.iter().find(|(s, _)| s[s.len() - 2] == penultimate && n > s.len() && w.ends_with(s)) {
         let stem = n - suffix.len();
         if cond(&w[..stem]) {
             w.truncate(stem);
@@ -325,7 +329,11 @@ fn apply(w: &mut Vec<u8>, rules: Rules, cond: fn(&[u8]) -> bool) {
 
 fn step_4(w: &mut Vec<u8>) {
     let n = w.len();
-    if let Some(suffix) = STEP_4.iter().find(|s| n > s.len() && w.ends_with(s)) {
+    if n < 2 {
+        return;
+    }
+    let penultimate = w[n - 2];
+    if let Some(suffix) = STEP_4.iter().find(|s| s[s.len() - 2] == penultimate && n > s.len() && w.ends_with(s)) {
         let stem = n - suffix.len();
         let ok = if *suffix == b"ion" { m_gt1_s_or_t(&w[..stem]) } else { m_gt1(&w[..stem]) };
         if ok {

@@ -61,23 +61,30 @@ impl<const C: usize> TextIndex<C> {
     /// in the order added, as their rowids grow) with its columns' text.
     pub fn add(&mut self, doc: u32, columns: [&str; C]) {
         debug_assert_eq!(doc as usize, self.lengths.len());
-        let mut counts: HashMap<u32, [u16; C]> = HashMap::default();
+        // Each token as (term, column), then counted per term.
+        let mut tokens: Vec<(u32, u8)> = Vec::with_capacity(64);
         let mut length = 0u32;
         for (c, text) in columns.iter().enumerate() {
             length += porter::tokens(text, |t| {
-                let next = self.terms.len() as u32;
-                let term = *self.terms.entry(t.into()).or_insert(next);
-                if term == next {
-                    self.postings.push(Vec::new());
-                }
-                let count = &mut counts.entry(term).or_insert([0; C])[c];
-                *count = count.saturating_add(1);
+                let term = match self.terms.get(t) {
+                    Some(&i) => i,
+                    None => {
+                        let i = self.terms.len() as u32;
+                        self.terms.insert(t.into(), i);
+                        self.postings.push(Vec::new());
+                        i
+                    }
+                };
+                tokens.push((term, c as u8));
             }) as u32;
         }
-        let mut terms: Vec<(u32, [u16; C])> = counts.into_iter().collect();
-        terms.sort_unstable_by_key(|&(t, _)| t);
-        for (term, count) in terms {
-            self.postings[term as usize].push(Posting { doc, count });
+        tokens.sort_unstable();
+        for run in tokens.chunk_by(|a, b| a.0 == b.0) {
+            let mut count = [0u16; C];
+            for &(_, c) in run {
+                count[c as usize] = count[c as usize].saturating_add(1);
+            }
+            self.postings[run[0].0 as usize].push(Posting { doc, count });
         }
         self.lengths.push(length);
         self.total += length as u64;
