@@ -220,6 +220,9 @@ pub struct TurnDirectory {
     /// Set when the stored snapshot could not be read: it is not tried
     /// again, and is rewritten at the next [`TurnDirectory::maintain`].
     snapshot_unusable: Cell<bool>,
+    /// The stored segments' last header, once read or written: `None`
+    /// unknown, `Some(None)` no segment.
+    stored: Cell<Option<Option<Header>>>,
 }
 
 impl TurnDirectory {
@@ -238,11 +241,12 @@ impl TurnDirectory {
         };
         if known_messages.is_none() && known_memories.is_none() && !self.snapshot_unusable.get() {
             match read_snapshot(sql, messages, memories) {
-                Ok(Some(dir)) => {
+                Ok(Some((dir, last))) => {
                     *self.inner.borrow_mut() = dir;
                     self.from_snapshot.set(true);
+                    self.stored.set(Some(Some(last)));
                 }
-                Ok(None) => {}
+                Ok(None) => self.stored.set(Some(None)),
                 Err(_) => self.snapshot_unusable.set(true),
             }
         }
@@ -302,7 +306,11 @@ impl TurnDirectory {
         if docs < SNAPSHOT_MIN {
             return Ok(false);
         }
-        let chain = if self.snapshot_unusable.get() { None } else { stored_chain(sql, messages, memories)? };
+        let chain = match self.stored.get() {
+            _ if self.snapshot_unusable.get() => None,
+            Some(known) if known.is_none_or(|h| h.in_step(messages, memories)) => Some(known),
+            _ => stored_chain(sql, messages, memories)?,
+        };
         let (stream, start) = match chain {
             Some(last) => {
                 let (t, m) = last.map_or((0, 0), |h| (h.turns_end as usize, h.memories_end as usize));
@@ -317,7 +325,10 @@ impl TurnDirectory {
                 (0, (0, 0))
             }
         };
-        write_segment(sql, &dir, stream, start)?;
+        // Unknown until written whole.
+        self.stored.set(None);
+        let last = write_segment(sql, &dir, stream, start)?;
+        self.stored.set(last.map(Some));
         self.snapshot_unusable.set(false);
         Ok(true)
     }
@@ -333,6 +344,7 @@ impl TurnDirectory {
         *self.inner.borrow_mut() = Directory::default();
         self.from_snapshot.set(false);
         self.snapshot_unusable.set(false);
+        self.stored.set(None);
     }
 
     /// Messages known (without syncing).
@@ -445,6 +457,15 @@ struct Header {
 }
 
 impl Header {
+    /// Whether nothing was deleted since this header was written and
+    /// nothing it covers is beyond what is stored.
+    fn in_step(&self, messages: Mark, memories: Mark) -> bool {
+        self.messages.deletes == messages.deletes
+            && self.memories.deletes == memories.deletes
+            && self.messages.high <= messages.high
+            && self.memories.high <= memories.high
+    }
+
     fn encode(&self) -> Vec<u8> {
         let mut b = SEGMENT_MAGIC.to_vec();
         for v in [self.messages.deletes, self.messages.high, self.memories.deletes, self.memories.high] {
@@ -485,10 +506,7 @@ fn stored_chain(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option<
         let (t, m) = last.map_or((0, 0), |l| (l.turns_end, l.memories_end));
         let in_step = h.stream == last.map_or(0, |l| l.stream + 1)
             && (h.turns_start, h.memories_start) == (t, m)
-            && h.messages.deletes == messages.deletes
-            && h.memories.deletes == memories.deletes
-            && h.messages.high <= messages.high
-            && h.memories.high <= memories.high;
+            && h.in_step(messages, memories);
         if !in_step {
             return Ok(None);
         }
@@ -515,9 +533,9 @@ fn names_from(map: &HashMap<String, u32>, from: u32) -> Vec<&str> {
 }
 
 /// Writes segment `stream`: the turns and memory documents from `start`
-/// (turn, memory document) to the directory's end.
-fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usize)) -> Result<()> {
-    let (Some(messages), Some(memories)) = (dir.mark, dir.memories.mark) else { return Ok(()) };
+/// (turn, memory document) to the directory's end. Returns its header.
+fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usize)) -> Result<Option<Header>> {
+    let (Some(messages), Some(memories)) = (dir.mark, dir.memories.mark) else { return Ok(None) };
     let (t0, m0) = start;
     let mut w = PartWriter::new(sql, SNAPSHOT_TABLE, stream)?;
     let new = &dir.turns[t0..];
@@ -563,13 +581,14 @@ fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usi
         memories_end: dir.memories.rowids.len() as u32,
     };
     w.finish(&header.encode())?;
-    Ok(())
+    Ok(Some(header))
 }
 
-/// The directory as its snapshot's segments hold it, when they are in
-/// step with the `messages` and `memories` marks (rows added since are
-/// read by the sync after it). `None` without segments.
-fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option<Directory>> {
+/// The directory as its snapshot's segments hold it, with the last
+/// segment's header, when they are in step with the `messages` and
+/// `memories` marks (rows added since are read by the sync after it).
+/// `None` without segments.
+fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option<(Directory, Header)>> {
     let Some(chain) = stored_chain(sql, messages, memories)? else {
         return Err(Error::storage("failed to read a snapshot: its segments are out of step"));
     };
@@ -634,5 +653,5 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
     dir.speakers = speakers;
     dir.mark = Some(last.messages);
     dir.memories.mark = Some(last.memories);
-    Ok(Some(dir))
+    Ok(Some((dir, last)))
 }

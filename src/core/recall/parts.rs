@@ -13,13 +13,16 @@ pub const PART_BYTES: usize = 512 * 1024;
 /// Part numbers per stream (a stream of 512 GB at most).
 pub const STREAM_PARTS: i64 = 1 << 20;
 
-/// The header parts of `table`'s streams: `(stream, header)`, in order.
+/// The header parts of `table`'s streams 0, 1, ... up to the first
+/// missing one: `(stream, header)`, one lookup each.
 pub fn headers(sql: &dyn Sql, table: &'static str) -> Result<Vec<(i64, Vec<u8>)>> {
-    Ok(sql
-        .query(&format!("SELECT part, data FROM {table} WHERE part % {STREAM_PARTS} = 0 ORDER BY part"), &[])?
-        .into_iter()
-        .filter_map(|r| Some((r[0].as_i64()? / STREAM_PARTS, r[1].as_blob()?.to_vec())))
-        .collect())
+    let mut out = Vec::new();
+    loop {
+        let stream = out.len() as i64;
+        let rows = sql.query(&format!("SELECT data FROM {table} WHERE part = ?"), &[SqlValue::Integer(stream * STREAM_PARTS)])?;
+        let Some(header) = rows.first().and_then(|r| r[0].as_blob()) else { return Ok(out) };
+        out.push((stream, header.to_vec()));
+    }
 }
 
 /// Writes the parts of stream `stream` of `table` after its header, as
