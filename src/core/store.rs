@@ -251,10 +251,10 @@ impl<'a> Store<'a> {
                 std::slice::from_ref(&chunk),
             )?;
             self.sql.execute(
-                "INSERT INTO memories_fts (rowid, content, key, queries) \
-                 SELECT m.rowid, m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), \
-                        (SELECT group_concat(q.value, ' \n') FROM json_each(m.search_queries) q) \
-                 FROM json_each(?1) j JOIN memories m ON m.id = j.value ->> 0",
+                &format!(
+                    "INSERT INTO memories_fts (rowid, content, key, queries) \
+                     SELECT m.rowid, {MEMORY_FTS_COLUMNS} FROM json_each(?1) j JOIN memories m ON m.id = j.value ->> 0"
+                ),
                 &[chunk],
             )?;
         }
@@ -726,6 +726,13 @@ impl<'a> Store<'a> {
         self.sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", &[key.into(), value.into()])
     }
 }
+
+/// What `memories_fts` indexes of a memory `m`: its content, its topic
+/// key with the dots and underscores as spaces, its search queries one
+/// per line. Also read by recall's turn directory, which indexes the same
+/// text in memory.
+pub const MEMORY_FTS_COLUMNS: &str = "m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), \
+     COALESCE((SELECT group_concat(q.value, ' \n') FROM json_each(m.search_queries) q), '')";
 
 /// One bound parameter carrying a whole list, read in SQL as
 /// `json_each(?)`: a list of any length in one statement, where

@@ -33,6 +33,7 @@ use crate::core::ports::{Sql, SqlValue};
 use crate::core::recall::parts::{PartReader, PartWriter};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::recall::text_index::TextIndex;
+use crate::core::store::MEMORY_FTS_COLUMNS;
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::{Cell, Ref, RefCell};
 
@@ -358,12 +359,16 @@ impl TurnDirectory {
 }
 
 /// Reads the memories' words with `from < rowid <= to` into `words`, in
-/// pages, from `memories_fts` itself (its columns as indexed).
+/// pages: the text `memories_fts` indexes ([`MEMORY_FTS_COLUMNS`]), read
+/// from `memories` by rowid (a range of the full-text table itself is
+/// read by scanning all of it).
 fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> Result<()> {
     let mut after = from;
     while after < to {
         let rows = sql.query(
-            "SELECT rowid, content, key, queries FROM memories_fts WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3",
+            &format!(
+                "SELECT m.rowid, {MEMORY_FTS_COLUMNS} FROM memories m WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid LIMIT ?3"
+            ),
             &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
         )?;
         let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
