@@ -346,3 +346,23 @@ fn test_bad_import_changes_nothing() {
         assert_eq!(p.stats().unwrap().messages, 0);
     });
 }
+
+#[test]
+fn test_import_refuses_a_message_larger_than_ingest_accepts() {
+    use agent_memory::core::api::MAX_MESSAGE_BYTES;
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let line = |content: &str| {
+            let id = agent_memory::core::ids::message_id("s1", "user", content);
+            json!({ "kind": "message", "id": id, "sessionId": "s1", "role": "user", "content": content, "position": 0, "createdAt": "2026-04-15T10:00:00Z" })
+                .to_string()
+        };
+        let header = "{\"kind\":\"header\",\"format\":\"agent-memory-export\",\"version\":1}";
+        let fits = "x".repeat(MAX_MESSAGE_BYTES);
+        p.import(&format!("{header}\n{}\n", line(&fits))).expect("a message at the limit is imported");
+        let over = "y".repeat(MAX_MESSAGE_BYTES + 1);
+        let e = p.import(&format!("{header}\n{}\n", line(&over))).unwrap_err();
+        assert!(e.is_invalid(), "{e}");
+        assert_eq!(p.stats().unwrap().messages, 1, "nothing of the refused file is stored");
+    });
+}

@@ -186,7 +186,7 @@ fn test_bm25_is_fts5s_own_for_every_matching_message() {
             assert_eq!(ours.len(), theirs.len(), "{expr}: the same messages match");
             for ((a, x), (b, y)) in ours.iter().zip(&theirs) {
                 assert_eq!(a, b, "{expr}");
-                assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{expr}: message {a} scores {x}, FTS5 {y}");
+                assert_eq!(x, y, "{expr}: message {a}");
             }
             compared += theirs.len();
         }
@@ -406,6 +406,7 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
     with_profile(&sql, APRIL_15, |p| {
         let items: Vec<(&agent_memory::core::model::Memory, &str)> = stored.iter().map(|m| (m, m.id.as_str())).collect();
         p.store().insert_memories(&items).unwrap();
+        assert_eq!(p.turns.sync(p.sql).unwrap().memories().text().len(), 1000);
         // Some leave, hard-deleted: the directory reads the rest again.
         p.sql.execute("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id LIKE '%7')", &[]).unwrap();
         p.sql.execute("DELETE FROM memories WHERE id LIKE '%7'", &[]).unwrap();
@@ -436,7 +437,7 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
             assert_eq!(ours.len(), theirs.len(), "{words:?}: the same memories match");
             for ((a, x), (b, y)) in ours.iter().zip(&theirs) {
                 assert_eq!(a, b);
-                assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{words:?}: memory {a} scores {x}, FTS5 {y}");
+                assert_eq!(x, y, "{words:?}: memory {a}");
             }
             compared += theirs.len();
         }
@@ -495,6 +496,27 @@ fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
     let cold = TurnDirectory::new();
     assert!(same(&cold) && cold.from_snapshot());
 
+    // A long chain is written again as one segment.
+    {
+        use agent_memory::core::recall::directory::MAX_SEGMENTS;
+        let mut round = 0;
+        while sql.query("SELECT count(*) FROM directory_snapshot WHERE part % 1048576 = 0", &[]).unwrap()[0][0].as_i64() < Some(MAX_SEGMENTS) {
+            round += 1;
+            // A tenth of the documents and more: one segment each.
+            let docs = sql.query("SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM memories)", &[]).unwrap()[0][0].as_i64().unwrap();
+            let batch: Vec<Message> = messages(&mut rng, (docs as usize / 9).max(1100)).into_iter().map(|m| Message { id: format!("{}_r{round}", m.id), session_id: format!("{}_r{round}", m.session_id), ..m }).collect();
+            with_profile(&sql, APRIL_15, |p| p.store().put_messages(&batch).unwrap());
+            assert!(built.maintain(&sql).unwrap());
+        }
+        let batch: Vec<Message> = messages(&mut rng, 1500).into_iter().map(|m| Message { id: format!("{}_last", m.id), session_id: format!("{}_last", m.session_id), ..m }).collect();
+        with_profile(&sql, APRIL_15, |p| p.store().put_messages(&batch).unwrap());
+        assert!(built.maintain(&sql).unwrap());
+        let headers = sql.query("SELECT count(*) FROM directory_snapshot WHERE part % 1048576 = 0", &[]).unwrap();
+        assert_eq!(headers[0][0].as_i64(), Some(1), "one segment again");
+        let cold = TurnDirectory::new();
+        assert!(same(&cold) && cold.from_snapshot());
+    }
+
     // A damaged snapshot is not used, and is rewritten.
     sql.execute("UPDATE directory_snapshot SET data = substr(data, 1, 1000) WHERE part = 2", &[]).unwrap();
     let cold = TurnDirectory::new();
@@ -502,5 +524,30 @@ fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
     assert!(cold.maintain(&sql).unwrap(), "and is written again");
     let cold = TurnDirectory::new();
     assert!(same(&cold) && cold.from_snapshot());
+
+    // A wipe, then a profile as large again: the directory that knew the
+    // old segments writes new ones, and a cold start reads those.
+    with_profile(&sql, APRIL_15, |p| p.wipe().unwrap());
+    assert!(!built.maintain(&sql).unwrap(), "an empty profile keeps no snapshot");
+    let again: Vec<Message> = messages(&mut rng, 4500).into_iter().map(|m| Message { id: format!("{}_w", m.id), ..m }).collect();
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&again).unwrap());
+    assert!(built.maintain(&sql).unwrap());
+    let cold = TurnDirectory::new();
+    assert!(same(&cold) && cold.from_snapshot());
+    assert_eq!(cold.sync(&sql).unwrap().len(), 4500);
+}
+
+#[test]
+fn test_an_index_over_its_bounds_turns_off_and_leaves_scoring_to_sqlite() {
+    use agent_memory::core::recall::text_index::TextIndex;
+    let mut ix = TextIndex::<2>::default();
+    ix.add(0, ["user", "lemon tart"]);
+    assert!(ix.bm25(&["lemon".to_string()], [0.3, 1.0], 10).is_some());
+    // A word 70,000 times in one column: its count no longer fits.
+    ix.add(1, ["user", &"lemon ".repeat(70_000)]);
+    assert!(ix.is_off() && ix.is_empty());
+    assert!(ix.bm25(&["lemon".to_string()], [0.3, 1.0], 10).is_none());
+    ix.add(2, ["user", "more"]);
+    assert!(ix.is_empty(), "an index that is off stays off");
 }
 

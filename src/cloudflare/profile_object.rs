@@ -39,8 +39,10 @@ pub struct ProfileObject {
     /// The local vector index's codes, loaded on the first vector query
     /// and kept in step by its writes (see core::local::vector).
     packed: RefCell<Packed>,
-    /// Where each message sits, loaded on the first recall and kept in
-    /// step at the start of each (see core::recall::directory).
+    /// Where each message sits and the words of every message and
+    /// memory: loaded on first use (from its snapshot when there is one),
+    /// kept in step at the start of each recall and by the alarm's drain,
+    /// which also saves it (see core::recall::directory).
     turns: TurnDirectory,
     /// Whether the profile's name is known to be stored in `meta` (saves
     /// a write, and so a storage flush, on every call).

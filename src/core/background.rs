@@ -29,6 +29,10 @@ pub struct DrainReport {
     /// Whether the turn directory's snapshot was written (see
     /// [`crate::core::recall::directory::TurnDirectory::maintain`]).
     pub snapshot: bool,
+    /// Why keeping the turn directory failed, if it did. Derived data:
+    /// the jobs' outcome stands, the next drain or recall tries again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory_error: Option<String>,
 }
 
 /// The text embedded for a memory: its search queries, then its content.
@@ -145,7 +149,10 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     }
     // The turn directory reads what this work and the writes before it
     // added, here rather than on the next recall, and keeps its snapshot.
-    report.snapshot = p.turns.maintain(p.sql)?;
+    match p.turns.maintain(p.sql) {
+        Ok(written) => report.snapshot = written,
+        Err(e) => report.directory_error = Some(e.to_string()),
+    }
     report.pending = store.pending_jobs()?;
     report.next_at = match (store.next_job_at()?, store.next_expiry()?) {
         (Some(a), Some(b)) => Some(a.min(b)),

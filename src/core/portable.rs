@@ -86,6 +86,9 @@ pub fn parse(ndjson: &str) -> Result<Parsed> {
                     return Err(bad("message id does not match its content".into()));
                 }
                 crate::core::api::validate_session_id(&m.session_id).map_err(|e| bad(e.to_string()))?;
+                if m.content.len() > crate::core::api::MAX_MESSAGE_BYTES {
+                    return Err(bad(format!("message content over {} bytes", crate::core::api::MAX_MESSAGE_BYTES)));
+                }
                 parsed.messages.push(m);
             }
             "memory" => {

@@ -122,6 +122,11 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
          BEGIN UPDATE deletions SET messages = messages + 1; END",
         "CREATE TRIGGER IF NOT EXISTS memories_deleted AFTER DELETE ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
+        // An update of what the directory holds counts as a deletion.
+        "CREATE TRIGGER IF NOT EXISTS messages_changed AFTER UPDATE OF session_id, role, content, timestamp, position ON messages \
+         BEGIN UPDATE deletions SET messages = messages + 1; END",
+        "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries ON memories \
+         BEGIN UPDATE deletions SET memories = memories + 1; END",
         // The directory in the object's memory, saved so a cold start
         // reads a few large rows instead of every message and memory
         // (core::recall::directory). Derived data: a missing or outdated

@@ -18,11 +18,14 @@
 //!   `memories_fts` rows are written with them, under the same rowids):
 //!   rows are only ever appended (rowids grow), so rows above the highest
 //!   one read are new and are read in;
-//! * how many messages and memories were ever deleted, counted by
-//!   triggers (`deletions`, schema version 4) on every path that deletes
-//!   one (a hard delete, a wipe, anything added later): when a count
-//!   moved, that half is read again from scratch. (A memory's searchable
-//!   text never changes; its status does, and is read by SQL.)
+//! * how many messages and memories were ever deleted or had what the
+//!   directory holds changed, counted by triggers (`deletions`, schema
+//!   version 4) on every path that deletes or updates one (a hard delete,
+//!   a wipe, anything added later; no path updates those columns today):
+//!   when a count moved, that half is read again from scratch. (A
+//!   memory's status changes; it is read by SQL. `INSERT OR REPLACE`
+//!   would delete without firing the triggers: no path may use it on
+//!   these tables.)
 //!
 //! What it does not do: hold message or memory text (the words are kept
 //! as term counts, the time check as one bit per message), or know which
@@ -262,6 +265,7 @@ impl TurnDirectory {
                 _ => {
                     let memories = std::mem::take(&mut dir.memories);
                     *dir = Directory { memories, ..Directory::default() };
+                    self.from_snapshot.set(false);
                     0
                 }
             };
@@ -279,6 +283,7 @@ impl TurnDirectory {
                 Some(k) if k.deletes == memories.deletes && k.high <= memories.high => k.high,
                 _ => {
                     dir.memories = MemoryWords::default();
+                    self.from_snapshot.set(false);
                     0
                 }
             };
@@ -303,7 +308,7 @@ impl TurnDirectory {
     pub fn maintain(&self, sql: &dyn Sql) -> Result<bool> {
         let dir = self.sync(sql)?;
         let (Some(messages), Some(memories)) = (dir.mark, dir.memories.mark) else { return Ok(false) };
-        let docs = dir.turns.len() + dir.memories.text.len();
+        let docs = dir.turns.len() + dir.memories.rowids.len();
         if docs < SNAPSHOT_MIN {
             return Ok(false);
         }
@@ -313,9 +318,14 @@ impl TurnDirectory {
             _ => stored_chain(sql, messages, memories)?,
         };
         let (stream, start) = match chain {
+            // A long chain is written again as one segment.
+            Some(Some(h)) if h.stream + 1 >= MAX_SEGMENTS => {
+                sql.execute(&format!("DELETE FROM {SNAPSHOT_TABLE}"), &[])?;
+                (0, (0, 0))
+            }
             Some(last) => {
                 let (t, m) = last.map_or((0, 0), |h| (h.turns_end as usize, h.memories_end as usize));
-                let uncovered = dir.turns.len() - t + dir.memories.text.len() - m;
+                let uncovered = dir.turns.len() - t + dir.memories.rowids.len() - m;
                 if uncovered < SEGMENT_MIN.max((docs as f64 * SEGMENT_SHARE) as usize) {
                     return Ok(false);
                 }
@@ -445,6 +455,9 @@ pub const SNAPSHOT_MIN: usize = 4096;
 pub const SEGMENT_SHARE: f64 = 0.1;
 /// ... and at least this many.
 pub const SEGMENT_MIN: usize = 1024;
+/// Once this many segments are stored, the next write replaces them all
+/// with one (a chain grows by a tenth per segment: about every doubling).
+pub const MAX_SEGMENTS: i64 = 8;
 const SEGMENT_MAGIC: &[u8; 4] = b"TS01";
 
 /// A segment's header: the documents it holds (turns and memory
@@ -604,7 +617,8 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
     for stream in 0..=last.stream {
         let mut r = PartReader::open(sql, SNAPSHOT_TABLE, stream)?;
         let turns = r.u32()? as usize;
-        dir.turns.reserve(turns);
+        // A count read from storage bounds nothing: reserve modestly.
+        dir.turns.reserve(turns.min(1 << 16));
         for _ in 0..turns {
             let i = dir.turns.len() as u32;
             let rowid = r.i64()?;
@@ -642,9 +656,9 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
         }
     }
     let counts_agree = dir.turns.len() == last.turns_end as usize
-        && dir.text.len() == dir.turns.len()
+        && (dir.text.is_off() || dir.text.len() == dir.turns.len())
         && dir.memories.rowids.len() == last.memories_end as usize
-        && dir.memories.text.len() == dir.memories.rowids.len()
+        && (dir.memories.text.is_off() || dir.memories.text.len() == dir.memories.rowids.len())
         && dir.sessions.len() == dir.turns.iter().map(|t| t.session as usize + 1).max().unwrap_or(0)
         && dir.roles.len() == dir.turns.iter().map(|t| t.role as usize + 1).max().unwrap_or(0);
     if !counts_agree {

@@ -58,10 +58,15 @@ impl<'a> PartWriter<'a> {
         Ok(())
     }
 
-    pub fn bytes(&mut self, b: &[u8]) -> Result<()> {
-        self.buf.extend_from_slice(b);
-        if self.buf.len() >= PART_BYTES {
-            self.flush()?;
+    pub fn bytes(&mut self, mut b: &[u8]) -> Result<()> {
+        while !b.is_empty() {
+            let room = PART_BYTES - self.buf.len();
+            let (now, rest) = b.split_at(room.min(b.len()));
+            self.buf.extend_from_slice(now);
+            b = rest;
+            if self.buf.len() >= PART_BYTES {
+                self.flush()?;
+            }
         }
         Ok(())
     }

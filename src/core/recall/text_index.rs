@@ -20,9 +20,12 @@
 //! all columns, `avgdl` the mean of `|d|`, `k1 = 1.2`, `b = 0.75`.
 //!
 //! What it does not do: phrases of several words (FTS5 matches them by
-//! position, which is not kept). [`TextIndex::bm25`] returns `None` for
-//! those and the caller asks SQLite. Ties in score are broken by the
-//! lower rowid (FTS5 leaves their order open).
+//! position, which is not kept), or grow without bound: past
+//! [`MAX_POSTINGS`] postings, or with a word more than 65,535 times in
+//! one column of one document, an index gives its memory back and stays
+//! off. [`TextIndex::bm25`] returns `None` then and the caller asks
+//! SQLite. Ties in score are broken by the lower rowid (FTS5 leaves
+//! their order open).
 
 use super::parts::{PartReader, PartWriter};
 use super::porter;
@@ -39,9 +42,19 @@ struct Posting<const C: usize> {
     count: [u16; C],
 }
 
+/// Postings (a term in a document) an index holds at most: ~50 MB of
+/// three-column postings, with the vector index's codes and the turn
+/// directory well under a Durable Object's 128 MB. About 280,000
+/// LoCoMo-like memories, or 160,000 messages.
+pub const MAX_POSTINGS: usize = 5_000_000;
+
 /// Documents of `C` columns.
 #[derive(Debug, PartialEq)]
 pub struct TextIndex<const C: usize> {
+    /// Set once the index went over its bounds: it holds nothing and
+    /// scores nothing.
+    off: bool,
+    postings_held: usize,
     terms: HashMap<Box<[u8]>, u32>,
     /// Per term, its documents in the order they were added.
     postings: Vec<Vec<Posting<C>>>,
@@ -52,7 +65,7 @@ pub struct TextIndex<const C: usize> {
 
 impl<const C: usize> Default for TextIndex<C> {
     fn default() -> Self {
-        TextIndex { terms: HashMap::default(), postings: Vec::new(), lengths: Vec::new(), total: 0 }
+        TextIndex { off: false, postings_held: 0, terms: HashMap::default(), postings: Vec::new(), lengths: Vec::new(), total: 0 }
     }
 }
 
@@ -60,6 +73,9 @@ impl<const C: usize> TextIndex<C> {
     /// Adds document number `doc` (the next one: documents are numbered
     /// in the order added, as their rowids grow) with its columns' text.
     pub fn add(&mut self, doc: u32, columns: [&str; C]) {
+        if self.off {
+            return;
+        }
         debug_assert_eq!(doc as usize, self.lengths.len());
         // Each token as (term, column), then counted per term.
         let mut tokens: Vec<(u32, u8)> = Vec::with_capacity(64);
@@ -80,19 +96,38 @@ impl<const C: usize> TextIndex<C> {
         }
         tokens.sort_unstable();
         for run in tokens.chunk_by(|a, b| a.0 == b.0) {
-            let mut count = [0u16; C];
+            let mut count = [0u32; C];
             for &(_, c) in run {
-                count[c as usize] = count[c as usize].saturating_add(1);
+                count[c as usize] += 1;
             }
+            let Ok(count) = count.map(u16::try_from).into_iter().collect::<std::result::Result<Vec<u16>, _>>() else {
+                return self.turn_off();
+            };
+            let count: [u16; C] = count.try_into().expect("C counts");
             self.postings[run[0].0 as usize].push(Posting { doc, count });
+            self.postings_held += 1;
         }
         self.lengths.push(length);
         self.total += length as u64;
+        if self.postings_held > MAX_POSTINGS {
+            self.turn_off();
+        }
+    }
+
+    /// Gives the memory back and scores nothing from now on.
+    fn turn_off(&mut self) {
+        *self = TextIndex { off: true, ..TextIndex::default() };
+    }
+
+    /// Whether the index went over its bounds (and scores nothing).
+    pub fn is_off(&self) -> bool {
+        self.off
     }
 
     /// Writes the documents from `first` on (their terms' postings and
     /// their lengths) to a snapshot stream.
     pub fn write_since(&self, w: &mut PartWriter<'_>, first: u32) -> Result<()> {
+        w.u8(self.off as u8)?;
         let mut terms: Vec<(&[u8], u32)> = self.terms.iter().map(|(t, &i)| (&t[..], i)).collect();
         terms.sort_unstable_by_key(|&(_, i)| i);
         let tails: Vec<(&[u8], &[Posting<C>])> = terms
@@ -126,6 +161,9 @@ impl<const C: usize> TextIndex<C> {
     /// the next document on (as numbered here).
     pub fn read_more(&mut self, r: &mut PartReader<'_>) -> Result<()> {
         let bad = |what: &str| Error::storage(format!("failed to read a snapshot: {what}"));
+        if r.u8()? != 0 {
+            self.turn_off();
+        }
         let first = self.lengths.len() as u32;
         let terms = r.u32()? as usize;
         let mut last_doc: Option<u32> = None;
@@ -138,7 +176,8 @@ impl<const C: usize> TextIndex<C> {
             }
             let n = r.u32()? as usize;
             let list = &mut self.postings[i as usize];
-            list.reserve(n);
+            // A count read from storage bounds nothing: reserve modestly.
+            list.reserve(n.min(1 << 16));
             for _ in 0..n {
                 let doc = r.u32()?;
                 let mut count = [0u16; C];
@@ -150,17 +189,21 @@ impl<const C: usize> TextIndex<C> {
                 }
                 last_doc = last_doc.max(Some(doc));
                 list.push(Posting { doc, count });
+                self.postings_held += 1;
             }
         }
         let docs = r.u32()? as usize;
         if last_doc.is_some_and(|d| d as usize >= first as usize + docs) {
             return Err(bad("a posting past the last document"));
         }
-        self.lengths.reserve(docs);
+        self.lengths.reserve(docs.min(1 << 16));
         for _ in 0..docs {
             let n = r.u32()?;
             self.lengths.push(n);
             self.total += n as u64;
+        }
+        if self.off {
+            self.turn_off();
         }
         Ok(())
     }
@@ -172,7 +215,7 @@ impl<const C: usize> TextIndex<C> {
         self.lengths.shrink_to_fit();
     }
 
-    /// Documents indexed.
+    /// Documents indexed (none once off).
     pub fn len(&self) -> usize {
         self.lengths.len()
     }
@@ -187,6 +230,9 @@ impl<const C: usize> TextIndex<C> {
     /// `None` when a phrase is not one token (FTS5 matches several by
     /// position, which the index does not keep).
     pub fn bm25(&self, phrases: &[String], weights: [f64; C], limit: usize) -> Option<Vec<(u32, f64)>> {
+        if self.off {
+            return None;
+        }
         let mut terms: Vec<Option<u32>> = Vec::with_capacity(phrases.len());
         for p in phrases {
             let mut token: Option<Vec<u8>> = None;
