@@ -15,25 +15,7 @@ mod support;
 use agent_memory::core::model::Message;
 use agent_memory::core::ports::{Sql, SqlValue};
 use agent_memory::core::recall::porter;
-use support::{database, with_profile, APRIL_15};
-
-/// xorshift64*: a fixed, dependency-free generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &'a [&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
+use support::{Rng, database, with_profile, APRIL_15};
 
 const WORDS: &[&str] = &[
     "run", "walk", "hope", "hop", "bake", "paint", "agree", "feed", "plaster", "motor", "sing", "conflate", "fall", "file", "happy",

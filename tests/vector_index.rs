@@ -14,29 +14,7 @@ use agent_memory::core::local::vector::{
 };
 use agent_memory::core::ports::{Sql, VectorIndex};
 use std::cell::RefCell;
-use support::{block_on, database};
-
-/// xorshift64*: a fixed, dependency-free generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// Approximately normal (sum of uniforms).
-    fn normal(&mut self) -> f32 {
-        (0..4).map(|_| self.unit()).sum::<f32>() - 2.0
-    }
-}
+use support::{Rng, block_on, database};
 
 fn id(i: usize) -> String {
     format!("{i:032x}")

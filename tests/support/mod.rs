@@ -71,3 +71,30 @@ pub fn spec_conversation() -> agent_memory::core::api::IngestRequest {
         session_id: Some("setup".into()),
     }
 }
+
+/// xorshift64*: a fixed, dependency-free generator for generated test data.
+#[allow(dead_code)]
+pub struct Rng(pub u64);
+
+#[allow(dead_code)]
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Approximately normal (sum of uniforms).
+    pub fn normal(&mut self) -> f32 {
+        (0..4).map(|_| self.unit()).sum::<f32>() - 2.0
+    }
+    pub fn pick<'a>(&mut self, xs: &'a [&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
