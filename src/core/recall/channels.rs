@@ -236,14 +236,8 @@ fn live(include_inactive: bool, now_iso: &str, at: usize) -> (String, Vec<SqlVal
 
 /// A memory found by full text: id, bm25, event date, source message ids
 /// (JSON), content (when the query asks when).
-#[derive(serde::Deserialize)]
 struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>);
 
-
-/// A message found by FTS5: its rowid and bm25 (the rest is in the
-/// [`Directory`]).
-#[derive(serde::Deserialize)]
-struct TurnHit(i64, f64);
 
 /// Sorts scored ids best first; ties go to the larger (more recent) id.
 fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
@@ -267,7 +261,7 @@ fn id_list(v: Option<&str>) -> Vec<String> {
 /// ones among them kept, up to [`FTS_POOL`]. The directory's memory index
 /// computes FTS5's bm25 itself and one statement reads the memories' rows
 /// (their place in its list standing for their score); a query it cannot
-/// score exactly asks SQLite's FTS5.
+/// score exactly asks SQLite's FTS5 for the best ([`fts5_best`]).
 fn memory_hits(
     sql: &dyn Sql,
     dir: &Directory,
@@ -285,42 +279,26 @@ fn memory_hits(
             continue;
         }
         let words = dir.memories();
-        let hits: Vec<MemoryHit> = match words.text().bm25(&phrases, MEMORY_WEIGHTS, 2 * FTS_POOL) {
-            Some(best) => {
-                let rowids: Vec<i64> = best.iter().map(|&(doc, _)| words.rowid(doc)).collect();
-                let mut params = vec![json_param(&rowids), SqlValue::Integer(FTS_POOL as i64)];
-                params.extend(extra.iter().cloned());
-                let placed: Vec<(String, usize, Option<String>, Option<String>, Option<String>)> = json_rows(
-                    sql,
-                    &format!(
-                        "SELECT json_group_array(json_array(id, place, event_date, source_message_ids, content)) FROM ( \
-                         SELECT m.id AS id, j.key AS place, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
-                                CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
-                         FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value WHERE {cond} ORDER BY j.key LIMIT ?2)"
-                    ),
-                    &params,
-                )?;
-                placed.into_iter().filter_map(|(id, place, date, sources, content)| Some(MemoryHit(id, best.get(place)?.1, date, sources, content))).collect()
-            }
-            None => {
-                let Some(expr) = quoted(&phrases) else { continue };
-                let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(FTS_POOL as i64)];
-                params.extend(extra.iter().cloned());
-                json_rows(
-                    sql,
-                    &format!(
-                        "SELECT json_group_array(json_array(id, s, event_date, source_message_ids, content)) FROM ( \
-                         SELECT m.id AS id, f.s AS s, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
-                                CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
-                         FROM (SELECT rowid, bm25(memories_fts, {}, {}, {}) AS s FROM memories_fts \
-                               WHERE memories_fts MATCH ?1 ORDER BY s LIMIT ?2 * 2) f \
-                         JOIN memories m ON m.rowid = f.rowid WHERE {cond} ORDER BY f.s LIMIT ?2)",
-                        MEMORY_WEIGHTS[0], MEMORY_WEIGHTS[1], MEMORY_WEIGHTS[2]
-                    ),
-                    &params,
-                )?
-            }
+        let best: Vec<(i64, f64)> = match words.text().bm25(&phrases, MEMORY_WEIGHTS, 2 * FTS_POOL) {
+            Some(best) => best.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect(),
+            None => fts5_best(sql, "memories_fts", &MEMORY_WEIGHTS, &phrases, 2 * FTS_POOL)?,
         };
+        // The live rows among them, best first (their place in the list
+        // stands for their score).
+        let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
+        let mut params = vec![json_param(&rowids), SqlValue::Integer(FTS_POOL as i64)];
+        params.extend(extra.iter().cloned());
+        let placed: Vec<(String, usize, Option<String>, Option<String>, Option<String>)> = json_rows(
+            sql,
+            &format!(
+                "SELECT json_group_array(json_array(id, place, event_date, source_message_ids, content)) FROM ( \
+                 SELECT m.id AS id, j.key AS place, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
+                        CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
+                 FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value WHERE {cond} ORDER BY j.key LIMIT ?2)"
+            ),
+            &params,
+        )?;
+        let hits = placed.into_iter().filter_map(|(id, place, date, sources, content)| Some(MemoryHit(id, best.get(place)?.1, date, sources, content)));
         for hit in hits {
             // bm25() is negative, lower is better.
             *scores.entry(hit.0.clone()).or_insert(0.0) += -hit.1 * weight;
@@ -644,7 +622,11 @@ fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u3
         }
         let hits = match dir.text().bm25(&phrases, MESSAGE_WEIGHTS, FTS_POOL) {
             Some(hits) => hits,
-            None => sql_turn_hits(sql, dir, &phrases)?,
+            // A hit that is not a stored message has no place: left out.
+            None => fts5_best(sql, "messages_fts", &MESSAGE_WEIGHTS, &phrases, FTS_POOL)?
+                .into_iter()
+                .filter_map(|(rowid, s)| dir.by_rowid(rowid).map(|i| (i, s)))
+                .collect(),
         };
         for (turn, bm25) in hits {
             // bm25() is negative, lower is better.
@@ -654,23 +636,24 @@ fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u3
     Ok(scores)
 }
 
-/// [`turn_hits`] for one side, by SQLite's FTS5.
-fn sql_turn_hits(sql: &dyn Sql, dir: &Directory, phrases: &[String]) -> Result<Vec<(u32, f64)>> {
+/// The best `limit` rows of the full-text table `table` matching any of
+/// `phrases`, by FTS5's `bm25()` with the column `weights`: `(rowid,
+/// bm25)`, best first. What the directory's indexes compute in memory,
+/// asked of SQLite when they cannot.
+fn fts5_best(sql: &dyn Sql, table: &str, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
     let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
-    let rows: Vec<TurnHit> = json_rows(
+    let slots: Vec<String> = (0..weights.len()).map(|i| format!("?{}", i + 3)).collect();
+    let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
+    params.extend(weights.iter().map(|&w| SqlValue::Real(w)));
+    json_rows(
         sql,
-        "SELECT json_group_array(json_array(rowid, s)) \
-         FROM (SELECT rowid, bm25(messages_fts, ?3, ?4) AS s FROM messages_fts \
-               WHERE messages_fts MATCH ?1 ORDER BY s LIMIT ?2)",
-        &[
-            SqlValue::Text(expr),
-            SqlValue::Integer(FTS_POOL as i64),
-            SqlValue::Real(MESSAGE_WEIGHTS[0]),
-            SqlValue::Real(MESSAGE_WEIGHTS[1]),
-        ],
-    )?;
-    // A hit that is not a stored message has no place and is left out.
-    Ok(rows.into_iter().filter_map(|TurnHit(rowid, s)| dir.by_rowid(rowid).map(|i| (i, s))).collect())
+        &format!(
+            "SELECT json_group_array(json_array(rowid, s)) \
+             FROM (SELECT rowid, bm25({table}, {}) AS s FROM {table} WHERE {table} MATCH ?1 ORDER BY s LIMIT ?2)",
+            slots.join(", ")
+        ),
+        &params,
+    )
 }
 
 /// 3. FTS5 over raw messages (the safety net for what extraction lost):

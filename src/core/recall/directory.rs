@@ -74,6 +74,14 @@ struct Mark {
     high: i64,
 }
 
+impl Mark {
+    /// Whether what was read at this mark is still in step at `now`:
+    /// nothing deleted or changed since, rows at most added.
+    fn leads_to(self, now: Mark) -> bool {
+        self.deletes == now.deletes && self.high <= now.high
+    }
+}
+
 /// Column weights of `bm25()` over `memories_fts` (content, key, search
 /// queries): a memory's topic key says most about it per word, the
 /// queries written for it least.
@@ -104,8 +112,8 @@ impl MemoryWords {
 #[derive(Debug, Default, PartialEq)]
 pub struct Directory {
     mark: Option<Mark>,
+    /// In rowid order (rows are read in that order).
     turns: Vec<Turn>,
-    by_rowid: HashMap<i64, u32>,
     by_id: HashMap<String, u32>,
     at: HashMap<(u32, i64), u32>,
     sessions: HashMap<String, u32>,
@@ -121,7 +129,7 @@ pub struct Directory {
 impl Directory {
     /// The message stored under `rowid` (the full-text index's key).
     pub fn by_rowid(&self, rowid: i64) -> Option<u32> {
-        self.by_rowid.get(&rowid).copied()
+        self.turns.binary_search_by_key(&rowid, |t| t.rowid).ok().map(|i| i as u32)
     }
 
     /// The message with id `id`.
@@ -168,6 +176,13 @@ impl Directory {
         &self.speakers
     }
 
+    fn refresh_speakers(&mut self) {
+        let mut roles = self.roles.clone();
+        roles.sort_unstable();
+        roles.truncate(SPEAKERS_READ);
+        self.speakers = roles;
+    }
+
     fn intern(map: &mut HashMap<String, u32>, names: Option<&mut Vec<String>>, name: String) -> u32 {
         if let Some(&i) = map.get(&name) {
             return i;
@@ -182,7 +197,7 @@ impl Directory {
 
     fn add(&mut self, row: LoadRow) {
         let LoadRow { rowid, id, session, position, role, timestamp, content } = row;
-        if self.by_rowid.contains_key(&rowid) {
+        if self.turns.last().is_some_and(|t| t.rowid >= rowid) {
             return;
         }
         self.text.add(self.turns.len() as u32, [&role, &content]);
@@ -190,7 +205,6 @@ impl Directory {
         let session = Directory::intern(&mut self.sessions, None, session);
         let role = Directory::intern(&mut self.role_index, Some(&mut self.roles), role);
         let i = self.turns.len() as u32;
-        self.by_rowid.insert(rowid, i);
         self.by_id.insert(id.clone(), i);
         self.at.insert((session, position), i);
         self.turns.push(Turn {
@@ -239,11 +253,11 @@ impl TurnDirectory {
     /// directory starts from the snapshot when it is in step.
     pub fn sync(&self, sql: &dyn Sql) -> Result<Ref<'_, Directory>> {
         let (messages, memories) = marks(sql)?;
-        let (known_messages, known_memories) = {
+        let empty = {
             let dir = self.inner.borrow();
-            (dir.mark, dir.memories.mark)
+            dir.mark.is_none() && dir.memories.mark.is_none()
         };
-        if known_messages.is_none() && known_memories.is_none() && !self.snapshot_unusable.get() {
+        if empty && !self.snapshot_unusable.get() {
             match read_snapshot(sql, messages, memories) {
                 Ok(Some((dir, last))) => {
                     *self.inner.borrow_mut() = dir;
@@ -254,14 +268,11 @@ impl TurnDirectory {
                 Err(_) => self.snapshot_unusable.set(true),
             }
         }
-        let (known_messages, known_memories) = {
-            let dir = self.inner.borrow();
-            (dir.mark, dir.memories.mark)
-        };
-        if known_messages != Some(messages) {
-            let mut dir = self.inner.borrow_mut();
-            let from = match known_messages {
-                Some(k) if k.deletes == messages.deletes && k.high <= messages.high => k.high,
+        let mut dir = self.inner.borrow_mut();
+        if dir.mark != Some(messages) {
+            // Rows after the mark, or every row when it no longer holds.
+            let from = match dir.mark {
+                Some(known) if known.leads_to(messages) => known.high,
                 _ => {
                     let memories = std::mem::take(&mut dir.memories);
                     *dir = Directory { memories, ..Directory::default() };
@@ -277,10 +288,9 @@ impl TurnDirectory {
             }
             dir.mark = Some(messages);
         }
-        if known_memories != Some(memories) {
-            let mut dir = self.inner.borrow_mut();
-            let from = match known_memories {
-                Some(k) if k.deletes == memories.deletes && k.high <= memories.high => k.high,
+        if dir.memories.mark != Some(memories) {
+            let from = match dir.memories.mark {
+                Some(known) if known.leads_to(memories) => known.high,
                 _ => {
                     dir.memories = MemoryWords::default();
                     self.from_snapshot.set(false);
@@ -294,6 +304,7 @@ impl TurnDirectory {
             }
             dir.memories.mark = Some(memories);
         }
+        drop(dir);
         Ok(self.inner.borrow())
     }
 
@@ -358,14 +369,6 @@ impl TurnDirectory {
         self.stored.set(None);
     }
 
-    /// Messages known (without syncing).
-    pub fn len(&self) -> usize {
-        self.inner.borrow().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Reads the memories' words with `from < rowid <= to` into `words`, in
@@ -423,10 +426,7 @@ fn load(sql: &dyn Sql, dir: &mut Directory, from: i64, to: i64) -> Result<()> {
         after = last;
     }
     if dir.roles.len() != roles_before {
-        let mut roles = dir.roles.clone();
-        roles.sort_unstable();
-        roles.truncate(SPEAKERS_READ);
-        dir.speakers = roles;
+        dir.refresh_speakers();
     }
     Ok(())
 }
@@ -478,10 +478,7 @@ impl Header {
     /// Whether nothing was deleted since this header was written and
     /// nothing it covers is beyond what is stored.
     fn in_step(&self, messages: Mark, memories: Mark) -> bool {
-        self.messages.deletes == messages.deletes
-            && self.memories.deletes == memories.deletes
-            && self.messages.high <= messages.high
-            && self.memories.high <= memories.high
+        self.messages.leads_to(messages) && self.memories.leads_to(memories)
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -631,7 +628,6 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
             if dir.turns.last().is_some_and(|t| t.rowid >= rowid) {
                 return Err(bad("turns out of order"));
             }
-            dir.by_rowid.insert(rowid, i);
             dir.by_id.insert(id.clone(), i);
             dir.at.insert((session, position), i);
             dir.turns.push(Turn { rowid, id, session, position, role, date, mentions_time });
@@ -666,10 +662,7 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
     }
     dir.text.shrink_to_fit();
     dir.memories.text.shrink_to_fit();
-    let mut speakers = dir.roles.clone();
-    speakers.sort_unstable();
-    speakers.truncate(SPEAKERS_READ);
-    dir.speakers = speakers;
+    dir.refresh_speakers();
     dir.mark = Some(last.messages);
     dir.memories.mark = Some(last.memories);
     Ok(Some((dir, last)))
