@@ -106,13 +106,16 @@ async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Err
         Route::OpenApi => Ok(Reply::Raw { body: OPENAPI.to_string(), content_type: "application/json", filename: None }),
         Route::Profile(call) => {
             let name = call.object_name();
-            let out = call_object(env, &name, &call.op, call.args).await?;
+            let out = call_object_text(env, &name, &call.op, call.args).await?;
             if call.op == "export" {
-                let body = out.as_str().unwrap_or_default().to_string();
+                let body: String = read_reply(&out)?;
                 let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
                 return Ok(Reply::Raw { body, content_type: "application/x-ndjson", filename: Some(filename) });
             }
-            Ok(Reply::Json(call.op, out))
+            if rest::envelope_reshapes(&call.op) {
+                return Ok(Reply::Json(call.op, read_reply(&out)?));
+            }
+            Ok(Reply::Raw { body: rest::envelope_ok_text(&out), content_type: "application/json", filename: None })
         }
     }
 }
@@ -147,6 +150,17 @@ impl mcp::Backend for ObjectBackend<'_> {
 
 /// Sends one operation to a profile's Durable Object.
 pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<Value, Error> {
+    read_reply(&call_object_text(env, name, op, args).await?)
+}
+
+fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, Error> {
+    serde_json::from_str(text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
+}
+
+/// [`call_object`], its result as the JSON text the object wrote, passed
+/// on without being parsed (an ingest's or a recall's result carries
+/// whole memories).
+pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
     let stub = env
         .durable_object("PROFILES")
         .and_then(|ns| ns.get_by_name(name))
@@ -156,11 +170,15 @@ pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::r
         .with_body(Some(JsValue::from_str(&json!({ "name": name, "op": op, "args": args }).to_string())));
     let req = Request::new_with_init("https://profile.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
     let resp = stub.fetch_with_request(req).await.map_err(|e| Error::storage(format!("failed to reach profile object: {e}")))?;
-    let text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
-    let mut v: Value = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
-    if let Some(ok) = v.get_mut("ok") {
-        return Ok(ok.take());
+    let mut text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
+    // `{"ok":<result>}`, as the object's `reply` writes it.
+    const OK: &str = "{\"ok\":";
+    if text.starts_with(OK) && text.ends_with('}') {
+        text.truncate(text.len() - 1);
+        text.drain(..OK.len());
+        return Ok(text);
     }
+    let v: Value = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
     let code = v["error"]["code"].as_u64().unwrap_or(10010) as u32;
     let message = v["error"]["message"].as_str().unwrap_or("profile object failed").to_string();
     Err(Error::from_code(code, message))
@@ -207,11 +225,11 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue) -> std::
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
-        call_object(&env, &rest::object_name(&ns, &p), &op, args).await
+        call_object_text(&env, &rest::object_name(&ns, &p), &op, args).await
     }
     .await;
     match out {
-        Ok(v) => js_sys::JSON::parse(&v.to_string()).map_err(|_| JsValue::from_str("failed to encode result")),
+        Ok(text) => js_sys::JSON::parse(&text).map_err(|_| JsValue::from_str("failed to encode result")),
         Err(e) => {
             let err = js_sys::Error::new(&format!("{} ({})", e.message(), e.code()));
             err.set_name("MemoryError");

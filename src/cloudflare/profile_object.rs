@@ -76,7 +76,8 @@ impl ProfileObject {
         }
     }
 
-    async fn run(&self, call: Call) -> std::result::Result<Value, Error> {
+    /// Runs one call; its result as JSON text.
+    async fn run(&self, call: Call) -> std::result::Result<String, Error> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
@@ -84,9 +85,9 @@ impl ProfileObject {
         let index = providers.index(&self.sql, &self.packed);
         let profile = self.profile(&call.name, &providers, index.as_ref());
         let out = if self.bench && bench::is_bench_op(&call.op) {
-            self.bench_op(&profile, &call).await
+            self.bench_op(&profile, &call).await.map(|v| v.to_string())
         } else {
-            profile.dispatch(&call.op, call.args).await
+            profile.dispatch_json(&call.op, call.args).await
         };
         if call.op == "deleteProfile" {
             // The wipe removed `meta`; the alarm still needs the name to
@@ -204,9 +205,14 @@ impl DurableObject for ProfileObject {
     }
 }
 
-fn reply(out: std::result::Result<Value, Error>) -> Result<Response> {
-    Response::from_json(&match out {
-        Ok(v) => json!({ "ok": v }),
-        Err(e) => json!({ "error": { "code": e.code(), "message": e.message() } }),
-    })
+/// The reply to the Worker: `{"ok": result}` (the result's JSON text
+/// spliced in as it is) or `{"error": {code, message}}`.
+fn reply(out: std::result::Result<String, Error>) -> Result<Response> {
+    let body = match out {
+        Ok(result) => format!("{{\"ok\":{result}}}"),
+        Err(e) => json!({ "error": { "code": e.code(), "message": e.message() } }).to_string(),
+    };
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    Ok(Response::ok(body)?.with_headers(headers))
 }

@@ -62,26 +62,36 @@ impl<'a> Profile<'a> {
     }
 
     /// Runs operation `op` with JSON arguments and returns its JSON result.
-    /// The single dispatch table of the service.
+    /// (The Durable Object and the Worker pass results on as text:
+    /// [`Profile::dispatch_json`].)
     pub async fn dispatch(&self, op: &str, args: Value) -> Result<Value> {
+        let text = self.dispatch_json(op, args).await?;
+        serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read a result back: {e}")))
+    }
+
+    /// [`Profile::dispatch`], its result as JSON text: each operation's
+    /// typed result serialized once, without a JSON tree in between (an
+    /// ingest's or a recall's result carries whole memories). The single
+    /// dispatch table of the service.
+    pub async fn dispatch_json(&self, op: &str, args: Value) -> Result<String> {
         let args = if args.is_null() { json!({}) } else { args };
-        Ok(match op {
-            "ingest" => json!(self.ingest(api::parse(args)?).await?),
-            "remember" => json!(self.remember(api::parse(args)?).await?),
-            "recall" => json!(self.recall(api::parse(args)?).await?),
-            "list" => json!(self.list(api::parse(args)?)?),
-            "get" => json!(self.get(&id_arg(&args)?)?),
-            "forget" => json!(self.forget(&id_arg(&args)?)?),
-            "delete" => json!(self.delete(&id_arg(&args)?)?),
-            "deleteSession" => json!(self.delete_session(&session_arg(&args)?)?),
-            "getSummary" => json!(self.summary(api::parse(args)?)?),
-            "export" => Value::String(self.export()?),
-            "import" => json!(self.import(args.get("data").and_then(Value::as_str).unwrap_or(""))?),
-            "stats" => json!(self.stats()?),
-            "deleteProfile" => json!(self.wipe()?),
-            "drain" => json!(self.drain().await?),
-            other => return Err(Error::not_found(format!("no operation named {other}"))),
-        })
+        match op {
+            "ingest" => to_json(&self.ingest(api::parse(args)?).await?),
+            "remember" => to_json(&self.remember(api::parse(args)?).await?),
+            "recall" => to_json(&self.recall(api::parse(args)?).await?),
+            "list" => to_json(&self.list(api::parse(args)?)?),
+            "get" => to_json(&self.get(&id_arg(&args)?)?),
+            "forget" => to_json(&self.forget(&id_arg(&args)?)?),
+            "delete" => to_json(&self.delete(&id_arg(&args)?)?),
+            "deleteSession" => to_json(&self.delete_session(&session_arg(&args)?)?),
+            "getSummary" => to_json(&self.summary(api::parse(args)?)?),
+            "export" => to_json(&self.export()?),
+            "import" => to_json(&self.import(args.get("data").and_then(Value::as_str).unwrap_or(""))?),
+            "stats" => to_json(&self.stats()?),
+            "deleteProfile" => to_json(&self.wipe()?),
+            "drain" => to_json(&self.drain().await?),
+            other => Err(Error::not_found(format!("no operation named {other}"))),
+        }
     }
 
     pub async fn ingest(&self, mut req: IngestRequest) -> Result<IngestReport> {
@@ -263,6 +273,11 @@ impl<'a> Profile<'a> {
         }
         Ok(())
     }
+}
+
+/// An operation's result as JSON text.
+fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
+    serde_json::to_string(result).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))
 }
 
 fn id_arg(args: &Value) -> Result<String> {

@@ -372,6 +372,20 @@ pub fn envelope_ok(op: &str, mut result: Value) -> Value {
     env
 }
 
+/// Whether [`envelope_ok`] reshapes `op`'s result (moves recall notes
+/// into the envelope, adds a list's paging info). Other results go in as
+/// they are: [`envelope_ok_text`].
+pub fn envelope_reshapes(op: &str) -> bool {
+    matches!(op, "recall" | "list")
+}
+
+/// [`envelope_ok`] for an operation it does not reshape, around a result
+/// that is already JSON text: the envelope written around it, the result
+/// neither parsed nor copied into a tree.
+pub fn envelope_ok_text(result: &str) -> String {
+    format!("{{\"errors\":[],\"messages\":[],\"result\":{result},\"success\":true}}")
+}
+
 /// `{ success: false, errors: [{code, message}], messages: [], result: null }`.
 pub fn envelope_err(e: &Error) -> Value {
     json!({ "success": false, "errors": [{ "code": e.code(), "message": e.message() }], "messages": [], "result": Value::Null })
@@ -388,6 +402,31 @@ mod tests {
         assert!(rpc_profile_name("team/alice/x").unwrap_err().is_invalid());
         assert!(rpc_profile_name("").unwrap_err().is_invalid());
         assert!(rpc_profile_name("/alice").unwrap_err().is_invalid());
+    }
+
+    #[test]
+    fn test_envelope_around_result_text_is_the_envelope_of_the_parsed_result() {
+        let results = [
+            r#"{"sessionId":"s","messageIds":["a"],"memories":[{"id":"m","messages":[1]}],"dropped":[]}"#,
+            r#"{"memories":[{"id":"m"}],"cursor":"c"}"#,
+            r#""text with \"quotes\"""#,
+            "null",
+            "[]",
+        ];
+        for op in ["ingest", "stats", "get", "export"] {
+            assert!(!envelope_reshapes(op));
+            for r in results {
+                let text: Value = serde_json::from_str(&envelope_ok_text(r)).unwrap();
+                assert_eq!(text, envelope_ok(op, serde_json::from_str(r).unwrap()), "{op} {r}");
+            }
+        }
+        // The two it reshapes differ from the plain envelope.
+        let result = r#"{"memories":[{"id":"m"}],"messages":["a note"],"cursor":"c"}"#;
+        for op in ["recall", "list"] {
+            assert!(envelope_reshapes(op));
+            let plain: Value = serde_json::from_str(&envelope_ok_text(result)).unwrap();
+            assert_ne!(plain, envelope_ok(op, serde_json::from_str(result).unwrap()), "{op}");
+        }
     }
 
     fn get(path: &str) -> Result<Route> {
