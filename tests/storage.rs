@@ -5,6 +5,7 @@ mod support;
 use agent_memory::core::api::{IngestRequest, ListRequest, RememberRequest};
 use agent_memory::core::model::{MessageInput, Status};
 use serde_json::json;
+use agent_memory::core::store::{FullText, TEXT_BATCH};
 use support::{block_on, database, with_profile, APRIL_15};
 
 fn msg(role: &str, content: &str) -> MessageInput {
@@ -126,6 +127,13 @@ fn test_delete_removes_memory_messages_and_fts_rows() {
         .unwrap();
         let id = r.memories[0].id.clone();
         block_on(p.drain()).unwrap();
+        // Its full-text rows written (a reader of the index does this),
+        // so there is something to delete.
+        let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
+        for which in FullText::BOTH {
+            which.catch_up(&sql, 0).unwrap();
+            assert!(count(&format!("SELECT COUNT(*) FROM {} WHERE {0} MATCH 'bluebird'", which.table())) > 0);
+        }
         p.delete(&id).unwrap();
         let export = p.export().unwrap();
         assert!(!export.contains("Bluebird"), "deleted text survives in export");
@@ -364,5 +372,68 @@ fn test_import_refuses_a_message_larger_than_ingest_accepts() {
         let e = p.import(&format!("{header}\n{}\n", line(&over))).unwrap_err();
         assert!(e.is_invalid(), "{e}");
         assert_eq!(p.stats().unwrap().messages, 1, "nothing of the refused file is stored");
+    });
+}
+
+/// Rows in `table` and in its full-text table.
+fn indexed(sql: &support::NativeSql, which: FullText) -> (i64, i64) {
+    let count = |t: &str| agent_memory::core::ports::Sql::query(sql, &format!("SELECT COUNT(*) FROM {t}"), &[]).unwrap()[0][0].as_i64().unwrap();
+    let table = which.table().trim_end_matches("_fts");
+    (count(table), count(which.table()))
+}
+
+#[test]
+fn test_full_text_rows_wait_for_a_batch_then_are_written_together() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let say = |i: usize| format!("Message {i}: the deploy of service number {i} moved to the Tuesday window.");
+        block_on(p.ingest(IngestRequest { messages: (0..10).map(|i| msg("user", &say(i))).collect(), session_id: Some("a".into()) })).unwrap();
+        let (messages, memories) = (indexed(&sql, FullText::Messages), indexed(&sql, FullText::Memories));
+        assert_eq!((messages.0, messages.1), (10, 0), "ten messages wait");
+        assert!(memories.0 > 0 && memories.1 == 0, "the memories wait: {memories:?}");
+        // A write that leaves a batch waiting indexes it all (two calls:
+        // an ingest takes at most 500 messages).
+        for (k, part) in (10..10 + TEXT_BATCH).collect::<Vec<_>>().chunks(TEXT_BATCH / 2).enumerate() {
+            let many: Vec<MessageInput> = part.iter().map(|&i| msg("user", &say(i))).collect();
+            block_on(p.ingest(IngestRequest { messages: many, session_id: Some(format!("b{k}")) })).unwrap();
+            if k == 0 {
+                assert_eq!(indexed(&sql, FullText::Messages).1, 0, "still fewer than a batch");
+            }
+        }
+        let messages = indexed(&sql, FullText::Messages);
+        assert_eq!(messages, (10 + TEXT_BATCH as i64, 10 + TEXT_BATCH as i64));
+        let memories = indexed(&sql, FullText::Memories);
+        assert_eq!(memories.0, memories.1);
+        // Fewer wait again; a reader's catch-up indexes them, once.
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", &say(9999))], session_id: Some("c".into()) })).unwrap();
+        assert_eq!(indexed(&sql, FullText::Messages).1, messages.1);
+        assert_eq!(FullText::Messages.catch_up(&sql, 0).unwrap(), 1);
+        assert_eq!(FullText::Messages.catch_up(&sql, 0).unwrap(), 0);
+        assert_eq!(indexed(&sql, FullText::Messages), (messages.0 + 1, messages.1 + 1));
+    });
+}
+
+#[test]
+fn test_full_text_catch_up_follows_deletes_and_reused_rowids() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let r = block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", "The launch codename is Bluebird."), msg("user", "The backup codename is Kestrel.")],
+            session_id: Some("s1".into()),
+        }))
+        .unwrap();
+        FullText::Messages.catch_up(&sql, 0).unwrap();
+        // The newest message goes (its full-text row with it); the next
+        // message stored takes its rowid and must be indexed too.
+        p.store().delete_messages(&r.message_ids[1..]).unwrap();
+        assert_eq!(indexed(&sql, FullText::Messages), (1, 1));
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "The spare codename is Osprey.")], session_id: Some("s2".into()) })).unwrap();
+        assert_eq!(FullText::Messages.catch_up(&sql, 0).unwrap(), 1);
+        let matches = |w: &str| {
+            agent_memory::core::ports::Sql::query(&sql, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[w.into()]).unwrap()[0][0]
+                .as_i64()
+                .unwrap()
+        };
+        assert_eq!((matches("bluebird"), matches("kestrel"), matches("osprey")), (1, 0, 1));
     });
 }

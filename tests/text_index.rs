@@ -15,6 +15,7 @@ mod support;
 use agent_memory::core::model::Message;
 use agent_memory::core::ports::{Sql, SqlValue};
 use agent_memory::core::recall::porter;
+use agent_memory::core::store::FullText;
 use support::{Rng, database, with_profile, APRIL_15};
 
 const WORDS: &[&str] = &[
@@ -110,6 +111,7 @@ fn test_tokens_are_fts5s_own_token_for_token() {
     let mut rng = Rng(0x7e57_0f7e_c5a1_1d3e);
     let stored = messages(&mut rng, 1500);
     with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
+    FullText::Messages.catch_up(&sql, 0).unwrap();
     sql.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, 'messages_fts', 'instance')", &[]).unwrap();
     let mut fts5: std::collections::BTreeMap<i64, Vec<(String, String)>> = Default::default();
     for r in sql.query("SELECT doc, col, term FROM temp.words ORDER BY doc, col = 'content', offset", &[]).unwrap() {
@@ -138,6 +140,7 @@ fn test_bm25_is_fts5s_own_for_every_matching_message() {
     let stored = messages(&mut rng, 1200);
     with_profile(&sql, APRIL_15, |p| {
         p.store().put_messages(&stored).unwrap();
+        FullText::Messages.catch_up(p.sql, 0).unwrap();
         let dir = p.turns.sync(p.sql).unwrap();
         let mut compared = 0;
         for _ in 0..300 {
@@ -200,6 +203,7 @@ fn test_best_first_with_a_limit_matches_fts5s_order() {
     let stored = messages(&mut rng, 800);
     with_profile(&sql, APRIL_15, |p| {
         p.store().put_messages(&stored).unwrap();
+        FullText::Messages.catch_up(p.sql, 0).unwrap();
         let dir = p.turns.sync(p.sql).unwrap();
         for _ in 0..100 {
             let words: Vec<String> = (0..3).map(|_| rng.pick(WORDS).to_string()).collect();
@@ -388,6 +392,7 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
     with_profile(&sql, APRIL_15, |p| {
         let items: Vec<(&agent_memory::core::model::Memory, &str)> = stored.iter().map(|m| (m, m.id.as_str())).collect();
         p.store().insert_memories(&items).unwrap();
+        FullText::Memories.catch_up(p.sql, 0).unwrap();
         assert_eq!(p.turns.sync(p.sql).unwrap().memories().text().len(), 1000);
         // Some leave, hard-deleted: the directory reads the rest again.
         p.sql.execute("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id LIKE '%7')", &[]).unwrap();
@@ -533,3 +538,25 @@ fn test_an_index_over_its_bounds_turns_off_and_leaves_scoring_to_sqlite() {
     assert!(ix.is_empty(), "an index that is off stays off");
 }
 
+
+#[test]
+fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
+    use agent_memory::core::recall::channels::{score_turns, TextQuery};
+    let sql = database();
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).unwrap();
+    with_profile(&sql, APRIL_15, |p| {
+        let stored = vec![
+            Message { id: "msg_a".into(), session_id: "s".into(), role: "user".into(), content: "I moved to VS Code for the frontend work.".into(), timestamp: None, position: 0, created_at: "2026-04-15T10:00:00Z".into() },
+            Message { id: "msg_b".into(), session_id: "s".into(), role: "user".into(), content: "The code review is on Friday.".into(), timestamp: None, position: 1, created_at: "2026-04-15T10:00:00Z".into() },
+        ];
+        p.store().put_messages(&stored).unwrap();
+        let waiting = sql.query("SELECT COUNT(*) FROM messages_fts", &[]).unwrap()[0][0].as_i64();
+        assert_eq!(waiting, Some(0), "two messages are fewer than a batch");
+        // A phrase of two tokens is searched by FTS5, not in memory.
+        let q = TextQuery::new("Which editor?", &["vs code".to_string()], day);
+        let dir = p.turns.sync(p.sql).unwrap();
+        let found = score_turns(p.sql, &dir, &q).unwrap();
+        let ids: Vec<&str> = found.plain.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["msg_a"], "the phrase matches the first message only");
+    });
+}

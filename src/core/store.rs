@@ -2,8 +2,11 @@
 //! [`Sql`] trait. Nothing here knows about HTTP, models or Cloudflare.
 //!
 //! The store keeps three invariants:
-//! * a memory's FTS row (rowid = the memory's rowid) exists exactly while
-//!   the memory row exists; likewise for messages;
+//! * a memory's FTS row (rowid = the memory's rowid) exists only while the
+//!   memory row exists, and every memory up to the highest rowid in
+//!   `memories_fts` has its row; likewise for messages. Rows above it are
+//!   indexed in batches of at least [`TEXT_BATCH`], and before any read
+//!   of the full-text table ([`FullText::catch_up`]);
 //! * a memory with status other than `active` has no vector, or has an
 //!   `unvector` job pending in the outbox;
 //! * multi-row writes stay under the platform's limits: lists travel as
@@ -138,8 +141,8 @@ impl<'a> Store<'a> {
     }
 
     /// Writes fully formed messages (ingest and import), ignoring ids
-    /// already present, and indexes them for full-text search: two
-    /// statements per [`MAX_JSON_PARAM`] bytes of messages.
+    /// already present: one statement per [`MAX_JSON_PARAM`] bytes of
+    /// messages. Their full-text rows follow in a batch ([`TEXT_BATCH`]).
     pub fn put_messages(&self, messages: &[Message]) -> Result<()> {
         let rows: Vec<_> =
             messages.iter().map(|m| (&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at)).collect();
@@ -147,17 +150,10 @@ impl<'a> Store<'a> {
         for chunk in json_chunks(&rows) {
             self.sql.execute(
                 &format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r"),
-                std::slice::from_ref(&chunk),
-            )?;
-            // Index what was actually inserted (rows not already indexed).
-            self.sql.execute(
-                "INSERT INTO messages_fts (rowid, role, content) SELECT m.rowid, m.role, m.content \
-                 FROM json_each(?1) j JOIN messages m ON m.id = j.value ->> 0 \
-                 WHERE NOT EXISTS (SELECT 1 FROM messages_fts f WHERE f.rowid = m.rowid)",
                 &[chunk],
             )?;
         }
-        Ok(())
+        FullText::Messages.catch_up(self.sql, TEXT_BATCH).map(|_| ())
     }
 
     pub fn messages_by_ids(&self, ids: &[String]) -> Result<Vec<Message>> {
@@ -248,13 +244,6 @@ impl<'a> Store<'a> {
         for chunk in json_chunks(&rows) {
             self.sql.execute(
                 &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r"),
-                std::slice::from_ref(&chunk),
-            )?;
-            self.sql.execute(
-                &format!(
-                    "INSERT INTO memories_fts (rowid, content, key, queries) \
-                     SELECT m.rowid, {MEMORY_FTS_COLUMNS} FROM json_each(?1) j JOIN memories m ON m.id = j.value ->> 0"
-                ),
                 &[chunk],
             )?;
         }
@@ -272,6 +261,7 @@ impl<'a> Store<'a> {
             .map(|(m, _)| m.id.as_str())
             .collect();
         self.enqueue_many(JOB_EMBED, &embed)?;
+        FullText::Memories.catch_up(self.sql, TEXT_BATCH)?;
         Ok(fresh.len())
     }
 
@@ -733,6 +723,76 @@ impl<'a> Store<'a> {
 /// text in memory.
 pub const MEMORY_FTS_COLUMNS: &str = "m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), \
      COALESCE((SELECT group_concat(q.value, ' \n') FROM json_each(m.search_queries) q), '')";
+
+/// How many rows of a table may wait for their full-text rows: a write
+/// that leaves this many indexes them all, in one statement. A reader of
+/// a full-text table indexes what waits first ([`FullText::catch_up`]
+/// with 0), so this bounds its extra work. FTS5 writes one segment per
+/// transaction and merges segments as they pile up: rows indexed a few
+/// hundred at a time cost about a quarter of what an ingest's few dozen
+/// do (docs/bench/path.md).
+pub const TEXT_BATCH: usize = 512;
+
+/// The two full-text tables, each indexing one table's rows under the
+/// same rowids (see the module's invariants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FullText {
+    /// `messages_fts` (role, content) over `messages`.
+    Messages,
+    /// `memories_fts` (content, key, queries) over `memories`.
+    Memories,
+}
+
+impl FullText {
+    pub const BOTH: [FullText; 2] = [FullText::Messages, FullText::Memories];
+
+    /// The table, its full-text table, and the expressions (over `m`, a
+    /// row of the table) of what is indexed.
+    fn tables(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            FullText::Messages => ("messages", "messages_fts", "m.role, m.content"),
+            FullText::Memories => ("memories", "memories_fts", MEMORY_FTS_COLUMNS),
+        }
+    }
+
+    fn fts_columns(self) -> &'static str {
+        match self {
+            FullText::Messages => "role, content",
+            FullText::Memories => "content, key, queries",
+        }
+    }
+
+    /// The full-text table's name.
+    pub fn table(self) -> &'static str {
+        self.tables().1
+    }
+
+    /// Indexes for full-text search the rows of the table above its index's
+    /// highest rowid, in one statement, when there are at least `at_least`
+    /// of them (and at least one). Returns how many it indexed.
+    pub fn catch_up(self, sql: &dyn Sql, at_least: usize) -> Result<usize> {
+        let (table, fts, columns) = self.tables();
+        let row = sql.query(
+            &format!(
+                "SELECT s, (SELECT COUNT(*) FROM {table} WHERE rowid > s) \
+                 FROM (SELECT COALESCE((SELECT rowid FROM {fts} ORDER BY rowid DESC LIMIT 1), 0) AS s)"
+            ),
+            &[],
+        )?;
+        let (since, waiting) = match row.first().map(|r| (r[0].as_i64(), r[1].as_i64())) {
+            Some((Some(since), Some(waiting))) => (since, waiting as usize),
+            _ => return Err(Error::storage(format!("failed to read what {fts} lacks"))),
+        };
+        if waiting == 0 || waiting < at_least {
+            return Ok(0);
+        }
+        sql.execute(
+            &format!("INSERT INTO {fts} (rowid, {}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1", self.fts_columns()),
+            &[SqlValue::Integer(since)],
+        )?;
+        Ok(waiting)
+    }
+}
 
 /// One bound parameter carrying a whole list, read in SQL as
 /// `json_each(?)`: a list of any length in one statement, where

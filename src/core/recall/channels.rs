@@ -46,7 +46,7 @@ use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::directory::{Directory, MEMORY_WEIGHTS};
 use crate::core::recall::fuse::{Channel, Ranking};
-use crate::core::store::{json_param, json_rows};
+use crate::core::store::{json_param, json_rows, FullText};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -281,7 +281,7 @@ fn memory_hits(
         let words = dir.memories();
         let best: Vec<(i64, f64)> = match words.text().bm25(&phrases, MEMORY_WEIGHTS, 2 * FTS_POOL) {
             Some(best) => best.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect(),
-            None => fts5_best(sql, "memories_fts", &MEMORY_WEIGHTS, &phrases, 2 * FTS_POOL)?,
+            None => fts5_best(sql, FullText::Memories, &MEMORY_WEIGHTS, &phrases, 2 * FTS_POOL)?,
         };
         // The live rows among them, best first (their place in the list
         // stands for their score).
@@ -623,7 +623,7 @@ fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u3
         let hits = match dir.text().bm25(&phrases, MESSAGE_WEIGHTS, FTS_POOL) {
             Some(hits) => hits,
             // A hit that is not a stored message has no place: left out.
-            None => fts5_best(sql, "messages_fts", &MESSAGE_WEIGHTS, &phrases, FTS_POOL)?
+            None => fts5_best(sql, FullText::Messages, &MESSAGE_WEIGHTS, &phrases, FTS_POOL)?
                 .into_iter()
                 .filter_map(|(rowid, s)| dir.by_rowid(rowid).map(|i| (i, s)))
                 .collect(),
@@ -636,12 +636,16 @@ fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u3
     Ok(scores)
 }
 
-/// The best `limit` rows of the full-text table `table` matching any of
+/// The best `limit` rows of the full-text table `which` matching any of
 /// `phrases`, by FTS5's `bm25()` with the column `weights`: `(rowid,
 /// bm25)`, best first. What the directory's indexes compute in memory,
-/// asked of SQLite when they cannot.
-fn fts5_best(sql: &dyn Sql, table: &str, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
+/// asked of SQLite when they cannot. Indexes the rows still waiting for
+/// their full-text rows first (fewer than
+/// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
+fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
     let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
+    which.catch_up(sql, 0)?;
+    let table = which.table();
     let slots: Vec<String> = (0..weights.len()).map(|i| format!("?{}", i + 3)).collect();
     let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
     params.extend(weights.iter().map(|&w| SqlValue::Real(w)));
