@@ -123,11 +123,12 @@ pub fn content_words(s: &str) -> Vec<String> {
 /// A light English stemmer (plural, -ing, -ed, -ly, a few derivational
 /// endings). Close to Porter where it matters for matching; not exact.
 pub fn stem(w: &str) -> String {
-    let w = w.to_lowercase();
-    if w.len() <= 3 || w.chars().any(|c| !c.is_ascii_alphabetic()) {
+    // Tokens come lowercase already: copied, not case-mapped again.
+    let mut w = if w.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) { w.to_lowercase() } else { w.to_string() };
+    if w.len() <= 3 || !w.bytes().all(|b| b.is_ascii_alphabetic()) {
         return w;
     }
-    let mut s = w.as_str();
+    let s = w.as_str();
     for (suf, rep) in [
         ("ational", "ate"),
         ("ization", "ize"),
@@ -155,8 +156,8 @@ pub fn stem(w: &str) -> String {
             if base.len() >= 3 && !(suf == "s" && (base.ends_with('s') || base.ends_with('u') || base.ends_with('i'))) {
                 if suf == "es" && !(base.ends_with("sh") || base.ends_with("ch") || base.ends_with('x') || base.ends_with('s') || base.ends_with('z')) {
                     // "games" -> "game": strip only the s.
-                    s = &w[..w.len() - 1];
-                    return s.to_string();
+                    w.pop();
+                    return w;
                 }
                 let mut out = format!("{base}{rep}");
                 // "running" -> "run", "stopped" -> "stop"
@@ -168,13 +169,19 @@ pub fn stem(w: &str) -> String {
             }
         }
     }
-    s = &w;
-    s.to_string()
+    w
 }
 
-/// Stemmed content words.
+/// Stemmed content words: [`stem`] of each of [`content_words`].
 pub fn stems(s: &str) -> Vec<String> {
-    content_words(s).iter().map(|w| stem(w)).collect()
+    let mut out = Vec::new();
+    any_token(s, |t| {
+        if !is_stop(t) {
+            out.push(stem(t));
+        }
+        false
+    });
+    out
 }
 
 /// Sentences of a text (split on `.`, `!`, `?` and newlines followed by
@@ -226,6 +233,58 @@ mod tests {
         assert_eq!(stem("managers"), "manager");
         assert_eq!(stem("games"), "game");
         assert_eq!(stem("classes"), "class");
+    }
+
+    /// [`stem`] as first written: lowercased anew, each result copied.
+    fn stem_reference(w: &str) -> String {
+        let w = w.to_lowercase();
+        if w.len() <= 3 || w.chars().any(|c| !c.is_ascii_alphabetic()) {
+            return w;
+        }
+        let suffixes = [
+            ("ational", "ate"), ("ization", "ize"), ("fulness", "ful"), ("ousness", "ous"), ("iveness", "ive"),
+            ("ations", "ate"), ("ation", "ate"), ("ement", ""), ("ments", ""), ("ment", ""), ("ness", ""),
+            ("ities", ""), ("ity", ""), ("ies", "y"), ("ied", "y"), ("ing", ""), ("edly", ""), ("ed", ""),
+            ("ly", ""), ("es", ""), ("s", ""),
+        ];
+        for (suf, rep) in suffixes {
+            if let Some(base) = w.strip_suffix(suf) {
+                if base.len() >= 3 && !(suf == "s" && (base.ends_with('s') || base.ends_with('u') || base.ends_with('i'))) {
+                    if suf == "es" && !(base.ends_with("sh") || base.ends_with("ch") || base.ends_with('x') || base.ends_with('s') || base.ends_with('z')) {
+                        return w[..w.len() - 1].to_string();
+                    }
+                    let mut out = format!("{base}{rep}");
+                    let b = out.as_bytes();
+                    if rep.is_empty() && (suf == "ing" || suf == "ed") && b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] && !matches!(b[b.len() - 1], b'l' | b's' | b'z') {
+                        out.pop();
+                    }
+                    return out;
+                }
+            }
+        }
+        w
+    }
+
+    #[test]
+    fn test_stem_and_stems_equal_their_first_form() {
+        let text = "Running managers' Preferences: the GAMES classes stopped, organizational happiness \
+                    (ÉCOLE café naïve) hoped rallies studied kindly, boxes buzzes wishes matches; it's 3km at 7:30pm. \
+                    Straße İstanbul ΣΟΦΊΑ quickly relational nationalization fullness activities";
+        let mut words: Vec<String> = text.split(|c: char| c.is_whitespace() || ",.;:()'".contains(c)).map(String::from).collect();
+        words.extend(tokens(text));
+        // Every suffix on short and long stems, in both cases.
+        for base in ["a", "ab", "abc", "stop", "buzz", "fall", "class", "match", "wish", "ski", "menu"] {
+            for suf in ["", "s", "es", "ed", "ing", "ly", "edly", "ies", "ied", "ity", "ities", "ness", "ment", "ments", "ement", "ation", "ations", "ational", "ization"] {
+                words.push(format!("{base}{suf}"));
+                words.push(format!("{base}{suf}").to_uppercase());
+            }
+        }
+        for w in &words {
+            assert_eq!(stem(w), stem_reference(w), "{w:?}");
+        }
+        let by_words: Vec<String> = content_words(text).iter().map(|w| stem_reference(w)).collect();
+        assert!(by_words.len() > 20, "{by_words:?}");
+        assert_eq!(stems(text), by_words);
     }
 
     #[test]
