@@ -391,13 +391,15 @@ fn test_full_text_rows_wait_for_a_batch_then_are_written_together() {
         let (messages, memories) = (indexed(&sql, FullText::Messages), indexed(&sql, FullText::Memories));
         assert_eq!((messages.0, messages.1), (10, 0), "ten messages wait");
         assert!(memories.0 > 0 && memories.1 == 0, "the memories wait: {memories:?}");
-        // A write that leaves a batch waiting indexes it all (two calls:
-        // an ingest takes at most 500 messages).
-        for (k, part) in (10..10 + TEXT_BATCH).collect::<Vec<_>>().chunks(TEXT_BATCH / 2).enumerate() {
+        // A write that leaves a batch waiting indexes it all (in calls of
+        // a quarter batch: an ingest takes at most 500 messages).
+        let rest: Vec<usize> = (10..10 + TEXT_BATCH).collect();
+        let parts: Vec<&[usize]> = rest.chunks(TEXT_BATCH / 4).collect();
+        for (k, part) in parts.iter().enumerate() {
             let many: Vec<MessageInput> = part.iter().map(|&i| msg("user", &say(i))).collect();
             block_on(p.ingest(IngestRequest { messages: many, session_id: Some(format!("b{k}")) })).unwrap();
-            if k == 0 {
-                assert_eq!(indexed(&sql, FullText::Messages).1, 0, "still fewer than a batch");
+            if k + 1 < parts.len() {
+                assert_eq!(indexed(&sql, FullText::Messages).1, 0, "still fewer than a batch after call {k}");
             }
         }
         let messages = indexed(&sql, FullText::Messages);
