@@ -439,3 +439,53 @@ fn test_full_text_catch_up_follows_deletes_and_reused_rowids() {
         assert_eq!((matches("bluebird"), matches("kestrel"), matches("osprey")), (1, 0, 1));
     });
 }
+
+#[test]
+fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
+    use agent_memory::core::background::{embedding_text, embedding_text_of, wants_vector};
+    use agent_memory::core::model::{Memory, MemoryType};
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let statuses = [Status::Active, Status::Superseded, Status::Forgotten];
+        let expiries = [None, Some("2026-04-14T00:00:00.000Z"), Some("2027-01-01T00:00:00.000Z")];
+        let mut all = Vec::new();
+        for i in 0..36usize {
+            all.push(Memory {
+                id: format!("{:032x}", i + 1),
+                kind: if i % 4 == 0 { MemoryType::Task } else { MemoryType::Fact },
+                key: None,
+                summary: format!("Fact {i}"),
+                content: format!("Fact number {i} about the \"quoted\" build\nwith a second line."),
+                session_id: "s".into(),
+                source_message_ids: vec![],
+                search_queries: (0..i % 3).map(|q| format!("query {q} of {i}?")).collect(),
+                status: statuses[i % 3],
+                supersedes: None,
+                superseded_by: None,
+                event_date: None,
+                created_at: "2026-04-14T10:00:00.000Z".into(),
+                updated_at: "2026-04-14T10:00:00.000Z".into(),
+                expires_at: expiries[(i / 3) % 3].map(String::from),
+            });
+        }
+        let items: Vec<(&Memory, &str)> = all.iter().map(|m| (m, m.id.as_str())).collect();
+        p.store().insert_memories(&items).unwrap();
+        let mut ids: Vec<String> = all.iter().map(|m| m.id.clone()).collect();
+        ids.push("00000000000000000000000000000fff".into()); // not stored
+        let mut expected: Vec<(String, String)> = p
+            .store()
+            .memories_by_ids(&ids)
+            .unwrap()
+            .iter()
+            .filter(|m| wants_vector(m))
+            .map(|m| (m.id.clone(), embedding_text(m)))
+            .collect();
+        let mut got: Vec<(String, String)> =
+            p.store().embedding_inputs(&ids).unwrap().into_iter().map(|(id, q, c)| (id, embedding_text_of(&q, &c))).collect();
+        expected.sort();
+        got.sort();
+        assert!(expected.len() >= 6 && expected.len() < 36, "a mix: {} of 36 want a vector", expected.len());
+        assert_eq!(got, expected);
+        assert!(p.store().embedding_inputs(&[]).unwrap().is_empty());
+    });
+}

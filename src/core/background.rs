@@ -37,11 +37,16 @@ pub struct DrainReport {
 
 /// The text embedded for a memory: its search queries, then its content.
 pub fn embedding_text(m: &Memory) -> String {
-    let mut s = m.search_queries.join("\n");
+    embedding_text_of(&m.search_queries, &m.content)
+}
+
+/// [`embedding_text`] from the two fields it reads.
+pub fn embedding_text_of(search_queries: &[String], content: &str) -> String {
+    let mut s = search_queries.join("\n");
     if !s.is_empty() {
         s.push('\n');
     }
-    s.push_str(&m.content);
+    s.push_str(content);
     s
 }
 
@@ -99,9 +104,8 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     }
 
     if !embeds.is_empty() {
-        let memories = store.memories_by_ids(&embeds.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
-        let live: Vec<&Memory> = memories.iter().filter(|m| wants_vector(m)).collect();
-        let texts: Vec<String> = live.iter().map(|m| embedding_text(m)).collect();
+        let inputs = store.embedding_inputs(&embeds.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
+        let texts: Vec<String> = inputs.iter().map(|(_, queries, content)| embedding_text_of(queries, content)).collect();
         let result = async {
             if texts.is_empty() {
                 return Ok(0);
@@ -124,7 +128,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
             // deleted meanwhile (its removal job is already queued behind
             // this one). Upsert only memories that still want a vector, so
             // no vector of deleted content is written after its delete.
-            let ids: Vec<String> = live.iter().map(|m| m.id.clone()).collect();
+            let ids: Vec<String> = inputs.iter().map(|(id, _, _)| id.clone()).collect();
             let still = store.wanting_vectors(&ids)?;
             let items: Vec<(String, Vec<f32>)> =
                 ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();

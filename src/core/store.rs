@@ -18,6 +18,10 @@ use crate::core::model::{ListPage, Memory, MemoryType, Message, MessageInput, St
 use crate::core::ports::{Row, Sql, SqlValue, MAX_SQL_PARAMS};
 use crate::core::time::iso;
 
+/// The memories (`m`) that belong in the vector index, but for expiry
+/// (read as `expired` once past): `core::background::wants_vector` in SQL.
+const WANTS_VECTOR: &str = "m.status = 'active' AND m.type <> 'task'";
+
 /// Columns of `memories`, in the order [`memory_from_row`] reads them.
 const MEMORY_COLUMNS: &str = "id, type, key, summary, content, session_id, source_message_ids, \
      search_queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at";
@@ -326,13 +330,36 @@ impl<'a> Store<'a> {
         }
         Ok(json_rows::<(String, Option<String>)>(
             self.sql,
-            "SELECT json_group_array(json_array(m.id, m.expires_at)) FROM json_each(?1) j CROSS JOIN memories m \
-             ON m.id = j.value WHERE m.status = 'active' AND m.type <> 'task'",
+            &format!(
+                "SELECT json_group_array(json_array(m.id, m.expires_at)) FROM json_each(?1) j CROSS JOIN memories m \
+                 ON m.id = j.value WHERE {WANTS_VECTOR}"
+            ),
             &[json_param(ids)],
         )?
         .into_iter()
         .filter(|(_, at)| !expired(at.as_deref(), self.now))
         .map(|(id, _)| id)
+        .collect())
+    }
+
+    /// What the embedder needs of those of `ids` that belong in the vector
+    /// index now ([`Store::wanting_vectors`]): `(id, search queries,
+    /// content)`, in one statement reading only those columns.
+    pub fn embedding_inputs(&self, ids: &[String]) -> Result<Vec<(String, Vec<String>, String)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(json_rows::<(String, Option<String>, Vec<String>, String)>(
+            self.sql,
+            &format!(
+                "SELECT json_group_array(json_array(m.id, m.expires_at, json(m.search_queries), m.content)) \
+                 FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value WHERE {WANTS_VECTOR}"
+            ),
+            &[json_param(ids)],
+        )?
+        .into_iter()
+        .filter(|(_, at, _, _)| !expired(at.as_deref(), self.now))
+        .map(|(id, _, queries, content)| (id, queries, content))
         .collect())
     }
 

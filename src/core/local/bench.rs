@@ -230,12 +230,11 @@ pub async fn drain(p: &Profile<'_>, limit: usize) -> Result<Value> {
         .into_iter()
         .filter_map(|r| Some((r[0].as_i64()?, r[1].opt_string()?)))
         .collect();
-    let memories = store.memories_by_ids(&jobs.iter().map(|j| j.1.clone()).collect::<Vec<_>>())?;
-    let live: Vec<_> = memories.iter().filter(|m| crate::core::background::wants_vector(m)).collect();
-    let texts: Vec<String> = live.iter().map(|m| crate::core::background::embedding_text(m)).collect();
+    let inputs = store.embedding_inputs(&jobs.iter().map(|j| j.1.clone()).collect::<Vec<_>>())?;
+    let texts: Vec<String> = inputs.iter().map(|(_, q, c)| crate::core::background::embedding_text_of(q, c)).collect();
     if !texts.is_empty() {
         let vectors = p.embedder.embed(&texts).await?;
-        let items: Vec<(String, Vec<f32>)> = live.iter().map(|m| m.id.clone()).zip(vectors).collect();
+        let items: Vec<(String, Vec<f32>)> = inputs.into_iter().map(|(id, _, _)| id).zip(vectors).collect();
         p.index.upsert(&items).await?;
     }
     store.finish_jobs(&jobs.iter().map(|j| j.0).collect::<Vec<_>>())?;
