@@ -131,7 +131,7 @@ fn test_delete_removes_memory_messages_and_fts_rows() {
         // so there is something to delete.
         let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
         for which in FullText::BOTH {
-            which.catch_up(&sql, 0).unwrap();
+            which.catch_up(&sql).unwrap();
             assert!(count(&format!("SELECT COUNT(*) FROM {} WHERE {0} MATCH 'bluebird'", which.table())) > 0);
         }
         p.delete(&id).unwrap();
@@ -382,35 +382,55 @@ fn indexed(sql: &support::NativeSql, which: FullText) -> (i64, i64) {
     (count(table), count(which.table()))
 }
 
+/// The background jobs that write waiting full-text rows, by table.
+fn text_jobs(sql: &support::NativeSql) -> Vec<String> {
+    agent_memory::core::ports::Sql::query(sql, "SELECT memory_id FROM outbox WHERE kind = 'index_text' ORDER BY memory_id", &[])
+        .unwrap()
+        .into_iter()
+        .map(|r| r[0].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
-fn test_full_text_rows_wait_for_a_batch_then_are_written_together() {
+fn test_full_text_rows_wait_for_a_batch_then_the_drain_writes_them_together() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         let say = |i: usize| format!("Message {i}: the deploy of service number {i} moved to the Tuesday window.");
         block_on(p.ingest(IngestRequest { messages: (0..10).map(|i| msg("user", &say(i))).collect(), session_id: Some("a".into()) })).unwrap();
+        block_on(p.drain()).unwrap();
         let (messages, memories) = (indexed(&sql, FullText::Messages), indexed(&sql, FullText::Memories));
-        assert_eq!((messages.0, messages.1), (10, 0), "ten messages wait");
+        assert_eq!((messages.0, messages.1), (10, 0), "ten messages wait, drained or not");
         assert!(memories.0 > 0 && memories.1 == 0, "the memories wait: {memories:?}");
-        // A write that leaves a batch waiting indexes it all (in calls of
-        // a quarter batch: an ingest takes at most 500 messages).
+        assert!(text_jobs(&sql).is_empty());
+        // A write that leaves a batch waiting queues one job for its table
+        // (calls of a quarter batch: an ingest takes at most 500 messages).
         let rest: Vec<usize> = (10..10 + TEXT_BATCH).collect();
         let parts: Vec<&[usize]> = rest.chunks(TEXT_BATCH / 4).collect();
         for (k, part) in parts.iter().enumerate() {
             let many: Vec<MessageInput> = part.iter().map(|&i| msg("user", &say(i))).collect();
             block_on(p.ingest(IngestRequest { messages: many, session_id: Some(format!("b{k}")) })).unwrap();
             if k + 1 < parts.len() {
-                assert_eq!(indexed(&sql, FullText::Messages).1, 0, "still fewer than a batch after call {k}");
+                assert!(!text_jobs(&sql).contains(&"messages_fts".to_string()), "still fewer than a batch after call {k}");
             }
         }
+        assert_eq!(indexed(&sql, FullText::Messages).1, 0, "nothing written before the drain");
+        let jobs = text_jobs(&sql);
+        assert!(jobs.contains(&"messages_fts".to_string()), "{jobs:?}");
+        // Another write while it waits queues nothing more.
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", &say(7777))], session_id: Some("b-more".into()) })).unwrap();
+        assert_eq!(text_jobs(&sql), jobs);
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!(report.indexed, jobs.len());
+        assert!(text_jobs(&sql).is_empty());
         let messages = indexed(&sql, FullText::Messages);
-        assert_eq!(messages, (10 + TEXT_BATCH as i64, 10 + TEXT_BATCH as i64));
+        assert_eq!(messages, (11 + TEXT_BATCH as i64, 11 + TEXT_BATCH as i64));
         let memories = indexed(&sql, FullText::Memories);
         assert_eq!(memories.0, memories.1);
         // Fewer wait again; a reader's catch-up indexes them, once.
         block_on(p.ingest(IngestRequest { messages: vec![msg("user", &say(9999))], session_id: Some("c".into()) })).unwrap();
         assert_eq!(indexed(&sql, FullText::Messages).1, messages.1);
-        assert_eq!(FullText::Messages.catch_up(&sql, 0).unwrap(), 1);
-        assert_eq!(FullText::Messages.catch_up(&sql, 0).unwrap(), 0);
+        assert_eq!(FullText::Messages.catch_up(&sql).unwrap(), 1);
+        assert_eq!(FullText::Messages.catch_up(&sql).unwrap(), 0);
         assert_eq!(indexed(&sql, FullText::Messages), (messages.0 + 1, messages.1 + 1));
     });
 }
@@ -424,13 +444,13 @@ fn test_full_text_catch_up_follows_deletes_and_reused_rowids() {
             session_id: Some("s1".into()),
         }))
         .unwrap();
-        FullText::Messages.catch_up(&sql, 0).unwrap();
+        FullText::Messages.catch_up(&sql).unwrap();
         // The newest message goes (its full-text row with it); the next
         // message stored takes its rowid and must be indexed too.
         p.store().delete_messages(&r.message_ids[1..]).unwrap();
         assert_eq!(indexed(&sql, FullText::Messages), (1, 1));
         block_on(p.ingest(IngestRequest { messages: vec![msg("user", "The spare codename is Osprey.")], session_id: Some("s2".into()) })).unwrap();
-        assert_eq!(FullText::Messages.catch_up(&sql, 0).unwrap(), 1);
+        assert_eq!(FullText::Messages.catch_up(&sql).unwrap(), 1);
         let matches = |w: &str| {
             agent_memory::core::ports::Sql::query(&sql, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[w.into()]).unwrap()[0][0]
                 .as_i64()

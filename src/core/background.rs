@@ -1,13 +1,14 @@
 //! Background work after the response: the outbox drain the Durable Object
 //! alarm runs. Embeds memories and upserts their vectors, removes vectors
-//! of memories that left recall, expires memories whose TTL passed.
+//! of memories that left recall, writes full-text rows in batches,
+//! expires memories whose TTL passed.
 //! Failures are recorded on the job and retried with backoff; a job leaves
 //! the outbox only when its work is done.
 
 use crate::core::error::{Error, Result};
 use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::ops::Profile;
-use crate::core::store::{Job, JOB_EMBED, JOB_EXTRACT, JOB_UNVECTOR};
+use crate::core::store::{FullText, Job, JOB_EMBED, JOB_EXTRACT, JOB_INDEX_TEXT, JOB_UNVECTOR};
 use serde::{Deserialize, Serialize};
 
 /// Jobs taken per drain.
@@ -20,6 +21,9 @@ pub struct DrainReport {
     pub removed: usize,
     /// Sessions re-judged successfully after a model fault.
     pub extracted: usize,
+    /// Full-text tables brought up to date ([`JOB_INDEX_TEXT`]).
+    #[serde(default)]
+    pub indexed: usize,
     pub expired: usize,
     pub failed: usize,
     /// Jobs still in the outbox.
@@ -61,7 +65,8 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     let jobs = store.due_jobs(DRAIN_BATCH)?;
     let (extracts, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EXTRACT);
     let (embeds, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EMBED);
-    let (unvectors, unknown): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_UNVECTOR);
+    let (unvectors, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_UNVECTOR);
+    let (index_text, unknown): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_INDEX_TEXT);
     // A kind this version does not know (written by a newer one) is left
     // for that version rather than guessed at.
     let _ = unknown;
@@ -148,6 +153,23 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
                     store.fail_job(j.id, j.attempts, &e.to_string())?;
                 }
                 report.failed += embeds.len();
+            }
+        }
+    }
+    // Full-text rows a batch of writes left waiting, one statement a table.
+    for j in &index_text {
+        let written = match FullText::named(&j.memory_id) {
+            Some(which) => store.transaction(|| which.catch_up(p.sql).map(|_| ())),
+            None => Ok(()), // a table this version does not have: nothing to do
+        };
+        match written {
+            Ok(()) => {
+                store.finish_jobs(&[j.id])?;
+                report.indexed += 1;
+            }
+            Err(e) => {
+                store.fail_job(j.id, j.attempts, &e.to_string())?;
+                report.failed += 1;
             }
         }
     }

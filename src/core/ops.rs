@@ -12,7 +12,7 @@ use crate::core::model::{IngestReport, ListPage, Memory, MemoryDetail, Stats};
 use crate::core::ports::{Embedder, Sql, VectorIndex};
 use crate::core::provider::Reasoner;
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::store::{ListFilter, Store};
+use crate::core::store::{FullText, ListFilter, Store};
 use crate::core::{background, ingest, portable, recall, remember, schema, summary};
 use serde_json::{json, Value};
 
@@ -219,7 +219,15 @@ impl<'a> Profile<'a> {
         let parsed = portable::parse(ndjson)?;
         self.check_capacity(parsed.memories.len() as i64)?;
         let store = self.store();
-        store.transaction(|| portable::import(&store, &parsed))
+        store.transaction(|| {
+            let report = portable::import(&store, &parsed)?;
+            // An import is one large batch: its full-text rows are written
+            // with it, so the next reader has none to write.
+            for which in FullText::BOTH {
+                which.catch_up(self.sql)?;
+            }
+            Ok(report)
+        })
     }
 
     pub fn stats(&self) -> Result<Stats> {

@@ -5,8 +5,8 @@
 //! * a memory's FTS row (rowid = the memory's rowid) exists only while the
 //!   memory row exists, and every memory up to the highest rowid in
 //!   `memories_fts` has its row; likewise for messages. Rows above it are
-//!   indexed in batches of at least [`TEXT_BATCH`], and before any read
-//!   of the full-text table ([`FullText::catch_up`]);
+//!   indexed in the background once [`TEXT_BATCH`] of them wait, and
+//!   before any read of the full-text table ([`FullText::catch_up`]);
 //! * a memory with status other than `active` has no vector, or has an
 //!   `unvector` job pending in the outbox;
 //! * multi-row writes stay under the platform's limits: lists travel as
@@ -34,6 +34,9 @@ pub const JOB_UNVECTOR: &str = "unvector";
 /// Re-run the judging stages of a session after a model fault; the job's
 /// subject (`memory_id` column) is the session id.
 pub const JOB_EXTRACT: &str = "extract";
+/// Write the full-text rows still waiting ([`FullText::catch_up`]); the
+/// job's subject is the full-text table. At most one waits per table.
+pub const JOB_INDEX_TEXT: &str = "index_text";
 
 /// A borrowed view of one profile's database at one instant.
 pub struct Store<'a> {
@@ -157,7 +160,7 @@ impl<'a> Store<'a> {
                 &[chunk],
             )?;
         }
-        FullText::Messages.catch_up(self.sql, TEXT_BATCH).map(|_| ())
+        self.queue_text_index(FullText::Messages)
     }
 
     pub fn messages_by_ids(&self, ids: &[String]) -> Result<Vec<Message>> {
@@ -265,7 +268,7 @@ impl<'a> Store<'a> {
             .map(|(m, _)| m.id.as_str())
             .collect();
         self.enqueue_many(JOB_EMBED, &embed)?;
-        FullText::Memories.catch_up(self.sql, TEXT_BATCH)?;
+        self.queue_text_index(FullText::Memories)?;
         Ok(fresh.len())
     }
 
@@ -419,6 +422,19 @@ impl<'a> Store<'a> {
             self.enqueue(JOB_UNVECTOR, id)?;
         }
         Ok(())
+    }
+
+    /// Queues the background job that writes `which`'s waiting full-text
+    /// rows once a batch ([`TEXT_BATCH`]) waits, unless one is queued.
+    fn queue_text_index(&self, which: FullText) -> Result<()> {
+        if which.waiting(self.sql)?.1 < TEXT_BATCH {
+            return Ok(());
+        }
+        self.sql.execute(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) SELECT ?1, ?2, 0, ?3, ?4 \
+             WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE kind = ?1 AND memory_id = ?2)",
+            &[JOB_INDEX_TEXT.into(), which.table().into(), SqlValue::Integer(self.now), iso(self.now).into()],
+        )
     }
 
     /// Rewrites both full-text indexes without the rows deleted from them.
@@ -751,13 +767,14 @@ impl<'a> Store<'a> {
 pub const MEMORY_FTS_COLUMNS: &str = "m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), \
      COALESCE((SELECT group_concat(q.value, ' \n') FROM json_each(m.search_queries) q), '')";
 
-/// How many rows of a table may wait for their full-text rows: a write
-/// that leaves this many indexes them all, in one statement. A reader of
-/// a full-text table indexes what waits first ([`FullText::catch_up`]
-/// with 0), so this bounds its extra work. FTS5 writes one segment per
-/// transaction and merges segments as they pile up: natively, rows
-/// indexed 2,000 at a time cost 11 µs each, 200 at a time 25 µs, 20 at a
-/// time (one ingest) 44 µs (docs/bench/path.md).
+/// How many rows of a table may wait for their full-text rows before a
+/// write queues the background job that indexes them all, in one
+/// statement ([`JOB_INDEX_TEXT`]). A reader of a full-text table indexes
+/// what waits first ([`FullText::catch_up`]), so this bounds its extra
+/// work. FTS5 writes one segment per transaction and merges segments as
+/// they pile up: natively, rows indexed 2,000 at a time cost 11 µs each,
+/// 200 at a time 25 µs, 20 at a time (one ingest) 44 µs
+/// (docs/bench/path.md).
 pub const TEXT_BATCH: usize = 1024;
 
 /// The two full-text tables, each indexing one table's rows under the
@@ -794,14 +811,17 @@ impl FullText {
         self.tables().1
     }
 
-    /// Indexes for full-text search the rows of the table above its index's
-    /// highest rowid, in one statement, when there are at least `at_least`
-    /// of them (and at least one). Returns how many rowids it covered.
-    pub fn catch_up(self, sql: &dyn Sql, at_least: usize) -> Result<usize> {
-        let (table, fts, columns) = self.tables();
-        // How many wait, from the highest rowids (no count of the rows:
-        // a write checks this every time). Deleted rows leave gaps, so
-        // it may overstate: a batch may come early, never late.
+    /// The full-text table named `table`.
+    pub fn named(table: &str) -> Option<FullText> {
+        FullText::BOTH.into_iter().find(|f| f.table() == table)
+    }
+
+    /// The index's highest rowid and how many rows may wait above it,
+    /// from the highest rowids (no count of the rows: every write asks).
+    /// Deleted rows leave gaps, so it may overstate: a batch may come
+    /// early, never late.
+    fn waiting(self, sql: &dyn Sql) -> Result<(i64, usize)> {
+        let (table, fts, _) = self.tables();
         let row = sql.query(
             &format!(
                 "SELECT COALESCE((SELECT rowid FROM {fts} ORDER BY rowid DESC LIMIT 1), 0), \
@@ -809,11 +829,19 @@ impl FullText {
             ),
             &[],
         )?;
-        let (since, waiting) = match row.first().map(|r| (r[0].as_i64(), r[1].as_i64())) {
-            Some((Some(since), Some(last))) => (since, last.saturating_sub(since).max(0) as usize),
-            _ => return Err(Error::storage(format!("failed to read what {fts} lacks"))),
-        };
-        if waiting == 0 || waiting < at_least {
+        match row.first().map(|r| (r[0].as_i64(), r[1].as_i64())) {
+            Some((Some(since), Some(last))) => Ok((since, last.saturating_sub(since).max(0) as usize)),
+            _ => Err(Error::storage(format!("failed to read what {fts} lacks"))),
+        }
+    }
+
+    /// Indexes for full-text search the rows of the table above its index's
+    /// highest rowid, in one statement. Returns how many rowids it covered
+    /// (0: none waited).
+    pub fn catch_up(self, sql: &dyn Sql) -> Result<usize> {
+        let (table, fts, columns) = self.tables();
+        let (since, waiting) = self.waiting(sql)?;
+        if waiting == 0 {
             return Ok(0);
         }
         sql.execute(

@@ -75,7 +75,7 @@ pub async fn dispatch(p: &Profile<'_>, op: &str, args: &Value) -> Result<Value> 
 pub fn bare_fts(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value> {
     let terms = crate::core::text::content_words(query);
     let Some(expr) = channels::match_expr(&terms) else { return Ok(json!({ "hits": 0 })) };
-    crate::core::store::FullText::Memories.catch_up(p.sql, 0)?;
+    crate::core::store::FullText::Memories.catch_up(p.sql)?;
     let mut hits = 0;
     for _ in 0..repeat {
         hits = p

@@ -644,7 +644,7 @@ fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u3
 /// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
 fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
     let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
-    which.catch_up(sql, 0)?;
+    which.catch_up(sql)?;
     let table = which.table();
     let slots: Vec<String> = (0..weights.len()).map(|i| format!("?{}", i + 3)).collect();
     let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
