@@ -270,19 +270,23 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
     const proc = rss(pid);
 
     // 5. Ingest throughput on the filled profile (LoCoMo-style sessions),
-    // after one call that is not counted (as recall is warmed up): the
-    // first ingest of an instance compiles the rules' patterns. Its time
-    // (without its background work) is reported as the cold call.
-    const warm = corpus.sessions(INGEST_VARIANT0 - 1).next().value;
-    t0 = performance.now();
-    await http("POST", "/ingest", {
-      sessionId: `warm-${N}-${warm.sessionId}`,
-      messages: warm.messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.timestamp })),
-    });
-    const ingestColdMs = ms(t0);
-    // And its background work: the first drain after a fill also writes
-    // what the fill left to it once (the turn directory's snapshot).
-    for (let i = 0; i < 1000; i++) if ((await callDo("drain")).pending === 0) break;
+    // after calls that are not counted (as recall is warmed up): the
+    // first ingest of an instance compiles the rules' patterns.
+    // Two uncounted calls, each with its background work drained: the
+    // first drain after a fill writes what the fill left to it (the turn
+    // directory's snapshot), and the next write after it is slow once
+    // (50-80 ms here). The first call's time is reported as the cold call.
+    let ingestColdMs = 0;
+    for (const v of [1, 2]) {
+      const warm = corpus.sessions(INGEST_VARIANT0 - v).next().value;
+      t0 = performance.now();
+      await http("POST", "/ingest", {
+        sessionId: `warm-${N}-${warm.sessionId}`,
+        messages: warm.messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.timestamp })),
+      });
+      if (v === 1) ingestColdMs = ms(t0);
+      for (let i = 0; i < 1000; i++) if ((await callDo("drain")).pending === 0) break;
+    }
     // The calls' requests are made before the clock starts: it measures
     // the service, not the corpus generator (~60-90 ms per 1,000
     // messages). Fresh variants every time (ingest is idempotent), bounded.
