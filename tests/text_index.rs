@@ -111,7 +111,7 @@ fn test_tokens_are_fts5s_own_token_for_token() {
     let mut rng = Rng(0x7e57_0f7e_c5a1_1d3e);
     let stored = messages(&mut rng, 1500);
     with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
-    FullText::Messages.catch_up(&sql, 0).unwrap();
+    FullText::Messages.catch_up(&sql).unwrap();
     sql.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, 'messages_fts', 'instance')", &[]).unwrap();
     let mut fts5: std::collections::BTreeMap<i64, Vec<(String, String)>> = Default::default();
     for r in sql.query("SELECT doc, col, term FROM temp.words ORDER BY doc, col = 'content', offset", &[]).unwrap() {
@@ -140,7 +140,7 @@ fn test_bm25_is_fts5s_own_for_every_matching_message() {
     let stored = messages(&mut rng, 1200);
     with_profile(&sql, APRIL_15, |p| {
         p.store().put_messages(&stored).unwrap();
-        FullText::Messages.catch_up(p.sql, 0).unwrap();
+        FullText::Messages.catch_up(p.sql).unwrap();
         let dir = p.turns.sync(p.sql).unwrap();
         let mut compared = 0;
         for _ in 0..300 {
@@ -203,7 +203,7 @@ fn test_best_first_with_a_limit_matches_fts5s_order() {
     let stored = messages(&mut rng, 800);
     with_profile(&sql, APRIL_15, |p| {
         p.store().put_messages(&stored).unwrap();
-        FullText::Messages.catch_up(p.sql, 0).unwrap();
+        FullText::Messages.catch_up(p.sql).unwrap();
         let dir = p.turns.sync(p.sql).unwrap();
         for _ in 0..100 {
             let words: Vec<String> = (0..3).map(|_| rng.pick(WORDS).to_string()).collect();
@@ -392,7 +392,7 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
     with_profile(&sql, APRIL_15, |p| {
         let items: Vec<(&agent_memory::core::model::Memory, &str)> = stored.iter().map(|m| (m, m.id.as_str())).collect();
         p.store().insert_memories(&items).unwrap();
-        FullText::Memories.catch_up(p.sql, 0).unwrap();
+        FullText::Memories.catch_up(p.sql).unwrap();
         assert_eq!(p.turns.sync(p.sql).unwrap().memories().text().len(), 1000);
         // Some leave, hard-deleted: the directory reads the rest again.
         p.sql.execute("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id LIKE '%7')", &[]).unwrap();
