@@ -23,14 +23,17 @@ bench: build
 # (tests/bench/stages.rs): per-stage latency, the SQL statements of one
 # recall and of one ingested message, ingest throughput, on a generated
 # profile of BENCH_NATIVE_N memories (default 10000). A profiling aid; the
-# published figures come from `make bench`.
+# published figures come from `make bench`. BENCH_NATIVE_PART runs one
+# part: recall, ingest, first-pass (the vector index's first-pass sizes)
+# or text-batch (a full-text row's cost by batch size).
 .PHONY: bench-native
 BENCH_NATIVE_N ?= 10000
 BENCH_NATIVE_DIR ?= target/bench-native
+BENCH_NATIVE_PART ?=
 
 bench-native: setup
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/native-data.mjs "$(BENCH_NATIVE_DIR)" "$(BENCH_NATIVE_N)"
-	@$(ENV) cargo bench --bench stages -- "$(BENCH_NATIVE_DIR)"
+	@$(ENV) cargo bench --bench stages -- "$(BENCH_NATIVE_DIR)" $(BENCH_NATIVE_PART)
 
 # `make bench-profile BENCH_STATE=dir [PROFILE_WHAT=recall|ingest]`: a V8
 # CPU profile inside workerd (tests/bench/profile.mjs) of recall, or of

@@ -772,9 +772,9 @@ pub const MEMORY_FTS_COLUMNS: &str = "m.content, COALESCE(replace(replace(m.key,
 /// statement ([`JOB_INDEX_TEXT`]). A reader of a full-text table indexes
 /// what waits first ([`FullText::catch_up`]), so this bounds its extra
 /// work. FTS5 writes one segment per transaction and merges segments as
-/// they pile up: natively, rows indexed 2,000 at a time cost 11 µs each,
-/// 200 at a time 25 µs, 20 at a time (one ingest) 44 µs
-/// (docs/bench/path.md).
+/// they pile up: natively, a memory's row written with 19 others (one
+/// ingest) costs 23 µs, with 199 others 10 µs, with 1,023 others 7 µs
+/// (docs/bench/text-batch.txt).
 pub const TEXT_BATCH: usize = 1024;
 
 /// The two full-text tables, each indexing one table's rows under the

@@ -9,10 +9,11 @@
 //! native code, so the figures are for finding where time goes, not the
 //! published ones (`make bench` measures the built Worker in workerd).
 //!
-//! Usage: `cargo bench --bench stages -- DIR [recall|ingest|first-pass]`
+//! Usage: `cargo bench --bench stages -- DIR [recall|ingest|first-pass|text-batch]`
 //! (DIR holds `fill.ndjson`, `queries.json`, `ingest.json`; the second
 //! argument runs one part only: `first-pass` measures the local vector
-//! index's recall and time for several first-pass sizes).
+//! index's recall and time for several first-pass sizes, `text-batch`
+//! what a full-text row costs written in batches of several sizes).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -113,6 +114,10 @@ fn main() {
         first_pass(&sql, &queries, &profile);
         return;
     }
+    if only == Some("text-batch") {
+        text_batch(&sql);
+        return;
+    }
     if only != Some("ingest") {
         recall_all(&sql, &packed, &queries, &profile);
     }
@@ -206,4 +211,36 @@ fn ingest_all(sql: &NativeSql, packed: &RefCell<Packed>, ingest: &[Value], profi
     let secs = t.elapsed().as_secs_f64();
     eprintln!("ingest: {stored} messages in {:.2} s, {:.0} messages/s; statements per message:", secs, stored as f64 / secs);
     counted.print(stored.max(1) as f64, "message");
+}
+
+/// What one full-text row costs written in batches of several sizes
+/// (`core::store::TEXT_BATCH`): the profile's memories' texts, all but
+/// the last 4,000 indexed first, then those 4,000 in transactions of a
+/// batch each, into a fresh FTS5 table like `memories_fts`.
+fn text_batch(sql: &NativeSql) {
+    let texts: Vec<Row> = sql
+        .query(&format!("SELECT {} FROM memories m ORDER BY m.rowid", agent_memory::core::store::MEMORY_FTS_COLUMNS), &[])
+        .expect("memories' texts");
+    let timed = 4000.min(texts.len() / 2);
+    let (before, after) = texts.split_at(texts.len() - timed);
+    eprintln!("full-text rows: {} indexed first, then {timed} in batches (one transaction each):", before.len());
+    for batch in [20, 200, 1024, 2000] {
+        let db = NativeSql::memory();
+        db.execute("CREATE VIRTUAL TABLE f USING fts5(content, key, queries, tokenize='porter unicode61')", &[]).expect("table");
+        let insert = |rows: &[Row]| {
+            db.transaction(&mut || {
+                for r in rows {
+                    db.execute("INSERT INTO f (content, key, queries) VALUES (?1, ?2, ?3)", &r[..3])?;
+                }
+                Ok(())
+            })
+            .expect("insert")
+        };
+        insert(before);
+        let t = Instant::now();
+        for rows in after.chunks(batch) {
+            insert(rows);
+        }
+        eprintln!("  batches of {batch:>4}: {:6.1} µs per row", t.elapsed().as_secs_f64() * 1e6 / timed as f64);
+    }
 }
