@@ -112,10 +112,7 @@ async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Err
                 let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
                 return Ok(Reply::Raw { body, content_type: "application/x-ndjson", filename: Some(filename) });
             }
-            if rest::envelope_reshapes(&call.op) {
-                return Ok(Reply::Json(call.op, read_reply(&out)?));
-            }
-            Ok(Reply::Raw { body: rest::envelope_ok_text(&out), content_type: "application/json", filename: None })
+            Ok(Reply::Raw { body: rest::envelope_ok_text(&call.op, &out), content_type: "application/json", filename: None })
         }
     }
 }

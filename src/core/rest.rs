@@ -372,18 +372,49 @@ pub fn envelope_ok(op: &str, mut result: Value) -> Value {
     env
 }
 
-/// Whether [`envelope_ok`] reshapes `op`'s result (moves recall notes
-/// into the envelope, adds a list's paging info). Other results go in as
-/// they are: [`envelope_ok_text`].
-pub fn envelope_reshapes(op: &str) -> bool {
-    matches!(op, "recall" | "list")
-}
-
-/// [`envelope_ok`] for an operation it does not reshape, around a result
-/// that is already JSON text: the envelope written around it, the result
-/// neither parsed nor copied into a tree.
-pub fn envelope_ok_text(result: &str) -> String {
-    format!("{{\"errors\":[],\"messages\":[],\"result\":{result},\"success\":true}}")
+/// [`envelope_ok`] around a result that is already JSON text: the envelope
+/// written around it, the result neither parsed into a tree nor written
+/// again. (Recall's notes and a list's paging are read from its top-level
+/// fields, each kept as the text it is.)
+pub fn envelope_ok_text(op: &str, result: &str) -> String {
+    use serde_json::value::RawValue;
+    if !matches!(op, "recall" | "list") {
+        return format!("{{\"errors\":[],\"messages\":[],\"result\":{result},\"success\":true}}");
+    }
+    let Ok(mut fields) = serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(result) else {
+        // Not an object: nothing to reshape (as envelope_ok does).
+        let parsed = serde_json::from_str(result).unwrap_or(Value::Null);
+        return envelope_ok(op, parsed).to_string();
+    };
+    let is_array = |v: &RawValue| v.get().trim_start().starts_with('[');
+    // Recall notes travel as envelope messages.
+    let messages = match op {
+        "recall" => fields.remove("messages").filter(|m| is_array(m)).map_or("[]", |m| m.get()),
+        _ => "[]",
+    };
+    let mut out = String::with_capacity(result.len() + 96);
+    out.push_str("{\"errors\":[],\"messages\":");
+    out.push_str(messages);
+    out.push_str(",\"result\":{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(k.clone()).to_string());
+        out.push(':');
+        out.push_str(v.get());
+    }
+    out.push('}');
+    if op == "list" {
+        let count = fields
+            .get("memories")
+            .and_then(|m| serde_json::from_str::<Vec<&RawValue>>(m.get()).ok())
+            .map_or(0, |m| m.len());
+        let cursor = fields.get("cursor").map_or("null", |c| c.get());
+        out.push_str(&format!(",\"result_info\":{{\"count\":{count},\"cursor\":{cursor}}}"));
+    }
+    out.push_str(",\"success\":true}");
+    out
 }
 
 /// `{ success: false, errors: [{code, message}], messages: [], result: null }`.
@@ -408,24 +439,23 @@ mod tests {
     fn test_envelope_around_result_text_is_the_envelope_of_the_parsed_result() {
         let results = [
             r#"{"sessionId":"s","messageIds":["a"],"memories":[{"id":"m","messages":[1]}],"dropped":[]}"#,
-            r#"{"memories":[{"id":"m"}],"cursor":"c"}"#,
+            r#"{"memories":[{"id":"m"},{"id":"n","score":0.10476190476190475}],"cursor":"c"}"#,
+            r#"{"memories":[],"cursor":null}"#,
+            r#"{"memories":[{"id":"m"}]}"#,
+            r#"{ "answer" : "x", "messages" : [ "a note", {"k": 1} ], "memories": [] }"#,
+            r#"{"answer":"x","messages":null}"#,
+            r#"{"answer":"x","messages":"not a list"}"#,
+            r#"{"quoted \"key\"":1,"ünï":2}"#,
             r#""text with \"quotes\"""#,
             "null",
             "[]",
+            "[1, 2]",
         ];
-        for op in ["ingest", "stats", "get", "export"] {
-            assert!(!envelope_reshapes(op));
+        for op in ["ingest", "stats", "get", "export", "recall", "list"] {
             for r in results {
-                let text: Value = serde_json::from_str(&envelope_ok_text(r)).unwrap();
+                let text: Value = serde_json::from_str(&envelope_ok_text(op, r)).unwrap();
                 assert_eq!(text, envelope_ok(op, serde_json::from_str(r).unwrap()), "{op} {r}");
             }
-        }
-        // The two it reshapes differ from the plain envelope.
-        let result = r#"{"memories":[{"id":"m"}],"messages":["a note"],"cursor":"c"}"#;
-        for op in ["recall", "list"] {
-            assert!(envelope_reshapes(op));
-            let plain: Value = serde_json::from_str(&envelope_ok_text(result)).unwrap();
-            assert_ne!(plain, envelope_ok(op, serde_json::from_str(result).unwrap()), "{op}");
         }
     }
 
