@@ -332,6 +332,7 @@ fn test_import_of_many_megabytes_is_written_whole_in_bounded_statements() {
         let count = |q: &str| agent_memory::core::ports::Sql::query(p.sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
         assert_eq!(count("SELECT COUNT(*) FROM memories_fts"), 1500);
         assert_eq!(count("SELECT COUNT(*) FROM messages_fts"), 1500);
+        assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind = 'index_text'"), 0, "the import wrote them itself");
         assert_eq!(count("SELECT COUNT(*) FROM memory_sources"), 1500);
         // Every active memory but the tasks waits for its vector.
         assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind = 'embed'"), 1350);
@@ -478,7 +479,7 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
                 content: format!("Fact number {i} about the \"quoted\" build\nwith a second line."),
                 session_id: "s".into(),
                 source_message_ids: vec![],
-                search_queries: (0..i % 3).map(|q| format!("query {q} of {i}?")).collect(),
+                search_queries: (0..(i / 3) % 4).map(|q| format!("query {q} of {i}?")).collect(),
                 status: statuses[i % 3],
                 supersedes: None,
                 superseded_by: None,
@@ -490,8 +491,14 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
         }
         let items: Vec<(&Memory, &str)> = all.iter().map(|m| (m, m.id.as_str())).collect();
         p.store().insert_memories(&items).unwrap();
+        // One memory's stored queries are not a JSON list: read as none,
+        // as a whole memory reads them.
+        assert!(wants_vector(&all[6]) && !all[6].search_queries.is_empty());
+        agent_memory::core::ports::Sql::execute(&sql, "UPDATE memories SET search_queries = 'not json' WHERE id = ?1", &[all[6].id.as_str().into()])
+            .unwrap();
         let mut ids: Vec<String> = all.iter().map(|m| m.id.clone()).collect();
         ids.push("00000000000000000000000000000fff".into()); // not stored
+        ids.push(all[6].id.clone()); // asked twice, read once
         let mut expected: Vec<(String, String)> = p
             .store()
             .memories_by_ids(&ids)
@@ -505,6 +512,7 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
         expected.sort();
         got.sort();
         assert!(expected.len() >= 6 && expected.len() < 36, "a mix: {} of 36 want a vector", expected.len());
+        assert!(expected.iter().any(|(_, text)| text.starts_with("query ")), "some with search queries");
         assert_eq!(got, expected);
         assert!(p.store().embedding_inputs(&[]).unwrap().is_empty());
     });

@@ -226,6 +226,7 @@ impl<'a> Profile<'a> {
             for which in FullText::BOTH {
                 which.catch_up(self.sql)?;
             }
+            store.drop_text_jobs()?;
             Ok(report)
         })
     }
@@ -522,6 +523,22 @@ mod tests {
         };
         futures::executor::block_on(p.ingest(other)).unwrap();
         futures::executor::block_on(p.drain()).unwrap();
+        // Their full-text rows written (as a reader would), so the indexes
+        // hold the words too and the deletes have them to remove.
+        for which in FullText::BOTH {
+            which.catch_up(&sql).unwrap();
+        }
+        let index_text = || {
+            let shadows: Vec<String> = sql
+                .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_fts\\_%' ESCAPE '\\'", &[])
+                .unwrap()
+                .into_iter()
+                .filter_map(|r| r[0].opt_string())
+                .collect();
+            assert!(shadows.len() >= 4, "{shadows:?}");
+            shadows.iter().map(|t| format!("{:?}", sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap())).collect::<String>()
+        };
+        assert!(index_text().contains("quokkanebula") && index_text().contains("wombatquasar"), "the indexes hold both");
         assert!(all_text(&sql).contains("quokkanebula") && all_text(&sql).contains("wombatquasar"));
         let target = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.content.contains("quokkanebula")).unwrap();
         p.delete(&target.id).unwrap();

@@ -201,11 +201,12 @@ impl<'a> Store<'a> {
 
     // ---- memories -------------------------------------------------------
 
-    /// Inserts memories (each ignored if its id exists), their sources and
-    /// full-text rows, and queues an embedding for each that should be
-    /// vectorized: an existence check, then per [`MAX_JSON_PARAM`] bytes of
-    /// memories two statements (rows and full-text rows), then the sources
-    /// and the jobs. Returns how many were new. Call inside a transaction.
+    /// Inserts memories (each ignored if its id exists) and their sources,
+    /// and queues an embedding for each that should be vectorized: an
+    /// existence check, then a statement per [`MAX_JSON_PARAM`] bytes of
+    /// memories, then the sources and the jobs. Their full-text rows follow
+    /// in a batch ([`TEXT_BATCH`]). Returns how many were new. Call inside
+    /// a transaction.
     pub fn insert_memories(&self, items: &[(&Memory, &str)]) -> Result<usize> {
         if items.is_empty() {
             return Ok(0);
@@ -352,18 +353,27 @@ impl<'a> Store<'a> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        Ok(json_rows::<(String, Option<String>, Vec<String>, String)>(
+        let mut seen = std::collections::HashSet::new();
+        let ids: Vec<&String> = ids.iter().filter(|id| seen.insert(*id)).collect();
+        Ok(json_rows::<(String, Option<String>, String, String)>(
             self.sql,
             &format!(
-                "SELECT json_group_array(json_array(m.id, m.expires_at, json(m.search_queries), m.content)) \
+                "SELECT json_group_array(json_array(m.id, m.expires_at, m.search_queries, m.content)) \
                  FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value WHERE {WANTS_VECTOR}"
             ),
-            &[json_param(ids)],
+            &[json_param(&ids)],
         )?
         .into_iter()
         .filter(|(_, at, _, _)| !expired(at.as_deref(), self.now))
-        .map(|(id, _, queries, content)| (id, queries, content))
+        // Search queries read as a memory's are ([`memory_from_row`]).
+        .map(|(id, _, queries, content)| (id, json_list(&SqlValue::Text(queries)), content))
         .collect())
+    }
+
+    /// Removes the queued [`JOB_INDEX_TEXT`] jobs, for a writer that has
+    /// just written every waiting full-text row itself.
+    pub fn drop_text_jobs(&self) -> Result<()> {
+        self.sql.execute("DELETE FROM outbox WHERE kind = ?1", &[JOB_INDEX_TEXT.into()])
     }
 
     fn memories_where(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<Memory>> {
@@ -770,8 +780,8 @@ pub const MEMORY_FTS_COLUMNS: &str = "m.content, COALESCE(replace(replace(m.key,
 /// How many rows of a table may wait for their full-text rows before a
 /// write queues the background job that indexes them all, in one
 /// statement ([`JOB_INDEX_TEXT`]). A reader of a full-text table indexes
-/// what waits first ([`FullText::catch_up`]), so this bounds its extra
-/// work. FTS5 writes one segment per transaction and merges segments as
+/// what waits first ([`FullText::catch_up`]): usually fewer than this,
+/// more only while the job waits for the alarm (or its retry). FTS5 writes one segment per transaction and merges segments as
 /// they pile up: natively, a memory's row written with 19 others (one
 /// ingest) costs 23 µs, with 199 others 10 µs, with 1,023 others 7 µs
 /// (docs/bench/text-batch.txt).

@@ -640,7 +640,7 @@ fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u3
 /// `phrases`, by FTS5's `bm25()` with the column `weights`: `(rowid,
 /// bm25)`, best first. What the directory's indexes compute in memory,
 /// asked of SQLite when they cannot. Indexes the rows still waiting for
-/// their full-text rows first (fewer than
+/// their full-text rows first (usually fewer than
 /// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
 fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
     let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };

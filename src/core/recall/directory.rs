@@ -15,9 +15,9 @@
 //! record. Each use starts with [`TurnDirectory::sync`], one statement
 //! reading four numbers:
 //! * the highest `rowid` of `messages` and of `memories` (whose
-//!   `memories_fts` rows are written with them, under the same rowids):
-//!   rows are only ever appended (rowids grow), so rows above the highest
-//!   one read are new and are read in;
+//!   `memories_fts` rows take the same rowids): rows are only ever
+//!   appended (rowids grow), so rows above the highest one read are new
+//!   and are read in;
 //! * how many messages and memories were ever deleted or had what the
 //!   directory holds changed, counted by triggers (`deletions`, schema
 //!   version 4) on every path that deletes or updates one (a hard delete,
