@@ -74,7 +74,6 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return Ok(resp.with_headers(headers));
     }
     match handle(&env, &incoming).await {
-        Ok(Reply::Json(op, v)) => json_response(200, &rest::envelope_ok(&op, v)),
         Ok(Reply::Raw { body, content_type, filename }) => {
             let headers = Headers::new();
             headers.set("content-type", content_type)?;
@@ -88,8 +87,6 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 }
 
 enum Reply {
-    /// An operation's name (`""` outside profiles) and its result.
-    Json(String, Value),
     Raw { body: String, content_type: &'static str, filename: Option<String> },
 }
 
@@ -101,7 +98,10 @@ async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Err
     // Credentials were checked in `fetch` for the namespace in the path,
     // which is the namespace every profile route names.
     match rest::route(req)? {
-        Route::Health => Ok(Reply::Json(String::new(), json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") }))),
+        Route::Health => {
+            let health = json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") });
+            Ok(Reply::Raw { body: rest::envelope_ok_text("", &health.to_string()), content_type: "application/json", filename: None })
+        }
         Route::Mcp { .. } => Err(Error::not_found("mcp is served separately")),
         Route::OpenApi => Ok(Reply::Raw { body: OPENAPI.to_string(), content_type: "application/json", filename: None }),
         Route::Profile(call) => {

@@ -54,7 +54,9 @@ pub fn embedding_text_of(search_queries: &[String], content: &str) -> String {
     s
 }
 
-/// Whether a memory belongs in the vector index.
+/// Whether a memory belongs in the vector index. (The drain asks SQLite
+/// the same of stored rows: `WANTS_VECTOR` in `core::store`, pinned equal
+/// by tests.)
 pub fn wants_vector(m: &Memory) -> bool {
     m.status == Status::Active && m.kind != MemoryType::Task
 }

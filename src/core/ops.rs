@@ -12,7 +12,7 @@ use crate::core::model::{IngestReport, ListPage, Memory, MemoryDetail, Stats};
 use crate::core::ports::{Embedder, Sql, VectorIndex};
 use crate::core::provider::Reasoner;
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::store::{FullText, ListFilter, Store};
+use crate::core::store::{ListFilter, Store};
 use crate::core::{background, ingest, portable, recall, remember, schema, summary};
 use serde_json::{json, Value};
 
@@ -223,10 +223,7 @@ impl<'a> Profile<'a> {
             let report = portable::import(&store, &parsed)?;
             // An import is one large batch: its full-text rows are written
             // with it, so the next reader has none to write.
-            for which in FullText::BOTH {
-                which.catch_up(self.sql)?;
-            }
-            store.drop_text_jobs()?;
+            store.write_waiting_text()?;
             Ok(report)
         })
     }
@@ -309,6 +306,7 @@ mod tests {
     use crate::core::ports::LocalBoxFuture;
     use crate::core::provider::{Candidate, Classification, Pass, QueryAnalysis, SynthesisInput, Transcript, Verdict};
     use crate::core::rules::Rules;
+    use crate::core::store::FullText;
     use std::future::Future;
     use std::task::{Context, Poll};
 

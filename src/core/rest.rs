@@ -350,41 +350,22 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// `{ success: true, errors: [], messages, result, result_info? }` for the
-/// result of operation `op` (`""` for routes that are not operations).
-pub fn envelope_ok(op: &str, mut result: Value) -> Value {
-    // Recall notes travel as envelope messages.
-    let mut messages = Vec::new();
-    if op == "recall" {
-        if let Some(Value::Array(a)) = result.as_object_mut().and_then(|m| m.remove("messages")) {
-            messages = a;
-        }
-    }
-    let mut env = json!({ "success": true, "errors": [], "messages": messages, "result": result });
-    // Paging info belongs to a page of memories (a list) only, not to any
-    // result that happens to have a `memories` field (an ingest report,
-    // stats, a profile deletion).
-    if op == "list" {
-        let count = env["result"].get("memories").and_then(Value::as_array).map_or(0, Vec::len);
-        let cursor = env["result"].get("cursor").cloned().unwrap_or(Value::Null);
-        env["result_info"] = json!({ "cursor": cursor, "count": count });
-    }
-    env
-}
-
-/// [`envelope_ok`] around a result that is already JSON text: the envelope
-/// written around it, the result neither parsed into a tree nor written
-/// again. (Recall's notes and a list's paging are read from its top-level
-/// fields, each kept as the text it is.)
+/// `{ success: true, errors: [], messages, result, result_info? }` around
+/// the result of operation `op` (`""` for routes that are not operations),
+/// already JSON text: the envelope is written around it, the result
+/// neither parsed into a tree nor written again. Recall's notes travel as
+/// envelope messages; a list's paging info goes in `result_info` (only a
+/// page of memories has it, not any result with a `memories` field). Both
+/// are read from the result's top-level fields, each kept as its text.
 pub fn envelope_ok_text(op: &str, result: &str) -> String {
     use serde_json::value::RawValue;
+    let plain = |info: &str| format!("{{\"errors\":[],\"messages\":[],\"result\":{result}{info},\"success\":true}}");
     if !matches!(op, "recall" | "list") {
-        return format!("{{\"errors\":[],\"messages\":[],\"result\":{result},\"success\":true}}");
+        return plain("");
     }
     let Ok(mut fields) = serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(result) else {
-        // Not an object: nothing to reshape (as envelope_ok does).
-        let parsed = serde_json::from_str(result).unwrap_or(Value::Null);
-        return envelope_ok(op, parsed).to_string();
+        // Not an object: no notes to move, no memories to count.
+        return plain(if op == "list" { ",\"result_info\":{\"count\":0,\"cursor\":null}" } else { "" });
     };
     let is_array = |v: &RawValue| v.get().trim_start().starts_with('[');
     // Recall notes travel as envelope messages.
@@ -425,6 +406,33 @@ pub fn envelope_err(e: &Error) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The envelope as first written, over a JSON tree: the reference
+    /// [`envelope_ok_text`] is held to.
+    fn envelope_ok(op: &str, mut result: Value) -> Value {
+        // Recall notes travel as envelope messages.
+        let mut messages = Vec::new();
+        if op == "recall" {
+            if let Some(Value::Array(a)) = result.as_object_mut().and_then(|m| m.remove("messages")) {
+                messages = a;
+            }
+        }
+        let mut env = json!({ "success": true, "errors": [], "messages": messages, "result": result });
+        // Paging info belongs to a page of memories (a list) only, not to any
+        // result that happens to have a `memories` field (an ingest report,
+        // stats, a profile deletion).
+        if op == "list" {
+            let count = env["result"].get("memories").and_then(Value::as_array).map_or(0, Vec::len);
+            let cursor = env["result"].get("cursor").cloned().unwrap_or(Value::Null);
+            env["result_info"] = json!({ "cursor": cursor, "count": count });
+        }
+        env
+    }
+
+    /// [`envelope_ok_text`] of a result given as a tree, read back.
+    fn envelope(op: &str, result: Value) -> Value {
+        serde_json::from_str(&envelope_ok_text(op, &result.to_string())).unwrap()
+    }
 
     #[test]
     fn test_rpc_profile_names_default_their_namespace_and_follow_the_name_rules() {
@@ -529,12 +537,12 @@ mod tests {
 
     #[test]
     fn test_result_info_only_for_pages_of_memories() {
-        assert!(envelope_ok("stats", json!({ "memories": 3, "messages": 1 })).get("result_info").is_none());
-        assert!(envelope_ok("ingest", json!({ "memories": [] })).get("result_info").is_none());
-        let recall = envelope_ok("recall", json!({ "answer": "", "candidates": [], "messages": ["channel x failed"] }));
+        assert!(envelope("stats", json!({ "memories": 3, "messages": 1 })).get("result_info").is_none());
+        assert!(envelope("ingest", json!({ "memories": [] })).get("result_info").is_none());
+        let recall = envelope("recall", json!({ "answer": "", "candidates": [], "messages": ["channel x failed"] }));
         assert_eq!(recall["messages"], json!(["channel x failed"]));
         assert!(recall["result"].get("messages").is_none());
-        let page = envelope_ok("list", json!({ "memories": [], "cursor": "abc" }));
+        let page = envelope("list", json!({ "memories": [], "cursor": "abc" }));
         assert_eq!(page["result_info"], json!({ "cursor": "abc", "count": 0 }));
     }
 

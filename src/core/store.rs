@@ -370,10 +370,16 @@ impl<'a> Store<'a> {
         .collect())
     }
 
-    /// Removes the queued [`JOB_INDEX_TEXT`] jobs, for a writer that has
-    /// just written every waiting full-text row itself.
-    pub fn drop_text_jobs(&self) -> Result<()> {
-        self.sql.execute("DELETE FROM outbox WHERE kind = ?1", &[JOB_INDEX_TEXT.into()])
+    /// Writes every waiting full-text row of both tables now, and removes
+    /// the [`JOB_INDEX_TEXT`] jobs that would have. Returns how many rowids
+    /// it covered.
+    pub fn write_waiting_text(&self) -> Result<usize> {
+        let mut n = 0;
+        for which in FullText::BOTH {
+            n += which.catch_up(self.sql)?;
+        }
+        self.sql.execute("DELETE FROM outbox WHERE kind = ?1", &[JOB_INDEX_TEXT.into()])?;
+        Ok(n)
     }
 
     fn memories_where(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<Memory>> {
@@ -800,19 +806,12 @@ pub enum FullText {
 impl FullText {
     pub const BOTH: [FullText; 2] = [FullText::Messages, FullText::Memories];
 
-    /// The table, its full-text table, and the expressions (over `m`, a
-    /// row of the table) of what is indexed.
-    fn tables(self) -> (&'static str, &'static str, &'static str) {
+    /// The table, its full-text table, that table's columns, and the
+    /// expressions (over `m`, a row of the table) of what they index.
+    fn tables(self) -> (&'static str, &'static str, &'static str, &'static str) {
         match self {
-            FullText::Messages => ("messages", "messages_fts", "m.role, m.content"),
-            FullText::Memories => ("memories", "memories_fts", MEMORY_FTS_COLUMNS),
-        }
-    }
-
-    fn fts_columns(self) -> &'static str {
-        match self {
-            FullText::Messages => "role, content",
-            FullText::Memories => "content, key, queries",
+            FullText::Messages => ("messages", "messages_fts", "role, content", "m.role, m.content"),
+            FullText::Memories => ("memories", "memories_fts", "content, key, queries", MEMORY_FTS_COLUMNS),
         }
     }
 
@@ -831,7 +830,7 @@ impl FullText {
     /// Deleted rows leave gaps, so it may overstate: a batch may come
     /// early, never late.
     fn waiting(self, sql: &dyn Sql) -> Result<(i64, usize)> {
-        let (table, fts, _) = self.tables();
+        let (table, fts, _, _) = self.tables();
         let row = sql.query(
             &format!(
                 "SELECT COALESCE((SELECT rowid FROM {fts} ORDER BY rowid DESC LIMIT 1), 0), \
@@ -849,13 +848,13 @@ impl FullText {
     /// highest rowid, in one statement. Returns how many rowids it covered
     /// (0: none waited).
     pub fn catch_up(self, sql: &dyn Sql) -> Result<usize> {
-        let (table, fts, columns) = self.tables();
+        let (table, fts, indexed, columns) = self.tables();
         let (since, waiting) = self.waiting(sql)?;
         if waiting == 0 {
             return Ok(0);
         }
         sql.execute(
-            &format!("INSERT INTO {fts} (rowid, {}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1", self.fts_columns()),
+            &format!("INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1"),
             &[SqlValue::Integer(since)],
         )?;
         Ok(waiting)

@@ -38,6 +38,10 @@ const AUTH = "Bearer dev-token";
 // Ingest sessions come from variants far from the fill's, so they are new.
 const INGEST_VARIANT0 = 5000;
 let callDo = null;
+/** Runs the profile's background work (the alarm's drain) until none is left. */
+async function drainAll() {
+  for (let i = 0; i < 1000; i++) if ((await callDo("drain")).pending === 0) return;
+}
 
 const log = (...a) => console.error("bench:", ...a);
 const ms = (t0) => performance.now() - t0;
@@ -285,7 +289,7 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
         messages: warm.messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.timestamp })),
       });
       if (v === 1) ingestColdMs = ms(t0);
-      for (let i = 0; i < 1000; i++) if ((await callDo("drain")).pending === 0) break;
+      await drainAll();
     }
     // The calls' requests are made before the clock starts: it measures
     // the service, not the corpus generator (~60-90 ms per 1,000
@@ -321,7 +325,7 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
     // when it is done.
     const tCalls = ms(t0) / 1000;
     if (process.env.BENCH_DEBUG) log(`ingest calls ${perCall.length}: sum ${perCall.reduce((a, c) => a + c.ms, 0).toFixed(0)} ms; top ${perCall.map((c, i) => [c.ms, i]).sort((a, b) => b[0] - a[0]).slice(0, 8).map(([x, i]) => `${x.toFixed(0)}@${i}`).join(" ")}; all ${(tCalls * 1000).toFixed(0)} ms`);
-    for (let i = 0; i < 1000; i++) if ((await callDo("drain")).pending === 0) break;
+    await drainAll();
     await callDo("benchIndexText");
     const ingestSec = ms(t0) / 1000;
     if (progressFile) writeFileSync(progressFile, JSON.stringify(fill));

@@ -37,7 +37,7 @@ pub async fn dispatch(p: &Profile<'_>, op: &str, args: &Value) -> Result<Value> 
         "benchFts" => bare_fts(p, str_arg(args, "query")?, usize_arg(args, "repeat", 1)),
         "benchStage" => stage(p, str_arg(args, "query")?, str_arg(args, "stage")?, usize_arg(args, "repeat", 1)).await,
         "benchDrain" => drain(p, usize_arg(args, "limit", 2000)).await,
-        "benchIndexText" => Ok(json!({ "indexed": index_text(p)? })),
+        "benchIndexText" => Ok(json!({ "indexed": p.store().write_waiting_text()? })),
         "benchVectorRecall" => vector_recall(p, args, usize_arg(args, "k", 10)).await,
         "benchIngest" => {
             // The same messages ingested `repeat` times under fresh session
@@ -69,15 +69,6 @@ pub async fn dispatch(p: &Profile<'_>, op: &str, args: &Value) -> Result<Value> 
         }
         other => Err(Error::not_found(format!("no operation named {other}"))),
     }
-}
-
-/// Writes every full-text row still waiting, in both tables: how many.
-pub fn index_text(p: &Profile<'_>) -> Result<usize> {
-    let mut n = 0;
-    for which in crate::core::store::FullText::BOTH {
-        n += which.catch_up(p.sql)?;
-    }
-    Ok(n)
 }
 
 /// One bare FTS5 query: the query's content words OR-ed, bm25, top 10
@@ -128,7 +119,7 @@ pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value
     // Full-text rows still waiting are written first, so the recording
     // holds the recall's reads only (a replayed catch-up would write rows
     // already there).
-    index_text(p)?;
+    p.store().write_waiting_text()?;
     let rec = Recorded { inner: p.sql, log: Default::default() };
     let recording = Profile { name: p.name, sql: &rec, reasoner: p.reasoner, embedder: p.embedder, index: p.index, turns: p.turns, now: p.now, limits: p.limits };
     let req: RecallRequest = crate::core::api::parse(json!({ "query": query }))?;
