@@ -3,7 +3,7 @@
 # ingest throughput, recall latency (end to end, per stage, against one
 # bare FTS5 query), the local vector index's recall@10 against exact
 # search, storage and memory. Prints the table and writes docs/bench/
-# (results.md, latency.svg, results.json). Takes ~10-15 minutes.
+# (results.md, latency.svg, results.json). Takes about two minutes here.
 #
 #   make bench                                  sizes 1000,10000,100000
 #   make bench BENCH_SIZES=1000,10000           a quicker run

@@ -3,12 +3,19 @@
 //   ingest throughput  LoCoMo-style sessions through POST .../ingest
 //                      (rule-based provider), messages per second
 //   recall latency     p50/p95/p99 over varied LoCoMo questions, HTTP end
-//                      to end; and recall inside the Durable Object
+//                      to end on the Worker's own socket; the same questions
+//                      through miniflare's entry worker; and recall inside
+//                      the Durable Object
 //   stages             each recall stage alone, inside the Durable Object
 //   bare FTS5          one FTS5 query (bm25, top 10) on the same data,
 //                      through the same path: the pipeline's overhead ratio
 //   vector index       recall@10 of the local index against exact search
 //   storage, memory    stats.storageBytes, workerd RSS (/proc), Wasm memory
+// HTTP: the Worker's own socket in workerd (miniflare's unsafeDirectSockets),
+// without the entry worker miniflare puts in front of every Worker for
+// development (error pages, request rewriting: 1.5-2.5 ms a request here,
+// docs/bench/path.md), which a deployed Worker does not have. Recall is
+// also measured through that entry, interleaved, and reported beside.
 // Fill: the bulk import route with generated NDJSON (memories + messages),
 // then the vector index filled in batches (benchDrain). The Worker runs
 // with BENCH=1, which enables the bench* operations (core::local::bench).
@@ -20,6 +27,7 @@ import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 
 import os from "node:os";
 import path from "node:path";
 import { startWorker, ROOT } from "../workerd/helpers.mjs";
+import { request } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 import { writeReport } from "./report.mjs";
 
@@ -89,18 +97,23 @@ async function main() {
   const stateDir = process.env.BENCH_STATE ? path.resolve(process.env.BENCH_STATE) : null;
   if (stateDir) mkdirSync(stateDir, { recursive: true });
   const progressFile = stateDir && path.join(stateDir, "bench-fill.json");
-  const w = await startWorker({ vars: { BENCH: "1" }, ...(stateDir ? { persistDir: stateDir } : {}) });
-  const origin = String(w.url).replace(/\/$/, "");
+  const w = await startWorker({
+    vars: { BENCH: "1" },
+    serviceOverrides: { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
+    ...(stateDir ? { persistDir: stateDir } : {}),
+  });
+  const entry = String(w.url).replace(/\/$/, "");
+  const origin = String(await w.miniflare.unsafeGetDirectURL("agent-memory")).replace(/\/$/, "");
   const pid = workerdPid();
-  log(`worker at ${origin}, workerd pid ${pid ?? "unknown"}`);
+  log(`worker at ${origin} (its own socket; miniflare's entry at ${entry}), workerd pid ${pid ?? "unknown"}`);
 
-  async function http(method, route, body, type = "application/json") {
-    const res = await fetch(`${origin}${BASE}${route}`, {
+  async function http(method, route, body, type = "application/json", at = origin) {
+    const res = await request(`${at}${BASE}${route}`, {
       method,
       headers: { authorization: AUTH, ...(body === undefined ? {} : { "content-type": type }) },
       body: body === undefined ? undefined : type === "application/json" ? JSON.stringify(body) : body,
     });
-    const text = await res.text();
+    const text = res.text;
     let v;
     try {
       v = JSON.parse(text);
@@ -127,7 +140,7 @@ async function main() {
   const stats = () => http("GET", "/stats");
   const results = [];
   try {
-    await measure(corpus, w, origin, pid, http, stats, progressFile, results);
+    await measure(corpus, w, { origin, entry }, pid, http, stats, progressFile, results);
   } finally {
     await w.dispose();
   }
@@ -148,7 +161,7 @@ async function main() {
 }
 
 /** Fills the profile to each size in turn and measures it. */
-async function measure(corpus, w, origin, pid, http, stats, progressFile, results) {
+async function measure(corpus, w, { origin, entry }, pid, http, stats, progressFile, results) {
   // The fill is one deterministic stream of sessions (variant 0, 1, ...);
   // `fill.done` counts the memories of it already imported. Each size is
   // filled up to N memories in all (ingest adds some between sizes).
@@ -209,12 +222,21 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
     t0 = performance.now();
     await http("POST", "/recall", { query: queries[0] });
     const coldMs = ms(t0);
-    for (const q of queries.slice(0, 10)) await http("POST", "/recall", { query: q });
+    for (const q of queries.slice(0, 10)) {
+      await http("POST", "/recall", { query: q });
+      await http("POST", "/recall", { query: q }, "application/json", entry);
+    }
+    // Each question on the Worker's own socket, then through miniflare's
+    // entry worker: a slower moment of the machine slows both alike.
     const recall = [];
+    const recallEntry = [];
     for (const q of queries) {
-      const t = performance.now();
+      let t = performance.now();
       await http("POST", "/recall", { query: q });
       recall.push(ms(t));
+      t = performance.now();
+      await http("POST", "/recall", { query: q }, "application/json", entry);
+      recallEntry.push(ms(t));
     }
     // The same path with nothing to do, and one bare FTS5 query.
     const ping = [];
@@ -232,10 +254,14 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
       fts.push(ms(t));
     }
     const httpPing = [];
+    const entryPing = [];
     for (let i = 0; i < 50; i++) {
-      const t = performance.now();
-      await fetch(`${origin}/health`).then((r) => r.arrayBuffer());
+      let t = performance.now();
+      await request(`${origin}/health`);
       httpPing.push(ms(t));
+      t = performance.now();
+      await request(`${entry}/health`);
+      entryPing.push(ms(t));
     }
 
     // 3. Stages inside the Durable Object: (rt(repeat=R) - rt(repeat=0)) / R.
@@ -347,10 +373,18 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
         coldMs: ingestColdMs,
         msgsPerCall: ingested / perCall.length,
       },
-      recall: { p50: median(recall), p95: pct(recall, 95), p99: pct(recall, 99), mean: recall.reduce((a, b) => a + b, 0) / recall.length, coldMs, n: recall.length },
+      recall: {
+        p50: median(recall),
+        p95: pct(recall, 95),
+        p99: pct(recall, 99),
+        mean: recall.reduce((a, b) => a + b, 0) / recall.length,
+        coldMs,
+        n: recall.length,
+        entry: { p50: median(recallEntry), p95: pct(recallEntry, 95), p99: pct(recallEntry, 99) },
+      },
       fts: { p50: median(fts), p95: pct(fts, 95), p99: pct(fts, 99), insideP50: median(ftsInside) },
       doRecall: { p50: median(doRecall), p95: pct(doRecall, 95), p99: pct(doRecall, 99) },
-      ping: { p50: median(ping), http: median(httpPing) },
+      ping: { p50: median(ping), http: median(httpPing), entry: median(entryPing) },
       stages: Object.fromEntries(Object.keys(stages).map((s) => [s, { p50: median(stages[s]), p95: pct(stages[s], 95) }])),
       vector: { recallAt10: vr.recall, queries: vr.queries, vectors: vr.vectors },
       memory: { workerdRss: proc.rss, workerdPeak: proc.hwm, wasmBytes: mem.wasmBytes, indexBytes: mem.indexBytes },
@@ -363,7 +397,8 @@ async function measure(corpus, w, origin, pid, http, stats, progressFile, result
 function printRow(r) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
   log(
-    `N=${r.n}: recall p50 ${f(r.recall.p50)} p95 ${f(r.recall.p95)} p99 ${f(r.recall.p99)} ms (cold ${f(r.recall.coldMs, 0)}); ` +
+    `N=${r.n}: recall p50 ${f(r.recall.p50)} p95 ${f(r.recall.p95)} p99 ${f(r.recall.p99)} ms (cold ${f(r.recall.coldMs, 0)}; ` +
+      `through the entry p50 ${f(r.recall.entry.p50)} p95 ${f(r.recall.entry.p95)}); ` +
       `fts p50 ${f(r.fts.p50)} ms; ping ${f(r.ping.p50)} ms; ingest ${f(r.ingest.perSec, 0)} msg/s; ` +
       `vec recall@10 ${f(r.vector.recallAt10, 3)}; storage ${f(r.storageBytes / 1e6)} MB; rss ${f(r.memory.workerdRss / 1e6)} MB; ` +
       `wasm ${f(r.memory.wasmBytes / 1e6)} MB`,
