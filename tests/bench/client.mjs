@@ -1,26 +1,43 @@
 // The benchmarks' HTTP client: node:http on kept-alive connections, one
-// request at a time per origin. Node's fetch added about 0.3 ms to every
-// request on this machine, and more through miniflare's entry worker; a
-// load tool's client should add nothing of its own worth counting.
+// request at a time per origin. Node's fetch costs more per request
+// (docs/bench/path.md measures both against a Worker that only answers
+// "ok"); a load tool's client should add nothing of its own worth
+// counting.
 import http from "node:http";
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+/** No request of the benchmarks takes this long (the largest is an import of 4,000 memories). */
+const TIMEOUT_MS = 300_000;
 
 /**
  * One request; resolves to `{ status, text }` once the whole body is read.
+ * A kept-alive connection the server closed just as it was reused is
+ * retried once on a new one (the request never reached the Worker).
  * @param {string} url
  * @param {{ method?: string, headers?: object, body?: string | Buffer }} [init]
  */
-export function request(url, { method = "GET", headers = {}, body } = {}) {
+export function request(url, init = {}, retried = false) {
+  const { method = "GET", headers = {}, body } = init;
   return new Promise((resolve, reject) => {
     const u = new URL(url);
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers, agent }, (res) => {
+    const req = http.request({ hostname: u.hostname.replace(/^\[|\]$/g, ""), port: u.port, path: u.pathname + u.search, method, headers, agent }, (res) => {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString("utf8") }));
       res.on("error", reject);
     });
-    req.on("error", reject);
+    req.setTimeout(TIMEOUT_MS, () => req.destroy(new Error(`${method} ${url}: no answer in ${TIMEOUT_MS / 1000} s`)));
+    req.on("error", (e) => {
+      if (!retried && req.reusedSocket && e.code === "ECONNRESET") resolve(request(url, init, true));
+      else reject(e);
+    });
     req.end(body);
   });
+}
+
+/** GET `url`; throws unless the status is `expect`. */
+export async function expectStatus(url, expect = 200, headers = {}) {
+  const res = await request(url, { headers });
+  if (res.status !== expect) throw new Error(`GET ${url}: ${res.status} (expected ${expect}) ${res.text.slice(0, 200)}`);
+  return res;
 }

@@ -13,6 +13,8 @@
 // client (client.mjs: node:http, kept-alive connections):
 //   hello, direct     a Worker that only answers "ok", on its own socket:
 //                     the floor of any request on this machine
+//   hello, direct, Node's fetch   the same from Node's fetch, the client
+//                     make bench used before
 //   health, entry     GET /health through miniflare's entry worker
 //   health, direct    GET /health on the Worker's own socket
 //   object, direct    GET .../memories/<absent id> on the Worker's own
@@ -70,11 +72,25 @@ try {
     return v.ok;
   };
   const status = async (url, headers = {}) => (await request(url, { headers })).status;
-  const get = async (url, headers) => void (await status(url, headers));
+  const get = async (url, headers, expect = 200) => {
+    const got = await status(url, headers);
+    if (got !== expect) throw new Error(`GET ${url}: ${got} (expected ${expect})`);
+  };
   const recall = async (origin, query) => {
     const res = await request(`${origin}${BASE}/recall`, { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify({ query }) });
-    const v = JSON.parse(res.text);
+    let v;
+    try {
+      v = JSON.parse(res.text);
+    } catch {
+      throw new Error(`recall: ${res.status} ${res.text.slice(0, 200)}`);
+    }
     if (!v.success) throw new Error(`recall: ${res.status} ${JSON.stringify(v.errors)}`);
+  };
+  // Node's own client, for comparison with the benchmarks' (client.mjs).
+  const fetchOk = async (url) => {
+    const res = await fetch(url);
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`GET ${url}: ${res.status}`);
   };
   // Inside the object: (R repetitions - 0 repetitions) / R.
   const inside = async (op, args) => {
@@ -97,9 +113,10 @@ try {
   if ((await status(`${direct}${absent}`, AUTH)) !== 404) throw new Error("expected 404 for an absent memory");
   const layers = [
     ["hello, direct", "a Worker that only answers \"ok\", on its own socket (the floor of any request)", () => get(`${hello}/`)],
+    ["hello, direct, Node's fetch", "the same request from Node's fetch instead of the benchmarks' client", () => fetchOk(`${hello}/`)],
     ["health, entry", "GET /health through miniflare's entry worker", () => get(`${entry}/health`)],
     ["health, direct", "GET /health on the Worker's own socket", () => get(`${direct}/health`)],
-    ["object, direct", "GET of an absent memory on the Worker's own socket (Worker, hop to the object, one lookup)", () => get(`${direct}${absent}`, AUTH)],
+    ["object, direct", "GET of an absent memory on the Worker's own socket (Worker, hop to the object, one lookup)", () => get(`${direct}${absent}`, AUTH, 404)],
     ["recall, entry", "POST …/recall through miniflare's entry worker", (q) => recall(entry, q)],
     ["recall, direct", "POST …/recall on the Worker's own socket (what make bench reports)", (q) => recall(direct, q)],
     ["recall in DO", "the recall alone inside the Durable Object", (q) => inside("benchStage", { query: q, stage: "recall" })],
