@@ -123,8 +123,14 @@ try {
     ["its SQL", "the statements that recall ran through the profile's SQL (the vector index's reads aside), replayed alone inside the Durable Object", (q) => inside("benchReplay", { query: q })],
   ];
   const times = layers.map(() => []);
-  for (const q of queries) {
-    for (const [i, [, , run]] of layers.entries()) {
+  // The same question a second time finds its pages warm: the two recalls
+  // over HTTP take turns going first.
+  const entryAt = layers.findIndex(([name]) => name === "recall, entry");
+  const order = layers.map((_, i) => i);
+  const swapped = order.map((i) => (i === entryAt ? entryAt + 1 : i === entryAt + 1 ? entryAt : i));
+  for (const [k, q] of queries.entries()) {
+    for (const i of k % 2 ? swapped : order) {
+      const [, , run] = layers[i];
       const t = performance.now();
       const out = await run(q);
       // The measurements inside the object return their own time.

@@ -108,7 +108,7 @@ export function writeReport(dir, results, meta) {
     ? {
         where: "its HTTP requests from node:http on kept-alive connections to the Worker's own socket",
         recall:
-          `end to end over HTTP on the Worker's own socket (miniflare's \`unsafeDirectSockets\`): the same workerd and Worker without the entry worker miniflare puts in front of every Worker for development, which a deployed Worker does not have. Each question is also sent through that entry${meta.http ? ", the two taking turns to go first" : " right after"}, and its p50 / p95 reported beside.`,
+          `end to end over HTTP on the Worker's own socket (miniflare's \`unsafeDirectSockets\`): the same workerd and Worker without the entry worker miniflare puts in front of every Worker for development, which a deployed Worker does not have. ${meta.http ? "As many other questions of the same kind are sent through that entry, each right after one of the first" : "Each question is also sent through that entry right after"}, and their p50 / p95 reported beside.`,
         ingest: " on the Worker's own socket",
       }
     : { where: "its HTTP requests from Node's fetch through miniflare's entry worker", recall: "end to end over HTTP.", ingest: "" };
