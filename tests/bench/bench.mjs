@@ -32,6 +32,7 @@ import { startWorker, ROOT } from "../workerd/helpers.mjs";
 import { expectStatus, request } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 import { writeReport } from "./report.mjs";
+import { yardstick } from "./yardstick.mjs";
 
 const SIZES = (process.env.BENCH_SIZES || "1000,10000,100000").split(",").map(Number).filter((n) => n > 0);
 const QUERIES = Number(process.env.BENCH_QUERIES || 250);
@@ -92,6 +93,7 @@ function rss(pid) {
 
 async function main() {
   const load0 = os.loadavg();
+  const yard0 = yardstick();
   const corpus = new Corpus(loadLocomo(locomoPath(ROOT)));
   log(`corpus: ${corpus.convs.length} conversations, ${corpus.turns} turns; sizes ${SIZES.join(", ")}`);
   // BENCH_STATE=dir keeps the Worker's storage there and resumes the fill
@@ -156,6 +158,10 @@ async function main() {
     // (1, 5, 15 min) at the start and at the end of the run.
     loadStart: load0.map((x) => Number(x.toFixed(2))),
     loadEnd: os.loadavg().map((x) => Number(x.toFixed(2))),
+    // How fast the machine was (yardstick.mjs, ms, lower is faster): at
+    // the start and the end; each size has its own.
+    yardstickStart: yard0,
+    yardstickEnd: yardstick(),
     stageQueries: STAGE_QUERIES,
     stageRepeat: STAGE_REPEAT,
     // How the HTTP figures were taken (runs before this field: Node's fetch
@@ -221,6 +227,7 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
     log(`fill: ${imported} memories imported in ${importSec.toFixed(1)} s, ${drained} embedded in ${embedSec.toFixed(1)} s`);
     const st = await stats();
 
+    const yard = yardstick();
     // 2. Recall: a cold first query (index codes loaded), warm-up, then measured.
     const queries = corpus.questions(QUERIES, Math.max(1, variant), 1000 + N);
     await callDo("benchReset");
@@ -307,6 +314,7 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
     const mem = await callDo("benchMemory");
     const proc = rss(pid);
 
+    const yardIngest = yardstick();
     // 5. Ingest throughput on the filled profile (LoCoMo-style sessions),
     // after calls that are not counted (as recall is warmed up): the
     // first ingest of an instance compiles the rules' patterns.
@@ -366,6 +374,7 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
 
     const row = {
       n: N,
+      yardstick: { beforeRecall: yard, beforeIngest: yardIngest },
       memories: st.memories,
       messages: st.messages,
       vectors: st.vectors,

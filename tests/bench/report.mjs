@@ -137,7 +137,11 @@ Targets of the issue (2-core machine, local defaults, no model calls):
 
 ${targets(results)}
 
-Machine load during the run (1/5/15-minute load averages): ${meta.loadStart?.join(", ")} at the start, ${meta.loadEnd?.join(", ")} at the end; on a 2-core machine anything near 2 or above means other work shared the CPUs and inflated the latencies.
+Machine load during the run (1/5/15-minute load averages): ${meta.loadStart?.join(", ")} at the start, ${meta.loadEnd?.join(", ")} at the end; on a 2-core machine anything near 2 or above means other work shared the CPUs and inflated the latencies.${
+    meta.yardstickStart
+      ? ` Machine speed (tests/bench/yardstick.mjs, a fixed piece of CPU work in the benchmark's process, ms, lower is faster; ~250 ms at this machine's usual speed): ${meta.yardstickStart} at the start, ${results.map((r) => `${r.yardstick.beforeRecall} before the recalls and ${r.yardstick.beforeIngest} before the ingest at ${int(r.n)}`).join(", ")}, ${meta.yardstickEnd} at the end.`
+      : ""
+  }
 
 ![latency](latency.svg)
 `;
