@@ -14,7 +14,7 @@
 // HTTP: node:http on kept-alive connections (client.mjs) to the Worker's own
 // socket in workerd (miniflare's unsafeDirectSockets), without the entry
 // worker miniflare puts in front of every Worker for development (error
-// pages, request rewriting: 0.3-0.7 ms a request here, docs/bench/path.md),
+// pages, request rewriting: 0.5-0.8 ms a request here, docs/bench/path.md),
 // which a deployed Worker does not have. Recall is also measured through
 // that entry, on questions of its own interleaved with the others, and
 // reported beside; ingest only on the Worker's socket.

@@ -1,8 +1,8 @@
 // The benchmarks' HTTP client: node:http on kept-alive connections, one
-// request at a time per origin. Node's fetch costs more per request
-// (docs/bench/path.md measures both against a Worker that only answers
-// "ok"); a load tool's client should add nothing of its own worth
-// counting.
+// request at a time per origin, with a timeout and one retry of a
+// kept-alive connection the server closed. (Node's fetch costs about the
+// same, ~0.1 ms more for the smallest request: docs/bench/path.md
+// measures both against a Worker that only answers "ok".)
 import http from "node:http";
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
