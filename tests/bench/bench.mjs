@@ -28,8 +28,8 @@
 import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startWorker, ROOT } from "../workerd/helpers.mjs";
-import { expectStatus, request } from "./client.mjs";
+import { ROOT } from "../workerd/helpers.mjs";
+import { expectStatus, request, startOnOwnSocket } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 import { writeReport } from "./report.mjs";
 import { yardstick } from "./yardstick.mjs";
@@ -101,13 +101,7 @@ async function main() {
   const stateDir = process.env.BENCH_STATE ? path.resolve(process.env.BENCH_STATE) : null;
   if (stateDir) mkdirSync(stateDir, { recursive: true });
   const progressFile = stateDir && path.join(stateDir, "bench-fill.json");
-  const w = await startWorker({
-    vars: { BENCH: "1" },
-    serviceOverrides: { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
-    ...(stateDir ? { persistDir: stateDir } : {}),
-  });
-  const entry = String(w.url).replace(/\/$/, "");
-  const origin = String(await w.miniflare.unsafeGetDirectURL("agent-memory")).replace(/\/$/, "");
+  const { w, origin, entry } = await startOnOwnSocket({ vars: { BENCH: "1" }, ...(stateDir ? { persistDir: stateDir } : {}) });
   const pid = workerdPid();
   log(`worker at ${origin} (its own socket; miniflare's entry at ${entry}), workerd pid ${pid ?? "unknown"}`);
 

@@ -4,6 +4,10 @@
 // same, ~0.1 ms more for the smallest request: docs/bench/path.md
 // measures both against a Worker that only answers "ok".)
 import http from "node:http";
+import { startWorker } from "../workerd/helpers.mjs";
+
+/** The Worker's service name in miniflare (wrangler.toml's `name`). */
+const SERVICE = "agent-memory";
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 /** No request of the benchmarks takes this long (the largest is an import of 4,000 memories). */
@@ -40,4 +44,20 @@ export async function expectStatus(url, expect = 200, headers = {}) {
   const res = await request(url, { headers });
   if (res.status !== expect) throw new Error(`GET ${url}: ${res.status} (expected ${expect}) ${res.text.slice(0, 200)}`);
   return res;
+}
+
+/** A socket of its own on loopback, as miniflare's `unsafeDirectSockets` takes it. */
+export const OWN_SOCKET = [{ host: "127.0.0.1", port: 0 }];
+
+/**
+ * Starts the built Worker (tests/workerd/helpers.mjs `startWorker`, `opts`
+ * as there) with a socket of its own beside miniflare's entry worker.
+ * Resolves to `{ w, origin, entry }`: the started Worker, the origin of its
+ * own socket (what the benchmarks send their requests to) and that of the
+ * entry worker, each without a trailing slash.
+ */
+export async function startOnOwnSocket(opts = {}) {
+  const w = await startWorker({ ...opts, serviceOverrides: { ...opts.serviceOverrides, unsafeDirectSockets: OWN_SOCKET } });
+  const origin = String(await w.miniflare.unsafeGetDirectURL(SERVICE)).replace(/\/$/, "");
+  return { w, origin, entry: String(w.url).replace(/\/$/, "") };
 }

@@ -34,8 +34,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startWorker, ROOT } from "../workerd/helpers.mjs";
-import { request } from "./client.mjs";
+import { ROOT } from "../workerd/helpers.mjs";
+import { OWN_SOCKET, expectStatus, request, startOnOwnSocket } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 
 const [stateDir, nArg = "150"] = process.argv.slice(2);
@@ -52,17 +52,12 @@ const AUTH = { authorization: "Bearer dev-token" };
 const ms = (t0) => performance.now() - t0;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const w = await startWorker({
+const { w, origin: direct, entry } = await startOnOwnSocket({
   vars: { BENCH: "1" },
   persistDir: path.resolve(stateDir),
-  serviceOverrides: { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
-  extraWorkers: [
-    { name: "hello", modules: true, script: "export default { fetch() { return new Response('ok'); } };", unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
-  ],
+  extraWorkers: [{ name: "hello", modules: true, script: "export default { fetch() { return new Response('ok'); } };", unsafeDirectSockets: OWN_SOCKET }],
 });
 try {
-  const entry = String(w.url).replace(/\/$/, "");
-  const direct = String(await w.miniflare.unsafeGetDirectURL(SERVICE)).replace(/\/$/, "");
   const hello = String(await w.miniflare.unsafeGetDirectURL("hello")).replace(/\/$/, "");
   const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", SERVICE);
   const stub = ns.get(ns.idFromName("default/bench"));
@@ -71,11 +66,7 @@ try {
     if (v.error) throw new Error(`${op}: ${v.error.message}`);
     return v.ok;
   };
-  const status = async (url, headers = {}) => (await request(url, { headers })).status;
-  const get = async (url, headers, expect = 200) => {
-    const got = await status(url, headers);
-    if (got !== expect) throw new Error(`GET ${url}: ${got} (expected ${expect})`);
-  };
+  const get = async (url, headers, expect = 200) => void (await expectStatus(url, expect, headers));
   const recall = async (origin, query) => {
     const res = await request(`${origin}${BASE}/recall`, { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify({ query }) });
     let v;
@@ -110,7 +101,7 @@ try {
     await recall(direct, q);
   }
   const absent = `${BASE}/memories/${"0".repeat(32)}`;
-  if ((await status(`${direct}${absent}`, AUTH)) !== 404) throw new Error("expected 404 for an absent memory");
+  await get(`${direct}${absent}`, AUTH, 404);
   const layers = [
     ["hello, direct", "a Worker that only answers \"ok\", on its own socket (the floor of any request)", () => get(`${hello}/`)],
     ["hello, direct, Node's fetch", "the same request from Node's fetch instead of the benchmarks' client", () => fetchOk(`${hello}/`)],
@@ -127,7 +118,8 @@ try {
   // over HTTP take turns going first.
   const entryAt = layers.findIndex(([name]) => name === "recall, entry");
   const order = layers.map((_, i) => i);
-  const swapped = order.map((i) => (i === entryAt ? entryAt + 1 : i === entryAt + 1 ? entryAt : i));
+  const swapped = [...order];
+  [swapped[entryAt], swapped[entryAt + 1]] = [order[entryAt + 1], order[entryAt]];
   for (const [k, q] of queries.entries()) {
     for (const i of k % 2 ? swapped : order) {
       const [, , run] = layers[i];

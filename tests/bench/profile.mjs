@@ -14,8 +14,8 @@
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { startWorker, ROOT } from "../workerd/helpers.mjs";
-import { request } from "./client.mjs";
+import { ROOT } from "../workerd/helpers.mjs";
+import { request, startOnOwnSocket } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 
 const [stateDir, what = "recall", calls = "200"] = process.argv.slice(2);
@@ -30,14 +30,8 @@ const PORT = await new Promise((ok) => {
     srv.close(() => ok(port));
   });
 });
-const w = await startWorker({
-  vars: { BENCH: "1" },
-  persistDir: path.resolve(stateDir),
-  inspectorPort: PORT,
-  serviceOverrides: { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
-});
-// The Worker's own socket, as make bench sends its requests.
-const origin = String(await w.miniflare.unsafeGetDirectURL("agent-memory")).replace(/\/$/, "");
+// Requests go to the Worker's own socket, as make bench sends them.
+const { w, origin } = await startOnOwnSocket({ vars: { BENCH: "1" }, persistDir: path.resolve(stateDir), inspectorPort: PORT });
 const BASE = "/accounts/bench/agent-memory/namespaces/default/profiles/bench";
 const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
 const stub = ns.get(ns.idFromName("default/bench"));
@@ -70,8 +64,7 @@ const queries = corpus.questions(Number(calls), 3, 11000);
 const sessions = what === "ingest" ? [...corpus.sessions(9000 + (Date.now() % 1000)), ...corpus.sessions(9001)] : [];
 const run = async (i) => {
   if (what === "ingest") {
-    // Over REST, as `make bench` ingests (client.mjs, the Worker's own
-    // socket): the alarm that embeds the new
+    // Over REST, as `make bench` ingests: the alarm that embeds the new
     // memories runs between the calls and is in the profile.
     const s = sessions[i % sessions.length];
     const messages = s.messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.timestamp }));
