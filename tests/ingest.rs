@@ -252,6 +252,62 @@ fn test_failed_embeddings_are_retried_after_backoff_and_nothing_is_lost() {
     assert_eq!(flaky.calls.get(), 3);
 }
 
+/// Embeds like the local embedder and records each request's size.
+#[derive(Default)]
+struct CountingEmbedder {
+    requests: RefCell<Vec<usize>>,
+}
+
+impl Embedder for CountingEmbedder {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
+        self.requests.borrow_mut().push(texts.len());
+        HashEmbedder.embed(texts)
+    }
+}
+
+#[test]
+fn test_a_drain_embeds_a_burst_in_requests_of_at_most_embed_batch_texts() {
+    use agent_memory::core::background::EMBED_BATCH;
+    let sql = database();
+    let counting = CountingEmbedder::default();
+    let stored = with_parts(&sql, APRIL_15, &Rules, &counting, |p| {
+        // Several calls' work waits for one drain, as after a burst.
+        // Made-up names, so no statement restates or supersedes another.
+        const SYLLABLES: [&str; 12] = ["ka", "lo", "mi", "ru", "te", "zo", "vi", "ne", "sa", "po", "fu", "ge"];
+        for k in 0..12 {
+            let say = |i: usize| format!("We reviewed the {}{}dor proposal with the committee.", SYLLABLES[k], SYLLABLES[i]);
+            block_on(p.ingest(IngestRequest { messages: (0..8).map(|i| msg("user", &say(i))).collect(), session_id: Some(format!("s{k}")) })).unwrap();
+        }
+        let stored = active(p).into_iter().filter(|m| m.kind != MemoryType::Task).count();
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!((report.embedded, report.failed, report.pending), (stored, 0, 0));
+        stored
+    });
+    assert!(stored > EMBED_BATCH, "the burst needs more than one request ({stored} memories)");
+    let requests = counting.requests.borrow();
+    assert_eq!(requests.iter().sum::<usize>(), stored);
+    assert_eq!(requests.len(), stored.div_ceil(EMBED_BATCH), "{requests:?}");
+    assert!(requests.iter().all(|&n| n <= EMBED_BATCH), "{requests:?}");
+    assert_eq!(vector_ids(&sql).len(), stored);
+}
+
+#[test]
+fn test_a_write_sets_the_alarm_a_drain_delay_later_and_a_burst_shares_it() {
+    use agent_memory::core::background::{next_alarm, DRAIN_DELAY_MILLIS as D};
+    let now = APRIL_15;
+    // Work due now waits the delay; no alarm yet: one is set.
+    assert_eq!(next_alarm(now, now, None), Some(now + D));
+    // The next writes of the burst keep the alarm already set.
+    assert_eq!(next_alarm(now + 10, now + 10, Some(now + D)), None);
+    assert_eq!(next_alarm(now + D, now + D, Some(now + D)), None);
+    // Work due later (a retry's backoff) is not brought forward...
+    assert_eq!(next_alarm(now + 5_000, now, None), Some(now + 5_000));
+    // ...and an alarm set for later than this write needs is moved sooner.
+    assert_eq!(next_alarm(now, now, Some(now + 5_000)), Some(now + D));
+    // An overdue alarm (not yet run) stays: it drains this write's work too.
+    assert_eq!(next_alarm(now, now, Some(now - 1)), None);
+}
+
 // ---- the language-model reasoner --------------------------------------
 
 /// A chat model that answers each stage (told apart by its system prompt)

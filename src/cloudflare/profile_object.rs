@@ -143,7 +143,9 @@ impl ProfileObject {
         }
     }
 
-    /// Makes sure an alarm is set for the earliest pending job or expiry.
+    /// Makes sure an alarm is set for the earliest pending job or expiry,
+    /// no sooner than the drain delay after this write (see
+    /// [`crate::core::background::next_alarm`]).
     async fn schedule(&self, profile: &Profile<'_>) {
         let store = profile.store();
         let due = match (store.next_job_at(), store.next_expiry()) {
@@ -156,9 +158,10 @@ impl ProfileObject {
         let Some(due) = due else { return };
         let storage = self.state.storage();
         let current = storage.get_alarm().await.ok().flatten();
-        if current.is_none_or(|c| c > due) {
+        let now = now();
+        if let Some(at) = crate::core::background::next_alarm(due, now, current) {
             // An integer is an offset from now (worker's ScheduledTime).
-            let _ = storage.set_alarm((due - now()).max(1)).await;
+            let _ = storage.set_alarm((at - now).max(1)).await;
         }
     }
 }

@@ -12,7 +12,31 @@ use crate::core::store::{FullText, Job, JOB_EMBED, JOB_EXTRACT, JOB_INDEX_TEXT, 
 use serde::{Deserialize, Serialize};
 
 /// Jobs taken per drain.
-pub const DRAIN_BATCH: usize = 64;
+pub const DRAIN_BATCH: usize = 512;
+
+/// Texts per embedder request: a drain embeds its jobs in requests of at
+/// most this many (remote models cap a request's inputs; Workers AI's
+/// embedding models take 100).
+pub const EMBED_BATCH: usize = 64;
+
+/// How long background work waits after the write that queued it, so
+/// that the writes of a burst are drained together: one alarm, one
+/// commit and a few embedder requests for many calls, not one each. A
+/// memory is found by full text and topic key at once and by vector
+/// search this much later.
+pub const DRAIN_DELAY_MILLIS: i64 = 100;
+
+/// When the profile's alarm should next fire, after a write: `due` is the
+/// earliest pending job or expiry (epoch millis), `current` the alarm
+/// already set, if any. `None` keeps the current alarm, which comes first
+/// and drains this write's work with the rest.
+pub fn next_alarm(due: i64, now: i64, current: Option<i64>) -> Option<i64> {
+    let at = due.max(now + DRAIN_DELAY_MILLIS);
+    match current {
+        Some(c) if c <= at => None,
+        _ => Some(at),
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -110,51 +134,17 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
         }
     }
 
-    if !embeds.is_empty() {
-        let inputs = store.embedding_inputs(&embeds.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
-        let texts: Vec<String> = inputs.iter().map(|(_, queries, content)| embedding_text_of(queries, content)).collect();
-        let result = async {
-            if texts.is_empty() {
-                return Ok(0);
-            }
-            let vectors = p.embedder.embed(&texts).await?;
-            // A reply with a vector missing (or one too many) cannot be
-            // matched to memories: fail the batch so it is retried, rather
-            // than finishing jobs whose memories got no vector.
-            if vectors.len() != texts.len() {
-                return Err(Error::provider(format!(
-                    "embedder returned {} vectors for {} texts",
-                    vectors.len(),
-                    texts.len()
-                )));
-            }
-            if vectors.iter().any(|v| v.is_empty() || v.iter().any(|x| !x.is_finite())) {
-                return Err(Error::provider("embedder returned an empty or non-finite vector"));
-            }
-            // The embedder call yields: a memory may have been forgotten or
-            // deleted meanwhile (its removal job is already queued behind
-            // this one). Upsert only memories that still want a vector, so
-            // no vector of deleted content is written after its delete.
-            let ids: Vec<String> = inputs.iter().map(|(id, _, _)| id.clone()).collect();
-            let still = store.wanting_vectors(&ids)?;
-            let items: Vec<(String, Vec<f32>)> =
-                ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();
-            if !items.is_empty() {
-                p.index.upsert(&items).await?;
-            }
-            Ok::<usize, Error>(items.len())
-        }
-        .await;
-        match result {
+    for batch in embeds.chunks(EMBED_BATCH) {
+        match embed(p, batch).await {
             Ok(n) => {
-                store.finish_jobs(&embeds.iter().map(|j| j.id).collect::<Vec<_>>())?;
-                report.embedded = n;
+                store.finish_jobs(&batch.iter().map(|j| j.id).collect::<Vec<_>>())?;
+                report.embedded += n;
             }
             Err(e) => {
-                for j in &embeds {
+                for j in batch {
                     store.fail_job(j.id, j.attempts, &e.to_string())?;
                 }
-                report.failed += embeds.len();
+                report.failed += batch.len();
             }
         }
     }
@@ -190,4 +180,36 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
         (a, b) => a.or(b),
     };
     Ok(report)
+}
+
+/// Embeds the memories of `jobs` (one embedder request) and upserts the
+/// vectors of those that still want one; how many were upserted.
+async fn embed(p: &Profile<'_>, jobs: &[Job]) -> Result<usize> {
+    let store = p.store();
+    let inputs = store.embedding_inputs(&jobs.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
+    if inputs.is_empty() {
+        return Ok(0);
+    }
+    let texts: Vec<String> = inputs.iter().map(|(_, queries, content)| embedding_text_of(queries, content)).collect();
+    let vectors = p.embedder.embed(&texts).await?;
+    // A reply with a vector missing (or one too many) cannot be matched
+    // to memories: fail the batch so it is retried, rather than finishing
+    // jobs whose memories got no vector.
+    if vectors.len() != texts.len() {
+        return Err(Error::provider(format!("embedder returned {} vectors for {} texts", vectors.len(), texts.len())));
+    }
+    if vectors.iter().any(|v| v.is_empty() || v.iter().any(|x| !x.is_finite())) {
+        return Err(Error::provider("embedder returned an empty or non-finite vector"));
+    }
+    // The embedder call yields: a memory may have been forgotten or
+    // deleted meanwhile (its removal job is already queued behind this
+    // one). Upsert only memories that still want a vector, so no vector
+    // of deleted content is written after its delete.
+    let ids: Vec<String> = inputs.iter().map(|(id, _, _)| id.clone()).collect();
+    let still = store.wanting_vectors(&ids)?;
+    let items: Vec<(String, Vec<f32>)> = ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();
+    if !items.is_empty() {
+        p.index.upsert(&items).await?;
+    }
+    Ok(items.len())
 }

@@ -48,6 +48,7 @@ const NPM = { role: "user", content: "Update: we moved the web project back to n
 const CONVERSATION = [PNPM, ACK, DOG, TASK];
 
 const PNPM_FACT = "The user prefers pnpm over npm for the web project.";
+const PNPM_QUESTION = "Which package manager does the user prefer?";
 const NPM_FACT = "The user switched the web project back to npm.";
 const DOG_FACT = "The user's dog is named Biscuit.";
 const TASK_TEXT = "The user is migrating the billing service to Postgres.";
@@ -131,7 +132,7 @@ describe("openai-compatible adapter against a local stand-in server", () => {
   test("openai-compatible adapter against a local stand-in server: recall sends query analysis, one embeddings call (query + HyDE) and synthesis, and returns the synthesized answer", async () => {
     const p = profileClient(w, "default", "oa-happy");
     const mark = s.requests.length;
-    const query = "Which package manager does the user prefer?";
+    const query = PNPM_QUESTION;
     const envelope = await p.recall({ query });
     // Leave out embeddings the alarm may send meanwhile (memory texts).
     const sent = s.since(mark).filter((r) => r.stage !== "embedding" || r.body.input[0] === query);
@@ -155,7 +156,10 @@ describe("openai-compatible adapter against a local stand-in server", () => {
     const p = profileClient(w, "default", "oa-happy");
     const stats = await waitForStats(w, p, (st) => st.pendingJobs === 0, { what: "the embed jobs to drain" });
     assert.equal(stats.vectors, 2, "two facts embedded; the task is not");
-    const embedded = s.requests.filter((r) => r.path === "/v1/embeddings").flatMap((r) => r.body.input);
+    // The memories' texts: the alarm's requests, not the recall's (its
+    // question and HyDE statement, which may come first: the alarm waits
+    // the drain delay).
+    const embedded = s.requests.filter((r) => r.path === "/v1/embeddings" && r.body.input[0] !== PNPM_QUESTION).flatMap((r) => r.body.input);
     for (const fact of [PNPM_FACT, DOG_FACT]) {
       const text = embedded.find((t) => t.endsWith(fact));
       assert.ok(text, `embedded: ${fact}`);

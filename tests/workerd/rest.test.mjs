@@ -10,6 +10,7 @@ import {
   T, VARS, TOKEN, TEAM_TOKEN, CODE, CONVERSATION, BAD_NAMES,
   restClient, loadDocument, unexercised, documentedOperations, ok, fails, is4xx, bigContent, counts, exportRecords,
 } from "./fixtures.mjs";
+import { waitFor } from "./reliability-support.mjs";
 
 let w;
 let doc;
@@ -519,7 +520,12 @@ const BAD_INPUT = [
 test("bad input is refused with a 4xx error envelope and stores nothing", async (t) => {
   // Something to protect: a stored memory in the target profile.
   ok(await remember(BAD, { content: "The user has a standing desk at the office.", sessionId: "s1" }));
-  const before = await stats(BAD);
+  // Its background work done (the alarm waits the drain delay), so what
+  // follows is compared with a settled profile.
+  const before = await waitFor(async () => {
+    const s = await stats(BAD);
+    return s.pendingJobs === 0 && s;
+  }, { what: "the outbox to drain" });
   for (const [name, method, template, params, opts, status, code] of BAD_INPUT) {
     await t.test(name, async () => {
       const r = await api.request(method, template, { profile: BAD, ...params }, opts);

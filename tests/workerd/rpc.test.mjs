@@ -7,6 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./helpers.mjs";
+import { waitFor } from "./reliability-support.mjs";
 import {
   T, VARS, CODE, CONVERSATION, restClient, loadDocument, checkRpcResult, rpcResultSchema, rpcCode, rpcRejects,
   ok, fails, bigContent, counts, exportRecords,
@@ -173,6 +174,9 @@ test("remember over REST is seen over RPC, with identical records", async () => 
 
 test("recall over RPC and over REST gives the same candidates in the same order", async () => {
   await rpc("p-same", "ingest", CONVERSATION, { sessionId: "s-same" });
+  // Both ways ask the same settled profile: its vectors written (the
+  // alarm waits the drain delay after the ingest).
+  await waitFor(async () => (await rpc("p-same", "stats")).pendingJobs === 0, { what: "the outbox to drain" });
   for (const [query, options] of [
     ["Where does the user's sister live?", {}],
     ["Which package manager does the user prefer?", { limit: 5 }],
