@@ -14,6 +14,11 @@ use serde::{Deserialize, Serialize};
 /// Jobs taken per drain.
 pub const DRAIN_BATCH: usize = 512;
 
+/// Sessions re-judged per drain (`extract` jobs): each is a round of
+/// model calls, so a drain takes a few and leaves the rest due for the
+/// next alarm, rather than running past the alarm's time.
+pub const EXTRACT_BATCH: usize = 8;
+
 /// Texts per embedder request: a drain embeds its jobs in requests of at
 /// most this many (remote models cap a request's inputs; Workers AI's
 /// embedding models take 100).
@@ -99,7 +104,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
 
     // Sessions whose model stages failed at ingest: judge them again. Their
     // new memories queue their own embeddings, drained below or next time.
-    for j in &extracts {
+    for j in extracts.iter().take(EXTRACT_BATCH) {
         match crate::core::ingest::retry_session(p, &j.memory_id).await {
             Ok(0) => {
                 store.finish_jobs(&[j.id])?;
