@@ -147,15 +147,7 @@ impl ProfileObject {
     /// no sooner than the drain delay after this write (see
     /// [`crate::core::background::next_alarm`]).
     async fn schedule(&self, profile: &Profile<'_>) {
-        let store = profile.store();
-        let due = match (store.next_job_at(), store.next_expiry()) {
-            (Ok(a), Ok(b)) => match (a, b) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-            _ => None,
-        };
-        let Some(due) = due else { return };
+        let Some(due) = profile.store().next_due().ok().flatten() else { return };
         let storage = self.state.storage();
         let current = storage.get_alarm().await.ok().flatten();
         let now = now();

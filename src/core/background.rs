@@ -140,7 +140,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     }
 
     for batch in embeds.chunks(EMBED_BATCH) {
-        match embed(p, batch).await {
+        match embed_memories(p, &batch.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>()).await {
             Ok(n) => {
                 store.finish_jobs(&batch.iter().map(|j| j.id).collect::<Vec<_>>())?;
                 report.embedded += n;
@@ -180,18 +180,16 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
         Err(e) => report.directory_error = Some(e.to_string()),
     }
     report.pending = store.pending_jobs()?;
-    report.next_at = match (store.next_job_at()?, store.next_expiry()?) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    report.next_at = store.next_due()?;
     Ok(report)
 }
 
-/// Embeds the memories of `jobs` (one embedder request) and upserts the
-/// vectors of those that still want one; how many were upserted.
-async fn embed(p: &Profile<'_>, jobs: &[Job]) -> Result<usize> {
+/// Embeds the memories `ids` that want a vector (one embedder request)
+/// and upserts the vectors of those that still want one after it; how
+/// many were upserted.
+pub async fn embed_memories(p: &Profile<'_>, ids: &[String]) -> Result<usize> {
     let store = p.store();
-    let inputs = store.embedding_inputs(&jobs.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
+    let inputs = store.embedding_inputs(ids)?;
     if inputs.is_empty() {
         return Ok(0);
     }

@@ -727,6 +727,15 @@ impl<'a> Store<'a> {
         Ok(self.sql.query("SELECT MIN(next_attempt_at) FROM outbox", &[])?.first().and_then(|r| r[0].as_i64()))
     }
 
+    /// When background work is next due (epoch millis): the earliest
+    /// pending job or expiry, if any.
+    pub fn next_due(&self) -> Result<Option<i64>> {
+        Ok(match (self.next_job_at()?, self.next_expiry()?) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
     // ---- local vectors --------------------------------------------------
 
     /// Profile statistics.

@@ -222,8 +222,9 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
     Ok(json!({ "stage": stage, "out": out }))
 }
 
-/// Embeds up to `limit` pending embed jobs in one batch (the alarm takes
-/// 64 per run): fills the index quickly after a bulk import.
+/// Embeds up to `limit` pending embed jobs in one embedder request (the
+/// alarm's drain sends at most 64 texts per request): fills the index
+/// quickly after a bulk import.
 pub async fn drain(p: &Profile<'_>, limit: usize) -> Result<Value> {
     let store = p.store();
     let jobs: Vec<(i64, String)> = p
@@ -235,13 +236,7 @@ pub async fn drain(p: &Profile<'_>, limit: usize) -> Result<Value> {
         .into_iter()
         .filter_map(|r| Some((r[0].as_i64()?, r[1].opt_string()?)))
         .collect();
-    let inputs = store.embedding_inputs(&jobs.iter().map(|j| j.1.clone()).collect::<Vec<_>>())?;
-    let texts: Vec<String> = inputs.iter().map(|(_, q, c)| crate::core::background::embedding_text_of(q, c)).collect();
-    if !texts.is_empty() {
-        let vectors = p.embedder.embed(&texts).await?;
-        let items: Vec<(String, Vec<f32>)> = inputs.into_iter().map(|(id, _, _)| id).zip(vectors).collect();
-        p.index.upsert(&items).await?;
-    }
+    let embedded = crate::core::background::embed_memories(p, &jobs.iter().map(|j| j.1.clone()).collect::<Vec<_>>()).await?;
     store.finish_jobs(&jobs.iter().map(|j| j.0).collect::<Vec<_>>())?;
     let left = p
         .sql
@@ -249,7 +244,7 @@ pub async fn drain(p: &Profile<'_>, limit: usize) -> Result<Value> {
         .first()
         .and_then(|r| r[0].as_i64())
         .unwrap_or(0);
-    Ok(json!({ "embedded": texts.len(), "jobs": jobs.len(), "left": left }))
+    Ok(json!({ "embedded": embedded, "jobs": jobs.len(), "left": left }))
 }
 
 /// recall@k of the index against an exact cosine scan over every stored
