@@ -137,7 +137,7 @@ fn test_delete_removes_memory_messages_and_fts_rows() {
         p.delete(&id).unwrap();
         let export = p.export().unwrap();
         assert!(!export.contains("Bluebird"), "deleted text survives in export");
-        for table in ["memories_fts", "messages_fts", "vectors", "outbox", "memory_sources"] {
+        for table in ["memories_fts", "messages_fts", "vectors", "outbox", "citations", "citations_waiting"] {
             let n = agent_memory::core::ports::Sql::query(&sql, &format!("SELECT COUNT(*) FROM {table}"), &[]).unwrap()[0][0].as_i64();
             if table == "outbox" {
                 // only the vector-removal job for the deleted memory remains
@@ -333,7 +333,7 @@ fn test_import_of_many_megabytes_is_written_whole_in_bounded_statements() {
         assert_eq!(count("SELECT COUNT(*) FROM memories_fts"), 1500);
         assert_eq!(count("SELECT COUNT(*) FROM messages_fts"), 1500);
         assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind = 'index_text'"), 0, "the import wrote them itself");
-        assert_eq!(count("SELECT COUNT(*) FROM memory_sources"), 1500);
+        assert_eq!(count("SELECT COUNT(*) FROM citations"), 1500);
         // Every active memory but the tasks waits for its vector.
         assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind = 'embed'"), 1350);
         let back = p.get("00000000000000000000000000000577").unwrap();
@@ -516,4 +516,127 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
         assert_eq!(got, expected);
         assert!(p.store().embedding_inputs(&[]).unwrap().is_empty());
     });
+}
+
+/// A one-memory export whose memory cites one message of session `s1`
+/// (`content`, said by the user), the message itself left out.
+fn memory_citing_an_absent_message(content: &str) -> (String, String) {
+    use agent_memory::core::model::{Memory, MemoryType};
+    let message_id = agent_memory::core::ids::message_id("s1", "user", content);
+    let memory = Memory {
+        id: format!("{:032x}", 7),
+        kind: MemoryType::Fact,
+        key: Some("tooling.package_manager".into()),
+        summary: "The team uses pnpm".into(),
+        content: "The team uses pnpm.".into(),
+        session_id: "s1".into(),
+        source_message_ids: vec![message_id.clone()],
+        search_queries: vec!["which package manager".into()],
+        status: Status::Active,
+        supersedes: None,
+        superseded_by: None,
+        event_date: None,
+        created_at: "2026-04-14T10:00:00.000Z".into(),
+        updated_at: "2026-04-14T10:00:00.000Z".into(),
+        expires_at: None,
+    };
+    let mut v = serde_json::to_value(&memory).unwrap();
+    v["kind"] = json!("memory");
+    let header = json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p", "exportedAt": "2026-04-15T10:00:00.000Z"});
+    (format!("{header}\n{v}\n"), message_id)
+}
+
+#[test]
+fn test_a_citation_of_a_message_stored_later_is_found_once_it_is_stored() {
+    use agent_memory::core::store::Store;
+    let sql = database();
+    let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
+    let content = "Use pnpm, not npm, in every repository.";
+    let (file, message_id) = memory_citing_an_absent_message(content);
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file).unwrap();
+        let store = Store::new(p.sql, APRIL_15);
+        // The message is not stored: the citation waits for it, and the
+        // reverse lookups still see it.
+        assert_eq!((count("SELECT COUNT(*) FROM citations"), count("SELECT COUNT(*) FROM citations_waiting")), (0, 1));
+        assert_eq!(store.memories_citing(&[message_id.clone()]).unwrap(), vec![format!("{:032x}", 7)]);
+        // Storing it moves the citation to its rowid.
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", content)], session_id: Some("s1".into()) })).unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM citations_waiting"), 0);
+        assert_eq!(
+            count(&format!(
+                "SELECT COUNT(*) FROM citations c JOIN messages m ON m.rowid = c.message_rowid \
+                 WHERE m.id = '{message_id}' AND c.memory_id = '{:032x}'",
+                7
+            )),
+            1
+        );
+        assert!(store.memories_citing(&[message_id.clone()]).unwrap().contains(&format!("{:032x}", 7)));
+        assert!(store.cited_messages(&[message_id.clone()]).unwrap().contains(&message_id));
+    });
+}
+
+#[test]
+fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_rowid() {
+    use agent_memory::core::store::Store;
+    let sql = database();
+    let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
+    let content = "Use pnpm, not npm, in every repository.";
+    let (file, message_id) = memory_citing_an_absent_message(content);
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", content)], session_id: Some("s1".into()) })).unwrap();
+        p.import(&file).unwrap();
+        let store = Store::new(p.sql, APRIL_15);
+        let rowid = count(&format!("SELECT rowid FROM messages WHERE id = '{message_id}'"));
+        let citing = count(&format!("SELECT COUNT(*) FROM citations WHERE message_rowid = {rowid}"));
+        assert!(citing >= 1, "the imported memory cites the stored message");
+        // Deleting the message (the highest rowid, so SQLite may hand it
+        // out again) moves its citations aside.
+        store.delete_messages(&[message_id.clone()]).unwrap();
+        assert_eq!(count(&format!("SELECT COUNT(*) FROM citations WHERE message_rowid = {rowid}")), 0);
+        assert_eq!(count("SELECT COUNT(*) FROM citations_waiting"), citing);
+        // Another message takes the rowid: nothing cites it.
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "Lunch is at noon today.")], session_id: Some("s2".into()) }))
+            .unwrap();
+        let other = agent_memory::core::ids::message_id("s2", "user", "Lunch is at noon today.");
+        assert_eq!(count(&format!("SELECT rowid FROM messages WHERE id = '{other}'")), rowid, "SQLite reused the rowid");
+        assert!(!store.memories_citing(&[other.clone()]).unwrap().contains(&format!("{:032x}", 7)));
+        // The deleted message's memories are still found by its id.
+        assert!(store.memories_citing(&[message_id.clone()]).unwrap().contains(&format!("{:032x}", 7)));
+    });
+}
+
+#[test]
+fn test_migration_5_moves_every_source_into_citations_or_waiting() {
+    use agent_memory::core::ports::Sql;
+    use agent_memory::core::schema::MIGRATIONS;
+    let sql = support::NativeSql::memory();
+    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
+    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v <= 4) {
+        for s in statements.iter() {
+            sql.execute(s, &[]).unwrap();
+        }
+        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
+    }
+    // Two stored messages and one that is not; three memories citing them.
+    for (id, position) in [("a", 0), ("b", 1)] {
+        sql.execute(
+            "INSERT INTO messages (id, session_id, role, content, position, created_at) VALUES (?, 's', 'user', 'hi', ?, 'then')",
+            &[id.into(), (position as i64).into()],
+        )
+        .unwrap();
+    }
+    for (memory, message) in [("m1", "a"), ("m1", "b"), ("m2", "b"), ("m3", "gone")] {
+        sql.execute("INSERT INTO memory_sources (memory_id, message_id) VALUES (?, ?)", &[memory.into(), message.into()]).unwrap();
+    }
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    let rows = |q: &str| -> Vec<String> {
+        sql.query(q, &[]).unwrap().into_iter().map(|r| format!("{}:{}", r[0].opt_string().unwrap(), r[1].opt_string().unwrap())).collect()
+    };
+    assert_eq!(
+        rows("SELECT c.memory_id, m.id FROM citations c JOIN messages m ON m.rowid = c.message_rowid ORDER BY 1, 2"),
+        ["m1:a", "m1:b", "m2:b"]
+    );
+    assert_eq!(rows("SELECT memory_id, message_id FROM citations_waiting"), ["m3:gone"]);
+    assert!(sql.query("SELECT 1 FROM sqlite_master WHERE name = 'memory_sources'", &[]).unwrap().is_empty());
 }

@@ -135,6 +135,48 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         // The directory also knows the speakers: version 3's table goes.
         "DROP TABLE IF EXISTS speakers",
     ],
+), (
+    5,
+    &[
+        // Which messages each memory cites, keyed by the message's rowid
+        // instead of its id. Message ids are content hashes: an index by
+        // them puts every new citation on a random page of a large
+        // B-tree, while new messages take the highest rowids, so their
+        // citations land at the end (docs/bench/ingest-io.md). `citations`
+        // holds the citations of stored messages; `citations_waiting` the
+        // rest (a memory imported before its messages, or one whose
+        // message was deleted), moved across by the triggers below when
+        // such a message is stored or deleted. Together they are what
+        // `memory_sources` was; the JSON column on `memories` stays the
+        // record of a memory's sources.
+        "CREATE TABLE IF NOT EXISTS citations (
+            memory_id TEXT NOT NULL,
+            message_rowid INTEGER NOT NULL,
+            PRIMARY KEY (memory_id, message_rowid)
+        ) WITHOUT ROWID",
+        "CREATE INDEX IF NOT EXISTS citations_by_message ON citations(message_rowid)",
+        "CREATE TABLE IF NOT EXISTS citations_waiting (
+            message_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            PRIMARY KEY (message_id, memory_id)
+        ) WITHOUT ROWID",
+        "CREATE INDEX IF NOT EXISTS citations_waiting_by_memory ON citations_waiting(memory_id)",
+        "INSERT OR IGNORE INTO citations (memory_id, message_rowid) \
+         SELECT s.memory_id, m.rowid FROM memory_sources s JOIN messages m ON m.id = s.message_id",
+        "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) \
+         SELECT s.message_id, s.memory_id FROM memory_sources s \
+         WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = s.message_id)",
+        "DROP TABLE IF EXISTS memory_sources",
+        "CREATE TRIGGER IF NOT EXISTS citations_stored AFTER INSERT ON messages \
+         WHEN EXISTS (SELECT 1 FROM citations_waiting WHERE message_id = new.id) BEGIN \
+         INSERT OR IGNORE INTO citations (memory_id, message_rowid) \
+         SELECT memory_id, new.rowid FROM citations_waiting WHERE message_id = new.id; \
+         DELETE FROM citations_waiting WHERE message_id = new.id; END",
+        "CREATE TRIGGER IF NOT EXISTS citations_unstored AFTER DELETE ON messages BEGIN \
+         INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) \
+         SELECT old.id, memory_id FROM citations WHERE message_rowid = old.rowid; \
+         DELETE FROM citations WHERE message_rowid = old.rowid; END",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

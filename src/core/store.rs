@@ -259,7 +259,13 @@ impl<'a> Store<'a> {
             fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
         for chunk in json_chunks(&sources) {
             self.sql.execute(
-                "INSERT OR IGNORE INTO memory_sources (memory_id, message_id) SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?1) j",
+                "INSERT OR IGNORE INTO citations (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
+                 FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1",
+                &[chunk.clone()],
+            )?;
+            self.sql.execute(
+                "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) SELECT j.value ->> 1, j.value ->> 0 \
+                 FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = j.value ->> 1)",
                 &[chunk],
             )?;
         }
@@ -421,7 +427,8 @@ impl<'a> Store<'a> {
                 &params,
             )?;
             self.sql.execute(&format!("DELETE FROM memories WHERE id IN ({ph})"), &params)?;
-            self.sql.execute(&format!("DELETE FROM memory_sources WHERE memory_id IN ({ph})"), &params)?;
+            self.sql.execute(&format!("DELETE FROM citations WHERE memory_id IN ({ph})"), &params)?;
+            self.sql.execute(&format!("DELETE FROM citations_waiting WHERE memory_id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM outbox WHERE memory_id IN ({ph})"), &params)?;
             // The local index lives here: its rows go in this transaction,
             // and its snapshot (which may hold their codes) with them.
@@ -483,7 +490,11 @@ impl<'a> Store<'a> {
         for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
             let rows = self.sql.query(
-                &format!("SELECT DISTINCT memory_id FROM memory_sources WHERE message_id IN ({})", placeholders(chunk.len())),
+                &format!(
+                    "SELECT c.memory_id FROM messages m CROSS JOIN citations c ON c.message_rowid = m.rowid WHERE m.id IN ({ph}) \
+                     UNION SELECT memory_id FROM citations_waiting WHERE message_id IN ({ph})",
+                    ph = numbered_placeholders(chunk.len())
+                ),
                 &params,
             )?;
             out.extend(rows.into_iter().filter_map(|r| r[0].opt_string()));
@@ -499,7 +510,12 @@ impl<'a> Store<'a> {
         for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
             let rows = self.sql.query(
-                &format!("SELECT DISTINCT message_id FROM memory_sources WHERE message_id IN ({})", placeholders(chunk.len())),
+                &format!(
+                    "SELECT m.id FROM messages m WHERE m.id IN ({ph}) \
+                     AND EXISTS (SELECT 1 FROM citations c WHERE c.message_rowid = m.rowid) \
+                     UNION SELECT message_id FROM citations_waiting WHERE message_id IN ({ph})",
+                    ph = numbered_placeholders(chunk.len())
+                ),
                 &params,
             )?;
             out.extend(rows.into_iter().filter_map(|r| r[0].opt_string()));
@@ -770,7 +786,7 @@ impl<'a> Store<'a> {
 
     /// Removes everything in the profile.
     pub fn wipe(&self) -> Result<()> {
-        for t in ["messages", "messages_fts", "memories", "memories_fts", "memory_sources", "vectors", "vector_snapshot", "directory_snapshot", "outbox", "meta"] {
+        for t in ["messages", "messages_fts", "memories", "memories_fts", "citations", "citations_waiting", "vectors", "vector_snapshot", "directory_snapshot", "outbox", "meta"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.purge_deleted_text()
@@ -930,6 +946,11 @@ pub fn json_chunks<T: serde::Serialize>(rows: &[T]) -> Vec<SqlValue> {
 /// `?, ?, ?` with `n` marks.
 pub fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
+}
+
+/// `?1, ?2, ?3` for `n` values: a list a statement can name twice.
+pub fn numbered_placeholders(n: usize) -> String {
+    (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
 }
 
 /// `(?, ?), (?, ?)` for `rows` rows of `cols` columns.

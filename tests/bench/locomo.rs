@@ -301,7 +301,7 @@ impl Memory for Native {
     fn cited(&self) -> Option<HashSet<String>> {
         let rows = agent_memory::core::ports::Sql::query(
             &self.sql,
-            "SELECT DISTINCT s.message_id FROM memory_sources s JOIN memories m ON m.id = s.memory_id WHERE m.status = 'active'",
+            "SELECT DISTINCT g.id FROM citations s JOIN memories m ON m.id = s.memory_id JOIN messages g ON g.rowid = s.message_rowid WHERE m.status = 'active'",
             &[],
         )
         .ok()?;

@@ -482,9 +482,10 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_
     let rows: Vec<(String, String, Option<String>, Option<String>)> = json_rows(
         sql,
         &format!(
-            "SELECT json_group_array(json_array(s.message_id, m.id, m.source_message_ids, \
+            "SELECT json_group_array(json_array(g.id, m.id, m.source_message_ids, \
                     CASE WHEN j.key < ?2 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END)) \
-             FROM json_each(?1) j CROSS JOIN memory_sources s ON s.message_id = j.value \
+             FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
+             CROSS JOIN citations s ON s.message_rowid = g.rowid \
              CROSS JOIN memories m ON m.id = s.memory_id WHERE {cond}"
         ),
         &params,
