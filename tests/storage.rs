@@ -640,3 +640,48 @@ fn test_migration_5_moves_every_source_into_citations_or_waiting() {
     assert_eq!(rows("SELECT memory_id, message_id FROM citations_waiting"), ["m3:gone"]);
     assert!(sql.query("SELECT 1 FROM sqlite_master WHERE name = 'memory_sources'", &[]).unwrap().is_empty());
 }
+
+#[test]
+fn test_the_same_meaning_remembered_again_before_any_drain_is_the_stored_memory() {
+    // The profile's directory is kept across calls, as the Durable Object
+    // keeps it, and no drain runs between them: the second call must see
+    // the first call's memory through it (the fingerprint has no index).
+    use agent_memory::core::recall::directory::TurnDirectory;
+    let sql = database();
+    let turns = TurnDirectory::new();
+    let first = support::with_profile_in(&sql, APRIL_15, &turns, |p| {
+        block_on(p.remember(remember("API rate limit was increased to 10,000 req/s per zone."))).unwrap()
+    });
+    let again = support::with_profile_in(&sql, APRIL_15 + 1000, &turns, |p| {
+        // Spacing and case do not change a meaning.
+        block_on(p.remember(remember("API  rate limit was increased to 10,000 REQ/S per zone."))).unwrap()
+    });
+    assert_eq!(again.id, first.id);
+    support::with_profile_in(&sql, APRIL_15 + 2000, &turns, |p| {
+        assert_eq!(p.stats().unwrap().memories, 1);
+        // Once it is gone, the same meaning is a new memory.
+        p.delete(&first.id).unwrap();
+        let third = block_on(p.remember(remember("API rate limit was increased to 10,000 req/s per zone."))).unwrap();
+        assert_ne!(third.id, first.id);
+        assert_eq!(p.stats().unwrap().memories, 1);
+    });
+}
+
+#[test]
+fn test_a_superseded_memory_does_not_absorb_its_meaning_stated_again() {
+    // Only an active memory holds a meaning: once superseded, the same
+    // content stated again is stored anew (the directory's candidates
+    // are checked against the stored status).
+    use agent_memory::core::recall::directory::TurnDirectory;
+    let sql = database();
+    let turns = TurnDirectory::new();
+    let keyed = |content: &str| -> RememberRequest { serde_json::from_value(json!({ "content": content, "key": "tooling.package_manager" })).unwrap() };
+    let npm = support::with_profile_in(&sql, APRIL_15, &turns, |p| block_on(p.remember(keyed("The team uses npm for packages."))).unwrap());
+    let pnpm = support::with_profile_in(&sql, APRIL_15 + 1000, &turns, |p| block_on(p.remember(keyed("The team uses pnpm for packages."))).unwrap());
+    support::with_profile_in(&sql, APRIL_15 + 2000, &turns, |p| {
+        assert_eq!(p.get(&npm.id).unwrap().memory.status, Status::Superseded);
+        let back = block_on(p.remember(keyed("The team uses npm for packages."))).unwrap();
+        assert_ne!(back.id, npm.id, "the superseded memory is not returned as the stored meaning");
+        assert_eq!(p.get(&pnpm.id).unwrap().memory.status, Status::Superseded);
+    });
+}

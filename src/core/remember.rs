@@ -47,7 +47,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let expires_at = expiry(p.now, req.expires_at.as_deref(), req.ttl_seconds);
     pending[0].memory.expires_at = expires_at;
     let store = p.store();
-    let outcome = persist::store(&store, pending)?;
+    let outcome = persist::store(&store, p.turns, pending)?;
     // Read back what was stored: its status is derived on read (a memory
     // stored with an expiry already past reads as expired).
     let id = match (outcome.stored.first(), outcome.existing.first()) {

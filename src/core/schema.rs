@@ -177,6 +177,19 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
          SELECT old.id, memory_id FROM citations WHERE message_rowid = old.rowid; \
          DELETE FROM citations WHERE message_rowid = old.rowid; END",
     ],
+), (
+    6,
+    &[
+        // Ingest finds a memory already stored with the same meaning
+        // through the turn directory, which holds every memory's
+        // fingerprint in the object's memory (core::recall::fingerprints):
+        // the index, whose every insert landed on a random page, goes.
+        "DROP INDEX IF EXISTS memories_by_fingerprint",
+        // A fingerprint changed is a change of what the directory holds.
+        "DROP TRIGGER IF EXISTS memories_changed",
+        "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries, fingerprint ON memories \
+         BEGIN UPDATE deletions SET memories = memories + 1; END",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

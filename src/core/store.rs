@@ -279,21 +279,30 @@ impl<'a> Store<'a> {
         Ok(fresh.len())
     }
 
-    /// The ids of active memories with each of `fingerprints`, by
-    /// fingerprint.
-    pub fn active_by_fingerprints(&self, fingerprints: &[&str]) -> Result<std::collections::HashMap<String, String>> {
-        if fingerprints.is_empty() {
+    /// The ids of the active memories among those at `rowids` whose
+    /// fingerprint is one of `fingerprints`, by fingerprint (the newest
+    /// when several). The turn directory names the rowids
+    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_fingerprint`]):
+    /// the column has no index.
+    pub fn active_by_fingerprints(
+        &self,
+        rowids: &[i64],
+        fingerprints: &[&str],
+    ) -> Result<std::collections::HashMap<String, String>> {
+        if rowids.is_empty() {
             return Ok(Default::default());
         }
+        let wanted: std::collections::HashSet<&str> = fingerprints.iter().copied().collect();
         Ok(self
             .sql
             .query(
                 "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
-                 ON m.fingerprint = j.value WHERE m.status = 'active' ORDER BY m.id",
-                &[json_param(fingerprints)],
+                 ON m.rowid = j.value WHERE m.status = 'active' ORDER BY m.id",
+                &[json_param(rowids)],
             )?
             .into_iter()
             .filter_map(|r| Some((r[0].opt_string()?, r[1].opt_string()?)))
+            .filter(|(f, _)| wanted.contains(f.as_str()))
             .collect())
     }
 

@@ -119,7 +119,7 @@ pub async fn judge_and_store(
 
     // 6. Build memories, plan supersession, store in one transaction.
     let memories = persist::build(session_id, messages, classified, p.now);
-    let outcome = persist::store(&p.store(), memories)?;
+    let outcome = persist::store(&p.store(), p.turns, memories)?;
     Ok(Judged { outcome, dropped, faults })
 }
 

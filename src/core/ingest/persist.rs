@@ -12,6 +12,7 @@ use crate::core::ids;
 use crate::core::ingest::{dates, supersede};
 use crate::core::model::{Memory, Message, Status};
 use crate::core::provider::{Candidate, Classification, Transcript};
+use crate::core::recall::directory::TurnDirectory;
 use std::rc::Rc;
 use crate::core::store::Store;
 use crate::core::time::iso;
@@ -87,11 +88,24 @@ pub struct Outcome {
 /// Stores memories in one transaction: drops those whose meaning is
 /// already stored and active, folds restatements, supersedes by key,
 /// inserts, queues vectors.
-pub fn store(store: &Store<'_>, pending: Vec<Pending>) -> Result<Outcome> {
+///
+/// `turns` names the stored memories that may share a pending memory's
+/// fingerprint (it is brought in step first, so it holds every memory
+/// stored before this call).
+pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) -> Result<Outcome> {
     store.transaction(|| {
         let mut outcome = Outcome::default();
         let mut fresh = Vec::new();
-        let stored = store.active_by_fingerprints(&pending.iter().map(|p| p.fingerprint.as_str()).collect::<Vec<_>>())?;
+        let fingerprints: Vec<&str> = pending.iter().map(|p| p.fingerprint.as_str()).collect();
+        let candidates: Vec<i64> = {
+            let dir = turns.sync(store.sql())?;
+            let mut rowids: Vec<i64> =
+                fingerprints.iter().flat_map(|f| dir.memories().rowids_with_fingerprint(f)).collect();
+            rowids.sort_unstable();
+            rowids.dedup();
+            rowids
+        };
+        let stored = store.active_by_fingerprints(&candidates, &fingerprints)?;
         for p in pending {
             match stored.get(&p.fingerprint) {
                 Some(id) => outcome.existing.push(id.clone()),

@@ -27,12 +27,17 @@
 //!   would delete without firing the triggers: no path may use it on
 //!   these tables.)
 //!
+//! Ingest asks it too: it holds every memory's fingerprint
+//! ([`super::fingerprints`]), so a memory whose meaning is already stored
+//! is found without an index on that column.
+//!
 //! What it does not do: hold message or memory text (the words are kept
 //! as term counts, the time check as one bit per message), or know which
 //! memories are live.
 
 use crate::core::error::{Error, Result};
 use crate::core::ports::{Sql, SqlValue};
+use crate::core::recall::fingerprints::{self, FingerprintTable};
 use crate::core::recall::parts::{PartReader, PartWriter};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::recall::text_index::TextIndex;
@@ -93,6 +98,8 @@ pub struct MemoryWords {
     mark: Option<Mark>,
     /// Documents numbered as added; their rowids.
     rowids: Vec<i64>,
+    /// Their fingerprints' keys, numbered as `rowids`.
+    fingerprints: FingerprintTable,
     text: TextIndex<3>,
 }
 
@@ -105,6 +112,12 @@ impl MemoryWords {
     /// The rowid of document `doc`.
     pub fn rowid(&self, doc: u32) -> i64 {
         self.rowids[doc as usize]
+    }
+
+    /// The rowids of the memories whose fingerprint may be `fingerprint`
+    /// (any status; see [`super::fingerprints`] for why only "may").
+    pub fn rowids_with_fingerprint(&self, fingerprint: &str) -> Vec<i64> {
+        self.fingerprints.docs_with(fingerprints::key(fingerprint)).map(|d| self.rowids[d as usize]).collect()
     }
 }
 
@@ -301,6 +314,7 @@ impl TurnDirectory {
             load_memories(sql, &mut dir.memories, from, memories.high)?;
             if from == 0 {
                 dir.memories.text.shrink_to_fit();
+                dir.memories.fingerprints.shrink_to_fit();
             }
             dir.memories.mark = Some(memories);
         }
@@ -380,7 +394,8 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
     while after < to {
         let rows = sql.query(
             &format!(
-                "SELECT m.rowid, {MEMORY_FTS_COLUMNS} FROM memories m WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid LIMIT ?3"
+                "SELECT m.rowid, {MEMORY_FTS_COLUMNS}, m.fingerprint FROM memories m \
+                 WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid LIMIT ?3"
             ),
             &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
         )?;
@@ -389,6 +404,7 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
             let text = |i: usize| r[i].as_str().unwrap_or("");
             let doc = words.rowids.len() as u32;
             words.rowids.push(r[0].as_i64().unwrap_or_default());
+            words.fingerprints.push(fingerprints::key(text(4)));
             words.text.add(doc, [text(1), text(2), text(3)]);
         }
         after = last;
@@ -458,7 +474,9 @@ pub const SEGMENT_MIN: usize = 1024;
 /// Once this many segments are stored, the next write replaces them all
 /// with one (a chain grows by a tenth per segment: about every doubling).
 pub const MAX_SEGMENTS: i64 = 8;
-const SEGMENT_MAGIC: &[u8; 4] = b"TS01";
+/// Version 2 holds the memories' fingerprint keys; a segment of version 1
+/// reads as out of step, and the directory is rebuilt from the rows.
+const SEGMENT_MAGIC: &[u8; 4] = b"TS02";
 
 /// A segment's header: the documents it holds (turns and memory
 /// documents from `*_start` up to `*_end`, as numbered in the directory)
@@ -585,6 +603,9 @@ fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usi
     for &r in rowids {
         w.i64(r)?;
     }
+    for &k in dir.memories.fingerprints.keys_from(m0) {
+        w.i64(k as i64)?;
+    }
     dir.memories.text.write_since(&mut w, m0 as u32)?;
     let header = Header {
         stream,
@@ -643,8 +664,12 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
             dir.roles.push(name);
         }
         dir.text.read_more(&mut r)?;
-        for _ in 0..r.u32()? {
+        let added = r.u32()?;
+        for _ in 0..added {
             dir.memories.rowids.push(r.i64()?);
+        }
+        for _ in 0..added {
+            dir.memories.fingerprints.push(r.i64()? as u64);
         }
         dir.memories.text.read_more(&mut r)?;
         if !r.at_end() {
@@ -654,6 +679,7 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
     let counts_agree = dir.turns.len() == last.turns_end as usize
         && (dir.text.is_off() || dir.text.len() == dir.turns.len())
         && dir.memories.rowids.len() == last.memories_end as usize
+        && dir.memories.fingerprints.len() == dir.memories.rowids.len()
         && (dir.memories.text.is_off() || dir.memories.text.len() == dir.memories.rowids.len())
         && dir.sessions.len() == dir.turns.iter().map(|t| t.session as usize + 1).max().unwrap_or(0)
         && dir.roles.len() == dir.turns.iter().map(|t| t.role as usize + 1).max().unwrap_or(0);

@@ -4,6 +4,7 @@
 
 pub mod channels;
 pub mod directory;
+pub mod fingerprints;
 pub mod fuse;
 pub mod parts;
 pub mod porter;
