@@ -259,3 +259,33 @@ fn test_long_messages_keep_every_channel_working_for_a_question_asking_when() {
         }
     });
 }
+
+#[test]
+fn test_key_channel_ranks_the_live_holders_of_each_key_newest_first_in_key_order() {
+    use agent_memory::core::recall::channels;
+    use agent_memory::core::time::iso;
+    let sql = database();
+    let keyed = |content: &str, key: &str| json!({ "content": content, "key": key });
+    let ids: Vec<String> = [
+        keyed("The team uses npm for packages.", "tooling.package_manager"),
+        keyed("Deploys go out on Tuesdays.", "process.deploy_day"),
+        keyed("The team uses pnpm for packages.", "tooling.package_manager"),
+        keyed("The staging database is Postgres 16.", "infra.staging_db"),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, body)| with_profile(&sql, APRIL_15 + i as i64 * 1000, |p| remember(p, body).id))
+    .collect();
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let dir = p.turns.sync(p.sql).unwrap();
+        let keys = |k: &[&str], inactive: bool| -> Vec<String> {
+            let keys: Vec<String> = k.iter().map(|s| s.to_string()).collect();
+            channels::key(p.sql, dir.memories(), &keys, inactive, &iso(APRIL_15 + DAY)).unwrap().ids
+        };
+        // The superseded npm memory is not live; key order is kept.
+        assert_eq!(keys(&["process.deploy_day", "tooling.package_manager"], false), vec![ids[1].clone(), ids[2].clone()]);
+        assert_eq!(keys(&["tooling.package_manager"], true), vec![ids[2].clone(), ids[0].clone()]);
+        assert!(keys(&["tooling.package"], false).is_empty(), "a key is matched whole");
+        assert!(keys(&[], false).is_empty());
+    });
+}

@@ -685,3 +685,25 @@ fn test_a_superseded_memory_does_not_absorb_its_meaning_stated_again() {
         assert_eq!(p.get(&pnpm.id).unwrap().memory.status, Status::Superseded);
     });
 }
+
+#[test]
+fn test_a_list_filtered_by_key_finds_exactly_the_memories_holding_it_before_any_drain() {
+    use agent_memory::core::recall::directory::TurnDirectory;
+    let sql = database();
+    let turns = TurnDirectory::new();
+    let keyed = |content: &str, key: &str| -> RememberRequest { serde_json::from_value(json!({ "content": content, "key": key })).unwrap() };
+    let at = |i: i64| APRIL_15 + i * 1000;
+    let npm = support::with_profile_in(&sql, at(0), &turns, |p| block_on(p.remember(keyed("The team uses npm for packages.", "tooling.package_manager"))).unwrap());
+    let other = support::with_profile_in(&sql, at(1), &turns, |p| block_on(p.remember(keyed("Deploys go out on Tuesdays.", "process.deploy_day"))).unwrap());
+    let pnpm = support::with_profile_in(&sql, at(2), &turns, |p| block_on(p.remember(keyed("The team uses pnpm for packages.", "tooling.package_manager"))).unwrap());
+    support::with_profile_in(&sql, at(3), &turns, |p| {
+        let ids = |key: &str, status: Option<Status>| -> Vec<String> {
+            p.list(ListRequest { key: Some(key.into()), status, ..ListRequest::default() }).unwrap().memories.into_iter().map(|m| m.id).collect()
+        };
+        assert_eq!(ids("tooling.package_manager", None), vec![pnpm.id.clone(), npm.id.clone()]);
+        assert_eq!(ids("tooling.package_manager", Some(Status::Active)), vec![pnpm.id.clone()]);
+        assert_eq!(ids("process.deploy_day", None), vec![other.id.clone()]);
+        assert!(ids("tooling", None).is_empty(), "a key is matched whole");
+        assert!(ids("process.nothing_here", None).is_empty());
+    });
+}

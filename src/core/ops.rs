@@ -143,6 +143,10 @@ impl<'a> Profile<'a> {
 
     pub fn list(&self, req: ListRequest) -> Result<ListPage> {
         req.validate()?;
+        let key_rowids = match &req.key {
+            Some(k) => self.turns.sync(self.sql)?.memories().rowids_with_key(k),
+            None => Vec::new(),
+        };
         self.store().list(&ListFilter {
             limit: req.limit.unwrap_or(DEFAULT_PAGE_SIZE),
             cursor: req.cursor,
@@ -150,6 +154,7 @@ impl<'a> Profile<'a> {
             kind: req.kind,
             status: req.status,
             key: req.key,
+            key_rowids,
         })
     }
 

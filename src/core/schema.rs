@@ -190,6 +190,15 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries, fingerprint ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
     ],
+), (
+    7,
+    &[
+        // Topic keys too: supersession at ingest, recall's key channel and
+        // a list filtered by key find the memories holding a key through
+        // the turn directory (core::recall::keyed). Every query that
+        // names a key also names the rowids; none else used this index.
+        "DROP INDEX IF EXISTS memories_by_key_status",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

@@ -53,6 +53,9 @@ pub struct ListFilter {
     pub kind: Option<MemoryType>,
     pub status: Option<Status>,
     pub key: Option<String>,
+    /// With `key`: the rowids of the memories that may hold it
+    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_key`]).
+    pub key_rowids: Vec<i64>,
 }
 
 /// A message about to be stored, with its id computed.
@@ -306,26 +309,25 @@ impl<'a> Store<'a> {
             .collect())
     }
 
-    /// The ids of active memories holding each of `keys`, newest first.
-    pub fn active_ids_by_keys(&self, keys: &[&str]) -> Result<std::collections::HashMap<String, Vec<String>>> {
+    /// The ids of the active memories among those at `rowids` holding
+    /// each of `keys`, newest first. The turn directory names the rowids
+    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_keys`]):
+    /// the column has no index.
+    pub fn active_ids_by_keys(&self, rowids: &[i64], keys: &[&str]) -> Result<std::collections::HashMap<String, Vec<String>>> {
         let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
-        if keys.is_empty() {
+        if rowids.is_empty() || keys.is_empty() {
             return Ok(out);
         }
         for r in self.sql.query(
-            "SELECT key, id FROM memories WHERE key IN (SELECT value FROM json_each(?1)) AND status = 'active' ORDER BY id DESC",
-            &[json_param(keys)],
+            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value \
+             WHERE m.key IN (SELECT value FROM json_each(?2)) AND m.status = 'active' ORDER BY m.id DESC",
+            &[json_param(rowids), json_param(keys)],
         )? {
             if let (Some(k), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {
                 out.entry(k).or_default().push(id);
             }
         }
         Ok(out)
-    }
-
-    /// Active memories holding `key`, newest first.
-    pub fn active_by_key(&self, key: &str) -> Result<Vec<Memory>> {
-        self.memories_where("key = ? AND status = 'active' ORDER BY id DESC", &[key.into()])
     }
 
     pub fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
@@ -565,8 +567,11 @@ impl<'a> Store<'a> {
             params.push(t.as_str().into());
         }
         if let Some(k) = &f.key {
-            clauses.push("key = ?");
+            // The column has no index: the directory named the memories
+            // that may hold it.
+            clauses.push("key = ? AND rowid IN (SELECT value FROM json_each(?))");
             params.push(k.into());
+            params.push(json_param(&f.key_rowids));
         }
         let now = iso(self.now);
         match f.status {

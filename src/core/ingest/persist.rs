@@ -90,22 +90,23 @@ pub struct Outcome {
 /// inserts, queues vectors.
 ///
 /// `turns` names the stored memories that may share a pending memory's
-/// fingerprint (it is brought in step first, so it holds every memory
-/// stored before this call).
+/// fingerprint or topic key (it is brought in step first, so it holds
+/// every memory stored before this call).
 pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) -> Result<Outcome> {
     store.transaction(|| {
         let mut outcome = Outcome::default();
         let mut fresh = Vec::new();
         let fingerprints: Vec<&str> = pending.iter().map(|p| p.fingerprint.as_str()).collect();
-        let candidates: Vec<i64> = {
+        let keys: Vec<&str> = pending.iter().filter_map(|p| p.memory.key.as_deref()).collect();
+        let (same_meaning, same_key) = {
             let dir = turns.sync(store.sql())?;
             let mut rowids: Vec<i64> =
                 fingerprints.iter().flat_map(|f| dir.memories().rowids_with_fingerprint(f)).collect();
             rowids.sort_unstable();
             rowids.dedup();
-            rowids
+            (rowids, dir.memories().rowids_with_keys(keys.iter().copied()))
         };
-        let stored = store.active_by_fingerprints(&candidates, &fingerprints)?;
+        let stored = store.active_by_fingerprints(&same_meaning, &fingerprints)?;
         for p in pending {
             match stored.get(&p.fingerprint) {
                 Some(id) => outcome.existing.push(id.clone()),
@@ -115,7 +116,7 @@ pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) ->
         let mut memories: Vec<Memory> = fresh.iter().map(|p| p.memory.clone()).collect();
         let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
         let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
-        let holders = store.active_ids_by_keys(&keys)?;
+        let holders = store.active_ids_by_keys(&same_key, &keys)?;
         let lookup = |key: &str| -> Vec<String> { holders.get(key).cloned().unwrap_or_default() };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
         let mut items: Vec<(Memory, String)> =

@@ -159,7 +159,7 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         }
         "key" => {
             for _ in 0..repeat {
-                out = channels::key(p.sql, &analysis.keys, false, &now_iso)?.ids.len();
+                out = channels::key(p.sql, p.turns.sync(p.sql)?.memories(), &analysis.keys, false, &now_iso)?.ids.len();
             }
         }
         "turns" => {
@@ -199,7 +199,7 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
                 (channels::fts(p.sql, &dir, &q, false, &now_iso)?, channels::messages(p.sql, &dir, &q, false, &now_iso)?.0)
             };
             let rankings = vec![
-                channels::key(p.sql, &analysis.keys, false, &now_iso)?,
+                channels::key(p.sql, p.turns.sync(p.sql)?.memories(), &analysis.keys, false, &now_iso)?,
                 fts,
                 messages,
                 channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], false, &now_iso).await?,

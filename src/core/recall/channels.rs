@@ -44,7 +44,7 @@
 
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
-use crate::core::recall::directory::{Directory, MEMORY_WEIGHTS};
+use crate::core::recall::directory::{Directory, MemoryWords, MEMORY_WEIGHTS};
 use crate::core::recall::fuse::{Channel, Ranking};
 use crate::core::store::{json_param, json_rows, FullText};
 use crate::core::text;
@@ -518,17 +518,23 @@ pub fn messages(sql: &dyn Sql, dir: &Directory, q: &TextQuery, include_inactive:
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys.
-pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
+/// The directory names the memories that may hold them (the column has no
+/// index); the statement keeps those that do and are live.
+pub fn key(sql: &dyn Sql, memories: &MemoryWords, keys: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
     let keys: Vec<&String> = keys.iter().take(20).collect();
-    if keys.is_empty() {
+    let rowids = memories.rowids_with_keys(keys.iter().map(|k| k.as_str()));
+    if rowids.is_empty() {
         return Ok(Ranking::new(Channel::Key, vec![]));
     }
-    let (cond, extra) = live(include_inactive, now_iso, 2);
-    let mut params = vec![json_param(&keys)];
+    let (cond, extra) = live(include_inactive, now_iso, 3);
+    let mut params = vec![json_param(&rowids), json_param(&keys)];
     params.extend(extra);
     let mut by_key: HashMap<String, Vec<String>> = HashMap::default();
     for r in sql.query(
-        &format!("SELECT m.key, m.id FROM memories m WHERE m.key IN (SELECT value FROM json_each(?1)) AND {cond} ORDER BY m.id DESC"),
+        &format!(
+            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value \
+             WHERE m.key IN (SELECT value FROM json_each(?2)) AND {cond} ORDER BY m.id DESC"
+        ),
         &params,
     )? {
         if let (Some(k), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {

@@ -27,9 +27,10 @@
 //!   would delete without firing the triggers: no path may use it on
 //!   these tables.)
 //!
-//! Ingest asks it too: it holds every memory's fingerprint
-//! ([`super::fingerprints`]), so a memory whose meaning is already stored
-//! is found without an index on that column.
+//! It also holds every memory's fingerprint and topic key
+//! ([`super::keyed`]): ingest finds a meaning already stored and the
+//! memories a new one may supersede, and recall's key channel the
+//! memories holding a key, without an index on either column.
 //!
 //! What it does not do: hold message or memory text (the words are kept
 //! as term counts, the time check as one bit per message), or know which
@@ -37,7 +38,7 @@
 
 use crate::core::error::{Error, Result};
 use crate::core::ports::{Sql, SqlValue};
-use crate::core::recall::fingerprints::{self, FingerprintTable};
+use crate::core::recall::keyed::{self, KeyedDocs};
 use crate::core::recall::parts::{PartReader, PartWriter};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::recall::text_index::TextIndex;
@@ -98,8 +99,10 @@ pub struct MemoryWords {
     mark: Option<Mark>,
     /// Documents numbered as added; their rowids.
     rowids: Vec<i64>,
-    /// Their fingerprints' keys, numbered as `rowids`.
-    fingerprints: FingerprintTable,
+    /// Their fingerprints, numbered as `rowids`.
+    fingerprints: KeyedDocs,
+    /// Their topic keys, numbered as `rowids`.
+    topic_keys: KeyedDocs,
     text: TextIndex<3>,
 }
 
@@ -115,9 +118,24 @@ impl MemoryWords {
     }
 
     /// The rowids of the memories whose fingerprint may be `fingerprint`
-    /// (any status; see [`super::fingerprints`] for why only "may").
+    /// (any status; see [`super::keyed`] for why only "may").
     pub fn rowids_with_fingerprint(&self, fingerprint: &str) -> Vec<i64> {
-        self.fingerprints.docs_with(fingerprints::key(fingerprint)).map(|d| self.rowids[d as usize]).collect()
+        self.fingerprints.docs_with(keyed::fingerprint_key(fingerprint)).map(|d| self.rowids[d as usize]).collect()
+    }
+
+    /// The rowids of the memories whose topic key may be `key` (any
+    /// status; see [`super::keyed`] for why only "may").
+    pub fn rowids_with_key(&self, key: &str) -> Vec<i64> {
+        self.topic_keys.docs_with(keyed::text_key(key)).map(|d| self.rowids[d as usize]).collect()
+    }
+
+    /// [`MemoryWords::rowids_with_key`] for each of `keys`, in rowid order,
+    /// each once.
+    pub fn rowids_with_keys<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Vec<i64> {
+        let mut rowids: Vec<i64> = keys.into_iter().flat_map(|k| self.rowids_with_key(k)).collect();
+        rowids.sort_unstable();
+        rowids.dedup();
+        rowids
     }
 }
 
@@ -315,6 +333,7 @@ impl TurnDirectory {
             if from == 0 {
                 dir.memories.text.shrink_to_fit();
                 dir.memories.fingerprints.shrink_to_fit();
+                dir.memories.topic_keys.shrink_to_fit();
             }
             dir.memories.mark = Some(memories);
         }
@@ -394,7 +413,7 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
     while after < to {
         let rows = sql.query(
             &format!(
-                "SELECT m.rowid, {MEMORY_FTS_COLUMNS}, m.fingerprint FROM memories m \
+                "SELECT m.rowid, {MEMORY_FTS_COLUMNS}, m.fingerprint, m.key FROM memories m \
                  WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid LIMIT ?3"
             ),
             &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
@@ -404,7 +423,8 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
             let text = |i: usize| r[i].as_str().unwrap_or("");
             let doc = words.rowids.len() as u32;
             words.rowids.push(r[0].as_i64().unwrap_or_default());
-            words.fingerprints.push(fingerprints::key(text(4)));
+            words.fingerprints.push(keyed::fingerprint_key(text(4)));
+            words.topic_keys.push(r[5].as_str().map_or(keyed::NONE, keyed::text_key));
             words.text.add(doc, [text(1), text(2), text(3)]);
         }
         after = last;
@@ -474,8 +494,9 @@ pub const SEGMENT_MIN: usize = 1024;
 /// Once this many segments are stored, the next write replaces them all
 /// with one (a chain grows by a tenth per segment: about every doubling).
 pub const MAX_SEGMENTS: i64 = 8;
-/// Version 2 holds the memories' fingerprint keys; a segment of version 1
-/// reads as out of step, and the directory is rebuilt from the rows.
+/// Version 2 holds the memories' fingerprint and topic keys; a segment of
+/// version 1 reads as out of step, and the directory is rebuilt from the
+/// rows.
 const SEGMENT_MAGIC: &[u8; 4] = b"TS02";
 
 /// A segment's header: the documents it holds (turns and memory
@@ -603,8 +624,10 @@ fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usi
     for &r in rowids {
         w.i64(r)?;
     }
-    for &k in dir.memories.fingerprints.keys_from(m0) {
-        w.i64(k as i64)?;
+    for table in [&dir.memories.fingerprints, &dir.memories.topic_keys] {
+        for &k in table.keys_from(m0) {
+            w.i64(k as i64)?;
+        }
     }
     dir.memories.text.write_since(&mut w, m0 as u32)?;
     let header = Header {
@@ -668,8 +691,10 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
         for _ in 0..added {
             dir.memories.rowids.push(r.i64()?);
         }
-        for _ in 0..added {
-            dir.memories.fingerprints.push(r.i64()? as u64);
+        for table in [&mut dir.memories.fingerprints, &mut dir.memories.topic_keys] {
+            for _ in 0..added {
+                table.push(r.i64()? as u64);
+            }
         }
         dir.memories.text.read_more(&mut r)?;
         if !r.at_end() {
@@ -680,6 +705,7 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
         && (dir.text.is_off() || dir.text.len() == dir.turns.len())
         && dir.memories.rowids.len() == last.memories_end as usize
         && dir.memories.fingerprints.len() == dir.memories.rowids.len()
+        && dir.memories.topic_keys.len() == dir.memories.rowids.len()
         && (dir.memories.text.is_off() || dir.memories.text.len() == dir.memories.rowids.len())
         && dir.sessions.len() == dir.turns.iter().map(|t| t.session as usize + 1).max().unwrap_or(0)
         && dir.roles.len() == dir.turns.iter().map(|t| t.role as usize + 1).max().unwrap_or(0);

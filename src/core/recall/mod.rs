@@ -4,7 +4,7 @@
 
 pub mod channels;
 pub mod directory;
-pub mod fingerprints;
+pub mod keyed;
 pub mod fuse;
 pub mod parts;
 pub mod porter;
@@ -145,17 +145,26 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             reports.push(ChannelReport { channel, weight: channel.weight(), ids: vec![], error: Some(e.to_string()) });
         }
     };
-    record(Channel::Key, channels::key(p.sql, &analysis.keys, include_inactive, &now_iso), &mut notes);
-    // Both full-text channels read one scoring of the messages, and the
-    // memories citing the best of them. (The directory is lent out only
-    // here: no await while it is borrowed.)
-    let text = p.turns.sync(p.sql).and_then(|dir| {
-        let q = text_query(&dir, &req.query, &analysis.terms, reference);
-        let turns = channels::score_turns(p.sql, &dir, &q)?;
-        let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
-        let fts = channels::fts_with(p.sql, &dir, &q, &turns, &cites, include_inactive, &now_iso);
-        Ok((fts, channels::messages_with(&q, &turns, &cites).0))
+    // The key channel finds the memories holding a key through the
+    // directory; both full-text channels read one scoring of the messages,
+    // and the memories citing the best of them. (The directory is lent out
+    // only here: no await while it is borrowed.)
+    let text = p.turns.sync(p.sql).map(|dir| {
+        let key = channels::key(p.sql, dir.memories(), &analysis.keys, include_inactive, &now_iso);
+        let text = (|| {
+            let q = text_query(&dir, &req.query, &analysis.terms, reference);
+            let turns = channels::score_turns(p.sql, &dir, &q)?;
+            let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
+            let fts = channels::fts_with(p.sql, &dir, &q, &turns, &cites, include_inactive, &now_iso);
+            Ok((fts, channels::messages_with(&q, &turns, &cites).0))
+        })();
+        (key, text)
     });
+    let (key, text) = match text {
+        Ok((key, text)) => (key, text),
+        Err(e) => (Err(e.clone()), Err(e)),
+    };
+    record(Channel::Key, key, &mut notes);
     match text {
         Ok((fts, messages)) => {
             record(Channel::Fts, fts, &mut notes);
