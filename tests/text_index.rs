@@ -560,3 +560,60 @@ fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
         assert_eq!(ids, ["msg_a"], "the phrase matches the first message only");
     });
 }
+
+#[test]
+fn test_the_directory_takes_rows_fed_right_after_its_mark_and_reads_any_other_back() {
+    use agent_memory::core::recall::directory::TurnDirectory;
+    let sql = database();
+    let message = |content: &str, position: i64| Message {
+        id: agent_memory::core::ids::message_id("s", "user", content),
+        session_id: "s".into(),
+        role: "user".into(),
+        content: content.into(),
+        timestamp: None,
+        position,
+        created_at: "2026-04-15T10:00:00.000Z".into(),
+    };
+    let hits = |turns: &TurnDirectory, word: &str| turns.sync(&sql).unwrap().text().bm25(&[word.to_string()], [1.0, 1.0], 10).unwrap().len();
+    let turns = TurnDirectory::new();
+    turns.sync(&sql).unwrap();
+    with_profile(&sql, APRIL_15, |p| {
+        // Fed as written right after the mark: taken, and not read back
+        // (the directory holds what it was handed, here on purpose not
+        // what the row says).
+        let written = p.store().put_messages(&[message("apples are red", 0)]).unwrap();
+        turns.feed_messages(&[(written[0].0, &message("zebracorn sightings", 0))]);
+        assert_eq!((hits(&turns, "zebracorn"), hits(&turns, "apples")), (1, 0));
+        // Fed with a row missing before it: ignored, and the sync reads
+        // both rows as stored.
+        let a = p.store().put_messages(&[message("pears are green", 1)]).unwrap();
+        let b = p.store().put_messages(&[message("plums are purple", 2)]).unwrap();
+        turns.feed_messages(&[(b[0].0, &message("unicornfish", 2))]);
+        assert_eq!(a[0].0 + 1, b[0].0);
+        assert_eq!((hits(&turns, "unicornfish"), hits(&turns, "pears"), hits(&turns, "plums")), (0, 1, 1));
+    });
+}
+
+#[test]
+fn test_a_directory_fed_by_ingest_equals_one_read_from_the_rows() {
+    use agent_memory::core::api::{IngestRequest, RememberRequest};
+    use agent_memory::core::model::MessageInput;
+    use agent_memory::core::recall::directory::TurnDirectory;
+    let sql = database();
+    let kept = TurnDirectory::new();
+    let say = |role: &str, content: &str| MessageInput { role: role.into(), content: content.into(), timestamp: Some("2026-04-14T09:00:00.000Z".into()) };
+    let calls: Vec<IngestRequest> = vec![
+        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("assistant", "Got it, pnpm it is.")] },
+        IngestRequest { session_id: Some("b".into()), messages: vec![say("user", "Actually we moved to yarn last week."), say("user", "My dog Rex turned three yesterday.")] },
+        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("user", "Deploys go out on Tuesdays.")] },
+    ];
+    for (i, call) in calls.into_iter().enumerate() {
+        support::with_profile_in(&sql, APRIL_15 + i as i64 * 1000, &kept, |p| {
+            support::block_on(p.ingest(call)).unwrap();
+            let r: RememberRequest = serde_json::from_value(serde_json::json!({ "content": format!("Standup moved to {} am.", 9 + i), "key": "process.standup_time" })).unwrap();
+            support::block_on(p.remember(r)).unwrap();
+        });
+    }
+    assert!(kept.sync(&sql).unwrap().memories().text().len() >= 6, "memories were stored");
+    assert_eq!(*kept.sync(&sql).unwrap(), *TurnDirectory::new().sync(&sql).unwrap());
+}

@@ -122,5 +122,5 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content)).collect();
     // insert_memories queues an embedding for active, non-task memories.
     let memories = store.insert_memories(&p.memories.iter().zip(&fingerprints).map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
-    Ok(ImportReport { messages: p.messages.len() - before.len(), memories })
+    Ok(ImportReport { messages: p.messages.len() - before.len(), memories: memories.len() })
 }

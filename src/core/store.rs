@@ -116,8 +116,9 @@ impl<'a> Store<'a> {
     }
 
     /// Stores messages of one session with `INSERT OR IGNORE`; returns the
-    /// ones that were new. Positions continue the session's sequence.
-    pub fn insert_messages(&self, session_id: &str, messages: &[NewMessage]) -> Result<Vec<Message>> {
+    /// ones that were new, each with its rowid, in rowid order. Positions
+    /// continue the session's sequence.
+    pub fn insert_messages(&self, session_id: &str, messages: &[NewMessage]) -> Result<Vec<(i64, Message)>> {
         let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
         let existing = self.existing_message_ids(&ids)?;
         let base = self
@@ -146,24 +147,29 @@ impl<'a> Store<'a> {
                 created_at: created_at.clone(),
             });
         }
-        self.put_messages(&fresh)?;
-        Ok(fresh)
+        let written = self.put_messages(&fresh)?;
+        let mut by_id: std::collections::HashMap<String, Message> = fresh.into_iter().map(|m| (m.id.clone(), m)).collect();
+        Ok(written.into_iter().filter_map(|(rowid, id)| Some((rowid, by_id.remove(&id)?))).collect())
     }
 
     /// Writes fully formed messages (ingest and import), ignoring ids
     /// already present: one statement per [`MAX_JSON_PARAM`] bytes of
     /// messages. Their full-text rows follow in a batch ([`TEXT_BATCH`]).
-    pub fn put_messages(&self, messages: &[Message]) -> Result<()> {
+    /// Returns the rows written: rowid and id, in rowid order.
+    pub fn put_messages(&self, messages: &[Message]) -> Result<Vec<(i64, String)>> {
         let rows: Vec<_> =
             messages.iter().map(|m| (&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at)).collect();
         let (table, columns) = json_table(7);
+        let mut written = Vec::new();
         for chunk in json_chunks(&rows) {
-            self.sql.execute(
-                &format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r"),
+            written.extend(rowids_of(self.sql.query(
+                &format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r RETURNING rowid, id"),
                 &[chunk],
-            )?;
+            )?));
         }
-        self.queue_text_index(FullText::Messages)
+        written.sort_unstable();
+        self.queue_text_index(FullText::Messages)?;
+        Ok(written)
     }
 
     pub fn messages_by_ids(&self, ids: &[String]) -> Result<Vec<Message>> {
@@ -208,11 +214,11 @@ impl<'a> Store<'a> {
     /// and queues an embedding for each that should be vectorized: an
     /// existence check, then a statement per [`MAX_JSON_PARAM`] bytes of
     /// memories, then the sources and the jobs. Their full-text rows follow
-    /// in a batch ([`TEXT_BATCH`]). Returns how many were new. Call inside
-    /// a transaction.
-    pub fn insert_memories(&self, items: &[(&Memory, &str)]) -> Result<usize> {
+    /// in a batch ([`TEXT_BATCH`]). Returns the rows written: rowid and
+    /// id, in rowid order. Call inside a transaction.
+    pub fn insert_memories(&self, items: &[(&Memory, &str)]) -> Result<Vec<(i64, String)>> {
         if items.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
         let existing: std::collections::HashSet<String> = self
@@ -225,7 +231,7 @@ impl<'a> Store<'a> {
         let fresh: Vec<&(&Memory, &str)> =
             items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
         if fresh.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         // The stored columns in MEMORY_COLUMNS order, then the fingerprint.
         let rows: Vec<_> = fresh
@@ -252,12 +258,16 @@ impl<'a> Store<'a> {
             })
             .collect();
         let (table, columns) = json_table(16);
+        let mut written = Vec::new();
         for chunk in json_chunks(&rows) {
-            self.sql.execute(
-                &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r"),
+            written.extend(rowids_of(self.sql.query(
+                &format!(
+                    "{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r RETURNING rowid, id"
+                ),
                 &[chunk],
-            )?;
+            )?));
         }
+        written.sort_unstable();
         let sources: Vec<(&String, &String)> =
             fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
         for chunk in json_chunks(&sources) {
@@ -279,7 +289,7 @@ impl<'a> Store<'a> {
             .collect();
         self.enqueue_many(JOB_EMBED, &embed)?;
         self.queue_text_index(FullText::Memories)?;
-        Ok(fresh.len())
+        Ok(written)
     }
 
     /// The ids of the active memories among those at `rowids` whose
@@ -822,6 +832,13 @@ impl<'a> Store<'a> {
 pub const MEMORY_FTS_COLUMNS: &str = "m.content, COALESCE(replace(replace(m.key, '.', ' '), '_', ' '), ''), \
      COALESCE((SELECT group_concat(q.value, ' \n') FROM json_each(m.search_queries) q), '')";
 
+/// [`MEMORY_FTS_COLUMNS`] of a memory in hand, the same three texts
+/// (tests/text_index.rs holds the two to each other).
+pub fn memory_fts_texts(m: &Memory) -> [String; 3] {
+    let key = m.key.as_deref().map_or(String::new(), |k| k.replace('.', " ").replace('_', " "));
+    [m.content.clone(), key, m.search_queries.join(" \n")]
+}
+
 /// How many rows of a table may wait for their full-text rows before a
 /// write queues the background job that indexes them all, in one
 /// statement ([`JOB_INDEX_TEXT`]). A reader of a full-text table indexes
@@ -960,6 +977,11 @@ pub fn json_chunks<T: serde::Serialize>(rows: &[T]) -> Vec<SqlValue> {
 /// `?, ?, ?` with `n` marks.
 pub fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
+}
+
+/// `(rowid, id)` rows of a `RETURNING rowid, id` clause.
+fn rowids_of(rows: Vec<Vec<SqlValue>>) -> impl Iterator<Item = (i64, String)> {
+    rows.into_iter().filter_map(|r| Some((r.first()?.as_i64()?, r.get(1)?.opt_string()?)))
 }
 
 /// `?1, ?2, ?3` for `n` values: a list a statement can name twice.

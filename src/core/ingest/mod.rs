@@ -55,6 +55,9 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     //    the model stages, what the caller sent is kept.
     let store = p.store();
     let fresh = store.transaction(|| store.insert_messages(&session_id, &incoming))?;
+    // The directory takes them as written instead of reading them back.
+    p.turns.feed_messages(&fresh.iter().map(|(rowid, m)| (*rowid, m)).collect::<Vec<_>>());
+    let fresh: Vec<Message> = fresh.into_iter().map(|(_, m)| m).collect();
     let mut report = IngestReport {
         session_id: session_id.clone(),
         message_ids,

@@ -93,7 +93,7 @@ pub struct Outcome {
 /// fingerprint or topic key (it is brought in step first, so it holds
 /// every memory stored before this call).
 pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) -> Result<Outcome> {
-    store.transaction(|| {
+    let (outcome, written, fingerprints) = store.transaction(|| {
         let mut outcome = Outcome::default();
         let mut fresh = Vec::new();
         let fingerprints: Vec<&str> = pending.iter().map(|p| p.fingerprint.as_str()).collect();
@@ -139,14 +139,22 @@ pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) ->
                 m.superseded_by = Some(next.clone());
             }
         }
-        store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
+        let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
         for r in plan.replacements.iter().filter(|r| !superseded_in_call.contains_key(&r.old)) {
             store.supersede(&r.old, &r.new)?;
         }
         outcome.superseded = plan.replacements.len();
-        outcome.stored = items.into_iter().map(|(m, _)| m).collect();
-        Ok(outcome)
-    })
+        let (stored, fingerprints): (Vec<Memory>, Vec<String>) = items.into_iter().unzip();
+        outcome.stored = stored;
+        Ok((outcome, written, fingerprints))
+    })?;
+    // The directory takes them as written instead of reading them back.
+    let by_id: HashMap<&str, (&Memory, &str)> =
+        outcome.stored.iter().zip(&fingerprints).map(|(m, f)| (m.id.as_str(), (m, f.as_str()))).collect();
+    let fed: Vec<(i64, &Memory, &str)> =
+        written.iter().filter_map(|(rowid, id)| by_id.get(id.as_str()).map(|&(m, f)| (*rowid, m, f))).collect();
+    turns.feed_memories(&fed);
+    Ok(outcome)
 }
 
 /// Removes restating memories, adding their source messages to the

@@ -42,7 +42,8 @@ use crate::core::recall::keyed::{self, KeyedDocs};
 use crate::core::recall::parts::{PartReader, PartWriter};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::recall::text_index::TextIndex;
-use crate::core::store::MEMORY_FTS_COLUMNS;
+use crate::core::model::{Memory, Message};
+use crate::core::store::{memory_fts_texts, MEMORY_FTS_COLUMNS};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::{Cell, Ref, RefCell};
 
@@ -127,6 +128,17 @@ impl MemoryWords {
     /// status; see [`super::keyed`] for why only "may").
     pub fn rowids_with_key(&self, key: &str) -> Vec<i64> {
         self.topic_keys.docs_with(keyed::text_key(key)).map(|d| self.rowids[d as usize]).collect()
+    }
+
+    /// Adds the memory stored under `rowid` (the next one): the texts
+    /// `memories_fts` indexes ([`MEMORY_FTS_COLUMNS`]), its fingerprint
+    /// and its topic key.
+    fn add(&mut self, rowid: i64, texts: [&str; 3], fingerprint: &str, key: Option<&str>) {
+        let doc = self.rowids.len() as u32;
+        self.rowids.push(rowid);
+        self.fingerprints.push(keyed::fingerprint_key(fingerprint));
+        self.topic_keys.push(key.map_or(keyed::NONE, keyed::text_key));
+        self.text.add(doc, texts);
     }
 
     /// [`MemoryWords::rowids_with_key`] for each of `keys`, in rowid order,
@@ -341,6 +353,50 @@ impl TurnDirectory {
         Ok(self.inner.borrow())
     }
 
+    /// Takes messages their writer just stored (rowid and message, the
+    /// transaction that wrote them done), so the next sync need not read
+    /// them back. Taken only when they are exactly the rows after the
+    /// directory's mark (no other row stored since it was in step);
+    /// otherwise ignored, and the next sync reads them as it would.
+    pub fn feed_messages(&self, stored: &[(i64, &Message)]) {
+        let mut dir = self.inner.borrow_mut();
+        let Some(mark) = dir.mark else { return };
+        if !follows(mark, stored.iter().map(|(r, _)| *r)) {
+            return;
+        }
+        let roles_before = dir.roles.len();
+        for (rowid, m) in stored {
+            dir.add(LoadRow {
+                rowid: *rowid,
+                id: m.id.clone(),
+                session: m.session_id.clone(),
+                position: m.position,
+                role: m.role.clone(),
+                timestamp: m.timestamp.clone().filter(|t| !t.is_empty()),
+                content: m.content.clone(),
+            });
+        }
+        if dir.roles.len() != roles_before {
+            dir.refresh_speakers();
+        }
+        dir.mark = Some(Mark { high: stored.last().map_or(mark.high, |(r, _)| *r), ..mark });
+    }
+
+    /// [`TurnDirectory::feed_messages`] for memories (rowid, memory,
+    /// fingerprint).
+    pub fn feed_memories(&self, stored: &[(i64, &Memory, &str)]) {
+        let mut dir = self.inner.borrow_mut();
+        let Some(mark) = dir.memories.mark else { return };
+        if !follows(mark, stored.iter().map(|(r, _, _)| *r)) {
+            return;
+        }
+        for (rowid, m, fingerprint) in stored {
+            let [content, key, queries] = memory_fts_texts(m);
+            dir.memories.add(*rowid, [&content, &key, &queries], fingerprint, m.key.as_deref());
+        }
+        dir.memories.mark = Some(Mark { high: stored.last().map_or(mark.high, |(r, _, _)| *r), ..mark });
+    }
+
     /// Brings the directory in step and extends its snapshot: a new
     /// segment holding the documents the stored segments do not, once
     /// they are [`SEGMENT_SHARE`] of all (and at least
@@ -421,11 +477,7 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
         let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
         for r in rows {
             let text = |i: usize| r[i].as_str().unwrap_or("");
-            let doc = words.rowids.len() as u32;
-            words.rowids.push(r[0].as_i64().unwrap_or_default());
-            words.fingerprints.push(keyed::fingerprint_key(text(4)));
-            words.topic_keys.push(r[5].as_str().map_or(keyed::NONE, keyed::text_key));
-            words.text.add(doc, [text(1), text(2), text(3)]);
+            words.add(r[0].as_i64().unwrap_or_default(), [text(1), text(2), text(3)], text(4), r[5].as_str());
         }
         after = last;
     }
@@ -465,6 +517,19 @@ fn load(sql: &dyn Sql, dir: &mut Directory, from: i64, to: i64) -> Result<()> {
         dir.refresh_speakers();
     }
     Ok(())
+}
+
+/// Whether `rowids` are the rows right after `mark`: one each, in order,
+/// from `mark.high + 1` with none missing.
+fn follows(mark: Mark, rowids: impl Iterator<Item = i64>) -> bool {
+    let mut next = mark.high + 1;
+    for r in rowids {
+        if r != next {
+            return false;
+        }
+        next += 1;
+    }
+    true
 }
 
 /// The current [`Mark`]s of the messages and of the memories, in one
