@@ -138,7 +138,7 @@ show(sqlBy, "time in SQL statements (boundary included), by caller");
 // the SQL port, or a transaction's commit) and the rest (Wasm and glue).
 const STAGES = {
   recall: ["score_turns", "fts_with", "citations", "messages_with", "search_many", "keep_live", "memories_by_ids", "text_query", "channels::key", "fuse::fuse", "temporal::compute", "synthesize", "analyze", "recall::run"],
-  ingest: ["insert_messages", "insert_memories", "persist::store", "extract::run", "verify::run", "classify::run", "judge_and_store", "ingest::run", "background::drain", "fetch_fetch_glue"],
+  ingest: ["insert_messages", "insert_memories", "persist::store", "extract::run", "verify::run", "classify::run", "judge_and_store", "ingest::run", "embed_memories", "TurnDirectory::maintain", "FullText::catch_up", "Profile::drain", "fetch_fetch_glue"],
 };
 const shares = new Map();
 for (const n of profile.nodes) {
