@@ -518,13 +518,18 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
     });
 }
 
-/// A one-memory export whose memory cites one message of session `s1`
-/// (`content`, said by the user), the message itself left out.
-fn memory_citing_an_absent_message(content: &str) -> (String, String) {
+/// The message the citation tests' imported memory cites (said by the
+/// user in session `s1`), and that memory's id.
+const CITED: &str = "Use pnpm, not npm, in every repository.";
+const CITING: &str = "00000000000000000000000000000007";
+
+/// A one-memory export whose memory ([`CITING`]) cites [`CITED`], the
+/// message itself left out; and the message's id.
+fn memory_citing_an_absent_message() -> (String, String) {
     use agent_memory::core::model::{Memory, MemoryType};
-    let message_id = agent_memory::core::ids::message_id("s1", "user", content);
+    let message_id = agent_memory::core::ids::message_id("s1", "user", CITED);
     let memory = Memory {
-        id: format!("{:032x}", 7),
+        id: CITING.into(),
         kind: MemoryType::Fact,
         key: Some("tooling.package_manager".into()),
         summary: "The team uses pnpm".into(),
@@ -551,27 +556,25 @@ fn test_a_citation_of_a_message_stored_later_is_found_once_it_is_stored() {
     use agent_memory::core::store::Store;
     let sql = database();
     let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
-    let content = "Use pnpm, not npm, in every repository.";
-    let (file, message_id) = memory_citing_an_absent_message(content);
+    let (file, message_id) = memory_citing_an_absent_message();
     with_profile(&sql, APRIL_15, |p| {
         p.import(&file).unwrap();
         let store = Store::new(p.sql, APRIL_15);
         // The message is not stored: the citation waits for it, and the
         // reverse lookups still see it.
         assert_eq!((count("SELECT COUNT(*) FROM citations"), count("SELECT COUNT(*) FROM citations_waiting")), (0, 1));
-        assert_eq!(store.memories_citing(&[message_id.clone()]).unwrap(), vec![format!("{:032x}", 7)]);
+        assert_eq!(store.memories_citing(&[message_id.clone()]).unwrap(), vec![CITING.to_string()]);
         // Storing it moves the citation to its rowid.
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", content)], session_id: Some("s1".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", CITED)], session_id: Some("s1".into()) })).unwrap();
         assert_eq!(count("SELECT COUNT(*) FROM citations_waiting"), 0);
         assert_eq!(
             count(&format!(
                 "SELECT COUNT(*) FROM citations c JOIN messages m ON m.rowid = c.message_rowid \
-                 WHERE m.id = '{message_id}' AND c.memory_id = '{:032x}'",
-                7
+                 WHERE m.id = '{message_id}' AND c.memory_id = '{CITING}'"
             )),
             1
         );
-        assert!(store.memories_citing(&[message_id.clone()]).unwrap().contains(&format!("{:032x}", 7)));
+        assert!(store.memories_citing(&[message_id.clone()]).unwrap().contains(&CITING.to_string()));
         assert!(store.cited_messages(&[message_id.clone()]).unwrap().contains(&message_id));
     });
 }
@@ -581,10 +584,9 @@ fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_
     use agent_memory::core::store::Store;
     let sql = database();
     let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
-    let content = "Use pnpm, not npm, in every repository.";
-    let (file, message_id) = memory_citing_an_absent_message(content);
+    let (file, message_id) = memory_citing_an_absent_message();
     with_profile(&sql, APRIL_15, |p| {
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", content)], session_id: Some("s1".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", CITED)], session_id: Some("s1".into()) })).unwrap();
         p.import(&file).unwrap();
         let store = Store::new(p.sql, APRIL_15);
         let rowid = count(&format!("SELECT rowid FROM messages WHERE id = '{message_id}'"));
@@ -600,9 +602,9 @@ fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_
             .unwrap();
         let other = agent_memory::core::ids::message_id("s2", "user", "Lunch is at noon today.");
         assert_eq!(count(&format!("SELECT rowid FROM messages WHERE id = '{other}'")), rowid, "SQLite reused the rowid");
-        assert!(!store.memories_citing(&[other.clone()]).unwrap().contains(&format!("{:032x}", 7)));
+        assert!(!store.memories_citing(&[other.clone()]).unwrap().contains(&CITING.to_string()));
         // The deleted message's memories are still found by its id.
-        assert!(store.memories_citing(&[message_id.clone()]).unwrap().contains(&format!("{:032x}", 7)));
+        assert!(store.memories_citing(&[message_id.clone()]).unwrap().contains(&CITING.to_string()));
     });
 }
 

@@ -810,7 +810,8 @@ impl<'a> Store<'a> {
 
     /// Removes everything in the profile.
     pub fn wipe(&self) -> Result<()> {
-        for t in ["messages", "messages_fts", "memories", "memories_fts", "citations", "citations_waiting", "vectors", "vector_snapshot", "directory_snapshot", "outbox", "meta"] {
+        // Citations first: a deleted message's trigger would move them aside.
+        for t in ["citations", "citations_waiting", "messages", "messages_fts", "memories", "memories_fts", "vectors", "vector_snapshot", "directory_snapshot", "outbox", "meta"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.purge_deleted_text()
