@@ -523,6 +523,11 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
 const CITED: &str = "Use pnpm, not npm, in every repository.";
 const CITING: &str = "00000000000000000000000000000007";
 
+/// The single number `q` selects.
+fn count(sql: &support::NativeSql, q: &str) -> i64 {
+    agent_memory::core::ports::Sql::query(sql, q, &[]).unwrap()[0][0].as_i64().unwrap()
+}
+
 /// A one-memory export whose memory ([`CITING`]) cites [`CITED`], the
 /// message itself left out; and the message's id.
 fn memory_citing_an_absent_message() -> (String, String) {
@@ -555,7 +560,7 @@ fn memory_citing_an_absent_message() -> (String, String) {
 fn test_a_citation_of_a_message_stored_later_is_found_once_it_is_stored() {
     use agent_memory::core::store::Store;
     let sql = database();
-    let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
+    let count = |q: &str| count(&sql, q);
     let (file, message_id) = memory_citing_an_absent_message();
     with_profile(&sql, APRIL_15, |p| {
         p.import(&file).unwrap();
@@ -583,7 +588,7 @@ fn test_a_citation_of_a_message_stored_later_is_found_once_it_is_stored() {
 fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_rowid() {
     use agent_memory::core::store::Store;
     let sql = database();
-    let count = |q: &str| agent_memory::core::ports::Sql::query(&sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
+    let count = |q: &str| count(&sql, q);
     let (file, message_id) = memory_citing_an_absent_message();
     with_profile(&sql, APRIL_15, |p| {
         block_on(p.ingest(IngestRequest { messages: vec![msg("user", CITED)], session_id: Some("s1".into()) })).unwrap();

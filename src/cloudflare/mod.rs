@@ -74,7 +74,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return Ok(resp.with_headers(headers));
     }
     match handle(&env, &incoming).await {
-        Ok(Reply::Raw { body, content_type, filename }) => {
+        Ok(Reply { body, content_type, filename }) => {
             let headers = Headers::new();
             headers.set("content-type", content_type)?;
             if let Some(f) = filename {
@@ -86,8 +86,18 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     }
 }
 
-enum Reply {
-    Raw { body: String, content_type: &'static str, filename: Option<String> },
+/// A successful reply's body as text, its type, and the file name it is
+/// offered under, if any.
+struct Reply {
+    body: String,
+    content_type: &'static str,
+    filename: Option<String>,
+}
+
+impl Reply {
+    fn json(body: String) -> Reply {
+        Reply { body, content_type: "application/json", filename: None }
+    }
 }
 
 fn json_response(status: u16, v: &Value) -> Result<Response> {
@@ -100,19 +110,19 @@ async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Err
     match rest::route(req)? {
         Route::Health => {
             let health = json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") });
-            Ok(Reply::Raw { body: rest::envelope_ok_text("", &health.to_string()), content_type: "application/json", filename: None })
+            Ok(Reply::json(rest::envelope_ok_text("", &health.to_string())))
         }
         Route::Mcp { .. } => Err(Error::not_found("mcp is served separately")),
-        Route::OpenApi => Ok(Reply::Raw { body: OPENAPI.to_string(), content_type: "application/json", filename: None }),
+        Route::OpenApi => Ok(Reply::json(OPENAPI.to_string())),
         Route::Profile(call) => {
             let name = call.object_name();
             let out = call_object_text(env, &name, &call.op, call.args).await?;
             if call.op == "export" {
                 let body: String = read_reply(&out)?;
                 let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
-                return Ok(Reply::Raw { body, content_type: "application/x-ndjson", filename: Some(filename) });
+                return Ok(Reply { body, content_type: "application/x-ndjson", filename: Some(filename) });
             }
-            Ok(Reply::Raw { body: rest::envelope_ok_text(&call.op, &out), content_type: "application/json", filename: None })
+            Ok(Reply::json(rest::envelope_ok_text(&call.op, &out)))
         }
     }
 }

@@ -295,7 +295,7 @@ impl<'a> Store<'a> {
     /// The ids of the active memories among those at `rowids` whose
     /// fingerprint is one of `fingerprints`, by fingerprint (the newest
     /// when several). The turn directory names the rowids
-    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_fingerprint`]):
+    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_fingerprints`]):
     /// the column has no index.
     pub fn active_by_fingerprints(
         &self,

@@ -100,11 +100,8 @@ pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) ->
         let keys: Vec<&str> = pending.iter().filter_map(|p| p.memory.key.as_deref()).collect();
         let (same_meaning, same_key) = {
             let dir = turns.sync(store.sql())?;
-            let mut rowids: Vec<i64> =
-                fingerprints.iter().flat_map(|f| dir.memories().rowids_with_fingerprint(f)).collect();
-            rowids.sort_unstable();
-            rowids.dedup();
-            (rowids, dir.memories().rowids_with_keys(keys.iter().copied()))
+            let memories = dir.memories();
+            (memories.rowids_with_fingerprints(fingerprints.iter().copied()), memories.rowids_with_keys(keys.iter().copied()))
         };
         let stored = store.active_by_fingerprints(&same_meaning, &fingerprints)?;
         for p in pending {

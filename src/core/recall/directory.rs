@@ -118,16 +118,26 @@ impl MemoryWords {
         self.rowids[doc as usize]
     }
 
-    /// The rowids of the memories whose fingerprint may be `fingerprint`
-    /// (any status; see [`super::keyed`] for why only "may").
-    pub fn rowids_with_fingerprint(&self, fingerprint: &str) -> Vec<i64> {
-        self.fingerprints.docs_with(keyed::fingerprint_key(fingerprint)).map(|d| self.rowids[d as usize]).collect()
+    /// The rowids of the memories whose fingerprint may be one of
+    /// `fingerprints` (any status; see [`super::keyed`] for why only
+    /// "may"), in rowid order, each once.
+    pub fn rowids_with_fingerprints<'f>(&self, fingerprints: impl IntoIterator<Item = &'f str>) -> Vec<i64> {
+        self.rowids_in(&self.fingerprints, fingerprints.into_iter().map(keyed::fingerprint_key))
     }
 
     /// The rowids of the memories whose topic key may be `key` (any
     /// status; see [`super::keyed`] for why only "may").
     pub fn rowids_with_key(&self, key: &str) -> Vec<i64> {
-        self.topic_keys.docs_with(keyed::text_key(key)).map(|d| self.rowids[d as usize]).collect()
+        self.rowids_with_keys([key])
+    }
+
+    /// The rowids of documents holding any of `keys` in `table`, in rowid
+    /// order, each once.
+    fn rowids_in(&self, table: &KeyedDocs, keys: impl Iterator<Item = u64>) -> Vec<i64> {
+        let mut rowids: Vec<i64> = keys.flat_map(|k| table.docs_with(k)).map(|d| self.rowids[d as usize]).collect();
+        rowids.sort_unstable();
+        rowids.dedup();
+        rowids
     }
 
     /// Adds the memory stored under `rowid` (the next one): the texts
@@ -144,10 +154,7 @@ impl MemoryWords {
     /// [`MemoryWords::rowids_with_key`] for each of `keys`, in rowid order,
     /// each once.
     pub fn rowids_with_keys<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Vec<i64> {
-        let mut rowids: Vec<i64> = keys.into_iter().flat_map(|k| self.rowids_with_key(k)).collect();
-        rowids.sort_unstable();
-        rowids.dedup();
-        rowids
+        self.rowids_in(&self.topic_keys, keys.into_iter().map(keyed::text_key))
     }
 }
 

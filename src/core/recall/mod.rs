@@ -18,6 +18,7 @@ use crate::core::error::Result;
 use crate::core::model::{Memory, MemoryType};
 use crate::core::ops::Profile;
 use crate::core::provider::{QueryAnalysis, SynthesisInput};
+use crate::core::recall::directory::Directory;
 use crate::core::time::{date_of, iso};
 use fuse::{Channel, Contribution, Ranking};
 use serde::{Deserialize, Serialize};
@@ -149,19 +150,15 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     // directory; both full-text channels read one scoring of the messages,
     // and the memories citing the best of them. (The directory is lent out
     // only here: no await while it is borrowed.)
-    let text = p.turns.sync(p.sql).map(|dir| {
-        let key = channels::key(p.sql, dir.memories(), &analysis.keys, include_inactive, &now_iso);
-        let text = (|| {
-            let q = text_query(&dir, &req.query, &analysis.terms, reference);
-            let turns = channels::score_turns(p.sql, &dir, &q)?;
-            let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
-            let fts = channels::fts_with(p.sql, &dir, &q, &turns, &cites, include_inactive, &now_iso);
-            Ok((fts, channels::messages_with(&q, &turns, &cites).0))
-        })();
-        (key, text)
-    });
-    let (key, text) = match text {
-        Ok((key, text)) => (key, text),
+    let text_channels = |dir: &Directory| -> Result<(Result<Ranking>, Ranking)> {
+        let q = text_query(dir, &req.query, &analysis.terms, reference);
+        let turns = channels::score_turns(p.sql, dir, &q)?;
+        let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
+        let fts = channels::fts_with(p.sql, dir, &q, &turns, &cites, include_inactive, &now_iso);
+        Ok((fts, channels::messages_with(&q, &turns, &cites).0))
+    };
+    let (key, text) = match p.turns.sync(p.sql) {
+        Ok(dir) => (channels::key(p.sql, dir.memories(), &analysis.keys, include_inactive, &now_iso), text_channels(&dir)),
         Err(e) => (Err(e.clone()), Err(e)),
     };
     record(Channel::Key, key, &mut notes);
