@@ -677,6 +677,7 @@ fn stats() -> Stats {
         by_status: Status::ALL.iter().map(|s| (s.as_str().to_string(), 1)).collect(),
         pending_jobs: 1,
         failed_jobs: 0,
+        parked_jobs: 0,
         vectors: 2,
         storage_bytes: 4096,
     }
@@ -1085,6 +1086,8 @@ fn test_every_profile_function_returns_its_wit_type() {
         let delete_profile = service.iter().find(|f| f.name == "delete-profile").expect("service.delete-profile");
         let mut errs = Vec::new();
         check(&ok_type(delete_profile), &run("deleteProfile", json!({})), "delete-profile", &mut errs);
+        let restore_profile = service.iter().find(|f| f.name == "restore-profile").expect("service.restore-profile");
+        check(&ok_type(restore_profile), &run("restoreProfile", json!({})), "restore-profile", &mut errs);
         assert!(errs.is_empty(), "{}", errs.join("\n"));
         let get_profile = service.iter().find(|f| f.name == "get-profile").expect("service.get-profile");
         assert_eq!(ok_type(get_profile), "profile");
@@ -1224,6 +1227,7 @@ fn test_openapi_routes_reach_every_profile_function() {
     }
     let mut expected: BTreeSet<String> = profile_functions().iter().map(|f| kebab_to_camel(&f.name)).collect();
     expected.insert("deleteProfile".into());
+    expected.insert("restoreProfile".into());
     assert_eq!(ops, expected, "REST operations vs WIT functions: {}", diff_as(&ops, &expected, "OpenAPI", "WIT"));
     assert_eq!(service_routes.len(), 3, "GET /health, GET /openapi.json and the MCP endpoint are documented");
     // Every status an error can map to has a documented error response.

@@ -43,6 +43,10 @@ pub struct Config {
     pub openai_embedding_model: String,
     pub openai_api_key: Option<String>,
     pub max_memories: i64,
+    /// `PROFILE_DELETE_GRACE_SECONDS`, in milliseconds.
+    pub delete_grace_millis: i64,
+    /// `JOB_RETRY_BASE_MS`.
+    pub job_retry_base_millis: i64,
     /// JSON token map (`AUTH_TOKENS`), if configured.
     pub auth_tokens: Option<String>,
 }
@@ -81,6 +85,12 @@ impl Config {
             openai_embedding_model: get("OPENAI_EMBEDDING_MODEL", "nomic-embed-text"),
             openai_api_key: text(env, "OPENAI_API_KEY"),
             max_memories: get("MAX_MEMORIES", "1000000").parse().unwrap_or(1_000_000),
+            delete_grace_millis: get("PROFILE_DELETE_GRACE_SECONDS", "")
+                .parse::<i64>()
+                .ok()
+                .filter(|s| *s >= 0)
+                .map_or(crate::core::ops::DEFAULT_DELETE_GRACE_MILLIS, |s| s.saturating_mul(1000)),
+            job_retry_base_millis: get("JOB_RETRY_BASE_MS", "1000").parse::<i64>().ok().filter(|m| *m > 0).unwrap_or(1000),
             auth_tokens: text(env, "AUTH_TOKENS"),
         }
     }

@@ -49,9 +49,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
             return Ok(resp);
         }
     }
+    let limit = rest::body_limit(url.path());
     let declared = req.headers().get("content-length")?.and_then(|n| n.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > crate::core::api::MAX_IMPORT_BYTES as u64) {
-        let e = Error::too_large(format!("request body is over {} bytes", crate::core::api::MAX_IMPORT_BYTES));
+    if declared.is_some_and(|n| n > limit as u64) {
+        let e = Error::too_large(format!("request body is over {limit} bytes"));
         return json_response(e.status(), &rest::envelope_err(&e));
     }
     let body = if matches!(method.as_str(), "POST" | "PUT" | "PATCH") { req.bytes().await? } else { Vec::new() };
@@ -67,7 +68,11 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return serve_mcp(&env, &namespace, &profile, &mcp).await;
     }
     if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
-        let e = Error::invalid(format!("method {method} is not allowed on {}; allowed: {allow}", url.path()));
+        let e = Error::invalid(format!(
+            "method {} is not allowed on {}; allowed: {allow}",
+            crate::core::api::quoted(&method),
+            crate::core::api::quoted(url.path())
+        ));
         let resp = json_response(405, &rest::envelope_err(&e))?;
         let headers = resp.headers().clone();
         headers.set("allow", allow)?;
@@ -176,7 +181,12 @@ pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> s
     init.with_method(Method::Post)
         .with_body(Some(JsValue::from_str(&json!({ "name": name, "op": op, "args": args }).to_string())));
     let req = Request::new_with_init("https://profile.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
-    let resp = stub.fetch_with_request(req).await.map_err(|e| Error::storage(format!("failed to reach profile object: {e}")))?;
+    // What the platform says of a failed call (a stack, a file path) stays
+    // out of the answer: the caller learns that the outcome is unknown.
+    let resp = stub
+        .fetch_with_request(req)
+        .await
+        .map_err(|_| Error::storage("internal error: the profile did not answer; the call may or may not have taken effect"))?;
     let mut text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
     // `{"ok":<result>}`, as the object's `reply` writes it.
     const OK: &str = "{\"ok\":";

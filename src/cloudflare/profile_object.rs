@@ -13,6 +13,7 @@ use crate::core::local::vector::Packed;
 use crate::core::ops::{Limits, Profile};
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
+use crate::core::store::META_NAME;
 use std::cell::{Cell, RefCell};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -72,7 +73,11 @@ impl ProfileObject {
             index,
             turns: &self.turns,
             now: now(),
-            limits: Limits { max_memories: self.config.max_memories },
+            limits: Limits {
+                max_memories: self.config.max_memories,
+                delete_grace_millis: self.config.delete_grace_millis,
+                job_retry_base_millis: self.config.job_retry_base_millis,
+            },
         }
     }
 
@@ -89,20 +94,17 @@ impl ProfileObject {
         } else {
             profile.dispatch_json(&call.op, call.args).await
         };
-        if call.op == "deleteProfile" {
-            // The wipe removed `meta`; the alarm still needs the name to
-            // drain the profile's unvector jobs, so it is written again.
-            self.name_saved.set(false);
-        }
         if out.is_ok() && !self.name_saved.get() {
+            // The alarm needs the name (its providers address the
+            // profile's vectors by it): a call that cannot store it fails.
             let store = profile.store();
-            if store.meta_get("name").ok().flatten().as_deref() != Some(call.name.as_str()) {
-                let _ = store.meta_set("name", &call.name);
+            if store.meta_get(META_NAME)?.as_deref() != Some(call.name.as_str()) {
+                store.meta_set(META_NAME, &call.name)?;
             }
             self.name_saved.set(true);
         }
         if !read_only(&call.op) {
-            self.schedule(&profile).await;
+            self.schedule(&profile).await?;
         }
         out
     }
@@ -146,15 +148,17 @@ impl ProfileObject {
     /// Makes sure an alarm is set for the earliest pending job or expiry,
     /// no sooner than the drain delay after this write (see
     /// [`crate::core::background::next_alarm`]).
-    async fn schedule(&self, profile: &Profile<'_>) {
-        let Some(due) = profile.store().next_due().ok().flatten() else { return };
+    async fn schedule(&self, profile: &Profile<'_>) -> std::result::Result<(), Error> {
+        let Some(due) = profile.next_due()? else { return Ok(()) };
         let storage = self.state.storage();
-        let current = storage.get_alarm().await.ok().flatten();
+        let alarm_error = |e: worker::Error| Error::storage(format!("failed to set the profile's alarm: {e}"));
+        let current = storage.get_alarm().await.map_err(alarm_error)?;
         let now = now();
         if let Some(at) = crate::core::background::next_alarm(due, now, current) {
             // An integer is an offset from now (worker's ScheduledTime).
-            let _ = storage.set_alarm((at - now).max(1)).await;
+            storage.set_alarm((at - now).max(1)).await.map_err(alarm_error)?;
         }
+        Ok(())
     }
 }
 
@@ -186,7 +190,12 @@ impl DurableObject for ProfileObject {
     }
 
     async fn alarm(&self) -> Result<Response> {
-        let name = crate::core::store::Store::new(&self.sql, now()).meta_get("name").ok().flatten().unwrap_or_default();
+        // Without its name the profile cannot reach its vectors: the alarm
+        // refuses to run rather than drain under an empty one.
+        let name = crate::core::store::Store::new(&self.sql, now())
+            .meta_get(META_NAME)
+            .map_err(|e| worker::Error::RustError(e.to_string()))?
+            .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
         let providers = Providers::new(&self.config, &self.env, &name).map_err(|e| worker::Error::RustError(e.to_string()))?;
         let index = providers.index(&self.sql, &self.packed);
         let profile = self.profile(&name, &providers, index.as_ref());

@@ -30,6 +30,14 @@ pub const MAX_RECALL_LIMIT: usize = 100;
 pub const DEFAULT_RECALL_LIMIT: usize = 10;
 /// Largest import body accepted, in bytes.
 pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
+/// Longest role of a message.
+pub const MAX_ROLE_CHARS: usize = 64;
+/// Longest topic key.
+pub const MAX_KEY_CHARS: usize = 128;
+/// Most search queries a memory carries, each at most [`MAX_QUERY_BYTES`].
+pub const MAX_SEARCH_QUERIES: usize = 16;
+/// Most source messages a memory cites (one ingest call's worth).
+pub const MAX_SOURCES: usize = MAX_MESSAGES_PER_INGEST;
 
 /// Latest expiry stored: 9999-12-31T23:59:59.999Z. Expiries are compared
 /// as ISO strings, which only order correctly with four-digit years, so a
@@ -66,6 +74,25 @@ pub fn redact_private(text: &str) -> std::borrow::Cow<'_, str> {
     }
     out.push_str(&text[at..]);
     std::borrow::Cow::Owned(out)
+}
+
+/// Longest piece of caller input an error message quotes, in characters.
+pub const MAX_QUOTED_CHARS: usize = 64;
+
+/// `input` as an error message may show it: in quotes, control characters
+/// escaped, cut to [`MAX_QUOTED_CHARS`]. Every message that names what a
+/// caller sent (a path, a name, a content type) goes through here.
+pub fn quoted(input: &str) -> String {
+    let mut out = String::from("\"");
+    for (i, c) in input.chars().enumerate() {
+        if i >= MAX_QUOTED_CHARS {
+            out.push('…');
+            break;
+        }
+        out.extend(c.escape_debug());
+    }
+    out.push('"');
+    out
 }
 
 /// Parses a JSON value into a request record, mapping serde's message to
@@ -180,8 +207,31 @@ pub fn validate_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks a session id: 1-64 characters, no control characters.
+/// Whether `segment` is one a URL parser rewrites when it stands in a
+/// path: `.` or `..`, written plainly or with `%2e` (any case). A path
+/// `/profiles/p/sessions/%2E%2E` reaches the Worker as `/profiles/p/`, so
+/// such a value must never name anything.
+pub fn is_dot_segment(segment: &str) -> bool {
+    let plain = segment.to_ascii_lowercase().replace("%2e", ".");
+    plain == "." || plain == ".."
+}
+
+/// Checks a session id: 1-64 characters, no control characters, and not
+/// a dot segment ([`is_dot_segment`]): a session is deleted by a path
+/// that names it, and such a path would name its profile instead.
 pub fn validate_session_id(s: &str) -> Result<()> {
+    validate_session_id_shape(s)?;
+    if is_dot_segment(s) {
+        return Err(Error::invalid("sessionId must not be . or .. (a URL path would read it as a directory step)"));
+    }
+    Ok(())
+}
+
+/// The length and character checks of [`validate_session_id`] alone:
+/// what `deleteSession` asks over RPC and MCP (no URL in between), so a
+/// session stored as `.` or `..` before they were refused can still be
+/// deleted.
+pub fn validate_session_id_shape(s: &str) -> Result<()> {
     if s.is_empty() {
         return Err(Error::invalid("sessionId must not be empty"));
     }
@@ -190,6 +240,56 @@ pub fn validate_session_id(s: &str) -> Result<()> {
     }
     if s.chars().any(char::is_control) {
         return Err(Error::invalid("sessionId must not contain control characters"));
+    }
+    Ok(())
+}
+
+/// Checks a message role: 1-64 characters, not blank, no control
+/// characters.
+pub fn validate_role(what: &str, role: &str) -> Result<()> {
+    if role.trim().is_empty() || role.chars().count() > MAX_ROLE_CHARS {
+        return Err(Error::invalid(format!("{what} must be 1-{MAX_ROLE_CHARS} characters")));
+    }
+    if role.chars().any(char::is_control) {
+        return Err(Error::invalid(format!("{what} must not contain control characters")));
+    }
+    Ok(())
+}
+
+/// Checks a message's or memory's text: not blank, at most
+/// [`MAX_MESSAGE_BYTES`] (a 413 past it).
+pub fn validate_content(what: &str, content: &str) -> Result<()> {
+    if content.len() > MAX_MESSAGE_BYTES {
+        return Err(Error::too_large(format!(
+            "{what} is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+            content.len()
+        )));
+    }
+    if content.trim().is_empty() {
+        return Err(Error::invalid(format!("{what} must not be empty")));
+    }
+    Ok(())
+}
+
+/// Checks a topic key: 1-128 characters, no control characters.
+pub fn validate_key(what: &str, key: &str) -> Result<()> {
+    if key.trim().is_empty() || key.chars().count() > MAX_KEY_CHARS {
+        return Err(Error::invalid(format!("{what} must be 1-{MAX_KEY_CHARS} characters")));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(Error::invalid(format!("{what} must not contain control characters")));
+    }
+    Ok(())
+}
+
+/// Checks a memory's search queries: at most [`MAX_SEARCH_QUERIES`], each
+/// at most [`MAX_QUERY_BYTES`].
+pub fn validate_search_queries(what: &str, queries: &[String]) -> Result<()> {
+    if queries.len() > MAX_SEARCH_QUERIES {
+        return Err(Error::invalid(format!("{what} must hold at most {MAX_SEARCH_QUERIES} queries")));
+    }
+    if queries.iter().any(|q| q.len() > MAX_QUERY_BYTES) {
+        return Err(Error::invalid(format!("{what} must be at most {MAX_QUERY_BYTES} bytes each")));
     }
     Ok(())
 }
@@ -203,11 +303,12 @@ pub fn validate_id(id: &str) -> Result<()> {
     }
 }
 
-/// Checks an optional ISO-8601 date argument.
+/// Checks an optional ISO-8601 date argument: a date or date-time in the
+/// years 0000-9999 (see [`crate::core::time::parse_datetime`]).
 pub fn validate_date(what: &str, s: &Option<String>) -> Result<()> {
     match s {
         Some(d) if crate::core::time::parse_datetime(d).is_none() => {
-            Err(Error::invalid(format!("{what} must be an ISO-8601 date or date-time")))
+            Err(Error::invalid(format!("{what} must be an ISO-8601 date or date-time in the years 0000-9999")))
         }
         _ => Ok(()),
     }
@@ -225,18 +326,8 @@ impl IngestRequest {
             validate_session_id(s)?;
         }
         for (i, m) in self.messages.iter().enumerate() {
-            if m.role.trim().is_empty() || m.role.len() > 64 {
-                return Err(Error::invalid(format!("messages[{i}].role must be 1-64 characters")));
-            }
-            if m.content.len() > MAX_MESSAGE_BYTES {
-                return Err(Error::too_large(format!(
-                    "messages[{i}].content is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
-                    m.content.len()
-                )));
-            }
-            if m.content.trim().is_empty() {
-                return Err(Error::invalid(format!("messages[{i}].content must not be empty")));
-            }
+            validate_role(&format!("messages[{i}].role"), &m.role)?;
+            validate_content(&format!("messages[{i}].content"), &m.content)?;
             validate_date(&format!("messages[{i}].timestamp"), &m.timestamp)?;
         }
         Ok(())
@@ -260,9 +351,7 @@ impl RememberRequest {
             validate_session_id(s)?;
         }
         if let Some(k) = &self.key {
-            if k.is_empty() || k.len() > 128 {
-                return Err(Error::invalid("key must be 1-128 characters"));
-            }
+            validate_key("key", k)?;
         }
         if self.expires_at.is_some() && self.ttl_seconds.is_some() {
             return Err(Error::invalid("give expiresAt or ttlSeconds, not both"));

@@ -9,6 +9,18 @@ use crate::core::error::{Error, Result};
 use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::ops::Profile;
 use crate::core::store::{FullText, Job, JOB_EMBED, JOB_EXTRACT, JOB_INDEX_TEXT, JOB_UNVECTOR};
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+pub fn truncated(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut at = max;
+        while !text.is_char_boundary(at) {
+            at = at.saturating_sub(1);
+        }
+        text.truncate(at);
+    }
+    text
+}
 use serde::{Deserialize, Serialize};
 
 /// Jobs taken per drain.
@@ -55,6 +67,10 @@ pub struct DrainReport {
     pub indexed: usize,
     pub expired: usize,
     pub failed: usize,
+    /// Jobs parked by this drain (over their attempt cap, or of a kind
+    /// this version does not know).
+    #[serde(default)]
+    pub parked: i64,
     /// Jobs still in the outbox.
     pub pending: i64,
     /// When the next job or expiry is due (epoch millis), if any.
@@ -62,6 +78,9 @@ pub struct DrainReport {
     /// Whether the turn directory's snapshot was written (see
     /// [`crate::core::recall::directory::TurnDirectory::maintain`]).
     pub snapshot: bool,
+    /// Whether the profile was purged (its deletion's grace period over).
+    #[serde(default)]
+    pub purged: bool,
     /// Why keeping the turn directory failed, if it did. Derived data:
     /// the jobs' outcome stands, the next drain or recall tries again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,89 +109,42 @@ pub fn wants_vector(m: &Memory) -> bool {
     m.status == Status::Active && m.kind != MemoryType::Task
 }
 
+/// Attempts a job gets before it is parked (see [`Store::park_jobs`]):
+/// with the default retry base of one second, about four minutes of
+/// retries.
+pub const MAX_ATTEMPTS: i64 = 8;
+
+/// Most bytes of text in one embedder request: a drain's embeddings go in
+/// requests of at most [`EMBED_BATCH`] texts and at most this many bytes,
+/// so one large memory does not make a request too large for the model
+/// (or for the memory of the isolate).
+pub const EMBED_BATCH_BYTES: usize = 256 * 1024;
+
+/// Most bytes of one memory's text sent to the embedder: the content
+/// limit of a memory. A text over it (stored before the limit held) is
+/// embedded by its beginning.
+pub const EMBED_TEXT_BYTES: usize = crate::core::api::MAX_MESSAGE_BYTES;
+
+/// The kinds of job this version runs; any other is parked.
+pub const KNOWN_JOBS: [&str; 4] = [JOB_EXTRACT, JOB_EMBED, JOB_UNVECTOR, JOB_INDEX_TEXT];
+
+/// Runs the jobs that are due, each attempt recorded before it runs.
+///
+/// A job that failed before runs alone (its embedding in a request of its
+/// own), so a poisoned job fails by itself and the others in its first
+/// batch finish on their next try; one over [`MAX_ATTEMPTS`] is parked.
 pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     let store = p.store();
     let mut report = DrainReport { expired: store.transaction(|| store.expire_due())?, ..DrainReport::default() };
+    report.parked = store.transaction(|| store.park_jobs(MAX_ATTEMPTS, &KNOWN_JOBS))?;
     let jobs = store.due_jobs(DRAIN_BATCH)?;
-    let (extracts, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EXTRACT);
-    let (embeds, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_EMBED);
-    let (unvectors, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_UNVECTOR);
-    let (index_text, unknown): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.kind == JOB_INDEX_TEXT);
-    // A kind this version does not know (written by a newer one) is left
-    // for that version rather than guessed at.
-    let _ = unknown;
-
-    // Sessions whose model stages failed at ingest: judge them again. Their
-    // new memories queue their own embeddings, drained below or next time.
-    for j in extracts.iter().take(EXTRACT_BATCH) {
-        match crate::core::ingest::retry_session(p, &j.memory_id).await {
-            Ok(0) => {
-                store.finish_jobs(&[j.id])?;
-                report.extracted += 1;
-            }
-            Ok(n) => {
-                store.fail_job(j.id, j.attempts, &format!("{n} model faults remain"))?;
-                report.failed += 1;
-            }
-            Err(e) => {
-                store.fail_job(j.id, j.attempts, &e.to_string())?;
-                report.failed += 1;
-            }
-        }
-    }
-
+    let of = |kind: &str| jobs.iter().filter(|j| j.kind == kind).cloned().collect::<Vec<Job>>();
+    run_extracts(p, &of(JOB_EXTRACT), &mut report).await?;
     // Removals first, so a memory forgotten and re-embedded in one batch
     // cannot lose its fresh vector.
-    if !unvectors.is_empty() {
-        let ids: Vec<String> = unvectors.iter().map(|j| j.memory_id.clone()).collect();
-        match p.index.delete(&ids).await {
-            Ok(()) => {
-                store.finish_jobs(&unvectors.iter().map(|j| j.id).collect::<Vec<_>>())?;
-                report.removed = ids.len();
-            }
-            Err(e) => {
-                for j in &unvectors {
-                    store.fail_job(j.id, j.attempts, &e.to_string())?;
-                }
-                report.failed += unvectors.len();
-            }
-        }
-    }
-
-    for batch in embeds.chunks(EMBED_BATCH) {
-        match embed_memories(p, &batch.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>()).await {
-            Ok(n) => {
-                store.finish_jobs(&batch.iter().map(|j| j.id).collect::<Vec<_>>())?;
-                report.embedded += n;
-            }
-            Err(e) => {
-                for j in batch {
-                    store.fail_job(j.id, j.attempts, &e.to_string())?;
-                }
-                report.failed += batch.len();
-            }
-        }
-    }
-    // Full-text rows a batch of writes left waiting, one statement a table.
-    for j in &index_text {
-        let written = match FullText::named(&j.memory_id) {
-            Some(which) => store.transaction(|| which.catch_up(p.sql).map(|_| ())),
-            // A table this version does not have (a newer one queued it):
-            // finished here, since that version's next write queues it
-            // again, where a job left waiting would keep the alarm due.
-            None => Ok(()),
-        };
-        match written {
-            Ok(()) => {
-                store.finish_jobs(&[j.id])?;
-                report.indexed += 1;
-            }
-            Err(e) => {
-                store.fail_job(j.id, j.attempts, &e.to_string())?;
-                report.failed += 1;
-            }
-        }
-    }
+    run_unvectors(p, &of(JOB_UNVECTOR), &mut report).await?;
+    run_embeds(p, &of(JOB_EMBED), &mut report).await?;
+    run_index_text(p, &of(JOB_INDEX_TEXT), &mut report)?;
     // The turn directory reads what this work and the writes before it
     // added, here rather than on the next recall, and keeps its snapshot.
     match p.turns.maintain(p.sql) {
@@ -184,6 +156,123 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     Ok(report)
 }
 
+/// Claims `jobs` (one attempt each, recorded before they run), runs
+/// `work`, and finishes them or records its error on each.
+/// The outer error is the store's (the drain stops); the inner `None` is
+/// the work's failure, recorded on the jobs.
+async fn attempt<F: std::future::Future<Output = Result<usize>>>(p: &Profile<'_>, jobs: &[Job], work: F) -> Result<Option<usize>> {
+    let store = p.store();
+    let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+    store.transaction(|| store.claim_jobs(&ids, p.limits.job_retry_base_millis))?;
+    match work.await {
+        Ok(n) => {
+            store.finish_jobs(&ids)?;
+            Ok(Some(n))
+        }
+        Err(e) => {
+            let message = e.to_string();
+            store.transaction(|| ids.iter().try_for_each(|id| store.record_failure(*id, &message)))?;
+            Ok(None)
+        }
+    }
+}
+
+/// Sessions whose model stages failed at ingest: judged again, a few per
+/// drain. Their new memories queue their own embeddings.
+async fn run_extracts(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
+    for j in jobs.iter().take(EXTRACT_BATCH) {
+        let work = async {
+            match crate::core::ingest::retry_session(p, &j.memory_id).await? {
+                0 => Ok(1),
+                n => Err(Error::provider(format!("{n} model faults remain"))),
+            }
+        };
+        tally(report, attempt(p, std::slice::from_ref(j), work).await?, |r, n| r.extracted = r.extracted.saturating_add(n), 1);
+    }
+    Ok(())
+}
+
+async fn run_unvectors(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
+    for group in isolate_suspects(jobs, |_| 0, usize::MAX, DRAIN_BATCH) {
+        let ids: Vec<String> = group.iter().map(|j| j.memory_id.clone()).collect();
+        let work = async { p.index.delete(&ids).await.map(|()| ids.len()) };
+        tally(report, attempt(p, &group, work).await?, |r, n| r.removed = r.removed.saturating_add(n), group.len());
+    }
+    Ok(())
+}
+
+async fn run_embeds(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
+    let sizes = p.store().embedding_sizes(&jobs.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
+    let size = |j: &Job| sizes.get(&j.memory_id).copied().unwrap_or(0).min(EMBED_TEXT_BYTES);
+    for group in isolate_suspects(jobs, size, EMBED_BATCH_BYTES, EMBED_BATCH) {
+        let ids: Vec<String> = group.iter().map(|j| j.memory_id.clone()).collect();
+        let outcome = attempt(p, &group, embed_memories(p, &ids)).await?;
+        tally(report, outcome, |r, n| r.embedded = r.embedded.saturating_add(n), group.len());
+    }
+    Ok(())
+}
+
+/// Full-text rows a batch of writes left waiting, one statement a table.
+fn run_index_text(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
+    let store = p.store();
+    for j in jobs {
+        store.transaction(|| store.claim_jobs(&[j.id], p.limits.job_retry_base_millis))?;
+        let written = match FullText::named(&j.memory_id) {
+            Some(which) => store.transaction(|| which.catch_up(p.sql).map(|_| ())),
+            // A table this version does not have (a newer one queued it):
+            // finished here, since that version's next write queues it
+            // again, where a job left waiting would keep the alarm due.
+            None => Ok(()),
+        };
+        match written {
+            Ok(()) => {
+                store.finish_jobs(&[j.id])?;
+                report.indexed = report.indexed.saturating_add(1);
+            }
+            Err(e) => {
+                store.record_failure(j.id, &e.to_string())?;
+                report.failed = report.failed.saturating_add(1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds an attempt's outcome to the report: its count of work done, or
+/// `jobs` failures.
+fn tally(report: &mut DrainReport, outcome: Option<usize>, done: impl FnOnce(&mut DrainReport, usize), jobs: usize) {
+    match outcome {
+        Some(n) => done(report, n),
+        None => report.failed = report.failed.saturating_add(jobs),
+    }
+}
+
+/// `jobs` in groups run together: a job that has failed before alone,
+/// the rest in groups of at most `max_count` jobs and `max_bytes` of
+/// `size` (a group always takes one job, whatever its size).
+pub fn isolate_suspects(jobs: &[Job], size: impl Fn(&Job) -> usize, max_bytes: usize, max_count: usize) -> Vec<Vec<Job>> {
+    let mut groups: Vec<Vec<Job>> = Vec::new();
+    let mut current: Vec<Job> = Vec::new();
+    let mut bytes = 0usize;
+    for j in jobs {
+        if j.attempts > 0 {
+            groups.push(vec![j.clone()]);
+            continue;
+        }
+        let s = size(j);
+        if !current.is_empty() && (current.len() >= max_count || bytes.saturating_add(s) > max_bytes) {
+            groups.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+        bytes = bytes.saturating_add(s);
+        current.push(j.clone());
+    }
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    groups
+}
+
 /// Embeds the memories `ids` that want a vector (one embedder request)
 /// and upserts the vectors of those that still want one after it; how
 /// many were upserted.
@@ -193,7 +282,8 @@ pub async fn embed_memories(p: &Profile<'_>, ids: &[String]) -> Result<usize> {
     if inputs.is_empty() {
         return Ok(0);
     }
-    let texts: Vec<String> = inputs.iter().map(|(_, queries, content)| embedding_text_of(queries, content)).collect();
+    let texts: Vec<String> =
+        inputs.iter().map(|(_, queries, content)| truncated(embedding_text_of(queries, content), EMBED_TEXT_BYTES)).collect();
     let vectors = p.embedder.embed(&texts).await?;
     // A reply with a vector missing (or one too many) cannot be matched
     // to memories: fail the batch so it is retried, rather than finishing

@@ -36,10 +36,16 @@ enum Kind {
     Config,
 }
 
+/// Longest message an error carries, in characters: a message quotes
+/// caller input at times, and an error never carries a caller's megabyte
+/// back to them (or into a log).
+pub const MAX_MESSAGE_CHARS: usize = 300;
+
 impl Error {
     fn new(kind: Kind, message: impl Into<String>) -> Error {
-        Error { kind, message: message.into() }
+        Error { kind, message: printable(message.into()) }
     }
+
     pub fn invalid(message: impl Into<String>) -> Error {
         Error::new(Kind::Invalid, message)
     }
@@ -143,6 +149,28 @@ impl Error {
         };
         Error::new(kind, message)
     }
+}
+
+/// `message` with control characters escaped (`\u{0}`) and cut to
+/// [`MAX_MESSAGE_CHARS`], so an error that quotes input shows it, and only
+/// as printable text.
+fn printable(message: String) -> String {
+    if message.chars().count() <= MAX_MESSAGE_CHARS && !message.chars().any(char::is_control) {
+        return message;
+    }
+    let mut out = String::new();
+    for c in message.chars() {
+        if out.chars().count() >= MAX_MESSAGE_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl fmt::Display for Error {

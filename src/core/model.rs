@@ -201,8 +201,14 @@ pub struct Stats {
     pub memories: i64,
     pub by_type: std::collections::BTreeMap<String, i64>,
     pub by_status: std::collections::BTreeMap<String, i64>,
+    /// Background jobs waiting (not parked).
     pub pending_jobs: i64,
+    /// Of those, jobs that failed at least once and wait for a retry.
     pub failed_jobs: i64,
+    /// Jobs parked after their attempt cap, or of an unknown kind: never
+    /// retried, kept with their last error.
+    #[serde(default)]
+    pub parked_jobs: i64,
     pub vectors: i64,
     pub storage_bytes: i64,
 }

@@ -43,12 +43,28 @@ pub struct Limits {
     /// Most memories a profile holds (all statuses). Writes that would go
     /// over it are refused with 409; nothing is evicted silently.
     pub max_memories: i64,
+    /// How long a profile marked for deletion can be restored before the
+    /// alarm purges it (`PROFILE_DELETE_GRACE_SECONDS`), in milliseconds.
+    pub delete_grace_millis: i64,
+    /// The first retry of a failed background job waits this long; each
+    /// further one twice as long (`JOB_RETRY_BASE_MS`).
+    pub job_retry_base_millis: i64,
 }
+
+/// The default grace period of a deleted profile: one day.
+pub const DEFAULT_DELETE_GRACE_MILLIS: i64 = 24 * 60 * 60 * 1000;
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_memories: 1_000_000 }
+        Limits { max_memories: 1_000_000, delete_grace_millis: DEFAULT_DELETE_GRACE_MILLIS, job_retry_base_millis: 1000 }
     }
+}
+
+/// Operations a profile marked for deletion still answers: the deletion
+/// itself (again), its undoing, and the alarm's drain (which purges it
+/// once the grace period is over). Every other answers 404.
+fn answers_while_marked(op: &str) -> bool {
+    matches!(op, "deleteProfile" | "restoreProfile" | "drain")
 }
 
 impl<'a> Profile<'a> {
@@ -75,6 +91,9 @@ impl<'a> Profile<'a> {
     /// dispatch table of the service.
     pub async fn dispatch_json(&self, op: &str, args: Value) -> Result<String> {
         let args = if args.is_null() { json!({}) } else { args };
+        if !answers_while_marked(op) && self.store().deletion_mark()?.is_some() {
+            return Err(Error::not_found("this profile is marked for deletion (restore it with POST …/restore)"));
+        }
         match op {
             "ingest" => to_json(&self.ingest(api::parse(args)?).await?),
             "remember" => to_json(&self.remember(api::parse(args)?).await?),
@@ -86,11 +105,12 @@ impl<'a> Profile<'a> {
             "deleteSession" => to_json(&self.delete_session(&session_arg(&args)?)?),
             "getSummary" => to_json(&self.summary(api::parse(args)?)?),
             "export" => to_json(&self.export()?),
-            "import" => to_json(&self.import(args.get("data").and_then(Value::as_str).unwrap_or(""))?),
+            "import" => to_json(&self.import(args.get("data").and_then(Value::as_str).ok_or_else(|| Error::invalid("data is required"))?)?),
             "stats" => to_json(&self.stats()?),
-            "deleteProfile" => to_json(&self.wipe()?),
+            "deleteProfile" => to_json(&self.mark_deleted()?),
+            "restoreProfile" => to_json(&self.restore()?),
             "drain" => to_json(&self.drain().await?),
-            other => Err(Error::not_found(format!("no operation named {other}"))),
+            other => Err(Error::not_found(format!("no operation named {}", api::quoted(other)))),
         }
     }
 
@@ -193,7 +213,9 @@ impl<'a> Profile<'a> {
     }
 
     pub fn delete_session(&self, session_id: &str) -> Result<Value> {
-        api::validate_session_id(session_id)?;
+        // The shape alone: a session stored as `..` before such ids were
+        // refused can still be deleted (over RPC or MCP; no path names it).
+        api::validate_session_id_shape(session_id)?;
         let store = self.store();
         store.transaction(|| {
             let messages: Vec<String> = store.session_messages(session_id)?.into_iter().map(|m| m.id).collect();
@@ -237,23 +259,79 @@ impl<'a> Profile<'a> {
         self.store().stats()
     }
 
+
+    /// Marks the profile for deletion (Cloudflare's "marks for
+    /// deletion"): from now on it answers 404 to everything but
+    /// [`Profile::restore`] and this call, and the alarm purges it
+    /// ([`Profile::wipe`]) once [`Limits::delete_grace_millis`] has passed.
+    /// Marking a marked profile again keeps the first mark.
+    pub fn mark_deleted(&self) -> Result<Value> {
+        let store = self.store();
+        let marked_at = match store.deletion_mark()? {
+            Some(at) => at,
+            None => {
+                store.mark_for_deletion(self.now)?;
+                self.now
+            }
+        };
+        let purge_at = marked_at.saturating_add(self.limits.delete_grace_millis);
+        Ok(json!({ "deleted": true, "markedAt": crate::core::time::iso(marked_at), "purgeAt": crate::core::time::iso(purge_at) }))
+    }
+
+    /// Undoes [`Profile::mark_deleted`] within the grace period: the
+    /// profile answers again with everything it held. 404 when nothing is
+    /// marked (never deleted, or already purged).
+    pub fn restore(&self) -> Result<Value> {
+        let store = self.store();
+        if store.deletion_mark()?.is_none() {
+            return Err(Error::not_found("this profile is not marked for deletion: there is nothing to restore"));
+        }
+        store.clear_deletion_mark()?;
+        Ok(json!({ "restored": true }))
+    }
+
+    /// When a profile marked for deletion is purged (epoch millis), if it
+    /// is marked.
+    pub fn purge_due(&self) -> Result<Option<i64>> {
+        Ok(self.store().deletion_mark()?.map(|at| at.saturating_add(self.limits.delete_grace_millis)))
+    }
+
     /// Deletes every row of the profile, then every vector.
     pub fn wipe(&self) -> Result<Value> {
         let store = self.store();
-        let ids: Vec<String> = store.all_memories()?.into_iter().map(|m| m.id).collect();
+        let ids = store.all_memory_ids()?;
         store.transaction(|| {
             store.wipe()?;
-            for id in &ids {
-                store.enqueue(crate::core::store::JOB_UNVECTOR, id)?;
-            }
-            Ok(())
+            store.enqueue_many(crate::core::store::JOB_UNVECTOR, &ids.iter().map(String::as_str).collect::<Vec<_>>())
         })?;
         Ok(json!({ "deleted": true, "memories": ids.len() }))
     }
 
-    /// Runs due background jobs once (the alarm calls this).
+    /// Runs due background jobs once (the alarm calls this). A profile
+    /// whose grace period is over is purged first.
     pub async fn drain(&self) -> Result<background::DrainReport> {
-        background::drain(self).await
+        let purged = match self.purge_due()? {
+            Some(at) if at <= self.now => {
+                self.wipe()?;
+                true
+            }
+            _ => false,
+        };
+        let mut report = background::drain(self).await?;
+        report.purged = purged;
+        report.next_at = self.next_due()?;
+        Ok(report)
+    }
+
+    /// When background work is next due (epoch millis): the earliest
+    /// pending job, expiry or purge, if any. The object sets its alarm by
+    /// it.
+    pub fn next_due(&self) -> Result<Option<i64>> {
+        let due = self.store().next_due()?;
+        Ok(match (due, self.purge_due()?) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
     }
 
     /// Whether an ingest call carries a message not stored yet.
@@ -332,7 +410,7 @@ mod tests {
     fn profile<'a>(sql: &'a NativeSql, reasoner: &'a dyn Reasoner, index: &'a SqlVectorIndex<'a>, now: i64, max: i64) -> Profile<'a> {
         // One directory per profile value; a test's few are leaked.
         let turns = Box::leak(Box::new(TurnDirectory::new()));
-        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns, now, limits: Limits { max_memories: max } }
+        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns, now, limits: Limits { max_memories: max, ..Limits::default() } }
     }
 
     /// A reasoner whose extraction never finishes: an object that dies

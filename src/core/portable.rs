@@ -9,7 +9,9 @@
 //! everything in one transaction; records already present are left as
 //! they are (`INSERT OR IGNORE`).
 
+use crate::core::api;
 use crate::core::error::{Error, Result};
+use std::borrow::Cow;
 use crate::core::ids;
 use crate::core::model::{Memory, Message};
 use crate::core::store::Store;
@@ -56,16 +58,25 @@ pub struct ImportReport {
 }
 
 /// Parses and validates every line; the first bad line fails the import.
+///
+/// Each record passes the checks its write route makes (the same
+/// validators and limits of [`crate::core::api`]), and its text the same
+/// redaction: `<private>` spans become `[private]` before anything is
+/// stored. A message whose text a redaction changed gets the id of its new
+/// text, and the memories of the file that cite it cite that id.
 pub fn parse(ndjson: &str) -> Result<Parsed> {
     let mut parsed = Parsed::default();
     let mut saw_header = false;
+    let mut renamed: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for (n, line) in ndjson.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        let bad = |what: String| Error::invalid(format!("import line {}: {what}", n + 1));
-        let mut v: Value = serde_json::from_str(line).map_err(|e| bad(format!("invalid json: {e}")))?;
+        // A record out of limits makes the file invalid (400), whatever
+        // status the same value gets on its write route.
+        let bad = |e: Error| Error::invalid(format!("import line {}: {}", n.saturating_add(1), e.message()));
+        let mut v: Value = serde_json::from_str(line).map_err(|e| bad(Error::invalid(format!("invalid json: {e}"))))?;
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
         if let Value::Object(map) = &mut v {
             map.remove("kind");
@@ -73,46 +84,105 @@ pub fn parse(ndjson: &str) -> Result<Parsed> {
         match kind.as_str() {
             "header" => {
                 if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-                    return Err(bad("not an agent-memory export".into()));
+                    return Err(bad(Error::invalid("not an agent-memory export")));
                 }
                 if v.get("version").and_then(Value::as_i64) != Some(VERSION) {
-                    return Err(bad("unsupported export version".into()));
+                    return Err(bad(Error::invalid("unsupported export version")));
                 }
                 saw_header = true;
             }
             "message" => {
-                let m: Message = serde_json::from_value(v).map_err(|e| bad(format!("invalid message: {e}")))?;
-                if m.id != ids::message_id(&m.session_id, &m.role, &m.content) {
-                    return Err(bad("message id does not match its content".into()));
-                }
-                crate::core::api::validate_session_id(&m.session_id).map_err(|e| bad(e.to_string()))?;
-                if m.content.len() > crate::core::api::MAX_MESSAGE_BYTES {
-                    return Err(bad(format!("message content over {} bytes", crate::core::api::MAX_MESSAGE_BYTES)));
-                }
+                let m: Message = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid message: {e}"))))?;
+                let m = checked_message(m, &mut renamed).map_err(bad)?;
                 parsed.messages.push(m);
             }
             "memory" => {
-                let mut m: Memory = serde_json::from_value(v).map_err(|e| bad(format!("invalid memory: {e}")))?;
-                if !ids::is_id(&m.id) {
-                    return Err(bad("memory id is not 32 lowercase hex characters".into()));
-                }
-                crate::core::api::validate_session_id(&m.session_id).map_err(|e| bad(e.to_string()))?;
-                // Expiries are compared as ISO strings: store them in the
-                // one format that orders correctly, or refuse the line.
-                if let Some(e) = &m.expires_at {
-                    let millis = crate::core::time::parse_millis(e)
-                        .ok_or_else(|| bad("expiresAt is not an ISO-8601 date-time".into()))?;
-                    m.expires_at = Some(iso(millis.clamp(0, crate::core::api::MAX_EXPIRY_MILLIS)));
-                }
-                parsed.memories.push(m);
+                let m: Memory = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid memory: {e}"))))?;
+                parsed.memories.push(checked_memory(m).map_err(bad)?);
             }
-            other => return Err(bad(format!("unknown record kind {other:?}"))),
+            other => return Err(bad(Error::invalid(format!("unknown record kind {}", api::quoted(other))))),
         }
     }
     if !saw_header {
         return Err(Error::invalid("import: the file has no header line"));
     }
+    for m in &mut parsed.memories {
+        for id in &mut m.source_message_ids {
+            if let Some(new) = renamed.get(id) {
+                id.clone_from(new);
+            }
+        }
+    }
     Ok(parsed)
+}
+
+/// A message record as ingest would have stored it: id, session, role,
+/// text, timestamp and dates checked, private spans redacted (its id
+/// follows its redacted text; `renamed` maps the old id to the new).
+fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<String, String>) -> Result<Message> {
+    if m.id != ids::message_id(&m.session_id, &m.role, &m.content) {
+        return Err(Error::invalid("message id does not match its content"));
+    }
+    api::validate_session_id(&m.session_id)?;
+    api::validate_role("role", &m.role)?;
+    api::validate_content("content", &m.content)?;
+    api::validate_date("timestamp", &m.timestamp)?;
+    api::validate_date("createdAt", &Some(m.created_at.clone()))?;
+    if m.position < 0 {
+        return Err(Error::invalid("position must not be negative"));
+    }
+    if let Cow::Owned(redacted) = api::redact_private(&m.content) {
+        m.content = redacted;
+        let id = ids::message_id(&m.session_id, &m.role, &m.content);
+        renamed.insert(std::mem::replace(&mut m.id, id.clone()), id);
+    }
+    Ok(m)
+}
+
+/// A memory record as remember or ingest would have stored it: ids,
+/// session, text, key, search queries, sources and dates checked, private
+/// spans redacted, its expiry written in the one format that orders
+/// correctly as text.
+fn checked_memory(mut m: Memory) -> Result<Memory> {
+    if !ids::is_id(&m.id) {
+        return Err(Error::invalid("memory id is not 32 lowercase hex characters"));
+    }
+    api::validate_session_id(&m.session_id)?;
+    redact(&mut m.content);
+    redact(&mut m.summary);
+    m.search_queries.iter_mut().for_each(redact);
+    api::validate_content("content", &m.content)?;
+    if m.summary.len() > api::MAX_MESSAGE_BYTES {
+        return Err(Error::too_large(format!("summary is over {} bytes", api::MAX_MESSAGE_BYTES)));
+    }
+    if let Some(k) = &m.key {
+        api::validate_key("key", k)?;
+    }
+    api::validate_search_queries("searchQueries", &m.search_queries)?;
+    if m.source_message_ids.len() > api::MAX_SOURCES {
+        return Err(Error::invalid(format!("sourceMessageIds must hold at most {} ids", api::MAX_SOURCES)));
+    }
+    if !m.source_message_ids.iter().all(|id| ids::is_id(id)) {
+        return Err(Error::invalid("sourceMessageIds must be message ids"));
+    }
+    if !m.supersedes.iter().chain(&m.superseded_by).all(|id| ids::is_id(id)) {
+        return Err(Error::invalid("supersedes and supersededBy must be memory ids"));
+    }
+    api::validate_date("eventDate", &m.event_date)?;
+    api::validate_date("createdAt", &Some(m.created_at.clone()))?;
+    api::validate_date("updatedAt", &Some(m.updated_at.clone()))?;
+    api::validate_date("expiresAt", &m.expires_at)?;
+    if let Some(e) = &m.expires_at {
+        let millis = crate::core::time::parse_millis(e).ok_or_else(|| Error::invalid("expiresAt is not a date"))?;
+        m.expires_at = Some(iso(millis.clamp(0, api::MAX_EXPIRY_MILLIS)));
+    }
+    Ok(m)
+}
+
+fn redact(text: &mut String) {
+    if let Cow::Owned(r) = api::redact_private(text) {
+        *text = r;
+    }
 }
 
 /// Writes a parsed file. Call inside a transaction.
@@ -122,5 +192,5 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content)).collect();
     // insert_memories queues an embedding for active, non-task memories.
     let memories = store.insert_memories(&p.memories.iter().zip(&fingerprints).map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
-    Ok(ImportReport { messages: p.messages.len() - before.len(), memories: memories.len() })
+    Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })
 }

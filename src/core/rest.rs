@@ -12,6 +12,18 @@ use serde_json::{json, Map, Value};
 /// Largest JSON body accepted, in bytes (500 messages of 32 KB, plus room).
 pub const MAX_BODY_BYTES: usize = 17 * 1024 * 1024;
 
+/// The largest body a request to `path` may carry: an import's limit on
+/// the import route, [`MAX_BODY_BYTES`] on every other. The Worker refuses
+/// a request whose declared `Content-Length` is over it before reading
+/// anything.
+pub fn body_limit(path: &str) -> usize {
+    if path.ends_with("/import") {
+        MAX_IMPORT_BYTES
+    } else {
+        MAX_BODY_BYTES
+    }
+}
+
 /// Where a request goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Route {
@@ -65,10 +77,24 @@ pub struct Incoming<'a> {
     pub body: &'a [u8],
 }
 
-/// Routes a request. Errors are 4xx: unknown path (404), wrong method
-/// (405 as invalid), bad body.
+/// A path's segments, or `None` when one is empty (`//`, or a trailing
+/// `/`). Paths are matched exactly: `…/profiles/p/` is not the profile.
+/// (A URL parser rewrites `…/profiles/p/sessions/%2E%2E` and
+/// `…/memories/%2e%2e` into `…/profiles/p/` before the Worker sees them;
+/// read as the profile, they would delete it.)
+fn segments(path: &str) -> Option<Vec<&str>> {
+    let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    (!segments.iter().any(|s| s.is_empty())).then_some(segments)
+}
+
+fn no_route(req: &Incoming<'_>) -> Error {
+    Error::not_found(format!("no route for {} {}", api::quoted(req.method), api::quoted(req.path)))
+}
+
+/// Routes a request. Errors are 4xx: unknown path (404, also for a path
+/// that no method answers), wrong method (405 as invalid), bad body.
 pub fn route(req: &Incoming<'_>) -> Result<Route> {
-    let segments: Vec<&str> = req.path.trim_end_matches('/').split('/').skip(1).collect();
+    let segments = segments(req.path).ok_or_else(|| no_route(req))?;
     match (req.method, segments.as_slice()) {
         ("GET", ["health"]) => return Ok(Route::Health),
         ("GET", ["openapi.json"]) => return Ok(Route::OpenApi),
@@ -82,7 +108,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
     }
     let ["accounts", account, "agent-memory", "namespaces", namespace, "profiles", profile, rest @ ..] = segments.as_slice()
     else {
-        return Err(Error::not_found(format!("no route for {} {}", req.method, req.path)));
+        return Err(no_route(req));
     };
     if account.is_empty() {
         return Err(Error::invalid("account must not be empty"));
@@ -105,12 +131,15 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("POST", ["import"]) => ("import", json!({ "data": import_body(req)? })),
         ("GET", ["stats"]) => ("stats", json!({})),
         ("DELETE", []) => ("deleteProfile", json!({})),
-        (_, ["ingest" | "remember" | "recall" | "memories" | "summary" | "export" | "import" | "stats", ..])
-        | (_, ["sessions", _])
-        | (_, []) => {
-            return Err(Error::invalid(format!("method {} is not allowed on {}", req.method, req.path)));
+        ("POST", ["restore"]) => ("restoreProfile", json!({})),
+        _ if allowed_methods(req.path).is_some() => {
+            return Err(Error::invalid(format!(
+                "method {} is not allowed on {}",
+                api::quoted(req.method),
+                api::quoted(req.path)
+            )));
         }
-        _ => return Err(Error::not_found(format!("no route for {} {}", req.method, req.path))),
+        _ => return Err(no_route(req)),
     };
     Ok(Route::Profile(ProfileCall { namespace, profile, op: op.to_string(), args }))
 }
@@ -120,8 +149,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
 /// parses anything the caller sent. `None` for other paths (or a segment
 /// that does not decode; routing then refuses it).
 pub fn target_namespace(path: &str) -> Option<String> {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    match segments.as_slice() {
+    match segments(path)?.as_slice() {
         ["accounts", _, "agent-memory", "namespaces", ns, "profiles", _, ..] | ["mcp", "namespaces", ns, "profiles", _] => {
             decode(ns).ok()
         }
@@ -133,12 +161,11 @@ pub fn target_namespace(path: &str) -> Option<String> {
 /// `None` for a path no route knows. A request whose method is not listed
 /// gets 405 Method Not Allowed. The MCP endpoint answers methods itself.
 pub fn allowed_methods(path: &str) -> Option<&'static str> {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    match segments.as_slice() {
+    match segments(path)?.as_slice() {
         ["health"] | ["openapi.json"] => Some("GET"),
         ["accounts", _, "agent-memory", "namespaces", _, "profiles", _, rest @ ..] => match rest {
             [] => Some("DELETE"),
-            ["ingest" | "remember" | "recall" | "import"] => Some("POST"),
+            ["ingest" | "remember" | "recall" | "import" | "restore"] => Some("POST"),
             ["memories" | "summary" | "export" | "stats"] => Some("GET"),
             ["memories", _] => Some("GET, DELETE"),
             ["memories", _, "forget"] => Some("POST"),
@@ -175,7 +202,7 @@ fn json_body(req: &Incoming<'_>) -> Result<Value> {
     if let Some(ct) = req.content_type {
         let ct = ct.to_ascii_lowercase();
         if !ct.starts_with("application/json") && !ct.contains("+json") {
-            return Err(Error::invalid(format!("content-type must be application/json, not {ct}")));
+            return Err(Error::invalid(format!("content-type must be application/json, not {}", api::quoted(&ct))));
         }
     }
     if req.body.len() > MAX_BODY_BYTES {
@@ -250,7 +277,7 @@ impl<'de> serde::de::Visitor<'de> for StrictValue {
         let mut out = Map::new();
         while let Some(k) = map.next_key::<String>()? {
             if out.contains_key(&k) {
-                return Err(serde::de::Error::custom(format!("duplicate key {k:?}")));
+                return Err(serde::de::Error::custom(format!("duplicate key {}", api::quoted(&k))));
             }
             let v = map.next_value_seed(StrictValue)?;
             out.insert(k, v);
@@ -283,10 +310,10 @@ fn query_args(query: &[(String, String)], numeric: &[&str]) -> Result<Value> {
     let mut map = Map::new();
     for (k, v) in query {
         if map.contains_key(k) {
-            return Err(Error::invalid(format!("query parameter {k} is given twice")));
+            return Err(Error::invalid(format!("query parameter {} is given twice", api::quoted(k))));
         }
         let value = if numeric.contains(&k.as_str()) {
-            Value::from(v.parse::<u64>().map_err(|_| Error::invalid(format!("{k} must be a positive integer")))?)
+            Value::from(v.parse::<u64>().map_err(|_| Error::invalid(format!("{} must be a positive integer", api::quoted(k))))?)
         } else {
             Value::String(v.clone())
         };
@@ -341,7 +368,7 @@ impl Tokens {
         if spaces.iter().any(|s| s == "*" || s == namespace) {
             Ok(())
         } else {
-            Err(Error::forbidden(format!("this token may not access namespace {namespace}")))
+            Err(Error::forbidden(format!("this token may not access namespace {}", api::quoted(namespace))))
         }
     }
 }

@@ -199,6 +199,18 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         // names a key also names the rowids; none else used this index.
         "DROP INDEX IF EXISTS memories_by_key_status",
     ],
+), (
+    8,
+    &[
+        // A job over its attempt cap, or of a kind this version does not
+        // know, is parked: kept with its last error, counted in `stats`,
+        // never taken again and never due (core::background). The index
+        // serves "what is due" and "when is the next one due" over the
+        // jobs that are not parked.
+        "ALTER TABLE outbox ADD COLUMN parked INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX IF NOT EXISTS outbox_live_by_due ON outbox(parked, next_attempt_at)",
+        "DROP INDEX IF EXISTS outbox_by_due",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

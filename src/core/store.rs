@@ -29,6 +29,11 @@ const MEMORY_COLUMNS: &str = "id, type, key, summary, content, session_id, sourc
 const MESSAGE_COLUMNS: &str = "id, session_id, role, content, timestamp, position, created_at";
 
 /// Outbox job kinds.
+/// The `meta` key holding the profile's `{namespace}/{profile}` name.
+pub const META_NAME: &str = "name";
+/// The `meta` key holding when the profile was marked for deletion.
+pub const META_DELETED_AT: &str = "deleted_at";
+
 pub const JOB_EMBED: &str = "embed";
 pub const JOB_UNVECTOR: &str = "unvector";
 /// Re-run the judging stages of a session after a model fault; the job's
@@ -72,6 +77,21 @@ pub struct Job {
     pub kind: String,
     pub memory_id: String,
     pub attempts: i64,
+}
+
+/// An outbox row (`id, kind, memory_id, attempts`) as a job; a row that
+/// does not read as one is a storage error, never a job of made-up values.
+fn job_from_row(r: &[SqlValue]) -> Result<Job> {
+    let bad = || Error::storage("an outbox row is not a job");
+    match r {
+        [id, kind, subject, attempts] => Ok(Job {
+            id: id.as_i64().ok_or_else(bad)?,
+            kind: kind.opt_string().ok_or_else(bad)?,
+            memory_id: subject.opt_string().ok_or_else(bad)?,
+            attempts: attempts.as_i64().ok_or_else(bad)?,
+        }),
+        _ => Err(bad()),
+    }
 }
 
 impl<'a> Store<'a> {
@@ -376,6 +396,22 @@ impl<'a> Store<'a> {
     /// What the embedder needs of those of `ids` that belong in the vector
     /// index now ([`Store::wanting_vectors`]): `(id, search queries,
     /// content)`, in one statement reading only those columns.
+    /// The bytes of text each of `ids` would send to the embedder (its
+    /// content and search queries), read without the text itself.
+    pub fn embedding_sizes(&self, ids: &[String]) -> Result<std::collections::HashMap<String, usize>> {
+        if ids.is_empty() {
+            return Ok(std::collections::HashMap::new());
+        }
+        Ok(json_rows::<(String, usize)>(
+            self.sql,
+            "SELECT json_group_array(json_array(m.id, length(CAST(m.content AS BLOB)) + length(CAST(m.search_queries AS BLOB)))) \
+             FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
+            &[json_param(ids)],
+        )?
+        .into_iter()
+        .collect())
+    }
+
     pub fn embedding_inputs(&self, ids: &[String]) -> Result<Vec<(String, Vec<String>, String)>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -620,6 +656,15 @@ impl<'a> Store<'a> {
         self.memories_where("1 = 1 ORDER BY id", &[])
     }
 
+    /// The id of every memory, in id order (no content read).
+    pub fn all_memory_ids(&self) -> Result<Vec<String>> {
+        self.sql
+            .query("SELECT id FROM memories ORDER BY id", &[])?
+            .into_iter()
+            .map(|r| r.first().and_then(|v| v.opt_string()).ok_or_else(|| Error::storage("a memory row has no id")))
+            .collect()
+    }
+
     /// The version chain through `m`, oldest first.
     pub fn version_chain(&self, m: &Memory) -> Result<Vec<Memory>> {
         let mut back = Vec::new();
@@ -716,55 +761,92 @@ impl<'a> Store<'a> {
         rows.first().and_then(|r| r[0].as_i64()).ok_or_else(|| Error::storage("failed to queue a job"))
     }
 
-    /// Jobs due now, oldest first.
+    /// Jobs due now and not parked, oldest first.
     pub fn due_jobs(&self, limit: usize) -> Result<Vec<Job>> {
-        Ok(self
-            .sql
+        self.sql
             .query(
-                "SELECT id, kind, memory_id, attempts FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?",
-                &[SqlValue::Integer(self.now), SqlValue::Integer(limit as i64)],
+                "SELECT id, kind, memory_id, attempts FROM outbox WHERE parked = 0 AND next_attempt_at <= ? ORDER BY id LIMIT ?",
+                &[SqlValue::Integer(self.now), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX))],
             )?
             .into_iter()
-            .map(|r| Job {
-                id: r[0].as_i64().unwrap_or(0),
-                kind: r[1].opt_string().unwrap_or_default(),
-                memory_id: r[2].opt_string().unwrap_or_default(),
-                attempts: r[3].as_i64().unwrap_or(0),
-            })
-            .collect())
+            .map(|r| job_from_row(&r))
+            .collect()
     }
 
-    pub fn finish_jobs(&self, ids: &[i64]) -> Result<()> {
-        for chunk in ids.chunks(MAX_SQL_PARAMS) {
-            let params: Vec<SqlValue> = chunk.iter().map(|i| SqlValue::Integer(*i)).collect();
-            self.sql.execute(&format!("DELETE FROM outbox WHERE id IN ({})", placeholders(chunk.len())), &params)?;
+    /// Records an attempt of each of `ids` before it runs, and moves it
+    /// out of reach until its backoff has passed: `retry_base` millis
+    /// after the first attempt, doubling with each one (capped at ten
+    /// minutes). A run that dies (a trap, an out-of-memory) has counted
+    /// its attempt, so a job that kills every run reaches its cap and is
+    /// parked instead of killing the next one.
+    pub fn claim_jobs(&self, ids: &[i64], retry_base: i64) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
         }
-        Ok(())
-    }
-
-    /// Records a failure and schedules the retry with exponential backoff
-    /// (1 s, 2 s, 4 s, ... capped at 10 minutes).
-    pub fn fail_job(&self, id: i64, attempts: i64, error: &str) -> Result<()> {
-        let backoff = 1000i64.saturating_mul(1 << attempts.clamp(0, 9)).min(600_000);
         self.sql.execute(
-            "UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
-            &[
-                SqlValue::Integer(attempts + 1),
-                SqlValue::Integer(self.now + backoff),
-                error.into(),
-                SqlValue::Integer(id),
-            ],
+            "UPDATE outbox SET attempts = attempts + 1, \
+             next_attempt_at = ?1 + min(600000, ?2 * (1 << min(attempts, 12))) \
+             WHERE id IN (SELECT value FROM json_each(?3))",
+            &[SqlValue::Integer(self.now), SqlValue::Integer(retry_base.max(1)), json_param(ids)],
         )
     }
 
-    /// Jobs in the outbox (cheap: the drain asks after every batch).
-    pub fn pending_jobs(&self) -> Result<i64> {
-        Ok(self.sql.query("SELECT COUNT(*) FROM outbox", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+    /// Parks every job that has used `max_attempts` attempts, and every
+    /// job of a kind not in `known`, with the reason; how many. A parked
+    /// job is never due again; it stays visible (`stats().parked_jobs`).
+    pub fn park_jobs(&self, max_attempts: i64, known: &[&str]) -> Result<i64> {
+        let over = self.sql.query(
+            "UPDATE outbox SET parked = 1, \
+             last_error = 'parked after ' || attempts || ' attempts: ' || COALESCE(last_error, 'no error was recorded') \
+             WHERE parked = 0 AND attempts >= ?1 RETURNING id",
+            &[SqlValue::Integer(max_attempts)],
+        )?;
+        let unknown = self.sql.query(
+            "UPDATE outbox SET parked = 1, last_error = 'parked: this version knows no job of kind ' || quote(kind) \
+             WHERE parked = 0 AND kind NOT IN (SELECT value FROM json_each(?1)) RETURNING id",
+            &[json_param(known)],
+        )?;
+        Ok(i64::try_from(over.len().saturating_add(unknown.len())).unwrap_or(i64::MAX))
     }
 
-    /// The earliest time any job is due, in millis.
+    pub fn finish_jobs(&self, ids: &[i64]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.sql.execute("DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(ids)])
+    }
+
+    /// Records why a claimed job failed ([`Store::claim_jobs`] counted the
+    /// attempt and set the retry).
+    pub fn record_failure(&self, id: i64, error: &str) -> Result<()> {
+        let error: String = error.chars().take(1000).collect();
+        self.sql.execute("UPDATE outbox SET last_error = ? WHERE id = ?", &[error.into(), SqlValue::Integer(id)])
+    }
+
+    /// Jobs in the outbox that are not parked (cheap: the drain asks after
+    /// every batch).
+    pub fn pending_jobs(&self) -> Result<i64> {
+        self.count("SELECT COUNT(*) FROM outbox WHERE parked = 0")
+    }
+
+    /// The earliest time a job that is not parked is due, in millis.
     pub fn next_job_at(&self) -> Result<Option<i64>> {
-        Ok(self.sql.query("SELECT MIN(next_attempt_at) FROM outbox", &[])?.first().and_then(|r| r[0].as_i64()))
+        Ok(self
+            .sql
+            .query("SELECT MIN(next_attempt_at) FROM outbox WHERE parked = 0", &[])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64))
+    }
+
+    /// The one number a `SELECT COUNT(*) …` statement answers.
+    fn count(&self, statement: &str) -> Result<i64> {
+        self.sql
+            .query(statement, &[])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64)
+            .ok_or_else(|| Error::storage("a count returned no number"))
     }
 
     /// When background work is next due (epoch millis): the earliest
@@ -787,8 +869,9 @@ impl<'a> Store<'a> {
             messages: one("SELECT COUNT(*) FROM messages")?,
             sessions: one("SELECT COUNT(DISTINCT session_id) FROM messages")?,
             memories: one("SELECT COUNT(*) FROM memories")?,
-            pending_jobs: one("SELECT COUNT(*) FROM outbox")?,
-            failed_jobs: one("SELECT COUNT(*) FROM outbox WHERE attempts > 0")?,
+            pending_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 0")?,
+            failed_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 0 AND attempts > 0")?,
+            parked_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 1")?,
             vectors: one("SELECT COUNT(*) FROM vectors")?,
             storage_bytes: self.sql.database_size(),
             ..Stats::default()
@@ -808,13 +891,33 @@ impl<'a> Store<'a> {
         Ok(stats)
     }
 
-    /// Removes everything in the profile.
+    /// Removes everything in the profile but its name (which the alarm
+    /// needs to reach the profile's vectors) and the schema.
     pub fn wipe(&self) -> Result<()> {
         // Citations first: a deleted message's trigger would move them aside.
-        for t in ["citations", "citations_waiting", "messages", "messages_fts", "memories", "memories_fts", "vectors", "vector_snapshot", "directory_snapshot", "outbox", "meta"] {
+        for t in ["citations", "citations_waiting", "messages", "messages_fts", "memories", "memories_fts", "vectors", "vector_snapshot", "directory_snapshot", "outbox"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
+        self.sql.execute("DELETE FROM meta WHERE key <> ?", &[META_NAME.into()])?;
         self.purge_deleted_text()
+    }
+
+    /// When the profile was marked for deletion (epoch millis), if it is.
+    pub fn deletion_mark(&self) -> Result<Option<i64>> {
+        match self.meta_get(META_DELETED_AT)? {
+            None => Ok(None),
+            Some(at) => at.parse().map(Some).map_err(|_| Error::storage(format!("meta {META_DELETED_AT} is not a time"))),
+        }
+    }
+
+    /// Marks the profile for deletion at `at` (epoch millis).
+    pub fn mark_for_deletion(&self, at: i64) -> Result<()> {
+        self.meta_set(META_DELETED_AT, &at.to_string())
+    }
+
+    /// Takes the deletion mark away (a restore).
+    pub fn clear_deletion_mark(&self) -> Result<()> {
+        self.sql.execute("DELETE FROM meta WHERE key = ?", &[META_DELETED_AT.into()])
     }
 
     pub fn meta_get(&self, key: &str) -> Result<Option<String>> {

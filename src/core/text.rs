@@ -222,6 +222,15 @@ pub fn sentences(s: &str) -> Vec<String> {
     out
 }
 
+/// A constant pattern of this crate, compiled once into `cell`. Every
+/// pattern passed here is a literal (or built from literals) that a unit
+/// test compiles, so the failure arm cannot be reached from input: it is
+/// the one justified `expect` of the core's regexes.
+#[allow(clippy::expect_used)]
+pub fn constant_regex(cell: &'static std::sync::OnceLock<regex::Regex>, pattern: &str) -> &'static regex::Regex {
+    cell.get_or_init(|| regex::Regex::new(pattern).expect("a constant pattern compiles"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

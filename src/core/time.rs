@@ -1,6 +1,11 @@
 //! Time formatting and parsing shared by the store and the pipelines.
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
+
+/// The years a date this service accepts or writes may have: those ISO
+/// writes with four digits, so stored dates order correctly as text and
+/// date arithmetic stays far from the calendar's end.
+pub const YEARS: std::ops::RangeInclusive<i32> = 0..=9999;
 
 /// ISO-8601 UTC with milliseconds, e.g. `2026-04-15T09:30:00.000Z`.
 pub fn iso(millis: i64) -> String {
@@ -10,8 +15,13 @@ pub fn iso(millis: i64) -> String {
 }
 
 /// Parses an ISO-8601 date-time or plain date (`2026-04-15`), and a few
-/// common human formats, into a UTC date-time.
+/// common human formats, into a UTC date-time. A date outside [`YEARS`]
+/// (`+262142-12-31`, `-0001-01-01`) is not one: `None`.
 pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
+    parse_any(s).filter(|d| YEARS.contains(&d.year()))
+}
+
+fn parse_any(s: &str) -> Option<DateTime<Utc>> {
     let s = s.trim();
     if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
         return Some(dt.with_timezone(&Utc));

@@ -15,12 +15,13 @@ const NUMBERS: &str = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nin
 
 fn pattern() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        let p = format!(
-            r"(?i)\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yesterday>yesterday)|(?P<tomorrow>tomorrow)|(?P<tonight>tonight)|this (?P<part>morning|afternoon|evening)|(?P<today>today)|(?P<rel>last|next|this|on|this past|this coming) (?P<wd>{WEEKDAYS})|(?P<rel2>last|next|this) (?P<unit2>week|month|year|weekend)|(?P<n>{NUMBERS}) (?P<unit>days?|weeks?|months?|years?) (?P<ago>ago|later|from now)|in (?P<n3>{NUMBERS}) (?P<unit3>days?|weeks?|months?|years?))\b"
-        );
-        Regex::new(&p).expect("valid date regex")
-    })
+    if let Some(re) = RE.get() {
+        return re;
+    }
+    let p = format!(
+        r"(?i)\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yesterday>yesterday)|(?P<tomorrow>tomorrow)|(?P<tonight>tonight)|this (?P<part>morning|afternoon|evening)|(?P<today>today)|(?P<rel>last|next|this|on|this past|this coming) (?P<wd>{WEEKDAYS})|(?P<rel2>last|next|this) (?P<unit2>week|month|year|weekend)|(?P<n>{NUMBERS}) (?P<unit>days?|weeks?|months?|years?) (?P<ago>ago|later|from now)|in (?P<n3>{NUMBERS}) (?P<unit3>days?|weeks?|months?|years?))\b"
+    );
+    crate::core::text::constant_regex(&RE, &p)
 }
 
 fn number(s: &str) -> Option<i64> {
@@ -49,60 +50,79 @@ fn fmt(d: NaiveDate) -> String {
     d.format("%Y-%m-%d").to_string()
 }
 
+/// Earliest and latest year a resolved phrase may name: the years an ISO
+/// date writes with four digits (timestamps outside them are refused at
+/// the door, see [`crate::core::time::parse_datetime`]). A phrase whose
+/// date falls outside stays as it was written.
+const MIN_YEAR: i32 = 0;
+const MAX_YEAR: i32 = 9999;
+
+/// `d`, if it is a date this module writes (years 0000-9999).
+fn in_calendar(d: NaiveDate) -> Option<NaiveDate> {
+    (MIN_YEAR..=MAX_YEAR).contains(&d.year()).then_some(d)
+}
+
+/// `anchor` moved by `days` (negative: back), or `None` off the calendar.
+fn add_days(anchor: NaiveDate, days: i64) -> Option<NaiveDate> {
+    in_calendar(anchor.checked_add_signed(Duration::try_days(days)?)?)
+}
+
+/// `anchor` moved by `n` units (day, week, month or year), or `None` when
+/// the result falls off the calendar.
 fn shift(anchor: NaiveDate, n: i64, unit: &str) -> Option<NaiveDate> {
     let unit = unit.to_lowercase();
+    let months = |per: i64| -> Option<NaiveDate> {
+        let count = Months::new(u32::try_from(n.checked_abs()?.checked_mul(per)?).ok()?);
+        in_calendar(if n >= 0 { anchor.checked_add_months(count)? } else { anchor.checked_sub_months(count)? })
+    };
     if unit.starts_with("day") {
-        anchor.checked_add_signed(Duration::days(n))
+        add_days(anchor, n)
     } else if unit.starts_with("week") {
-        anchor.checked_add_signed(Duration::weeks(n))
+        add_days(anchor, n.checked_mul(7)?)
     } else if unit.starts_with("month") {
-        if n >= 0 {
-            anchor.checked_add_months(Months::new(n as u32))
-        } else {
-            anchor.checked_sub_months(Months::new((-n) as u32))
-        }
-    } else if n >= 0 {
-        anchor.checked_add_months(Months::new(12 * n as u32))
+        months(1)
     } else {
-        anchor.checked_sub_months(Months::new(12 * (-n) as u32))
+        months(12)
     }
 }
 
-fn monday_of(d: NaiveDate) -> NaiveDate {
-    d - Duration::days(d.weekday().num_days_from_monday() as i64)
+fn monday_of(d: NaiveDate) -> Option<NaiveDate> {
+    add_days(d, -i64::from(d.weekday().num_days_from_monday()))
 }
 
 /// The date a weekday phrase names: "last Tuesday" is the most recent
 /// Tuesday strictly before the anchor; "next Tuesday" the first strictly
 /// after; "this/on Tuesday" the one in the anchor's week.
-fn weekday_date(anchor: NaiveDate, rel: &str, wd: Weekday) -> NaiveDate {
+fn weekday_date(anchor: NaiveDate, rel: &str, wd: Weekday) -> Option<NaiveDate> {
     let rel = rel.to_lowercase();
-    let diff = wd.num_days_from_monday() as i64 - anchor.weekday().num_days_from_monday() as i64;
+    // Both in 0..=6, so neither difference can overflow.
+    let target = i64::from(wd.num_days_from_monday());
+    let from = i64::from(anchor.weekday().num_days_from_monday());
     match rel.as_str() {
         "last" | "this past" => {
-            let back = (anchor.weekday().num_days_from_monday() as i64 - wd.num_days_from_monday() as i64).rem_euclid(7);
-            anchor - Duration::days(if back == 0 { 7 } else { back })
+            let back = from.checked_sub(target)?.rem_euclid(7);
+            add_days(anchor, if back == 0 { -7 } else { back.checked_neg()? })
         }
         "next" | "this coming" => {
-            let fwd = diff.rem_euclid(7);
-            anchor + Duration::days(if fwd == 0 { 7 } else { fwd })
+            let fwd = target.checked_sub(from)?.rem_euclid(7);
+            add_days(anchor, if fwd == 0 { 7 } else { fwd })
         }
-        _ => monday_of(anchor) + Duration::days(wd.num_days_from_monday() as i64),
+        _ => add_days(monday_of(anchor)?, target),
     }
 }
 
 fn replacement(c: &Captures, anchor: NaiveDate) -> Option<String> {
     if c.name("dby").is_some() {
-        return Some(format!("on {}", fmt(anchor - Duration::days(2))));
+        return Some(format!("on {}", fmt(add_days(anchor, -2)?)));
     }
     if c.name("dat").is_some() {
-        return Some(format!("on {}", fmt(anchor + Duration::days(2))));
+        return Some(format!("on {}", fmt(add_days(anchor, 2)?)));
     }
     if c.name("yesterday").is_some() {
-        return Some(format!("on {}", fmt(anchor - Duration::days(1))));
+        return Some(format!("on {}", fmt(add_days(anchor, -1)?)));
     }
     if c.name("tomorrow").is_some() {
-        return Some(format!("on {}", fmt(anchor + Duration::days(1))));
+        return Some(format!("on {}", fmt(add_days(anchor, 1)?)));
     }
     if c.name("tonight").is_some() {
         return Some(format!("on the night of {}", fmt(anchor)));
@@ -114,7 +134,7 @@ fn replacement(c: &Captures, anchor: NaiveDate) -> Option<String> {
         return Some(format!("on {}", fmt(anchor)));
     }
     if let (Some(rel), Some(wd)) = (c.name("rel"), c.name("wd")) {
-        let d = weekday_date(anchor, rel.as_str(), weekday(wd.as_str())?);
+        let d = weekday_date(anchor, rel.as_str(), weekday(wd.as_str())?)?;
         return Some(format!("on {} {}", wd.as_str(), fmt(d)));
     }
     if let (Some(rel), Some(unit)) = (c.name("rel2"), c.name("unit2")) {
@@ -124,21 +144,21 @@ fn replacement(c: &Captures, anchor: NaiveDate) -> Option<String> {
             _ => 0,
         };
         return Some(match unit.as_str().to_lowercase().as_str() {
-            "week" => format!("the week of {}", fmt(monday_of(anchor) + Duration::weeks(step))),
+            "week" => format!("the week of {}", fmt(shift(monday_of(anchor)?, step, "week")?)),
             "weekend" => {
-                let sat = monday_of(anchor) + Duration::days(5) + Duration::weeks(step);
+                let sat = shift(add_days(monday_of(anchor)?, 5)?, step, "week")?;
                 format!("the weekend of {}", fmt(sat))
             }
             "month" => {
                 let d = shift(anchor.with_day(1)?, step, "month")?;
                 format!("in {}", d.format("%B %Y"))
             }
-            _ => format!("in {}", anchor.year() + step as i32),
+            _ => format!("in {}", shift(anchor, step, "year")?.year()),
         });
     }
     if let (Some(n), Some(unit), Some(dir)) = (c.name("n"), c.name("unit"), c.name("ago")) {
         let n = number(n.as_str())?;
-        let n = if dir.as_str().eq_ignore_ascii_case("ago") { -n } else { n };
+        let n = if dir.as_str().eq_ignore_ascii_case("ago") { n.checked_neg()? } else { n };
         let d = shift(anchor, n, unit.as_str())?;
         return Some(approx(unit.as_str(), d));
     }
@@ -164,15 +184,17 @@ fn approx(unit: &str, d: NaiveDate) -> String {
 /// Rewrites every relative date phrase in `text` against `anchor`.
 pub fn resolve(text: &str, anchor: NaiveDate) -> String {
     pattern()
-        .replace_all(text, |c: &Captures| replacement(c, anchor).unwrap_or_else(|| c[0].to_string()))
+        .replace_all(text, |c: &Captures| {
+            replacement(c, anchor).unwrap_or_else(|| c.get(0).map_or_else(String::new, |m| m.as_str().to_string()))
+        })
         .into_owned()
 }
 
 /// The first absolute date a resolved text names, if any (`YYYY-MM-DD`).
 pub fn first_date(text: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| Regex::new(r"\b(\d{4}-\d{2}-\d{2})\b").expect("valid regex"));
-    re.captures(text).map(|c| c[1].to_string())
+    let re = crate::core::text::constant_regex(&RE, r"\b(\d{4}-\d{2}-\d{2})\b");
+    re.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str().to_string())
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ pub enum Unit {
 }
 
 fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(p).expect("valid temporal regex"))
+    crate::core::text::constant_regex(cell, p)
 }
 
 fn unit_of(s: &str) -> Unit {

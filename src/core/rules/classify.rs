@@ -33,7 +33,7 @@ const IMPERATIVES: &[&str] = &[
 ];
 
 fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(p).expect("valid classify regex"))
+    crate::core::text::constant_regex(cell, p)
 }
 
 /// Leading words skipped when looking for an imperative verb.
