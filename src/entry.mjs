@@ -24,7 +24,7 @@ const rust = (ctx, env) => new RustWorker(ctx, env);
 const inFlight = new Set();
 addEventListener("error", (event) => {
   if (event.error instanceof WebAssembly.RuntimeError) {
-    for (const reject of inFlight) reject(new Error("internal error"));
+    for (const reject of inFlight) reject(new Error("internal error: the outcome of this call is unknown"));
     inFlight.clear();
   }
 });
@@ -37,9 +37,22 @@ function guarded(promise) {
   });
 }
 
+// What a caller gets when the Rust side trapped or threw past its own
+// error handling: the REST envelope with a generic message (no stack, no
+// file path), status 500. After it the outcome of the call is unknown
+// (README: "After a 500").
+const INTERNAL_ERROR = JSON.stringify({
+  success: false,
+  errors: [{ code: 10010, message: "internal error: the outcome of this call is unknown; retrying it is safe" }],
+  messages: [],
+  result: null,
+});
+const internalError = () =>
+  new Response(INTERNAL_ERROR, { status: 500, headers: { "content-type": "application/json" } });
+
 export default class extends WorkerEntrypoint {
   fetch(request) {
-    return guarded(rust(this.ctx, this.env).fetch(request));
+    return guarded(rust(this.ctx, this.env).fetch(request)).catch(internalError);
   }
 }
 
@@ -49,6 +62,9 @@ export class MemoryService extends WorkerEntrypoint {
   }
   deleteProfile(name) {
     return guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", null));
+  }
+  restoreProfile(name) {
+    return guarded(rust(this.ctx, this.env).rpc(this.env, name, "restoreProfile", null));
   }
 }
 

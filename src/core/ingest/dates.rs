@@ -181,8 +181,12 @@ fn approx(unit: &str, d: NaiveDate) -> String {
     }
 }
 
-/// Rewrites every relative date phrase in `text` against `anchor`.
+/// Rewrites every relative date phrase in `text` against `anchor`. An
+/// anchor off the calendar (outside 0000-9999) resolves nothing.
 pub fn resolve(text: &str, anchor: NaiveDate) -> String {
+    let Some(anchor) = in_calendar(anchor) else {
+        return text.to_string();
+    };
     pattern()
         .replace_all(text, |c: &Captures| {
             replacement(c, anchor).unwrap_or_else(|| c.get(0).map_or_else(String::new, |m| m.as_str().to_string()))

@@ -1,0 +1,546 @@
+//! Hostile input, natively: what a caller can send never panics, never
+//! deletes more than it names, and never half-writes; background work
+//! survives jobs that fail or kill their run. The property tests run over
+//! the whole input space of each parser and validator.
+
+mod support;
+
+use agent_memory::core::api::{self, IngestRequest, ListRequest, RecallRequest, RememberRequest};
+use agent_memory::core::background::{EMBED_BATCH_BYTES, MAX_ATTEMPTS};
+use agent_memory::core::error::{Error, Result};
+use agent_memory::core::ingest::dates;
+use agent_memory::core::local::embed::HashEmbedder;
+use agent_memory::core::local::vector::SqlVectorIndex;
+use agent_memory::core::model::MessageInput;
+use agent_memory::core::ops::{Limits, Profile};
+use agent_memory::core::ports::{Embedder, LocalBoxFuture, Sql, SqlValue};
+use agent_memory::core::recall::directory::TurnDirectory;
+use agent_memory::core::rest::{self, Incoming};
+use agent_memory::core::rules::Rules;
+use agent_memory::core::{portable, time};
+use chrono::{Datelike, NaiveDate};
+use proptest::prelude::*;
+use serde_json::json;
+use std::cell::RefCell;
+use std::future::Future;
+use std::task::{Context, Poll};
+use support::{block_on, database, with_profile, NativeSql, APRIL_15, DAY};
+
+fn msg(role: &str, content: &str, timestamp: Option<&str>) -> MessageInput {
+    MessageInput { role: role.into(), content: content.into(), timestamp: timestamp.map(str::to_string) }
+}
+
+fn remember(content: &str) -> RememberRequest {
+    serde_json::from_value(json!({ "content": content })).unwrap()
+}
+
+fn count(sql: &NativeSql, statement: &str) -> i64 {
+    sql.query(statement, &[]).unwrap()[0][0].as_i64().unwrap()
+}
+
+/// Every row of every table but the migration record, as text: what
+/// "nothing changed" compares.
+fn snapshot(sql: &NativeSql) -> String {
+    let tables: Vec<String> = sql
+        .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", &[])
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r[0].opt_string())
+        .collect();
+    tables.iter().map(|t| format!("{t}: {:?}\n", sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap())).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Dates off the calendar.
+
+#[test]
+fn test_far_range_timestamps_are_refused_with_400_and_store_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for ts in ["+262142-12-31", "-262143-01-01", "+10000-01-01", "-0001-12-31", "275760-09-13T00:00:00Z"] {
+            let before = snapshot(&sql);
+            let req = IngestRequest {
+                messages: vec![msg("user", "We ship the day after tomorrow, not yesterday.", Some(ts))],
+                session_id: Some("s1".into()),
+            };
+            let e = block_on(p.ingest(req)).unwrap_err();
+            assert_eq!(e.status(), 400, "{ts}: {e}");
+            assert_eq!(snapshot(&sql), before, "{ts}: the refused call changed the profile");
+            let recall: RecallRequest = serde_json::from_value(json!({ "query": "when do we ship", "referenceDate": ts })).unwrap();
+            assert_eq!(block_on(p.recall(recall)).unwrap_err().status(), 400, "{ts} as referenceDate");
+        }
+    });
+}
+
+#[test]
+fn test_phrases_that_fall_off_the_calendar_stay_as_written() {
+    let last = NaiveDate::from_ymd_opt(9999, 12, 31).unwrap();
+    let first = NaiveDate::from_ymd_opt(0, 1, 1).unwrap();
+    assert_eq!(dates::resolve("the day after tomorrow", last), "the day after tomorrow");
+    assert_eq!(dates::resolve("next week", last), "next week");
+    assert_eq!(dates::resolve("in 999 years", last), "in 999 years");
+    assert_eq!(dates::resolve("yesterday", first), "yesterday");
+    assert_eq!(dates::resolve("last year", first), "last year");
+    // Inside the calendar they still resolve.
+    assert_eq!(dates::resolve("yesterday", last), "on 9999-12-30");
+    // At chrono's own ends, where `date + duration` used to panic.
+    assert_eq!(dates::resolve("the day after tomorrow", NaiveDate::MAX), "the day after tomorrow");
+    assert_eq!(dates::resolve("the day before yesterday", NaiveDate::MIN), "the day before yesterday");
+}
+
+#[test]
+fn test_a_message_dated_at_the_end_of_the_calendar_is_ingested_unresolved() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req = IngestRequest {
+            messages: vec![msg("user", "My visa interview is the day after tomorrow in Lisbon.", Some("9999-12-31T23:00:00Z"))],
+            session_id: Some("s1".into()),
+        };
+        let r = block_on(p.ingest(req)).unwrap();
+        assert_eq!(r.messages_stored, 1);
+        assert!(r.memories.iter().all(|m| !m.content.contains("10000")), "{:?}", r.memories);
+    });
+}
+
+/// The phrases the date resolver knows, with any number in them.
+fn date_phrase() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("the day before yesterday".to_string()),
+        Just("the day after tomorrow".to_string()),
+        Just("yesterday".to_string()),
+        Just("tomorrow".to_string()),
+        Just("tonight".to_string()),
+        Just("this morning".to_string()),
+        Just("today".to_string()),
+        "(last|next|this|on|this past|this coming) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
+        "(last|next|this) (week|month|year|weekend)",
+        "([0-9]{1,3}|a|an|one|twelve|a couple of|a few) (day|days|week|weeks|month|months|year|years) (ago|later|from now)",
+        "in ([0-9]{1,3}|a|twelve|a few) (day|days|week|weeks|month|months|year|years)",
+        ".{0,40}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Over every date chrono can hold and every phrase: no panic, and a
+    /// date written in is one of the years 0000-9999.
+    #[test]
+    fn prop_date_resolution_never_panics_and_stays_on_the_calendar(
+        days in (NaiveDate::MIN.num_days_from_ce())..=(NaiveDate::MAX.num_days_from_ce()),
+        phrases in proptest::collection::vec(date_phrase(), 1..4),
+    ) {
+        let anchor = NaiveDate::from_num_days_from_ce_opt(days).unwrap();
+        let text = phrases.join(", and ");
+        let out = dates::resolve(&text, anchor);
+        // A year the resolver writes has at most four digits and no sign:
+        // any longer run of digits in its output was in its input.
+        let long = regex::Regex::new(r"[+-]?\d{5,}").unwrap();
+        for m in long.find_iter(&out) {
+            prop_assert!(text.contains(m.as_str()), "{text} at {anchor} -> {out}");
+        }
+        if let Some(d) = dates::first_date(&out) {
+            let year: i32 = d[..4].parse().unwrap();
+            prop_assert!(time::YEARS.contains(&year), "{text} at {anchor} -> {out}");
+        }
+    }
+
+    #[test]
+    fn prop_date_parsing_never_panics_and_answers_only_calendar_years(s in "\\PC{0,40}", sign in "[+-]?", year in 0i64..300_000, rest in "(-[0-9]{2}-[0-9]{2})?(T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})?)?") {
+        for input in [s.clone(), format!("{sign}{year:04}{rest}"), format!("{sign}{year}-12-31")] {
+            if let Some(d) = time::parse_datetime(&input) {
+                prop_assert!(time::YEARS.contains(&d.year()), "{input} -> {d}");
+            }
+            let _ = time::parse_millis(&input);
+        }
+    }
+
+    #[test]
+    fn prop_validators_never_panic(s in "\\PC{0,80}", bytes in proptest::collection::vec(any::<u8>(), 0..80), n in any::<usize>()) {
+        let lossy = String::from_utf8_lossy(&bytes).to_string();
+        for text in [&s, &lossy] {
+            let _ = api::validate_name("profile", text);
+            let _ = api::validate_session_id(text);
+            let _ = api::validate_id(text);
+            let _ = api::validate_role("role", text);
+            let _ = api::validate_content("content", text);
+            let _ = api::validate_key("key", text);
+            let _ = api::validate_date("date", &Some(text.clone()));
+            let _ = api::validate_search_queries("queries", &[text.clone()]);
+            let _ = api::quoted(text);
+            let _ = api::redact_private(text);
+            let _ = rest::rpc_profile_name(text);
+            let _ = rest::parse_strict(text);
+            let _ = portable::parse(text);
+            let ingest = IngestRequest { messages: vec![msg(text, text, Some(text))], session_id: Some(text.clone()) };
+            let _ = ingest.validate();
+            let rem = RememberRequest { content: text.clone(), session_id: Some(text.clone()), kind: None, key: Some(text.clone()), expires_at: Some(text.clone()), ttl_seconds: Some(n as u64), sensitive: None };
+            let _ = rem.validate();
+            let recall = RecallRequest { query: text.clone(), options: serde_json::from_value(json!({ "limit": n, "referenceDate": text, "sessionId": text })).unwrap_or_default() };
+            let _ = recall.validate();
+            let list: ListRequest = serde_json::from_value(json!({ "limit": n, "cursor": text, "sessionId": text, "key": text })).unwrap_or_default();
+            let _ = list.validate();
+            let e = Error::invalid(text.clone());
+            prop_assert!(e.message().chars().count() <= agent_memory::core::error::MAX_MESSAGE_CHARS + 1);
+            prop_assert!(!e.message().chars().any(char::is_control));
+        }
+    }
+
+    /// A dot segment spelled any way is never a session id.
+    #[test]
+    fn prop_dot_segments_are_never_session_ids(parts in proptest::collection::vec(prop_oneof![Just("."), Just("%2e"), Just("%2E")], 1..=2)) {
+        let id = parts.concat();
+        prop_assert!(api::validate_session_id(&id).is_err(), "{id} accepted");
+    }
+
+    #[test]
+    fn prop_routing_never_panics(method in "(GET|POST|DELETE|PUT|PATCH|[A-Z]{1,8})", path in "(/[a-zA-Z0-9.%_-]{0,12}){0,10}/?", body in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let req = Incoming { method: &method, path: &path, query: &[], content_type: Some("application/json"), body: &body };
+        let _ = rest::route(&req);
+        let _ = rest::allowed_methods(&path);
+        let _ = rest::target_namespace(&path);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Deletion that cannot be reached by accident.
+
+const BASE: &str = "/accounts/a/agent-memory/namespaces/ns/profiles/p";
+
+fn route(method: &str, path: &str) -> Result<rest::Route> {
+    rest::route(&Incoming { method, path, query: &[], content_type: None, body: b"" })
+}
+
+#[test]
+fn test_normalised_dot_segment_paths_never_reach_the_profile() {
+    // What a URL parser makes of `…/sessions/%2E%2E` and `…/memories/%2e%2e`.
+    for path in [format!("{BASE}/"), format!("{BASE}//"), format!("{BASE}/sessions/"), format!("{BASE}/memories/")] {
+        let e = route("DELETE", &path).unwrap_err();
+        assert!(e.is_not_found(), "DELETE {path}: {e}");
+    }
+    let rest::Route::Profile(call) = route("DELETE", BASE).unwrap() else { panic!("the profile itself routes") };
+    assert_eq!(call.op, "deleteProfile");
+}
+
+#[test]
+fn test_paths_that_no_method_answers_are_404() {
+    for path in [format!("{BASE}/memories/0123456789abcdef0123456789abcdef/extra"), format!("{BASE}/nowhere"), format!("{BASE}/stats/x")] {
+        assert!(rest::allowed_methods(&path).is_none(), "{path}");
+        assert!(route("GET", &path).unwrap_err().is_not_found(), "{path}");
+    }
+}
+
+#[test]
+fn test_dot_session_ids_are_refused_at_ingest_and_remember() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for sid in [".", "..", "%2e%2E", ".%2e"] {
+            let req = IngestRequest { messages: vec![msg("user", "A message in an odd session.", None)], session_id: Some(sid.into()) };
+            assert!(block_on(p.ingest(req)).unwrap_err().is_invalid(), "{sid}");
+            let mut rem = remember("Something worth remembering for later.");
+            rem.session_id = Some(sid.into());
+            assert!(block_on(p.remember(rem)).unwrap_err().is_invalid(), "{sid}");
+        }
+        assert_eq!(p.stats().unwrap().messages, 0);
+    });
+}
+
+#[test]
+fn test_a_session_stored_as_dot_dot_can_still_be_deleted() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "I keep my notes in Obsidian.", None)], session_id: Some("s1".into()) })).unwrap();
+        // As an older version stored it.
+        sql.execute("UPDATE messages SET session_id = '..'", &[]).unwrap();
+        sql.execute("UPDATE memories SET session_id = '..'", &[]).unwrap();
+        let out = p.delete_session("..").unwrap();
+        assert_eq!(out["deletedMessages"], 1);
+        assert_eq!(p.stats().unwrap().messages, 0);
+    });
+}
+
+fn grace(limits_grace_millis: i64) -> Limits {
+    Limits { delete_grace_millis: limits_grace_millis, ..Limits::default() }
+}
+
+fn with_limits<T>(sql: &NativeSql, now: i64, limits: Limits, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    let index = SqlVectorIndex { sql };
+    let turns = TurnDirectory::new();
+    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder: &HashEmbedder, index: &index, turns: &turns, now, limits };
+    f(&p)
+}
+
+#[test]
+fn test_a_deleted_profile_answers_404_until_restored_with_everything() {
+    let sql = database();
+    let limits = grace(DAY);
+    let before = with_limits(&sql, APRIL_15, limits, |p| {
+        block_on(p.remember(remember("The deploy key rotates every ninety days."))).unwrap();
+        block_on(p.drain()).unwrap();
+        p.export().unwrap()
+    });
+    with_limits(&sql, APRIL_15 + 1_000, limits, |p| {
+        let marked = block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        assert_eq!(marked["deleted"], true);
+        for op in ["stats", "export", "list", "getSummary"] {
+            let e = block_on(p.dispatch(op, json!({}))).unwrap_err();
+            assert!(e.is_not_found(), "{op} of a marked profile: {e}");
+        }
+        let e = block_on(p.dispatch("recall", json!({ "query": "deploy key" }))).unwrap_err();
+        assert!(e.is_not_found());
+        let e = block_on(p.dispatch("remember", json!({ "content": "A write into a marked profile." }))).unwrap_err();
+        assert!(e.is_not_found());
+        // Marking again keeps the first mark.
+        assert_eq!(block_on(p.dispatch("deleteProfile", json!({}))).unwrap(), marked);
+        // Within the grace period the drain purges nothing.
+        assert!(!block_on(p.drain()).unwrap().purged);
+        assert_eq!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap()["restored"], true);
+        let after = p.export().unwrap();
+        assert_eq!(after.lines().skip(1).collect::<Vec<_>>(), before.lines().skip(1).collect::<Vec<_>>(), "restored whole");
+        assert!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap_err().is_not_found(), "nothing left to restore");
+    });
+}
+
+#[test]
+fn test_a_deleted_profile_is_purged_after_its_grace_period() {
+    let sql = database();
+    let limits = grace(DAY);
+    with_limits(&sql, APRIL_15, limits, |p| {
+        block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
+        block_on(p.drain()).unwrap();
+        block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        assert_eq!(p.next_due().unwrap(), Some(APRIL_15 + DAY), "the alarm is due at the purge");
+    });
+    with_limits(&sql, APRIL_15 + DAY, limits, |p| {
+        let report = block_on(p.drain()).unwrap();
+        assert!(report.purged);
+        let stats = p.stats().expect("a purged profile answers again, empty");
+        assert_eq!((stats.memories, stats.messages, stats.vectors), (0, 0, 0));
+        assert!(!snapshot(&sql).contains("quokkanebula"));
+        assert!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap_err().is_not_found());
+        assert_eq!(p.store().meta_get("name").unwrap(), None, "this native profile never stored a name");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Import validates like the write routes.
+
+fn header() -> String {
+    json!({ "kind": "header", "format": "agent-memory-export", "version": 1 }).to_string()
+}
+
+fn memory_line(overrides: serde_json::Value) -> String {
+    let mut m = json!({
+        "kind": "memory", "id": "0123456789abcdef0123456789abcdef", "type": "fact", "summary": "s",
+        "content": "The office moved to Porto in March.", "sessionId": "s1", "sourceMessageIds": [],
+        "searchQueries": [], "status": "active", "createdAt": "2026-04-15T10:00:00.000Z", "updatedAt": "2026-04-15T10:00:00.000Z"
+    });
+    for (k, v) in overrides.as_object().unwrap() {
+        m[k] = v.clone();
+    }
+    m.to_string()
+}
+
+fn message_line(role: &str, content: &str, overrides: serde_json::Value) -> String {
+    let id = agent_memory::core::ids::message_id("s1", role, content);
+    let mut m = json!({ "kind": "message", "id": id, "sessionId": "s1", "role": role, "content": content, "position": 0, "createdAt": "2026-04-15T10:00:00.000Z" });
+    for (k, v) in overrides.as_object().unwrap() {
+        m[k] = v.clone();
+    }
+    m.to_string()
+}
+
+#[test]
+fn test_import_refuses_every_invalid_record_kind_with_400_and_changes_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.remember(remember("A memory that was here before the import."))).unwrap();
+        let before = snapshot(&sql);
+        let big = "x".repeat(3 * 1024 * 1024);
+        let over = "y".repeat(api::MAX_MESSAGE_BYTES + 1);
+        let cases: Vec<(&str, String)> = vec![
+            ("3 MB content", memory_line(json!({ "content": big }))),
+            ("32 KB + 1 content", memory_line(json!({ "content": over }))),
+            ("empty content", memory_line(json!({ "content": "" }))),
+            ("blank content", memory_line(json!({ "content": "   " }))),
+            ("10 KB key", memory_line(json!({ "key": "k".repeat(10 * 1024) }))),
+            ("1 MB of search queries", memory_line(json!({ "searchQueries": vec!["q".repeat(1024); 1024] }))),
+            ("one oversized search query", memory_line(json!({ "searchQueries": ["q".repeat(2000)] }))),
+            ("a date that is not a date", memory_line(json!({ "eventDate": "last Tuesday-ish" }))),
+            ("createdAt not a date", memory_line(json!({ "createdAt": "yesterday" }))),
+            ("updatedAt off the calendar", memory_line(json!({ "updatedAt": "+262142-12-31" }))),
+            ("expiresAt not a date", memory_line(json!({ "expiresAt": "soon" }))),
+            ("a source that is not an id", memory_line(json!({ "sourceMessageIds": ["../../etc"] }))),
+            ("session ..", memory_line(json!({ "sessionId": ".." }))),
+            ("empty role", message_line("", "Hello there.", json!({}))),
+            ("5,000-character role", message_line(&"r".repeat(5000), "Hello there.", json!({}))),
+            ("32 KB + 1 message", message_line("user", &over, json!({}))),
+            ("empty message", message_line("user", "", json!({}))),
+            ("timestamp not a date", message_line("user", "Hello there.", json!({ "timestamp": "the other day" }))),
+            ("timestamp off the calendar", message_line("user", "Hello there.", json!({ "timestamp": "-262143-01-01" }))),
+            ("negative position", message_line("user", "Hello there.", json!({ "position": -1 }))),
+        ];
+        for (what, line) in cases {
+            // A valid record before the bad one: nothing of the file lands.
+            let file = format!("{}\n{}\n{line}\n", header(), message_line("user", "A fine message.", json!({})));
+            let e = p.import(&file).unwrap_err();
+            assert_eq!(e.status(), 400, "{what}: {e}");
+            assert_eq!(snapshot(&sql), before, "{what}: the refused import changed the profile");
+        }
+    });
+}
+
+#[test]
+fn test_import_redacts_private_spans_and_keeps_the_citations() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let content = "My door code is <private>7719</private>, ring twice.";
+        let old_id = agent_memory::core::ids::message_id("s1", "user", content);
+        let file = format!(
+            "{}\n{}\n{}\n",
+            header(),
+            message_line("user", content, json!({})),
+            memory_line(json!({
+                "content": "The door code is <private>7719</private>.",
+                "summary": "door <PRIVATE>7719</PRIVATE>",
+                "searchQueries": ["what is the code <private>7719</private>"],
+                "sourceMessageIds": [old_id],
+            })),
+        );
+        p.import(&file).unwrap();
+        let all = snapshot(&sql);
+        assert!(!all.contains("7719"), "a private span was stored: {all}");
+        let m = p.get("0123456789abcdef0123456789abcdef").unwrap();
+        assert_eq!(m.memory.content, "The door code is [private].");
+        assert_eq!(m.source_messages.len(), 1, "the memory still cites its (redacted) message");
+        assert_eq!(m.source_messages[0].content, "My door code is [private], ring twice.");
+        assert_eq!(m.source_messages[0].id, agent_memory::core::ids::message_id("s1", "user", &m.source_messages[0].content));
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Background work that fails or dies.
+
+/// Embeds like the local embedder, but fails every request holding a text
+/// with the poison mark, and records each request's total bytes.
+struct Poisoned {
+    requests: RefCell<Vec<usize>>,
+}
+
+const POISON: &str = "zzpoisonzz";
+
+impl Embedder for Poisoned {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
+        self.requests.borrow_mut().push(texts.iter().map(String::len).sum());
+        if texts.iter().any(|t| t.contains(POISON)) {
+            return Box::pin(async { Err(Error::provider("the model rejects this input")) });
+        }
+        HashEmbedder.embed(texts)
+    }
+}
+
+/// An embedder that never answers: a run that dies mid-request once its
+/// future is dropped (an isolate killed, an alarm out of memory).
+struct Dies;
+
+impl Embedder for Dies {
+    fn embed<'a>(&'a self, _: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+fn with_embedder<T>(sql: &NativeSql, now: i64, embedder: &dyn Embedder, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    let index = SqlVectorIndex { sql };
+    let turns = TurnDirectory::new();
+    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder, index: &index, turns: &turns, now, limits: Limits::default() };
+    f(&p)
+}
+
+/// An export of `n` memories of `bytes` each, unbroken text.
+fn big_memories(n: usize, bytes: usize) -> String {
+    let mut file = header();
+    for i in 0..n {
+        let id = format!("{:032x}", 0xabc0_0000_u64 + i as u64);
+        let content = format!("{i:04}{}", "w".repeat(bytes - 4));
+        file.push('\n');
+        file.push_str(&memory_line(json!({ "id": id, "content": content })));
+    }
+    file.push('\n');
+    file
+}
+
+/// Drains at advancing times until nothing is pending (at most `rounds`).
+fn drain_until_idle(sql: &NativeSql, embedder: &dyn Embedder, mut now: i64, rounds: usize) -> i64 {
+    for _ in 0..rounds {
+        let report = with_embedder(sql, now, embedder, |p| block_on(p.drain()).unwrap());
+        match report.next_at {
+            Some(at) => now = at.max(now + 1),
+            None => return now,
+        }
+    }
+    panic!("still pending after {rounds} drains");
+}
+
+#[test]
+fn test_twenty_memories_at_the_limit_and_a_poisoned_job_drain_to_zero_pending() {
+    let sql = database();
+    let embedder = Poisoned { requests: RefCell::new(Vec::new()) };
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&big_memories(20, api::MAX_MESSAGE_BYTES)).unwrap();
+        block_on(p.remember(remember(&format!("The {POISON} config lives in vault."))))
+    })
+    .unwrap();
+    drain_until_idle(&sql, &embedder, APRIL_15, 64);
+    with_profile(&sql, APRIL_15, |p| {
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.pending_jobs, stats.parked_jobs, stats.vectors), (0, 1, 20), "{stats:?}");
+    });
+    let parked = sql.query("SELECT attempts, last_error FROM outbox WHERE parked = 1", &[]).unwrap();
+    assert_eq!(parked[0][0].as_i64(), Some(MAX_ATTEMPTS));
+    assert!(parked[0][1].opt_string().unwrap().contains("rejects this input"));
+    // Every request stayed within the byte budget (a lone text may fill it).
+    let requests = embedder.requests.borrow();
+    assert!(requests.iter().all(|b| *b <= EMBED_BATCH_BYTES), "{requests:?}");
+    assert!(requests.len() >= 3, "twenty texts of 32 KB need several requests: {requests:?}");
+}
+
+#[test]
+fn test_a_job_that_kills_its_run_is_counted_and_parked_and_the_others_finish() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| block_on(p.remember(remember("The staging cluster runs in Oslo.")))).unwrap();
+    let mut now = APRIL_15;
+    for _ in 0..MAX_ATTEMPTS {
+        with_embedder(&sql, now, &Dies, |p| {
+            // Poll once (the attempt is claimed, the request sent), then drop.
+            let mut run = Box::pin(p.drain());
+            let waker = futures::task::noop_waker();
+            assert!(matches!(run.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Pending));
+        });
+        now += 11 * 60 * 1000;
+    }
+    assert_eq!(count(&sql, "SELECT attempts FROM outbox"), MAX_ATTEMPTS, "every dead run counted");
+    // A new memory written afterwards still gets its vector; the killer is parked.
+    with_profile(&sql, now, |p| block_on(p.remember(remember("Backups are kept for thirty days.")))).unwrap();
+    let report = with_profile(&sql, now, |p| block_on(p.drain()).unwrap());
+    assert_eq!((report.parked, report.embedded, report.pending, report.next_at), (1, 1, 0, None));
+    assert_eq!(count(&sql, "SELECT COUNT(*) FROM vectors"), 1);
+}
+
+#[test]
+fn test_a_job_of_an_unknown_kind_is_parked_and_the_alarm_does_not_rearm() {
+    let sql = database();
+    sql.execute(
+        "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES ('reindex_v9', 'x', 0, ?, 'then')",
+        &[SqlValue::Integer(APRIL_15)],
+    )
+    .unwrap();
+    with_profile(&sql, APRIL_15, |p| {
+        assert_eq!(p.next_due().unwrap(), Some(APRIL_15));
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!((report.parked, report.pending, report.next_at), (1, 0, None), "{report:?}");
+        assert_eq!(p.next_due().unwrap(), None, "nothing due: the alarm is not set again");
+        assert_eq!(p.stats().unwrap().parked_jobs, 1);
+        let again = block_on(p.drain()).unwrap();
+        assert_eq!((again.parked, again.next_at), (0, None));
+    });
+}
