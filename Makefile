@@ -2,7 +2,8 @@
 #   make setup   toolchain + npm packages incl. Node 22 (idempotent, fast when done)
 #   make build   worker-build --release into build/
 #   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local)
-#   make test    cargo test (native) + build + schemathesis + workerd tests (node --test, last)
+#   make test    cargo test (native, property tests included) + lint + build + schemathesis + workerd tests (node --test, last)
+#   make lint    the core's panic lints (no unwrap, expect, panic, unchecked indexing or overflowing arithmetic)
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 PORT ?= 8787
@@ -12,7 +13,7 @@ ENV := source scripts/env.sh &&
 WORKERD_TESTS := tests/workerd/**/*.test.mjs
 
 
-.PHONY: setup setup-browser build dev test test-native test-workerd clean
+.PHONY: setup setup-browser build dev test test-native lint test-workerd clean
 
 setup:
 	@bash scripts/setup.sh
@@ -29,10 +30,14 @@ build: setup
 dev: setup
 	@$(ENV) exec wrangler dev --local --ip 127.0.0.1 --port "$(PORT)" --show-interactive-dev-session=false
 
-test: setup setup-browser test-native build test-schemathesis test-workerd
+test: setup setup-browser test-native lint build test-schemathesis test-workerd
 
 test-native:
 	@$(ENV) cargo test
+
+# src/core/mod.rs denies them outside tests; clippy fails on any.
+lint:
+	@$(ENV) cargo clippy --lib --quiet
 
 # Runs against the built Worker (build/ + src/entry.mjs) in workerd.
 test-workerd:

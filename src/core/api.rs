@@ -61,11 +61,13 @@ pub fn redact_private(text: &str) -> std::borrow::Cow<'_, str> {
     }
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    while let Some(open) = lower[at..].find(PRIVATE_OPEN).map(|i| at + i) {
+    // Offsets within `text`'s length: their sums cannot overflow.
+    while let Some(open) = lower[at..].find(PRIVATE_OPEN).map(|i| at.saturating_add(i)) {
         out.push_str(&text[at..open]);
         out.push_str(REDACTED);
-        match lower[open + PRIVATE_OPEN.len()..].find(PRIVATE_CLOSE) {
-            Some(close) => at = open + PRIVATE_OPEN.len() + close + PRIVATE_CLOSE.len(),
+        let inside = open.saturating_add(PRIVATE_OPEN.len());
+        match lower[inside..].find(PRIVATE_CLOSE) {
+            Some(close) => at = inside.saturating_add(close).saturating_add(PRIVATE_CLOSE.len()),
             None => {
                 at = text.len();
                 break;

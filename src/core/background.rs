@@ -48,7 +48,7 @@ pub const DRAIN_DELAY_MILLIS: i64 = 100;
 /// already set, if any. `None` keeps the current alarm, which comes first
 /// and drains this write's work with the rest.
 pub fn next_alarm(due: i64, now: i64, current: Option<i64>) -> Option<i64> {
-    let at = due.max(now + DRAIN_DELAY_MILLIS);
+    let at = due.max(now.saturating_add(DRAIN_DELAY_MILLIS));
     match current {
         Some(c) if c <= at => None,
         _ => Some(at),

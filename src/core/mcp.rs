@@ -451,7 +451,9 @@ fn error_schema() -> Value {
 }
 
 fn with_error(mut schema: Value) -> Value {
-    schema["properties"]["error"] = error_schema();
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.insert("error".into(), error_schema());
+    }
     schema
 }
 
@@ -664,11 +666,15 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     args.retain(|_, v| !v.is_null());
     let mut args = Value::Object(args);
     let definition = (tool.definition)();
-    check_schema(&definition["inputSchema"], &args)
+    check_schema(definition.get("inputSchema").unwrap_or(&Value::Null), &args)
         .map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {name}: {e}")))?;
     if tool.name == "list" {
         match args.get("status").and_then(Value::as_str) {
-            None => args["status"] = json!("active"),
+            None => {
+                if let Some(a) = args.as_object_mut() {
+                    a.insert("status".into(), json!("active"));
+                }
+            }
             Some("all") => {
                 if let Some(a) = args.as_object_mut() {
                     a.remove("status");
@@ -753,7 +759,7 @@ fn memory_line(m: &Value, with_status: bool) -> String {
 
 fn numbered(out: &mut String, memories: &[Value], with_status: bool) {
     for (i, m) in memories.iter().enumerate() {
-        let _ = writeln!(out, "{}. {}", i + 1, memory_line(m, with_status));
+        let _ = writeln!(out, "{}. {}", i.saturating_add(1), memory_line(m, with_status));
     }
 }
 

@@ -138,7 +138,7 @@ impl<'a> Profile<'a> {
         let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(&req));
         let store = self.store();
         let guard = store.transaction(|| {
-            store.enqueue_at(crate::core::store::JOB_EXTRACT, &session_id, self.now + INGEST_GUARD_MILLIS)
+            store.enqueue_at(crate::core::store::JOB_EXTRACT, &session_id, self.now.saturating_add(INGEST_GUARD_MILLIS))
         })?;
         let out = ingest::run(self, req).await;
         // Removed whatever the outcome: an error here was reported to the
@@ -345,16 +345,21 @@ impl<'a> Profile<'a> {
 
     fn check_capacity(&self, adding: i64) -> Result<()> {
         let one = |statement: &str| -> Result<i64> {
-            Ok(self.sql.query(statement, &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+            self.sql
+                .query(statement, &[])?
+                .first()
+                .and_then(|r| r.first())
+                .and_then(crate::core::ports::SqlValue::as_i64)
+                .ok_or_else(|| Error::storage("a count returned no number"))
         };
         // Rowids are distinct positive integers, so the largest bounds the
         // count (one index step); only a profile that may be near its
         // limit is counted (a scan of every memory).
-        if one("SELECT COALESCE(MAX(rowid), 0) FROM memories")? + adding <= self.limits.max_memories {
+        if one("SELECT COALESCE(MAX(rowid), 0) FROM memories")?.saturating_add(adding) <= self.limits.max_memories {
             return Ok(());
         }
         let count = one("SELECT COUNT(*) FROM memories")?;
-        if count + adding > self.limits.max_memories {
+        if count.saturating_add(adding) > self.limits.max_memories {
             return Err(Error::conflict(format!(
                 "profile is full: it holds {count} memories and its limit is {}",
                 self.limits.max_memories

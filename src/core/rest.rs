@@ -182,17 +182,19 @@ pub fn method_not_allowed(method: &str, path: &str) -> Option<&'static str> {
 }
 
 fn decode(segment: &str) -> Result<String> {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = segment.get(i + 1..i + 3).ok_or_else(|| Error::invalid("bad percent-encoding in path"))?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| Error::invalid("bad percent-encoding in path"))?);
-            i += 3;
+    let bad = || Error::invalid("bad percent-encoding in path");
+    let mut out = Vec::with_capacity(segment.len());
+    let mut bytes = segment.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex = [bytes.next().ok_or_else(bad)?, bytes.next().ok_or_else(bad)?];
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return Err(bad());
+            }
+            let hex = std::str::from_utf8(&hex).map_err(|_| bad())?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
         } else {
-            out.push(bytes[i]);
-            i += 1;
+            out.push(b);
         }
     }
     String::from_utf8(out).map_err(|_| Error::invalid("path is not valid UTF-8"))
@@ -400,7 +402,7 @@ pub fn envelope_ok_text(op: &str, result: &str) -> String {
         "recall" => fields.remove("messages").filter(|m| is_array(m)).map_or("[]", |m| m.get()),
         _ => "[]",
     };
-    let mut out = String::with_capacity(result.len() + 96);
+    let mut out = String::with_capacity(result.len().saturating_add(96));
     out.push_str("{\"errors\":[],\"messages\":");
     out.push_str(messages);
     out.push_str(",\"result\":{");

@@ -87,7 +87,7 @@ fn shift(anchor: NaiveDate, n: i64, unit: &str) -> Option<NaiveDate> {
 }
 
 fn monday_of(d: NaiveDate) -> Option<NaiveDate> {
-    add_days(d, -i64::from(d.weekday().num_days_from_monday()))
+    add_days(d, i64::from(d.weekday().num_days_from_monday()).checked_neg()?)
 }
 
 /// The date a weekday phrase names: "last Tuesday" is the most recent

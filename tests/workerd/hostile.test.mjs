@@ -1,0 +1,299 @@
+// Hostile input against the built Worker in workerd: a far-range timestamp
+// sent over REST, RPC and MCP while 24 calls to other namespaces are in
+// flight; paths that a URL parser rewrites into the profile's own path;
+// profile deletion with its grace period; an import at the content limit
+// plus a poisoned embedding job (the OpenAI-compatible embedder here is a
+// local stand-in on loopback, as the test names say).
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { startWorker } from "./helpers.mjs";
+import { restClient, profilePath, waitFor, sleep } from "./reliability-support.mjs";
+
+const TOKEN = "dev-token";
+const FAR = ["+262142-12-31", "-262143-01-01", "+10000-01-01"];
+const hostileMessages = (ts) => [{ role: "user", content: "We ship the day after tomorrow, right after the review.", timestamp: ts }];
+
+/** 24 remembers, each to its own namespace, started at once. */
+function bystanders(api, tag) {
+  return Array.from({ length: 24 }, (_, i) =>
+    api.post(`bystander-${tag}-${i}`, "p", "/remember", { content: `Bystander ${i} of ${tag}: the build cache lives in bucket b${i}.` }),
+  );
+}
+
+/** Each bystander got a 200 and its namespace holds exactly its one memory. */
+async function assertBystandersWhole(api, tag, results) {
+  for (const [i, r] of results.entries()) {
+    assert.equal(r.status, 200, `bystander ${i}: ${r.status} ${r.text.slice(0, 200)}`);
+  }
+  for (let i = 0; i < 24; i++) {
+    const page = await api.ok("GET", `bystander-${tag}-${i}`, "p", "/memories");
+    assert.equal(page.memories.length, 1, `bystander ${i} of ${tag} holds ${page.memories.length} memories`);
+    assert.match(page.memories[0].content, new RegExp(`bucket b${i}\\b`));
+  }
+}
+
+async function assertUntouched(api, ns, profile) {
+  const s = await api.ok("GET", ns, profile, "/stats");
+  assert.deepEqual([s.messages, s.memories, s.pendingJobs], [0, 0, 0], JSON.stringify(s));
+}
+
+describe("far-range timestamps while other tenants are busy", () => {
+  let w;
+  let api;
+  before(async () => {
+    w = await startWorker();
+    api = restClient(w, TOKEN);
+  });
+  after(async () => w?.dispose());
+
+  test("REST: the hostile ingest gets a 400 in the envelope; 24 concurrent calls elsewhere all land whole", async () => {
+    for (const [k, ts] of FAR.entries()) {
+      const others = bystanders(api, `rest${k}`);
+      const hostile = await api.post("hostile", "rest", "/ingest", { sessionId: "s1", messages: hostileMessages(ts) });
+      assert.equal(hostile.status, 400, hostile.text);
+      assert.equal(hostile.body.success, false);
+      assert.equal(hostile.body.errors[0].code, 10001);
+      assert.match(hostile.body.errors[0].message, /timestamp/);
+      assert.doesNotMatch(hostile.text, /\.mjs|\.rs:|at \w+ \(/, "no stack or path in the answer");
+      await assertBystandersWhole(api, `rest${k}`, await Promise.all(others));
+    }
+    await assertUntouched(api, "hostile", "rest");
+    // referenceDate too.
+    const r = await api.post("hostile", "rest", "/recall", { query: "when do we ship", referenceDate: FAR[0] });
+    assert.equal(r.status, 400, r.text);
+  });
+
+  test("RPC: the hostile ingest rejects as invalid; 24 concurrent calls elsewhere all land whole", async () => {
+    for (const [k, ts] of FAR.entries()) {
+      const others = bystanders(api, `rpc${k}`);
+      const err = await w.call("hostile/rpc", "ingest", hostileMessages(ts), { sessionId: "s1" }).then(
+        () => assert.fail("the hostile RPC ingest was accepted"),
+        (e) => e,
+      );
+      // Workers RPC carries an error's message: its code ends it.
+      assert.match(String(err.message), /timestamp.*\(10001\)$/, String(err));
+      await assertBystandersWhole(api, `rpc${k}`, await Promise.all(others));
+    }
+    await assertUntouched(api, "hostile", "rpc");
+  });
+
+  test("MCP (official SDK client): the hostile ingest is a tool error with status 400; 24 concurrent calls elsewhere all land whole", async () => {
+    const client = new Client({ name: "hostile-test", version: "0.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL("mcp/namespaces/hostile/profiles/mcp", w.url), {
+      requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+    });
+    await client.connect(transport, { timeout: 10_000 });
+    try {
+      for (const [k, ts] of FAR.entries()) {
+        const others = bystanders(api, `mcp${k}`);
+        const out = await client.callTool({ name: "ingest", arguments: { sessionId: "s1", messages: hostileMessages(ts) } });
+        assert.equal(out.isError, true, JSON.stringify(out));
+        assert.equal(out.structuredContent.error.status, 400, JSON.stringify(out));
+        await assertBystandersWhole(api, `mcp${k}`, await Promise.all(others));
+      }
+    } finally {
+      await client.close();
+    }
+    await assertUntouched(api, "hostile", "mcp");
+  });
+
+  test("a message dated at the calendar's end is stored, its relative date left as written", async () => {
+    const r = await api.post("hostile", "edge", "/ingest", {
+      sessionId: "s1",
+      messages: [{ role: "user", content: "My visa interview is the day after tomorrow in Lisbon.", timestamp: "9999-12-31T23:00:00Z" }],
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.ok(!JSON.stringify(r.body.result.memories).includes("10000"));
+  });
+});
+
+/** A request sent byte for byte as written (node:http does not normalise paths). */
+function rawRequest(url, method, path) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method, path, headers: { authorization: `Bearer ${TOKEN}` } }, (res) => {
+      let body = "";
+      res.on("data", (c) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("deletion that cannot be reached by accident", () => {
+  let w;
+  let api;
+  before(async () => {
+    w = await startWorker({ vars: { PROFILE_DELETE_GRACE_SECONDS: "3" } });
+    api = restClient(w, TOKEN);
+  });
+  after(async () => w?.dispose());
+
+  test("DELETE …/sessions/%2E%2E and …/memories/%2e%2e never delete the profile", async () => {
+    await api.ok("POST", "safe", "p", "/remember", { body: { content: "The release train leaves every second Tuesday." } });
+    for (const suffix of ["/sessions/%2E%2E", "/sessions/%2e%2e", "/memories/%2e%2e", "/memories/%2E%2E", "/sessions/..", "/memories/..", "/"]) {
+      const r = await rawRequest(w.url, "DELETE", profilePath("safe", "p", suffix));
+      assert.equal(r.status, 404, `DELETE …${suffix}: ${r.status} ${r.body}`);
+      assert.equal(JSON.parse(r.body).success, false);
+      // fetch (WHATWG URL) normalises the same way.
+      const f = await api.del("safe", "p", suffix);
+      assert.equal(f.status, 404, `fetch DELETE …${suffix}: ${f.status}`);
+    }
+    const s = await api.ok("GET", "safe", "p", "/stats");
+    assert.equal(s.memories, 1, "the profile is intact");
+  });
+
+  test("`.` and `..` are refused as session ids", async () => {
+    for (const sessionId of ["..", ".", "%2e%2e"]) {
+      const r = await api.post("safe", "p", "/ingest", { sessionId, messages: [{ role: "user", content: "Hello from a dotted session." }] });
+      assert.equal(r.status, 400, `${sessionId}: ${r.text}`);
+      const m = await api.post("safe", "p", "/remember", { sessionId, content: "Remembered in a dotted session." });
+      assert.equal(m.status, 400, `${sessionId}: ${m.text}`);
+    }
+  });
+
+  test("GET …/memories/{id}/extra is a 404, not a 400", async () => {
+    const r = await api.get("safe", "p", "/memories/0123456789abcdef0123456789abcdef/extra");
+    assert.equal(r.status, 404, r.text);
+  });
+
+  test("a deleted profile answers 404, is restorable within its grace period, and is purged after it", async () => {
+    await api.ok("POST", "safe", "gone", "/remember", { body: { content: "The wombatquasar host runs the nightly backups." } });
+    const marked = await api.ok("DELETE", "safe", "gone", "");
+    assert.equal(marked.deleted, true);
+    assert.ok(Date.parse(marked.purgeAt) - Date.parse(marked.markedAt) === 3000, JSON.stringify(marked));
+    for (const suffix of ["/stats", "/export", "/memories"]) {
+      assert.equal((await api.get("safe", "gone", suffix)).status, 404, suffix);
+    }
+    assert.equal((await api.post("safe", "gone", "/recall", { query: "backups" })).status, 404);
+    // Restored whole.
+    assert.equal((await api.ok("POST", "safe", "gone", "/restore")).restored, true);
+    assert.equal((await api.ok("GET", "safe", "gone", "/stats")).memories, 1);
+    // Over RPC the same.
+    await w.service("deleteProfile", "safe/gone");
+    assert.equal((await api.get("safe", "gone", "/stats")).status, 404);
+    assert.equal((await w.service("restoreProfile", "safe/gone")).restored, true);
+    assert.equal((await api.ok("GET", "safe", "gone", "/stats")).memories, 1);
+    // Deleted again and left: the alarm purges it after the grace period.
+    await api.ok("DELETE", "safe", "gone", "");
+    await sleep(3000);
+    const purged = await waitFor(async () => {
+      const r = await api.get("safe", "gone", "/stats");
+      return r.status === 200 ? r.body.result : null;
+    }, { timeoutMs: 15000, what: "the purge" });
+    assert.deepEqual([purged.memories, purged.messages, purged.vectors], [0, 0, 0]);
+    assert.equal((await api.post("safe", "gone", "/restore")).status, 404, "nothing left to restore");
+    const exported = await api.ok("GET", "safe", "gone", "/export");
+    assert.ok(!exported.includes("wombatquasar"));
+  });
+});
+
+/**
+ * A stand-in OpenAI-compatible embeddings server on 127.0.0.1: a toy
+ * embedding, a 500 for any request holding the poison mark, and the total
+ * bytes of every request recorded.
+ */
+async function startPoisonedEmbedder() {
+  const s = { requests: [] };
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      const input = [].concat(JSON.parse(body).input);
+      s.requests.push(input.reduce((n, t) => n + Buffer.byteLength(t), 0));
+      if (input.some((t) => t.includes(POISON))) {
+        res.writeHead(500, { "content-type": "application/json" });
+        return res.end('{"error": {"message": "the model rejects this input"}}');
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ object: "list", data: input.map((t, index) => ({ object: "embedding", index, embedding: [t.length % 7, 1, 2, 3] })) }));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  s.baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
+  s.close = () => new Promise((r) => server.close(r));
+  return s;
+}
+
+const POISON = "zzpoisonzz";
+
+test("embedder stand-in (OpenAI-compatible, local): 20 imported memories at the content limit and a poisoned job drain to zero pending, the poison parked", async () => {
+  const embedder = await startPoisonedEmbedder();
+  const w = await startWorker({
+    vars: { EMBEDDER: "openai", OPENAI_BASE_URL: embedder.baseUrl, OPENAI_EMBEDDING_MODEL: "toy", JOB_RETRY_BASE_MS: "20" },
+  });
+  try {
+    const api = restClient(w, TOKEN);
+    const lines = [JSON.stringify({ kind: "header", format: "agent-memory-export", version: 1 })];
+    const at = "2026-04-15T10:00:00.000Z";
+    for (let i = 0; i < 21; i++) {
+      const content = i === 20 ? `The ${POISON} settings live in the vault.` : `${String(i).padStart(4, "0")}${"w".repeat(32 * 1024 - 4)}`;
+      lines.push(JSON.stringify({
+        kind: "memory", id: (0xabc00000 + i).toString(16).padStart(32, "0"), type: "fact", summary: "s", content,
+        sessionId: "s1", sourceMessageIds: [], searchQueries: [], status: "active", createdAt: at, updatedAt: at,
+      }));
+    }
+    const imported = await api.ok("POST", "queue", "p", "/import", { raw: lines.join("\n") + "\n", headers: { "content-type": "application/x-ndjson" } });
+    assert.equal(imported.memories, 21);
+    const done = await waitFor(async () => {
+      const s = await api.ok("GET", "queue", "p", "/stats");
+      return s.pendingJobs === 0 ? s : null;
+    }, { timeoutMs: 60000, intervalMs: 250, what: "the outbox to drain" });
+    assert.equal(done.parkedJobs, 1, JSON.stringify(done));
+    assert.equal(done.vectors, 20);
+    assert.ok(embedder.requests.every((b) => b <= 256 * 1024), `request sizes ${embedder.requests}`);
+    // A memory written afterwards still gets its vector.
+    await api.ok("POST", "queue", "p", "/remember", { body: { content: "Written after the poison was parked." } });
+    const after = await waitFor(async () => {
+      const s = await api.ok("GET", "queue", "p", "/stats");
+      return s.pendingJobs === 0 && s.vectors === 21 ? s : null;
+    }, { timeoutMs: 20000, what: "the new memory's vector" });
+    assert.equal(after.parkedJobs, 1);
+  } finally {
+    await w.dispose();
+    await embedder.close();
+  }
+});
+
+test("a declared Content-Length over the route's limit is refused before the body is read", async () => {
+  const w = await startWorker();
+  try {
+    const url = w.url;
+    const r = await new Promise((resolve, reject) => {
+      const req = http.request({
+        host: url.hostname, port: url.port, method: "POST", path: profilePath("big", "p", "/remember"),
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-length": String(40 * 1024 * 1024) },
+      }, (res) => {
+        let body = "";
+        res.on("data", (c) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode, body }));
+      });
+      req.on("error", reject);
+      req.write("{"); // far less than declared: an answer means nothing waited for the rest
+    });
+    assert.equal(r.status, 413, r.body);
+    assert.equal(JSON.parse(r.body).errors[0].code, 10006);
+  } finally {
+    await w.dispose();
+  }
+});
+
+test("error messages never echo raw caller input: a namespace of NULs and 300 characters", async () => {
+  const w = await startWorker({ vars: { AUTH_TOKENS: JSON.stringify({ "only-a-token": ["a"] }) } });
+  try {
+    const ns = `x${"\u0000".repeat(5)}${"y".repeat(300)}`;
+    const res = await w.fetch(`/accounts/a/agent-memory/namespaces/${encodeURIComponent(ns)}/profiles/p/stats`, {
+      headers: { authorization: "Bearer only-a-token" },
+    });
+    const body = await res.json();
+    assert.equal(res.status, 403);
+    const message = body.errors[0].message;
+    assert.ok(!message.includes("\u0000"), JSON.stringify(message));
+    assert.ok(message.length <= 301, `${message.length} characters`);
+  } finally {
+    await w.dispose();
+  }
+});
