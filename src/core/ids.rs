@@ -17,7 +17,7 @@ pub fn message_id(session_id: &str, role: &str, content: &str) -> String {
         h.update((field.len() as u64).to_be_bytes());
         h.update(field.as_bytes());
     }
-    hex(&h.finalize()[..16])
+    hex(h.finalize().iter().take(16))
 }
 
 /// A stable fingerprint of a memory's meaning: type and normalized content.
@@ -31,7 +31,7 @@ pub fn fingerprint(kind: &str, content: &str) -> String {
     h.update((kind.len() as u64).to_be_bytes());
     h.update(kind.as_bytes());
     h.update(norm.as_bytes());
-    hex(&h.finalize()[..16])
+    hex(h.finalize().iter().take(16))
 }
 
 /// A time-sortable memory id (32 hex characters).
@@ -39,7 +39,7 @@ pub fn memory_id(now_millis: i64, fingerprint: &str, seq: u64) -> String {
     let mut h = Sha256::new();
     h.update(fingerprint.as_bytes());
     h.update(seq.to_be_bytes());
-    let tail = hex(&h.finalize()[..10]);
+    let tail = hex(h.finalize().iter().take(10));
     format!("{:012x}{}", now_millis.max(0) as u64 & 0xffff_ffff_ffff, tail)
 }
 
@@ -48,12 +48,14 @@ pub fn is_id(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
+/// Lowercase hex of `bytes` (a digest, or the leading bytes of one).
+pub(crate) fn hex<'a>(bytes: impl IntoIterator<Item = &'a u8, IntoIter: ExactSizeIterator>) -> String {
+    let bytes = bytes.into_iter();
+    let mut s = String::with_capacity(bytes.len().saturating_mul(2));
     for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
+        // A nibble is below 16, so it always is a hex digit.
+        s.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        s.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
     }
     s
 }

@@ -45,7 +45,9 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let cls = classify::normalize(cls);
     let mut pending = persist::build(&session_id, &[], vec![(candidate, cls, std::rc::Rc::new(transcript))], p.now);
     let expires_at = expiry(p.now, req.expires_at.as_deref(), req.ttl_seconds);
-    pending[0].memory.expires_at = expires_at;
+    if let Some(first) = pending.first_mut() {
+        first.memory.expires_at = expires_at;
+    }
     let store = p.store();
     let outcome = persist::store(&store, p.turns, pending)?;
     // Read back what was stored: its status is derived on read (a memory

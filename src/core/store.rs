@@ -112,11 +112,11 @@ impl<'a> Store<'a> {
         let mut f = Some(f);
         let mut out = None;
         self.sql.transaction(&mut || {
-            let f = f.take().expect("transaction body runs once");
+            let f = f.take().ok_or_else(|| Error::storage("a transaction body ran twice"))?;
             out = Some(f()?);
             Ok(())
         })?;
-        Ok(out.expect("transaction body ran"))
+        out.ok_or_else(|| Error::storage("a transaction body did not run"))
     }
 
     // ---- messages -------------------------------------------------------
@@ -128,9 +128,7 @@ impl<'a> Store<'a> {
             return Ok(found);
         }
         for row in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[json_param(ids)])? {
-            if let Some(id) = row[0].opt_string() {
-                found.insert(id);
-            }
+            found.insert(id_of_row(&row)?);
         }
         Ok(found)
     }
@@ -148,8 +146,9 @@ impl<'a> Store<'a> {
                 &[session_id.into()],
             )?
             .first()
-            .and_then(|r| r[0].as_i64())
-            .unwrap_or(0);
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64)
+            .ok_or_else(|| Error::storage("failed to read a session's next position"))?;
         let created_at = iso(self.now);
         let mut seen = std::collections::HashSet::new();
         let mut fresh = Vec::new();
@@ -157,13 +156,17 @@ impl<'a> Store<'a> {
             if existing.contains(&m.id) || !seen.insert(m.id.clone()) {
                 continue;
             }
+            let position = i64::try_from(fresh.len())
+                .ok()
+                .and_then(|n| base.checked_add(n))
+                .ok_or_else(|| Error::storage("a session's positions are out of range"))?;
             fresh.push(Message {
                 id: m.id.clone(),
                 session_id: session_id.to_string(),
                 role: m.input.role.clone(),
                 content: m.input.content.clone(),
                 timestamp: m.input.timestamp.clone(),
-                position: base + fresh.len() as i64,
+                position,
                 created_at: created_at.clone(),
             });
         }
@@ -200,32 +203,32 @@ impl<'a> Store<'a> {
                 placeholders(chunk.len())
             );
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-            out.extend(self.sql.query(&sql, &params)?.into_iter().map(message_from_row));
+            for r in self.sql.query(&sql, &params)? {
+                out.push(message_from_row(r)?);
+            }
         }
         Ok(out)
     }
 
     /// Every message of a session, in order.
     pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>> {
-        Ok(self
-            .sql
+        self.sql
             .query(
                 &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY position"),
                 &[session_id.into()],
             )?
             .into_iter()
             .map(message_from_row)
-            .collect())
+            .collect()
     }
 
     /// Every message, by session then position (export).
     pub fn all_messages(&self) -> Result<Vec<Message>> {
-        Ok(self
-            .sql
+        self.sql
             .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position"), &[])?
             .into_iter()
             .map(message_from_row)
-            .collect())
+            .collect()
     }
 
     // ---- memories -------------------------------------------------------
@@ -244,9 +247,9 @@ impl<'a> Store<'a> {
         let existing: std::collections::HashSet<String> = self
             .sql
             .query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[json_param(&ids)])?
-            .into_iter()
-            .filter_map(|r| r[0].opt_string())
-            .collect();
+            .iter()
+            .map(|r| id_of_row(r))
+            .collect::<Result<_>>()?;
         let mut seen = std::collections::HashSet::new();
         let fresh: Vec<&(&Memory, &str)> =
             items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
@@ -294,7 +297,7 @@ impl<'a> Store<'a> {
             self.sql.execute(
                 "INSERT OR IGNORE INTO citations (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
                  FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1",
-                &[chunk.clone()],
+                std::slice::from_ref(&chunk),
             )?;
             self.sql.execute(
                 "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) SELECT j.value ->> 1, j.value ->> 0 \
@@ -326,17 +329,18 @@ impl<'a> Store<'a> {
             return Ok(Default::default());
         }
         let wanted: std::collections::HashSet<&str> = fingerprints.iter().copied().collect();
-        Ok(self
-            .sql
-            .query(
-                "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
-                 ON m.rowid = j.value WHERE m.status = 'active' ORDER BY m.id",
-                &[json_param(rowids)],
-            )?
-            .into_iter()
-            .filter_map(|r| Some((r[0].opt_string()?, r[1].opt_string()?)))
-            .filter(|(f, _)| wanted.contains(f.as_str()))
-            .collect())
+        let mut out = std::collections::HashMap::new();
+        for r in self.sql.query(
+            "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
+             ON m.rowid = j.value WHERE m.status = 'active' ORDER BY m.id",
+            &[json_param(rowids)],
+        )? {
+            let (f, id) = two_texts(&r, "a memory's fingerprint")?;
+            if wanted.contains(f.as_str()) {
+                out.insert(f, id);
+            }
+        }
+        Ok(out)
     }
 
     /// The ids of the active memories among those at `rowids` holding
@@ -353,9 +357,8 @@ impl<'a> Store<'a> {
              WHERE m.key IN (SELECT value FROM json_each(?2)) AND m.status = 'active' ORDER BY m.id DESC",
             &[json_param(rowids), json_param(keys)],
         )? {
-            if let (Some(k), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {
-                out.entry(k).or_default().push(id);
-            }
+            let (k, id) = two_texts(&r, "a memory's key")?;
+            out.entry(k).or_default().push(id);
         }
         Ok(out)
     }
@@ -439,7 +442,7 @@ impl<'a> Store<'a> {
     pub fn write_waiting_text(&self) -> Result<usize> {
         let mut n = 0;
         for which in FullText::BOTH {
-            n += which.catch_up(self.sql)?;
+            n = which.catch_up(self.sql)?.saturating_add(n);
         }
         self.sql.execute("DELETE FROM outbox WHERE kind = ?1", &[JOB_INDEX_TEXT.into()])?;
         Ok(n)
@@ -447,7 +450,7 @@ impl<'a> Store<'a> {
 
     fn memories_where(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<Memory>> {
         let rows = self.sql.query(&format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause}"), params)?;
-        Ok(rows.into_iter().map(|r| memory_from_row(r, self.now)).collect())
+        rows.into_iter().map(|r| memory_from_row(r, self.now)).collect()
     }
 
     /// Marks `old` superseded by `new` (both ids), queueing removal of the
@@ -554,7 +557,9 @@ impl<'a> Store<'a> {
                 ),
                 &params,
             )?;
-            out.extend(rows.into_iter().filter_map(|r| r[0].opt_string()));
+            for r in &rows {
+                out.push(id_of_row(r)?);
+            }
         }
         out.sort();
         out.dedup();
@@ -575,7 +580,9 @@ impl<'a> Store<'a> {
                 ),
                 &params,
             )?;
-            out.extend(rows.into_iter().filter_map(|r| r[0].opt_string()));
+            for r in &rows {
+                out.insert(id_of_row(r)?);
+            }
         }
         Ok(out)
     }
@@ -588,12 +595,7 @@ impl<'a> Store<'a> {
 
     /// Memory ids of a session.
     pub fn session_memory_ids(&self, session_id: &str) -> Result<Vec<String>> {
-        Ok(self
-            .sql
-            .query("SELECT id FROM memories WHERE session_id = ?", &[session_id.into()])?
-            .into_iter()
-            .filter_map(|r| r[0].opt_string())
-            .collect())
+        self.sql.query("SELECT id FROM memories WHERE session_id = ?", &[session_id.into()])?.iter().map(|r| id_of_row(r)).collect()
     }
 
     /// A page of memories, newest first.
@@ -640,7 +642,7 @@ impl<'a> Store<'a> {
             sql.push_str(" AND ");
             sql.push_str(c);
         }
-        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", f.limit + 1));
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", f.limit.saturating_add(1)));
         let mut memories = self.memories_where(&sql, &params)?;
         let cursor = if memories.len() > f.limit {
             memories.truncate(f.limit);
@@ -710,9 +712,9 @@ impl<'a> Store<'a> {
                 "SELECT id FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?",
                 &[now.clone().into()],
             )?
-            .into_iter()
-            .filter_map(|r| r[0].opt_string())
-            .collect();
+            .iter()
+            .map(|r| id_of_row(r))
+            .collect::<Result<_>>()?;
         for id in &ids {
             self.sql.execute(
                 "UPDATE memories SET status = 'expired', updated_at = ? WHERE id = ?",
@@ -729,7 +731,8 @@ impl<'a> Store<'a> {
             .sql
             .query("SELECT MIN(expires_at) FROM memories WHERE status = 'active' AND expires_at IS NOT NULL", &[])?
             .first()
-            .and_then(|r| r[0].opt_string())
+            .and_then(|r| r.first())
+            .and_then(SqlValue::opt_string)
             .and_then(|s| crate::core::time::parse_millis(&s)))
     }
 
@@ -758,7 +761,7 @@ impl<'a> Store<'a> {
             "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES (?, ?, 0, ?, ?) RETURNING id",
             &[kind.into(), memory_id.into(), SqlValue::Integer(due), iso(self.now).into()],
         )?;
-        rows.first().and_then(|r| r[0].as_i64()).ok_or_else(|| Error::storage("failed to queue a job"))
+        rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to queue a job"))
     }
 
     /// Jobs due now and not parked, oldest first.
@@ -862,9 +865,7 @@ impl<'a> Store<'a> {
 
     /// Profile statistics.
     pub fn stats(&self) -> Result<Stats> {
-        let one = |sql: &str| -> Result<i64> {
-            Ok(self.sql.query(sql, &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
-        };
+        let one = |sql: &str| self.count(sql);
         let mut stats = Stats {
             messages: one("SELECT COUNT(*) FROM messages")?,
             sessions: one("SELECT COUNT(DISTINCT session_id) FROM messages")?,
@@ -883,10 +884,12 @@ impl<'a> Store<'a> {
             stats.by_status.insert(s.as_str().into(), 0);
         }
         for r in self.sql.query("SELECT type, COUNT(*) FROM memories GROUP BY type", &[])? {
-            stats.by_type.insert(r[0].opt_string().unwrap_or_default(), r[1].as_i64().unwrap_or(0));
+            let (t, n) = text_and_count(&r)?;
+            stats.by_type.insert(t, n);
         }
         for r in self.sql.query("SELECT status, COUNT(*) FROM memories GROUP BY status", &[])? {
-            stats.by_status.insert(r[0].opt_string().unwrap_or_default(), r[1].as_i64().unwrap_or(0));
+            let (s, n) = text_and_count(&r)?;
+            stats.by_status.insert(s, n);
         }
         Ok(stats)
     }
@@ -921,7 +924,12 @@ impl<'a> Store<'a> {
     }
 
     pub fn meta_get(&self, key: &str) -> Result<Option<String>> {
-        Ok(self.sql.query("SELECT value FROM meta WHERE key = ?", &[key.into()])?.first().and_then(|r| r[0].opt_string()))
+        Ok(self
+            .sql
+            .query("SELECT value FROM meta WHERE key = ?", &[key.into()])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::opt_string))
     }
 
     pub fn meta_set(&self, key: &str, value: &str) -> Result<()> {
@@ -939,7 +947,7 @@ pub const MEMORY_FTS_COLUMNS: &str = "m.content, COALESCE(replace(replace(m.key,
 /// [`MEMORY_FTS_COLUMNS`] of a memory in hand, the same three texts
 /// (tests/text_index.rs holds the two to each other).
 pub fn memory_fts_texts(m: &Memory) -> [String; 3] {
-    let key = m.key.as_deref().map_or(String::new(), |k| k.replace('.', " ").replace('_', " "));
+    let key = m.key.as_deref().map_or(String::new(), |k| k.replace(['.', '_'], " "));
     [m.content.clone(), key, m.search_queries.join(" \n")]
 }
 
@@ -998,8 +1006,11 @@ impl FullText {
             ),
             &[],
         )?;
-        match row.first().map(|r| (r[0].as_i64(), r[1].as_i64())) {
-            Some((Some(since), Some(last))) => Ok((since, last.saturating_sub(since).max(0) as usize)),
+        match row.first().map(Vec::as_slice) {
+            Some([since, last]) => match (since.as_i64(), last.as_i64()) {
+                (Some(since), Some(last)) => Ok((since, last.saturating_sub(since).max(0) as usize)),
+                _ => Err(Error::storage(format!("failed to read what {fts} lacks"))),
+            },
             _ => Err(Error::storage(format!("failed to read what {fts} lacks"))),
         }
     }
@@ -1062,7 +1073,7 @@ pub fn json_chunks<T: serde::Serialize>(rows: &[T]) -> Vec<SqlValue> {
     let mut cur = String::from("[");
     for r in rows {
         let text = serde_json::to_string(r).unwrap_or_else(|_| "null".into());
-        if cur.len() > 1 && cur.len() + text.len() + 2 > MAX_JSON_PARAM {
+        if cur.len() > 1 && cur.len().saturating_add(text.len()).saturating_add(2) > MAX_JSON_PARAM {
             cur.push(']');
             out.push(SqlValue::Text(std::mem::replace(&mut cur, String::from("["))));
         }
@@ -1099,8 +1110,46 @@ pub fn rows_placeholders(rows: usize, cols: usize) -> String {
     vec![one; rows].join(", ")
 }
 
-fn text(v: &SqlValue) -> String {
-    v.opt_string().unwrap_or_default()
+/// The id in the first column of a row of ids (a `SELECT id ...`): a row
+/// without one is a storage error, never skipped.
+fn id_of_row(r: &[SqlValue]) -> Result<String> {
+    r.first().and_then(SqlValue::opt_string).ok_or_else(|| Error::storage("a row has no id"))
+}
+
+/// The two texts of a two-column row (`what` names the first, for the
+/// error).
+fn two_texts(r: &[SqlValue], what: &str) -> Result<(String, String)> {
+    match r {
+        [a, b] => match (a.opt_string(), b.opt_string()) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => Err(Error::storage(format!("failed to read {what} and id"))),
+        },
+        _ => Err(Error::storage(format!("failed to read {what} and id"))),
+    }
+}
+
+/// A `(text, COUNT(*))` row of a `GROUP BY`.
+fn text_and_count(r: &[SqlValue]) -> Result<(String, i64)> {
+    match r {
+        [t, n] => Ok((t.opt_string().unwrap_or_default(), n.as_i64().ok_or_else(|| Error::storage("a count returned no number"))?)),
+        _ => Err(Error::storage("a count returned no number")),
+    }
+}
+
+/// A text value, or empty for NULL.
+fn text(v: SqlValue) -> String {
+    match v {
+        SqlValue::Text(s) => s,
+        _ => String::new(),
+    }
+}
+
+/// A text value, or `None` for NULL.
+fn opt_text(v: SqlValue) -> Option<String> {
+    match v {
+        SqlValue::Text(s) => Some(s),
+        _ => None,
+    }
 }
 
 fn json_list(v: &SqlValue) -> Vec<String> {
@@ -1114,39 +1163,47 @@ fn expired(expires_at: Option<&str>, now: i64) -> bool {
 
 /// Builds a memory from a row of [`MEMORY_COLUMNS`]. An active memory whose
 /// expiry has passed reads as `expired` even before the alarm marks it.
-pub fn memory_from_row(r: Row, now: i64) -> Memory {
-    let expires_at = r[14].opt_string();
-    let mut status = Status::parse(r[8].as_str().unwrap_or("active")).unwrap_or(Status::Active);
+/// A row of other columns, or without an id, is a storage error.
+pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
+    let bad = || Error::storage("failed to read a memory row");
+    let [id, kind, key, summary, content, session_id, sources, queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at] =
+        <[SqlValue; 15]>::try_from(r).map_err(|_| bad())?;
+    let expires_at = opt_text(expires_at);
+    let mut status = Status::parse(status.as_str().unwrap_or("active")).unwrap_or(Status::Active);
     if status == Status::Active && expired(expires_at.as_deref(), now) {
         status = Status::Expired;
     }
-    Memory {
-        id: text(&r[0]),
-        kind: MemoryType::parse(r[1].as_str().unwrap_or("fact")).unwrap_or(MemoryType::Fact),
-        key: r[2].opt_string(),
-        summary: text(&r[3]),
-        content: text(&r[4]),
-        session_id: text(&r[5]),
-        source_message_ids: json_list(&r[6]),
-        search_queries: json_list(&r[7]),
+    Ok(Memory {
+        id: opt_text(id).ok_or_else(bad)?,
+        kind: MemoryType::parse(kind.as_str().unwrap_or("fact")).unwrap_or(MemoryType::Fact),
+        key: opt_text(key),
+        summary: text(summary),
+        content: text(content),
+        session_id: text(session_id),
+        source_message_ids: json_list(&sources),
+        search_queries: json_list(&queries),
         status,
-        supersedes: r[9].opt_string(),
-        superseded_by: r[10].opt_string(),
-        event_date: r[11].opt_string(),
-        created_at: text(&r[12]),
-        updated_at: text(&r[13]),
+        supersedes: opt_text(supersedes),
+        superseded_by: opt_text(superseded_by),
+        event_date: opt_text(event_date),
+        created_at: text(created_at),
+        updated_at: text(updated_at),
         expires_at,
-    }
+    })
 }
 
-pub fn message_from_row(r: Row) -> Message {
-    Message {
-        id: text(&r[0]),
-        session_id: text(&r[1]),
-        role: text(&r[2]),
-        content: text(&r[3]),
-        timestamp: r[4].opt_string(),
-        position: r[5].as_i64().unwrap_or(0),
-        created_at: text(&r[6]),
-    }
+/// Builds a message from a row of [`MESSAGE_COLUMNS`]. A row of other
+/// columns, or without an id or a position, is a storage error.
+pub fn message_from_row(r: Row) -> Result<Message> {
+    let bad = || Error::storage("failed to read a message row");
+    let [id, session_id, role, content, timestamp, position, created_at] = <[SqlValue; 7]>::try_from(r).map_err(|_| bad())?;
+    Ok(Message {
+        id: opt_text(id).ok_or_else(bad)?,
+        session_id: text(session_id),
+        role: text(role),
+        content: text(content),
+        timestamp: opt_text(timestamp),
+        position: position.as_i64().ok_or_else(bad)?,
+        created_at: text(created_at),
+    })
 }

@@ -66,20 +66,20 @@ impl Unit for char {
 
 fn split_tokens<U: Unit>(units: &[U], mut f: impl FnMut(&str) -> bool) -> bool {
     let mut cur = String::new();
-    let mut i = 0;
-    while i < units.len() {
-        let c = units[i];
+    let mut rest = units;
+    while let Some((&c, tail)) = rest.split_first() {
+        rest = tail;
         if c.is_alnum() {
             c.push_lower(&mut cur);
         } else if c.is_apostrophe() {
-            let possessive = !cur.is_empty()
-                && units.get(i + 1).is_some_and(|n| n.is_s())
-                && units.get(i + 2).is_none_or(|n| !n.is_alnum());
-            if possessive && !is_stop(&cur) {
-                // "Caroline's" -> "caroline"; "it's", "that's" keep their
-                // contracted forms ("its", "thats"), which are stop words.
-                i += 2;
-                continue;
+            if let Some((&n, after)) = tail.split_first() {
+                let possessive = !cur.is_empty() && n.is_s() && after.first().is_none_or(|m| !m.is_alnum());
+                if possessive && !is_stop(&cur) {
+                    // "Caroline's" -> "caroline"; "it's", "that's" keep their
+                    // contracted forms ("its", "thats"), which are stop words.
+                    rest = after;
+                    continue;
+                }
             }
         } else if !cur.is_empty() {
             if f(&cur) {
@@ -87,7 +87,6 @@ fn split_tokens<U: Unit>(units: &[U], mut f: impl FnMut(&str) -> bool) -> bool {
             }
             cur.clear();
         }
-        i += 1;
     }
     !cur.is_empty() && f(&cur)
 }
@@ -161,8 +160,8 @@ pub fn stem(w: &str) -> String {
                 }
                 let mut out = format!("{base}{rep}");
                 // "running" -> "run", "stopped" -> "stop"
-                let b = out.as_bytes();
-                if rep.is_empty() && (suf == "ing" || suf == "ed") && b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] && !matches!(b[b.len() - 1], b'l' | b's' | b'z') {
+                let doubled = matches!(out.as_bytes(), [.., x, y] if x == y && !matches!(y, b'l' | b's' | b'z'));
+                if rep.is_empty() && (suf == "ing" || suf == "ed") && doubled {
                     out.pop();
                 }
                 return out;
@@ -200,8 +199,8 @@ pub fn sentences(s: &str) -> Vec<String> {
         }
         cur.push(c);
         if matches!(c, '.' | '!' | '?') {
-            let next = chars.get(i + 1).copied();
-            let prev_is_digit = i > 0 && chars[i - 1].is_ascii_digit();
+            let next = i.checked_add(1).and_then(|j| chars.get(j)).copied();
+            let prev_is_digit = i.checked_sub(1).and_then(|j| chars.get(j)).is_some_and(char::is_ascii_digit);
             let next_is_digit = next.is_some_and(|n| n.is_ascii_digit());
             if next.is_none_or(char::is_whitespace) && !(prev_is_digit && next_is_digit) {
                 let t = cur.trim();

@@ -297,3 +297,67 @@ test("error messages never echo raw caller input: a namespace of NULs and 300 ch
     await w.dispose();
   }
 });
+
+/** A chat model stand-in on loopback that takes requests and never answers. */
+async function startSilentModel() {
+  const s = { hits: 0 };
+  const sockets = new Set();
+  const server = http.createServer((req) => {
+    s.hits++;
+    req.resume();
+  });
+  server.on("connection", (sock) => {
+    sockets.add(sock);
+    sock.on("close", () => sockets.delete(sock));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  s.baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
+  s.close = async () => {
+    for (const sock of sockets) sock.destroy();
+    await new Promise((r) => server.close(r));
+  };
+  return s;
+}
+
+test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a retry is safe: each message once, the rest healed by the alarm's guard job", async () => {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const path = await import("node:path");
+  const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-500-"));
+  const model = await startSilentModel();
+  const body = {
+    sessionId: "s1",
+    messages: [
+      { role: "user", content: "The staging database moved to port 5433 last week." },
+      { role: "assistant", content: "Noted: staging is on 5433 now." },
+      { role: "user", content: "And the on-call rotation changes every Monday at nine." },
+    ],
+  };
+  let w = await startWorker({ persistDir: dir, vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl } });
+  try {
+    let api = restClient(w, TOKEN);
+    const inflight = api.post("after500", "p", "/ingest", body).then((r) => r.status, () => "connection lost");
+    await waitFor(async () => model.hits > 0, { what: "the ingest to reach the model" });
+    await w.dispose();
+    const outcome = await inflight;
+    assert.ok(outcome === "connection lost" || outcome >= 500, `the interrupted call answered ${outcome}`);
+    // The caller cannot know what happened; it retries the same call.
+    w = await startWorker({ persistDir: dir });
+    api = restClient(w, TOKEN);
+    const retry = await api.ok("POST", "after500", "p", "/ingest", { body });
+    assert.equal(retry.messageIds.length, 3);
+    const again = await api.ok("POST", "after500", "p", "/ingest", { body });
+    assert.deepEqual([again.messagesStored, again.memoriesStored], [0, 0], "a second retry changes nothing");
+    const s = await api.ok("GET", "after500", "p", "/stats");
+    assert.equal(s.messages, 3, "each message stored once");
+    // Messages stored before the failure whose memories were not extracted
+    // wait for the re-extraction guard job (due 15 minutes after the call).
+    if (retry.messagesStored === 0) {
+      assert.ok(s.pendingJobs >= 1, `the guard job waits to extract them: ${JSON.stringify(s)}`);
+    }
+  } finally {
+    await w.dispose();
+    await model.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -19,17 +19,20 @@ pub fn split(lengths: &[usize], max_chars: usize, overlap: usize) -> Vec<(usize,
     let mut start = 0;
     while start < lengths.len() {
         let mut end = start;
-        let mut size = 0;
-        while end < lengths.len() && (end == start || size + lengths[end] <= max_chars) {
-            size += lengths[end];
-            end += 1;
+        let mut size: usize = 0;
+        for &len in lengths.get(start..).unwrap_or_default() {
+            if end != start && size.saturating_add(len) > max_chars {
+                break;
+            }
+            size = size.saturating_add(len);
+            end = end.saturating_add(1);
         }
         out.push((start, end));
         if end >= lengths.len() {
             break;
         }
         // Step back for overlap, but always make progress.
-        start = end.saturating_sub(overlap).max(start + 1);
+        start = end.saturating_sub(overlap).max(start.saturating_add(1));
     }
     out
 }
@@ -39,12 +42,13 @@ pub fn windows(n: usize, size: usize, step: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < n {
-        let end = (start + size).min(n);
+        let end = start.saturating_add(size).min(n);
         out.push((start, end));
         if end == n {
             break;
         }
-        start += step;
+        // A zero step would never reach the end.
+        start = start.saturating_add(step.max(1));
     }
     out
 }
@@ -67,6 +71,13 @@ mod tests {
     #[test]
     fn test_oversized_message_is_its_own_chunk() {
         assert_eq!(split(&[50_000, 10], 10_000, 2), vec![(0, 1), (1, 2)]);
+    }
+
+    #[test]
+    fn test_degenerate_sizes_end() {
+        assert_eq!(windows(3, 2, 0), vec![(0, 2), (1, 3)]);
+        assert_eq!(split(&[usize::MAX, usize::MAX], 10, usize::MAX), vec![(0, 1), (1, 2)]);
+        assert_eq!(split(&[usize::MAX, usize::MAX], usize::MAX, 0), vec![(0, 2)]);
     }
 
     #[test]

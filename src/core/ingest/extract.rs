@@ -23,7 +23,7 @@ pub async fn run(
     session_id: &str,
     messages: &[Message],
 ) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>) {
-    let lengths: Vec<usize> = messages.iter().map(|m| m.content.len() + m.role.len() + 8).collect();
+    let lengths: Vec<usize> = messages.iter().map(|m| m.content.len().saturating_add(m.role.len()).saturating_add(8)).collect();
     let mut jobs: Vec<(Transcript, Pass)> = chunk::split(&lengths, chunk::CHUNK_CHARS, chunk::CHUNK_OVERLAP)
         .into_iter()
         .map(|r| (transcript::build(session_id, messages, r, None), Pass::Full))
@@ -79,9 +79,12 @@ pub fn merge(items: Vec<(Candidate, Rc<Transcript>)>) -> Vec<(Candidate, Rc<Tran
         }
         match seen.get(&norm) {
             Some(&i) => {
-                for l in c.lines {
-                    if !out[i].0.lines.contains(&l) {
-                        out[i].0.lines.push(l);
+                // `seen` holds places in `out`.
+                if let Some((kept, _)) = out.get_mut(i) {
+                    for l in c.lines {
+                        if !kept.lines.contains(&l) {
+                            kept.lines.push(l);
+                        }
                     }
                 }
             }

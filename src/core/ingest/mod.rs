@@ -38,7 +38,8 @@ pub fn default_session_id(req: &IngestRequest) -> String {
         joined.push_str(&m.content);
         joined.push('\n');
     }
-    format!("s-{}", &ids::message_id("", "session", &joined)[..16])
+    let id = ids::message_id("", "session", &joined);
+    format!("s-{}", id.get(..16).unwrap_or(&id))
 }
 
 /// Runs the whole pipeline for one call.
@@ -117,7 +118,7 @@ pub async fn judge_and_store(
     // 5. Classify: type, key, summary, search queries.
     let (classified, failed_classify) = classify::run(p.reasoner, verified).await;
 
-    let faults = failed_extract.len() + failed_verify.len() + failed_classify.len();
+    let faults = failed_extract.len().saturating_add(failed_verify.len()).saturating_add(failed_classify.len());
     dropped.extend(failed_extract.into_iter().chain(failed_verify).chain(failed_classify));
 
     // 6. Build memories, plan supersession, store in one transaction.
@@ -166,7 +167,7 @@ pub fn cited_and_new(
         c.lines.retain(|&i| i < messages.len());
         if c.lines.is_empty() {
             dropped.push(Dropped { content: c.content, reason: "cites no message of the conversation".into() });
-        } else if c.lines.iter().any(|&i| fresh_ids.contains(&messages[i].id)) {
+        } else if c.lines.iter().any(|&i| messages.get(i).is_some_and(|m| fresh_ids.contains(&m.id))) {
             kept.push((c, t));
         }
     }
@@ -182,7 +183,7 @@ fn conversation(req: &IngestRequest, session_id: &str, incoming: &[NewMessage], 
             session_id: session_id.to_string(),
             role: m.input.role.clone(),
             content: m.input.content.clone(),
-            timestamp: req.messages[i].timestamp.clone().or_else(|| Some(iso(now))),
+            timestamp: req.messages.get(i).and_then(|r| r.timestamp.clone()).or_else(|| Some(iso(now))),
             position: i as i64,
             created_at: iso(now),
         })

@@ -8,9 +8,12 @@ use crate::core::provider::{Line, Transcript};
 /// Builds the transcript of `messages[range]`. Line indices are positions
 /// in `messages`, so transcripts of overlapping chunks share them.
 pub fn build(session_id: &str, messages: &[Message], range: (usize, usize), session_date: Option<&str>) -> Transcript {
-    let lines = (range.0..range.1)
-        .map(|i| {
-            let m = &messages[i];
+    let lines = messages
+        .iter()
+        .enumerate()
+        .take(range.1)
+        .skip(range.0)
+        .map(|(i, m)| {
             let anchor = m
                 .timestamp
                 .as_deref()

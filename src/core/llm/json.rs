@@ -14,15 +14,14 @@ const MAX_STARTS: usize = 256;
 /// The inside of the first fenced block (```json ... ```), or the text as
 /// it is when there is none. An unclosed fence yields everything after it.
 pub fn strip_fences(s: &str) -> &str {
-    let Some(open) = s.find("```") else { return s };
-    let after = &s[open + 3..];
+    let Some((_, after)) = s.split_once("```") else { return s };
     // Skip the info string ("json") up to the end of the line.
-    let body = match after.find('\n') {
-        Some(nl) if after[..nl].trim().chars().all(|c| c.is_ascii_alphanumeric()) => &after[nl + 1..],
+    let body = match after.split_once('\n') {
+        Some((info, rest)) if info.trim().chars().all(|c| c.is_ascii_alphanumeric()) => rest,
         _ => after,
     };
-    match body.find("```") {
-        Some(close) => &body[..close],
+    match body.split_once("```") {
+        Some((inside, _)) => inside,
         None => body,
     }
 }
@@ -65,7 +64,7 @@ fn scan(s: &str) -> Option<Value> {
     s.char_indices()
         .filter(|(_, c)| *c == '{' || *c == '[')
         .take(MAX_STARTS)
-        .find_map(|(start, _)| serde_json::from_str(&s[start..=matching_end(s, start)?]).ok())
+        .find_map(|(start, _)| serde_json::from_str(s.get(start..=matching_end(s, start)?)?).ok())
 }
 
 /// The first well-formed JSON object or array in a reply: inside the first
@@ -89,8 +88,11 @@ pub fn list<'a>(v: &'a Value, names: &[&str]) -> Option<&'a Vec<Value>> {
     if let Some(a) = field(v, names).and_then(Value::as_array) {
         return Some(a);
     }
-    let arrays: Vec<&Vec<Value>> = v.as_object()?.values().filter_map(Value::as_array).collect();
-    (arrays.len() == 1).then(|| arrays[0])
+    let mut arrays = v.as_object()?.values().filter_map(Value::as_array);
+    match (arrays.next(), arrays.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
+    }
 }
 
 /// A text field (numbers and booleans are written out); `None` for

@@ -60,12 +60,14 @@ fn by_index<T>(items: &[Value], n: usize, read: impl Fn(&Value) -> Result<T>) ->
         .collect();
     let (min, max) = indexed.iter().fold((usize::MAX, 0), |(lo, hi), (i, _)| (lo.min(*i), hi.max(*i)));
     if n > 0 && min == 1 && max == n {
-        indexed.iter_mut().for_each(|(i, _)| *i -= 1);
+        indexed.iter_mut().for_each(|(i, _)| *i = i.saturating_sub(1));
     }
     let mut slots: Vec<Option<T>> = (0..n).map(|_| None).collect();
     for (i, item) in indexed {
-        if i < n && slots[i].is_none() {
-            slots[i] = Some(read(item)?);
+        if let Some(slot) = slots.get_mut(i) {
+            if slot.is_none() {
+                *slot = Some(read(item)?);
+            }
         }
     }
     let filled = slots.iter().filter(|s| s.is_some()).count();
@@ -154,8 +156,8 @@ pub fn analysis(reply: &str) -> Result<QueryAnalysis> {
 /// A synthesized answer: the reply's text without a leading reasoning
 /// block (`<think>...</think>`); empty is unparseable.
 pub fn answer(reply: &str) -> Result<String> {
-    let text = match (reply.find("<think>"), reply.find("</think>")) {
-        (Some(open), Some(close)) if open < close => &reply[close + "</think>".len()..],
+    let text = match (reply.find("<think>"), reply.split_once("</think>")) {
+        (Some(open), Some((before, after))) if open < before.len() => after,
         _ => reply,
     };
     let text = text.trim();

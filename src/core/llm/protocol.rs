@@ -99,7 +99,7 @@ pub fn parse_workers_ai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
     if let Some(shape) = inner.get("shape").and_then(Value::as_array) {
         let want: Vec<u64> = shape.iter().filter_map(Value::as_u64).collect();
         let dims = vectors.first().map_or(0, Vec::len) as u64;
-        if want.len() == 2 && (want[0] != vectors.len() as u64 || want[1] != dims) {
+        if matches!(want[..], [rows, cols] if rows != vectors.len() as u64 || cols != dims) {
             return Err(Error::provider(format!("embedding reply shape {want:?} does not match its data")));
         }
     }

@@ -8,6 +8,10 @@
 //! code runs, so a stage is repeated `repeat` times and the caller compares
 //! round trips with `repeat` = R and 0.
 
+// Exception to the core's panic lints (src/core/mod.rs): benchmark
+// operations, answered only with BENCH=1, never by the product's routes.
+#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
 use crate::core::api::RecallRequest;
 use crate::core::error::{Error, Result};
 use crate::core::local::vector::{cosine, decode};
@@ -198,8 +202,10 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
                 let dir = p.turns.sync(p.sql)?;
                 (channels::fts(p.sql, &dir, &q, false, &now_iso)?, channels::messages(p.sql, &dir, &q, false, &now_iso)?.0)
             };
+            // The directory's borrow ends here, before any await.
+            let key = channels::key(p.sql, p.turns.sync(p.sql)?.memories(), &analysis.keys, false, &now_iso)?;
             let rankings = vec![
-                channels::key(p.sql, p.turns.sync(p.sql)?.memories(), &analysis.keys, false, &now_iso)?,
+                key,
                 fts,
                 messages,
                 channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], false, &now_iso).await?,

@@ -40,7 +40,10 @@ impl Fnv {
 
     fn add_to(self, v: &mut [f32], weight: f32) {
         let sign = if self.0 >> 63 == 1 { -1.0 } else { 1.0 };
-        v[(self.0 % DIMS as u64) as usize] += sign * weight;
+        // The remainder is below DIMS = v.len(): the bucket always exists.
+        if let Some(x) = self.0.checked_rem(DIMS as u64).and_then(|i| v.get_mut(i as usize)) {
+            *x += sign * weight;
+        }
     }
 }
 
@@ -63,8 +66,8 @@ pub fn embed_one(s: &str) -> Vec<f32> {
             h.add_to(&mut v, TRIGRAM_WEIGHT);
         }
     }
-    for p in stems.windows(2) {
-        Fnv::START.feed(p[0].as_bytes()).feed(b" ").feed(p[1].as_bytes()).add_to(&mut v, PAIR_WEIGHT);
+    for (a, b) in stems.iter().zip(stems.iter().skip(1)) {
+        Fnv::START.feed(a.as_bytes()).feed(b" ").feed(b.as_bytes()).add_to(&mut v, PAIR_WEIGHT);
     }
     normalize(&mut v);
     v
@@ -85,7 +88,7 @@ impl Embedder for HashEmbedder {
 
 /// A content digest, used to tell vectors of changed texts apart.
 pub fn digest(s: &str) -> String {
-    crate::core::ids::hex(&Sha256::digest(s.as_bytes())[..8])
+    crate::core::ids::hex(Sha256::digest(s.as_bytes()).iter().take(8))
 }
 
 #[cfg(test)]

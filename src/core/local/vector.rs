@@ -28,6 +28,12 @@
 //! step. Rows deleted by other paths (hard deletes, wipe) leave stale
 //! entries that pass 3 finds missing and evicts.
 
+// Exception to the core's panic lints (src/core/mod.rs): the index's
+// arithmetic and indexing run over its own packed codes and fixed-size
+// vectors, whose lengths are invariants set when they are built
+// (tests/vector_index.rs); no caller input indexes them.
+#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
 use crate::core::error::Result;
 use crate::core::ports::{LocalBoxFuture, Sql, SqlValue, VectorIndex};
 use std::cell::RefCell;
@@ -388,7 +394,8 @@ impl Packed {
             let stride = self.stride();
             self.blocks.push(Block::new(stride));
         }
-        let b = self.blocks.last_mut().expect("a block with room");
+        // A block was pushed above when none had room: never `None`.
+        let Some(b) = self.blocks.last_mut() else { return };
         b.keys.push(key);
         b.simhash.extend_from_slice(simhash);
         b.quantized.extend_from_slice(quantized);
@@ -445,13 +452,15 @@ impl Packed {
             b.inv_norm[i] = n;
             self.slot_of.insert(k, s as u32);
         }
-        let b = self.blocks.last_mut().expect("the last slot's block");
-        b.keys.pop();
-        b.simhash.truncate(b.keys.len() * CODE_WORDS);
-        b.quantized.truncate(b.keys.len() * stride);
-        b.inv_norm.pop();
-        if b.keys.is_empty() {
-            self.blocks.pop();
+        // The last slot's block: there is one, as there is a slot.
+        if let Some(b) = self.blocks.last_mut() {
+            b.keys.pop();
+            b.simhash.truncate(b.keys.len() * CODE_WORDS);
+            b.quantized.truncate(b.keys.len() * stride);
+            b.inv_norm.pop();
+            if b.keys.is_empty() {
+                self.blocks.pop();
+            }
         }
         self.len = last;
     }

@@ -86,8 +86,10 @@ pub const TEXT_READ_CHARS: usize = 1000;
 
 /// Words by which a question refers to its asker (the `user` role).
 const FIRST_PERSON: &[&str] = &["i", "me", "my", "mine", "myself"];
+/// The role of the person the service remembers for.
+const USER_ROLE: &str = "user";
 /// Roles that stand for the person the service remembers for.
-const USER_ROLES: &[&str] = &["user", "human"];
+const USER_ROLES: &[&str] = &[USER_ROLE, "human"];
 
 /// What the full-text channels search for.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -255,6 +257,10 @@ fn id_list(v: Option<&str>) -> Vec<String> {
     v.and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
 }
 
+/// A memory's row as [`memory_hits`] reads it: id, place in the best
+/// list, event date, source message ids, content.
+type PlacedRow = (String, usize, Option<String>, Option<String>, Option<String>);
+
 /// The memories' own full-text scores for the query's words and, weighed
 /// less, its expansions, summed per memory, with their columns: for each,
 /// the best `2 x` [`FTS_POOL`] matches of any status by bm25, the live
@@ -288,7 +294,7 @@ fn memory_hits(
         let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
         let mut params = vec![json_param(&rowids), SqlValue::Integer(FTS_POOL as i64)];
         params.extend(extra.iter().cloned());
-        let placed: Vec<(String, usize, Option<String>, Option<String>, Option<String>)> = json_rows(
+        let placed: Vec<PlacedRow> = json_rows(
             sql,
             &format!(
                 "SELECT json_group_array(json_array(id, place, event_date, source_message_ids, content)) FROM ( \
@@ -360,7 +366,7 @@ pub fn fts_with(
         .filter(|(_, s)| !s.is_empty())
         .collect();
     // Whether the query names each role (a handful per recall).
-    let named_roles = q.named_among(roles.values().map(String::as_str).chain([USER_ROLES[0]]));
+    let named_roles = q.named_among(roles.values().map(String::as_str).chain([USER_ROLE]));
     let named = |role: &str| named_roles.get(role).copied().unwrap_or(false);
     let mut scores: HashMap<String, f64> = HashMap::default();
     for id in &candidates {
@@ -377,7 +383,7 @@ pub fn fts_with(
                 let content = c.and_then(|c| c.4.as_deref()).unwrap_or("");
                 let date = c.and_then(|c| c.2.as_deref()).and_then(crate::core::time::date_of);
                 let mentions_time = q.temporal && crate::core::recall::temporal::mentions_time(content);
-                own * factor(q, named(USER_ROLES[0]), mentions_time, date)
+                own * factor(q, named(USER_ROLE), mentions_time, date)
             }
         };
         scores.insert(id.clone(), score);
@@ -518,8 +524,8 @@ pub fn messages(sql: &dyn Sql, dir: &Directory, q: &TextQuery, include_inactive:
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys.
-/// The directory names the memories that may hold them (the column has no
-/// index); the statement keeps those that do and are live.
+///    The directory names the memories that may hold them (the column has
+///    no index); the statement keeps those that do and are live.
 pub fn key(sql: &dyn Sql, memories: &MemoryWords, keys: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
     let keys: Vec<&String> = keys.iter().take(20).collect();
     let rowids = memories.rowids_with_keys(keys.iter().map(|k| k.as_str()));
@@ -537,7 +543,7 @@ pub fn key(sql: &dyn Sql, memories: &MemoryWords, keys: &[String], include_inact
         ),
         &params,
     )? {
-        if let (Some(k), Some(id)) = (r[0].opt_string(), r[1].opt_string()) {
+        if let (Some(k), Some(id)) = (r.first().and_then(SqlValue::opt_string), r.get(1).and_then(SqlValue::opt_string)) {
             by_key.entry(k).or_default().push(id);
         }
     }
@@ -584,7 +590,8 @@ pub fn score_turns(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<Turn
         let best = session_best.entry(t.session).or_insert(0.0);
         *best = best.max(score);
         for d in 1..=NEIGHBOUR_WINDOW as i64 {
-            for position in [t.position - d, t.position + d] {
+            // A position past the ends of i64 names no turn.
+            for position in [t.position.checked_sub(d), t.position.checked_add(d)].into_iter().flatten() {
                 if let Some(j) = dir.at(t.session, position) {
                     *context.entry(j).or_insert(0.0) += NEIGHBOUR_SHARE.powi(d as i32) * score;
                 }
@@ -603,7 +610,10 @@ pub fn score_turns(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<Turn
         .into_iter()
         .map(|(i, c)| {
             let t = dir.turn(i);
-            (t.id.clone(), (c + SESSION_SHARE * session_best[&t.session]) * factor_of(i))
+            // Every turn in context shares a session with a hit, which set
+            // the session's best.
+            let best = session_best.get(&t.session).copied().unwrap_or(0.0);
+            (t.id.clone(), (c + SESSION_SHARE * best) * factor_of(i))
         })
         .collect();
     sort_best_first(&mut plain);
@@ -653,7 +663,7 @@ fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String]
     let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
     which.catch_up(sql)?;
     let table = which.table();
-    let slots: Vec<String> = (0..weights.len()).map(|i| format!("?{}", i + 3)).collect();
+    let slots: Vec<String> = weights.iter().zip(3usize..).map(|(_, i)| format!("?{i}")).collect();
     let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
     params.extend(weights.iter().map(|&w| SqlValue::Real(w)));
     json_rows(
@@ -680,7 +690,7 @@ pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations) -> (R
     let mut ranking = Ranking { channel: Channel::Messages, ids: Vec::new(), ranks: Vec::new() };
     let mut seen = HashSet::default();
     let mut rest: Vec<(String, usize)> = Vec::new();
-    for (i, mid) in message_ids.iter().enumerate() {
+    for (rank, mid) in (1usize..).zip(message_ids.iter()) {
         let mut mine: Vec<&String> = cites.by_message.get(mid).into_iter().flatten().filter(|id| !seen.contains(*id)).collect();
         if mine.len() > 1 {
             mine.sort_by_cached_key(|id| (std::cmp::Reverse(overlap(id)), *id));
@@ -689,18 +699,26 @@ pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations) -> (R
             seen.insert(id.clone());
             if j == 0 {
                 ranking.ids.push(id.clone());
-                ranking.ranks.push(i + 1);
+                ranking.ranks.push(rank);
             } else {
-                rest.push((id.clone(), i + 1));
+                rest.push((id.clone(), rank));
             }
         }
     }
     let base = message_ids.len();
     for (id, rank) in rest {
         ranking.ids.push(id);
-        ranking.ranks.push(base + rank);
+        ranking.ranks.push(base.saturating_add(rank));
     }
     (ranking, message_ids)
+}
+
+/// The first two bytes of a word, if it has two.
+fn prefix(w: &str) -> Option<[u8; 2]> {
+    match w.as_bytes() {
+        [a, b, ..] => Some([*a, *b]),
+        _ => None,
+    }
 }
 
 /// Counts how many of the query's own words (by stem) a text has.
@@ -715,15 +733,15 @@ struct Overlap {
 impl Overlap {
     fn new(words: &[String]) -> Overlap {
         let wanted: HashSet<String> = words.iter().flat_map(|t| text::stems(t)).collect();
-        let prefixes = wanted.iter().filter_map(|w| w.as_bytes().get(..2).map(|b| [b[0], b[1]])).collect();
+        let prefixes = wanted.iter().filter_map(|w| prefix(w)).collect();
         Overlap { wanted, prefixes }
     }
 
     fn count(&self, content: &str) -> usize {
         let mut found: HashSet<&str> = HashSet::default();
         text::any_token(content, |w| {
-            let short = w.len() < 2;
-            if text::is_stop(w) || (!short && !self.prefixes.contains(&[w.as_bytes()[0], w.as_bytes()[1]])) {
+            // A word shorter than two bytes has no prefix and is stemmed.
+            if text::is_stop(w) || prefix(w).is_some_and(|p| !self.prefixes.contains(&p)) {
                 return false;
             }
             if let Some(hit) = self.wanted.get(&text::stem(w)) {

@@ -99,7 +99,7 @@ impl Ranking {
 
     /// The rank of the id at `index`.
     pub fn rank_at(&self, index: usize) -> usize {
-        self.ranks.get(index).copied().unwrap_or(index + 1)
+        self.ranks.get(index).copied().unwrap_or(index.saturating_add(1))
     }
 }
 

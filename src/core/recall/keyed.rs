@@ -60,7 +60,7 @@ impl KeyedDocs {
 
     /// The keys of documents `from..`, in order (for a snapshot).
     pub fn keys_from(&self, from: usize) -> &[u64] {
-        &self.keys[from.min(self.keys.len())..]
+        self.keys.get(from..).unwrap_or(&[])
     }
 
     /// Adds the next document, with `key` ([`NONE`] for none).
@@ -70,11 +70,11 @@ impl KeyedDocs {
         if key == NONE {
             return;
         }
-        self.placed += 1;
-        if self.placed * 2 > self.slots.len() {
+        self.placed = self.placed.saturating_add(1);
+        if self.placed.saturating_mul(2) > self.slots.len() {
             self.grow();
         } else {
-            self.place(doc);
+            place(&mut self.slots, key, doc);
         }
     }
 
@@ -87,15 +87,19 @@ impl KeyedDocs {
         let mut done = self.slots.is_empty() || key == NONE;
         std::iter::from_fn(move || {
             while !done {
-                let s = self.slots[i];
-                if s == 0 {
+                let Some(&s) = self.slots.get(i) else {
                     done = true;
                     return None;
-                }
-                i = (i + 1) & mask;
+                };
+                let Some(doc) = s.checked_sub(1) else {
+                    done = true;
+                    return None;
+                };
+                // The length is a power of two, `mask` one less: `i + 1`
+                // is at most the length, and wraps to 0 past the end.
+                i = i.wrapping_add(1) & mask;
                 done = i == start;
-                let doc = s - 1;
-                if self.keys[doc as usize] == key {
+                if self.keys.get(doc as usize) == Some(&key) {
                     return Some(doc);
                 }
             }
@@ -108,25 +112,34 @@ impl KeyedDocs {
         self.keys.shrink_to_fit();
     }
 
-    fn place(&mut self, doc: u32) {
-        let mask = self.slots.len() - 1;
-        let mut i = slot_of(self.keys[doc as usize]) & mask;
-        while self.slots[i] != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = doc + 1;
-    }
-
     /// Room for the placed documents at most half full, every one placed
     /// again.
     fn grow(&mut self) {
-        let cap = (self.placed * 2).next_power_of_two().max(64);
-        self.slots = vec![0; cap];
-        for doc in 0..self.keys.len() as u32 {
-            if self.keys[doc as usize] != NONE {
-                self.place(doc);
+        let cap = self.placed.saturating_mul(2).next_power_of_two().max(64);
+        let mut slots = vec![0; cap];
+        for (doc, &key) in self.keys.iter().enumerate() {
+            if key != NONE {
+                place(&mut slots, key, doc as u32);
             }
         }
+        self.slots = slots;
+    }
+}
+
+/// Puts `doc` with key `key` in the first free slot from where the key's
+/// probe starts. `slots` is a power of two long and at most half full, so
+/// a free slot is found. A document numbered past `u32::MAX - 1` has no
+/// slot value: it is left unplaced, never found (as one without a key).
+fn place(slots: &mut [u32], key: u64, doc: u32) {
+    let Some(value) = doc.checked_add(1) else { return };
+    let mask = slots.len().wrapping_sub(1);
+    let mut i = slot_of(key) & mask;
+    while let Some(slot) = slots.get_mut(i) {
+        if *slot == 0 {
+            *slot = value;
+            return;
+        }
+        i = i.wrapping_add(1) & mask;
     }
 }
 

@@ -121,9 +121,9 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
         }
     };
     let texts = vec![req.query.clone(), if analysis.hyde.is_empty() { req.query.clone() } else { analysis.hyde.clone() }];
-    let embeddings = match p.embedder.embed(&texts).await {
-        Ok(v) if v.len() == 2 => Some(v),
-        Ok(_) => {
+    let embeddings: Option<[Vec<f32>; 2]> = match p.embedder.embed(&texts).await.map(<[Vec<f32>; 2]>::try_from) {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(_)) => {
             notes.push("embedder returned the wrong number of vectors; vector channels skipped".into());
             None
         }
@@ -173,21 +173,25 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
         }
     }
     match &embeddings {
-        Some(e) => {
+        Some([direct, hyde]) => {
             // A HyDE statement that embeds like the query itself would
             // only repeat the direct channel and count its evidence twice:
             // the HyDE channel then reports no hits. (The rule-based
             // analyzer's "the {topic} is" embeds like the topic words.)
-            let hyde_repeats = cosine(&e[0], &e[1]) >= HYDE_SAME_AS_QUERY;
-            let mut asked = vec![(Channel::Vector, e[0].clone())];
+            let hyde_repeats = cosine(direct, hyde) >= HYDE_SAME_AS_QUERY;
+            let mut asked = vec![(Channel::Vector, direct.clone())];
             if !hyde_repeats {
-                asked.push((Channel::Hyde, e[1].clone()));
+                asked.push((Channel::Hyde, hyde.clone()));
             }
             match channels::vectors(p.sql, p.index, &asked, include_inactive, &now_iso).await {
-                Ok(mut rankings) => {
-                    let hyde = if hyde_repeats { Ranking::new(Channel::Hyde, vec![]) } else { rankings.pop().expect("asked for two") };
-                    record(Channel::Vector, Ok(rankings.pop().expect("asked for one")), &mut notes);
-                    record(Channel::Hyde, Ok(hyde), &mut notes);
+                Ok(rankings) => {
+                    // One ranking per channel asked, in order.
+                    let mut rankings = rankings.into_iter();
+                    let missing = || crate::core::error::Error::provider("the vector index returned too few rankings");
+                    let vector = rankings.next().ok_or_else(missing);
+                    let hyde = if hyde_repeats { Ok(Ranking::new(Channel::Hyde, vec![])) } else { rankings.next().ok_or_else(missing) };
+                    record(Channel::Vector, vector, &mut notes);
+                    record(Channel::Hyde, hyde, &mut notes);
                 }
                 Err(e) => {
                     record(Channel::Vector, Err(e.clone()), &mut notes);

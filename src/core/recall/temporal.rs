@@ -39,6 +39,11 @@ fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
     crate::core::text::constant_regex(cell, p)
 }
 
+/// The text of capture group `i`, or "" when the group did not take part.
+fn group<'t>(c: &regex::Captures<'t>, i: usize) -> &'t str {
+    c.get(i).map_or("", |m| m.as_str())
+}
+
 fn unit_of(s: &str) -> Unit {
     match s.to_lowercase().trim_end_matches('s') {
         "week" => Unit::Weeks,
@@ -57,10 +62,10 @@ pub fn detect(q: &str) -> Option<Question> {
     static ORDER: OnceLock<Regex> = OnceLock::new();
     static WHEN: OnceLock<Regex> = OnceLock::new();
     if let Some(c) = re(&BETWEEN, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(between|from)\b").captures(q) {
-        return Some(Question::Between(unit_of(&c[1])));
+        return Some(Question::Between(unit_of(group(&c, 1))));
     }
     if let Some(c) = re(&AGO, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(ago|since|before|until|till|left|passed|elapsed)\b").captures(q) {
-        return Some(Question::Ago(unit_of(&c[1])));
+        return Some(Question::Ago(unit_of(group(&c, 1))));
     }
     if re(&LONG_AGO, r"(?i)\bhow long (ago|since|has it been)\b").is_match(q) {
         return Some(Question::Ago(Unit::Days));
@@ -82,7 +87,7 @@ const MONTHS: &str = "january|february|march|april|may|june|july|august|septembe
 fn month_num(s: &str) -> Option<u32> {
     let s = s.to_lowercase();
     let names = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
-    names.iter().position(|n| s.starts_with(n)).map(|i| i as u32 + 1)
+    names.iter().zip(1u32..).find(|(n, _)| s.starts_with(*n)).map(|(_, i)| i)
 }
 
 /// Dates named in a text, in order. A date without a year takes the
@@ -98,7 +103,7 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
     );
     let mut found: Vec<(usize, NaiveDate)> = Vec::new();
     for c in iso.captures_iter(text) {
-        if let (Ok(y), Ok(m), Ok(d)) = (c[1].parse(), c[2].parse(), c[3].parse()) {
+        if let (Ok(y), Ok(m), Ok(d)) = (group(&c, 1).parse(), group(&c, 2).parse(), group(&c, 3).parse()) {
             if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
                 found.push((c.get(0).map_or(0, |m| m.start()), date));
             }
@@ -114,7 +119,13 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
         let date = match c.get(5).and_then(|y| y.as_str().parse().ok()) {
             Some(y) => NaiveDate::from_ymd_opt(y, month, day),
             None => NaiveDate::from_ymd_opt(reference.year(), month, day)
-                .map(|d| if d > reference { NaiveDate::from_ymd_opt(reference.year() - 1, month, day).unwrap_or(d) } else { d }),
+                .map(|d| {
+                    if d > reference {
+                        reference.year().checked_sub(1).and_then(|y| NaiveDate::from_ymd_opt(y, month, day)).unwrap_or(d)
+                    } else {
+                        d
+                    }
+                }),
         };
         if let Some(date) = date {
             found.push((c.get(0).map_or(0, |m| m.start()), date));
@@ -135,12 +146,20 @@ pub const DATE_SLACK_DAYS: i64 = 3;
 pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate)> {
     static MONTH_YEAR: OnceLock<Regex> = OnceLock::new();
     let slack = chrono::Duration::days(DATE_SLACK_DAYS);
-    let mut out: Vec<(NaiveDate, NaiveDate)> = dates_in(text, reference).into_iter().map(|d| (d - slack, d + slack)).collect();
+    // A date at the edge of the calendar has no range: it is left out.
+    let mut out: Vec<(NaiveDate, NaiveDate)> = dates_in(text, reference)
+        .into_iter()
+        .filter_map(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?)))
+        .collect();
     let my = re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"));
     for c in my.captures_iter(text) {
-        let (Some(m), Ok(y)) = (month_num(&c[1]), c[2].parse::<i32>()) else { continue };
+        let (Some(m), Ok(y)) = (month_num(group(&c, 1)), group(&c, 2).parse::<i32>()) else { continue };
         let Some(first) = NaiveDate::from_ymd_opt(y, m, 1) else { continue };
-        let next = if m == 12 { NaiveDate::from_ymd_opt(y + 1, 1, 1) } else { NaiveDate::from_ymd_opt(y, m + 1, 1) };
+        let next = if m == 12 {
+            y.checked_add(1).and_then(|y| NaiveDate::from_ymd_opt(y, 1, 1))
+        } else {
+            m.checked_add(1).and_then(|m| NaiveDate::from_ymd_opt(y, m, 1))
+        };
         if let Some(next) = next {
             out.push((first, next.pred_opt().unwrap_or(next)));
         }
@@ -177,33 +196,36 @@ pub fn mentions_time(text: &str) -> bool {
     })
 }
 
-/// Whole units from `a` to `b` (positive when `b` is later).
-pub fn difference(a: NaiveDate, b: NaiveDate, unit: Unit) -> i64 {
-    let days = (b - a).num_days();
-    match unit {
+/// Whole units from `a` to `b` (positive when `b` is later); `None` when
+/// it cannot be computed.
+pub fn difference(a: NaiveDate, b: NaiveDate, unit: Unit) -> Option<i64> {
+    let days = b.signed_duration_since(a).num_days();
+    let years = i64::from(b.year()).checked_sub(i64::from(a.year()))?;
+    Some(match unit {
         Unit::Days => days,
         Unit::Weeks => days / 7,
         Unit::Months => {
-            let mut m = (b.year() - a.year()) as i64 * 12 + b.month() as i64 - a.month() as i64;
+            let m = years.checked_mul(12)?.checked_add(i64::from(b.month()))?.checked_sub(i64::from(a.month()))?;
             if m > 0 && b.day() < a.day() {
-                m -= 1;
+                m.checked_sub(1)?
             } else if m < 0 && b.day() > a.day() {
-                m += 1;
+                m.checked_add(1)?
+            } else {
+                m
             }
-            m
         }
         Unit::Years => {
-            let mut y = (b.year() - a.year()) as i64;
-            if y > 0 && (b.month(), b.day()) < (a.month(), a.day()) {
-                y -= 1;
+            if years > 0 && (b.month(), b.day()) < (a.month(), a.day()) {
+                years.checked_sub(1)?
+            } else {
+                years
             }
-            y
         }
-    }
+    })
 }
 
-fn unit_name(u: Unit, n: i64) -> &'static str {
-    match (u, n.abs() == 1) {
+fn unit_name(u: Unit, n: u64) -> &'static str {
+    match (u, n == 1) {
         (Unit::Days, true) => "day",
         (Unit::Days, false) => "days",
         (Unit::Weeks, true) => "week",
@@ -241,30 +263,30 @@ pub fn compute(query: &str, reference: NaiveDate, evidence: &[Dated]) -> Compute
     match kind {
         Question::Ago(unit) => {
             let target = named.first().copied().or_else(|| evidence.first().map(|e| e.date));
-            if let Some(d) = target {
-                let n = difference(d, reference, unit);
+            if let Some((d, n)) = target.and_then(|d| Some((d, difference(d, reference, unit)?))) {
                 let about = evidence.first().filter(|_| named.is_empty()).map(|e| format!(" ({})", e.label)).unwrap_or_default();
+                let count = n.unsigned_abs();
                 if n >= 0 {
-                    out.facts.push(format!("{}{about} was {n} {} before the reference date {}.", fmt(d), unit_name(unit, n), fmt(reference)));
-                    out.answer = Some(format!("{n} {} ago ({})", unit_name(unit, n), d.format("%Y-%m-%d")));
+                    out.facts.push(format!("{}{about} was {count} {} before the reference date {}.", fmt(d), unit_name(unit, count), fmt(reference)));
+                    out.answer = Some(format!("{count} {} ago ({})", unit_name(unit, count), d.format("%Y-%m-%d")));
                 } else {
-                    out.facts.push(format!("{}{about} is {} {} after the reference date {}.", fmt(d), -n, unit_name(unit, n), fmt(reference)));
-                    out.answer = Some(format!("in {} {} ({})", -n, unit_name(unit, n), d.format("%Y-%m-%d")));
+                    out.facts.push(format!("{}{about} is {count} {} after the reference date {}.", fmt(d), unit_name(unit, count), fmt(reference)));
+                    out.answer = Some(format!("in {count} {} ({})", unit_name(unit, count), d.format("%Y-%m-%d")));
                 }
             }
         }
         Question::Between(unit) => {
             let mut ds: Vec<NaiveDate> = named.clone();
             ds.extend(evidence.iter().map(|e| e.date));
-            if ds.len() >= 2 {
-                let n = difference(ds[0], ds[1], unit).abs();
-                out.facts.push(format!("Between {} and {} there are {n} {}.", fmt(ds[0]), fmt(ds[1]), unit_name(unit, n)));
-                out.answer = Some(format!("{n} {}", unit_name(unit, n)));
+            if let [a, b, ..] = ds[..] {
+                if let Some(n) = difference(a, b, unit).map(i64::unsigned_abs) {
+                    out.facts.push(format!("Between {} and {} there are {n} {}.", fmt(a), fmt(b), unit_name(unit, n)));
+                    out.answer = Some(format!("{n} {}", unit_name(unit, n)));
+                }
             }
         }
         Question::When => {
-            if let Some(e) = evidence.first() {
-                let n = difference(e.date, reference, Unit::Days);
+            if let Some((e, n)) = evidence.first().and_then(|e| Some((e, difference(e.date, reference, Unit::Days)?))) {
                 out.facts.push(format!("{} is dated {}, {n} days before the reference date {}.", e.label, fmt(e.date), fmt(reference)));
                 out.answer = Some(format!("{}", e.date.format("%-d %B %Y")));
             }
@@ -278,8 +300,8 @@ pub fn compute(query: &str, reference: NaiveDate, evidence: &[Dated]) -> Compute
         Question::Order => {
             let mut es: Vec<&Dated> = evidence.iter().take(4).collect();
             es.sort_by_key(|e| e.date);
-            for w in es.windows(2) {
-                out.facts.push(format!("{} ({}) came before {} ({}).", w[0].label, w[0].date, w[1].label, w[1].date));
+            for (a, b) in es.iter().zip(es.iter().skip(1)) {
+                out.facts.push(format!("{} ({}) came before {} ({}).", a.label, a.date, b.label, b.date));
             }
             if let Some(first) = es.first() {
                 out.answer = Some(format!("{} came first ({})", first.label, first.date));
@@ -367,6 +389,18 @@ mod tests {
             assert_eq!(mentions_time(t), by_list(t), "{t:?}");
         }
         assert!(texts.iter().any(|t| mentions_time(t)) && texts.iter().any(|t| !mentions_time(t)));
+    }
+
+    #[test]
+    fn test_dates_at_the_edge_of_the_calendar_do_not_panic() {
+        let (min, max) = (NaiveDate::MIN, NaiveDate::MAX);
+        assert_eq!(difference(min, max, Unit::Months).map(i64::is_positive), Some(true));
+        assert_eq!(difference(max, min, Unit::Years).map(i64::is_negative), Some(true));
+        assert!(periods_in(&format!("on {max}"), max).is_empty());
+        let ev = [Dated { label: "a".into(), date: min }, Dated { label: "b".into(), date: max }];
+        for q in ["How many days ago was it?", "How many months between them?", "When did it happen?", "Which came first?"] {
+            assert!(compute(q, max, &ev).answer.is_some(), "{q}");
+        }
     }
 
     #[test]

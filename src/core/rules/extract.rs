@@ -87,12 +87,11 @@ fn stated_stems(line: &Line) -> HashSet<String> {
 /// Whether sentence `s` of `t.lines[pos]` is an agent echoing the person
 /// it answers: the nearest earlier line of another, non-agent speaker.
 pub fn is_echo(t: &Transcript, pos: usize, s: &str) -> bool {
-    let line = &t.lines[pos];
+    let Some((line, before)) = t.lines.get(..=pos).and_then(<[Line]>::split_last) else { return false };
     if !supersede::is_agent_role(&line.role) {
         return false;
     }
-    let Some(answered) = t.lines[..pos].iter().rev().find(|l| l.role != line.role && !supersede::is_agent_role(&l.role))
-    else {
+    let Some(answered) = before.iter().rev().find(|l| l.role != line.role && !supersede::is_agent_role(&l.role)) else {
         return false;
     };
     let said = stated_stems(answered);

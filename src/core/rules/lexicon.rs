@@ -65,14 +65,18 @@ pub const SYNONYMS: &[&[&str]] = &[
 ];
 
 /// Every category member in one automaton, and the attribute of each
-/// (by pattern index, in [`CATEGORIES`] order).
-fn members() -> &'static (aho_corasick::AhoCorasick, Vec<&'static str>) {
-    static MEMBERS: std::sync::OnceLock<(aho_corasick::AhoCorasick, Vec<&'static str>)> = std::sync::OnceLock::new();
-    MEMBERS.get_or_init(|| {
-        let (patterns, attrs): (Vec<&str>, Vec<&str>) =
-            CATEGORIES.iter().flat_map(|(attr, members)| members.iter().map(move |m| (*m, *attr))).unzip();
-        (aho_corasick::AhoCorasick::new(patterns).expect("valid lexicon patterns"), attrs)
-    })
+/// (by pattern index, in [`CATEGORIES`] order). `None` if the automaton
+/// could not be built (it is built from the constant lexicon, so never).
+fn members() -> Option<&'static (aho_corasick::AhoCorasick, Vec<&'static str>)> {
+    type Members = Option<(aho_corasick::AhoCorasick, Vec<&'static str>)>;
+    static MEMBERS: std::sync::OnceLock<Members> = std::sync::OnceLock::new();
+    MEMBERS
+        .get_or_init(|| {
+            let (patterns, attrs): (Vec<&str>, Vec<&str>) =
+                CATEGORIES.iter().flat_map(|(attr, members)| members.iter().map(move |m| (*m, *attr))).unzip();
+            Some((aho_corasick::AhoCorasick::new(patterns).ok()?, attrs))
+        })
+        .as_ref()
 }
 
 /// The attribute a text is about, from the first category member it names
@@ -80,16 +84,17 @@ fn members() -> &'static (aho_corasick::AhoCorasick, Vec<&'static str>) {
 /// [`CATEGORIES`]). One pass over the text for every member.
 pub fn category_of(text: &str) -> Option<&'static str> {
     let lower = format!(" {} ", text.to_lowercase());
-    let (automaton, attrs) = members();
+    let (automaton, attrs) = members()?;
+    // A match of a whole pattern starts and ends between characters.
     let whole_word = |start: usize, end: usize| {
-        lower[..start].chars().next_back().is_none_or(|c| !c.is_alphanumeric())
-            && lower[end..].chars().next().is_none_or(|c| !c.is_alphanumeric())
+        lower.get(..start).is_some_and(|before| before.chars().next_back().is_none_or(|c| !c.is_alphanumeric()))
+            && lower.get(end..).is_some_and(|after| after.chars().next().is_none_or(|c| !c.is_alphanumeric()))
     };
     automaton
         .find_overlapping_iter(&lower)
         .filter(|m| whole_word(m.start(), m.end()))
         .min_by_key(|m| (m.start(), m.pattern().as_usize()))
-        .map(|m| attrs[m.pattern().as_usize()])
+        .and_then(|m| attrs.get(m.pattern().as_usize()).copied())
 }
 
 /// The attribute a word names directly ("package manager" names

@@ -51,8 +51,8 @@ pub fn analyze(query: &str) -> QueryAnalysis {
     let all: Vec<&String> = words.iter().filter(|w| !named.contains(w) && w.as_str() != "user").collect();
     let nouns: Vec<&String> = all.iter().copied().filter(|w| !lexicon::synonyms(w).contains(&"use")).collect();
     for pick in [&nouns, &all] {
-        if pick.len() >= 2 {
-            attrs.push(format!("{}_{}", pick[0], pick[1]));
+        if let [first, second, ..] = pick.as_slice() {
+            attrs.push(format!("{first}_{second}"));
         }
     }
     if let Some(n) = nouns.first() {

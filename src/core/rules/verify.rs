@@ -36,13 +36,13 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
     }
     let lines: Vec<&crate::core::provider::Line> = t.lines.iter().filter(|l| c.lines.contains(&l.index)).collect();
     let cited: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
-    if cited.is_empty() {
+    let Some(first_cited) = cited.first() else {
         return Verdict::Drop { reason: "cites lines outside its transcript".into() };
-    }
+    };
     for l in &lines {
         stems.entry(l.index).or_insert_with(|| text::stems(&l.text).into_iter().collect());
     }
-    let source: HashSet<&String> = lines.iter().flat_map(|l| stems[&l.index].iter()).collect();
+    let source: HashSet<&String> = lines.iter().flat_map(|l| stems.get(&l.index).into_iter().flatten()).collect();
     let body = c.content.split_once(": ").map_or(c.content.as_str(), |(_, b)| b);
     let words = text::stems(body);
     if words.is_empty() {
@@ -60,7 +60,7 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
     } else if share >= 0.5 {
         let prefix = c.content.split_once(": ").map(|(p, _)| p).unwrap_or("");
         Verdict::Correct {
-            content: format!("{prefix}: {}", cited[0].trim()),
+            content: format!("{prefix}: {}", first_cited.trim()),
             reason: format!("only {:.0}% of its words are in the source; replaced by the source sentence", share * 100.0),
         }
     } else {
