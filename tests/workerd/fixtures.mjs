@@ -41,6 +41,7 @@ export const T = Object.freeze({
   forget: `${P}/memories/{id}/forget`,
   summary: `${P}/summary`,
   session: `${P}/sessions/{sessionId}`,
+  restore: `${P}/restore`,
   export: `${P}/export`,
   import: `${P}/import`,
   stats: `${P}/stats`,
@@ -229,6 +230,7 @@ export const RPC_OPERATIONS = Object.freeze({
   import: ["POST", T.import],
   stats: ["GET", T.stats],
   deleteProfile: ["DELETE", T.profile],
+  restoreProfile: ["POST", T.restore],
 });
 
 function follow(doc, node) {

@@ -123,7 +123,7 @@ test("MCP over real HTTP: a request without a valid token is refused (401)", asy
 });
 
 test("MCP over real HTTP: a token for another namespace gets 403; in its own namespace it works", async () => {
-  await assert.rejects(connect("default", "mcp-sdk", "team-a-token"), { code: 403, message: /may not access namespace default/ });
+  await assert.rejects(connect("default", "mcp-sdk", "team-a-token"), { code: 403, message: /may not access namespace \\"default\\"/ });
   const res = await rawPost(endpoint("default", "mcp-sdk"), { authorization: "Bearer team-a-token" });
   assert.equal(res.status, 403);
   await res.body?.cancel();

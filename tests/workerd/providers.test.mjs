@@ -364,6 +364,8 @@ describe("vectorize adapter against a local stand-in Vectorize binding", () => {
         INSTRUCT_MODEL,
         SYNTHESIS_MODEL,
         EMBEDDING_MODEL,
+        // A deleted profile is purged (and its vectors deleted) at once.
+        PROFILE_DELETE_GRACE_SECONDS: "0",
       },
       ...bindingStandins({ ai: true, vectorize: true }),
     });

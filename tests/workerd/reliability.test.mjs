@@ -478,7 +478,9 @@ describe("deletion reaches every copy", () => {
 
   before(async () => {
     persistDir = mkdtempSync(path.join(tmpdir(), "agent-memory-deletion-"));
-    dw = await startWorker({ vars: VARS, persistDir });
+    // A deleted profile is purged at once (the grace period is tested in
+    // hostile.test.mjs).
+    dw = await startWorker({ vars: { ...VARS, PROFILE_DELETE_GRACE_SECONDS: "0" }, persistDir });
     api = restClient(dw, DEV);
   });
   after(async () => {
@@ -573,7 +575,11 @@ describe("deletion reaches every copy", () => {
     await drained("p3");
     const res = await api.ok("DELETE", NS, "p3", "");
     assert.equal(res.deleted, true);
-    const s = await drained("p3");
+    // Marked, then purged by the alarm: the profile answers again, empty.
+    const s = await waitFor(async () => {
+      const r = await api.get(NS, "p3", "/stats");
+      return r.status === 200 && r.body.result.pendingJobs === 0 ? r.body.result : null;
+    }, { what: "p3 purged and drained" });
     assert.equal(s.memories, 0);
     assert.equal(s.messages, 0);
     assert.equal(s.vectors, 0);
@@ -610,7 +616,7 @@ describe("deletion reaches every copy", () => {
         }
       }
     }
-    dw = await startWorker({ vars: VARS, persistDir });
+    dw = await startWorker({ vars: { ...VARS, PROFILE_DELETE_GRACE_SECONDS: "0" }, persistDir });
   });
 });
 

@@ -404,23 +404,35 @@ test("stats counts messages, sessions, memories by type and by status", async ()
   assert.equal(d.sessions, 1);
 });
 
-test("DELETE profile removes every memory and message of the profile, and only of it", async () => {
+test("DELETE profile marks it for deletion: 404 on every route until POST restore brings it back whole; only it", async () => {
   const P = "doomed";
   ok(await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION }));
   ok(await remember(P, { content: "The user's flight to Oslo leaves on Friday morning." }));
   const before = await stats(P);
+  const exported = (await api.get(T.export, { profile: P })).body;
   const neighbour = await stats("p1");
   const r = ok(await api.del(T.profile, { profile: P }));
-  assert.deepEqual(r, { deleted: true, memories: before.memories });
-  const after = await stats(P);
-  assert.equal(after.memories, 0);
-  assert.equal(after.messages, 0);
-  assert.equal(after.sessions, 0);
-  assert.deepEqual(await listAll(P), []);
-  assert.deepEqual(exportRecords((await api.get(T.export, { profile: P })).body), []);
-  const recall = ok(await api.post(T.recall, { profile: P }, { query: "When does the flight to Oslo leave?" }));
-  assert.equal(recall.count, 0);
+  assert.equal(r.deleted, true);
+  assert.equal(Date.parse(r.purgeAt) - Date.parse(r.markedAt), 24 * 3600 * 1000, "purged after the default grace of one day");
+  for (const [what, res] of [
+    ["stats", await api.get(T.stats, { profile: P })],
+    ["list", await api.get(T.memories, { profile: P })],
+    ["export", await api.get(T.export, { profile: P })],
+    ["recall", await api.post(T.recall, { profile: P }, { query: "When does the flight to Oslo leave?" })],
+    ["remember", await remember(P, { content: "A write into a profile marked for deletion." })],
+  ]) {
+    assert.equal(res.status, 404, `${what}: ${res.status}`);
+    assert.equal(res.body.errors[0].code, 10004);
+  }
+  // Deleting again keeps the first mark.
+  assert.deepEqual(ok(await api.del(T.profile, { profile: P })), r);
   assert.deepEqual(counts(await stats("p1")), counts(neighbour));
+  assert.deepEqual(ok(await api.post(T.restore, { profile: P }, undefined)), { restored: true });
+  assert.deepEqual(counts(await stats(P)), counts(before));
+  assert.equal((await api.get(T.export, { profile: P })).body.split("\n").slice(1).join("\n"), exported.split("\n").slice(1).join("\n"));
+  // Nothing left to restore.
+  const again = await api.post(T.restore, { profile: P }, undefined);
+  assert.equal(again.status, 404);
 });
 
 test("the MCP endpoint answers JSON-RPC with the bearer token and 401 without", async () => {

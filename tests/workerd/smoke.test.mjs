@@ -69,7 +69,10 @@ test("RPC through the MEMORY service binding", async () => {
 
   const deleted = await w.service("deleteProfile", "rpc-smoke");
   assert.equal(deleted.deleted, true);
-  assert.equal((await w.call("rpc-smoke", "list")).memories.length, 0);
+  // Marked for deletion: not found until restored (or purged after a day).
+  await assert.rejects(w.call("rpc-smoke", "list"), /10004/);
+  assert.equal((await w.service("restoreProfile", "rpc-smoke")).restored, true);
+  assert.equal((await w.call("rpc-smoke", "list")).memories.length, 1);
 });
 
 test("data persists across a workerd restart", async () => {
