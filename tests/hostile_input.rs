@@ -544,3 +544,30 @@ fn test_a_job_of_an_unknown_kind_is_parked_and_the_alarm_does_not_rearm() {
         assert_eq!((again.parked, again.next_at), (0, None));
     });
 }
+
+#[test]
+fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_write_limits() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let word = "c".repeat(api::MAX_MESSAGE_BYTES - 40);
+        let req = IngestRequest {
+            messages: vec![
+                msg("user", &format!("My project build is {word}."), None),
+                msg("user", &format!("I prefer {word} for everything."), None),
+            ],
+            session_id: Some("s1".into()),
+        };
+        block_on(p.ingest(req)).unwrap();
+        let memories = p.list(ListRequest::default()).unwrap().memories;
+        for m in &memories {
+            if let Some(k) = &m.key {
+                assert!(k.chars().count() <= api::MAX_KEY_CHARS, "a key of {} characters", k.chars().count());
+            }
+            api::validate_search_queries("searchQueries", &m.search_queries).unwrap();
+        }
+        // What was stored exports and imports again.
+        let export = p.export().unwrap();
+        let target = database();
+        with_profile(&target, APRIL_15, |q| q.import(&export)).unwrap();
+    });
+}

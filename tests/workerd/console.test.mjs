@@ -9,7 +9,9 @@
 // Debian's chromium driven by the npm package playwright-core (no browser
 // download): CHROMIUM_PATH overrides /usr/bin/chromium. TOKEN overrides the
 // local dev token `dev-token`. With SCREENSHOT=1 the recall view is saved to
-// docs/console.png.
+// docs/console.png. A second test stores 32 KB unbroken strings and checks
+// that no view of the console grows wider than the window, at a desktop and
+// a phone width (WIDE_SHOTS=dir saves a screenshot of each view there).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -21,7 +23,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { startWorker } from "./helpers.mjs";
 
-let MEMORY_URL = (process.env.MEMORY_URL || "").replace(/\/+$/, "");
+const GIVEN_URL = (process.env.MEMORY_URL || "").replace(/\/+$/, "");
+let MEMORY_URL = GIVEN_URL;
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const TOKEN = process.env.TOKEN || "dev-token";
 const SCREENSHOT = process.env.SCREENSHOT === "1";
@@ -37,6 +40,16 @@ const CONVERSATION = [
 ].join("\n");
 const QUESTION = "What package manager does the user prefer?";
 const CHANNELS = ["key", "fts", "hyde", "vector", "messages"];
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /** playwright-core from the repository's node_modules, or from the working
  *  directory's (so a scratch install works too); null when absent. */
@@ -55,8 +68,8 @@ async function loadPlaywright() {
   return mod.chromium ? mod : mod.default;
 }
 
-function skipReason(pw) {
-  if (!MEMORY_URL) return "MEMORY_URL is not set: start the Worker (the workerd harness does) and pass its origin";
+function skipReason(pw, url = MEMORY_URL) {
+  if (!url) return "MEMORY_URL is not set: start the Worker (the workerd harness does) and pass its origin";
   if (!pw) return "the npm package playwright-core is not installed";
   if (!fs.existsSync(CHROMIUM)) return `no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
   return null;
@@ -97,16 +110,7 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
   const context = await pw.chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
+    args: CHROMIUM_ARGS,
     acceptDownloads: true,
     downloadsPath: downloads,
     viewport: { width: 1440, height: 900 },
@@ -278,6 +282,282 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
   });
 
   assert.deepEqual(external, [], "the console makes no request outside the Worker");
+  assert.deepEqual(problems, [], "no script errors in the page");
+});
+
+// ---- long unbroken strings -------------------------------------------------
+
+const KB32 = 32 * 1024; // a message's or a remembered content's limit (src/core/api.rs)
+const SIZES = [
+  { width: 1280, height: 800 },
+  { width: 390, height: 844 },
+];
+
+/** Widest the fusion trace's table may scroll sideways inside its card. */
+const TRACE_SCROLL_MAX = 1600;
+
+/** Runs in the page: every visible element whose box ends past the window's
+ *  right edge, named where the overflow starts (its parent still fits), and
+ *  whether the page itself scrolls sideways. Empty when everything fits.
+ *  One exception: the fusion trace (a candidates x channels matrix) scrolls
+ *  sideways on purpose on a phone; what is inside it is skipped when its
+ *  scroller fits the window and is at most `limit` pixels wide inside. */
+function wideElements(limit) {
+  const vw = window.innerWidth;
+  const name = (el) => {
+    const parts = [];
+    for (let e = el; e && e !== document.body && parts.length < 4; e = e.parentElement) {
+      let s = e.tagName.toLowerCase();
+      if (e.id) s += `#${e.id}`;
+      const tid = e.getAttribute("data-testid");
+      if (tid) s += `[data-testid="${tid}"]`;
+      for (const c of e.classList) s += `.${c}`;
+      parts.unshift(s);
+      if (e.id) break;
+    }
+    return parts.join(" > ");
+  };
+  const wide = (el) => {
+    if (!el.checkVisibility({ visibilityProperty: true })) return false;
+    const r = el.getBoundingClientRect();
+    return (r.width > 0 || r.height > 0) && r.right > vw + 1;
+  };
+  const out = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > vw) out.push(`the page scrolls sideways: document scrollWidth ${root.scrollWidth} > innerWidth ${vw}`);
+  const scrollers = [...document.querySelectorAll(".table-scroll:has(> table.trace)")].filter((sc) => sc.checkVisibility());
+  for (const sc of scrollers) {
+    if (sc.scrollWidth > limit) out.push(`${name(sc)} scrolls sideways over ${sc.scrollWidth}px (at most ${limit})`);
+  }
+  const scrolled = (el) => scrollers.some((sc) => sc !== el && sc.contains(el) && !wide(sc));
+  let more = 0;
+  for (const el of document.body.querySelectorAll("*")) {
+    if (!wide(el) || (el.parentElement !== document.body && wide(el.parentElement)) || scrolled(el)) continue;
+    const r = el.getBoundingClientRect();
+    if (out.length < 12) out.push(`${name(el)} ends at x=${Math.round(r.right)} (width ${Math.round(r.width)})`);
+    else more += 1;
+  }
+  // Text overflows as text nodes, which are not elements: a paragraph may fit
+  // while its words run past it. Text an element clips on purpose (an
+  // ellipsis, a clamp) is not checked.
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!node.data.trim() || !parent || wide(parent) || scrolled(parent) || !parent.checkVisibility({ visibilityProperty: true })) continue;
+    if (["hidden", "clip"].includes(getComputedStyle(parent).overflowX)) continue;
+    range.selectNodeContents(node);
+    const r = range.getBoundingClientRect();
+    if (r.right <= vw + 1) continue;
+    const text = node.data.trim();
+    if (out.length < 12) out.push(`text "${text.length > 24 ? `${text.slice(0, 24)}…` : text}" of ${name(parent)} ends at x=${Math.round(r.right)}`);
+    else more += 1;
+  }
+  if (more) out.push(`… and ${more} more`);
+  return out;
+}
+
+test("web console: long unbroken strings wrap inside the window (memories, detail, confirm, toast, recall, add, errors)", async (t) => {
+  const pw = await loadPlaywright();
+  let origin = GIVEN_URL;
+  if (!origin && pw && fs.existsSync(CHROMIUM)) {
+    const w = await startWorker();
+    t.after(() => w.dispose());
+    origin = String(w.url).replace(/\/+$/, "");
+  }
+  const reason = skipReason(pw, origin);
+  if (reason) {
+    t.skip(reason);
+    return;
+  }
+
+  const run = Date.now().toString(36);
+  const namespace = "console-wide";
+  const profile = `w-${run}`;
+  const long = (prefix, letter, bytes = KB32) => prefix + letter.repeat(bytes - prefix.length);
+  const SESSION = long("long-session-", "s", 64); // the session id limit
+  const ROLE = "r".repeat(64); // the role limit
+  const KEY = "k".repeat(128); // the key limit
+  const QUERY = long("What is the codename and the deploy token label ", "q", 1000); // under the 1024-byte query limit
+
+  // ---- seed through the REST API ----
+  const api = async (method, route, body) => {
+    const res = await fetch(`${origin}/accounts/local/agent-memory/namespaces/${namespace}/profiles/${profile}${route}`, {
+      method,
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const env = await res.json();
+    assert.ok(res.ok && env.success, `${method} ${route}: HTTP ${res.status} ${JSON.stringify(env.errors)}`);
+    return env.result;
+  };
+  const messages = [
+    { role: "user", content: long("My favourite codename is Zephyr ", "a") },
+    { role: ROLE, content: long("The release train is called Boreas ", "b") },
+    { role: "assistant", content: `${long("The user said the build id is ", "c", KB32 - 64)} and it ships Friday.` },
+  ];
+  const ingested = await api("POST", "/ingest", { sessionId: SESSION, messages });
+  const first = await api("POST", "/remember", { content: "d".repeat(KB32), key: KEY, sessionId: SESSION });
+  const second = await api("POST", "/remember", { content: long("Deploy token label is ", "e"), key: KEY, sessionId: SESSION });
+  assert.equal(second.supersedes, first.id, "the second remember with the same key supersedes the first (a version chain)");
+  const zephyr = ingested.memories.find((m) => m.summary.includes("Zephyr"));
+  const buildId = ingested.memories.find((m) => m.summary.includes("build id"));
+  assert.ok(zephyr && buildId, "ingest stored memories from the long messages");
+  const listed = (await api("GET", "/memories?limit=100")).memories;
+  const unbroken = listed.reduce((n, m) => n + Math.max(...m.content.split(/\s+/).map((w) => w.length)), 0);
+  assert.ok(unbroken >= 100 * 1024, `the listed memories hold ${unbroken} characters of unbroken text`);
+
+  // ---- the browser ----
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "console-chromium-"));
+  const context = await pw.chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: SIZES[0],
+    colorScheme: "light",
+    reducedMotion: "reduce",
+  });
+  t.after(async () => {
+    await context.close().catch(() => {});
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  });
+  const page = context.pages()[0] || (await context.newPage());
+  page.setDefaultTimeout(WAIT);
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    // The refused import (400) is logged by the browser; it is expected.
+    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
+  });
+
+  const byId = (id) => page.getByTestId(id);
+  const go = async (view) => {
+    await byId(`nav-${view}`).click();
+    await page.locator(`#view-${view}`).waitFor({ state: "visible" });
+  };
+  const shots = process.env.WIDE_SHOTS;
+  let size = SIZES[0];
+  /** Asserts that nothing on screen now ends past the window's right edge. */
+  const fits = async (what) => {
+    await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => {}))));
+    if (shots) await page.screenshot({ path: path.join(shots, `${size.width}-${what.replace(/\W+/g, "-")}.png`) });
+    const wide = await page.evaluate(wideElements, TRACE_SCROLL_MAX);
+    assert.deepEqual(wide, [], `${what} at ${size.width}x${size.height}: elements end past the right edge of the window:\n  ${wide.join("\n  ")}`);
+  };
+
+  await t.test("connect", async () => {
+    await page.goto(`${origin}/`);
+    await byId("token-input").fill(TOKEN);
+    await byId("connect-namespace").fill(namespace);
+    await byId("connect-profile").fill(profile);
+    await byId("connect-submit").click();
+    await byId("stat-memories").waitFor({ state: "visible" });
+  });
+
+  // A failed step may leave a dialog open; the next one starts without it.
+  t.afterEach(() => page.evaluate(() => document.querySelectorAll("dialog[open]").forEach((d) => d.close())).catch(() => {}));
+
+  // One memory to forget per window size (the confirmation and the toast name it).
+  const toForget = [first, buildId];
+  for (const [i, s] of SIZES.entries()) {
+    const at = `${s.width}x${s.height}`;
+    const row = (id) => page.locator(`[data-testid=memory-row][data-id="${id}"]`);
+
+    await t.test(`${at}: the memory table`, async () => {
+      size = s;
+      await page.setViewportSize(s);
+      await go("memories");
+      await byId("refresh").click();
+      for (const m of [zephyr, buildId, first, second]) await row(m.id).waitFor({ state: "visible" });
+      await page.waitForFunction(() => !document.querySelector("[data-testid=memory-table]")?.hasAttribute("aria-busy"));
+      await fits("memory table");
+    });
+
+    await t.test(`${at}: the detail drawer (version chain, key, session, search queries, source messages)`, async () => {
+      for (const m of [second, zephyr]) {
+        await row(m.id).getByTestId("memory-open").click();
+        await byId("detail-summary").waitFor({ state: "visible" });
+        await page.waitForFunction((id) => document.querySelector("[data-testid=detail-id]")?.textContent === id, m.id);
+        if (m === second) {
+          await byId("detail-versions").waitFor({ state: "visible" });
+          assert.equal(await byId("detail-key").innerText(), KEY);
+        } else {
+          await textMatching(byId("detail-sources"), /Zephyr/);
+        }
+        assert.equal(await byId("detail-session").innerText(), SESSION);
+        await fits(`detail of ${m === second ? "the keyed memory" : "the ingested memory"}`);
+        await byId("detail-close").click();
+        await byId("detail-dialog").waitFor({ state: "hidden" });
+      }
+    });
+
+    await t.test(`${at}: the forget confirmation and the toast`, async () => {
+      const m = toForget[i];
+      await row(m.id).getByTestId("memory-forget").click();
+      await byId("confirm-dialog").waitFor({ state: "visible" });
+      await fits("forget confirmation");
+      await byId("confirm-ok").click();
+      await byId("confirm-dialog").waitFor({ state: "hidden" });
+      await page.locator("#status.toast-show").filter({ hasText: "Forgot" }).waitFor({ state: "visible" });
+      await fits("toast");
+      await page.locator(`[data-testid=memory-row][data-id="${m.id}"][data-status=forgotten]`).waitFor({ state: "visible" });
+      await fits("memory table after forgetting");
+    });
+
+    await t.test(`${at}: recall with the fusion trace and the query analysis`, async () => {
+      await go("recall");
+      await byId("recall-query").fill(QUERY);
+      await byId("recall-submit").click();
+      await byId("recall-trace").waitFor({ state: "visible" });
+      await byId("recall-analysis").waitFor({ state: "visible" });
+      await page.waitForFunction(() => !document.querySelector("#recall-output")?.hasAttribute("aria-busy"));
+      assert.ok((await byId("recall-answer").innerText()).length > KB32, "the answer quotes the long memories");
+      await fits("recall");
+    });
+
+    await t.test(`${at}: ingest and remember reports`, async () => {
+      await go("add");
+      const [x, y, z] = i === 0 ? ["f", "g", "h"] : ["i", "j", "l"];
+      const conversation = [
+        { role: ROLE, content: long("The staging cluster is named Hestia ", x) },
+        { role: "user", content: long("My second favourite codename is Orion ", y) },
+      ];
+      await byId("ingest-text").fill(JSON.stringify(conversation));
+      await textMatching(byId("ingest-preview"), /2 messages/);
+      await byId("ingest-session").fill(long(`ui-session-${i}-`, "u", 64));
+      await byId("ingest-submit").click();
+      await textMatching(byId("ingest-report"), new RegExp(`memor(y|ies) stored[^]*ui-session-${i}-`));
+      await byId("remember-content").fill(long("The vault label is ", z));
+      await byId("remember-session").fill(long(`ui-remember-${i}-`, "v", 64));
+      await byId("remember-submit").click();
+      await textMatching(byId("remember-report"), new RegExp(`Remembered[^]*The vault label is ${z}{16}`));
+      await fits("add memories");
+    });
+
+    await t.test(`${at}: an import error quoting a long value`, async () => {
+      await go("transfer");
+      const file = `{"kind":"header","format":"agent-memory-export","version":1}\n{"kind":"${"x".repeat(200)}"}\n`;
+      await byId("import-file").setInputFiles({ name: `${"n".repeat(120)}.ndjson`, mimeType: "application/x-ndjson", buffer: Buffer.from(file) });
+      await byId("import-submit").click();
+      await textMatching(byId("import-error"), /unknown record kind/);
+      await fits("import error");
+    });
+  }
+
+  await t.test("the error toast and notice of a refused token, at both sizes", async () => {
+    await byId("disconnect").click();
+    await byId("connect-panel").waitFor({ state: "visible" });
+    await byId("token-input").fill("t".repeat(512));
+    await byId("connect-submit").click();
+    await textMatching(byId("auth-error"), /refused/);
+    await page.locator("#status.toast-error.toast-show").waitFor({ state: "visible" });
+    for (const s of [...SIZES].reverse()) {
+      size = s;
+      await page.setViewportSize(s);
+      await fits("refused token");
+    }
+  });
+
   assert.deepEqual(problems, [], "no script errors in the page");
 });
 

@@ -44,12 +44,13 @@ pub async fn run(
 }
 
 /// Keeps keys only on keyed types, lowercased `a.b_c`; keeps at most five
-/// distinct, non-empty search queries.
+/// distinct, non-empty search queries, each cut to the longest query a
+/// recall accepts.
 pub fn normalize(mut c: Classification) -> Classification {
     c.key = if c.kind.is_keyed() { c.key.as_deref().and_then(normalize_key) } else { None };
     let mut queries: Vec<String> = Vec::new();
     for q in c.search_queries.drain(..) {
-        let q = q.trim().to_string();
+        let q = crate::core::background::truncated(q.trim().to_string(), crate::core::api::MAX_QUERY_BYTES);
         if !q.is_empty() && !queries.iter().any(|p| p.eq_ignore_ascii_case(&q)) {
             queries.push(q);
         }
@@ -59,7 +60,9 @@ pub fn normalize(mut c: Classification) -> Classification {
     c
 }
 
-/// `"User / Package Manager"` -> `user.package_manager`.
+/// `"User / Package Manager"` -> `user.package_manager`. A key longer
+/// than the write routes accept ([`crate::core::api::MAX_KEY_CHARS`]) is
+/// no topic key: `None`.
 pub fn normalize_key(k: &str) -> Option<String> {
     let parts: Vec<String> = k
         .split(['.', '/', ':'])
@@ -76,7 +79,8 @@ pub fn normalize_key(k: &str) -> Option<String> {
         })
         .filter(|p| !p.is_empty())
         .collect();
-    (!parts.is_empty()).then(|| parts.join("."))
+    let key = parts.join(".");
+    (!key.is_empty() && key.chars().count() <= crate::core::api::MAX_KEY_CHARS).then_some(key)
 }
 
 #[cfg(test)]
