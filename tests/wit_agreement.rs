@@ -669,6 +669,10 @@ fn recall_response(full: bool) -> RecallResponse {
 }
 
 fn stats() -> Stats {
+    stats_of(false)
+}
+
+fn stats_of(full: bool) -> Stats {
     Stats {
         messages: 4,
         sessions: 1,
@@ -680,6 +684,14 @@ fn stats() -> Stats {
         parked_jobs: 0,
         vectors: 2,
         storage_bytes: 4096,
+        resident_bytes: 1024,
+        isolate: full.then(|| agent_memory::core::resident::IsolateMemory {
+            wasm_memory_bytes: 1 << 24,
+            budget_bytes: 1 << 25,
+            resident_bytes: 2048,
+            resident_profiles: 2,
+            evictions: 1,
+        }),
     }
 }
 
@@ -791,7 +803,9 @@ fn test_ingest_report_record_fields_match_wit() {
 
 #[test]
 fn test_stats_record_fields_match_wit() {
-    assert_record("stats", &stats(), &stats());
+    assert_record("stats", &stats_of(true), &stats_of(false));
+    let isolate = stats_of(true).isolate.unwrap();
+    assert_record("isolate-memory", &isolate, &isolate);
     // The per-type and per-status counts name every case of their enum.
     let cases = |e: &str| wit().enums[e].iter().map(|c| kebab_to_camel(c)).collect::<BTreeSet<_>>();
     assert_eq!(record_keys("type-counts"), cases("memory-type"));
@@ -1145,7 +1159,9 @@ fn test_openapi_schemas_match_rust_serialization() {
     let page = |full: bool| ListPage { memories: vec![], cursor: some(full, ID) };
     assert_schema(&doc, "ListPage", &page(true), &page(false));
     assert_schema(&doc, "IngestReport", &ingest_report(), &ingest_report());
-    assert_schema(&doc, "Stats", &stats(), &stats());
+    assert_schema(&doc, "Stats", &stats_of(true), &stats_of(false));
+    let isolate = stats_of(true).isolate.unwrap();
+    assert_schema(&doc, "IsolateMemory", &isolate, &isolate);
     let import = ImportReport { messages: 1, memories: 1 };
     assert_schema(&doc, "ImportReport", &import, &import);
     // Request bodies: every field the Rust record accepts, none required

@@ -14,7 +14,11 @@ use crate::core::ops::{Limits, Profile};
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
 use crate::core::store::META_NAME;
+use crate::core::ops::MemoryView;
+use crate::core::resident::Budget;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::*;
@@ -37,14 +41,9 @@ pub struct ProfileObject {
     broken: Option<Error>,
     /// Read once: the environment does not change during an instance's life.
     config: Config,
-    /// The local vector index's codes, loaded on the first vector query
-    /// and kept in step by its writes (see core::local::vector).
-    packed: RefCell<Packed>,
-    /// Where each message sits and the words of every message and
-    /// memory: loaded on first use (from its snapshot when there is one),
-    /// kept in step at the start of each recall and by the alarm's drain,
-    /// which also saves it (see core::recall::directory).
-    turns: TurnDirectory,
+    /// What the profile keeps in memory between requests, within the
+    /// isolate's budget (see [`Resident`]).
+    resident: Rc<Resident>,
     /// Whether the profile's name is known to be stored in `meta` (saves
     /// a write, and so a storage flush, on every call).
     name_saved: Cell<bool>,
@@ -54,6 +53,106 @@ pub struct ProfileObject {
 
 fn now() -> i64 {
     js_sys::Date::now() as i64
+}
+
+/// What a profile object keeps in memory between requests: caches over
+/// its SQLite database, each rebuilt from there (and from the snapshots
+/// kept there) when missing. The isolate's [`Budget`] decides whose stay.
+#[derive(Default)]
+pub struct Resident {
+    /// The local vector index's codes, loaded on the first vector query
+    /// and kept in step by its writes (see core::local::vector).
+    packed: RefCell<Packed>,
+    /// Where each message sits and the words of every message and
+    /// memory: loaded on first use (from its snapshot when there is one),
+    /// kept in step at the start of each recall and by the alarm's drain,
+    /// which also saves it (see core::recall::directory).
+    turns: TurnDirectory,
+    /// Requests (and alarms) of the profile under way: a busy profile is
+    /// never evicted.
+    busy: Cell<u32>,
+}
+
+impl Resident {
+    fn heap_bytes(&self) -> usize {
+        self.turns.heap_bytes().saturating_add(self.packed.try_borrow().map_or(0, |p| p.heap_bytes()))
+    }
+
+    /// Frees what the profile keeps (whatever is not lent out right now).
+    fn clear(&self) {
+        self.turns.try_clear();
+        if let Ok(mut packed) = self.packed.try_borrow_mut() {
+            packed.clear();
+        }
+    }
+}
+
+/// Marks a profile busy for as long as it lives.
+struct Busy(Rc<Resident>);
+
+impl Busy {
+    fn new(resident: &Rc<Resident>) -> Busy {
+        resident.busy.set(resident.busy.get().saturating_add(1));
+        Busy(resident.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.set(self.0.busy.get().saturating_sub(1));
+    }
+}
+
+/// Every profile object of this isolate (they share the Wasm memory and
+/// so this value): the budget, and where each one's resident state is.
+#[derive(Default)]
+struct Isolate {
+    budget: Budget,
+    residents: HashMap<String, Weak<Resident>>,
+}
+
+thread_local! {
+    static ISOLATE: RefCell<Isolate> = RefCell::new(Isolate::default());
+}
+
+/// The size of the Wasm linear memory (its high-water mark: it never
+/// shrinks).
+fn wasm_memory_bytes() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    let pages = core::arch::wasm32::memory_size(0);
+    #[cfg(not(target_arch = "wasm32"))]
+    let pages = 0usize;
+    (pages as u64).saturating_mul(65_536)
+}
+
+/// After a request of profile `name`: records what it keeps now, and
+/// clears the least recently used profiles' state (its own too, when it
+/// alone is over the budget) until the isolate's total fits `limit`.
+fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
+    ISOLATE.with(|isolate| {
+        let Ok(mut isolate) = isolate.try_borrow_mut() else { return };
+        let Isolate { budget, residents } = &mut *isolate;
+        budget.set_limit(limit);
+        residents.retain(|_, r| r.strong_count() > 0);
+        residents.insert(name.to_string(), Rc::downgrade(resident));
+        let busy = |n: &str| {
+            // This request's own guard counts once: another request of the
+            // same profile under way makes it busy.
+            let own = if n == name { 1 } else { 0 };
+            residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > own)
+        };
+        for evicted in budget.touch(name, resident.heap_bytes(), busy) {
+            if let Some(r) = residents.get(&evicted).and_then(Weak::upgrade) {
+                r.clear();
+            }
+        }
+    });
+}
+
+/// The isolate's figures and what `resident` keeps, for `stats`.
+fn memory_view(resident: &Resident) -> MemoryView {
+    let isolate = ISOLATE.with(|i| i.try_borrow().ok().map(|i| i.budget.report(wasm_memory_bytes())));
+    MemoryView { resident_bytes: resident.heap_bytes() as u64, isolate }
 }
 
 /// Operations that write nothing, so need no alarm check after them.
@@ -71,13 +170,14 @@ impl ProfileObject {
             reasoner: providers.reasoner(),
             embedder: providers.embedder(),
             index,
-            turns: &self.turns,
+            turns: &self.resident.turns,
             now: now(),
             limits: Limits {
                 max_memories: self.config.max_memories,
                 delete_grace_millis: self.config.delete_grace_millis,
                 job_retry_base_millis: self.config.job_retry_base_millis,
             },
+            memory: MemoryView::default(),
         }
     }
 
@@ -86,9 +186,21 @@ impl ProfileObject {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
+        let name = call.name.clone();
+        let busy = Busy::new(&self.resident);
+        let out = self.run_call(call).await;
+        drop(busy);
+        settle(&name, &self.resident, self.config.memory_budget_bytes);
+        out
+    }
+
+    async fn run_call(&self, call: Call) -> std::result::Result<String, Error> {
         let providers = Providers::new(&self.config, &self.env, &call.name)?;
-        let index = providers.index(&self.sql, &self.packed);
-        let profile = self.profile(&call.name, &providers, index.as_ref());
+        let index = providers.index(&self.sql, &self.resident.packed);
+        let mut profile = self.profile(&call.name, &providers, index.as_ref());
+        if call.op == "stats" {
+            profile.memory = memory_view(&self.resident);
+        }
         let out = if self.bench && bench::is_bench_op(&call.op) {
             self.bench_op(&profile, &call).await.map(|v| v.to_string())
         } else {
@@ -118,15 +230,15 @@ impl ProfileObject {
                 let wasm = core::arch::wasm32::memory_size(0) * 65_536;
                 #[cfg(not(target_arch = "wasm32"))]
                 let wasm = 0usize;
-                let p = self.packed.borrow();
-                Ok(json!({ "wasmBytes": wasm, "indexBytes": p.heap_bytes(), "indexVectors": p.len(), "indexLoaded": p.is_loaded() }))
+                let p = self.resident.packed.borrow();
+                Ok(json!({ "wasmBytes": wasm, "indexBytes": p.heap_bytes(), "indexVectors": p.len(), "indexLoaded": p.is_loaded(), "directoryBytes": self.resident.turns.heap_bytes() }))
             }
             "benchShortlist" => {
                 // Passes 1 and 2 of the local index, without SQL.
                 let q = call.args.get("query").and_then(Value::as_str).unwrap_or_default().to_string();
                 let e = profile.embedder.embed(&[q]).await?;
                 let repeat = call.args.get("repeat").and_then(Value::as_u64).unwrap_or(1);
-                let mut packed = self.packed.borrow_mut();
+                let mut packed = self.resident.packed.borrow_mut();
                 if !packed.is_loaded() {
                     crate::core::local::vector::load(&self.sql, &mut packed)?;
                 }
@@ -137,8 +249,7 @@ impl ProfileObject {
                 Ok(json!({ "out": n }))
             }
             "benchReset" => {
-                self.packed.borrow_mut().clear();
-                self.turns.clear();
+                self.resident.clear();
                 Ok(json!({}))
             }
             op => bench::dispatch(profile, op, &call.args).await,
@@ -174,8 +285,7 @@ impl DurableObject for ProfileObject {
             sql,
             broken,
             config,
-            packed: RefCell::new(Packed::new()),
-            turns: TurnDirectory::new(),
+            resident: Rc::new(Resident::default()),
             name_saved: Cell::new(false),
             bench,
         }
@@ -196,16 +306,25 @@ impl DurableObject for ProfileObject {
             .meta_get(META_NAME)
             .map_err(|e| worker::Error::RustError(e.to_string()))?
             .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
-        let providers = Providers::new(&self.config, &self.env, &name).map_err(|e| worker::Error::RustError(e.to_string()))?;
-        let index = providers.index(&self.sql, &self.packed);
-        let profile = self.profile(&name, &providers, index.as_ref());
-        // A failed job is recorded on the job itself; the drain succeeds
-        // and the next alarm retries it after its backoff.
-        let report = profile.drain().await.map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let busy = Busy::new(&self.resident);
+        let report = self.drain(&name).await;
+        drop(busy);
+        settle(&name, &self.resident, self.config.memory_budget_bytes);
+        let report = report.map_err(|e| worker::Error::RustError(e.to_string()))?;
         if let Some(at) = report.next_at {
             self.state.storage().set_alarm((at - now()).max(1)).await?;
         }
         Response::ok("drained")
+    }
+}
+
+impl ProfileObject {
+    /// The alarm's work: the drain (failed jobs are recorded on the jobs;
+    /// the next alarm retries them after their backoff).
+    async fn drain(&self, name: &str) -> std::result::Result<crate::core::background::DrainReport, Error> {
+        let providers = Providers::new(&self.config, &self.env, name)?;
+        let index = providers.index(&self.sql, &self.resident.packed);
+        self.profile(name, &providers, index.as_ref()).drain().await
     }
 }
 

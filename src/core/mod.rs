@@ -41,6 +41,7 @@ pub mod ports;
 pub mod provider;
 pub mod recall;
 pub mod remember;
+pub mod resident;
 pub mod rest;
 pub mod rules;
 pub mod schema;

@@ -211,4 +211,11 @@ pub struct Stats {
     pub parked_jobs: i64,
     pub vectors: i64,
     pub storage_bytes: i64,
+    /// What this profile keeps in memory between requests (its turn
+    /// directory and vector codes); 0 when nothing is resident.
+    #[serde(default)]
+    pub resident_bytes: u64,
+    /// The memory of the isolate the profile runs in (absent natively).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate: Option<crate::core::resident::IsolateMemory>,
 }

@@ -30,6 +30,17 @@ pub struct Profile<'a> {
     /// Milliseconds since the epoch, read once per call.
     pub now: i64,
     pub limits: Limits,
+    /// What the profile and its isolate hold in memory, as its owner
+    /// reports it for `stats` (see [`crate::core::resident`]).
+    pub memory: MemoryView,
+}
+
+/// What a profile keeps in memory between requests, and its isolate's
+/// figures, when its owner keeps a budget (`None` natively).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemoryView {
+    pub resident_bytes: u64,
+    pub isolate: Option<crate::core::resident::IsolateMemory>,
 }
 
 /// How long an ingest may run before its re-extraction guard job falls
@@ -256,7 +267,10 @@ impl<'a> Profile<'a> {
     }
 
     pub fn stats(&self) -> Result<Stats> {
-        self.store().stats()
+        let mut stats = self.store().stats()?;
+        stats.resident_bytes = self.memory.resident_bytes;
+        stats.isolate = self.memory.isolate.clone();
+        Ok(stats)
     }
 
 
@@ -415,7 +429,7 @@ mod tests {
     fn profile<'a>(sql: &'a NativeSql, reasoner: &'a dyn Reasoner, index: &'a SqlVectorIndex<'a>, now: i64, max: i64) -> Profile<'a> {
         // One directory per profile value; a test's few are leaked.
         let turns = Box::leak(Box::new(TurnDirectory::new()));
-        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns, now, limits: Limits { max_memories: max, ..Limits::default() } }
+        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns, now, limits: Limits { max_memories: max, ..Limits::default() }, memory: MemoryView::default() }
     }
 
     /// A reasoner whose extraction never finishes: an object that dies

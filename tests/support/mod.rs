@@ -41,6 +41,7 @@ pub fn with_profile_in<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, f: i
         turns,
         now,
         limits: Limits::default(),
+        memory: Default::default(),
     };
     f(&p)
 }

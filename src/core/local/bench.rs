@@ -125,7 +125,7 @@ pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value
     // already there).
     p.store().write_waiting_text()?;
     let rec = Recorded { inner: p.sql, log: Default::default() };
-    let recording = Profile { name: p.name, sql: &rec, reasoner: p.reasoner, embedder: p.embedder, index: p.index, turns: p.turns, now: p.now, limits: p.limits };
+    let recording = Profile { name: p.name, sql: &rec, reasoner: p.reasoner, embedder: p.embedder, index: p.index, turns: p.turns, now: p.now, limits: p.limits, memory: p.memory.clone() };
     let req: RecallRequest = crate::core::api::parse(json!({ "query": query }))?;
     recording.recall(req).await?;
     let log = rec.log.into_inner();

@@ -113,6 +113,11 @@ pub struct MemoryWords {
 }
 
 impl MemoryWords {
+    /// Bytes held on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.rowids.capacity() * 8 + self.fingerprints.heap_bytes() + self.topic_keys.heap_bytes() + self.text.heap_bytes()
+    }
+
     /// The memories' words (content, key, search queries).
     pub fn text(&self) -> &TextIndex<3> {
         &self.text
@@ -181,7 +186,38 @@ pub struct Directory {
     memories: MemoryWords,
 }
 
+/// Heap bytes of a map of strings: its slots and the strings' bytes.
+fn map_bytes<V>(map: &HashMap<String, V>) -> usize {
+    map.capacity() * (std::mem::size_of::<(String, V)>() + 1) + map.keys().map(String::capacity).sum::<usize>()
+}
+
+/// The bytes of a message id (content-addressed: 32 hex digits).
+const ID_BYTES: usize = 32;
+
 impl Directory {
+    /// Bytes the directory holds on the heap (its tables' capacities, the
+    /// strings they own, its two text indexes and key tables): what the
+    /// memory budget counts for it ([`crate::core::resident`]). Walks only
+    /// its sessions and roles.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let strings = |v: &[String]| v.iter().map(String::capacity).sum::<usize>();
+        // Message ids are counted, not walked: one per turn, in the turn
+        // and as a key of `by_id`.
+        self.turns.capacity() * size_of::<Turn>()
+            + self.turns.len() * ID_BYTES * 2
+            + self.by_id.capacity() * (size_of::<(String, u32)>() + 1)
+            + self.at.capacity() * (size_of::<((u32, i64), u32)>() + 1)
+            + map_bytes(&self.sessions)
+            + self.roles.capacity() * size_of::<String>()
+            + strings(&self.roles)
+            + map_bytes(&self.role_index)
+            + self.speakers.capacity() * size_of::<String>()
+            + strings(&self.speakers)
+            + self.text.heap_bytes()
+            + self.memories.heap_bytes()
+    }
+
     /// The message stored under `rowid` (the full-text index's key).
     pub fn by_rowid(&self, rowid: i64) -> Option<u32> {
         self.turns.binary_search_by_key(&rowid, |t| t.rowid).ok().map(|i| i as u32)
@@ -456,6 +492,12 @@ impl TurnDirectory {
         Ok(true)
     }
 
+    /// Bytes the directory holds on the heap now (0 when cleared, or while
+    /// it is lent out).
+    pub fn heap_bytes(&self) -> usize {
+        self.inner.try_borrow().map_or(0, |d| d.heap_bytes())
+    }
+
     /// Whether the directory was last started from its snapshot.
     pub fn from_snapshot(&self) -> bool {
         self.from_snapshot.get()
@@ -464,10 +506,18 @@ impl TurnDirectory {
     /// Forgets everything (the next sync starts over: from the snapshot
     /// when it is in step, else from every row).
     pub fn clear(&self) {
-        *self.inner.borrow_mut() = Directory::default();
+        self.try_clear();
+    }
+
+    /// [`TurnDirectory::clear`], unless the directory is lent out (a
+    /// request holds it across an await): then nothing, and `false`.
+    pub fn try_clear(&self) -> bool {
+        let Ok(mut dir) = self.inner.try_borrow_mut() else { return false };
+        *dir = Directory::default();
         self.from_snapshot.set(false);
         self.snapshot_unusable.set(false);
         self.stored.set(None);
+        true
     }
 
 }

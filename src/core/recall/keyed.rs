@@ -49,6 +49,11 @@ pub fn text_key(text: &str) -> u64 {
 }
 
 impl KeyedDocs {
+    /// Bytes the table holds on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.keys.capacity().saturating_mul(8).saturating_add(self.slots.capacity().saturating_mul(4))
+    }
+
     /// Documents held.
     pub fn len(&self) -> usize {
         self.keys.len()

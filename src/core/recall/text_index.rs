@@ -61,6 +61,9 @@ pub struct TextIndex<const C: usize> {
     off: bool,
     postings_held: usize,
     terms: HashMap<Box<[u8]>, u32>,
+    /// The bytes of every term in `terms` (for [`TextIndex::heap_bytes`]
+    /// without walking them).
+    term_bytes: usize,
     /// Per term, its documents in the order they were added.
     postings: Vec<Vec<Posting<C>>>,
     /// Per document, its tokens in all columns.
@@ -70,11 +73,22 @@ pub struct TextIndex<const C: usize> {
 
 impl<const C: usize> Default for TextIndex<C> {
     fn default() -> Self {
-        TextIndex { off: false, postings_held: 0, terms: HashMap::default(), postings: Vec::new(), lengths: Vec::new(), total: 0 }
+        TextIndex { off: false, postings_held: 0, terms: HashMap::default(), term_bytes: 0, postings: Vec::new(), lengths: Vec::new(), total: 0 }
     }
 }
 
 impl<const C: usize> TextIndex<C> {
+    /// Bytes the index holds on the heap, in constant time: its tables'
+    /// capacities, its terms' bytes, and its postings (counted as held; a
+    /// list's spare capacity is not seen). The memory budget counts it
+    /// ([`crate::core::resident`]).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let terms = self.terms.capacity() * (size_of::<(Box<[u8]>, u32)>() + 1) + self.term_bytes;
+        let postings = self.postings.capacity() * size_of::<Vec<Posting<C>>>() + self.postings_held * size_of::<Posting<C>>();
+        terms + postings + self.lengths.capacity() * size_of::<u32>()
+    }
+
     /// Adds document number `doc` (the next one: documents are numbered
     /// in the order added, as their rowids grow) with its columns' text.
     pub fn add(&mut self, doc: u32, columns: [&str; C]) {
@@ -92,6 +106,7 @@ impl<const C: usize> TextIndex<C> {
                     None => {
                         let i = self.terms.len() as u32;
                         self.terms.insert(t.into(), i);
+                        self.term_bytes += t.len();
                         self.postings.push(Vec::new());
                         i
                     }
@@ -178,9 +193,11 @@ impl<const C: usize> TextIndex<C> {
         let mut last_doc: Option<u32> = None;
         for _ in 0..terms {
             let term = r.text()?;
+            let term_len = term.len();
             let next = self.terms.len() as u32;
             let i = *self.terms.entry(term.into()).or_insert(next);
             if i == next {
+                self.term_bytes += term_len;
                 self.postings.push(Vec::new());
             }
             let n = r.u32()? as usize;

@@ -1,0 +1,174 @@
+//! One memory budget for what every profile of an isolate keeps between
+//! requests.
+//!
+//! On Cloudflare the Durable Objects of one Worker can share an isolate,
+//! and a Rust Worker's objects then share one Wasm linear memory, which
+//! grows and never shrinks. What a profile keeps between requests (its
+//! turn directory, its vector codes) is a cache over its SQLite database,
+//! rebuilt from there (and from the snapshots kept there) whenever it is
+//! missing. [`Budget`] decides which profiles' caches stay: every profile
+//! reports what it holds after each request, the least recently used are
+//! evicted until the total fits, and a profile that alone holds more than
+//! the budget keeps nothing between requests.
+//!
+//! What it does not do: it does not free anything itself (the owner of the
+//! state clears it when told), it cannot see memory it is not told about
+//! (a request's temporary working set), and a profile that is in the
+//! middle of a request is never evicted (its owner says which are busy).
+
+use serde::{Deserialize, Serialize};
+
+/// The budget when none is configured (`MEMORY_BUDGET_MB`): what the
+/// profiles of one isolate may keep between requests together.
+pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
+
+/// The profiles of one isolate, least recently used first, and what each
+/// keeps between requests.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Budget {
+    limit: usize,
+    /// Least recently used first.
+    entries: Vec<(String, usize)>,
+    evictions: u64,
+}
+
+/// The memory of one isolate as `stats` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IsolateMemory {
+    /// The current size of the Wasm linear memory (it never shrinks: its
+    /// high-water mark).
+    pub wasm_memory_bytes: u64,
+    pub budget_bytes: u64,
+    /// What every resident profile keeps, together.
+    pub resident_bytes: u64,
+    pub resident_profiles: u64,
+    /// Profiles' caches cleared to keep within the budget, since the
+    /// isolate started.
+    pub evictions: u64,
+}
+
+impl Budget {
+    pub fn new(limit_bytes: usize) -> Budget {
+        Budget { limit: limit_bytes, ..Budget::default() }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Changes the limit (the configuration is read per request).
+    pub fn set_limit(&mut self, limit_bytes: usize) {
+        self.limit = limit_bytes;
+    }
+
+    /// Records that `name` was just used and now keeps `bytes`, and
+    /// returns the profiles whose caches must be cleared so the total fits,
+    /// least recently used first (they are counted as evicted and hold
+    /// nothing from now on). `busy` profiles are passed over. `name`
+    /// itself is among them only when it alone is over the budget.
+    pub fn touch(&mut self, name: &str, bytes: usize, busy: impl Fn(&str) -> bool) -> Vec<String> {
+        self.entries.retain(|(n, _)| n != name);
+        if bytes == 0 {
+            return Vec::new();
+        }
+        self.entries.push((name.to_string(), bytes));
+        let mut evicted = Vec::new();
+        if bytes > self.limit {
+            evicted.push(name.to_string());
+            self.entries.pop();
+        }
+        let mut i = 0;
+        while self.resident_bytes() > self.limit && i < self.entries.len() {
+            let evictable = self.entries.get(i).is_some_and(|(n, _)| n != name && !busy(n));
+            if evictable {
+                let (n, _) = self.entries.remove(i);
+                evicted.push(n);
+            } else {
+                i = i.saturating_add(1);
+            }
+        }
+        self.evictions = self.evictions.saturating_add(evicted.len() as u64);
+        evicted
+    }
+
+    /// Drops `name` from the accounts (its cache was cleared by its owner).
+    pub fn forget(&mut self, name: &str) {
+        self.entries.retain(|(n, _)| n != name);
+    }
+
+    /// What `name` keeps, as last reported.
+    pub fn bytes_of(&self, name: &str) -> usize {
+        self.entries.iter().find(|(n, _)| n == name).map_or(0, |(_, b)| *b)
+    }
+
+    pub fn resident_bytes(&self) -> usize {
+        self.entries.iter().fold(0usize, |sum, (_, b)| sum.saturating_add(*b))
+    }
+
+    pub fn resident_profiles(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+
+    /// The isolate's figures, with the Wasm memory's size read by the
+    /// caller.
+    pub fn report(&self, wasm_memory_bytes: u64) -> IsolateMemory {
+        IsolateMemory {
+            wasm_memory_bytes,
+            budget_bytes: self.limit as u64,
+            resident_bytes: self.resident_bytes() as u64,
+            resident_profiles: self.resident_profiles() as u64,
+            evictions: self.evictions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: usize = 1024 * 1024;
+    fn idle(_: &str) -> bool {
+        false
+    }
+
+    #[test]
+    fn test_the_least_recently_used_profiles_are_evicted_until_the_total_fits() {
+        let mut b = Budget::new(10 * MB);
+        assert!(b.touch("a", 4 * MB, idle).is_empty());
+        assert!(b.touch("b", 4 * MB, idle).is_empty());
+        assert!(b.touch("a", 4 * MB, idle).is_empty(), "a used again: b is now the oldest");
+        assert_eq!(b.touch("c", 4 * MB, idle), vec!["b".to_string()]);
+        assert_eq!((b.resident_bytes(), b.resident_profiles(), b.evictions()), (8 * MB, 2, 1));
+        assert_eq!(b.bytes_of("b"), 0);
+    }
+
+    #[test]
+    fn test_a_profile_over_the_budget_alone_keeps_nothing_and_evicts_nobody() {
+        let mut b = Budget::new(10 * MB);
+        b.touch("small", 2 * MB, idle);
+        assert_eq!(b.touch("huge", 40 * MB, idle), vec!["huge".to_string()]);
+        assert_eq!((b.resident_bytes(), b.bytes_of("small")), (2 * MB, 2 * MB));
+    }
+
+    #[test]
+    fn test_busy_profiles_are_passed_over() {
+        let mut b = Budget::new(10 * MB);
+        b.touch("busy", 6 * MB, idle);
+        b.touch("idle", 3 * MB, idle);
+        assert_eq!(b.touch("new", 4 * MB, |n| n == "busy"), vec!["idle".to_string()]);
+        assert_eq!(b.resident_bytes(), 10 * MB);
+    }
+
+    #[test]
+    fn test_a_zero_budget_keeps_nothing() {
+        let mut b = Budget::new(0);
+        assert_eq!(b.touch("a", 1, idle), vec!["a".to_string()]);
+        assert!(b.touch("b", 0, idle).is_empty(), "nothing held, nothing to clear");
+        assert_eq!((b.resident_bytes(), b.resident_profiles()), (0, 0));
+    }
+}

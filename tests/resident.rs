@@ -1,0 +1,114 @@
+//! What a profile keeps in memory between requests is a cache over its
+//! SQLite database: with nothing resident (the memory budget at zero, every
+//! call starting from SQLite and the snapshots kept there), with the cache
+//! kept, and with it cleared now and then (evicted by the budget), every
+//! operation gives the same answers.
+
+mod support;
+
+use agent_memory::core::api::{IngestRequest, ListRequest, RecallRequest, RememberRequest};
+use agent_memory::core::recall::directory::TurnDirectory;
+use serde_json::json;
+use support::{block_on, database, msg, with_profile_in, NativeSql, Rng, APRIL_15};
+
+/// How the profile's owner keeps its directory between calls.
+#[derive(Clone, Copy, Debug)]
+enum Keeping {
+    /// Nothing resident: a new directory for every call.
+    Nothing,
+    /// Kept for the profile's life (a budget it fits in, or unbounded).
+    Everything,
+    /// Kept, but evicted after every third call.
+    Evicted,
+}
+
+const PEOPLE: &[&str] = &["Ana", "Bruno", "Chen", "Dara", "Emil"];
+const THINGS: &[&str] = &["the staging cluster", "the billing service", "the mobile app", "the data warehouse", "the design system"];
+const FACTS: &[&str] = &["runs on port 5433", "moved to Oslo", "is owned by the platform team", "deploys every Thursday", "uses pnpm, not npm"];
+
+/// Every answer of a fixed script of calls, as text.
+fn run_script(keeping: Keeping) -> Vec<String> {
+    let sql = database();
+    let kept = TurnDirectory::new();
+    let mut calls = 0usize;
+    let mut out = Vec::new();
+    let mut call = |sql: &NativeSql, f: &mut dyn FnMut(&agent_memory::core::ops::Profile<'_>) -> String| {
+        calls += 1;
+        let fresh = TurnDirectory::new();
+        let turns = match keeping {
+            Keeping::Nothing => &fresh,
+            Keeping::Everything | Keeping::Evicted => &kept,
+        };
+        let answer = with_profile_in(sql, APRIL_15 + calls as i64 * 60_000, turns, |p| f(p));
+        if matches!(keeping, Keeping::Evicted) && calls % 3 == 0 {
+            kept.clear();
+        }
+        answer
+    };
+    let mut rng = Rng(7);
+    for session in 0..42 {
+        let messages = (0..60)
+            .map(|i| {
+                let (who, thing, fact) = (rng.pick(PEOPLE), rng.pick(THINGS), rng.pick(FACTS));
+                msg(if i % 2 == 0 { "user" } else { "assistant" }, &format!("{who} said that {thing} {fact} since session {session}."))
+            })
+            .collect();
+        let req = IngestRequest { messages, session_id: Some(format!("s{session}")) };
+        out.push(call(&sql, &mut |p| format!("{:?}", block_on(p.ingest(req.clone())).map(|r| (r.memories_stored, r.memories_superseded)))));
+        // A drain now and then: the directory's snapshot is written.
+        if session % 6 == 5 {
+            out.push(call(&sql, &mut |p| format!("{:?}", block_on(p.drain()).map(|r| r.embedded))));
+        }
+    }
+    // Supersession through a topic key, and dedup of the same meaning.
+    for (i, content) in [
+        "The team's package manager is npm.",
+        "The team's package manager is pnpm now.",
+        "The team's package manager is pnpm now.",
+        "The on-call rotation changes every Monday at nine.",
+        "The on-call rotation changes every Monday at nine.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let req: RememberRequest = serde_json::from_value(json!({ "content": content, "key": if i < 3 { "team.package_manager" } else { "team.on_call" } })).unwrap();
+        out.push(call(&sql, &mut |p| format!("{:?}", block_on(p.remember(req.clone())).map(|m| (m.id, m.status, m.supersedes)))));
+    }
+    for key in ["team.package_manager", "team.on_call", "nobody.nothing"] {
+        let req: ListRequest = serde_json::from_value(json!({ "key": key, "limit": 50 })).unwrap();
+        out.push(call(&sql, &mut |p| format!("{:?}", p.list(req.clone()).map(|page| page.memories.into_iter().map(|m| (m.id, m.status)).collect::<Vec<_>>()))));
+    }
+    for query in [
+        "Which port does the staging cluster run on?",
+        "Who said the billing service moved to Oslo?",
+        "What package manager does the team use?",
+        "When does the design system deploy?",
+        "What did Chen say about the data warehouse in session 3?",
+        "on-call rotation",
+    ] {
+        let req: RecallRequest = serde_json::from_value(json!({ "query": query, "limit": 20 })).unwrap();
+        out.push(call(&sql, &mut |p| {
+            format!("{:?}", block_on(p.recall(req.clone())).map(|r| r.candidates.into_iter().map(|c| (c.id, c.score.to_bits())).collect::<Vec<_>>()))
+        }));
+    }
+    // A directory started with nothing resident read the snapshot.
+    let snapshot_parts = agent_memory::core::ports::Sql::query(&sql, "SELECT COUNT(*) FROM directory_snapshot", &[]).unwrap()[0][0].as_i64().unwrap();
+    out.push(format!("snapshot parts: {}", snapshot_parts > 0));
+    out
+}
+
+#[test]
+fn test_answers_are_the_same_with_nothing_resident_everything_resident_and_evictions() {
+    let everything = run_script(Keeping::Everything);
+    assert!(everything.iter().any(|a| a.contains("Superseded")), "the script supersedes a memory: {everything:?}");
+    assert!(everything.iter().filter(|a| a.starts_with("Ok([(")).count() >= 6, "lists and recalls found memories");
+    assert_eq!(everything.last().map(String::as_str), Some("snapshot parts: true"), "the script is large enough to keep a snapshot");
+    for keeping in [Keeping::Nothing, Keeping::Evicted] {
+        let other = run_script(keeping);
+        assert_eq!(other.len(), everything.len());
+        for (i, (a, b)) in everything.iter().zip(&other).enumerate() {
+            assert_eq!(a, b, "call {i} answers differently with {keeping:?}");
+        }
+    }
+}
+
