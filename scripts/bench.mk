@@ -58,3 +58,15 @@ bench-profile: build
 bench-path: build
 	@test -n "$(BENCH_STATE)" || { echo "bench-path: set BENCH_STATE to a dir filled by make bench BENCH_STATE=dir" >&2; exit 2; }
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/path.mjs "$(BENCH_STATE)"
+
+# `make bench-multi` (not part of make test): MULTI_PROFILES (24) profiles
+# of the LoCoMo development set (~5k memories each) and one of MULTI_BIG
+# (100,000) memories in one workerd, recalled round robin MULTI_ROUNDS (2)
+# times: the Wasm memory's high-water mark, workerd RSS, recall p50/p95
+# for resident and just-evicted profiles, evictions, errors
+# (tests/bench/multi.mjs; writes docs/bench/multi/multi.md and multi.json,
+# BENCH_OUT elsewhere). MEMORY_BUDGET_MB overrides the budget; MULTI_BIG=0
+# leaves the large profile out.
+.PHONY: bench-multi
+bench-multi: build
+	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") $(if $(MEMORY_BUDGET_MB),MEMORY_BUDGET_MB="$(MEMORY_BUDGET_MB)") node tests/bench/multi.mjs

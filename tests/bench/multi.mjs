@@ -1,0 +1,220 @@
+// `make bench-multi`: many profiles in one workerd, as a deployment with a
+// profile per user runs them. Every profile object of the Worker shares
+// one Wasm linear memory, and what they keep between requests shares one
+// budget (MEMORY_BUDGET_MB, core::resident). The BUILT Worker
+// (build/ + src/entry.mjs) on loopback:
+//   - MULTI_PROFILES (default 24) profiles, each one variant of the LoCoMo
+//     development set (its 2,760 turns and the ~5k memories a rule-based
+//     extraction makes of them; tests/bench/corpus.mjs), imported and
+//     embedded;
+//   - one profile of MULTI_BIG (default 100,000) memories, filled the same
+//     way;
+//   - every profile recalled in turn, round robin, MULTI_ROUNDS (default 2)
+//     times, each recall timed over HTTP and classed by whether the
+//     profile's state was resident before it (its `stats.residentBytes`).
+// Prints the profiles and sizes, the Wasm memory's high-water mark (it
+// never shrinks: `stats.isolate.wasmMemoryBytes`) and workerd's RSS,
+// recall p50/p95 for resident profiles and for profiles just evicted,
+// evictions and errors; writes multi.json and multi.md into BENCH_OUT
+// (default docs/bench/multi).
+// Not part of `make test`.
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { ROOT } from "../workerd/helpers.mjs";
+import { request, startOnOwnSocket } from "./client.mjs";
+import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
+
+const PROFILES = Number(process.env.MULTI_PROFILES || 24);
+const BIG = Number(process.env.MULTI_BIG || 100_000);
+const ROUNDS = Number(process.env.MULTI_ROUNDS || 2);
+const BUDGET_MB = process.env.MEMORY_BUDGET_MB;
+const OUT = path.resolve(ROOT, process.env.BENCH_OUT || "docs/bench/multi");
+const AUTH = "Bearer dev-token";
+const IMPORT_MEMORIES = 4000;
+
+const log = (...a) => console.error("[bench-multi]", ...a);
+const ms = (t0) => performance.now() - t0;
+function pct(xs, p) {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+const mb = (b) => (b / 1048576).toFixed(1);
+
+function workerdRss() {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== process.pid || !comm.includes("workerd")) continue;
+      const s = readFileSync(`/proc/${d}/status`, "utf8");
+      const kb = (k) => Number((new RegExp(`${k}:\\s+(\\d+)`).exec(s) || [])[1]) * 1024;
+      return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
+    } catch {
+      // the process went away
+    }
+  }
+  return { rss: NaN, hwm: NaN };
+}
+
+async function main() {
+  const corpus = new Corpus(loadLocomo(locomoPath(ROOT)));
+  const vars = { BENCH: "1", ...(BUDGET_MB !== undefined ? { MEMORY_BUDGET_MB: BUDGET_MB } : {}) };
+  const { w, origin } = await startOnOwnSocket({ vars });
+  const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
+  const errors = [];
+  let wasmHigh = 0;
+  const base = (p) => `/accounts/bench/agent-memory/namespaces/multi/profiles/${p}`;
+  async function http(p, method, route, body, type = "application/json") {
+    const res = await request(`${origin}${base(p)}${route}`, {
+      method,
+      headers: { authorization: AUTH, ...(body === undefined ? {} : { "content-type": type }) },
+      body: body === undefined ? undefined : type === "application/json" ? JSON.stringify(body) : body,
+    });
+    let v;
+    try {
+      v = JSON.parse(res.text);
+    } catch {
+      throw new Error(`${method} ${route}: ${res.status} ${res.text.slice(0, 200)}`);
+    }
+    if (!v.success) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(v.errors).slice(0, 300)}`);
+    return v.result;
+  }
+  async function callDo(p, op, args = {}) {
+    const name = `multi/${p}`;
+    const res = await ns.get(ns.idFromName(name)).fetch("https://profile.internal/call", { method: "POST", body: JSON.stringify({ name, op, args }) });
+    const v = await res.json();
+    if (v.error) throw new Error(`${op}: ${v.error.message}`);
+    return v.ok;
+  }
+  async function stats(p) {
+    const s = await http(p, "GET", "/stats");
+    wasmHigh = Math.max(wasmHigh, s.isolate?.wasmMemoryBytes ?? 0);
+    return s;
+  }
+  /** Imports `sessions` (corpus sessions) until `limit` memories, then embeds them. */
+  async function fill(p, sessions, limit) {
+    let have = 0;
+    let mem = [];
+    let msg = [];
+    const flush = async () => {
+      if (mem.length === 0) return;
+      const header = { kind: "header", format: "agent-memory-export", version: 1 };
+      await http(p, "POST", "/import", [header, ...msg, ...mem].map((r) => JSON.stringify(r)).join("\n") + "\n", "application/x-ndjson");
+      have += mem.length;
+      mem = [];
+      msg = [];
+    };
+    for (const s of sessions) {
+      if (have + mem.length >= limit) break;
+      const take = s.memories.slice(0, limit - have - mem.length);
+      const cited = new Set(take.flatMap((m) => m.sourceMessageIds));
+      mem.push(...take);
+      msg.push(...s.messages.filter((m) => cited.has(m.id)));
+      if (mem.length >= IMPORT_MEMORIES) await flush();
+    }
+    await flush();
+    for (let i = 0; i < 10000; i++) {
+      const d = await callDo(p, "benchDrain", { limit: 2000 });
+      if (d.left === 0) break;
+    }
+    return (await stats(p)).memories;
+  }
+
+  const t0 = performance.now();
+  const sizes = {};
+  for (let i = 0; i < PROFILES; i++) {
+    sizes[`p${i}`] = await fill(`p${i}`, corpus.sessions(i), Infinity);
+    if (i % 6 === 5) log(`filled ${i + 1}/${PROFILES} profiles; wasm ${mb(wasmHigh)} MB`);
+  }
+  if (BIG > 0) {
+    const stream = (function* () {
+      for (let k = 100; ; k++) yield* corpus.sessions(k);
+    })();
+    sizes.big = await fill("big", stream, BIG);
+    log(`filled big: ${sizes.big} memories; wasm ${mb(wasmHigh)} MB`);
+  }
+  const fillSec = ms(t0) / 1000;
+
+  // Round robin: each profile in turn, a question of its own each time.
+  const questions = corpus.questions(PROFILES * ROUNDS + 2 * ROUNDS + 10, 1, 4242);
+  const timings = { resident: { small: [], big: [] }, evicted: { small: [], big: [] } };
+  let q = 0;
+  const names = Object.keys(sizes);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const p of names) {
+      const before = await stats(p);
+      const t = performance.now();
+      try {
+        await http(p, "POST", "/recall", { query: questions[q++ % questions.length] });
+      } catch (e) {
+        errors.push(String(e.message).slice(0, 200));
+        continue;
+      }
+      const took = ms(t);
+      const kind = before.residentBytes > 0 ? "resident" : "evicted";
+      timings[kind][p === "big" ? "big" : "small"].push(took);
+    }
+    log(`round ${round + 1}: wasm ${mb(wasmHigh)} MB`);
+  }
+  const last = await stats(names[0]);
+  const rss = workerdRss();
+  await w.dispose();
+
+  const summary = (xs) => ({ n: xs.length, p50: Number(pct(xs, 50).toFixed(1)), p95: Number(pct(xs, 95).toFixed(1)) });
+  const result = {
+    date: new Date().toISOString(),
+    profiles: PROFILES,
+    memoriesPerProfile: Math.round(names.filter((n) => n !== "big").reduce((a, n) => a + sizes[n], 0) / Math.max(1, PROFILES)),
+    big: sizes.big ?? 0,
+    rounds: ROUNDS,
+    fillSeconds: Number(fillSec.toFixed(0)),
+    budgetBytes: last.isolate?.budgetBytes,
+    wasmHighWaterBytes: wasmHigh,
+    workerdRssBytes: rss.rss,
+    workerdRssHighWaterBytes: rss.hwm,
+    residentProfilesAtEnd: last.isolate?.residentProfiles,
+    residentBytesAtEnd: last.isolate?.residentBytes,
+    evictions: last.isolate?.evictions,
+    errors: errors.length,
+    errorSamples: errors.slice(0, 5),
+    recall: {
+      resident: { small: summary(timings.resident.small), big: summary(timings.resident.big) },
+      evicted: { small: summary(timings.evicted.small), big: summary(timings.evicted.big) },
+    },
+  };
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(path.join(OUT, "multi.json"), JSON.stringify(result, null, 2) + "\n");
+  const r = result.recall;
+  const row = (what, s) => `| ${what} | ${s.n} | ${isNaN(s.p50) ? "-" : s.p50} | ${isNaN(s.p95) ? "-" : s.p95} |`;
+  const md = [
+    `# make bench-multi (${result.date})`,
+    "",
+    `${PROFILES} profiles of ~${result.memoriesPerProfile} memories and one of ${result.big}, in one workerd; budget ${mb(result.budgetBytes)} MB; ${ROUNDS} rounds of recall, round robin.`,
+    "",
+    "| measure | value |",
+    "|---|---:|",
+    `| Wasm memory high-water mark | ${mb(wasmHigh)} MB |`,
+    `| workerd RSS (now / high-water) | ${mb(rss.rss)} / ${mb(rss.hwm)} MB |`,
+    `| resident at the end | ${result.residentProfilesAtEnd} profiles, ${mb(result.residentBytesAtEnd)} MB |`,
+    `| evictions | ${result.evictions} |`,
+    `| errors | ${result.errors} |`,
+    "",
+    "| recall over HTTP | n | p50 ms | p95 ms |",
+    "|---|---:|---:|---:|",
+    row("resident, ~5k memories", r.resident.small),
+    row("just evicted, ~5k memories", r.evicted.small),
+    row(`resident, ${result.big} memories`, r.resident.big),
+    row(`just evicted, ${result.big} memories`, r.evicted.big),
+    "",
+  ].join("\n");
+  writeFileSync(path.join(OUT, "multi.md"), md);
+  console.log(md);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,180 @@
+// The isolate's memory budget (MEMORY_BUDGET_MB, core::resident) against
+// the built Worker in workerd: every profile object of the Worker shares
+// one Wasm memory, and what they keep between requests (turn directory,
+// vector codes) is a cache over SQLite. With the budget at zero (nothing
+// resident), at its default and unbounded, every answer is the same; a
+// small budget evicts the least recently used profile; stats shows it.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startWorker } from "./helpers.mjs";
+import { restClient, waitFor } from "./reliability-support.mjs";
+
+const TOKEN = "dev-token";
+const NS = "budget";
+const BUDGETS = { zero: { MEMORY_BUDGET_MB: "0" }, default: {}, unbounded: { MEMORY_BUDGET_MB: "100000" } };
+
+const TOPICS = ["the staging cluster", "the billing service", "the mobile app", "the data warehouse", "the design system", "the search index"];
+const FACTS = ["runs on port 5433", "moved to Oslo", "is owned by the platform team", "deploys every Thursday", "uses pnpm, not npm", "was rewritten in Rust"];
+const PEOPLE = ["Ana", "Bruno", "Chen", "Dara"];
+
+function conversation(s) {
+  return {
+    sessionId: `s${s}`,
+    messages: Array.from({ length: 30 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: `${PEOPLE[(s + i) % 4]} said that ${TOPICS[(s * 7 + i) % 6]} ${FACTS[(s + i * 5) % 6]} as of week ${s}.`,
+      timestamp: new Date(Date.UTC(2026, 0, 1 + s * 3, 9, i)).toISOString(),
+    })),
+  };
+}
+
+const QUESTIONS = [
+  "Which port does the staging cluster run on?",
+  "Who said the billing service moved to Oslo?",
+  "What package manager does the mobile app use?",
+  "When does the design system deploy?",
+  "What was rewritten in Rust?",
+  "What did Chen say about the data warehouse?",
+];
+
+async function drained(api, profile) {
+  return waitFor(async () => {
+    const s = await api.ok("GET", NS, profile, "/stats");
+    return s.pendingJobs === 0 ? s : null;
+  }, { timeoutMs: 60000, what: `${profile} drained` });
+}
+
+/** The writes whose answers depend on the directory: ingest, dedup, supersession, list by key. */
+async function writeScript(api, profile) {
+  const out = [];
+  for (let s = 0; s < 8; s++) {
+    const r = await api.ok("POST", NS, profile, "/ingest", { body: conversation(s) });
+    out.push(["ingest", r.memoriesStored, r.memoriesSuperseded, r.memories.map((m) => [m.content, m.status, m.key ?? null])]);
+  }
+  for (const [content, key] of [
+    ["The team's package manager is npm.", "team.package_manager"],
+    ["The team's package manager is pnpm now.", "team.package_manager"],
+    ["The team's package manager is pnpm now.", "team.package_manager"],
+    ["The on-call rotation changes every Monday at nine.", "team.on_call"],
+  ]) {
+    const m = await api.ok("POST", NS, profile, "/remember", { body: { content, key } });
+    out.push(["remember", m.content, m.status, Boolean(m.supersedes)]);
+  }
+  for (const key of ["team.package_manager", "team.on_call"]) {
+    const page = await api.ok("GET", NS, profile, "/memories", { query: { key, status: "superseded" } });
+    const active = await api.ok("GET", NS, profile, "/memories", { query: { key } });
+    out.push(["list", key, page.memories.map((m) => m.content), active.memories.map((m) => m.content)]);
+  }
+  return out;
+}
+
+async function recallScript(api, profile) {
+  const out = [];
+  for (const query of QUESTIONS) {
+    const r = await api.ok("POST", NS, profile, "/recall", { body: { query, limit: 20 } });
+    out.push(r.candidates.map((c) => [c.id, c.score]));
+  }
+  return out;
+}
+
+test("recall candidates, dedup, supersession and list by key answer the same with the budget at zero, at its default and unbounded", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
+  const written = {};
+  const recalled = {};
+  try {
+    // The writes, each on a fresh profile under each budget.
+    for (const [name, vars] of Object.entries(BUDGETS)) {
+      const w = await startWorker({ vars, persistDir: path.join(dir, `writes-${name}`) });
+      try {
+        const api = restClient(w, TOKEN);
+        written[name] = await writeScript(api, "writes");
+        await drained(api, "writes");
+      } finally {
+        await w.dispose();
+      }
+    }
+    // The recalls: one profile written once, read under each budget.
+    let w = await startWorker({ persistDir: path.join(dir, "reads") });
+    try {
+      await writeScript(restClient(w, TOKEN), "reads");
+      await drained(restClient(w, TOKEN), "reads");
+    } finally {
+      await w.dispose();
+    }
+    for (const [name, vars] of Object.entries(BUDGETS)) {
+      w = await startWorker({ vars, persistDir: path.join(dir, "reads") });
+      try {
+        const api = restClient(w, TOKEN);
+        recalled[name] = [await recallScript(api, "reads"), await recallScript(api, "reads")];
+        const s = await api.ok("GET", NS, "reads", "/stats");
+        assert.ok(s.isolate && s.isolate.wasmMemoryBytes > 0, JSON.stringify(s));
+        if (name === "zero") assert.equal(s.residentBytes, 0, "nothing resident with a zero budget");
+        else assert.ok(s.residentBytes > 0, `${name}: the profile keeps its state (${s.residentBytes})`);
+      } finally {
+        await w.dispose();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.ok(written.default.some((r) => r[0] === "remember" && r[3]), "the script supersedes a memory");
+  assert.ok(recalled.default[0].every((c) => c.length > 0), "every question finds candidates");
+  for (const name of ["zero", "unbounded"]) {
+    assert.deepEqual(written[name], written.default, `writes under budget ${name}`);
+    assert.deepEqual(recalled[name], recalled.default, `recall under budget ${name}`);
+  }
+});
+
+test("a small budget evicts the least recently used profile; stats shows the isolate's figures", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
+  try {
+    // What each profile keeps, measured with no budget to speak of.
+    let w = await startWorker({ vars: { MEMORY_BUDGET_MB: "100000" }, persistDir: dir });
+    const kept = {};
+    try {
+      const api = restClient(w, TOKEN);
+      for (const p of ["a", "b"]) {
+        for (let s = 0; s < 6; s++) await api.ok("POST", NS, p, "/ingest", { body: conversation(s) });
+        await drained(api, p);
+        await api.ok("POST", NS, p, "/recall", { body: { query: QUESTIONS[0] } });
+        kept[p] = (await api.ok("GET", NS, p, "/stats")).residentBytes;
+      }
+    } finally {
+      await w.dispose();
+    }
+    assert.ok(kept.a > 0 && kept.b > 0, JSON.stringify(kept));
+    // Capacities differ a little between a state built up and one read
+    // back from its snapshot.
+    const near = (x, y) => x > 0 && Math.abs(x - y) <= 0.1 * y;
+    // A budget either fits, not both.
+    const budget = Math.ceil(Math.max(kept.a, kept.b) * 1.25);
+    assert.ok(budget < kept.a + kept.b);
+    w = await startWorker({ vars: { MEMORY_BUDGET_MB: String(budget / 1048576) }, persistDir: dir });
+    try {
+      const api = restClient(w, TOKEN);
+      await api.ok("POST", NS, "a", "/recall", { body: { query: QUESTIONS[0] } });
+      const a = await api.ok("GET", NS, "a", "/stats");
+      assert.ok(near(a.residentBytes, kept.a), `${a.residentBytes} vs ${kept.a}`);
+      await api.ok("POST", NS, "b", "/recall", { body: { query: QUESTIONS[1] } });
+      const b = await api.ok("GET", NS, "b", "/stats");
+      assert.ok(near(b.residentBytes, kept.b), `${b.residentBytes} vs ${kept.b}`);
+      const a2 = await api.ok("GET", NS, "a", "/stats");
+      assert.equal(a2.residentBytes, 0, "a was evicted to make room for b");
+      assert.ok(a2.isolate.evictions >= 1, JSON.stringify(a2.isolate));
+      assert.equal(a2.isolate.residentProfiles, 1);
+      assert.ok(a2.isolate.residentBytes <= a2.isolate.budgetBytes);
+      assert.ok(a2.isolate.wasmMemoryBytes > a2.isolate.residentBytes);
+      // a answers again, from SQLite and its snapshots, and is resident again.
+      const r = await api.ok("POST", NS, "a", "/recall", { body: { query: QUESTIONS[0] } });
+      assert.ok(r.candidates.length > 0);
+      assert.ok(near((await api.ok("GET", NS, "a", "/stats")).residentBytes, kept.a));
+    } finally {
+      await w.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
