@@ -25,11 +25,11 @@
 // Environment: BENCH_SIZES (default 1000,10000,100000), BENCH_QUERIES
 // (default 250), BENCH_INGEST (messages per size, default 1000), LOCOMO,
 // BENCH_OUT (default docs/bench), BENCH_VERBOSE=1.
-import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ROOT } from "../workerd/helpers.mjs";
-import { expectStatus, request, startOnOwnSocket } from "./client.mjs";
+import { expectStatus, request, rss, startOnOwnSocket, workerdPid } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 import { writeReport } from "./report.mjs";
 import { yardstick } from "./yardstick.mjs";
@@ -63,33 +63,6 @@ function pct(xs, p) {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 }
 const median = (xs) => pct(xs, 50);
-
-/** The workerd process miniflare started (a child of this process). */
-function workerdPid() {
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === process.pid && comm.includes("workerd")) return Number(d);
-    } catch {
-      // the process went away
-    }
-  }
-  return null;
-}
-
-function rss(pid) {
-  if (!pid) return { rss: NaN, hwm: NaN };
-  try {
-    const s = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kb = (k) => Number((new RegExp(`${k}:\\s+(\\d+)`).exec(s) || [])[1]) * 1024;
-    return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
-  } catch {
-    return { rss: NaN, hwm: NaN };
-  }
-}
 
 async function main() {
   const load0 = os.loadavg();

@@ -3,6 +3,7 @@
 // kept-alive connection the server closed. (Node's fetch costs about the
 // same, ~0.1 ms more for the smallest request: docs/bench/path.md
 // measures both against a Worker that only answers "ok".)
+import { readFileSync, readdirSync } from "node:fs";
 import http from "node:http";
 import { startWorker } from "../workerd/helpers.mjs";
 
@@ -60,4 +61,32 @@ export async function startOnOwnSocket(opts = {}) {
   const w = await startWorker({ ...opts, serviceOverrides: { ...opts.serviceOverrides, unsafeDirectSockets: OWN_SOCKET } });
   const origin = String(await w.miniflare.unsafeGetDirectURL(SERVICE)).replace(/\/$/, "");
   return { w, origin, entry: String(w.url).replace(/\/$/, "") };
+}
+
+/** The workerd process miniflare started (a child of this process). */
+export function workerdPid() {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === process.pid && comm.includes("workerd")) return Number(d);
+    } catch {
+      // the process went away
+    }
+  }
+  return null;
+}
+
+/** The resident set of process `pid` now and at its high-water mark, in bytes. */
+export function rss(pid) {
+  if (!pid) return { rss: NaN, hwm: NaN };
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (k) => Number((new RegExp(`${k}:\\s+(\\d+)`).exec(s) || [])[1]) * 1024;
+    return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
+  } catch {
+    return { rss: NaN, hwm: NaN };
+  }
 }

@@ -18,10 +18,10 @@
 // evictions and errors; writes multi.json and multi.md into BENCH_OUT
 // (default docs/bench/multi).
 // Not part of `make test`.
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "../workerd/helpers.mjs";
-import { request, startOnOwnSocket } from "./client.mjs";
+import { request, rss as processMemory, startOnOwnSocket, workerdPid } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 
 const PROFILES = Number(process.env.MULTI_PROFILES || 24);
@@ -41,28 +41,11 @@ function pct(xs, p) {
 }
 const mb = (b) => (b / 1048576).toFixed(1);
 
-function workerdRss() {
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== process.pid || !comm.includes("workerd")) continue;
-      const s = readFileSync(`/proc/${d}/status`, "utf8");
-      const kb = (k) => Number((new RegExp(`${k}:\\s+(\\d+)`).exec(s) || [])[1]) * 1024;
-      return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
-    } catch {
-      // the process went away
-    }
-  }
-  return { rss: NaN, hwm: NaN };
-}
-
 async function main() {
   const corpus = new Corpus(loadLocomo(locomoPath(ROOT)));
   const vars = { BENCH: "1", ...(BUDGET_MB !== undefined ? { MEMORY_BUDGET_MB: BUDGET_MB } : {}) };
   const { w, origin } = await startOnOwnSocket({ vars });
+  const pid = workerdPid();
   const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
   const errors = [];
   let wasmHigh = 0;
@@ -160,7 +143,7 @@ async function main() {
     log(`round ${round + 1}: wasm ${mb(wasmHigh)} MB`);
   }
   const last = await stats(names[0]);
-  const rss = workerdRss();
+  const rss = processMemory(pid);
   await w.dispose();
 
   const summary = (xs) => ({ n: xs.length, p50: Number(pct(xs, 50).toFixed(1)), p95: Number(pct(xs, 95).toFixed(1)) });

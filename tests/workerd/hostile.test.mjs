@@ -10,7 +10,7 @@ import http from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startWorker } from "./helpers.mjs";
-import { restClient, profilePath, waitFor, sleep } from "./reliability-support.mjs";
+import { restClient, profilePath, waitFor, sleep, serveOnLoopback } from "./reliability-support.mjs";
 
 const TOKEN = "dev-token";
 const FAR = ["+262142-12-31", "-262143-01-01", "+10000-01-01"];
@@ -198,7 +198,7 @@ describe("deletion that cannot be reached by accident", () => {
  */
 async function startPoisonedEmbedder() {
   const s = { requests: [] };
-  const server = http.createServer((req, res) => {
+  return Object.assign(s, await serveOnLoopback((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -211,11 +211,7 @@ async function startPoisonedEmbedder() {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data: input.map((t, index) => ({ object: "embedding", index, embedding: [t.length % 7, 1, 2, 3] })) }));
     });
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  s.baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
-  s.close = () => new Promise((r) => server.close(r));
-  return s;
+  }));
 }
 
 const POISON = "zzpoisonzz";
@@ -301,22 +297,10 @@ test("error messages never echo raw caller input: a namespace of NULs and 300 ch
 /** A chat model stand-in on loopback that takes requests and never answers. */
 async function startSilentModel() {
   const s = { hits: 0 };
-  const sockets = new Set();
-  const server = http.createServer((req) => {
+  return Object.assign(s, await serveOnLoopback((req) => {
     s.hits++;
     req.resume();
-  });
-  server.on("connection", (sock) => {
-    sockets.add(sock);
-    sock.on("close", () => sockets.delete(sock));
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  s.baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
-  s.close = async () => {
-    for (const sock of sockets) sock.destroy();
-    await new Promise((r) => server.close(r));
-  };
-  return s;
+  }));
 }
 
 test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a retry is safe: each message once, the rest healed by the alarm's guard job", async () => {

@@ -7,12 +7,11 @@
 // envelope `messages`. A restart in the middle loses nothing.
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startWorker } from "./helpers.mjs";
-import { restClient, parseExport, waitFor, closedPort, sleep } from "./reliability-support.mjs";
+import { restClient, parseExport, waitFor, closedPort, sleep, serveOnLoopback } from "./reliability-support.mjs";
 
 const TOKEN = "dev-token";
 const NS = "faults";
@@ -36,8 +35,7 @@ function embed(text) {
  */
 async function startStandin() {
   const s = { mode: "ok", chatMode: "500", hits: { embeddings: 0, chat: 0 } };
-  const sockets = new Set();
-  const server = http.createServer((req, res) => {
+  return Object.assign(s, await serveOnLoopback((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", async () => {
@@ -77,18 +75,7 @@ async function startStandin() {
         }
       }
     });
-  });
-  server.on("connection", (sock) => {
-    sockets.add(sock);
-    sock.on("close", () => sockets.delete(sock));
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  s.baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
-  s.close = async () => {
-    for (const sock of sockets) sock.destroy();
-    await new Promise((r) => server.close(r));
-  };
-  return s;
+  }));
 }
 
 const stats = (api, profile) => api.ok("GET", NS, profile, "/stats");

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync, existsSync } from "node:fs";
 import path from "node:path";
 import net from "node:net";
+import http from "node:http";
 
 export const ACCOUNT = "acct";
 
@@ -151,4 +152,27 @@ export function databaseBytes(file) {
 
 export function fileSize(f) {
   return existsSync(f) ? statSync(f).size : 0;
+}
+
+/**
+ * An HTTP server on 127.0.0.1 for a stand-in (`handler` as for
+ * http.createServer). Resolves to `{ baseUrl, close }`: `baseUrl` is
+ * `http://127.0.0.1:<port>/v1` (the OpenAI-compatible base path); `close`
+ * drops every open connection, then stops the server.
+ */
+export async function serveOnLoopback(handler) {
+  const sockets = new Set();
+  const server = http.createServer(handler);
+  server.on("connection", (sock) => {
+    sockets.add(sock);
+    sock.on("close", () => sockets.delete(sock));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    baseUrl: `http://127.0.0.1:${server.address().port}/v1`,
+    close: async () => {
+      for (const sock of sockets) sock.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }
