@@ -149,10 +149,33 @@ fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
     });
 }
 
+/// Before a request of profile `name`: clears the least recently used
+/// profiles' state so that what `name` held last time fits beside the
+/// rest when it builds it again.
+fn make_room(name: &str, limit: usize) {
+    ISOLATE.with(|isolate| {
+        let Ok(mut isolate) = isolate.try_borrow_mut() else { return };
+        let Isolate { budget, residents } = &mut *isolate;
+        budget.set_limit(limit);
+        let busy = |n: &str| residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > 0);
+        for evicted in budget.make_room(name, busy) {
+            if let Some(r) = residents.get(&evicted).and_then(Weak::upgrade) {
+                r.clear();
+            }
+        }
+    });
+}
+
 /// The isolate's figures and what `resident` keeps, for `stats`.
 fn memory_view(resident: &Resident) -> MemoryView {
     let isolate = ISOLATE.with(|i| i.try_borrow().ok().map(|i| i.budget.report(wasm_memory_bytes())));
     MemoryView { resident_bytes: resident.heap_bytes() as u64, isolate }
+}
+
+/// Operations that never build the profile's resident state (directory,
+/// vector codes): no room is made for them.
+fn leaves_state_alone(op: &str) -> bool {
+    matches!(op, "stats" | "get" | "getSummary" | "export" | "restoreProfile" | "deleteProfile")
 }
 
 /// Operations that write nothing, so need no alarm check after them.
@@ -187,6 +210,9 @@ impl ProfileObject {
             return Err(e.clone());
         }
         let name = call.name.clone();
+        if !leaves_state_alone(&call.op) {
+            make_room(&name, self.config.memory_budget_bytes);
+        }
         let busy = Busy::new(&self.resident);
         let out = self.run_call(call).await;
         drop(busy);
@@ -306,6 +332,7 @@ impl DurableObject for ProfileObject {
             .meta_get(META_NAME)
             .map_err(|e| worker::Error::RustError(e.to_string()))?
             .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
+        make_room(&name, self.config.memory_budget_bytes);
         let busy = Busy::new(&self.resident);
         let report = self.drain(&name).await;
         drop(busy);

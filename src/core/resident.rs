@@ -29,6 +29,9 @@ pub struct Budget {
     limit: usize,
     /// Least recently used first.
     entries: Vec<(String, usize)>,
+    /// What each profile held when it last reported, resident or not: what
+    /// it will build again on its next request.
+    last: std::collections::HashMap<String, usize>,
     evictions: u64,
 }
 
@@ -69,6 +72,7 @@ impl Budget {
     /// itself is among them only when it alone is over the budget.
     pub fn touch(&mut self, name: &str, bytes: usize, busy: impl Fn(&str) -> bool) -> Vec<String> {
         self.entries.retain(|(n, _)| n != name);
+        self.last.insert(name.to_string(), bytes);
         if bytes == 0 {
             return Vec::new();
         }
@@ -78,9 +82,34 @@ impl Budget {
             evicted.push(name.to_string());
             self.entries.pop();
         }
+        evicted.extend(self.evict_until(self.limit, name, busy));
+        self.evictions = self.evictions.saturating_add(evicted.len() as u64);
+        evicted
+    }
+
+    /// Before a request of `name`: the profiles to clear so that what
+    /// `name` held last time (what it is about to build again) fits beside
+    /// the rest, least recently used first. Nothing when `name` is
+    /// resident, unknown, or would not fit alone anyway. Making room first
+    /// keeps the budget plus one profile's state from ever being held at
+    /// once.
+    pub fn make_room(&mut self, name: &str, busy: impl Fn(&str) -> bool) -> Vec<String> {
+        let coming = self.last.get(name).copied().unwrap_or(0);
+        if coming == 0 || coming > self.limit || self.entries.iter().any(|(n, _)| n == name) {
+            return Vec::new();
+        }
+        let evicted = self.evict_until(self.limit.saturating_sub(coming), name, busy);
+        self.evictions = self.evictions.saturating_add(evicted.len() as u64);
+        evicted
+    }
+
+    /// Removes the least recently used profiles but `keep` and the busy
+    /// ones until the resident total is at most `target`; their names.
+    fn evict_until(&mut self, target: usize, keep: &str, busy: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut evicted = Vec::new();
         let mut i = 0;
-        while self.resident_bytes() > self.limit && i < self.entries.len() {
-            let evictable = self.entries.get(i).is_some_and(|(n, _)| n != name && !busy(n));
+        while self.resident_bytes() > target && i < self.entries.len() {
+            let evictable = self.entries.get(i).is_some_and(|(n, _)| n != keep && !busy(n));
             if evictable {
                 let (n, _) = self.entries.remove(i);
                 evicted.push(n);
@@ -88,7 +117,6 @@ impl Budget {
                 i = i.saturating_add(1);
             }
         }
-        self.evictions = self.evictions.saturating_add(evicted.len() as u64);
         evicted
     }
 
@@ -162,6 +190,22 @@ mod tests {
         b.touch("idle", 3 * MB, idle);
         assert_eq!(b.touch("new", 4 * MB, |n| n == "busy"), vec!["idle".to_string()]);
         assert_eq!(b.resident_bytes(), 10 * MB);
+    }
+
+    #[test]
+    fn test_room_is_made_before_a_profile_builds_its_state_again() {
+        let mut b = Budget::new(10 * MB);
+        b.touch("a", 4 * MB, idle);
+        b.touch("b", 4 * MB, idle);
+        b.touch("c", 4 * MB, idle);
+        assert_eq!(b.resident_profiles(), 2, "a was evicted for c");
+        // a comes back: room for its 4 MB is made before it builds them.
+        assert_eq!(b.make_room("a", idle), vec!["b".to_string()]);
+        assert_eq!(b.resident_bytes(), 4 * MB);
+        assert!(b.make_room("c", idle).is_empty(), "c is resident");
+        assert!(b.make_room("never-seen", idle).is_empty());
+        assert!(b.touch("a", 4 * MB, idle).is_empty());
+        assert_eq!(b.evictions(), 2);
     }
 
     #[test]

@@ -22,7 +22,9 @@
 // then the vector index filled in batches (benchDrain). The Worker runs
 // with BENCH=1, which enables the bench* operations (core::local::bench).
 //
-// Environment: BENCH_SIZES (default 1000,10000,100000), BENCH_QUERIES
+// Environment: BENCH_BUDGET_MB (the isolate's memory budget, default 200:
+// one profile per isolate, its state held), BENCH_SIZES (default
+// 1000,10000,100000), BENCH_QUERIES
 // (default 250), BENCH_INGEST (messages per size, default 1000), LOCOMO,
 // BENCH_OUT (default docs/bench), BENCH_VERBOSE=1.
 import { existsSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
@@ -74,7 +76,11 @@ async function main() {
   const stateDir = process.env.BENCH_STATE ? path.resolve(process.env.BENCH_STATE) : null;
   if (stateDir) mkdirSync(stateDir, { recursive: true });
   const progressFile = stateDir && path.join(stateDir, "bench-fill.json");
-  const { w, origin, entry } = await startOnOwnSocket({ vars: { BENCH: "1" }, ...(stateDir ? { persistDir: stateDir } : {}) });
+  // One profile per isolate, with a memory budget that holds its state
+  // (core::resident; bench-multi measures many profiles under the
+  // default budget).
+  const vars = { BENCH: "1", MEMORY_BUDGET_MB: process.env.BENCH_BUDGET_MB || "200" };
+  const { w, origin, entry } = await startOnOwnSocket({ vars, ...(stateDir ? { persistDir: stateDir } : {}) });
   const pid = workerdPid();
   log(`worker at ${origin} (its own socket; miniflare's entry at ${entry}), workerd pid ${pid ?? "unknown"}`);
 
