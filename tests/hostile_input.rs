@@ -571,3 +571,20 @@ fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_wri
         with_profile(&target, APRIL_15, |q| q.import(&export)).unwrap();
     });
 }
+
+#[test]
+fn test_a_memory_row_of_unknown_status_or_type_is_a_storage_error_not_an_active_fact() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let m = block_on(p.remember(remember("The deploy key rotates every ninety days."))).unwrap();
+        for (column, value) in [("status", "archived"), ("type", "opinion")] {
+            sql.execute(&format!("UPDATE memories SET {column} = ?"), &[value.into()]).unwrap();
+            let e = p.get(&m.id).unwrap_err();
+            assert!(e.is_storage(), "{column} {value}: {e}");
+            assert!(e.message().contains(value), "{e}");
+            assert!(p.list(ListRequest::default()).unwrap_err().is_storage());
+            sql.execute("UPDATE memories SET status = 'active', type = 'fact'", &[]).unwrap();
+        }
+        assert_eq!(p.get(&m.id).unwrap().memory.status, agent_memory::core::model::Status::Active);
+    });
+}

@@ -115,11 +115,6 @@ pub trait Sql {
     fn database_size(&self) -> i64;
 }
 
-/// The time, as milliseconds since the Unix epoch.
-pub trait Clock {
-    fn now_millis(&self) -> i64;
-}
-
 /// A chat-completion model reached over some protocol.
 pub trait ChatModel {
     /// Sends a system and a user message and returns the model's text.

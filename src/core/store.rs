@@ -1163,19 +1163,22 @@ fn expired(expires_at: Option<&str>, now: i64) -> bool {
 
 /// Builds a memory from a row of [`MEMORY_COLUMNS`]. An active memory whose
 /// expiry has passed reads as `expired` even before the alarm marks it.
-/// A row of other columns, or without an id, is a storage error.
+/// A row of other columns, without an id, or with a status or type this
+/// version does not know is a storage error: a corrupt row is never read
+/// as an active fact.
 pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
     let bad = || Error::storage("failed to read a memory row");
     let [id, kind, key, summary, content, session_id, sources, queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at] =
         <[SqlValue; 15]>::try_from(r).map_err(|_| bad())?;
     let expires_at = opt_text(expires_at);
-    let mut status = Status::parse(status.as_str().unwrap_or("active")).unwrap_or(Status::Active);
+    let known = |what: &str, v: &SqlValue| Error::storage(format!("a memory row has {what} {}", crate::core::api::quoted(v.as_str().unwrap_or("(not text)"))));
+    let mut status = status.as_str().and_then(Status::parse).ok_or_else(|| known("the status", &status))?;
     if status == Status::Active && expired(expires_at.as_deref(), now) {
         status = Status::Expired;
     }
     Ok(Memory {
         id: opt_text(id).ok_or_else(bad)?,
-        kind: MemoryType::parse(kind.as_str().unwrap_or("fact")).unwrap_or(MemoryType::Fact),
+        kind: kind.as_str().and_then(MemoryType::parse).ok_or_else(|| known("the type", &kind))?,
         key: opt_text(key),
         summary: text(summary),
         content: text(content),

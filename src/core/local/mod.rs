@@ -2,6 +2,5 @@
 //! that make `wrangler dev` work with no account and no network.
 
 pub mod bench;
-pub mod clock;
 pub mod embed;
 pub mod vector;

@@ -71,17 +71,6 @@ pub fn decode(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-/// One bit per dimension: set where the component is positive. (The
-/// format of the first version's `code` column; kept for reference.)
-pub fn sign_code(v: &[f32]) -> Vec<u8> {
-    let mut out = vec![0u8; v.len().div_ceil(8)];
-    for (i, x) in v.iter().enumerate() {
-        if *x > 0.0 {
-            out[i / 8] |= 1 << (i % 8);
-        }
-    }
-    out
-}
 
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
@@ -963,7 +952,9 @@ mod tests {
         let v: Vec<f32> = (0..256).map(|i| ((i * 37 % 11) as f32 - 5.0) / 10.0).collect();
         let c = Code::of(&v);
         assert_eq!(Code::from_bytes(&c.to_bytes()), Some(c));
-        assert_eq!(Code::from_bytes(&sign_code(&v)), None);
+        // The first version's code: one sign bit per dimension, no format byte.
+        let sign_bits: Vec<u8> = v.chunks(8).map(|c| c.iter().enumerate().fold(0u8, |b, (i, x)| if *x > 0.0 { b | 1 << i } else { b })).collect();
+        assert_eq!(Code::from_bytes(&sign_bits), None);
     }
 
     #[test]
