@@ -13,7 +13,7 @@ ENV := source scripts/env.sh &&
 WORKERD_TESTS := tests/workerd/**/*.test.mjs
 
 
-.PHONY: setup setup-browser build dev test test-native lint test-workerd clean
+.PHONY: setup setup-browser build build-bench dev test test-native lint test-workerd clean
 
 setup:
 	@bash scripts/setup.sh
@@ -24,6 +24,11 @@ setup-browser:
 
 build: setup
 	@bash scripts/build.sh
+
+# The Worker with the benchmark operations (cargo feature `bench`), for
+# the bench targets; `make build` builds the production Worker again.
+build-bench: setup
+	@FEATURES=bench bash scripts/build.sh
 
 # wrangler runs scripts/build.sh itself ([build] in wrangler.toml) and
 # rebuilds on changes under src/. State persists in .wrangler/state.

@@ -16,7 +16,7 @@
 
 BENCH_SIZES ?= 1000,10000,100000
 
-bench: build
+bench: build-bench
 	@$(ENV) BENCH_SIZES="$(BENCH_SIZES)" $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/bench.mjs
 
 # `make bench-native`: where recall and ingest spend their time, natively
@@ -33,7 +33,7 @@ BENCH_NATIVE_PART ?=
 
 bench-native: setup
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/native-data.mjs "$(BENCH_NATIVE_DIR)" "$(BENCH_NATIVE_N)"
-	@$(ENV) cargo bench --bench stages -- "$(BENCH_NATIVE_DIR)" $(BENCH_NATIVE_PART)
+	@$(ENV) cargo bench --features bench --bench stages -- "$(BENCH_NATIVE_DIR)" $(BENCH_NATIVE_PART)
 
 # `make bench-profile BENCH_STATE=dir [PROFILE_WHAT=recall|ingest]`: a V8
 # CPU profile inside workerd (tests/bench/profile.mjs) of recall, or of
@@ -44,7 +44,7 @@ bench-native: setup
 .PHONY: bench-profile
 PROFILE_WHAT ?= recall
 
-bench-profile: build
+bench-profile: build-bench
 	@test -n "$(BENCH_STATE)" || { echo "bench-profile: set BENCH_STATE to a dir filled by make bench BENCH_STATE=dir" >&2; exit 2; }
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/profile.mjs "$(BENCH_STATE)" "$(PROFILE_WHAT)"
 
@@ -55,7 +55,7 @@ bench-profile: build
 # layer in turn. Writes docs/bench/path.md. A profiling aid.
 .PHONY: bench-path
 
-bench-path: build
+bench-path: build-bench
 	@test -n "$(BENCH_STATE)" || { echo "bench-path: set BENCH_STATE to a dir filled by make bench BENCH_STATE=dir" >&2; exit 2; }
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/path.mjs "$(BENCH_STATE)"
 
@@ -68,5 +68,5 @@ bench-path: build
 # BENCH_OUT elsewhere). MEMORY_BUDGET_MB overrides the budget; MULTI_BIG=0
 # leaves the large profile out.
 .PHONY: bench-multi
-bench-multi: build
+bench-multi: build-bench
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") $(if $(MEMORY_BUDGET_MB),MEMORY_BUDGET_MB="$(MEMORY_BUDGET_MB)") node tests/bench/multi.mjs

@@ -27,7 +27,12 @@ if [ -z "$wasm_opt" ] && [ "${OPTIMIZE:-0}" = 1 ]; then
 fi
 unset WASM_OPT_BIN
 
-"$CARGO_HOME/bin/worker-build" --release --no-opt "$@"
+# FEATURES=bench builds the benchmark operations in (make bench and its
+# kin); the production build (make build, wrangler's [build]) has none.
+features=()
+[ -n "${FEATURES:-}" ] && features=(--features "$FEATURES")
+"$CARGO_HOME/bin/worker-build" --release --no-opt "${features[@]}" "$@"
+printf '%s\n' "${FEATURES:-}" > build/features
 
 if [ -n "$wasm_opt" ]; then
   echo "build.sh: wasm-opt -Oz build/index_bg.wasm" >&2

@@ -8,6 +8,7 @@ use crate::cloudflare::config::Config;
 use crate::cloudflare::do_sql::DoSql;
 use crate::cloudflare::providers::Providers;
 use crate::core::error::Error;
+#[cfg(feature = "bench")]
 use crate::core::local::bench;
 use crate::core::local::vector::Packed;
 use crate::core::ops::{Limits, Profile};
@@ -47,7 +48,10 @@ pub struct ProfileObject {
     /// Whether the profile's name is known to be stored in `meta` (saves
     /// a write, and so a storage flush, on every call).
     name_saved: Cell<bool>,
-    /// `BENCH=1`: answer the benchmark operations (core::local::bench).
+    /// `BENCH=1` in a build with the `bench` feature: answer the
+    /// benchmark operations (core::local::bench). The production build has
+    /// neither.
+    #[cfg(feature = "bench")]
     bench: bool,
 }
 
@@ -135,12 +139,9 @@ fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
         budget.set_limit(limit);
         residents.retain(|_, r| r.strong_count() > 0);
         residents.insert(name.to_string(), Rc::downgrade(resident));
-        let busy = |n: &str| {
-            // This request's own guard counts once: another request of the
-            // same profile under way makes it busy.
-            let own = if n == name { 1 } else { 0 };
-            residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > own)
-        };
+        // Called after the request's own guard is dropped: a profile is busy
+        // while another of its requests is under way.
+        let busy = |n: &str| residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > 0);
         for evicted in budget.touch(name, resident.heap_bytes(), busy) {
             if let Some(r) = residents.get(&evicted).and_then(Weak::upgrade) {
                 r.clear();
@@ -180,7 +181,18 @@ fn leaves_state_alone(op: &str) -> bool {
 
 /// Operations that write nothing, so need no alarm check after them.
 fn read_only(op: &str) -> bool {
-    matches!(op, "recall" | "list" | "get" | "getSummary" | "export" | "stats") || (bench::is_bench_op(op) && op != "benchDrain")
+    matches!(op, "recall" | "list" | "get" | "getSummary" | "export" | "stats") || is_bench_read(op)
+}
+
+/// A benchmark operation that writes nothing (the `bench` feature only).
+#[cfg(feature = "bench")]
+fn is_bench_read(op: &str) -> bool {
+    bench::is_bench_op(op) && op != "benchDrain"
+}
+
+#[cfg(not(feature = "bench"))]
+fn is_bench_read(_: &str) -> bool {
+    false
 }
 
 impl ProfileObject {
@@ -227,10 +239,9 @@ impl ProfileObject {
         if call.op == "stats" {
             profile.memory = memory_view(&self.resident);
         }
-        let out = if self.bench && bench::is_bench_op(&call.op) {
-            self.bench_op(&profile, &call).await.map(|v| v.to_string())
-        } else {
-            profile.dispatch_json(&call.op, call.args).await
+        let out = match self.bench_call(&profile, &call).await {
+            Some(out) => out,
+            None => profile.dispatch_json(&call.op, call.args).await,
         };
         if out.is_ok() && !self.name_saved.get() {
             // The alarm needs the name (its providers address the
@@ -247,8 +258,25 @@ impl ProfileObject {
         out
     }
 
+    /// A benchmark operation's answer, when `call` is one and the Worker
+    /// answers them (`BENCH=1` in a build with the `bench` feature).
+    #[cfg(feature = "bench")]
+    async fn bench_call(&self, profile: &Profile<'_>, call: &Call) -> Option<std::result::Result<String, Error>> {
+        if !(self.bench && bench::is_bench_op(&call.op)) {
+            return None;
+        }
+        Some(self.bench_op(profile, call).await.map(|v| v.to_string()))
+    }
+
+    /// The production build answers no benchmark operation.
+    #[cfg(not(feature = "bench"))]
+    async fn bench_call(&self, _: &Profile<'_>, _: &Call) -> Option<std::result::Result<String, Error>> {
+        None
+    }
+
     /// The benchmark operations, plus two that need the platform: the
     /// Wasm memory size and dropping the index's memory copy.
+    #[cfg(feature = "bench")]
     async fn bench_op(&self, profile: &Profile<'_>, call: &Call) -> std::result::Result<Value, Error> {
         match call.op.as_str() {
             "benchMemory" => {
@@ -304,6 +332,7 @@ impl DurableObject for ProfileObject {
         let sql = DoSql::new(state.storage());
         let broken = crate::core::schema::migrate(&sql).err();
         let config = Config::from_env(&env);
+        #[cfg(feature = "bench")]
         let bench = env.var("BENCH").map(|v| v.to_string() == "1").unwrap_or(false);
         ProfileObject {
             state,
@@ -313,6 +342,7 @@ impl DurableObject for ProfileObject {
             config,
             resident: Rc::new(Resident::default()),
             name_saved: Cell::new(false),
+            #[cfg(feature = "bench")]
             bench,
         }
     }

@@ -345,3 +345,26 @@ test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the production build answers no benchmark operation, even with BENCH=1", async () => {
+  const { readFileSync } = await import("node:fs");
+  const path = await import("node:path");
+  const { ROOT } = await import("./helpers.mjs");
+  assert.equal(readFileSync(path.join(ROOT, "build", "features"), "utf8").trim(), "", "build/ holds the production build (make build)");
+  assert.ok(!readFileSync(path.join(ROOT, "build", "index_bg.wasm")).includes("benchDrain"), "no benchmark code in the Wasm");
+  const w = await startWorker({ vars: { BENCH: "1" } });
+  try {
+    const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
+    for (const op of ["benchDrain", "benchMemory", "benchReset"]) {
+      const res = await ns.get(ns.idFromName("default/p")).fetch("https://profile.internal/call", {
+        method: "POST",
+        body: JSON.stringify({ name: "default/p", op, args: {} }),
+      });
+      const v = await res.json();
+      assert.equal(v.error?.code, 10004, `${op}: ${JSON.stringify(v)}`);
+      assert.match(v.error.message, /no operation named/);
+    }
+  } finally {
+    await w.dispose();
+  }
+});
