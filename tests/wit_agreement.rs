@@ -668,10 +668,6 @@ fn recall_response(full: bool) -> RecallResponse {
     }
 }
 
-fn stats() -> Stats {
-    stats_of(false)
-}
-
 fn stats_of(full: bool) -> Stats {
     Stats {
         messages: 4,

@@ -7,7 +7,7 @@
 
 use crate::core::error::{Error, Result};
 use crate::core::model::{Memory, MemoryType, Status};
-use crate::core::ops::Profile;
+use crate::core::context::Profile;
 use crate::core::store::{FullText, Job, JOB_EMBED, JOB_EXTRACT, JOB_INDEX_TEXT, JOB_UNVECTOR};
 
 /// `text` cut to at most `max` bytes, at a character boundary.

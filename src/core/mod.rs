@@ -28,6 +28,7 @@
 
 pub mod api;
 pub mod background;
+pub mod context;
 pub mod error;
 pub mod ids;
 pub mod ingest;

@@ -2,74 +2,24 @@
 //!
 //! REST handlers, the RPC entrypoint, the MCP endpoint and the console all
 //! end in [`Profile::dispatch`] (or the typed methods it calls), running
-//! inside the profile's Durable Object, or natively in tests.
+//! inside the profile's Durable Object, or natively in tests. The
+//! [`Profile`] itself (what a call borrows) lives below the pipelines, in
+//! [`crate::core::context`]; this module only dispatches.
 
 use crate::core::api::{
     self, IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest, DEFAULT_PAGE_SIZE,
 };
 use crate::core::error::{Error, Result};
 use crate::core::model::{IngestReport, ListPage, Memory, MemoryDetail, Stats};
-use crate::core::ports::{Embedder, Sql, VectorIndex};
-use crate::core::provider::Reasoner;
-use crate::core::recall::directory::TurnDirectory;
-use crate::core::store::{ListFilter, Store};
-use crate::core::{background, ingest, portable, recall, remember, schema, summary};
+use crate::core::store::ListFilter;
+use crate::core::{background, ingest, portable, recall, remember, summary};
+pub use crate::core::context::{Limits, MemoryView, Profile, DEFAULT_DELETE_GRACE_MILLIS};
 use serde_json::{json, Value};
-
-/// Everything an operation needs, borrowed for one call.
-pub struct Profile<'a> {
-    /// `{namespace}/{profile}`.
-    pub name: &'a str,
-    pub sql: &'a dyn Sql,
-    pub reasoner: &'a dyn Reasoner,
-    pub embedder: &'a dyn Embedder,
-    pub index: &'a dyn VectorIndex,
-    /// Where each message sits, kept between calls by the profile's owner
-    /// (see [`crate::core::recall::directory`]).
-    pub turns: &'a TurnDirectory,
-    /// Milliseconds since the epoch, read once per call.
-    pub now: i64,
-    pub limits: Limits,
-    /// What the profile and its isolate hold in memory, as its owner
-    /// reports it for `stats` (see [`crate::core::resident`]).
-    pub memory: MemoryView,
-}
-
-/// What a profile keeps in memory between requests, and its isolate's
-/// figures, when its owner keeps a budget (`None` natively).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MemoryView {
-    pub resident_bytes: u64,
-    pub isolate: Option<crate::core::resident::IsolateMemory>,
-}
 
 /// How long an ingest may run before its re-extraction guard job falls
 /// due (see [`Profile::ingest`]); long enough for a 500-message call over a
 /// remote model, short enough that an interrupted one is healed soon.
 pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
-
-/// Per-profile write limits (SPEC.md section 7).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Limits {
-    /// Most memories a profile holds (all statuses). Writes that would go
-    /// over it are refused with 409; nothing is evicted silently.
-    pub max_memories: i64,
-    /// How long a profile marked for deletion can be restored before the
-    /// alarm purges it (`PROFILE_DELETE_GRACE_SECONDS`), in milliseconds.
-    pub delete_grace_millis: i64,
-    /// The first retry of a failed background job waits this long; each
-    /// further one twice as long (`JOB_RETRY_BASE_MS`).
-    pub job_retry_base_millis: i64,
-}
-
-/// The default grace period of a deleted profile: one day.
-pub const DEFAULT_DELETE_GRACE_MILLIS: i64 = 24 * 60 * 60 * 1000;
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits { max_memories: 1_000_000, delete_grace_millis: DEFAULT_DELETE_GRACE_MILLIS, job_retry_base_millis: 1000 }
-    }
-}
 
 /// Operations a profile marked for deletion still answers: the deletion
 /// itself (again), its undoing, and the alarm's drain (which purges it
@@ -79,15 +29,6 @@ fn answers_while_marked(op: &str) -> bool {
 }
 
 impl<'a> Profile<'a> {
-    pub fn store(&self) -> Store<'a> {
-        Store::new(self.sql, self.now)
-    }
-
-    /// Creates or upgrades the schema.
-    pub fn migrate(&self) -> Result<()> {
-        schema::migrate(self.sql)
-    }
-
     /// Runs operation `op` with JSON arguments and returns its JSON result.
     /// (The Durable Object and the Worker pass results on as text:
     /// [`Profile::dispatch_json`].)
@@ -402,6 +343,10 @@ fn session_arg(args: &Value) -> Result<String> {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+    use crate::core::ports::Sql;
+    use crate::core::provider::Reasoner;
+    use crate::core::recall::directory::TurnDirectory;
+    use crate::core::schema;
     use crate::core::local::embed::HashEmbedder;
     use crate::core::local::vector::SqlVectorIndex;
     use crate::core::model::MessageInput;

@@ -5,7 +5,7 @@ use crate::core::api::{RememberRequest, MAX_EXPIRY_MILLIS};
 use crate::core::error::{Error, Result};
 use crate::core::ingest::{classify, dates, persist};
 use crate::core::model::Memory;
-use crate::core::ops::Profile;
+use crate::core::context::Profile;
 use crate::core::provider::{Candidate, Line, Reasoner, Transcript};
 use crate::core::time::{iso, parse_millis};
 

@@ -24,7 +24,7 @@ use crate::core::model::{Dropped, IngestReport, Message};
 use crate::core::provider::{Candidate, Transcript};
 use std::rc::Rc;
 use std::collections::HashSet;
-use crate::core::ops::Profile;
+use crate::core::context::Profile;
 use crate::core::store::NewMessage;
 use crate::core::time::iso;
 

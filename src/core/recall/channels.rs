@@ -77,12 +77,9 @@ pub const DATE_BOOST: f64 = 1.5;
 /// source turn and the turns around it).
 pub const OWN_SHARE: f64 = 0.25;
 
-/// How much of a text recall reads when it needs the words (a time word
-/// for [`TIME_BOOST`], the query's words for the order of one message's
-/// memories): the first characters only, so that the rows of one
-/// statement, built as one JSON text ([`json_rows`]), stay well under the
-/// platform's 2 MB cap on a value whatever the messages hold.
-pub const TEXT_READ_CHARS: usize = 1000;
+/// How much of a text recall reads when it needs the words (defined with
+/// the directory, which reads as much of each message).
+pub use crate::core::recall::directory::TEXT_READ_CHARS;
 
 /// Words by which a question refers to its asker (the `user` role).
 const FIRST_PERSON: &[&str] = &["i", "me", "my", "mine", "myself"];

@@ -62,6 +62,13 @@ const LOAD_PAGE: i64 = 500;
 /// speakers beyond these stay ordinary search words.
 pub const SPEAKERS_READ: usize = 1000;
 
+/// How much of a text recall reads when it needs the words (a time word
+/// for the channels' time boost, the query's words for the order of one
+/// message's memories): the first characters only, so that the rows of one
+/// statement, built as one JSON text, stay well under the platform's 2 MB
+/// cap on a value whatever the messages hold.
+pub const TEXT_READ_CHARS: usize = 1000;
+
 /// One message in the directory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Turn {
@@ -292,7 +299,7 @@ impl Directory {
             return;
         }
         self.text.add(self.turns.len() as u32, [&role, &content]);
-        let head = content.char_indices().nth(super::channels::TEXT_READ_CHARS).map_or(content.len(), |(i, _)| i);
+        let head = content.char_indices().nth(TEXT_READ_CHARS).map_or(content.len(), |(i, _)| i);
         let session = Directory::intern(&mut self.sessions, None, session);
         let role = Directory::intern(&mut self.role_index, Some(&mut self.roles), role);
         let i = self.turns.len() as u32;

@@ -16,7 +16,7 @@ pub mod unicode61;
 use crate::core::api::RecallRequest;
 use crate::core::error::Result;
 use crate::core::model::{Memory, MemoryType};
-use crate::core::ops::Profile;
+use crate::core::context::Profile;
 use crate::core::provider::{QueryAnalysis, SynthesisInput};
 use crate::core::recall::directory::Directory;
 use crate::core::time::{date_of, iso};
