@@ -31,7 +31,7 @@ import { existsSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ROOT } from "../workerd/helpers.mjs";
-import { expectStatus, request, rss, startOnOwnSocket, workerdPid } from "./client.mjs";
+import { expectStatus, pct, request, rss, startOnOwnSocket, workerdPid } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 import { writeReport } from "./report.mjs";
 import { yardstick } from "./yardstick.mjs";
@@ -59,11 +59,6 @@ async function drainAll() {
 const log = (...a) => console.error("bench:", ...a);
 const ms = (t0) => performance.now() - t0;
 
-function pct(xs, p) {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
 const median = (xs) => pct(xs, 50);
 
 async function main() {

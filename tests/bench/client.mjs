@@ -90,3 +90,10 @@ export function rss(pid) {
     return { rss: NaN, hwm: NaN };
   }
 }
+
+/** The `p`th percentile of `xs` (nearest rank); NaN for none. */
+export function pct(xs, p) {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}

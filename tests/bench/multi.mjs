@@ -26,7 +26,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT } from "../workerd/helpers.mjs";
-import { request, rss as processMemory, startOnOwnSocket, workerdPid } from "./client.mjs";
+import { pct, request, rss as processMemory, startOnOwnSocket, workerdPid } from "./client.mjs";
 import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
 
 const PROFILES = Number(process.env.MULTI_PROFILES || 24);
@@ -39,11 +39,6 @@ const IMPORT_MEMORIES = 4000;
 
 const log = (...a) => console.error("[bench-multi]", ...a);
 const ms = (t0) => performance.now() - t0;
-function pct(xs, p) {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
 const mb = (b) => (b / 1048576).toFixed(1);
 
 async function main() {

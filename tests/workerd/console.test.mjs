@@ -75,6 +75,21 @@ function skipReason(pw, url = MEMORY_URL) {
   return null;
 }
 
+/**
+ * Sets the page's timeout and collects its errors: uncaught exceptions and
+ * console errors. A refused request (the wrong-token step, a refused
+ * import) is logged by the browser as "Failed to load resource": expected.
+ */
+function watchProblems(page) {
+  page.setDefaultTimeout(WAIT);
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
+  });
+  return problems;
+}
+
 /** Waits until `locator`'s text matches `re`; returns the text. */
 async function textMatching(locator, re, timeout = WAIT) {
   const deadline = Date.now() + timeout;
@@ -123,13 +138,7 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
   });
 
   const page = context.pages()[0] || (await context.newPage());
-  page.setDefaultTimeout(WAIT);
-  const problems = [];
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => {
-    // Refused requests (the wrong-token step) are logged by the browser; they are expected.
-    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
-  });
+  const problems = watchProblems(page);
   const external = [];
   page.on("request", (r) => {
     const u = new URL(r.url());
@@ -422,13 +431,7 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
     fs.rmSync(userDataDir, { recursive: true, force: true });
   });
   const page = context.pages()[0] || (await context.newPage());
-  page.setDefaultTimeout(WAIT);
-  const problems = [];
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => {
-    // The refused import (400) is logged by the browser; it is expected.
-    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
-  });
+  const problems = watchProblems(page);
 
   const byId = (id) => page.getByTestId(id);
   const go = async (view) => {
