@@ -297,13 +297,13 @@ fn test_a_drain_embeds_a_burst_in_requests_of_at_most_embed_batch_texts() {
 #[test]
 fn test_a_drain_rejudges_at_most_extract_batch_sessions_and_leaves_the_rest_due() {
     use agent_memory::core::background::EXTRACT_BATCH;
-    use agent_memory::core::store::JOB_EXTRACT;
+    use agent_memory::core::jobs::Work;
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         // Sessions gone meanwhile: each job is done once looked at.
         let queued = 2 * EXTRACT_BATCH + 3;
         for k in 0..queued {
-            p.store().enqueue(JOB_EXTRACT, &format!("gone-{k}")).unwrap();
+            p.store().enqueue(&Work::Extract { session_id: format!("gone-{k}") }).unwrap();
         }
         let first = block_on(p.drain()).unwrap();
         assert_eq!((first.extracted, first.pending), (EXTRACT_BATCH, (queued - EXTRACT_BATCH) as i64));

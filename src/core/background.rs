@@ -8,7 +8,8 @@
 use crate::core::error::{Error, Result};
 use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::context::Profile;
-use crate::core::store::{FullText, Job, JOB_EMBED, JOB_EXTRACT, JOB_INDEX_TEXT, JOB_UNVECTOR};
+use crate::core::jobs::{Job, JobKind, Work};
+use crate::core::store::FullText;
 
 /// `text` cut to at most `max` bytes, at a character boundary.
 pub fn truncated(mut text: String, max: usize) -> String {
@@ -62,7 +63,7 @@ pub struct DrainReport {
     pub removed: usize,
     /// Sessions re-judged successfully after a model fault.
     pub extracted: usize,
-    /// Full-text tables brought up to date ([`JOB_INDEX_TEXT`]).
+    /// Full-text tables brought up to date (index-text jobs).
     #[serde(default)]
     pub indexed: usize,
     pub expired: usize,
@@ -125,9 +126,6 @@ pub const EMBED_BATCH_BYTES: usize = 256 * 1024;
 /// embedded by its beginning.
 pub const EMBED_TEXT_BYTES: usize = crate::core::api::MAX_MESSAGE_BYTES;
 
-/// The kinds of job this version runs; any other is parked.
-pub const KNOWN_JOBS: [&str; 4] = [JOB_EXTRACT, JOB_EMBED, JOB_UNVECTOR, JOB_INDEX_TEXT];
-
 /// Runs the jobs that are due, each attempt recorded before it runs.
 ///
 /// A job that failed before runs alone (its embedding in a request of its
@@ -136,15 +134,15 @@ pub const KNOWN_JOBS: [&str; 4] = [JOB_EXTRACT, JOB_EMBED, JOB_UNVECTOR, JOB_IND
 pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     let store = p.store();
     let mut report = DrainReport { expired: store.transaction(|| store.expire_due())?, ..DrainReport::default() };
-    report.parked = store.transaction(|| store.park_jobs(MAX_ATTEMPTS, &KNOWN_JOBS))?;
+    report.parked = store.transaction(|| store.park_jobs(MAX_ATTEMPTS))?;
     let jobs = store.due_jobs(DRAIN_BATCH)?;
-    let of = |kind: &str| jobs.iter().filter(|j| j.kind == kind).cloned().collect::<Vec<Job>>();
-    run_extracts(p, &of(JOB_EXTRACT), &mut report).await?;
+    let of = |kind: JobKind| jobs.iter().filter(|j| j.work.kind() == kind).cloned().collect::<Vec<Job>>();
+    run_extracts(p, &of(JobKind::Extract), &mut report).await?;
     // Removals first, so a memory forgotten and re-embedded in one batch
     // cannot lose its fresh vector.
-    run_unvectors(p, &of(JOB_UNVECTOR), &mut report).await?;
-    run_embeds(p, &of(JOB_EMBED), &mut report).await?;
-    run_index_text(p, &of(JOB_INDEX_TEXT), &mut report)?;
+    run_unvectors(p, &of(JobKind::Unvector), &mut report).await?;
+    run_embeds(p, &of(JobKind::Embed), &mut report).await?;
+    run_index_text(p, &of(JobKind::IndexText), &mut report)?;
     // The turn directory reads what this work and the writes before it
     // added, here rather than on the next recall, and keeps its snapshot.
     match p.turns.maintain(p.sql) {
@@ -181,8 +179,9 @@ async fn attempt<F: std::future::Future<Output = Result<usize>>>(p: &Profile<'_>
 /// drain. Their new memories queue their own embeddings.
 async fn run_extracts(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
     for j in jobs.iter().take(EXTRACT_BATCH) {
+        let Work::Extract { session_id } = &j.work else { continue };
         let work = async {
-            match crate::core::ingest::retry_session(p, &j.memory_id).await? {
+            match crate::core::ingest::retry_session(p, session_id).await? {
                 0 => Ok(1),
                 n => Err(Error::provider(format!("{n} model faults remain"))),
             }
@@ -194,7 +193,7 @@ async fn run_extracts(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -
 
 async fn run_unvectors(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
     for group in isolate_suspects(jobs, |_| 0, usize::MAX, DRAIN_BATCH) {
-        let ids: Vec<String> = group.iter().map(|j| j.memory_id.clone()).collect();
+        let ids = memory_ids(&group);
         let work = async { p.index.delete(&ids).await.map(|()| ids.len()) };
         tally(report, attempt(p, &group, work).await?, |r, n| r.removed = r.removed.saturating_add(n), group.len());
     }
@@ -202,10 +201,10 @@ async fn run_unvectors(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) 
 }
 
 async fn run_embeds(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
-    let sizes = p.store().embedding_sizes(&jobs.iter().map(|j| j.memory_id.clone()).collect::<Vec<_>>())?;
-    let size = |j: &Job| sizes.get(&j.memory_id).copied().unwrap_or(0).min(EMBED_TEXT_BYTES);
+    let sizes = p.store().embedding_sizes(&memory_ids(jobs))?;
+    let size = |j: &Job| j.memory_id().and_then(|id| sizes.get(id)).copied().unwrap_or(0).min(EMBED_TEXT_BYTES);
     for group in isolate_suspects(jobs, size, EMBED_BATCH_BYTES, EMBED_BATCH) {
-        let ids: Vec<String> = group.iter().map(|j| j.memory_id.clone()).collect();
+        let ids = memory_ids(&group);
         let outcome = attempt(p, &group, embed_memories(p, &ids)).await?;
         tally(report, outcome, |r, n| r.embedded = r.embedded.saturating_add(n), group.len());
     }
@@ -216,8 +215,9 @@ async fn run_embeds(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> 
 fn run_index_text(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
     let store = p.store();
     for j in jobs {
+        let Work::IndexText { table } = &j.work else { continue };
         store.transaction(|| store.claim_jobs(&[j.id], p.limits.job_retry_base_millis))?;
-        let written = match FullText::named(&j.memory_id) {
+        let written = match FullText::named(table) {
             Some(which) => store.transaction(|| which.catch_up(p.sql).map(|_| ())),
             // A table this version does not have (a newer one queued it):
             // finished here, since that version's next write queues it
@@ -236,6 +236,11 @@ fn run_index_text(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Re
         }
     }
     Ok(())
+}
+
+/// The memories `jobs` (of embedding or vector removal) are about.
+fn memory_ids(jobs: &[Job]) -> Vec<String> {
+    jobs.iter().filter_map(Job::memory_id).map(str::to_string).collect()
 }
 
 /// Adds an attempt's outcome to the report: its count of work done, or

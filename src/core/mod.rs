@@ -32,6 +32,7 @@ pub mod context;
 pub mod error;
 pub mod ids;
 pub mod ingest;
+pub mod jobs;
 pub mod llm;
 pub mod local;
 pub mod mcp;

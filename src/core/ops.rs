@@ -90,7 +90,7 @@ impl<'a> Profile<'a> {
         let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(&req));
         let store = self.store();
         let guard = store.transaction(|| {
-            store.enqueue_at(crate::core::store::JOB_EXTRACT, &session_id, self.now.saturating_add(INGEST_GUARD_MILLIS))
+            store.enqueue_at(&crate::core::jobs::Work::Extract { session_id: session_id.clone() }, self.now.saturating_add(INGEST_GUARD_MILLIS))
         })?;
         let out = ingest::run(self, req).await;
         // Removed whatever the outcome: an error here was reported to the
@@ -257,7 +257,7 @@ impl<'a> Profile<'a> {
         let ids = store.all_memory_ids()?;
         store.transaction(|| {
             store.wipe()?;
-            store.enqueue_many(crate::core::store::JOB_UNVECTOR, &ids.iter().map(String::as_str).collect::<Vec<_>>())
+            store.enqueue_many(crate::core::jobs::JobKind::Unvector, &ids.iter().map(String::as_str).collect::<Vec<_>>())
         })?;
         Ok(json!({ "deleted": true, "memories": ids.len() }))
     }
@@ -488,9 +488,9 @@ mod tests {
         let report = futures::executor::block_on(p.ingest(conversation())).unwrap();
         assert!(report.memories_stored >= 2);
         let jobs = p.store().due_jobs(100).unwrap();
-        assert!(jobs.iter().all(|j| j.kind == crate::core::store::JOB_EMBED), "{jobs:?}");
+        assert!(jobs.iter().all(|j| j.work.kind() == crate::core::jobs::JobKind::Embed), "{jobs:?}");
         let later = profile(&sql, &Rules, &index, NOW + INGEST_GUARD_MILLIS + 1_000, 1_000);
-        assert!(later.store().due_jobs(100).unwrap().iter().all(|j| j.kind != crate::core::store::JOB_EXTRACT));
+        assert!(later.store().due_jobs(100).unwrap().iter().all(|j| j.work.kind() != crate::core::jobs::JobKind::Extract));
     }
 
     #[test]

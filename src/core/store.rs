@@ -14,6 +14,7 @@
 //!   placeholders stay under [`MAX_SQL_PARAMS`].
 
 use crate::core::error::{Error, Result};
+use crate::core::jobs::{Job, JobKind, Work};
 use crate::core::model::{ListPage, Memory, MemoryType, Message, MessageInput, Stats, Status};
 use crate::core::ports::{Row, Sql, SqlValue, MAX_SQL_PARAMS};
 use crate::core::time::iso;
@@ -28,20 +29,11 @@ const MEMORY_COLUMNS: &str = "id, type, key, summary, content, session_id, sourc
 
 const MESSAGE_COLUMNS: &str = "id, session_id, role, content, timestamp, position, created_at";
 
-/// Outbox job kinds.
 /// The `meta` key holding the profile's `{namespace}/{profile}` name.
 pub const META_NAME: &str = "name";
 /// The `meta` key holding when the profile was marked for deletion.
 pub const META_DELETED_AT: &str = "deleted_at";
 
-pub const JOB_EMBED: &str = "embed";
-pub const JOB_UNVECTOR: &str = "unvector";
-/// Re-run the judging stages of a session after a model fault; the job's
-/// subject (`memory_id` column) is the session id.
-pub const JOB_EXTRACT: &str = "extract";
-/// Write the full-text rows still waiting ([`FullText::catch_up`]); the
-/// job's subject is the full-text table. At most one waits per table.
-pub const JOB_INDEX_TEXT: &str = "index_text";
 
 /// A borrowed view of one profile's database at one instant.
 pub struct Store<'a> {
@@ -70,28 +62,24 @@ pub struct NewMessage {
     pub input: MessageInput,
 }
 
-/// An outbox job.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Job {
-    pub id: i64,
-    pub kind: String,
-    pub memory_id: String,
-    pub attempts: i64,
-}
-
 /// An outbox row (`id, kind, memory_id, attempts`) as a job; a row that
 /// does not read as one is a storage error, never a job of made-up values.
 fn job_from_row(r: &[SqlValue]) -> Result<Job> {
     let bad = || Error::storage("an outbox row is not a job");
     match r {
-        [id, kind, subject, attempts] => Ok(Job {
-            id: id.as_i64().ok_or_else(bad)?,
-            kind: kind.opt_string().ok_or_else(bad)?,
-            memory_id: subject.opt_string().ok_or_else(bad)?,
-            attempts: attempts.as_i64().ok_or_else(bad)?,
-        }),
+        [id, kind, subject, attempts] => Job::from_columns(
+            id.as_i64().ok_or_else(bad)?,
+            kind.as_str().ok_or_else(bad)?,
+            subject.opt_string().ok_or_else(bad)?,
+            attempts.as_i64().ok_or_else(bad)?,
+        ),
         _ => Err(bad()),
     }
+}
+
+/// Every job kind this version runs, as a JSON list parameter.
+fn known_kinds() -> SqlValue {
+    json_param(&JobKind::ALL.map(JobKind::as_str))
 }
 
 impl<'a> Store<'a> {
@@ -310,7 +298,7 @@ impl<'a> Store<'a> {
             .filter(|(m, _)| m.status == Status::Active && m.kind != MemoryType::Task)
             .map(|(m, _)| m.id.as_str())
             .collect();
-        self.enqueue_many(JOB_EMBED, &embed)?;
+        self.enqueue_many(JobKind::Embed, &embed)?;
         self.queue_text_index(FullText::Memories)?;
         Ok(written)
     }
@@ -437,14 +425,14 @@ impl<'a> Store<'a> {
     }
 
     /// Writes every waiting full-text row of both tables now, and removes
-    /// the [`JOB_INDEX_TEXT`] jobs that would have. Returns how many rowids
+    /// the index-text jobs that would have. Returns how many rowids
     /// it covered.
     pub fn write_waiting_text(&self) -> Result<usize> {
         let mut n = 0;
         for which in FullText::BOTH {
             n = which.catch_up(self.sql)?.saturating_add(n);
         }
-        self.sql.execute("DELETE FROM outbox WHERE kind = ?1", &[JOB_INDEX_TEXT.into()])?;
+        self.sql.execute("DELETE FROM outbox WHERE kind = ?1", &[JobKind::IndexText.as_str().into()])?;
         Ok(n)
     }
 
@@ -460,7 +448,7 @@ impl<'a> Store<'a> {
             "UPDATE memories SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ?",
             &[new.into(), iso(self.now).into(), old.into()],
         )?;
-        self.enqueue(JOB_UNVECTOR, old)
+        self.enqueue(&Work::Unvector { memory_id: old.to_string() })
     }
 
     /// Marks a memory forgotten. Returns the updated memory.
@@ -471,7 +459,7 @@ impl<'a> Store<'a> {
                 "UPDATE memories SET status = 'forgotten', updated_at = ? WHERE id = ?",
                 &[iso(self.now).into(), id.into()],
             )?;
-            self.enqueue(JOB_UNVECTOR, id)?;
+            self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
         }
         self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
     }
@@ -502,7 +490,7 @@ impl<'a> Store<'a> {
             )?;
         }
         for id in ids {
-            self.enqueue(JOB_UNVECTOR, id)?;
+            self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
         }
         Ok(())
     }
@@ -516,7 +504,7 @@ impl<'a> Store<'a> {
         self.sql.execute(
             "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) SELECT ?1, ?2, 0, ?3, ?4 \
              WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE kind = ?1 AND memory_id = ?2)",
-            &[JOB_INDEX_TEXT.into(), which.table().into(), SqlValue::Integer(self.now), iso(self.now).into()],
+            &[JobKind::IndexText.as_str().into(), which.table().into(), SqlValue::Integer(self.now), iso(self.now).into()],
         )
     }
 
@@ -590,7 +578,7 @@ impl<'a> Store<'a> {
     /// Drops the outbox jobs whose subject is a session (re-extraction):
     /// once the session is deleted there is nothing left for them to do.
     pub fn delete_session_jobs(&self, session_id: &str) -> Result<()> {
-        self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[JOB_EXTRACT.into(), session_id.into()])
+        self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[JobKind::Extract.as_str().into(), session_id.into()])
     }
 
     /// Memory ids of a session.
@@ -720,7 +708,7 @@ impl<'a> Store<'a> {
                 "UPDATE memories SET status = 'expired', updated_at = ? WHERE id = ?",
                 &[now.clone().into(), id.into()],
             )?;
-            self.enqueue(JOB_UNVECTOR, id)?;
+            self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
         }
         Ok(ids.len())
     }
@@ -738,38 +726,40 @@ impl<'a> Store<'a> {
 
     // ---- outbox ---------------------------------------------------------
 
-    pub fn enqueue(&self, kind: &str, memory_id: &str) -> Result<()> {
-        self.enqueue_at(kind, memory_id, self.now).map(|_| ())
+    pub fn enqueue(&self, work: &Work) -> Result<()> {
+        self.enqueue_at(work, self.now).map(|_| ())
     }
 
     /// Queues a job of `kind` for each of `memory_ids`, due now, in one
     /// statement.
-    pub fn enqueue_many(&self, kind: &str, memory_ids: &[&str]) -> Result<()> {
+    pub fn enqueue_many(&self, kind: JobKind, memory_ids: &[&str]) -> Result<()> {
         if memory_ids.is_empty() {
             return Ok(());
         }
         self.sql.execute(
             "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
              SELECT ?1, j.value, 0, ?2, ?3 FROM json_each(?4) j ORDER BY j.key",
-            &[kind.into(), SqlValue::Integer(self.now), iso(self.now).into(), json_param(memory_ids)],
+            &[kind.as_str().into(), SqlValue::Integer(self.now), iso(self.now).into(), json_param(memory_ids)],
         )
     }
 
     /// Queues a job due at `due` (epoch millis); returns its id.
-    pub fn enqueue_at(&self, kind: &str, memory_id: &str, due: i64) -> Result<i64> {
+    pub fn enqueue_at(&self, work: &Work, due: i64) -> Result<i64> {
         let rows = self.sql.query(
             "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES (?, ?, 0, ?, ?) RETURNING id",
-            &[kind.into(), memory_id.into(), SqlValue::Integer(due), iso(self.now).into()],
+            &[work.kind().as_str().into(), work.subject().into(), SqlValue::Integer(due), iso(self.now).into()],
         )?;
         rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to queue a job"))
     }
 
-    /// Jobs due now and not parked, oldest first.
+    /// Jobs due now, not parked and of a kind this version runs, oldest
+    /// first.
     pub fn due_jobs(&self, limit: usize) -> Result<Vec<Job>> {
         self.sql
             .query(
-                "SELECT id, kind, memory_id, attempts FROM outbox WHERE parked = 0 AND next_attempt_at <= ? ORDER BY id LIMIT ?",
-                &[SqlValue::Integer(self.now), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX))],
+                "SELECT id, kind, memory_id, attempts FROM outbox \
+                 WHERE parked = 0 AND next_attempt_at <= ?1 AND kind IN (SELECT value FROM json_each(?3)) ORDER BY id LIMIT ?2",
+                &[SqlValue::Integer(self.now), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)), known_kinds()],
             )?
             .into_iter()
             .map(|r| job_from_row(&r))
@@ -795,9 +785,10 @@ impl<'a> Store<'a> {
     }
 
     /// Parks every job that has used `max_attempts` attempts, and every
-    /// job of a kind not in `known`, with the reason; how many. A parked
-    /// job is never due again; it stays visible (`stats().parked_jobs`).
-    pub fn park_jobs(&self, max_attempts: i64, known: &[&str]) -> Result<i64> {
+    /// job of a kind this version does not run, with the reason; how many.
+    /// A parked job is never due again; it stays visible
+    /// (`stats().parked_jobs`).
+    pub fn park_jobs(&self, max_attempts: i64) -> Result<i64> {
         let over = self.sql.query(
             "UPDATE outbox SET parked = 1, \
              last_error = 'parked after ' || attempts || ' attempts: ' || COALESCE(last_error, 'no error was recorded') \
@@ -807,7 +798,7 @@ impl<'a> Store<'a> {
         let unknown = self.sql.query(
             "UPDATE outbox SET parked = 1, last_error = 'parked: this version knows no job of kind ' || quote(kind) \
              WHERE parked = 0 AND kind NOT IN (SELECT value FROM json_each(?1)) RETURNING id",
-            &[json_param(known)],
+            &[known_kinds()],
         )?;
         Ok(i64::try_from(over.len().saturating_add(unknown.len())).unwrap_or(i64::MAX))
     }
@@ -953,7 +944,7 @@ pub fn memory_fts_texts(m: &Memory) -> [String; 3] {
 
 /// How many rows of a table may wait for their full-text rows before a
 /// write queues the background job that indexes them all, in one
-/// statement ([`JOB_INDEX_TEXT`]). A reader of a full-text table indexes
+/// statement (an index-text job). A reader of a full-text table indexes
 /// what waits first ([`FullText::catch_up`]): usually fewer than this,
 /// more only while the job waits for the alarm (or its retry). FTS5 writes one segment per transaction and merges segments as
 /// they pile up: natively, a memory's row written with 19 others (one

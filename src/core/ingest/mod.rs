@@ -77,7 +77,7 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let judged = judge_and_store(p, &session_id, &messages, &fresh_ids).await?;
     if judged.faults > 0 {
         // A model stage failed: the alarm retries the session later.
-        store.enqueue(crate::core::store::JOB_EXTRACT, &session_id)?;
+        store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.clone() })?;
     }
     report.dropped = judged.dropped;
     report.memories_stored = judged.outcome.stored.len();

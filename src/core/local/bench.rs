@@ -18,7 +18,7 @@ use crate::core::local::vector::{cosine, decode};
 use crate::core::ops::Profile;
 use crate::core::ports::SqlValue;
 use crate::core::recall::{channels, fuse};
-use crate::core::store::JOB_EMBED;
+use crate::core::jobs::JobKind;
 use serde_json::{json, Value};
 
 /// Whether `op` is one of these.
@@ -237,7 +237,7 @@ pub async fn drain(p: &Profile<'_>, limit: usize) -> Result<Value> {
         .sql
         .query(
             "SELECT id, memory_id FROM outbox WHERE kind = ? ORDER BY id LIMIT ?",
-            &[JOB_EMBED.into(), SqlValue::Integer(limit as i64)],
+            &[JobKind::Embed.as_str().into(), SqlValue::Integer(limit as i64)],
         )?
         .into_iter()
         .filter_map(|r| Some((r[0].as_i64()?, r[1].opt_string()?)))
@@ -246,7 +246,7 @@ pub async fn drain(p: &Profile<'_>, limit: usize) -> Result<Value> {
     store.finish_jobs(&jobs.iter().map(|j| j.0).collect::<Vec<_>>())?;
     let left = p
         .sql
-        .query("SELECT COUNT(*) FROM outbox WHERE kind = ?", &[JOB_EMBED.into()])?
+        .query("SELECT COUNT(*) FROM outbox WHERE kind = ?", &[JobKind::Embed.as_str().into()])?
         .first()
         .and_then(|r| r[0].as_i64())
         .unwrap_or(0);
