@@ -68,12 +68,12 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return serve_mcp(&env, &namespace, &profile, &mcp).await;
     }
     if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
-        let e = Error::invalid(format!(
+        let e = Error::method_not_allowed(format!(
             "method {} is not allowed on {}; allowed: {allow}",
             crate::core::api::quoted(&method),
             crate::core::api::quoted(url.path())
         ));
-        let resp = json_response(405, &rest::envelope_err(&e))?;
+        let resp = json_response(e.status(), &rest::envelope_err(&e))?;
         let headers = resp.headers().clone();
         headers.set("allow", allow)?;
         return Ok(resp.with_headers(headers));

@@ -28,6 +28,12 @@ enum Kind {
     Conflict,
     /// The request is too large.
     TooLarge,
+    /// The path exists, but not for this method.
+    MethodNotAllowed,
+    /// The caller accepts no representation this endpoint answers in.
+    NotAcceptable,
+    /// The body is of a media type this endpoint does not take.
+    UnsupportedMediaType,
     /// A storage operation failed.
     Storage,
     /// A model, embedder or index provider failed.
@@ -63,6 +69,15 @@ impl Error {
     }
     pub fn too_large(message: impl Into<String>) -> Error {
         Error::new(Kind::TooLarge, message)
+    }
+    pub fn method_not_allowed(message: impl Into<String>) -> Error {
+        Error::new(Kind::MethodNotAllowed, message)
+    }
+    pub fn not_acceptable(message: impl Into<String>) -> Error {
+        Error::new(Kind::NotAcceptable, message)
+    }
+    pub fn unsupported_media_type(message: impl Into<String>) -> Error {
+        Error::new(Kind::UnsupportedMediaType, message)
     }
     pub fn storage(message: impl Into<String>) -> Error {
         Error::new(Kind::Storage, message)
@@ -111,6 +126,9 @@ impl Error {
             Kind::NotFound => 10004,
             Kind::Conflict => 10005,
             Kind::TooLarge => 10006,
+            Kind::MethodNotAllowed => 10007,
+            Kind::NotAcceptable => 10008,
+            Kind::UnsupportedMediaType => 10009,
             Kind::Storage => 10010,
             Kind::Provider => 10011,
             Kind::Config => 10012,
@@ -126,6 +144,9 @@ impl Error {
             Kind::NotFound => 404,
             Kind::Conflict => 409,
             Kind::TooLarge => 413,
+            Kind::MethodNotAllowed => 405,
+            Kind::NotAcceptable => 406,
+            Kind::UnsupportedMediaType => 415,
             Kind::Storage => 500,
             Kind::Provider => 502,
             Kind::Config => 503,
@@ -143,6 +164,9 @@ impl Error {
             10004 => Kind::NotFound,
             10005 => Kind::Conflict,
             10006 => Kind::TooLarge,
+            10007 => Kind::MethodNotAllowed,
+            10008 => Kind::NotAcceptable,
+            10009 => Kind::UnsupportedMediaType,
             10011 => Kind::Provider,
             10012 => Kind::Config,
             _ => Kind::Storage,

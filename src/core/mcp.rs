@@ -18,6 +18,7 @@
 //! `isError: true`, its stable error code in the text and in
 //! `structuredContent.error`, so the model can read it and correct itself.
 
+use crate::core::api;
 use crate::core::error::{Error, Result};
 use crate::core::ops::Profile;
 use crate::core::ports::LocalBoxFuture;
@@ -142,14 +143,11 @@ impl McpReply {
 /// REST): call this only for an authorized request.
 pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpReply {
     if !req.method.eq_ignore_ascii_case("POST") {
-        let mut reply = McpReply::json(
-            405,
-            &error_response(
-                Value::Null,
-                -32000,
-                &format!("method {} is not allowed: this endpoint takes JSON-RPC messages by POST only", req.method),
-            ),
-        );
+        let e = Error::method_not_allowed(format!(
+            "method {} is not allowed: this endpoint takes JSON-RPC messages by POST only",
+            api::quoted(req.method)
+        ));
+        let mut reply = refused(&e, -32000);
         reply.headers.push(("Allow", "POST".into()));
         return reply;
     }
@@ -157,26 +155,18 @@ pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpRepl
         let ct = ct.to_ascii_lowercase();
         let media = ct.split(';').next().unwrap_or("").trim();
         if media != JSON && !media.ends_with("+json") {
-            return McpReply::json(
-                415,
-                &error_response(
-                    Value::Null,
-                    INVALID_REQUEST,
-                    &format!("content-type must be application/json, not {media}"),
-                ),
-            );
+            let e = Error::unsupported_media_type(format!("content-type must be application/json, not {}", api::quoted(media)));
+            return refused(&e, INVALID_REQUEST);
         }
     }
     if let Some(v) = req.protocol_version {
         if !PROTOCOL_VERSIONS.contains(&v.trim()) {
-            return McpReply::json(
-                400,
-                &error_response(
-                    Value::Null,
-                    INVALID_REQUEST,
-                    &format!("unsupported MCP-Protocol-Version {v}; supported: {}", PROTOCOL_VERSIONS.join(", ")),
-                ),
-            );
+            let e = Error::invalid(format!(
+                "unsupported MCP-Protocol-Version {}; supported: {}",
+                api::quoted(v),
+                PROTOCOL_VERSIONS.join(", ")
+            ));
+            return refused(&e, INVALID_REQUEST);
         }
     }
     handle(req.body, req.accept, backend).await
@@ -191,37 +181,29 @@ pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpRepl
 /// neither `application/json` nor `text/event-stream`.
 pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) -> McpReply {
     let Some(as_sse) = negotiate(accept) else {
-        return McpReply::json(
-            406,
-            &error_response(
-                Value::Null,
-                INVALID_REQUEST,
-                "the client must accept application/json or text/event-stream",
-            ),
-        );
+        return refused(&Error::not_acceptable("the client must accept application/json or text/event-stream"), INVALID_REQUEST);
     };
     let reply = |status: u16, v: &Value| if as_sse { McpReply::sse(status, v) } else { McpReply::json(status, v) };
     if body.len() > MAX_BODY_BYTES {
-        return McpReply::json(
-            413,
-            &error_response(Value::Null, INVALID_REQUEST, &format!("request body is over {MAX_BODY_BYTES} bytes")),
-        );
+        return refused(&Error::too_large(format!("request body is over {MAX_BODY_BYTES} bytes")), INVALID_REQUEST);
     }
+    // A message that is not JSON-RPC answers as invalid input does.
+    let bad_request = Error::invalid("").status();
     let parsed = std::str::from_utf8(body)
         .map_err(|_| "body is not valid UTF-8".to_string())
         .and_then(|t| serde_json::from_str::<Value>(t).map_err(|e| e.to_string()));
     let message = match parsed {
         Ok(v) => v,
-        Err(e) => return reply(400, &error_response(Value::Null, PARSE_ERROR, &format!("parse error: {e}"))),
+        Err(e) => return reply(bad_request, &error_response(Value::Null, PARSE_ERROR, &format!("parse error: {e}"))),
     };
     match message {
         Value::Array(batch) => {
             if batch.is_empty() {
-                return reply(400, &error_response(Value::Null, INVALID_REQUEST, "invalid request: empty batch"));
+                return reply(bad_request, &error_response(Value::Null, INVALID_REQUEST, "invalid request: empty batch"));
             }
             if batch.len() > MAX_BATCH {
                 return reply(
-                    400,
+                    bad_request,
                     &error_response(
                         Value::Null,
                         INVALID_REQUEST,
@@ -245,11 +227,17 @@ pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) ->
             None => McpReply::accepted(),
             Some(r) => {
                 let code = r.pointer("/error/code").and_then(Value::as_i64);
-                let status = if matches!(code, Some(PARSE_ERROR | INVALID_REQUEST)) { 400 } else { 200 };
+                let status = if matches!(code, Some(PARSE_ERROR | INVALID_REQUEST)) { bad_request } else { 200 };
                 reply(status, &r)
             }
         },
     }
+}
+
+/// A request refused before any JSON-RPC message was read: the status
+/// `e` maps to, and a JSON-RPC error with `rpc_code` and `e`'s message.
+fn refused(e: &Error, rpc_code: i64) -> McpReply {
+    McpReply::json(e.status(), &error_response(Value::Null, rpc_code, e.message()))
 }
 
 /// `Some(false)`: answer JSON; `Some(true)`: answer one SSE event; `None`:

@@ -133,7 +133,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("DELETE", []) => ("deleteProfile", json!({})),
         ("POST", ["restore"]) => ("restoreProfile", json!({})),
         _ if allowed_methods(req.path).is_some() => {
-            return Err(Error::invalid(format!(
+            return Err(Error::method_not_allowed(format!(
                 "method {} is not allowed on {}",
                 api::quoted(req.method),
                 api::quoted(req.path)

@@ -280,6 +280,7 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
       assert.equal(r.status, 405, `${method} ${p}: ${r.status}`);
       assert.equal(r.headers.get("allow"), allow);
       assert.equal(r.body.success, false);
+      assert.equal(r.body.errors[0].code, 10007, "method-not-allowed");
     }
   });
 
