@@ -250,8 +250,10 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue) -> std::
         Err(e) => {
             let err = js_sys::Error::new(&format!("{} ({})", e.message(), e.code()));
             err.set_name("MemoryError");
-            let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from(e.code()));
-            let _ = js_sys::Reflect::set(&err, &JsValue::from_str("status"), &JsValue::from(e.status()));
+            // The message carries the code whatever happens; a property
+            // that cannot be set is that error, thrown instead.
+            js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from(e.code()))?;
+            js_sys::Reflect::set(&err, &JsValue::from_str("status"), &JsValue::from(e.status()))?;
             Err(err.into())
         }
     }

@@ -112,9 +112,10 @@ pub struct OpenAi {
 impl OpenAi {
     async fn post(&self, path: &str, body: &Value) -> Result<Value> {
         let headers = Headers::new();
-        let _ = headers.set("content-type", "application/json");
+        let bad_header = |e: worker::Error| Error::config(format!("failed to set a request header: {e}"));
+        headers.set("content-type", "application/json").map_err(bad_header)?;
         if let Some(k) = &self.api_key {
-            let _ = headers.set("authorization", &format!("Bearer {k}"));
+            headers.set("authorization", &format!("Bearer {k}")).map_err(bad_header)?;
         }
         let mut init = RequestInit::new();
         init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&body.to_string())));

@@ -568,6 +568,9 @@ pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     }
     packed.loaded = true;
     if packed.snapshot_due() {
+        // Derived data, written when due: a write that fails leaves it due,
+        // and the next load or write tries again; the codes in memory are
+        // whole either way.
         let _ = write_snapshot(sql, packed);
     }
     Ok(())
@@ -792,6 +795,7 @@ fn upsert_rows(sql: &dyn Sql, items: &[(String, Vec<f32>)], mut packed: Option<&
         }
     }
     if let Some(p) = packed.filter(|p| p.loaded && p.snapshot_due()) {
+        // As in `load`: a snapshot that fails to write stays due.
         let _ = write_snapshot(sql, p);
     }
     Ok(())
@@ -809,7 +813,7 @@ fn delete_rows(sql: &dyn Sql, ids: &[String], mut packed: Option<&mut Packed>) -
     if hard_deleted {
         // A deleted memory leaves no derived copy: the snapshot goes, and
         // is taken again without it.
-        let _ = sql.execute("DELETE FROM vector_snapshot", &[]);
+        sql.execute("DELETE FROM vector_snapshot", &[])?;
         if let Some(p) = packed.as_deref_mut() {
             p.since_snapshot = usize::MAX;
             p.snapshot_in_step = false;
