@@ -170,6 +170,14 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
     const local = await page.evaluate(() => JSON.stringify(localStorage));
     assert.ok(!local.includes(TOKEN), "the token is not in localStorage");
     assert.ok(!(await page.content()).includes(TOKEN), "the token is not written into the DOM");
+    // The forms' enums and limits come from the served contract.
+    const doc = await (await fetch(`${MEMORY_URL}/openapi.json`)).json();
+    const options = (sel) => page.$$eval(`${sel} option`, (os) => os.map((o) => o.value).filter(Boolean));
+    assert.deepEqual(await options("#f-type"), doc.components.schemas.MemoryType.enum);
+    assert.deepEqual(await options("#f-status"), doc.components.schemas.Status.enum);
+    assert.deepEqual(await options("#r-length"), doc.components.schemas.ResponseLength.enum);
+    assert.equal(await page.$eval("#r-limit", (e) => Number(e.max)), doc.components.schemas.RecallRequest.properties.limit.maximum);
+    assert.equal(await page.$eval("#m-content", (e) => e.maxLength), doc.components.schemas.RememberRequest.properties.content.maxLength);
   });
 
   await t.test("ingesting the example conversation stores memories", async () => {

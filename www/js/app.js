@@ -10,6 +10,7 @@ import { initDetail } from "./detail.js";
 import { initRecall } from "./recall.js";
 import { initAdd } from "./add.js";
 import { initTransfer } from "./transfer.js";
+import { contract, fillOptions, load as loadContract } from "./contract.js";
 
 const TOKEN_KEY = "agent-memory.console.token";
 const SCOPE_KEY = "agent-memory.console.scope";
@@ -224,7 +225,20 @@ function route() {
 
 // ---- start -------------------------------------------------------------
 
-function start() {
+/** The enums and limits of the forms, from the service's contract. */
+function applyContract() {
+  fillOptions($("#f-type"), contract.types);
+  fillOptions($("#f-status"), contract.statuses);
+  fillOptions($("#r-length"), contract.responseLengths, "medium");
+  $("#r-limit").max = String(contract.recallLimitMax);
+  $("#r-query").maxLength = contract.queryMaxBytes;
+  $("#m-content").minLength = contract.rememberMinChars;
+  $("#m-content").maxLength = contract.contentMaxBytes;
+}
+
+async function start() {
+  await loadContract();
+  applyContract();
   fillRecent();
   views = {
     memories: initMemories(ctx),
@@ -300,4 +314,5 @@ function start() {
   $("#token").focus();
 }
 
-start();
+// The console cannot work without the service's contract: say so.
+start().catch((err) => showError(err));

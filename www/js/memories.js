@@ -3,9 +3,7 @@
 
 import { $, fill, h, icon } from "./dom.js";
 import { formatBytes, formatDate, formatNumber } from "./format.js";
-
-const TYPES = ["fact", "event", "instruction", "task"];
-const STATUSES = ["active", "superseded", "forgotten", "expired"];
+import { contract } from "./contract.js";
 
 export function initMemories(ctx) {
   const rows = $("#memory-rows");
@@ -87,8 +85,8 @@ export function initMemories(ctx) {
           "stat-jobs",
           s.failedJobs ? "stat-bad" : "",
         ),
-        breakdown("By type", s.byType, TYPES, "type", "stat-by-type"),
-        breakdown("By status", s.byStatus, STATUSES, "status", "stat-by-status"),
+        breakdown("By type", s.byType, contract.types, "type", "stat-by-type"),
+        breakdown("By status", s.byStatus, contract.statuses, "status", "stat-by-status"),
       );
     } catch (err) {
       fill(el, h("p", { class: "muted" }, "Statistics are unavailable."));

@@ -5,6 +5,7 @@
 
 import { $, busy, fill, h, icon } from "./dom.js";
 import { formatDate, shortId } from "./format.js";
+import { contract } from "./contract.js";
 
 export const CHANNELS = ["key", "fts", "hyde", "vector", "messages"];
 const CHANNEL_LABEL = {
@@ -34,7 +35,7 @@ export function initRecall(ctx) {
     const params = {
       query,
       referenceDate: $("#r-date").value || undefined,
-      limit: Number.isInteger(limitRaw) && limitRaw >= 1 && limitRaw <= 100 ? limitRaw : undefined,
+      limit: Number.isInteger(limitRaw) && limitRaw >= 1 && limitRaw <= contract.recallLimitMax ? limitRaw : undefined,
       responseLength: $("#r-length").value || undefined,
     };
     ctx.clearError(errBox);
