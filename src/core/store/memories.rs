@@ -1,0 +1,510 @@
+//! Memories: inserting them with their citations and jobs, reading,
+//! listing and version chains, status changes (supersede, forget, expire),
+//! hard deletes and the inputs the embedder reads.
+
+use super::*;
+
+impl<'a> Store<'a> {
+    /// Inserts memories (each ignored if its id exists) and their sources,
+    /// and queues an embedding for each that should be vectorized: an
+    /// existence check, then a statement per [`MAX_JSON_PARAM`] bytes of
+    /// memories, then the sources and the jobs. Their full-text rows follow
+    /// in a batch ([`TEXT_BATCH`]). Returns the rows written: rowid and
+    /// id, in rowid order. Call inside a transaction.
+    pub fn insert_memories(&self, items: &[(&Memory, &str)]) -> Result<Vec<(i64, String)>> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
+        let existing: std::collections::HashSet<String> = self
+            .sql
+            .query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[json_param(&ids)])?
+            .iter()
+            .map(|r| id_of_row(r))
+            .collect::<Result<_>>()?;
+        let mut seen = std::collections::HashSet::new();
+        let fresh: Vec<&(&Memory, &str)> =
+            items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
+        if fresh.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The stored columns in MEMORY_COLUMNS order, then the fingerprint.
+        let rows: Vec<_> = fresh
+            .iter()
+            .map(|(m, fingerprint)| {
+                (
+                    &m.id,
+                    m.kind.as_str(),
+                    &m.key,
+                    &m.summary,
+                    &m.content,
+                    &m.session_id,
+                    serde_json::to_string(&m.source_message_ids).unwrap_or_default(),
+                    serde_json::to_string(&m.search_queries).unwrap_or_default(),
+                    m.status.as_str(),
+                    &m.supersedes,
+                    &m.superseded_by,
+                    &m.event_date,
+                    &m.created_at,
+                    &m.updated_at,
+                    &m.expires_at,
+                    fingerprint,
+                )
+            })
+            .collect();
+        let (table, columns) = json_table(16);
+        let mut written = Vec::new();
+        for chunk in json_chunks(&rows) {
+            written.extend(rowids_of(self.sql.query(
+                &format!(
+                    "{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r RETURNING rowid, id"
+                ),
+                &[chunk],
+            )?));
+        }
+        written.sort_unstable();
+        let sources: Vec<(&String, &String)> =
+            fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
+        for chunk in json_chunks(&sources) {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO citations (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
+                 FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1",
+                std::slice::from_ref(&chunk),
+            )?;
+            self.sql.execute(
+                "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) SELECT j.value ->> 1, j.value ->> 0 \
+                 FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = j.value ->> 1)",
+                &[chunk],
+            )?;
+        }
+        let embed: Vec<&str> = fresh
+            .iter()
+            .filter(|(m, _)| m.status == Status::Active && m.kind != MemoryType::Task)
+            .map(|(m, _)| m.id.as_str())
+            .collect();
+        self.enqueue_many(JobKind::Embed, &embed)?;
+        self.queue_text_index(FullText::Memories)?;
+        Ok(written)
+    }
+
+    /// The ids of the active memories among those at `rowids` whose
+    /// fingerprint is one of `fingerprints`, by fingerprint (the newest
+    /// when several). The turn directory names the rowids
+    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_fingerprints`]):
+    /// the column has no index.
+    pub fn active_by_fingerprints(
+        &self,
+        rowids: &[i64],
+        fingerprints: &[&str],
+    ) -> Result<std::collections::HashMap<String, String>> {
+        if rowids.is_empty() {
+            return Ok(Default::default());
+        }
+        let wanted: std::collections::HashSet<&str> = fingerprints.iter().copied().collect();
+        let mut out = std::collections::HashMap::new();
+        for r in self.sql.query(
+            "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
+             ON m.rowid = j.value WHERE m.status = 'active' ORDER BY m.id",
+            &[json_param(rowids)],
+        )? {
+            let (f, id) = two_texts(&r, "a memory's fingerprint")?;
+            if wanted.contains(f.as_str()) {
+                out.insert(f, id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The ids of the active memories among those at `rowids` holding
+    /// each of `keys`, newest first. The turn directory names the rowids
+    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_keys`]):
+    /// the column has no index.
+    pub fn active_ids_by_keys(&self, rowids: &[i64], keys: &[&str]) -> Result<std::collections::HashMap<String, Vec<String>>> {
+        let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+        if rowids.is_empty() || keys.is_empty() {
+            return Ok(out);
+        }
+        for r in self.sql.query(
+            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value \
+             WHERE m.key IN (SELECT value FROM json_each(?2)) AND m.status = 'active' ORDER BY m.id DESC",
+            &[json_param(rowids), json_param(keys)],
+        )? {
+            let (k, id) = two_texts(&r, "a memory's key")?;
+            out.entry(k).or_default().push(id);
+        }
+        Ok(out)
+    }
+
+    pub fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
+        Ok(self.memories_where("id = ?", &[id.into()])?.into_iter().next())
+    }
+
+    pub fn memories_by_ids(&self, ids: &[String]) -> Result<Vec<Memory>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            out.extend(self.memories_where(&format!("id IN ({})", placeholders(chunk.len())), &params)?);
+        }
+        Ok(out)
+    }
+
+    /// Which of `ids` belong in the vector index now (active, not tasks:
+    /// see `core::background::wants_vector`), reading nothing else.
+    pub fn wanting_vectors(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        Ok(json_rows::<(String, Option<String>)>(
+            self.sql,
+            &format!(
+                "SELECT json_group_array(json_array(m.id, m.expires_at)) FROM json_each(?1) j CROSS JOIN memories m \
+                 ON m.id = j.value WHERE {WANTS_VECTOR}"
+            ),
+            &[json_param(ids)],
+        )?
+        .into_iter()
+        .filter(|(_, at)| !expired(at.as_deref(), self.now))
+        .map(|(id, _)| id)
+        .collect())
+    }
+
+    /// What the embedder needs of those of `ids` that belong in the vector
+    /// index now ([`Store::wanting_vectors`]): `(id, search queries,
+    /// content)`, in one statement reading only those columns.
+    /// The bytes of text each of `ids` would send to the embedder (its
+    /// content and search queries), read without the text itself.
+    pub fn embedding_sizes(&self, ids: &[String]) -> Result<std::collections::HashMap<String, usize>> {
+        if ids.is_empty() {
+            return Ok(std::collections::HashMap::new());
+        }
+        Ok(json_rows::<(String, usize)>(
+            self.sql,
+            "SELECT json_group_array(json_array(m.id, length(CAST(m.content AS BLOB)) + length(CAST(m.search_queries AS BLOB)))) \
+             FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
+            &[json_param(ids)],
+        )?
+        .into_iter()
+        .collect())
+    }
+
+    pub fn embedding_inputs(&self, ids: &[String]) -> Result<Vec<(String, Vec<String>, String)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut seen = std::collections::HashSet::new();
+        let ids: Vec<&String> = ids.iter().filter(|id| seen.insert(*id)).collect();
+        Ok(json_rows::<(String, Option<String>, String, String)>(
+            self.sql,
+            &format!(
+                "SELECT json_group_array(json_array(m.id, m.expires_at, m.search_queries, m.content)) \
+                 FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value WHERE {WANTS_VECTOR}"
+            ),
+            &[json_param(&ids)],
+        )?
+        .into_iter()
+        .filter(|(_, at, _, _)| !expired(at.as_deref(), self.now))
+        // Search queries read as a memory's are ([`memory_from_row`]).
+        .map(|(id, _, queries, content)| (id, json_list(&SqlValue::Text(queries)), content))
+        .collect())
+    }
+
+    /// Writes every waiting full-text row of both tables now, and removes
+    /// the index-text jobs that would have. Returns how many rowids
+    /// it covered.
+    pub fn write_waiting_text(&self) -> Result<usize> {
+        let mut n = 0;
+        for which in FullText::BOTH {
+            n = which.catch_up(self.sql)?.saturating_add(n);
+        }
+        self.sql.execute("DELETE FROM outbox WHERE kind = ?1", &[JobKind::IndexText.as_str().into()])?;
+        Ok(n)
+    }
+
+    pub(super) fn memories_where(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<Memory>> {
+        let rows = self.sql.query(&format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause}"), params)?;
+        rows.into_iter().map(|r| memory_from_row(r, self.now)).collect()
+    }
+
+    /// Marks `old` superseded by `new` (both ids), queueing removal of the
+    /// old vector.
+    pub fn supersede(&self, old: &str, new: &str) -> Result<()> {
+        self.sql.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ?",
+            &[new.into(), iso(self.now).into(), old.into()],
+        )?;
+        self.enqueue(&Work::Unvector { memory_id: old.to_string() })
+    }
+
+    /// Marks a memory forgotten. Returns the updated memory.
+    pub fn forget(&self, id: &str) -> Result<Memory> {
+        let m = self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
+        if m.status != Status::Forgotten {
+            self.sql.execute(
+                "UPDATE memories SET status = 'forgotten', updated_at = ? WHERE id = ?",
+                &[iso(self.now).into(), id.into()],
+            )?;
+            self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
+        }
+        self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
+    }
+
+    /// Hard-deletes memories and every trace of them: rows, sources, FTS
+    /// rows, local vectors and pending jobs. A Vectorize delete is queued.
+    pub fn delete_memories(&self, ids: &[String]) -> Result<()> {
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let ph = placeholders(chunk.len());
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            self.sql.execute(
+                &format!("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id IN ({ph}))"),
+                &params,
+            )?;
+            self.sql.execute(&format!("DELETE FROM memories WHERE id IN ({ph})"), &params)?;
+            self.sql.execute(&format!("DELETE FROM citations WHERE memory_id IN ({ph})"), &params)?;
+            self.sql.execute(&format!("DELETE FROM citations_waiting WHERE memory_id IN ({ph})"), &params)?;
+            self.sql.execute(&format!("DELETE FROM outbox WHERE memory_id IN ({ph})"), &params)?;
+            // The local index lives here: its rows go in this transaction,
+            // and its snapshot (which may hold their codes) with them.
+            self.sql.execute(&format!("DELETE FROM vectors WHERE memory_id IN ({ph})"), &params)?;
+            self.sql.execute("DELETE FROM vector_snapshot", &[])?;
+            // Pointers from other versions to a deleted memory go too.
+            self.sql.execute(&format!("UPDATE memories SET supersedes = NULL WHERE supersedes IN ({ph})"), &params)?;
+            self.sql.execute(
+                &format!("UPDATE memories SET superseded_by = NULL WHERE superseded_by IN ({ph})"),
+                &params,
+            )?;
+        }
+        for id in ids {
+            self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
+        }
+        Ok(())
+    }
+
+    /// Queues the background job that writes `which`'s waiting full-text
+    /// rows once a batch ([`TEXT_BATCH`]) waits, unless one is queued.
+    pub(super) fn queue_text_index(&self, which: FullText) -> Result<()> {
+        if which.waiting(self.sql)?.1 < TEXT_BATCH {
+            return Ok(());
+        }
+        self.sql.execute(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) SELECT ?1, ?2, 0, ?3, ?4 \
+             WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE kind = ?1 AND memory_id = ?2)",
+            &[JobKind::IndexText.as_str().into(), which.table().into(), SqlValue::Integer(self.now), iso(self.now).into()],
+        )
+    }
+
+    /// Rewrites both full-text indexes without the rows deleted from them.
+    /// FTS5 deletes only mark entries; the deleted terms stay readable in
+    /// the index segments (`*_fts_data`) until a merge, so a hard delete
+    /// that must reach every copy ends with this ('optimize' merges all
+    /// segments into one). Its cost grows with the index; deletes are rare.
+    pub fn purge_deleted_text(&self) -> Result<()> {
+        self.sql.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')", &[])?;
+        self.sql.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')", &[])
+    }
+
+    /// Hard-deletes messages and their FTS rows.
+    pub fn delete_messages(&self, ids: &[String]) -> Result<()> {
+        for chunk in ids.chunks(MAX_SQL_PARAMS) {
+            let ph = placeholders(chunk.len());
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            self.sql.execute(
+                &format!("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE id IN ({ph}))"),
+                &params,
+            )?;
+            self.sql.execute(&format!("DELETE FROM messages WHERE id IN ({ph})"), &params)?;
+        }
+        Ok(())
+    }
+
+    /// Ids of memories citing any of these messages.
+    pub fn memories_citing(&self, message_ids: &[String]) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            let rows = self.sql.query(
+                &format!(
+                    "SELECT c.memory_id FROM messages m CROSS JOIN citations c ON c.message_rowid = m.rowid WHERE m.id IN ({ph}) \
+                     UNION SELECT memory_id FROM citations_waiting WHERE message_id IN ({ph})",
+                    ph = numbered_placeholders(chunk.len())
+                ),
+                &params,
+            )?;
+            for r in &rows {
+                out.push(id_of_row(r)?);
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Which of these messages some memory cites.
+    pub fn cited_messages(&self, message_ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        let mut out = std::collections::HashSet::new();
+        for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
+            let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
+            let rows = self.sql.query(
+                &format!(
+                    "SELECT m.id FROM messages m WHERE m.id IN ({ph}) \
+                     AND EXISTS (SELECT 1 FROM citations c WHERE c.message_rowid = m.rowid) \
+                     UNION SELECT message_id FROM citations_waiting WHERE message_id IN ({ph})",
+                    ph = numbered_placeholders(chunk.len())
+                ),
+                &params,
+            )?;
+            for r in &rows {
+                out.insert(id_of_row(r)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drops the outbox jobs whose subject is a session (re-extraction):
+    /// once the session is deleted there is nothing left for them to do.
+    pub fn delete_session_jobs(&self, session_id: &str) -> Result<()> {
+        self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[JobKind::Extract.as_str().into(), session_id.into()])
+    }
+
+    /// Memory ids of a session.
+    pub fn session_memory_ids(&self, session_id: &str) -> Result<Vec<String>> {
+        self.sql.query("SELECT id FROM memories WHERE session_id = ?", &[session_id.into()])?.iter().map(|r| id_of_row(r)).collect()
+    }
+
+    /// A page of memories, newest first.
+    pub fn list(&self, f: &ListFilter) -> Result<ListPage> {
+        let mut clauses = Vec::new();
+        let mut params = Vec::new();
+        if let Some(c) = &f.cursor {
+            clauses.push("id < ?");
+            params.push(SqlValue::from(c));
+        }
+        if let Some(s) = &f.session_id {
+            clauses.push("session_id = ?");
+            params.push(s.into());
+        }
+        if let Some(t) = f.kind {
+            clauses.push("type = ?");
+            params.push(t.as_str().into());
+        }
+        if let Some(k) = &f.key {
+            // The column has no index: the directory named the memories
+            // that may hold it.
+            clauses.push("key = ? AND rowid IN (SELECT value FROM json_each(?))");
+            params.push(k.into());
+            params.push(json_param(&f.key_rowids));
+        }
+        let now = iso(self.now);
+        match f.status {
+            Some(Status::Expired) => {
+                clauses.push("(status = 'expired' OR (status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?))");
+                params.push(now.into());
+            }
+            Some(Status::Active) => {
+                clauses.push("status = 'active' AND (expires_at IS NULL OR expires_at > ?)");
+                params.push(now.into());
+            }
+            Some(s) => {
+                clauses.push("status = ?");
+                params.push(s.as_str().into());
+            }
+            None => {}
+        }
+        let mut sql = "1 = 1".to_string();
+        for c in clauses {
+            sql.push_str(" AND ");
+            sql.push_str(c);
+        }
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", f.limit.saturating_add(1)));
+        let mut memories = self.memories_where(&sql, &params)?;
+        let cursor = if memories.len() > f.limit {
+            memories.truncate(f.limit);
+            memories.last().map(|m| m.id.clone())
+        } else {
+            None
+        };
+        Ok(ListPage { memories, cursor })
+    }
+
+    /// Every memory, oldest first (export).
+    pub fn all_memories(&self) -> Result<Vec<Memory>> {
+        self.memories_where("1 = 1 ORDER BY id", &[])
+    }
+
+    /// The id of every memory, in id order (no content read).
+    pub fn all_memory_ids(&self) -> Result<Vec<String>> {
+        self.sql
+            .query("SELECT id FROM memories ORDER BY id", &[])?
+            .into_iter()
+            .map(|r| r.first().and_then(|v| v.opt_string()).ok_or_else(|| Error::storage("a memory row has no id")))
+            .collect()
+    }
+
+    /// The version chain through `m`, oldest first.
+    pub fn version_chain(&self, m: &Memory) -> Result<Vec<Memory>> {
+        let mut back = Vec::new();
+        let mut seen = std::collections::HashSet::from([m.id.clone()]);
+        let mut cur = m.supersedes.clone();
+        while let Some(id) = cur {
+            if !seen.insert(id.clone()) {
+                break;
+            }
+            match self.get_memory(&id)? {
+                Some(prev) => {
+                    cur = prev.supersedes.clone();
+                    back.push(prev);
+                }
+                None => break,
+            }
+        }
+        back.reverse();
+        back.push(m.clone());
+        let mut cur = m.superseded_by.clone();
+        while let Some(id) = cur {
+            if !seen.insert(id.clone()) {
+                break;
+            }
+            match self.get_memory(&id)? {
+                Some(next) => {
+                    cur = next.superseded_by.clone();
+                    back.push(next);
+                }
+                None => break,
+            }
+        }
+        Ok(back)
+    }
+
+    /// Marks active memories whose `expiresAt` has passed as expired and
+    /// queues removal of their vectors. Returns how many.
+    pub fn expire_due(&self) -> Result<usize> {
+        let now = iso(self.now);
+        let ids: Vec<String> = self
+            .sql
+            .query(
+                "SELECT id FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?",
+                &[now.clone().into()],
+            )?
+            .iter()
+            .map(|r| id_of_row(r))
+            .collect::<Result<_>>()?;
+        for id in &ids {
+            self.sql.execute(
+                "UPDATE memories SET status = 'expired', updated_at = ? WHERE id = ?",
+                &[now.clone().into(), id.into()],
+            )?;
+            self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
+        }
+        Ok(ids.len())
+    }
+
+    /// The earliest pending `expiresAt` of an active memory, in millis.
+    pub fn next_expiry(&self) -> Result<Option<i64>> {
+        Ok(self
+            .sql
+            .query("SELECT MIN(expires_at) FROM memories WHERE status = 'active' AND expires_at IS NOT NULL", &[])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::opt_string)
+            .and_then(|s| crate::core::time::parse_millis(&s)))
+    }
+}

@@ -1,0 +1,168 @@
+//! Profile storage: every read and write of a profile's database, over the
+//! [`Sql`] trait. Nothing here knows about HTTP, models or Cloudflare.
+//!
+//! The store keeps three invariants:
+//! * a memory's FTS row (rowid = the memory's rowid) exists only while the
+//!   memory row exists, and every memory up to the highest rowid in
+//!   `memories_fts` has its row; likewise for messages. Rows above it are
+//!   indexed in the background once [`TEXT_BATCH`] of them wait, and
+//!   before any read of the full-text table ([`FullText::catch_up`]);
+//! * a memory with status other than `active` has no vector, or has an
+//!   `unvector` job pending in the outbox;
+//! * multi-row writes stay under the platform's limits: lists travel as
+//!   JSON parameters of at most [`MAX_JSON_PARAM`] bytes ([`json_chunks`]),
+//!   placeholders stay under [`MAX_SQL_PARAMS`].
+//!
+//! One file per thing stored: `messages`, `memories` (with their
+//! citations), `outbox`, `fulltext`; `rows` decodes rows, `sql` holds the
+//! statement helpers. This file: the store itself, its transactions,
+//! `meta`, statistics and the wipe.
+
+use crate::core::error::{Error, Result};
+use crate::core::jobs::{Job, JobKind, Work};
+use crate::core::model::{ListPage, Memory, MemoryType, Message, MessageInput, Stats, Status};
+use crate::core::ports::{Row, Sql, SqlValue, MAX_SQL_PARAMS};
+use crate::core::time::iso;
+
+/// The `meta` key holding the profile's `{namespace}/{profile}` name.
+pub const META_NAME: &str = "name";
+/// The `meta` key holding when the profile was marked for deletion.
+pub const META_DELETED_AT: &str = "deleted_at";
+
+/// A borrowed view of one profile's database at one instant.
+pub struct Store<'a> {
+    sql: &'a dyn Sql,
+    now: i64,
+}
+
+/// Filters for [`Store::list`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListFilter {
+    pub limit: usize,
+    pub cursor: Option<String>,
+    pub session_id: Option<String>,
+    pub kind: Option<MemoryType>,
+    pub status: Option<Status>,
+    pub key: Option<String>,
+    /// With `key`: the rowids of the memories that may hold it
+    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_key`]).
+    pub key_rowids: Vec<i64>,
+}
+
+/// A message about to be stored, with its id computed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewMessage {
+    pub id: String,
+    pub input: MessageInput,
+}
+
+mod fulltext;
+mod memories;
+mod messages;
+mod outbox;
+mod rows;
+mod sql;
+
+pub use fulltext::*;
+pub use rows::{memory_from_row, message_from_row};
+pub use sql::*;
+use rows::*;
+
+impl<'a> Store<'a> {
+    pub fn new(sql: &'a dyn Sql, now_millis: i64) -> Store<'a> {
+        Store { sql, now: now_millis }
+    }
+
+    pub fn sql(&self) -> &'a dyn Sql {
+        self.sql
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// Runs `f` in one transaction.
+    pub fn transaction<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.sql.transaction(&mut || {
+            let f = f.take().ok_or_else(|| Error::storage("a transaction body ran twice"))?;
+            out = Some(f()?);
+            Ok(())
+        })?;
+        out.ok_or_else(|| Error::storage("a transaction body did not run"))
+    }
+
+    /// Profile statistics.
+    pub fn stats(&self) -> Result<Stats> {
+        let one = |sql: &str| self.count(sql);
+        let mut stats = Stats {
+            messages: one("SELECT COUNT(*) FROM messages")?,
+            sessions: one("SELECT COUNT(DISTINCT session_id) FROM messages")?,
+            memories: one("SELECT COUNT(*) FROM memories")?,
+            pending_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 0")?,
+            failed_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 0 AND attempts > 0")?,
+            parked_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 1")?,
+            vectors: one("SELECT COUNT(*) FROM vectors")?,
+            storage_bytes: self.sql.database_size(),
+            ..Stats::default()
+        };
+        for t in MemoryType::ALL {
+            stats.by_type.insert(t.as_str().into(), 0);
+        }
+        for s in Status::ALL {
+            stats.by_status.insert(s.as_str().into(), 0);
+        }
+        for r in self.sql.query("SELECT type, COUNT(*) FROM memories GROUP BY type", &[])? {
+            let (t, n) = text_and_count(&r)?;
+            stats.by_type.insert(t, n);
+        }
+        for r in self.sql.query("SELECT status, COUNT(*) FROM memories GROUP BY status", &[])? {
+            let (s, n) = text_and_count(&r)?;
+            stats.by_status.insert(s, n);
+        }
+        Ok(stats)
+    }
+
+    /// Removes everything in the profile but its name (which the alarm
+    /// needs to reach the profile's vectors) and the schema.
+    pub fn wipe(&self) -> Result<()> {
+        // Citations first: a deleted message's trigger would move them aside.
+        for t in ["citations", "citations_waiting", "messages", "messages_fts", "memories", "memories_fts", "vectors", "vector_snapshot", "directory_snapshot", "outbox"] {
+            self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
+        }
+        self.sql.execute("DELETE FROM meta WHERE key <> ?", &[META_NAME.into()])?;
+        self.purge_deleted_text()
+    }
+
+    /// When the profile was marked for deletion (epoch millis), if it is.
+    pub fn deletion_mark(&self) -> Result<Option<i64>> {
+        match self.meta_get(META_DELETED_AT)? {
+            None => Ok(None),
+            Some(at) => at.parse().map(Some).map_err(|_| Error::storage(format!("meta {META_DELETED_AT} is not a time"))),
+        }
+    }
+
+    /// Marks the profile for deletion at `at` (epoch millis).
+    pub fn mark_for_deletion(&self, at: i64) -> Result<()> {
+        self.meta_set(META_DELETED_AT, &at.to_string())
+    }
+
+    /// Takes the deletion mark away (a restore).
+    pub fn clear_deletion_mark(&self) -> Result<()> {
+        self.sql.execute("DELETE FROM meta WHERE key = ?", &[META_DELETED_AT.into()])
+    }
+
+    pub fn meta_get(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .sql
+            .query("SELECT value FROM meta WHERE key = ?", &[key.into()])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::opt_string))
+    }
+
+    pub fn meta_set(&self, key: &str, value: &str) -> Result<()> {
+        self.sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", &[key.into(), value.into()])
+    }
+}

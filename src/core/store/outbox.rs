@@ -1,0 +1,152 @@
+//! The outbox: background jobs queued with the writes that need them,
+//! claimed before they run, finished, failed or parked.
+
+use super::*;
+
+/// An outbox row (`id, kind, memory_id, attempts`) as a job; a row that
+/// does not read as one is a storage error, never a job of made-up values.
+pub(super) fn job_from_row(r: &[SqlValue]) -> Result<Job> {
+    let bad = || Error::storage("an outbox row is not a job");
+    match r {
+        [id, kind, subject, attempts] => Job::from_columns(
+            id.as_i64().ok_or_else(bad)?,
+            kind.as_str().ok_or_else(bad)?,
+            subject.opt_string().ok_or_else(bad)?,
+            attempts.as_i64().ok_or_else(bad)?,
+        ),
+        _ => Err(bad()),
+    }
+}
+
+/// Every job kind this version runs, as a JSON list parameter.
+pub(super) fn known_kinds() -> SqlValue {
+    json_param(&JobKind::ALL.map(JobKind::as_str))
+}
+
+impl<'a> Store<'a> {
+    pub fn enqueue(&self, work: &Work) -> Result<()> {
+        self.enqueue_at(work, self.now).map(|_| ())
+    }
+
+    /// Queues a job of `kind` for each of `memory_ids`, due now, in one
+    /// statement.
+    pub fn enqueue_many(&self, kind: JobKind, memory_ids: &[&str]) -> Result<()> {
+        if memory_ids.is_empty() {
+            return Ok(());
+        }
+        self.sql.execute(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
+             SELECT ?1, j.value, 0, ?2, ?3 FROM json_each(?4) j ORDER BY j.key",
+            &[kind.as_str().into(), SqlValue::Integer(self.now), iso(self.now).into(), json_param(memory_ids)],
+        )
+    }
+
+    /// Queues a job due at `due` (epoch millis); returns its id.
+    pub fn enqueue_at(&self, work: &Work, due: i64) -> Result<i64> {
+        let rows = self.sql.query(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES (?, ?, 0, ?, ?) RETURNING id",
+            &[work.kind().as_str().into(), work.subject().into(), SqlValue::Integer(due), iso(self.now).into()],
+        )?;
+        rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to queue a job"))
+    }
+
+    /// Jobs due now, not parked and of a kind this version runs, oldest
+    /// first.
+    pub fn due_jobs(&self, limit: usize) -> Result<Vec<Job>> {
+        self.sql
+            .query(
+                "SELECT id, kind, memory_id, attempts FROM outbox \
+                 WHERE parked = 0 AND next_attempt_at <= ?1 AND kind IN (SELECT value FROM json_each(?3)) ORDER BY id LIMIT ?2",
+                &[SqlValue::Integer(self.now), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)), known_kinds()],
+            )?
+            .into_iter()
+            .map(|r| job_from_row(&r))
+            .collect()
+    }
+
+    /// Records an attempt of each of `ids` before it runs, and moves it
+    /// out of reach until its backoff has passed: `retry_base` millis
+    /// after the first attempt, doubling with each one (capped at ten
+    /// minutes). A run that dies (a trap, an out-of-memory) has counted
+    /// its attempt, so a job that kills every run reaches its cap and is
+    /// parked instead of killing the next one.
+    pub fn claim_jobs(&self, ids: &[i64], retry_base: i64) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.sql.execute(
+            "UPDATE outbox SET attempts = attempts + 1, \
+             next_attempt_at = ?1 + min(600000, ?2 * (1 << min(attempts, 12))) \
+             WHERE id IN (SELECT value FROM json_each(?3))",
+            &[SqlValue::Integer(self.now), SqlValue::Integer(retry_base.max(1)), json_param(ids)],
+        )
+    }
+
+    /// Parks every job that has used `max_attempts` attempts, and every
+    /// job of a kind this version does not run, with the reason; how many.
+    /// A parked job is never due again; it stays visible
+    /// (`stats().parked_jobs`).
+    pub fn park_jobs(&self, max_attempts: i64) -> Result<i64> {
+        let over = self.sql.query(
+            "UPDATE outbox SET parked = 1, \
+             last_error = 'parked after ' || attempts || ' attempts: ' || COALESCE(last_error, 'no error was recorded') \
+             WHERE parked = 0 AND attempts >= ?1 RETURNING id",
+            &[SqlValue::Integer(max_attempts)],
+        )?;
+        let unknown = self.sql.query(
+            "UPDATE outbox SET parked = 1, last_error = 'parked: this version knows no job of kind ' || quote(kind) \
+             WHERE parked = 0 AND kind NOT IN (SELECT value FROM json_each(?1)) RETURNING id",
+            &[known_kinds()],
+        )?;
+        Ok(i64::try_from(over.len().saturating_add(unknown.len())).unwrap_or(i64::MAX))
+    }
+
+    pub fn finish_jobs(&self, ids: &[i64]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.sql.execute("DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(ids)])
+    }
+
+    /// Records why a claimed job failed ([`Store::claim_jobs`] counted the
+    /// attempt and set the retry).
+    pub fn record_failure(&self, id: i64, error: &str) -> Result<()> {
+        let error: String = error.chars().take(1000).collect();
+        self.sql.execute("UPDATE outbox SET last_error = ? WHERE id = ?", &[error.into(), SqlValue::Integer(id)])
+    }
+
+    /// Jobs in the outbox that are not parked (cheap: the drain asks after
+    /// every batch).
+    pub fn pending_jobs(&self) -> Result<i64> {
+        self.count("SELECT COUNT(*) FROM outbox WHERE parked = 0")
+    }
+
+    /// The earliest time a job that is not parked is due, in millis.
+    pub fn next_job_at(&self) -> Result<Option<i64>> {
+        Ok(self
+            .sql
+            .query("SELECT MIN(next_attempt_at) FROM outbox WHERE parked = 0", &[])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64))
+    }
+
+    /// The one number a `SELECT COUNT(*) …` statement answers.
+    pub(super) fn count(&self, statement: &str) -> Result<i64> {
+        self.sql
+            .query(statement, &[])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64)
+            .ok_or_else(|| Error::storage("a count returned no number"))
+    }
+
+    /// When background work is next due (epoch millis): the earliest
+    /// pending job or expiry, if any.
+    pub fn next_due(&self) -> Result<Option<i64>> {
+        Ok(match (self.next_job_at()?, self.next_expiry()?) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+}

@@ -1,0 +1,115 @@
+//! Row decoders: a row that does not read as what it should is a storage
+//! error, never a record of made-up values.
+
+use super::*;
+
+/// The memories (`m`) that belong in the vector index, but for expiry
+/// (read as `expired` once past): `core::background::wants_vector` in SQL.
+pub(super) const WANTS_VECTOR: &str = "m.status = 'active' AND m.type <> 'task'";
+
+/// Columns of `memories`, in the order [`memory_from_row`] reads them.
+pub(super) const MEMORY_COLUMNS: &str = "id, type, key, summary, content, session_id, source_message_ids, \
+     search_queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at";
+
+pub(super) const MESSAGE_COLUMNS: &str = "id, session_id, role, content, timestamp, position, created_at";
+
+/// The id in the first column of a row of ids (a `SELECT id ...`): a row
+/// without one is a storage error, never skipped.
+pub(super) fn id_of_row(r: &[SqlValue]) -> Result<String> {
+    r.first().and_then(SqlValue::opt_string).ok_or_else(|| Error::storage("a row has no id"))
+}
+
+/// The two texts of a two-column row (`what` names the first, for the
+/// error).
+pub(super) fn two_texts(r: &[SqlValue], what: &str) -> Result<(String, String)> {
+    match r {
+        [a, b] => match (a.opt_string(), b.opt_string()) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => Err(Error::storage(format!("failed to read {what} and id"))),
+        },
+        _ => Err(Error::storage(format!("failed to read {what} and id"))),
+    }
+}
+
+/// A `(text, COUNT(*))` row of a `GROUP BY`.
+pub(super) fn text_and_count(r: &[SqlValue]) -> Result<(String, i64)> {
+    match r {
+        [t, n] => Ok((t.opt_string().unwrap_or_default(), n.as_i64().ok_or_else(|| Error::storage("a count returned no number"))?)),
+        _ => Err(Error::storage("a count returned no number")),
+    }
+}
+
+/// A text value, or empty for NULL.
+pub(super) fn text(v: SqlValue) -> String {
+    match v {
+        SqlValue::Text(s) => s,
+        _ => String::new(),
+    }
+}
+
+/// A text value, or `None` for NULL.
+pub(super) fn opt_text(v: SqlValue) -> Option<String> {
+    match v {
+        SqlValue::Text(s) => Some(s),
+        _ => None,
+    }
+}
+
+pub(super) fn json_list(v: &SqlValue) -> Vec<String> {
+    v.as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
+}
+
+/// Whether a memory expiring at `expires_at` has expired at `now`.
+pub(super) fn expired(expires_at: Option<&str>, now: i64) -> bool {
+    expires_at.and_then(crate::core::time::parse_millis).is_some_and(|t| t <= now)
+}
+
+/// Builds a memory from a row of [`MEMORY_COLUMNS`]. An active memory whose
+/// expiry has passed reads as `expired` even before the alarm marks it.
+/// A row of other columns, without an id, or with a status or type this
+/// version does not know is a storage error: a corrupt row is never read
+/// as an active fact.
+pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
+    let bad = || Error::storage("failed to read a memory row");
+    let [id, kind, key, summary, content, session_id, sources, queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at] =
+        <[SqlValue; 15]>::try_from(r).map_err(|_| bad())?;
+    let expires_at = opt_text(expires_at);
+    let known = |what: &str, v: &SqlValue| Error::storage(format!("a memory row has {what} {}", crate::core::api::quoted(v.as_str().unwrap_or("(not text)"))));
+    let mut status = status.as_str().and_then(Status::parse).ok_or_else(|| known("the status", &status))?;
+    if status == Status::Active && expired(expires_at.as_deref(), now) {
+        status = Status::Expired;
+    }
+    Ok(Memory {
+        id: opt_text(id).ok_or_else(bad)?,
+        kind: kind.as_str().and_then(MemoryType::parse).ok_or_else(|| known("the type", &kind))?,
+        key: opt_text(key),
+        summary: text(summary),
+        content: text(content),
+        session_id: text(session_id),
+        source_message_ids: json_list(&sources),
+        search_queries: json_list(&queries),
+        status,
+        supersedes: opt_text(supersedes),
+        superseded_by: opt_text(superseded_by),
+        event_date: opt_text(event_date),
+        created_at: text(created_at),
+        updated_at: text(updated_at),
+        expires_at,
+    })
+}
+
+/// Builds a message from a row of [`MESSAGE_COLUMNS`]. A row of other
+/// columns, or without an id or a position, is a storage error.
+pub fn message_from_row(r: Row) -> Result<Message> {
+    let bad = || Error::storage("failed to read a message row");
+    let [id, session_id, role, content, timestamp, position, created_at] = <[SqlValue; 7]>::try_from(r).map_err(|_| bad())?;
+    Ok(Message {
+        id: opt_text(id).ok_or_else(bad)?,
+        session_id: text(session_id),
+        role: text(role),
+        content: text(content),
+        timestamp: opt_text(timestamp),
+        position: position.as_i64().ok_or_else(bad)?,
+        created_at: text(created_at),
+    })
+}

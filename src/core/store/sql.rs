@@ -1,0 +1,82 @@
+//! SQL helpers: lists as JSON parameters under the platform's caps, rows
+//! read back as one JSON text, placeholders.
+
+use super::*;
+
+/// One bound parameter carrying a whole list, read in SQL as
+/// `json_each(?)`: a list of any length in one statement, where
+/// [`placeholders`] would need one statement per [`MAX_SQL_PARAMS`] items.
+pub fn json_param<T: serde::Serialize + ?Sized>(items: &T) -> SqlValue {
+    SqlValue::Text(serde_json::to_string(items).unwrap_or_else(|_| "[]".into()))
+}
+
+/// Runs a statement that selects its rows as one JSON array
+/// (`SELECT json_group_array(json_array(a, b, ...)) FROM ...`) and reads
+/// them as `T` (a tuple, or a tuple struct, per row). On the Durable
+/// Object every value of a result set crosses into Wasm on its own, which
+/// costs more than building and reading the rows as one text; it is worth
+/// it for reads of hundreds of rows. No blobs (JSON cannot hold them).
+pub fn json_rows<T: serde::de::DeserializeOwned>(sql: &dyn Sql, statement: &str, params: &[SqlValue]) -> Result<Vec<T>> {
+    let rows = sql.query(statement, params)?;
+    match rows.first().and_then(|r| r.first()).and_then(SqlValue::as_str) {
+        Some(text) => serde_json::from_str(text).map_err(|e| Error::storage(format!("failed to read rows: {e}"))),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Largest JSON parameter a write sends in one statement: well under the
+/// platform's 2 MB cap on a value.
+pub const MAX_JSON_PARAM: usize = 512 * 1024;
+
+/// The rows of a [`json_chunks`] parameter `?1` as the table `r(v)` of a
+/// statement's `WITH` clause, each row parsed once (into JSONB), and its
+/// first `n` columns (`r.v ->> 0, ...`) to select from it. (`->>` on a
+/// row's JSON text parses the whole row again for every column read.)
+pub fn json_table(n: usize) -> (&'static str, String) {
+    let columns: Vec<String> = (0..n).map(|i| format!("r.v ->> {i}")).collect();
+    ("WITH r AS MATERIALIZED (SELECT jsonb(j.value) AS v FROM json_each(?1) j)", columns.join(", "))
+}
+
+/// `rows` as JSON array parameters of at most [`MAX_JSON_PARAM`] bytes each
+/// (a single larger row goes alone).
+pub fn json_chunks<T: serde::Serialize>(rows: &[T]) -> Vec<SqlValue> {
+    let mut out = Vec::new();
+    let mut cur = String::from("[");
+    for r in rows {
+        let text = serde_json::to_string(r).unwrap_or_else(|_| "null".into());
+        if cur.len() > 1 && cur.len().saturating_add(text.len()).saturating_add(2) > MAX_JSON_PARAM {
+            cur.push(']');
+            out.push(SqlValue::Text(std::mem::replace(&mut cur, String::from("["))));
+        }
+        if cur.len() > 1 {
+            cur.push(',');
+        }
+        cur.push_str(&text);
+    }
+    if cur.len() > 1 {
+        cur.push(']');
+        out.push(SqlValue::Text(cur));
+    }
+    out
+}
+
+/// `?, ?, ?` with `n` marks.
+pub fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// `(rowid, id)` rows of a `RETURNING rowid, id` clause.
+pub(super) fn rowids_of(rows: Vec<Vec<SqlValue>>) -> impl Iterator<Item = (i64, String)> {
+    rows.into_iter().filter_map(|r| Some((r.first()?.as_i64()?, r.get(1)?.opt_string()?)))
+}
+
+/// `?1, ?2, ?3` for `n` values: a list a statement can name twice.
+pub fn numbered_placeholders(n: usize) -> String {
+    (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
+}
+
+/// `(?, ?), (?, ?)` for `rows` rows of `cols` columns.
+pub fn rows_placeholders(rows: usize, cols: usize) -> String {
+    let one = format!("({})", placeholders(cols));
+    vec![one; rows].join(", ")
+}
