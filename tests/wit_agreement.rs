@@ -14,8 +14,10 @@
 //! field whose doc comment says "Left out of the JSON object when empty"
 //! may be absent (serde's `skip_serializing_if = "Vec::is_empty"`).
 //!
-//! The WIT text is parsed here with plain string processing (no WIT crate):
-//! records, enums, variants, resources and functions, with doc comments.
+//! The WIT package is read with `wit-parser` (the Bytecode Alliance's
+//! parser, which also refuses an undefined or misused type), and flattened
+//! here into records, enums, variants, resources and functions, each type
+//! written as WIT text (`option<string>`, `result<memory,error>`).
 
 mod support;
 
@@ -37,51 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use support::{block_on, database, with_profile, APRIL_15};
 
 // ---------------------------------------------------------------------------
-// A small WIT reader.
-
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Doc(String),
-    Word(String),
-    Punct(char),
-    Arrow,
-}
-
-fn tokenize(src: &str) -> Vec<Tok> {
-    let chars: Vec<char> = src.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let rest: String = chars[i..chars.len().min(i + 3)].iter().collect();
-        if c.is_whitespace() {
-            i += 1;
-        } else if rest.starts_with("///") {
-            let end = chars[i..].iter().position(|&c| c == '\n').map_or(chars.len(), |p| i + p);
-            let text: String = chars[i + 3..end].iter().collect();
-            out.push(Tok::Doc(text.strip_prefix(' ').unwrap_or(&text).to_string()));
-            i = end;
-        } else if rest.starts_with("//") {
-            i = chars[i..].iter().position(|&c| c == '\n').map_or(chars.len(), |p| i + p);
-        } else if rest.starts_with("/*") {
-            let text: String = chars[i..].iter().collect();
-            i += text.find("*/").map_or(chars.len() - i, |p| p + 2);
-        } else if rest.starts_with("->") {
-            out.push(Tok::Arrow);
-            i += 2;
-        } else if c.is_ascii_alphanumeric() || c == '%' || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '%' | '_' | '-')) {
-                i += 1;
-            }
-            out.push(Tok::Word(chars[start..i].iter().collect()));
-        } else {
-            out.push(Tok::Punct(c));
-            i += 1;
-        }
-    }
-    out
-}
+// The WIT package, read with wit-parser.
 
 #[derive(Clone, Debug)]
 struct Field {
@@ -112,253 +70,111 @@ struct Wit {
     funcs: BTreeMap<String, Vec<Func>>,
 }
 
-struct Parser {
-    toks: Vec<Tok>,
-    pos: usize,
-    doc: Vec<String>,
-}
-
-fn unescape(name: &str) -> String {
-    name.strip_prefix('%').unwrap_or(name).to_string()
-}
-
-impl Parser {
-    fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.pos)
-    }
-    fn next(&mut self) -> Tok {
-        let t = self.toks.get(self.pos).cloned().unwrap_or_else(|| panic!("WIT: unexpected end of file"));
-        self.pos += 1;
-        t
-    }
-    /// Takes doc comments; returns the next other token.
-    fn next_code(&mut self) -> Tok {
-        loop {
-            match self.next() {
-                Tok::Doc(d) => self.doc.push(d),
-                t => return t,
+/// A type as WIT text: a named type by its name, the others structurally
+/// (`option<T>`, `list<T>`, `result<T,E>` with `_` for a missing side).
+fn wit_type(resolve: &wit_parser::Resolve, ty: &wit_parser::Type) -> String {
+    use wit_parser::{Handle, Type, TypeDefKind};
+    let id = match ty {
+        Type::Id(id) => *id,
+        other => {
+            return match other {
+                Type::Bool => "bool",
+                Type::U8 => "u8",
+                Type::U16 => "u16",
+                Type::U32 => "u32",
+                Type::U64 => "u64",
+                Type::S8 => "s8",
+                Type::S16 => "s16",
+                Type::S32 => "s32",
+                Type::S64 => "s64",
+                Type::F32 => "f32",
+                Type::F64 => "f64",
+                Type::Char => "char",
+                Type::String => "string",
+                t => panic!("WIT type {t:?} is not used here"),
             }
+            .to_string()
         }
+    };
+    let def = &resolve.types[id];
+    if let Some(name) = &def.name {
+        return name.clone();
     }
-    fn take_doc(&mut self) -> String {
-        std::mem::take(&mut self.doc).join("\n")
+    let side = |t: &Option<Type>| t.as_ref().map_or("_".to_string(), |t| wit_type(resolve, t));
+    match &def.kind {
+        TypeDefKind::Option(t) => format!("option<{}>", wit_type(resolve, t)),
+        TypeDefKind::List(t) => format!("list<{}>", wit_type(resolve, t)),
+        TypeDefKind::Result(r) => format!("result<{},{}>", side(&r.ok), side(&r.err)),
+        TypeDefKind::Tuple(t) => format!("tuple<{}>", t.types.iter().map(|t| wit_type(resolve, t)).collect::<Vec<_>>().join(",")),
+        TypeDefKind::Handle(Handle::Own(r) | Handle::Borrow(r)) => resolve.types[*r].name.clone().unwrap_or_default(),
+        TypeDefKind::Type(t) => wit_type(resolve, t),
+        k => panic!("WIT type {k:?} is not used here"),
     }
-    fn word(&mut self) -> String {
-        match self.next_code() {
-            Tok::Word(w) => w,
-            t => panic!("WIT: expected a name, found {t:?}"),
-        }
-    }
-    fn expect(&mut self, c: char) {
-        match self.next_code() {
-            Tok::Punct(p) if p == c => {}
-            t => panic!("WIT: expected {c:?}, found {t:?}"),
-        }
-    }
-    fn skip_to(&mut self, c: char) {
-        while self.next() != Tok::Punct(c) {}
-    }
-    fn skip_block(&mut self) {
-        self.expect('{');
-        let mut depth = 1;
-        while depth > 0 {
-            match self.next() {
-                Tok::Punct('{') => depth += 1,
-                Tok::Punct('}') => depth -= 1,
+}
+
+fn docs(d: &wit_parser::Docs) -> String {
+    d.contents.clone().unwrap_or_default()
+}
+
+/// The package in `wit/`, flattened.
+fn read_wit() -> Wit {
+    use wit_parser::{FunctionKind, TypeDefKind};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
+    let mut resolve = wit_parser::Resolve::default();
+    let (package, _) = resolve.push_dir(&dir).unwrap_or_else(|e| panic!("wit/ does not resolve: {e:?}"));
+    let mut wit = Wit::default();
+    wit.packages.insert(resolve.packages[package].name.to_string());
+    for (iface_id, iface) in resolve.interfaces.iter().filter(|(_, i)| i.package == Some(package)) {
+        let Some(name) = &iface.name else { continue };
+        wit.interfaces.insert(name.clone());
+        for (type_name, id) in &iface.types {
+            let def = &resolve.types[*id];
+            // Types `use`d from another interface are that one's.
+            if def.owner != wit_parser::TypeOwner::Interface(iface_id) {
+                continue;
+            }
+            match &def.kind {
+                TypeDefKind::Record(r) => {
+                    let fields = r.fields.iter().map(|f| Field { name: f.name.clone(), ty: wit_type(&resolve, &f.ty), doc: docs(&f.docs) }).collect();
+                    wit.records.insert(type_name.clone(), fields);
+                }
+                TypeDefKind::Enum(e) => {
+                    wit.enums.insert(type_name.clone(), e.cases.iter().map(|c| c.name.clone()).collect());
+                }
+                TypeDefKind::Variant(v) => {
+                    let cases = v
+                        .cases
+                        .iter()
+                        .map(|c| Field { name: c.name.clone(), ty: c.ty.as_ref().map_or(String::new(), |t| wit_type(&resolve, t)), doc: docs(&c.docs) })
+                        .collect();
+                    wit.variants.insert(type_name.clone(), cases);
+                }
+                TypeDefKind::Resource => {
+                    wit.resources.insert(type_name.clone());
+                }
                 _ => {}
             }
         }
-    }
-    /// A type: tokens up to `,`, `}`, `)` or `;` at depth 0 (not consumed).
-    fn ty(&mut self) -> String {
-        let mut depth = 0i32;
-        let mut s = String::new();
-        loop {
-            match self.peek() {
-                Some(Tok::Punct(',' | '}' | ')' | ';')) if depth == 0 => return s,
-                Some(Tok::Doc(_)) => {
-                    self.pos += 1;
+        for f in iface.functions.values() {
+            let (owner, fname) = match &f.kind {
+                FunctionKind::Freestanding => (format!("interface {name}"), f.name.clone()),
+                FunctionKind::Method(r) | FunctionKind::Static(r) => {
+                    let resource = resolve.types[*r].name.clone().unwrap_or_default();
+                    (format!("resource {resource}"), f.name.rsplit('.').next().unwrap_or(&f.name).to_string())
                 }
-                Some(t) => {
-                    let t = t.clone();
-                    self.pos += 1;
-                    match t {
-                        Tok::Punct(c) => {
-                            if c == '<' || c == '(' {
-                                depth += 1;
-                            }
-                            if c == '>' || c == ')' {
-                                depth -= 1;
-                            }
-                            s.push(c);
-                        }
-                        Tok::Word(w) => s.push_str(&unescape(&w)),
-                        Tok::Arrow => s.push_str("->"),
-                        Tok::Doc(_) => unreachable!(),
-                    }
-                }
-                None => panic!("WIT: unexpected end of file in a type"),
-            }
+                k => panic!("WIT function kind {k:?} is not used here"),
+            };
+            let params = f.params.iter().filter(|p| p.name != "self").map(|p| (p.name.clone(), wit_type(&resolve, &p.ty))).collect();
+            let result = f.result.as_ref().map(|t| wit_type(&resolve, t));
+            wit.funcs.entry(owner).or_default().push(Func { name: fname, params, result, doc: docs(&f.docs) });
         }
     }
-    /// `{ name: type, ... }` or `{ name, ... }` or `{ name(type), ... }`.
-    fn members(&mut self, typed: bool) -> Vec<Field> {
-        self.expect('{');
-        let mut out = Vec::new();
-        loop {
-            match self.next_code() {
-                Tok::Punct('}') => return out,
-                Tok::Punct(',') => {}
-                Tok::Word(w) => {
-                    let doc = self.take_doc();
-                    let ty = if typed {
-                        self.expect(':');
-                        self.ty()
-                    } else if self.peek() == Some(&Tok::Punct('(')) {
-                        self.pos += 1;
-                        let t = self.ty();
-                        self.expect(')');
-                        t
-                    } else {
-                        String::new()
-                    };
-                    out.push(Field { name: unescape(&w), ty, doc });
-                }
-                t => panic!("WIT: unexpected {t:?} in a member list"),
-            }
-        }
-    }
-    fn func(&mut self, name: String) -> Func {
-        let doc = self.take_doc();
-        assert_eq!(self.word(), "func", "WIT: {name} is not a function");
-        self.expect('(');
-        let mut params = Vec::new();
-        loop {
-            match self.next_code() {
-                Tok::Punct(')') => break,
-                Tok::Punct(',') => {}
-                Tok::Word(p) => {
-                    self.expect(':');
-                    params.push((unescape(&p), self.ty()));
-                }
-                t => panic!("WIT: unexpected {t:?} in the parameters of {name}"),
-            }
-        }
-        let result = if self.peek() == Some(&Tok::Arrow) {
-            self.pos += 1;
-            Some(self.ty())
-        } else {
-            None
-        };
-        self.expect(';');
-        Func { name: unescape(&name), params, result, doc }
-    }
-    fn interface_items(&mut self, owner: &str, wit: &mut Wit) {
-        loop {
-            let t = self.next_code();
-            match t {
-                Tok::Punct('}') => return,
-                Tok::Word(w) => match w.as_str() {
-                    "use" | "type" => self.skip_to(';'),
-                    "record" | "enum" | "flags" | "variant" => {
-                        let name = unescape(&self.word());
-                        self.take_doc();
-                        let members = self.members(w == "record");
-                        let prev = match w.as_str() {
-                            "record" => wit.records.insert(name.clone(), members).map(|_| ()),
-                            "variant" => wit.variants.insert(name.clone(), members).map(|_| ()),
-                            _ => wit.enums.insert(name.clone(), members.into_iter().map(|m| m.name).collect()).map(|_| ()),
-                        };
-                        assert!(prev.is_none(), "WIT: {name} is defined twice");
-                    }
-                    "resource" => {
-                        let name = unescape(&self.word());
-                        self.take_doc();
-                        wit.resources.insert(name.clone());
-                        if self.peek() == Some(&Tok::Punct('{')) {
-                            self.pos += 1;
-                            let key = format!("resource {name}");
-                            loop {
-                                match self.next_code() {
-                                    Tok::Punct('}') => break,
-                                    Tok::Word(f) => {
-                                        self.expect(':');
-                                        let f = self.func(f);
-                                        wit.funcs.entry(key.clone()).or_default().push(f);
-                                    }
-                                    t => panic!("WIT: unexpected {t:?} in resource {name}"),
-                                }
-                            }
-                        } else {
-                            self.expect(';');
-                        }
-                    }
-                    _ => {
-                        self.expect(':');
-                        let f = self.func(w);
-                        wit.funcs.entry(owner.to_string()).or_default().push(f);
-                    }
-                },
-                t => panic!("WIT: unexpected {t:?} in {owner}"),
-            }
-        }
-    }
-}
-
-fn parse_wit(src: &str, wit: &mut Wit) {
-    let mut p = Parser { toks: tokenize(src), pos: 0, doc: Vec::new() };
-    while p.pos < p.toks.len() {
-        match p.next_code() {
-            Tok::Word(w) if w == "package" => {
-                let start = p.pos;
-                p.skip_to(';');
-                let name: String = p.toks[start..p.pos - 1]
-                    .iter()
-                    .map(|t| match t {
-                        Tok::Word(w) => w.clone(),
-                        Tok::Punct(c) => c.to_string(),
-                        _ => String::new(),
-                    })
-                    .collect();
-                wit.packages.insert(name);
-            }
-            Tok::Word(w) if w == "interface" => {
-                let name = unescape(&p.word());
-                p.take_doc();
-                assert!(wit.interfaces.insert(name.clone()), "WIT: interface {name} is defined twice");
-                p.expect('{');
-                p.interface_items(&format!("interface {name}"), wit);
-            }
-            Tok::Word(w) if w == "world" => {
-                p.word();
-                p.take_doc();
-                p.skip_block();
-            }
-            t => panic!("WIT: unexpected {t:?} at top level"),
-        }
-        // Trailing doc comments at the end of a file.
-        while let Some(Tok::Doc(_)) = p.peek() {
-            p.pos += 1;
-        }
-    }
+    wit
 }
 
 fn wit() -> &'static Wit {
     static WIT: std::sync::OnceLock<Wit> = std::sync::OnceLock::new();
-    WIT.get_or_init(|| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .expect("wit/ exists")
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "wit"))
-            .collect();
-        files.sort();
-        let mut wit = Wit::default();
-        for f in files {
-            parse_wit(&std::fs::read_to_string(&f).unwrap(), &mut wit);
-        }
-        wit
-    })
+    WIT.get_or_init(read_wit)
 }
 
 fn kebab_to_camel(s: &str) -> String {
@@ -974,12 +790,17 @@ fn test_wit_package_is_well_formed() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let text = std::fs::read_to_string(&path).unwrap();
-        let mut one = Wit::default();
-        parse_wit(&text, &mut one);
+        // The interfaces a file declares (a declaration starts a line).
+        let declared: BTreeSet<String> = text
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("interface "))
+            .map(|rest| rest.split(|c: char| c.is_whitespace() || c == '{').next().unwrap_or("").to_string())
+            .collect();
         if stem == "world" {
-            assert!(one.interfaces.is_empty(), "world.wit holds worlds only");
+            assert!(declared.is_empty(), "world.wit holds worlds only");
         } else {
-            assert_eq!(one.interfaces, BTreeSet::from([stem.clone()]), "{stem}.wit holds interface {stem}");
+            assert_eq!(declared, BTreeSet::from([stem.clone()]), "{stem}.wit holds interface {stem}");
+            assert!(w.interfaces.contains(&stem), "wit-parser read interface {stem}");
         }
     }
     // Every type used is defined.
