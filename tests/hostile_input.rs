@@ -219,7 +219,7 @@ fn test_normalised_dot_segment_paths_never_reach_the_profile() {
         assert!(e.is_not_found(), "DELETE {path}: {e}");
     }
     let rest::Route::Profile(call) = route("DELETE", BASE).unwrap() else { panic!("the profile itself routes") };
-    assert_eq!(call.op, "deleteProfile");
+    assert_eq!(call.op, agent_memory::core::op::Op::DeleteProfile);
 }
 
 #[test]

@@ -1049,11 +1049,11 @@ fn test_openapi_routes_reach_every_profile_function() {
             assert!(op["responses"]["200"].is_object(), "{method} {path} documents no 200 response");
             match routed {
                 Route::Profile(call) => {
-                    assert_eq!(op["operationId"], call.op.as_str(), "operationId of {method} {path}");
+                    assert_eq!(op["operationId"], call.op.name(), "operationId of {method} {path}");
                     for status in ["400", "401", "403", "default"] {
                         assert!(op["responses"][status].is_object(), "{method} {path} documents no {status} response");
                     }
-                    ops.insert(call.op);
+                    ops.insert(call.op.name().to_string());
                 }
                 Route::Health => assert!(service_routes.insert("health")),
                 Route::OpenApi => assert!(service_routes.insert("openapi")),
@@ -1073,4 +1073,64 @@ fn test_openapi_routes_reach_every_profile_function() {
         let described = responses.values().any(|r| r["description"].as_str().is_some_and(|d| d.contains(&format!("(code {}", documented(&c.doc, "Code")))));
         assert!(described, "openapi: no error response describes {} (HTTP {status})", c.name);
     }
+}
+
+// ---------------------------------------------------------------------------
+// The operations: one enum, every way in.
+
+/// The methods a class of `src/entry.mjs` defines (`name(args) {`).
+fn entry_methods(class: &str) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/entry.mjs")).unwrap();
+    let start = text.find(&format!("class {class} ")).unwrap_or_else(|| panic!("entry.mjs has no class {class}"));
+    let body = &text[start..];
+    let body = &body[..body[1..].find("\nclass ").or_else(|| body[1..].find("\nexport class ")).map_or(body.len(), |e| e + 1)];
+    body.lines()
+        .filter_map(|l| {
+            let l = l.strip_prefix("  ")?;
+            let name: String = l.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+            (!name.is_empty() && l[name.len()..].starts_with('(') && name != "constructor").then_some(name)
+        })
+        .collect()
+}
+
+#[test]
+fn test_every_operation_is_offered_by_rest_rpc_mcp_and_openapi_and_nothing_else_is() {
+    use agent_memory::core::op::Op;
+    let public: BTreeSet<String> = Op::ALL.into_iter().filter(|op| op.is_public()).map(|op| op.name().to_string()).collect();
+    // OpenAPI: one operationId per operation.
+    let doc = openapi();
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if !path.contains("/profiles/{profile}") || path.starts_with("/mcp") {
+            continue;
+        }
+        for (method, op) in item.as_object().unwrap() {
+            if method != "parameters" {
+                documented.insert(op["operationId"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert_eq!(documented, public, "OpenAPI operations vs Op: {}", diff_as(&documented, &public, "OpenAPI", "Op"));
+    // RPC: the shim's methods (a profile's, and the entrypoint's own).
+    let mut rpc = entry_methods("Profile");
+    rpc.extend(entry_methods("MemoryService").into_iter().filter(|m| m != "getProfile"));
+    rpc.remove("#call");
+    assert_eq!(rpc, public, "RPC methods vs Op: {}", diff_as(&rpc, &public, "entry.mjs", "Op"));
+    // WIT: the profile's functions and the service's.
+    let mut wit_ops: BTreeSet<String> = profile_functions().iter().map(|f| kebab_to_camel(&f.name)).collect();
+    wit_ops.extend(wit().funcs["interface service"].iter().filter(|f| f.name != "get-profile").map(|f| kebab_to_camel(&f.name)));
+    assert_eq!(wit_ops, public, "WIT functions vs Op: {}", diff_as(&wit_ops, &public, "WIT", "Op"));
+    // MCP: every tool runs a public operation of the same name.
+    for (tool, op) in agent_memory::core::mcp::tool_ops() {
+        assert!(op.is_public() && op.name() == tool, "MCP tool {tool} runs {op:?}");
+    }
+    // The dispatch table answers every name, and no other.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for op in Op::ALL {
+            if let Err(e) = block_on(p.dispatch(op.name(), json!({ "id": "not-an-id" }))) {
+                assert!(!e.message().contains("no operation named"), "{} is not dispatched", op.name());
+            }
+        }
+    });
 }

@@ -121,13 +121,13 @@ async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Err
         Route::OpenApi => Ok(Reply::json(OPENAPI.to_string())),
         Route::Profile(call) => {
             let name = call.object_name();
-            let out = call_object_text(env, &name, &call.op, call.args).await?;
-            if call.op == "export" {
+            let out = call_object_text(env, &name, call.op.name(), call.args).await?;
+            if call.op == crate::core::op::Op::Export {
                 let body: String = read_reply(&out)?;
                 let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
                 return Ok(Reply { body, content_type: "application/x-ndjson", filename: Some(filename) });
             }
-            Ok(Reply::json(rest::envelope_ok_text(&call.op, &out)))
+            Ok(Reply::json(rest::envelope_ok_text(call.op.name(), &out)))
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::core::error::Error;
 #[cfg(feature = "bench")]
 use crate::core::local::bench;
 use crate::core::local::vector::Packed;
-use crate::core::ops::{Limits, Profile};
+use crate::core::ops::{Limits, Op, Profile};
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
 use crate::core::store::META_NAME;
@@ -176,12 +176,12 @@ fn memory_view(resident: &Resident) -> MemoryView {
 /// Operations that never build the profile's resident state (directory,
 /// vector codes): no room is made for them.
 fn leaves_state_alone(op: &str) -> bool {
-    matches!(op, "stats" | "get" | "getSummary" | "export" | "restoreProfile" | "deleteProfile")
+    Op::parse(op).is_some_and(|op| !op.builds_state())
 }
 
 /// Operations that write nothing, so need no alarm check after them.
 fn read_only(op: &str) -> bool {
-    matches!(op, "recall" | "list" | "get" | "getSummary" | "export" | "stats") || is_bench_read(op)
+    Op::parse(op).is_some_and(|op| !op.writes()) || is_bench_read(op)
 }
 
 /// A benchmark operation that writes nothing (the `bench` feature only).

@@ -20,7 +20,7 @@
 
 use crate::core::api;
 use crate::core::error::{Error, Result};
-use crate::core::ops::Profile;
+use crate::core::ops::{Op, Profile};
 use crate::core::ports::LocalBoxFuture;
 use crate::core::rest::MAX_BODY_BYTES;
 use serde_json::{json, Map, Value};
@@ -376,19 +376,25 @@ Never store secrets, credentials or passwords.";
 /// A tool: its wire definition and the operation it runs.
 struct Tool {
     name: &'static str,
-    op: &'static str,
+    op: Op,
     definition: fn() -> Value,
 }
 
+/// The tools, each one operation of [`Op`].
 const TOOLS: [Tool; 5] = [
-    Tool { name: "recall", op: "recall", definition: recall_tool },
-    Tool { name: "remember", op: "remember", definition: remember_tool },
-    Tool { name: "forget", op: "forget", definition: forget_tool },
-    Tool { name: "list", op: "list", definition: list_tool },
-    Tool { name: "ingest", op: "ingest", definition: ingest_tool },
+    Tool { name: "recall", op: Op::Recall, definition: recall_tool },
+    Tool { name: "remember", op: Op::Remember, definition: remember_tool },
+    Tool { name: "forget", op: Op::Forget, definition: forget_tool },
+    Tool { name: "list", op: Op::List, definition: list_tool },
+    Tool { name: "ingest", op: Op::Ingest, definition: ingest_tool },
 ];
 
 /// The tool definitions `tools/list` returns.
+/// Each tool's name and the operation it runs.
+pub fn tool_ops() -> Vec<(&'static str, Op)> {
+    TOOLS.iter().map(|t| (t.name, t.op)).collect()
+}
+
 pub fn tools() -> Vec<Value> {
     TOOLS.iter().map(|t| (t.definition)()).collect()
 }
@@ -671,7 +677,7 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
             Some(_) => {}
         }
     }
-    Ok(match backend.call(tool.op, args).await {
+    Ok(match backend.call(tool.op.name(), args).await {
         Ok(result) => {
             let text = render(tool.name, &result);
             let structured = if result.is_object() { result } else { json!({ "result": result }) };

@@ -37,6 +37,7 @@ pub mod llm;
 pub mod local;
 pub mod mcp;
 pub mod model;
+pub mod op;
 pub mod ops;
 pub mod portable;
 pub mod ports;

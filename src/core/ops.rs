@@ -12,6 +12,7 @@ use crate::core::api::{
 use crate::core::error::{Error, Result};
 use crate::core::model::{IngestReport, ListPage, Memory, MemoryDetail, Stats};
 use crate::core::store::ListFilter;
+pub use crate::core::op::Op;
 use crate::core::{background, ingest, portable, recall, remember, summary};
 pub use crate::core::context::{Limits, MemoryView, Profile, DEFAULT_DELETE_GRACE_MILLIS};
 use serde_json::{json, Value};
@@ -21,12 +22,6 @@ use serde_json::{json, Value};
 /// remote model, short enough that an interrupted one is healed soon.
 pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
 
-/// Operations a profile marked for deletion still answers: the deletion
-/// itself (again), its undoing, and the alarm's drain (which purges it
-/// once the grace period is over). Every other answers 404.
-fn answers_while_marked(op: &str) -> bool {
-    matches!(op, "deleteProfile" | "restoreProfile" | "drain")
-}
 
 impl<'a> Profile<'a> {
     /// Runs operation `op` with JSON arguments and returns its JSON result.
@@ -42,27 +37,32 @@ impl<'a> Profile<'a> {
     /// ingest's or a recall's result carries whole memories). The single
     /// dispatch table of the service.
     pub async fn dispatch_json(&self, op: &str, args: Value) -> Result<String> {
+        let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", api::quoted(op))))?;
+        self.run(op, args).await
+    }
+
+    /// Runs `op` with JSON arguments; its result as JSON text.
+    pub async fn run(&self, op: Op, args: Value) -> Result<String> {
         let args = if args.is_null() { json!({}) } else { args };
-        if !answers_while_marked(op) && self.store().deletion_mark()?.is_some() {
+        if !op.answers_while_marked() && self.store().deletion_mark()?.is_some() {
             return Err(Error::not_found("this profile is marked for deletion (restore it with POST …/restore)"));
         }
         match op {
-            "ingest" => to_json(&self.ingest(api::parse(args)?).await?),
-            "remember" => to_json(&self.remember(api::parse(args)?).await?),
-            "recall" => to_json(&self.recall(api::parse(args)?).await?),
-            "list" => to_json(&self.list(api::parse(args)?)?),
-            "get" => to_json(&self.get(&id_arg(&args)?)?),
-            "forget" => to_json(&self.forget(&id_arg(&args)?)?),
-            "delete" => to_json(&self.delete(&id_arg(&args)?)?),
-            "deleteSession" => to_json(&self.delete_session(&session_arg(&args)?)?),
-            "getSummary" => to_json(&self.summary(api::parse(args)?)?),
-            "export" => to_json(&self.export()?),
-            "import" => to_json(&self.import(args.get("data").and_then(Value::as_str).ok_or_else(|| Error::invalid("data is required"))?)?),
-            "stats" => to_json(&self.stats()?),
-            "deleteProfile" => to_json(&self.mark_deleted()?),
-            "restoreProfile" => to_json(&self.restore()?),
-            "drain" => to_json(&self.drain().await?),
-            other => Err(Error::not_found(format!("no operation named {}", api::quoted(other)))),
+            Op::Ingest => to_json(&self.ingest(api::parse(args)?).await?),
+            Op::Remember => to_json(&self.remember(api::parse(args)?).await?),
+            Op::Recall => to_json(&self.recall(api::parse(args)?).await?),
+            Op::List => to_json(&self.list(api::parse(args)?)?),
+            Op::Get => to_json(&self.get(&id_arg(&args)?)?),
+            Op::Forget => to_json(&self.forget(&id_arg(&args)?)?),
+            Op::Delete => to_json(&self.delete(&id_arg(&args)?)?),
+            Op::DeleteSession => to_json(&self.delete_session(&session_arg(&args)?)?),
+            Op::GetSummary => to_json(&self.summary(api::parse(args)?)?),
+            Op::Export => to_json(&self.export()?),
+            Op::Import => to_json(&self.import(args.get("data").and_then(Value::as_str).ok_or_else(|| Error::invalid("data is required"))?)?),
+            Op::Stats => to_json(&self.stats()?),
+            Op::DeleteProfile => to_json(&self.mark_deleted()?),
+            Op::RestoreProfile => to_json(&self.restore()?),
+            Op::Drain => to_json(&self.drain().await?),
         }
     }
 

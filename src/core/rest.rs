@@ -7,6 +7,7 @@
 
 use crate::core::api::{self, MAX_IMPORT_BYTES};
 use crate::core::error::{Error, Result};
+use crate::core::op::Op;
 use serde_json::{json, Map, Value};
 
 /// Largest JSON body accepted, in bytes (500 messages of 32 KB, plus room).
@@ -41,7 +42,7 @@ pub enum Route {
 pub struct ProfileCall {
     pub namespace: String,
     pub profile: String,
-    pub op: String,
+    pub op: Op,
     pub args: Value,
 }
 
@@ -118,20 +119,20 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
     api::validate_name("namespace", &namespace)?;
     api::validate_name("profile", &profile)?;
     let (op, args) = match (req.method, rest) {
-        ("POST", ["ingest"]) => ("ingest", json_body(req)?),
-        ("POST", ["remember"]) => ("remember", json_body(req)?),
-        ("POST", ["recall"]) => ("recall", json_body(req)?),
-        ("GET", ["memories"]) => ("list", query_args(req.query, &["limit"])?),
-        ("GET", ["memories", id]) => ("get", json!({ "id": decode(id)? })),
-        ("DELETE", ["memories", id]) => ("delete", json!({ "id": decode(id)? })),
-        ("POST", ["memories", id, "forget"]) => ("forget", json!({ "id": decode(id)? })),
-        ("GET", ["summary"]) => ("getSummary", query_args(req.query, &[])?),
-        ("DELETE", ["sessions", sid]) => ("deleteSession", json!({ "sessionId": decode(sid)? })),
-        ("GET", ["export"]) => ("export", json!({})),
-        ("POST", ["import"]) => ("import", json!({ "data": import_body(req)? })),
-        ("GET", ["stats"]) => ("stats", json!({})),
-        ("DELETE", []) => ("deleteProfile", json!({})),
-        ("POST", ["restore"]) => ("restoreProfile", json!({})),
+        ("POST", ["ingest"]) => (Op::Ingest, json_body(req)?),
+        ("POST", ["remember"]) => (Op::Remember, json_body(req)?),
+        ("POST", ["recall"]) => (Op::Recall, json_body(req)?),
+        ("GET", ["memories"]) => (Op::List, query_args(req.query, &["limit"])?),
+        ("GET", ["memories", id]) => (Op::Get, json!({ "id": decode(id)? })),
+        ("DELETE", ["memories", id]) => (Op::Delete, json!({ "id": decode(id)? })),
+        ("POST", ["memories", id, "forget"]) => (Op::Forget, json!({ "id": decode(id)? })),
+        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &[])?),
+        ("DELETE", ["sessions", sid]) => (Op::DeleteSession, json!({ "sessionId": decode(sid)? })),
+        ("GET", ["export"]) => (Op::Export, json!({})),
+        ("POST", ["import"]) => (Op::Import, json!({ "data": import_body(req)? })),
+        ("GET", ["stats"]) => (Op::Stats, json!({})),
+        ("DELETE", []) => (Op::DeleteProfile, json!({})),
+        ("POST", ["restore"]) => (Op::RestoreProfile, json!({})),
         _ if allowed_methods(req.path).is_some() => {
             return Err(Error::method_not_allowed(format!(
                 "method {} is not allowed on {}",
@@ -141,7 +142,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         }
         _ => return Err(no_route(req)),
     };
-    Ok(Route::Profile(ProfileCall { namespace, profile, op: op.to_string(), args }))
+    Ok(Route::Profile(ProfileCall { namespace, profile, op, args }))
 }
 
 /// The namespace a profile or MCP path addresses, decoded, without
@@ -389,7 +390,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub fn envelope_ok_text(op: &str, result: &str) -> String {
     use serde_json::value::RawValue;
     let plain = |info: &str| format!("{{\"errors\":[],\"messages\":[],\"result\":{result}{info},\"success\":true}}");
-    if !matches!(op, "recall" | "list") {
+    if op != Op::Recall.name() && op != Op::List.name() {
         return plain("");
     }
     let Ok(mut fields) = serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(result) else {
@@ -505,7 +506,7 @@ mod tests {
     #[test]
     fn test_routes_map_to_operations() {
         let Route::Profile(c) = get(&format!("{BASE}/memories")).unwrap() else { panic!() };
-        assert_eq!((c.namespace.as_str(), c.profile.as_str(), c.op.as_str()), ("ns", "p1", "list"));
+        assert_eq!((c.namespace.as_str(), c.profile.as_str(), c.op), ("ns", "p1", Op::List));
         assert_eq!(c.object_name(), "ns/p1");
     }
 
