@@ -8,7 +8,7 @@ mod support;
 use agent_memory::core::api::{self, IngestRequest, ListRequest, RecallRequest, RememberRequest};
 use agent_memory::core::background::{EMBED_BATCH_BYTES, MAX_ATTEMPTS};
 use agent_memory::core::error::{Error, Result};
-use agent_memory::core::ingest::dates;
+use agent_memory::core::dates;
 use agent_memory::core::local::embed::HashEmbedder;
 use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::model::MessageInput;

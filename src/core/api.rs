@@ -132,14 +132,8 @@ pub struct RememberRequest {
     pub sensitive: Option<bool>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ResponseLength {
-    Short,
-    #[default]
-    Medium,
-    Long,
-}
+/// How long a recall's answer should be (a record of the model).
+pub use crate::core::model::ResponseLength;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

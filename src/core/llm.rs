@@ -99,7 +99,7 @@ impl<M: ChatModel> Reasoner for LlmReasoner<M> {
 
     fn synthesize<'a>(&'a self, input: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
         Box::pin(async move {
-            let (system, user) = crate::core::recall::synthesize::prompt(input);
+            let (system, user) = crate::core::synthesis::prompt(input);
             let req = ChatRequest { role: ModelRole::Synthesis, system, user, json: false, max_tokens: SYNTHESIS_TOKENS };
             self.ask(req, parse::answer).await
         })
@@ -179,6 +179,6 @@ mod tests {
         let seen = model.seen.borrow();
         assert_eq!(seen[0].role, ModelRole::Synthesis);
         assert!(!seen[0].json);
-        assert_eq!((seen[0].system.clone(), seen[0].user.clone()), crate::core::recall::synthesize::prompt(&input));
+        assert_eq!((seen[0].system.clone(), seen[0].user.clone()), crate::core::synthesis::prompt(&input));
     }
 }

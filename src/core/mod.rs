@@ -29,6 +29,7 @@
 pub mod api;
 pub mod background;
 pub mod context;
+pub mod dates;
 pub mod error;
 pub mod ids;
 pub mod ingest;
@@ -50,5 +51,6 @@ pub mod rules;
 pub mod schema;
 pub mod store;
 pub mod summary;
+pub mod synthesis;
 pub mod text;
 pub mod time;

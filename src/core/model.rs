@@ -69,6 +69,16 @@ impl Status {
     }
 }
 
+/// How long a recall's synthesized answer should be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseLength {
+    Short,
+    #[default]
+    Medium,
+    Long,
+}
+
 /// A message as a caller sends it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,7 +3,8 @@
 
 use crate::core::api::{RememberRequest, MAX_EXPIRY_MILLIS};
 use crate::core::error::{Error, Result};
-use crate::core::ingest::{classify, dates, persist};
+use crate::core::dates;
+use crate::core::ingest::{classify, persist};
 use crate::core::model::Memory;
 use crate::core::context::Profile;
 use crate::core::provider::{Candidate, Line, Reasoner, Transcript};

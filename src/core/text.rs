@@ -230,6 +230,37 @@ pub fn constant_regex(cell: &'static std::sync::OnceLock<regex::Regex>, pattern:
     cell.get_or_init(|| regex::Regex::new(pattern).expect("a constant pattern compiles"))
 }
 
+/// `"User / Package Manager"` -> `user.package_manager`. A key longer
+/// than the write routes accept ([`crate::core::api::MAX_KEY_CHARS`]) is
+/// no topic key: `None`.
+pub fn normalize_key(k: &str) -> Option<String> {
+    let parts: Vec<String> = k
+        .split(['.', '/', ':'])
+        .map(|p| {
+            p.trim()
+                .to_lowercase()
+                .chars()
+                .map(|c| if c.is_alphanumeric() { c } else { '_' })
+                .collect::<String>()
+                .split('_')
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("_")
+        })
+        .filter(|p| !p.is_empty())
+        .collect();
+    let key = parts.join(".");
+    (!key.is_empty() && key.chars().count() <= crate::core::api::MAX_KEY_CHARS).then_some(key)
+}
+
+/// Whether a message role is an agent's rather than a person's.
+pub fn is_agent_role(role: &str) -> bool {
+    matches!(
+        role.trim().to_lowercase().as_str(),
+        "assistant" | "ai" | "agent" | "model" | "bot" | "system" | "tool" | "function" | "developer"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,7 +47,7 @@ pub async fn run(
 /// distinct, non-empty search queries, each cut to the longest query a
 /// recall accepts.
 pub fn normalize(mut c: Classification) -> Classification {
-    c.key = if c.kind.is_keyed() { c.key.as_deref().and_then(normalize_key) } else { None };
+    c.key = if c.kind.is_keyed() { c.key.as_deref().and_then(crate::core::text::normalize_key) } else { None };
     let mut queries: Vec<String> = Vec::new();
     for q in c.search_queries.drain(..) {
         let q = crate::core::background::truncated(q.trim().to_string(), crate::core::api::MAX_QUERY_BYTES);
@@ -60,28 +60,6 @@ pub fn normalize(mut c: Classification) -> Classification {
     c
 }
 
-/// `"User / Package Manager"` -> `user.package_manager`. A key longer
-/// than the write routes accept ([`crate::core::api::MAX_KEY_CHARS`]) is
-/// no topic key: `None`.
-pub fn normalize_key(k: &str) -> Option<String> {
-    let parts: Vec<String> = k
-        .split(['.', '/', ':'])
-        .map(|p| {
-            p.trim()
-                .to_lowercase()
-                .chars()
-                .map(|c| if c.is_alphanumeric() { c } else { '_' })
-                .collect::<String>()
-                .split('_')
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join("_")
-        })
-        .filter(|p| !p.is_empty())
-        .collect();
-    let key = parts.join(".");
-    (!key.is_empty() && key.chars().count() <= crate::core::api::MAX_KEY_CHARS).then_some(key)
-}
 
 #[cfg(test)]
 mod tests {
@@ -90,8 +68,8 @@ mod tests {
 
     #[test]
     fn test_keys_are_normalized() {
-        assert_eq!(normalize_key("User / Package Manager").as_deref(), Some("user.package_manager"));
-        assert_eq!(normalize_key("  "), None);
+        assert_eq!(crate::core::text::normalize_key("User / Package Manager").as_deref(), Some("user.package_manager"));
+        assert_eq!(crate::core::text::normalize_key("  "), None);
     }
 
     #[test]

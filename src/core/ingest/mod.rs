@@ -10,7 +10,6 @@
 pub mod batch;
 pub mod chunk;
 pub mod classify;
-pub mod dates;
 pub mod extract;
 pub mod persist;
 pub mod supersede;

@@ -9,7 +9,8 @@
 
 use crate::core::error::Result;
 use crate::core::ids;
-use crate::core::ingest::{dates, supersede};
+use crate::core::dates;
+use crate::core::ingest::supersede;
 use crate::core::model::{Memory, Message, Status};
 use crate::core::provider::{Candidate, Classification, Transcript};
 use crate::core::recall::directory::TurnDirectory;

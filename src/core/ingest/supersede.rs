@@ -39,13 +39,8 @@ pub const AGENT: u8 = 1;
 /// Weight of a person's word (the user, or a named participant).
 pub const PERSON: u8 = 2;
 
-/// Whether a message role is an agent's rather than a person's.
-pub fn is_agent_role(role: &str) -> bool {
-    matches!(
-        role.trim().to_lowercase().as_str(),
-        "assistant" | "ai" | "agent" | "model" | "bot" | "system" | "tool" | "function" | "developer"
-    )
-}
+pub use crate::core::text::is_agent_role;
+
 
 /// The weight of a speaker's statements.
 pub fn authority(role: &str) -> u8 {

@@ -1,7 +1,7 @@
 //! Rendering messages as a transcript: role labels, dates, line indices,
 //! relative dates resolved to absolute ones.
 
-use crate::core::ingest::dates;
+use crate::core::dates;
 use crate::core::model::Message;
 use crate::core::provider::{Line, Transcript};
 

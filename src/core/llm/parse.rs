@@ -7,7 +7,7 @@
 //! unparseable, so the caller retries rather than guessing.
 
 use crate::core::error::{Error, Result};
-use crate::core::ingest::classify::normalize_key;
+use crate::core::text::normalize_key;
 use crate::core::llm::json;
 use crate::core::model::MemoryType;
 use crate::core::provider::{Candidate, Classification, QueryAnalysis, Verdict};

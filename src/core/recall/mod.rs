@@ -8,7 +8,6 @@ pub mod keyed;
 pub mod fuse;
 pub mod parts;
 pub mod porter;
-pub mod synthesize;
 pub mod temporal;
 pub mod text_index;
 pub mod unicode61;
@@ -239,7 +238,7 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             Ok(s) => s,
             Err(e) => {
                 notes.push(format!("synthesis failed, answering extractively: {e}"));
-                synthesize::extractive(&input)
+                crate::core::synthesis::extractive(&input)
             }
         }
     };

@@ -65,7 +65,7 @@ fn subject(role: &str) -> String {
     match role.to_lowercase().as_str() {
         "user" | "human" => "user".into(),
         "assistant" | "ai" | "system" | "agent" => "project".into(),
-        other => crate::core::ingest::classify::normalize_key(other).unwrap_or_else(|| "user".into()),
+        other => crate::core::text::normalize_key(other).unwrap_or_else(|| "user".into()),
     }
 }
 
@@ -113,7 +113,7 @@ pub fn key_of(role: &str, body: &str) -> Option<String> {
         words.truncate(FALLBACK_KEY_WORDS);
         (!words.is_empty()).then(|| words.join("_"))
     })?;
-    crate::core::ingest::classify::normalize_key(&format!("{}.{attr}", subject(role)))
+    crate::core::text::normalize_key(&format!("{}.{attr}", subject(role)))
 }
 
 /// Search queries from templates over the key and content words.

@@ -15,7 +15,8 @@
 //! What it does not do: split compound statements, resolve pronouns, or
 //! notice a restatement that uses other words.
 
-use crate::core::ingest::{dates, supersede};
+use crate::core::dates;
+use crate::core::text::is_agent_role;
 use crate::core::provider::{Candidate, Line, Pass, Transcript};
 use crate::core::text;
 use std::collections::HashSet;
@@ -88,10 +89,10 @@ fn stated_stems(line: &Line) -> HashSet<String> {
 /// it answers: the nearest earlier line of another, non-agent speaker.
 pub fn is_echo(t: &Transcript, pos: usize, s: &str) -> bool {
     let Some((line, before)) = t.lines.get(..=pos).and_then(<[Line]>::split_last) else { return false };
-    if !supersede::is_agent_role(&line.role) {
+    if !is_agent_role(&line.role) {
         return false;
     }
-    let Some(answered) = before.iter().rev().find(|l| l.role != line.role && !supersede::is_agent_role(&l.role)) else {
+    let Some(answered) = before.iter().rev().find(|l| l.role != line.role && !is_agent_role(&l.role)) else {
         return false;
     };
     let said = stated_stems(answered);

@@ -43,6 +43,6 @@ impl Reasoner for Rules {
         Box::pin(async move { Ok(query::analyze(query)) })
     }
     fn synthesize<'a>(&'a self, input: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Box::pin(async move { Ok(crate::core::recall::synthesize::extractive(input)) })
+        Box::pin(async move { Ok(crate::core::synthesis::extractive(input)) })
     }
 }

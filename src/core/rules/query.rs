@@ -28,7 +28,7 @@ pub fn analyze(query: &str) -> QueryAnalysis {
     // the query names, the user when it speaks of the user or in the
     // first person, then the defaults.
     let tokens = text::tokens(query);
-    let named: Vec<String> = names(query).iter().filter_map(|n| crate::core::ingest::classify::normalize_key(n)).collect();
+    let named: Vec<String> = names(query).iter().filter_map(|n| crate::core::text::normalize_key(n)).collect();
     let mut subjects: Vec<String> = Vec::new();
     let first_person = tokens.iter().any(|t| matches!(t.as_str(), "user" | "i" | "me" | "my" | "mine" | "myself"));
     if first_person {

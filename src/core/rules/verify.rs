@@ -50,7 +50,7 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
     }
     let grounded = words.iter().filter(|w| source.contains(w)).count();
     let share = grounded as f64 / words.len() as f64;
-    if let Some(d) = crate::core::ingest::dates::first_date(body) {
+    if let Some(d) = crate::core::dates::first_date(body) {
         if !cited.iter().any(|s| s.contains(&d)) {
             return Verdict::Drop { reason: format!("temporal accuracy: date {d} is not in the source") };
         }

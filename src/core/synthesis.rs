@@ -6,7 +6,7 @@
 //! just a string to the model, and the instructions never contain memory
 //! text.
 
-use crate::core::api::ResponseLength;
+use crate::core::model::ResponseLength;
 use crate::core::provider::SynthesisInput;
 
 /// Memories given to the model at most.
