@@ -166,7 +166,12 @@ test("remember over REST is seen over RPC, with identical records", async () => 
   const m = ok(await api.post(T.remember, { profile: "p-same" }, { content: "The user is learning Portuguese for a move to Porto." }));
   assert.deepEqual(await rpc("p-same", "get", m.id), ok(await api.get(T.memory, { profile: "p-same", id: m.id })));
   assert.deepEqual((await rpc("default/p-same", "list", { limit: 1000 })).memories, await restList("p-same"));
-  assert.deepEqual(await rpc("p-same", "stats"), ok(await api.get(T.stats, { profile: "p-same" })));
+  // What is in memory is not data: the isolate's figures (other profiles'
+  // work moves them between two calls) and what this profile holds (its
+  // alarm may build its directory in between). The rest is the same both
+  // ways.
+  const profileStats = ({ isolate, residentBytes, ...own }) => (assert.ok(isolate.wasmMemoryBytes > 0 && residentBytes >= 0), own);
+  assert.deepEqual(profileStats(await rpc("p-same", "stats")), profileStats(ok(await api.get(T.stats, { profile: "p-same" }))));
   assert.deepEqual(await rpc("p-same", "getSummary"), ok(await api.get(T.summary, { profile: "p-same" })));
   const restExport = (await api.get(T.export, { profile: "p-same" })).body;
   assert.deepEqual(exportRecords(await rpc("p-same", "export")), exportRecords(restExport));
