@@ -133,33 +133,35 @@ fn wasm_memory_bytes() -> u64 {
 /// clears the least recently used profiles' state (its own too, when it
 /// alone is over the budget) until the isolate's total fits `limit`.
 fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
-    ISOLATE.with(|isolate| {
-        let Ok(mut isolate) = isolate.try_borrow_mut() else { return };
-        let Isolate { budget, residents } = &mut *isolate;
-        budget.set_limit(limit);
+    let bytes = resident.heap_bytes();
+    evict(limit, |residents| {
         residents.retain(|_, r| r.strong_count() > 0);
         residents.insert(name.to_string(), Rc::downgrade(resident));
-        // Called after the request's own guard is dropped: a profile is busy
-        // while another of its requests is under way.
-        let busy = |n: &str| residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > 0);
-        for evicted in budget.touch(name, resident.heap_bytes(), busy) {
-            if let Some(r) = residents.get(&evicted).and_then(Weak::upgrade) {
-                r.clear();
-            }
-        }
-    });
+    }, |budget, busy| budget.touch(name, bytes, busy));
 }
 
 /// Before a request of profile `name`: clears the least recently used
 /// profiles' state so that what `name` held last time fits beside the
 /// rest when it builds it again.
 fn make_room(name: &str, limit: usize) {
+    evict(limit, |_| {}, |budget, busy| budget.make_room(name, busy));
+}
+
+/// Sets the isolate's budget to `limit`, updates its residents, asks the
+/// budget which profiles to evict (`decide`, told which are busy: a
+/// request of theirs is under way) and clears their state.
+fn evict(
+    limit: usize,
+    update: impl FnOnce(&mut HashMap<String, Weak<Resident>>),
+    decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>,
+) {
     ISOLATE.with(|isolate| {
         let Ok(mut isolate) = isolate.try_borrow_mut() else { return };
         let Isolate { budget, residents } = &mut *isolate;
         budget.set_limit(limit);
+        update(residents);
         let busy = |n: &str| residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > 0);
-        for evicted in budget.make_room(name, busy) {
+        for evicted in decide(budget, &busy) {
             if let Some(r) = residents.get(&evicted).and_then(Weak::upgrade) {
                 r.clear();
             }

@@ -243,10 +243,16 @@ pub fn validate_session_id_shape(s: &str) -> Result<()> {
 /// Checks a message role: 1-64 characters, not blank, no control
 /// characters.
 pub fn validate_role(what: &str, role: &str) -> Result<()> {
-    if role.trim().is_empty() || role.chars().count() > MAX_ROLE_CHARS {
-        return Err(Error::invalid(format!("{what} must be 1-{MAX_ROLE_CHARS} characters")));
+    validate_label(what, role, MAX_ROLE_CHARS)
+}
+
+/// A short label (a role, a key): not blank, at most `max` characters,
+/// no control characters.
+fn validate_label(what: &str, s: &str, max: usize) -> Result<()> {
+    if s.trim().is_empty() || s.chars().count() > max {
+        return Err(Error::invalid(format!("{what} must be 1-{max} characters")));
     }
-    if role.chars().any(char::is_control) {
+    if s.chars().any(char::is_control) {
         return Err(Error::invalid(format!("{what} must not contain control characters")));
     }
     Ok(())
@@ -269,13 +275,7 @@ pub fn validate_content(what: &str, content: &str) -> Result<()> {
 
 /// Checks a topic key: 1-128 characters, no control characters.
 pub fn validate_key(what: &str, key: &str) -> Result<()> {
-    if key.trim().is_empty() || key.chars().count() > MAX_KEY_CHARS {
-        return Err(Error::invalid(format!("{what} must be 1-{MAX_KEY_CHARS} characters")));
-    }
-    if key.chars().any(char::is_control) {
-        return Err(Error::invalid(format!("{what} must not contain control characters")));
-    }
-    Ok(())
+    validate_label(what, key, MAX_KEY_CHARS)
 }
 
 /// Checks a memory's search queries: at most [`MAX_SEARCH_QUERIES`], each
