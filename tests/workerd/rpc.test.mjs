@@ -166,6 +166,9 @@ test("remember over REST is seen over RPC, with identical records", async () => 
   const m = ok(await api.post(T.remember, { profile: "p-same" }, { content: "The user is learning Portuguese for a move to Porto." }));
   assert.deepEqual(await rpc("p-same", "get", m.id), ok(await api.get(T.memory, { profile: "p-same", id: m.id })));
   assert.deepEqual((await rpc("default/p-same", "list", { limit: 1000 })).memories, await restList("p-same"));
+  // Both ways read a settled profile: the alarm (the drain delay after the
+  // remember) embeds between two calls otherwise.
+  await waitFor(async () => (await rpc("p-same", "stats")).pendingJobs === 0, { what: "the outbox to drain" });
   // What is in memory is not data: the isolate's figures (other profiles'
   // work moves them between two calls) and what this profile holds (its
   // alarm may build its directory in between). The rest is the same both
