@@ -266,7 +266,7 @@ fn grace(limits_grace_millis: i64) -> Limits {
 fn with_limits<T>(sql: &NativeSql, now: i64, limits: Limits, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
     let turns = TurnDirectory::new();
-    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder: &HashEmbedder, index: &index, turns: &turns, now, limits, memory: Default::default() };
+    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder: &HashEmbedder, index: &index, turns: Some(&turns), now, limits, memory: Default::default() };
     f(&p)
 }
 
@@ -452,7 +452,7 @@ impl Embedder for Dies {
 fn with_embedder<T>(sql: &NativeSql, now: i64, embedder: &dyn Embedder, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
     let turns = TurnDirectory::new();
-    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder, index: &index, turns: &turns, now, limits: Limits::default(), memory: Default::default() };
+    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder, index: &index, turns: Some(&turns), now, limits: Limits::default(), memory: Default::default() };
     f(&p)
 }
 

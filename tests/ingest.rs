@@ -50,7 +50,7 @@ fn with_parts<T>(
 ) -> T {
     let index = SqlVectorIndex { sql };
     let turns = TurnDirectory::new();
-    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, turns: &turns, now, limits: Limits::default(), memory: Default::default() };
+    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, turns: Some(&turns), now, limits: Limits::default(), memory: Default::default() };
     f(&p)
 }
 

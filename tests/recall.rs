@@ -277,10 +277,9 @@ fn test_key_channel_ranks_the_live_holders_of_each_key_newest_first_in_key_order
     .map(|(i, body)| with_profile(&sql, APRIL_15 + i as i64 * 1000, |p| remember(p, body).id))
     .collect();
     with_profile(&sql, APRIL_15 + DAY, |p| {
-        let dir = p.turns.sync(p.sql).unwrap();
         let keys = |k: &[&str], inactive: bool| -> Vec<String> {
             let keys: Vec<String> = k.iter().map(|s| s.to_string()).collect();
-            channels::key(p.sql, dir.memories(), &keys, inactive, &iso(APRIL_15 + DAY)).unwrap().ids
+            channels::key(p.sql, &keys, inactive, &iso(APRIL_15 + DAY)).unwrap().ids
         };
         // The superseded npm memory is not live; key order is kept.
         assert_eq!(keys(&["process.deploy_day", "tooling.package_manager"], false), vec![ids[1].clone(), ids[2].clone()]);

@@ -1,21 +1,33 @@
 //! What a profile keeps in memory between requests is a cache over its
-//! SQLite database: with nothing resident (the memory budget at zero, every
-//! call starting from SQLite and the snapshots kept there), with the cache
-//! kept, and with it cleared now and then (evicted by the budget), every
-//! operation gives the same answers.
+//! SQLite database: with nothing resident (the memory budget at zero: every
+//! call on SQLite alone, no directory and no vector codes in memory), with
+//! the state built afresh for every call (from the snapshots kept in
+//! SQLite), with it kept (a budget it fits in, or unbounded), and with it
+//! cleared now and then (evicted by the budget), every operation gives the
+//! same answers: ingest's dedup and supersession, `list?key=`, and recall's
+//! candidates in the same order with the same scores.
 
 mod support;
 
 use agent_memory::core::api::{IngestRequest, ListRequest, RecallRequest, RememberRequest};
+use agent_memory::core::local::embed::HashEmbedder;
+use agent_memory::core::local::vector::{CachedVectorIndex, Packed, SqlVectorIndex};
+use agent_memory::core::ops::{Limits, Profile};
+use agent_memory::core::ports::VectorIndex;
 use agent_memory::core::recall::directory::TurnDirectory;
+use agent_memory::core::rules::Rules;
 use serde_json::json;
-use support::{block_on, database, msg, with_profile_in, NativeSql, Rng, APRIL_15};
+use std::cell::RefCell;
+use support::{block_on, database, msg, NativeSql, Rng, APRIL_15};
 
-/// How the profile's owner keeps its directory between calls.
-#[derive(Clone, Copy, Debug)]
+/// How the profile's owner keeps its state between calls.
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Keeping {
-    /// Nothing resident: a new directory for every call.
+    /// Nothing resident: SQLite alone (the memory budget at zero).
     Nothing,
+    /// Built afresh for every call, from the snapshots: a new directory and
+    /// vector codes each time.
+    Cold,
     /// Kept for the profile's life (a budget it fits in, or unbounded).
     Everything,
     /// Kept, but evicted after every third call.
@@ -30,18 +42,32 @@ const FACTS: &[&str] = &["runs on port 5433", "moved to Oslo", "is owned by the 
 fn run_script(keeping: Keeping) -> Vec<String> {
     let sql = database();
     let kept = TurnDirectory::new();
+    let kept_codes = RefCell::new(Packed::new());
     let mut calls = 0usize;
     let mut out = Vec::new();
-    let mut call = |sql: &NativeSql, f: &mut dyn FnMut(&agent_memory::core::ops::Profile<'_>) -> String| {
+    let mut call = |sql: &NativeSql, f: &mut dyn FnMut(&Profile<'_>) -> String| {
         calls += 1;
-        let fresh = TurnDirectory::new();
-        let turns = match keeping {
-            Keeping::Nothing => &fresh,
-            Keeping::Everything | Keeping::Evicted => &kept,
+        let (fresh, fresh_codes) = (TurnDirectory::new(), RefCell::new(Packed::new()));
+        let (turns, index): (Option<&TurnDirectory>, Box<dyn VectorIndex>) = match keeping {
+            Keeping::Nothing => (None, Box::new(SqlVectorIndex { sql })),
+            Keeping::Cold => (Some(&fresh), Box::new(CachedVectorIndex { sql, packed: &fresh_codes })),
+            Keeping::Everything | Keeping::Evicted => (Some(&kept), Box::new(CachedVectorIndex { sql, packed: &kept_codes })),
         };
-        let answer = with_profile_in(sql, APRIL_15 + calls as i64 * 60_000, turns, |p| f(p));
-        if matches!(keeping, Keeping::Evicted) && calls % 3 == 0 {
+        let p = Profile {
+            name: "test/p",
+            sql,
+            reasoner: &Rules,
+            embedder: &HashEmbedder,
+            index: index.as_ref(),
+            turns,
+            now: APRIL_15 + calls as i64 * 60_000,
+            limits: Limits::default(),
+            memory: Default::default(),
+        };
+        let answer = f(&p);
+        if keeping == Keeping::Evicted && calls % 3 == 0 {
             kept.clear();
+            kept_codes.borrow_mut().clear();
         }
         answer
     };
@@ -91,7 +117,8 @@ fn run_script(keeping: Keeping) -> Vec<String> {
             format!("{:?}", block_on(p.recall(req.clone())).map(|r| r.candidates.into_iter().map(|c| (c.id, c.score.to_bits())).collect::<Vec<_>>()))
         }));
     }
-    // A directory started with nothing resident read the snapshot.
+    // The drains of a profile with a directory kept its snapshot (one on
+    // SQLite alone keeps none: it never builds the directory).
     let snapshot_parts = agent_memory::core::ports::Sql::query(&sql, "SELECT COUNT(*) FROM directory_snapshot", &[]).unwrap()[0][0].as_i64().unwrap();
     out.push(format!("snapshot parts: {}", snapshot_parts > 0));
     out
@@ -103,9 +130,13 @@ fn test_answers_are_the_same_with_nothing_resident_everything_resident_and_evict
     assert!(everything.iter().any(|a| a.contains("Superseded")), "the script supersedes a memory: {everything:?}");
     assert!(everything.iter().filter(|a| a.starts_with("Ok([(")).count() >= 6, "lists and recalls found memories");
     assert_eq!(everything.last().map(String::as_str), Some("snapshot parts: true"), "the script is large enough to keep a snapshot");
-    for keeping in [Keeping::Nothing, Keeping::Evicted] {
-        let other = run_script(keeping);
+    for keeping in [Keeping::Nothing, Keeping::Cold, Keeping::Evicted] {
+        let mut other = run_script(keeping);
         assert_eq!(other.len(), everything.len());
+        if keeping == Keeping::Nothing {
+            assert_eq!(other.pop().as_deref(), Some("snapshot parts: false"), "SQLite alone builds no directory");
+            other.push("snapshot parts: true".into());
+        }
         for (i, (a, b)) in everything.iter().zip(&other).enumerate() {
             assert_eq!(a, b, "call {i} answers differently with {keeping:?}");
         }

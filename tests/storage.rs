@@ -188,7 +188,7 @@ fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()) };
-        let speakers = || p.turns.sync(p.sql).unwrap().speakers().to_vec();
+        let speakers = || p.turns.unwrap().sync(p.sql).unwrap().speakers().to_vec();
         block_on(p.ingest(session("a", vec![msg("Maria", "I baked a lemon tart for the fair."), msg("user", "Lemon tarts are my favourite dessert.")])))
             .unwrap();
         assert_eq!(speakers(), vec!["Maria", "user"]);
@@ -207,7 +207,7 @@ fn test_turn_directory_follows_appends_deletes_and_a_wipe() {
     with_profile(&sql, APRIL_15, |p| {
         let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()) };
         let places = || {
-            let dir = p.turns.sync(p.sql).unwrap();
+            let dir = p.turns.unwrap().sync(p.sql).unwrap();
             let rows = p.sql.query("SELECT rowid, id, session_id, position FROM messages ORDER BY rowid", &[]).unwrap();
             // Every stored message is found by rowid and by id at its place,
             // and the directory holds nothing else.
@@ -226,7 +226,7 @@ fn test_turn_directory_follows_appends_deletes_and_a_wipe() {
         block_on(p.ingest(session("a", vec![msg("Maria", "We adopted a puppy in 2022."), msg("user", "What is the puppy called?")]))).unwrap();
         assert_eq!(places(), 2);
         {
-            let dir = p.turns.sync(p.sql).unwrap();
+            let dir = p.turns.unwrap().sync(p.sql).unwrap();
             let first = dir.turn(dir.by_rowid(1).unwrap());
             assert!(first.mentions_time, "a year is a time");
             assert!(!dir.turn(dir.by_rowid(2).unwrap()).mentions_time);

@@ -141,7 +141,7 @@ fn test_bm25_is_fts5s_own_for_every_matching_message() {
     with_profile(&sql, APRIL_15, |p| {
         p.store().put_messages(&stored).unwrap();
         FullText::Messages.catch_up(p.sql).unwrap();
-        let dir = p.turns.sync(p.sql).unwrap();
+        let dir = p.turns.unwrap().sync(p.sql).unwrap();
         let mut compared = 0;
         for _ in 0..300 {
             // Queries as recall builds them: single words, OR-ed.
@@ -204,7 +204,7 @@ fn test_best_first_with_a_limit_matches_fts5s_order() {
     with_profile(&sql, APRIL_15, |p| {
         p.store().put_messages(&stored).unwrap();
         FullText::Messages.catch_up(p.sql).unwrap();
-        let dir = p.turns.sync(p.sql).unwrap();
+        let dir = p.turns.unwrap().sync(p.sql).unwrap();
         for _ in 0..100 {
             let words: Vec<String> = (0..3).map(|_| rng.pick(WORDS).to_string()).collect();
             let phrases = agent_memory::core::recall::channels::phrases(&words);
@@ -393,11 +393,11 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
         let items: Vec<(&agent_memory::core::model::Memory, &str)> = stored.iter().map(|m| (m, m.id.as_str())).collect();
         p.store().insert_memories(&items).unwrap();
         FullText::Memories.catch_up(p.sql).unwrap();
-        assert_eq!(p.turns.sync(p.sql).unwrap().memories().text().len(), 1000);
+        assert_eq!(p.turns.unwrap().sync(p.sql).unwrap().memories().text().len(), 1000);
         // Some leave, hard-deleted: the directory reads the rest again.
         p.sql.execute("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id LIKE '%7')", &[]).unwrap();
         p.sql.execute("DELETE FROM memories WHERE id LIKE '%7'", &[]).unwrap();
-        let dir = p.turns.sync(p.sql).unwrap();
+        let dir = p.turns.unwrap().sync(p.sql).unwrap();
         assert_eq!(dir.memories().text().len(), 900);
         let mut compared = 0;
         for _ in 0..300 {
@@ -445,8 +445,8 @@ fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
         p.store().put_messages(&stored[..2800]).unwrap();
         let items: Vec<(&agent_memory::core::model::Memory, &str)> = mems.iter().map(|m| (m, m.id.as_str())).collect();
         p.store().insert_memories(&items).unwrap();
-        assert!(p.turns.maintain(p.sql).unwrap(), "a first snapshot is written");
-        assert!(!p.turns.maintain(p.sql).unwrap(), "and not again while nothing changed");
+        assert!(p.turns.unwrap().maintain(p.sql).unwrap(), "a first snapshot is written");
+        assert!(!p.turns.unwrap().maintain(p.sql).unwrap(), "and not again while nothing changed");
     });
     let same = |fresh: &TurnDirectory| *fresh.sync(&sql).unwrap() == *built.sync(&sql).unwrap();
 
@@ -542,6 +542,7 @@ fn test_an_index_over_its_bounds_turns_off_and_leaves_scoring_to_sqlite() {
 #[test]
 fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
     use agent_memory::core::recall::channels::{score_turns, TextQuery};
+    use agent_memory::core::recall::places::Source;
     let sql = database();
     let day = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).unwrap();
     with_profile(&sql, APRIL_15, |p| {
@@ -554,10 +555,11 @@ fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
         assert_eq!(waiting, Some(0), "two messages are fewer than a batch");
         // A phrase of two tokens is searched by FTS5, not in memory.
         let q = TextQuery::new("Which editor?", &["vs code".to_string()], day);
-        let dir = p.turns.sync(p.sql).unwrap();
-        let found = score_turns(p.sql, &dir, &q).unwrap();
-        let ids: Vec<&str> = found.plain.iter().map(|(id, _)| id.as_str()).collect();
-        assert_eq!(ids, ["msg_a"], "the phrase matches the first message only");
+        for src in [Source::Sql, Source::Resident(&p.turns.unwrap().sync(p.sql).unwrap())] {
+            let found = score_turns(p.sql, src, &q).unwrap();
+            let ids: Vec<&str> = found.plain.iter().map(|(id, _)| id.as_str()).collect();
+            assert_eq!(ids, ["msg_a"], "the phrase matches the first message only");
+        }
     });
 }
 

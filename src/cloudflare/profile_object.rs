@@ -59,9 +59,19 @@ fn now() -> i64 {
     js_sys::Date::now() as i64
 }
 
+/// How soon after a recall that found its profile cold the alarm builds
+/// the profile's state, in milliseconds.
+const WARM_DELAY_MS: i64 = 1;
+
 /// What a profile object keeps in memory between requests: caches over
 /// its SQLite database, each rebuilt from there (and from the snapshots
 /// kept there) when missing. The isolate's [`Budget`] decides whose stay.
+///
+/// A profile is *warm* while its directory is loaded: its requests use
+/// the directory and the vector codes in memory. Otherwise it answers from
+/// SQLite alone (the same answers, core::recall::places), and a recall
+/// asks the alarm to warm it up after the response, if its estimated
+/// state fits the budget: no request ever waits for a load.
 #[derive(Default)]
 pub struct Resident {
     /// The local vector index's codes, loaded on the first vector query
@@ -75,9 +85,17 @@ pub struct Resident {
     /// Requests (and alarms) of the profile under way: a busy profile is
     /// never evicted.
     busy: Cell<u32>,
+    /// A recall found the profile cold: the next alarm builds its state,
+    /// if it fits.
+    warm_wanted: Cell<bool>,
 }
 
 impl Resident {
+    /// Whether the profile's state is loaded (see [`Resident`]).
+    fn is_warm(&self) -> bool {
+        self.turns.is_loaded()
+    }
+
     fn heap_bytes(&self) -> usize {
         self.turns.heap_bytes().saturating_add(self.packed.try_borrow().map_or(0, |p| p.heap_bytes()))
     }
@@ -140,11 +158,19 @@ fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
     }, |budget, busy| budget.touch(name, bytes, busy));
 }
 
-/// Before a request of profile `name`: clears the least recently used
-/// profiles' state so that what `name` held last time fits beside the
-/// rest when it builds it again.
-fn make_room(name: &str, limit: usize) {
-    evict(limit, |_| {}, |budget, busy| budget.make_room(name, busy));
+/// Before profile `name` builds its state, estimated at `estimate` bytes:
+/// whether it may (it fits the budget alone); if so, the least recently
+/// used profiles' state is cleared first so that it fits beside the rest.
+fn admit(name: &str, limit: usize, estimate: usize) -> bool {
+    let mut admitted = false;
+    evict(limit, |_| {}, |budget, busy| match budget.make_room(name, estimate, busy) {
+        Some(evicted) => {
+            admitted = true;
+            evicted
+        }
+        None => Vec::new(),
+    });
+    admitted
 }
 
 /// Sets the isolate's budget to `limit`, updates its residents, asks the
@@ -175,10 +201,10 @@ fn memory_view(resident: &Resident) -> MemoryView {
     MemoryView { resident_bytes: resident.heap_bytes() as u64, isolate }
 }
 
-/// Operations that never build the profile's resident state (directory,
-/// vector codes): no room is made for them.
-fn leaves_state_alone(op: &str) -> bool {
-    Op::parse(op).is_some_and(|op| !op.builds_state())
+/// Operations that use the profile's resident state when it is warm, and
+/// ask for it when it is not.
+fn wants_state(op: &str) -> bool {
+    Op::parse(op).is_some_and(Op::uses_state)
 }
 
 /// Operations that write nothing, so need no alarm check after them.
@@ -200,14 +226,14 @@ fn is_bench_read(_: &str) -> bool {
 impl ProfileObject {
     /// The core's view of this profile for one call or alarm, at the
     /// current time.
-    fn profile<'a>(&'a self, name: &'a str, providers: &'a Providers, index: &'a dyn VectorIndex) -> Profile<'a> {
+    fn profile<'a>(&'a self, name: &'a str, providers: &'a Providers, index: &'a dyn VectorIndex, warm: bool) -> Profile<'a> {
         Profile {
             name,
             sql: &self.sql,
             reasoner: providers.reasoner(),
             embedder: providers.embedder(),
             index,
-            turns: &self.resident.turns,
+            turns: warm.then_some(&self.resident.turns),
             now: now(),
             limits: Limits {
                 max_memories: self.config.max_memories,
@@ -224,20 +250,35 @@ impl ProfileObject {
             return Err(e.clone());
         }
         let name = call.name.clone();
-        if !leaves_state_alone(&call.op) {
-            make_room(&name, self.config.memory_budget_bytes);
-        }
+        let warm = self.resident.is_warm();
+        let asks_warmth = !warm && wants_state(&call.op);
         let busy = Busy::new(&self.resident);
-        let out = self.run_call(call).await;
+        let out = self.run_call(call, warm).await;
         drop(busy);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
+        if asks_warmth && out.is_ok() {
+            self.ask_warmth().await?;
+        }
         out
     }
 
-    async fn run_call(&self, call: Call) -> std::result::Result<String, Error> {
+    /// Asks the next alarm, set to ring at once unless one is due sooner,
+    /// to build the profile's state (see [`Resident`]).
+    async fn ask_warmth(&self) -> std::result::Result<(), Error> {
+        self.resident.warm_wanted.set(true);
+        let storage = self.state.storage();
+        let alarm_error = |e: worker::Error| Error::storage(format!("failed to set the profile's alarm: {e}"));
+        let current = storage.get_alarm().await.map_err(alarm_error)?;
+        if current.is_none_or(|at| at > now().saturating_add(WARM_DELAY_MS)) {
+            storage.set_alarm(WARM_DELAY_MS).await.map_err(alarm_error)?;
+        }
+        Ok(())
+    }
+
+    async fn run_call(&self, call: Call, warm: bool) -> std::result::Result<String, Error> {
         let providers = Providers::new(&self.config, &self.env, &call.name)?;
-        let index = providers.index(&self.sql, &self.resident.packed);
-        let mut profile = self.profile(&call.name, &providers, index.as_ref());
+        let index = providers.index(&self.sql, &self.resident.packed, warm);
+        let mut profile = self.profile(&call.name, &providers, index.as_ref(), warm);
         if call.op == "stats" {
             profile.memory = memory_view(&self.resident);
         }
@@ -364,9 +405,9 @@ impl DurableObject for ProfileObject {
             .meta_get(META_NAME)
             .map_err(|e| worker::Error::RustError(e.to_string()))?
             .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
-        make_room(&name, self.config.memory_budget_bytes);
+        let warm = self.resident.is_warm() || (self.resident.warm_wanted.replace(false) && self.admit(&name)?);
         let busy = Busy::new(&self.resident);
-        let report = self.drain(&name).await;
+        let report = self.drain(&name, warm).await;
         drop(busy);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         let report = report.map_err(|e| worker::Error::RustError(e.to_string()))?;
@@ -380,10 +421,28 @@ impl DurableObject for ProfileObject {
 impl ProfileObject {
     /// The alarm's work: the drain (failed jobs are recorded on the jobs;
     /// the next alarm retries them after their backoff).
-    async fn drain(&self, name: &str) -> std::result::Result<crate::core::background::DrainReport, Error> {
+    /// A `warm` profile's drain keeps its directory in step (and so builds
+    /// it, when it was asked for) and its vector codes loaded.
+    async fn drain(&self, name: &str, warm: bool) -> std::result::Result<crate::core::background::DrainReport, Error> {
         let providers = Providers::new(&self.config, &self.env, name)?;
-        let index = providers.index(&self.sql, &self.resident.packed);
-        self.profile(name, &providers, index.as_ref()).drain().await
+        let index = providers.index(&self.sql, &self.resident.packed, warm);
+        let report = self.profile(name, &providers, index.as_ref(), warm).drain().await?;
+        if warm && providers.local_index() {
+            let mut packed = self.resident.packed.borrow_mut();
+            if !packed.is_loaded() {
+                crate::core::local::vector::load(&self.sql, &mut packed)?;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Whether profile `name` may build its state now: its estimate (from
+    /// its counts) fits the budget, room made for it.
+    fn admit(&self, name: &str) -> Result<bool> {
+        let (messages, memories) = crate::core::store::Store::new(&self.sql, now())
+            .highest_rowids()
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        Ok(admit(name, self.config.memory_budget_bytes, crate::core::resident::estimate(messages, memories)))
     }
 }
 

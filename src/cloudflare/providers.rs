@@ -3,7 +3,7 @@
 use crate::cloudflare::config::{Config, EmbedderKind, IndexKind, LlmKind};
 use crate::core::error::{Error, Result};
 use crate::core::local::embed::HashEmbedder;
-use crate::core::local::vector::{CachedVectorIndex, Packed};
+use crate::core::local::vector::{CachedVectorIndex, Packed, SqlVectorIndex};
 use crate::core::ports::{Embedder, Sql, VectorIndex};
 use crate::core::provider::Reasoner;
 use crate::core::rules::Rules;
@@ -47,12 +47,21 @@ impl Providers {
         self.embedder.as_ref()
     }
 
-    /// The vector index. The local one reads the profile's SQL and keeps
-    /// its codes in `packed`, which the Durable Object holds across calls.
-    pub fn index<'a>(&'a self, sql: &'a dyn Sql, packed: &'a RefCell<Packed>) -> Box<dyn VectorIndex + 'a> {
+    /// The vector index. The local one reads the profile's SQL; when the
+    /// profile is `warm` (its state resident) it keeps its codes in
+    /// `packed`, which the Durable Object holds across calls, else it
+    /// streams them from SQLite for each query.
+    pub fn index<'a>(&'a self, sql: &'a dyn Sql, packed: &'a RefCell<Packed>, warm: bool) -> Box<dyn VectorIndex + 'a> {
         match (&self.index, &self.vectorize) {
             (IndexKind::Vectorize, Some(v)) => Box::new(v),
-            _ => Box::new(CachedVectorIndex { sql, packed }),
+            _ if warm => Box::new(CachedVectorIndex { sql, packed }),
+            _ => Box::new(SqlVectorIndex { sql }),
         }
+    }
+
+    /// Whether vectors are kept in the profile's own SQLite (the local
+    /// index), whose codes a warm profile holds in memory.
+    pub fn local_index(&self) -> bool {
+        self.vectorize.is_none()
     }
 }

@@ -145,9 +145,11 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     run_index_text(p, &of(JobKind::IndexText), &mut report)?;
     // The turn directory reads what this work and the writes before it
     // added, here rather than on the next recall, and keeps its snapshot.
-    match p.turns.maintain(p.sql) {
-        Ok(written) => report.snapshot = written,
-        Err(e) => report.directory_error = Some(e.to_string()),
+    if let Some(turns) = p.turns {
+        match turns.maintain(p.sql) {
+            Ok(written) => report.snapshot = written,
+            Err(e) => report.directory_error = Some(e.to_string()),
+        }
     }
     report.pending = store.pending_jobs()?;
     report.next_at = store.next_due()?;

@@ -20,8 +20,10 @@ pub struct Profile<'a> {
     pub embedder: &'a dyn Embedder,
     pub index: &'a dyn VectorIndex,
     /// Where each message sits, kept between calls by the profile's owner
-    /// (see [`crate::core::recall::directory`]).
-    pub turns: &'a TurnDirectory,
+    /// (see [`crate::core::recall::directory`]) when its memory budget
+    /// allows; `None`: the profile runs on SQLite alone
+    /// ([`crate::core::recall::places::Source::Sql`]).
+    pub turns: Option<&'a TurnDirectory>,
     /// Milliseconds since the epoch, read once per call.
     pub now: i64,
     pub limits: Limits,

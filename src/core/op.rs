@@ -78,10 +78,13 @@ impl Op {
         !matches!(self, Op::Recall | Op::List | Op::Get | Op::GetSummary | Op::Export | Op::Stats)
     }
 
-    /// Whether it builds the profile's resident state (turn directory,
-    /// vector codes), so room is made for it in the isolate's budget.
-    pub fn builds_state(self) -> bool {
-        !matches!(self, Op::Stats | Op::Get | Op::GetSummary | Op::Export | Op::RestoreProfile | Op::DeleteProfile)
+    /// Whether it reads the profile's resident state (turn directory,
+    /// vector codes) when there is one: a profile without asks for it to
+    /// be built after the response, within the isolate's budget. Every
+    /// other operation runs the same with or without it (writes keep a
+    /// resident state in step).
+    pub fn uses_state(self) -> bool {
+        matches!(self, Op::Recall)
     }
 
     /// Whether a profile marked for deletion still answers it: the

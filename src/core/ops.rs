@@ -115,10 +115,6 @@ impl<'a> Profile<'a> {
 
     pub fn list(&self, req: ListRequest) -> Result<ListPage> {
         req.validate()?;
-        let key_rowids = match &req.key {
-            Some(k) => self.turns.sync(self.sql)?.memories().rowids_with_key(k),
-            None => Vec::new(),
-        };
         self.store().list(&ListFilter {
             limit: req.limit.unwrap_or(DEFAULT_PAGE_SIZE),
             cursor: req.cursor,
@@ -126,7 +122,6 @@ impl<'a> Profile<'a> {
             kind: req.kind,
             status: req.status,
             key: req.key,
-            key_rowids,
         })
     }
 
@@ -374,7 +369,7 @@ mod tests {
     fn profile<'a>(sql: &'a NativeSql, reasoner: &'a dyn Reasoner, index: &'a SqlVectorIndex<'a>, now: i64, max: i64) -> Profile<'a> {
         // One directory per profile value; a test's few are leaked.
         let turns = Box::leak(Box::new(TurnDirectory::new()));
-        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns, now, limits: Limits { max_memories: max, ..Limits::default() }, memory: MemoryView::default() }
+        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns: Some(turns), now, limits: Limits { max_memories: max, ..Limits::default() }, memory: MemoryView::default() }
     }
 
     /// A reasoner whose extraction never finishes: an object that dies

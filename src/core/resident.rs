@@ -18,6 +18,22 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Heap bytes a profile's state holds per stored memory, measured
+/// (docs/bench/multi/): its vector code (a 512-bit SimHash, a 4-bit
+/// 256-dimension vector, its key and slot), its words in the directory's
+/// memory index and its rowid, rounded up.
+pub const BYTES_PER_MEMORY: usize = 640;
+/// ... and per stored message: its place in the directory (id, session,
+/// position, role, date) and its words.
+pub const BYTES_PER_MESSAGE: usize = 520;
+
+/// What a profile's state will hold, estimated from its counts before it
+/// is built (a profile that alone would not fit is never built).
+pub fn estimate(messages: u64, memories: u64) -> usize {
+    let bytes = (messages as u128).saturating_mul(BYTES_PER_MESSAGE as u128).saturating_add((memories as u128).saturating_mul(BYTES_PER_MEMORY as u128));
+    usize::try_from(bytes).unwrap_or(usize::MAX)
+}
+
 /// The budget when none is configured (`MEMORY_BUDGET_MB`): what the
 /// profiles of one isolate may keep between requests together.
 pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
@@ -87,20 +103,24 @@ impl Budget {
         evicted
     }
 
-    /// Before a request of `name`: the profiles to clear so that what
-    /// `name` held last time (what it is about to build again) fits beside
-    /// the rest, least recently used first. Nothing when `name` is
-    /// resident, unknown, or would not fit alone anyway. Making room first
-    /// keeps the budget plus one profile's state from ever being held at
-    /// once.
-    pub fn make_room(&mut self, name: &str, busy: impl Fn(&str) -> bool) -> Vec<String> {
-        let coming = self.last.get(name).copied().unwrap_or(0);
-        if coming == 0 || coming > self.limit || self.entries.iter().any(|(n, _)| n == name) {
-            return Vec::new();
+    /// Before `name` builds its state, expected to hold `estimate` bytes
+    /// (or what it held last time, if more): `None` when that would not
+    /// fit the budget alone (the profile stays on its SQLite paths), else
+    /// the profiles to clear first so it fits beside the rest, least
+    /// recently used first (none when `name` is resident already). Making
+    /// room first keeps the budget plus one profile's state from ever
+    /// being held at once.
+    pub fn make_room(&mut self, name: &str, estimate: usize, busy: impl Fn(&str) -> bool) -> Option<Vec<String>> {
+        let coming = self.last.get(name).copied().unwrap_or(0).max(estimate);
+        if coming > self.limit {
+            return None;
+        }
+        if self.entries.iter().any(|(n, _)| n == name) {
+            return Some(Vec::new());
         }
         let evicted = self.evict_until(self.limit.saturating_sub(coming), name, busy);
         self.evictions = self.evictions.saturating_add(evicted.len() as u64);
-        evicted
+        Some(evicted)
     }
 
     /// Removes the least recently used profiles but `keep` and the busy
@@ -200,12 +220,22 @@ mod tests {
         b.touch("c", 4 * MB, idle);
         assert_eq!(b.resident_profiles(), 2, "a was evicted for c");
         // a comes back: room for its 4 MB is made before it builds them.
-        assert_eq!(b.make_room("a", idle), vec!["b".to_string()]);
+        assert_eq!(b.make_room("a", 0, idle), Some(vec!["b".to_string()]));
         assert_eq!(b.resident_bytes(), 4 * MB);
-        assert!(b.make_room("c", idle).is_empty(), "c is resident");
-        assert!(b.make_room("never-seen", idle).is_empty());
+        assert_eq!(b.make_room("c", 0, idle), Some(vec![]), "c is resident");
         assert!(b.touch("a", 4 * MB, idle).is_empty());
         assert_eq!(b.evictions(), 2);
+    }
+
+    #[test]
+    fn test_a_profile_whose_estimate_is_over_the_budget_is_refused_and_evicts_nobody() {
+        let mut b = Budget::new(10 * MB);
+        b.touch("small", 2 * MB, idle);
+        assert_eq!(b.make_room("huge", 40 * MB, idle), None);
+        assert_eq!(b.make_room("new", 9 * MB, idle), Some(vec!["small".to_string()]));
+        // What a profile held last time counts when it is more than the estimate.
+        b.touch("grown", 12 * MB, idle);
+        assert_eq!(b.make_room("grown", MB, idle), None);
     }
 
     #[test]

@@ -211,6 +211,22 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         "CREATE INDEX IF NOT EXISTS outbox_live_by_due ON outbox(parked, next_attempt_at)",
         "DROP INDEX IF EXISTS outbox_by_due",
     ],
+), (
+    9,
+    &[
+        // The SQLite paths (core::recall::lean): a profile whose state does
+        // not fit the isolate's memory budget, or that was evicted, answers
+        // from these. Versions 6 and 7 moved the fingerprint and topic-key
+        // lookups into the turn directory; measured side by side
+        // (docs/bench/paths.md) the indexes cost ingest little and make
+        // dedup, supersession, the key channel and `list?key=` one
+        // statement each with nothing in memory, so they come back and the
+        // directory no longer holds either column.
+        "CREATE INDEX IF NOT EXISTS memories_by_fingerprint ON memories(fingerprint)",
+        "CREATE INDEX IF NOT EXISTS memories_by_key ON memories(key) WHERE key IS NOT NULL",
+        // The profile's speakers, read in order without the directory.
+        "CREATE INDEX IF NOT EXISTS messages_by_role ON messages(role)",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

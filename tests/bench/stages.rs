@@ -106,7 +106,7 @@ fn main() {
     let turns = TurnDirectory::new();
     let profile = |sql: &'_ dyn Sql, index: &'_ CachedVectorIndex<'_>, f: &mut dyn FnMut(&Profile<'_>)| {
         with_profile(&NativeSql::memory(), now, |base| {
-            f(&Profile { sql, index, turns: &turns, name: base.name, reasoner: base.reasoner, embedder: base.embedder, now, limits: base.limits, memory: base.memory.clone() })
+            f(&Profile { sql, index, turns: Some(&turns), name: base.name, reasoner: base.reasoner, embedder: base.embedder, now, limits: base.limits, memory: base.memory.clone() })
         })
     };
 

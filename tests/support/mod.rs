@@ -38,7 +38,7 @@ pub fn with_profile_in<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, f: i
         reasoner: &Rules,
         embedder: &HashEmbedder,
         index: &index,
-        turns,
+        turns: Some(turns),
         now,
         limits: Limits::default(),
         memory: Default::default(),

@@ -56,7 +56,9 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let store = p.store();
     let fresh = store.transaction(|| store.insert_messages(&session_id, &incoming))?;
     // The directory takes them as written instead of reading them back.
-    p.turns.feed_messages(&fresh.iter().map(|(rowid, m)| (*rowid, m)).collect::<Vec<_>>());
+    if let Some(turns) = p.turns {
+        turns.feed_messages(&fresh.iter().map(|(rowid, m)| (*rowid, m)).collect::<Vec<_>>());
+    }
     let fresh: Vec<Message> = fresh.into_iter().map(|(_, m)| m).collect();
     let mut report = IngestReport {
         session_id: session_id.clone(),

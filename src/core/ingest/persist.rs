@@ -90,21 +90,15 @@ pub struct Outcome {
 /// already stored and active, folds restatements, supersedes by key,
 /// inserts, queues vectors.
 ///
-/// `turns` names the stored memories that may share a pending memory's
-/// fingerprint or topic key (it is brought in step first, so it holds
-/// every memory stored before this call).
-pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) -> Result<Outcome> {
-    let (outcome, written, fingerprints) = store.transaction(|| {
+/// The stored memories sharing a pending memory's fingerprint or topic key
+/// are found by SQL (the columns' indexes); `turns`, when its owner keeps
+/// it, takes the memories written instead of reading them back.
+pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pending>) -> Result<Outcome> {
+    let (outcome, written) = store.transaction(|| {
         let mut outcome = Outcome::default();
         let mut fresh = Vec::new();
         let fingerprints: Vec<&str> = pending.iter().map(|p| p.fingerprint.as_str()).collect();
-        let keys: Vec<&str> = pending.iter().filter_map(|p| p.memory.key.as_deref()).collect();
-        let (same_meaning, same_key) = {
-            let dir = turns.sync(store.sql())?;
-            let memories = dir.memories();
-            (memories.rowids_with_fingerprints(fingerprints.iter().copied()), memories.rowids_with_keys(keys.iter().copied()))
-        };
-        let stored = store.active_by_fingerprints(&same_meaning, &fingerprints)?;
+        let stored = store.active_by_fingerprints(&fingerprints)?;
         for p in pending {
             match stored.get(&p.fingerprint) {
                 Some(id) => outcome.existing.push(id.clone()),
@@ -114,7 +108,7 @@ pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) ->
         let mut memories: Vec<Memory> = fresh.iter().map(|p| p.memory.clone()).collect();
         let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
         let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
-        let holders = store.active_ids_by_keys(&same_key, &keys)?;
+        let holders = store.active_ids_by_keys(&keys)?;
         let lookup = |key: &str| -> Vec<String> { holders.get(key).cloned().unwrap_or_default() };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
         let mut items: Vec<(Memory, String)> =
@@ -142,16 +136,16 @@ pub fn store(store: &Store<'_>, turns: &TurnDirectory, pending: Vec<Pending>) ->
             store.supersede(&r.old, &r.new)?;
         }
         outcome.superseded = plan.replacements.len();
-        let (stored, fingerprints): (Vec<Memory>, Vec<String>) = items.into_iter().unzip();
+        let (stored, _): (Vec<Memory>, Vec<String>) = items.into_iter().unzip();
         outcome.stored = stored;
-        Ok((outcome, written, fingerprints))
+        Ok((outcome, written))
     })?;
     // The directory takes them as written instead of reading them back.
-    let by_id: HashMap<&str, (&Memory, &str)> =
-        outcome.stored.iter().zip(&fingerprints).map(|(m, f)| (m.id.as_str(), (m, f.as_str()))).collect();
-    let fed: Vec<(i64, &Memory, &str)> =
-        written.iter().filter_map(|(rowid, id)| by_id.get(id.as_str()).map(|&(m, f)| (*rowid, m, f))).collect();
-    turns.feed_memories(&fed);
+    let by_id: HashMap<&str, &Memory> = outcome.stored.iter().map(|m| (m.id.as_str(), m)).collect();
+    let fed: Vec<(i64, &Memory)> = written.iter().filter_map(|(rowid, id)| by_id.get(id.as_str()).map(|&m| (*rowid, m))).collect();
+    if let Some(turns) = turns {
+        turns.feed_memories(&fed);
+    }
     Ok(outcome)
 }
 

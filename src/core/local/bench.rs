@@ -17,6 +17,7 @@ use crate::core::error::{Error, Result};
 use crate::core::local::vector::{cosine, decode};
 use crate::core::ops::Profile;
 use crate::core::ports::SqlValue;
+use crate::core::recall::places::{with_source, Source};
 use crate::core::recall::{channels, fuse};
 use crate::core::jobs::JobKind;
 use serde_json::{json, Value};
@@ -148,7 +149,8 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
     // The full-text query as recall builds it. Each text stage syncs the
     // turn directory (one statement, as a recall does) and lends it out
     // only while it runs: no await holds it.
-    let q = crate::core::recall::text_query(&*p.turns.sync(p.sql)?, query, &analysis.terms, reference);
+    let on_source = |f: &dyn Fn(Source<'_>) -> Result<usize>| with_source(p.sql, p.turns, |src| f(src));
+    let q = with_source(p.sql, p.turns, |src| crate::core::recall::text_query(p.sql, src, query, &analysis.terms, reference))?;
     let mut out = 0usize;
     match stage {
         "analyze" => {
@@ -163,24 +165,24 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         }
         "key" => {
             for _ in 0..repeat {
-                out = channels::key(p.sql, p.turns.sync(p.sql)?.memories(), &analysis.keys, false, &now_iso)?.ids.len();
+                out = channels::key(p.sql, &analysis.keys, false, &now_iso)?.ids.len();
             }
         }
         "turns" => {
             // The message scoring both text channels share in a recall
             // (the fts and messages stages each include it).
             for _ in 0..repeat {
-                out = channels::score_turns(p.sql, &*p.turns.sync(p.sql)?, &q)?.context.len();
+                out = on_source(&|src| Ok(channels::score_turns(p.sql, src, &q)?.context.len()))?;
             }
         }
         "fts" => {
             for _ in 0..repeat {
-                out = channels::fts(p.sql, &*p.turns.sync(p.sql)?, &q, false, &now_iso)?.ids.len();
+                out = on_source(&|src| Ok(channels::fts(p.sql, src, &q, false, &now_iso)?.ids.len()))?;
             }
         }
         "messages" => {
             for _ in 0..repeat {
-                out = channels::messages(p.sql, &*p.turns.sync(p.sql)?, &q, false, &now_iso)?.0.ids.len();
+                out = on_source(&|src| Ok(channels::messages(p.sql, src, &q, false, &now_iso)?.0.ids.len()))?;
             }
         }
         "vector" | "hyde" => {
@@ -198,12 +200,11 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         "fuse" => {
             // Fusion of the channels' rankings, then loading the winners:
             // what recall does between the channels and synthesis.
-            let (fts, messages) = {
-                let dir = p.turns.sync(p.sql)?;
-                (channels::fts(p.sql, &dir, &q, false, &now_iso)?, channels::messages(p.sql, &dir, &q, false, &now_iso)?.0)
-            };
+            let (fts, messages) = with_source(p.sql, p.turns, |src| {
+                Ok((channels::fts(p.sql, src, &q, false, &now_iso)?, channels::messages(p.sql, src, &q, false, &now_iso)?.0))
+            })?;
             // The directory's borrow ends here, before any await.
-            let key = channels::key(p.sql, p.turns.sync(p.sql)?.memories(), &analysis.keys, false, &now_iso)?;
+            let key = channels::key(p.sql, &analysis.keys, false, &now_iso)?;
             let rankings = vec![
                 key,
                 fts,

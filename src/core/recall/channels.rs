@@ -44,9 +44,10 @@
 
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
-use crate::core::recall::directory::{Directory, MemoryWords, MEMORY_WEIGHTS};
+use crate::core::recall::directory::MEMORY_WEIGHTS;
 use crate::core::recall::fuse::{Channel, Ranking};
-use crate::core::store::{json_param, json_rows, FullText};
+use crate::core::recall::places::Source;
+use crate::core::store::{json_param, json_rows};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -261,13 +262,13 @@ type PlacedRow = (String, usize, Option<String>, Option<String>, Option<String>)
 /// The memories' own full-text scores for the query's words and, weighed
 /// less, its expansions, summed per memory, with their columns: for each,
 /// the best `2 x` [`FTS_POOL`] matches of any status by bm25, the live
-/// ones among them kept, up to [`FTS_POOL`]. The directory's memory index
-/// computes FTS5's bm25 itself and one statement reads the memories' rows
-/// (their place in its list standing for their score); a query it cannot
-/// score exactly asks SQLite's FTS5 for the best ([`fts5_best`]).
+/// ones among them kept, up to [`FTS_POOL`]. The best come from the
+/// [`Source`] (the directory's memory index or SQLite's FTS5) and one
+/// statement reads the memories' rows (their place in its list standing
+/// for their score).
 fn memory_hits(
     sql: &dyn Sql,
-    dir: &Directory,
+    src: Source<'_>,
     q: &TextQuery,
     include_inactive: bool,
     now_iso: &str,
@@ -281,11 +282,7 @@ fn memory_hits(
         if phrases.is_empty() {
             continue;
         }
-        let words = dir.memories();
-        let best: Vec<(i64, f64)> = match words.text().bm25(&phrases, MEMORY_WEIGHTS, 2 * FTS_POOL) {
-            Some(best) => best.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect(),
-            None => fts5_best(sql, FullText::Memories, &MEMORY_WEIGHTS, &phrases, 2 * FTS_POOL)?,
-        };
+        let best = src.memory_hits(sql, &phrases, MEMORY_WEIGHTS, 2 * FTS_POOL)?;
         // The live rows among them, best first (their place in the list
         // stands for their score).
         let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
@@ -329,14 +326,14 @@ fn memory_hits(
 ///    lookup per match.
 pub fn fts_with(
     sql: &dyn Sql,
-    dir: &Directory,
+    src: Source<'_>,
     q: &TextQuery,
     turns: &TurnScores,
     cites: &Citations,
     include_inactive: bool,
     now_iso: &str,
 ) -> Result<Ranking> {
-    let (own, columns) = memory_hits(sql, dir, q, include_inactive, now_iso)?;
+    let (own, columns) = memory_hits(sql, src, q, include_inactive, now_iso)?;
     let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
     // Every candidate with its source messages: the memory's own hits, and
     // the memories citing the best turns in context.
@@ -351,7 +348,7 @@ pub fn fts_with(
             }
         }
     }
-    let roles = roles(dir, sources.values().flatten());
+    let roles = src.roles_of(sql, &sources.values().flatten().collect::<Vec<_>>())?;
     // Sources that are not stored messages do not count.
     let sources: HashMap<String, Vec<(String, String)>> = sources
         .into_iter()
@@ -387,12 +384,6 @@ pub fn fts_with(
     }
     let ids = diversify(best_first(scores), &sources).into_iter().take(CHANNEL_DEPTH).collect();
     Ok(Ranking::new(Channel::Fts, ids))
-}
-
-/// The roles of messages `ids`, from the directory. A message that is
-/// not stored has none.
-fn roles<'i>(dir: &Directory, ids: impl Iterator<Item = &'i String>) -> HashMap<String, String> {
-    ids.filter_map(|id| dir.by_id(id).map(|i| (id.clone(), dir.role_name(dir.turn(i).role).to_string()))).collect()
 }
 
 /// The factor the query's speaker, time and date give a text said by a
@@ -507,36 +498,37 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_
 }
 
 /// Channel 1 on its own (a stage alone): scores the messages itself.
-pub fn fts(sql: &dyn Sql, dir: &Directory, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<Ranking> {
-    let turns = score_turns(sql, dir, q)?;
+pub fn fts(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<Ranking> {
+    let turns = score_turns(sql, src, q)?;
     let cites = citations(sql, &turns, include_inactive, now_iso)?;
-    fts_with(sql, dir, q, &turns, &cites, include_inactive, now_iso)
+    fts_with(sql, src, q, &turns, &cites, include_inactive, now_iso)
 }
 
 /// Channel 3 on its own (see [`fts`]).
-pub fn messages(sql: &dyn Sql, dir: &Directory, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
-    let turns = score_turns(sql, dir, q)?;
+pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
+    let turns = score_turns(sql, src, q)?;
     let cites = citations(sql, &turns, include_inactive, now_iso)?;
     Ok(messages_with(q, &turns, &cites))
 }
 
-/// 2. Exact topic-key lookup, in the order the analyzer ranked the keys.
-///    The directory names the memories that may hold them (the column has
-///    no index); the statement keeps those that do and are live.
-pub fn key(sql: &dyn Sql, memories: &MemoryWords, keys: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
+/// 2. Exact topic-key lookup, in the order the analyzer ranked the keys,
+///    through the key index; live memories only unless asked.
+pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
     let keys: Vec<&String> = keys.iter().take(20).collect();
-    let rowids = memories.rowids_with_keys(keys.iter().map(|k| k.as_str()));
-    if rowids.is_empty() {
+    if keys.is_empty() {
         return Ok(Ranking::new(Channel::Key, vec![]));
     }
-    let (cond, extra) = live(include_inactive, now_iso, 3);
-    let mut params = vec![json_param(&rowids), json_param(&keys)];
+    let mut wanted = keys.clone();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let (cond, extra) = live(include_inactive, now_iso, 2);
+    let mut params = vec![json_param(&wanted)];
     params.extend(extra);
     let mut by_key: HashMap<String, Vec<String>> = HashMap::default();
     for r in sql.query(
         &format!(
-            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value \
-             WHERE m.key IN (SELECT value FROM json_each(?2)) AND {cond} ORDER BY m.id DESC"
+            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+             WHERE {cond} ORDER BY m.id DESC"
         ),
         &params,
     )? {
@@ -572,24 +564,28 @@ pub struct TurnScores {
 /// then multiplied by [`SPEAKER_BOOST`] when a speaker the query names
 /// said the message, by [`TIME_BOOST`] when the query asks when and the
 /// message mentions a time, and by [`DATE_BOOST`] when the message is
-/// dated within a period the query names.
-pub fn score_turns(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<TurnScores> {
-    let hits = turn_hits(sql, dir, q)?;
-    // Each hit with its own score, in the directory's order (a hit that
-    // is not a stored message has no place and is left out).
-    let mut own: Vec<(u32, f64)> = hits.into_iter().collect();
+/// dated within a period the query names. The hits and the turns around
+/// them come from `src` (the directory or SQLite: the same places).
+pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<TurnScores> {
+    let hits = turn_hits(sql, src, q)?;
+    let rowids: Vec<i64> = hits.keys().copied().collect();
+    let places = src.places(sql, &rowids, NEIGHBOUR_WINDOW)?;
+    // Each hit with its own score, in rowid order (a hit that is not a
+    // stored message has no place and is left out).
+    let mut own: Vec<(u32, f64)> = hits.into_iter().filter_map(|(rowid, s)| places.by_rowid(rowid).map(|i| (i, s))).collect();
     own.sort_unstable_by_key(|&(i, _)| i);
+    let place = |i: u32| places.place(i).ok_or_else(|| crate::core::error::Error::storage("a turn without its place"));
     let mut context: HashMap<u32, f64> = HashMap::default();
     let mut session_best: HashMap<u32, f64> = HashMap::default();
     for &(i, score) in &own {
         *context.entry(i).or_insert(0.0) += score;
-        let t = dir.turn(i);
+        let t = place(i)?;
         let best = session_best.entry(t.session).or_insert(0.0);
         *best = best.max(score);
         for d in 1..=NEIGHBOUR_WINDOW as i64 {
             // A position past the ends of i64 names no turn.
             for position in [t.position.checked_sub(d), t.position.checked_add(d)].into_iter().flatten() {
-                if let Some(j) = dir.at(t.session, position) {
+                if let Some(j) = places.at(t.session, position) {
                     *context.entry(j).or_insert(0.0) += NEIGHBOUR_SHARE.powi(d as i32) * score;
                 }
             }
@@ -597,22 +593,23 @@ pub fn score_turns(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<Turn
     }
     // Whether the query names each role met (a handful per recall).
     let mut named: HashMap<u32, bool> = HashMap::default();
-    let mut factor_of = |i: u32| {
-        let t = dir.turn(i);
-        let named = *named.entry(t.role).or_insert_with(|| q.names_speaker(dir.role_name(t.role)));
+    let mut factor_of = |t: &crate::core::recall::places::Place| {
+        let named = *named.entry(t.role).or_insert_with(|| q.names_speaker(places.role_name(t.role)));
         factor(q, named, t.mentions_time, t.date)
     };
-    let mut plain: Vec<(String, f64)> = own.iter().map(|&(i, s)| (dir.turn(i).id.clone(), s * factor_of(i))).collect();
-    let mut in_context: Vec<(String, f64)> = context
-        .into_iter()
-        .map(|(i, c)| {
-            let t = dir.turn(i);
-            // Every turn in context shares a session with a hit, which set
-            // the session's best.
-            let best = session_best.get(&t.session).copied().unwrap_or(0.0);
-            (t.id.clone(), (c + SESSION_SHARE * best) * factor_of(i))
-        })
-        .collect();
+    let mut plain: Vec<(String, f64)> = Vec::with_capacity(own.len());
+    for &(i, s) in &own {
+        let t = place(i)?;
+        plain.push((t.id.clone(), s * factor_of(t)));
+    }
+    let mut in_context: Vec<(String, f64)> = Vec::with_capacity(context.len());
+    for (i, c) in context {
+        let t = place(i)?;
+        // Every turn in context shares a session with a hit, which set
+        // the session's best.
+        let best = session_best.get(&t.session).copied().unwrap_or(0.0);
+        in_context.push((t.id.clone(), (c + SESSION_SHARE * best) * factor_of(t)));
+    }
     sort_best_first(&mut plain);
     sort_best_first(&mut in_context);
     Ok(TurnScores { plain, context: in_context })
@@ -624,54 +621,20 @@ const MESSAGE_WEIGHTS: [f64; 2] = [0.3, 1.0];
 
 /// The messages' full-text scores for the query's words and, weighed
 /// less, its expansions: bm25 of the best [`FTS_POOL`] messages of each,
-/// summed per message (a turn in the directory). The directory's text
-/// index computes FTS5's bm25 itself; queries or profiles it cannot score
-/// exactly (see [`crate::core::recall::text_index`]) ask SQLite.
-fn turn_hits(sql: &dyn Sql, dir: &Directory, q: &TextQuery) -> Result<HashMap<u32, f64>> {
-    let mut scores: HashMap<u32, f64> = HashMap::default();
+/// summed per message (by rowid).
+fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<HashMap<i64, f64>> {
+    let mut scores: HashMap<i64, f64> = HashMap::default();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
         }
-        let hits = match dir.text().bm25(&phrases, MESSAGE_WEIGHTS, FTS_POOL) {
-            Some(hits) => hits,
-            // A hit that is not a stored message has no place: left out.
-            None => fts5_best(sql, FullText::Messages, &MESSAGE_WEIGHTS, &phrases, FTS_POOL)?
-                .into_iter()
-                .filter_map(|(rowid, s)| dir.by_rowid(rowid).map(|i| (i, s)))
-                .collect(),
-        };
-        for (turn, bm25) in hits {
+        for (rowid, bm25) in src.message_hits(sql, &phrases, MESSAGE_WEIGHTS, FTS_POOL)? {
             // bm25() is negative, lower is better.
-            *scores.entry(turn).or_insert(0.0) += -bm25 * weight;
+            *scores.entry(rowid).or_insert(0.0) += -bm25 * weight;
         }
     }
     Ok(scores)
-}
-
-/// The best `limit` rows of the full-text table `which` matching any of
-/// `phrases`, by FTS5's `bm25()` with the column `weights`: `(rowid,
-/// bm25)`, best first. What the directory's indexes compute in memory,
-/// asked of SQLite when they cannot. Indexes the rows still waiting for
-/// their full-text rows first (usually fewer than
-/// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
-fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
-    let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
-    which.catch_up(sql)?;
-    let table = which.table();
-    let slots: Vec<String> = weights.iter().zip(3usize..).map(|(_, i)| format!("?{i}")).collect();
-    let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
-    params.extend(weights.iter().map(|&w| SqlValue::Real(w)));
-    json_rows(
-        sql,
-        &format!(
-            "SELECT json_group_array(json_array(rowid, s)) \
-             FROM (SELECT rowid, bm25({table}, {}) AS s FROM {table} WHERE {table} MATCH ?1 ORDER BY s LIMIT ?2)",
-            slots.join(", ")
-        ),
-        &params,
-    )
 }
 
 /// 3. FTS5 over raw messages (the safety net for what extraction lost):

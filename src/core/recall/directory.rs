@@ -27,11 +27,6 @@
 //!   would delete without firing the triggers: no path may use it on
 //!   these tables.)
 //!
-//! It also holds every memory's fingerprint and topic key
-//! ([`super::keyed`]): ingest finds a meaning already stored and the
-//! memories a new one may supersede, and recall's key channel the
-//! memories holding a key, without an index on either column.
-//!
 //! What it does not do: hold message or memory text (the words are kept
 //! as term counts, the time check as one bit per message), or know which
 //! memories are live.
@@ -43,7 +38,6 @@
 
 use crate::core::error::{Error, Result};
 use crate::core::ports::{Sql, SqlValue};
-use crate::core::recall::keyed::{self, KeyedDocs};
 use crate::core::recall::parts::{PartReader, PartWriter};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::recall::text_index::TextIndex;
@@ -112,17 +106,13 @@ pub struct MemoryWords {
     mark: Option<Mark>,
     /// Documents numbered as added; their rowids.
     rowids: Vec<i64>,
-    /// Their fingerprints, numbered as `rowids`.
-    fingerprints: KeyedDocs,
-    /// Their topic keys, numbered as `rowids`.
-    topic_keys: KeyedDocs,
     text: TextIndex<3>,
 }
 
 impl MemoryWords {
     /// Bytes held on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.rowids.capacity() * 8 + self.fingerprints.heap_bytes() + self.topic_keys.heap_bytes() + self.text.heap_bytes()
+        self.rowids.capacity() * 8 + self.text.heap_bytes()
     }
 
     /// The memories' words (content, key, search queries).
@@ -135,43 +125,12 @@ impl MemoryWords {
         self.rowids[doc as usize]
     }
 
-    /// The rowids of the memories whose fingerprint may be one of
-    /// `fingerprints` (any status; see [`super::keyed`] for why only
-    /// "may"), in rowid order, each once.
-    pub fn rowids_with_fingerprints<'f>(&self, fingerprints: impl IntoIterator<Item = &'f str>) -> Vec<i64> {
-        self.rowids_in(&self.fingerprints, fingerprints.into_iter().map(keyed::fingerprint_key))
-    }
-
-    /// The rowids of the memories whose topic key may be `key` (any
-    /// status; see [`super::keyed`] for why only "may").
-    pub fn rowids_with_key(&self, key: &str) -> Vec<i64> {
-        self.rowids_with_keys([key])
-    }
-
-    /// The rowids of documents holding any of `keys` in `table`, in rowid
-    /// order, each once.
-    fn rowids_in(&self, table: &KeyedDocs, keys: impl Iterator<Item = u64>) -> Vec<i64> {
-        let mut rowids: Vec<i64> = keys.flat_map(|k| table.docs_with(k)).map(|d| self.rowids[d as usize]).collect();
-        rowids.sort_unstable();
-        rowids.dedup();
-        rowids
-    }
-
     /// Adds the memory stored under `rowid` (the next one): the texts
-    /// `memories_fts` indexes ([`MEMORY_FTS_COLUMNS`]), its fingerprint
-    /// and its topic key.
-    fn add(&mut self, rowid: i64, texts: [&str; 3], fingerprint: &str, key: Option<&str>) {
+    /// `memories_fts` indexes ([`MEMORY_FTS_COLUMNS`]).
+    fn add(&mut self, rowid: i64, texts: [&str; 3]) {
         let doc = self.rowids.len() as u32;
         self.rowids.push(rowid);
-        self.fingerprints.push(keyed::fingerprint_key(fingerprint));
-        self.topic_keys.push(key.map_or(keyed::NONE, keyed::text_key));
         self.text.add(doc, texts);
-    }
-
-    /// [`MemoryWords::rowids_with_key`] for each of `keys`, in rowid order,
-    /// each once.
-    pub fn rowids_with_keys<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Vec<i64> {
-        self.rowids_in(&self.topic_keys, keys.into_iter().map(keyed::text_key))
     }
 }
 
@@ -399,8 +358,6 @@ impl TurnDirectory {
             load_memories(sql, &mut dir.memories, from, memories.high)?;
             if from == 0 {
                 dir.memories.text.shrink_to_fit();
-                dir.memories.fingerprints.shrink_to_fit();
-                dir.memories.topic_keys.shrink_to_fit();
             }
             dir.memories.mark = Some(memories);
         }
@@ -437,19 +394,18 @@ impl TurnDirectory {
         dir.mark = Some(Mark { high: stored.last().map_or(mark.high, |(r, _)| *r), ..mark });
     }
 
-    /// [`TurnDirectory::feed_messages`] for memories (rowid, memory,
-    /// fingerprint).
-    pub fn feed_memories(&self, stored: &[(i64, &Memory, &str)]) {
+    /// [`TurnDirectory::feed_messages`] for memories (rowid, memory).
+    pub fn feed_memories(&self, stored: &[(i64, &Memory)]) {
         let mut dir = self.inner.borrow_mut();
         let Some(mark) = dir.memories.mark else { return };
-        if !follows(mark, stored.iter().map(|(r, _, _)| *r)) {
+        if !follows(mark, stored.iter().map(|(r, _)| *r)) {
             return;
         }
-        for (rowid, m, fingerprint) in stored {
+        for (rowid, m) in stored {
             let [content, key, queries] = memory_fts_texts(m);
-            dir.memories.add(*rowid, [&content, &key, &queries], fingerprint, m.key.as_deref());
+            dir.memories.add(*rowid, [&content, &key, &queries]);
         }
-        dir.memories.mark = Some(Mark { high: stored.last().map_or(mark.high, |(r, _, _)| *r), ..mark });
+        dir.memories.mark = Some(Mark { high: stored.last().map_or(mark.high, |(r, _)| *r), ..mark });
     }
 
     /// Brings the directory in step and extends its snapshot: a new
@@ -505,6 +461,12 @@ impl TurnDirectory {
         self.inner.try_borrow().map_or(0, |d| d.heap_bytes())
     }
 
+    /// Whether the directory holds anything (it was synced since it was
+    /// created or cleared). While it is lent out: yes.
+    pub fn is_loaded(&self) -> bool {
+        self.inner.try_borrow().map_or(true, |d| d.mark.is_some() || d.memories.mark.is_some())
+    }
+
     /// Whether the directory was last started from its snapshot.
     pub fn from_snapshot(&self) -> bool {
         self.from_snapshot.get()
@@ -538,7 +500,7 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
     while after < to {
         let rows = sql.query(
             &format!(
-                "SELECT m.rowid, {MEMORY_FTS_COLUMNS}, m.fingerprint, m.key FROM memories m \
+                "SELECT m.rowid, {MEMORY_FTS_COLUMNS} FROM memories m \
                  WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid LIMIT ?3"
             ),
             &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
@@ -546,7 +508,7 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
         let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
         for r in rows {
             let text = |i: usize| r[i].as_str().unwrap_or("");
-            words.add(r[0].as_i64().unwrap_or_default(), [text(1), text(2), text(3)], text(4), r[5].as_str());
+            words.add(r[0].as_i64().unwrap_or_default(), [text(1), text(2), text(3)]);
         }
         after = last;
     }
@@ -628,10 +590,11 @@ pub const SEGMENT_MIN: usize = 1024;
 /// Once this many segments are stored, the next write replaces them all
 /// with one (a chain grows by a tenth per segment: about every doubling).
 pub const MAX_SEGMENTS: i64 = 8;
-/// Version 2 holds the memories' fingerprint and topic keys; a segment of
-/// version 1 reads as out of step, and the directory is rebuilt from the
+/// Version 3 no longer holds the memories' fingerprints and topic keys
+/// (SQL indexes answer those, schema version 9); a segment of an earlier
+/// version reads as out of step, and the directory is rebuilt from the
 /// rows.
-const SEGMENT_MAGIC: &[u8; 4] = b"TS02";
+const SEGMENT_MAGIC: &[u8; 4] = b"TS03";
 
 /// A segment's header: the documents it holds (turns and memory
 /// documents from `*_start` up to `*_end`, as numbered in the directory)
@@ -758,11 +721,6 @@ fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usi
     for &r in rowids {
         w.i64(r)?;
     }
-    for table in [&dir.memories.fingerprints, &dir.memories.topic_keys] {
-        for &k in table.keys_from(m0) {
-            w.i64(k as i64)?;
-        }
-    }
     dir.memories.text.write_since(&mut w, m0 as u32)?;
     let header = Header {
         stream,
@@ -825,11 +783,6 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
         for _ in 0..added {
             dir.memories.rowids.push(r.i64()?);
         }
-        for table in [&mut dir.memories.fingerprints, &mut dir.memories.topic_keys] {
-            for _ in 0..added {
-                table.push(r.i64()? as u64);
-            }
-        }
         dir.memories.text.read_more(&mut r)?;
         if !r.at_end() {
             return Err(bad("a segment holds more than it says"));
@@ -838,8 +791,6 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
     let counts_agree = dir.turns.len() == last.turns_end as usize
         && (dir.text.is_off() || dir.text.len() == dir.turns.len())
         && dir.memories.rowids.len() == last.memories_end as usize
-        && dir.memories.fingerprints.len() == dir.memories.rowids.len()
-        && dir.memories.topic_keys.len() == dir.memories.rowids.len()
         && (dir.memories.text.is_off() || dir.memories.text.len() == dir.memories.rowids.len())
         && dir.sessions.len() == dir.turns.iter().map(|t| t.session as usize + 1).max().unwrap_or(0)
         && dir.roles.len() == dir.turns.iter().map(|t| t.role as usize + 1).max().unwrap_or(0);

@@ -4,9 +4,9 @@
 
 pub mod channels;
 pub mod directory;
-pub mod keyed;
 pub mod fuse;
 pub mod parts;
+pub mod places;
 pub mod porter;
 pub mod temporal;
 pub mod text_index;
@@ -17,7 +17,7 @@ use crate::core::error::Result;
 use crate::core::model::{Memory, MemoryType};
 use crate::core::context::Profile;
 use crate::core::provider::{QueryAnalysis, SynthesisInput};
-use crate::core::recall::directory::Directory;
+use crate::core::recall::places::Source;
 use crate::core::time::{date_of, iso};
 use fuse::{Channel, Contribution, Ranking};
 use serde::{Deserialize, Serialize};
@@ -93,10 +93,9 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// What the full-text channels search for: the query's words and the
-/// analyzer's `terms`, in a profile whose messages are `dir` (its
-/// speakers).
-pub fn text_query(dir: &directory::Directory, query: &str, terms: &[String], reference: chrono::NaiveDate) -> channels::TextQuery {
-    channels::TextQuery::new(query, terms, reference).with_speakers(dir.speakers())
+/// analyzer's `terms`, in a profile whose speakers `src` knows.
+pub fn text_query(sql: &dyn crate::core::ports::Sql, src: Source<'_>, query: &str, terms: &[String], reference: chrono::NaiveDate) -> Result<channels::TextQuery> {
+    Ok(channels::TextQuery::new(query, terms, reference).with_speakers(&src.speakers(sql)?))
 }
 
 pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
@@ -145,21 +144,19 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             reports.push(ChannelReport { channel, weight: channel.weight(), ids: vec![], error: Some(e.to_string()) });
         }
     };
-    // The key channel finds the memories holding a key through the
-    // directory; both full-text channels read one scoring of the messages,
-    // and the memories citing the best of them. (The directory is lent out
-    // only here: no await while it is borrowed.)
-    let text_channels = |dir: &Directory| -> Result<(Result<Ranking>, Ranking)> {
-        let q = text_query(dir, &req.query, &analysis.terms, reference);
-        let turns = channels::score_turns(p.sql, dir, &q)?;
+    // Both full-text channels read one scoring of the messages, and the
+    // memories citing the best of them, from the directory when the
+    // profile keeps one, else from SQLite (the same answers). (The
+    // directory is lent out only here: no await while it is borrowed.)
+    let text_channels = |src: Source<'_>| -> Result<(Result<Ranking>, Ranking)> {
+        let q = text_query(p.sql, src, &req.query, &analysis.terms, reference)?;
+        let turns = channels::score_turns(p.sql, src, &q)?;
         let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
-        let fts = channels::fts_with(p.sql, dir, &q, &turns, &cites, include_inactive, &now_iso);
+        let fts = channels::fts_with(p.sql, src, &q, &turns, &cites, include_inactive, &now_iso);
         Ok((fts, channels::messages_with(&q, &turns, &cites).0))
     };
-    let (key, text) = match p.turns.sync(p.sql) {
-        Ok(dir) => (channels::key(p.sql, dir.memories(), &analysis.keys, include_inactive, &now_iso), text_channels(&dir)),
-        Err(e) => (Err(e.clone()), Err(e)),
-    };
+    let key = channels::key(p.sql, &analysis.keys, include_inactive, &now_iso);
+    let text = places::with_source(p.sql, p.turns, text_channels);
     record(Channel::Key, key, &mut notes);
     match text {
         Ok((fts, messages)) => {

@@ -87,47 +87,42 @@ impl<'a> Store<'a> {
         Ok(written)
     }
 
-    /// The ids of the active memories among those at `rowids` whose
-    /// fingerprint is one of `fingerprints`, by fingerprint (the newest
-    /// when several). The turn directory names the rowids
-    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_fingerprints`]):
-    /// the column has no index.
-    pub fn active_by_fingerprints(
-        &self,
-        rowids: &[i64],
-        fingerprints: &[&str],
-    ) -> Result<std::collections::HashMap<String, String>> {
-        if rowids.is_empty() {
-            return Ok(Default::default());
-        }
-        let wanted: std::collections::HashSet<&str> = fingerprints.iter().copied().collect();
+    /// The ids of the active memories whose fingerprint is one of
+    /// `fingerprints`, by fingerprint (the newest when several), through
+    /// the fingerprint index (schema version 9).
+    pub fn active_by_fingerprints(&self, fingerprints: &[&str]) -> Result<std::collections::HashMap<String, String>> {
         let mut out = std::collections::HashMap::new();
+        let mut fingerprints = fingerprints.to_vec();
+        fingerprints.sort_unstable();
+        fingerprints.dedup();
+        if fingerprints.is_empty() {
+            return Ok(out);
+        }
         for r in self.sql.query(
             "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
-             ON m.rowid = j.value WHERE m.status = 'active' ORDER BY m.id",
-            &[json_param(rowids)],
+             ON m.fingerprint = j.value WHERE m.status = 'active' ORDER BY m.id",
+            &[json_param(&fingerprints)],
         )? {
             let (f, id) = two_texts(&r, "a memory's fingerprint")?;
-            if wanted.contains(f.as_str()) {
-                out.insert(f, id);
-            }
+            out.insert(f, id);
         }
         Ok(out)
     }
 
-    /// The ids of the active memories among those at `rowids` holding
-    /// each of `keys`, newest first. The turn directory names the rowids
-    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_keys`]):
-    /// the column has no index.
-    pub fn active_ids_by_keys(&self, rowids: &[i64], keys: &[&str]) -> Result<std::collections::HashMap<String, Vec<String>>> {
+    /// The ids of the active memories holding each of `keys`, newest
+    /// first, through the key index (schema version 9).
+    pub fn active_ids_by_keys(&self, keys: &[&str]) -> Result<std::collections::HashMap<String, Vec<String>>> {
         let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
-        if rowids.is_empty() || keys.is_empty() {
+        let mut keys = keys.to_vec();
+        keys.sort_unstable();
+        keys.dedup();
+        if keys.is_empty() {
             return Ok(out);
         }
         for r in self.sql.query(
-            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value \
-             WHERE m.key IN (SELECT value FROM json_each(?2)) AND m.status = 'active' ORDER BY m.id DESC",
-            &[json_param(rowids), json_param(keys)],
+            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+             WHERE m.status = 'active' ORDER BY m.id DESC",
+            &[json_param(&keys)],
         )? {
             let (k, id) = two_texts(&r, "a memory's key")?;
             out.entry(k).or_default().push(id);
@@ -387,11 +382,8 @@ impl<'a> Store<'a> {
             params.push(t.as_str().into());
         }
         if let Some(k) = &f.key {
-            // The column has no index: the directory named the memories
-            // that may hold it.
-            clauses.push("key = ? AND rowid IN (SELECT value FROM json_each(?))");
+            clauses.push("key = ?");
             params.push(k.into());
-            params.push(json_param(&f.key_rowids));
         }
         let now = iso(self.now);
         match f.status {

@@ -44,9 +44,6 @@ pub struct ListFilter {
     pub kind: Option<MemoryType>,
     pub status: Option<Status>,
     pub key: Option<String>,
-    /// With `key`: the rowids of the memories that may hold it
-    /// ([`crate::core::recall::directory::MemoryWords::rowids_with_key`]).
-    pub key_rowids: Vec<i64>,
 }
 
 /// A message about to be stored, with its id computed.
@@ -151,6 +148,17 @@ impl<'a> Store<'a> {
     /// Takes the deletion mark away (a restore).
     pub fn clear_deletion_mark(&self) -> Result<()> {
         self.sql.execute("DELETE FROM meta WHERE key = ?", &[META_DELETED_AT.into()])
+    }
+
+    /// The highest rowids of `messages` and `memories` (about how many
+    /// of each were ever stored; what a profile's state is estimated by).
+    pub fn highest_rowids(&self) -> Result<(u64, u64)> {
+        let rows = self.sql.query(
+            "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM messages), (SELECT COALESCE(MAX(rowid), 0) FROM memories)",
+            &[],
+        )?;
+        let n = |i: usize| rows.first().and_then(|r| r.get(i)).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to read the highest rowids"));
+        Ok((u64::try_from(n(0)?).unwrap_or(0), u64::try_from(n(1)?).unwrap_or(0)))
     }
 
     pub fn meta_get(&self, key: &str) -> Result<Option<String>> {

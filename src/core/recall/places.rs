@@ -1,0 +1,300 @@
+//! Where recall reads what it knows about messages and words: the
+//! profile's turn directory when its owner keeps one in memory
+//! ([`Source::Resident`]), or SQLite alone ([`Source::Sql`]): FTS5's own
+//! `bm25()`, and the messages around the best hits by one join over the
+//! session index. Both give the same answers (tests/resident.rs holds
+//! them to it); the directory is a cache that makes them cheaper.
+//!
+//! A recall asks for:
+//! * the best messages and memories for some words ([`Source::message_hits`],
+//!   [`Source::memory_hits`]): FTS5's `bm25()`, computed by the
+//!   directory's text indexes or by SQLite;
+//! * the places of those messages and of the turns around them
+//!   ([`Source::places`]): session, position, role, date, whether it
+//!   mentions a time, gathered into a small [`Places`] for this recall;
+//! * the roles of some messages, and the profile's speakers.
+//!
+//! What it does not do: decide which source a profile uses (its owner
+//! does, by the memory budget: [`crate::core::resident`]), or keep
+//! anything between recalls.
+
+use crate::core::error::Result;
+use crate::core::ports::{Sql, SqlValue};
+use crate::core::recall::directory::{Directory, Turn, TurnDirectory, SPEAKERS_READ, TEXT_READ_CHARS};
+use crate::core::recall::temporal::mentions_time;
+use crate::core::store::{json_param, json_rows, FullText};
+use rustc_hash::FxHashMap as HashMap;
+
+/// Where one recall reads messages' places and full-text scores.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// The profile's turn directory, in step with SQLite.
+    Resident(&'a Directory),
+    /// SQLite alone: nothing in memory beyond this recall.
+    Sql,
+}
+
+/// A message's place, for one recall.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Place {
+    pub rowid: i64,
+    pub id: String,
+    /// Its session, as an index private to this [`Places`].
+    pub session: u32,
+    pub position: i64,
+    /// Its role, as an index into [`Places::role_name`].
+    pub role: u32,
+    pub date: Option<chrono::NaiveDate>,
+    pub mentions_time: bool,
+}
+
+/// The places of a recall's best messages and of the turns around them,
+/// in rowid order.
+#[derive(Debug, Default)]
+pub struct Places {
+    places: Vec<Place>,
+    by_rowid: HashMap<i64, u32>,
+    at: HashMap<(u32, i64), u32>,
+    roles: Vec<String>,
+    role_index: HashMap<String, u32>,
+}
+
+/// A message's place as read (its session numbered by the reader), its
+/// role not yet interned.
+struct Row {
+    rowid: i64,
+    id: String,
+    session: u32,
+    position: i64,
+    role: String,
+    date: Option<chrono::NaiveDate>,
+    mentions_time: bool,
+}
+
+impl Places {
+    /// From rows in rowid order (each once).
+    fn from_rows(rows: Vec<Row>) -> Places {
+        let mut p = Places::default();
+        for r in rows {
+            let i = p.places.len() as u32;
+            let session = r.session;
+            let role = match p.role_index.get(&r.role) {
+                Some(&k) => k,
+                None => {
+                    let k = p.roles.len() as u32;
+                    p.roles.push(r.role.clone());
+                    p.role_index.insert(r.role, k);
+                    k
+                }
+            };
+            p.by_rowid.insert(r.rowid, i);
+            p.at.insert((session, r.position), i);
+            p.places.push(Place { rowid: r.rowid, id: r.id, session, position: r.position, role, date: r.date, mentions_time: r.mentions_time });
+        }
+        p
+    }
+
+    /// The message stored under `rowid`, if it is one of these.
+    pub fn by_rowid(&self, rowid: i64) -> Option<u32> {
+        self.by_rowid.get(&rowid).copied()
+    }
+
+    /// The message at `position` in session `session`, if it is one of
+    /// these.
+    pub fn at(&self, session: u32, position: i64) -> Option<u32> {
+        self.at.get(&(session, position)).copied()
+    }
+
+    /// Place `i` (an index this value gave).
+    pub fn place(&self, i: u32) -> Option<&Place> {
+        self.places.get(i as usize)
+    }
+
+    pub fn role_name(&self, role: u32) -> &str {
+        self.roles.get(role as usize).map_or("", String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+}
+
+/// Runs `f` on the profile's source: its directory (brought in step, lent
+/// out for `f` only: `f` must not await) when its owner keeps one, else
+/// SQLite.
+pub fn with_source<T>(sql: &dyn Sql, turns: Option<&TurnDirectory>, f: impl FnOnce(Source<'_>) -> Result<T>) -> Result<T> {
+    match turns {
+        Some(turns) => {
+            let dir = turns.sync(sql)?;
+            f(Source::Resident(&dir))
+        }
+        None => f(Source::Sql),
+    }
+}
+
+impl Source<'_> {
+    /// The best `limit` messages matching any of `phrases`, by FTS5's
+    /// `bm25()` over `messages_fts` with the column `weights`: `(rowid,
+    /// bm25)`, best first, ties by rowid.
+    pub fn message_hits(&self, sql: &dyn Sql, phrases: &[String], weights: [f64; 2], limit: usize) -> Result<Vec<(i64, f64)>> {
+        if let Source::Resident(dir) = self {
+            if let Some(best) = dir.text().bm25(phrases, weights, limit) {
+                return Ok(best.into_iter().map(|(i, s)| (dir.turn(i).rowid, s)).collect());
+            }
+        }
+        fts5_best(sql, FullText::Messages, &weights, phrases, limit)
+    }
+
+    /// [`Source::message_hits`] for memories (`memories_fts`).
+    pub fn memory_hits(&self, sql: &dyn Sql, phrases: &[String], weights: [f64; 3], limit: usize) -> Result<Vec<(i64, f64)>> {
+        if let Source::Resident(dir) = self {
+            let words = dir.memories();
+            if let Some(best) = words.text().bm25(phrases, weights, limit) {
+                return Ok(best.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect());
+            }
+        }
+        fts5_best(sql, FullText::Memories, &weights, phrases, limit)
+    }
+
+    /// The places of the messages stored under `rowids` and of every
+    /// message at most `window` positions from one of them in its
+    /// session. A rowid that is not a stored message has none.
+    pub fn places(&self, sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<Places> {
+        let mut rows = match self {
+            Source::Resident(dir) => {
+                let mut wanted: Vec<u32> = Vec::new();
+                for &rowid in rowids {
+                    let Some(i) = dir.by_rowid(rowid) else { continue };
+                    let t = dir.turn(i);
+                    wanted.push(i);
+                    for d in 1..=window as i64 {
+                        for position in [t.position.checked_sub(d), t.position.checked_add(d)].into_iter().flatten() {
+                            wanted.extend(dir.at(t.session, position));
+                        }
+                    }
+                }
+                wanted.sort_unstable();
+                wanted.dedup();
+                wanted
+                    .into_iter()
+                    .map(|i| {
+                        let t: &Turn = dir.turn(i);
+                        Row {
+                            rowid: t.rowid,
+                            id: t.id.clone(),
+                            session: t.session,
+                            position: t.position,
+                            role: dir.role_name(t.role).to_string(),
+                            date: t.date,
+                            mentions_time: t.mentions_time,
+                        }
+                    })
+                    .collect()
+            }
+            Source::Sql => places_by_sql(sql, rowids, window)?,
+        };
+        rows.sort_unstable_by_key(|r| r.rowid);
+        Ok(Places::from_rows(rows))
+    }
+
+    /// The roles of the stored messages among `ids`.
+    pub fn roles_of(&self, sql: &dyn Sql, ids: &[&String]) -> Result<HashMap<String, String>> {
+        match self {
+            Source::Resident(dir) => Ok(ids
+                .iter()
+                .filter_map(|id| dir.by_id(id).map(|i| ((*id).clone(), dir.role_name(dir.turn(i).role).to_string())))
+                .collect()),
+            Source::Sql => {
+                if ids.is_empty() {
+                    return Ok(HashMap::default());
+                }
+                let rows: Vec<(String, String)> = json_rows(
+                    sql,
+                    "SELECT json_group_array(json_array(g.id, g.role)) FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value",
+                    &[json_param(ids)],
+                )?;
+                Ok(rows.into_iter().collect())
+            }
+        }
+    }
+
+    /// The roles that speak in the profile's messages, in order, the
+    /// first [`SPEAKERS_READ`] of them.
+    pub fn speakers(&self, sql: &dyn Sql) -> Result<Vec<String>> {
+        match self {
+            Source::Resident(dir) => Ok(dir.speakers().to_vec()),
+            Source::Sql => json_rows(
+                sql,
+                "SELECT json_group_array(role) FROM (SELECT DISTINCT role FROM messages ORDER BY role LIMIT ?1)",
+                &[SqlValue::Integer(SPEAKERS_READ as i64)],
+            ),
+        }
+    }
+}
+
+/// [`Source::places`] by SQL: the hits, then every message of their
+/// sessions within `window` positions, by the session index, in one
+/// statement.
+fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<Vec<Row>> {
+    if rowids.is_empty() {
+        return Ok(Vec::new());
+    }
+    type Read = (i64, String, String, i64, String, Option<String>, String);
+    let read: Vec<Read> = json_rows(
+        sql,
+        &format!(
+            "SELECT json_group_array(json_array(rowid, id, session_id, position, role, timestamp, head)) FROM ( \
+             SELECT DISTINCT m.rowid AS rowid, m.id AS id, m.session_id AS session_id, m.position AS position, \
+                    m.role AS role, m.timestamp AS timestamp, substr(m.content, 1, {TEXT_READ_CHARS}) AS head \
+             FROM json_each(?1) j CROSS JOIN messages h ON h.rowid = j.value \
+             CROSS JOIN messages m ON m.session_id = h.session_id AND m.position BETWEEN h.position - ?2 AND h.position + ?2)"
+        ),
+        &[json_param(rowids), SqlValue::Integer(window as i64)],
+    )?;
+    let mut sessions: HashMap<String, u32> = HashMap::default();
+    Ok(read
+        .into_iter()
+        .map(|(rowid, id, session, position, role, timestamp, head)| Row {
+            rowid,
+            id,
+            session: {
+                let n = sessions.len() as u32;
+                *sessions.entry(session).or_insert(n)
+            },
+            position,
+            role,
+            date: timestamp.as_deref().filter(|t| !t.is_empty()).and_then(crate::core::time::date_of),
+            mentions_time: mentions_time(&head),
+        })
+        .collect())
+}
+
+/// The best `limit` rows of the full-text table `which` matching any of
+/// `phrases`, by FTS5's `bm25()` with the column `weights`: `(rowid,
+/// bm25)`, best first, ties by rowid. Indexes the rows still waiting for
+/// their full-text rows first (usually fewer than
+/// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
+pub fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
+    if phrases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let expr = phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" OR ");
+    which.catch_up(sql)?;
+    let table = which.table();
+    let slots: Vec<String> = weights.iter().zip(3usize..).map(|(_, i)| format!("?{i}")).collect();
+    let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
+    params.extend(weights.iter().map(|&w| SqlValue::Real(w)));
+    json_rows(
+        sql,
+        &format!(
+            "SELECT json_group_array(json_array(rowid, s)) \
+             FROM (SELECT rowid, bm25({table}, {}) AS s FROM {table} WHERE {table} MATCH ?1 ORDER BY s, rowid LIMIT ?2)",
+            slots.join(", ")
+        ),
+        &params,
+    )
+}
