@@ -88,12 +88,25 @@ pub struct Resident {
     /// A recall found the profile cold: the next alarm builds its state,
     /// if it fits.
     warm_wanted: Cell<bool>,
+    /// The benchmark keeps the profile on SQLite alone (`benchLean`), to
+    /// measure those paths beside the resident ones.
+    #[cfg(feature = "bench")]
+    pinned_lean: Cell<bool>,
 }
 
 impl Resident {
     /// Whether the profile's state is loaded (see [`Resident`]).
     fn is_warm(&self) -> bool {
         self.turns.is_loaded()
+    }
+
+    /// Whether the profile may be warmed up.
+    fn may_warm(&self) -> bool {
+        #[cfg(feature = "bench")]
+        if self.pinned_lean.get() {
+            return false;
+        }
+        true
     }
 
     fn heap_bytes(&self) -> usize {
@@ -349,6 +362,23 @@ impl ProfileObject {
                 self.resident.clear();
                 Ok(json!({}))
             }
+            "benchLean" => {
+                // On SQLite alone until `benchWarm`.
+                self.resident.clear();
+                self.resident.pinned_lean.set(true);
+                Ok(json!({}))
+            }
+            "benchWarm" => {
+                // Builds the profile's state now (as the alarm does when
+                // asked), whatever the budget says.
+                self.resident.pinned_lean.set(false);
+                let directory = self.resident.turns.sync(&self.sql)?.heap_bytes();
+                let mut packed = self.resident.packed.borrow_mut();
+                if !packed.is_loaded() {
+                    crate::core::local::vector::load(&self.sql, &mut packed)?;
+                }
+                Ok(json!({ "directoryBytes": directory, "indexBytes": packed.heap_bytes() }))
+            }
             op => bench::dispatch(profile, op, &call.args).await,
         }
     }
@@ -405,7 +435,7 @@ impl DurableObject for ProfileObject {
             .meta_get(META_NAME)
             .map_err(|e| worker::Error::RustError(e.to_string()))?
             .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
-        let warm = self.resident.is_warm() || (self.resident.warm_wanted.replace(false) && self.admit(&name)?);
+        let warm = self.resident.is_warm() || (self.resident.warm_wanted.replace(false) && self.resident.may_warm() && self.admit(&name)?);
         let busy = Busy::new(&self.resident);
         let report = self.drain(&name, warm).await;
         drop(busy);

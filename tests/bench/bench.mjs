@@ -38,6 +38,8 @@ import { yardstick } from "./yardstick.mjs";
 
 const SIZES = (process.env.BENCH_SIZES || "1000,10000,100000").split(",").map(Number).filter((n) => n > 0);
 const QUERIES = Number(process.env.BENCH_QUERIES || 250);
+/** Questions asked again on SQLite alone, beside the resident numbers. */
+const LEAN_QUERIES = Number(process.env.BENCH_LEAN_QUERIES || 100);
 const INGEST_MESSAGES = Number(process.env.BENCH_INGEST || 1000);
 const STAGE_QUERIES = Math.min(60, QUERIES);
 const STAGE_REPEAT = 5;
@@ -196,12 +198,18 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
     const st = await stats();
 
     const yard = yardstick();
-    // 2. Recall: a cold first query (index codes loaded), warm-up, then measured.
+    // 2. Recall: a cold first query (nothing resident: answered from
+    // SQLite alone), the profile's state built (what the alarm does after
+    // a cold recall), warm-up, then measured.
     const queries = corpus.questions(QUERIES, Math.max(1, variant), 1000 + N);
     await callDo("benchReset");
     t0 = performance.now();
     await http("POST", "/recall", { query: queries[0] });
     const coldMs = ms(t0);
+    t0 = performance.now();
+    await callDo("benchReset");
+    const built = await callDo("benchWarm");
+    const warmupMs = ms(t0);
     // Through miniflare's entry worker: questions of their own (the same
     // question a second time finds its pages warm and answers ~1 ms
     // sooner), each sent right after one on the Worker's own socket, so a
@@ -221,6 +229,21 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
       await http("POST", "/recall", { query: entryQueries[i] }, "application/json", entry);
       recallEntry.push(ms(t));
     }
+    // The same questions on SQLite alone (no directory, no vector codes in
+    // memory: an evicted profile, or one over the memory budget), beside
+    // the resident numbers above.
+    await callDo("benchLean");
+    const lean = [];
+    const leanDo = [];
+    for (const q of queries.slice(0, LEAN_QUERIES)) {
+      let t = performance.now();
+      await http("POST", "/recall", { query: q });
+      lean.push(ms(t));
+      t = performance.now();
+      await callDo("recall", { query: q });
+      leanDo.push(ms(t));
+    }
+    await callDo("benchWarm");
     // The same path with nothing to do, and one bare FTS5 query.
     const ping = [];
     const fts = [];
@@ -364,6 +387,9 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
         p99: pct(recall, 99),
         mean: recall.reduce((a, b) => a + b, 0) / recall.length,
         coldMs,
+        warmupMs,
+        stateBytes: built.directoryBytes + built.indexBytes,
+        lean: { p50: median(lean), p95: pct(lean, 95), p99: pct(lean, 99), n: lean.length, doP50: median(leanDo), doP95: pct(leanDo, 95) },
         n: recall.length,
         entry: { p50: median(recallEntry), p95: pct(recallEntry, 95), p99: pct(recallEntry, 99) },
       },
@@ -383,6 +409,7 @@ function printRow(r) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
   log(
     `N=${r.n}: recall p50 ${f(r.recall.p50)} p95 ${f(r.recall.p95)} p99 ${f(r.recall.p99)} ms (cold ${f(r.recall.coldMs, 0)}; ` +
+      `SQLite alone p50 ${f(r.recall.lean.p50)} p95 ${f(r.recall.lean.p95)}; state built in ${f(r.recall.warmupMs, 0)} ms; ` +
       `through the entry p50 ${f(r.recall.entry.p50)} p95 ${f(r.recall.entry.p95)}); ` +
       `fts p50 ${f(r.fts.p50)} ms; ping ${f(r.ping.p50)} ms; ingest ${f(r.ingest.perSec, 0)} msg/s; ` +
       `vec recall@10 ${f(r.vector.recallAt10, 3)}; storage ${f(r.storageBytes / 1e6)} MB; rss ${f(r.memory.workerdRss / 1e6)} MB; ` +

@@ -32,7 +32,20 @@ export function tables(results) {
         `${f(r.stages.vectorIndex?.p50, 2)} | ${f(r.stages.shortlist?.p50, 2)} |`,
     ),
   ];
-  return { main: main.join("\n"), stages: stages.join("\n") };
+  const paths = [
+    "The two recall paths side by side (the same questions, the same profile): with the profile's state resident (the turn directory and the vector codes in memory), and on SQLite alone (FTS5's bm25 for both text channels, the turns around the best hits by one join, the vector codes streamed from their snapshot). Both give the same candidates (tests/resident.rs).",
+    "",
+    "| N memories | state held | state built in | resident p50 / p95 | SQLite alone p50 / p95 | in DO: resident / SQLite alone p50 |",
+    "|---:|---:|---:|---:|---:|---:|",
+    ...results
+      .filter((r) => r.recall.lean)
+      .map(
+        (r) =>
+          `| ${int(r.memories)} | ${mb(r.recall.stateBytes)} MB | ${f(r.recall.warmupMs, 0)} ms | ${f(r.recall.p50)} / ${f(r.recall.p95)} ms | ` +
+          `${f(r.recall.lean.p50)} / ${f(r.recall.lean.p95)} ms | ${f(r.doRecall.p50)} / ${f(r.recall.lean.doP50)} ms |`,
+      ),
+  ];
+  return { main: main.join("\n"), stages: stages.join("\n"), paths: paths.join("\n") };
 }
 
 function svg(results) {
@@ -124,11 +137,13 @@ Recall stages inside the Durable Object, p50 in milliseconds. "turns" is the sco
 
 ${t.stages}
 
+${t.paths}
+
 Notes on the columns:
 
 - Vector recall@10: the local index (512-bit SimHash of every vector in the Durable Object's memory, Hamming pass to the nearest 2,000, 4-bit rescoring to the best k + max(24, k/2) (75 for a channel's 50), exact float32 cosine of those read from SQLite) against an exact cosine scan of the same stored vectors, ${results[0]?.vector.queries ?? 100} queries.
 - Wasm memory: the Worker's linear memory (its high-water mark), which holds the vector index's in-memory copy (${results.map((r) => `${mb(r.memory.indexBytes)} MB at ${int(r.memories)}`).join(", ")}) and the turn directory (every message's place, role and date, and the words of every message and memory as two inverted indexes). workerd RSS is the whole local runtime process (both Workers, SQLite's page cache, miniflare), not the 128 MB isolate limit.
-- Cold index: the first recall after the vector index's memory copy and the turn directory are dropped (as when a Durable Object starts) loads them again, each from its snapshot when there is one: ${results.map((r) => `${f(r.recall.coldMs, 0)} ms at ${int(r.memories)}`).join(", ")}.
+- Cold: the first recall after the vector index's memory copy and the turn directory are dropped (as when a Durable Object starts, or the memory budget evicts the profile) answers from SQLite alone: ${results.map((r) => `${f(r.recall.coldMs, 0)} ms at ${int(r.memories)}`).join(", ")}. The alarm then builds the state after the response${results.every((r) => r.recall.warmupMs) ? ` (${results.map((r) => `${f(r.recall.warmupMs, 0)} ms`).join(" / ")}, from the snapshots)` : ""}.
 - Path: a request that reaches no Durable Object (\`GET /health\`) takes ${results.map((r) => `${f(r.ping.http)} ms`).join(" / ")} over HTTP on the Worker's socket${results.every((r) => r.ping.entry) ? ` (${results.map((r) => `${f(r.ping.entry)} ms`).join(" / ")} through miniflare's entry)` : ""} and an empty call to the Durable Object ${results.map((r) => `${f(r.ping.p50)} ms`).join(" / ")} through the binding (at each size). Recall over HTTP pays that path plus the Worker's own hop to the object, over all the questions; "in DO" is the first ${meta.stageQueries} of them.
 - Ingest: from the first \`POST …/ingest\` call to the end of the background work the calls queued (the alarm embeds their memories and reads them into the turn directory between calls; the clock stops when a last drain finds the outbox empty and the calls' full-text rows are written, none waiting when it starts), each call's request built before the clock starts. Two calls, each drained, are not counted${results.some((r) => r.ingest.coldMs) ? ` (the first ingest of the instance compiles the rules' patterns: ${results.map((r) => `${f(r.ingest.coldMs, 0)} ms`).join(" / ")}; the first write after a fill's first drain is slow once)` : ""}.${results.some((r) => r.ingest.callsSec) ? ` The calls alone: ${results.map((r) => int(Math.round(r.ingest.messages / r.ingest.callsSec))).join(" / ")} messages/s.` : ""}
 - Fill: ${results.map((r) => `${int(r.n)}: import ${f(r.fill.importSec)} s, embedding ${f(r.fill.embedSec)} s`).join("; ")}.
@@ -148,7 +163,7 @@ Machine load during the run (1/5/15-minute load averages): ${meta.loadStart?.joi
   writeFileSync(path.join(dir, "results.md"), md);
   writeFileSync(path.join(dir, "latency.svg"), svg(results));
   writeFileSync(path.join(dir, "results.json"), JSON.stringify({ meta, results }, null, 2) + "\n");
-  return `${t.main}\n\n${t.stages}\n\n${targets(results)}`;
+  return `${t.main}\n\n${t.stages}\n\n${t.paths}\n\n${targets(results)}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
