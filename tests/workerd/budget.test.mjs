@@ -71,6 +71,14 @@ async function writeScript(api, profile) {
   return out;
 }
 
+/** A recall found the profile cold: the alarm builds its state right after; its stats once it has. */
+async function warmed(api, profile) {
+  return waitFor(async () => {
+    const s = await api.ok("GET", NS, profile, "/stats");
+    return s.residentBytes > 0 ? s : null;
+  }, { timeoutMs: 30000, what: `${profile} warmed up by its alarm` });
+}
+
 async function recallScript(api, profile) {
   const out = [];
   for (const query of QUESTIONS) {
@@ -108,7 +116,12 @@ test("recall candidates, dedup, supersession and list by key answer the same wit
       w = await startWorker({ vars, persistDir: path.join(dir, "reads") });
       try {
         const api = restClient(w, TOKEN);
-        recalled[name] = [await recallScript(api, "reads"), await recallScript(api, "reads")];
+        // The first round finds the profile cold (SQLite alone); the alarm
+        // then builds its state if the budget allows, and the second round
+        // reads it.
+        const cold = await recallScript(api, "reads");
+        if (name !== "zero") await warmed(api, "reads");
+        recalled[name] = [cold, await recallScript(api, "reads")];
         const s = await api.ok("GET", NS, "reads", "/stats");
         assert.ok(s.isolate && s.isolate.wasmMemoryBytes > 0, JSON.stringify(s));
         if (name === "zero") assert.equal(s.residentBytes, 0, "nothing resident with a zero budget");
@@ -128,7 +141,7 @@ test("recall candidates, dedup, supersession and list by key answer the same wit
   }
 });
 
-test("a small budget evicts the least recently used profile; stats shows the isolate's figures", async () => {
+test("a small budget evicts the least recently used profile, a profile over it alone stays on SQLite; stats shows the isolate's figures", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
   try {
     // What each profile keeps, measured with no budget to speak of.
@@ -140,7 +153,7 @@ test("a small budget evicts the least recently used profile; stats shows the iso
         for (let s = 0; s < 6; s++) await api.ok("POST", NS, p, "/ingest", { body: conversation(s) });
         await drained(api, p);
         await api.ok("POST", NS, p, "/recall", { body: { query: QUESTIONS[0] } });
-        kept[p] = (await api.ok("GET", NS, p, "/stats")).residentBytes;
+        kept[p] = (await warmed(api, p)).residentBytes;
       }
     } finally {
       await w.dispose();
@@ -156,10 +169,10 @@ test("a small budget evicts the least recently used profile; stats shows the iso
     try {
       const api = restClient(w, TOKEN);
       await api.ok("POST", NS, "a", "/recall", { body: { query: QUESTIONS[0] } });
-      const a = await api.ok("GET", NS, "a", "/stats");
+      const a = await warmed(api, "a");
       assert.ok(near(a.residentBytes, kept.a), `${a.residentBytes} vs ${kept.a}`);
       await api.ok("POST", NS, "b", "/recall", { body: { query: QUESTIONS[1] } });
-      const b = await api.ok("GET", NS, "b", "/stats");
+      const b = await warmed(api, "b");
       assert.ok(near(b.residentBytes, kept.b), `${b.residentBytes} vs ${kept.b}`);
       const a2 = await api.ok("GET", NS, "a", "/stats");
       assert.equal(a2.residentBytes, 0, "a was evicted to make room for b");
@@ -167,10 +180,25 @@ test("a small budget evicts the least recently used profile; stats shows the iso
       assert.equal(a2.isolate.residentProfiles, 1);
       assert.ok(a2.isolate.residentBytes <= a2.isolate.budgetBytes);
       assert.ok(a2.isolate.wasmMemoryBytes > a2.isolate.residentBytes);
-      // a answers again, from SQLite and its snapshots, and is resident again.
+      // a answers again, from SQLite alone, and its alarm makes it
+      // resident again (evicting b).
       const r = await api.ok("POST", NS, "a", "/recall", { body: { query: QUESTIONS[0] } });
       assert.ok(r.candidates.length > 0);
-      assert.ok(near((await api.ok("GET", NS, "a", "/stats")).residentBytes, kept.a));
+      assert.ok(near((await warmed(api, "a")).residentBytes, kept.a));
+      assert.equal((await api.ok("GET", NS, "b", "/stats")).residentBytes, 0, "b was evicted for a");
+    } finally {
+      await w.dispose();
+    }
+    // A budget below a profile's estimated state: it never builds it, and
+    // answers every recall from SQLite alone.
+    w = await startWorker({ vars: { MEMORY_BUDGET_MB: String(Math.min(kept.a, kept.b) / 4 / 1048576) }, persistDir: dir });
+    try {
+      const api = restClient(w, TOKEN);
+      for (const q of QUESTIONS) assert.ok((await api.ok("POST", NS, "a", "/recall", { body: { query: q } })).candidates.length > 0);
+      await new Promise((r) => setTimeout(r, 500));
+      const s = await api.ok("GET", NS, "a", "/stats");
+      assert.equal(s.residentBytes, 0, "over the budget alone: nothing resident");
+      assert.equal(s.isolate.residentProfiles, 0);
     } finally {
       await w.dispose();
     }
