@@ -170,6 +170,10 @@ test("ingesting the same messages twice stores each message once", async () => {
 test("recall finds a remembered memory; explain:true adds the explanation and traces", async () => {
   const m = ok(await remember("recall", { content: "The user's dentist appointment is with Dr. Okafor.", sessionId: "s1" }));
   ok(await api.post(T.ingest, { profile: "recall" }, { sessionId: "s2", messages: CONVERSATION }));
+  // Both recalls below see one settled profile: the ingest's memories
+  // embedded by the alarm (a recall finding the profile cold also asks
+  // the alarm to build its state, which may drain the outbox between them).
+  await waitFor(async () => (await stats("recall")).pendingJobs === 0, { what: "the outbox to drain" });
 
   const plain = ok(await api.post(T.recall, { profile: "recall" }, { query: "Who is the user's dentist?" }));
   assert.ok(plain.count >= 1);
