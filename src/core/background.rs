@@ -86,6 +86,15 @@ pub struct DrainReport {
     /// the jobs' outcome stands, the next drain or recall tries again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directory_error: Option<String>,
+    /// Whether the vector index rewrote its snapshot (a profile on SQLite
+    /// alone streams its codes from it; see
+    /// [`crate::core::ports::VectorIndex::maintain`]).
+    #[serde(default)]
+    pub vector_snapshot: bool,
+    /// Why keeping the vector index's snapshot failed, if it did (derived
+    /// data, as the directory's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_snapshot_error: Option<String>,
 }
 
 /// The text embedded for a memory: its search queries, then its content.
@@ -142,6 +151,12 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     // cannot lose its fresh vector.
     run_unvectors(p, &of(JobKind::Unvector), &mut report).await?;
     run_embeds(p, &of(JobKind::Embed), &mut report).await?;
+    // The codes a profile without them in memory streams (the rows alone
+    // would be read one by one).
+    match p.index.maintain().await {
+        Ok(written) => report.vector_snapshot = written,
+        Err(e) => report.vector_snapshot_error = Some(e.to_string()),
+    }
     run_index_text(p, &of(JobKind::IndexText), &mut report)?;
     // The turn directory reads what this work and the writes before it
     // added, here rather than on the next recall, and keeps its snapshot.

@@ -169,4 +169,11 @@ pub trait VectorIndex {
     fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(futures::future::try_join_all(vectors.iter().map(move |v| self.query(v, top_k))))
     }
+
+    /// Upkeep of the index's derived data, run between requests (the
+    /// local index's snapshot of its codes); whether it wrote anything.
+    /// By default there is none: nothing is done.
+    fn maintain<'a>(&'a self) -> LocalBoxFuture<'a, Result<bool>> {
+        Box::pin(async { Ok(false) })
+    }
 }

@@ -4,9 +4,11 @@
 //! Each row keeps the float32 vector (`vector`) and a compact code
 //! (`code`, see [`Code`]): a 512-bit SimHash (signs of 512 pseudo-random
 //! ±1 projections, computed from a seeded hash, no stored matrix) and the
-//! vector quantized to 4 bits per dimension. The codes of every vector are
-//! kept in memory as packed arrays ([`Packed`], ~0.25 KB per 256-dim
-//! vector, ~25 MB at 100k) by the Durable Object between calls.
+//! vector quantized to 4 bits per dimension. A warm profile keeps the
+//! codes of every vector in memory as packed arrays ([`Packed`], ~0.25 KB
+//! per 256-dim vector, ~25 MB at 100k) in the Durable Object between
+//! calls ([`CachedVectorIndex`]); a lean profile keeps nothing and
+//! streams them for each query (below, [`SqlVectorIndex`]).
 //!
 //! A query then runs:
 //! 1. Hamming distance between the query's SimHash and every code (8
@@ -27,6 +29,19 @@
 //! Writes go through the index (upsert/delete) and keep the memory copy in
 //! step. Rows deleted by other paths (hard deletes, wipe) leave stale
 //! entries that pass 3 finds missing and evicts.
+//!
+//! The lean path ([`search_lean`]) runs the same three passes without the
+//! copy, so its answers are the ones a freshly loaded copy gives. It reads
+//! the codes twice, in the order the copy would hold them: the snapshot
+//! one 512 KB part at a time, with the few rows written after it held
+//! aside (their codes replace the snapshot's, new ones come last), or,
+//! without a snapshot the copy would use, the rows a page at a time. The
+//! first read keeps only each vector's Hamming distance (2 bytes a
+//! vector: ~200 KB at 100k), the second scores only the candidates it
+//! chose. A request holds a few MB at 100k vectors, never every code.
+//! Without a copy to take them, snapshots are written by
+//! [`maintain_snapshot_lean`] (from the rows, a part at a time), which
+//! the service runs between requests ([`VectorIndex::maintain`]).
 
 // Exception to the core's panic lints (src/core/mod.rs): the index's
 // arithmetic and indexing run over its own packed codes and fixed-size
@@ -35,7 +50,8 @@
 #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 use crate::core::error::Result;
-use crate::core::ports::{LocalBoxFuture, Sql, SqlValue, VectorIndex};
+use crate::core::ports::{Hits, LocalBoxFuture, Sql, SqlValue, VectorIndex};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -58,6 +74,11 @@ const SNAPSHOT_PART: usize = 512 * 1024;
 /// snapshot.
 pub const SNAPSHOT_MIN: usize = 4096;
 const SNAPSHOT_MAGIC: &[u8; 4] = b"VS01";
+/// Bytes of the snapshot's header (part 0).
+const HEAD_BYTES: usize = 22;
+/// Vectors written since the last snapshot that make the next one due
+/// (with a tenth of all vectors, whichever is more).
+const SNAPSHOT_GROWTH_MIN: usize = 2000;
 const SEED: u64 = 0x5eed_0f51_3a5c_0de5;
 
 /// No single SQL statement takes more bound parameters than this.
@@ -191,6 +212,78 @@ fn nibble_table() -> &'static [(f32, f32); 256] {
     })
 }
 
+/// Hamming distance between a stored SimHash and a query's (8
+/// xor+popcount).
+fn hamming(code: &[u64], qh: &[u64; CODE_WORDS]) -> u16 {
+    let mut d = 0u32;
+    for w in 0..CODE_WORDS {
+        d += (code[w] ^ qh[w]).count_ones();
+    }
+    d as u16
+}
+
+/// Pass 1's cut, from the Hamming distance of every slot (in slot order):
+/// a histogram finds the `first_pass`-th smallest distance; the slots
+/// closer than it are kept, then those at it in slot order up to
+/// `first_pass` in all. Ascending slots. Every slot when there are no
+/// more than `first_pass`.
+fn nearest(dist: &[u16], first_pass: usize) -> Vec<usize> {
+    let mut hist = [0u32; CODE_BITS + 1];
+    for &d in dist {
+        hist[d as usize] += 1;
+    }
+    let (mut cut, mut below) = (0usize, 0usize);
+    while cut <= CODE_BITS && below + hist[cut] as usize <= first_pass {
+        below += hist[cut] as usize;
+        cut += 1;
+    }
+    // Everything closer than `cut`, then ties at `cut` up to the budget.
+    let mut at_cut = first_pass - below;
+    let mut out = Vec::with_capacity(first_pass.min(dist.len()));
+    for (s, &d) in dist.iter().enumerate() {
+        let d = d as usize;
+        if d < cut {
+            out.push(s);
+        } else if d == cut && at_cut > 0 {
+            out.push(s);
+            at_cut -= 1;
+        }
+    }
+    out
+}
+
+/// Pass 2's lookup table for `q`, `table[p][b] = q[2p]·lo(b) +
+/// q[2p+1]·hi(b)` (one row per byte of a 4-bit vector), and 1/|q| (0 for
+/// a zero query).
+fn score_table(q: &[f32]) -> (Vec<[f32; 256]>, f32) {
+    let nibbles = nibble_table();
+    let mut table = vec![[0f32; 256]; q.len().div_ceil(2)];
+    for (p, row) in table.iter_mut().enumerate() {
+        let (a, b) = (q[2 * p], q.get(2 * p + 1).copied().unwrap_or(0.0));
+        for (t, (lo, hi)) in row.iter_mut().zip(nibbles.iter()) {
+            *t = a * lo + b * hi;
+        }
+    }
+    let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (table, if qn > 0.0 { 1.0 / qn } else { 0.0 })
+}
+
+/// Pass 2's choice: the best `keep` of `(approximate cosine, slot)`, best
+/// first. Which of equal scores at the boundary stay depends on the order
+/// `scored` comes in (slot order, in every caller).
+fn best(mut scored: Vec<(f32, usize)>, keep: usize) -> Vec<(f32, usize)> {
+    let keep = keep.min(scored.len());
+    if keep == 0 {
+        return vec![];
+    }
+    if keep < scored.len() {
+        scored.select_nth_unstable_by(keep - 1, |a, b| b.0.total_cmp(&a.0));
+        scored.truncate(keep);
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored
+}
+
 /// The `code` column: what the first two passes need of one vector.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Code {
@@ -233,6 +326,55 @@ impl Code {
         let quantized = b[HEADER + CODE_WORDS * 8..].to_vec();
         (quantized.len() == dims.div_ceil(2)).then_some(Code { dims, simhash, inv_norm, quantized })
     }
+}
+
+// A code's body: the `code` column after its format byte and dims, laid
+// out as a snapshot record after its key, `[1/norm f32][SimHash 64 B]
+// [4-bit vector]`. The lean path reads codes as bodies in place, from
+// either source, without building a `Code`.
+
+/// Where the body starts in the `code` column.
+const BODY_AT: usize = 3;
+/// Where the SimHash and the 4-bit vector start in a body.
+const BODY_SIMHASH: usize = 4;
+const BODY_QUANTIZED: usize = BODY_SIMHASH + CODE_WORDS * 8;
+/// Bytes of a key (a memory id as 128 bits) in a snapshot record.
+const KEY_BYTES: usize = 16;
+
+/// Bytes of the body of a `dims`-dimensional code.
+fn body_len(dims: usize) -> usize {
+    BODY_QUANTIZED + dims.div_ceil(2)
+}
+
+/// The dimension count of a `code` column value in this version's
+/// format: `Some` exactly where [`Code::from_bytes`] reads one. Copies
+/// nothing.
+fn code_dims(b: &[u8]) -> Option<usize> {
+    if b.len() < HEADER + CODE_WORDS * 8 || b[0] != CODE_FORMAT {
+        return None;
+    }
+    let dims = u16::from_le_bytes([b[1], b[2]]) as usize;
+    (b.len() - HEADER - CODE_WORDS * 8 == dims.div_ceil(2)).then_some(dims)
+}
+
+fn record_key(rec: &[u8]) -> u128 {
+    u128::from_le_bytes(rec[..KEY_BYTES].try_into().unwrap_or_default())
+}
+
+fn body_simhash(body: &[u8]) -> [u64; CODE_WORDS] {
+    let mut h = [0u64; CODE_WORDS];
+    for (w, b) in h.iter_mut().zip(body[BODY_SIMHASH..BODY_QUANTIZED].chunks_exact(8)) {
+        *w = u64::from_le_bytes(b.try_into().unwrap_or_default());
+    }
+    h
+}
+
+fn body_inv_norm(body: &[u8]) -> f32 {
+    f32::from_le_bytes(body[..BODY_SIMHASH].try_into().unwrap_or_default())
+}
+
+fn body_quantized(body: &[u8]) -> &[u8] {
+    &body[BODY_QUANTIZED..]
 }
 
 /// A memory id as 128 bits: ids are 32 lowercase hex characters; anything
@@ -320,7 +462,7 @@ impl Packed {
 
     /// Whether enough was written since the last snapshot to take another.
     fn snapshot_due(&self) -> bool {
-        self.len >= SNAPSHOT_MIN && self.odd.is_empty() && self.since_snapshot >= (self.len / 10).max(2000)
+        self.len >= SNAPSHOT_MIN && self.odd.is_empty() && self.since_snapshot >= snapshot_growth(self.len)
     }
 
     /// Forgets everything; the next query reloads from SQLite.
@@ -338,7 +480,7 @@ impl Packed {
 
     /// Bytes of one slot's snapshot record: key, 1/norm, SimHash, 4-bit vector.
     fn record(&self) -> usize {
-        16 + 4 + CODE_WORDS * 8 + self.stride()
+        record_len(self.dims)
     }
 
     /// Slots per snapshot part.
@@ -477,64 +619,17 @@ impl Packed {
             let qh = simhash(q);
             self.dist.clear();
             for b in &self.blocks {
-                self.dist.extend(b.simhash.chunks_exact(CODE_WORDS).map(|c| {
-                    let mut d = 0u32;
-                    for w in 0..CODE_WORDS {
-                        d += (c[w] ^ qh[w]).count_ones();
-                    }
-                    d as u16
-                }));
+                self.dist.extend(b.simhash.chunks_exact(CODE_WORDS).map(|c| hamming(c, &qh)));
             }
-            let mut hist = [0u32; CODE_BITS + 1];
-            for &d in &self.dist {
-                hist[d as usize] += 1;
-            }
-            let (mut cut, mut below) = (0usize, 0usize);
-            while cut <= CODE_BITS && below + hist[cut] as usize <= first_pass {
-                below += hist[cut] as usize;
-                cut += 1;
-            }
-            // Everything closer than `cut`, then ties at `cut` up to the budget.
-            let mut at_cut = first_pass - below;
-            let mut out = Vec::with_capacity(first_pass);
-            for (s, &d) in self.dist.iter().enumerate() {
-                let d = d as usize;
-                if d < cut {
-                    out.push(s);
-                } else if d == cut && at_cut > 0 {
-                    out.push(s);
-                    at_cut -= 1;
-                }
-            }
-            out
+            nearest(&self.dist, first_pass)
         };
-        // Pass 2: float query · 4-bit vectors, one table lookup per byte:
-        // table[p][b] = q[2p]·lo(b) + q[2p+1]·hi(b).
-        let nibbles = nibble_table();
-        let stride = self.stride();
-        let mut table = vec![[0f32; 256]; stride];
-        for (p, row) in table.iter_mut().enumerate() {
-            let (a, b) = (q[2 * p], q.get(2 * p + 1).copied().unwrap_or(0.0));
-            for (t, (lo, hi)) in row.iter_mut().zip(nibbles.iter()) {
-                *t = a * lo + b * hi;
-            }
-        }
-        let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let qinv = if qn > 0.0 { 1.0 / qn } else { 0.0 };
-        let mut scored: Vec<(f32, usize)> = candidates
+        // Pass 2: float query · 4-bit vectors, one table lookup per byte.
+        let (table, qinv) = score_table(q);
+        let scored: Vec<(f32, usize)> = candidates
             .into_iter()
             .map(|s| (dot_quantized(&table, self.quantized_of(s)) * self.inv_norm_of(s) * qinv, s))
             .collect();
-        let keep = keep.min(scored.len());
-        if keep == 0 {
-            return vec![];
-        }
-        if keep < scored.len() {
-            scored.select_nth_unstable_by(keep - 1, |a, b| b.0.total_cmp(&a.0));
-            scored.truncate(keep);
-        }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored.into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
+        best(scored, keep).into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
     }
 }
 
@@ -552,8 +647,7 @@ pub fn load(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     }) {
         Some(covered) => {
             let delta = load_rows(sql, packed, covered)?;
-            let actual = sql.query("SELECT COUNT(*) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
-            if (packed.len() as i64 - actual).abs() > (actual / 20).max(64) {
+            if !count_agrees(sql, packed.len())? {
                 packed.clear();
                 load_rows(sql, packed, BEFORE_FIRST_ROWID)?;
                 packed.since_snapshot = usize::MAX;
@@ -635,12 +729,7 @@ pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     let covered = sql.query("SELECT MAX(rowid) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
     let (record, per_part, n) = (packed.record(), packed.per_part(), packed.len());
     let parts = n.div_ceil(per_part);
-    let mut header = Vec::with_capacity(22);
-    header.extend(SNAPSHOT_MAGIC);
-    header.extend((packed.dims as u16).to_le_bytes());
-    header.extend((n as u32).to_le_bytes());
-    header.extend(covered.to_le_bytes());
-    header.extend((parts as u32).to_le_bytes());
+    let header = header_bytes(packed.dims, n, covered, parts);
     // The header goes first out and last in: a snapshot cut short has none
     // and is not read.
     // In step only if the stored snapshot is still there: a hard delete or
@@ -676,23 +765,70 @@ pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     Ok(())
 }
 
+/// Part 0 of the snapshot: magic, dims, count, the last vectors rowid it
+/// covers, parts.
+fn header_bytes(dims: usize, n: usize, covered: i64, parts: usize) -> Vec<u8> {
+    let mut header = Vec::with_capacity(HEAD_BYTES);
+    header.extend(SNAPSHOT_MAGIC);
+    header.extend((dims as u16).to_le_bytes());
+    header.extend((n as u32).to_le_bytes());
+    header.extend(covered.to_le_bytes());
+    header.extend((parts as u32).to_le_bytes());
+    header
+}
+
+/// Bytes of one snapshot record for vectors of `dims` dimensions: key,
+/// then the code's body (1/norm, SimHash, 4-bit vector).
+fn record_len(dims: usize) -> usize {
+    KEY_BYTES + body_len(dims)
+}
+
+/// The snapshot's header (part 0).
+struct Head {
+    dims: usize,
+    /// Records (slots) it holds.
+    n: usize,
+    /// The last `vectors` rowid it covers.
+    covered: i64,
+    parts: i64,
+}
+
+/// Reads the snapshot's header; `None` without one in this format.
+/// Reads no part.
+fn snapshot_head(sql: &dyn Sql) -> Result<Option<Head>> {
+    let head = sql.query("SELECT data FROM vector_snapshot WHERE part = 0", &[])?;
+    let Some(h) = head.first().and_then(|r| r.first()).and_then(SqlValue::as_blob) else { return Ok(None) };
+    if h.len() != HEAD_BYTES || &h[0..4] != SNAPSHOT_MAGIC {
+        return Ok(None);
+    }
+    Ok(Some(Head {
+        dims: u16::from_le_bytes([h[4], h[5]]) as usize,
+        n: u32::from_le_bytes([h[6], h[7], h[8], h[9]]) as usize,
+        covered: i64::from_le_bytes(h[10..18].try_into().unwrap_or_default()),
+        parts: u32::from_le_bytes([h[18], h[19], h[20], h[21]]) as i64,
+    }))
+}
+
+/// `load`'s check of a copy built from the snapshot: whether its `slots`
+/// agree with the rows of `vectors` (within 5%, or 64). A wipe or bulk
+/// delete since the snapshot makes them disagree.
+fn count_agrees(sql: &dyn Sql, slots: usize) -> Result<bool> {
+    let actual = count(sql, "SELECT COUNT(*) FROM vectors", &[])?;
+    Ok((slots as i64 - actual).abs() <= (actual / 20).max(64))
+}
+
+/// The single integer a `SELECT COUNT(*)`-like statement yields (0 for none).
+fn count(sql: &dyn Sql, statement: &str, params: &[SqlValue]) -> Result<i64> {
+    Ok(sql.query(statement, params)?.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0))
+}
+
 /// Reads the snapshot into an empty `packed`; the rowid it covers, or
 /// `None` without a (readable) snapshot.
 fn read_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<Option<i64>> {
-    let head = sql.query("SELECT data FROM vector_snapshot WHERE part = 0", &[])?;
-    let Some(h) = head.first().and_then(|r| r[0].as_blob()) else { return Ok(None) };
-    if h.len() != 22 || &h[0..4] != SNAPSHOT_MAGIC {
-        return Ok(None);
-    }
-    let dims = u16::from_le_bytes([h[4], h[5]]) as usize;
-    let n = u32::from_le_bytes([h[6], h[7], h[8], h[9]]) as usize;
-    let covered = i64::from_le_bytes(h[10..18].try_into().unwrap_or_default());
-    let parts = u32::from_le_bytes([h[18], h[19], h[20], h[21]]) as i64;
-    let stride = dims.div_ceil(2);
-    let record = 16 + 4 + CODE_WORDS * 8 + stride;
+    let Some(Head { dims, n, covered, parts }) = snapshot_head(sql)? else { return Ok(None) };
+    let record = record_len(dims);
     packed.dims = dims;
     packed.slot_of.reserve(n);
-    let mut simhash = [0u64; CODE_WORDS];
     for part in 1..=parts {
         let rows = sql.query("SELECT data FROM vector_snapshot WHERE part = ?", &[SqlValue::Integer(part)])?;
         let Some(data) = rows.first().and_then(|r| r[0].as_blob()) else {
@@ -700,15 +836,11 @@ fn read_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<Option<i64>> {
             return Ok(None);
         };
         for rec in data.chunks_exact(record) {
-            let key = u128::from_le_bytes(rec[0..16].try_into().unwrap_or_default());
+            let (key, body) = (record_key(rec), &rec[KEY_BYTES..]);
             if packed.slot_of.contains_key(&key) {
                 continue;
             }
-            for (w, b) in simhash.iter_mut().zip(rec[20..20 + CODE_WORDS * 8].chunks_exact(8)) {
-                *w = u64::from_le_bytes(b.try_into().unwrap_or_default());
-            }
-            let inv_norm = f32::from_le_bytes(rec[16..20].try_into().unwrap_or_default());
-            packed.push(key, &simhash, &rec[20 + CODE_WORDS * 8..], inv_norm);
+            packed.push(key, &body_simhash(body), body_quantized(body), body_inv_norm(body));
         }
     }
     if packed.len() != n {
@@ -901,16 +1033,599 @@ pub fn search_many(sql: &dyn Sql, packed: &mut Packed, qs: &[Vec<f32>], top_k: u
         .collect())
 }
 
-/// The local index without a memory copy: every query loads the codes
-/// from SQLite first (native tests, one-off use).
-pub struct SqlVectorIndex<'a> {
-    pub sql: &'a dyn Sql,
+// The lean path: the three passes of `search` without a memory copy, for
+// profiles that keep nothing in memory between requests. The codes are
+// streamed from SQLite twice, in the order a fresh `load` would give the
+// slots, so the answers are those of `search` on a freshly loaded copy.
+
+/// Vectors written since the last snapshot that make the next one due,
+/// for `n` vectors: a tenth, at least [`SNAPSHOT_GROWTH_MIN`].
+fn snapshot_growth(n: usize) -> usize {
+    (n / 10).max(SNAPSHOT_GROWTH_MIN)
 }
 
-impl SqlVectorIndex<'_> {
-    fn query_now(&self, q: &[f32], top_k: usize) -> Result<Vec<(String, f32)>> {
-        search(self.sql, &mut Packed::new(), q, top_k, FIRST_PASS)
+/// Rows after the snapshot the lean path holds at most, for a snapshot of
+/// `n` slots: the growth that makes the next snapshot due, and 2,000 more
+/// (writes between upkeep runs); ~260 bytes each at 256 dimensions. With
+/// more (upkeep not running), it streams every row instead.
+fn newer_cap(n: usize) -> usize {
+    snapshot_growth(n) + SNAPSHOT_GROWTH_MIN
+}
+
+/// 64 bits of a key, for the set of keys a stream has seen. Both halves
+/// folded: a memory id's first half is mostly its creation time.
+fn fingerprint(key: u128) -> u64 {
+    (key as u64) ^ ((key >> 64) as u64)
+}
+
+/// One row's code as the lean path reads it.
+struct CodeRow {
+    id: String,
+    dims: usize,
+    /// The `code` column, in this version's format.
+    code: Vec<u8>,
+}
+
+impl CodeRow {
+    fn body(&self) -> &[u8] {
+        &self.code[BODY_AT..]
     }
+}
+
+/// The codes of up to `limit` rows of `vectors` after rowid `after`, in
+/// rowid order; with the last rowid read (`None` past the end) and
+/// whether `limit` rows were read. A row whose code is in an older
+/// format is recoded from its vector and rewritten, as `load` does, and
+/// keeps its place (where a load after the rewrite puts it). A row
+/// without a text id or a readable vector is left out, as `load` leaves
+/// it out.
+fn code_page(sql: &dyn Sql, after: i64, limit: i64) -> Result<(Vec<CodeRow>, Option<i64>, bool)> {
+    let rows = sql.query(
+        "SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?",
+        &[SqlValue::Integer(after), SqlValue::Integer(limit)],
+    )?;
+    let last = rows.last().map(|r| r[0].as_i64().unwrap_or(i64::MAX));
+    let full = rows.len() as i64 == limit;
+    let mut out = Vec::with_capacity(rows.len());
+    let mut stale: Vec<usize> = Vec::new();
+    for row in rows {
+        let mut values = row.into_iter().skip(1);
+        let (Some(SqlValue::Text(id)), code) = (values.next(), values.next()) else { continue };
+        let code = match code {
+            Some(SqlValue::Blob(code)) => code,
+            _ => Vec::new(),
+        };
+        let dims = code_dims(&code);
+        if dims.is_none() {
+            stale.push(out.len());
+        }
+        out.push(CodeRow { id, dims: dims.unwrap_or(0), code });
+    }
+    for chunk in stale.chunks(IN_CHUNK) {
+        let ids: Vec<String> = chunk.iter().map(|&i| out[i].id.clone()).collect();
+        let vectors: FxHashMap<String, Vec<f32>> = read_vectors(sql, &ids)?.into_iter().collect();
+        for &i in chunk {
+            let row = &mut out[i];
+            row.code.clear(); // left out unless its vector is read
+            if let Some(v) = vectors.get(&row.id) {
+                let code = Code::of(v);
+                row.code = code.to_bytes();
+                row.dims = code.dims;
+                sql.execute("UPDATE vectors SET code = ? WHERE memory_id = ?", &[SqlValue::Blob(row.code.clone()), row.id.as_str().into()])?;
+            }
+        }
+    }
+    out.retain(|r| !r.code.is_empty());
+    Ok((out, last, full))
+}
+
+/// The rows written after the snapshot, in rowid order: what `load`
+/// inserts into the snapshot's slots (`load_rows`).
+struct Newer {
+    keys: Vec<u128>,
+    /// Key → index in `keys`.
+    index: FxHashMap<u128, usize>,
+    /// Whether each has the snapshot's dimension count.
+    same: Vec<bool>,
+    /// Their bodies, [`body_len`] bytes each (zeros for another dimension
+    /// count).
+    bodies: Vec<u8>,
+    /// Ids that are not 32 hex characters, by key.
+    odd: FxHashMap<u128, String>,
+    /// Whether each one's key is in the snapshot (the row then replaces
+    /// that record in place); set by the first stream over the parts.
+    in_snapshot: Vec<bool>,
+}
+
+impl Newer {
+    /// Room for `rows` rows of `dims` dimensions, taken once.
+    fn with_capacity(rows: usize, dims: usize) -> Newer {
+        Newer {
+            keys: Vec::with_capacity(rows),
+            index: FxHashMap::with_capacity_and_hasher(rows, Default::default()),
+            same: Vec::with_capacity(rows),
+            bodies: Vec::with_capacity(rows * body_len(dims)),
+            odd: FxHashMap::default(),
+            in_snapshot: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Adds a row (the snapshot's vectors have `dims` dimensions); a key
+    /// added again replaces its row in place, as `Packed::insert` does.
+    fn add(&mut self, row: &CodeRow, dims: usize) {
+        let (key, hex) = key_of(&row.id);
+        let len = body_len(dims);
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.index.insert(key, self.keys.len());
+                self.keys.push(key);
+                self.same.push(false);
+                self.in_snapshot.push(false);
+                self.bodies.resize(self.bodies.len() + len, 0);
+                self.keys.len() - 1
+            }
+        };
+        self.same[i] = row.dims == dims;
+        if self.same[i] {
+            self.bodies[i * len..(i + 1) * len].copy_from_slice(row.body());
+        }
+        if !hex {
+            self.odd.insert(key, row.id.clone());
+        }
+    }
+
+    fn body(&self, i: usize, dims: usize) -> &[u8] {
+        let len = body_len(dims);
+        &self.bodies[i * len..(i + 1) * len]
+    }
+}
+
+/// The snapshot as the lean path reads it: its header, the rows written
+/// after it, and what the first stream over its parts found.
+struct Snap {
+    head: Head,
+    newer: Newer,
+    /// Ordinals (among all its records) of the records that repeat an
+    /// earlier key, skipped as `read_snapshot` skips them.
+    repeated: Vec<usize>,
+    /// Whether the parts were streamed once (`repeated` and
+    /// `newer.in_snapshot` are then known).
+    streamed: bool,
+}
+
+/// Opens the snapshot and reads the rows written after it (their codes
+/// held in memory: a tenth of the vectors at most while snapshot upkeep
+/// runs). `None` when there is none to use: no header, or one that
+/// cannot be read (as in `load`, the snapshot is derived data), no slot,
+/// or more rows after it than [`newer_cap`]. Reads no part.
+fn open_snapshot(sql: &dyn Sql) -> Result<Option<Snap>> {
+    let Some(head) = snapshot_head(sql).unwrap_or(None) else { return Ok(None) };
+    let after = count(sql, "SELECT COUNT(*) FROM vectors WHERE rowid > ?", &[SqlValue::Integer(head.covered)])?;
+    if head.n == 0 || usize::try_from(after).unwrap_or(usize::MAX) > newer_cap(head.n) {
+        return Ok(None);
+    }
+    let mut newer = Newer::with_capacity(usize::try_from(after).unwrap_or(0), head.dims);
+    let mut from = head.covered;
+    loop {
+        let (rows, last, full) = code_page(sql, from, PAGE)?;
+        rows.iter().for_each(|r| newer.add(r, head.dims));
+        match last {
+            Some(l) if full => from = l,
+            _ => break,
+        }
+    }
+    Ok(Some(Snap { head, newer, repeated: Vec::new(), streamed: false }))
+}
+
+/// What a stream calls for each slot: its key, its id when that is not 32
+/// hex characters, its code's body.
+type Visit<'v> = dyn FnMut(u128, Option<&str>, &[u8]) + 'v;
+
+/// Calls `f(key, id if not 32 hex characters, body)` for each slot `load`
+/// builds from the snapshot, in slot order: its records in order (a
+/// repeat of an earlier key skipped, a record whose key has a newer row
+/// replaced by that row's code in place), then the newer rows whose key
+/// it lacks, in rowid order. One part in memory at a time. Returns how
+/// many slots, or `None` where `load` would not use the snapshot (the
+/// first stream finds out, the second repeats its choices): a part
+/// missing or unreadable, a count other than its header's, or a newer
+/// row of another dimension count replacing a record (`load` then
+/// removes that slot, moving the last slot into it; the lean path streams
+/// the rows instead, the same vectors in rowid order).
+///
+/// Repeats are found with 64-bit fingerprints of the keys: a repeat
+/// always matches. Two keys that share a fingerprint (about once in 10^9
+/// snapshots of 100k vectors) make the count differ from the header's,
+/// and the rows are streamed instead: correct, only slower.
+fn stream_snapshot(sql: &dyn Sql, snap: &mut Snap, f: &mut Visit<'_>) -> Result<Option<usize>> {
+    let first = !snap.streamed;
+    let (dims, record) = (snap.head.dims, record_len(snap.head.dims));
+    let mut seen: FxHashSet<u64> = FxHashSet::default();
+    if first {
+        seen.reserve(snap.head.n);
+    }
+    let (mut ordinal, mut next_repeat, mut slots, mut removed) = (0usize, 0usize, 0usize, false);
+    for part in 1..=snap.head.parts {
+        let rows = match sql.query("SELECT data FROM vector_snapshot WHERE part = ?", &[SqlValue::Integer(part)]) {
+            Ok(rows) => rows,
+            Err(_) if first => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some(data) = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_blob) else { return Ok(None) };
+        for rec in data.chunks_exact(record) {
+            let key = record_key(rec);
+            let repeat = if first { !seen.insert(fingerprint(key)) } else { snap.repeated.get(next_repeat) == Some(&ordinal) };
+            if repeat {
+                if first {
+                    snap.repeated.push(ordinal);
+                } else {
+                    next_repeat += 1;
+                }
+            } else {
+                slots += 1;
+                let newer = &mut snap.newer;
+                match newer.index.get(&key) {
+                    Some(&i) => {
+                        newer.in_snapshot[i] = true;
+                        removed |= !newer.same[i];
+                        f(key, newer.odd.get(&key).map(String::as_str), newer.body(i, dims));
+                    }
+                    None => f(key, None, &rec[KEY_BYTES..]),
+                }
+            }
+            ordinal += 1;
+        }
+    }
+    if first && (slots != snap.head.n || removed) {
+        return Ok(None);
+    }
+    let newer = &snap.newer;
+    for (i, &key) in newer.keys.iter().enumerate() {
+        if newer.same[i] && !newer.in_snapshot[i] {
+            slots += 1;
+            f(key, newer.odd.get(&key).map(String::as_str), newer.body(i, dims));
+        }
+    }
+    snap.streamed = true;
+    Ok(Some(slots))
+}
+
+/// Calls `f(key, id if not 32 hex characters, body)` for every row of
+/// `vectors` in rowid order, a page at a time, leaving out the rows of
+/// another dimension count than `dims` (as a load from the rows leaves
+/// them out). Returns how many.
+fn stream_rows(sql: &dyn Sql, dims: usize, f: &mut Visit<'_>) -> Result<usize> {
+    let (mut after, mut slots) = (BEFORE_FIRST_ROWID, 0);
+    loop {
+        let (rows, last, full) = code_page(sql, after, PAGE)?;
+        for r in rows.iter().filter(|r| r.dims == dims) {
+            let (key, hex) = key_of(&r.id);
+            f(key, (!hex).then_some(r.id.as_str()), r.body());
+            slots += 1;
+        }
+        match last {
+            Some(l) if full => after = l,
+            _ => return Ok(slots),
+        }
+    }
+}
+
+/// The dimension count of the first row with a code (recoded if old),
+/// which a load from the rows keeps; `None` without one.
+fn first_dims(sql: &dyn Sql) -> Result<Option<usize>> {
+    let mut after = BEFORE_FIRST_ROWID;
+    loop {
+        let (rows, last, _) = code_page(sql, after, 1)?;
+        if let Some(r) = rows.first() {
+            return Ok(Some(r.dims));
+        }
+        match last {
+            Some(l) => after = l,
+            None => return Ok(None),
+        }
+    }
+}
+
+/// Where the lean passes read the codes.
+enum Source {
+    Snapshot(Box<Snap>),
+    /// Every row; the dimension count they are searched at (`None`: no
+    /// row with a code).
+    Rows(Option<usize>),
+}
+
+impl Source {
+    fn rows(sql: &dyn Sql) -> Result<Source> {
+        Ok(Source::Rows(first_dims(sql)?))
+    }
+
+    fn dims(&self) -> Option<usize> {
+        match self {
+            Source::Snapshot(s) => Some(s.head.dims),
+            Source::Rows(dims) => *dims,
+        }
+    }
+
+    /// Slots the stream will give at most, as far as known (for reserving).
+    fn slots_hint(&self) -> usize {
+        match self {
+            Source::Snapshot(s) => s.head.n + s.newer.keys.len(),
+            Source::Rows(_) => 0,
+        }
+    }
+
+    /// Calls `f(key, id if not 32 hex characters, body)` for every slot,
+    /// in the slot order of a fresh `load`. How many slots, or `None` when
+    /// the snapshot turns out unusable.
+    fn stream(&mut self, sql: &dyn Sql, f: &mut Visit<'_>) -> Result<Option<usize>> {
+        match self {
+            Source::Snapshot(snap) => stream_snapshot(sql, snap, f),
+            Source::Rows(Some(dims)) => stream_rows(sql, *dims, f).map(Some),
+            Source::Rows(None) => Ok(Some(0)),
+        }
+    }
+}
+
+/// [`search`]'s three passes for each of `qs` without a memory copy (see
+/// [`search_lean`]).
+fn lean(sql: &dyn Sql, qs: &[&[f32]], top_k: usize, first_pass: usize) -> Result<Vec<Hits>> {
+    let none = || vec![Vec::new(); qs.len()];
+    if top_k == 0 || qs.is_empty() {
+        return Ok(none());
+    }
+    let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
+    let budget = first_pass.max(keep);
+
+    // Pass 1: each slot's Hamming distance to each query of the codes'
+    // dimension count, 2 bytes a slot; from the snapshot if `load` would
+    // use it, else from the rows.
+    let mut source = match open_snapshot(sql)? {
+        Some(snap) => Source::Snapshot(Box::new(snap)),
+        None => Source::rows(sql)?,
+    };
+    let (dims, dist, slots) = loop {
+        let Some(dims) = source.dims() else { return Ok(none()) };
+        let qh: Vec<Option<[u64; CODE_WORDS]>> = qs.iter().map(|q| (q.len() == dims).then(|| simhash(q))).collect();
+        let hint = source.slots_hint();
+        let mut dist: Vec<Vec<u16>> = qh.iter().map(|h| Vec::with_capacity(if h.is_some() { hint } else { 0 })).collect();
+        let streamed = source.stream(sql, &mut |_, _, body| {
+            let h = body_simhash(body);
+            for (d, qh) in dist.iter_mut().zip(&qh) {
+                if let Some(qh) = qh {
+                    d.push(hamming(&h, qh));
+                }
+            }
+        })?;
+        match (streamed, &source) {
+            (Some(slots), Source::Rows(_)) => break (dims, dist, slots),
+            (Some(slots), Source::Snapshot(_)) if count_agrees(sql, slots)? => break (dims, dist, slots),
+            // `load` would not use the snapshot: the rows (which always stream).
+            _ => source = Source::rows(sql)?,
+        }
+    };
+    if slots == 0 {
+        return Ok(none());
+    }
+    let active = |q: &[f32]| q.len() == dims;
+    let candidates: Vec<Vec<usize>> = dist
+        .iter()
+        .zip(qs)
+        .map(|(d, q)| match active(q) {
+            true if slots <= budget => (0..slots).collect(),
+            true => nearest(d, budget),
+            false => Vec::new(),
+        })
+        .collect();
+    drop(dist);
+
+    // Pass 2: the 4-bit score of each query's candidates, in slot order as
+    // `shortlist` scores them; the best `keep`.
+    let tables: Vec<Option<(Vec<[f32; 256]>, f32)>> = qs.iter().map(|q| active(q).then(|| score_table(q))).collect();
+    let mut scored: Vec<Vec<(f32, usize)>> = candidates.iter().map(|c| Vec::with_capacity(c.len())).collect();
+    let mut next = vec![0usize; qs.len()];
+    let (mut keys, mut odd) = (FxHashMap::<usize, u128>::default(), FxHashMap::<u128, String>::default());
+    let mut slot = 0usize;
+    let mut score = |key: u128, odd_id: Option<&str>, body: &[u8]| {
+        let mut taken = false;
+        for (((c, next), scored), table) in candidates.iter().zip(next.iter_mut()).zip(scored.iter_mut()).zip(&tables) {
+            let Some((table, qinv)) = table else { continue };
+            if c.get(*next) == Some(&slot) {
+                *next += 1;
+                scored.push((dot_quantized(table, body_quantized(body)) * body_inv_norm(body) * qinv, slot));
+                taken = true;
+            }
+        }
+        if taken {
+            keys.insert(slot, key);
+            if let Some(id) = odd_id {
+                odd.insert(key, id.to_string());
+            }
+        }
+        slot += 1;
+    };
+    // No query of the codes' dimension count: nothing to score.
+    let streamed = if qs.iter().any(|q| active(q)) { source.stream(sql, &mut score)? } else { Some(slots) };
+    if streamed != Some(slots) {
+        // The codes changed between the two passes, which nothing between
+        // them writes: exact answers rather than mismatched slots.
+        return qs.iter().map(|q| exact_scan(sql, q, top_k)).collect();
+    }
+    let id_of = |s: usize| {
+        let k = keys.get(&s).copied().unwrap_or_default();
+        odd.get(&k).cloned().unwrap_or_else(|| format!("{k:032x}"))
+    };
+    let shortlists: Vec<Vec<String>> = scored.into_iter().map(|sc| best(sc, keep).into_iter().map(|(_, s)| id_of(s)).collect()).collect();
+
+    // Pass 3: the exact cosine over the float vectors of the shortlists'
+    // union, read once.
+    let mut union: Vec<String> = shortlists.concat();
+    union.sort_unstable();
+    union.dedup();
+    let vectors: FxHashMap<String, Vec<f32>> = read_vectors(sql, &union)?.into_iter().collect();
+    qs.iter()
+        .zip(&shortlists)
+        .map(|(q, ids)| {
+            if !active(q) {
+                return exact_scan(sql, q, top_k);
+            }
+            let mut hits: Vec<(String, f32)> = ids.iter().filter_map(|id| Some((id.clone(), cosine(q, vectors.get(id)?)))).collect();
+            // A stale entry (its row deleted behind the snapshot's back) is
+            // dropped; with too few hits left, the exact scan answers.
+            let missing = ids.len() - hits.len();
+            if missing > 0 && hits.len() < top_k.min(slots.saturating_sub(missing)) {
+                return exact_scan(sql, q, top_k);
+            }
+            sort_hits(&mut hits);
+            hits.truncate(top_k);
+            Ok(hits)
+        })
+        .collect()
+}
+
+/// [`search`] without a memory copy, for profiles that keep nothing in
+/// memory between requests. The same three passes, the codes streamed
+/// from SQLite twice in the order a fresh [`load`] gives the slots: the
+/// answer is exactly `search`'s on a freshly loaded [`Packed`] (same ids,
+/// order, scores) where no row was deleted behind the snapshot's back
+/// (`search` evicts and shortlists again, this drops), no row's code is
+/// in an older format (both recode it; the order then differs), and the
+/// rows after the snapshot are of its dimension count and no more than
+/// the growth that makes the next snapshot due plus 2,000 (else the rows
+/// are streamed: the same vectors, in rowid order).
+///
+/// Pass 1 streams every code and keeps only its Hamming distance (2
+/// bytes a vector); pass 2 streams them again and scores only the
+/// chosen candidates; pass 3 reads those few vectors. The codes come
+/// from the snapshot, one 512 KB part at a time, with the rows written
+/// after it held in memory (few while [`maintain_snapshot_lean`] runs);
+/// without a snapshot `load` would use, from the rows, a page at a time.
+/// A stale entry found in pass 3 is dropped (nothing to evict: no copy);
+/// with too few hits left, and for a query of another dimension count,
+/// the exact scan answers. Rows with an old code are recoded and
+/// rewritten as `load` does. Writes no snapshot.
+pub fn search_lean(sql: &dyn Sql, q: &[f32], top_k: usize, first_pass: usize) -> Result<Vec<(String, f32)>> {
+    Ok(lean(sql, &[q], top_k, first_pass)?.into_iter().next().unwrap_or_default())
+}
+
+/// [`search_lean`] for several queries, sharing the streams: one pass
+/// over the codes computes every query's distances (2 bytes a vector
+/// each), one scores every query's candidates, one read fetches the
+/// union of the shortlists. Each answer is [`search_lean`]'s.
+pub fn search_many_lean(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, first_pass: usize) -> Result<Vec<Hits>> {
+    let qs: Vec<&[f32]> = qs.iter().map(Vec::as_slice).collect();
+    lean(sql, &qs, top_k, first_pass)
+}
+
+/// Snapshot upkeep without a memory copy. When the table holds at least
+/// [`SNAPSHOT_MIN`] vectors and the rows after the snapshot's covered
+/// rowid are at least a tenth of them (and 2,000), rewrites the snapshot
+/// whole from the rows, in the format [`write_snapshot`] writes. A
+/// snapshot `load` could not use counts as none (every row is after it):
+/// a header missing or unreadable, parts missing or of another size than
+/// its count, or more of its records gone from the table than `load`'s
+/// count check allows (a record rewritten since counts as gone: the
+/// check errs towards rewriting). Returns whether it wrote.
+///
+/// Streams the rows in rowid order a page at a time and writes each part
+/// as it fills: one part and one page in memory. The slots are those of a
+/// load from the rows (the first row's dimension count; rows with an old
+/// code are recoded and rewritten). Writes nothing while an id is not 32
+/// hex characters (as `write_snapshot`: such ids are read from the rows).
+pub fn maintain_snapshot_lean(sql: &dyn Sql) -> Result<bool> {
+    let total = count(sql, "SELECT COUNT(*) FROM vectors", &[])?;
+    let n = usize::try_from(total).unwrap_or(0);
+    if n < SNAPSHOT_MIN || !snapshot_due_lean(sql, n)? {
+        return Ok(false);
+    }
+    let odd = sql.query("SELECT 1 FROM vectors WHERE length(memory_id) != 32 OR memory_id GLOB '*[^0-9a-f]*' LIMIT 1", &[])?;
+    if !odd.is_empty() {
+        return Ok(false);
+    }
+    write_snapshot_from_rows(sql)
+}
+
+/// Whether a snapshot is due for a table of `n` vectors (see
+/// [`maintain_snapshot_lean`]). Reads the header and counts, no part.
+fn snapshot_due_lean(sql: &dyn Sql, n: usize) -> Result<bool> {
+    // Derived data: a header that cannot be read is no snapshot.
+    let Some(head) = snapshot_head(sql).unwrap_or(None) else { return Ok(true) };
+    let after = count(sql, "SELECT COUNT(*) FROM vectors WHERE rowid > ?", &[SqlValue::Integer(head.covered)])?;
+    let after = usize::try_from(after).unwrap_or(0);
+    if after >= snapshot_growth(n) {
+        return Ok(true);
+    }
+    let stored = sql.query(
+        "SELECT COUNT(*), COALESCE(SUM(length(data)), 0) FROM vector_snapshot WHERE part BETWEEN 1 AND ?",
+        &[SqlValue::Integer(head.parts)],
+    )?;
+    let (parts, bytes) = stored.first().map_or((0, 0), |r| (r[0].as_i64().unwrap_or(0), r[1].as_i64().unwrap_or(0)));
+    let whole = parts == head.parts && usize::try_from(bytes).ok() == Some(head.n * record_len(head.dims));
+    // Records whose row at or before `covered` is gone.
+    let gone = head.n.saturating_sub(n.saturating_sub(after));
+    Ok(!whole || gone > (n / 20).max(64))
+}
+
+/// Rewrites the snapshot whole from the rows (see
+/// [`maintain_snapshot_lean`]); whether it wrote (not for an empty table
+/// or an id that is not 32 hex characters).
+fn write_snapshot_from_rows(sql: &dyn Sql) -> Result<bool> {
+    // The header goes first out and last in: a snapshot cut short has none
+    // and is not read.
+    sql.execute("DELETE FROM vector_snapshot", &[])?;
+    let (mut after, mut dims, mut n, mut parts) = (BEFORE_FIRST_ROWID, None, 0usize, 0usize);
+    let mut part: Vec<u8> = Vec::new();
+    let write_part = |part: &mut Vec<u8>, parts: &mut usize| -> Result<()> {
+        *parts += 1;
+        sql.execute(
+            "INSERT OR REPLACE INTO vector_snapshot (part, data) VALUES (?, ?)",
+            &[SqlValue::Integer(*parts as i64), SqlValue::Blob(std::mem::take(part))],
+        )
+    };
+    loop {
+        let (rows, last, full) = code_page(sql, after, PAGE)?;
+        for r in &rows {
+            let d = *dims.get_or_insert(r.dims);
+            if r.dims != d {
+                continue; // as a load from the rows leaves it out
+            }
+            let (key, hex) = key_of(&r.id);
+            if !hex {
+                sql.execute("DELETE FROM vector_snapshot", &[])?;
+                return Ok(false);
+            }
+            let record = record_len(d);
+            let part_bytes = (SNAPSHOT_PART / record).max(1) * record;
+            if part.is_empty() {
+                part.reserve_exact(part_bytes);
+            }
+            part.extend(key.to_le_bytes());
+            part.extend(r.body());
+            n += 1;
+            if part.len() >= part_bytes {
+                write_part(&mut part, &mut parts)?;
+            }
+        }
+        if let Some(l) = last {
+            after = l;
+        }
+        if !full {
+            break;
+        }
+    }
+    if !part.is_empty() {
+        write_part(&mut part, &mut parts)?;
+    }
+    let Some(dims) = dims.filter(|_| n > 0) else { return Ok(false) };
+    sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (0, ?)", &[SqlValue::Blob(header_bytes(dims, n, after, parts))])?;
+    Ok(true)
+}
+
+/// The local index without a memory copy (lean profiles, native tests):
+/// every query streams the codes from SQLite ([`search_lean`]); the
+/// snapshot is kept by [`VectorIndex::maintain`].
+pub struct SqlVectorIndex<'a> {
+    pub sql: &'a dyn Sql,
 }
 
 impl VectorIndex for SqlVectorIndex<'_> {
@@ -921,7 +1636,13 @@ impl VectorIndex for SqlVectorIndex<'_> {
         Box::pin(async move { delete_rows(self.sql, ids, None) })
     }
     fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>> {
-        Box::pin(async move { self.query_now(vector, top_k) })
+        Box::pin(async move { search_lean(self.sql, vector, top_k, FIRST_PASS) })
+    }
+    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
+        Box::pin(async move { search_many_lean(self.sql, vectors, top_k, FIRST_PASS) })
+    }
+    fn maintain<'a>(&'a self) -> LocalBoxFuture<'a, Result<bool>> {
+        Box::pin(async move { maintain_snapshot_lean(self.sql) })
     }
 }
 
@@ -942,8 +1663,18 @@ impl VectorIndex for CachedVectorIndex<'_> {
     fn query<'a>(&'a self, vector: &'a [f32], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<(String, f32)>>> {
         Box::pin(async move { search(self.sql, &mut self.packed.borrow_mut(), vector, top_k, FIRST_PASS) })
     }
-    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<crate::core::ports::Hits>>> {
+    fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(async move { search_many(self.sql, &mut self.packed.borrow_mut(), vectors, top_k, FIRST_PASS) })
+    }
+    /// Nothing while the copy is loaded (it takes its own snapshots as it
+    /// is written); else as [`SqlVectorIndex`], without loading it.
+    fn maintain<'a>(&'a self) -> LocalBoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            if self.packed.borrow().is_loaded() {
+                return Ok(false);
+            }
+            maintain_snapshot_lean(self.sql)
+        })
     }
 }
 
