@@ -68,7 +68,58 @@ fn test_explain_names_all_five_channels_and_scores_sum_their_traces() {
         }
         // Without explain, no trace and no tree.
         let plain = recall(p, json!({ "query": "What package manager does the user prefer?" }));
-        assert!(plain.explain.is_none() && plain.candidates.iter().all(|c| c.trace.is_none()));
+        assert!(plain.explain.is_none() && plain.candidates.iter().all(|c| c.trace.is_none() && c.explanation.is_none()));
+    });
+}
+
+#[test]
+fn test_explanation_trees_sum_to_the_fused_score_and_name_every_boost() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(chat(
+            &[
+                ("Ana", "How is the pottery class going these days?"),
+                ("Ben", "It is going great, yesterday I finally made a tall blue vase in pottery class!"),
+                ("Ana", "I spent the weekend hiking near the lake with my sister."),
+                ("Ben", "The weather was perfect for walking by the water this weekend."),
+            ],
+            "2026-04-15",
+        )))
+        .unwrap();
+        remember(p, json!({ "content": "The user's pottery teacher is called Mira." }));
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "When did Ben make the vase in pottery class?", "explain": true, "limit": 10 }));
+        assert!(!r.candidates.is_empty());
+        let mut said = String::new();
+        for c in &r.candidates {
+            let tree = c.explanation.as_ref().expect("a tree per candidate");
+            assert_eq!(tree[0].depth, 0);
+            assert_eq!(tree[0].value, c.score, "the root is the fused score");
+            let channels: Vec<_> = tree.iter().filter(|n| n.depth == 1).collect();
+            assert_eq!(channels.len(), c.trace.as_ref().unwrap().len(), "one node per channel that ranked it");
+            let sum: f64 = channels.iter().map(|n| n.value).sum();
+            assert!((sum - c.score).abs() < 1e-12, "{sum} != {}", c.score);
+            assert!(tree.windows(2).all(|w| w[1].depth <= w[0].depth + 1), "pre-order: a child follows its parent");
+            for n in tree {
+                said.push_str(&n.description);
+                said.push('\n');
+            }
+        }
+        // The formula all the way down, each constant named.
+        for name in [
+            "WEIGHT_FTS", "WEIGHT_MESSAGES", "WEIGHT_VECTOR", "K 10", "own bm25", "NEIGHBOUR_SHARE", "NEIGHBOUR_WINDOW", "SESSION_SHARE",
+            "OWN_SHARE", "SPEAKER_BOOST", "TIME_BOOST", "EXPANSION_WEIGHT", "MEMORY_WEIGHTS", "MESSAGE_WEIGHTS", "cosine",
+        ] {
+            assert!(said.contains(name), "{name} is not in the explanations:\n{said}");
+        }
+        // The full-text channel's node carries the score that ranked the memory there.
+        let top = &r.candidates[0];
+        let tree = top.explanation.as_ref().unwrap();
+        let fts = tree.iter().position(|n| n.depth == 1 && n.description.starts_with("fts")).expect("the fts channel ranked the top hit");
+        let why = &tree[fts + 1];
+        assert_eq!(why.depth, 2);
+        let parts: f64 = tree[fts + 2..].iter().take_while(|n| n.depth > 2).filter(|n| n.depth == 3).map(|n| n.value).sum();
+        assert!((parts - why.value).abs() < 1e-9, "the channel score is its context plus its own share: {parts} vs {}", why.value);
     });
 }
 
@@ -263,7 +314,6 @@ fn test_long_messages_keep_every_channel_working_for_a_question_asking_when() {
 #[test]
 fn test_key_channel_ranks_the_live_holders_of_each_key_newest_first_in_key_order() {
     use agent_memory::core::recall::channels;
-    use agent_memory::core::time::iso;
     let sql = database();
     let keyed = |content: &str, key: &str| json!({ "content": content, "key": key });
     let ids: Vec<String> = [
@@ -279,7 +329,7 @@ fn test_key_channel_ranks_the_live_holders_of_each_key_newest_first_in_key_order
     with_profile(&sql, APRIL_15 + DAY, |p| {
         let keys = |k: &[&str], inactive: bool| -> Vec<String> {
             let keys: Vec<String> = k.iter().map(|s| s.to_string()).collect();
-            channels::key(p.sql, &keys, inactive, &iso(APRIL_15 + DAY)).unwrap().ids
+            channels::key(p.sql, &keys, &agent_memory::core::recall::RecallScope { include_inactive: inactive, ..agent_memory::core::recall::RecallScope::live_at(APRIL_15 + DAY) }).unwrap().ids
         };
         // The superseded npm memory is not live; key order is kept.
         assert_eq!(keys(&["process.deploy_day", "tooling.package_manager"], false), vec![ids[1].clone(), ids[2].clone()]);

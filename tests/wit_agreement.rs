@@ -30,7 +30,7 @@ use agent_memory::core::model::{
 };
 use agent_memory::core::portable::ImportReport;
 use agent_memory::core::provider::QueryAnalysis;
-use agent_memory::core::recall::fuse::{Channel, Contribution};
+use agent_memory::core::recall::fuse::{Channel, Contribution, ExplanationNode};
 use agent_memory::core::recall::{ChannelReport, Explain, RecallCandidate, RecallResponse};
 use agent_memory::core::rest::{self, Incoming, Route};
 use serde::Serialize;
@@ -456,6 +456,12 @@ fn candidate(full: bool) -> RecallCandidate {
         event_date: some(full, "2026-04-14"),
         source_message_ids: vec![MSG.into()],
         trace: full.then(|| vec![contribution()]),
+        explanation: full.then(|| {
+            vec![
+                ExplanationNode { depth: 0, value: 0.0328, description: "fused score".into() },
+                ExplanationNode { depth: 1, value: 0.0328, description: "key channel".into() },
+            ]
+        }),
     }
 }
 

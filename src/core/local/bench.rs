@@ -141,7 +141,7 @@ pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value
 
 /// Runs one recall stage `repeat` times, its inputs prepared once.
 pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> Result<Value> {
-    let now_iso = crate::core::time::iso(p.now);
+    let scope = crate::core::recall::RecallScope::live_at(p.now);
     let analysis = p.reasoner.analyze(query).await?;
     let texts = vec![query.to_string(), if analysis.hyde.is_empty() { query.to_string() } else { analysis.hyde.clone() }];
     let embeddings = p.embedder.embed(&texts).await?;
@@ -149,7 +149,7 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
     // The full-text query as recall builds it. Each text stage syncs the
     // turn directory (one statement, as a recall does) and lends it out
     // only while it runs: no await holds it.
-    let on_source = |f: &dyn Fn(Source<'_>) -> Result<usize>| with_source(p.sql, p.turns, |src| f(src));
+    let on_source = |f: &dyn Fn(Source<'_>) -> Result<usize>| with_source(p.sql, p.turns, f);
     let q = with_source(p.sql, p.turns, |src| crate::core::recall::text_query(p.sql, src, query, &analysis.terms, reference))?;
     let mut out = 0usize;
     match stage {
@@ -165,7 +165,7 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         }
         "key" => {
             for _ in 0..repeat {
-                out = channels::key(p.sql, &analysis.keys, false, &now_iso)?.ids.len();
+                out = channels::key(p.sql, &analysis.keys, &scope)?.ids.len();
             }
         }
         "turns" => {
@@ -177,18 +177,18 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         }
         "fts" => {
             for _ in 0..repeat {
-                out = on_source(&|src| Ok(channels::fts(p.sql, src, &q, false, &now_iso)?.ids.len()))?;
+                out = on_source(&|src| Ok(channels::fts(p.sql, src, &q, &scope)?.ids.len()))?;
             }
         }
         "messages" => {
             for _ in 0..repeat {
-                out = on_source(&|src| Ok(channels::messages(p.sql, src, &q, false, &now_iso)?.0.ids.len()))?;
+                out = on_source(&|src| Ok(channels::messages(p.sql, src, &q, &scope)?.0.ids.len()))?;
             }
         }
         "vector" | "hyde" => {
             let (channel, e) = if stage == "vector" { (fuse::Channel::Vector, &embeddings[0]) } else { (fuse::Channel::Hyde, &embeddings[1]) };
             for _ in 0..repeat {
-                out = channels::vector(channel, p.sql, p.index, e, false, &now_iso).await?.ids.len();
+                out = channels::vector(channel, p.sql, p.index, e, &scope).await?.ids.len();
             }
         }
         "vectorIndex" => {
@@ -201,16 +201,16 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
             // Fusion of the channels' rankings, then loading the winners:
             // what recall does between the channels and synthesis.
             let (fts, messages) = with_source(p.sql, p.turns, |src| {
-                Ok((channels::fts(p.sql, src, &q, false, &now_iso)?, channels::messages(p.sql, src, &q, false, &now_iso)?.0))
+                Ok((channels::fts(p.sql, src, &q, &scope)?, channels::messages(p.sql, src, &q, &scope)?.0))
             })?;
             // The directory's borrow ends here, before any await.
-            let key = channels::key(p.sql, &analysis.keys, false, &now_iso)?;
+            let key = channels::key(p.sql, &analysis.keys, &scope)?;
             let rankings = vec![
                 key,
                 fts,
                 messages,
-                channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], false, &now_iso).await?,
-                channels::vector(fuse::Channel::Hyde, p.sql, p.index, &embeddings[1], false, &now_iso).await?,
+                channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], &scope).await?,
+                channels::vector(fuse::Channel::Hyde, p.sql, p.index, &embeddings[1], &scope).await?,
             ];
             for _ in 0..repeat {
                 let mut fused = fuse::fuse(&rankings);

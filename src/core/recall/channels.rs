@@ -45,8 +45,9 @@
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::directory::MEMORY_WEIGHTS;
-use crate::core::recall::fuse::{Channel, Ranking};
+use crate::core::recall::fuse::{Channel, Explanation, Ranking};
 use crate::core::recall::places::Source;
+use crate::core::recall::scope::RecallScope;
 use crate::core::store::{json_param, json_rows};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -270,9 +271,9 @@ fn memory_hits(
     sql: &dyn Sql,
     src: Source<'_>,
     q: &TextQuery,
-    include_inactive: bool,
-    now_iso: &str,
+    scope: &RecallScope,
 ) -> Result<(HashMap<String, f64>, HashMap<String, MemoryHit>)> {
+    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
     let (cond, mut extra) = live(include_inactive, now_iso, 4);
     extra.insert(0, SqlValue::Integer(q.temporal as i64));
     let mut scores: HashMap<String, f64> = HashMap::default();
@@ -330,10 +331,10 @@ pub fn fts_with(
     q: &TextQuery,
     turns: &TurnScores,
     cites: &Citations,
-    include_inactive: bool,
-    now_iso: &str,
+    scope: &RecallScope,
 ) -> Result<Ranking> {
-    let (own, columns) = memory_hits(sql, src, q, include_inactive, now_iso)?;
+    let explain = scope.explain;
+    let (own, columns) = memory_hits(sql, src, q, scope)?;
     let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
     // Every candidate with its source messages: the memory's own hits, and
     // the memories citing the best turns in context.
@@ -363,44 +364,159 @@ pub fn fts_with(
     let named_roles = q.named_among(roles.values().map(String::as_str).chain([USER_ROLE]));
     let named = |role: &str| named_roles.get(role).copied().unwrap_or(false);
     let mut scores: HashMap<String, f64> = HashMap::default();
+    let mut why: HashMap<String, Explanation> = HashMap::default();
     for id in &candidates {
         let own = own.get(id).copied().unwrap_or(0.0);
+        let own_node = |value: f64| {
+            Explanation::new(
+                value,
+                format!(
+                    "the memory's own bm25 over memories_fts (MEMORY_WEIGHTS content {}, key {}, queries {}; expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT})",
+                    MEMORY_WEIGHTS[0], MEMORY_WEIGHTS[1], MEMORY_WEIGHTS[2]
+                ),
+            )
+        };
         let score = match sources.get(id) {
             Some(srcs) => {
-                let context =
-                    srcs.iter().filter_map(|(mid, _)| turn_score.get(mid.as_str()).copied()).fold(0.0, f64::max);
+                // The best source turn in context (the first among equals).
+                let best = srcs.iter().filter_map(|(mid, _)| turn_score.get(mid.as_str()).map(|s| (mid, *s))).fold(None, |b: Option<(&String, f64)>, (m, s)| match b {
+                    Some((_, bs)) if bs >= s => b,
+                    _ => Some((m, s)),
+                });
+                let context = best.map_or(0.0, |(_, s)| s).max(0.0);
                 let speaker = if srcs.iter().any(|(_, role)| named(role)) { SPEAKER_BOOST } else { 1.0 };
-                context + OWN_SHARE * own * speaker
+                let score = context + OWN_SHARE * own * speaker;
+                if explain {
+                    let mut own_part = Explanation::new(OWN_SHARE * own * speaker, format!("OWN_SHARE {OWN_SHARE} × own × speaker")).with(own_node(own));
+                    if speaker != 1.0 {
+                        own_part = own_part.with(Explanation::new(SPEAKER_BOOST, format!("× SPEAKER_BOOST {SPEAKER_BOOST}: a source message's speaker is named by the query")));
+                    }
+                    let context_part = match best.and_then(|(m, _)| turns.parts.get(m.as_str()).map(|p| (m, p))) {
+                        Some((m, parts)) => parts.explain_in_context(m, context),
+                        None => Explanation::new(context, "no source message in context"),
+                    };
+                    let node = Explanation::new(score, "its best source message in its conversation + OWN_SHARE × its own words").with(context_part).with(own_part);
+                    why.insert(id.clone(), node);
+                }
+                score
             }
             None => {
                 let c = columns.get(id);
                 let content = c.and_then(|c| c.4.as_deref()).unwrap_or("");
                 let date = c.and_then(|c| c.2.as_deref()).and_then(crate::core::time::date_of);
                 let mentions_time = q.temporal && crate::core::recall::temporal::mentions_time(content);
-                own * factor(q, named(USER_ROLE), mentions_time, date)
+                let boosts = Boosts::of(q, named(USER_ROLE), mentions_time, date);
+                let score = own * boosts.factor();
+                if explain {
+                    let node = Explanation::new(score, "no source message (remembered, said by the user): own × boosts").with(own_node(own)).with_all(boosts.explain());
+                    why.insert(id.clone(), node);
+                }
+                score
             }
         };
         scores.insert(id.clone(), score);
     }
-    let ids = diversify(best_first(scores), &sources).into_iter().take(CHANNEL_DEPTH).collect();
-    Ok(Ranking::new(Channel::Fts, ids))
+    let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(CHANNEL_DEPTH).collect();
+    let mut ranking = Ranking::new(Channel::Fts, ids);
+    if explain {
+        ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
+    }
+    Ok(ranking)
 }
 
-/// The factor the query's speaker, time and date give a text said by a
-/// speaker the query names (or not), that mentions a time (or not),
-/// dated `date`.
-fn factor(q: &TextQuery, named: bool, mentions_time: bool, date: Option<chrono::NaiveDate>) -> f64 {
-    let mut f = 1.0;
-    if named {
-        f *= SPEAKER_BOOST;
+/// The boosts the query's speaker, time and date give a text.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Boosts {
+    /// Said by a speaker the query names ([`SPEAKER_BOOST`]).
+    pub speaker: bool,
+    /// The query asks when and the text mentions a time ([`TIME_BOOST`]).
+    pub time: bool,
+    /// Dated within a period the query names ([`DATE_BOOST`]).
+    pub date: bool,
+}
+
+impl Boosts {
+    /// The boosts of a text said by a speaker the query names (or not),
+    /// that mentions a time (or not), dated `date`.
+    fn of(q: &TextQuery, named: bool, mentions_time: bool, date: Option<chrono::NaiveDate>) -> Boosts {
+        Boosts {
+            speaker: named,
+            time: q.temporal && mentions_time,
+            date: date.is_some_and(|d| q.periods.iter().any(|(a, b)| *a <= d && d <= *b)),
+        }
     }
-    if q.temporal && mentions_time {
-        f *= TIME_BOOST;
+
+    /// Their product.
+    pub fn factor(self) -> f64 {
+        let mut f = 1.0;
+        if self.speaker {
+            f *= SPEAKER_BOOST;
+        }
+        if self.time {
+            f *= TIME_BOOST;
+        }
+        if self.date {
+            f *= DATE_BOOST;
+        }
+        f
     }
-    if date.is_some_and(|d| q.periods.iter().any(|(a, b)| *a <= d && d <= *b)) {
-        f *= DATE_BOOST;
+
+    /// One node per boost that applies, naming its constant.
+    pub fn explain(self) -> Vec<Explanation> {
+        let mut out = Vec::new();
+        if self.speaker {
+            out.push(Explanation::new(SPEAKER_BOOST, format!("× SPEAKER_BOOST {SPEAKER_BOOST}: said by a speaker the query names")));
+        }
+        if self.time {
+            out.push(Explanation::new(TIME_BOOST, format!("× TIME_BOOST {TIME_BOOST}: the query asks when and the text mentions a time")));
+        }
+        if self.date {
+            out.push(Explanation::new(DATE_BOOST, format!("× DATE_BOOST {DATE_BOOST}: dated within a period the query names")));
+        }
+        out
     }
-    f
+}
+
+/// What one turn's scores are made of: its own bm25, what its neighbours
+/// passed it, its session's share, and its boosts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TurnParts {
+    pub own: f64,
+    pub neighbours: f64,
+    pub session: f64,
+    pub boosts: Boosts,
+}
+
+impl TurnParts {
+    fn own_node(&self) -> Explanation {
+        Explanation::new(
+            self.own,
+            format!(
+                "own bm25 over messages_fts (MESSAGE_WEIGHTS role {}, content {}; the analyzer's expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT})",
+                MESSAGE_WEIGHTS[0], MESSAGE_WEIGHTS[1]
+            ),
+        )
+    }
+
+    /// The turn `id` on its own: `own × boosts` (the messages channel).
+    pub fn explain_plain(&self, id: &str) -> Explanation {
+        Explanation::new(self.own * self.boosts.factor(), format!("message {id}: own × boosts"))
+            .with(self.own_node())
+            .with_all(self.boosts.explain())
+    }
+
+    /// The turn `id` in its conversation: `(own + neighbours + session) ×
+    /// boosts` (the full-text channel).
+    pub fn explain_in_context(&self, id: &str, value: f64) -> Explanation {
+        Explanation::new(value, format!("message {id} in its conversation: (own + neighbours + session) × boosts"))
+            .with(self.own_node())
+            .with(Explanation::new(
+                self.neighbours,
+                format!("neighbours: NEIGHBOUR_SHARE {NEIGHBOUR_SHARE}^d × the own score of each turn d ≤ NEIGHBOUR_WINDOW {NEIGHBOUR_WINDOW} places away in its session"),
+            ))
+            .with(Explanation::new(self.session, format!("session: SESSION_SHARE {SESSION_SHARE} × the best own score in its session")))
+            .with_all(self.boosts.explain())
+    }
 }
 
 /// Orders scored memories (best first) so that each source message is
@@ -450,7 +566,8 @@ pub struct Citations {
 /// (the full-text channel), in one statement. (`CROSS JOIN` keeps SQLite
 /// from scanning every live memory by the status index: the few sources
 /// lead.)
-pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_iso: &str) -> Result<Citations> {
+pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Result<Citations> {
+    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
     // The messages channel's turns come first in the list, so `j.key`
     // (the place in it) tells whose content is needed for the overlap.
     let mut ids: Vec<&str> = Vec::new();
@@ -498,22 +615,23 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, include_inactive: bool, now_
 }
 
 /// Channel 1 on its own (a stage alone): scores the messages itself.
-pub fn fts(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<Ranking> {
+pub fn fts(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<Ranking> {
     let turns = score_turns(sql, src, q)?;
-    let cites = citations(sql, &turns, include_inactive, now_iso)?;
-    fts_with(sql, src, q, &turns, &cites, include_inactive, now_iso)
+    let cites = citations(sql, &turns, scope)?;
+    fts_with(sql, src, q, &turns, &cites, scope)
 }
 
 /// Channel 3 on its own (see [`fts`]).
-pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, include_inactive: bool, now_iso: &str) -> Result<(Ranking, Vec<String>)> {
+pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<(Ranking, Vec<String>)> {
     let turns = score_turns(sql, src, q)?;
-    let cites = citations(sql, &turns, include_inactive, now_iso)?;
-    Ok(messages_with(q, &turns, &cites))
+    let cites = citations(sql, &turns, scope)?;
+    Ok(messages_with(q, &turns, &cites, scope.explain))
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys,
 ///    through the key index; live memories only unless asked.
-pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str) -> Result<Ranking> {
+pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Ranking> {
+    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
     let keys: Vec<&String> = keys.iter().take(20).collect();
     if keys.is_empty() {
         return Ok(Ranking::new(Channel::Key, vec![]));
@@ -536,15 +654,17 @@ pub fn key(sql: &dyn Sql, keys: &[String], include_inactive: bool, now_iso: &str
             by_key.entry(k).or_default().push(id);
         }
     }
-    let mut ids: Vec<String> = Vec::new();
-    for k in keys {
+    let mut ranking = Ranking::new(Channel::Key, Vec::new());
+    for (n, k) in (1usize..).zip(&keys) {
         for id in by_key.remove(k.as_str()).into_iter().flatten() {
-            if !ids.contains(&id) {
-                ids.push(id);
+            if !ranking.ids.contains(&id) {
+                let why = Explanation::new(n as f64, format!("holds the topic key \"{k}\", the analyzer's key {n} of {} (newest first within a key)", keys.len()));
+                ranking.why.insert(id.clone(), why);
+                ranking.ids.push(id);
             }
         }
     }
-    Ok(Ranking::new(Channel::Key, ids))
+    Ok(ranking)
 }
 
 /// Full-text scores of messages, best first, computed once per recall
@@ -558,6 +678,8 @@ pub struct TurnScores {
     /// [`NEIGHBOUR_WINDOW`] places away in the same session, plus
     /// [`SESSION_SHARE`] of the best own score in the session.
     pub context: Vec<(String, f64)>,
+    /// What each turn in `context` is made of (for `explain`).
+    pub parts: HashMap<String, TurnParts>,
 }
 
 /// Scores messages by full text (see [`TurnScores`]). Both scores are
@@ -593,26 +715,31 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<Turn
     }
     // Whether the query names each role met (a handful per recall).
     let mut named: HashMap<u32, bool> = HashMap::default();
-    let mut factor_of = |t: &crate::core::recall::places::Place| {
+    let mut boosts_of = |t: &crate::core::recall::places::Place| {
         let named = *named.entry(t.role).or_insert_with(|| q.names_speaker(places.role_name(t.role)));
-        factor(q, named, t.mentions_time, t.date)
+        Boosts::of(q, named, t.mentions_time, t.date)
     };
+    let own_of: HashMap<u32, f64> = own.iter().copied().collect();
     let mut plain: Vec<(String, f64)> = Vec::with_capacity(own.len());
     for &(i, s) in &own {
         let t = place(i)?;
-        plain.push((t.id.clone(), s * factor_of(t)));
+        plain.push((t.id.clone(), s * boosts_of(t).factor()));
     }
     let mut in_context: Vec<(String, f64)> = Vec::with_capacity(context.len());
+    let mut parts: HashMap<String, TurnParts> = HashMap::default();
     for (i, c) in context {
         let t = place(i)?;
         // Every turn in context shares a session with a hit, which set
         // the session's best.
-        let best = session_best.get(&t.session).copied().unwrap_or(0.0);
-        in_context.push((t.id.clone(), (c + SESSION_SHARE * best) * factor_of(t)));
+        let session = SESSION_SHARE * session_best.get(&t.session).copied().unwrap_or(0.0);
+        let boosts = boosts_of(t);
+        in_context.push((t.id.clone(), (c + session) * boosts.factor()));
+        let own = own_of.get(&i).copied().unwrap_or(0.0);
+        parts.insert(t.id.clone(), TurnParts { own, neighbours: c - own, session, boosts });
     }
     sort_best_first(&mut plain);
     sort_best_first(&mut in_context);
-    Ok(TurnScores { plain, context: in_context })
+    Ok(TurnScores { plain, context: in_context, parts })
 }
 
 /// Column weights of `bm25()` over `messages_fts` (role, content): a word
@@ -643,11 +770,11 @@ fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<HashMap<i6
 ///    the memories that cite it, all at the message's rank: first the one
 ///    sharing most words with the query, the others after every message
 ///    has had its turn. Also returns the ranked message ids.
-pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations) -> (Ranking, Vec<String>) {
+pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations, explain: bool) -> (Ranking, Vec<String>) {
     let message_ids: Vec<String> = turns.plain.iter().take(CHANNEL_DEPTH).map(|(id, _)| id.clone()).collect();
     let wanted = Overlap::new(&q.primary);
     let overlap = |id: &str| cites.memories.get(id).and_then(|m| m.content.as_deref()).map_or(0, |c| wanted.count(c));
-    let mut ranking = Ranking { channel: Channel::Messages, ids: Vec::new(), ranks: Vec::new() };
+    let mut ranking = Ranking::new(Channel::Messages, Vec::new());
     let mut seen = HashSet::default();
     let mut rest: Vec<(String, usize)> = Vec::new();
     for (rank, mid) in (1usize..).zip(message_ids.iter()) {
@@ -657,6 +784,13 @@ pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations) -> (R
         }
         for (j, id) in mine.into_iter().enumerate() {
             seen.insert(id.clone());
+            if explain {
+                let parts = turns.parts.get(mid.as_str()).copied().unwrap_or_default();
+                let place = if j == 0 { "first of its memories (most of the query's words)" } else { "after every message's first memory" };
+                let node = Explanation::new(rank as f64, format!("cites message {mid}, ranked {rank} among messages by its own score; {place}"))
+                    .with(parts.explain_plain(mid));
+                ranking.why.insert(id.clone(), node);
+            }
             if j == 0 {
                 ranking.ids.push(id.clone());
                 ranking.ranks.push(rank);
@@ -714,17 +848,10 @@ impl Overlap {
 }
 
 /// 4 and 5. Vector search (direct or HyDE), filtered to live memories.
-pub async fn vector(
-    channel: Channel,
-    sql: &dyn Sql,
-    index: &dyn VectorIndex,
-    embedding: &[f32],
-    include_inactive: bool,
-    now_iso: &str,
-) -> Result<Ranking> {
+pub async fn vector(channel: Channel, sql: &dyn Sql, index: &dyn VectorIndex, embedding: &[f32], scope: &RecallScope) -> Result<Ranking> {
     let hits = index.query(embedding, CHANNEL_DEPTH).await?;
     let ids: Vec<String> = hits.into_iter().map(|(id, _)| id).collect();
-    Ok(Ranking::new(channel, keep_live(sql, ids, include_inactive, now_iso)?))
+    Ok(Ranking::new(channel, keep_live(sql, ids, scope)?))
 }
 
 /// Channels 4 and 5 together: one call to the index for both embeddings
@@ -734,23 +861,34 @@ pub async fn vectors(
     sql: &dyn Sql,
     index: &dyn VectorIndex,
     asked: &[(Channel, Vec<f32>)],
-    include_inactive: bool,
-    now_iso: &str,
+    scope: &RecallScope,
 ) -> Result<Vec<Ranking>> {
+    let explain = scope.explain;
     let embeddings: Vec<Vec<f32>> = asked.iter().map(|(_, e)| e.clone()).collect();
     let hits = index.query_many(&embeddings, CHANNEL_DEPTH).await?;
     let all: Vec<String> = hits.iter().flatten().map(|(id, _)| id.clone()).collect::<HashSet<_>>().into_iter().collect();
-    let live: HashSet<String> = keep_live(sql, all, include_inactive, now_iso)?.into_iter().collect();
+    let live: HashSet<String> = keep_live(sql, all, scope)?.into_iter().collect();
     Ok(asked
         .iter()
         .zip(hits)
-        .map(|((channel, _), hits)| Ranking::new(*channel, hits.into_iter().map(|(id, _)| id).filter(|id| live.contains(id)).collect()))
+        .map(|((channel, _), hits)| {
+            let mut ranking = Ranking::new(*channel, Vec::new());
+            for (id, cosine) in hits.into_iter().filter(|(id, _)| live.contains(id)) {
+                if explain {
+                    let what = if *channel == Channel::Hyde { "the analyzer's hypothetical answer (HyDE)" } else { "the query" };
+                    ranking.why.insert(id.clone(), Explanation::new(f64::from(cosine), format!("cosine similarity to the embedding of {what}")));
+                }
+                ranking.ids.push(id);
+            }
+            ranking
+        })
         .collect())
 }
 
 /// Keeps the ids of live memories, in order (an index may lag behind a
 /// forget until its job drains; recall must not).
-pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, include_inactive: bool, now_iso: &str) -> Result<Vec<String>> {
+pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, scope: &RecallScope) -> Result<Vec<String>> {
+    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
     if ids.is_empty() {
         return Ok(ids);
     }

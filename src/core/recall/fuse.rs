@@ -4,7 +4,11 @@
 //! ranked `d` (ranks start at 1). Ties go to the more recent memory (the
 //! larger id, since memory ids sort by time). Every fused hit carries its
 //! trace: which channel ranked it where and what that contributed, so the
-//! fused score is exactly the sum of the trace's contributions.
+//! fused score is exactly the sum of the trace's contributions. With
+//! `explain`, [`explain`] turns the trace into an [`Explanation`] tree (as
+//! tantivy explains a hit): the fused score, each channel's contribution
+//! by its formula, and under it what put the memory at its rank in that
+//! channel, down to each boost and its named constant.
 
 use serde::{Deserialize, Serialize};
 
@@ -79,6 +83,55 @@ pub const WEIGHT_VECTOR: f64 = 0.25;
 /// what extraction lost, weighted least.
 pub const WEIGHT_MESSAGES: f64 = 0.2;
 
+/// Why a score is what it is: a value, the formula or fact that gives it
+/// (naming its constants), and the values it is computed from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    pub value: f64,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Explanation>,
+}
+
+impl Explanation {
+    pub fn new(value: f64, description: impl Into<String>) -> Explanation {
+        Explanation { value, description: description.into(), details: Vec::new() }
+    }
+
+    pub fn with(mut self, detail: Explanation) -> Explanation {
+        self.details.push(detail);
+        self
+    }
+
+    pub fn with_all(mut self, details: impl IntoIterator<Item = Explanation>) -> Explanation {
+        self.details.extend(details);
+        self
+    }
+
+    /// The tree as a list in pre-order, each node with its depth (the root
+    /// at 0): how the response carries it (WIT has no recursive types).
+    pub fn flatten(&self) -> Vec<ExplanationNode> {
+        fn walk(e: &Explanation, depth: u32, out: &mut Vec<ExplanationNode>) {
+            out.push(ExplanationNode { depth, value: e.value, description: e.description.clone() });
+            for d in &e.details {
+                walk(d, depth.saturating_add(1), out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, 0, &mut out);
+        out
+    }
+}
+
+/// One node of a flattened [`Explanation`]: its children follow it, one
+/// level deeper, before its next sibling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExplanationNode {
+    pub depth: u32,
+    pub value: f64,
+    pub description: String,
+}
+
 /// One channel's ranking: ids best first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ranking {
@@ -89,12 +142,14 @@ pub struct Ranking {
     /// memory citing a message shares that message's rank. Empty: the rank
     /// is the position in `ids`.
     pub ranks: Vec<usize>,
+    /// With `explain`: why each id holds its place in this channel.
+    pub why: rustc_hash::FxHashMap<String, Explanation>,
 }
 
 impl Ranking {
     /// A ranking by position.
     pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
-        Ranking { channel, ids, ranks: Vec::new() }
+        Ranking { channel, ids, ranks: Vec::new(), why: Default::default() }
     }
 
     /// The rank of the id at `index`.
@@ -118,6 +173,35 @@ pub struct Fused {
     pub id: String,
     pub score: f64,
     pub trace: Vec<Contribution>,
+}
+
+/// The constant a channel's weight is named by.
+fn weight_name(channel: Channel) -> &'static str {
+    match channel {
+        Channel::Key => "WEIGHT_KEY",
+        Channel::Fts => "WEIGHT_FTS",
+        Channel::Hyde => "WEIGHT_HYDE",
+        Channel::Vector => "WEIGHT_VECTOR",
+        Channel::Messages => "WEIGHT_MESSAGES",
+    }
+}
+
+/// The explanation of a fused hit: its score, the sum of one RRF
+/// contribution per channel that ranked it, each with what put the hit at
+/// its rank there (from `rankings`, when the channel explained it).
+pub fn explain(hit: &Fused, rankings: &[Ranking]) -> Explanation {
+    let parts = hit.trace.iter().map(|c| {
+        let node = Explanation::new(
+            c.contribution,
+            format!("{} channel: {} {} / (K {} + rank {})", c.channel.name(), weight_name(c.channel), c.weight, K, c.rank),
+        );
+        let why = rankings.iter().filter(|r| r.channel == c.channel).find_map(|r| r.why.get(&hit.id));
+        match why {
+            Some(why) => node.with(why.clone()),
+            None => node,
+        }
+    });
+    Explanation::new(hit.score, "fused score: the sum of each channel's weight / (K + rank)").with_all(parts)
 }
 
 /// Fuses rankings. An id ranked by a channel more than once counts at its
@@ -168,6 +252,20 @@ mod tests {
     }
 
     #[test]
+    fn test_an_explanation_sums_its_channels_and_names_their_weights() {
+        let mut fts = r(Channel::Fts, &["a", "b"]);
+        fts.why.insert("b".into(), Explanation::new(3.5, "bm25"));
+        let rankings = [fts, r(Channel::Key, &["b"])];
+        let b = fuse(&rankings).into_iter().find(|f| f.id == "b").unwrap();
+        let e = explain(&b, &rankings);
+        assert_eq!(e.value, b.score);
+        assert!((e.details.iter().map(|d| d.value).sum::<f64>() - e.value).abs() < 1e-12);
+        assert!(e.details.iter().any(|d| d.description.contains("WEIGHT_KEY 2 / (K 10 + rank 1)")), "{e:?}");
+        let fts = e.details.iter().find(|d| d.description.starts_with("fts")).unwrap();
+        assert_eq!(fts.details, vec![Explanation::new(3.5, "bm25")]);
+    }
+
+    #[test]
     fn test_single_channel_hit_can_win() {
         let out = fuse(&[r(Channel::Key, &["only"]), r(Channel::Messages, &["x"])]);
         assert_eq!(out[0].id, "only");
@@ -175,7 +273,7 @@ mod tests {
 
     #[test]
     fn test_grouped_ranks_share_a_contribution() {
-        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2] };
+        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2], why: Default::default() };
         let out = fuse(&[grouped]);
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
         assert_eq!(score("a"), score("b"));

@@ -7,6 +7,7 @@ pub mod directory;
 pub mod fuse;
 pub mod parts;
 pub mod places;
+pub mod scope;
 pub mod porter;
 pub mod temporal;
 pub mod text_index;
@@ -18,8 +19,9 @@ use crate::core::model::{Memory, MemoryType};
 use crate::core::context::Profile;
 use crate::core::provider::{QueryAnalysis, SynthesisInput};
 use crate::core::recall::places::Source;
-use crate::core::time::{date_of, iso};
-use fuse::{Channel, Contribution, Ranking};
+pub use crate::core::recall::scope::RecallScope;
+use crate::core::time::date_of;
+use fuse::{Channel, Contribution, Explanation, Ranking};
 use serde::{Deserialize, Serialize};
 
 /// A ranked memory in a recall response.
@@ -35,9 +37,15 @@ pub struct RecallCandidate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_date: Option<String>,
     pub source_message_ids: Vec<String>,
-    /// Present with `explain: true`.
+    /// Present with `explain: true`: each channel's RRF contribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<Vec<Contribution>>,
+    /// Present with `explain: true`: the score as a tree down to the
+    /// formula (the fused score, each channel's contribution, what put the
+    /// memory at its rank there and every boost, named by its constant),
+    /// flattened in pre-order with each node's depth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Vec<fuse::ExplanationNode>>,
 }
 
 /// What `recall` returns.
@@ -98,28 +106,66 @@ pub fn text_query(sql: &dyn crate::core::ports::Sql, src: Source<'_>, query: &st
     Ok(channels::TextQuery::new(query, terms, reference).with_speakers(&src.speakers(sql)?))
 }
 
-pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
-    let opts = &req.options;
-    let include_inactive = opts.include_inactive.unwrap_or(false);
-    let limit = opts.limit.unwrap_or(crate::core::api::DEFAULT_RECALL_LIMIT);
-    let reference = opts
-        .reference_date
-        .as_deref()
-        .and_then(date_of)
-        .unwrap_or_else(|| chrono::DateTime::from_timestamp_millis(p.now).unwrap_or_default().date_naive());
-    let now_iso = iso(p.now);
-    let mut notes = Vec::new();
+/// The channels' rankings and what each reported, with the notes of
+/// whatever degraded on the way.
+#[derive(Default)]
+struct Gathered {
+    rankings: Vec<Ranking>,
+    reports: Vec<ChannelReport>,
+    notes: Vec<String>,
+}
 
-    // 1. Query analysis, then both embeddings in one batch.
-    let analysis = match p.reasoner.analyze(&req.query).await {
+impl Gathered {
+    /// Records a channel's outcome: a failing channel is reported, not
+    /// fatal.
+    fn record(&mut self, channel: Channel, r: Result<Ranking>) {
+        match r {
+            Ok(r) => {
+                self.reports.push(ChannelReport { channel, weight: channel.weight(), ids: r.ids.clone(), error: None });
+                self.rankings.push(r);
+            }
+            Err(e) => {
+                self.notes.push(format!("channel {} failed: {e}", channel.name()));
+                self.reports.push(ChannelReport { channel, weight: channel.weight(), ids: vec![], error: Some(e.to_string()) });
+            }
+        }
+    }
+}
+
+/// The recall pipeline (SPEC.md section 4): analyze, embed, the five
+/// channels, fuse, temporal facts, synthesis.
+pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
+    let scope = RecallScope::new(&req, p.now);
+    let mut got = Gathered::default();
+    let analysis = analyze(p, &scope, &mut got.notes).await;
+    let embeddings = embed(p, &scope, &analysis, &mut got.notes).await;
+    let key = channels::key(p.sql, &analysis.keys, &scope);
+    got.record(Channel::Key, key);
+    text_channels(p, &scope, &analysis, &mut got);
+    vector_channels(p, &scope, embeddings.as_ref(), &mut got).await;
+    let ranked = fuse_and_load(p, &scope, &got.rankings)?;
+    let computed = temporal_facts(&scope, &ranked);
+    let answer = synthesize(p, &scope, &ranked, &computed, &mut got.notes).await;
+    Ok(respond(scope, analysis, answer, ranked, computed, got))
+}
+
+/// 1. The reasoner's analysis of the query (terms, keys, HyDE); the raw
+///    query's words when it fails.
+async fn analyze(p: &Profile<'_>, scope: &RecallScope, notes: &mut Vec<String>) -> QueryAnalysis {
+    match p.reasoner.analyze(&scope.query).await {
         Ok(a) => a,
         Err(e) => {
             notes.push(format!("query analysis failed, using the raw query: {e}"));
-            QueryAnalysis { terms: crate::core::text::content_words(&req.query), ..QueryAnalysis::default() }
+            QueryAnalysis { terms: crate::core::text::content_words(&scope.query), ..QueryAnalysis::default() }
         }
-    };
-    let texts = vec![req.query.clone(), if analysis.hyde.is_empty() { req.query.clone() } else { analysis.hyde.clone() }];
-    let embeddings: Option<[Vec<f32>; 2]> = match p.embedder.embed(&texts).await.map(<[Vec<f32>; 2]>::try_from) {
+    }
+}
+
+/// 2. The query's and the HyDE statement's embeddings, in one batch;
+///    `None` (the vector channels skipped) when the embedder fails.
+async fn embed(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis, notes: &mut Vec<String>) -> Option<[Vec<f32>; 2]> {
+    let hyde = if analysis.hyde.is_empty() { scope.query.clone() } else { analysis.hyde.clone() };
+    match p.embedder.embed(&[scope.query.clone(), hyde]).await.map(<[Vec<f32>; 2]>::try_from) {
         Ok(Ok(v)) => Some(v),
         Ok(Err(_)) => {
             notes.push("embedder returned the wrong number of vectors; vector channels skipped".into());
@@ -129,120 +175,132 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             notes.push(format!("embedder failed; vector channels skipped: {e}"));
             None
         }
-    };
+    }
+}
 
-    // 2. The five channels. A failing channel is reported, not fatal.
-    let mut reports = Vec::new();
-    let mut rankings = Vec::new();
-    let mut record = |channel: Channel, r: Result<Ranking>, notes: &mut Vec<String>| match r {
-        Ok(r) => {
-            reports.push(ChannelReport { channel, weight: channel.weight(), ids: r.ids.clone(), error: None });
-            rankings.push(r);
-        }
-        Err(e) => {
-            notes.push(format!("channel {} failed: {e}", channel.name()));
-            reports.push(ChannelReport { channel, weight: channel.weight(), ids: vec![], error: Some(e.to_string()) });
-        }
-    };
-    // Both full-text channels read one scoring of the messages, and the
-    // memories citing the best of them, from the directory when the
-    // profile keeps one, else from SQLite (the same answers). (The
-    // directory is lent out only here: no await while it is borrowed.)
-    let text_channels = |src: Source<'_>| -> Result<(Result<Ranking>, Ranking)> {
-        let q = text_query(p.sql, src, &req.query, &analysis.terms, reference)?;
+/// 3. The two full-text channels: one scoring of the messages and the
+///    memories citing the best of them, from the directory when the
+///    profile keeps one, else from SQLite (the same answers). The
+///    directory is lent out only here: nothing awaits while it is.
+fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis, got: &mut Gathered) {
+    let text = places::with_source(p.sql, p.turns, |src| {
+        let q = text_query(p.sql, src, &scope.query, &analysis.terms, scope.reference)?;
         let turns = channels::score_turns(p.sql, src, &q)?;
-        let cites = channels::citations(p.sql, &turns, include_inactive, &now_iso)?;
-        let fts = channels::fts_with(p.sql, src, &q, &turns, &cites, include_inactive, &now_iso);
-        Ok((fts, channels::messages_with(&q, &turns, &cites).0))
-    };
-    let key = channels::key(p.sql, &analysis.keys, include_inactive, &now_iso);
-    let text = places::with_source(p.sql, p.turns, text_channels);
-    record(Channel::Key, key, &mut notes);
+        let cites = channels::citations(p.sql, &turns, scope)?;
+        let fts = channels::fts_with(p.sql, src, &q, &turns, &cites, scope);
+        Ok((fts, channels::messages_with(&q, &turns, &cites, scope.explain).0))
+    });
     match text {
         Ok((fts, messages)) => {
-            record(Channel::Fts, fts, &mut notes);
-            record(Channel::Messages, Ok(messages), &mut notes);
+            got.record(Channel::Fts, fts);
+            got.record(Channel::Messages, Ok(messages));
         }
         Err(e) => {
-            record(Channel::Fts, Err(e.clone()), &mut notes);
-            record(Channel::Messages, Err(e), &mut notes);
+            got.record(Channel::Fts, Err(e.clone()));
+            got.record(Channel::Messages, Err(e));
         }
     }
-    match &embeddings {
-        Some([direct, hyde]) => {
-            // A HyDE statement that embeds like the query itself would
-            // only repeat the direct channel and count its evidence twice:
-            // the HyDE channel then reports no hits. (The rule-based
-            // analyzer's "the {topic} is" embeds like the topic words.)
-            let hyde_repeats = cosine(direct, hyde) >= HYDE_SAME_AS_QUERY;
-            let mut asked = vec![(Channel::Vector, direct.clone())];
-            if !hyde_repeats {
-                asked.push((Channel::Hyde, hyde.clone()));
-            }
-            match channels::vectors(p.sql, p.index, &asked, include_inactive, &now_iso).await {
-                Ok(rankings) => {
-                    // One ranking per channel asked, in order.
-                    let mut rankings = rankings.into_iter();
-                    let missing = || crate::core::error::Error::provider("the vector index returned too few rankings");
-                    let vector = rankings.next().ok_or_else(missing);
-                    let hyde = if hyde_repeats { Ok(Ranking::new(Channel::Hyde, vec![])) } else { rankings.next().ok_or_else(missing) };
-                    record(Channel::Vector, vector, &mut notes);
-                    record(Channel::Hyde, hyde, &mut notes);
-                }
-                Err(e) => {
-                    record(Channel::Vector, Err(e.clone()), &mut notes);
-                    record(Channel::Hyde, Err(e), &mut notes);
-                }
-            }
+}
+
+/// 4. The two vector channels, in one call to the index. A HyDE statement
+///    that embeds like the query itself would only repeat the direct
+///    channel and count its evidence twice: the HyDE channel then reports
+///    no hits. (The rule-based analyzer's "the {topic} is" embeds like the
+///    topic words.)
+async fn vector_channels(p: &Profile<'_>, scope: &RecallScope, embeddings: Option<&[Vec<f32>; 2]>, got: &mut Gathered) {
+    let Some([direct, hyde]) = embeddings else {
+        for channel in [Channel::Vector, Channel::Hyde] {
+            got.record(channel, Err(crate::core::error::Error::provider("no query embedding")));
         }
-        None => {
-            record(Channel::Vector, Err(crate::core::error::Error::provider("no query embedding")), &mut notes);
-            record(Channel::Hyde, Err(crate::core::error::Error::provider("no query embedding")), &mut notes);
+        return;
+    };
+    let hyde_repeats = cosine(direct, hyde) >= HYDE_SAME_AS_QUERY;
+    let mut asked = vec![(Channel::Vector, direct.clone())];
+    if !hyde_repeats {
+        asked.push((Channel::Hyde, hyde.clone()));
+    }
+    match channels::vectors(p.sql, p.index, &asked, scope).await {
+        Ok(rankings) => {
+            // One ranking per channel asked, in order.
+            let mut rankings = rankings.into_iter();
+            let missing = || crate::core::error::Error::provider("the vector index returned too few rankings");
+            got.record(Channel::Vector, rankings.next().ok_or_else(missing));
+            let hyde = if hyde_repeats { Ok(Ranking::new(Channel::Hyde, vec![])) } else { rankings.next().ok_or_else(missing) };
+            got.record(Channel::Hyde, hyde);
+        }
+        Err(e) => {
+            got.record(Channel::Vector, Err(e.clone()));
+            got.record(Channel::Hyde, Err(e));
         }
     }
+}
 
-    // 3. Fuse.
-    let mut fused = fuse::fuse(&rankings);
-    fused.truncate(limit);
-    let store = p.store();
-    let by_id: std::collections::HashMap<String, Memory> =
-        store.memories_by_ids(&fused.iter().map(|f| f.id.clone()).collect::<Vec<_>>())?.into_iter().map(|m| (m.id.clone(), m)).collect();
-    let ranked: Vec<(Memory, fuse::Fused)> = fused.into_iter().filter_map(|f| by_id.get(&f.id).cloned().map(|m| (m, f))).collect();
+/// 5. Fusion of the rankings, the best `limit` read from the store, each
+///    with its explanation when asked.
+fn fuse_and_load(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> Result<Vec<(Memory, fuse::Fused, Option<Explanation>)>> {
+    let mut fused = fuse::fuse(rankings);
+    fused.truncate(scope.limit);
+    let ids: Vec<String> = fused.iter().map(|f| f.id.clone()).collect();
+    let by_id: std::collections::HashMap<String, Memory> = p.store().memories_by_ids(&ids)?.into_iter().map(|m| (m.id.clone(), m)).collect();
+    Ok(fused
+        .into_iter()
+        .filter_map(|f| {
+            let why = scope.explain.then(|| fuse::explain(&f, rankings));
+            by_id.get(&f.id).cloned().map(|m| (m, f, why))
+        })
+        .collect())
+}
 
-    // 4. Temporal facts.
+/// 6. Date arithmetic over the dated candidates (never left to a model).
+fn temporal_facts(scope: &RecallScope, ranked: &[(Memory, fuse::Fused, Option<Explanation>)]) -> temporal::Computed {
     let evidence: Vec<temporal::Dated> = ranked
         .iter()
-        .filter_map(|(m, _)| {
-            let date = m.event_date.as_deref().and_then(date_of)?;
-            Some(temporal::Dated { label: m.summary.clone(), date })
-        })
+        .filter_map(|(m, _, _)| Some(temporal::Dated { label: m.summary.clone(), date: m.event_date.as_deref().and_then(date_of)? }))
         .collect();
-    let computed = temporal::compute(&req.query, reference, &evidence);
+    temporal::compute(&scope.query, scope.reference, &evidence)
+}
 
-    // 5. Synthesis.
+/// 7. The answer: the reasoner's synthesis, or the extractive answer when
+///    it fails; empty when nothing was found.
+async fn synthesize(
+    p: &Profile<'_>,
+    scope: &RecallScope,
+    ranked: &[(Memory, fuse::Fused, Option<Explanation>)],
+    computed: &temporal::Computed,
+    notes: &mut Vec<String>,
+) -> String {
+    if ranked.is_empty() && computed.answer.is_none() {
+        return String::new();
+    }
     let input = SynthesisInput {
-        query: req.query.clone(),
-        memories: ranked.iter().map(|(m, _)| m.clone()).collect(),
+        query: scope.query.clone(),
+        memories: ranked.iter().map(|(m, _, _)| m.clone()).collect(),
         temporal_facts: computed.facts.clone(),
-        reference_date: reference.format("%Y-%m-%d").to_string(),
-        length: opts.response_length.unwrap_or_default(),
+        reference_date: scope.reference.format("%Y-%m-%d").to_string(),
+        length: scope.length,
         computed_answer: computed.answer.clone(),
     };
-    let result = if ranked.is_empty() && computed.answer.is_none() {
-        String::new()
-    } else {
-        match p.reasoner.synthesize(&input).await {
-            Ok(s) => s,
-            Err(e) => {
-                notes.push(format!("synthesis failed, answering extractively: {e}"));
-                crate::core::synthesis::extractive(&input)
-            }
+    match p.reasoner.synthesize(&input).await {
+        Ok(s) => s,
+        Err(e) => {
+            notes.push(format!("synthesis failed, answering extractively: {e}"));
+            crate::core::synthesis::extractive(&input)
         }
-    };
-    let explain_on = opts.explain.unwrap_or(false);
+    }
+}
+
+/// 8. The response record.
+fn respond(
+    scope: RecallScope,
+    analysis: QueryAnalysis,
+    answer: String,
+    ranked: Vec<(Memory, fuse::Fused, Option<Explanation>)>,
+    computed: temporal::Computed,
+    got: Gathered,
+) -> RecallResponse {
     let candidates: Vec<RecallCandidate> = ranked
         .into_iter()
-        .map(|(m, f)| RecallCandidate {
+        .map(|(m, f, explanation)| RecallCandidate {
             id: m.id,
             kind: m.kind,
             summary: m.summary,
@@ -250,21 +308,22 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
             score: f.score,
             event_date: m.event_date,
             source_message_ids: m.source_message_ids,
-            trace: explain_on.then_some(f.trace),
+            trace: scope.explain.then_some(f.trace),
+            explanation: explanation.map(|e| e.flatten()),
         })
         .collect();
-    Ok(RecallResponse {
-        answer: result.clone(),
-        result,
+    RecallResponse {
+        answer: answer.clone(),
+        result: answer,
         count: candidates.len(),
         candidates,
-        explain: explain_on.then(|| Explain {
+        explain: scope.explain.then(|| Explain {
             analysis,
-            channels: reports,
+            channels: got.reports,
             k: fuse::K,
             temporal_facts: computed.facts,
-            reference_date: reference.format("%Y-%m-%d").to_string(),
+            reference_date: scope.reference.format("%Y-%m-%d").to_string(),
         }),
-        messages: notes,
-    })
+        messages: got.notes,
+    }
 }
