@@ -162,3 +162,78 @@ fn test_the_cycle_finder_finds_a_cycle() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].len(), 3);
 }
+
+/// The core's layers, lowest first: a module may import its own layer and
+/// the layers below, never one above. A module is placed by the longest
+/// path listed that it starts with; every module must be placed.
+const LAYERS: &[(&str, &[&str])] = &[
+    // What everything speaks: errors, records, requests and their
+    // validation, the ports, the operation and job lists, text and time.
+    ("foundation", &["error", "ids", "time", "text", "dates", "model", "api", "ports", "op", "jobs", "schema", "resident"]),
+    // Rows in and out of SQLite.
+    ("storage", &["store"]),
+    // Judging and embedding: the two reasoners and what they share, the
+    // local embedder and vector index.
+    ("providers", &["provider", "synthesis", "llm", "rules", "local::embed", "local::vector", "local"]),
+    // What recall reads beside the store: the turn directory and its
+    // indexes, and the pure scoring pieces.
+    ("indexes", &["recall::directory", "recall::text_index", "recall::porter", "recall::unicode61", "recall::parts", "recall::places", "recall::fuse", "recall::scope", "recall::temporal"]),
+    // What one call borrows.
+    ("context", &["context"]),
+    // The pipelines.
+    ("pipelines", &["ingest", "recall", "remember", "summary", "portable", "background"]),
+    // The operations and their one dispatch.
+    ("operations", &["ops"]),
+    // The ways in, and the benchmark's hooks (which drive operations).
+    ("surfaces", &["rest", "mcp", "local::bench"]),
+];
+
+/// The layer of `module`: its index in [`LAYERS`] and name, by the longest
+/// listed path it starts with.
+fn layer_of(module: &Module) -> Option<(usize, &'static str)> {
+    let mut best: Option<(usize, usize, &'static str)> = None;
+    for (i, (name, paths)) in LAYERS.iter().enumerate() {
+        for p in *paths {
+            let path: Vec<&str> = p.split("::").collect();
+            let matches = module.len() >= path.len() && module.iter().zip(&path).all(|(a, b)| a == b);
+            if matches && best.is_none_or(|(len, _, _)| path.len() > len) {
+                best = Some((path.len(), i, name));
+            }
+        }
+    }
+    best.map(|(_, i, name)| (i, name))
+}
+
+/// The edges that point up a layer, as text.
+fn upward(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (from, targets) in edges {
+        let Some((lf, nf)) = layer_of(from) else { continue };
+        for to in targets {
+            if let Some((lt, nt)) = layer_of(to) {
+                if lt > lf {
+                    out.push(format!("{} ({nf}) imports {} ({nt})", from.join("::"), to.join("::")));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn test_no_core_module_imports_one_above_it() {
+    let edges = graph();
+    let unplaced: Vec<String> = edges.keys().filter(|m| !m.is_empty() && layer_of(m).is_none()).map(|m| m.join("::")).collect();
+    assert!(unplaced.is_empty(), "modules of src/core in no layer (place them in LAYERS): {unplaced:?}");
+    let up = upward(&edges);
+    assert!(up.is_empty(), "imports that point up a layer:\n{}", up.join("\n"));
+}
+
+#[test]
+fn test_the_layer_check_finds_an_upward_import() {
+    let m = |s: &str| s.split("::").map(str::to_string).collect::<Module>();
+    let edges: BTreeMap<Module, BTreeSet<Module>> = [(m("store::memories"), [m("recall::channels")].into()), (m("recall::channels"), [m("store")].into())].into();
+    assert_eq!(upward(&edges), vec!["store::memories (storage) imports recall::channels (pipelines)".to_string()]);
+    assert_eq!(layer_of(&m("recall::directory")).map(|l| l.1), Some("indexes"));
+    assert_eq!(layer_of(&m("recall")).map(|l| l.1), Some("pipelines"));
+}
