@@ -11,7 +11,7 @@ mod support;
 use agent_memory::core::error::Result;
 use agent_memory::core::local::vector::{
     exact_scan, load, maintain_snapshot_lean, search, search_lean, search_many, search_many_lean, CachedVectorIndex, Packed, SqlVectorIndex,
-    SNAPSHOT_MIN,
+    LEAN_SNAPSHOT_MIN, SNAPSHOT_MIN,
 };
 use agent_memory::core::ports::{Hits, LocalBoxFuture, Row, Sql, SqlValue, VectorIndex};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -287,9 +287,9 @@ fn test_lean_snapshot_upkeep_writes_what_a_loaded_copy_writes() {
     let sql = database();
     let index = SqlVectorIndex { sql: &sql };
     let mut data = Data::new(0x1ea_0004);
-    store(&sql, &data.items(0..SNAPSHOT_MIN - 1));
-    assert!(!block_on(index.maintain()).unwrap(), "fewer than SNAPSHOT_MIN vectors keep no snapshot");
-    store(&sql, &data.items(SNAPSHOT_MIN - 1..N));
+    store(&sql, &data.items(0..LEAN_SNAPSHOT_MIN - 1));
+    assert!(!block_on(index.maintain()).unwrap(), "fewer than LEAN_SNAPSHOT_MIN vectors keep no snapshot");
+    store(&sql, &data.items(LEAN_SNAPSHOT_MIN - 1..N));
     assert!(block_on(index.maintain()).unwrap());
     assert!(!block_on(index.maintain()).unwrap(), "not due again");
     let lean_parts = snapshot_parts(&sql);
@@ -299,14 +299,17 @@ fn test_lean_snapshot_upkeep_writes_what_a_loaded_copy_writes() {
     assert_eq!(snapshot_parts(&sql), lean_parts);
     assert!(lean_parts.len() > 3);
 
-    // Due again after a tenth (at least 2,000) written since.
-    store(&sql, &data.items(N..N + 1999));
+    // Due again once a tenth of all (at least LEAN_SNAPSHOT_MIN) was
+    // written since.
+    let tenth = (1..).find(|t| *t >= (N + t) / 10).unwrap();
+    assert!(tenth >= LEAN_SNAPSHOT_MIN);
+    store(&sql, &data.items(N..N + tenth - 1));
     assert!(!block_on(index.maintain()).unwrap());
-    store(&sql, &data.items(N + 1999..N + 2000));
+    store(&sql, &data.items(N + tenth - 1..N + tenth));
     assert!(block_on(index.maintain()).unwrap());
     let mut packed = Packed::new();
     load(&sql, &mut packed).unwrap();
-    assert_eq!(packed.len(), N + 2000);
+    assert_eq!(packed.len(), N + tenth);
     assert!(!block_on(index.maintain()).unwrap());
 
     // A snapshot load could not use is rewritten: a part missing, records

@@ -1044,6 +1044,19 @@ fn snapshot_growth(n: usize) -> usize {
     (n / 10).max(SNAPSHOT_GROWTH_MIN)
 }
 
+/// Vectors from which a profile without its codes in memory keeps a
+/// snapshot: every lean query streams the codes, and reading them from the
+/// rows costs a value per row (~20 ms at 1,000 vectors in a Durable
+/// Object), from the snapshot a value per 512 KB part.
+pub const LEAN_SNAPSHOT_MIN: usize = 256;
+
+/// Rows written after the lean snapshot that make the next one due: a
+/// tenth of the snapshot, and at least [`LEAN_SNAPSHOT_MIN`] (at most
+/// [`snapshot_growth`], which the lean read path allows for).
+fn lean_snapshot_growth(n: usize) -> usize {
+    (n / 10).max(LEAN_SNAPSHOT_MIN).min(snapshot_growth(n))
+}
+
 /// Rows after the snapshot the lean path holds at most, for a snapshot of
 /// `n` slots: the growth that makes the next snapshot due, and 2,000 more
 /// (writes between upkeep runs); ~260 bytes each at 256 dimensions. With
@@ -1535,7 +1548,7 @@ pub fn search_many_lean(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, first_pass
 pub fn maintain_snapshot_lean(sql: &dyn Sql) -> Result<bool> {
     let total = count(sql, "SELECT COUNT(*) FROM vectors", &[])?;
     let n = usize::try_from(total).unwrap_or(0);
-    if n < SNAPSHOT_MIN || !snapshot_due_lean(sql, n)? {
+    if n < LEAN_SNAPSHOT_MIN || !snapshot_due_lean(sql, n)? {
         return Ok(false);
     }
     let odd = sql.query("SELECT 1 FROM vectors WHERE length(memory_id) != 32 OR memory_id GLOB '*[^0-9a-f]*' LIMIT 1", &[])?;
@@ -1552,7 +1565,7 @@ fn snapshot_due_lean(sql: &dyn Sql, n: usize) -> Result<bool> {
     let Some(head) = snapshot_head(sql).unwrap_or(None) else { return Ok(true) };
     let after = count(sql, "SELECT COUNT(*) FROM vectors WHERE rowid > ?", &[SqlValue::Integer(head.covered)])?;
     let after = usize::try_from(after).unwrap_or(0);
-    if after >= snapshot_growth(n) {
+    if after >= lean_snapshot_growth(n) {
         return Ok(true);
     }
     let stored = sql.query(
