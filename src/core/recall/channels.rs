@@ -616,14 +616,14 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
 
 /// Channel 1 on its own (a stage alone): scores the messages itself.
 pub fn fts(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<Ranking> {
-    let turns = score_turns(sql, src, q)?;
+    let turns = score_turns(sql, src, q, scope.explain)?;
     let cites = citations(sql, &turns, scope)?;
     fts_with(sql, src, q, &turns, &cites, scope)
 }
 
 /// Channel 3 on its own (see [`fts`]).
 pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<(Ranking, Vec<String>)> {
-    let turns = score_turns(sql, src, q)?;
+    let turns = score_turns(sql, src, q, scope.explain)?;
     let cites = citations(sql, &turns, scope)?;
     Ok(messages_with(q, &turns, &cites, scope.explain))
 }
@@ -678,7 +678,7 @@ pub struct TurnScores {
     /// [`NEIGHBOUR_WINDOW`] places away in the same session, plus
     /// [`SESSION_SHARE`] of the best own score in the session.
     pub context: Vec<(String, f64)>,
-    /// What each turn in `context` is made of (for `explain`).
+    /// What each turn in `context` is made of (with `explain` only).
     pub parts: HashMap<String, TurnParts>,
 }
 
@@ -688,7 +688,7 @@ pub struct TurnScores {
 /// message mentions a time, and by [`DATE_BOOST`] when the message is
 /// dated within a period the query names. The hits and the turns around
 /// them come from `src` (the directory or SQLite: the same places).
-pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<TurnScores> {
+pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, explain: bool) -> Result<TurnScores> {
     let hits = turn_hits(sql, src, q)?;
     let rowids: Vec<i64> = hits.keys().copied().collect();
     let places = src.places(sql, &rowids, NEIGHBOUR_WINDOW)?;
@@ -715,15 +715,15 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<Turn
     }
     // Whether the query names each role met (a handful per recall).
     let mut named: HashMap<u32, bool> = HashMap::default();
-    let mut boosts_of = |t: &crate::core::recall::places::Place| {
+    let mut boosts_of = |t: &crate::core::recall::places::Place<'_>| {
         let named = *named.entry(t.role).or_insert_with(|| q.names_speaker(places.role_name(t.role)));
         Boosts::of(q, named, t.mentions_time, t.date)
     };
-    let own_of: HashMap<u32, f64> = own.iter().copied().collect();
+    let own_of: HashMap<u32, f64> = if explain { own.iter().copied().collect() } else { HashMap::default() };
     let mut plain: Vec<(String, f64)> = Vec::with_capacity(own.len());
     for &(i, s) in &own {
         let t = place(i)?;
-        plain.push((t.id.clone(), s * boosts_of(t).factor()));
+        plain.push((t.id.to_string(), s * boosts_of(&t).factor()));
     }
     let mut in_context: Vec<(String, f64)> = Vec::with_capacity(context.len());
     let mut parts: HashMap<String, TurnParts> = HashMap::default();
@@ -732,10 +732,12 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<Turn
         // Every turn in context shares a session with a hit, which set
         // the session's best.
         let session = SESSION_SHARE * session_best.get(&t.session).copied().unwrap_or(0.0);
-        let boosts = boosts_of(t);
-        in_context.push((t.id.clone(), (c + session) * boosts.factor()));
-        let own = own_of.get(&i).copied().unwrap_or(0.0);
-        parts.insert(t.id.clone(), TurnParts { own, neighbours: c - own, session, boosts });
+        let boosts = boosts_of(&t);
+        in_context.push((t.id.to_string(), (c + session) * boosts.factor()));
+        if explain {
+            let own = own_of.get(&i).copied().unwrap_or(0.0);
+            parts.insert(t.id.to_string(), TurnParts { own, neighbours: c - own, session, boosts });
+        }
     }
     sort_best_first(&mut plain);
     sort_best_first(&mut in_context);

@@ -35,11 +35,11 @@ pub enum Source<'a> {
 }
 
 /// A message's place, for one recall.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Place {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Place<'a> {
     pub rowid: i64,
-    pub id: String,
-    /// Its session, as an index private to this [`Places`].
+    pub id: &'a str,
+    /// Its session, as an index private to its [`Places`].
     pub session: u32,
     pub position: i64,
     /// Its role, as an index into [`Places::role_name`].
@@ -48,78 +48,77 @@ pub struct Place {
     pub mentions_time: bool,
 }
 
-/// The places of a recall's best messages and of the turns around them,
-/// in rowid order.
+/// The places a recall may ask for: the directory itself (every message),
+/// or those of its best messages and the turns around them, read by SQL.
+#[derive(Debug)]
+pub enum Places<'a> {
+    Resident(&'a Directory),
+    Read(ReadPlaces),
+}
+
+/// Places read by SQL, in rowid order.
 #[derive(Debug, Default)]
-pub struct Places {
-    places: Vec<Place>,
+pub struct ReadPlaces {
+    places: Vec<Row>,
     by_rowid: HashMap<i64, u32>,
     at: HashMap<(u32, i64), u32>,
     roles: Vec<String>,
-    role_index: HashMap<String, u32>,
 }
 
-/// A message's place as read (its session numbered by the reader), its
-/// role not yet interned.
+/// A message's place as read (its session and role numbered by the reader).
+#[derive(Debug)]
 struct Row {
     rowid: i64,
     id: String,
     session: u32,
     position: i64,
-    role: String,
+    role: u32,
     date: Option<chrono::NaiveDate>,
     mentions_time: bool,
 }
 
-impl Places {
-    /// From rows in rowid order (each once).
-    fn from_rows(rows: Vec<Row>) -> Places {
-        let mut p = Places::default();
-        for r in rows {
-            let i = p.places.len() as u32;
-            let session = r.session;
-            let role = match p.role_index.get(&r.role) {
-                Some(&k) => k,
-                None => {
-                    let k = p.roles.len() as u32;
-                    p.roles.push(r.role.clone());
-                    p.role_index.insert(r.role, k);
-                    k
-                }
-            };
-            p.by_rowid.insert(r.rowid, i);
-            p.at.insert((session, r.position), i);
-            p.places.push(Place { rowid: r.rowid, id: r.id, session, position: r.position, role, date: r.date, mentions_time: r.mentions_time });
-        }
-        p
-    }
-
+impl Places<'_> {
     /// The message stored under `rowid`, if it is one of these.
     pub fn by_rowid(&self, rowid: i64) -> Option<u32> {
-        self.by_rowid.get(&rowid).copied()
+        match self {
+            Places::Resident(dir) => dir.by_rowid(rowid),
+            Places::Read(r) => r.by_rowid.get(&rowid).copied(),
+        }
     }
 
     /// The message at `position` in session `session`, if it is one of
     /// these.
     pub fn at(&self, session: u32, position: i64) -> Option<u32> {
-        self.at.get(&(session, position)).copied()
+        match self {
+            Places::Resident(dir) => dir.at(session, position),
+            Places::Read(r) => r.at.get(&(session, position)).copied(),
+        }
     }
 
     /// Place `i` (an index this value gave).
-    pub fn place(&self, i: u32) -> Option<&Place> {
-        self.places.get(i as usize)
+    pub fn place(&self, i: u32) -> Option<Place<'_>> {
+        match self {
+            Places::Resident(dir) => (i < dir.len() as u32).then(|| {
+                let t: &Turn = dir.turn(i);
+                Place { rowid: t.rowid, id: &t.id, session: t.session, position: t.position, role: t.role, date: t.date, mentions_time: t.mentions_time }
+            }),
+            Places::Read(r) => r.places.get(i as usize).map(|t| Place {
+                rowid: t.rowid,
+                id: &t.id,
+                session: t.session,
+                position: t.position,
+                role: t.role,
+                date: t.date,
+                mentions_time: t.mentions_time,
+            }),
+        }
     }
 
     pub fn role_name(&self, role: u32) -> &str {
-        self.roles.get(role as usize).map_or("", String::as_str)
-    }
-
-    pub fn len(&self) -> usize {
-        self.places.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.places.is_empty()
+        match self {
+            Places::Resident(dir) => dir.role_name(role),
+            Places::Read(r) => r.roles.get(role as usize).map_or("", String::as_str),
+        }
     }
 }
 
@@ -162,43 +161,13 @@ impl Source<'_> {
 
     /// The places of the messages stored under `rowids` and of every
     /// message at most `window` positions from one of them in its
-    /// session. A rowid that is not a stored message has none.
-    pub fn places(&self, sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<Places> {
-        let mut rows = match self {
-            Source::Resident(dir) => {
-                let mut wanted: Vec<u32> = Vec::new();
-                for &rowid in rowids {
-                    let Some(i) = dir.by_rowid(rowid) else { continue };
-                    let t = dir.turn(i);
-                    wanted.push(i);
-                    for d in 1..=window as i64 {
-                        for position in [t.position.checked_sub(d), t.position.checked_add(d)].into_iter().flatten() {
-                            wanted.extend(dir.at(t.session, position));
-                        }
-                    }
-                }
-                wanted.sort_unstable();
-                wanted.dedup();
-                wanted
-                    .into_iter()
-                    .map(|i| {
-                        let t: &Turn = dir.turn(i);
-                        Row {
-                            rowid: t.rowid,
-                            id: t.id.clone(),
-                            session: t.session,
-                            position: t.position,
-                            role: dir.role_name(t.role).to_string(),
-                            date: t.date,
-                            mentions_time: t.mentions_time,
-                        }
-                    })
-                    .collect()
-            }
-            Source::Sql => places_by_sql(sql, rowids, window)?,
-        };
-        rows.sort_unstable_by_key(|r| r.rowid);
-        Ok(Places::from_rows(rows))
+    /// session (the directory: all of them). A rowid that is not a stored
+    /// message has none.
+    pub fn places(&self, sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<Places<'_>> {
+        Ok(match self {
+            Source::Resident(dir) => Places::Resident(dir),
+            Source::Sql => Places::Read(places_by_sql(sql, rowids, window)?),
+        })
     }
 
     /// The roles of the stored messages among `ids`.
@@ -224,14 +193,14 @@ impl Source<'_> {
 
     /// The roles that speak in the profile's messages, in order, the
     /// first [`SPEAKERS_READ`] of them.
-    pub fn speakers(&self, sql: &dyn Sql) -> Result<Vec<String>> {
+    pub fn speakers(&self, sql: &dyn Sql) -> Result<std::borrow::Cow<'_, [String]>> {
         match self {
-            Source::Resident(dir) => Ok(dir.speakers().to_vec()),
-            Source::Sql => json_rows(
+            Source::Resident(dir) => Ok(std::borrow::Cow::Borrowed(dir.speakers())),
+            Source::Sql => Ok(std::borrow::Cow::Owned(json_rows(
                 sql,
                 "SELECT json_group_array(role) FROM (SELECT DISTINCT role FROM messages ORDER BY role LIMIT ?1)",
                 &[SqlValue::Integer(SPEAKERS_READ as i64)],
-            ),
+            )?)),
         }
     }
 }
@@ -239,12 +208,13 @@ impl Source<'_> {
 /// [`Source::places`] by SQL: the hits, then every message of their
 /// sessions within `window` positions, by the session index, in one
 /// statement.
-fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<Vec<Row>> {
+fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<ReadPlaces> {
+    let mut out = ReadPlaces::default();
     if rowids.is_empty() {
-        return Ok(Vec::new());
+        return Ok(out);
     }
     type Read = (i64, String, String, i64, String, Option<String>, String);
-    let read: Vec<Read> = json_rows(
+    let mut read: Vec<Read> = json_rows(
         sql,
         &format!(
             "SELECT json_group_array(json_array(rowid, id, session_id, position, role, timestamp, head)) FROM ( \
@@ -255,22 +225,30 @@ fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<Vec<Row
         ),
         &[json_param(rowids), SqlValue::Integer(window as i64)],
     )?;
+    // In rowid order, as the directory holds them (a later message at a
+    // position already taken is the one found there).
+    read.sort_unstable_by_key(|r| r.0);
     let mut sessions: HashMap<String, u32> = HashMap::default();
-    Ok(read
-        .into_iter()
-        .map(|(rowid, id, session, position, role, timestamp, head)| Row {
-            rowid,
-            id,
-            session: {
-                let n = sessions.len() as u32;
-                *sessions.entry(session).or_insert(n)
-            },
-            position,
-            role,
-            date: timestamp.as_deref().filter(|t| !t.is_empty()).and_then(crate::core::time::date_of),
-            mentions_time: mentions_time(&head),
-        })
-        .collect())
+    let mut roles: HashMap<String, u32> = HashMap::default();
+    for (rowid, id, session, position, role, timestamp, head) in read {
+        let i = out.places.len() as u32;
+        let n = sessions.len() as u32;
+        let session = *sessions.entry(session).or_insert(n);
+        let role = match roles.get(&role) {
+            Some(&k) => k,
+            None => {
+                let k = out.roles.len() as u32;
+                out.roles.push(role.clone());
+                roles.insert(role, k);
+                k
+            }
+        };
+        out.by_rowid.insert(rowid, i);
+        out.at.insert((session, position), i);
+        let date = timestamp.as_deref().filter(|t| !t.is_empty()).and_then(crate::core::time::date_of);
+        out.places.push(Row { rowid, id, session, position, role, date, mentions_time: mentions_time(&head) });
+    }
+    Ok(out)
 }
 
 /// The best `limit` rows of the full-text table `which` matching any of
