@@ -3,6 +3,9 @@
 //! object's internal call carry it), whether it writes, and what it needs
 //! of the profile's resident state are said here once.
 
+use crate::core::api;
+use crate::core::error::Result;
+
 /// An operation on a profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
@@ -92,6 +95,107 @@ impl Op {
     pub fn answers_while_marked(self) -> bool {
         matches!(self, Op::DeleteProfile | Op::RestoreProfile | Op::Drain)
     }
+}
+
+/// An operation with its arguments as typed records: what every way in
+/// hands the profile after reading the caller's JSON. Decoding checks the
+/// arguments' shape (names, types, required fields, no unknown fields);
+/// each operation then checks their values (limits, lengths) itself.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Call {
+    Ingest(api::IngestRequest),
+    Remember(api::RememberRequest),
+    Recall(api::RecallRequest),
+    List(api::ListRequest),
+    Get { id: String },
+    Forget { id: String },
+    Delete { id: String },
+    DeleteSession { session_id: String },
+    GetSummary(api::SummaryRequest),
+    Export,
+    Import { data: String },
+    Stats,
+    DeleteProfile,
+    RestoreProfile,
+    Drain,
+}
+
+/// The arguments of the operations that name one memory.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+}
+
+/// The arguments of `deleteSession`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SessionArgs {
+    session_id: String,
+}
+
+/// The arguments of `import`: the NDJSON text.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportArgs {
+    data: String,
+}
+
+/// The arguments of the operations that take none (an empty object).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+impl Call {
+    /// `op` with its JSON `args` (`null` is no arguments), or an invalid-input
+    /// error naming what does not fit.
+    pub fn decode(op: Op, args: serde_json::Value) -> Result<Call> {
+        let args = if args.is_null() { serde_json::Value::Object(Default::default()) } else { args };
+        Ok(match op {
+            Op::Ingest => Call::Ingest(api::parse(args)?),
+            Op::Remember => Call::Remember(api::parse(args)?),
+            Op::Recall => Call::Recall(api::parse(args)?),
+            Op::List => Call::List(api::parse(args)?),
+            Op::Get => Call::Get { id: api::parse::<IdArgs>(args)?.id },
+            Op::Forget => Call::Forget { id: api::parse::<IdArgs>(args)?.id },
+            Op::Delete => Call::Delete { id: api::parse::<IdArgs>(args)?.id },
+            Op::DeleteSession => Call::DeleteSession { session_id: api::parse::<SessionArgs>(args)?.session_id },
+            Op::GetSummary => Call::GetSummary(api::parse(args)?),
+            Op::Export => none(args, Call::Export)?,
+            Op::Import => Call::Import { data: api::parse::<ImportArgs>(args)?.data },
+            Op::Stats => none(args, Call::Stats)?,
+            Op::DeleteProfile => none(args, Call::DeleteProfile)?,
+            Op::RestoreProfile => none(args, Call::RestoreProfile)?,
+            Op::Drain => none(args, Call::Drain)?,
+        })
+    }
+
+    /// Its operation.
+    pub fn op(&self) -> Op {
+        match self {
+            Call::Ingest(_) => Op::Ingest,
+            Call::Remember(_) => Op::Remember,
+            Call::Recall(_) => Op::Recall,
+            Call::List(_) => Op::List,
+            Call::Get { .. } => Op::Get,
+            Call::Forget { .. } => Op::Forget,
+            Call::Delete { .. } => Op::Delete,
+            Call::DeleteSession { .. } => Op::DeleteSession,
+            Call::GetSummary(_) => Op::GetSummary,
+            Call::Export => Op::Export,
+            Call::Import { .. } => Op::Import,
+            Call::Stats => Op::Stats,
+            Call::DeleteProfile => Op::DeleteProfile,
+            Call::RestoreProfile => Op::RestoreProfile,
+            Call::Drain => Op::Drain,
+        }
+    }
+}
+
+/// `call` when `args` is an empty object.
+fn none(args: serde_json::Value, call: Call) -> Result<Call> {
+    api::parse::<NoArgs>(args)?;
+    Ok(call)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::core::api::{
 use crate::core::error::{Error, Result};
 use crate::core::model::{IngestReport, ListPage, Memory, MemoryDetail, Stats};
 use crate::core::store::ListFilter;
-pub use crate::core::op::Op;
+pub use crate::core::op::{Call, Op};
 use crate::core::{background, ingest, portable, recall, remember, summary};
 pub use crate::core::context::{Limits, MemoryView, Profile, DEFAULT_DELETE_GRACE_MILLIS};
 use serde_json::{json, Value};
@@ -43,26 +43,30 @@ impl<'a> Profile<'a> {
 
     /// Runs `op` with JSON arguments; its result as JSON text.
     pub async fn run(&self, op: Op, args: Value) -> Result<String> {
-        let args = if args.is_null() { json!({}) } else { args };
-        if !op.answers_while_marked() && self.store().deletion_mark()?.is_some() {
+        self.execute(Call::decode(op, args)?).await
+    }
+
+    /// Runs a decoded call; its result as JSON text.
+    pub async fn execute(&self, call: Call) -> Result<String> {
+        if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
             return Err(Error::not_found("this profile is marked for deletion (restore it with POST …/restore)"));
         }
-        match op {
-            Op::Ingest => to_json(&self.ingest(api::parse(args)?).await?),
-            Op::Remember => to_json(&self.remember(api::parse(args)?).await?),
-            Op::Recall => to_json(&self.recall(api::parse(args)?).await?),
-            Op::List => to_json(&self.list(api::parse(args)?)?),
-            Op::Get => to_json(&self.get(&id_arg(&args)?)?),
-            Op::Forget => to_json(&self.forget(&id_arg(&args)?)?),
-            Op::Delete => to_json(&self.delete(&id_arg(&args)?)?),
-            Op::DeleteSession => to_json(&self.delete_session(&session_arg(&args)?)?),
-            Op::GetSummary => to_json(&self.summary(api::parse(args)?)?),
-            Op::Export => to_json(&self.export()?),
-            Op::Import => to_json(&self.import(args.get("data").and_then(Value::as_str).ok_or_else(|| Error::invalid("data is required"))?)?),
-            Op::Stats => to_json(&self.stats()?),
-            Op::DeleteProfile => to_json(&self.mark_deleted()?),
-            Op::RestoreProfile => to_json(&self.restore()?),
-            Op::Drain => to_json(&self.drain().await?),
+        match call {
+            Call::Ingest(req) => to_json(&self.ingest(req).await?),
+            Call::Remember(req) => to_json(&self.remember(req).await?),
+            Call::Recall(req) => to_json(&self.recall(req).await?),
+            Call::List(req) => to_json(&self.list(req)?),
+            Call::Get { id } => to_json(&self.get(&id)?),
+            Call::Forget { id } => to_json(&self.forget(&id)?),
+            Call::Delete { id } => to_json(&self.delete(&id)?),
+            Call::DeleteSession { session_id } => to_json(&self.delete_session(&session_id)?),
+            Call::GetSummary(req) => to_json(&self.summary(req)?),
+            Call::Export => to_json(&self.export()?),
+            Call::Import { data } => to_json(&self.import(&data)?),
+            Call::Stats => to_json(&self.stats()?),
+            Call::DeleteProfile => to_json(&self.mark_deleted()?),
+            Call::RestoreProfile => to_json(&self.restore()?),
+            Call::Drain => to_json(&self.drain().await?),
         }
     }
 
@@ -322,17 +326,6 @@ impl<'a> Profile<'a> {
 /// An operation's result as JSON text.
 fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
     serde_json::to_string(result).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))
-}
-
-fn id_arg(args: &Value) -> Result<String> {
-    args.get("id").and_then(Value::as_str).map(str::to_string).ok_or_else(|| Error::invalid("id is required"))
-}
-
-fn session_arg(args: &Value) -> Result<String> {
-    args.get("sessionId")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| Error::invalid("sessionId is required"))
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
