@@ -146,20 +146,20 @@ async function main() {
   const timings = { resident: { small: [], big: [] }, evicted: { small: [], big: [] } };
   let q = 0;
   const names = Object.keys(sizes);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const p of names) {
-      const before = await stats(p);
-      const t = performance.now();
-      try {
-        await http(p, "POST", "/recall", { query: questions[q++ % questions.length] });
-      } catch (e) {
-        errors.push(String(e.message).slice(0, 200));
-        continue;
-      }
-      const took = ms(t);
-      const kind = before.residentBytes > 0 ? "resident" : "evicted";
-      timings[kind][p === "big" ? "big" : "small"].push(took);
+  /** One recall of `p`, timed and classed by whether its state was in memory. */
+  const timedRecall = async (p) => {
+    const before = await stats(p);
+    const t = performance.now();
+    try {
+      await http(p, "POST", "/recall", { query: questions[q++ % questions.length] });
+    } catch (e) {
+      errors.push(String(e.message).slice(0, 200));
+      return;
     }
+    timings[before.residentBytes > 0 ? "resident" : "evicted"][p === "big" ? "big" : "small"].push(ms(t));
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const p of names) await timedRecall(p);
     log(`round ${round + 1}: wasm ${mb(wasmHigh)} MB`);
   }
   // Warm recalls beside the cold ones: a few small profiles recalled again
@@ -172,23 +172,12 @@ async function main() {
     }
     return false;
   }
-  const extra = async (p) => {
-    const before = await stats(p);
-    const t = performance.now();
-    try {
-      await http(p, "POST", "/recall", { query: questions[q++ % questions.length] });
-    } catch (e) {
-      errors.push(String(e.message).slice(0, 200));
-      return;
-    }
-    timings[before.residentBytes > 0 ? "resident" : "evicted"][p === "big" ? "big" : "small"].push(ms(t));
-  };
   for (const p of names.filter((n) => n !== "big").slice(0, WARM_PROFILES)) {
-    await extra(p);
+    await timedRecall(p);
     if (!(await warmed(p))) errors.push(`${p} was not warmed up by its alarm`);
-    for (let i = 0; i < WARM_RECALLS; i++) await extra(p);
+    for (let i = 0; i < WARM_RECALLS; i++) await timedRecall(p);
   }
-  if (names.includes("big")) for (let i = 0; i < BIG_RECALLS; i++) await extra("big");
+  if (names.includes("big")) for (let i = 0; i < BIG_RECALLS; i++) await timedRecall("big");
   log(`warm recalls and more of the large profile: wasm ${mb(wasmHigh)} MB`);
   const last = await stats(names[0]);
   const rss = processMemory(pid);
