@@ -254,7 +254,7 @@ fn test_a_session_stored_as_dot_dot_can_still_be_deleted() {
         sql.execute("UPDATE messages SET session_id = '..'", &[]).unwrap();
         sql.execute("UPDATE memories SET session_id = '..'", &[]).unwrap();
         let out = p.delete_session("..").unwrap();
-        assert_eq!(out["deletedMessages"], 1);
+        assert_eq!(out.deleted_messages, 1);
         assert_eq!(p.stats().unwrap().messages, 0);
     });
 }

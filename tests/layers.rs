@@ -169,7 +169,7 @@ fn test_the_cycle_finder_finds_a_cycle() {
 const LAYERS: &[(&str, &[&str])] = &[
     // What everything speaks: errors, records, requests and their
     // validation, the ports, the operation and job lists, text and time.
-    ("foundation", &["error", "ids", "time", "text", "dates", "model", "api", "ports", "op", "jobs", "schema", "resident"]),
+    ("foundation", &["error", "ids", "time", "text", "dates", "wire", "model", "api", "ports", "op", "jobs", "schema", "resident"]),
     // Rows in and out of SQLite.
     ("storage", &["store"]),
     // Judging and embedding: the two reasoners and what they share, the
@@ -185,7 +185,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The operations and their one dispatch.
     ("operations", &["ops"]),
     // The ways in, and the benchmark's hooks (which drive operations).
-    ("surfaces", &["rest", "mcp", "local::bench"]),
+    ("surfaces", &["rest", "mcp", "contract", "local::bench"]),
 ];
 
 /// The layer of `module`: its index in [`LAYERS`] and name, by the longest

@@ -103,23 +103,28 @@ pub fn parse<T: DeserializeOwned>(v: serde_json::Value) -> Result<T> {
     serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid request: {e}")))
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IngestRequest {
+    #[schemars(length(min = 1, max = 500))]
     pub messages: Vec<MessageInput>,
     #[serde(default)]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RememberRequest {
+    #[schemars(length(min = 20, max = 32768))]
     pub content: String,
     #[serde(default)]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
     #[serde(default, rename = "type")]
     pub kind: Option<MemoryType>,
     #[serde(default)]
+    #[schemars(length(min = 1, max = 128))]
     pub key: Option<String>,
     /// ISO-8601 instant after which the memory expires.
     #[serde(default)]
@@ -135,12 +140,13 @@ pub struct RememberRequest {
 /// How long a recall's answer should be (a record of the model).
 pub use crate::core::model::ResponseLength;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecallOptions {
     #[serde(default)]
     pub reference_date: Option<String>,
     #[serde(default)]
+    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
     pub limit: Option<usize>,
     #[serde(default)]
     pub response_length: Option<ResponseLength>,
@@ -150,25 +156,30 @@ pub struct RecallOptions {
     #[serde(default)]
     pub include_inactive: Option<bool>,
     #[serde(default)]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecallRequest {
+    #[schemars(length(min = 1, max = 1024))]
     pub query: String,
     #[serde(flatten)]
     pub options: RecallOptions,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListRequest {
     #[serde(default)]
+    #[schemars(range(min = 1, max = 1000), extend("default" = 50))]
     pub limit: Option<usize>,
     #[serde(default)]
+    #[schemars(with = "Option<crate::core::wire::Id>")]
     pub cursor: Option<String>,
     #[serde(default)]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
     #[serde(default, rename = "type")]
     pub kind: Option<MemoryType>,
@@ -178,10 +189,11 @@ pub struct ListRequest {
     pub key: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SummaryRequest {
     #[serde(default)]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
 }
 

@@ -377,58 +377,290 @@ Never store secrets, credentials or passwords.";
 struct Tool {
     name: &'static str,
     op: Op,
-    definition: fn() -> Value,
+    title: &'static str,
+    description: &'static str,
+    /// Whether it only reads (`readOnlyHint`); a writing tool also says
+    /// whether it destroys and whether a repeat is harmless.
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
 }
 
-/// The tools, each one operation of [`Op`].
+/// The tools, each one operation of [`Op`]. Their schemas are generated
+/// from the argument records below and the operations' result records
+/// ([`generate_tools`]); `src/mcp.tools.json` holds what that gives.
 const TOOLS: [Tool; 5] = [
-    Tool { name: "recall", op: Op::Recall, definition: recall_tool },
-    Tool { name: "remember", op: Op::Remember, definition: remember_tool },
-    Tool { name: "forget", op: Op::Forget, definition: forget_tool },
-    Tool { name: "list", op: Op::List, definition: list_tool },
-    Tool { name: "ingest", op: Op::Ingest, definition: ingest_tool },
+    Tool {
+        name: "recall",
+        op: Op::Recall,
+        title: "Recall memories",
+        description: "Search long-term memory and get an answer built only from stored memories. \
+    Call it before answering anything that may depend on earlier conversations: the user's preferences, \
+    project decisions and conventions, people, past events and their dates, open tasks. Ask one specific \
+    natural-language question (\"Which package manager does the user prefer?\"), not a list of keywords. \
+    Returns `answer` (short; empty when nothing relevant is stored, which is not an error) and `candidates`: \
+    the supporting memories, best first, each with its `id` (for `forget`), type, summary, session and score.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    },
+    Tool {
+        name: "remember",
+        op: Op::Remember,
+        title: "Remember",
+        description: "Store one memory now, in your own words. Use it when the user states a preference \
+    (\"The user prefers pnpm over npm\"), makes a decision, gives an instruction on how to work (\"Always run \
+    cargo fmt before committing\"), mentions a dated event, or starts a task worth tracking. Write one \
+    self-contained statement of at least 20 characters, with names and absolute dates instead of pronouns \
+    and \"yesterday\". A newer memory on the same topic (or with the same `key`) supersedes the older one, \
+    so to correct a memory, remember the corrected statement. Never store secrets or credentials. \
+    Returns the stored memory record, with its `id` and the id it `supersedes`, if any.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+    },
+    Tool {
+        name: "forget",
+        op: Op::Forget,
+        title: "Forget a memory",
+        description: "Mark one memory forgotten so recall and list (by default) no longer return it. Use it \
+    when the user asks you to forget something, or a memory is simply wrong. Takes the memory's `id` from a \
+    recall or list result. Returns the memory record with status \"forgotten\". To replace a memory with a \
+    corrected one, call remember instead: the new memory supersedes the old.",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+    },
+    Tool {
+        name: "list",
+        op: Op::List,
+        title: "List memories",
+        description: "Browse stored memories, newest first, optionally filtered by type, status and session. \
+    Use it to review or audit memory (\"what do you know about me?\", \"which tasks are open?\") or to find an id \
+    to forget; to answer a question, use recall. Shows active memories unless `status` says otherwise. \
+    Returns `memories` (full records) and, when more remain, a `cursor`: call list again with it for the next page.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    },
+    Tool {
+        name: "ingest",
+        op: Op::Ingest,
+        title: "Ingest a conversation",
+        description: "Send conversation messages so the service extracts memories from them itself (facts, \
+    events, instructions, tasks), resolving relative dates against the message timestamps and superseding \
+    outdated memories. Use it after a meaningful exchange or at the end of a conversation, with the messages \
+    verbatim and in order, and the same `sessionId` for every call about one conversation; sending a message \
+    again is harmless. Up to 500 messages per call, 32 KB each. Returns the message ids, how many messages \
+    were new, the memories created, how many older ones were superseded, and the extracted items dropped (with the reason).",
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+    },
 ];
 
-/// The tool definitions `tools/list` returns.
 /// Each tool's name and the operation it runs.
 pub fn tool_ops() -> Vec<(&'static str, Op)> {
     TOOLS.iter().map(|t| (t.name, t.op)).collect()
 }
 
+/// The tool definitions `tools/list` returns: `src/mcp.tools.json`, what
+/// [`generate_tools`] gives (tests/contract.rs fails when they differ).
 pub fn tools() -> Vec<Value> {
-    TOOLS.iter().map(|t| (t.definition)()).collect()
+    serde_json::from_str(include_str!("../mcp.tools.json")).unwrap_or_default()
 }
 
-const TYPES: [&str; 4] = ["fact", "event", "instruction", "task"];
-const STATUSES: [&str; 4] = ["active", "superseded", "forgotten", "expired"];
-
-fn session_schema(description: &str) -> Value {
-    json!({ "type": "string", "description": description })
+/// The recall tool's arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecallArgs {
+    /// The question, in natural language (at most 1 KB).
+    #[schemars(length(min = 1, max = 1024))]
+    pub query: String,
+    /// ISO-8601 date that relative phrases in the query ("last week",
+    /// "yesterday") refer to; defaults to today.
+    #[serde(default)]
+    pub reference_date: Option<String>,
+    /// Most memories to return (default 10).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
 }
 
-/// A memory record, for output schemas. Nothing is `required`, so an
-/// `isError` result's `{ error }` also conforms.
-fn memory_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "id": { "type": "string", "description": "Pass it to forget." },
-            "type": { "type": "string", "enum": TYPES },
-            "key": { "type": "string", "description": "Topic key; a newer memory with the same key supersedes this one." },
-            "summary": { "type": "string" },
-            "content": { "type": "string" },
-            "sessionId": { "type": "string" },
-            "sourceMessageIds": { "type": "array", "items": { "type": "string" } },
-            "searchQueries": { "type": "array", "items": { "type": "string" } },
-            "status": { "type": "string", "enum": STATUSES },
-            "supersedes": { "type": "string" },
-            "supersededBy": { "type": "string" },
-            "eventDate": { "type": "string" },
-            "createdAt": { "type": "string" },
-            "updatedAt": { "type": "string" },
-            "expiresAt": { "type": "string" }
+/// The remember tool's arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RememberArgs {
+    /// The statement to remember (20 characters to 32 KB).
+    #[schemars(length(min = 20, max = 32768))]
+    pub content: String,
+    /// The conversation it came from (at most 64 characters); defaults to
+    /// "default".
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64))]
+    pub session_id: Option<String>,
+    /// fact: true now; event: happened at a time; instruction: how to
+    /// work; task: current work. Inferred when omitted.
+    #[serde(default, rename = "type")]
+    pub kind: Option<crate::core::model::MemoryType>,
+    /// Stable topic key such as "package-manager"; a later memory with the
+    /// same key replaces this one. Inferred when omitted.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 128))]
+    pub key: Option<String>,
+}
+
+/// The forget tool's arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetArgs {
+    /// The memory id (32 lowercase hexadecimal characters).
+    pub id: String,
+}
+
+/// Which memories the list tool shows by their state.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListStatus {
+    Active,
+    Superseded,
+    Forgotten,
+    Expired,
+    All,
+}
+
+/// The list tool's arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListArgs {
+    /// Only memories of this type.
+    #[serde(default, rename = "type")]
+    pub kind: Option<crate::core::model::MemoryType>,
+    /// Only memories in this state (default "active"; "all" for every
+    /// state).
+    #[serde(default)]
+    pub status: Option<ListStatus>,
+    /// Only memories from this conversation.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64))]
+    pub session_id: Option<String>,
+    /// Page size (default 50).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u32>,
+    /// The cursor a previous list call returned.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// The ingest tool's arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IngestArgs {
+    /// The messages, verbatim and in order.
+    #[schemars(length(min = 1, max = 500))]
+    pub messages: Vec<crate::core::model::MessageInput>,
+    /// Names the conversation (at most 64 characters); reuse it for every
+    /// call about the same conversation.
+    #[schemars(length(min = 1, max = 64))]
+    pub session_id: String,
+}
+
+/// Whether `args` fit the arguments record of tool `name`: the typed parse
+/// is the check (names, types, required fields, no unknown fields); the
+/// operation checks the values.
+fn decode_args(name: &str, args: &Value) -> std::result::Result<(), String> {
+    fn fits<T: serde::de::DeserializeOwned>(args: &Value) -> std::result::Result<(), String> {
+        serde_json::from_value::<T>(args.clone()).map(|_| ()).map_err(|e| e.to_string())
+    }
+    match name {
+        "recall" => fits::<RecallArgs>(args),
+        "remember" => fits::<RememberArgs>(args),
+        "forget" => fits::<ForgetArgs>(args),
+        "list" => fits::<ListArgs>(args),
+        "ingest" => fits::<IngestArgs>(args),
+        other => Err(format!("no arguments record for tool {other}")),
+    }
+}
+
+/// The tool definitions, generated: each tool's prose and hints from
+/// [`TOOLS`], its `inputSchema` from its arguments record and its
+/// `outputSchema` from its operation's result record (nothing required at
+/// the top, and an `error` beside, so that an `isError` result's
+/// `{ error }` conforms too). Native code only (tests/contract.rs).
+pub fn generate_tools() -> Vec<Value> {
+    use crate::core::model::{IngestReport, ListPage, Memory};
+    use crate::core::recall::RecallResponse;
+    use schemars::{generate::SchemaSettings, JsonSchema};
+    fn schema<T: JsonSchema>(output: bool) -> Value {
+        let settings = SchemaSettings::draft2020_12();
+        let settings = if output { settings.for_serialize() } else { settings.for_deserialize() };
+        let mut v = settings.into_generator().into_root_schema_for::<T>().to_value();
+        if let Some(obj) = v.as_object_mut() {
+            obj.remove("$schema");
+            obj.remove("title");
+            if output {
+                obj.remove("required");
+                if let Some(props) = obj.get_mut("properties").and_then(Value::as_object_mut) {
+                    props.insert("error".into(), error_schema());
+                }
+            }
         }
-    })
+        plain(&mut v);
+        v
+    }
+    TOOLS
+        .iter()
+        .map(|t| {
+            let (input, output) = match t.name {
+                "recall" => (schema::<RecallArgs>(false), schema::<RecallResponse>(true)),
+                "remember" => (schema::<RememberArgs>(false), schema::<Memory>(true)),
+                "forget" => (schema::<ForgetArgs>(false), schema::<Memory>(true)),
+                "list" => (schema::<ListArgs>(false), schema::<ListPage>(true)),
+                _ => (schema::<IngestArgs>(false), schema::<IngestReport>(true)),
+            };
+            let annotations = if t.read_only {
+                json!({ "title": t.title, "readOnlyHint": true, "openWorldHint": false })
+            } else {
+                json!({
+                    "title": t.title,
+                    "readOnlyHint": false,
+                    "destructiveHint": t.destructive,
+                    "idempotentHint": t.idempotent,
+                    "openWorldHint": false
+                })
+            };
+            json!({
+                "name": t.name,
+                "title": t.title,
+                "description": t.description,
+                "inputSchema": input,
+                "outputSchema": output,
+                "annotations": annotations,
+            })
+        })
+        .collect()
+}
+
+/// What MCP clients' validators read plainly: number formats (`uint`,
+/// `int64`) they may not know go, and a string enum whose cases carry
+/// descriptions (`oneOf` of `const`s) becomes an `enum`.
+fn plain(v: &mut Value) {
+    match v {
+        Value::Object(obj) => {
+            obj.remove("format");
+            let consts: Option<Vec<Value>> =
+                obj.get("oneOf").and_then(Value::as_array).and_then(|cases| cases.iter().map(|c| c.get("const").cloned()).collect());
+            if let Some(consts) = consts {
+                obj.remove("oneOf");
+                obj.insert("type".into(), json!("string"));
+                obj.insert("enum".into(), Value::Array(consts));
+            }
+            obj.values_mut().for_each(plain);
+        }
+        Value::Array(a) => a.iter_mut().for_each(plain),
+        _ => {}
+    }
 }
 
 /// `{ error: { code, status, message } }`, present on `isError` results.
@@ -441,204 +673,6 @@ fn error_schema() -> Value {
             "status": { "type": "integer" },
             "message": { "type": "string" }
         }
-    })
-}
-
-fn with_error(mut schema: Value) -> Value {
-    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-        properties.insert("error".into(), error_schema());
-    }
-    schema
-}
-
-fn recall_tool() -> Value {
-    json!({
-        "name": "recall",
-        "title": "Recall memories",
-        "description": "Search long-term memory and get an answer built only from stored memories. \
-    Call it before answering anything that may depend on earlier conversations: the user's preferences, \
-    project decisions and conventions, people, past events and their dates, open tasks. Ask one specific \
-    natural-language question (\"Which package manager does the user prefer?\"), not a list of keywords. \
-    Returns `answer` (short; empty when nothing relevant is stored, which is not an error) and `candidates`: \
-    the supporting memories, best first, each with its `id` (for `forget`), type, summary, session and score.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "query": { "type": "string", "description": "The question, in natural language (at most 1 KB)." },
-                "referenceDate": {
-                    "type": "string",
-                    "description": "ISO-8601 date that relative phrases in the query (\"last week\", \"yesterday\") refer to; defaults to today."
-                },
-                "limit": { "type": "integer", "minimum": 1, "maximum": 100, "description": "Most memories to return (default 10)." }
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        },
-        "outputSchema": with_error(json!({
-            "type": "object",
-            "properties": {
-                "answer": { "type": "string" },
-                "result": { "type": "string", "description": "Same as answer." },
-                "count": { "type": "integer" },
-                "candidates": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "id": { "type": "string" },
-                            "type": { "type": "string", "enum": TYPES },
-                            "summary": { "type": "string" },
-                            "sessionId": { "type": "string" },
-                            "score": { "type": "number" },
-                            "eventDate": { "type": "string" }
-                        }
-                    }
-                },
-                "messages": { "type": "array", "items": { "type": "string" }, "description": "Notes on degraded search channels." }
-            }
-        })),
-        "annotations": { "title": "Recall memories", "readOnlyHint": true, "openWorldHint": false }
-    })
-}
-
-fn remember_tool() -> Value {
-    json!({
-        "name": "remember",
-        "title": "Remember",
-        "description": "Store one memory now, in your own words. Use it when the user states a preference \
-    (\"The user prefers pnpm over npm\"), makes a decision, gives an instruction on how to work (\"Always run \
-    cargo fmt before committing\"), mentions a dated event, or starts a task worth tracking. Write one \
-    self-contained statement of at least 20 characters, with names and absolute dates instead of pronouns \
-    and \"yesterday\". A newer memory on the same topic (or with the same `key`) supersedes the older one, \
-    so to correct a memory, remember the corrected statement. Never store secrets or credentials. \
-    Returns the stored memory record, with its `id` and the id it `supersedes`, if any.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "content": { "type": "string", "description": "The statement to remember (20 characters to 32 KB)." },
-                "sessionId": session_schema("The conversation it came from (at most 64 characters); defaults to \"default\"."),
-                "type": {
-                    "type": "string",
-                    "enum": TYPES,
-                    "description": "fact: true now; event: happened at a time; instruction: how to work; task: current work. Inferred when omitted."
-                },
-                "key": {
-                    "type": "string",
-                    "description": "Stable topic key such as \"package-manager\"; a later memory with the same key replaces this one. Inferred when omitted."
-                }
-            },
-            "required": ["content"],
-            "additionalProperties": false
-        },
-        "outputSchema": with_error(memory_schema()),
-        "annotations": { "title": "Remember", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false }
-    })
-}
-
-fn forget_tool() -> Value {
-    json!({
-        "name": "forget",
-        "title": "Forget a memory",
-        "description": "Mark one memory forgotten so recall and list (by default) no longer return it. Use it \
-    when the user asks you to forget something, or a memory is simply wrong. Takes the memory's `id` from a \
-    recall or list result. Returns the memory record with status \"forgotten\". To replace a memory with a \
-    corrected one, call remember instead: the new memory supersedes the old.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "id": { "type": "string", "description": "The memory id (32 lowercase hexadecimal characters)." }
-            },
-            "required": ["id"],
-            "additionalProperties": false
-        },
-        "outputSchema": with_error(memory_schema()),
-        "annotations": { "title": "Forget a memory", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false }
-    })
-}
-
-fn list_tool() -> Value {
-    json!({
-        "name": "list",
-        "title": "List memories",
-        "description": "Browse stored memories, newest first, optionally filtered by type, status and session. \
-    Use it to review or audit memory (\"what do you know about me?\", \"which tasks are open?\") or to find an id \
-    to forget; to answer a question, use recall. Shows active memories unless `status` says otherwise. \
-    Returns `memories` (full records) and, when more remain, a `cursor`: call list again with it for the next page.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "type": { "type": "string", "enum": TYPES, "description": "Only memories of this type." },
-                "status": {
-                    "type": "string",
-                    "enum": ["active", "superseded", "forgotten", "expired", "all"],
-                    "description": "Only memories in this state (default \"active\"; \"all\" for every state)."
-                },
-                "sessionId": session_schema("Only memories from this conversation."),
-                "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "description": "Page size (default 50)." },
-                "cursor": { "type": "string", "description": "The cursor a previous list call returned." }
-            },
-            "additionalProperties": false
-        },
-        "outputSchema": with_error(json!({
-            "type": "object",
-            "properties": {
-                "memories": { "type": "array", "items": memory_schema() },
-                "cursor": { "type": "string", "description": "Pass it back for the next page; absent on the last page." }
-            }
-        })),
-        "annotations": { "title": "List memories", "readOnlyHint": true, "openWorldHint": false }
-    })
-}
-
-fn ingest_tool() -> Value {
-    json!({
-        "name": "ingest",
-        "title": "Ingest a conversation",
-        "description": "Send conversation messages so the service extracts memories from them itself (facts, \
-    events, instructions, tasks), resolving relative dates against the message timestamps and superseding \
-    outdated memories. Use it after a meaningful exchange or at the end of a conversation, with the messages \
-    verbatim and in order, and the same `sessionId` for every call about one conversation; sending a message \
-    again is harmless. Up to 500 messages per call, 32 KB each. Returns the message ids, how many messages \
-    were new, the memories created, how many older ones were superseded, and the extracted items dropped (with the reason).",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "messages": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 500,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "role": { "type": "string", "description": "Who said it: \"user\", \"assistant\", ..." },
-                            "content": { "type": "string", "description": "The message text, verbatim." },
-                            "timestamp": { "type": "string", "description": "ISO-8601 date-time the message was sent." }
-                        },
-                        "required": ["role", "content"],
-                        "additionalProperties": false
-                    }
-                },
-                "sessionId": session_schema("Names the conversation (at most 64 characters); reuse it for every call about the same conversation.")
-            },
-            "required": ["messages", "sessionId"],
-            "additionalProperties": false
-        },
-        "outputSchema": with_error(json!({
-            "type": "object",
-            "properties": {
-                "sessionId": { "type": "string" },
-                "messageIds": { "type": "array", "items": { "type": "string" } },
-                "messagesStored": { "type": "integer" },
-                "memoriesStored": { "type": "integer" },
-                "memoriesSuperseded": { "type": "integer" },
-                "memories": { "type": "array", "items": memory_schema() },
-                "dropped": {
-                    "type": "array",
-                    "items": { "type": "object", "properties": { "content": { "type": "string" }, "reason": { "type": "string" } } }
-                }
-            }
-        })),
-        "annotations": { "title": "Ingest a conversation", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false }
     })
 }
 
@@ -659,9 +693,7 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     // An optional argument sent as null means "not given".
     args.retain(|_, v| !v.is_null());
     let mut args = Value::Object(args);
-    let definition = (tool.definition)();
-    check_schema(definition.get("inputSchema").unwrap_or(&Value::Null), &args)
-        .map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {name}: {e}")))?;
+    decode_args(tool.name, &args).map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {name}: {e}")))?;
     if tool.name == "list" {
         match args.get("status").and_then(Value::as_str) {
             None => {
@@ -833,86 +865,3 @@ fn render_ingest(v: &Value) -> String {
     out.trim_end().to_string()
 }
 
-// ---- The JSON Schema subset the tool schemas use ----
-
-/// Checks `value` against `schema`, supporting the subset of JSON Schema
-/// this module's tool definitions use: `type` (one name), `enum`,
-/// `properties`, `required`, `additionalProperties: false`, `items`,
-/// `minItems`, `maxItems`, `minimum`, `maximum`. Returns the first
-/// violation, naming the offending path.
-pub fn check_schema(schema: &Value, value: &Value) -> std::result::Result<(), String> {
-    check_at(schema, value, "arguments")
-}
-
-fn check_at(schema: &Value, v: &Value, path: &str) -> std::result::Result<(), String> {
-    if let Some(t) = schema.get("type").and_then(Value::as_str) {
-        let ok = match t {
-            "object" => v.is_object(),
-            "array" => v.is_array(),
-            "string" => v.is_string(),
-            "integer" => v.is_i64() || v.is_u64(),
-            "number" => v.is_number(),
-            "boolean" => v.is_boolean(),
-            "null" => v.is_null(),
-            _ => true,
-        };
-        if !ok {
-            let article = if t == "object" || t == "array" || t == "integer" { "an" } else { "a" };
-            return Err(format!("{path} must be {article} {t}"));
-        }
-    }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-        if !allowed.contains(v) {
-            let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            return Err(format!("{path} must be one of {}", names.join(", ")));
-        }
-    }
-    if let Some(n) = v.as_f64() {
-        if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
-            if n < min {
-                return Err(format!("{path} must be at least {min}"));
-            }
-        }
-        if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
-            if n > max {
-                return Err(format!("{path} must be at most {max}"));
-            }
-        }
-    }
-    if let Some(obj) = v.as_object() {
-        let props = schema.get("properties").and_then(Value::as_object);
-        for req in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-            if !obj.contains_key(req) {
-                return Err(format!("{path}.{req} is required"));
-            }
-        }
-        for (k, child) in obj {
-            match props.and_then(|p| p.get(k)) {
-                Some(sub) => check_at(sub, child, &format!("{path}.{k}"))?,
-                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                    let known: Vec<&str> = props.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
-                    return Err(format!("{path}.{k} is not a known argument (known: {})", known.join(", ")));
-                }
-                None => {}
-            }
-        }
-    }
-    if let Some(arr) = v.as_array() {
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-            if (arr.len() as u64) < min {
-                return Err(format!("{path} must have at least {min} items"));
-            }
-        }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
-            if arr.len() as u64 > max {
-                return Err(format!("{path} must have at most {max} items"));
-            }
-        }
-        if let Some(item) = schema.get("items") {
-            for (i, x) in arr.iter().enumerate() {
-                check_at(item, x, &format!("{path}[{i}]"))?;
-            }
-        }
-    }
-    Ok(())
-}

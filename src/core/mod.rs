@@ -29,6 +29,7 @@
 pub mod api;
 pub mod background;
 pub mod context;
+pub mod contract;
 pub mod dates;
 pub mod error;
 pub mod ids;
@@ -54,3 +55,4 @@ pub mod summary;
 pub mod synthesis;
 pub mod text;
 pub mod time;
+pub mod wire;

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The four kinds of memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MemoryType {
     /// What is true now: atomic, stable.
@@ -43,7 +43,7 @@ impl MemoryType {
 }
 
 /// Where a memory stands in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Active,
@@ -70,7 +70,7 @@ impl Status {
 }
 
 /// How long a recall's synthesized answer should be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ResponseLength {
     Short,
@@ -80,10 +80,12 @@ pub enum ResponseLength {
 }
 
 /// A message as a caller sends it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageInput {
+    #[schemars(length(min = 1, max = 64))]
     pub role: String,
+    #[schemars(length(min = 1, max = 32768))]
     pub content: String,
     /// ISO-8601 date or date-time; relative dates in the content resolve
     /// against it.
@@ -92,10 +94,12 @@ pub struct MessageInput {
 }
 
 /// A raw message as stored.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
+    #[schemars(with = "crate::core::wire::Id")]
     pub id: String,
+    #[schemars(with = "crate::core::wire::SessionId")]
     pub session_id: String,
     pub role: String,
     pub content: String,
@@ -107,9 +111,10 @@ pub struct Message {
 }
 
 /// A memory record.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Memory {
+    #[schemars(with = "crate::core::wire::Id")]
     pub id: String,
     #[serde(rename = "type")]
     pub kind: MemoryType,
@@ -117,13 +122,17 @@ pub struct Memory {
     pub key: Option<String>,
     pub summary: String,
     pub content: String,
+    #[schemars(with = "crate::core::wire::SessionId")]
     pub session_id: String,
+    #[schemars(with = "Vec<crate::core::wire::Id>")]
     pub source_message_ids: Vec<String>,
     pub search_queries: Vec<String>,
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::core::wire::Id>")]
     pub supersedes: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::core::wire::Id>")]
     pub superseded_by: Option<String>,
     /// When the remembered thing happened or was said (ISO date), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,7 +170,7 @@ impl Memory {
 
 /// A memory together with its version chain and source messages, as `get`
 /// returns it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryDetail {
     #[serde(flatten)]
@@ -172,19 +181,22 @@ pub struct MemoryDetail {
 }
 
 /// A page of memories.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListPage {
     pub memories: Vec<Memory>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::core::wire::Id>")]
     pub cursor: Option<String>,
 }
 
 /// What `ingest` reports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IngestReport {
+    #[schemars(with = "crate::core::wire::SessionId")]
     pub session_id: String,
     /// Ids of every message of the call, in order (new or already stored).
+    #[schemars(with = "Vec<crate::core::wire::Id>")]
     pub message_ids: Vec<String>,
     pub messages_stored: usize,
     pub memories_stored: usize,
@@ -196,14 +208,14 @@ pub struct IngestReport {
 }
 
 /// An extracted item that did not pass verification.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Dropped {
     pub content: String,
     pub reason: String,
 }
 
 /// Profile statistics, for the console.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
     pub messages: i64,
@@ -228,4 +240,51 @@ pub struct Stats {
     /// The memory of the isolate the profile runs in (absent natively).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolate: Option<crate::core::resident::IsolateMemory>,
+}
+
+/// What `getSummary` returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Summary {
+    /// A Markdown digest of the active memories.
+    pub summary: String,
+}
+
+/// What `delete` returns: the memory, every memory that cited one of its
+/// source messages, and those messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteReport {
+    #[schemars(with = "crate::core::wire::Id")]
+    pub id: String,
+    #[schemars(with = "Vec<crate::core::wire::Id>")]
+    pub deleted_memories: Vec<String>,
+    #[schemars(with = "Vec<crate::core::wire::Id>")]
+    pub deleted_messages: Vec<String>,
+}
+
+/// What `deleteSession` returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDeleteReport {
+    #[schemars(with = "crate::core::wire::SessionId")]
+    pub session_id: String,
+    pub deleted_memories: u64,
+    pub deleted_messages: u64,
+}
+
+/// What `deleteProfile` returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileDeleteReport {
+    pub deleted: bool,
+    /// When the profile was marked for deletion (ISO-8601).
+    pub marked_at: String,
+    /// When the profile is purged unless restored before (ISO-8601).
+    pub purge_at: String,
+}
+
+/// What `restoreProfile` returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProfileRestoreReport {
+    pub restored: bool,
 }

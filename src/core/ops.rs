@@ -10,7 +10,7 @@ use crate::core::api::{
     self, IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest, DEFAULT_PAGE_SIZE,
 };
 use crate::core::error::{Error, Result};
-use crate::core::model::{IngestReport, ListPage, Memory, MemoryDetail, Stats};
+use crate::core::model::{DeleteReport, IngestReport, ListPage, Memory, MemoryDetail, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport, Stats, Summary};
 use crate::core::store::ListFilter;
 pub use crate::core::op::{Call, Op};
 use crate::core::{background, ingest, portable, recall, remember, summary};
@@ -147,7 +147,7 @@ impl<'a> Profile<'a> {
     /// Hard delete: the memory, and its source messages together with every
     /// other memory that cites them (nothing derived from a deleted message
     /// survives it).
-    pub fn delete(&self, id: &str) -> Result<Value> {
+    pub fn delete(&self, id: &str) -> Result<DeleteReport> {
         api::validate_id(id)?;
         let store = self.store();
         let memory = store.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
@@ -159,11 +159,11 @@ impl<'a> Profile<'a> {
             store.delete_memories(&memory_ids)?;
             store.delete_messages(&memory.source_message_ids)?;
             store.purge_deleted_text()?;
-            Ok(json!({ "id": id, "deletedMemories": memory_ids, "deletedMessages": memory.source_message_ids }))
+            Ok(DeleteReport { id: id.to_string(), deleted_memories: memory_ids, deleted_messages: memory.source_message_ids.clone() })
         })
     }
 
-    pub fn delete_session(&self, session_id: &str) -> Result<Value> {
+    pub fn delete_session(&self, session_id: &str) -> Result<SessionDeleteReport> {
         // The shape alone: a session stored as `..` before such ids were
         // refused can still be deleted (over RPC or MCP; no path names it).
         api::validate_session_id_shape(session_id)?;
@@ -178,15 +178,15 @@ impl<'a> Profile<'a> {
             store.delete_messages(&messages)?;
             store.delete_session_jobs(session_id)?;
             store.purge_deleted_text()?;
-            Ok(json!({ "sessionId": session_id, "deletedMemories": memory_ids.len(), "deletedMessages": messages.len() }))
+            Ok(SessionDeleteReport { session_id: session_id.to_string(), deleted_memories: memory_ids.len() as u64, deleted_messages: messages.len() as u64 })
         })
     }
 
-    pub fn summary(&self, req: SummaryRequest) -> Result<Value> {
+    pub fn summary(&self, req: SummaryRequest) -> Result<Summary> {
         if let Some(s) = &req.session_id {
             api::validate_session_id(s)?;
         }
-        Ok(json!({ "summary": summary::render(&self.store(), req.session_id.as_deref())? }))
+        Ok(Summary { summary: summary::render(&self.store(), req.session_id.as_deref())? })
     }
 
     pub fn export(&self) -> Result<String> {
@@ -219,7 +219,7 @@ impl<'a> Profile<'a> {
     /// [`Profile::restore`] and this call, and the alarm purges it
     /// ([`Profile::wipe`]) once [`Limits::delete_grace_millis`] has passed.
     /// Marking a marked profile again keeps the first mark.
-    pub fn mark_deleted(&self) -> Result<Value> {
+    pub fn mark_deleted(&self) -> Result<ProfileDeleteReport> {
         let store = self.store();
         let marked_at = match store.deletion_mark()? {
             Some(at) => at,
@@ -229,19 +229,19 @@ impl<'a> Profile<'a> {
             }
         };
         let purge_at = marked_at.saturating_add(self.limits.delete_grace_millis);
-        Ok(json!({ "deleted": true, "markedAt": crate::core::time::iso(marked_at), "purgeAt": crate::core::time::iso(purge_at) }))
+        Ok(ProfileDeleteReport { deleted: true, marked_at: crate::core::time::iso(marked_at), purge_at: crate::core::time::iso(purge_at) })
     }
 
     /// Undoes [`Profile::mark_deleted`] within the grace period: the
     /// profile answers again with everything it held. 404 when nothing is
     /// marked (never deleted, or already purged).
-    pub fn restore(&self) -> Result<Value> {
+    pub fn restore(&self) -> Result<ProfileRestoreReport> {
         let store = self.store();
         if store.deletion_mark()?.is_none() {
             return Err(Error::not_found("this profile is not marked for deletion: there is nothing to restore"));
         }
         store.clear_deletion_mark()?;
-        Ok(json!({ "restored": true }))
+        Ok(ProfileRestoreReport { restored: true })
     }
 
     /// When a profile marked for deletion is purged (epoch millis), if it

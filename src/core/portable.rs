@@ -50,7 +50,7 @@ pub struct Parsed {
     pub memories: Vec<Memory>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportReport {
     pub messages: usize,

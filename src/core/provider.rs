@@ -87,7 +87,7 @@ pub struct Classification {
 }
 
 /// What query analysis produces.
-#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QueryAnalysis {
     /// Candidate topic keys, best first.
     pub keys: Vec<String>,

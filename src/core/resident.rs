@@ -52,7 +52,7 @@ pub struct Budget {
 }
 
 /// The memory of one isolate as `stats` shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IsolateMemory {
     /// The current size of the Wasm linear memory (it never shrinks: its

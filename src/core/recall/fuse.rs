@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub const K: f64 = 10.0;
 
 /// The five channels, with their weights.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Channel {
     /// Exact topic-key lookup: the strongest signal.
@@ -125,7 +125,7 @@ impl Explanation {
 
 /// One node of a flattened [`Explanation`]: its children follow it, one
 /// level deeper, before its next sibling.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExplanationNode {
     pub depth: u32,
     pub value: f64,
@@ -159,7 +159,7 @@ impl Ranking {
 }
 
 /// One channel's part in a fused score.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Contribution {
     pub channel: Channel,
     pub rank: usize,

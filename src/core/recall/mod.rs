@@ -25,17 +25,20 @@ use fuse::{Channel, Contribution, Explanation, Ranking};
 use serde::{Deserialize, Serialize};
 
 /// A ranked memory in a recall response.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecallCandidate {
+    #[schemars(with = "crate::core::wire::Id")]
     pub id: String,
     #[serde(rename = "type")]
     pub kind: MemoryType,
     pub summary: String,
+    #[schemars(with = "crate::core::wire::SessionId")]
     pub session_id: String,
     pub score: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_date: Option<String>,
+    #[schemars(with = "Vec<crate::core::wire::Id>")]
     pub source_message_ids: Vec<String>,
     /// Present with `explain: true`: each channel's RRF contribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,7 +52,8 @@ pub struct RecallCandidate {
 }
 
 /// What `recall` returns.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "RecallResult")]
 #[serde(rename_all = "camelCase")]
 pub struct RecallResponse {
     pub result: String,
@@ -65,7 +69,7 @@ pub struct RecallResponse {
 }
 
 /// The explanation tree of a recall.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Explain {
     pub analysis: QueryAnalysis,
@@ -76,11 +80,12 @@ pub struct Explain {
     pub reference_date: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChannelReport {
     pub channel: Channel,
     pub weight: f64,
+    #[schemars(with = "Vec<crate::core::wire::Id>")]
     pub ids: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
