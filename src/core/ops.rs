@@ -58,8 +58,16 @@ impl<'a> Profile<'a> {
             Call::List(req) => to_json(&self.list(req)?),
             Call::Get { id } => to_json(&self.get(&id)?),
             Call::Forget { id } => to_json(&self.forget(&id)?),
-            Call::Delete { id } => to_json(&self.delete(&id)?),
-            Call::DeleteSession { session_id } => to_json(&self.delete_session(&session_id)?),
+            Call::Delete { id } => {
+                let report = self.delete(&id)?;
+                self.drop_vectors(&report.deleted_memories).await;
+                to_json(&report)
+            }
+            Call::DeleteSession { session_id } => {
+                let (report, ids) = self.delete_session_memories(&session_id)?;
+                self.drop_vectors(&ids).await;
+                to_json(&report)
+            }
             Call::GetSummary(req) => to_json(&self.summary(req)?),
             Call::Export => to_json(&self.export()?),
             Call::Import { data } => to_json(&self.import(&data)?),
@@ -164,6 +172,24 @@ impl<'a> Profile<'a> {
     }
 
     pub fn delete_session(&self, session_id: &str) -> Result<SessionDeleteReport> {
+        Ok(self.delete_session_memories(session_id)?.0)
+    }
+
+    /// Asks the vector index to drop the vectors of hard-deleted memories
+    /// now, within the call that deleted them. The `unvector` jobs queued
+    /// with the deletion stay the record of it: should the index fail
+    /// here, the alarm retries them (and a vector without its memory is
+    /// never recalled meanwhile).
+    async fn drop_vectors(&self, ids: &[String]) {
+        if ids.is_empty() {
+            return;
+        }
+        // The failure is recorded as the queued jobs, retried by the alarm.
+        let _ = self.index.delete(ids).await;
+    }
+
+    /// [`Profile::delete_session`], with the ids of the memories deleted.
+    fn delete_session_memories(&self, session_id: &str) -> Result<(SessionDeleteReport, Vec<String>)> {
         // The shape alone: a session stored as `..` before such ids were
         // refused can still be deleted (over RPC or MCP; no path names it).
         api::validate_session_id_shape(session_id)?;
@@ -178,7 +204,8 @@ impl<'a> Profile<'a> {
             store.delete_messages(&messages)?;
             store.delete_session_jobs(session_id)?;
             store.purge_deleted_text()?;
-            Ok(SessionDeleteReport { session_id: session_id.to_string(), deleted_memories: memory_ids.len() as u64, deleted_messages: messages.len() as u64 })
+            let report = SessionDeleteReport { session_id: session_id.to_string(), deleted_memories: memory_ids.len() as u64, deleted_messages: messages.len() as u64 };
+            Ok((report, memory_ids))
         })
     }
 

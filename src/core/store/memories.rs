@@ -243,8 +243,10 @@ impl<'a> Store<'a> {
         self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
     }
 
-    /// Hard-deletes memories and every trace of them: rows, sources, FTS
-    /// rows, local vectors and pending jobs. A Vectorize delete is queued.
+    /// Hard-deletes memories and every trace of them the store holds: rows,
+    /// sources, FTS rows and pending jobs. Their vectors are the vector
+    /// index's: an `unvector` job is queued in the same transaction (the
+    /// operation also asks the index right away; the job retries it).
     pub fn delete_memories(&self, ids: &[String]) -> Result<()> {
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
             let ph = placeholders(chunk.len());
@@ -257,10 +259,6 @@ impl<'a> Store<'a> {
             self.sql.execute(&format!("DELETE FROM citations WHERE memory_id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM citations_waiting WHERE memory_id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM outbox WHERE memory_id IN ({ph})"), &params)?;
-            // The local index lives here: its rows go in this transaction,
-            // and its snapshot (which may hold their codes) with them.
-            self.sql.execute(&format!("DELETE FROM vectors WHERE memory_id IN ({ph})"), &params)?;
-            self.sql.execute("DELETE FROM vector_snapshot", &[])?;
             // Pointers from other versions to a deleted memory go too.
             self.sql.execute(&format!("UPDATE memories SET supersedes = NULL WHERE supersedes IN ({ph})"), &params)?;
             self.sql.execute(

@@ -125,7 +125,8 @@ impl<'a> Store<'a> {
     /// needs to reach the profile's vectors) and the schema.
     pub fn wipe(&self) -> Result<()> {
         // Citations first: a deleted message's trigger would move them aside.
-        for t in ["citations", "citations_waiting", "messages", "messages_fts", "memories", "memories_fts", "vectors", "vector_snapshot", "directory_snapshot", "outbox"] {
+        // The vectors are the vector index's: the caller queues their removal.
+        for t in ["citations", "citations_waiting", "messages", "messages_fts", "memories", "memories_fts", "directory_snapshot", "outbox"] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.sql.execute("DELETE FROM meta WHERE key <> ?", &[META_NAME.into()])?;
