@@ -556,7 +556,7 @@ fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
         // A phrase of two tokens is searched by FTS5, not in memory.
         let q = TextQuery::new("Which editor?", &["vs code".to_string()], day);
         for src in [Source::Sql, Source::Resident(&p.turns.unwrap().sync(p.sql).unwrap())] {
-            let found = score_turns(p.sql, src, &q, false).unwrap();
+            let found = score_turns(p.sql, src, &q, &agent_memory::core::recall::RecallScope::live_at(APRIL_15)).unwrap();
             let ids: Vec<&str> = found.plain.iter().map(|(id, _)| id.as_str()).collect();
             assert_eq!(ids, ["msg_a"], "the phrase matches the first message only");
         }

@@ -542,6 +542,7 @@ fn recall_options(full: bool) -> RecallOptions {
         reference_date: some(full, "2026-04-15"),
         limit: full.then_some(5),
         response_length: full.then_some(ResponseLength::Short),
+        thinking_level: full.then_some(agent_memory::core::model::ThinkingLevel::High),
         explain: full.then_some(true),
         include_inactive: full.then_some(false),
         session_id: some(full, "s1"),
@@ -697,6 +698,13 @@ fn test_enum_cases_match_wit() {
             ResponseLength::Short | ResponseLength::Medium | ResponseLength::Long => {}
         }
     }
+    use agent_memory::core::model::ThinkingLevel;
+    let levels = [ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High];
+    for l in &levels {
+        match l {
+            ThinkingLevel::Low | ThinkingLevel::Medium | ThinkingLevel::High => {}
+        }
+    }
     let channels: Vec<Channel> = Channel::ALL.to_vec();
     for c in &channels {
         match c {
@@ -707,6 +715,7 @@ fn test_enum_cases_match_wit() {
         ("memory-type", serialized(&memory_types)),
         ("status", serialized(&statuses)),
         ("response-length", serialized(&lengths)),
+        ("thinking-level", serialized(&levels)),
         ("channel", serialized(&channels)),
     ] {
         assert_eq!(rust, wit_cases(wit_name), "enum {wit_name}: {}", diff(&rust, &wit_cases(wit_name)));
@@ -1004,6 +1013,7 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_eq!(enum_of("MemoryType"), wit_cases("memory-type"));
     assert_eq!(enum_of("Status"), wit_cases("status"));
     assert_eq!(enum_of("ResponseLength"), wit_cases("response-length"));
+    assert_eq!(enum_of("ThinkingLevel"), wit_cases("thinking-level"));
     assert_eq!(enum_of("Channel"), wit_cases("channel"));
     // Query parameters of GET memories and GET summary are the request records.
     let base = "/accounts/{account}/agent-memory/namespaces/{namespace}/profiles/{profile}";

@@ -150,6 +150,9 @@ pub struct RecallOptions {
     pub limit: Option<usize>,
     #[serde(default)]
     pub response_length: Option<ResponseLength>,
+    /// How widely to search: `low` (default), `medium`, `high`.
+    #[serde(default)]
+    pub thinking_level: Option<crate::core::model::ThinkingLevel>,
     #[serde(default)]
     pub explain: Option<bool>,
     /// Also consider superseded, forgotten and expired memories.

@@ -69,6 +69,33 @@ impl Status {
     }
 }
 
+/// How widely recall searches (`thinkingLevel`): each level multiplies
+/// the candidates every channel returns and the full-text pools they are
+/// drawn from ([`ThinkingLevel::breadth`]). The answer's length is
+/// [`ResponseLength`]'s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    /// The default: every channel's usual depth.
+    #[default]
+    Low,
+    /// Twice the candidates per channel and twice the pools.
+    Medium,
+    /// Four times the candidates per channel and the pools.
+    High,
+}
+
+impl ThinkingLevel {
+    /// How many times the usual candidates and pools this level searches.
+    pub fn breadth(self) -> usize {
+        match self {
+            ThinkingLevel::Low => 1,
+            ThinkingLevel::Medium => 2,
+            ThinkingLevel::High => 4,
+        }
+    }
+}
+
 /// How long a recall's synthesized answer should be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -361,6 +361,7 @@ impl Memory for Native {
                 options: RecallOptions {
                     reference_date: Some(reference.timestamp.clone()),
                     limit: Some(LIMIT),
+                    thinking_level: thinking_level(),
                     ..RecallOptions::default()
                 },
             };
@@ -458,6 +459,13 @@ impl Memory for Remote {
 }
 
 // ---- the run ------------------------------------------------------------
+
+/// `LOCOMO_THINKING=low|medium|high`: the recalls' thinking level (the
+/// service's default when unset).
+fn thinking_level() -> Option<agent_memory::core::model::ThinkingLevel> {
+    let level = std::env::var("LOCOMO_THINKING").ok().filter(|v| !v.is_empty())?;
+    Some(serde_json::from_value(json!(level)).unwrap_or_else(|_| panic!("LOCOMO_THINKING={level}: low, medium or high")))
+}
 
 fn main() {
     let path = data_path();

@@ -172,7 +172,7 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
             // The message scoring both text channels share in a recall
             // (the fts and messages stages each include it).
             for _ in 0..repeat {
-                out = on_source(&|src| Ok(channels::score_turns(p.sql, src, &q, false)?.context.len()))?;
+                out = on_source(&|src| Ok(channels::score_turns(p.sql, src, &q, &scope)?.context.len()))?;
             }
         }
         "fts" => {

@@ -52,11 +52,9 @@ use crate::core::store::{json_param, json_rows};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-/// Hits each channel returns at most (the messages channel: messages).
-pub const CHANNEL_DEPTH: usize = 50;
-/// Full-text hits scored before the corrections re-rank them: deeper than
-/// [`CHANNEL_DEPTH`] so a boosted or neighbour-lifted hit can rise into it.
-pub const FTS_POOL: usize = 100;
+/// The channels' depths at the default thinking level (a recall's own are
+/// its [`RecallScope`]'s).
+pub use crate::core::recall::scope::{CHANNEL_DEPTH, FTS_POOL};
 /// Weight of an expansion term (synonym) relative to the query's own words.
 pub const EXPANSION_WEIGHT: f64 = 0.5;
 /// Score factor for text spoken by a role the query names.
@@ -283,11 +281,11 @@ fn memory_hits(
         if phrases.is_empty() {
             continue;
         }
-        let best = src.memory_hits(sql, &phrases, MEMORY_WEIGHTS, 2 * FTS_POOL)?;
+        let best = src.memory_hits(sql, &phrases, MEMORY_WEIGHTS, scope.fts_pool().saturating_mul(2))?;
         // The live rows among them, best first (their place in the list
         // stands for their score).
         let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
-        let mut params = vec![json_param(&rowids), SqlValue::Integer(FTS_POOL as i64)];
+        let mut params = vec![json_param(&rowids), SqlValue::Integer(scope.fts_pool() as i64)];
         params.extend(extra.iter().cloned());
         let placed: Vec<PlacedRow> = json_rows(
             sql,
@@ -341,7 +339,7 @@ pub fn fts_with(
     let mut sources: HashMap<String, Vec<String>> =
         columns.iter().map(|(id, c)| (id.clone(), id_list(c.3.as_deref()))).filter(|(_, s)| !s.is_empty()).collect();
     let mut candidates: HashSet<String> = own.keys().cloned().collect();
-    for (mid, _) in turns.context.iter().take(FTS_POOL) {
+    for (mid, _) in turns.context.iter().take(scope.fts_pool()) {
         for id in cites.by_message.get(mid).into_iter().flatten() {
             candidates.insert(id.clone());
             if let Some(m) = cites.memories.get(id) {
@@ -416,7 +414,7 @@ pub fn fts_with(
         };
         scores.insert(id.clone(), score);
     }
-    let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(CHANNEL_DEPTH).collect();
+    let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(scope.channel_depth()).collect();
     let mut ranking = Ranking::new(Channel::Fts, ids);
     if explain {
         ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
@@ -572,13 +570,13 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
     // (the place in it) tells whose content is needed for the overlap.
     let mut ids: Vec<&str> = Vec::new();
     let mut seen: HashSet<&str> = HashSet::default();
-    for (id, _) in turns.plain.iter().take(CHANNEL_DEPTH) {
+    for (id, _) in turns.plain.iter().take(scope.channel_depth()) {
         if seen.insert(id) {
             ids.push(id);
         }
     }
     let plain = ids.len();
-    for (id, _) in turns.context.iter().take(FTS_POOL) {
+    for (id, _) in turns.context.iter().take(scope.fts_pool()) {
         if seen.insert(id) {
             ids.push(id);
         }
@@ -616,16 +614,16 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
 
 /// Channel 1 on its own (a stage alone): scores the messages itself.
 pub fn fts(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<Ranking> {
-    let turns = score_turns(sql, src, q, scope.explain)?;
+    let turns = score_turns(sql, src, q, scope)?;
     let cites = citations(sql, &turns, scope)?;
     fts_with(sql, src, q, &turns, &cites, scope)
 }
 
 /// Channel 3 on its own (see [`fts`]).
 pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<(Ranking, Vec<String>)> {
-    let turns = score_turns(sql, src, q, scope.explain)?;
+    let turns = score_turns(sql, src, q, scope)?;
     let cites = citations(sql, &turns, scope)?;
-    Ok(messages_with(q, &turns, &cites, scope.explain))
+    Ok(messages_with(q, &turns, &cites, scope))
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys,
@@ -688,8 +686,9 @@ pub struct TurnScores {
 /// message mentions a time, and by [`DATE_BOOST`] when the message is
 /// dated within a period the query names. The hits and the turns around
 /// them come from `src` (the directory or SQLite: the same places).
-pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, explain: bool) -> Result<TurnScores> {
-    let hits = turn_hits(sql, src, q)?;
+pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<TurnScores> {
+    let explain = scope.explain;
+    let hits = turn_hits(sql, src, q, scope)?;
     let rowids: Vec<i64> = hits.keys().copied().collect();
     let places = src.places(sql, &rowids, NEIGHBOUR_WINDOW)?;
     // Each hit with its own score, in rowid order (a hit that is not a
@@ -751,14 +750,14 @@ const MESSAGE_WEIGHTS: [f64; 2] = [0.3, 1.0];
 /// The messages' full-text scores for the query's words and, weighed
 /// less, its expansions: bm25 of the best [`FTS_POOL`] messages of each,
 /// summed per message (by rowid).
-fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<HashMap<i64, f64>> {
+fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, f64>> {
     let mut scores: HashMap<i64, f64> = HashMap::default();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
         }
-        for (rowid, bm25) in src.message_hits(sql, &phrases, MESSAGE_WEIGHTS, FTS_POOL)? {
+        for (rowid, bm25) in src.message_hits(sql, &phrases, MESSAGE_WEIGHTS, scope.fts_pool())? {
             // bm25() is negative, lower is better.
             *scores.entry(rowid).or_insert(0.0) += -bm25 * weight;
         }
@@ -772,8 +771,9 @@ fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery) -> Result<HashMap<i6
 ///    the memories that cite it, all at the message's rank: first the one
 ///    sharing most words with the query, the others after every message
 ///    has had its turn. Also returns the ranked message ids.
-pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations, explain: bool) -> (Ranking, Vec<String>) {
-    let message_ids: Vec<String> = turns.plain.iter().take(CHANNEL_DEPTH).map(|(id, _)| id.clone()).collect();
+pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations, scope: &RecallScope) -> (Ranking, Vec<String>) {
+    let explain = scope.explain;
+    let message_ids: Vec<String> = turns.plain.iter().take(scope.channel_depth()).map(|(id, _)| id.clone()).collect();
     let wanted = Overlap::new(&q.primary);
     let overlap = |id: &str| cites.memories.get(id).and_then(|m| m.content.as_deref()).map_or(0, |c| wanted.count(c));
     let mut ranking = Ranking::new(Channel::Messages, Vec::new());
@@ -851,7 +851,7 @@ impl Overlap {
 
 /// 4 and 5. Vector search (direct or HyDE), filtered to live memories.
 pub async fn vector(channel: Channel, sql: &dyn Sql, index: &dyn VectorIndex, embedding: &[f32], scope: &RecallScope) -> Result<Ranking> {
-    let hits = index.query(embedding, CHANNEL_DEPTH).await?;
+    let hits = index.query(embedding, scope.channel_depth()).await?;
     let ids: Vec<String> = hits.into_iter().map(|(id, _)| id).collect();
     Ok(Ranking::new(channel, keep_live(sql, ids, scope)?))
 }
@@ -867,7 +867,7 @@ pub async fn vectors(
 ) -> Result<Vec<Ranking>> {
     let explain = scope.explain;
     let embeddings: Vec<Vec<f32>> = asked.iter().map(|(_, e)| e.clone()).collect();
-    let hits = index.query_many(&embeddings, CHANNEL_DEPTH).await?;
+    let hits = index.query_many(&embeddings, scope.channel_depth()).await?;
     let all: Vec<String> = hits.iter().flatten().map(|(id, _)| id.clone()).collect::<HashSet<_>>().into_iter().collect();
     let live: HashSet<String> = keep_live(sql, all, scope)?.into_iter().collect();
     Ok(asked

@@ -190,10 +190,10 @@ async fn embed(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis, n
 fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis, got: &mut Gathered) {
     let text = places::with_source(p.sql, p.turns, |src| {
         let q = text_query(p.sql, src, &scope.query, &analysis.terms, scope.reference)?;
-        let turns = channels::score_turns(p.sql, src, &q, scope.explain)?;
+        let turns = channels::score_turns(p.sql, src, &q, scope)?;
         let cites = channels::citations(p.sql, &turns, scope)?;
         let fts = channels::fts_with(p.sql, src, &q, &turns, &cites, scope);
-        Ok((fts, channels::messages_with(&q, &turns, &cites, scope.explain).0))
+        Ok((fts, channels::messages_with(&q, &turns, &cites, scope).0))
     });
     match text {
         Ok((fts, messages)) => {

@@ -2,7 +2,15 @@
 //! handed to every step and channel instead of a row of flags.
 
 use crate::core::api::RecallRequest;
-use crate::core::model::ResponseLength;
+use crate::core::model::{ResponseLength, ThinkingLevel};
+
+/// Hits each channel returns at most, at the default thinking level (the
+/// messages channel: messages).
+pub const CHANNEL_DEPTH: usize = 50;
+/// Full-text hits scored before the corrections re-rank them, at the
+/// default thinking level: deeper than [`CHANNEL_DEPTH`] so a boosted or
+/// neighbour-lifted hit can rise into it.
+pub const FTS_POOL: usize = 100;
 use crate::core::time::{date_of, iso};
 
 /// The scope of one recall.
@@ -21,6 +29,8 @@ pub struct RecallScope {
     /// say why each hit holds its place).
     pub explain: bool,
     pub length: ResponseLength,
+    /// How widely the channels search.
+    pub thinking: ThinkingLevel,
 }
 
 impl RecallScope {
@@ -36,7 +46,20 @@ impl RecallScope {
             now_iso: iso(now),
             explain: opts.explain.unwrap_or(false),
             length: opts.response_length.unwrap_or_default(),
+            thinking: opts.thinking_level.unwrap_or_default(),
         }
+    }
+
+    /// Hits each channel returns at most: [`CHANNEL_DEPTH`] times the
+    /// thinking level's breadth.
+    pub fn channel_depth(&self) -> usize {
+        CHANNEL_DEPTH.saturating_mul(self.thinking.breadth())
+    }
+
+    /// Full-text hits scored before the corrections re-rank them:
+    /// [`FTS_POOL`] times the thinking level's breadth.
+    pub fn fts_pool(&self) -> usize {
+        FTS_POOL.saturating_mul(self.thinking.breadth())
     }
 
     /// Live memories only, at `now`, without explanations: what a stage
