@@ -68,6 +68,14 @@ export class MemoryService extends WorkerEntrypoint {
   }
 }
 
+// A Date a caller passes (a message's `timestamp`, `referenceDate`), as
+// Cloudflare's binding takes them, crosses into Rust as its ISO-8601 text:
+// the one conversion that needs JS. An invalid Date crosses as its text
+// ("Invalid Date"), which the service refuses as it refuses any bad date.
+const iso = (v) => (v instanceof Date ? (Number.isNaN(v.getTime()) ? String(v) : v.toISOString()) : v);
+const withIsoTimestamps = (messages) =>
+  Array.isArray(messages) ? messages.map((m) => (m && m.timestamp instanceof Date ? { ...m, timestamp: iso(m.timestamp) } : m)) : messages;
+
 class Profile extends RpcTarget {
   #rust;
   #env;
@@ -81,9 +89,13 @@ class Profile extends RpcTarget {
   #call(op, args) {
     return guarded(this.#rust.rpc(this.#env, this.#name, op, args));
   }
-  ingest(messages, options) { return this.#call("ingest", { ...options, messages }); }
+  ingest(messages, options) { return this.#call("ingest", { ...options, messages: withIsoTimestamps(messages) }); }
   remember(request) { return this.#call("remember", request); }
-  recall(query, options) { return this.#call("recall", { ...options, query }); }
+  recall(query, options) {
+    const args = { ...options, query };
+    if (args.referenceDate instanceof Date) args.referenceDate = iso(args.referenceDate);
+    return this.#call("recall", args);
+  }
   list(filter) { return this.#call("list", { ...filter }); }
   get(id) { return this.#call("get", { id }); }
   forget(id) { return this.#call("forget", { id }); }

@@ -66,6 +66,23 @@ test("ingest over RPC takes (messages, {sessionId}) and returns an ingest report
   assert.match(bare.sessionId, /.+/);
 });
 
+test("ingest and recall over RPC take Date values for timestamp and referenceDate, as the published binding does", async () => {
+  const at = { $date: "2026-03-02T09:30:00.000Z" };
+  const report = await rpc("rpc-dates", "ingest", [
+    { role: "system", content: "You are a helpful assistant." },
+    { role: "user", content: "Yesterday I adopted a grey cat called Miso.", timestamp: at },
+  ], { sessionId: "s-dates" });
+  assert.equal(report.messagesStored, 2);
+  const dated = report.memories.find((m) => /Miso/.test(m.content));
+  assert.ok(dated, JSON.stringify(report.memories));
+  assert.equal(dated.eventDate, "2026-03-01", "'yesterday' resolves against the Date timestamp");
+  const r = await rpc("rpc-dates", "recall", "When did the user adopt Miso?", { referenceDate: { $date: "2026-03-11T12:00:00.000Z" }, thinkingLevel: "medium" });
+  assert.ok(r.candidates.some((c) => /Miso/.test(c.summary)), JSON.stringify(r));
+  // An invalid Date is refused like any bad date: 10001, nothing stored.
+  const e = await rpcRejects(w.call("rpc-dates", "recall", "When?", { referenceDate: { $date: "not a date" } }));
+  assert.equal(rpcCode(e), CODE.invalid);
+});
+
 test("recall over RPC returns result, answer, count and candidates (and explain on request)", async () => {
   const plain = await rpc("rpc-shapes", "recall", "What board game does the user like?");
   assert.equal(plain.answer, plain.result);

@@ -12,7 +12,10 @@ export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     try {
-      const body = request.method === "POST" ? await request.json() : {};
+      // Dates cross the test's HTTP hop as {"$date": "<ISO>"} and go on
+      // over RPC as Date objects, as a Worker calling the binding sends them.
+      const revive = (_, v) => (v && typeof v === "object" && typeof v.$date === "string" ? new Date(v.$date) : v);
+      const body = request.method === "POST" ? JSON.parse(await request.text(), revive) : {};
       let result;
       if (url.pathname === "/call") {
         // body.args: the method's positional arguments, as an array
