@@ -341,12 +341,12 @@ fn test_arguments_breaking_the_input_schema_are_invalid_params() {
 #[test]
 fn test_operation_failures_are_is_error_results() {
     let sql = database();
-    // The core's validation: too short to remember.
-    let r = call(&sql, APRIL_15, "remember", json!({ "content": "too short" }));
+    // The core's validation: nothing to remember.
+    let r = call(&sql, APRIL_15, "remember", json!({ "content": "   " }));
     assert_eq!(r["isError"], true, "{r}");
     assert_eq!(r["structuredContent"]["error"]["code"], 10001);
     assert_eq!(r["structuredContent"]["error"]["status"], 400);
-    assert!(text(&r).starts_with("Error 10001 (invalid input): content is too short"), "{}", text(&r));
+    assert!(text(&r).starts_with("Error 10001 (invalid input): content must not be blank"), "{}", text(&r));
     // Not found.
     let r = call(&sql, APRIL_15, "forget", json!({ "id": "0123456789abcdef0123456789abcdef" }));
     assert_eq!(r["isError"], true);

@@ -37,12 +37,16 @@ fn test_remember_then_list_shows_it() {
 }
 
 #[test]
-fn test_trivial_remember_is_refused_and_stores_nothing() {
+fn test_blank_remember_is_refused_and_stores_nothing_but_a_short_statement_is_kept() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let err = block_on(p.remember(remember("ok thanks"))).unwrap_err();
+        let err = block_on(p.remember(remember(" \n\t "))).unwrap_err();
         assert!(err.is_invalid());
         assert_eq!(p.stats().unwrap().memories, 0);
+        // However short, a statement is kept (as Cloudflare's interface does).
+        let m = block_on(p.remember(remember("Prefers dark mode."))).unwrap();
+        assert_eq!(m.content, "Prefers dark mode.");
+        assert_eq!(p.stats().unwrap().memories, 1);
     });
 }
 

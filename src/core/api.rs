@@ -22,9 +22,10 @@ pub const MAX_NAME_CHARS: usize = 32;
 /// List page size bounds.
 pub const MAX_PAGE_SIZE: usize = 1000;
 pub const DEFAULT_PAGE_SIZE: usize = 50;
-/// Shortest content `remember` accepts (SPEC.md section 7: trivial content
-/// is not stored).
-pub const MIN_REMEMBER_CHARS: usize = 20;
+/// Shortest content `remember` accepts, in characters besides white
+/// space: any non-blank statement, however short ("Prefers dark mode."),
+/// as Cloudflare's published interface takes it.
+pub const MIN_REMEMBER_CHARS: usize = 1;
 /// Most candidates a recall returns.
 pub const MAX_RECALL_LIMIT: usize = 100;
 pub const DEFAULT_RECALL_LIMIT: usize = 10;
@@ -116,7 +117,7 @@ pub struct IngestRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RememberRequest {
-    #[schemars(length(min = 20, max = 32768))]
+    #[schemars(length(min = 1, max = 32768))]
     pub content: String,
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::SessionId>")]
@@ -351,9 +352,7 @@ impl RememberRequest {
             return Err(Error::too_large(format!("content is over {MAX_MESSAGE_BYTES} bytes")));
         }
         if self.content.trim().chars().count() < MIN_REMEMBER_CHARS {
-            return Err(Error::invalid(format!(
-                "content is too short to remember (at least {MIN_REMEMBER_CHARS} characters)"
-            )));
+            return Err(Error::invalid("content must not be blank"));
         }
         if self.sensitive == Some(true) {
             return Err(Error::invalid("content marked sensitive is not stored"));

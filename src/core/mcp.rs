@@ -411,7 +411,7 @@ const TOOLS: [Tool; 5] = [
         description: "Store one memory now, in your own words. Use it when the user states a preference \
     (\"The user prefers pnpm over npm\"), makes a decision, gives an instruction on how to work (\"Always run \
     cargo fmt before committing\"), mentions a dated event, or starts a task worth tracking. Write one \
-    self-contained statement of at least 20 characters, with names and absolute dates instead of pronouns \
+    self-contained statement, with names and absolute dates instead of pronouns \
     and \"yesterday\". A newer memory on the same topic (or with the same `key`) supersedes the older one, \
     so to correct a memory, remember the corrected statement. Never store secrets or credentials. \
     Returns the stored memory record, with its `id` and the id it `supersedes`, if any.",
@@ -491,8 +491,8 @@ pub struct RecallArgs {
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RememberArgs {
-    /// The statement to remember (20 characters to 32 KB).
-    #[schemars(length(min = 20, max = 32768))]
+    /// The statement to remember (not blank; at most 32 KB).
+    #[schemars(length(min = 1, max = 32768))]
     pub content: String,
     /// The conversation it came from (at most 64 characters); defaults to
     /// "default".

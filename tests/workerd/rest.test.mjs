@@ -515,7 +515,7 @@ const BAD_INPUT = [
   ["a 31-character id in get", "GET", T.memory, { id: ID.slice(1) }, {}, 400, CODE.invalid],
   ["an uppercase id in delete", "DELETE", T.memory, { id: ID.toUpperCase() }, {}, 400, CODE.invalid],
   ["a non-hex id in forget", "POST", T.forget, { id: "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" }, {}, 400, CODE.invalid],
-  ["too-short remember content", "POST", T.remember, {}, { json: { content: "too short" } }, 400, CODE.invalid],
+  ["blank remember content", "POST", T.remember, {}, { json: { content: "  \n " } }, 400, CODE.invalid],
   ["remember content marked sensitive", "POST", T.remember, {}, { json: { content: "The user's card number is on the fridge.", sensitive: true } }, 400, CODE.invalid],
   ["a bad remember type", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", type: "note" } }, 400, CODE.invalid],
   ["both expiresAt and ttlSeconds", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", expiresAt: "2030-01-01", ttlSeconds: 5 } }, 400, CODE.invalid],

@@ -230,7 +230,7 @@ test("RPC names address namespaces: 'team/p' is REST namespace team, not default
 const ID = "0123456789abcdef0123456789abcdef";
 const SAME_ERRORS = [
   // [name, profile, rpc [op, ...args], rest [method, template, params, opts], code]
-  ["too-short remember content", "errs", ["remember", { content: "too short" }], ["POST", T.remember, {}, { json: { content: "too short" } }], CODE.invalid],
+  ["blank remember content", "errs", ["remember", { content: "  " }], ["POST", T.remember, {}, { json: { content: "  " } }], CODE.invalid],
   ["an unknown remember field", "errs", ["remember", { content: "The user likes long walks on the beach.", mood: "happy" }], ["POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", mood: "happy" } }], CODE.invalid],
   ["empty ingest messages", "errs", ["ingest", []], ["POST", T.ingest, {}, { json: { messages: [] } }], CODE.invalid],
   ["a 40 KB ingest message", "errs", ["ingest", [{ role: "user", content: bigContent(40) }], { sessionId: "s" }], ["POST", T.ingest, {}, { json: { sessionId: "s", messages: [{ role: "user", content: bigContent(40) }] } }], CODE.tooLarge],

@@ -1,6 +1,7 @@
 // Add memories: ingest a pasted conversation, or remember one thing.
 
 import { $, busy, fill, h } from "./dom.js";
+import { contract } from "./contract.js";
 import { newSessionId, parseConversation } from "./format.js";
 
 export function initAdd(ctx) {
@@ -106,8 +107,8 @@ export function initAdd(ctx) {
     const out = $("#remember-result");
     ctx.clearError(errBox);
     const content = $("#m-content").value.trim();
-    if (content.length < 20) {
-      ctx.showError(new Error("Write at least 20 characters to remember."), errBox);
+    if (content.length < contract.rememberMinChars) {
+      ctx.showError(new Error("Write something to remember."), errBox);
       $("#m-content").focus();
       return;
     }
