@@ -171,6 +171,12 @@ fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
     }, |budget, busy| budget.touch(name, bytes, busy));
 }
 
+/// Whether profile `name` may still be warmed: not known to need more than
+/// the budget.
+fn may_fit(name: &str) -> bool {
+    ISOLATE.with(|i| i.try_borrow().map_or(true, |i| i.budget.may_fit(name)))
+}
+
 /// Before profile `name` builds its state, estimated at `estimate` bytes:
 /// whether it may (it fits the budget alone); if so, the least recently
 /// used profiles' state is cleared first so that it fits beside the rest.
@@ -264,7 +270,7 @@ impl ProfileObject {
         }
         let name = call.name.clone();
         let warm = self.resident.is_warm();
-        let asks_warmth = !warm && wants_state(&call.op);
+        let asks_warmth = !warm && wants_state(&call.op) && may_fit(&name);
         let busy = Busy::new(&self.resident);
         let out = self.run_call(call, warm).await;
         drop(busy);

@@ -113,6 +113,8 @@ impl Budget {
     pub fn make_room(&mut self, name: &str, estimate: usize, busy: impl Fn(&str) -> bool) -> Option<Vec<String>> {
         let coming = self.last.get(name).copied().unwrap_or(0).max(estimate);
         if coming > self.limit {
+            // Remembered, so its next cold call does not ask again.
+            self.last.insert(name.to_string(), coming);
             return None;
         }
         if self.entries.iter().any(|(n, _)| n == name) {
@@ -121,6 +123,12 @@ impl Budget {
         let evicted = self.evict_until(self.limit.saturating_sub(coming), name, busy);
         self.evictions = self.evictions.saturating_add(evicted.len() as u64);
         Some(evicted)
+    }
+
+    /// Whether `name` may still fit: not known to need more than the
+    /// budget (what it held, or was refused for, last time).
+    pub fn may_fit(&self, name: &str) -> bool {
+        self.last.get(name).is_none_or(|&b| b <= self.limit)
     }
 
     /// Removes the least recently used profiles but `keep` and the busy
@@ -231,7 +239,9 @@ mod tests {
     fn test_a_profile_whose_estimate_is_over_the_budget_is_refused_and_evicts_nobody() {
         let mut b = Budget::new(10 * MB);
         b.touch("small", 2 * MB, idle);
+        assert!(b.may_fit("huge"), "unknown until it asks");
         assert_eq!(b.make_room("huge", 40 * MB, idle), None);
+        assert!(!b.may_fit("huge"), "a refusal is remembered");
         assert_eq!(b.make_room("new", 9 * MB, idle), Some(vec!["small".to_string()]));
         // What a profile held last time counts when it is more than the estimate.
         b.touch("grown", 12 * MB, idle);

@@ -46,7 +46,7 @@ use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::directory::MEMORY_WEIGHTS;
 use crate::core::recall::fuse::{Channel, Explanation, Ranking};
-use crate::core::recall::places::Source;
+use crate::core::recall::places::{quoted, Source};
 use crate::core::recall::scope::RecallScope;
 use crate::core::store::{json_param, json_rows};
 use crate::core::text;
@@ -198,10 +198,6 @@ pub fn phrases(terms: &[String]) -> Vec<String> {
 /// when there is nothing to search for.
 pub fn match_expr(terms: &[String]) -> Option<String> {
     quoted(&phrases(terms))
-}
-
-fn quoted(phrases: &[String]) -> Option<String> {
-    (!phrases.is_empty()).then(|| phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" OR "))
 }
 
 /// The [`phrases`] of one side of a [`TextQuery`] (its own words or its

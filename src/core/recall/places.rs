@@ -251,16 +251,19 @@ fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize) -> Result<ReadPla
     Ok(out)
 }
 
+/// An FTS5 MATCH expression OR-ing `phrases`, each quoted; `None` when
+/// there is nothing to search for.
+pub fn quoted(phrases: &[String]) -> Option<String> {
+    (!phrases.is_empty()).then(|| phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" OR "))
+}
+
 /// The best `limit` rows of the full-text table `which` matching any of
 /// `phrases`, by FTS5's `bm25()` with the column `weights`: `(rowid,
 /// bm25)`, best first, ties by rowid. Indexes the rows still waiting for
 /// their full-text rows first (usually fewer than
 /// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
 pub fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
-    if phrases.is_empty() {
-        return Ok(Vec::new());
-    }
-    let expr = phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" OR ");
+    let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
     which.catch_up(sql)?;
     let table = which.table();
     let slots: Vec<String> = weights.iter().zip(3usize..).map(|(_, i)| format!("?{i}")).collect();

@@ -431,37 +431,28 @@ impl<'a> Store<'a> {
 
     /// The version chain through `m`, oldest first.
     pub fn version_chain(&self, m: &Memory) -> Result<Vec<Memory>> {
-        let mut back = Vec::new();
         let mut seen = std::collections::HashSet::from([m.id.clone()]);
-        let mut cur = m.supersedes.clone();
+        let mut chain = self.walk_versions(m, &mut seen, |v| v.supersedes.clone())?;
+        chain.reverse();
+        chain.push(m.clone());
+        chain.extend(self.walk_versions(m, &mut seen, |v| v.superseded_by.clone())?);
+        Ok(chain)
+    }
+
+    /// The versions reached from `m` by following `next`, nearest first,
+    /// stopping at a missing memory or one already `seen`.
+    fn walk_versions(&self, m: &Memory, seen: &mut std::collections::HashSet<String>, next: fn(&Memory) -> Option<String>) -> Result<Vec<Memory>> {
+        let mut out = Vec::new();
+        let mut cur = next(m);
         while let Some(id) = cur {
             if !seen.insert(id.clone()) {
                 break;
             }
-            match self.get_memory(&id)? {
-                Some(prev) => {
-                    cur = prev.supersedes.clone();
-                    back.push(prev);
-                }
-                None => break,
-            }
+            let Some(v) = self.get_memory(&id)? else { break };
+            cur = next(&v);
+            out.push(v);
         }
-        back.reverse();
-        back.push(m.clone());
-        let mut cur = m.superseded_by.clone();
-        while let Some(id) = cur {
-            if !seen.insert(id.clone()) {
-                break;
-            }
-            match self.get_memory(&id)? {
-                Some(next) => {
-                    cur = next.superseded_by.clone();
-                    back.push(next);
-                }
-                None => break,
-            }
-        }
-        Ok(back)
+        Ok(out)
     }
 
     /// Marks active memories whose `expiresAt` has passed as expired and
