@@ -34,6 +34,13 @@ features=()
 "$CARGO_HOME/bin/worker-build" --release --no-opt "${features[@]}" "$@"
 printf '%s\n' "${FEATURES:-}" > build/features
 
+# The production build carries no function names (wasm-opt drops them too,
+# unless asked to keep debug info); a benchmark build keeps them for
+# `make bench-profile`'s function names.
+if [ -z "${FEATURES:-}" ]; then
+  node "$ROOT/scripts/strip-names.mjs" build/index_bg.wasm
+fi
+
 if [ -n "$wasm_opt" ]; then
   echo "build.sh: wasm-opt -Oz build/index_bg.wasm" >&2
   "$wasm_opt" build/index_bg.wasm -o build/index_bg.opt.wasm -Oz --debuginfo \
