@@ -1,18 +1,26 @@
 // Module entry of the Worker (wrangler.toml `main`). Thin by design: no
 // logic, validation or defaults live here.
 //
-// - ProfileObject: the Rust Durable Object class, re-exported as built by
-//   worker-build into build/index.js.
+// - ProfileObject, CatalogObject: the Rust Durable Object classes,
+//   re-exported as built by worker-build into build/index.js.
 // - default export: HTTP goes to the Rust `#[event(fetch)]` handler.
 // - MemoryService: the named entrypoint other Workers bind to
 //   ([[services]] entrypoint = "MemoryService"). getProfile(name) returns
 //   an RpcTarget whose methods, like deleteProfile, forward to the Rust
-//   export `rpc(env, profile, op, args)`. Positional arguments are packed
-//   into the same argument object the REST route would send.
+//   export `rpc(env, profile, op, args, namespace)`. Positional arguments
+//   are packed into the same argument object the REST route would send.
+//   A consumer's binding may carry `props = { namespace = "..." }`: its
+//   profiles are then that namespace's, as Cloudflare's
+//   `[[agent_memory]] namespace = "..."` scopes its binding.
+//
+// What the published interface types as `void` resolves to `undefined`,
+// and a memory's `createdAt`/`updatedAt` arrive as `Date` objects, as the
+// managed binding returns them: Date is the one conversion that needs JS,
+// so it happens here and nowhere else.
 import { WorkerEntrypoint, RpcTarget } from "cloudflare:workers";
-import RustWorker, { ProfileObject } from "../build/index.js";
+import RustWorker, { ProfileObject, CatalogObject } from "../build/index.js";
 
-export { ProfileObject };
+export { ProfileObject, CatalogObject };
 
 // Calls go through an instance of worker-build's generated entrypoint, whose
 // proxy reinitialises the Wasm instance after a panic.
@@ -57,14 +65,18 @@ export default class extends WorkerEntrypoint {
 }
 
 export class MemoryService extends WorkerEntrypoint {
-  getProfile(name) {
-    return new Profile(rust(this.ctx, this.env), this.env, name);
+  // The consumer binding's `props.namespace` (undefined without props).
+  get #namespace() {
+    return this.ctx.props?.namespace;
   }
-  deleteProfile(name) {
-    return guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", null));
+  getProfile(name) {
+    return new Profile(rust(this.ctx, this.env), this.env, name, this.#namespace);
+  }
+  async deleteProfile(name) {
+    await guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", null, this.#namespace));
   }
   restoreProfile(name) {
-    return guarded(rust(this.ctx, this.env).rpc(this.env, name, "restoreProfile", null));
+    return guarded(rust(this.ctx, this.env).rpc(this.env, name, "restoreProfile", null, this.#namespace));
   }
 }
 
@@ -76,31 +88,49 @@ const iso = (v) => (v instanceof Date ? (Number.isNaN(v.getTime()) ? String(v) :
 const withIsoTimestamps = (messages) =>
   Array.isArray(messages) ? messages.map((m) => (m && m.timestamp instanceof Date ? { ...m, timestamp: iso(m.timestamp) } : m)) : messages;
 
+// A record's `createdAt`/`updatedAt` (and those of the memories and
+// messages it holds) as Date objects; everything else as it came.
+const DATE_KEYS = new Set(["createdAt", "updatedAt"]);
+function withDates(v) {
+  if (Array.isArray(v)) return v.map(withDates);
+  if (!v || typeof v !== "object") return v;
+  for (const [k, x] of Object.entries(v)) {
+    if (DATE_KEYS.has(k) && typeof x === "string") v[k] = new Date(x);
+    else if (x && typeof x === "object") v[k] = withDates(x);
+  }
+  return v;
+}
+// `ingest` accepts any iterable of messages, as the published type says.
+const messageList = (messages) =>
+  messages != null && typeof messages !== "string" && typeof messages[Symbol.iterator] === "function" ? Array.from(messages) : messages;
+
 class Profile extends RpcTarget {
   #rust;
   #env;
   #name;
-  constructor(rustWorker, env, name) {
+  #namespace;
+  constructor(rustWorker, env, name, namespace) {
     super();
     this.#rust = rustWorker;
     this.#env = env;
     this.#name = name;
+    this.#namespace = namespace;
   }
   #call(op, args) {
-    return guarded(this.#rust.rpc(this.#env, this.#name, op, args));
+    return guarded(this.#rust.rpc(this.#env, this.#name, op, args, this.#namespace));
   }
-  ingest(messages, options) { return this.#call("ingest", { ...options, messages: withIsoTimestamps(messages) }); }
-  remember(request) { return this.#call("remember", request); }
+  async ingest(messages, options) { await this.#call("ingest", { ...options, messages: withIsoTimestamps(messageList(messages)) }); }
+  async remember(request) { return withDates(await this.#call("remember", request)); }
   recall(query, options) {
     const args = { ...options, query };
     if (args.referenceDate instanceof Date) args.referenceDate = iso(args.referenceDate);
     return this.#call("recall", args);
   }
-  list(filter) { return this.#call("list", { ...filter }); }
-  get(id) { return this.#call("get", { id }); }
-  forget(id) { return this.#call("forget", { id }); }
-  delete(id) { return this.#call("delete", { id }); }
-  deleteSession(sessionId) { return this.#call("deleteSession", { sessionId }); }
+  async list(filter) { return withDates(await this.#call("list", { ...filter })); }
+  async get(id) { return withDates(await this.#call("get", { id })); }
+  async forget(id) { return withDates(await this.#call("forget", { id })); }
+  async delete(id) { return withDates(await this.#call("delete", { id })); }
+  async deleteSession(sessionId) { await this.#call("deleteSession", { sessionId }); }
   getSummary(options) { return this.#call("getSummary", { ...options }); }
   export() { return this.#call("export", null); }
   import(data) { return this.#call("import", { data }); }

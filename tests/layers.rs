@@ -183,7 +183,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The pipelines.
     ("pipelines", &["ingest", "recall", "remember", "summary", "portable", "background"]),
     // The operations and their one dispatch.
-    ("operations", &["ops"]),
+    ("operations", &["ops", "catalog"]),
     // The ways in, and the benchmark's hooks (which drive operations).
     ("surfaces", &["rest", "mcp", "contract", "local::bench"]),
 ];

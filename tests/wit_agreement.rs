@@ -779,6 +779,7 @@ fn test_error_variant_matches_error_kinds() {
         (Error::forbidden("m"), "forbidden"),
         (Error::not_found("m"), "not-found"),
         (Error::conflict("m"), "conflict"),
+        (Error::already_exists("m"), "already-exists"),
         (Error::too_large("m"), "too-large"),
         (Error::method_not_allowed("m"), "method-not-allowed"),
         (Error::not_acceptable("m"), "not-acceptable"),

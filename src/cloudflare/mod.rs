@@ -2,6 +2,7 @@
 //! entry the JS shim forwards to, the profile Durable Object, and the
 //! adapters behind the core's ports. No pipeline logic lives here.
 
+mod catalog_object;
 mod config;
 mod do_sql;
 mod models;
@@ -13,7 +14,8 @@ mod vectorize;
 use crate::core::error::Error;
 use crate::core::mcp::{self, McpRequest};
 use crate::core::ports::LocalBoxFuture;
-use crate::core::rest::{self, Incoming, Route, Tokens};
+use crate::core::catalog::CatalogCall;
+use crate::core::rest::{self, Grant, Incoming, Route, Target, Tokens};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use worker::*;
@@ -36,10 +38,18 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // Nothing a caller sends is read before its credentials are checked for
     // the namespace in the path, and no body over the largest accepted size
     // is read at all.
-    if let Some(namespace) = rest::target_namespace(url.path()) {
+    let mut grant = None;
+    if let Some(target) = rest::target(url.path()) {
         let config = config::Config::from_env(&env);
-        let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.authorize(auth.as_deref(), &namespace));
-        if let Err(e) = authorized {
+        let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.grant(auth.as_deref())).and_then(|g| {
+            if let Target::Namespace(ns) = &target {
+                g.check(ns)?;
+            }
+            Ok(g)
+        });
+        match authorized {
+            Ok(g) => grant = Some(g),
+            Err(e) => {
             let resp = json_response(e.status(), &rest::envelope_err(&e))?;
             if url.path().starts_with("/mcp/") {
                 let headers = resp.headers().clone();
@@ -47,6 +57,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 return Ok(resp.with_headers(headers));
             }
             return Ok(resp);
+            }
         }
     }
     let limit = rest::body_limit(url.path());
@@ -78,7 +89,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         headers.set("allow", allow)?;
         return Ok(resp.with_headers(headers));
     }
-    match handle(&env, &incoming).await {
+    match handle(&env, &incoming, grant.as_ref()).await {
         Ok(Reply { body, content_type, filename }) => {
             let headers = Headers::new();
             headers.set("content-type", content_type)?;
@@ -109,10 +120,23 @@ fn json_response(status: u16, v: &Value) -> Result<Response> {
     Ok(Response::from_json(v)?.with_status(status))
 }
 
-async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Error> {
+async fn handle(env: &Env, req: &Incoming<'_>, grant: Option<&Grant>) -> std::result::Result<Reply, Error> {
     // Credentials were checked in `fetch` for the namespace in the path,
-    // which is the namespace every profile route names.
+    // which is the namespace every profile route names; the account's
+    // routes check each namespace they touch here.
     match rest::route(req)? {
+        Route::Catalog(call) => {
+            let grant = grant.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
+            if let CatalogCall::Create { name, .. } = &call {
+                grant.check(name)?;
+            }
+            let out = call_catalog(env, &call).await?;
+            let out = match &call {
+                CatalogCall::List { .. } => visible_namespaces(&out, grant)?,
+                _ => out,
+            };
+            Ok(Reply::json(rest::envelope_catalog(&call, &out)?))
+        }
         Route::Health => {
             let health = json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") });
             Ok(Reply::json(rest::envelope_ok_text("", &health.to_string())))
@@ -121,15 +145,32 @@ async fn handle(env: &Env, req: &Incoming<'_>) -> std::result::Result<Reply, Err
         Route::OpenApi => Ok(Reply::json(OPENAPI.to_string())),
         Route::Profile(call) => {
             let name = call.object_name();
-            let out = call_object_text(env, &name, call.op.name(), call.args).await?;
+            let out = call_object_text(env, &name, call.op.name(), call.args.clone()).await?;
             if call.op == crate::core::op::Op::Export {
                 let body: String = read_reply(&out)?;
                 let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
                 return Ok(Reply { body, content_type: "application/x-ndjson", filename: Some(filename) });
             }
-            Ok(Reply::json(rest::envelope_ok_text(call.op.name(), &out)))
+            Ok(Reply::json(rest::envelope_for(&call, &out)))
         }
     }
+}
+
+/// A page of namespaces without those `grant` may not touch.
+fn visible_namespaces(page: &str, grant: &Grant) -> std::result::Result<String, Error> {
+    let mut page: crate::core::catalog::NamespacePage = read_reply(page)?;
+    page.namespaces.retain(|n| grant.allows(&n.name));
+    serde_json::to_string(&page).map_err(|e| Error::storage(format!("failed to write a page of namespaces: {e}")))
+}
+
+/// Sends one call to the namespace catalog's Durable Object.
+pub async fn call_catalog(env: &Env, call: &CatalogCall) -> std::result::Result<String, Error> {
+    let stub = env
+        .durable_object("CATALOG")
+        .and_then(|ns| ns.get_by_name(catalog_object::CATALOG_NAME))
+        .map_err(|e| Error::config(format!("failed to address the namespace catalog: {e}")))?;
+    let body = serde_json::to_string(call).map_err(|e| Error::storage(format!("failed to write a catalog call: {e}")))?;
+    object_reply(&stub, body).await
 }
 
 /// The MCP endpoint: the core's MCP handler over the profile's Durable
@@ -177,10 +218,15 @@ pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> s
         .durable_object("PROFILES")
         .and_then(|ns| ns.get_by_name(name))
         .map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
+    object_reply(&stub, json!({ "name": name, "op": op, "args": args }).to_string()).await
+}
+
+/// Posts `body` to a Durable Object and reads its `reply`: the result's
+/// JSON text, or the error it carries.
+async fn object_reply(stub: &Stub, body: String) -> std::result::Result<String, Error> {
     let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_body(Some(JsValue::from_str(&json!({ "name": name, "op": op, "args": args }).to_string())));
-    let req = Request::new_with_init("https://profile.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
+    init.with_method(Method::Post).with_body(Some(JsValue::from_str(&body)));
+    let req = Request::new_with_init("https://object.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
     // What the platform says of a failed call (a stack, a file path) stays
     // out of the answer: the caller learns that the outcome is unknown.
     let resp = stub
@@ -231,12 +277,18 @@ pub(crate) fn js_error_message(e: &JsValue) -> String {
 /// operation's result, or throws an `Error` whose `code` and message are
 /// those REST would put in its envelope.
 #[wasm_bindgen]
-pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue) -> std::result::Result<JsValue, JsValue> {
+pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespace: JsValue) -> std::result::Result<JsValue, JsValue> {
     let out = async {
         // Taken as a JsValue: a caller may send anything, and a name that is
         // not a string is an invalid argument, not a trap.
         let profile = profile.as_string().ok_or_else(|| Error::invalid("profile name must be a string"))?;
-        let (ns, p) = rest::rpc_profile_name(&profile)?;
+        // The binding's `props.namespace`, when its consumer gave one.
+        let namespace = match namespace.as_string() {
+            Some(ns) => Some(ns),
+            None if namespace.is_undefined() || namespace.is_null() => None,
+            None => return Err(Error::invalid("the binding's props.namespace must be a string")),
+        };
+        let (ns, p) = rest::rpc_profile_name(&profile, namespace.as_deref())?;
         let args: Value = if args.is_undefined() || args.is_null() {
             Value::Null
         } else {

@@ -14,7 +14,7 @@ use crate::core::local::vector::Packed;
 use crate::core::ops::{Limits, Op, Profile};
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::store::META_NAME;
+use crate::core::store::{META_CATALOGED, META_NAME};
 use crate::core::ops::MemoryView;
 use crate::core::resident::Budget;
 use std::cell::{Cell, RefCell};
@@ -301,6 +301,9 @@ impl ProfileObject {
         if call.op == "stats" {
             profile.memory = memory_view(&self.resident);
         }
+        if Op::parse(&call.op).is_some_and(Op::creates) {
+            self.catalog(&profile, &call.name).await?;
+        }
         let out = match self.bench_call(&profile, &call).await {
             Some(out) => out,
             None => profile.dispatch_json(&call.op, call.args).await,
@@ -318,6 +321,26 @@ impl ProfileObject {
             self.schedule(&profile).await?;
         }
         out
+    }
+
+    /// Before a write that may create the profile: records it in the
+    /// namespace catalog (which creates a namespace nobody created), once.
+    /// A profile of a deleted namespace whose purge has not run yet is
+    /// purged first.
+    async fn catalog(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
+        let store = profile.store();
+        if store.meta_get(META_CATALOGED)?.is_some() {
+            return Ok(());
+        }
+        let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
+        let call = crate::core::catalog::CatalogCall::Register { namespace: namespace.to_string(), profile: profile_name.to_string() };
+        let text = crate::cloudflare::call_catalog(&self.env, &call).await?;
+        let registration: crate::core::catalog::Registration =
+            serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+        if registration.purge_first {
+            profile.purge_now()?;
+        }
+        store.meta_set(META_CATALOGED, "1")
     }
 
     /// A benchmark operation's answer, when `call` is one and the Worker
@@ -484,7 +507,7 @@ impl ProfileObject {
 
 /// The reply to the Worker: `{"ok": result}` (the result's JSON text
 /// spliced in as it is) or `{"error": {code, message}}`.
-fn reply(out: std::result::Result<String, Error>) -> Result<Response> {
+pub(crate) fn reply(out: std::result::Result<String, Error>) -> Result<Response> {
     let body = match out {
         Ok(result) => format!("{{\"ok\":{result}}}"),
         Err(e) => json!({ "error": { "code": e.code(), "message": e.message() } }).to_string(),

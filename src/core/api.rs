@@ -17,11 +17,17 @@ pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
 pub const MAX_QUERY_BYTES: usize = 1024;
 /// Longest session id.
 pub const MAX_SESSION_ID_CHARS: usize = 64;
-/// Longest profile or namespace name.
+/// Longest namespace name (the published limits).
 pub const MAX_NAME_CHARS: usize = 32;
+/// Longest profile name (the published limits: 100 characters).
+pub const MAX_PROFILE_NAME_CHARS: usize = 100;
+/// Longest id a lookup accepts (ids are opaque to callers; ours are 26 or
+/// 32 characters).
+pub const MAX_ID_CHARS: usize = 64;
 /// List page size bounds.
 pub const MAX_PAGE_SIZE: usize = 1000;
-pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// The published default page size of `list`.
+pub const DEFAULT_PAGE_SIZE: usize = 20;
 /// Shortest content `remember` accepts, in characters besides white
 /// space: any non-blank statement, however short ("Prefers dark mode."),
 /// as Cloudflare's published interface takes it.
@@ -201,14 +207,24 @@ pub struct SummaryRequest {
     pub session_id: Option<String>,
 }
 
-/// Checks a profile or namespace name: 1-32 characters of `[A-Za-z0-9._-]`,
-/// and not `.` or `..`.
-pub fn validate_name(what: &str, name: &str) -> Result<()> {
+/// Checks a namespace name: 1-32 characters of `[A-Za-z0-9._-]`, and not
+/// `.` or `..`.
+pub fn validate_namespace(name: &str) -> Result<()> {
+    validate_name_up_to("namespace", name, MAX_NAME_CHARS)
+}
+
+/// Checks a profile name: 1-100 characters of `[A-Za-z0-9._-]`, and not
+/// `.` or `..`.
+pub fn validate_profile(name: &str) -> Result<()> {
+    validate_name_up_to("profile", name, MAX_PROFILE_NAME_CHARS)
+}
+
+fn validate_name_up_to(what: &str, name: &str, max: usize) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid(format!("{what} name must not be empty")));
     }
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(Error::invalid(format!("{what} name must be at most {MAX_NAME_CHARS} characters")));
+    if name.chars().count() > max {
+        return Err(Error::invalid(format!("{what} name must be at most {max} characters")));
     }
     if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
         return Err(Error::invalid(format!("{what} name must match [A-Za-z0-9._-]")));
@@ -306,12 +322,14 @@ pub fn validate_search_queries(what: &str, queries: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Checks an id argument (memory ids are 32 lowercase hex characters).
+/// Checks an id argument: 1-64 ASCII letters and digits. Ids are opaque
+/// to callers (the published samples are not ids this service makes), so
+/// a well-formed id nobody holds is a 404, not a 400.
 pub fn validate_id(id: &str) -> Result<()> {
-    if crate::core::ids::is_id(id) {
+    if !id.is_empty() && id.len() <= MAX_ID_CHARS && id.bytes().all(|b| b.is_ascii_alphanumeric()) {
         Ok(())
     } else {
-        Err(Error::invalid("id must be 32 lowercase hexadecimal characters"))
+        Err(Error::invalid(format!("id must be 1-{MAX_ID_CHARS} ASCII letters and digits")))
     }
 }
 
@@ -413,12 +431,14 @@ mod tests {
 
     #[test]
     fn test_names_out_of_pattern_are_refused() {
-        for bad in ["", "..", ".", "a/b", "a%2Fb", "ａbc", &"x".repeat(33), "a b"] {
-            assert!(validate_name("profile", bad).is_err(), "{bad:?} accepted");
+        for bad in ["", "..", ".", "a/b", "a%2Fb", "ａbc", &"x".repeat(101), "a b"] {
+            assert!(validate_profile(bad).is_err(), "{bad:?} accepted");
         }
-        for good in ["p1", "my-project", "a.b_c", &"x".repeat(32)] {
-            assert!(validate_name("profile", good).is_ok(), "{good:?} refused");
+        for good in ["p1", "my-project", "a.b_c", &"x".repeat(32), &"x".repeat(100)] {
+            assert!(validate_profile(good).is_ok(), "{good:?} refused");
         }
+        assert!(validate_namespace(&"x".repeat(32)).is_ok());
+        assert!(validate_namespace(&"x".repeat(33)).is_err());
     }
 
     #[test]

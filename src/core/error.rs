@@ -26,6 +26,9 @@ enum Kind {
     NotFound,
     /// The request conflicts with the stored state.
     Conflict,
+    /// A name to be created is taken (the published code 10008: "Namespace
+    /// name already exists").
+    AlreadyExists,
     /// The request is too large.
     TooLarge,
     /// The path exists, but not for this method.
@@ -66,6 +69,9 @@ impl Error {
     }
     pub fn conflict(message: impl Into<String>) -> Error {
         Error::new(Kind::Conflict, message)
+    }
+    pub fn already_exists(message: impl Into<String>) -> Error {
+        Error::new(Kind::AlreadyExists, message)
     }
     pub fn too_large(message: impl Into<String>) -> Error {
         Error::new(Kind::TooLarge, message)
@@ -127,7 +133,8 @@ impl Error {
             Kind::Conflict => 10005,
             Kind::TooLarge => 10006,
             Kind::MethodNotAllowed => 10007,
-            Kind::NotAcceptable => 10008,
+            Kind::AlreadyExists => 10008,
+            Kind::NotAcceptable => 10013,
             Kind::UnsupportedMediaType => 10009,
             Kind::Storage => 10010,
             Kind::Provider => 10011,
@@ -142,7 +149,7 @@ impl Error {
             Kind::Unauthenticated => 401,
             Kind::Forbidden => 403,
             Kind::NotFound => 404,
-            Kind::Conflict => 409,
+            Kind::Conflict | Kind::AlreadyExists => 409,
             Kind::TooLarge => 413,
             Kind::MethodNotAllowed => 405,
             Kind::NotAcceptable => 406,
@@ -165,7 +172,8 @@ impl Error {
             10005 => Kind::Conflict,
             10006 => Kind::TooLarge,
             10007 => Kind::MethodNotAllowed,
-            10008 => Kind::NotAcceptable,
+            10008 => Kind::AlreadyExists,
+            10013 => Kind::NotAcceptable,
             10009 => Kind::UnsupportedMediaType,
             10011 => Kind::Provider,
             10012 => Kind::Config,

@@ -4,9 +4,11 @@
 //! * Message ids are content-addressed: SHA-256 over the session id, role
 //!   and content, each field prefixed by its byte length (so no two
 //!   different triples encode alike), truncated to 128 bits, lowercase hex.
-//! * Memory ids sort by creation time: 12 hex digits of milliseconds since
-//!   the epoch, then 20 hex digits derived from the memory's fingerprint
-//!   and a per-call sequence number.
+//! * Memory ids are ULIDs: 48 bits of milliseconds since the epoch, then
+//!   80 bits derived from the memory's fingerprint and a per-call sequence
+//!   number, as 26 characters of Crockford base32, lowercase. They sort by
+//!   creation time, after every id of the earlier form (32 hex digits: 12
+//!   of milliseconds, 20 of the same derivation), which stay valid.
 
 use sha2::{Digest, Sha256};
 
@@ -34,18 +36,74 @@ pub fn fingerprint(kind: &str, content: &str) -> String {
     hex(h.finalize().iter().take(16))
 }
 
-/// A time-sortable memory id (32 hex characters).
+/// Crockford's base32 alphabet, lowercase (no i, l, o, u).
+const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+
+/// Length of a ULID in characters.
+pub const ULID_CHARS: usize = 26;
+
+/// A time-sortable memory id: a ULID (26 lowercase Crockford base32
+/// characters). Lowercase, so that every id of the earlier hex form (all
+/// made before now, so starting `019` or `01a`) sorts before it, as the
+/// time order says.
 pub fn memory_id(now_millis: i64, fingerprint: &str, seq: u64) -> String {
     let mut h = Sha256::new();
     h.update(fingerprint.as_bytes());
     h.update(seq.to_be_bytes());
-    let tail = hex(h.finalize().iter().take(10));
-    format!("{:012x}{}", now_millis.max(0) as u64 & 0xffff_ffff_ffff, tail)
+    let digest = h.finalize();
+    let time = u128::from(now_millis.max(0) as u64 & 0xffff_ffff_ffff);
+    let tail = digest.iter().take(10).fold(0u128, |acc, b| (acc << 8) | u128::from(*b));
+    id_of_key(((time << 80) | tail) | ULID_KEY_BIT)
 }
 
-/// Whether `s` looks like an id of ours (32 lowercase hex characters).
+/// The bit that marks a ULID's 128-bit key (see [`key_of_id`]): a ULID's
+/// own top bit is its time's, zero until the year 6429.
+const ULID_KEY_BIT: u128 = 1 << 127;
+
+/// An id this service makes as 128 bits, for compact in-memory tables:
+/// a hex id's value, or a ULID's with [`ULID_KEY_BIT`] set, so that the
+/// two forms never share a key. `None` for any other text.
+pub fn key_of_id(id: &str) -> Option<u128> {
+    if is_hex_id(id) {
+        return u128::from_str_radix(id, 16).ok().filter(|k| k & ULID_KEY_BIT == 0);
+    }
+    if !is_ulid(id) {
+        return None;
+    }
+    let mut value: u128 = 0;
+    for b in id.bytes() {
+        let digit = CROCKFORD.iter().position(|c| *c == b)? as u128;
+        value = (value << 5) | digit;
+    }
+    (value & ULID_KEY_BIT == 0).then_some(value | ULID_KEY_BIT)
+}
+
+/// The id whose key [`key_of_id`] gave.
+pub fn id_of_key(key: u128) -> String {
+    if key & ULID_KEY_BIT == 0 {
+        return format!("{key:032x}");
+    }
+    let value = key & !ULID_KEY_BIT;
+    (0..ULID_CHARS)
+        .rev()
+        .map(|i| char::from(CROCKFORD.get(((value >> (5 * i)) & 31) as usize).copied().unwrap_or(b'0')))
+        .collect()
+}
+
+/// Whether `s` is an id this service makes: a ULID (lowercase, see
+/// [`memory_id`]) or the earlier 32 lowercase hex characters.
 pub fn is_id(s: &str) -> bool {
+    is_hex_id(s) || is_ulid(s)
+}
+
+/// 32 lowercase hex characters (message ids; memory ids before ULIDs).
+pub fn is_hex_id(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A lowercase ULID whose first character keeps it within 128 bits.
+pub fn is_ulid(s: &str) -> bool {
+    s.len() == ULID_CHARS && s.bytes().all(|b| CROCKFORD.contains(&b)) && s.as_bytes().first().is_some_and(|b| *b <= b'7')
 }
 
 /// Lowercase hex of `bytes` (a digest, or the leading bytes of one).
@@ -84,5 +142,38 @@ mod tests {
         let late = memory_id(2_000, "a", 0);
         assert!(early < late);
         assert!(is_id(&early));
+    }
+
+    #[test]
+    fn test_memory_ids_are_ulids_with_the_time_in_front() {
+        // 2026-04-21T00:00:00Z
+        let id = memory_id(1_776_729_600_000, "f", 0);
+        assert_eq!(id.len(), 26);
+        assert!(is_ulid(&id) && !is_hex_id(&id));
+        // The first ten characters are the 48-bit time alone.
+        assert_eq!(&id[..10], &memory_id(1_776_729_600_000, "other", 7)[..10]);
+        assert_eq!(&id[..10], "01kpp6ym00");
+    }
+
+    #[test]
+    fn test_ids_of_either_form_round_trip_through_their_keys() {
+        let hex = message_id("s", "user", "x");
+        let ulid = memory_id(1_776_729_600_000, "f", 3);
+        for id in [&hex, &ulid] {
+            assert_eq!(id_of_key(key_of_id(id).unwrap()), *id);
+        }
+        assert_ne!(key_of_id(&hex), key_of_id(&ulid));
+        assert_eq!(key_of_id("01JSGCEXAMPLE000000000000"), None);
+    }
+
+    #[test]
+    fn test_ulids_sort_after_every_earlier_hex_id() {
+        // The last hex id made before the switch, and one from 2039 (the
+        // form could not reach further before sorting past a ULID of 2026).
+        let hex_now = format!("{:012x}{}", 1_796_000_000_000u64, "f".repeat(20));
+        let hex_2039 = format!("{:012x}{}", 0x01ff_ffff_ffffu64, "f".repeat(20));
+        let ulid = memory_id(1_796_000_000_001, "f", 0);
+        assert!(is_hex_id(&hex_now) && is_hex_id(&hex_2039));
+        assert!(hex_now < ulid && hex_2039 < ulid, "{hex_now} {hex_2039} {ulid}");
     }
 }

@@ -9,6 +9,7 @@
 //! * `llm`: the language-model reasoner over any `ChatModel`;
 //! * `local/`: the in-Worker embedder and the SQLite vector index;
 //! * `store`, `schema`: the profile database;
+//! * `catalog`: which namespaces exist and the profiles each holds;
 //! * `background`: the outbox drain the alarm runs.
 
 // No panic reachable from input: outside tests, the core neither unwraps
@@ -28,6 +29,7 @@
 
 pub mod api;
 pub mod background;
+pub mod catalog;
 pub mod context;
 pub mod contract;
 pub mod dates;

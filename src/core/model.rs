@@ -149,7 +149,9 @@ pub struct Memory {
     pub key: Option<String>,
     pub summary: String,
     pub content: String,
-    #[schemars(with = "crate::core::wire::SessionId")]
+    /// `null` for a memory remembered without a session.
+    #[serde(with = "crate::core::wire::nullable_session")]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: String,
     #[schemars(with = "Vec<crate::core::wire::Id>")]
     pub source_message_ids: Vec<String>,
@@ -207,13 +209,61 @@ pub struct MemoryDetail {
     pub source_messages: Vec<Message>,
 }
 
-/// A page of memories.
+/// A page of memories, as the store reads it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListPage {
     pub memories: Vec<Memory>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<crate::core::wire::Id>")]
     pub cursor: Option<String>,
+}
+
+/// A memory in a list: the memory without its `content`, as the
+/// published interface lists them (`get` gives the whole memory).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryEntry {
+    #[schemars(with = "crate::core::wire::Id")]
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: MemoryType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub summary: String,
+    /// `null` for a memory remembered without a session.
+    #[serde(with = "crate::core::wire::nullable_session")]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
+    pub session_id: String,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_date: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+impl From<Memory> for MemoryEntry {
+    fn from(m: Memory) -> MemoryEntry {
+        let Memory { id, kind, key, summary, session_id, status, event_date, created_at, updated_at, expires_at, .. } = m;
+        MemoryEntry { id, kind, key, summary, session_id, status, event_date, created_at, updated_at, expires_at }
+    }
+}
+
+/// What `list` returns: a page of entries, and the cursor of the next
+/// page (absent on the last one).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryList {
+    pub memories: Vec<MemoryEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::core::wire::Id>")]
+    pub cursor: Option<String>,
+}
+
+impl From<ListPage> for MemoryList {
+    fn from(page: ListPage) -> MemoryList {
+        MemoryList { memories: page.memories.into_iter().map(MemoryEntry::from).collect(), cursor: page.cursor }
+    }
 }
 
 /// What `ingest` reports.
@@ -276,13 +326,14 @@ pub struct Summary {
     pub summary: String,
 }
 
-/// What `delete` returns: the memory, every memory that cited one of its
-/// source messages, and those messages.
+/// What `delete` returns: the deleted memory (as the published interface
+/// returns it), every memory that cited one of its source messages, and
+/// those messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteReport {
-    #[schemars(with = "crate::core::wire::Id")]
-    pub id: String,
+    #[serde(flatten)]
+    pub memory: Memory,
     #[schemars(with = "Vec<crate::core::wire::Id>")]
     pub deleted_memories: Vec<String>,
     #[schemars(with = "Vec<crate::core::wire::Id>")]

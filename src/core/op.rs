@@ -25,10 +25,13 @@ pub enum Op {
     RestoreProfile,
     /// The alarm's background drain; no way in offers it to callers.
     Drain,
+    /// Wipes the profile at once: a namespace's deletion sends it to each
+    /// of its profiles; no way in offers it to callers.
+    Purge,
 }
 
 impl Op {
-    pub const ALL: [Op; 15] = [
+    pub const ALL: [Op; 16] = [
         Op::Ingest,
         Op::Remember,
         Op::Recall,
@@ -44,6 +47,7 @@ impl Op {
         Op::DeleteProfile,
         Op::RestoreProfile,
         Op::Drain,
+        Op::Purge,
     ];
 
     /// Its name: REST's `operationId`, the RPC method, the internal call.
@@ -64,6 +68,7 @@ impl Op {
             Op::DeleteProfile => "deleteProfile",
             Op::RestoreProfile => "restoreProfile",
             Op::Drain => "drain",
+            Op::Purge => "purge",
         }
     }
 
@@ -71,9 +76,10 @@ impl Op {
         Op::ALL.into_iter().find(|op| op.name() == name)
     }
 
-    /// Whether callers reach it (REST, RPC); the drain is the alarm's own.
+    /// Whether callers reach it (REST, RPC); the drain is the alarm's
+    /// own, the purge the catalog's.
     pub fn is_public(self) -> bool {
-        self != Op::Drain
+        !matches!(self, Op::Drain | Op::Purge)
     }
 
     /// Whether it may write: the object checks its alarm after it.
@@ -90,10 +96,17 @@ impl Op {
         matches!(self, Op::Recall)
     }
 
+    /// Whether it may create a profile (a profile is created by its first
+    /// write): a profile marked for deletion is purged before it runs, and
+    /// a namespace nobody created is created by it.
+    pub fn creates(self) -> bool {
+        matches!(self, Op::Ingest | Op::Remember | Op::Import)
+    }
+
     /// Whether a profile marked for deletion still answers it: the
     /// deletion itself (again), its undoing, and the drain that purges.
     pub fn answers_while_marked(self) -> bool {
-        matches!(self, Op::DeleteProfile | Op::RestoreProfile | Op::Drain)
+        matches!(self, Op::DeleteProfile | Op::RestoreProfile | Op::Drain | Op::Purge)
     }
 }
 
@@ -118,6 +131,7 @@ pub enum Call {
     DeleteProfile,
     RestoreProfile,
     Drain,
+    Purge,
 }
 
 /// The arguments of the operations that name one memory.
@@ -167,6 +181,7 @@ impl Call {
             Op::DeleteProfile => none(args, Call::DeleteProfile)?,
             Op::RestoreProfile => none(args, Call::RestoreProfile)?,
             Op::Drain => none(args, Call::Drain)?,
+            Op::Purge => none(args, Call::Purge)?,
         })
     }
 
@@ -188,6 +203,7 @@ impl Call {
             Call::DeleteProfile => Op::DeleteProfile,
             Call::RestoreProfile => Op::RestoreProfile,
             Call::Drain => Op::Drain,
+            Call::Purge => Op::Purge,
         }
     }
 }

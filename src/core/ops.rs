@@ -49,13 +49,19 @@ impl<'a> Profile<'a> {
     /// Runs a decoded call; its result as JSON text.
     pub async fn execute(&self, call: Call) -> Result<String> {
         if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
-            return Err(Error::not_found("this profile is marked for deletion (restore it with POST …/restore)"));
+            if !call.op().creates() {
+                return Err(Error::not_found("profile not found: it is marked for deletion (restore it with POST …/restore)"));
+            }
+            // A profile is created by its first write, and one deleted
+            // counts as gone: a write purges what is marked now (it can no
+            // longer be restored) and lands in an empty profile.
+            self.purge_now()?;
         }
         match call {
             Call::Ingest(req) => to_json(&self.ingest(req).await?),
             Call::Remember(req) => to_json(&self.remember(req).await?),
             Call::Recall(req) => to_json(&self.recall(req).await?),
-            Call::List(req) => to_json(&self.list(req)?),
+            Call::List(req) => to_json(&crate::core::model::MemoryList::from(self.list(req)?)),
             Call::Get { id } => to_json(&self.get(&id)?),
             Call::Forget { id } => to_json(&self.forget(&id)?),
             Call::Delete { id } => {
@@ -75,6 +81,10 @@ impl<'a> Profile<'a> {
             Call::DeleteProfile => to_json(&self.mark_deleted()?),
             Call::RestoreProfile => to_json(&self.restore()?),
             Call::Drain => to_json(&self.drain().await?),
+            Call::Purge => {
+                self.purge_now()?;
+                to_json(&json!({ "purged": true }))
+            }
         }
     }
 
@@ -167,7 +177,8 @@ impl<'a> Profile<'a> {
             store.delete_memories(&memory_ids)?;
             store.delete_messages(&memory.source_message_ids)?;
             store.purge_deleted_text()?;
-            Ok(DeleteReport { id: id.to_string(), deleted_memories: memory_ids, deleted_messages: memory.source_message_ids.clone() })
+            let deleted_messages = memory.source_message_ids.clone();
+            Ok(DeleteReport { memory: memory.clone(), deleted_memories: memory_ids, deleted_messages })
         })
     }
 
@@ -250,6 +261,7 @@ impl<'a> Profile<'a> {
         let store = self.store();
         let marked_at = match store.deletion_mark()? {
             Some(at) => at,
+            None if store.is_empty()? => return Err(Error::not_found("profile not found: nothing was ever written to it")),
             None => {
                 store.mark_for_deletion(self.now)?;
                 self.now
@@ -275,6 +287,15 @@ impl<'a> Profile<'a> {
     /// is marked.
     pub fn purge_due(&self) -> Result<Option<i64>> {
         Ok(self.store().deletion_mark()?.map(|at| at.saturating_add(self.limits.delete_grace_millis)))
+    }
+
+    /// Wipes the profile at once and takes its deletion mark away: what a
+    /// write into a deleted profile does first, and a namespace's deletion
+    /// does to each of its profiles.
+    pub fn purge_now(&self) -> Result<()> {
+        let store = self.store();
+        self.wipe()?;
+        store.clear_deletion_mark()
     }
 
     /// Deletes every row of the profile, then every vector.

@@ -145,9 +145,12 @@ fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<Strin
 /// correctly as text.
 fn checked_memory(mut m: Memory) -> Result<Memory> {
     if !ids::is_id(&m.id) {
-        return Err(Error::invalid("memory id is not 32 lowercase hex characters"));
+        return Err(Error::invalid("memory id is neither a lowercase ULID nor 32 lowercase hex characters"));
     }
-    api::validate_session_id(&m.session_id)?;
+    // Empty: remembered without a session (exported as `null`).
+    if !m.session_id.is_empty() {
+        api::validate_session_id(&m.session_id)?;
+    }
     redact(&mut m.content);
     redact(&mut m.summary);
     m.search_queries.iter_mut().for_each(redact);

@@ -10,11 +10,13 @@ use crate::core::context::Profile;
 use crate::core::provider::{Candidate, Line, Reasoner, Transcript};
 use crate::core::time::{iso, parse_millis};
 
-/// Session id of memories remembered without one.
-pub const DEFAULT_SESSION: &str = "default";
+/// Session id stored for a memory remembered without one: empty, which
+/// no caller can give, and which reads back as `null`
+/// (`wire::nullable_session`).
+pub const NO_SESSION: &str = "";
 
 pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
-    let session_id = req.session_id.clone().unwrap_or_else(|| DEFAULT_SESSION.to_string());
+    let session_id = req.session_id.clone().unwrap_or_else(|| NO_SESSION.to_string());
     let today = chrono::DateTime::from_timestamp_millis(p.now).unwrap_or_default().date_naive();
     let content = dates::resolve(req.content.trim(), today);
     let transcript = Transcript {

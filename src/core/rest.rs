@@ -2,10 +2,21 @@
 //! bearer token, and the response envelope. The Worker's fetch handler
 //! only moves bytes between this module and the platform.
 //!
-//! Base path (compatible with the managed service's documented API):
-//! `/accounts/{account}/agent-memory/namespaces/{namespace}/profiles/{profile}`.
+//! Two prefixes reach the same operations:
+//! - `/client/v4/accounts/{account}/agent-memory/...`, Cloudflare's
+//!   published HTTP API, answered as documented ([`Dialect::Published`]):
+//!   ingest and the deletions answer `null`, a list is an array with
+//!   `result_info {cursor, per_page, count}`;
+//! - `/accounts/{account}/agent-memory/...`, this service's first form
+//!   ([`Dialect::Original`]): the same requests, and the full reports
+//!   (ingest's report, the deletions' counts, a list as a page object).
+//!
+//! Under either: `namespaces` (create, list), `namespaces/{ns}` (get,
+//! delete), and `namespaces/{ns}/profiles/{profile}/...` (the profile
+//! operations).
 
 use crate::core::api::{self, MAX_IMPORT_BYTES};
+use crate::core::catalog::CatalogCall;
 use crate::core::error::{Error, Result};
 use crate::core::op::Op;
 use serde_json::{json, Map, Value};
@@ -25,6 +36,15 @@ pub fn body_limit(path: &str) -> usize {
     }
 }
 
+/// Which form of the API a request came through (see the module's docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// `/client/v4/accounts/...`: results as Cloudflare documents them.
+    Published,
+    /// `/accounts/...`: this service's full reports.
+    Original,
+}
+
 /// Where a request goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Route {
@@ -32,6 +52,8 @@ pub enum Route {
     OpenApi,
     /// An operation on one profile.
     Profile(ProfileCall),
+    /// Namespace management, answered by the catalog.
+    Catalog(CatalogCall),
     /// The MCP endpoint of one profile (`/mcp/namespaces/{ns}/profiles/{p}`);
     /// any method (the MCP module answers 405 where due).
     Mcp { namespace: String, profile: String },
@@ -44,6 +66,7 @@ pub struct ProfileCall {
     pub profile: String,
     pub op: Op,
     pub args: Value,
+    pub dialect: Dialect,
 }
 
 impl ProfileCall {
@@ -52,6 +75,11 @@ impl ProfileCall {
     pub fn object_name(&self) -> String {
         object_name(&self.namespace, &self.profile)
     }
+
+    /// The page size a list asked for (what `result_info.per_page` says).
+    pub fn per_page(&self) -> usize {
+        self.args.get("limit").and_then(Value::as_u64).map_or(api::DEFAULT_PAGE_SIZE, |n| n as usize)
+    }
 }
 
 pub fn object_name(namespace: &str, profile: &str) -> String {
@@ -59,12 +87,20 @@ pub fn object_name(namespace: &str, profile: &str) -> String {
 }
 
 /// Splits a profile name as RPC callers give it: `"ns/profile"`, or
-/// `"profile"` in the `default` namespace. Both parts follow the REST name
-/// rules.
-pub fn rpc_profile_name(name: &str) -> Result<(String, String)> {
-    let (ns, profile) = name.split_once('/').unwrap_or(("default", name));
-    api::validate_name("namespace", ns)?;
-    api::validate_name("profile", profile)?;
+/// `"profile"` in `namespace` (the binding's `props.namespace`, else
+/// `default`). Both parts follow the REST name rules; a binding scoped to
+/// a namespace takes plain profile names only.
+pub fn rpc_profile_name(name: &str, namespace: Option<&str>) -> Result<(String, String)> {
+    let (ns, profile) = match (namespace, name.split_once('/')) {
+        (Some(ns), None) => (ns, name),
+        (Some(_), Some(_)) => {
+            return Err(Error::invalid("profile name must not contain '/': this binding is scoped to one namespace"))
+        }
+        (None, Some((ns, profile))) => (ns, profile),
+        (None, None) => ("default", name),
+    };
+    api::validate_namespace(ns)?;
+    api::validate_profile(profile)?;
     Ok((ns.to_string(), profile.to_string()))
 }
 
@@ -88,8 +124,25 @@ fn segments(path: &str) -> Option<Vec<&str>> {
     (!segments.iter().any(|s| s.is_empty())).then_some(segments)
 }
 
+/// The dialect, the account and what follows `agent-memory/` of an API
+/// path, under either prefix.
+fn api_path<'s, 'p>(segments: &'s [&'p str]) -> Option<(Dialect, &'p str, &'s [&'p str])> {
+    match segments {
+        ["client", "v4", "accounts", account, "agent-memory", rest @ ..] => Some((Dialect::Published, *account, rest)),
+        ["accounts", account, "agent-memory", rest @ ..] => Some((Dialect::Original, *account, rest)),
+        _ => None,
+    }
+}
+
 fn no_route(req: &Incoming<'_>) -> Error {
     Error::not_found(format!("no route for {} {}", api::quoted(req.method), api::quoted(req.path)))
+}
+
+/// The body of a namespace's creation.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateNamespace {
+    name: String,
 }
 
 /// Routes a request. Errors are 4xx: unknown path (404, also for a path
@@ -103,57 +156,99 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
     }
     if let ["mcp", "namespaces", namespace, "profiles", profile] = segments.as_slice() {
         let (namespace, profile) = (decode(namespace)?, decode(profile)?);
-        api::validate_name("namespace", &namespace)?;
-        api::validate_name("profile", &profile)?;
+        api::validate_namespace(&namespace)?;
+        api::validate_profile(&profile)?;
         return Ok(Route::Mcp { namespace, profile });
     }
-    let ["accounts", account, "agent-memory", "namespaces", namespace, "profiles", profile, rest @ ..] = segments.as_slice()
-    else {
-        return Err(no_route(req));
+    let (dialect, account, rest) = api_path(&segments).ok_or_else(|| no_route(req))?;
+    let account = decode(account)?;
+    let catalog = match (req.method, rest) {
+        ("POST", ["namespaces"]) => {
+            let body: CreateNamespace = api::parse(json_body(req)?)?;
+            Some(CatalogCall::Create { account, name: body.name })
+        }
+        ("GET", ["namespaces"]) => {
+            let args = query_args(req.query, &[("per_page", "perPage"), ("limit", "perPage")], &["perPage"])?;
+            let per_page = args.get("perPage").and_then(Value::as_u64).map(|n| n as usize);
+            let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
+            if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor"))) {
+                return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));
+            }
+            Some(CatalogCall::List { account, per_page, cursor })
+        }
+        ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
+        ("DELETE", ["namespaces", ns]) => Some(CatalogCall::Delete { name: decode(ns)? }),
+        _ => None,
     };
-    if account.is_empty() {
-        return Err(Error::invalid("account must not be empty"));
+    if let Some(call) = catalog {
+        return Ok(Route::Catalog(call));
     }
+    let ["namespaces", namespace, "profiles", profile, rest @ ..] = rest else {
+        return Err(unrouted(req));
+    };
     let namespace = decode(namespace)?;
     let profile = decode(profile)?;
-    api::validate_name("namespace", &namespace)?;
-    api::validate_name("profile", &profile)?;
+    api::validate_namespace(&namespace)?;
+    api::validate_profile(&profile)?;
     let (op, args) = match (req.method, rest) {
         ("POST", ["ingest"]) => (Op::Ingest, json_body(req)?),
         ("POST", ["remember"]) => (Op::Remember, json_body(req)?),
         ("POST", ["recall"]) => (Op::Recall, json_body(req)?),
-        ("GET", ["memories"]) => (Op::List, query_args(req.query, &["limit"])?),
+        ("GET", ["memories"]) => (Op::List, query_args(req.query, LIST_QUERY_NAMES, &["limit"])?),
         ("GET", ["memories", id]) => (Op::Get, json!({ "id": decode(id)? })),
         ("DELETE", ["memories", id]) => (Op::Delete, json!({ "id": decode(id)? })),
         ("POST", ["memories", id, "forget"]) => (Op::Forget, json!({ "id": decode(id)? })),
-        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &[])?),
+        ("POST", ["summary"]) => (Op::GetSummary, optional_json_body(req)?),
+        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &[("session_id", "sessionId")], &[])?),
         ("DELETE", ["sessions", sid]) => (Op::DeleteSession, json!({ "sessionId": decode(sid)? })),
         ("GET", ["export"]) => (Op::Export, json!({})),
         ("POST", ["import"]) => (Op::Import, json!({ "data": import_body(req)? })),
         ("GET", ["stats"]) => (Op::Stats, json!({})),
         ("DELETE", []) => (Op::DeleteProfile, json!({})),
         ("POST", ["restore"]) => (Op::RestoreProfile, json!({})),
-        _ if allowed_methods(req.path).is_some() => {
-            return Err(Error::method_not_allowed(format!(
-                "method {} is not allowed on {}",
-                api::quoted(req.method),
-                api::quoted(req.path)
-            )));
-        }
-        _ => return Err(no_route(req)),
+        _ => return Err(unrouted(req)),
     };
-    Ok(Route::Profile(ProfileCall { namespace, profile, op, args }))
+    Ok(Route::Profile(ProfileCall { namespace, profile, op, args, dialect }))
 }
 
-/// The namespace a profile or MCP path addresses, decoded, without
-/// looking at the body: the Worker checks the token against it before it
-/// parses anything the caller sent. `None` for other paths (or a segment
+/// The published query names of a list and this service's own, each read
+/// as the list request's field.
+const LIST_QUERY_NAMES: &[(&str, &str)] = &[("per_page", "limit"), ("session_id", "sessionId")];
+
+/// A 405 for a known path asked with a method it does not take, else a 404.
+fn unrouted(req: &Incoming<'_>) -> Error {
+    if allowed_methods(req.path).is_some() {
+        return Error::method_not_allowed(format!(
+            "method {} is not allowed on {}",
+            api::quoted(req.method),
+            api::quoted(req.path)
+        ));
+    }
+    no_route(req)
+}
+
+/// What a request's credentials are checked against, read from the path
+/// alone, before anything the caller sent is parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Target {
+    /// A namespace named in the path (its profiles, itself, its MCP
+    /// endpoint).
+    Namespace(String),
+    /// The namespaces of the account (create, list): any known token, each
+    /// then limited to the namespaces it may touch.
+    Account,
+}
+
+/// The target of an API or MCP path (`None` for other paths, or a segment
 /// that does not decode; routing then refuses it).
-pub fn target_namespace(path: &str) -> Option<String> {
-    match segments(path)?.as_slice() {
-        ["accounts", _, "agent-memory", "namespaces", ns, "profiles", _, ..] | ["mcp", "namespaces", ns, "profiles", _] => {
-            decode(ns).ok()
-        }
+pub fn target(path: &str) -> Option<Target> {
+    let segments = segments(path)?;
+    if let ["mcp", "namespaces", ns, "profiles", _] = segments.as_slice() {
+        return decode(ns).ok().map(Target::Namespace);
+    }
+    match api_path(&segments)?.2 {
+        ["namespaces"] => Some(Target::Account),
+        ["namespaces", ns, ..] => decode(ns).ok().map(Target::Namespace),
         _ => None,
     }
 }
@@ -162,12 +257,18 @@ pub fn target_namespace(path: &str) -> Option<String> {
 /// `None` for a path no route knows. A request whose method is not listed
 /// gets 405 Method Not Allowed. The MCP endpoint answers methods itself.
 pub fn allowed_methods(path: &str) -> Option<&'static str> {
-    match segments(path)?.as_slice() {
-        ["health"] | ["openapi.json"] => Some("GET"),
-        ["accounts", _, "agent-memory", "namespaces", _, "profiles", _, rest @ ..] => match rest {
+    let segments = segments(path)?;
+    if let ["health"] | ["openapi.json"] = segments.as_slice() {
+        return Some("GET");
+    }
+    match api_path(&segments)?.2 {
+        ["namespaces"] => Some("GET, POST"),
+        ["namespaces", _] => Some("GET, DELETE"),
+        ["namespaces", _, "profiles", _, rest @ ..] => match rest {
             [] => Some("DELETE"),
             ["ingest" | "remember" | "recall" | "import" | "restore"] => Some("POST"),
-            ["memories" | "summary" | "export" | "stats"] => Some("GET"),
+            ["memories" | "export" | "stats"] => Some("GET"),
+            ["summary"] => Some("GET, POST"),
             ["memories", _] => Some("GET, DELETE"),
             ["memories", _, "forget"] => Some("POST"),
             ["sessions", _] => Some("DELETE"),
@@ -307,22 +408,34 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
     Ok(text.to_string())
 }
 
-/// Query parameters as a JSON object; `numeric` names are parsed as
-/// integers. Unknown parameters are refused by the request record.
-fn query_args(query: &[(String, String)], numeric: &[&str]) -> Result<Value> {
+/// Query parameters as a JSON object, each name first renamed by
+/// `renames` (`(query name, field)`); `numeric` fields are parsed as
+/// integers. A field given twice (under either name) is refused; unknown
+/// ones are refused by the request record.
+fn query_args(query: &[(String, String)], renames: &[(&str, &str)], numeric: &[&str]) -> Result<Value> {
     let mut map = Map::new();
     for (k, v) in query {
-        if map.contains_key(k) {
+        let field = renames.iter().find(|(q, _)| q == k).map_or(k.as_str(), |(_, f)| f);
+        if map.contains_key(field) {
             return Err(Error::invalid(format!("query parameter {} is given twice", api::quoted(k))));
         }
-        let value = if numeric.contains(&k.as_str()) {
+        let value = if numeric.contains(&field) {
             Value::from(v.parse::<u64>().map_err(|_| Error::invalid(format!("{} must be a positive integer", api::quoted(k))))?)
         } else {
             Value::String(v.clone())
         };
-        map.insert(k.clone(), value);
+        map.insert(field.to_string(), value);
     }
     Ok(Value::Object(map))
+}
+
+/// A JSON object body that may be left out (`POST …/summary` with no body
+/// is `{}`).
+fn optional_json_body(req: &Incoming<'_>) -> Result<Value> {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    json_body(req)
 }
 
 /// Which namespaces a token may touch: server configuration, a JSON object
@@ -355,6 +468,12 @@ impl Tokens {
     /// no tokens are configured (the service refuses rather than serving
     /// everyone).
     pub fn authorize(&self, header: Option<&str>, namespace: &str) -> Result<()> {
+        self.grant(header)?.check(namespace)
+    }
+
+    /// The namespaces an `Authorization` header's token may touch: 401
+    /// without a known bearer token, 503 when no tokens are configured.
+    pub fn grant(&self, header: Option<&str>) -> Result<Grant> {
         if self.0.is_empty() {
             return Err(Error::config("no AUTH_TOKENS configured: the REST API is closed"));
         }
@@ -362,13 +481,26 @@ impl Tokens {
             .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
-        let spaces = self
-            .0
+        self.0
             .iter()
             .find(|(t, _)| constant_time_eq(t.as_bytes(), token.as_bytes()))
-            .map(|(_, s)| s)
-            .ok_or_else(|| Error::unauthenticated("unknown bearer token"))?;
-        if spaces.iter().any(|s| s == "*" || s == namespace) {
+            .map(|(_, s)| Grant(s.clone()))
+            .ok_or_else(|| Error::unauthenticated("unknown bearer token"))
+    }
+}
+
+/// The namespaces one token may touch (`*`: every one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grant(Vec<String>);
+
+impl Grant {
+    pub fn allows(&self, namespace: &str) -> bool {
+        self.0.iter().any(|s| s == "*" || s == namespace)
+    }
+
+    /// 403 unless the token may touch `namespace`.
+    pub fn check(&self, namespace: &str) -> Result<()> {
+        if self.allows(namespace) {
             Ok(())
         } else {
             Err(Error::forbidden(format!("this token may not access namespace {}", api::quoted(namespace))))
@@ -428,6 +560,61 @@ pub fn envelope_ok_text(op: &str, result: &str) -> String {
     out
 }
 
+/// The envelope of a profile operation's result (JSON text) as `dialect`
+/// answers it. The published API answers `null` for ingest and the
+/// deletions of a session or profile, and a list as the array of its
+/// entries with `result_info {cursor, per_page, count}` (`cursor` empty on
+/// the last page); everything else, and every result of the original
+/// prefix, as [`envelope_ok_text`].
+pub fn envelope_for(call: &ProfileCall, result: &str) -> String {
+    if call.dialect == Dialect::Original {
+        return envelope_ok_text(call.op.name(), result);
+    }
+    match call.op {
+        Op::Ingest | Op::DeleteSession | Op::DeleteProfile => envelope_ok_text("", "null"),
+        Op::List => {
+            use serde_json::value::RawValue;
+            #[derive(serde::Deserialize)]
+            struct Page<'a> {
+                #[serde(borrow)]
+                memories: Vec<&'a RawValue>,
+                #[serde(default)]
+                cursor: Option<String>,
+            }
+            match serde_json::from_str::<Page<'_>>(result) {
+                Ok(page) => {
+                    let items: Vec<&str> = page.memories.iter().map(|m| m.get()).collect();
+                    let info = json!({ "cursor": page.cursor.unwrap_or_default(), "per_page": call.per_page(), "count": items.len() });
+                    envelope_with_info(&format!("[{}]", items.join(",")), &info)
+                }
+                Err(_) => envelope_ok_text("", result),
+            }
+        }
+        _ => envelope_ok_text(call.op.name(), result),
+    }
+}
+
+/// The envelope of a namespace call's result (JSON text, as the catalog
+/// wrote it): a namespace; a list as an array with `result_info`; `null`
+/// for a deletion.
+pub fn envelope_catalog(call: &CatalogCall, result: &str) -> Result<String> {
+    match call {
+        CatalogCall::List { .. } => {
+            let page: crate::core::catalog::NamespacePage =
+                serde_json::from_str(result).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+            let info = json!({ "cursor": page.cursor, "per_page": page.per_page, "count": page.namespaces.len() });
+            Ok(envelope_with_info(&serde_json::to_string(&page.namespaces)?, &info))
+        }
+        CatalogCall::Delete { .. } => Ok(envelope_ok_text("", "null")),
+        _ => Ok(envelope_ok_text("", result)),
+    }
+}
+
+/// The success envelope around `result` (JSON text) with `result_info`.
+fn envelope_with_info(result: &str, info: &Value) -> String {
+    format!("{{\"errors\":[],\"messages\":[],\"result\":{result},\"result_info\":{info},\"success\":true}}")
+}
+
 /// `{ success: false, errors: [{code, message}], messages: [], result: null }`.
 pub fn envelope_err(e: &Error) -> Value {
     json!({ "success": false, "errors": [{ "code": e.code(), "message": e.message() }], "messages": [], "result": Value::Null })
@@ -466,11 +653,20 @@ mod tests {
 
     #[test]
     fn test_rpc_profile_names_default_their_namespace_and_follow_the_name_rules() {
-        assert_eq!(rpc_profile_name("alice").unwrap(), ("default".to_string(), "alice".to_string()));
-        assert_eq!(rpc_profile_name("team/alice").unwrap(), ("team".to_string(), "alice".to_string()));
-        assert!(rpc_profile_name("team/alice/x").unwrap_err().is_invalid());
-        assert!(rpc_profile_name("").unwrap_err().is_invalid());
-        assert!(rpc_profile_name("/alice").unwrap_err().is_invalid());
+        assert_eq!(rpc_profile_name("alice", None).unwrap(), ("default".to_string(), "alice".to_string()));
+        assert_eq!(rpc_profile_name("team/alice", None).unwrap(), ("team".to_string(), "alice".to_string()));
+        assert!(rpc_profile_name("team/alice/x", None).unwrap_err().is_invalid());
+        assert!(rpc_profile_name("", None).unwrap_err().is_invalid());
+        assert!(rpc_profile_name("/alice", None).unwrap_err().is_invalid());
+    }
+
+    #[test]
+    fn test_a_binding_scoped_to_a_namespace_addresses_its_profiles_there() {
+        assert_eq!(rpc_profile_name("alice", Some("my-agent")).unwrap(), ("my-agent".to_string(), "alice".to_string()));
+        assert!(rpc_profile_name("other/alice", Some("my-agent")).unwrap_err().is_invalid());
+        assert!(rpc_profile_name("alice", Some("bad name")).unwrap_err().is_invalid());
+        let long = "p".repeat(100);
+        assert_eq!(rpc_profile_name(&long, Some("ns")).unwrap().1, long);
     }
 
     #[test]
@@ -559,10 +755,14 @@ mod tests {
 
     #[test]
     fn test_target_namespace_is_read_from_the_path_alone() {
-        assert_eq!(target_namespace(&format!("{BASE}/remember")).as_deref(), Some("ns"));
-        assert_eq!(target_namespace("/accounts/a/agent-memory/namespaces/a%2Eb/profiles/p").as_deref(), Some("a.b"));
-        assert_eq!(target_namespace("/mcp/namespaces/team/profiles/p1").as_deref(), Some("team"));
-        assert_eq!(target_namespace("/health"), None);
+        let ns = |n: &str| Some(Target::Namespace(n.to_string()));
+        assert_eq!(target(&format!("{BASE}/remember")), ns("ns"));
+        assert_eq!(target("/accounts/a/agent-memory/namespaces/a%2Eb/profiles/p"), ns("a.b"));
+        assert_eq!(target("/mcp/namespaces/team/profiles/p1"), ns("team"));
+        assert_eq!(target("/client/v4/accounts/1/agent-memory/namespaces/team/profiles/p1/recall"), ns("team"));
+        assert_eq!(target("/client/v4/accounts/1/agent-memory/namespaces/team"), ns("team"));
+        assert_eq!(target("/client/v4/accounts/1/agent-memory/namespaces"), Some(Target::Account));
+        assert_eq!(target("/health"), None);
     }
 
     #[test]

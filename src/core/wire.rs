@@ -9,8 +9,10 @@ use std::borrow::Cow;
 
 /// A memory or message id.
 pub struct Id;
-/// A namespace or profile name.
+/// A namespace name.
 pub struct Name;
+/// A profile name.
+pub struct ProfileName;
 /// A session id.
 pub struct SessionId;
 
@@ -21,8 +23,10 @@ impl JsonSchema for Id {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "pattern": "^[0-9a-f]{32}$",
-            "description": "32 lowercase hexadecimal characters. Memory ids sort by creation time; message ids are the first 128 bits of SHA-256(session id, role, content)."
+            "minLength": 1,
+            "maxLength": 64,
+            "pattern": "^[0-9A-Za-z]{1,64}$",
+            "description": "New memory ids are ULIDs (26 characters of Crockford base32, lowercase, sorting by creation time); memories made before them keep their 32 lowercase hexadecimal characters. Message ids are the first 128 bits of SHA-256(session id, role, content), as 32 lowercase hexadecimal characters. Treat ids as opaque."
         })
     }
 }
@@ -37,7 +41,22 @@ impl JsonSchema for Name {
             "minLength": 1,
             "maxLength": 32,
             "pattern": "^[A-Za-z0-9._-]{1,32}$",
-            "description": "A namespace or profile name: 1-32 characters of [A-Za-z0-9._-], and not `.` or `..`."
+            "description": "A namespace name: 1-32 characters of [A-Za-z0-9._-], and not `.` or `..`."
+        })
+    }
+}
+
+impl JsonSchema for ProfileName {
+    fn schema_name() -> Cow<'static, str> {
+        "ProfileName".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 100,
+            "pattern": "^[A-Za-z0-9._-]{1,100}$",
+            "description": "A profile name: 1-100 characters of [A-Za-z0-9._-], and not `.` or `..`."
         })
     }
 }
@@ -53,5 +72,25 @@ impl JsonSchema for SessionId {
             "maxLength": 64,
             "description": "1-64 characters, no control characters."
         })
+    }
+}
+
+/// A session id that may be absent: a memory remembered without a
+/// session is stored with an empty session id (no caller can give one:
+/// `validate_session_id` refuses it) and reads as `null`, as the published
+/// interface types `sessionId: string | null`.
+pub mod nullable_session {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(session: &str, s: S) -> Result<S::Ok, S::Error> {
+        if session.is_empty() {
+            s.serialize_none()
+        } else {
+            s.serialize_str(session)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
     }
 }

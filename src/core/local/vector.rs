@@ -377,15 +377,12 @@ fn body_quantized(body: &[u8]) -> &[u8] {
     &body[BODY_QUANTIZED..]
 }
 
-/// A memory id as 128 bits: ids are 32 lowercase hex characters; anything
-/// else is hashed and its text kept aside.
+/// A memory id as 128 bits: an id this service makes (a ULID or 32
+/// lowercase hex characters) is its key (`ids::key_of_id`); anything else
+/// is hashed and its text kept aside.
 fn key_of(id: &str) -> (u128, bool) {
-    if id.len() == 32 {
-        if let Ok(k) = u128::from_str_radix(id, 16) {
-            if crate::core::ids::is_id(id) {
-                return (k, true);
-            }
-        }
+    if let Some(k) = crate::core::ids::key_of_id(id) {
+        return (k, true);
     }
     let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
     for b in id.bytes() {
@@ -600,7 +597,7 @@ impl Packed {
         let k = self.key(slot);
         match self.odd.get(&k) {
             Some(s) => s.clone(),
-            None => format!("{k:032x}"),
+            None => crate::core::ids::id_of_key(k),
         }
     }
 
@@ -1466,7 +1463,7 @@ fn lean(sql: &dyn Sql, qs: &[&[f32]], top_k: usize, first_pass: usize) -> Result
     }
     let id_of = |s: usize| {
         let k = keys.get(&s).copied().unwrap_or_default();
-        odd.get(&k).cloned().unwrap_or_else(|| format!("{k:032x}"))
+        odd.get(&k).cloned().unwrap_or_else(|| crate::core::ids::id_of_key(k))
     };
     let shortlists: Vec<Vec<String>> = scored.into_iter().map(|sc| best(sc, keep).into_iter().map(|(_, s)| id_of(s)).collect()).collect();
 

@@ -33,7 +33,9 @@ pub struct RecallCandidate {
     #[serde(rename = "type")]
     pub kind: MemoryType,
     pub summary: String,
-    #[schemars(with = "crate::core::wire::SessionId")]
+    /// `null` for a memory remembered without a session.
+    #[serde(with = "crate::core::wire::nullable_session")]
+    #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: String,
     pub score: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -26,6 +26,9 @@ use crate::core::time::iso;
 
 /// The `meta` key holding the profile's `{namespace}/{profile}` name.
 pub const META_NAME: &str = "name";
+/// Set once the profile is recorded in the namespace catalog (by its first
+/// write); a wipe clears it, so the next write records it again.
+pub const META_CATALOGED: &str = "cataloged";
 /// The `meta` key holding when the profile was marked for deletion.
 pub const META_DELETED_AT: &str = "deleted_at";
 
@@ -149,6 +152,14 @@ impl<'a> Store<'a> {
     /// Takes the deletion mark away (a restore).
     pub fn clear_deletion_mark(&self) -> Result<()> {
         self.sql.execute("DELETE FROM meta WHERE key = ?", &[META_DELETED_AT.into()])
+    }
+
+    /// Whether the profile holds no message and no memory (it was never
+    /// written, or everything in it was deleted).
+    pub fn is_empty(&self) -> Result<bool> {
+        let rows = self.sql.query("SELECT EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM memories)", &[])?;
+        let any = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to read whether the profile is empty"))?;
+        Ok(any == 0)
     }
 
     /// The highest rowids of `messages` and `memories` (about how many

@@ -1,0 +1,327 @@
+//! The namespace catalog: which namespaces exist and which profiles each
+//! holds. One catalog serves a deployment (a deployment is one account: the
+//! account id in a path is accepted, not checked); the Cloudflare glue keeps
+//! it in one small Durable Object, native tests in SQLite.
+//!
+//! - Namespaces are made explicitly (`create`, 409 with code 10008 when the
+//!   name is taken) or implicitly: the first write into a profile of a
+//!   namespace nobody created creates it, as profiles are created by their
+//!   first write. Local development so needs no setup step.
+//! - A profile registers itself on its first write ([`Catalog::register`]),
+//!   so the catalog knows what a namespace's deletion must purge.
+//! - Deleting a namespace removes it from the catalog at once (its name can
+//!   be created again) and records a purge for each of its profiles. The
+//!   caller purges them and reports each done ([`Catalog::purged`]); what
+//!   is left is retried by the catalog's alarm with a backoff, and parked,
+//!   visible in [`Catalog::pending_purges`], after [`MAX_PURGE_ATTEMPTS`].
+//!   A profile written again before its purge ran is purged first: its
+//!   registration answers `purge_first`.
+//!
+//! What it does not do: it holds no memories, and no request but the
+//! namespace routes and a profile's first write ever reaches it.
+
+use crate::core::api;
+use crate::core::error::{Error, Result};
+use crate::core::ports::{Sql, SqlValue};
+use crate::core::time::iso;
+use serde::{Deserialize, Serialize};
+
+/// The catalog's schema, versioned as the profiles' is.
+pub const MIGRATIONS: &[(i64, &[&str])] = &[(
+    1,
+    &[
+        "CREATE TABLE IF NOT EXISTS namespaces (
+            name TEXT PRIMARY KEY,
+            id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        )",
+        "CREATE TABLE IF NOT EXISTS profiles (
+            namespace TEXT NOT NULL,
+            profile TEXT NOT NULL,
+            PRIMARY KEY (namespace, profile)
+        )",
+        "CREATE TABLE IF NOT EXISTS purges (
+            namespace TEXT NOT NULL,
+            profile TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            due_at INTEGER NOT NULL,
+            last_error TEXT,
+            PRIMARY KEY (namespace, profile)
+        )",
+    ],
+)];
+
+/// Default and largest page of `list` (the published limits: 1 to 1,000,
+/// default 20).
+pub const DEFAULT_PAGE: usize = 20;
+pub const MAX_PAGE: usize = 1000;
+/// Purge attempts before one is parked.
+pub const MAX_PURGE_ATTEMPTS: i64 = 8;
+/// First retry delay of a failed purge; doubled for each attempt.
+pub const PURGE_RETRY_BASE_MILLIS: i64 = 5_000;
+
+/// A namespace as the published HTTP API shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Namespace {
+    pub id: String,
+    #[schemars(with = "crate::core::wire::Name")]
+    pub name: String,
+    /// The account id of the path it was read through (one account per
+    /// deployment); wrangler reads it.
+    pub account_id: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A page of namespaces: `cursor` is empty on the last page, as the HTTP
+/// API's `result_info` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NamespacePage {
+    pub namespaces: Vec<Namespace>,
+    pub cursor: String,
+    pub per_page: usize,
+}
+
+/// A profile whose purge is recorded and not yet done.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Purge {
+    pub namespace: String,
+    pub profile: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub parked: bool,
+}
+
+/// What a profile's registration tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registration {
+    /// The profile belongs to a deleted namespace and was not purged yet:
+    /// it must wipe itself before taking the write.
+    pub purge_first: bool,
+}
+
+/// A call to the catalog, as the Worker sends it (`{"op": ..., ...}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
+pub enum CatalogCall {
+    Create { account: String, name: String },
+    List { account: String, per_page: Option<usize>, cursor: Option<String> },
+    Get { account: String, name: String },
+    Delete { name: String },
+    Register { namespace: String, profile: String },
+    Purged { namespace: String, profile: String, error: Option<String> },
+    DuePurges,
+}
+
+/// The catalog over its database, at time `now` (epoch millis).
+pub struct Catalog<'a> {
+    pub sql: &'a dyn Sql,
+    pub now: i64,
+}
+
+impl Catalog<'_> {
+    /// Runs one call; its result as JSON text.
+    pub fn execute(&self, call: CatalogCall) -> Result<String> {
+        match call {
+            CatalogCall::Create { account, name } => json(&self.create(&account, &name)?),
+            CatalogCall::List { account, per_page, cursor } => json(&self.list(&account, per_page, cursor.as_deref())?),
+            CatalogCall::Get { account, name } => json(&self.get(&account, &name)?),
+            CatalogCall::Delete { name } => json(&self.delete(&name)?),
+            CatalogCall::Register { namespace, profile } => json(&self.register(&namespace, &profile)?),
+            CatalogCall::Purged { namespace, profile, error } => json(&self.purged(&namespace, &profile, error.as_deref())?),
+            CatalogCall::DuePurges => json(&self.due_purges()?),
+        }
+    }
+
+    /// Creates a namespace; 409 (code 10008) when the name is taken.
+    pub fn create(&self, account: &str, name: &str) -> Result<Namespace> {
+        api::validate_namespace(name)?;
+        if self.row(name)?.is_some() {
+            return Err(Error::already_exists("Namespace name already exists"));
+        }
+        self.insert(name)?;
+        self.get(account, name)
+    }
+
+    /// A namespace by name; 404 when there is none.
+    pub fn get(&self, account: &str, name: &str) -> Result<Namespace> {
+        api::validate_namespace(name)?;
+        let (id, created, updated) = self.row(name)?.ok_or_else(|| Error::not_found("Namespace not found"))?;
+        Ok(Namespace { id, name: name.to_string(), account_id: account.to_string(), created_at: iso(created), updated_at: iso(updated) })
+    }
+
+    /// Namespaces by name, `per_page` at a time after `cursor` (the last
+    /// name of the previous page).
+    pub fn list(&self, account: &str, per_page: Option<usize>, cursor: Option<&str>) -> Result<NamespacePage> {
+        let per_page = per_page.unwrap_or(DEFAULT_PAGE);
+        if per_page == 0 || per_page > MAX_PAGE {
+            return Err(Error::invalid(format!("per_page must be 1-{MAX_PAGE}")));
+        }
+        let after = cursor.unwrap_or_default();
+        let rows = self.sql.query(
+            "SELECT name, id, created_at, updated_at FROM namespaces WHERE name > ? ORDER BY name LIMIT ?",
+            &[after.into(), SqlValue::Integer(per_page.saturating_add(1) as i64)],
+        )?;
+        let mut namespaces = rows
+            .into_iter()
+            .map(|r| match r.as_slice() {
+                [name, id, created, updated] => Ok(Namespace {
+                    id: text(id)?,
+                    name: text(name)?,
+                    account_id: account.to_string(),
+                    created_at: iso(int(created)?),
+                    updated_at: iso(int(updated)?),
+                }),
+                _ => Err(bad_row()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let more = namespaces.len() > per_page;
+        namespaces.truncate(per_page);
+        let cursor = if more { namespaces.last().map(|n| n.name.clone()).unwrap_or_default() } else { String::new() };
+        Ok(NamespacePage { namespaces, cursor, per_page })
+    }
+
+    /// Deletes a namespace (404 when there is none) and records a purge of
+    /// each of its profiles; returns them, for the caller to purge now.
+    pub fn delete(&self, name: &str) -> Result<Vec<String>> {
+        api::validate_namespace(name)?;
+        if self.row(name)?.is_none() {
+            return Err(Error::not_found("Namespace not found"));
+        }
+        let mut profiles = Vec::new();
+        self.sql.transaction(&mut || {
+            profiles = self
+                .sql
+                .query("SELECT profile FROM profiles WHERE namespace = ? ORDER BY profile", &[name.into()])?
+                .iter()
+                .map(|r| r.first().map_or_else(|| Err(bad_row()), text))
+                .collect::<Result<Vec<_>>>()?;
+            self.sql.execute(
+                "INSERT INTO purges (namespace, profile, due_at) SELECT namespace, profile, ? FROM profiles WHERE namespace = ? \
+                 ON CONFLICT (namespace, profile) DO UPDATE SET attempts = 0, due_at = excluded.due_at, last_error = NULL",
+                &[self.now.into(), name.into()],
+            )?;
+            self.sql.execute("DELETE FROM profiles WHERE namespace = ?", &[name.into()])?;
+            self.sql.execute("DELETE FROM namespaces WHERE name = ?", &[name.into()])
+        })?;
+        Ok(profiles)
+    }
+
+    /// A profile's first write: the namespace is created if nobody did, the
+    /// profile recorded. A profile still waiting for its purge is told to
+    /// purge first (and its purge is then done).
+    pub fn register(&self, namespace: &str, profile: &str) -> Result<Registration> {
+        api::validate_namespace(namespace)?;
+        api::validate_profile(profile)?;
+        let mut purge_first = false;
+        self.sql.transaction(&mut || {
+            purge_first = !self
+                .sql
+                .query("SELECT 1 FROM purges WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])?
+                .is_empty();
+            self.sql.execute("DELETE FROM purges WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])?;
+            if self.row(namespace)?.is_none() {
+                self.insert(namespace)?;
+            }
+            self.sql.execute(
+                "INSERT INTO profiles (namespace, profile) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                &[namespace.into(), profile.into()],
+            )
+        })?;
+        Ok(Registration { purge_first })
+    }
+
+    /// Records the outcome of a purge: done (`error` none), or failed, to
+    /// be retried after a backoff, and parked after [`MAX_PURGE_ATTEMPTS`].
+    pub fn purged(&self, namespace: &str, profile: &str, error: Option<&str>) -> Result<()> {
+        let key = [namespace.into(), profile.into()];
+        match error {
+            None => self.sql.execute("DELETE FROM purges WHERE namespace = ? AND profile = ?", &key),
+            Some(e) => {
+                let rows = self.sql.query("SELECT attempts FROM purges WHERE namespace = ? AND profile = ?", &key)?;
+                let attempts = rows.first().and_then(|r| r.first()).map_or(Ok(0), int)?.saturating_add(1);
+                let backoff = PURGE_RETRY_BASE_MILLIS.saturating_mul(1i64 << attempts.clamp(0, 20));
+                self.sql.execute(
+                    "UPDATE purges SET attempts = ?, due_at = ?, last_error = ? WHERE namespace = ? AND profile = ?",
+                    &[attempts.into(), self.now.saturating_add(backoff).into(), e.into(), namespace.into(), profile.into()],
+                )
+            }
+        }
+    }
+
+    /// Purges due now (not parked), and when the next one falls due.
+    pub fn due_purges(&self) -> Result<(Vec<(String, String)>, Option<i64>)> {
+        let due = self
+            .sql
+            .query(
+                "SELECT namespace, profile FROM purges WHERE due_at <= ? AND attempts < ? ORDER BY due_at LIMIT 64",
+                &[self.now.into(), MAX_PURGE_ATTEMPTS.into()],
+            )?
+            .iter()
+            .map(|r| match r.as_slice() {
+                [ns, p] => Ok((text(ns)?, text(p)?)),
+                _ => Err(bad_row()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let next = self
+            .sql
+            .query("SELECT MIN(due_at) FROM purges WHERE attempts < ?", &[MAX_PURGE_ATTEMPTS.into()])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64);
+        Ok((due, next))
+    }
+
+    /// Every purge not done yet, parked ones included.
+    pub fn pending_purges(&self) -> Result<Vec<Purge>> {
+        self.sql
+            .query("SELECT namespace, profile, attempts, last_error FROM purges ORDER BY namespace, profile", &[])?
+            .iter()
+            .map(|r| match r.as_slice() {
+                [ns, p, attempts, error] => {
+                    let attempts = int(attempts)?;
+                    Ok(Purge { namespace: text(ns)?, profile: text(p)?, attempts, last_error: error.opt_string(), parked: attempts >= MAX_PURGE_ATTEMPTS })
+                }
+                _ => Err(bad_row()),
+            })
+            .collect()
+    }
+
+    fn insert(&self, name: &str) -> Result<()> {
+        let id = crate::core::ids::memory_id(self.now, &format!("namespace:{name}"), 0);
+        self.sql.execute(
+            "INSERT INTO namespaces (name, id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            &[name.into(), id.into(), self.now.into(), self.now.into()],
+        )
+    }
+
+    /// `(id, created_at, updated_at)` of a namespace.
+    fn row(&self, name: &str) -> Result<Option<(String, i64, i64)>> {
+        let rows = self.sql.query("SELECT id, created_at, updated_at FROM namespaces WHERE name = ?", &[name.into()])?;
+        match rows.first().map(Vec::as_slice) {
+            None => Ok(None),
+            Some([id, created, updated]) => Ok(Some((text(id)?, int(created)?, int(updated)?))),
+            Some(_) => Err(bad_row()),
+        }
+    }
+}
+
+/// A result as JSON text.
+fn json<T: Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::storage(format!("failed to write a catalog result: {e}")))
+}
+
+fn bad_row() -> Error {
+    Error::storage("a catalog row does not read")
+}
+
+fn text(v: &SqlValue) -> Result<String> {
+    v.opt_string().ok_or_else(bad_row)
+}
+
+fn int(v: &SqlValue) -> Result<i64> {
+    v.as_i64().ok_or_else(bad_row)
+}
