@@ -64,6 +64,12 @@ fn test_the_records_schemas_carry_their_limits_and_named_strings() {
     // The named strings' limits are the validators'.
     assert_eq!(s["Name"]["maxLength"], agent_memory::core::api::MAX_NAME_CHARS);
     assert_eq!(s["SessionId"]["maxLength"], agent_memory::core::api::MAX_SESSION_ID_CHARS);
+    assert_eq!(s["ProfileName"]["maxLength"], agent_memory::core::api::MAX_PROFILE_NAME_CHARS);
+    assert_eq!(s["Id"]["maxLength"], agent_memory::core::api::MAX_ID_CHARS);
+    // The namespace records and the list's entries are documented too.
+    assert_eq!(s["Namespace"]["properties"]["name"]["$ref"], "#/components/schemas/Name");
+    assert_eq!(s["MemoryList"]["properties"]["memories"]["items"]["$ref"], "#/components/schemas/MemoryEntry");
+    assert!(s["MemoryEntry"]["properties"].get("content").is_none(), "list entries carry no content");
 }
 
 #[test]

@@ -159,7 +159,8 @@ proptest! {
     fn prop_validators_never_panic(s in "\\PC{0,80}", bytes in proptest::collection::vec(any::<u8>(), 0..80), n in any::<usize>()) {
         let lossy = String::from_utf8_lossy(&bytes).to_string();
         for text in [&s, &lossy] {
-            let _ = api::validate_name("profile", text);
+            let _ = api::validate_profile(text);
+            let _ = api::validate_namespace(text);
             let _ = api::validate_session_id(text);
             let _ = api::validate_id(text);
             let _ = api::validate_role("role", text);
@@ -169,7 +170,8 @@ proptest! {
             let _ = api::validate_search_queries("queries", &[text.clone()]);
             let _ = api::quoted(text);
             let _ = api::redact_private(text);
-            let _ = rest::rpc_profile_name(text);
+            let _ = rest::rpc_profile_name(text, None);
+            let _ = rest::rpc_profile_name(text, Some("ns"));
             let _ = rest::parse_strict(text);
             let _ = portable::parse(text);
             let ingest = IngestRequest { messages: vec![msg(text, text, Some(text))], session_id: Some(text.clone()) };
@@ -198,7 +200,7 @@ proptest! {
         let req = Incoming { method: &method, path: &path, query: &[], content_type: Some("application/json"), body: &body };
         let _ = rest::route(&req);
         let _ = rest::allowed_methods(&path);
-        let _ = rest::target_namespace(&path);
+        let _ = rest::target(&path);
     }
 }
 
@@ -288,8 +290,6 @@ fn test_a_deleted_profile_answers_404_until_restored_with_everything() {
         }
         let e = block_on(p.dispatch("recall", json!({ "query": "deploy key" }))).unwrap_err();
         assert!(e.is_not_found());
-        let e = block_on(p.dispatch("remember", json!({ "content": "A write into a marked profile." }))).unwrap_err();
-        assert!(e.is_not_found());
         // Marking again keeps the first mark.
         assert_eq!(block_on(p.dispatch("deleteProfile", json!({}))).unwrap(), marked);
         // Within the grace period the drain purges nothing.
@@ -298,6 +298,33 @@ fn test_a_deleted_profile_answers_404_until_restored_with_everything() {
         let after = p.export().unwrap();
         assert_eq!(after.lines().skip(1).collect::<Vec<_>>(), before.lines().skip(1).collect::<Vec<_>>(), "restored whole");
         assert!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap_err().is_not_found(), "nothing left to restore");
+    });
+}
+
+#[test]
+fn test_a_write_into_a_deleted_profile_starts_it_afresh_and_empty() {
+    let sql = database();
+    let limits = grace(DAY);
+    with_limits(&sql, APRIL_15, limits, |p| {
+        block_on(p.remember(remember("The deploy key rotates every ninety days."))).unwrap();
+        block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        // Profiles are created by their first write: the marked one is
+        // purged at once and the write lands in an empty profile.
+        let fresh = block_on(p.dispatch("remember", json!({ "content": "Prefers dark mode." }))).unwrap();
+        let listed = block_on(p.dispatch("list", json!({}))).unwrap();
+        let ids: Vec<&str> = listed["memories"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, vec![fresh["id"].as_str().unwrap()]);
+        assert!(!snapshot(&sql).contains("ninety days"), "nothing of the deleted profile is left");
+        assert!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap_err().is_not_found(), "no mark left to restore");
+    });
+}
+
+#[test]
+fn test_deleting_a_profile_never_written_is_not_found() {
+    let sql = database();
+    with_limits(&sql, APRIL_15, grace(DAY), |p| {
+        let e = block_on(p.dispatch("deleteProfile", json!({}))).unwrap_err();
+        assert!(e.is_not_found() && e.message().contains("profile not found"), "{e}");
     });
 }
 

@@ -68,7 +68,7 @@ fn ok(tool: &str, result: Value) -> Value {
     let read = match tool {
         "recall" => serde_json::from_value::<agent_memory::core::recall::RecallResponse>(content).map(drop),
         "remember" | "forget" => serde_json::from_value::<agent_memory::core::model::Memory>(content).map(drop),
-        "list" => serde_json::from_value::<agent_memory::core::model::ListPage>(content).map(drop),
+        "list" => serde_json::from_value::<agent_memory::core::model::MemoryList>(content).map(drop),
         "ingest" => serde_json::from_value::<agent_memory::core::model::IngestReport>(content).map(drop),
         other => panic!("no record for tool {other}"),
     };
@@ -352,8 +352,9 @@ fn test_operation_failures_are_is_error_results() {
     assert_eq!(r["isError"], true);
     assert_eq!(r["structuredContent"]["error"]["code"], 10004);
     assert!(text(&r).contains("not found"), "{}", text(&r));
-    // A malformed id is the core's call too.
-    let r = call(&sql, APRIL_15, "forget", json!({ "id": "nope" }));
+    // A malformed id is the core's call too (ids are opaque: a well-formed
+    // one nobody holds is a 404, one with other characters a 400).
+    let r = call(&sql, APRIL_15, "forget", json!({ "id": "no such id" }));
     assert_eq!(r["structuredContent"]["error"]["code"], 10001);
     // Error results still conform to the output schema: nothing is
     // required at its top, and `error` is one of its properties.

@@ -7,7 +7,10 @@
 //! same meaning, converted from kebab-case to camelCase (`source-message-ids`
 //! is `sourceMessageIds`; a `%`-escaped WIT name such as `%type` or
 //! `%result` is the name without `%`). The same record built bare (every
-//! `Option` `None`) must leave out exactly the WIT `option<...>` fields.
+//! `Option` `None`, a memory's session empty) must leave out exactly the
+//! WIT `option<...>` fields, but for those documented as written as `null`
+//! (a memory's `session-id`): those it must write, as `null`. A response
+//! writes `null` nowhere else.
 //! Values are checked recursively against the WIT types (strings, numbers,
 //! lists, nested records, enum cases), so a renamed or retyped field on
 //! either side fails a test. The one documented exception: a WIT `list<...>`
@@ -25,8 +28,9 @@ use agent_memory::core::api::{
     IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest,
 };
 use agent_memory::core::error::Error;
+use agent_memory::core::catalog::{CatalogCall, Namespace};
 use agent_memory::core::model::{
-    Dropped, IngestReport, ListPage, Memory, MemoryDetail, MemoryType, Message, MessageInput, Stats, Status,
+    DeleteReport, Dropped, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, MemoryType, Message, MessageInput, Stats, Status,
 };
 use agent_memory::core::portable::ImportReport;
 use agent_memory::core::provider::QueryAnalysis;
@@ -231,6 +235,12 @@ fn split_top(s: &str) -> Vec<&str> {
     out
 }
 
+/// Whether the field is an option written as `null` when it is `none`,
+/// never left out (its doc comment says so; the types' header explains).
+fn written_as_null(f: &Field) -> bool {
+    f.ty.starts_with("option<") && f.doc.to_lowercase().contains("written as `null`")
+}
+
 /// Whether the field may be absent from the JSON object.
 fn may_be_absent(f: &Field) -> bool {
     f.ty.starts_with("option<")
@@ -346,28 +356,61 @@ fn diff_as(a: &BTreeSet<String>, b: &BTreeSet<String>, a_name: &str, b_name: &st
     )
 }
 
-/// Paths of JSON nulls in `v`: the service leaves an absent option out
-/// rather than writing `null`.
-fn nulls(v: &Value, path: &str, out: &mut Vec<String>) {
+/// Where a response disagrees with the WIT type `ty` about `null`: the
+/// service leaves an absent option out rather than writing `null`, except
+/// at a field documented as written as `null`, which it never leaves out.
+/// Pushes the path of every other JSON null, and of every such field left
+/// out.
+fn nulls(ty: &str, v: &Value, path: &str, out: &mut Vec<String>) {
+    let w = wit();
     match v {
-        Value::Null => out.push(path.to_string()),
-        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| nulls(x, &format!("{path}[{i}]"), out)),
-        Value::Object(o) => o.iter().for_each(|(k, x)| nulls(x, &format!("{path}.{k}"), out)),
+        Value::Null => out.push(format!("{path} (null)")),
+        Value::Array(a) => {
+            let item_types: Vec<&str> = match (inner(ty, "list"), inner(ty, "tuple")) {
+                (Some(t), _) => vec![t; a.len()],
+                (None, Some(ts)) => split_top(ts),
+                _ => vec![""; a.len()],
+            };
+            for (i, x) in a.iter().enumerate() {
+                nulls(item_types.get(i).copied().unwrap_or(""), x, &format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(o) => {
+            let fields = w.records.get(ty).map_or(&[][..], Vec::as_slice);
+            for (k, x) in o {
+                let field = fields.iter().find(|f| kebab_to_camel(&f.name) == *k);
+                match (field, x) {
+                    (Some(f), Value::Null) if written_as_null(f) => {}
+                    (Some(f), x) => nulls(inner(&f.ty, "option").unwrap_or(&f.ty), x, &format!("{path}.{k}"), out),
+                    // Not a field of the record: `check` reports it.
+                    (None, x) => nulls("", x, &format!("{path}.{k}"), out),
+                }
+            }
+            for f in fields.iter().filter(|f| written_as_null(f)) {
+                if !o.contains_key(&kebab_to_camel(&f.name)) {
+                    out.push(format!("{path}.{} (left out; WIT says it is written as null)", kebab_to_camel(&f.name)));
+                }
+            }
+        }
         _ => {}
     }
 }
 
-fn assert_no_nulls(v: &Value, what: &str) {
+fn assert_no_nulls(ty: &str, v: &Value, what: &str) {
     let mut found = Vec::new();
-    nulls(v, what, &mut found);
-    assert!(found.is_empty(), "{what} writes null where WIT has option<...> (leave the field out instead): {found:?}");
+    nulls(ty, v, what, &mut found);
+    assert!(
+        found.is_empty(),
+        "{what} writes null where WIT has option<...> (leave the field out instead), or leaves out a field WIT says is written as null: {found:?}"
+    );
 }
 
 /// A response record: the full instance has every WIT field, the bare one
-/// lacks exactly the optional ones (left out, not null), and both fit the
-/// WIT types.
+/// lacks exactly the optional ones (left out, not null, but for the fields
+/// written as null), and both fit the WIT types.
 fn assert_record<T: Serialize>(wit_record: &str, full: &T, bare: &T) {
-    assert_no_nulls(&to_json(bare), wit_record);
+    assert_no_nulls(wit_record, &to_json(full), wit_record);
+    assert_no_nulls(wit_record, &to_json(bare), wit_record);
     assert_request_record(wit_record, full, bare);
 }
 
@@ -413,7 +456,7 @@ fn memory(full: bool) -> Memory {
         key: some(full, "user.package_manager"),
         summary: "The user prefers pnpm.".into(),
         content: "The user prefers pnpm over npm.".into(),
-        session_id: "s1".into(),
+        session_id: if full { "s1" } else { "" }.into(),
         source_message_ids: vec![MSG.into()],
         search_queries: vec!["Which package manager does the user prefer?".into()],
         status: Status::Superseded,
@@ -424,6 +467,14 @@ fn memory(full: bool) -> Memory {
         updated_at: TS.into(),
         expires_at: some(full, "2026-05-01T00:00:00.000Z"),
     }
+}
+
+fn entry(full: bool) -> MemoryEntry {
+    MemoryEntry::from(memory(full))
+}
+
+fn namespace() -> Namespace {
+    Namespace { id: ID.into(), name: "ns".into(), account_id: "acc".into(), created_at: TS.into(), updated_at: TS.into() }
 }
 
 fn message(full: bool) -> Message {
@@ -451,7 +502,7 @@ fn candidate(full: bool) -> RecallCandidate {
         id: ID.into(),
         kind: MemoryType::Event,
         summary: "Deployed on April 14.".into(),
-        session_id: "s1".into(),
+        session_id: if full { "s1" } else { "" }.into(),
         score: 0.0328,
         event_date: some(full, "2026-04-14"),
         source_message_ids: vec![MSG.into()],
@@ -608,9 +659,57 @@ fn test_recall_result_record_fields_match_wit() {
 }
 
 #[test]
-fn test_list_page_record_fields_match_wit() {
-    let page = |full: bool| ListPage { memories: vec![memory(true)], cursor: some(full, ID) };
-    assert_record("list-page", &page(true), &page(false));
+fn test_memory_list_record_fields_match_wit() {
+    let page = |full: bool| MemoryList { memories: vec![entry(true), entry(false)], cursor: some(full, ID) };
+    assert_record("memory-list", &page(true), &page(false));
+    assert_record("memory-entry", &entry(true), &entry(false));
+    // memory-entry is memory without some fields: the others, in order,
+    // with the same types (and the same null convention).
+    let names = |r: &str| record(r).iter().map(|f| (f.name.clone(), f.ty.clone(), written_as_null(f))).collect::<Vec<_>>();
+    let left_out = ["content", "source-message-ids", "search-queries", "supersedes", "superseded-by"];
+    let kept: Vec<_> = names("memory").into_iter().filter(|(n, _, _)| !left_out.contains(&n.as_str())).collect();
+    assert_eq!(names("memory-entry"), kept);
+    // An entry is the memory without those fields.
+    let mut whole = to_json(&memory(true));
+    for f in left_out {
+        whole.as_object_mut().unwrap().remove(&kebab_to_camel(f));
+    }
+    assert_eq!(to_json(&entry(true)), whole);
+}
+
+#[test]
+fn test_delete_report_record_fields_match_wit() {
+    let report = |full: bool| DeleteReport { memory: memory(full), deleted_memories: vec![ID.into(), ID2.into()], deleted_messages: vec![MSG.into()] };
+    assert_record("delete-report", &report(true), &report(false));
+    // delete-report starts with the fields of memory (serde flattens it).
+    let names = |r: &str| record(r).iter().map(|f| (f.name.clone(), f.ty.clone(), written_as_null(f))).collect::<Vec<_>>();
+    assert_eq!(names("delete-report")[..names("memory").len()], names("memory")[..]);
+}
+
+#[test]
+fn test_session_id_is_the_one_option_written_as_null() {
+    // Where WIT says `session-id` is written as null, Rust writes null for
+    // a memory without a session, and reads it back as that.
+    let w = wit();
+    let mut written_null: Vec<String> = w
+        .records
+        .iter()
+        .flat_map(|(r, fields)| fields.iter().filter(|f| written_as_null(f)).map(move |f| format!("{r}.{}", f.name)))
+        .collect();
+    written_null.sort();
+    assert_eq!(
+        written_null,
+        ["delete-report.session-id", "memory-detail.session-id", "memory-entry.session-id", "memory.session-id", "recall-candidate.session-id"]
+    );
+    for v in [to_json(&memory(false)), to_json(&entry(false)), to_json(&candidate(false))] {
+        assert_eq!(v["sessionId"], Value::Null, "{v}");
+    }
+    let back: Memory = serde_json::from_value(to_json(&memory(false))).unwrap();
+    assert_eq!(back, memory(false));
+    // A field not documented so is left out instead: the check tells them apart.
+    let mut errs = Vec::new();
+    nulls("memory", &json!({ "key": null }), "memory", &mut errs);
+    assert!(errs.iter().any(|e| e.contains("memory.key (null)")) && errs.iter().any(|e| e.contains("sessionId (left out")), "{errs:?}");
 }
 
 #[test]
@@ -926,14 +1025,19 @@ fn test_every_profile_function_returns_its_wit_type() {
             if let Err(e) = block_on(p.dispatch(&op, json!({ "id": "not-an-id" }))) {
                 assert!(!e.message().contains("no operation named"), "WIT function {} is not operation {op}", f.name);
             }
-            assert_no_nulls(&results[f.name.as_str()], &f.name);
+            assert_no_nulls(&ok_type(f), &results[f.name.as_str()], &f.name);
             let mut errs = Vec::new();
             check(&ok_type(f), &results[f.name.as_str()], &f.name, &mut errs);
             assert!(errs.is_empty(), "{} returns JSON that disagrees with WIT:\n{}", f.name, errs.join("\n"));
         }
-        // And the service's delete-profile.
+        // And the service's delete-profile: of a profile nothing is left
+        // in (as after the deletions above), not-found, as WIT documents;
+        // of a written one, its report.
         let service = &wit().funcs["interface service"];
         let delete_profile = service.iter().find(|f| f.name == "delete-profile").expect("service.delete-profile");
+        let e = block_on(p.dispatch("deleteProfile", json!({}))).unwrap_err();
+        assert!(e.is_not_found() && delete_profile.doc.contains("`not-found`"), "{e}");
+        run("remember", json!({ "content": "The user prefers dark mode in every editor.", "sessionId": "s2" }));
         let mut errs = Vec::new();
         check(&ok_type(delete_profile), &run("deleteProfile", json!({})), "delete-profile", &mut errs);
         let restore_profile = service.iter().find(|f| f.name == "restore-profile").expect("service.restore-profile");
@@ -964,17 +1068,43 @@ fn schema_keys(s: &Value, what: &str) -> BTreeSet<String> {
     }
 }
 
+/// Whether a property's schema admits `null`.
+fn admits_null(s: &Value) -> bool {
+    let null_type = |t: &Value| t == "null" || t.as_array().is_some_and(|a| a.iter().any(|t| t == "null"));
+    null_type(&s["type"]) || s["anyOf"].as_array().or(s["oneOf"].as_array()).is_some_and(|a| a.iter().any(|x| null_type(&x["type"])))
+}
+
+/// A response record's schema: its properties are what Rust writes of the
+/// full instance, and `required` what it writes of the bare one, a
+/// property written as null (a memory's `sessionId` without a session)
+/// included: its schema admits null.
 fn assert_schema<T: Serialize>(doc: &Value, name: &str, full: &T, bare: &T) {
     let s = schema(doc, name);
-    let (full, bare) = (keys(&to_json(full)), keys(&to_json(bare)));
+    let bare_json = to_json(bare);
+    for (k, _) in bare_json.as_object().expect("an object").iter().filter(|(_, v)| v.is_null()) {
+        assert!(admits_null(&s["properties"][k]), "openapi schema {name}: Rust writes {k}: null, which its schema refuses");
+    }
+    let bare_all: BTreeSet<String> = bare_json.as_object().unwrap().keys().cloned().collect();
+    assert_schema_keys(doc, name, &keys(&to_json(full)), &bare_all);
+}
+
+/// A request record's schema: as a response's, except that serde writes
+/// an absent option as null, which a request may as well leave out (it is
+/// only ever read): `required` is what the bare instance holds besides.
+fn assert_request_schema<T: Serialize>(doc: &Value, name: &str, full: &T, bare: &T) {
+    assert_schema_keys(doc, name, &keys(&to_json(full)), &keys(&to_json(bare)));
+}
+
+fn assert_schema_keys(doc: &Value, name: &str, full: &BTreeSet<String>, bare: &BTreeSet<String>) {
+    let s = schema(doc, name);
     let props = schema_keys(s, "properties");
-    assert_eq!(full, props, "openapi schema {name}: {}", diff_as(&full, &props, "Rust", "OpenAPI properties"));
+    assert_eq!(*full, props, "openapi schema {name}: {}", diff_as(full, &props, "Rust", "OpenAPI properties"));
     let required = schema_keys(s, "required");
     assert_eq!(
-        bare,
+        *bare,
         required,
         "openapi schema {name}: required should be what Rust always writes: {}",
-        diff_as(&bare, &required, "Rust", "OpenAPI required")
+        diff_as(bare, &required, "Rust", "OpenAPI required")
     );
 }
 
@@ -992,8 +1122,17 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_schema(&doc, "Contribution", &contribution(), &contribution());
     assert_schema(&doc, "Explain", &explain(), &explain());
     assert_schema(&doc, "QueryAnalysis", &explain().analysis, &explain().analysis);
-    let page = |full: bool| ListPage { memories: vec![], cursor: some(full, ID) };
-    assert_schema(&doc, "ListPage", &page(true), &page(false));
+    let page = |full: bool| MemoryList { memories: vec![], cursor: some(full, ID) };
+    assert_schema(&doc, "MemoryList", &page(true), &page(false));
+    assert_schema(&doc, "MemoryEntry", &entry(true), &entry(false));
+    let report = |full: bool| DeleteReport { memory: memory(full), deleted_memories: vec![], deleted_messages: vec![] };
+    assert_schema(&doc, "DeleteReport", &report(true), &report(false));
+    assert_schema(&doc, "Namespace", &namespace(), &namespace());
+    // The named strings of paths.
+    assert_eq!(schema(&doc, "ProfileName")["maxLength"], agent_memory::core::api::MAX_PROFILE_NAME_CHARS);
+    assert_eq!(schema(&doc, "Name")["maxLength"], agent_memory::core::api::MAX_NAME_CHARS);
+    assert_eq!(doc["components"]["parameters"]["profile"]["schema"]["$ref"], "#/components/schemas/ProfileName");
+    assert_eq!(doc["components"]["parameters"]["namespace"]["schema"]["$ref"], "#/components/schemas/Name");
     assert_schema(&doc, "IngestReport", &ingest_report(), &ingest_report());
     assert_schema(&doc, "Stats", &stats_of(true), &stats_of(false));
     let isolate = stats_of(true).isolate.unwrap();
@@ -1002,11 +1141,11 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_schema(&doc, "ImportReport", &import, &import);
     // Request bodies: every field the Rust record accepts, none required
     // but the ones without a default.
-    assert_schema(&doc, "RememberRequest", &remember_request(true), &RememberRequest { content: "c".into(), ..remember_request(false) });
+    assert_request_schema(&doc, "RememberRequest", &remember_request(true), &RememberRequest { content: "c".into(), ..remember_request(false) });
     let recall = |full: bool| RecallRequest { query: "q".into(), options: recall_options(full) };
-    assert_schema(&doc, "RecallRequest", &recall(true), &recall(false));
+    assert_request_schema(&doc, "RecallRequest", &recall(true), &recall(false));
     let ingest = |full: bool| IngestRequest { messages: vec![], session_id: some(full, "s1") };
-    assert_schema(&doc, "IngestRequest", &ingest(true), &ingest(false));
+    assert_request_schema(&doc, "IngestRequest", &ingest(true), &ingest(false));
     // Enums.
     let enum_of = |name: &str| -> BTreeSet<String> {
         schema(&doc, name)["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
@@ -1039,9 +1178,11 @@ fn test_openapi_schemas_match_rust_serialization() {
 
 #[test]
 fn test_openapi_routes_reach_every_profile_function() {
+    use agent_memory::core::op::Op;
     let doc = openapi();
     let mut ops = BTreeSet::new();
     let mut service_routes = BTreeSet::new();
+    let mut namespace_ops = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             if method == "parameters" {
@@ -1055,12 +1196,18 @@ fn test_openapi_routes_reach_every_profile_function() {
                 .replace("{sessionId}", "s1");
             let method = method.to_uppercase();
             let import = path.ends_with("/import");
+            // The one body a route needs: a namespace's creation names it.
+            let body: &[u8] = match (method.as_str(), import, path.ends_with("/namespaces")) {
+                ("POST", false, true) => br#"{"name": "ns"}"#,
+                ("POST", false, false) => b"{}",
+                _ => b"",
+            };
             let req = Incoming {
                 method: &method,
                 path: &concrete,
                 query: &[],
                 content_type: Some(if import { "application/x-ndjson" } else { "application/json" }),
-                body: if method == "POST" && !import { b"{}" } else { b"" },
+                body,
             };
             let routed = rest::route(&req).unwrap_or_else(|e| panic!("openapi {method} {path} does not route: {e}"));
             assert!(op["responses"]["200"].is_object(), "{method} {path} documents no 200 response");
@@ -1072,12 +1219,56 @@ fn test_openapi_routes_reach_every_profile_function() {
                     }
                     ops.insert(call.op.name().to_string());
                 }
+                Route::Catalog(call) => {
+                    // The namespace routes are the catalog's calls, one
+                    // each; none of them a profile's operation.
+                    let (name, statuses): (&str, &[&str]) = match call {
+                        CatalogCall::Create { ref name, .. } => {
+                            assert_eq!(name, "ns");
+                            ("createNamespace", &["409"])
+                        }
+                        CatalogCall::List { per_page: None, cursor: None, .. } => ("listNamespaces", &[]),
+                        CatalogCall::Get { ref name, .. } => {
+                            assert_eq!(name, "ns");
+                            ("getNamespace", &["404"])
+                        }
+                        CatalogCall::Delete { ref name } => {
+                            assert_eq!(name, "ns");
+                            ("deleteNamespace", &["404"])
+                        }
+                        other => panic!("openapi {method} {path} reaches the catalog's internal call {other:?}"),
+                    };
+                    assert_eq!(op["operationId"], name, "operationId of {method} {path}");
+                    assert_eq!(op["tags"], json!(["namespace"]), "{method} {path} is tagged namespace");
+                    for status in ["400", "401", "403", "default"].iter().chain(statuses) {
+                        assert!(op["responses"][status].is_object(), "{method} {path} documents no {status} response");
+                    }
+                    assert!(namespace_ops.insert(name), "{name} is documented twice");
+                    assert!(Op::parse(name).is_none(), "{name} is also a profile operation");
+                }
                 Route::Health => assert!(service_routes.insert("health")),
                 Route::OpenApi => assert!(service_routes.insert("openapi")),
                 Route::Mcp { .. } => assert!(service_routes.insert("mcp")),
             }
         }
     }
+    assert_eq!(
+        namespace_ops,
+        BTreeSet::from(["createNamespace", "listNamespaces", "getNamespace", "deleteNamespace"]),
+        "the four namespace operations are documented"
+    );
+    // A duplicate namespace's 409 is the already-exists error.
+    let create = &doc["paths"]["/accounts/{account}/agent-memory/namespaces"]["post"];
+    assert_eq!(create["responses"]["409"]["$ref"], "#/components/responses/AlreadyExists");
+    assert!(doc["components"]["responses"]["AlreadyExists"]["description"].as_str().unwrap().contains("(code 10008)"));
+    // Every operationId is unique.
+    let ids: Vec<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().iter().filter(|(m, _)| *m != "parameters").filter_map(|(_, op)| op["operationId"].as_str()))
+        .collect();
+    assert_eq!(ids.len(), ids.iter().collect::<BTreeSet<_>>().len(), "duplicate operationIds: {ids:?}");
     let mut expected: BTreeSet<String> = profile_functions().iter().map(|f| kebab_to_camel(&f.name)).collect();
     expected.insert("deleteProfile".into());
     expected.insert("restoreProfile".into());
@@ -1095,7 +1286,8 @@ fn test_openapi_routes_reach_every_profile_function() {
 // ---------------------------------------------------------------------------
 // The operations: one enum, every way in.
 
-/// The methods a class of `src/entry.mjs` defines (`name(args) {`).
+/// The methods a class of `src/entry.mjs` defines (`name(args) {`, or
+/// `async name(args) {`).
 fn entry_methods(class: &str) -> BTreeSet<String> {
     let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/entry.mjs")).unwrap();
     let start = text.find(&format!("class {class} ")).unwrap_or_else(|| panic!("entry.mjs has no class {class}"));
@@ -1104,6 +1296,7 @@ fn entry_methods(class: &str) -> BTreeSet<String> {
     body.lines()
         .filter_map(|l| {
             let l = l.strip_prefix("  ")?;
+            let l = l.strip_prefix("async ").unwrap_or(l);
             let name: String = l.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
             (!name.is_empty() && l[name.len()..].starts_with('(') && name != "constructor").then_some(name)
         })

@@ -79,7 +79,7 @@ impl CatalogObject {
 impl DurableObject for CatalogObject {
     fn new(state: State, env: Env) -> Self {
         let sql = DoSql::new(state.storage());
-        let broken = crate::core::schema::migrate_set(&sql, crate::core::catalog::MIGRATIONS).err();
+        let broken = crate::core::schema::migrate_set(&sql, crate::core::catalog::MIGRATION_LOG, crate::core::catalog::MIGRATIONS).err();
         CatalogObject { state, env, sql, broken }
     }
 

@@ -183,7 +183,7 @@ pub struct RecallRequest {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListRequest {
     #[serde(default)]
-    #[schemars(range(min = 1, max = 1000), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 1000), extend("default" = 20))]
     pub limit: Option<usize>,
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::Id>")]

@@ -26,6 +26,9 @@ use crate::core::ports::{Sql, SqlValue};
 use crate::core::time::iso;
 use serde::{Deserialize, Serialize};
 
+/// The table the catalog's migrations are recorded in.
+pub const MIGRATION_LOG: &str = "catalog_migrations";
+
 /// The catalog's schema, versioned as the profiles' is.
 pub const MIGRATIONS: &[(i64, &[&str])] = &[(
     1,
@@ -82,6 +85,10 @@ pub struct NamespacePage {
     pub cursor: String,
     pub per_page: usize,
 }
+
+/// The purges due now, as `(namespace, profile)`, and when the next one
+/// falls due (epoch millis).
+pub type DuePurges = (Vec<(String, String)>, Option<i64>);
 
 /// A profile whose purge is recorded and not yet done.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -252,8 +259,9 @@ impl Catalog<'_> {
         }
     }
 
-    /// Purges due now (not parked), and when the next one falls due.
-    pub fn due_purges(&self) -> Result<(Vec<(String, String)>, Option<i64>)> {
+    /// Purges due now (not parked), as `(namespace, profile)`, and when the
+    /// next one falls due.
+    pub fn due_purges(&self) -> Result<DuePurges> {
         let due = self
             .sql
             .query(

@@ -11,9 +11,10 @@
 //! committed document as it is; only native code (the test) calls this.
 
 use crate::core::api::{IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest};
+use crate::core::catalog::Namespace;
 use crate::core::model::{
-    DeleteReport, IngestReport, ListPage, Memory, MemoryDetail, Message, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport,
-    Stats, Summary,
+    DeleteReport, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, Message, ProfileDeleteReport, ProfileRestoreReport,
+    SessionDeleteReport, Stats, Summary,
 };
 use crate::core::portable::ImportReport;
 use crate::core::recall::fuse::{Channel, Contribution, ExplanationNode};
@@ -41,14 +42,16 @@ pub fn schemas() -> Map<String, Value> {
     requests.subschema_for::<RecallRequest>();
     requests.subschema_for::<ListRequest>();
     requests.subschema_for::<SummaryRequest>();
-    // Named in paths (namespace and profile), held by no record.
+    // Named in paths (namespace and profile), held by no request record.
     requests.subschema_for::<crate::core::wire::Name>();
+    requests.subschema_for::<crate::core::wire::ProfileName>();
     let mut responses = generator(SchemaSettings::draft2020_12().for_serialize());
     responses.subschema_for::<IngestReport>();
     responses.subschema_for::<Memory>();
     responses.subschema_for::<MemoryDetail>();
     responses.subschema_for::<Message>();
-    responses.subschema_for::<ListPage>();
+    responses.subschema_for::<MemoryList>();
+    responses.subschema_for::<MemoryEntry>();
     responses.subschema_for::<RecallResponse>();
     responses.subschema_for::<Contribution>();
     responses.subschema_for::<ExplanationNode>();
@@ -61,6 +64,7 @@ pub fn schemas() -> Map<String, Value> {
     responses.subschema_for::<ProfileDeleteReport>();
     responses.subschema_for::<ProfileRestoreReport>();
     responses.subschema_for::<ImportReport>();
+    responses.subschema_for::<Namespace>();
     let mut out = requests.take_definitions(true);
     for (name, schema) in responses.take_definitions(true) {
         // A record both read and written (an enum) is one schema.

@@ -544,7 +544,7 @@ pub struct ListArgs {
     #[serde(default)]
     #[schemars(length(min = 1, max = 64))]
     pub session_id: Option<String>,
-    /// Page size (default 50).
+    /// Page size (default 20).
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<u32>,
@@ -589,7 +589,7 @@ fn decode_args(name: &str, args: &Value) -> std::result::Result<(), String> {
 /// the top, and an `error` beside, so that an `isError` result's
 /// `{ error }` conforms too). Native code only (tests/contract.rs).
 pub fn generate_tools() -> Vec<Value> {
-    use crate::core::model::{IngestReport, ListPage, Memory};
+    use crate::core::model::{IngestReport, Memory, MemoryList};
     use crate::core::recall::RecallResponse;
     use schemars::{generate::SchemaSettings, JsonSchema};
     fn schema<T: JsonSchema>(output: bool) -> Value {
@@ -616,7 +616,7 @@ pub fn generate_tools() -> Vec<Value> {
                 "recall" => (schema::<RecallArgs>(false), schema::<RecallResponse>(true)),
                 "remember" => (schema::<RememberArgs>(false), schema::<Memory>(true)),
                 "forget" => (schema::<ForgetArgs>(false), schema::<Memory>(true)),
-                "list" => (schema::<ListArgs>(false), schema::<ListPage>(true)),
+                "list" => (schema::<ListArgs>(false), schema::<MemoryList>(true)),
                 _ => (schema::<IngestArgs>(false), schema::<IngestReport>(true)),
             };
             let annotations = if t.read_only {

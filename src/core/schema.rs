@@ -231,27 +231,22 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
 
 /// Brings the database up to the newest schema version. Idempotent.
 pub fn migrate(sql: &dyn Sql) -> Result<()> {
-    migrate_set(sql, MIGRATIONS)
+    migrate_set(sql, "schema_migrations", MIGRATIONS)
 }
 
-/// Runs the migrations of `set` not yet recorded in `sql` (the profiles'
-/// [`MIGRATIONS`], or another database's own, such as the catalog's).
-pub fn migrate_set(sql: &dyn Sql, set: &[(i64, &[&str])]) -> Result<()> {
-    sql.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
-        &[],
-    )?;
-    let rows = sql.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[])?;
+/// Runs the migrations of `set` not yet recorded in `sql`'s table `log`
+/// (the profiles' [`MIGRATIONS`] in `schema_migrations`, or another
+/// database's own, such as the catalog's, in a table of its own).
+pub fn migrate_set(sql: &dyn Sql, log: &str, set: &[(i64, &[&str])]) -> Result<()> {
+    sql.execute(&format!("CREATE TABLE IF NOT EXISTS {log} (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"), &[])?;
+    let rows = sql.query(&format!("SELECT COALESCE(MAX(version), 0) FROM {log}"), &[])?;
     let current = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0);
     for (version, statements) in set.iter().filter(|(v, _)| *v > current) {
         sql.transaction(&mut || {
             for stmt in statements.iter() {
                 sql.execute(stmt, &[])?;
             }
-            sql.execute(
-                "INSERT INTO schema_migrations (version, applied_at) VALUES (?, datetime('now'))",
-                &[SqlValue::Integer(*version)],
-            )
+            sql.execute(&format!("INSERT INTO {log} (version, applied_at) VALUES (?, datetime('now'))"), &[SqlValue::Integer(*version)])
         })?;
     }
     Ok(())

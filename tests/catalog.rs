@@ -1,0 +1,119 @@
+//! The namespace catalog (core::catalog) against real SQLite: creation and
+//! its 409, pages, deletion and the purges it records, implicit creation by
+//! a profile's first write, and the retry and parking of failed purges.
+
+mod support;
+
+use agent_memory::core::catalog::{Catalog, CatalogCall, MAX_PURGE_ATTEMPTS};
+use agent_memory::core::schema::migrate_set;
+use support::database;
+
+const T0: i64 = 1_776_729_600_000;
+
+fn catalog(sql: &support::NativeSql, now: i64) -> Catalog<'_> {
+    migrate_set(sql, agent_memory::core::catalog::MIGRATION_LOG, agent_memory::core::catalog::MIGRATIONS).unwrap();
+    Catalog { sql, now }
+}
+
+#[test]
+fn test_create_then_get_gives_the_published_fields_and_a_second_create_is_409_10008() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    let made = c.create("1234", "support-agent").unwrap();
+    assert_eq!((made.name.as_str(), made.account_id.as_str()), ("support-agent", "1234"));
+    assert_eq!(made.created_at, "2026-04-21T00:00:00.000Z");
+    assert_eq!(made.updated_at, made.created_at);
+    assert!(!made.id.is_empty());
+    assert_eq!(c.get("1234", "support-agent").unwrap(), made);
+    let taken = c.create("1234", "support-agent").unwrap_err();
+    assert_eq!((taken.status(), taken.code()), (409, 10008));
+    assert_eq!(taken.message(), "Namespace name already exists");
+    assert!(c.get("1234", "nobody").unwrap_err().is_not_found());
+    for bad in ["", "Not Valid!", &"x".repeat(33)] {
+        assert!(c.create("1234", bad).unwrap_err().is_invalid(), "{bad:?}");
+    }
+}
+
+#[test]
+fn test_list_pages_by_name_and_the_last_page_has_an_empty_cursor() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    for name in ["c", "a", "b"] {
+        c.create("1", name).unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = c.list("1", Some(2), cursor.as_deref()).unwrap();
+        assert_eq!(page.per_page, 2);
+        seen.extend(page.namespaces.iter().map(|n| n.name.clone()));
+        if page.cursor.is_empty() {
+            break;
+        }
+        cursor = Some(page.cursor);
+    }
+    assert_eq!(seen, ["a", "b", "c"]);
+    assert_eq!(c.list("1", None, None).unwrap().per_page, 20, "the published default");
+    assert!(c.list("1", Some(0), None).unwrap_err().is_invalid());
+    assert!(c.list("1", Some(1001), None).unwrap_err().is_invalid());
+}
+
+#[test]
+fn test_a_first_write_creates_a_namespace_nobody_created_and_deletion_records_a_purge_per_profile() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    assert!(!c.register("implicit", "alice").unwrap().purge_first);
+    assert!(!c.register("implicit", "bob").unwrap().purge_first);
+    assert!(!c.register("implicit", "alice").unwrap().purge_first, "registering again changes nothing");
+    assert_eq!(c.get("1", "implicit").unwrap().name, "implicit");
+    let profiles = c.delete("implicit").unwrap();
+    assert_eq!(profiles, ["alice", "bob"]);
+    assert!(c.get("1", "implicit").unwrap_err().is_not_found(), "gone at once");
+    assert!(c.delete("implicit").unwrap_err().is_not_found());
+    // The name can be made again while the purges wait.
+    c.create("1", "implicit").unwrap();
+    assert_eq!(c.pending_purges().unwrap().len(), 2);
+    // A profile written again before its purge ran is told to purge first.
+    assert!(c.register("implicit", "alice").unwrap().purge_first);
+    assert!(!c.register("implicit", "alice").unwrap().purge_first);
+    c.purged("implicit", "bob", None).unwrap();
+    assert!(c.pending_purges().unwrap().is_empty());
+}
+
+#[test]
+fn test_a_failing_purge_is_retried_with_a_backoff_then_parked_and_visible() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    c.register("ns", "p").unwrap();
+    c.delete("ns").unwrap();
+    let mut now = T0;
+    for attempt in 1..=MAX_PURGE_ATTEMPTS {
+        let c = catalog(&sql, now);
+        let (due, _) = c.due_purges().unwrap();
+        assert_eq!(due, [("ns".to_string(), "p".to_string())], "attempt {attempt}");
+        c.purged("ns", "p", Some("the profile did not answer")).unwrap();
+        let (due, next) = c.due_purges().unwrap();
+        assert!(due.is_empty(), "not due again at once");
+        match next {
+            Some(at) => now = at,
+            None => assert_eq!(attempt, MAX_PURGE_ATTEMPTS, "only a parked purge has no next time"),
+        }
+    }
+    let pending = catalog(&sql, now).pending_purges().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert!(pending[0].parked && pending[0].attempts == MAX_PURGE_ATTEMPTS);
+    assert_eq!(pending[0].last_error.as_deref(), Some("the profile did not answer"));
+    assert!(catalog(&sql, now + 86_400_000).due_purges().unwrap().0.is_empty(), "a parked purge never spins");
+}
+
+#[test]
+fn test_calls_read_as_the_worker_sends_them() {
+    let call: CatalogCall = serde_json::from_str(r#"{"op":"list","account":"1","perPage":5,"cursor":null}"#).unwrap();
+    assert_eq!(call, CatalogCall::List { account: "1".into(), per_page: Some(5), cursor: None });
+    let sql = database();
+    let c = catalog(&sql, T0);
+    let text = c.execute(CatalogCall::Create { account: "1".into(), name: "n".into() }).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["name"], "n");
+    assert!(serde_json::from_str::<CatalogCall>(r#"{"op":"drop","name":"n"}"#).is_err());
+}
