@@ -2,7 +2,7 @@
 #   make setup   toolchain + npm packages incl. Node 22 (idempotent, fast when done)
 #   make build   worker-build --release into build/
 #   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local)
-#   make test    cargo test (native, property tests included) + lint + build + schemathesis + workerd tests (node --test, last)
+#   make test    cargo test (native, property tests included) + lint + tsc type checks + build + schemathesis + workerd tests (node --test, last)
 #   make lint    the core's panic lints (no unwrap, expect, panic, unchecked indexing or overflowing arithmetic)
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -13,7 +13,7 @@ ENV := source scripts/env.sh &&
 WORKERD_TESTS := tests/workerd/**/*.test.mjs
 
 
-.PHONY: setup setup-browser build build-bench dev test test-native lint test-workerd clean
+.PHONY: setup setup-browser build build-bench dev test test-native lint test-types test-workerd clean
 
 setup:
 	@bash scripts/setup.sh
@@ -35,7 +35,7 @@ build-bench: setup
 dev: setup
 	@$(ENV) exec wrangler dev --local --ip 127.0.0.1 --port "$(PORT)" --show-interactive-dev-session=false
 
-test: setup setup-browser test-native lint build test-schemathesis test-workerd
+test: setup setup-browser test-native lint test-types build test-schemathesis test-workerd
 
 test-native:
 	@$(ENV) cargo test
@@ -43,6 +43,10 @@ test-native:
 # src/core/mod.rs denies them outside tests; clippy fails on any.
 lint:
 	@$(ENV) cargo clippy --lib --quiet
+
+# tsc over the published docs' example code against src/agent-memory.d.ts.
+test-types:
+	@$(ENV) node --test tests/types/*.test.mjs
 
 # Runs against the built Worker (build/ + src/entry.mjs) in workerd.
 test-workerd:
