@@ -224,7 +224,7 @@ impl<'a> Profile<'a> {
         if let Some(s) = &req.session_id {
             api::validate_session_id(s)?;
         }
-        Ok(Summary { summary: summary::render(&self.store(), req.session_id.as_deref())? })
+        Ok(Summary { summary: summary::render(&self.store(), req.session_id.as_deref(), self.now)? })
     }
 
     pub fn export(&self) -> Result<String> {

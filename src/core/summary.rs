@@ -1,50 +1,81 @@
-//! `getSummary`: a Markdown summary of a session or a whole profile, built
-//! from its active memories (rule-based; no model call).
+//! `getSummary`: a Markdown summary of a profile, built from its active
+//! memories (rule-based; no model call), in the sections Cloudflare's
+//! Agent Memory documents: key facts, instructions, recent events, active
+//! tasks, and the last session. A `sessionId` chooses which session the
+//! last-session section shows (the most recent one without it); the other
+//! sections always cover the whole profile. Sections with nothing in them
+//! are left out.
 
 use crate::core::error::Result;
-use crate::core::model::{MemoryType, Status};
+use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::store::{ListFilter, Store};
+use crate::core::time::iso;
 
 /// Most memories a summary lists per section.
 pub const MAX_PER_SECTION: usize = 50;
+/// How far back "recent" events reach, in days.
+pub const RECENT_EVENT_DAYS: i64 = 30;
+const DAY_MILLIS: i64 = 86_400_000;
 
-pub fn render(store: &Store<'_>, session_id: Option<&str>) -> Result<String> {
-    let mut out = match session_id {
-        Some(s) => format!("# Summary of session {s}\n"),
-        None => "# Profile summary\n".to_string(),
-    };
-    let mut any = false;
-    for (kind, title) in [
-        (MemoryType::Fact, "Facts"),
-        (MemoryType::Instruction, "Instructions"),
-        (MemoryType::Event, "Events"),
-        (MemoryType::Task, "Tasks"),
-    ] {
-        let page = store.list(&ListFilter {
+pub fn render(store: &Store<'_>, session_id: Option<&str>, now: i64) -> Result<String> {
+    let mut out = "# Profile summary\n".to_string();
+    let active = |kind: MemoryType, session: Option<&str>| {
+        store.list(&ListFilter {
             limit: MAX_PER_SECTION,
-            session_id: session_id.map(str::to_string),
+            session_id: session.map(str::to_string),
             kind: Some(kind),
             status: Some(Status::Active),
             ..ListFilter::default()
-        })?;
-        if page.memories.is_empty() {
-            continue;
+        })
+    };
+    let mut any = false;
+    for (kind, title) in [(MemoryType::Fact, "Key Facts"), (MemoryType::Instruction, "Instructions")] {
+        any |= section(&mut out, title, &active(kind, None)?.memories);
+    }
+    any |= section(&mut out, "Recent Events", &recent_events(active(MemoryType::Event, None)?.memories, now));
+    any |= section(&mut out, "Active Tasks", &active(MemoryType::Task, None)?.memories);
+    if let Some(session) = session_id.map(str::to_string).or(last_session(store)?) {
+        let mut memories = Vec::new();
+        for kind in MemoryType::ALL {
+            memories.extend(active(kind, Some(&session))?.memories);
         }
-        any = true;
-        out.push_str(&format!("\n## {title}\n\n"));
-        let mut memories = page.memories;
-        if kind == MemoryType::Event {
-            memories.sort_by(|a, b| a.event_date.cmp(&b.event_date));
-        }
-        for m in memories {
-            match (&m.event_date, kind) {
-                (Some(d), MemoryType::Event) => out.push_str(&format!("- {d}: {}\n", m.summary)),
-                _ => out.push_str(&format!("- {}\n", m.summary)),
-            }
-        }
+        any |= section(&mut out, &format!("Last Session ({session})"), &memories);
     }
     if !any {
-        out.push_str("\nNo memories yet.\n");
+        out.push_str("\nNo memories in this profile yet.\n");
     }
     Ok(out)
+}
+
+/// Writes one section of `memories` (nothing when there are none); whether
+/// it wrote one.
+fn section(out: &mut String, title: &str, memories: &[Memory]) -> bool {
+    if memories.is_empty() {
+        return false;
+    }
+    out.push_str(&format!("\n## {title}\n\n"));
+    for m in memories {
+        match (&m.event_date, m.kind) {
+            (Some(d), MemoryType::Event) => out.push_str(&format!("- {d}: {}\n", m.summary)),
+            _ => out.push_str(&format!("- {}\n", m.summary)),
+        }
+    }
+    true
+}
+
+/// Events of the last [`RECENT_EVENT_DAYS`] (by when they happened, else
+/// when they were stored), oldest first.
+fn recent_events(mut events: Vec<Memory>, now: i64) -> Vec<Memory> {
+    let since = iso(now.saturating_sub(RECENT_EVENT_DAYS.saturating_mul(DAY_MILLIS)));
+    let since = since.get(..10).unwrap_or_default().to_string();
+    let when = |m: &Memory| m.event_date.clone().unwrap_or_else(|| m.created_at.get(..10).unwrap_or_default().to_string());
+    events.retain(|m| when(m) >= since);
+    events.sort_by_key(when);
+    events
+}
+
+/// The session of the newest memory that has one.
+fn last_session(store: &Store<'_>) -> Result<Option<String>> {
+    let page = store.list(&ListFilter { limit: MAX_PER_SECTION, status: Some(Status::Active), ..ListFilter::default() })?;
+    Ok(page.memories.into_iter().map(|m| m.session_id).find(|s| !s.is_empty()))
 }
