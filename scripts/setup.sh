@@ -50,6 +50,18 @@ if [ ! -f "$stamp" ] || [ package.json -nt "$stamp" ] \
   touch "$stamp"
 fi
 
+# The memory-agent example (docs/examples/memory-agent) is a project of its
+# own with its own pins (agents 0.22.0, the get-started guide's version);
+# tests/workerd/agents-sdk.test.mjs bundles it from its node_modules.
+# Re-run only when its package files changed.
+ex=docs/examples/memory-agent
+ex_stamp="$ex/node_modules/.setup-stamp"
+if [ ! -f "$ex_stamp" ] || [ "$ex/package.json" -nt "$ex_stamp" ] || [ "$ex/package-lock.json" -nt "$ex_stamp" ]; then
+  log "installing npm packages of $ex"
+  (cd "$ex" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
+  touch "$ex_stamp"
+fi
+
 # schemathesis for the property-based REST test (tests/schemathesis), in a
 # Python venv under .tools/. Re-installed only when its pins change.
 st_venv=.tools/schemathesis

@@ -1,0 +1,80 @@
+// Test-only Worker for tests/workerd/agents-sdk.test.mjs: the shipped
+// example agent (docs/examples/memory-agent/src/server.ts, the get-started
+// guide's code verbatim, on agents 0.22.0) with a test door.
+//
+// The guide's ChatAgent is IMPORTED, not copied: everything the test runs
+// (Session.create(this).withContext("memory", { provider: { get, search } }),
+// runIngest) is the guide's code. The subclass only adds RPC methods for the
+// steps of chat() that do not need a model, since the test has none:
+//   appendTurn(role, text)  a message appended with this.session.appendMessage,
+//                           as chat() appends it
+//   ingest()                the guide's private runIngest() (what the scheduled
+//                           ingestScheduledMemory callback runs)
+//   searchContext(query)    the model's `search_context` tool call: the tool
+//                           from `await this.session.tools()`, its input
+//                           validated against the tool's own schema as the AI
+//                           SDK does, then its `execute`
+//   systemPrompt(), agentState()
+//
+//   POST /test/<agent name>/<method>  body: JSON array of arguments
+//        -> 200 {"result": ...} | 500 {"error": "<message>"}
+// Every other request goes to the guide's own fetch handler (/chat,
+// routeAgentRequest).
+//
+// Bare imports here ("agents", "ai") are resolved by the test's bundler from
+// the example's node_modules, so there is one copy of each package.
+import { getAgentByName } from "agents";
+import { asSchema } from "ai";
+import guide, { ChatAgent as GuideChatAgent } from "../../../docs/examples/memory-agent/src/server.ts";
+
+export class ChatAgent extends GuideChatAgent {
+  async appendTurn(role, text) {
+    await this.session.appendMessage({
+      id: `${role}-${crypto.randomUUID()}`,
+      role,
+      parts: [{ type: "text", text }],
+    });
+  }
+
+  async ingest() {
+    return this.runIngest();
+  }
+
+  async searchContext(query) {
+    const tools = await this.session.tools();
+    const tool = tools.search_context;
+    if (!tool) throw new Error(`no search_context tool; tools: ${Object.keys(tools).join(", ")}`);
+    // What the model is shown, and what it sends: {label, query}.
+    const schema = asSchema(tool.inputSchema);
+    const input = { label: "memory", query };
+    const checked = schema.validate ? await schema.validate(input) : { success: true, value: input };
+    if (!checked.success) throw checked.error;
+    const output = await tool.execute(checked.value, { toolCallId: "call-search-1", messages: [] });
+    return { description: tool.description, jsonSchema: await schema.jsonSchema, output };
+  }
+
+  async systemPrompt() {
+    return this.session.freezeSystemPrompt();
+  }
+
+  async agentState() {
+    return { name: this.name, state: this.state };
+  }
+}
+
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    const m = url.pathname.match(/^\/test\/([^/]+)\/([A-Za-z]+)$/);
+    if (request.method === "POST" && m) {
+      try {
+        const agent = await getAgentByName(env.ChatAgent, decodeURIComponent(m[1]));
+        const result = await agent[m[2]](...(await request.json()));
+        return Response.json({ result: result ?? null });
+      } catch (e) {
+        return Response.json({ error: String(e?.stack ?? e) }, { status: 500 });
+      }
+    }
+    return guide.fetch(request, env, ctx);
+  },
+};
