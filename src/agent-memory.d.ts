@@ -6,6 +6,7 @@
 //     binding = "MEMORY"
 //     service = "agent-memory"
 //     entrypoint = "MemoryService"
+//     props = { namespace = "my-agent" }   # optional: like [[agent_memory]] namespace = "my-agent"
 //   then type the binding with one of:
 //     import type { AgentMemoryNamespace } from "./agent-memory";
 //     interface Env { MEMORY: AgentMemoryNamespace }  // the published surface, unchanged
