@@ -32,8 +32,10 @@
 //     `Symbol.dispose` on stubs): the profile is declared as the plain object it behaves as;
 //   - the service's value limits (name and session id lengths, page sizes, content bytes):
 //     they are checked at run time, and a call that breaks one throws a `MemoryError`;
-//   - a `MemoryError` class: thrown errors are plain `Error`s named "MemoryError", described by
-//     the `MemoryError` interface below (use `err.name === "MemoryError"`, not `instanceof`);
+//   - an error class: across a service binding, Workers RPC keeps a thrown error's message
+//     only, so a consumer receives a plain `Error` whose message reads
+//     "MemoryError: <what went wrong> (<code>)", the code being the HTTP API's `errors[].code`
+//     (see `MemoryError` below);
 //   - the wrangler `[[agent_memory]]` binding: this service is reached as a service binding.
 //   Type-only: no runtime code. Checked by tests/types (tsc -p tests/types/tsconfig.json).
 
@@ -505,15 +507,14 @@ export interface MemoryProfileRestoreReport {
 }
 
 /**
- * What the binding throws: a plain `Error` (no class to `instanceof`) named "MemoryError",
- * its message ending with the code, e.g. "... (10004)" for a memory that does not exist.
+ * What the binding throws, as a consumer across a service binding receives it: a plain
+ * `Error` (Workers RPC keeps a thrown error's message, not its other properties) whose
+ * message reads "MemoryError: <what went wrong> (<code>)". The code is the HTTP API's
+ * `errors[].code`, e.g. 10004 for a memory that does not exist; read it with
+ * `/\((\d{5})\)$/.exec(err.message)`.
  */
 export interface MemoryError extends Error {
-  name: "MemoryError";
-  /** Numeric error code, as the HTTP API's `errors[].code`. */
-  code: number;
-  /** The HTTP status the same failure has over HTTP (400, 404, 409, 413, ...). */
-  status: number;
+  message: `MemoryError: ${string} (${number})`;
 }
 
 /** A profile of this service: the published profile's methods, with wider inputs and richer results, and more. */

@@ -320,6 +320,17 @@ fn test_a_write_into_a_deleted_profile_starts_it_afresh_and_empty() {
 }
 
 #[test]
+fn test_a_profile_emptied_by_deletions_still_exists_and_can_be_deleted() {
+    let sql = database();
+    with_limits(&sql, APRIL_15, grace(DAY), |p| {
+        let m = block_on(p.dispatch("remember", json!({ "content": "Prefers dark mode.", "sessionId": "s1" }))).unwrap();
+        block_on(p.dispatch("deleteSession", json!({ "sessionId": "s1" }))).unwrap();
+        assert!(block_on(p.dispatch("get", json!({ "id": m["id"] }))).unwrap_err().is_not_found());
+        assert_eq!(block_on(p.dispatch("deleteProfile", json!({}))).unwrap()["deleted"], true);
+    });
+}
+
+#[test]
 fn test_deleting_a_profile_never_written_is_not_found() {
     let sql = database();
     with_limits(&sql, APRIL_15, grace(DAY), |p| {

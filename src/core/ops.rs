@@ -11,7 +11,7 @@ use crate::core::api::{
 };
 use crate::core::error::{Error, Result};
 use crate::core::model::{DeleteReport, IngestReport, ListPage, Memory, MemoryDetail, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport, Stats, Summary};
-use crate::core::store::ListFilter;
+use crate::core::store::{ListFilter, META_WRITTEN};
 pub use crate::core::op::{Call, Op};
 use crate::core::{background, ingest, portable, recall, remember, summary};
 pub use crate::core::context::{Limits, MemoryView, Profile, DEFAULT_DELETE_GRACE_MILLIS};
@@ -56,6 +56,12 @@ impl<'a> Profile<'a> {
             // counts as gone: a write purges what is marked now (it can no
             // longer be restored) and lands in an empty profile.
             self.purge_now()?;
+        }
+        if call.op().creates() {
+            let store = self.store();
+            if store.meta_get(META_WRITTEN)?.is_none() {
+                store.meta_set(META_WRITTEN, "1")?;
+            }
         }
         match call {
             Call::Ingest(req) => to_json(&self.ingest(req).await?),
@@ -261,7 +267,9 @@ impl<'a> Profile<'a> {
         let store = self.store();
         let marked_at = match store.deletion_mark()? {
             Some(at) => at,
-            None if store.is_empty()? => return Err(Error::not_found("profile not found: nothing was ever written to it")),
+            None if store.meta_get(META_WRITTEN)?.is_none() && store.is_empty()? => {
+                return Err(Error::not_found("profile not found: nothing was ever written to it"))
+            }
             None => {
                 store.mark_for_deletion(self.now)?;
                 self.now

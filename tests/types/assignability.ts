@@ -99,7 +99,8 @@ export async function extensions(env: { MEMORY: Ours.MemoryService }): Promise<v
     await p.get("missing");
   } catch (e) {
     const err = e as Ours.MemoryError;
-    if (err.name === "MemoryError") console.log(err.code, err.status, err.message);
+    const code = /\((\d{5})\)$/.exec(err.message)?.[1];
+    console.log(code, err.message.startsWith("MemoryError: "));
   }
   console.log(created, status, sources, sessionId, answer, firstType, channels, next, entryStatus, versions);
   console.log(sourceRoles, content, alsoDeleted, storedAt, forgotten, added, counts, gone, restored);

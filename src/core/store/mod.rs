@@ -26,6 +26,10 @@ use crate::core::time::iso;
 
 /// The `meta` key holding the profile's `{namespace}/{profile}` name.
 pub const META_NAME: &str = "name";
+/// Set by the profile's first write that may create it (and cleared by a
+/// wipe): a profile emptied by deletions still exists, one never written
+/// does not.
+pub const META_WRITTEN: &str = "written";
 /// Set once the profile is recorded in the namespace catalog (by its first
 /// write); a wipe clears it, so the next write records it again.
 pub const META_CATALOGED: &str = "cataloged";
