@@ -66,7 +66,9 @@ async function writeScript(api, profile) {
   for (const key of ["team.package_manager", "team.on_call"]) {
     const page = await api.ok("GET", NS, profile, "/memories", { query: { key, status: "superseded" } });
     const active = await api.ok("GET", NS, profile, "/memories", { query: { key } });
-    out.push(["list", key, page.memories.map((m) => m.content), active.memories.map((m) => m.content)]);
+    // List entries carry no content: their summaries (and ids' order) tell them apart.
+    for (const m of [...page.memories, ...active.memories]) assert.equal(typeof m.summary, "string", `a ${key} entry has a summary`);
+    out.push(["list", key, page.memories.map((m) => m.summary), active.memories.map((m) => m.summary)]);
   }
   return out;
 }

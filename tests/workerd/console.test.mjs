@@ -421,7 +421,9 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
   const buildId = ingested.memories.find((m) => m.summary.includes("build id"));
   assert.ok(zephyr && buildId, "ingest stored memories from the long messages");
   const listed = (await api("GET", "/memories?limit=100")).memories;
-  const unbroken = listed.reduce((n, m) => n + Math.max(...m.content.split(/\s+/).map((w) => w.length)), 0);
+  // List entries carry no content; the detail drawer shows it (get).
+  const details = await Promise.all(listed.map((m) => api("GET", `/memories/${m.id}`)));
+  const unbroken = details.reduce((n, m) => n + Math.max(...m.content.split(/\s+/).map((w) => w.length)), 0);
   assert.ok(unbroken >= 100 * 1024, `the listed memories hold ${unbroken} characters of unbroken text`);
 
   // ---- the browser ----

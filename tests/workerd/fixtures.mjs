@@ -45,8 +45,43 @@ export const T = Object.freeze({
   export: `${P}/export`,
   import: `${P}/import`,
   stats: `${P}/stats`,
+  namespaces: "/accounts/{account}/agent-memory/namespaces",
+  namespace: "/accounts/{account}/agent-memory/namespaces/{namespace}",
   mcp: "/mcp/namespaces/{namespace}/profiles/{profile}",
 });
+
+// ---------------------------------------------------------------------------
+// Ids and records
+
+/** A memory id made now: a ULID, 26 lowercase Crockford base32 characters. */
+export const ULID = /^[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+/** A message id, or a memory id of the earlier form: 32 lowercase hex characters. */
+export const HEX_ID = /^[0-9a-f]{32}$/;
+
+/** Fields of a memory that a list entry leaves out. */
+export const NOT_IN_ENTRIES = Object.freeze(["content", "sourceMessageIds", "searchQueries", "supersedes", "supersededBy"]);
+
+/**
+ * The list entry of a memory record (or of a detail): the record without
+ * the fields `list` leaves out (and without a detail's versions and
+ * source messages).
+ */
+export function entryOf(memory) {
+  const out = {};
+  for (const [k, v] of Object.entries(memory)) {
+    if (!NOT_IN_ENTRIES.includes(k) && k !== "versions" && k !== "sourceMessages") out[k] = v;
+  }
+  return out;
+}
+
+/** Asserts that every item of a list is an entry: no content, sources, queries or version links. */
+export function assertEntries(memories, where = "list") {
+  assert.ok(Array.isArray(memories), `${where}: memories is an array`);
+  for (const m of memories) {
+    for (const k of NOT_IN_ENTRIES) assert.ok(!(k in m), `${where}: entry ${m.id} carries ${k}`);
+    assert.ok("sessionId" in m, `${where}: entry ${m.id} has a sessionId (null without a session)`);
+  }
+}
 
 /** "METHOD template" of every response validated so far in this process. */
 export const exercised = new Set();
@@ -193,6 +228,10 @@ export const CODE = Object.freeze({
   notFound: 10004,
   conflict: 10005,
   tooLarge: 10006,
+  methodNotAllowed: 10007,
+  alreadyExists: 10008,
+  unsupportedMediaType: 10009,
+  notAcceptable: 10013,
 });
 
 /** The numeric code at the end of an RPC error message: "... (10001)". */
@@ -266,8 +305,22 @@ export function rpcResultSchema(doc, op) {
   return resultSchema(doc, ...target);
 }
 
-/** Asserts an RPC result fits the document's schema for it; returns it. */
+/**
+ * RPC methods the published interface types as `void`: they resolve to
+ * undefined, which the consumer's JSON hop turns into null (REST under
+ * /accounts/... still answers their full reports).
+ */
+export const RPC_VOID = Object.freeze(new Set(["ingest", "deleteSession", "deleteProfile"]));
+
+/**
+ * Asserts an RPC result fits the document's schema for it (null for a
+ * `void` method); returns it.
+ */
 export function checkRpcResult(doc, op, value) {
+  if (RPC_VOID.has(op)) {
+    assert.equal(value, null, `RPC ${op} resolves to undefined (null after the consumer's JSON hop), got ${JSON.stringify(value)?.slice(0, 200)}`);
+    return value;
+  }
   const errors = validate(doc, rpcResultSchema(doc, op), value);
   assert.deepEqual(errors, [], `RPC ${op} result does not fit the document:\n  ${errors.join("\n  ")}`);
   return value;
@@ -286,15 +339,25 @@ export const CONVERSATION = Object.freeze([
 /** A message content of `kb` KiB (over the 32 KiB limit at 40). */
 export const bigContent = (kb = 40) => "word ".repeat(Math.ceil((kb * 1024) / 5)).slice(0, kb * 1024);
 
-/** Names that must be refused as profile or namespace names. */
+/**
+ * Names that must be refused as profile and namespace names (a profile
+ * name may be up to 100 characters, a namespace name up to 32: see
+ * BAD_NAMESPACE_NAMES).
+ */
 export const BAD_NAMES = Object.freeze({
   "dot-dot": "..",
   "encoded slash": "a%2Fb",
-  "33 characters": "x".repeat(33),
+  "101 characters": "x".repeat(101),
   "fullwidth look-alike": "ｐrofile",
   "cyrillic look-alike": "рrofile", // U+0440
   "space": "a%20b",
   "bang": "bad!name",
+});
+
+/** Names that are good profile names but must be refused as namespace names. */
+export const BAD_NAMESPACE_NAMES = Object.freeze({
+  "33 characters": "x".repeat(33),
+  "100 characters": "x".repeat(100),
 });
 
 /** Counters of stats that any stored record would move. */

@@ -66,8 +66,10 @@ test("MCP SDK client over real HTTP: remember, recall, forget, and the memory is
   const remembered = await client.callTool({ name: "remember", arguments: { content: FACT } });
   assert.equal(remembered.isError, false);
   const id = remembered.structuredContent.id;
-  assert.match(id, /^[0-9a-f]{32}$/);
+  // New memory ids are ULIDs: 26 lowercase Crockford base32 characters.
+  assert.match(id, /^[0-7][0-9a-hjkmnp-tv-z]{25}$/);
   assert.equal(remembered.structuredContent.status, "active");
+  assert.equal(remembered.structuredContent.sessionId, null, "remembered without a session");
   assert.match(remembered.content[0].text, new RegExp(`^Remembered \\w+ memory ${id}`));
 
   let recalled = await client.callTool({ name: "recall", arguments: { query: "How does the user like their coffee?" } });
@@ -86,6 +88,11 @@ test("MCP SDK client over real HTTP: remember, recall, forget, and the memory is
   assert.ok(!active.structuredContent.memories.some((m) => m.id === id), "list (active) no longer shows it");
   const all = await client.callTool({ name: "list", arguments: { status: "forgotten" } });
   assert.deepEqual(all.structuredContent.memories.map((m) => [m.id, m.status]), [[id, "forgotten"]]);
+  // List entries are the memory without its content, sources, queries and version links.
+  const [entry] = all.structuredContent.memories;
+  for (const k of ["content", "sourceMessageIds", "searchQueries", "supersedes", "supersededBy"]) assert.ok(!(k in entry), `a list entry carries ${k}`);
+  assert.equal(entry.summary, remembered.structuredContent.summary);
+  assert.equal(entry.sessionId, null);
 });
 
 test("MCP SDK client over real HTTP: ingest, and a failing operation is a tool error, not a protocol error", async () => {

@@ -263,7 +263,8 @@ async function selfTest() {
   const { readFileSync } = await import("node:fs");
   const doc = JSON.parse(readFileSync(new URL("../../src/openapi.json", import.meta.url), "utf8"));
   const BASE = "/accounts/{account}/agent-memory/namespaces/{namespace}/profiles/{profile}";
-  const ID = "0123456789abcdef0123456789abcdef";
+  const ID = "01kppncc00f1t2zrw2mrtmb8qx"; // a ULID, as memory ids are made now
+  const OLD_ID = "0123456789abcdef0123456789abcdef"; // a memory id of the earlier form
   const MSG = "fedcba9876543210fedcba9876543210";
   const memory = {
     id: ID, type: "fact", key: "user.package_manager", summary: "The user prefers pnpm.",
@@ -296,6 +297,7 @@ async function selfTest() {
   }
 
   expectOk("remember ok", "POST", `${BASE}/remember`, 200, ok(memory));
+  expectOk("remember ok, an id of the earlier form, no session", "POST", `${BASE}/remember`, 200, ok({ ...memory, id: OLD_ID, sessionId: null }));
   expectOk("remember ok as text", "post", `${BASE}/remember`, "200", JSON.stringify(ok(memory)), "application/json; charset=utf-8");
   expectOk("empty recall", "POST", `${BASE}/recall`, 200, ok({ result: "", answer: "", count: 0, candidates: [] }));
   expectOk("recall with notes and trace", "POST", `${BASE}/recall`, 200, {
@@ -306,7 +308,8 @@ async function selfTest() {
     }),
     messages: ["channel vector failed: no query embedding"],
   });
-  expectOk("list page", "GET", `${BASE}/memories`, 200, ok({ memories: [memory], cursor: ID }, { result_info: { cursor: ID, count: 1 } }));
+  const { content, sourceMessageIds, searchQueries, ...entry } = memory;
+  expectOk("list page", "GET", `${BASE}/memories`, 200, ok({ memories: [entry], cursor: ID }, { result_info: { cursor: ID, count: 1 } }));
   expectOk("last list page", "GET", `${BASE}/memories`, 200, ok({ memories: [] }, { result_info: { cursor: null, count: 0 } }));
   expectOk("not found", "GET", `${BASE}/memories/{id}`, 404, err(10004, "no memory with id x"));
   expectOk("undocumented status falls to default", "GET", `${BASE}/stats`, 404, err(10004, "no route"));
@@ -315,10 +318,11 @@ async function selfTest() {
 
   expectFail("missing status", 'missing required property "status"', "POST", `${BASE}/remember`, 200,
     ok({ ...memory, status: undefined }));
-  expectFail("renamed field", 'unexpected property "source_message_ids"', "POST", `${BASE}/remember`, 200,
+  expectFail("renamed field", 'missing required property "sourceMessageIds"', "POST", `${BASE}/remember`, 200,
     ok((({ sourceMessageIds, ...m }) => ({ ...m, source_message_ids: sourceMessageIds }))(memory)));
   expectFail("bad enum", '"note" is not one of', "POST", `${BASE}/remember`, 200, ok({ ...memory, type: "note" }));
-  expectFail("bad id", "does not match", "POST", `${BASE}/remember`, 200, ok({ ...memory, id: "XYZ" }));
+  expectFail("bad id", "does not match", "POST", `${BASE}/remember`, 200, ok({ ...memory, id: "not-an-id" }));
+  expectFail("id over 64 characters", "above maxLength", "POST", `${BASE}/remember`, 200, ok({ ...memory, id: "a".repeat(65) }));
   expectFail("string count", "expected integer", "POST", `${BASE}/recall`, 200,
     ok({ result: "", answer: "", count: "0", candidates: [] }));
   expectFail("negative count", "below the minimum", "POST", `${BASE}/recall`, 200,

@@ -222,7 +222,9 @@ describe("openai-compatible adapter against a local stand-in server", () => {
       const stats = await waitForStats(w, p(), (st) => st.pendingJobs === 0, { what: "the extract job to succeed" });
       assert.equal(stats.failedJobs, 0);
       const memories = (await p().list("?sessionId=broken")).memories;
-      assert.deepEqual(memories.map((m) => [m.type, m.content]), [["task", TASK_TEXT]]);
+      // List entries carry no content: get has it.
+      const details = await Promise.all(memories.map(async (m) => (await p().envelope("GET", `/memories/${m.id}`)).result));
+      assert.deepEqual(details.map((m) => [m.type, m.content]), [["task", TASK_TEXT]]);
       const retried = s.since(mark).filter((r) => r.stage === "extraction");
       assert.ok(retried.some((r) => r.body.messages[1].content.includes("[0] 2026-04-14 user: Right now I am migrating")));
     });

@@ -31,9 +31,12 @@ function conversation(i) {
   };
 }
 
+/** The contents of a session's memories, sorted (list entries carry no content: get has it). */
 async function sessionMemories(api, profile, sessionId) {
   const page = await api.ok("GET", NS, profile, "/memories", { query: { sessionId, limit: "1000" } });
-  return page.memories.map((m) => m.content).sort();
+  const contents = await Promise.all(page.memories.map(async (m) => (await api.ok("GET", NS, profile, `/memories/${m.id}`)).content));
+  for (const c of contents) assert.equal(typeof c, "string", `a memory of ${sessionId} has content`);
+  return contents.sort();
 }
 
 describe("concurrent ingests into one profile", () => {

@@ -177,7 +177,7 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
     assertClientError(dup, "duplicate key", 400);
   });
 
-  test("names: ../, %2F, look-alikes, 33 characters, empty", async () => {
+  test("names: ../, %2F, look-alikes, too long (101 for a profile, 33 for a namespace), empty", async () => {
     const names = [
       "..",
       "%2E%2E",
@@ -193,7 +193,7 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
       "%D0%B0", // Cyrillic a
       "a%E2%80%8Bb", // zero-width space
       "caf%C3%A9",
-      "x".repeat(33),
+      "x".repeat(101),
       "a%",
       "a%zz",
     ];
@@ -208,6 +208,15 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
         assert.ok(m.status >= 400 && m.status < 500, `mcp name ${n}: ${m.status}`);
       }
     }
+    // Profile names may have up to 100 characters, namespace names 32.
+    for (const n of ["x".repeat(33), "x".repeat(100)]) {
+      assertClientError(await raw("GET", profilePath(n, "p", "/memories")), `namespace name of ${n.length}`, 400);
+      const m = await raw("POST", `/mcp/namespaces/${n}/profiles/p`, {
+        body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        headers: { ...json, accept: "application/json, text/event-stream" },
+      });
+      assert.ok(m.status >= 400 && m.status < 500, `mcp namespace name of ${n.length}: ${m.status}`);
+    }
     // Empty segments.
     for (const p of [
       "/accounts/acct/agent-memory/namespaces//profiles/p/memories",
@@ -216,8 +225,8 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
     ]) {
       assertClientError(await raw("GET", p), `empty segment ${p}`, [400, 404]);
     }
-    // 32 characters are fine.
-    const ok = await raw("GET", profilePath("n".repeat(32), "p".repeat(32), "/memories"));
+    // 32 characters are fine for a namespace, 100 for a profile.
+    const ok = await raw("GET", profilePath("n".repeat(32), "p".repeat(100), "/memories"));
     assert.equal(ok.status, 200);
     conforms("GET", `${P}/memories`, ok);
   });
@@ -244,16 +253,32 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
       assertClientError(r, `${suffix} ${JSON.stringify(body)}`, 400);
       conforms(method, `${P}${suffix}`, r);
     }
+    // An id is 1-64 ASCII letters and digits; anything else is malformed.
     for (const [method, suffix] of [
       ["GET", "/memories/not-an-id"],
       ["GET", "/memories/%00"],
-      ["GET", `/memories/${"A".repeat(32)}`],
+      ["GET", `/memories/${"A".repeat(65)}`],
+      ["GET", "/memories/caf%C3%A9"],
       ["DELETE", "/memories/..%2F..%2Fx"],
-      ["POST", "/memories/1234/forget"],
+      ["POST", "/memories/12.34/forget"],
       ["DELETE", "/sessions/%09tab"],
       ["DELETE", `/sessions/${"s".repeat(65)}`],
     ]) {
-      assertClientError(await raw(method, url(suffix)), `${method} ${suffix}`, 400);
+      const r = await raw(method, url(suffix));
+      assertClientError(r, `${method} ${suffix}`, 400);
+      assert.equal(r.body.errors[0].code, 10001, `${method} ${suffix}`);
+    }
+    // Ids are opaque: a well-formed one nobody holds is not found.
+    for (const [method, suffix, template] of [
+      ["GET", `/memories/${"A".repeat(32)}`, `${P}/memories/{id}`],
+      ["GET", `/memories/${"A".repeat(64)}`, `${P}/memories/{id}`],
+      ["POST", "/memories/1234/forget", `${P}/memories/{id}/forget`],
+      ["DELETE", "/memories/01JSGCEXAMPLE000000000000", `${P}/memories/{id}`],
+    ]) {
+      const r = await raw(method, url(suffix));
+      assertClientError(r, `${method} ${suffix}`, 404);
+      assert.equal(r.body.errors[0].code, 10004, `${method} ${suffix}`);
+      conforms(method, template, r);
     }
     for (const q of ["limit=0", "limit=1001", "limit=-1", "limit=abc", "limit=1e3", "limit=99999999999999999999999", "limit=1&limit=2", "status=bogus", "type=secret", "bogus=1", "sessionId="]) {
       const r = await raw("GET", `${url("/memories")}?${q}`);
@@ -469,21 +494,28 @@ describe("isolation between namespaces and profiles", () => {
       const two = `Profile ${ns2}|${p2} keeps the marker bravo-${ns2}-${p2}.`;
       await dev.ok("POST", ns1, p1, "/remember", { body: { content: one } });
       await dev.ok("POST", ns2, p2, "/remember", { body: { content: two } });
-      const list1 = await dev.ok("GET", ns1, p1, "/memories");
-      const list2 = await dev.ok("GET", ns2, p2, "/memories");
-      assert.deepEqual(list1.memories.map((m) => m.content), [one], `${ns1}/${p1}`);
-      assert.deepEqual(list2.memories.map((m) => m.content), [two], `${ns2}/${p2}`);
+      // List entries carry no content: each listed memory's content is read by get.
+      const contents = async (ns, p) => {
+        const list = await dev.ok("GET", ns, p, "/memories");
+        return Promise.all(list.memories.map(async (m) => (await dev.ok("GET", ns, p, `/memories/${m.id}`)).content));
+      };
+      assert.deepEqual(await contents(ns1, p1), [one], `${ns1}/${p1}`);
+      assert.deepEqual(await contents(ns2, p2), [two], `${ns2}/${p2}`);
     }
   });
 
   test("RPC names follow the same mapping ('ns/profile', bare name = default namespace)", async () => {
     await dev.ok("POST", "rpcns", "b.c", "/remember", { body: { content: "The RPC mapping check marker is saffron-heron." } });
     const viaRpc = await w.call("rpcns/b.c", "list");
-    assert.deepEqual(viaRpc.memories.map((m) => m.content), ["The RPC mapping check marker is saffron-heron."]);
+    assert.equal(viaRpc.memories.length, 1);
+    // List entries carry no content: get has it.
+    assert.equal((await w.call("rpcns/b.c", "get", viaRpc.memories[0].id)).content, "The RPC mapping check marker is saffron-heron.");
     assert.equal((await w.call("rpcns.b/c", "list")).memories.length, 0);
     await w.call("bare", "remember", { content: "A bare RPC name lands in the default namespace." });
     assert.equal((await dev.ok("GET", "default", "bare", "/memories")).memories.length, 1);
-    for (const bad of ["a/b/c", "../x", "a/", "/b", "", "x".repeat(33), "a%2Fb"]) {
+    // Profile names up to 100 characters, namespace names up to 32.
+    assert.deepEqual((await w.call(`${"n".repeat(32)}/${"p".repeat(100)}`, "list")).memories, []);
+    for (const bad of ["a/b/c", "../x", "a/", "/b", "", "x".repeat(101), `${"x".repeat(33)}/p`, "a%2Fb"]) {
       await assert.rejects(w.call(bad, "list"), /10001/, `RPC name ${JSON.stringify(bad)}`);
     }
   });
@@ -541,7 +573,9 @@ describe("deletion reaches every copy", () => {
     assert.ok(await recallMentions("p1", SECRET_MEMORY), "recall finds it before the delete");
 
     const mems = (await api.ok("GET", NS, "p1", "/memories", { query: { limit: "1000" } })).memories;
-    const targets = mems.filter((m) => m.content.includes(SECRET_MEMORY));
+    // List entries carry no content: each memory's content is read by get.
+    const details = await Promise.all(mems.map((m) => api.ok("GET", NS, "p1", `/memories/${m.id}`)));
+    const targets = details.filter((m) => m.content.includes(SECRET_MEMORY));
     assert.ok(targets.length >= 2);
     for (const m of targets) {
       const r = await api.del(NS, "p1", `/memories/${m.id}`);

@@ -7,8 +7,9 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./helpers.mjs";
 import {
-  T, VARS, TOKEN, TEAM_TOKEN, CODE, CONVERSATION, BAD_NAMES,
+  T, VARS, TOKEN, TEAM_TOKEN, CODE, CONVERSATION, BAD_NAMES, BAD_NAMESPACE_NAMES, ULID, HEX_ID,
   restClient, loadDocument, unexercised, documentedOperations, ok, fails, is4xx, bigContent, counts, exportRecords,
+  entryOf, assertEntries,
 } from "./fixtures.mjs";
 import { waitFor } from "./reliability-support.mjs";
 
@@ -52,13 +53,17 @@ test("GET /openapi.json serves an OpenAPI 3.1 document describing the REST base 
 test("remember in p1 is listed in p1 and not in p2", async () => {
   const content = "The user keeps their bicycle in the basement storage room.";
   const memory = ok(await remember("p1", { content }));
-  assert.match(memory.id, /^[0-9a-f]{32}$/);
+  assert.match(memory.id, ULID);
   assert.equal(memory.content, content);
   assert.equal(memory.status, "active");
+  assert.equal(memory.sessionId, null, "remembered without a session");
 
   const p1 = ok(await api.get(T.memories, { profile: "p1" }));
   assert.deepEqual(p1.memories.map((m) => m.id), [memory.id]);
-  assert.deepEqual(p1.memories[0], memory);
+  // A list entry is the memory without its content, sources, queries and version links.
+  assertEntries(p1.memories);
+  assert.deepEqual(p1.memories[0], entryOf(memory));
+  assert.equal(p1.memories[0].sessionId, null);
 
   const p2 = ok(await api.get(T.memories, { profile: "p2" }));
   assert.deepEqual(p2.memories, []);
@@ -83,17 +88,24 @@ const PROFILE_OPERATIONS = [
   ["GET", T.stats, {}, {}],
   ["DELETE", T.profile, {}, {}],
 ];
+// The namespace operations (the profile param is ignored by their templates).
+const NAMESPACE_OPERATIONS = [
+  ["GET", T.namespaces, {}, {}],
+  ["POST", T.namespaces, {}, { json: { name: "auth-ns" } }],
+  ["GET", T.namespace, { namespace: "auth-ns" }, {}],
+  ["DELETE", T.namespace, { namespace: "auth-ns" }, {}],
+];
 
-test("every profile route answers 401 (10002) without a bearer token", async () => {
-  for (const [method, template, params, opts] of PROFILE_OPERATIONS) {
+test("every profile and namespace route answers 401 (10002) without a bearer token", async () => {
+  for (const [method, template, params, opts] of [...PROFILE_OPERATIONS, ...NAMESPACE_OPERATIONS]) {
     const r = await api.request(method, template, { profile: "auth", ...params }, { ...opts, token: null });
     fails(r, 401, CODE.unauthenticated);
   }
   assert.deepEqual(counts(await stats("auth")), counts(await stats("never-touched")));
 });
 
-test("every profile route answers 401 (10002) to an unknown bearer token", async () => {
-  for (const [method, template, params, opts] of PROFILE_OPERATIONS) {
+test("every profile and namespace route answers 401 (10002) to an unknown bearer token", async () => {
+  for (const [method, template, params, opts] of [...PROFILE_OPERATIONS, ...NAMESPACE_OPERATIONS]) {
     const r = await api.request(method, template, { profile: "auth", ...params }, { ...opts, token: "not-the-dev-token" });
     fails(r, 401, CODE.unauthenticated);
   }
@@ -101,6 +113,8 @@ test("every profile route answers 401 (10002) to an unknown bearer token", async
   const basic = await api.get(T.memories, { profile: "auth" }, { token: null, headers: { authorization: `Basic ${TOKEN}` } });
   fails(basic, 401, CODE.unauthenticated);
   assert.equal((await stats("auth")).memories, 0);
+  // None of the refused namespace calls created "auth-ns".
+  fails(await api.get(T.namespace, { namespace: "auth-ns" }), 404, CODE.notFound);
 });
 
 test("a token limited to one namespace gets 403 (10003) elsewhere and works in its own", async () => {
@@ -124,7 +138,12 @@ test("authentication comes before body validation: no token and a malformed body
 
 test("a 40 KB message in ingest is refused with 413 (10006) and stores nothing", async () => {
   ok(await api.post(T.ingest, { profile: "big" }, { sessionId: "s1", messages: [{ role: "user", content: "I keep my passport in the top drawer." }] }));
-  const before = await stats("big");
+  // The first ingest's background work done (the alarm waits the drain
+  // delay), so the job count below compares a settled profile.
+  const before = await waitFor(async () => {
+    const s = await stats("big");
+    return s.pendingJobs === 0 && s;
+  }, { what: "the outbox to drain" });
   const r = await api.post(T.ingest, { profile: "big" }, {
     sessionId: "s2",
     messages: [
@@ -239,31 +258,48 @@ test("list filters by sessionId, type, status and key", async () => {
   assert.deepEqual(ids(await listAll("filters", { sessionId: "s-a", type: "event" })), [made.event.id]);
 });
 
-test("list pages through every memory with cursor, newest first, without repeats", async () => {
+test("list pages through every memory with cursor, newest first, without repeats; 20 a page by default", async () => {
   const P = "paging";
   const made = [];
-  for (let i = 0; i < 7; i++) {
+  for (let i = 0; i < 22; i++) {
     made.push(ok(await remember(P, { content: `Paging memory number ${i}: the user owns ${i + 2} houseplants.`, sessionId: `s${i}` })).id);
   }
   const seen = [];
   let cursor;
   let pages = 0;
   do {
-    const r = await api.get(T.memories, { profile: P }, { query: { limit: 3, cursor } });
+    const r = await api.get(T.memories, { profile: P }, { query: { limit: 7, cursor } });
     const page = ok(r);
-    assert.ok(page.memories.length <= 3);
+    assert.ok(page.memories.length <= 7);
+    assertEntries(page.memories);
     assert.equal(r.body.result_info.count, page.memories.length);
     assert.equal(r.body.result_info.cursor ?? undefined, page.cursor);
     seen.push(...page.memories.map((m) => m.id));
     cursor = page.cursor;
     assert.ok(++pages <= 5, "paging ends");
   } while (cursor);
-  assert.equal(pages, 3);
+  assert.equal(pages, 4);
   assert.equal(new Set(seen).size, seen.length, "no memory twice");
   assert.deepEqual(seen, [...made].reverse(), "newest first, every memory once");
   assert.deepEqual((await listAll(P)).map((m) => m.id), seen);
   // limit=1 and limit=1000 are the bounds.
   assert.equal(ok(await api.get(T.memories, { profile: P }, { query: { limit: 1 } })).memories.length, 1);
+  // Without a limit, a page is 20 memories, and the cursor leads to the rest.
+  const first = await api.get(T.memories, { profile: P });
+  const firstPage = ok(first);
+  assert.deepEqual(firstPage.memories.map((m) => m.id), seen.slice(0, 20));
+  assert.equal(firstPage.cursor, seen[19]);
+  assert.equal(first.body.result_info.count, 20);
+  const rest = ok(await api.get(T.memories, { profile: P }, { query: { cursor: firstPage.cursor } }));
+  assert.deepEqual(rest.memories.map((m) => m.id), seen.slice(20));
+  assert.equal(rest.cursor, undefined, "the last page has no cursor");
+  // The published query names: per_page for limit, session_id for sessionId.
+  const perPage = ok(await api.get(T.memories, { profile: P }, { query: { per_page: 3 } }));
+  assert.deepEqual(perPage.memories.map((m) => m.id), seen.slice(0, 3));
+  const bySession = ok(await api.get(T.memories, { profile: P }, { query: { session_id: "s4" } }));
+  assert.deepEqual(bySession.memories.map((m) => m.id), [made[4]]);
+  fails(await api.get(T.memories, { profile: P }, { query: { per_page: 0 } }), 400, CODE.invalid);
+  fails(await api.get(T.memories, { profile: P }, { query: [["per_page", "2"], ["limit", "3"]] }), 400, CODE.invalid);
 });
 
 test("get returns the memory with its versions and source messages; an unknown id is 404 (10004)", async () => {
@@ -303,8 +339,10 @@ test("delete removes a memory and its source messages; deleting it again is 404"
   const m = report.memories[0];
   const before = await stats(P);
   const d = ok(await api.del(T.memory, { profile: P, id: m.id }));
-  assert.equal(d.id, m.id);
-  assert.ok(d.deletedMemories.includes(m.id));
+  // The report is the deleted memory itself, plus what went with it.
+  const { deletedMemories, deletedMessages, ...deletedMemory } = d;
+  assert.deepEqual(deletedMemory, m);
+  assert.ok(deletedMemories.includes(m.id));
   assert.deepEqual([...d.deletedMessages].sort(), [...m.sourceMessageIds].sort());
   fails(await api.get(T.memory, { profile: P, id: m.id }), 404, CODE.notFound);
   const after = await stats(P);
@@ -408,10 +446,10 @@ test("stats counts messages, sessions, memories by type and by status", async ()
   assert.equal(d.sessions, 1);
 });
 
-test("DELETE profile marks it for deletion: 404 on every route until POST restore brings it back whole; only it", async () => {
+test("DELETE profile marks it for deletion: 404 on every read and deletion until POST restore brings it back whole; only it", async () => {
   const P = "doomed";
   ok(await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION }));
-  ok(await remember(P, { content: "The user's flight to Oslo leaves on Friday morning." }));
+  const m = ok(await remember(P, { content: "The user's flight to Oslo leaves on Friday morning." }));
   const before = await stats(P);
   const exported = (await api.get(T.export, { profile: P })).body;
   const neighbour = await stats("p1");
@@ -421,12 +459,17 @@ test("DELETE profile marks it for deletion: 404 on every route until POST restor
   for (const [what, res] of [
     ["stats", await api.get(T.stats, { profile: P })],
     ["list", await api.get(T.memories, { profile: P })],
+    ["get", await api.get(T.memory, { profile: P, id: m.id })],
+    ["summary", await api.get(T.summary, { profile: P })],
     ["export", await api.get(T.export, { profile: P })],
     ["recall", await api.post(T.recall, { profile: P }, { query: "When does the flight to Oslo leave?" })],
-    ["remember", await remember(P, { content: "A write into a profile marked for deletion." })],
+    ["forget", await api.post(T.forget, { profile: P, id: m.id })],
+    ["delete", await api.del(T.memory, { profile: P, id: m.id })],
+    ["deleteSession", await api.del(T.session, { profile: P, sessionId: "s1" })],
   ]) {
     assert.equal(res.status, 404, `${what}: ${res.status}`);
-    assert.equal(res.body.errors[0].code, 10004);
+    assert.equal(res.body.errors[0].code, CODE.notFound, what);
+    assert.match(res.body.errors[0].message, /^profile not found/, what);
   }
   // Deleting again keeps the first mark.
   assert.deepEqual(ok(await api.del(T.profile, { profile: P })), r);
@@ -436,7 +479,52 @@ test("DELETE profile marks it for deletion: 404 on every route until POST restor
   assert.equal((await api.get(T.export, { profile: P })).body.split("\n").slice(1).join("\n"), exported.split("\n").slice(1).join("\n"));
   // Nothing left to restore.
   const again = await api.post(T.restore, { profile: P }, undefined);
-  assert.equal(again.status, 404);
+  fails(again, 404, CODE.notFound);
+});
+
+test("a write into a profile marked for deletion purges it at once and lands in an empty profile; restore is then 404", async () => {
+  const ndjson = (await api.get(T.export, { profile: "export-src" })).body;
+  const writes = [
+    ["remember", (P) => remember(P, { content: "A write into a profile marked for deletion." }), { messages: 0, memories: 1 }],
+    ["ingest", (P) => api.post(T.ingest, { profile: P }, { sessionId: "s-new", messages: [{ role: "user", content: "I started learning the violin this spring." }] }), { messages: 1 }],
+    ["import", (P) => api.request("POST", T.import, { profile: P }, { body: ndjson, contentType: "application/x-ndjson" }), undefined],
+  ];
+  for (const [what, write, expected] of writes) {
+    const P = `marked-then-${what}`;
+    ok(await api.post(T.ingest, { profile: P }, { sessionId: "s-old", messages: CONVERSATION }));
+    const old = ok(await remember(P, { content: "The user's old locker is number 42 at the pool." }));
+    assert.ok((await stats(P)).memories >= 2);
+    ok(await api.del(T.profile, { profile: P }));
+    fails(await api.get(T.stats, { profile: P }), 404, CODE.notFound);
+
+    const r = ok(await write(P));
+    const after = await stats(P);
+    if (what === "import") {
+      // Exactly what the file holds, nothing of the old profile.
+      assert.deepEqual(r, { messages: after.messages, memories: after.memories }, what);
+      assert.deepEqual(exportRecords((await api.get(T.export, { profile: P })).body), exportRecords(ndjson), what);
+    } else {
+      assert.equal(after.messages, expected.messages, `${what}: only the new write's messages`);
+      if (expected.memories !== undefined) assert.equal(after.memories, expected.memories, what);
+      assert.equal(after.sessions, expected.messages > 0 ? 1 : 0, what);
+    }
+    const listed = await listAll(P);
+    assert.ok(!listed.some((x) => x.id === old.id), `${what}: the old memory is gone`);
+    assert.deepEqual(await listAll(P, { sessionId: "s-old" }), [], `${what}: the old session is gone`);
+    fails(await api.get(T.memory, { profile: P, id: old.id }), 404, CODE.notFound);
+    // The purge cannot be undone: there is nothing to restore.
+    fails(await api.post(T.restore, { profile: P }, undefined), 404, CODE.notFound);
+    assert.deepEqual((await listAll(P)).map((x) => x.id), listed.map((x) => x.id), `${what}: the failed restore changed nothing`);
+  }
+});
+
+test("DELETE of a profile nothing was ever written to is 404 (10004), and marks nothing", async () => {
+  const P = "never-written";
+  fails(await api.del(T.profile, { profile: P }), 404, CODE.notFound);
+  // Not marked: reads answer as for any empty profile, and restore has nothing to do.
+  assert.deepEqual(ok(await api.get(T.memories, { profile: P })).memories, []);
+  assert.equal((await stats(P)).memories, 0);
+  fails(await api.post(T.restore, { profile: P }, undefined), 404, CODE.notFound);
 });
 
 test("the MCP endpoint answers JSON-RPC with the bearer token and 401 without", async () => {
@@ -509,12 +597,15 @@ const BAD_INPUT = [
   ["list limit given twice", "GET", T.memories, {}, { query: [["limit", "1"], ["limit", "2"]] }, 400, CODE.invalid],
   ["a bad list type", "GET", T.memories, {}, { query: { type: "note" } }, 400, CODE.invalid],
   ["a bad list status", "GET", T.memories, {}, { query: { status: "deleted" } }, 400, CODE.invalid],
-  ["a cursor that is not an id", "GET", T.memories, {}, { query: { cursor: "page-2" } }, 400, CODE.invalid],
-  ["an uppercase hex cursor", "GET", T.memories, {}, { query: { cursor: ID.toUpperCase() } }, 400, CODE.invalid],
-  ["a non-hex id in get", "GET", T.memory, { id: "not-an-id" }, {}, 400, CODE.invalid],
-  ["a 31-character id in get", "GET", T.memory, { id: ID.slice(1) }, {}, 400, CODE.invalid],
-  ["an uppercase id in delete", "DELETE", T.memory, { id: ID.toUpperCase() }, {}, 400, CODE.invalid],
-  ["a non-hex id in forget", "POST", T.forget, { id: "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" }, {}, 400, CODE.invalid],
+  ["a cursor that is not an id (a hyphen)", "GET", T.memories, {}, { query: { cursor: "page-2" } }, 400, CODE.invalid],
+  ["an empty cursor", "GET", T.memories, {}, { query: { cursor: "" } }, 400, CODE.invalid],
+  ["a 65-character cursor", "GET", T.memories, {}, { query: { cursor: "a".repeat(65) } }, 400, CODE.invalid],
+  ["a cursor with a non-ASCII letter", "GET", T.memories, {}, { query: { cursor: `${ID.slice(1)}é` } }, 400, CODE.invalid],
+  ["an id with hyphens in get", "GET", T.memory, { id: "not-an-id" }, {}, 400, CODE.invalid],
+  ["a 65-character id in get", "GET", T.memory, { id: `${ID}${ID}a` }, {}, 400, CODE.invalid],
+  ["an id with a dot in delete", "DELETE", T.memory, { id: `${ID.slice(1)}.` }, {}, 400, CODE.invalid],
+  ["an id with an underscore in forget", "POST", T.forget, { id: `${ID.slice(1)}_` }, {}, 400, CODE.invalid],
+  ["a non-ASCII id in get", "GET", T.memory, { id: "%C3%A9t%C3%A9" }, {}, 400, CODE.invalid],
   ["blank remember content", "POST", T.remember, {}, { json: { content: "  \n " } }, 400, CODE.invalid],
   ["remember content marked sensitive", "POST", T.remember, {}, { json: { content: "The user's card number is on the fridge.", sensitive: true } }, 400, CODE.invalid],
   ["a bad remember type", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", type: "note" } }, 400, CODE.invalid],
@@ -553,6 +644,28 @@ test("bad input is refused with a 4xx error envelope and stores nothing", async 
   assert.equal(after.pendingJobs, before.pendingJobs);
 });
 
+test("ids are opaque: any 1-64 ASCII letters and digits is well-formed, and one nobody holds is 404 (10004)", async () => {
+  const P = "opaque-ids";
+  const m = ok(await remember(P, { content: "The user's umbrella is the yellow one by the door." }));
+  assert.match(m.id, ULID);
+  const before = await stats(P);
+  // Ids of the earlier form (32 lowercase hex), other casings and lengths,
+  // the published samples' style: all well-formed, none held here.
+  const unknown = [ID, ID.toUpperCase(), ID.slice(1), "z".repeat(32), "01JSGCEXAMPLE000000000000", "a", "A".repeat(64)];
+  for (const id of unknown) {
+    fails(await api.get(T.memory, { profile: P, id }), 404, CODE.notFound);
+    fails(await api.post(T.forget, { profile: P, id }), 404, CODE.notFound);
+    fails(await api.del(T.memory, { profile: P, id }), 404, CODE.notFound);
+  }
+  assert.match(ID, HEX_ID);
+  // A cursor is validated the same way: any well-formed one is taken, and
+  // the page goes on below it (newest first).
+  assert.deepEqual(ok(await api.get(T.memories, { profile: P }, { query: { cursor: "0" } })).memories, [], "nothing sorts below \"0\"");
+  assert.deepEqual(ok(await api.get(T.memories, { profile: P }, { query: { cursor: "z".repeat(64) } })).memories.map((x) => x.id), [m.id]);
+  assert.deepEqual(counts(await stats(P)), counts(before));
+  assert.equal(ok(await api.get(T.memory, { profile: P, id: m.id })).id, m.id);
+});
+
 test("bad profile and namespace names are refused with a 4xx error envelope and store nothing", async (t) => {
   const content = "The user has a standing desk at the office.";
   for (const [what, name] of Object.entries(BAD_NAMES)) {
@@ -569,6 +682,15 @@ test("bad profile and namespace names are refused with a 4xx error envelope and 
       fails(await api.get(T.stats, { namespace: name, profile: "p" }), status, code);
     });
   }
+  // Good profile names (1-100 characters) that are too long for a namespace (1-32).
+  for (const [what, name] of Object.entries(BAD_NAMESPACE_NAMES)) {
+    await t.test(`namespace only: ${what}`, async () => {
+      fails(await api.post(T.remember, { namespace: name, profile: "p" }, { content }), 400, CODE.invalid);
+      fails(await api.get(T.stats, { namespace: name, profile: "p" }), 400, CODE.invalid);
+      fails(await api.post(T.namespaces, {}, { name }), 400, CODE.invalid);
+      fails(await api.get(T.namespace, { namespace: name }), 400, CODE.invalid);
+    });
+  }
   await t.test("empty account", async () => {
     fails(await api.post(T.remember, { account: "", profile: "p" }, { content }), is4xx, undefined);
   });
@@ -576,13 +698,95 @@ test("bad profile and namespace names are refused with a 4xx error envelope and 
   for (const [ns, p] of [["default", "a"], ["default", "b"], ["a", "b"], ["default", "p"]]) {
     assert.equal((await stats(p, { namespace: ns })).memories, 0, `${ns}/${p} is empty`);
   }
-  // 32 characters is still a good name.
-  ok(await remember("y".repeat(32), { content }));
+  // 32 characters is still a good namespace name, 100 a good profile name.
+  ok(await api.post(T.remember, { namespace: "n".repeat(32), profile: "y".repeat(100) }, { content }));
+  const long = ok(await api.get(T.memories, { namespace: "n".repeat(32), profile: "y".repeat(100) }));
+  assert.equal(long.memories.length, 1);
+  assert.equal((await stats("y".repeat(100))).memories, 0, "another namespace's profile");
+});
+
+// ---------------------------------------------------------------------------
+// Namespaces
+
+/** Every namespace a token may see, paging `perPage` at a time (checks the paging). */
+async function allNamespaces(token, perPage) {
+  const names = [];
+  let cursor;
+  for (let pages = 1; ; pages++) {
+    assert.ok(pages <= 100, "namespace paging ends");
+    const r = await api.get(T.namespaces, {}, { token, query: { per_page: perPage, cursor } });
+    const page = ok(r);
+    assert.ok(Array.isArray(page));
+    if (perPage !== undefined) {
+      assert.ok(page.length <= perPage);
+      assert.equal(r.body.result_info.per_page, perPage);
+    }
+    assert.equal(r.body.result_info.count, page.length);
+    names.push(...page.map((n) => n.name));
+    cursor = r.body.result_info.cursor;
+    if (cursor === "") return names;
+  }
+}
+
+test("namespaces: create, get, list and delete; a taken name is 409 (10008); a write creates one; deleting one purges its profiles", async () => {
+  const content = "The user's favourite museum is the Rijksmuseum.";
+  const made = ok(await api.post(T.namespaces, {}, { name: "ns-made" }));
+  assert.equal(made.name, "ns-made");
+  assert.equal(made.account_id, "acct");
+  assert.ok(made.id.length > 0);
+  assert.ok(!Number.isNaN(Date.parse(made.created_at)) && !Number.isNaN(Date.parse(made.updated_at)));
+  assert.deepEqual(ok(await api.get(T.namespace, { namespace: "ns-made" })), made);
+  const taken = fails(await api.post(T.namespaces, {}, { name: "ns-made" }), 409, CODE.alreadyExists);
+  assert.match(taken.message, /already exists/i);
+  // Bad bodies.
+  fails(await api.post(T.namespaces, {}, {}), 400, CODE.invalid);
+  fails(await api.post(T.namespaces, {}, { name: "ns-x", extra: 1 }), 400, CODE.invalid);
+  fails(await api.post(T.namespaces, {}, { name: "bad name" }), 400, CODE.invalid);
+  // Unknown, and a name nobody may hold.
+  fails(await api.get(T.namespace, { namespace: "ns-never" }), 404, CODE.notFound);
+  fails(await api.del(T.namespace, { namespace: "ns-never" }), 404, CODE.notFound);
+
+  // The first write into one of its profiles creates a namespace.
+  ok(await api.post(T.remember, { namespace: "ns-implicit", profile: "p" }, { content }));
+  assert.equal(ok(await api.get(T.namespace, { namespace: "ns-implicit" })).name, "ns-implicit");
+
+  // Listed by name, every one once, a page at a time.
+  const all = await allNamespaces(TOKEN);
+  assert.ok(all.includes("ns-made") && all.includes("ns-implicit"), JSON.stringify(all));
+  assert.ok(!all.includes("ns-never"));
+  assert.deepEqual(await allNamespaces(TOKEN, 2), all);
+  assert.deepEqual([...all].sort(), all, "sorted by name");
+  assert.equal(new Set(all).size, all.length);
+
+  // A token sees, creates and deletes only the namespaces it may touch.
+  ok(await api.post(T.remember, { namespace: "team", profile: "ns-check" }, { content }, { token: TEAM_TOKEN }));
+  assert.deepEqual(await allNamespaces(TEAM_TOKEN), ["team"]);
+  fails(await api.post(T.namespaces, {}, { name: "ns-team-other" }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
+  fails(await api.get(T.namespace, { namespace: "ns-made" }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
+  fails(await api.del(T.namespace, { namespace: "ns-made" }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
+  assert.ok(ok(await api.get(T.namespace, { namespace: "ns-made" })));
+
+  // Deleting one: gone at once, its profiles purged, its name free again.
+  assert.equal(ok(await api.del(T.namespace, { namespace: "ns-implicit" })), null);
+  fails(await api.get(T.namespace, { namespace: "ns-implicit" }), 404, CODE.notFound);
+  fails(await api.del(T.namespace, { namespace: "ns-implicit" }), 404, CODE.notFound);
+  assert.ok(!(await allNamespaces(TOKEN)).includes("ns-implicit"));
+  assert.deepEqual(ok(await api.get(T.memories, { namespace: "ns-implicit", profile: "p" })).memories, []);
+  assert.equal((await stats("p", { namespace: "ns-implicit" })).memories, 0);
+  const again = ok(await api.post(T.namespaces, {}, { name: "ns-implicit" }));
+  assert.equal(again.name, "ns-implicit");
+  ok(await api.del(T.namespace, { namespace: "ns-made" }));
+  // Other namespaces are untouched.
+  assert.equal(ok(await api.get(T.namespace, { namespace: "team" }, { token: TEAM_TOKEN })).name, "team");
 });
 
 // ---------------------------------------------------------------------------
 
 test("every documented operation was exercised and validated by this suite", () => {
-  assert.ok(documentedOperations(doc).length >= 15);
+  assert.ok(documentedOperations(doc).length >= 19);
+  for (const op of ["GET /accounts/{account}/agent-memory/namespaces", "POST /accounts/{account}/agent-memory/namespaces",
+    "GET /accounts/{account}/agent-memory/namespaces/{namespace}", "DELETE /accounts/{account}/agent-memory/namespaces/{namespace}"]) {
+    assert.ok(documentedOperations(doc).includes(op), `${op} is documented`);
+  }
   assert.deepEqual(unexercised(doc), []);
 });

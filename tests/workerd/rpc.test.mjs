@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { startWorker } from "./helpers.mjs";
 import { waitFor } from "./reliability-support.mjs";
 import {
-  T, VARS, CODE, CONVERSATION, restClient, loadDocument, checkRpcResult, rpcResultSchema, rpcCode, rpcRejects,
-  ok, fails, bigContent, counts, exportRecords,
+  T, VARS, CODE, CONVERSATION, ULID, restClient, loadDocument, checkRpcResult, rpcResultSchema, rpcCode, rpcRejects,
+  ok, fails, bigContent, counts, exportRecords, entryOf, assertEntries,
 } from "./fixtures.mjs";
 
 let w;
@@ -25,7 +25,10 @@ after(async () => {
   await w?.dispose();
 });
 
-/** RPC call whose result must fit the document's schema for `op`. */
+/**
+ * RPC call whose result must fit the document's schema for `op` (ingest,
+ * deleteSession and deleteProfile resolve to undefined: null here).
+ */
 const rpc = async (profile, op, ...args) => checkRpcResult(doc, op, await w.call(profile, op, ...args));
 const restList = async (profile, namespace = "default") =>
   ok(await api.get(T.memories, { namespace, profile }, { query: { limit: 1000 } })).memories;
@@ -39,42 +42,60 @@ test("every RPC method has a result schema in the document", () => {
 // ---------------------------------------------------------------------------
 // Documented shapes
 
+/** A timestamp as a Date crosses the consumer's JSON hop: its ISO string. */
+const assertIsoDate = (v, what) => assert.equal(new Date(v).toISOString(), v, `${what}: ${JSON.stringify(v)} is an ISO date`);
+
 test("remember over RPC returns a memory record", async () => {
   const content = "The user's favourite board game is Terraforming Mars.";
   const m = await rpc("rpc-shapes", "remember", { content, sessionId: "s-rpc" });
-  assert.match(m.id, /^[0-9a-f]{32}$/);
+  assert.match(m.id, ULID);
   assert.equal(m.content, content);
   assert.equal(m.sessionId, "s-rpc");
   assert.equal(m.status, "active");
+  assertIsoDate(m.createdAt, "createdAt");
+  assertIsoDate(m.updatedAt, "updatedAt");
+  const bare = await rpc("rpc-shapes", "remember", { content: "The user's board game nights are on Fridays." });
+  assert.equal(bare.sessionId, null, "remembered without a session");
   const typed = await rpc("rpc-shapes", "remember", { content: "Always reply to the user in short paragraphs.", type: "instruction", key: "user.reply_style" });
   assert.equal(typed.type, "instruction");
   assert.equal(typed.key, "user.reply_style");
 });
 
-test("ingest over RPC takes (messages, {sessionId}) and returns an ingest report", async () => {
-  const report = await rpc("rpc-shapes", "ingest", CONVERSATION, { sessionId: "s-ingest" });
-  assert.equal(report.sessionId, "s-ingest");
-  assert.equal(report.messageIds.length, CONVERSATION.length);
-  assert.equal(report.messagesStored, CONVERSATION.length);
-  assert.ok(report.memories.length > 0);
-  assert.ok(report.memories.every((m) => m.sessionId === "s-ingest"));
-  const again = await rpc("rpc-shapes", "ingest", CONVERSATION, { sessionId: "s-ingest" });
-  assert.deepEqual(again.messageIds, report.messageIds);
-  assert.equal(again.messagesStored, 0);
+test("ingest over RPC takes (messages, {sessionId}), resolves to undefined and stores them", async () => {
+  const P = "rpc-shapes";
+  const before = await rpc(P, "stats");
+  assert.equal(await rpc(P, "ingest", CONVERSATION, { sessionId: "s-ingest" }), null);
+  const after = await rpc(P, "stats");
+  assert.equal(after.messages, before.messages + CONVERSATION.length);
+  assert.equal(after.sessions, before.sessions + 1);
+  const listed = (await rpc(P, "list", { sessionId: "s-ingest", limit: 1000 })).memories;
+  assert.ok(listed.length > 0);
+  assert.ok(listed.every((m) => m.sessionId === "s-ingest"));
+  assert.equal(after.memories, before.memories + listed.length);
+  // Again: each message is stored once (REST, which still reports, agrees).
+  assert.equal(await rpc(P, "ingest", CONVERSATION, { sessionId: "s-ingest" }), null);
+  assert.deepEqual(counts(await rpc(P, "stats")), counts(after));
+  const viaRest = ok(await api.post(T.ingest, { profile: P }, { sessionId: "s-ingest", messages: CONVERSATION }));
+  assert.equal(viaRest.messageIds.length, CONVERSATION.length);
+  assert.equal(viaRest.messagesStored, 0);
   // Without options: a session derived from the content.
-  const bare = await rpc("rpc-shapes", "ingest", [{ role: "user", content: "I am allergic to peanuts and to shellfish." }]);
-  assert.match(bare.sessionId, /.+/);
+  assert.equal(await rpc(P, "ingest", [{ role: "user", content: "I am allergic to peanuts and to shellfish." }]), null);
+  const bare = await rpc(P, "stats");
+  assert.equal(bare.messages, after.messages + 1);
+  assert.equal(bare.sessions, after.sessions + 1, "a session of its own");
 });
 
 test("ingest and recall over RPC take Date values for timestamp and referenceDate, as the published binding does", async () => {
   const at = { $date: "2026-03-02T09:30:00.000Z" };
-  const report = await rpc("rpc-dates", "ingest", [
+  assert.equal(await rpc("rpc-dates", "ingest", [
     { role: "system", content: "You are a helpful assistant." },
     { role: "user", content: "Yesterday I adopted a grey cat called Miso.", timestamp: at },
-  ], { sessionId: "s-dates" });
-  assert.equal(report.messagesStored, 2);
-  const dated = report.memories.find((m) => /Miso/.test(m.content));
-  assert.ok(dated, JSON.stringify(report.memories));
+  ], { sessionId: "s-dates" }), null);
+  assert.equal((await rpc("rpc-dates", "stats")).messages, 2);
+  const listed = (await rpc("rpc-dates", "list", { sessionId: "s-dates" })).memories;
+  const dated = listed.find((m) => /Miso/.test(m.summary));
+  assert.ok(dated, JSON.stringify(listed));
+  assert.match((await rpc("rpc-dates", "get", dated.id)).content, /Miso/);
   assert.equal(dated.eventDate, "2026-03-01", "'yesterday' resolves against the Date timestamp");
   const r = await rpc("rpc-dates", "recall", "When did the user adopt Miso?", { referenceDate: { $date: "2026-03-11T12:00:00.000Z" }, thinkingLevel: "medium" });
   assert.ok(r.candidates.some((c) => /Miso/.test(c.summary)), JSON.stringify(r));
@@ -99,7 +120,15 @@ test("recall over RPC returns result, answer, count and candidates (and explain 
 test("list over RPC pages with cursor and filters by sessionId, type and status", async () => {
   const all = await rpc("rpc-shapes", "list");
   assert.ok(all.memories.length >= 3);
+  assert.ok(all.memories.length <= 20, "20 a page by default");
   assert.equal(all.cursor, undefined);
+  // Entries: no content, sources, queries or version links.
+  assertEntries(all.memories, "RPC list");
+  for (const m of all.memories) {
+    assertIsoDate(m.createdAt, "createdAt");
+    assertIsoDate(m.updatedAt, "updatedAt");
+  }
+  assert.ok(all.memories.some((m) => m.sessionId === null), "the memory remembered without a session");
   const seen = [];
   let cursor;
   do {
@@ -119,8 +148,10 @@ test("list over RPC pages with cursor and filters by sessionId, type and status"
 
 test("get, forget and delete over RPC return a memory detail, the forgotten memory and a delete report", async () => {
   const P = "rpc-lifecycle";
-  const report = await rpc(P, "ingest", CONVERSATION, { sessionId: "s1" });
+  // The report of the ingest over REST (RPC ingest resolves to undefined).
+  const report = ok(await api.post(T.ingest, { profile: P }, { sessionId: "s1", messages: CONVERSATION }));
   const [a, b] = report.memories;
+  assert.ok(a && b, "the conversation yields two memories");
   const detail = await rpc(P, "get", a.id);
   assert.equal(detail.id, a.id);
   assert.deepEqual(detail.sourceMessages.map((m) => m.id).sort(), [...a.sourceMessageIds].sort());
@@ -132,8 +163,11 @@ test("get, forget and delete over RPC return a memory detail, the forgotten memo
   assert.equal((await rpc(P, "get", a.id)).status, "forgotten");
 
   const deleted = await rpc(P, "delete", b.id);
-  assert.equal(deleted.id, b.id);
-  assert.ok(deleted.deletedMemories.includes(b.id));
+  // The deleted memory itself, plus what went with it.
+  const { deletedMemories, deletedMessages, ...deletedMemory } = deleted;
+  assert.deepEqual(deletedMemory, b);
+  assert.ok(deletedMemories.includes(b.id));
+  assert.deepEqual([...deletedMessages].sort(), [...b.sourceMessageIds].sort());
   const err = await rpcRejects(w.call(P, "get", b.id));
   assert.equal(rpcCode(err), CODE.notFound);
 });
@@ -161,9 +195,12 @@ test("deleteSession, getSummary, stats, export and import over RPC return their 
   assert.deepEqual(imported, { messages: stats.messages, memories: stats.memories });
   assert.deepEqual(exportRecords(await rpc("rpc-profile-ops-copy", "export")), records);
 
-  const gone = await rpc(P, "deleteSession", "s1");
-  assert.deepEqual(gone, { sessionId: "s1", deletedMessages: CONVERSATION.length, deletedMemories: stats.memories - 1 });
-  assert.equal((await rpc(P, "stats")).messages, 0);
+  assert.equal(await rpc(P, "deleteSession", "s1"), null);
+  const after = await rpc(P, "stats");
+  assert.equal(after.messages, 0, "the session's messages are gone");
+  assert.equal(after.memories, 1, "only the other session's memory is left");
+  assert.deepEqual((await rpc(P, "list", { sessionId: "s1" })).memories, []);
+  assert.equal((await rpc(P, "list", { sessionId: "s2" })).memories.length, 1);
 });
 
 // ---------------------------------------------------------------------------
@@ -171,8 +208,9 @@ test("deleteSession, getSummary, stats, export and import over RPC return their 
 
 test("remember over RPC into default/p-same is seen over REST in namespace default, profile p-same", async () => {
   const m = await rpc("default/p-same", "remember", { content: "The user's sister lives in Montreal with two cats." });
+  assert.equal(m.sessionId, null);
   const listed = await restList("p-same");
-  assert.deepEqual(listed.find((x) => x.id === m.id), m);
+  assert.deepEqual(listed.find((x) => x.id === m.id), entryOf(m));
   const detail = ok(await api.get(T.memory, { profile: "p-same", id: m.id }));
   assert.deepEqual((({ versions, sourceMessages, ...rest }) => rest)(detail), m);
   // "p-same" without a namespace is the same profile as "default/p-same".
@@ -236,9 +274,12 @@ const SAME_ERRORS = [
   ["a 40 KB ingest message", "errs", ["ingest", [{ role: "user", content: bigContent(40) }], { sessionId: "s" }], ["POST", T.ingest, {}, { json: { sessionId: "s", messages: [{ role: "user", content: bigContent(40) }] } }], CODE.tooLarge],
   ["an empty ingest sessionId", "errs", ["ingest", [{ role: "user", content: "I like long walks." }], { sessionId: "" }], ["POST", T.ingest, {}, { json: { sessionId: "", messages: [{ role: "user", content: "I like long walks." }] } }], CODE.invalid],
   ["a bad id in get", "errs", ["get", "not-an-id"], ["GET", T.memory, { id: "not-an-id" }, {}], CODE.invalid],
-  ["a bad id in forget", "errs", ["forget", "XYZ"], ["POST", T.forget, { id: "XYZ" }, {}], CODE.invalid],
-  ["a bad id in delete", "errs", ["delete", ID.toUpperCase()], ["DELETE", T.memory, { id: ID.toUpperCase() }, {}], CODE.invalid],
+  ["a bad id in forget", "errs", ["forget", "X.Y"], ["POST", T.forget, { id: "X.Y" }, {}], CODE.invalid],
+  ["a 65-character id in delete", "errs", ["delete", `${ID}${ID}a`], ["DELETE", T.memory, { id: `${ID}${ID}a` }, {}], CODE.invalid],
+  ["an empty id in get", "errs", ["get", ""], ["GET", T.memory, { id: "%00" }, {}], CODE.invalid],
   ["an unknown id in get", "errs", ["get", ID], ["GET", T.memory, { id: ID }, {}], CODE.notFound],
+  ["an unknown short id in forget", "errs", ["forget", "XYZ"], ["POST", T.forget, { id: "XYZ" }, {}], CODE.notFound],
+  ["an unknown uppercase id in delete", "errs", ["delete", ID.toUpperCase()], ["DELETE", T.memory, { id: ID.toUpperCase() }, {}], CODE.notFound],
   ["list limit 0", "errs", ["list", { limit: 0 }], ["GET", T.memories, {}, { query: { limit: 0 } }], CODE.invalid],
   ["list limit 1001", "errs", ["list", { limit: 1001 }], ["GET", T.memories, {}, { query: { limit: 1001 } }], CODE.invalid],
   ["a bad list cursor", "errs", ["list", { cursor: "page-2" }], ["GET", T.memories, {}, { query: { cursor: "page-2" } }], CODE.invalid],
@@ -247,7 +288,7 @@ const SAME_ERRORS = [
   ["an empty summary sessionId", "errs", ["getSummary", { sessionId: "" }], ["GET", T.summary, {}, { query: { sessionId: "" } }], CODE.invalid],
   ["an import without a header", "errs", ["import", "{}\n"], ["POST", T.import, {}, { body: "{}\n", contentType: "application/x-ndjson" }], CODE.invalid],
   ["a bad profile name", "bad!name", ["list"], ["GET", T.memories, {}, {}], CODE.invalid],
-  ["a 33-character profile name", "x".repeat(33), ["remember", { content: "The user likes long walks on the beach." }], ["POST", T.remember, {}, { json: { content: "The user likes long walks on the beach." } }], CODE.invalid],
+  ["a 101-character profile name", "x".repeat(101), ["remember", { content: "The user likes long walks on the beach." }], ["POST", T.remember, {}, { json: { content: "The user likes long walks on the beach." } }], CODE.invalid],
   ["a look-alike profile name", "ｐrofile", ["stats"], ["GET", T.stats, {}, {}], CODE.invalid],
 ];
 
@@ -283,23 +324,48 @@ test("RPC refuses names with a path: '..', 'a/b/c', '/p', 'ns/'", async () => {
 test("deleteProfile over RPC removes every memory and message of the profile", async () => {
   const P = "rpc-doomed";
   await rpc(P, "ingest", CONVERSATION, { sessionId: "s1" });
-  await rpc(P, "remember", { content: "The user's passport expires in March next year." });
+  const m = await rpc(P, "remember", { content: "The user's passport expires in March next year." });
   const neighbour = await rpc("p-same", "stats");
   const before = await rpc(P, "stats");
   assert.ok(before.memories > 1);
-  const report = checkRpcResult(doc, "deleteProfile", await w.service("deleteProfile", P));
-  assert.equal(report.deleted, true);
+  // Resolves to undefined (null after the consumer's JSON hop).
+  assert.equal(checkRpcResult(doc, "deleteProfile", await w.service("deleteProfile", P)), null);
 
-  // Marked for deletion: every call answers not found, over RPC and REST.
-  for (const op of ["stats", "list", "export"]) {
-    assert.equal(rpcCode(await rpcRejects(rpc(P, op))), CODE.notFound, op);
+  // Marked for deletion: every read and deletion answers "profile not found", over RPC and REST.
+  for (const [op, ...args] of [["stats"], ["list"], ["export"], ["getSummary"], ["get", m.id], ["forget", m.id], ["delete", m.id], ["deleteSession", "s1"]]) {
+    const err = await rpcRejects(rpc(P, op, ...args));
+    assert.equal(rpcCode(err), CODE.notFound, op);
+    assert.match(String(err.message), /profile not found/, op);
   }
+  fails(await api.get(T.memories, { profile: P }), 404, CODE.notFound);
   assert.equal(rpcCode(await rpcRejects(rpc(`default/${P}`, "recall", "When does the passport expire?"))), CODE.notFound);
   assert.deepEqual(counts(await rpc("p-same", "stats")), counts(neighbour));
   // Restored whole ("default/rpc-doomed" is the same profile).
   assert.deepEqual(checkRpcResult(doc, "restoreProfile", await w.service("restoreProfile", `default/${P}`)), { restored: true });
   assert.deepEqual(counts(await rpc(P, "stats")), counts(before));
   assert.equal(rpcCode(await rpcRejects(w.service("restoreProfile", P))), CODE.notFound, "nothing left to restore");
+});
+
+test("over RPC, a write into a profile marked for deletion purges it and lands in an empty profile; deleting a profile never written is 404", async () => {
+  for (const [what, write] of [
+    ["remember", (P) => rpc(P, "remember", { content: "The user's new bike is a blue gravel bike." })],
+    ["ingest", (P) => rpc(P, "ingest", [{ role: "user", content: "I bought a blue gravel bike last week." }], { sessionId: "s-new" })],
+    ["import", async (P) => rpc(P, "import", await rpc("rpc-profile-ops-copy", "export"))],
+  ]) {
+    const P = `rpc-marked-then-${what}`;
+    const old = await rpc(P, "remember", { content: "The user's old bike was stolen in 2019.", sessionId: "s-old" });
+    assert.equal(await w.service("deleteProfile", P), null);
+    assert.equal(rpcCode(await rpcRejects(rpc(P, "get", old.id))), CODE.notFound, what);
+    await write(P);
+    assert.equal(rpcCode(await rpcRejects(rpc(P, "get", old.id))), CODE.notFound, `${what}: the old memory is purged`);
+    assert.deepEqual((await rpc(P, "list", { sessionId: "s-old" })).memories, [], what);
+    const s = await rpc(P, "stats");
+    assert.ok(s.memories + s.messages > 0, `${what}: the write landed`);
+    assert.equal(rpcCode(await rpcRejects(w.service("restoreProfile", P))), CODE.notFound, `${what}: nothing to restore`);
+  }
+  const err = await rpcRejects(w.service("deleteProfile", "rpc-never-written"));
+  assert.equal(rpcCode(err), CODE.notFound);
+  assert.match(String(err.message), /profile not found/);
 });
 
 test("RPC refuses a profile name that is not a string with 10001, and the service stays up", async (t) => {

@@ -4,6 +4,9 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./helpers.mjs";
 
+// New memory ids are ULIDs: 26 lowercase Crockford base32 characters.
+const ULID = /^[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+
 const BASE = "/accounts/a/agent-memory/namespaces/default/profiles/smoke";
 const AUTH = { authorization: "Bearer dev-token", "content-type": "application/json" };
 
@@ -36,7 +39,8 @@ test("REST remember then recall", async () => {
   });
   assert.equal(res.status, 200);
   const memory = (await res.json()).result;
-  assert.match(memory.id, /^[0-9a-f]{32}$/);
+  assert.match(memory.id, ULID);
+  assert.equal(memory.sessionId, null, "remembered without a session");
 
   res = await w.fetch(`${BASE}/recall`, {
     method: "POST",
@@ -53,13 +57,14 @@ test("RPC through the MEMORY service binding", async () => {
   const memory = await w.call("rpc-smoke", "remember", {
     content: "The user's dog is called Biscuit and is three years old.",
   });
-  assert.match(memory.id, /^[0-9a-f]{32}$/);
+  assert.match(memory.id, ULID);
 
   const recall = await w.call("rpc-smoke", "recall", "What is the dog called?", { limit: 5 });
   assert.ok(recall.candidates.some((c) => c.id === memory.id));
 
   const page = await w.call("rpc-smoke", "list");
-  assert.equal(page.memories.length, 1);
+  assert.deepEqual(page.memories.map((m) => m.id), [memory.id]);
+  assert.equal(page.memories[0].content, undefined, "list entries carry no content");
 
   assert.equal((await w.call("rpc-smoke", "get", memory.id)).id, memory.id);
 
@@ -67,8 +72,8 @@ test("RPC through the MEMORY service binding", async () => {
   // the message carries "MemoryError: ... (code)".
   await assert.rejects(w.call("rpc-smoke", "get", "not-an-id"), /10001/);
 
-  const deleted = await w.service("deleteProfile", "rpc-smoke");
-  assert.equal(deleted.deleted, true);
+  // deleteProfile resolves to undefined (null after the consumer's JSON hop).
+  assert.equal(await w.service("deleteProfile", "rpc-smoke"), null);
   // Marked for deletion: not found until restored (or purged after a day).
   await assert.rejects(w.call("rpc-smoke", "list"), /10004/);
   assert.equal((await w.service("restoreProfile", "rpc-smoke")).restored, true);
