@@ -353,18 +353,23 @@ test("delete removes a memory and its source messages; deleting it again is 404"
   fails(await api.del(T.memory, { profile: P, id: m.id }), 404, CODE.notFound);
 });
 
-test("summary covers the whole profile or one session", async () => {
+test("summary covers the whole profile; sessionId chooses its Last Session section (the most recent without it)", async () => {
   const P = "summary";
   ok(await remember(P, { content: "The user grows tomatoes on the balcony every summer.", sessionId: "garden" }));
   ok(await remember(P, { content: "The user plays the cello in a community orchestra.", sessionId: "music" }));
+  const lastSection = (text, session) => text.split(`## Last Session (${session})`)[1];
   const all = ok(await api.get(T.summary, { profile: P })).summary;
   assert.match(all, /tomatoes/);
   assert.match(all, /cello/);
+  assert.match(lastSection(all, "music") ?? "", /cello/, `the most recent session: ${all}`);
   const garden = ok(await api.get(T.summary, { profile: P }, { query: { sessionId: "garden" } })).summary;
-  assert.match(garden, /tomatoes/);
-  assert.doesNotMatch(garden, /cello/);
+  assert.match(garden, /cello/, "the other sections cover the whole profile");
+  const section = lastSection(garden, "garden");
+  assert.ok(section, garden);
+  assert.match(section, /tomatoes/);
+  assert.doesNotMatch(section, /cello/);
   const empty = ok(await api.get(T.summary, { profile: "summary-empty" })).summary;
-  assert.equal(typeof empty, "string");
+  assert.match(empty, /No memories in this profile yet/);
 });
 
 test("DELETE sessions/{sessionId} removes that session's messages and memories only", async () => {

@@ -180,8 +180,9 @@ test("deleteSession, getSummary, stats, export and import over RPC return their 
   const whole = await rpc(P, "getSummary");
   assert.match(whole.summary, /Volvo/);
   const session = await rpc(P, "getSummary", { sessionId: "s2" });
-  assert.match(session.summary, /Volvo/);
-  assert.doesNotMatch(session.summary, /Alice/);
+  const last = session.summary.split("## Last Session (s2)")[1] ?? "";
+  assert.match(last, /Volvo/, session.summary);
+  assert.doesNotMatch(last, /Alice/, "the Last Session section holds that session alone");
 
   const stats = await rpc(P, "stats");
   assert.equal(stats.messages, CONVERSATION.length);

@@ -104,7 +104,9 @@ export function initMemories(ctx) {
 
   function matches(m, text) {
     if (!text) return true;
-    const hay = `${m.summary}\n${m.content}\n${m.key || ""}\n${m.sessionId}\n${m.id}\n${(m.searchQueries || []).join("\n")}`.toLowerCase();
+    // A list entry has no content (open the memory for it), and a memory
+    // remembered without a session has sessionId null.
+    const hay = [m.summary, m.key, m.sessionId, m.id].filter((x) => typeof x === "string").join("\n").toLowerCase();
     return text
       .toLowerCase()
       .split(/\s+/)
@@ -147,7 +149,7 @@ export function initMemories(ctx) {
         m.content && m.content !== m.summary ? h("span", { class: "sub" }, m.content) : null,
       ),
       h("td", { class: "col-key" }, m.key ? h("code", {}, m.key) : h("span", { class: "muted" }, "—")),
-      h("td", { class: "col-session" }, h("span", { class: "trunc", title: m.sessionId }, m.sessionId)),
+      h("td", { class: "col-session" }, m.sessionId ? h("span", { class: "trunc", title: m.sessionId }, m.sessionId) : h("span", { class: "muted" }, "—")),
       h("td", { class: "col-status" }, badge("status", m.status)),
       h("td", { class: "col-date" }, h("time", { datetime: m.createdAt, title: formatDate(m.createdAt) }, formatDate(m.createdAt).replace(/ UTC$/, ""))),
       h(
