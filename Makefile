@@ -1,7 +1,8 @@
 # Build, run and test the agent-memory Worker, fully offline.
 #   make setup   toolchain + npm packages incl. Node 22 (idempotent, fast when done)
 #   make build   worker-build --release into build/
-#   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local)
+#   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local; writes .dev.vars once)
+#   make deploy  wrangler deploy --env production (README "Deploying")
 #   make test    cargo test (native, property tests included) + lint + tsc type checks + build + schemathesis + workerd tests (node --test, last)
 #   make lint    the core's panic lints (no unwrap, expect, panic, unchecked indexing or overflowing arithmetic)
 SHELL := /usr/bin/env bash
@@ -13,7 +14,7 @@ ENV := source scripts/env.sh &&
 WORKERD_TESTS := tests/workerd/**/*.test.mjs
 
 
-.PHONY: setup setup-browser build build-bench dev test test-native lint test-types test-workerd clean
+.PHONY: setup setup-browser build build-bench dev deploy test test-native lint test-types test-workerd clean
 
 setup:
 	@bash scripts/setup.sh
@@ -32,8 +33,19 @@ build-bench: setup
 
 # wrangler runs scripts/build.sh itself ([build] in wrangler.toml) and
 # rebuilds on changes under src/. State persists in .wrangler/state.
-dev: setup
+dev: setup .dev.vars
 	@$(ENV) exec wrangler dev --local --ip 127.0.0.1 --port "$(PORT)" --show-interactive-dev-session=false
+
+# The production environment (README "Deploying": create the Vectorize index
+# first, put the AUTH_TOKENS secret after). wrangler builds (scripts/build.sh).
+deploy: setup
+	@$(ENV) wrangler deploy --env production
+
+# Local development values (the token dev-token), never uploaded by a
+# deploy; written once from the committed example.
+.dev.vars:
+	@cp .dev.vars.example .dev.vars
+	@echo "make: wrote .dev.vars from .dev.vars.example (local values; git ignores it)" >&2
 
 test: setup setup-browser test-native lint test-types build test-schemathesis test-workerd
 

@@ -33,6 +33,7 @@ cp src/entry.mjs "$app/src/"
 cp -r build "$app/build"
 cp -r www "$app/www"
 awk '/^\[/{skip=($0=="[build]")} !skip' wrangler.toml >"$app/wrangler.toml"
+cp .dev.vars.example "$app/.dev.vars"  # the local token, as make dev has it
 setsid wrangler dev --config "$app/wrangler.toml" --local --ip 127.0.0.1 --port "$port" \
   --persist-to "$work/state" --show-interactive-dev-session=false >"$work/wrangler.log" 2>&1 &
 pgid=$!

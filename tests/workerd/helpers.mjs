@@ -35,7 +35,12 @@ function serviceOptions(vars) {
   if (!existsSync(built)) {
     throw new Error(`${built} is missing: run scripts/build.sh (or make build) first`);
   }
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
+  // The local development values are .dev.vars.example's, as `make dev`
+  // copies them to .dev.vars: read from the committed file itself, so that
+  // a developer's own .dev.vars never changes what the tests run against.
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), undefined, {
+    envFiles: [".dev.vars.example"],
+  });
   return {
     ...workerOptions,
     name: SERVICE,
@@ -96,9 +101,19 @@ export async function startWorker(opts = {}) {
     );
   };
 
-  let mf = build();
+  // A runtime that fails to start is disposed of, or its process would keep
+  // the test runner waiting.
+  const start = async () => {
+    const mf = build();
+    try {
+      return [mf, await mf.ready];
+    } catch (e) {
+      await mf.dispose().catch(() => {});
+      throw e;
+    }
+  };
   // The URL workerd listens on (127.0.0.1, a free port), for real HTTP clients.
-  let url = await mf.ready;
+  let [mf, url] = await start();
 
   const json = async (res) => {
     const body = await res.json();
@@ -145,8 +160,7 @@ export async function startWorker(opts = {}) {
     /** Restart workerd on the same storage (persistence checks). */
     async restart() {
       await mf.dispose();
-      mf = build();
-      url = await mf.ready;
+      [mf, url] = await start();
     },
     async dispose() {
       await mf.dispose();
