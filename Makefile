@@ -76,3 +76,8 @@ include scripts/locomo.mk
 # make bench: latency and throughput at 1k/10k/100k memories in workerd; make bench-native,
 # make bench-profile and make bench-path: where the time goes (not part of make test).
 include scripts/bench.mk
+
+# A local embedding server speaking the OpenAI embeddings API, with a real
+# sentence-embedding model from a registry package: make embed-server (not
+# part of make test).
+-include scripts/embed.mk
