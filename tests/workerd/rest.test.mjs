@@ -370,6 +370,9 @@ test("summary covers the whole profile; sessionId chooses its Last Session secti
   assert.doesNotMatch(section, /cello/);
   const empty = ok(await api.get(T.summary, { profile: "summary-empty" })).summary;
   assert.match(empty, /No memories in this profile yet/);
+  // POST …/summary, as the published API makes the call, is the same call.
+  assert.equal(ok(await api.post(T.summary, { profile: P }, { sessionId: "garden" })).summary, garden);
+  assert.equal(ok(await api.post(T.summary, { profile: P }, {})).summary, all);
 });
 
 test("DELETE sessions/{sessionId} removes that session's messages and memories only", async () => {
