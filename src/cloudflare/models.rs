@@ -93,6 +93,10 @@ pub struct WorkersAiEmbedder {
 }
 
 impl Embedder for WorkersAiEmbedder {
+    fn kind(&self) -> crate::core::ports::EmbeddingKind {
+        crate::core::ports::EmbeddingKind::Semantic
+    }
+
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
         Box::pin(async move {
             let out = within_timeout(&self.model, self.ai.run(&self.model, &llm::workers_ai_embed_request(texts))).await?;
@@ -151,6 +155,10 @@ pub struct OpenAiEmbedder {
 }
 
 impl Embedder for OpenAiEmbedder {
+    fn kind(&self) -> crate::core::ports::EmbeddingKind {
+        crate::core::ports::EmbeddingKind::Semantic
+    }
+
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
         Box::pin(async move {
             let out = within_timeout(&self.model, self.api.post("embeddings", &llm::openai_embed_request(texts, &self.model))).await?;

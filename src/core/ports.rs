@@ -148,9 +148,27 @@ pub enum ModelRole {
     Synthesis,
 }
 
+/// What an embedder's vectors capture, which decides how much recall's
+/// vector channels weigh against full text (`recall::fuse::Weights`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EmbeddingKind {
+    /// Words and their fragments, hashed (the local default): it re-finds
+    /// lexically what full text finds.
+    #[default]
+    Lexical,
+    /// A sentence-embedding model: it finds paraphrases full text cannot.
+    Semantic,
+}
+
 /// Turns texts into vectors.
 pub trait Embedder {
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>>;
+
+    /// What its vectors capture; lexical unless the embedder says
+    /// otherwise (a model's adapter says semantic).
+    fn kind(&self) -> EmbeddingKind {
+        EmbeddingKind::Lexical
+    }
 }
 
 /// A vector index scoped to one profile.

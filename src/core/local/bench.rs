@@ -213,7 +213,7 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
                 channels::vector(fuse::Channel::Hyde, p.sql, p.index, &embeddings[1], &scope).await?,
             ];
             for _ in 0..repeat {
-                let mut fused = fuse::fuse(&rankings);
+                let mut fused = fuse::fuse(&rankings, fuse::Weights::new(p.embedder.kind()));
                 fused.truncate(crate::core::api::DEFAULT_RECALL_LIMIT);
                 out = p.store().memories_by_ids(&fused.iter().map(|f| f.id.clone()).collect::<Vec<_>>())?.len();
             }

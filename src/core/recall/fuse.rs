@@ -10,6 +10,7 @@
 //! by its formula, and under it what put the memory at its rank in that
 //! channel, down to each boost and its named constant.
 
+use crate::core::ports::EmbeddingKind;
 use serde::{Deserialize, Serialize};
 
 /// The RRF constant: larger flattens the curve between ranks.
@@ -42,16 +43,6 @@ pub enum Channel {
 impl Channel {
     pub const ALL: [Channel; 5] = [Channel::Key, Channel::Fts, Channel::Hyde, Channel::Vector, Channel::Messages];
 
-    pub fn weight(self) -> f64 {
-        match self {
-            Channel::Key => WEIGHT_KEY,
-            Channel::Fts => WEIGHT_FTS,
-            Channel::Hyde => WEIGHT_HYDE,
-            Channel::Vector => WEIGHT_VECTOR,
-            Channel::Messages => WEIGHT_MESSAGES,
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             Channel::Key => "key",
@@ -82,6 +73,50 @@ pub const WEIGHT_VECTOR: f64 = 0.25;
 /// Raw messages alone, without their conversation: the safety net for
 /// what extraction lost, weighted least.
 pub const WEIGHT_MESSAGES: f64 = 0.2;
+/// The vector channels' weights with a semantic embedder (a sentence
+/// model: Workers AI's, or any OpenAI-compatible one), measured with the
+/// LoCoMo harness and all-MiniLM-L6-v2 (README, "Retrieval quality").
+pub const SEMANTIC_WEIGHT_HYDE: f64 = 0.25;
+pub const SEMANTIC_WEIGHT_VECTOR: f64 = 0.25;
+
+/// Each channel's weight, by what the profile's embedder captures: the
+/// vector channels weigh what their vectors are worth beside full text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Weights {
+    pub embedding: EmbeddingKind,
+}
+
+impl Weights {
+    pub fn new(embedding: EmbeddingKind) -> Weights {
+        Weights { embedding }
+    }
+
+    /// The weight of `channel`.
+    pub fn of(self, channel: Channel) -> f64 {
+        match (channel, self.embedding) {
+            (Channel::Key, _) => WEIGHT_KEY,
+            (Channel::Fts, _) => WEIGHT_FTS,
+            (Channel::Hyde, EmbeddingKind::Lexical) => WEIGHT_HYDE,
+            (Channel::Vector, EmbeddingKind::Lexical) => WEIGHT_VECTOR,
+            (Channel::Hyde, EmbeddingKind::Semantic) => SEMANTIC_WEIGHT_HYDE,
+            (Channel::Vector, EmbeddingKind::Semantic) => SEMANTIC_WEIGHT_VECTOR,
+            (Channel::Messages, _) => WEIGHT_MESSAGES,
+        }
+    }
+
+    /// The constant the weight of `channel` is named by.
+    fn name(self, channel: Channel) -> &'static str {
+        match (channel, self.embedding) {
+            (Channel::Key, _) => "WEIGHT_KEY",
+            (Channel::Fts, _) => "WEIGHT_FTS",
+            (Channel::Hyde, EmbeddingKind::Lexical) => "WEIGHT_HYDE",
+            (Channel::Vector, EmbeddingKind::Lexical) => "WEIGHT_VECTOR",
+            (Channel::Hyde, EmbeddingKind::Semantic) => "SEMANTIC_WEIGHT_HYDE",
+            (Channel::Vector, EmbeddingKind::Semantic) => "SEMANTIC_WEIGHT_VECTOR",
+            (Channel::Messages, _) => "WEIGHT_MESSAGES",
+        }
+    }
+}
 
 /// Why a score is what it is: a value, the formula or fact that gives it
 /// (naming its constants), and the values it is computed from.
@@ -175,25 +210,14 @@ pub struct Fused {
     pub trace: Vec<Contribution>,
 }
 
-/// The constant a channel's weight is named by.
-fn weight_name(channel: Channel) -> &'static str {
-    match channel {
-        Channel::Key => "WEIGHT_KEY",
-        Channel::Fts => "WEIGHT_FTS",
-        Channel::Hyde => "WEIGHT_HYDE",
-        Channel::Vector => "WEIGHT_VECTOR",
-        Channel::Messages => "WEIGHT_MESSAGES",
-    }
-}
-
 /// The explanation of a fused hit: its score, the sum of one RRF
 /// contribution per channel that ranked it, each with what put the hit at
 /// its rank there (from `rankings`, when the channel explained it).
-pub fn explain(hit: &Fused, rankings: &[Ranking]) -> Explanation {
+pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanation {
     let parts = hit.trace.iter().map(|c| {
         let node = Explanation::new(
             c.contribution,
-            format!("{} channel: {} {} / (K {} + rank {})", c.channel.name(), weight_name(c.channel), c.weight, K, c.rank),
+            format!("{} channel: {} {} / (K {} + rank {})", c.channel.name(), weights.name(c.channel), c.weight, K, c.rank),
         );
         let why = rankings.iter().filter(|r| r.channel == c.channel).find_map(|r| r.why.get(&hit.id));
         match why {
@@ -206,7 +230,7 @@ pub fn explain(hit: &Fused, rankings: &[Ranking]) -> Explanation {
 
 /// Fuses rankings. An id ranked by a channel more than once counts at its
 /// best rank.
-pub fn fuse(rankings: &[Ranking]) -> Vec<Fused> {
+pub fn fuse(rankings: &[Ranking], weights: Weights) -> Vec<Fused> {
     let mut by_id: rustc_hash::FxHashMap<&str, Fused> = Default::default();
     for r in rankings {
         let mut seen = rustc_hash::FxHashSet::default();
@@ -215,7 +239,7 @@ pub fn fuse(rankings: &[Ranking]) -> Vec<Fused> {
                 continue;
             }
             let rank = r.rank_at(i);
-            let weight = r.channel.weight();
+            let weight = weights.of(r.channel);
             let contribution = weight / (K + rank as f64);
             let f = by_id.entry(id.as_str()).or_insert_with(|| Fused { id: id.clone(), score: 0.0, trace: Vec::new() });
             f.trace.push(Contribution { channel: r.channel, rank, weight, contribution });
@@ -243,7 +267,7 @@ mod tests {
 
     #[test]
     fn test_fused_score_is_sum_of_contributions() {
-        let out = fuse(&[r(Channel::Fts, &["a", "b"]), r(Channel::Key, &["b"]), r(Channel::Messages, &["c", "a"])]);
+        let out = fuse(&[r(Channel::Fts, &["a", "b"], Weights::default()), r(Channel::Key, &["b"]), r(Channel::Messages, &["c", "a"])]);
         for f in &out {
             let sum: f64 = f.trace.iter().map(|c| c.contribution).sum();
             assert!((f.score - sum).abs() < 1e-12);
@@ -256,8 +280,8 @@ mod tests {
         let mut fts = r(Channel::Fts, &["a", "b"]);
         fts.why.insert("b".into(), Explanation::new(3.5, "bm25"));
         let rankings = [fts, r(Channel::Key, &["b"])];
-        let b = fuse(&rankings).into_iter().find(|f| f.id == "b").unwrap();
-        let e = explain(&b, &rankings);
+        let b = fuse(&rankings, Weights::default()).into_iter().find(|f| f.id == "b").unwrap();
+        let e = explain(&b, &rankings, Weights::default());
         assert_eq!(e.value, b.score);
         assert!((e.details.iter().map(|d| d.value).sum::<f64>() - e.value).abs() < 1e-12);
         assert!(e.details.iter().any(|d| d.description.contains("WEIGHT_KEY 2 / (K 10 + rank 1)")), "{e:?}");
@@ -267,14 +291,14 @@ mod tests {
 
     #[test]
     fn test_single_channel_hit_can_win() {
-        let out = fuse(&[r(Channel::Key, &["only"]), r(Channel::Messages, &["x"])]);
+        let out = fuse(&[r(Channel::Key, &["only"], Weights::default()), r(Channel::Messages, &["x"])]);
         assert_eq!(out[0].id, "only");
     }
 
     #[test]
     fn test_grouped_ranks_share_a_contribution() {
         let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2], why: Default::default() };
-        let out = fuse(&[grouped]);
+        let out = fuse(&[grouped], Weights::default());
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
         assert_eq!(score("a"), score("b"));
         assert!(score("b") > score("c"));
@@ -282,9 +306,9 @@ mod tests {
 
     #[test]
     fn test_ties_go_to_the_more_recent_id() {
-        let out = fuse(&[r(Channel::Fts, &["0001"]), r(Channel::Fts, &[]), Ranking::new(Channel::Vector, vec![])]);
+        let out = fuse(&[r(Channel::Fts, &["0001"], Weights::default()), r(Channel::Fts, &[]), Ranking::new(Channel::Vector, vec![])]);
         assert_eq!(out.len(), 1);
-        let tie = fuse(&[r(Channel::Hyde, &["0001"]), r(Channel::Vector, &["0002"])]);
+        let tie = fuse(&[r(Channel::Hyde, &["0001"], Weights::default()), r(Channel::Vector, &["0002"])]);
         assert_eq!(tie[0].id, "0002");
     }
 }

@@ -115,11 +115,12 @@ pub fn text_query(sql: &dyn crate::core::ports::Sql, src: Source<'_>, query: &st
 
 /// The channels' rankings and what each reported, with the notes of
 /// whatever degraded on the way.
-#[derive(Default)]
 struct Gathered {
     rankings: Vec<Ranking>,
     reports: Vec<ChannelReport>,
     notes: Vec<String>,
+    /// The weights the channels are fused with (reported beside them).
+    weights: fuse::Weights,
 }
 
 impl Gathered {
@@ -128,12 +129,12 @@ impl Gathered {
     fn record(&mut self, channel: Channel, r: Result<Ranking>) {
         match r {
             Ok(r) => {
-                self.reports.push(ChannelReport { channel, weight: channel.weight(), ids: r.ids.clone(), error: None });
+                self.reports.push(ChannelReport { channel, weight: self.weights.of(channel), ids: r.ids.clone(), error: None });
                 self.rankings.push(r);
             }
             Err(e) => {
                 self.notes.push(format!("channel {} failed: {e}", channel.name()));
-                self.reports.push(ChannelReport { channel, weight: channel.weight(), ids: vec![], error: Some(e.to_string()) });
+                self.reports.push(ChannelReport { channel, weight: self.weights.of(channel), ids: vec![], error: Some(e.to_string()) });
             }
         }
     }
@@ -143,7 +144,7 @@ impl Gathered {
 /// channels, fuse, temporal facts, synthesis.
 pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
     let scope = RecallScope::new(&req, p.now);
-    let mut got = Gathered::default();
+    let mut got = Gathered { rankings: Vec::new(), reports: Vec::new(), notes: Vec::new(), weights: fuse::Weights::new(p.embedder.kind()) };
     let analysis = analyze(p, &scope, &mut got.notes).await;
     let embeddings = embed(p, &scope, &analysis, &mut got.notes).await;
     let key = channels::key(p.sql, &analysis.keys, &scope);
@@ -245,14 +246,15 @@ async fn vector_channels(p: &Profile<'_>, scope: &RecallScope, embeddings: Optio
 /// 5. Fusion of the rankings, the best `limit` read from the store, each
 ///    with its explanation when asked.
 fn fuse_and_load(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> Result<Vec<(Memory, fuse::Fused, Option<Explanation>)>> {
-    let mut fused = fuse::fuse(rankings);
+    let weights = fuse::Weights::new(p.embedder.kind());
+    let mut fused = fuse::fuse(rankings, weights);
     fused.truncate(scope.limit);
     let ids: Vec<String> = fused.iter().map(|f| f.id.clone()).collect();
     let by_id: std::collections::HashMap<String, Memory> = p.store().memories_by_ids(&ids)?.into_iter().map(|m| (m.id.clone(), m)).collect();
     Ok(fused
         .into_iter()
         .filter_map(|f| {
-            let why = scope.explain.then(|| fuse::explain(&f, rankings));
+            let why = scope.explain.then(|| fuse::explain(&f, rankings, weights));
             by_id.get(&f.id).cloned().map(|m| (m, f, why))
         })
         .collect())
