@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn test_fused_score_is_sum_of_contributions() {
-        let out = fuse(&[r(Channel::Fts, &["a", "b"], Weights::default()), r(Channel::Key, &["b"]), r(Channel::Messages, &["c", "a"])]);
+        let out = fuse(&[r(Channel::Fts, &["a", "b"]), r(Channel::Key, &["b"]), r(Channel::Messages, &["c", "a"])], Weights::default());
         for f in &out {
             let sum: f64 = f.trace.iter().map(|c| c.contribution).sum();
             assert!((f.score - sum).abs() < 1e-12);
@@ -291,7 +291,7 @@ mod tests {
 
     #[test]
     fn test_single_channel_hit_can_win() {
-        let out = fuse(&[r(Channel::Key, &["only"], Weights::default()), r(Channel::Messages, &["x"])]);
+        let out = fuse(&[r(Channel::Key, &["only"]), r(Channel::Messages, &["x"])], Weights::default());
         assert_eq!(out[0].id, "only");
     }
 
@@ -306,9 +306,19 @@ mod tests {
 
     #[test]
     fn test_ties_go_to_the_more_recent_id() {
-        let out = fuse(&[r(Channel::Fts, &["0001"], Weights::default()), r(Channel::Fts, &[]), Ranking::new(Channel::Vector, vec![])]);
+        let out = fuse(&[r(Channel::Fts, &["0001"]), r(Channel::Fts, &[]), Ranking::new(Channel::Vector, vec![])], Weights::default());
         assert_eq!(out.len(), 1);
-        let tie = fuse(&[r(Channel::Hyde, &["0001"], Weights::default()), r(Channel::Vector, &["0002"])]);
+        let tie = fuse(&[r(Channel::Hyde, &["0001"]), r(Channel::Vector, &["0002"])], Weights::default());
         assert_eq!(tie[0].id, "0002");
+    }
+
+    #[test]
+    fn test_a_semantic_embedder_weighs_its_channels_by_their_own_constants() {
+        let semantic = Weights::new(EmbeddingKind::Semantic);
+        assert_eq!(semantic.of(Channel::Vector), SEMANTIC_WEIGHT_VECTOR);
+        assert_eq!(semantic.of(Channel::Fts), WEIGHT_FTS);
+        let rankings = [r(Channel::Vector, &["a"])];
+        let hit = fuse(&rankings, semantic).remove(0);
+        assert!(explain(&hit, &rankings, semantic).details[0].description.contains("SEMANTIC_WEIGHT_VECTOR"));
     }
 }
