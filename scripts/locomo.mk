@@ -11,18 +11,46 @@
 #   make locomo LOCOMO=path.json  another copy of the data (default:
 #                                 ../shared/bench/locomo/locomo-dev.json from
 #                                 the crate root, else /work/shared/...).
+#                                 A file in LongMemEval's format (a list of
+#                                 questions with haystack_sessions) is
+#                                 recognised from its content: one fresh
+#                                 profile per question, turn-level recall@k
+#                                 (evidence = turns with has_answer) and
+#                                 LongMemEval's session-level recall_any@5 /
+#                                 recall_all@5, per question_type, beside the
+#                                 same bm25 baseline (tests/bench/longmemeval.rs).
 #   make locomo MEMORY_URL=http://127.0.0.1:8787
 #                                 the same against a live Worker over REST
 #                                 (profiles namespaces/locomo/profiles/<conv>,
 #                                 token MEMORY_TOKEN, default dev-token), e.g.
 #                                 a `make dev` in another shell.
+#   make locomo-styles            LOCOMO_CHANNELS=1 over the hand-written
+#                                 tests/fixtures/longmemeval-mini.json and the
+#                                 generated tests/fixtures/dev-styles/*.json
+#                                 (coding-agent sessions, support chats, long
+#                                 assistant answers, knowledge updates;
+#                                 python3 tests/fixtures/dev-styles/generate.py
+#                                 rewrites them, deterministically).
 #
 # Knobs: LOCOMO_VERBOSE=1 (one line per question), LOCOMO_CHANNELS=1 (each
 # channel's recall on its own; native only), LOCOMO_SETTLE_MS (live: wait
-# after ingest for the alarm to vectorize, default 2000).
+# after ingest for the alarm to vectorize, default 2000), LOCOMO_THINKING
+# (low|medium|high), LOCOMO_EMBEDDER=openai (native profiles embed through an
+# OpenAI-compatible POST $(OPENAI_BASE_URL)/embeddings, default
+# http://127.0.0.1:11434/v1, model OPENAI_EMBEDDING_MODEL, default
+# nomic-embed-text, optional OPENAI_API_KEY; at most 64 texts a request;
+# e.g. a `make embed-server` in another shell). The header names the
+# embedder used.
 LOCOMO ?=
+LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 
-.PHONY: locomo
+.PHONY: locomo locomo-styles
 
 locomo:
 	@$(ENV) LOCOMO="$(LOCOMO)" cargo bench --bench locomo
+
+locomo-styles:
+	@set -e; for f in $(LOCOMO_STYLES); do \
+		echo "== $$f"; \
+		$(ENV) LOCOMO="$$f" LOCOMO_CHANNELS=1 cargo bench --quiet --bench locomo; \
+	done

@@ -18,41 +18,31 @@
 //! falling back to `/work/shared/bench/locomo/locomo-dev.json`. It is never
 //! copied into the repository. The last line printed is
 //! `recall@10 pipeline=<x.xxx> bm25=<y.yyy>`.
+//!
+//! The same file may hold LongMemEval's format instead (a list of
+//! questions, each with its own haystack of sessions): `longmemeval.rs`
+//! reads it, recognised from the content, and reports turn-level recall@k
+//! with LongMemEval's session-level `recall_any@5` / `recall_all@5`.
+//!
+//! `LOCOMO_EMBEDDER=openai` embeds through an OpenAI-compatible endpoint
+//! (`OPENAI_BASE_URL`, `OPENAI_EMBEDDING_MODEL`) instead of the local
+//! feature-hashing embedder (native profiles only).
 
 #[path = "../support/mod.rs"]
 mod support;
+mod harness;
+mod longmemeval;
 
-use agent_memory::core::api::{IngestRequest, RecallOptions, RecallRequest};
-use agent_memory::core::model::MessageInput;
 use agent_memory::core::time::{iso, parse_millis};
-use serde_json::{json, Value};
+use harness::{recall_at, turns_of, Baseline, Embedding, Memory, Native, Remote, Session, Tally, Turn};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-/// Cut-offs reported.
-const KS: [usize; 3] = [5, 10, 20];
-/// Candidates asked of recall (and of the baseline).
-const LIMIT: usize = 20;
 /// Categories scored (5, adversarial, has no evidence to find).
 const CATEGORIES: [(u64, &str); 4] = [(1, "multi-hop"), (2, "temporal"), (3, "open-domain"), (4, "single-hop")];
 
 // ---- the data ---------------------------------------------------------
-
-struct Turn {
-    dia_id: String,
-    speaker: String,
-    /// The text, with the shared image's caption appended.
-    content: String,
-}
-
-struct Session {
-    number: usize,
-    /// ISO-8601 UTC.
-    timestamp: String,
-    millis: i64,
-    turns: Vec<Turn>,
-}
 
 struct Question {
     text: String,
@@ -114,9 +104,7 @@ fn turn_content(t: &Value) -> String {
     }
 }
 
-fn load(path: &std::path::Path) -> Vec<Conversation> {
-    let raw = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("failed to read {}: {e}", path.display()));
-    let data: Value = serde_json::from_str(&raw).expect("LoCoMo file is JSON");
+fn load(data: &Value) -> Vec<Conversation> {
     let mut out = Vec::new();
     for (ci, c) in data.as_array().expect("a list of conversations").iter().enumerate() {
         let id = c.get("sample_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("conv-{ci}"));
@@ -164,316 +152,38 @@ fn load(path: &std::path::Path) -> Vec<Conversation> {
 
 // ---- scoring ----------------------------------------------------------
 
-/// Share of `evidence` among the first `k` of `ranked` turns.
-fn recall_at(ranked: &[String], evidence: &[String], k: usize) -> f64 {
-    let top: HashSet<&String> = ranked.iter().take(k).collect();
-    evidence.iter().filter(|e| top.contains(e)).count() as f64 / evidence.len() as f64
-}
-
-#[derive(Default, Clone)]
-struct Tally {
-    n: usize,
-    sums: [f64; 3],
-}
-
-impl Tally {
-    fn add(&mut self, ranked: &[String], evidence: &[String]) {
-        self.n += 1;
-        for (i, k) in KS.iter().enumerate() {
-            self.sums[i] += recall_at(ranked, evidence, *k);
-        }
-    }
-    fn mean(&self, i: usize) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.sums[i] / self.n as f64
-        }
-    }
-}
-
-/// Distinct turns, first occurrence order, of candidates' source messages.
-fn turns_of(candidates: &[Vec<String>], dia_of: &HashMap<String, String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for sources in candidates {
-        for m in sources {
-            if let Some(d) = dia_of.get(m) {
-                if !out.contains(d) {
-                    out.push(d.clone());
-                }
-            }
-        }
-    }
-    out
-}
-
-// ---- the baseline: FTS5 bm25 over raw turns -----------------------------
-
-struct Baseline {
-    conn: rusqlite::Connection,
-}
-
-impl Baseline {
-    fn new(conv: &Conversation) -> Baseline {
-        let conn = rusqlite::Connection::open_in_memory().expect("open sqlite");
-        conn.execute_batch("CREATE VIRTUAL TABLE turns USING fts5(dia_id UNINDEXED, speaker, text, tokenize='porter unicode61')")
-            .expect("create fts5");
-        {
-            let mut ins = conn.prepare("INSERT INTO turns (dia_id, speaker, text) VALUES (?, ?, ?)").expect("prepare");
-            for s in &conv.sessions {
-                for t in &s.turns {
-                    ins.execute([&t.dia_id, &t.speaker, &t.content]).expect("insert turn");
-                }
-            }
-        }
-        Baseline { conn }
-    }
-
-    fn search(&self, question: &str) -> Vec<String> {
-        let words: Vec<String> = question
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(|w| format!("\"{w}\""))
-            .collect();
-        if words.is_empty() {
-            return vec![];
-        }
-        let mut stmt = self.conn.prepare("SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?").expect("prepare");
-        let rows = stmt
-            .query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, String>(0))
-            .expect("query");
-        let mut out = Vec::new();
-        for r in rows.flatten() {
-            if !out.contains(&r) {
-                out.push(r);
-            }
-        }
-        out
-    }
-}
-
-// ---- the pipeline: native or over REST ----------------------------------
-
-trait Memory {
-    /// Ingests one session; returns the message ids in request order.
-    fn ingest(&mut self, session: &Session, session_id: &str) -> Vec<String>;
-    /// Ids of the messages some live memory cites (native only): the
-    /// ceiling extraction sets on any memory-based recall.
-    fn cited(&self) -> Option<HashSet<String>> {
-        None
-    }
-    /// Memories by status (native only).
-    fn statuses(&self) -> Vec<(String, i64)> {
-        vec![]
-    }
-    /// Each channel's own ranking as source-message lists (native only,
-    /// with `LOCOMO_CHANNELS=1`): which channel finds what.
-    fn channels(&mut self, _question: &str, _reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
-        vec![]
-    }
-    /// Recall: each candidate's source message ids, best first.
-    fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>>;
-}
-
-fn messages_of(session: &Session) -> Vec<MessageInput> {
-    session
-        .turns
-        .iter()
-        .map(|t| MessageInput { role: t.speaker.clone(), content: t.content.clone(), timestamp: Some(session.timestamp.clone()) })
-        .collect()
-}
-
-struct Native {
-    sql: support::NativeSql,
-    /// Kept across calls, as the Durable Object keeps it.
-    turns: agent_memory::core::recall::directory::TurnDirectory,
-}
-
-impl Memory for Native {
-    fn statuses(&self) -> Vec<(String, i64)> {
-        agent_memory::core::ports::Sql::query(&self.sql, "SELECT status, COUNT(*) FROM memories GROUP BY status ORDER BY status", &[])
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| (r[0].opt_string().unwrap_or_default(), r[1].as_i64().unwrap_or(0)))
-            .collect()
-    }
-
-    fn cited(&self) -> Option<HashSet<String>> {
-        let rows = agent_memory::core::ports::Sql::query(
-            &self.sql,
-            "SELECT DISTINCT g.id FROM citations s JOIN memories m ON m.id = s.memory_id JOIN messages g ON g.rowid = s.message_rowid WHERE m.status = 'active'",
-            &[],
-        )
-        .ok()?;
-        Some(rows.into_iter().filter_map(|r| r[0].opt_string()).collect())
-    }
-
-    fn ingest(&mut self, session: &Session, session_id: &str) -> Vec<String> {
-        support::with_profile_in(&self.sql, session.millis, &self.turns, |p| {
-            let report = support::block_on(p.ingest(IngestRequest {
-                messages: messages_of(session),
-                session_id: Some(session_id.to_string()),
-            }))
-            .unwrap_or_else(|e| panic!("ingest of {session_id} failed: {e}"));
-            // Drain the outbox (embeddings) before the next session.
-            let mut last = i64::MAX;
-            loop {
-                let d = support::block_on(p.drain()).expect("drain");
-                if d.pending == 0 || d.pending >= last {
-                    break;
-                }
-                last = d.pending;
-            }
-            report.message_ids
-        })
-    }
-
-    fn channels(&mut self, question: &str, reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
-        support::with_profile_in(&self.sql, reference.millis, &self.turns, |p| {
-            let req = RecallRequest {
-                query: question.to_string(),
-                options: RecallOptions {
-                    reference_date: Some(reference.timestamp.clone()),
-                    limit: Some(LIMIT),
-                    explain: Some(true),
-                    ..RecallOptions::default()
-                },
-            };
-            let r = support::block_on(p.recall(req)).expect("recall");
-            let store = p.store();
-            r.explain
-                .map(|e| e.channels)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|c| {
-                    let mems = store.memories_by_ids(&c.ids).unwrap_or_default();
-                    let by_id: HashMap<String, Vec<String>> = mems.into_iter().map(|m| (m.id, m.source_message_ids)).collect();
-                    (c.channel.name().to_string(), c.ids.iter().filter_map(|id| by_id.get(id).cloned()).collect())
-                })
-                .collect()
-        })
-    }
-
-    fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {
-        support::with_profile_in(&self.sql, reference.millis, &self.turns, |p| {
-            let req = RecallRequest {
-                query: question.to_string(),
-                options: RecallOptions {
-                    reference_date: Some(reference.timestamp.clone()),
-                    limit: Some(LIMIT),
-                    thinking_level: thinking_level(),
-                    ..RecallOptions::default()
-                },
-            };
-            let r = support::block_on(p.recall(req)).unwrap_or_else(|e| panic!("recall of {question:?} failed: {e}"));
-            r.candidates.into_iter().map(|c| c.source_message_ids).collect()
-        })
-    }
-}
-
-/// A live Worker over plain HTTP/1.1 (no TLS).
-struct Remote {
-    host: String,
-    port: u16,
-    base_path: String,
-    token: String,
-}
-
-impl Remote {
-    fn new(url: &str, profile: &str) -> Remote {
-        let rest = url.strip_prefix("http://").unwrap_or_else(|| panic!("MEMORY_URL must be http:// (got {url})"));
-        let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), p.parse().expect("port")),
-            None => (authority.to_string(), 80),
-        };
-        let prefix = if path.is_empty() { String::new() } else { format!("/{}", path.trim_end_matches('/')) };
-        Remote {
-            host,
-            port,
-            base_path: format!("{prefix}/accounts/local/agent-memory/namespaces/locomo/profiles/{profile}"),
-            token: std::env::var("MEMORY_TOKEN").ok().filter(|t| !t.is_empty()).unwrap_or_else(|| "dev-token".into()),
-        }
-    }
-
-    fn call(&self, method: &str, suffix: &str, body: Option<&Value>) -> (u16, Value) {
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let mut stream = std::net::TcpStream::connect((self.host.as_str(), self.port))
-            .unwrap_or_else(|e| panic!("failed to connect to {}:{}: {e}", self.host, self.port));
-        stream.set_read_timeout(Some(Duration::from_secs(300))).ok();
-        let req = format!(
-            "{method} {}{suffix} HTTP/1.1\r\nHost: {}:{}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.base_path,
-            self.host,
-            self.port,
-            self.token,
-            body.len()
-        );
-        stream.write_all(req.as_bytes()).expect("send request");
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).expect("read response");
-        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("HTTP response has headers");
-        let head = String::from_utf8_lossy(&raw[..split]).to_string();
-        let mut payload = raw[split + 4..].to_vec();
-        let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        if head.to_lowercase().contains("transfer-encoding: chunked") {
-            payload = dechunk(&payload);
-        }
-        (status, serde_json::from_slice(&payload).unwrap_or(Value::Null))
-    }
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..eol]).split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
-        if size == 0 || eol + 2 + size > b.len() {
-            break;
-        }
-        out.extend_from_slice(&b[eol + 2..eol + 2 + size]);
-        b = &b[(eol + 4 + size).min(b.len())..];
-    }
-    out
-}
-
-impl Memory for Remote {
-    fn ingest(&mut self, session: &Session, session_id: &str) -> Vec<String> {
-        let body = json!({ "messages": messages_of(session), "sessionId": session_id });
-        let (status, v) = self.call("POST", "/ingest", Some(&body));
-        assert!(v["success"].as_bool() == Some(true), "ingest of {session_id} failed ({status}): {v}");
-        v["result"]["messageIds"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()
-    }
-
-    fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {
-        let body = json!({ "query": question, "referenceDate": reference.timestamp, "limit": LIMIT });
-        let (status, v) = self.call("POST", "/recall", Some(&body));
-        assert!(v["success"].as_bool() == Some(true), "recall of {question:?} failed ({status}): {v}");
-        v["result"]["candidates"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| c["sourceMessageIds"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect())
-            .collect()
-    }
-}
-
 // ---- the run ------------------------------------------------------------
-
-/// `LOCOMO_THINKING=low|medium|high`: the recalls' thinking level (the
-/// service's default when unset).
-fn thinking_level() -> Option<agent_memory::core::model::ThinkingLevel> {
-    let level = std::env::var("LOCOMO_THINKING").ok().filter(|v| !v.is_empty())?;
-    Some(serde_json::from_value(json!(level)).unwrap_or_else(|_| panic!("LOCOMO_THINKING={level}: low, medium or high")))
-}
 
 fn main() {
     let path = data_path();
-    let conversations = load(&path);
+    let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("failed to read {}: {e}", path.display()));
+    let data: Value = serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
     let live = std::env::var("MEMORY_URL").ok().filter(|u| !u.is_empty());
+    let embedding = if live.is_some() { Embedding::Local } else { Embedding::from_env() };
+    let embedder_line = match &live {
+        Some(_) => "embedder: the Worker's own configuration".to_string(),
+        None => format!("embedder: {}", embedding.describe()),
+    };
+    if longmemeval::detect(&data) == longmemeval::Format::LongMemEval {
+        let questions = longmemeval::parse(&data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let options = longmemeval::Options {
+            live: live.clone(),
+            embedding,
+            per_channel: std::env::var("LOCOMO_CHANNELS").is_ok_and(|v| !v.is_empty() && v != "0"),
+            verbose: std::env::var("LOCOMO_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
+        };
+        println!("LongMemEval evidence recall: {} ({} questions)", path.display(), questions.len());
+        println!("pipeline: {}", live.as_deref().map_or("native profile, local rule-based provider".to_string(), |u| format!("live Worker at {u}")));
+        println!("{embedder_line}");
+        let report = longmemeval::run(&questions, &options);
+        longmemeval::print(&report, &options);
+        return;
+    }
+    let conversations = load(&data);
     let verbose = std::env::var("LOCOMO_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0");
     println!("LoCoMo evidence recall: {} ({} conversations)", path.display(), conversations.len());
     println!("pipeline: {}", live.as_deref().map_or("native profile, local rule-based provider".to_string(), |u| format!("live Worker at {u}")));
+    println!("{embedder_line}");
 
     let mut pipe: HashMap<u64, Tally> = HashMap::new();
     let mut base: HashMap<u64, Tally> = HashMap::new();
@@ -494,7 +204,7 @@ fn main() {
                 let _ = r.call("DELETE", "", None);
                 Box::new(r)
             }
-            None => Box::new(Native { sql: support::database(), turns: Default::default() }),
+            None => Box::new(Native::new(&embedding)),
         };
         let mut dia_of: HashMap<String, String> = HashMap::new();
         let started = Instant::now();
@@ -516,7 +226,7 @@ fn main() {
         }
         let cited: Option<HashSet<String>> =
             memory.cited().map(|ids| ids.iter().filter_map(|id| dia_of.get(id).cloned()).collect());
-        let baseline = Baseline::new(conv);
+        let baseline = Baseline::new(&conv.sessions);
         let mut conv_tally = (Tally::default(), Tally::default());
         for q in &conv.questions {
             if q.evidence.is_empty() {
@@ -616,5 +326,8 @@ fn main() {
         pct(0.95).as_secs_f64() * 1000.0,
         latencies.len()
     );
+    if let Some((requests, texts)) = embedding.usage() {
+        println!("embeddings: {texts} texts in {requests} requests");
+    }
     println!("recall@10 pipeline={:.3} bm25={:.3}", all_p.mean(1), all_b.mean(1));
 }

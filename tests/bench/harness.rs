@@ -1,0 +1,423 @@
+//! The parts of the evidence-recall harness (`cargo bench --bench locomo`)
+//! shared by its two readers (LoCoMo's, in `locomo.rs`, and LongMemEval's,
+//! in `longmemeval.rs`) and by `tests/longmemeval_reader.rs`: the turns a
+//! profile ingests, the pipeline (a native profile or a live Worker), the
+//! FTS5 bm25 baseline over raw turns, and the recall@k tallies.
+//!
+//! Included with `#[path]` by a crate root that also declares
+//! `mod support` (tests/support/mod.rs).
+
+#![allow(dead_code)]
+
+use crate::support;
+use crate::support::openai_embed::OpenAiEmbedder;
+use agent_memory::core::api::{IngestRequest, RecallOptions, RecallRequest};
+use agent_memory::core::model::MessageInput;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Cut-offs reported.
+pub const KS: [usize; 3] = [5, 10, 20];
+/// Candidates asked of recall (and of the baseline).
+pub const LIMIT: usize = 20;
+
+// ---- the data ---------------------------------------------------------
+
+/// One turn as a profile ingests it.
+pub struct Turn {
+    pub dia_id: String,
+    pub speaker: String,
+    /// The text (LoCoMo's with the shared image's caption appended).
+    pub content: String,
+}
+
+/// One session: its turns ingested in one request, at its date.
+pub struct Session {
+    pub number: usize,
+    /// ISO-8601 UTC.
+    pub timestamp: String,
+    pub millis: i64,
+    pub turns: Vec<Turn>,
+}
+
+// ---- scoring ----------------------------------------------------------
+
+/// Share of `evidence` among the first `k` of `ranked` turns.
+pub fn recall_at(ranked: &[String], evidence: &[String], k: usize) -> f64 {
+    let top: HashSet<&String> = ranked.iter().take(k).collect();
+    evidence.iter().filter(|e| top.contains(e)).count() as f64 / evidence.len() as f64
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub n: usize,
+    pub sums: [f64; 3],
+}
+
+impl Tally {
+    pub fn add(&mut self, ranked: &[String], evidence: &[String]) {
+        self.n += 1;
+        for (i, k) in KS.iter().enumerate() {
+            self.sums[i] += recall_at(ranked, evidence, *k);
+        }
+    }
+    pub fn mean(&self, i: usize) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sums[i] / self.n as f64
+        }
+    }
+}
+
+/// Distinct turns, first occurrence order, of candidates' source messages.
+pub fn turns_of(candidates: &[Vec<String>], dia_of: &HashMap<String, String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for sources in candidates {
+        for m in sources {
+            if let Some(d) = dia_of.get(m) {
+                if !out.contains(d) {
+                    out.push(d.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+// ---- the baseline: FTS5 bm25 over raw turns -----------------------------
+
+pub struct Baseline {
+    pub conn: rusqlite::Connection,
+}
+
+impl Baseline {
+    /// An index over every turn of `sessions`.
+    pub fn new<'a>(sessions: impl IntoIterator<Item = &'a Session>) -> Baseline {
+        let conn = rusqlite::Connection::open_in_memory().expect("open sqlite");
+        conn.execute_batch("CREATE VIRTUAL TABLE turns USING fts5(dia_id UNINDEXED, speaker, text, tokenize='porter unicode61')")
+            .expect("create fts5");
+        {
+            let mut ins = conn.prepare("INSERT INTO turns (dia_id, speaker, text) VALUES (?, ?, ?)").expect("prepare");
+            for s in sessions {
+                for t in &s.turns {
+                    ins.execute([&t.dia_id, &t.speaker, &t.content]).expect("insert turn");
+                }
+            }
+        }
+        Baseline { conn }
+    }
+
+    pub fn search(&self, question: &str) -> Vec<String> {
+        let words: Vec<String> = question
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(|w| format!("\"{w}\""))
+            .collect();
+        if words.is_empty() {
+            return vec![];
+        }
+        let mut stmt = self.conn.prepare("SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?").expect("prepare");
+        let rows = stmt
+            .query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, String>(0))
+            .expect("query");
+        let mut out = Vec::new();
+        for r in rows.flatten() {
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        out
+    }
+}
+
+// ---- the pipeline: native or over REST ----------------------------------
+
+pub trait Memory {
+    /// Ingests one session; returns the message ids in request order.
+    fn ingest(&mut self, session: &Session, session_id: &str) -> Vec<String>;
+    /// Ids of the messages some live memory cites (native only): the
+    /// ceiling extraction sets on any memory-based recall.
+    fn cited(&self) -> Option<HashSet<String>> {
+        None
+    }
+    /// Memories by status (native only).
+    fn statuses(&self) -> Vec<(String, i64)> {
+        vec![]
+    }
+    /// Each channel's own ranking as source-message lists (native only,
+    /// with `LOCOMO_CHANNELS=1`): which channel finds what.
+    fn channels(&mut self, _question: &str, _reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
+        vec![]
+    }
+    /// Recall: each candidate's source message ids, best first.
+    fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>>;
+}
+
+pub fn messages_of(session: &Session) -> Vec<MessageInput> {
+    session
+        .turns
+        .iter()
+        .map(|t| MessageInput { role: t.speaker.clone(), content: t.content.clone(), timestamp: Some(session.timestamp.clone()) })
+        .collect()
+}
+
+pub struct Native {
+    pub sql: support::NativeSql,
+    /// Kept across calls, as the Durable Object keeps it.
+    pub turns: agent_memory::core::recall::directory::TurnDirectory,
+    pub embedding: Embedding,
+}
+
+impl Native {
+    /// A fresh, empty profile embedding with `embedding`.
+    pub fn new(embedding: &Embedding) -> Native {
+        Native { sql: support::database(), turns: Default::default(), embedding: embedding.clone() }
+    }
+
+    /// Runs `f` with the profile at `now`: the local defaults of
+    /// `support::with_profile_in`, with the chosen embedder.
+    fn with_profile<T>(&self, now: i64, f: impl FnOnce(&agent_memory::core::ops::Profile<'_>) -> T) -> T {
+        match &self.embedding {
+            Embedding::Local => support::with_profile_in(&self.sql, now, &self.turns, f),
+            Embedding::OpenAi(e) => {
+                let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &self.sql };
+                let p = agent_memory::core::ops::Profile {
+                    name: "test/p",
+                    sql: &self.sql,
+                    reasoner: &agent_memory::core::rules::Rules,
+                    embedder: e.as_ref(),
+                    index: &index,
+                    turns: Some(&self.turns),
+                    now,
+                    limits: agent_memory::core::ops::Limits::default(),
+                    memory: Default::default(),
+                };
+                f(&p)
+            }
+        }
+    }
+}
+
+/// Which embedder native profiles use: `LOCOMO_EMBEDDER` unset or
+/// `local` is the service's local default (feature hashing); `openai` an
+/// OpenAI-compatible `/embeddings` endpoint (`OPENAI_BASE_URL`, default
+/// `http://127.0.0.1:11434/v1`, and `OPENAI_EMBEDDING_MODEL`).
+#[derive(Clone)]
+pub enum Embedding {
+    Local,
+    OpenAi(Rc<OpenAiEmbedder>),
+}
+
+impl Embedding {
+    /// From `LOCOMO_EMBEDDER`; an OpenAI endpoint is probed once so a
+    /// run fails at its start, not in its first drain.
+    pub fn from_env() -> Embedding {
+        match std::env::var("LOCOMO_EMBEDDER").unwrap_or_default().trim() {
+            "" | "local" | "hash" => Embedding::Local,
+            "openai" => {
+                let e = OpenAiEmbedder::from_env();
+                if let Err(err) = e.embed_blocking(&["probe".to_string()]) {
+                    panic!("LOCOMO_EMBEDDER=openai: {}/embeddings (model {}) does not answer: {err}", e.base_url, e.model);
+                }
+                Embedding::OpenAi(Rc::new(e))
+            }
+            other => panic!("LOCOMO_EMBEDDER={other}: local or openai"),
+        }
+    }
+
+    /// What the run's header says.
+    pub fn describe(&self) -> String {
+        match self {
+            Embedding::Local => format!("local (feature hashing, {} dims)", agent_memory::core::local::embed::DIMS),
+            Embedding::OpenAi(e) => format!("openai (model {} at {}, {} dims)", e.model, e.base_url, e.dims()),
+        }
+    }
+
+    /// Embedding requests and texts sent so far (OpenAI only).
+    pub fn usage(&self) -> Option<(usize, usize)> {
+        match self {
+            Embedding::Local => None,
+            Embedding::OpenAi(e) => Some((e.requests(), e.texts())),
+        }
+    }
+}
+
+impl Memory for Native {
+    fn statuses(&self) -> Vec<(String, i64)> {
+        agent_memory::core::ports::Sql::query(&self.sql, "SELECT status, COUNT(*) FROM memories GROUP BY status ORDER BY status", &[])
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| (r[0].opt_string().unwrap_or_default(), r[1].as_i64().unwrap_or(0)))
+            .collect()
+    }
+
+    fn cited(&self) -> Option<HashSet<String>> {
+        let rows = agent_memory::core::ports::Sql::query(
+            &self.sql,
+            "SELECT DISTINCT g.id FROM citations s JOIN memories m ON m.id = s.memory_id JOIN messages g ON g.rowid = s.message_rowid WHERE m.status = 'active'",
+            &[],
+        )
+        .ok()?;
+        Some(rows.into_iter().filter_map(|r| r[0].opt_string()).collect())
+    }
+
+    fn ingest(&mut self, session: &Session, session_id: &str) -> Vec<String> {
+        self.with_profile(session.millis, |p| {
+            let report = support::block_on(p.ingest(IngestRequest {
+                messages: messages_of(session),
+                session_id: Some(session_id.to_string()),
+            }))
+            .unwrap_or_else(|e| panic!("ingest of {session_id} failed: {e}"));
+            // Drain the outbox (embeddings) before the next session.
+            let mut last = i64::MAX;
+            loop {
+                let d = support::block_on(p.drain()).expect("drain");
+                if d.pending == 0 || d.pending >= last {
+                    break;
+                }
+                last = d.pending;
+            }
+            report.message_ids
+        })
+    }
+
+    fn channels(&mut self, question: &str, reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
+        self.with_profile(reference.millis, |p| {
+            let req = RecallRequest {
+                query: question.to_string(),
+                options: RecallOptions {
+                    reference_date: Some(reference.timestamp.clone()),
+                    limit: Some(LIMIT),
+                    explain: Some(true),
+                    ..RecallOptions::default()
+                },
+            };
+            let r = support::block_on(p.recall(req)).expect("recall");
+            let store = p.store();
+            r.explain
+                .map(|e| e.channels)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| {
+                    let mems = store.memories_by_ids(&c.ids).unwrap_or_default();
+                    let by_id: HashMap<String, Vec<String>> = mems.into_iter().map(|m| (m.id, m.source_message_ids)).collect();
+                    (c.channel.name().to_string(), c.ids.iter().filter_map(|id| by_id.get(id).cloned()).collect())
+                })
+                .collect()
+        })
+    }
+
+    fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {
+        self.with_profile(reference.millis, |p| {
+            let req = RecallRequest {
+                query: question.to_string(),
+                options: RecallOptions {
+                    reference_date: Some(reference.timestamp.clone()),
+                    limit: Some(LIMIT),
+                    thinking_level: thinking_level(),
+                    ..RecallOptions::default()
+                },
+            };
+            let r = support::block_on(p.recall(req)).unwrap_or_else(|e| panic!("recall of {question:?} failed: {e}"));
+            r.candidates.into_iter().map(|c| c.source_message_ids).collect()
+        })
+    }
+}
+
+/// A live Worker over plain HTTP/1.1 (no TLS).
+pub struct Remote {
+    pub host: String,
+    pub port: u16,
+    pub base_path: String,
+    pub token: String,
+}
+
+impl Remote {
+    pub fn new(url: &str, profile: &str) -> Remote {
+        let rest = url.strip_prefix("http://").unwrap_or_else(|| panic!("MEMORY_URL must be http:// (got {url})"));
+        let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse().expect("port")),
+            None => (authority.to_string(), 80),
+        };
+        let prefix = if path.is_empty() { String::new() } else { format!("/{}", path.trim_end_matches('/')) };
+        Remote {
+            host,
+            port,
+            base_path: format!("{prefix}/accounts/local/agent-memory/namespaces/locomo/profiles/{profile}"),
+            token: std::env::var("MEMORY_TOKEN").ok().filter(|t| !t.is_empty()).unwrap_or_else(|| "dev-token".into()),
+        }
+    }
+
+    pub fn call(&self, method: &str, suffix: &str, body: Option<&Value>) -> (u16, Value) {
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let mut stream = std::net::TcpStream::connect((self.host.as_str(), self.port))
+            .unwrap_or_else(|e| panic!("failed to connect to {}:{}: {e}", self.host, self.port));
+        stream.set_read_timeout(Some(Duration::from_secs(300))).ok();
+        let req = format!(
+            "{method} {}{suffix} HTTP/1.1\r\nHost: {}:{}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.base_path,
+            self.host,
+            self.port,
+            self.token,
+            body.len()
+        );
+        stream.write_all(req.as_bytes()).expect("send request");
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).expect("read response");
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("HTTP response has headers");
+        let head = String::from_utf8_lossy(&raw[..split]).to_string();
+        let mut payload = raw[split + 4..].to_vec();
+        let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        if head.to_lowercase().contains("transfer-encoding: chunked") {
+            payload = dechunk(&payload);
+        }
+        (status, serde_json::from_slice(&payload).unwrap_or(Value::Null))
+    }
+}
+
+pub fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..eol]).split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
+        if size == 0 || eol + 2 + size > b.len() {
+            break;
+        }
+        out.extend_from_slice(&b[eol + 2..eol + 2 + size]);
+        b = &b[(eol + 4 + size).min(b.len())..];
+    }
+    out
+}
+
+impl Memory for Remote {
+    fn ingest(&mut self, session: &Session, session_id: &str) -> Vec<String> {
+        let body = json!({ "messages": messages_of(session), "sessionId": session_id });
+        let (status, v) = self.call("POST", "/ingest", Some(&body));
+        assert!(v["success"].as_bool() == Some(true), "ingest of {session_id} failed ({status}): {v}");
+        v["result"]["messageIds"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()
+    }
+
+    fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {
+        let body = json!({ "query": question, "referenceDate": reference.timestamp, "limit": LIMIT });
+        let (status, v) = self.call("POST", "/recall", Some(&body));
+        assert!(v["success"].as_bool() == Some(true), "recall of {question:?} failed ({status}): {v}");
+        v["result"]["candidates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c["sourceMessageIds"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .collect()
+    }
+}
+
+/// `LOCOMO_THINKING=low|medium|high`: the recalls' thinking level (the
+/// service's default when unset).
+pub fn thinking_level() -> Option<agent_memory::core::model::ThinkingLevel> {
+    let level = std::env::var("LOCOMO_THINKING").ok().filter(|v| !v.is_empty())?;
+    Some(serde_json::from_value(json!(level)).unwrap_or_else(|_| panic!("LOCOMO_THINKING={level}: low, medium or high")))
+}
