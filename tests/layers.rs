@@ -177,7 +177,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("providers", &["provider", "synthesis", "llm", "rules", "local::embed", "local::vector", "local"]),
     // What recall reads beside the store: the turn directory and its
     // indexes, and the pure scoring pieces.
-    ("indexes", &["recall::directory", "recall::text_index", "recall::porter", "recall::unicode61", "recall::parts", "recall::places", "recall::fuse", "recall::scope", "recall::temporal"]),
+    ("indexes", &["recall::directory", "recall::text_index", "recall::porter", "recall::unicode61", "recall::parts", "recall::places", "recall::fuse", "recall::crowding", "recall::scope", "recall::temporal"]),
     // What one call borrows.
     ("context", &["context"]),
     // The pipelines.

@@ -134,4 +134,9 @@ impl Embedder for OpenAiEmbedder {
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
         Box::pin(async move { self.embed_blocking(texts) })
     }
+
+    /// A sentence-embedding model, as the Worker's OpenAI adapter says.
+    fn kind(&self) -> agent_memory::core::ports::EmbeddingKind {
+        agent_memory::core::ports::EmbeddingKind::Semantic
+    }
 }

@@ -3,6 +3,7 @@
 //! temporal facts, synthesize.
 
 pub mod channels;
+pub mod crowding;
 pub mod directory;
 pub mod fuse;
 pub mod parts;
@@ -243,19 +244,25 @@ async fn vector_channels(p: &Profile<'_>, scope: &RecallScope, embeddings: Optio
     }
 }
 
-/// 5. Fusion of the rankings, the best `limit` read from the store, each
-///    with its explanation when asked.
+/// How many fused hits are read per candidate asked for, so that those
+/// crowding passes over ([`crowding`]) can be replaced.
+const READ_PER_CANDIDATE: usize = 4;
+
+/// 5. Fusion of the rankings, the best `limit` read from the store with no
+///    one message crowding out the rest, each with its explanation when
+///    asked.
 fn fuse_and_load(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> Result<Vec<(Memory, fuse::Fused, Option<Explanation>)>> {
     let weights = fuse::Weights::new(p.embedder.kind());
     let mut fused = fuse::fuse(rankings, weights);
-    fused.truncate(scope.limit);
+    fused.truncate(scope.limit.saturating_mul(READ_PER_CANDIDATE));
     let ids: Vec<String> = fused.iter().map(|f| f.id.clone()).collect();
-    let by_id: std::collections::HashMap<String, Memory> = p.store().memories_by_ids(&ids)?.into_iter().map(|m| (m.id.clone(), m)).collect();
-    Ok(fused
+    let mut by_id: std::collections::HashMap<String, Memory> = p.store().memories_by_ids(&ids)?.into_iter().map(|m| (m.id.clone(), m)).collect();
+    let loaded = fused.into_iter().filter_map(|f| by_id.remove(&f.id).map(|m| (m, f)));
+    Ok(crowding::spread(loaded, scope.limit)
         .into_iter()
-        .filter_map(|f| {
+        .map(|(m, f)| {
             let why = scope.explain.then(|| fuse::explain(&f, rankings, weights));
-            by_id.get(&f.id).cloned().map(|m| (m, f, why))
+            (m, f, why)
         })
         .collect())
 }
