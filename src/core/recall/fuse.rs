@@ -74,10 +74,16 @@ pub const WEIGHT_VECTOR: f64 = 0.25;
 /// what extraction lost, weighted least.
 pub const WEIGHT_MESSAGES: f64 = 0.2;
 /// The vector channels' weights with a semantic embedder (a sentence
-/// model: Workers AI's, or any OpenAI-compatible one), measured with the
-/// LoCoMo harness and all-MiniLM-L6-v2 (README, "Retrieval quality").
+/// model: Workers AI's, or any OpenAI-compatible one). Chosen with
+/// all-MiniLM-L6-v2 over LoCoMo and the four development styles
+/// (docs/bench/generalization/semantic-weights-sweep.txt): the query's
+/// vector weighs half of full text, where it finds paraphrases full text
+/// cannot (knowledge updates: 0.643 at 0.25, 0.714 at 0.5), while at a
+/// full 1.0 it crowds out full text's exact hits (LoCoMo 0.769 -> 0.736,
+/// coding sessions 0.938 -> 0.875). HyDE stays at 0.25: its statement is
+/// the query rephrased by rules, so its vector is close to the query's.
 pub const SEMANTIC_WEIGHT_HYDE: f64 = 0.25;
-pub const SEMANTIC_WEIGHT_VECTOR: f64 = 0.25;
+pub const SEMANTIC_WEIGHT_VECTOR: f64 = 0.5;
 
 /// Each channel's weight, by what the profile's embedder captures: the
 /// vector channels weigh what their vectors are worth beside full text.
