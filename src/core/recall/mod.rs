@@ -223,7 +223,9 @@ async fn vector_channels(p: &Profile<'_>, scope: &RecallScope, embeddings: Optio
         }
         return;
     };
-    let hyde_repeats = cosine(direct, hyde) >= HYDE_SAME_AS_QUERY;
+    // A HyDE vector as good as the query's, or weighed nothing, is not
+    // searched.
+    let hyde_repeats = got.weights.of(Channel::Hyde) == 0.0 || cosine(direct, hyde) >= HYDE_SAME_AS_QUERY;
     let mut asked = vec![(Channel::Vector, direct.clone())];
     if !hyde_repeats {
         asked.push((Channel::Hyde, hyde.clone()));
