@@ -1,5 +1,5 @@
 // Issue #23, "Must show 2": a consumer Worker written only against the
-// published Workers API types (tests/workerd/published/agent-memory.d.ts,
+// published Workers API types (tests/types/published/agent-memory.d.ts,
 // the verbatim workerd declaration file) runs in workerd next to the built
 // service, bound to its MemoryService entrypoint with props = { namespace }.
 //
@@ -24,7 +24,9 @@ import { startWorker, ROOT } from "./helpers.mjs";
 
 const DIR = path.join(ROOT, "tests", "workerd", "published");
 const CONSUMER_TS = path.join(DIR, "consumer.ts");
-const DTS = path.join(DIR, "agent-memory.d.ts");
+// The one verbatim copy of the published types the tests keep (tests/types
+// type-checks the documentation's examples against it too).
+const DTS = path.join(ROOT, "tests", "types", "published", "agent-memory.d.ts");
 const TYPES = new Set(["fact", "event", "instruction", "task"]);
 const LEVELS = ["low", "medium", "high"];
 const LENGTHS = ["short", "medium", "long"];
@@ -55,7 +57,7 @@ test("consumer.ts imports nothing but types, and those only from the published d
   assert.ok(imports.length >= 1);
   for (const m of imports) {
     assert.match(m[0], /^\s*import type\b/, `not type-only: ${m[0]}`);
-    assert.equal(m[1], "./agent-memory");
+    assert.equal(m[1], "../../types/published/agent-memory");
   }
   assert.doesNotMatch(src, /\bimport\s*\(/, "no dynamic import");
   assert.match(src, /interface Env \{\s*MEMORY: AgentMemoryNamespace;\s*\}/);

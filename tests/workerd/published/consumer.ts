@@ -1,5 +1,5 @@
 // A consumer Worker written only against the published Agent Memory types
-// (./agent-memory.d.ts, the verbatim workerd declaration file). Its Env is
+// (tests/types/published/agent-memory.d.ts, the verbatim workerd declaration file). Its Env is
 // the one `wrangler types` generates for an [[agent_memory]] binding.
 // tests/workerd/published-binding.test.mjs type-checks it with tsc, strips
 // the types with esbuild and runs it in workerd, bound to the service's
@@ -35,7 +35,7 @@ import type {
   AgentMemoryRecallOptions,
   AgentMemoryResponseLength,
   AgentMemoryThinkingLevel,
-} from "./agent-memory";
+} from "../../types/published/agent-memory";
 
 export interface Env {
   MEMORY: AgentMemoryNamespace;
