@@ -127,15 +127,9 @@ async fn handle(env: &Env, req: &Incoming<'_>, grant: Option<&Grant>) -> std::re
     match rest::route(req)? {
         Route::Catalog(call) => {
             let grant = grant.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
-            if let CatalogCall::Create { name, .. } = &call {
-                grant.check(name)?;
-            }
+            rest::check_catalog(&call, grant)?;
             let out = call_catalog(env, &call).await?;
-            let out = match &call {
-                CatalogCall::List { .. } => visible_namespaces(&out, grant)?,
-                _ => out,
-            };
-            Ok(Reply::json(rest::envelope_catalog(&call, &out)?))
+            Ok(Reply::json(rest::envelope_catalog(&call, &out, grant)?))
         }
         Route::Health => {
             let health = json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") });
@@ -154,13 +148,6 @@ async fn handle(env: &Env, req: &Incoming<'_>, grant: Option<&Grant>) -> std::re
             Ok(Reply::json(rest::envelope_for(&call, &out)))
         }
     }
-}
-
-/// A page of namespaces without those `grant` may not touch.
-fn visible_namespaces(page: &str, grant: &Grant) -> std::result::Result<String, Error> {
-    let mut page: crate::core::catalog::NamespacePage = read_reply(page)?;
-    page.namespaces.retain(|n| grant.allows(&n.name));
-    serde_json::to_string(&page).map_err(|e| Error::storage(format!("failed to write a page of namespaces: {e}")))
 }
 
 /// Sends one call to the namespace catalog's Durable Object.

@@ -597,16 +597,29 @@ pub fn envelope_for(call: &ProfileCall, result: &str) -> String {
 /// The envelope of a namespace call's result (JSON text, as the catalog
 /// wrote it): a namespace; a list as an array with `result_info`; `null`
 /// for a deletion.
-pub fn envelope_catalog(call: &CatalogCall, result: &str) -> Result<String> {
+/// A page of namespaces holds only those `grant` may touch.
+pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Result<String> {
     match call {
         CatalogCall::List { .. } => {
-            let page: crate::core::catalog::NamespacePage =
+            let mut page: crate::core::catalog::NamespacePage =
                 serde_json::from_str(result).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+            page.namespaces.retain(|n| grant.allows(&n.name));
             let info = json!({ "cursor": page.cursor, "per_page": page.per_page, "count": page.namespaces.len() });
             Ok(envelope_with_info(&serde_json::to_string(&page.namespaces)?, &info))
         }
         CatalogCall::Delete { .. } => Ok(envelope_ok_text("", "null")),
         _ => Ok(envelope_ok_text("", result)),
+    }
+}
+
+/// Whether `grant` may make a namespace call, before it is sent: creating
+/// a namespace needs a token that may touch it; a list is filtered by
+/// [`envelope_catalog`]; the others name their namespace in the path,
+/// checked before routing.
+pub fn check_catalog(call: &CatalogCall, grant: &Grant) -> Result<()> {
+    match call {
+        CatalogCall::Create { name, .. } => grant.check(name),
+        _ => Ok(()),
     }
 }
 

@@ -26,24 +26,32 @@ pub const MAX_PER_MESSAGE: usize = 2;
 /// `limit`. A memory that cites no message (remembered directly) is never
 /// passed over.
 pub fn spread<T>(ranked: impl IntoIterator<Item = (Memory, T)>, limit: usize) -> Vec<(Memory, T)> {
-    let mut placed: HashMap<String, usize> = HashMap::new();
-    let mut out = Vec::new();
-    for (m, extra) in ranked {
-        if out.len() >= limit {
-            break;
-        }
+    let mut crowding = Crowding::default();
+    ranked.into_iter().filter(|(m, _)| crowding.admits(m)).take(limit).collect()
+}
+
+/// The candidates placed so far, by source message: [`spread`] one
+/// memory at a time, for a caller that reads candidates in batches.
+#[derive(Default)]
+pub struct Crowding {
+    placed: HashMap<String, usize>,
+}
+
+impl Crowding {
+    /// Whether `m`, next in fused order, joins the candidates (and if so,
+    /// counts it).
+    pub fn admits(&mut self, m: &Memory) -> bool {
         let crowded = !m.source_message_ids.is_empty()
-            && m.source_message_ids.iter().all(|s| placed.get(s).copied().unwrap_or(0) >= MAX_PER_MESSAGE);
+            && m.source_message_ids.iter().all(|s| self.placed.get(s).copied().unwrap_or(0) >= MAX_PER_MESSAGE);
         if crowded {
-            continue;
+            return false;
         }
         for s in &m.source_message_ids {
-            let n = placed.entry(s.clone()).or_insert(0);
+            let n = self.placed.entry(s.clone()).or_insert(0);
             *n = n.saturating_add(1);
         }
-        out.push((m, extra));
+        true
     }
-    out
 }
 
 #[cfg(test)]

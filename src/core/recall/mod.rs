@@ -246,27 +246,37 @@ async fn vector_channels(p: &Profile<'_>, scope: &RecallScope, embeddings: Optio
     }
 }
 
-/// How many fused hits are read per candidate asked for, so that those
-/// crowding passes over ([`crowding`]) can be replaced.
-const READ_PER_CANDIDATE: usize = 4;
+/// At most how many batches of `limit` fused hits are read: the first
+/// always, the next ones only while crowding ([`crowding`]) has passed
+/// memories over and places are left.
+const MAX_BATCHES: usize = 4;
 
 /// 5. Fusion of the rankings, the best `limit` read from the store with no
 ///    one message crowding out the rest, each with its explanation when
 ///    asked.
 fn fuse_and_load(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> Result<Vec<(Memory, fuse::Fused, Option<Explanation>)>> {
     let weights = fuse::Weights::new(p.embedder.kind());
-    let mut fused = fuse::fuse(rankings, weights);
-    fused.truncate(scope.limit.saturating_mul(READ_PER_CANDIDATE));
-    let ids: Vec<String> = fused.iter().map(|f| f.id.clone()).collect();
-    let mut by_id: std::collections::HashMap<String, Memory> = p.store().memories_by_ids(&ids)?.into_iter().map(|m| (m.id.clone(), m)).collect();
-    let loaded = fused.into_iter().filter_map(|f| by_id.remove(&f.id).map(|m| (m, f)));
-    Ok(crowding::spread(loaded, scope.limit)
-        .into_iter()
-        .map(|(m, f)| {
-            let why = scope.explain.then(|| fuse::explain(&f, rankings, weights));
-            (m, f, why)
-        })
-        .collect())
+    let fused = fuse::fuse(rankings, weights);
+    let store = p.store();
+    let mut crowding = crowding::Crowding::default();
+    let mut out = Vec::with_capacity(scope.limit);
+    for batch in fused.chunks(scope.limit.max(1)).take(MAX_BATCHES) {
+        let ids: Vec<String> = batch.iter().map(|f| f.id.clone()).collect();
+        let mut by_id: std::collections::HashMap<String, Memory> = store.memories_by_ids(&ids)?.into_iter().map(|m| (m.id.clone(), m)).collect();
+        for f in batch {
+            if out.len() >= scope.limit {
+                break;
+            }
+            if let Some(m) = by_id.remove(&f.id).filter(|m| crowding.admits(m)) {
+                let why = scope.explain.then(|| fuse::explain(f, rankings, weights));
+                out.push((m, f.clone(), why));
+            }
+        }
+        if out.len() >= scope.limit {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// 6. Date arithmetic over the dated candidates (never left to a model).
