@@ -32,7 +32,16 @@
 #                                 python3 tests/fixtures/dev-styles/generate.py
 #                                 rewrites them, deterministically).
 #
-# Knobs: LOCOMO_VERBOSE=1 (one line per question), LOCOMO_CHANNELS=1 (each
+#   make locomo-one-profile       the four generated styles' haystacks, each
+#                                 session once, in ONE native profile (~4.6k
+#                                 memories of long-turn chats), every question
+#                                 asked of all of it: ingest throughput and
+#                                 recall latency at that size (its recall
+#                                 figures mix the sets' facts; read the
+#                                 timing line).
+#
+# Knobs: LOCOMO_VERBOSE=1 (one line per question), LOCOMO_ONE_PROFILE=1
+# (every question's haystack in one profile, as locomo-one-profile), LOCOMO_CHANNELS=1 (each
 # channel's recall on its own; native only), LOCOMO_SETTLE_MS (live: wait
 # after ingest for the alarm to vectorize, default 2000), LOCOMO_THINKING
 # (low|medium|high), LOCOMO_EMBEDDER=openai (native profiles embed through an
@@ -44,7 +53,7 @@
 LOCOMO ?=
 LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 
-.PHONY: locomo locomo-styles
+.PHONY: locomo locomo-styles locomo-one-profile
 
 locomo:
 	@$(ENV) LOCOMO="$(LOCOMO)" cargo bench --bench locomo
@@ -54,3 +63,8 @@ locomo-styles:
 		echo "== $$f"; \
 		$(ENV) LOCOMO="$$f" LOCOMO_CHANNELS=1 cargo bench --quiet --bench locomo; \
 	done
+
+locomo-one-profile:
+	@mkdir -p target
+	@python3 -c 'import json,sys; json.dump([q for f in sys.argv[1:] for q in json.load(open(f))], open("target/all-styles.json","w"))' $(wildcard tests/fixtures/dev-styles/*.json)
+	@$(ENV) LOCOMO=target/all-styles.json LOCOMO_ONE_PROFILE=1 cargo bench --quiet --bench locomo

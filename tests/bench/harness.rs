@@ -169,36 +169,38 @@ pub struct Native {
     pub sql: support::NativeSql,
     /// Kept across calls, as the Durable Object keeps it.
     pub turns: agent_memory::core::recall::directory::TurnDirectory,
+    /// The local vector index's resident copy, kept across calls as the
+    /// Durable Object keeps it when the isolate's budget allows.
+    pub packed: std::cell::RefCell<agent_memory::core::local::vector::Packed>,
     pub embedding: Embedding,
 }
 
 impl Native {
     /// A fresh, empty profile embedding with `embedding`.
     pub fn new(embedding: &Embedding) -> Native {
-        Native { sql: support::database(), turns: Default::default(), embedding: embedding.clone() }
+        Native { sql: support::database(), turns: Default::default(), packed: Default::default(), embedding: embedding.clone() }
     }
 
-    /// Runs `f` with the profile at `now`: the local defaults of
-    /// `support::with_profile_in`, with the chosen embedder.
+    /// Runs `f` with the profile at `now`: the local defaults (rules,
+    /// the resident vector index) with the chosen embedder.
     fn with_profile<T>(&self, now: i64, f: impl FnOnce(&agent_memory::core::ops::Profile<'_>) -> T) -> T {
-        match &self.embedding {
-            Embedding::Local => support::with_profile_in(&self.sql, now, &self.turns, f),
-            Embedding::OpenAi(e) => {
-                let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &self.sql };
-                let p = agent_memory::core::ops::Profile {
-                    name: "test/p",
-                    sql: &self.sql,
-                    reasoner: &agent_memory::core::rules::Rules,
-                    embedder: e.as_ref(),
-                    index: &index,
-                    turns: Some(&self.turns),
-                    now,
-                    limits: agent_memory::core::ops::Limits::default(),
-                    memory: Default::default(),
-                };
-                f(&p)
-            }
-        }
+        let index = agent_memory::core::local::vector::CachedVectorIndex { sql: &self.sql, packed: &self.packed };
+        let embedder: &dyn agent_memory::core::ports::Embedder = match &self.embedding {
+            Embedding::Local => &agent_memory::core::local::embed::HashEmbedder,
+            Embedding::OpenAi(e) => e.as_ref(),
+        };
+        let p = agent_memory::core::ops::Profile {
+            name: "test/p",
+            sql: &self.sql,
+            reasoner: &agent_memory::core::rules::Rules,
+            embedder,
+            index: &index,
+            turns: Some(&self.turns),
+            now,
+            limits: agent_memory::core::ops::Limits::default(),
+            memory: Default::default(),
+        };
+        f(&p)
     }
 }
 
@@ -246,6 +248,32 @@ impl Embedding {
     }
 }
 
+impl Native {
+    /// The full-text channel's plain counterpart: FTS5 bm25 over the
+    /// active memories' content, searched as the baseline searches the
+    /// turns (every word of the question, OR-ed), each hit standing for its
+    /// source messages.
+    fn plain_memories(&self, question: &str) -> Vec<Vec<String>> {
+        use agent_memory::core::ports::Sql;
+        let rows = self.sql.query("SELECT content, source_message_ids FROM memories WHERE status = 'active'", &[]).expect("read memories");
+        let conn = rusqlite::Connection::open_in_memory().expect("open sqlite");
+        conn.execute_batch("CREATE VIRTUAL TABLE m USING fts5(sources UNINDEXED, content, tokenize='porter unicode61')").expect("create fts5");
+        {
+            let mut ins = conn.prepare("INSERT INTO m (sources, content) VALUES (?, ?)").expect("prepare");
+            for r in rows {
+                ins.execute([r[1].opt_string().unwrap_or_default(), r[0].opt_string().unwrap_or_default()]).expect("insert memory");
+            }
+        }
+        let words: Vec<String> = question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| format!("\"{w}\"")).collect();
+        if words.is_empty() {
+            return vec![];
+        }
+        let mut stmt = conn.prepare("SELECT sources FROM m WHERE m MATCH ? ORDER BY bm25(m) LIMIT ?").expect("prepare");
+        let rows = stmt.query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, String>(0)).expect("query");
+        rows.flatten().map(|s| serde_json::from_str::<Vec<String>>(&s).expect("source ids")).collect()
+    }
+}
+
 impl Memory for Native {
     fn statuses(&self) -> Vec<(String, i64)> {
         agent_memory::core::ports::Sql::query(&self.sql, "SELECT status, COUNT(*) FROM memories GROUP BY status ORDER BY status", &[])
@@ -286,7 +314,8 @@ impl Memory for Native {
     }
 
     fn channels(&mut self, question: &str, reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
-        self.with_profile(reference.millis, |p| {
+        let plain = ("fts-plain".to_string(), self.plain_memories(question));
+        let mut out = self.with_profile(reference.millis, |p| {
             let req = RecallRequest {
                 query: question.to_string(),
                 options: RecallOptions {
@@ -307,8 +336,10 @@ impl Memory for Native {
                     let by_id: HashMap<String, Vec<String>> = mems.into_iter().map(|m| (m.id, m.source_message_ids)).collect();
                     (c.channel.name().to_string(), c.ids.iter().filter_map(|id| by_id.get(id).cloned()).collect())
                 })
-                .collect()
-        })
+                .collect::<Vec<_>>()
+        });
+        out.push(plain);
+        out
     }
 
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {

@@ -171,6 +171,7 @@ fn main() {
             embedding,
             per_channel: std::env::var("LOCOMO_CHANNELS").is_ok_and(|v| !v.is_empty() && v != "0"),
             verbose: std::env::var("LOCOMO_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
+            one_profile: std::env::var("LOCOMO_ONE_PROFILE").is_ok_and(|v| !v.is_empty() && v != "0"),
         };
         println!("LongMemEval evidence recall: {} ({} questions)", path.display(), questions.len());
         println!("pipeline: {}", live.as_deref().map_or("native profile, local rule-based provider".to_string(), |u| format!("live Worker at {u}")));

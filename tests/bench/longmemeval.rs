@@ -353,12 +353,16 @@ pub struct Options {
     pub per_channel: bool,
     /// One line per question (`LOCOMO_VERBOSE=1`).
     pub verbose: bool,
+    /// Every question's haystack in one profile (`LOCOMO_ONE_PROFILE=1`),
+    /// each session once, oldest first, each question asked of all of it:
+    /// recall's latency at the size of the whole set.
+    pub one_profile: bool,
 }
 
 impl Options {
     /// Native profiles with the local embedder, no channels, quiet.
     pub fn native() -> Options {
-        Options { live: None, embedding: Embedding::Local, per_channel: false, verbose: false }
+        Options { live: None, embedding: Embedding::Local, per_channel: false, verbose: false, one_profile: false }
     }
 }
 
@@ -403,6 +407,9 @@ fn profile_name(id: &str) -> String {
 /// beside the bm25 baseline over the same turns.
 pub fn run(questions: &[LmeQuestion], opts: &Options) -> Report {
     let mut r = Report::default();
+    if opts.one_profile {
+        return run_in_one_profile(questions, opts, r);
+    }
     for q in questions {
         r.questions += 1;
         if !q.scored() {
@@ -440,45 +447,101 @@ pub fn run(questions: &[LmeQuestion], opts: &Options) -> Report {
         for (status, n) in memory.statuses() {
             *r.statuses.entry(status).or_insert(0) += n;
         }
-        if let Some(cited) = memory.cited() {
-            if !evidence.is_empty() {
-                let cited: HashSet<&String> = cited.iter().filter_map(|id| turn_of.get(id)).collect();
-                let reachable: Vec<String> = evidence.iter().filter(|e| cited.contains(e)).cloned().collect();
-                r.ceiling.add(&reachable, &evidence);
-            }
-        }
-        let reference = Session { number: 0, timestamp: iso(q.millis), millis: q.millis, turns: vec![] };
         let baseline = Baseline::new(sessions.iter().map(|(_, s)| s));
-        let t0 = Instant::now();
-        let candidates = memory.recall(&q.question, &reference);
-        r.latencies.push(t0.elapsed());
-        let ranked = turns_of(&candidates, &turn_of);
-        let bm25 = baseline.search(&q.question);
-        if opts.per_channel {
-            for (name, lists) in memory.channels(&q.question, &reference) {
-                r.channels.entry(name).or_default().add(&turns_of(&lists, &turn_of), q);
-            }
-        }
-        let entry = r.by_type.entry(q.question_type.clone()).or_default();
-        entry.0.add(&ranked, q);
-        entry.1.add(&bm25, q);
-        if opts.verbose {
-            let k = 10;
-            println!(
-                "  [{}] {} r10={} b10={} any5={}/{} {:?} ev={:?} got={:?}",
-                q.id,
-                q.question_type,
-                if evidence.is_empty() { "-".to_string() } else { format!("{:.2}", recall_at(&ranked, &evidence, k)) },
-                if evidence.is_empty() { "-".to_string() } else { format!("{:.2}", recall_at(&bm25, &evidence, k)) },
-                recall_any(&ranked, &q.answer_session_ids, SESSION_K),
-                recall_any(&bm25, &q.answer_session_ids, SESSION_K),
-                q.question,
-                evidence,
-                ranked.iter().take(k).collect::<Vec<_>>()
-            );
-        }
+        ask(q, memory.as_mut(), &baseline, &turn_of, opts, &mut r);
     }
     r
+}
+
+/// Every question's sessions, each once, oldest first, into one profile;
+/// then every question asked of it (see [`Options::one_profile`]).
+fn run_in_one_profile(questions: &[LmeQuestion], opts: &Options, mut r: Report) -> Report {
+    let mut memory: Box<dyn Memory> = match &opts.live {
+        Some(url) => {
+            let m = Remote::new(url, "lme-one-profile");
+            let _ = m.call("DELETE", "", None);
+            Box::new(m)
+        }
+        None => Box::new(Native::new(&opts.embedding)),
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut sessions: Vec<(String, Session)> = Vec::new();
+    for q in questions {
+        for (sid, s) in harness_sessions(q) {
+            if seen.insert(format!("{sid}#{}", s.turns.first().map_or("", |t| t.dia_id.as_str()))) {
+                sessions.push((sid, s));
+            }
+        }
+    }
+    sessions.sort_by_key(|(_, s)| s.millis);
+    let mut turn_of: HashMap<String, String> = HashMap::new();
+    let started = Instant::now();
+    for (sid, s) in &sessions {
+        let ids = memory.ingest(s, sid);
+        for (id, t) in ids.into_iter().zip(&s.turns) {
+            turn_of.entry(id).or_insert_with(|| t.dia_id.clone());
+        }
+        r.ingested += s.turns.len();
+    }
+    r.ingest_time += started.elapsed();
+    r.sessions = seen.len();
+    for (status, n) in memory.statuses() {
+        *r.statuses.entry(status).or_insert(0) += n;
+    }
+    let baseline = Baseline::new(sessions.iter().map(|(_, s)| s));
+    for q in questions {
+        r.questions += 1;
+        if !q.scored() {
+            r.skipped += 1;
+            continue;
+        }
+        if q.evidence().is_empty() {
+            r.without_evidence += 1;
+        }
+        ask(q, memory.as_mut(), &baseline, &turn_of, opts, &mut r);
+    }
+    r
+}
+
+/// Asks `q` of a filled profile, beside the bm25 baseline, and tallies it.
+fn ask(q: &LmeQuestion, memory: &mut dyn Memory, baseline: &Baseline, turn_of: &HashMap<String, String>, opts: &Options, r: &mut Report) {
+    let evidence = q.evidence();
+    if let Some(cited) = memory.cited() {
+        if !evidence.is_empty() {
+            let cited: HashSet<&String> = cited.iter().filter_map(|id| turn_of.get(id)).collect();
+            let reachable: Vec<String> = evidence.iter().filter(|e| cited.contains(e)).cloned().collect();
+            r.ceiling.add(&reachable, &evidence);
+        }
+    }
+    let reference = Session { number: 0, timestamp: iso(q.millis), millis: q.millis, turns: vec![] };
+    let t0 = Instant::now();
+    let candidates = memory.recall(&q.question, &reference);
+    r.latencies.push(t0.elapsed());
+    let ranked = turns_of(&candidates, turn_of);
+    let bm25 = baseline.search(&q.question);
+    if opts.per_channel {
+        for (name, lists) in memory.channels(&q.question, &reference) {
+            r.channels.entry(name).or_default().add(&turns_of(&lists, turn_of), q);
+        }
+    }
+    let entry = r.by_type.entry(q.question_type.clone()).or_default();
+    entry.0.add(&ranked, q);
+    entry.1.add(&bm25, q);
+    if opts.verbose {
+        let k = 10;
+        println!(
+            "  [{}] {} r10={} b10={} any5={}/{} {:?} ev={:?} got={:?}",
+            q.id,
+            q.question_type,
+            if evidence.is_empty() { "-".to_string() } else { format!("{:.2}", recall_at(&ranked, &evidence, k)) },
+            if evidence.is_empty() { "-".to_string() } else { format!("{:.2}", recall_at(&bm25, &evidence, k)) },
+            recall_any(&ranked, &q.answer_session_ids, SESSION_K),
+            recall_any(&bm25, &q.answer_session_ids, SESSION_K),
+            q.question,
+            evidence,
+            ranked.iter().take(k).collect::<Vec<_>>()
+        );
+    }
 }
 
 /// Prints the report; the last line is `recall@10 pipeline=<x> bm25=<y>`.

@@ -9,6 +9,8 @@
 //!   analyzer's additions (synonyms) at [`EXPANSION_WEIGHT`]. A synonym is
 //!   evidence that the text is about the same thing, weaker than the word
 //!   the asker chose;
+//! * **stop words count a little** ([`FUNCTION_WEIGHT`]), as in plain
+//!   bm25 over the question, where idf weighs them;
 //! * **the speaker the query names**: a question about a person ("What did
 //!   Maria ...", "What does the user prefer?") is usually answered by that
 //!   person's own words, so text spoken by a role the query names scores
@@ -57,6 +59,13 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 pub use crate::core::recall::scope::{CHANNEL_DEPTH, FTS_POOL};
 /// Weight of an expansion term (synonym) relative to the query's own words.
 pub const EXPANSION_WEIGHT: f64 = 0.5;
+/// Weight of the query's stop words ("now", "how many", "my") relative to
+/// its content words. Plain bm25 searches every word of a question and its
+/// idf already makes the common ones count little; dropping them lost
+/// answers that share only such words with the question ("I'm up to
+/// eighteen houseplants *now*"). A quarter measured best over the six
+/// development sets, and no set fell (`docs/bench/generalization/function-words.txt`).
+pub const FUNCTION_WEIGHT: f64 = 0.25;
 /// Score factor for text spoken by a role the query names.
 pub const SPEAKER_BOOST: f64 = 1.5;
 /// Share of a message's score passed to the adjacent turns of its
@@ -95,6 +104,8 @@ pub struct TextQuery {
     pub primary: Vec<String>,
     /// What the analyzer added (synonyms): [`EXPANSION_WEIGHT`].
     pub expansions: Vec<String>,
+    /// The query's stop words ("now", "my", "how"): [`FUNCTION_WEIGHT`].
+    pub function: Vec<String>,
     /// Every token of the query, stop words included (to match speakers).
     pub tokens: HashSet<String>,
     /// The query asks when something happened (or how long ago).
@@ -134,9 +145,16 @@ impl TextQuery {
         if primary.is_empty() {
             primary = std::mem::take(&mut expansions);
         }
+        let mut function: Vec<String> = Vec::new();
+        for w in text::tokens(query) {
+            if text::is_stop(&w) && !function.contains(&w) {
+                function.push(w);
+            }
+        }
         TextQuery {
             primary,
             expansions,
+            function,
             tokens: text::tokens(query).into_iter().collect(),
             temporal: crate::core::recall::temporal::detect(query).is_some(),
             periods: crate::core::recall::temporal::periods_in(query, reference),
@@ -255,7 +273,7 @@ fn id_list(v: Option<&str>) -> Vec<String> {
 type PlacedRow = (String, usize, Option<String>, Option<String>, Option<String>);
 
 /// The memories' own full-text scores for the query's words and, weighed
-/// less, its expansions, summed per memory, with their columns: for each,
+/// less, its expansions and stop words, summed per memory, with their columns: for each,
 /// the best `2 x` [`FTS_POOL`] matches of any status by bm25, the live
 /// ones among them kept, up to [`FTS_POOL`]. The best come from the
 /// [`Source`] (the directory's memory index or SQLite's FTS5) and one
@@ -272,7 +290,8 @@ fn memory_hits(
     extra.insert(0, SqlValue::Integer(q.temporal as i64));
     let mut scores: HashMap<String, f64> = HashMap::default();
     let mut rows: HashMap<String, MemoryHit> = HashMap::default();
-    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
+    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT), (&q.function, FUNCTION_WEIGHT)] {
+        if weight == 0.0 { continue; }
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
@@ -744,11 +763,12 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
 const MESSAGE_WEIGHTS: [f64; 2] = [0.3, 1.0];
 
 /// The messages' full-text scores for the query's words and, weighed
-/// less, its expansions: bm25 of the best [`FTS_POOL`] messages of each,
-/// summed per message (by rowid).
+/// less, its expansions and its stop words: bm25 of the best
+/// [`FTS_POOL`] messages of each, summed per message (by rowid).
 fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, f64>> {
     let mut scores: HashMap<i64, f64> = HashMap::default();
-    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT)] {
+    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT), (&q.function, FUNCTION_WEIGHT)] {
+        if weight == 0.0 { continue; }
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
