@@ -62,6 +62,7 @@ fn test_far_range_timestamps_are_refused_with_400_and_store_nothing() {
             let req = IngestRequest {
                 messages: vec![msg("user", "We ship the day after tomorrow, not yesterday.", Some(ts))],
                 session_id: Some("s1".into()),
+                metadata: Default::default(),
             };
             let e = block_on(p.ingest(req)).unwrap_err();
             assert_eq!(e.status(), 400, "{ts}: {e}");
@@ -95,6 +96,7 @@ fn test_a_message_dated_at_the_end_of_the_calendar_is_ingested_unresolved() {
         let req = IngestRequest {
             messages: vec![msg("user", "My visa interview is the day after tomorrow in Lisbon.", Some("9999-12-31T23:00:00Z"))],
             session_id: Some("s1".into()),
+            metadata: Default::default(),
         };
         let r = block_on(p.ingest(req)).unwrap();
         assert_eq!(r.messages_stored, 1);
@@ -174,9 +176,9 @@ proptest! {
             let _ = rest::rpc_profile_name(text, Some("ns"));
             let _ = rest::parse_strict(text);
             let _ = portable::parse(text);
-            let ingest = IngestRequest { messages: vec![msg(text, text, Some(text))], session_id: Some(text.clone()) };
+            let ingest = IngestRequest { messages: vec![msg(text, text, Some(text))], session_id: Some(text.clone()), metadata: Default::default() };
             let _ = ingest.validate();
-            let rem = RememberRequest { content: text.clone(), session_id: Some(text.clone()), kind: None, key: Some(text.clone()), expires_at: Some(text.clone()), ttl_seconds: Some(n as u64), sensitive: None };
+            let rem = RememberRequest { content: text.clone(), session_id: Some(text.clone()), kind: None, key: Some(text.clone()), expires_at: Some(text.clone()), ttl_seconds: Some(n as u64), sensitive: None, metadata: Default::default() };
             let _ = rem.validate();
             let recall = RecallRequest { query: text.clone(), options: serde_json::from_value(json!({ "limit": n, "referenceDate": text, "sessionId": text })).unwrap_or_default() };
             let _ = recall.validate();
@@ -237,7 +239,7 @@ fn test_dot_session_ids_are_refused_at_ingest_and_remember() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         for sid in [".", "..", "%2e%2E", ".%2e"] {
-            let req = IngestRequest { messages: vec![msg("user", "A message in an odd session.", None)], session_id: Some(sid.into()) };
+            let req = IngestRequest { messages: vec![msg("user", "A message in an odd session.", None)], session_id: Some(sid.into()), metadata: Default::default() };
             assert!(block_on(p.ingest(req)).unwrap_err().is_invalid(), "{sid}");
             let mut rem = remember("Something worth remembering for later.");
             rem.session_id = Some(sid.into());
@@ -251,7 +253,7 @@ fn test_dot_session_ids_are_refused_at_ingest_and_remember() {
 fn test_a_session_stored_as_dot_dot_can_still_be_deleted() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "I keep my notes in Obsidian.", None)], session_id: Some("s1".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "I keep my notes in Obsidian.", None)], session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
         // As an older version stored it.
         sql.execute("UPDATE messages SET session_id = '..'", &[]).unwrap();
         sql.execute("UPDATE memories SET session_id = '..'", &[]).unwrap();
@@ -279,7 +281,7 @@ fn test_a_deleted_profile_answers_404_until_restored_with_everything() {
     let before = with_limits(&sql, APRIL_15, limits, |p| {
         block_on(p.remember(remember("The deploy key rotates every ninety days."))).unwrap();
         block_on(p.drain()).unwrap();
-        p.export().unwrap()
+        p.export(Default::default()).unwrap()
     });
     with_limits(&sql, APRIL_15 + 1_000, limits, |p| {
         let marked = block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
@@ -295,7 +297,7 @@ fn test_a_deleted_profile_answers_404_until_restored_with_everything() {
         // Within the grace period the drain purges nothing.
         assert!(!block_on(p.drain()).unwrap().purged);
         assert_eq!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap()["restored"], true);
-        let after = p.export().unwrap();
+        let after = p.export(Default::default()).unwrap();
         assert_eq!(after.lines().skip(1).collect::<Vec<_>>(), before.lines().skip(1).collect::<Vec<_>>(), "restored whole");
         assert!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap_err().is_not_found(), "nothing left to restore");
     });
@@ -594,6 +596,7 @@ fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_wri
                 msg("user", &format!("I prefer {word} for everything."), None),
             ],
             session_id: Some("s1".into()),
+            metadata: Default::default(),
         };
         block_on(p.ingest(req)).unwrap();
         let memories = p.list(ListRequest::default()).unwrap().memories;
@@ -604,7 +607,7 @@ fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_wri
             api::validate_search_queries("searchQueries", &m.search_queries).unwrap();
         }
         // What was stored exports and imports again.
-        let export = p.export().unwrap();
+        let export = p.export(Default::default()).unwrap();
         let target = database();
         with_profile(&target, APRIL_15, |q| q.import(&export)).unwrap();
     });

@@ -25,6 +25,7 @@ fn switch_to_npm() -> IngestRequest {
     IngestRequest {
         messages: vec![msg("user", "Actually, switch to npm for this project.")],
         session_id: Some("later".into()),
+        metadata: Default::default(),
     }
 }
 
@@ -148,6 +149,7 @@ fn test_yesterday_is_stored_as_the_absolute_date() {
                 timestamp: Some("2026-04-15T09:00:00Z".into()),
             }],
             session_id: Some("deploys".into()),
+            metadata: Default::default(),
         };
         let r = block_on(p.ingest(req)).unwrap();
         let m = r.memories.first().expect("a memory");
@@ -166,6 +168,7 @@ fn test_tasks_never_reach_the_vector_index() {
         let req = IngestRequest {
             messages: vec![msg("user", "I'm working on the billing page redesign."), msg("user", "The staging database runs Postgres sixteen.")],
             session_id: Some("work".into()),
+            metadata: Default::default(),
         };
         let r = block_on(p.ingest(req)).unwrap();
         let task = r.memories.iter().find(|m| m.kind == MemoryType::Task).expect("a task");
@@ -279,7 +282,7 @@ fn test_a_drain_embeds_a_burst_in_requests_of_at_most_embed_batch_texts() {
         const SYLLABLES: [&str; 12] = ["ka", "lo", "mi", "ru", "te", "zo", "vi", "ne", "sa", "po", "fu", "ge"];
         for k in 0..12 {
             let say = |i: usize| format!("We reviewed the {}{}dor proposal with the committee.", SYLLABLES[k], SYLLABLES[i]);
-            block_on(p.ingest(IngestRequest { messages: (0..8).map(|i| msg("user", &say(i))).collect(), session_id: Some(format!("s{k}")) })).unwrap();
+            block_on(p.ingest(IngestRequest { messages: (0..8).map(|i| msg("user", &say(i))).collect(), session_id: Some(format!("s{k}")), metadata: Default::default() })).unwrap();
         }
         let stored = active(p).into_iter().filter(|m| m.kind != MemoryType::Task).count();
         let report = block_on(p.drain()).unwrap();

@@ -157,6 +157,7 @@ fn test_forgotten_superseded_and_expired_memories_stay_out_unless_asked() {
         block_on(p.ingest(IngestRequest {
             messages: vec![msg("user", "Actually, switch to npm for this project.")],
             session_id: Some("later".into()),
+            metadata: Default::default(),
         }))
         .unwrap();
         block_on(p.drain()).unwrap();
@@ -198,6 +199,7 @@ fn chat(turns: &[(&str, &str)], date: &str) -> IngestRequest {
             .map(|(role, content)| MessageInput { role: role.to_string(), content: content.to_string(), timestamp: Some(date.into()) })
             .collect(),
         session_id: Some(format!("s-{date}")),
+        metadata: Default::default(),
     }
 }
 
@@ -277,6 +279,7 @@ fn test_dense_hits_in_long_turns_are_read_in_bounded_statements() {
                 timestamp: Some("2026-04-10T10:00:00Z".into()),
                 position: i,
                 created_at: "2026-04-10T10:00:00Z".into(),
+                metadata: Default::default(),
             })
             .collect();
         p.store().put_messages(&messages).unwrap();
@@ -299,7 +302,7 @@ fn test_long_messages_keep_every_channel_working_for_a_question_asking_when() {
             let messages: Vec<MessageInput> = (0..50)
                 .map(|i| msg("user", &format!("Yesterday I deployed the billing service {s}-{i} to production. {filler}")))
                 .collect();
-            block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("logs-{s}")) })).unwrap();
+            block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("logs-{s}")), metadata: Default::default() })).unwrap();
         }
         let r = recall(p, json!({ "query": "When did I deploy the billing service to production?", "explain": true }));
         assert!(r.messages.is_empty(), "degraded: {:?}", r.messages);

@@ -79,7 +79,7 @@ fn run_script(keeping: Keeping) -> Vec<String> {
                 msg(if i % 2 == 0 { "user" } else { "assistant" }, &format!("{who} said that {thing} {fact} since session {session}."))
             })
             .collect();
-        let req = IngestRequest { messages, session_id: Some(format!("s{session}")) };
+        let req = IngestRequest { messages, session_id: Some(format!("s{session}")), metadata: Default::default() };
         out.push(call(&sql, &mut |p| format!("{:?}", block_on(p.ingest(req.clone())).map(|r| (r.memories_stored, r.memories_superseded)))));
         // A drain now and then: the directory's snapshot is written.
         if session % 6 == 5 {

@@ -57,6 +57,7 @@ fn test_same_messages_twice_store_each_once() {
         let req = IngestRequest {
             messages: vec![msg("user", "Use pnpm, not npm."), msg("assistant", "Got it, pnpm it is.")],
             session_id: Some("s1".into()),
+            metadata: Default::default(),
         };
         let a = block_on(p.ingest(req.clone())).unwrap();
         let b = block_on(p.ingest(req)).unwrap();
@@ -75,6 +76,7 @@ fn test_oversized_message_is_refused_and_stores_nothing() {
         let req = IngestRequest {
             messages: vec![msg("user", "fine"), msg("user", &"x".repeat(40 * 1024))],
             session_id: None,
+            metadata: Default::default(),
         };
         let err = block_on(p.ingest(req)).unwrap_err();
         assert!(err.is_client_error());
@@ -127,6 +129,7 @@ fn test_delete_removes_memory_messages_and_fts_rows() {
         let r = block_on(p.ingest(IngestRequest {
             messages: vec![msg("user", "The secret launch codename is Bluebird for the April release.")],
             session_id: Some("s1".into()),
+            metadata: Default::default(),
         }))
         .unwrap();
         let id = r.memories[0].id.clone();
@@ -141,7 +144,7 @@ fn test_delete_removes_memory_messages_and_fts_rows() {
         // Through the operation, as every way in calls it: the vector
         // index drops the vectors within the call.
         block_on(p.dispatch("delete", serde_json::json!({ "id": id }))).unwrap();
-        let export = p.export().unwrap();
+        let export = p.export(Default::default()).unwrap();
         assert!(!export.contains("Bluebird"), "deleted text survives in export");
         for table in ["memories_fts", "messages_fts", "vectors", "outbox", "citations", "citations_waiting"] {
             let n = agent_memory::core::ports::Sql::query(&sql, &format!("SELECT COUNT(*) FROM {table}"), &[]).unwrap()[0][0].as_i64();
@@ -161,10 +164,10 @@ fn test_delete_session_removes_only_that_session() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         for (s, text) in [("a", "The build server runs on Debian twelve."), ("b", "The office coffee machine is broken again.")] {
-            block_on(p.ingest(IngestRequest { messages: vec![msg("user", text)], session_id: Some(s.into()) })).unwrap();
+            block_on(p.ingest(IngestRequest { messages: vec![msg("user", text)], session_id: Some(s.into()), metadata: Default::default() })).unwrap();
         }
         p.delete_session("a").unwrap();
-        let export = p.export().unwrap();
+        let export = p.export(Default::default()).unwrap();
         assert!(!export.contains("Debian"));
         assert!(export.contains("coffee"));
     });
@@ -193,7 +196,7 @@ fn test_only_active_unexpired_non_task_memories_want_a_vector() {
 fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()) };
+        let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()), metadata: Default::default() };
         let speakers = || p.turns.unwrap().sync(p.sql).unwrap().speakers().to_vec();
         block_on(p.ingest(session("a", vec![msg("Maria", "I baked a lemon tart for the fair."), msg("user", "Lemon tarts are my favourite dessert.")])))
             .unwrap();
@@ -211,7 +214,7 @@ fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
 fn test_turn_directory_follows_appends_deletes_and_a_wipe() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()) };
+        let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()), metadata: Default::default() };
         let places = || {
             let dir = p.turns.unwrap().sync(p.sql).unwrap();
             let rows = p.sql.query("SELECT rowid, id, session_id, position FROM messages ORDER BY rowid", &[]).unwrap();
@@ -265,16 +268,17 @@ fn test_export_then_import_reproduces_everything() {
                 msg("user", "Use pnpm, not npm. And dark mode by default."),
             ],
             session_id: Some("s1".into()),
+            metadata: Default::default(),
         }))
         .unwrap();
         block_on(p.remember(remember("API rate limit was increased to 10,000 req/s per zone."))).unwrap();
-        p.export().unwrap()
+        p.export(Default::default()).unwrap()
     });
     let dst = database();
     with_profile(&dst, APRIL_15 + 5000, |p| {
         let report = p.import(&export).unwrap();
         assert!(report.memories >= 3);
-        let again = p.export().unwrap();
+        let again = p.export(Default::default()).unwrap();
         let body = |s: &str| s.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
         assert_eq!(body(&export), body(&again));
     });
@@ -300,6 +304,7 @@ fn test_import_of_many_megabytes_is_written_whole_in_bounded_statements() {
             timestamp: Some("2026-04-14T10:00:00.000Z".into()),
             position: i,
             created_at: "2026-04-14T10:00:00.000Z".into(),
+            metadata: Default::default(),
         };
         let mut v = serde_json::to_value(&m).unwrap();
         v["kind"] = json!("message");
@@ -320,6 +325,9 @@ fn test_import_of_many_megabytes_is_written_whole_in_bounded_statements() {
             created_at: "2026-04-14T10:00:00.000Z".into(),
             updated_at: "2026-04-14T10:00:00.000Z".into(),
             expires_at: None,
+            metadata: Default::default(),
+            valid_from: None,
+            valid_to: None,
         });
     }
     for m in &memories {
@@ -402,8 +410,8 @@ fn text_jobs(sql: &support::NativeSql) -> Vec<String> {
 fn test_full_text_rows_wait_for_a_batch_then_the_drain_writes_them_together() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let say = |i: usize| format!("Message {i}: the deploy of service number {i} moved to the Tuesday window.");
-        block_on(p.ingest(IngestRequest { messages: (0..10).map(|i| msg("user", &say(i))).collect(), session_id: Some("a".into()) })).unwrap();
+        let say = |i: usize| format!("Message {i, metadata: Default::default() }: the deploy of service number {i} moved to the Tuesday window.");
+        block_on(p.ingest(IngestRequest { messages: (0..10).map(|i| msg("user", &say(i))).collect(), session_id: Some("a".into()), metadata: Default::default() })).unwrap();
         block_on(p.drain()).unwrap();
         let (messages, memories) = (indexed(&sql, FullText::Messages), indexed(&sql, FullText::Memories));
         assert_eq!((messages.0, messages.1), (10, 0), "ten messages wait, drained or not");
@@ -415,7 +423,7 @@ fn test_full_text_rows_wait_for_a_batch_then_the_drain_writes_them_together() {
         let parts: Vec<&[usize]> = rest.chunks(TEXT_BATCH / 4).collect();
         for (k, part) in parts.iter().enumerate() {
             let many: Vec<MessageInput> = part.iter().map(|&i| msg("user", &say(i))).collect();
-            block_on(p.ingest(IngestRequest { messages: many, session_id: Some(format!("b{k}")) })).unwrap();
+            block_on(p.ingest(IngestRequest { messages: many, session_id: Some(format!("b{k}")), metadata: Default::default() })).unwrap();
             if k + 1 < parts.len() {
                 assert!(!text_jobs(&sql).contains(&"messages_fts".to_string()), "still fewer than a batch after call {k}");
             }
@@ -424,7 +432,7 @@ fn test_full_text_rows_wait_for_a_batch_then_the_drain_writes_them_together() {
         let jobs = text_jobs(&sql);
         assert!(jobs.contains(&"messages_fts".to_string()), "{jobs:?}");
         // Another write while it waits queues nothing more.
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", &say(7777))], session_id: Some("b-more".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", &say(7777))], session_id: Some("b-more".into()), metadata: Default::default() })).unwrap();
         assert_eq!(text_jobs(&sql), jobs);
         let report = block_on(p.drain()).unwrap();
         assert_eq!(report.indexed, jobs.len());
@@ -434,7 +442,7 @@ fn test_full_text_rows_wait_for_a_batch_then_the_drain_writes_them_together() {
         let memories = indexed(&sql, FullText::Memories);
         assert_eq!(memories.0, memories.1);
         // Fewer wait again; a reader's catch-up indexes them, once.
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", &say(9999))], session_id: Some("c".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", &say(9999))], session_id: Some("c".into()), metadata: Default::default() })).unwrap();
         assert_eq!(indexed(&sql, FullText::Messages).1, messages.1);
         assert_eq!(FullText::Messages.catch_up(&sql).unwrap(), 1);
         assert_eq!(FullText::Messages.catch_up(&sql).unwrap(), 0);
@@ -449,6 +457,7 @@ fn test_full_text_catch_up_follows_deletes_and_reused_rowids() {
         let r = block_on(p.ingest(IngestRequest {
             messages: vec![msg("user", "The launch codename is Bluebird."), msg("user", "The backup codename is Kestrel.")],
             session_id: Some("s1".into()),
+            metadata: Default::default(),
         }))
         .unwrap();
         FullText::Messages.catch_up(&sql).unwrap();
@@ -456,7 +465,7 @@ fn test_full_text_catch_up_follows_deletes_and_reused_rowids() {
         // message stored takes its rowid and must be indexed too.
         p.store().delete_messages(&r.message_ids[1..]).unwrap();
         assert_eq!(indexed(&sql, FullText::Messages), (1, 1));
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "The spare codename is Osprey.")], session_id: Some("s2".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "The spare codename is Osprey.")], session_id: Some("s2".into()), metadata: Default::default() })).unwrap();
         assert_eq!(FullText::Messages.catch_up(&sql).unwrap(), 1);
         let matches = |w: &str| {
             agent_memory::core::ports::Sql::query(&sql, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[w.into()]).unwrap()[0][0]
@@ -555,6 +564,9 @@ fn memory_citing_an_absent_message() -> (String, String) {
         created_at: "2026-04-14T10:00:00.000Z".into(),
         updated_at: "2026-04-14T10:00:00.000Z".into(),
         expires_at: None,
+        metadata: Default::default(),
+        valid_from: None,
+        valid_to: None,
     };
     let mut v = serde_json::to_value(&memory).unwrap();
     v["kind"] = json!("memory");
@@ -576,7 +588,7 @@ fn test_a_citation_of_a_message_stored_later_is_found_once_it_is_stored() {
         assert_eq!((count("SELECT COUNT(*) FROM citations"), count("SELECT COUNT(*) FROM citations_waiting")), (0, 1));
         assert_eq!(store.memories_citing(&[message_id.clone()]).unwrap(), vec![CITING.to_string()]);
         // Storing it moves the citation to its rowid.
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", CITED)], session_id: Some("s1".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", CITED)], session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
         assert_eq!(count("SELECT COUNT(*) FROM citations_waiting"), 0);
         assert_eq!(
             count(&format!(
@@ -597,7 +609,7 @@ fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_
     let count = |q: &str| count(&sql, q);
     let (file, message_id) = memory_citing_an_absent_message();
     with_profile(&sql, APRIL_15, |p| {
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", CITED)], session_id: Some("s1".into()) })).unwrap();
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", CITED)], session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
         p.import(&file).unwrap();
         let store = Store::new(p.sql, APRIL_15);
         let rowid = count(&format!("SELECT rowid FROM messages WHERE id = '{message_id}'"));
@@ -609,7 +621,7 @@ fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_
         assert_eq!(count(&format!("SELECT COUNT(*) FROM citations WHERE message_rowid = {rowid}")), 0);
         assert_eq!(count("SELECT COUNT(*) FROM citations_waiting"), citing);
         // Another message takes the rowid: nothing cites it.
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "Lunch is at noon today.")], session_id: Some("s2".into()) }))
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "Lunch is at noon today.")], session_id: Some("s2".into()), metadata: Default::default() }))
             .unwrap();
         let other = agent_memory::core::ids::message_id("s2", "user", "Lunch is at noon today.");
         assert_eq!(count(&format!("SELECT rowid FROM messages WHERE id = '{other}'")), rowid, "SQLite reused the rowid");

@@ -101,6 +101,7 @@ fn messages(rng: &mut Rng, n: usize) -> Vec<Message> {
             timestamp: None,
             position: (i % 40) as i64,
             created_at: "2026-04-15T10:00:00Z".into(),
+            metadata: Default::default(),
         })
         .collect()
 }
@@ -378,6 +379,9 @@ fn memories(rng: &mut Rng, n: usize) -> Vec<agent_memory::core::model::Memory> {
                 created_at: "2026-04-15T10:00:00Z".into(),
                 updated_at: "2026-04-15T10:00:00Z".into(),
                 expires_at: None,
+                metadata: Default::default(),
+                valid_from: None,
+                valid_to: None,
             }
         })
         .collect()
@@ -547,8 +551,8 @@ fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
     let day = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).unwrap();
     with_profile(&sql, APRIL_15, |p| {
         let stored = vec![
-            Message { id: "msg_a".into(), session_id: "s".into(), role: "user".into(), content: "I moved to VS Code for the frontend work.".into(), timestamp: None, position: 0, created_at: "2026-04-15T10:00:00Z".into() },
-            Message { id: "msg_b".into(), session_id: "s".into(), role: "user".into(), content: "The code review is on Friday.".into(), timestamp: None, position: 1, created_at: "2026-04-15T10:00:00Z".into() },
+            Message { id: "msg_a".into(), session_id: "s".into(), role: "user".into(), content: "I moved to VS Code for the frontend work.".into(), timestamp: None, position: 0, created_at: "2026-04-15T10:00:00Z".into(), metadata: Default::default() },
+            Message { id: "msg_b".into(), session_id: "s".into(), role: "user".into(), content: "The code review is on Friday.".into(), timestamp: None, position: 1, created_at: "2026-04-15T10:00:00Z".into(), metadata: Default::default() },
         ];
         p.store().put_messages(&stored).unwrap();
         let waiting = sql.query("SELECT COUNT(*) FROM messages_fts", &[]).unwrap()[0][0].as_i64();
@@ -575,6 +579,7 @@ fn test_the_directory_takes_rows_fed_right_after_its_mark_and_reads_any_other_ba
         timestamp: None,
         position,
         created_at: "2026-04-15T10:00:00.000Z".into(),
+        metadata: Default::default(),
     };
     let hits = |turns: &TurnDirectory, word: &str| turns.sync(&sql).unwrap().text().bm25(&[word.to_string()], [1.0, 1.0], 10).unwrap().len();
     let turns = TurnDirectory::new();
@@ -605,9 +610,9 @@ fn test_a_directory_fed_by_ingest_equals_one_read_from_the_rows() {
     let kept = TurnDirectory::new();
     let say = |role: &str, content: &str| MessageInput { role: role.into(), content: content.into(), timestamp: Some("2026-04-14T09:00:00.000Z".into()) };
     let calls: Vec<IngestRequest> = vec![
-        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("assistant", "Got it, pnpm it is.")] },
-        IngestRequest { session_id: Some("b".into()), messages: vec![say("user", "Actually we moved to yarn last week."), say("user", "My dog Rex turned three yesterday.")] },
-        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("user", "Deploys go out on Tuesdays.")] },
+        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("assistant", "Got it, pnpm it is.")], metadata: Default::default() },
+        IngestRequest { session_id: Some("b".into()), messages: vec![say("user", "Actually we moved to yarn last week."), say("user", "My dog Rex turned three yesterday.")], metadata: Default::default() },
+        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("user", "Deploys go out on Tuesdays.")], metadata: Default::default() },
     ];
     for (i, call) in calls.into_iter().enumerate() {
         support::with_profile_in(&sql, APRIL_15 + i as i64 * 1000, &kept, |p| {

@@ -465,7 +465,7 @@ fn memory(full: bool) -> Memory {
         event_date: some(full, "2026-04-14"),
         created_at: TS.into(),
         updated_at: TS.into(),
-        expires_at: some(full, "2026-05-01T00:00:00.000Z"),
+        expires_at: some(full, "2026-05-01T00:00:00.000Z")
     }
 }
 
@@ -486,6 +486,7 @@ fn message(full: bool) -> Message {
         timestamp: some(full, "2026-04-15"),
         position: 2,
         created_at: TS.into(),
+        metadata: Default::default(),
     }
 }
 
@@ -585,6 +586,7 @@ fn remember_request(full: bool) -> RememberRequest {
         expires_at: some(full, "2026-05-01T00:00:00Z"),
         ttl_seconds: full.then_some(60),
         sensitive: full.then_some(false),
+        metadata: Default::default(),
     }
 }
 
@@ -750,7 +752,7 @@ fn test_request_records_match_wit() {
     let profile = &wit().funcs["resource profile"];
     let ingest = profile.iter().find(|f| f.name == "ingest").expect("profile.ingest");
     assert_eq!(ingest.params, vec![("messages".into(), "list<message-input>".into()), ("options".into(), "ingest-options".into())]);
-    let req = IngestRequest { messages: vec![message_input(true)], session_id: Some("s1".into()) };
+    let req = IngestRequest { messages: vec![message_input(true)], session_id: Some("s1".into()), metadata: Default::default() };
     let mut expected = record_keys("ingest-options");
     expected.insert("messages".into());
     assert_eq!(keys(&to_json(&req)), expected, "IngestRequest: {}", diff(&keys(&to_json(&req)), &expected));
@@ -1145,7 +1147,7 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_request_schema(&doc, "RememberRequest", &remember_request(true), &RememberRequest { content: "c".into(), ..remember_request(false) });
     let recall = |full: bool| RecallRequest { query: "q".into(), options: recall_options(full) };
     assert_request_schema(&doc, "RecallRequest", &recall(true), &recall(false));
-    let ingest = |full: bool| IngestRequest { messages: vec![], session_id: some(full, "s1") };
+    let ingest = |full: bool| IngestRequest { messages: vec![], session_id: some(full, "s1"), metadata: Default::default() };
     assert_request_schema(&doc, "IngestRequest", &ingest(true), &ingest(false));
     // Enums.
     let enum_of = |name: &str| -> BTreeSet<String> {

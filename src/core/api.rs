@@ -85,24 +85,7 @@ pub fn redact_private(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Longest piece of caller input an error message quotes, in characters.
-pub const MAX_QUOTED_CHARS: usize = 64;
-
-/// `input` as an error message may show it: in quotes, control characters
-/// escaped, cut to [`MAX_QUOTED_CHARS`]. Every message that names what a
-/// caller sent (a path, a name, a content type) goes through here.
-pub fn quoted(input: &str) -> String {
-    let mut out = String::from("\"");
-    for (i, c) in input.chars().enumerate() {
-        if i >= MAX_QUOTED_CHARS {
-            out.push('…');
-            break;
-        }
-        out.extend(c.escape_debug());
-    }
-    out.push('"');
-    out
-}
+pub use crate::core::error::{quoted, MAX_QUOTED_CHARS};
 
 /// Parses a JSON value into a request record, mapping serde's message to
 /// an invalid-input error.
@@ -118,6 +101,10 @@ pub struct IngestRequest {
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
+    /// Attached to every memory extracted from this call and to its
+    /// messages.
+    #[serde(default, skip_serializing_if = "crate::core::filter::is_empty")]
+    pub metadata: crate::core::model::Metadata,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -142,6 +129,8 @@ pub struct RememberRequest {
     /// Content the caller marks sensitive is refused (SPEC.md section 7).
     #[serde(default)]
     pub sensitive: Option<bool>,
+    #[serde(default, skip_serializing_if = "crate::core::filter::is_empty")]
+    pub metadata: crate::core::model::Metadata,
 }
 
 /// How long a recall's answer should be (a record of the model).
@@ -168,6 +157,15 @@ pub struct RecallOptions {
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
+    /// Only memories passing this filter (see `core::filter`): fields
+    /// mapped to values or operator objects, `AND`/`OR` arrays, `NOT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub filter: Option<serde_json::Value>,
+    /// What was active at this instant (ISO-8601): a memory superseded
+    /// since counts, one said after it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -197,6 +195,42 @@ pub struct ListRequest {
     pub status: Option<Status>,
     #[serde(default)]
     pub key: Option<String>,
+    /// A filter as for recall: an object, or its JSON text (a query
+    /// parameter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<FilterArg>")]
+    pub filter: Option<serde_json::Value>,
+    /// What was active at this instant (ISO-8601).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+}
+
+/// A filter where a query parameter may carry it: the object, or its JSON
+/// text.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum FilterArg {
+    Object(serde_json::Map<String, serde_json::Value>),
+    Text(String),
+}
+
+/// What `export` takes: optionally a filter (as for `list`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<FilterArg>")]
+    pub filter: Option<serde_json::Value>,
+}
+
+impl ExportRequest {
+    pub fn validate(&self) -> Result<()> {
+        if let Some(f) = &self.filter {
+            crate::core::filter::from_json(f)?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -355,6 +389,7 @@ impl IngestRequest {
         if let Some(s) = &self.session_id {
             validate_session_id(s)?;
         }
+        crate::core::filter::validate_metadata("metadata", &self.metadata)?;
         for (i, m) in self.messages.iter().enumerate() {
             validate_role(&format!("messages[{i}].role"), &m.role)?;
             validate_content(&format!("messages[{i}].content"), &m.content)?;
@@ -381,6 +416,7 @@ impl RememberRequest {
         if let Some(k) = &self.key {
             validate_key("key", k)?;
         }
+        crate::core::filter::validate_metadata("metadata", &self.metadata)?;
         if self.expires_at.is_some() && self.ttl_seconds.is_some() {
             return Err(Error::invalid("give expiresAt or ttlSeconds, not both"));
         }
@@ -404,6 +440,10 @@ impl RecallRequest {
         if let Some(s) = &self.options.session_id {
             validate_session_id(s)?;
         }
+        if let Some(f) = &self.options.filter {
+            crate::core::filter::Filter::parse(f)?;
+        }
+        validate_date("asOf", &self.options.as_of)?;
         validate_date("referenceDate", &self.options.reference_date)
     }
 }
@@ -421,7 +461,10 @@ impl ListRequest {
         if let Some(s) = &self.session_id {
             validate_session_id(s)?;
         }
-        Ok(())
+        if let Some(f) = &self.filter {
+            crate::core::filter::from_json(f)?;
+        }
+        validate_date("asOf", &self.as_of)
     }
 }
 
@@ -446,6 +489,7 @@ mod tests {
         let req = IngestRequest {
             messages: vec![MessageInput { role: "user".into(), content: "x".repeat(40 * 1024), timestamp: None }],
             session_id: None,
+            metadata: Default::default(),
         };
         let err = req.validate().unwrap_err();
         assert_eq!(err.status(), 413);

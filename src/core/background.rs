@@ -324,7 +324,9 @@ pub async fn embed_memories(p: &Profile<'_>, ids: &[String]) -> Result<usize> {
     let still = store.wanting_vectors(&ids)?;
     let items: Vec<(String, Vec<f32>)> = ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();
     if !items.is_empty() {
-        p.index.upsert(&items).await?;
+        let mut meta = store.vector_meta(&items.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>())?;
+        let meta: Vec<crate::core::ports::VectorMeta> = items.iter().map(|(id, _)| meta.remove(id).unwrap_or_default()).collect();
+        p.index.upsert_with(&items, &meta).await?;
     }
     Ok(items.len())
 }

@@ -221,3 +221,22 @@ impl From<serde_json::Error> for Error {
 
 /// The core's result type.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// Longest piece of caller input an error message quotes, in characters.
+pub const MAX_QUOTED_CHARS: usize = 64;
+
+/// `input` as an error message may show it: in quotes, control characters
+/// escaped, cut to [`MAX_QUOTED_CHARS`]. Every message that names what a
+/// caller sent (a path, a name, a content type) goes through here.
+pub fn quoted(input: &str) -> String {
+    let mut out = String::from("\"");
+    for (i, c) in input.chars().enumerate() {
+        if i >= MAX_QUOTED_CHARS {
+            out.push('…');
+            break;
+        }
+        out.extend(c.escape_debug());
+    }
+    out.push('"');
+    out
+}

@@ -485,6 +485,16 @@ pub struct RecallArgs {
     #[serde(default)]
     #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
+    /// Only memories passing this filter: fields (metadata keys, or type,
+    /// sessionId, agentId, userId, createdAt, updatedAt, eventDate) mapped
+    /// to a value or to {eq, ne, in, nin, gt, gte, lt, lte}; AND and OR
+    /// take arrays of filters, NOT one. Example:
+    /// {"AND": [{"agentId": "reviewer"}, {"priority": {"gte": 2}}]}.
+    #[serde(default)]
+    pub filter: Option<serde_json::Map<String, Value>>,
+    /// Recall what was active at this ISO-8601 instant.
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
 
 /// The remember tool's arguments.
@@ -508,6 +518,10 @@ pub struct RememberArgs {
     #[serde(default)]
     #[schemars(length(min = 1, max = 128))]
     pub key: Option<String>,
+    /// Flat metadata to attach: string keys to strings, numbers or
+    /// booleans (agentId and userId are strings).
+    #[serde(default)]
+    pub metadata: Option<serde_json::Map<String, Value>>,
 }
 
 /// The forget tool's arguments.
@@ -551,6 +565,12 @@ pub struct ListArgs {
     /// The cursor a previous list call returned.
     #[serde(default)]
     pub cursor: Option<String>,
+    /// Only memories passing this filter (as for recall).
+    #[serde(default)]
+    pub filter: Option<serde_json::Map<String, Value>>,
+    /// What was active at this ISO-8601 instant.
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
 
 /// The ingest tool's arguments.
@@ -564,6 +584,10 @@ pub struct IngestArgs {
     /// call about the same conversation.
     #[schemars(length(min = 1, max = 64))]
     pub session_id: String,
+    /// Flat metadata attached to every memory extracted from these
+    /// messages, and to the messages.
+    #[serde(default)]
+    pub metadata: Option<serde_json::Map<String, Value>>,
 }
 
 /// Whether `args` fit the arguments record of tool `name`: the typed parse
@@ -696,6 +720,8 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     decode_args(tool.name, &args).map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {name}: {e}")))?;
     if tool.name == "list" {
         match args.get("status").and_then(Value::as_str) {
+            // With asOf, what was active then is asked: no status.
+            None if args.get("asOf").is_some() => {}
             None => {
                 if let Some(a) = args.as_object_mut() {
                     a.insert("status".into(), json!("active"));

@@ -34,6 +34,7 @@ pub mod context;
 pub mod contract;
 pub mod dates;
 pub mod error;
+pub mod filter;
 pub mod ids;
 pub mod ingest;
 pub mod jobs;

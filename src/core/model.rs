@@ -135,6 +135,9 @@ pub struct Message {
     /// Position of the message in its session (0-based, first seen).
     pub position: i64,
     pub created_at: String,
+    /// The metadata of the call that stored it.
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
 }
 
 /// A memory record.
@@ -170,6 +173,18 @@ pub struct Memory {
     pub updated_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    /// What the caller attached: a flat map of string keys to strings,
+    /// numbers or booleans (`agentId` and `userId` are strings).
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+    /// From when what it says held (ISO-8601): when its source messages
+    /// were said, else when it was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<String>,
+    /// Until when it held: when the memory that superseded it was said.
+    /// Absent while it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<String>,
 }
 
 #[cfg(test)]
@@ -193,6 +208,9 @@ impl Memory {
             created_at: String::new(),
             updated_at: String::new(),
             expires_at: None,
+            metadata: Metadata::new(),
+            valid_from: None,
+            valid_to: None,
         }
     }
 }
@@ -241,12 +259,14 @@ pub struct MemoryEntry {
     pub updated_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
 }
 
 impl From<Memory> for MemoryEntry {
     fn from(m: Memory) -> MemoryEntry {
-        let Memory { id, kind, key, summary, session_id, status, event_date, created_at, updated_at, expires_at, .. } = m;
-        MemoryEntry { id, kind, key, summary, session_id, status, event_date, created_at, updated_at, expires_at }
+        let Memory { id, kind, key, summary, session_id, status, event_date, created_at, updated_at, expires_at, metadata, .. } = m;
+        MemoryEntry { id, kind, key, summary, session_id, status, event_date, created_at, updated_at, expires_at, metadata }
     }
 }
 
@@ -366,3 +386,15 @@ pub struct ProfileDeleteReport {
 pub struct ProfileRestoreReport {
     pub restored: bool,
 }
+
+/// A metadata value.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum MetaValue {
+    Bool(bool),
+    Number(serde_json::Number),
+    Text(String),
+}
+
+/// A memory's metadata: flat, keys in order.
+pub type Metadata = std::collections::BTreeMap<String, MetaValue>;

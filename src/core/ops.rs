@@ -81,7 +81,7 @@ impl<'a> Profile<'a> {
                 to_json(&report)
             }
             Call::GetSummary(req) => to_json(&self.summary(req)?),
-            Call::Export => to_json(&self.export()?),
+            Call::Export(req) => to_json(&self.export(req)?),
             Call::Import { data } => to_json(&self.import(&data)?),
             Call::Stats => to_json(&self.stats()?),
             Call::DeleteProfile => to_json(&self.mark_deleted()?),
@@ -150,6 +150,8 @@ impl<'a> Profile<'a> {
             kind: req.kind,
             status: req.status,
             key: req.key,
+            filter: req.filter.as_ref().map(crate::core::filter::from_json).transpose()?,
+            as_of: req.as_of.as_deref().map(crate::core::filter::as_of).transpose()?,
         })
     }
 
@@ -233,8 +235,10 @@ impl<'a> Profile<'a> {
         Ok(Summary { summary: summary::render(&self.store(), req.session_id.as_deref(), self.now)? })
     }
 
-    pub fn export(&self) -> Result<String> {
-        portable::export(&self.store(), self.name)
+    pub fn export(&self, req: api::ExportRequest) -> Result<String> {
+        req.validate()?;
+        let filter = req.filter.as_ref().map(crate::core::filter::from_json).transpose()?;
+        portable::export(&self.store(), self.name, filter.as_ref())
     }
 
     pub fn import(&self, ndjson: &str) -> Result<portable::ImportReport> {
@@ -475,6 +479,7 @@ mod tests {
             expires_at: None,
             ttl_seconds: None,
             sensitive: None,
+            metadata: Default::default(),
         }))
         .expect("remember falls back to the rules when the model is down");
         let r = futures::executor::block_on(p.recall(RecallRequest {
@@ -495,6 +500,7 @@ mod tests {
                 MessageInput { role: "user".into(), content: "I moved to Lisbon in 2021 and work as a baker.".into(), timestamp: None },
                 MessageInput { role: "user".into(), content: "My sister Ana lives in Porto with two cats.".into(), timestamp: None },
             ],
+            metadata: Default::default(),
         }
     }
 
@@ -609,6 +615,7 @@ mod tests {
         let other = IngestRequest {
             session_id: Some("s2".into()),
             messages: vec![MessageInput { role: "user".into(), content: "The staging host wombatquasar runs Debian 12.".into(), timestamp: None }],
+            metadata: Default::default(),
         };
         futures::executor::block_on(p.ingest(other)).unwrap();
         futures::executor::block_on(p.drain()).unwrap();
@@ -654,10 +661,11 @@ mod tests {
             expires_at: None,
             ttl_seconds: None,
             sensitive: None,
+            metadata: Default::default(),
         }))
         .unwrap();
         assert!(!m.content.contains("2468"));
-        let export = p.export().unwrap();
+        let export = p.export(Default::default()).unwrap();
         assert!(!export.contains("7719") && !export.contains("2468"), "{export}");
     }
 }

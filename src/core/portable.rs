@@ -22,15 +22,21 @@ use serde_json::{json, Value};
 pub const FORMAT: &str = "agent-memory-export";
 pub const VERSION: i64 = 1;
 
-pub fn export(store: &Store<'_>, profile: &str) -> Result<String> {
+/// The profile as NDJSON: a header, every message, every memory. With a
+/// filter, the memories passing it and the messages they cite.
+pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<String> {
     let mut out = String::new();
     out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string());
     out.push('\n');
+    let memories: Vec<Memory> = store.all_memories()?.into_iter().filter(|m| filter.is_none_or(|f| f.matches(m))).collect();
+    let cited: Option<std::collections::HashSet<&String>> = filter.map(|_| memories.iter().flat_map(|m| &m.source_message_ids).collect());
     for m in store.all_messages()? {
-        out.push_str(&tagged("message", &m)?);
+        if cited.as_ref().is_none_or(|c| c.contains(&m.id)) {
+            out.push_str(&tagged("message", &m)?);
+        }
     }
-    for m in store.all_memories()? {
-        out.push_str(&tagged("memory", &m)?);
+    for m in &memories {
+        out.push_str(&tagged("memory", m)?);
     }
     Ok(out)
 }
@@ -131,6 +137,7 @@ fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<Strin
     if m.position < 0 {
         return Err(Error::invalid("position must not be negative"));
     }
+    crate::core::filter::validate_metadata("metadata", &m.metadata)?;
     if let Cow::Owned(redacted) = api::redact_private(&m.content) {
         m.content = redacted;
         let id = ids::message_id(&m.session_id, &m.role, &m.content);
@@ -178,6 +185,14 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     if let Some(e) = &m.expires_at {
         let millis = crate::core::time::parse_millis(e).ok_or_else(|| Error::invalid("expiresAt is not a date"))?;
         m.expires_at = Some(iso(millis.clamp(0, api::MAX_EXPIRY_MILLIS)));
+    }
+    crate::core::filter::validate_metadata("metadata", &m.metadata)?;
+    // Validity compares as text: written in the one format that orders.
+    for (what, v) in [("validFrom", &mut m.valid_from), ("validTo", &mut m.valid_to)] {
+        if let Some(t) = v.as_deref() {
+            let millis = crate::core::time::parse_millis(t).ok_or_else(|| Error::invalid(format!("{what} is not a date")))?;
+            *v = Some(iso(millis));
+        }
     }
     Ok(m)
 }

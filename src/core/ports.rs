@@ -194,4 +194,52 @@ pub trait VectorIndex {
     fn maintain<'a>(&'a self) -> LocalBoxFuture<'a, Result<bool>> {
         Box::pin(async { Ok(false) })
     }
+
+    /// [`VectorIndex::upsert`] with what each memory may be filtered by
+    /// ([`VectorMeta`], one per item, in order). An index that cannot
+    /// filter by metadata ignores it (the default: the local index reads
+    /// the memories' rows instead).
+    fn upsert_with<'a>(&'a self, items: &'a [(String, Vec<f32>)], _meta: &'a [VectorMeta]) -> LocalBoxFuture<'a, Result<()>> {
+        self.upsert(items)
+    }
+
+    /// [`VectorIndex::query_many`] over the memories `only` lets pass:
+    /// for each vector, its `top_k` nearest among those, so a memory
+    /// filtered out never takes a place. By default it asks for more
+    /// neighbours each round ([`OVERFETCH`] times as many, up to
+    /// [`MAX_OVERFETCH`]) until `top_k` pass or the index has no more.
+    fn query_many_in<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize, only: &'a IndexFilter<'a>) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
+        Box::pin(async move {
+            let mut k = top_k.saturating_mul(OVERFETCH).max(1);
+            loop {
+                let hits = self.query_many(vectors, k).await?;
+                let exhausted = hits.iter().all(|h| h.len() < k);
+                let kept: Vec<Hits> =
+                    hits.into_iter().map(|h| h.into_iter().filter(|(id, _)| (only.passes)(id)).take(top_k).collect()).collect();
+                if exhausted || k >= MAX_OVERFETCH || kept.iter().all(|h| h.len() >= top_k) {
+                    return Ok(kept);
+                }
+                k = k.saturating_mul(OVERFETCH).min(MAX_OVERFETCH);
+            }
+        })
+    }
+}
+
+/// How many times more neighbours each round of a filtered query asks for.
+pub const OVERFETCH: usize = 4;
+/// The most neighbours a filtered query asks an index for.
+pub const MAX_OVERFETCH: usize = 4096;
+
+/// What a vector is indexed with to be filtered by: its memory's `type`,
+/// `sessionId`, and the scope keys `agentId` and `userId` when present.
+pub type VectorMeta = serde_json::Map<String, serde_json::Value>;
+
+/// What a narrowed vector query may return ([`VectorIndex::query_many_in`]).
+pub struct IndexFilter<'a> {
+    /// Whether the memory with this id passes (the recall's whole
+    /// condition: status, `asOf` and the filter).
+    pub passes: &'a dyn Fn(&str) -> bool,
+    /// The caller's filter, for an index that can apply part of it itself
+    /// (Vectorize, on the fields in [`VectorMeta`]).
+    pub filter: Option<&'a crate::core::filter::Filter>,
 }

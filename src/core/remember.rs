@@ -46,7 +46,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
         cls.key = Some(key.clone());
     }
     let cls = classify::normalize(cls);
-    let mut pending = persist::build(&session_id, &[], vec![(candidate, cls, std::rc::Rc::new(transcript))], p.now);
+    let mut pending = persist::build(&session_id, &[], vec![(candidate, cls, std::rc::Rc::new(transcript))], &req.metadata, p.now);
     let expires_at = expiry(p.now, req.expires_at.as_deref(), req.ttl_seconds);
     if let Some(first) = pending.first_mut() {
         first.memory.expires_at = expires_at;

@@ -201,7 +201,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("POST", ["summary"]) => (Op::GetSummary, optional_json_body(req)?),
         ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &[("session_id", "sessionId")], &[])?),
         ("DELETE", ["sessions", sid]) => (Op::DeleteSession, json!({ "sessionId": decode(sid)? })),
-        ("GET", ["export"]) => (Op::Export, json!({})),
+        ("GET", ["export"]) => (Op::Export, query_args(req.query, &[], &[])?),
         ("POST", ["import"]) => (Op::Import, json!({ "data": import_body(req)? })),
         ("GET", ["stats"]) => (Op::Stats, json!({})),
         ("DELETE", []) => (Op::DeleteProfile, json!({})),
@@ -213,7 +213,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
 
 /// The published query names of a list and this service's own, each read
 /// as the list request's field.
-const LIST_QUERY_NAMES: &[(&str, &str)] = &[("per_page", "limit"), ("session_id", "sessionId")];
+const LIST_QUERY_NAMES: &[(&str, &str)] = &[("per_page", "limit"), ("session_id", "sessionId"), ("as_of", "asOf")];
 
 /// A 405 for a known path asked with a method it does not take, else a 404.
 fn unrouted(req: &Incoming<'_>) -> Error {

@@ -227,6 +227,29 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         // The profile's speakers, read in order without the directory.
         "CREATE INDEX IF NOT EXISTS messages_by_role ON messages(role)",
     ],
+), (
+    10,
+    &[
+        // Metadata: what a caller attached to a memory or message, a flat
+        // JSON object (core::filter), NULL when there is none. The scope
+        // keys agentId and userId are read through generated columns
+        // with an index each, so a filter on one reads only its rows.
+        "ALTER TABLE memories ADD COLUMN metadata TEXT",
+        "ALTER TABLE messages ADD COLUMN metadata TEXT",
+        "ALTER TABLE memories ADD COLUMN agent_id GENERATED ALWAYS AS (metadata ->> '$.agentId') VIRTUAL",
+        "ALTER TABLE memories ADD COLUMN user_id GENERATED ALWAYS AS (metadata ->> '$.userId') VIRTUAL",
+        "CREATE INDEX IF NOT EXISTS memories_by_agent ON memories(agent_id)",
+        "CREATE INDEX IF NOT EXISTS memories_by_user ON memories(user_id)",
+        // Validity: from when what a memory says held (when its source
+        // messages were said, else when it was stored) until when the
+        // memory superseding it was said. `asOf` reads them.
+        "ALTER TABLE memories ADD COLUMN valid_from TEXT",
+        "ALTER TABLE memories ADD COLUMN valid_to TEXT",
+        "UPDATE memories SET valid_from = COALESCE((SELECT strftime('%Y-%m-%dT%H:%M:%fZ', MIN(unixepoch(g.timestamp, 'subsec')), 'unixepoch') \
+         FROM citations s JOIN messages g ON g.rowid = s.message_rowid WHERE s.memory_id = memories.id AND g.timestamp IS NOT NULL), created_at)",
+        "UPDATE memories SET valid_to = (SELECT n.valid_from FROM memories n WHERE n.id = memories.superseded_by) \
+         WHERE status = 'superseded' AND superseded_by IS NOT NULL",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

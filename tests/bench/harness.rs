@@ -298,6 +298,7 @@ impl Memory for Native {
             let report = support::block_on(p.ingest(IngestRequest {
                 messages: messages_of(session),
                 session_id: Some(session_id.to_string()),
+                metadata: Default::default(),
             }))
             .unwrap_or_else(|e| panic!("ingest of {session_id} failed: {e}"));
             // Drain the outbox (embeddings) before the next session.

@@ -73,6 +73,7 @@ pub fn spec_conversation() -> agent_memory::core::api::IngestRequest {
             msg("assistant", "Got it -- pnpm and dark mode as default."),
         ],
         session_id: Some("setup".into()),
+        metadata: Default::default(),
     }
 }
 

@@ -47,7 +47,7 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let incoming: Vec<NewMessage> = req
         .messages
         .iter()
-        .map(|m| NewMessage { id: ids::message_id(&session_id, &m.role, &m.content), input: m.clone() })
+        .map(|m| NewMessage { id: ids::message_id(&session_id, &m.role, &m.content), input: m.clone(), metadata: req.metadata.clone() })
         .collect();
     let message_ids: Vec<String> = incoming.iter().map(|m| m.id.clone()).collect();
 
@@ -75,7 +75,7 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let messages: Vec<Message> = conversation(&req, &session_id, &incoming, p.now);
 
     // 3-6. Judge and store.
-    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids).await?;
+    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, &req.metadata).await?;
     if judged.faults > 0 {
         // A model stage failed: the alarm retries the session later.
         store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.clone() })?;
@@ -104,6 +104,7 @@ pub async fn judge_and_store(
     session_id: &str,
     messages: &[Message],
     fresh_ids: &HashSet<String>,
+    metadata: &crate::core::model::Metadata,
 ) -> Result<Judged> {
     let mut dropped = Vec::new();
 
@@ -123,7 +124,7 @@ pub async fn judge_and_store(
     dropped.extend(failed_extract.into_iter().chain(failed_verify).chain(failed_classify));
 
     // 6. Build memories, plan supersession, store in one transaction.
-    let memories = persist::build(session_id, messages, classified, p.now);
+    let memories = persist::build(session_id, messages, classified, metadata, p.now);
     let outcome = persist::store(&p.store(), p.turns, memories)?;
     Ok(Judged { outcome, dropped, faults })
 }
@@ -148,7 +149,9 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
         m.position = i as i64;
         m
     }).collect();
-    Ok(judge_and_store(p, session_id, &messages, &fresh).await?.faults)
+    // The memories take the metadata their new messages were stored with.
+    let metadata = messages.iter().find(|m| fresh.contains(&m.id)).map(|m| m.metadata.clone()).unwrap_or_default();
+    Ok(judge_and_store(p, session_id, &messages, &fresh, &metadata).await?.faults)
 }
 
 /// Keeps candidates that cite a line of this conversation and rest on at
@@ -187,6 +190,7 @@ fn conversation(req: &IngestRequest, session_id: &str, incoming: &[NewMessage], 
             timestamp: req.messages.get(i).and_then(|r| r.timestamp.clone()).or_else(|| Some(iso(now))),
             position: i as i64,
             created_at: iso(now),
+            metadata: req.metadata.clone(),
         })
         .collect()
 }

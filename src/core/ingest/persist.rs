@@ -11,7 +11,7 @@ use crate::core::error::Result;
 use crate::core::ids;
 use crate::core::dates;
 use crate::core::ingest::supersede;
-use crate::core::model::{Memory, Message, Status};
+use crate::core::model::{Memory, Message, Metadata, Status};
 use crate::core::provider::{Candidate, Classification, Transcript};
 use crate::core::recall::directory::TurnDirectory;
 use std::rc::Rc;
@@ -34,6 +34,7 @@ pub fn build(
     session_id: &str,
     messages: &[Message],
     items: Vec<(Candidate, Classification, Rc<Transcript>)>,
+    metadata: &Metadata,
     now: i64,
 ) -> Vec<Pending> {
     items
@@ -50,6 +51,9 @@ pub fn build(
                 lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone())
             });
             let fingerprint = ids::fingerprint(cls.kind.as_str(), &c.content);
+            // Valid from when it was said: the earliest source message's
+            // time, else when it is stored.
+            let said = sources.iter().filter_map(|m| m.timestamp.as_deref().and_then(crate::core::time::parse_millis)).min();
             Pending {
                 memory: Memory {
                     id: ids::memory_id(now, &fingerprint, seq as u64),
@@ -67,6 +71,9 @@ pub fn build(
                     created_at: iso(now),
                     updated_at: iso(now),
                     expires_at: None,
+                    metadata: metadata.clone(),
+                    valid_from: Some(iso(said.unwrap_or(now))),
+                    valid_to: None,
                 },
                 fingerprint,
                 authority,
@@ -125,10 +132,12 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             .filter(|r| new_ids.contains(r.old.as_str()))
             .map(|r| (r.old.clone(), r.new.clone()))
             .collect();
+        let valid_from: HashMap<String, Option<String>> = items.iter().map(|(m, _)| (m.id.clone(), m.valid_from.clone())).collect();
         for (m, _) in items.iter_mut() {
             if let Some(next) = superseded_in_call.get(&m.id) {
                 m.status = Status::Superseded;
                 m.superseded_by = Some(next.clone());
+                m.valid_to = valid_from.get(next).cloned().flatten();
             }
         }
         let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;

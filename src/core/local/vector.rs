@@ -628,6 +628,28 @@ impl Packed {
             .collect();
         best(scored, keep).into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
     }
+
+    /// [`Packed::shortlist`] over the slots whose id `passes` only: the
+    /// same two passes the index would make holding those slots alone.
+    pub fn shortlist_in(&mut self, q: &[f32], first_pass: usize, keep: usize, passes: &dyn Fn(&str) -> bool) -> Vec<(String, f32)> {
+        if self.len == 0 || q.len() != self.dims {
+            return vec![];
+        }
+        let slots: Vec<usize> = (0..self.len).filter(|&s| passes(&self.id_of(s))).collect();
+        let candidates: Vec<usize> = if slots.len() <= first_pass {
+            slots
+        } else {
+            let qh = simhash(q);
+            let dist: Vec<u16> = slots.iter().map(|&s| hamming(self.simhash_of(s), &qh)).collect();
+            nearest(&dist, first_pass).into_iter().filter_map(|i| slots.get(i).copied()).collect()
+        };
+        let (table, qinv) = score_table(q);
+        let scored: Vec<(f32, usize)> = candidates
+            .into_iter()
+            .map(|s| (dot_quantized(&table, self.quantized_of(s)) * self.inv_norm_of(s) * qinv, s))
+            .collect();
+        best(scored, keep).into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
+    }
 }
 
 /// Fills `packed`: from the snapshot and the rows written after it when a
@@ -1663,6 +1685,25 @@ pub struct CachedVectorIndex<'a> {
     pub packed: &'a RefCell<Packed>,
 }
 
+/// [`search`] over the memories `passes` lets through only: the answer
+/// the index would give holding those alone (the shortlist is drawn from
+/// them; the exact rescoring reads their vectors).
+pub fn search_in(sql: &dyn Sql, packed: &mut Packed, q: &[f32], top_k: usize, first_pass: usize, passes: &dyn Fn(&str) -> bool) -> Result<Vec<(String, f32)>> {
+    if top_k == 0 {
+        return Ok(vec![]);
+    }
+    if !packed.loaded {
+        load(sql, packed)?;
+    }
+    let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
+    let short = packed.shortlist_in(q, first_pass.max(keep), keep, passes);
+    let ids: Vec<String> = short.iter().map(|(id, _)| id.clone()).collect();
+    let mut hits: Vec<(String, f32)> = read_vectors(sql, &ids)?.into_iter().map(|(id, v)| (id, cosine(q, &v))).collect();
+    sort_hits(&mut hits);
+    hits.truncate(top_k);
+    Ok(hits)
+}
+
 impl VectorIndex for CachedVectorIndex<'_> {
     fn upsert<'a>(&'a self, items: &'a [(String, Vec<f32>)]) -> LocalBoxFuture<'a, Result<()>> {
         Box::pin(async move { upsert_rows(self.sql, items, Some(&mut self.packed.borrow_mut())) })
@@ -1675,6 +1716,14 @@ impl VectorIndex for CachedVectorIndex<'_> {
     }
     fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(async move { search_many(self.sql, &mut self.packed.borrow_mut(), vectors, top_k, FIRST_PASS) })
+    }
+    /// The shortlist is drawn from the passing memories only
+    /// ([`search_in`]).
+    fn query_many_in<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize, only: &'a crate::core::ports::IndexFilter<'a>) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
+        Box::pin(async move {
+            let mut packed = self.packed.borrow_mut();
+            vectors.iter().map(|q| search_in(self.sql, &mut packed, q, top_k, FIRST_PASS, only.passes)).collect()
+        })
     }
     /// Nothing while the copy is loaded (it takes its own snapshots as it
     /// is written); else as [`SqlVectorIndex`], without loading it.

@@ -237,16 +237,6 @@ fn query_expr(q: &TextQuery, terms: &[String]) -> Option<String> {
     quoted(&query_phrases(q, terms))
 }
 
-/// The status condition for recall: active and unexpired, unless asked.
-/// Its one parameter (the current time), if any, is `?{at}`.
-fn live(include_inactive: bool, now_iso: &str, at: usize) -> (String, Vec<SqlValue>) {
-    if include_inactive {
-        ("1 = 1".into(), vec![])
-    } else {
-        (format!("m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?{at})"), vec![now_iso.into()])
-    }
-}
-
 /// A memory found by full text: id, bm25, event date, source message ids
 /// (JSON), content (when the query asks when).
 struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>);
@@ -285,18 +275,17 @@ fn memory_hits(
     q: &TextQuery,
     scope: &RecallScope,
 ) -> Result<(HashMap<String, f64>, HashMap<String, MemoryHit>)> {
-    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
-    let (cond, mut extra) = live(include_inactive, now_iso, 4);
+    let (cond, mut extra) = scope.visible(4);
     extra.insert(0, SqlValue::Integer(q.temporal as i64));
     let mut scores: HashMap<String, f64> = HashMap::default();
     let mut rows: HashMap<String, MemoryHit> = HashMap::default();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT), (&q.function, FUNCTION_WEIGHT)] {
-        if weight == 0.0 { continue; }
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
         }
-        let best = src.memory_hits(sql, &phrases, MEMORY_WEIGHTS, scope.fts_pool().saturating_mul(2))?;
+        let passing = scope.passing.as_ref().map(|p| &p.rowids);
+        let best = src.memory_hits(sql, &phrases, MEMORY_WEIGHTS, scope.fts_pool().saturating_mul(2), passing)?;
         // The live rows among them, best first (their place in the list
         // stands for their score).
         let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
@@ -580,7 +569,6 @@ pub struct Citations {
 /// from scanning every live memory by the status index: the few sources
 /// lead.)
 pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Result<Citations> {
-    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
     // The messages channel's turns come first in the list, so `j.key`
     // (the place in it) tells whose content is needed for the overlap.
     let mut ids: Vec<&str> = Vec::new();
@@ -600,7 +588,7 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
     if ids.is_empty() {
         return Ok(out);
     }
-    let (cond, extra) = live(include_inactive, now_iso, 3);
+    let (cond, extra) = scope.visible(3);
     let mut params = vec![json_param(&ids), SqlValue::Integer(plain as i64)];
     params.extend(extra);
     let rows: Vec<(String, String, Option<String>, Option<String>)> = json_rows(
@@ -644,7 +632,6 @@ pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallSco
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys,
 ///    through the key index; live memories only unless asked.
 pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Ranking> {
-    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
     let keys: Vec<&String> = keys.iter().take(20).collect();
     if keys.is_empty() {
         return Ok(Ranking::new(Channel::Key, vec![]));
@@ -652,7 +639,7 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     let mut wanted = keys.clone();
     wanted.sort_unstable();
     wanted.dedup();
-    let (cond, extra) = live(include_inactive, now_iso, 2);
+    let (cond, extra) = scope.visible(2);
     let mut params = vec![json_param(&wanted)];
     params.extend(extra);
     let mut by_key: HashMap<String, Vec<String>> = HashMap::default();
@@ -768,7 +755,6 @@ const MESSAGE_WEIGHTS: [f64; 2] = [0.3, 1.0];
 fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, f64>> {
     let mut scores: HashMap<i64, f64> = HashMap::default();
     for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT), (&q.function, FUNCTION_WEIGHT)] {
-        if weight == 0.0 { continue; }
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
@@ -883,7 +869,15 @@ pub async fn vectors(
 ) -> Result<Vec<Ranking>> {
     let explain = scope.explain;
     let embeddings: Vec<Vec<f32>> = asked.iter().map(|(_, e)| e.clone()).collect();
-    let hits = index.query_many(&embeddings, scope.channel_depth()).await?;
+    let hits = match &scope.passing {
+        // Narrowed: the index ranks the passing memories only.
+        Some(passing) => {
+            let passes = |id: &str| passing.ids.contains(id);
+            let only = crate::core::ports::IndexFilter { passes: &passes, filter: scope.filter.as_ref() };
+            index.query_many_in(&embeddings, scope.channel_depth(), &only).await?
+        }
+        None => index.query_many(&embeddings, scope.channel_depth()).await?,
+    };
     let all: Vec<String> = hits.iter().flatten().map(|(id, _)| id.clone()).collect::<HashSet<_>>().into_iter().collect();
     let live: HashSet<String> = keep_live(sql, all, scope)?.into_iter().collect();
     Ok(asked
@@ -906,11 +900,10 @@ pub async fn vectors(
 /// Keeps the ids of live memories, in order (an index may lag behind a
 /// forget until its job drains; recall must not).
 pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, scope: &RecallScope) -> Result<Vec<String>> {
-    let (include_inactive, now_iso) = (scope.include_inactive, scope.now_iso.as_str());
     if ids.is_empty() {
         return Ok(ids);
     }
-    let (cond, extra) = live(include_inactive, now_iso, 2);
+    let (cond, extra) = scope.visible(2);
     let mut params = vec![json_param(&ids)];
     params.extend(extra);
     let ok: HashSet<String> = json_rows::<(String,)>(

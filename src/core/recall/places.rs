@@ -23,7 +23,7 @@ use crate::core::ports::{Sql, SqlValue};
 use crate::core::recall::directory::{Directory, Turn, TurnDirectory, SPEAKERS_READ, TEXT_READ_CHARS};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::store::{json_param, json_rows, FullText};
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Where one recall reads messages' places and full-text scores.
 #[derive(Clone, Copy)]
@@ -149,14 +149,19 @@ impl Source<'_> {
     }
 
     /// [`Source::message_hits`] for memories (`memories_fts`).
-    pub fn memory_hits(&self, sql: &dyn Sql, phrases: &[String], weights: [f64; 3], limit: usize) -> Result<Vec<(i64, f64)>> {
+    /// With `passing`, only the memories stored under those rowids rank.
+    pub fn memory_hits(&self, sql: &dyn Sql, phrases: &[String], weights: [f64; 3], limit: usize, passing: Option<&HashSet<i64>>) -> Result<Vec<(i64, f64)>> {
         if let Source::Resident(dir) = self {
             let words = dir.memories();
-            if let Some(best) = words.text().bm25(phrases, weights, limit) {
+            let best = match passing {
+                Some(p) => words.text().bm25_of(phrases, weights, limit, |doc| p.contains(&words.rowid(doc))),
+                None => words.text().bm25(phrases, weights, limit),
+            };
+            if let Some(best) = best {
                 return Ok(best.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect());
             }
         }
-        fts5_best(sql, FullText::Memories, &weights, phrases, limit)
+        fts5_best_of(sql, FullText::Memories, &weights, phrases, limit, passing)
     }
 
     /// The places of the messages stored under `rowids` and of every
@@ -263,17 +268,31 @@ pub fn quoted(phrases: &[String]) -> Option<String> {
 /// their full-text rows first (usually fewer than
 /// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
 pub fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
+    fts5_best_of(sql, which, weights, phrases, limit, None)
+}
+
+/// [`fts5_best`] over the rows stored under `passing` only, when given.
+pub fn fts5_best_of(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize, passing: Option<&HashSet<i64>>) -> Result<Vec<(i64, f64)>> {
     let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
     which.catch_up(sql)?;
     let table = which.table();
     let slots: Vec<String> = weights.iter().zip(3usize..).map(|(_, i)| format!("?{i}")).collect();
     let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
     params.extend(weights.iter().map(|&w| SqlValue::Real(w)));
+    let only = match passing {
+        Some(p) => {
+            let mut rowids: Vec<i64> = p.iter().copied().collect();
+            rowids.sort_unstable();
+            params.push(json_param(&rowids));
+            format!(" AND rowid IN (SELECT value FROM json_each(?{}))", params.len())
+        }
+        None => String::new(),
+    };
     json_rows(
         sql,
         &format!(
             "SELECT json_group_array(json_array(rowid, s)) \
-             FROM (SELECT rowid, bm25({table}, {}) AS s FROM {table} WHERE {table} MATCH ?1 ORDER BY s, rowid LIMIT ?2)",
+             FROM (SELECT rowid, bm25({table}, {}) AS s FROM {table} WHERE {table} MATCH ?1{only} ORDER BY s, rowid LIMIT ?2)",
             slots.join(", ")
         ),
         &params,

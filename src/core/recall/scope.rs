@@ -11,7 +11,10 @@ pub const CHANNEL_DEPTH: usize = 50;
 /// default thinking level: deeper than [`CHANNEL_DEPTH`] so a boosted or
 /// neighbour-lifted hit can rise into it.
 pub const FTS_POOL: usize = 100;
+use crate::core::filter::Filter;
+use crate::core::ports::SqlValue;
 use crate::core::time::{date_of, iso};
+use rustc_hash::FxHashSet as HashSet;
 
 /// The scope of one recall.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,6 +34,22 @@ pub struct RecallScope {
     pub length: ResponseLength,
     /// How widely the channels search.
     pub thinking: ThinkingLevel,
+    /// Only memories passing this filter.
+    pub filter: Option<Filter>,
+    /// What was active at this instant (ISO-8601 UTC, as stored).
+    pub as_of: Option<String>,
+    /// With a filter or `asOf`: every memory the recall may return, read
+    /// once ([`RecallScope::visible`]) for the two places that rank before
+    /// they read the memory rows (the memories' full text and the vector
+    /// index), so that a memory filtered out never takes a slot.
+    pub passing: Option<std::rc::Rc<Passing>>,
+}
+
+/// The memories a narrowed recall may return.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Passing {
+    pub rowids: HashSet<i64>,
+    pub ids: HashSet<String>,
 }
 
 impl RecallScope {
@@ -47,7 +66,46 @@ impl RecallScope {
             explain: opts.explain.unwrap_or(false),
             length: opts.response_length.unwrap_or_default(),
             thinking: opts.thinking_level.unwrap_or_default(),
+            // Checked by the request's validation: one that does not parse
+            // never reaches here.
+            filter: opts.filter.as_ref().and_then(|f| Filter::parse(f).ok()),
+            as_of: opts.as_of.as_deref().and_then(crate::core::time::parse_millis).map(iso),
+            passing: None,
         }
+    }
+
+    /// Whether the recall is narrowed (a filter or `asOf`).
+    pub fn narrowed(&self) -> bool {
+        self.filter.is_some() || self.as_of.is_some()
+    }
+
+    /// The condition a memory row `m` meets to be returned, its parameters
+    /// numbered from `?{at}`: active and unexpired (or, with `asOf`, valid
+    /// and unexpired then, superseded since or not; or anything, with
+    /// `includeInactive`), and passing the filter.
+    pub fn visible(&self, at: usize) -> (String, Vec<SqlValue>) {
+        let (mut cond, mut params) = match (&self.as_of, self.include_inactive) {
+            (Some(t), _) => (crate::core::filter::valid_at(at), vec![SqlValue::from(t.as_str())]),
+            (None, true) => ("1 = 1".to_string(), vec![]),
+            (None, false) => (format!("m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?{at})"), vec![SqlValue::from(self.now_iso.as_str())]),
+        };
+        if let Some(f) = &self.filter {
+            let slot = at.saturating_add(params.len());
+            cond = format!("{cond} AND {}", f.sql(slot));
+            params.push(SqlValue::Text(f.param()));
+        }
+        (cond, params)
+    }
+
+    /// Whether the memory stored under `rowid` may be returned (always,
+    /// unless narrowed).
+    pub fn passes_rowid(&self, rowid: i64) -> bool {
+        self.passing.as_ref().is_none_or(|p| p.rowids.contains(&rowid))
+    }
+
+    /// Whether the memory `id` may be returned (always, unless narrowed).
+    pub fn passes_id(&self, id: &str) -> bool {
+        self.passing.as_ref().is_none_or(|p| p.ids.contains(id))
     }
 
     /// Hits each channel returns at most: [`CHANNEL_DEPTH`] times the

@@ -256,6 +256,12 @@ impl<const C: usize> TextIndex<C> {
     /// `None` when a phrase is not one token (FTS5 matches several by
     /// position, which the index does not keep).
     pub fn bm25(&self, phrases: &[String], weights: [f64; C], limit: usize) -> Option<Vec<(u32, f64)>> {
+        self.bm25_of(phrases, weights, limit, |_| true)
+    }
+
+    /// [`TextIndex::bm25`] over the documents `keep` accepts only (the
+    /// statistics stay the whole index's, as FTS5's do under a filter).
+    pub fn bm25_of(&self, phrases: &[String], weights: [f64; C], limit: usize, keep: impl Fn(u32) -> bool) -> Option<Vec<(u32, f64)>> {
         if self.off {
             return None;
         }
@@ -280,7 +286,7 @@ impl<const C: usize> TextIndex<C> {
             if idf <= 0.0 {
                 idf = 1e-6;
             }
-            for p in list {
+            for p in list.iter().filter(|p| keep(p.doc)) {
                 // Instance by instance, as FTS5 sums them.
                 let mut f = 0.0f64;
                 for (c, &n) in p.count.iter().enumerate() {

@@ -29,30 +29,33 @@ impl<'a> Store<'a> {
             return Ok(Vec::new());
         }
         // The stored columns in MEMORY_COLUMNS order, then the fingerprint.
-        let rows: Vec<_> = fresh
+        let rows: Vec<serde_json::Value> = fresh
             .iter()
             .map(|(m, fingerprint)| {
-                (
-                    &m.id,
+                serde_json::json!([
+                    m.id,
                     m.kind.as_str(),
-                    &m.key,
-                    &m.summary,
-                    &m.content,
-                    &m.session_id,
+                    m.key,
+                    m.summary,
+                    m.content,
+                    m.session_id,
                     serde_json::to_string(&m.source_message_ids).unwrap_or_default(),
                     serde_json::to_string(&m.search_queries).unwrap_or_default(),
                     m.status.as_str(),
-                    &m.supersedes,
-                    &m.superseded_by,
-                    &m.event_date,
-                    &m.created_at,
-                    &m.updated_at,
-                    &m.expires_at,
+                    m.supersedes,
+                    m.superseded_by,
+                    m.event_date,
+                    m.created_at,
+                    m.updated_at,
+                    m.expires_at,
+                    (!m.metadata.is_empty()).then(|| serde_json::to_string(&m.metadata).unwrap_or_default()),
+                    m.valid_from,
+                    m.valid_to,
                     fingerprint,
-                )
+                ])
             })
             .collect();
-        let (table, columns) = json_table(16);
+        let (table, columns) = json_table(19);
         let mut written = Vec::new();
         for chunk in json_chunks(&rows) {
             written.extend(rowids_of(self.sql.query(
@@ -182,6 +185,36 @@ impl<'a> Store<'a> {
         .collect())
     }
 
+    /// What the vectors of `ids` are indexed with to be filtered by
+    /// ([`crate::core::ports::VectorMeta`]): type, session and the scope
+    /// keys present.
+    pub fn vector_meta(&self, ids: &[String]) -> Result<std::collections::HashMap<String, crate::core::ports::VectorMeta>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let rows: Vec<(String, String, String, Option<String>, Option<String>)> = json_rows(
+            self.sql,
+            "SELECT json_group_array(json_array(m.id, m.type, m.session_id, m.agent_id, m.user_id)) \
+             FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
+            &[json_param(ids)],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, kind, session, agent, user)| {
+                let mut m = crate::core::ports::VectorMeta::new();
+                m.insert("type".into(), kind.into());
+                m.insert("sessionId".into(), session.into());
+                if let Some(a) = agent {
+                    m.insert("agentId".into(), a.into());
+                }
+                if let Some(u) = user {
+                    m.insert("userId".into(), u.into());
+                }
+                (id, m)
+            })
+            .collect())
+    }
+
     pub fn embedding_inputs(&self, ids: &[String]) -> Result<Vec<(String, Vec<String>, String)>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -216,7 +249,7 @@ impl<'a> Store<'a> {
     }
 
     pub(super) fn memories_where(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<Memory>> {
-        let rows = self.sql.query(&format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause}"), params)?;
+        let rows = self.sql.query(&format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE {clause}"), params)?;
         rows.into_iter().map(|r| memory_from_row(r, self.now)).collect()
     }
 
@@ -224,7 +257,8 @@ impl<'a> Store<'a> {
     /// old vector.
     pub fn supersede(&self, old: &str, new: &str) -> Result<()> {
         self.sql.execute(
-            "UPDATE memories SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ?",
+            "UPDATE memories SET status = 'superseded', superseded_by = ?1, updated_at = ?2, \
+             valid_to = (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1) WHERE id = ?3",
             &[new.into(), iso(self.now).into(), old.into()],
         )?;
         self.enqueue(&Work::Unvector { memory_id: old.to_string() })
@@ -403,6 +437,15 @@ impl<'a> Store<'a> {
         for c in clauses {
             sql.push_str(" AND ");
             sql.push_str(c);
+        }
+        // Numbered after every plain `?` above (which number themselves).
+        if let Some(t) = &f.as_of {
+            params.push(t.into());
+            sql.push_str(&format!(" AND {}", crate::core::filter::valid_at(params.len())));
+        }
+        if let Some(filter) = &f.filter {
+            params.push(SqlValue::Text(filter.param()));
+            sql.push_str(&format!(" AND {}", filter.sql(params.len())));
         }
         sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", f.limit.saturating_add(1)));
         let mut memories = self.memories_where(&sql, &params)?;

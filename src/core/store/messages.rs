@@ -51,6 +51,7 @@ impl<'a> Store<'a> {
                 timestamp: m.input.timestamp.clone(),
                 position,
                 created_at: created_at.clone(),
+                metadata: m.metadata.clone(),
             });
         }
         let written = self.put_messages(&fresh)?;
@@ -63,9 +64,14 @@ impl<'a> Store<'a> {
     /// messages. Their full-text rows follow in a batch ([`TEXT_BATCH`]).
     /// Returns the rows written: rowid and id, in rowid order.
     pub fn put_messages(&self, messages: &[Message]) -> Result<Vec<(i64, String)>> {
-        let rows: Vec<_> =
-            messages.iter().map(|m| (&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at)).collect();
-        let (table, columns) = json_table(7);
+        let rows: Vec<_> = messages
+            .iter()
+            .map(|m| {
+                let metadata = (!m.metadata.is_empty()).then(|| serde_json::to_string(&m.metadata).unwrap_or_default());
+                (&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at, metadata)
+            })
+            .collect();
+        let (table, columns) = json_table(8);
         let mut written = Vec::new();
         for chunk in json_chunks(&rows) {
             written.extend(rowids_of(self.sql.query(

@@ -51,6 +51,11 @@ pub struct ListFilter {
     pub kind: Option<MemoryType>,
     pub status: Option<Status>,
     pub key: Option<String>,
+    /// Only memories passing it.
+    pub filter: Option<crate::core::filter::Filter>,
+    /// What was active at this instant (ISO-8601 UTC as stored), in place
+    /// of a status.
+    pub as_of: Option<String>,
 }
 
 /// A message about to be stored, with its id computed.
@@ -58,6 +63,8 @@ pub struct ListFilter {
 pub struct NewMessage {
     pub id: String,
     pub input: MessageInput,
+    /// The call's metadata, stored with the message.
+    pub metadata: crate::core::model::Metadata,
 }
 
 mod fulltext;

@@ -9,9 +9,10 @@ pub(super) const WANTS_VECTOR: &str = "m.status = 'active' AND m.type <> 'task'"
 
 /// Columns of `memories`, in the order [`memory_from_row`] reads them.
 pub(super) const MEMORY_COLUMNS: &str = "id, type, key, summary, content, session_id, source_message_ids, \
-     search_queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at";
+     search_queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at, \
+     metadata, valid_from, valid_to";
 
-pub(super) const MESSAGE_COLUMNS: &str = "id, session_id, role, content, timestamp, position, created_at";
+pub(super) const MESSAGE_COLUMNS: &str = "id, session_id, role, content, timestamp, position, created_at, metadata";
 
 /// The id in the first column of a row of ids (a `SELECT id ...`): a row
 /// without one is a storage error, never skipped.
@@ -71,8 +72,12 @@ pub(super) fn expired(expires_at: Option<&str>, now: i64) -> bool {
 /// as an active fact.
 pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
     let bad = || Error::storage("failed to read a memory row");
-    let [id, kind, key, summary, content, session_id, sources, queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at] =
-        <[SqlValue; 15]>::try_from(r).map_err(|_| bad())?;
+    let [id, kind, key, summary, content, session_id, sources, queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at, metadata, valid_from, valid_to] =
+        <[SqlValue; 18]>::try_from(r).map_err(|_| bad())?;
+    let metadata: crate::core::model::Metadata = match metadata.as_str() {
+        None | Some("") => Default::default(),
+        Some(t) => serde_json::from_str(t).map_err(|_| Error::storage("a memory row has metadata that is not a flat JSON object"))?,
+    };
     let expires_at = opt_text(expires_at);
     let known = |what: &str, v: &SqlValue| Error::storage(format!("a memory row has {what} {}", crate::core::api::quoted(v.as_str().unwrap_or("(not text)"))));
     let mut status = status.as_str().and_then(Status::parse).ok_or_else(|| known("the status", &status))?;
@@ -95,6 +100,9 @@ pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
         created_at: text(created_at),
         updated_at: text(updated_at),
         expires_at,
+        metadata,
+        valid_from: opt_text(valid_from),
+        valid_to: opt_text(valid_to),
     })
 }
 
@@ -102,7 +110,11 @@ pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
 /// columns, or without an id or a position, is a storage error.
 pub fn message_from_row(r: Row) -> Result<Message> {
     let bad = || Error::storage("failed to read a message row");
-    let [id, session_id, role, content, timestamp, position, created_at] = <[SqlValue; 7]>::try_from(r).map_err(|_| bad())?;
+    let [id, session_id, role, content, timestamp, position, created_at, metadata] = <[SqlValue; 8]>::try_from(r).map_err(|_| bad())?;
+    let metadata: crate::core::model::Metadata = match metadata.as_str() {
+        None | Some("") => Default::default(),
+        Some(t) => serde_json::from_str(t).map_err(|_| Error::storage("a message row has metadata that is not a flat JSON object"))?,
+    };
     Ok(Message {
         id: opt_text(id).ok_or_else(bad)?,
         session_id: text(session_id),
@@ -111,5 +123,6 @@ pub fn message_from_row(r: Row) -> Result<Message> {
         timestamp: opt_text(timestamp),
         position: position.as_i64().ok_or_else(bad)?,
         created_at: text(created_at),
+        metadata,
     })
 }

@@ -8,12 +8,13 @@
 //     embedding models -> { shape: [n, dims], data: [[...], ...] } (bge-base
 //                         768, bge-small 384, bge-large / bge-m3 1024)
 //   env.VECTORIZE.upsert(vectors) / query(vector, options) / deleteByIds(ids)
-//     an in-memory index with namespaces, cosine scores
+//     an in-memory index with namespaces, metadata and metadata filters
+//     (see matchesFilter), cosine scores
 //
 // Every call is recorded. Tests inspect and steer it over HTTP (through
 // Miniflare#getWorker("binding-standins").fetch):
 //   GET  /calls            {ai: [...], vectorize: [...]}
-//   GET  /vectors          every stored vector {id, namespace, dims}
+//   GET  /vectors          every stored vector {id, namespace, dims, metadata}
 //   POST /control          {queue, broken, heal} for the scripted model,
 //                          {embedError: "message" | null}
 import { WorkerEntrypoint } from "cloudflare:workers";
@@ -22,7 +23,7 @@ import { createScript, embedText } from "./scripted-model.mjs";
 const script = createScript();
 const aiCalls = [];
 const vectorizeCalls = [];
-const vectors = new Map(); // id -> {id, namespace, values}
+const vectors = new Map(); // id -> {id, namespace, values, metadata}
 let embedError = null;
 let mutation = 0;
 
@@ -72,13 +73,82 @@ function cosine(a, b) {
   return na && nb ? dot / Math.sqrt(na * nb) : 0;
 }
 
+// Metadata filters, as Vectorize documents them (developers.cloudflare.com/
+// vectorize/reference/metadata-filtering): a non-empty object under 2048
+// bytes of compact JSON whose keys are ANDed; a plain value is `$eq`, else
+// an object of `$eq $ne $in $nin $lt $lte $gt $gte`. Only properties with a
+// metadata index filter (the service's four, all strings); a string index
+// holds the first 64 bytes of a value, so that is what is compared. What
+// `$ne`/`$nin` do to a vector WITHOUT the property is not documented: the
+// stand-in takes the strict reading (no operator matches a missing
+// property), so a service relying on the other reading would show.
+const METADATA_INDEXES = new Set(["type", "sessionId", "agentId", "userId"]);
+const INDEXED_BYTES = 64;
+const OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte"]);
+
+function indexed(value) {
+  if (typeof value !== "string") return value;
+  const bytes = new TextEncoder().encode(value);
+  if (bytes.length <= INDEXED_BYTES) return value;
+  let end = INDEXED_BYTES;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--; // a UTF-8 boundary
+  return new TextDecoder().decode(bytes.subarray(0, end));
+}
+
+function checkFilter(filter) {
+  const fail = (why) => {
+    throw new Error(`VECTOR_QUERY_ERROR: invalid filter: ${why}`);
+  };
+  if (filter === null || typeof filter !== "object" || Array.isArray(filter)) fail("not an object");
+  const keys = Object.keys(filter);
+  if (!keys.length) fail("empty");
+  if (JSON.stringify(filter).length >= 2048) fail("2048 bytes or more");
+  for (const k of keys) {
+    if (!k || /["|.]/.test(k) || k.startsWith("$") || k.length > 512) fail(`bad key ${k}`);
+    const cond = filter[k];
+    if (cond !== null && typeof cond === "object") {
+      for (const [op, v] of Object.entries(cond)) {
+        if (!OPERATORS.has(op)) fail(`unknown operator ${op}`);
+        if ((op === "$in" || op === "$nin") !== Array.isArray(v)) fail(`${op} on ${k}`);
+      }
+    }
+  }
+}
+
+function matchesFilter(metadata, filter) {
+  for (const [k, cond] of Object.entries(filter)) {
+    if (!METADATA_INDEXES.has(k)) return false; // no metadata index: nothing is in it
+    const has = metadata != null && Object.hasOwn(metadata, k);
+    const v = has ? indexed(metadata[k]) : undefined;
+    const ops = cond !== null && typeof cond === "object" ? Object.entries(cond) : [["$eq", cond]];
+    for (const [op, want] of ops) {
+      if (!has) return false;
+      const ok = {
+        $eq: () => v === want,
+        $ne: () => v !== want,
+        $in: () => want.includes(v),
+        $nin: () => !want.includes(v),
+        $lt: () => typeof v === typeof want && v < want,
+        $lte: () => typeof v === typeof want && v <= want,
+        $gt: () => typeof v === typeof want && v > want,
+        $gte: () => typeof v === typeof want && v >= want,
+      }[op]();
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
 export class VectorizeStandin extends WorkerEntrypoint {
   async upsert(items) {
     vectorizeCalls.push({ method: "upsert", args: [items] });
     for (const v of items) {
       if (typeof v.id !== "string" || v.id.length > 64) throw new Error(`VECTOR_UPSERT_ERROR: invalid id ${v.id}`);
       if (!Array.isArray(v.values) || !v.values.length) throw new Error(`VECTOR_UPSERT_ERROR: no values for ${v.id}`);
-      vectors.set(v.id, { id: v.id, namespace: v.namespace ?? "", values: Array.from(v.values) });
+      if (v.metadata !== undefined && (v.metadata === null || typeof v.metadata !== "object" || Array.isArray(v.metadata))) {
+        throw new Error(`VECTOR_UPSERT_ERROR: metadata of ${v.id} is not an object`);
+      }
+      vectors.set(v.id, { id: v.id, namespace: v.namespace ?? "", values: Array.from(v.values), metadata: v.metadata ?? {} });
     }
     return { mutationId: `m-${++mutation}` };
   }
@@ -87,8 +157,10 @@ export class VectorizeStandin extends WorkerEntrypoint {
     vectorizeCalls.push({ method: "query", args: [Array.from(vector).length, options] });
     const topK = options.topK ?? 5;
     if (topK > 100) throw new Error("VECTOR_QUERY_ERROR: topK is over 100");
+    if (options.filter !== undefined) checkFilter(options.filter);
     const matches = [...vectors.values()]
       .filter((v) => options.namespace === undefined || v.namespace === options.namespace)
+      .filter((v) => options.filter === undefined || matchesFilter(v.metadata, options.filter))
       .map((v) => ({ id: v.id, score: cosine(vector, v.values) }))
       .sort((a, b) => b.score - a.score)
       .slice(0, topK);
@@ -109,7 +181,9 @@ export default {
       return Response.json({ ai: aiCalls, vectorize: vectorizeCalls });
     }
     if (request.method === "GET" && url.pathname === "/vectors") {
-      return Response.json([...vectors.values()].map((v) => ({ id: v.id, namespace: v.namespace, dims: v.values.length })));
+      return Response.json(
+        [...vectors.values()].map((v) => ({ id: v.id, namespace: v.namespace, dims: v.values.length, metadata: v.metadata })),
+      );
     }
     if (request.method === "POST" && url.pathname === "/control") {
       const cfg = await request.json();

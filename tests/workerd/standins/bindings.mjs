@@ -58,7 +58,7 @@ export function standinClient(w) {
   return {
     /** `{ai: [{model, inputs, options, stage?, reply?}], vectorize: [{method, args}]}` */
     calls: () => call("/calls"),
-    /** Every vector the Vectorize stand-in holds: `[{id, namespace, dims}]`. */
+    /** Every vector the Vectorize stand-in holds: `[{id, namespace, dims, metadata}]`. */
     vectors: () => call("/vectors"),
     /** `{queue, broken, heal}` for the scripted model; `{embedError}`. */
     control: (cfg) =>
