@@ -16,10 +16,16 @@
 //! either side fails a test. The one documented exception: a WIT `list<...>`
 //! field whose doc comment says "Left out of the JSON object when empty"
 //! may be absent (serde's `skip_serializing_if = "Vec::is_empty"`).
+//! The JSON forms the header of `wit/types.wit` documents are checked as
+//! such: a `list<tuple<string, T>>` (metadata) is a JSON object whose
+//! values are `T`s; a variant whose cases all carry a payload
+//! (`metadata-value`) is the payload of one case, untagged; an alias is
+//! its target, but for a `string` alias documented "as JSON text"
+//! (`filter-json`): a JSON object, or a string holding one.
 //!
 //! The WIT package is read with `wit-parser` (the Bytecode Alliance's
 //! parser, which also refuses an undefined or misused type), and flattened
-//! here into records, enums, variants, resources and functions, each type
+//! here into records, enums, variants, resources, aliases and functions, each type
 //! written as WIT text (`option<string>`, `result<memory,error>`).
 
 mod support;
@@ -70,6 +76,8 @@ struct Wit {
     /// Cases, with the payload type in `ty` ("" when none).
     variants: BTreeMap<String, Vec<Field>>,
     resources: BTreeSet<String>,
+    /// Type aliases (`type metadata = list<...>`), with the target in `ty`.
+    aliases: BTreeMap<String, Field>,
     /// Functions by owner: `resource profile` or `interface service`.
     funcs: BTreeMap<String, Vec<Func>>,
 }
@@ -77,7 +85,7 @@ struct Wit {
 /// A type as WIT text: a named type by its name, the others structurally
 /// (`option<T>`, `list<T>`, `result<T,E>` with `_` for a missing side).
 fn wit_type(resolve: &wit_parser::Resolve, ty: &wit_parser::Type) -> String {
-    use wit_parser::{Handle, Type, TypeDefKind};
+    use wit_parser::Type;
     let id = match ty {
         Type::Id(id) => *id,
         other => {
@@ -101,11 +109,17 @@ fn wit_type(resolve: &wit_parser::Resolve, ty: &wit_parser::Type) -> String {
         }
     };
     let def = &resolve.types[id];
-    if let Some(name) = &def.name {
-        return name.clone();
+    match &def.name {
+        Some(name) => name.clone(),
+        None => structure(resolve, &def.kind),
     }
+}
+
+/// An unnamed type (or what a named alias stands for) as WIT text.
+fn structure(resolve: &wit_parser::Resolve, kind: &wit_parser::TypeDefKind) -> String {
+    use wit_parser::{Handle, Type, TypeDefKind};
     let side = |t: &Option<Type>| t.as_ref().map_or("_".to_string(), |t| wit_type(resolve, t));
-    match &def.kind {
+    match kind {
         TypeDefKind::Option(t) => format!("option<{}>", wit_type(resolve, t)),
         TypeDefKind::List(t) => format!("list<{}>", wit_type(resolve, t)),
         TypeDefKind::Result(r) => format!("result<{},{}>", side(&r.ok), side(&r.err)),
@@ -155,6 +169,13 @@ fn read_wit() -> Wit {
                 }
                 TypeDefKind::Resource => {
                     wit.resources.insert(type_name.clone());
+                }
+                // An alias of a primitive or of a structure; a `use` is an
+                // alias of a named type, which its own interface defines.
+                TypeDefKind::Type(wit_parser::Type::Id(_)) => {}
+                TypeDefKind::Type(_) | TypeDefKind::List(_) | TypeDefKind::Option(_) | TypeDefKind::Tuple(_) | TypeDefKind::Result(_) => {
+                    let target = structure(&resolve, &def.kind);
+                    wit.aliases.insert(type_name.clone(), Field { name: type_name.clone(), ty: target, doc: docs(&def.docs) });
                 }
                 _ => {}
             }
@@ -241,10 +262,34 @@ fn written_as_null(f: &Field) -> bool {
     f.ty.starts_with("option<") && f.doc.to_lowercase().contains("written as `null`")
 }
 
+/// A type with its aliases resolved at the top (`metadata` is
+/// `list<tuple<string,metadata-value>>`).
+fn unaliased(ty: &str) -> &str {
+    match wit().aliases.get(ty) {
+        Some(a) => unaliased(&a.ty),
+        None => ty,
+    }
+}
+
 /// Whether the field may be absent from the JSON object.
 fn may_be_absent(f: &Field) -> bool {
-    f.ty.starts_with("option<")
-        || (f.ty.starts_with("list<") && f.doc.to_lowercase().contains("left out of the json object when empty"))
+    let ty = unaliased(&f.ty);
+    ty.starts_with("option<") || (ty.starts_with("list<") && f.doc.to_lowercase().contains("left out of the json object when empty"))
+}
+
+/// `T` of a `list<tuple<string,T>>`: a list of name/value pairs, a JSON
+/// object in JSON (the types' header says so).
+fn pairs_value(ty: &str) -> Option<&str> {
+    match split_top(inner(inner(ty, "list")?, "tuple")?).as_slice() {
+        ["string", t] => Some(t),
+        _ => None,
+    }
+}
+
+/// Whether an alias is documented as JSON text (a filter): in JSON, the
+/// object itself or a string holding one.
+fn json_text(alias: &Field) -> bool {
+    alias.ty == "string" && alias.doc.contains("as JSON text")
 }
 
 fn record<'a>(name: &str) -> &'a [Field] {
@@ -290,6 +335,14 @@ fn check(ty: &str, v: &Value, path: &str, errs: &mut Vec<String>) {
                 check(inner(ty, "option").unwrap(), v, path, errs);
             }
         }
+        _ if pairs_value(ty).is_some() => match v.as_object() {
+            Some(obj) => {
+                for (k, x) in obj {
+                    check(pairs_value(ty).unwrap(), x, &format!("{path}.{k}"), errs);
+                }
+            }
+            None => bad("an object (a list of name/value pairs)"),
+        },
         _ if ty.starts_with("list<") => match v.as_array() {
             Some(items) => {
                 for (i, item) in items.iter().enumerate() {
@@ -310,6 +363,27 @@ fn check(ty: &str, v: &Value, path: &str, errs: &mut Vec<String>) {
             let cases: Vec<String> = w.enums[ty].iter().map(|c| kebab_to_camel(c)).collect();
             if !v.as_str().is_some_and(|s| cases.iter().any(|c| c == s)) {
                 bad(&format!("one of {cases:?}"));
+            }
+        }
+        _ if w.aliases.get(ty).is_some_and(json_text) => {
+            let parsed = v.as_str().map(serde_json::from_str::<Value>);
+            if !(v.is_object() || matches!(parsed, Some(Ok(Value::Object(_))))) {
+                bad("a JSON object, or a string holding one");
+            }
+        }
+        _ if w.aliases.contains_key(ty) => check(&w.aliases[ty].ty, v, path, errs),
+        // Untagged: the payload of one of the cases.
+        _ if w.variants.contains_key(ty) => {
+            let cases = &w.variants[ty];
+            let fits = |c: &Field| {
+                let mut scratch = Vec::new();
+                check(&c.ty, v, path, &mut scratch);
+                scratch.is_empty()
+            };
+            if cases.iter().any(|c| c.ty.is_empty()) {
+                errs.push(format!("{path}: variant {ty} has a case without payload, which has no untagged JSON form"));
+            } else if !cases.iter().any(fits) {
+                bad(&format!("the payload of one of {:?}", cases.iter().map(|c| format!("{}({})", c.name, c.ty)).collect::<Vec<_>>()));
             }
         }
         _ if w.records.contains_key(ty) => {

@@ -1,0 +1,450 @@
+//! Metadata, filters and point-in-time recall, natively.
+//!
+//! The property test fills a profile with a few thousand memories carrying
+//! random metadata (imported, with no source messages) and runs hundreds
+//! of random filters through `list` and `recall`:
+//! * no result violates its filter, and `list` returns every memory that
+//!   passes (SQL and `Filter::matches` agree);
+//! * recall's hits equal, in order, those of the same query on a profile
+//!   holding only the passing memories.
+//!
+//! For the second to be exact rather than approximate, the data keeps
+//! what depends on the whole profile out of the comparison: every
+//! memory's text has the same number of words and a query is one word, so
+//! a memory's bm25 order does not depend on the profile's average length
+//! or the word's rarity; vectors are ranked by the same shortlist over the
+//! passing memories as over a profile holding them alone
+//! (`Packed::shortlist_in`). A filter applied after ranking (a filtered-out
+//! memory taking a slot), one ignored by a channel, or a channel over-
+//! or under-fetching fails it.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use agent_memory::core::api::{ListRequest, RecallOptions, RecallRequest, RememberRequest};
+use agent_memory::core::filter::Filter;
+use agent_memory::core::local::vector::{CachedVectorIndex, Packed};
+use agent_memory::core::model::{Memory, MemoryType, Status};
+use agent_memory::core::ops::Profile;
+use agent_memory::core::recall::directory::TurnDirectory;
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use support::{block_on, database, msg, NativeSql, APRIL_15, DAY};
+
+/// A native profile with the resident state the Durable Object keeps: the
+/// turn directory and the vector index's codes.
+struct Held {
+    sql: NativeSql,
+    turns: TurnDirectory,
+    packed: RefCell<Packed>,
+}
+
+impl Held {
+    fn new() -> Held {
+        Held { sql: database(), turns: Default::default(), packed: Default::default() }
+    }
+
+    fn with<T>(&self, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+        let index = CachedVectorIndex { sql: &self.sql, packed: &self.packed };
+        let p = Profile {
+            name: "test/p",
+            sql: &self.sql,
+            reasoner: &agent_memory::core::rules::Rules,
+            embedder: &agent_memory::core::local::embed::HashEmbedder,
+            index: &index,
+            turns: Some(&self.turns),
+            now,
+            limits: agent_memory::core::ops::Limits::default(),
+            memory: Default::default(),
+        };
+        f(&p)
+    }
+
+    fn import(&self, ndjson: &str) {
+        self.with(APRIL_15, |p| {
+            p.import(ndjson).expect("import");
+            // A drain has a budget: until every embedding is written.
+            while block_on(p.drain()).expect("drain").embedded > 0 {}
+        });
+    }
+}
+
+/// xorshift64*, seeded: the same data and filters on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() % 10_000) as f64 / 10_000.0 < p
+    }
+}
+
+const AGENTS: [&str; 4] = ["reviewer", "coder", "chat", "planner"];
+const USERS: [&str; 3] = ["ana", "bo", "cy"];
+const TEAMS: [&str; 3] = ["core", "web", "ops"];
+const SESSIONS: [&str; 5] = ["s1", "s2", "s3", "s4", "s5"];
+/// Words a memory's text is made of; queries are one of them.
+const WORDS: [&str; 24] = [
+    "fox", "heron", "badger", "otter", "lynx", "raven", "maple", "cedar", "birch", "willow", "harbor", "canyon",
+    "meadow", "glacier", "copper", "silver", "amber", "cobalt", "lantern", "compass", "anchor", "quill", "ember", "tide",
+];
+
+/// The metadata of memory `i`: each key present or not.
+fn random_metadata(r: &mut Rng) -> Value {
+    let mut m = serde_json::Map::new();
+    if r.chance(0.8) {
+        m.insert("agentId".into(), json!(r.pick(&AGENTS)));
+    }
+    if r.chance(0.6) {
+        m.insert("userId".into(), json!(r.pick(&USERS)));
+    }
+    if r.chance(0.7) {
+        m.insert("priority".into(), json!(r.below(5)));
+    }
+    if r.chance(0.5) {
+        m.insert("score".into(), json!(r.below(100) as f64 / 10.0));
+    }
+    if r.chance(0.5) {
+        m.insert("draft".into(), json!(r.chance(0.5)));
+    }
+    if r.chance(0.6) {
+        m.insert("team".into(), json!(r.pick(&TEAMS)));
+    }
+    Value::Object(m)
+}
+
+/// Seven words, each at most twice, from [`WORDS`]: every text has the
+/// same length (see the module docs), none repeats another.
+fn random_text(r: &mut Rng, i: usize) -> String {
+    let mut words: Vec<&str> = (0..6).map(|_| *r.pick(&WORDS)).collect();
+    words.sort_unstable();
+    let mut kept: Vec<&str> = Vec::new();
+    for w in words {
+        if kept.iter().filter(|k| **k == w).count() < 2 {
+            kept.push(w);
+        }
+    }
+    while kept.len() < 6 {
+        kept.push("plain");
+    }
+    format!("{} item{i}", kept.join(" "))
+}
+
+/// Export lines of `n` random memories, oldest first.
+fn random_memories(r: &mut Rng, n: usize) -> Vec<(Memory, String)> {
+    (0..n)
+        .map(|i| {
+            let created = APRIL_15 - 60 * DAY + (i as i64) * (60 * DAY / n as i64);
+            let content = random_text(r, i);
+            let kind = *r.pick(&[MemoryType::Fact, MemoryType::Event, MemoryType::Instruction]);
+            let mut line = json!({
+                "kind": "memory",
+                "id": agent_memory::core::ids::memory_id(created, &agent_memory::core::ids::fingerprint(kind.as_str(), &content), i as u64),
+                "type": kind,
+                "summary": content,
+                "content": content,
+                "sessionId": r.pick(&SESSIONS),
+                "sourceMessageIds": [],
+                "searchQueries": [],
+                "status": "active",
+                "createdAt": agent_memory::core::time::iso(created),
+                "updatedAt": agent_memory::core::time::iso(created),
+            });
+            let meta = random_metadata(r);
+            if meta.as_object().is_some_and(|m| !m.is_empty()) {
+                line["metadata"] = meta;
+            }
+            let memory: Memory = serde_json::from_value(line.clone()).expect("a memory");
+            (memory, line.to_string())
+        })
+        .collect()
+}
+
+fn export_of<'a>(lines: impl Iterator<Item = &'a String>) -> String {
+    let mut out = json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p"}).to_string();
+    out.push('\n');
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+/// A random leaf: a field, an operator, a value (sometimes of another kind
+/// than the field holds).
+fn random_leaf(r: &mut Rng) -> Value {
+    let field = *r.pick(&["agentId", "userId", "priority", "score", "draft", "team", "type", "sessionId", "createdAt", "missing"]);
+    let value = |r: &mut Rng| -> Value {
+        match field {
+            "agentId" => json!(r.pick(&AGENTS)),
+            "userId" => json!(r.pick(&USERS)),
+            "team" => json!(r.pick(&TEAMS)),
+            "priority" if r.chance(0.1) => json!(r.below(5).to_string()),
+            "priority" | "missing" => json!(r.below(5)),
+            "score" => json!(r.below(100) as f64 / 10.0),
+            "draft" => json!(r.chance(0.5)),
+            "type" => json!(r.pick(&["fact", "event", "instruction"])),
+            "sessionId" => json!(r.pick(&SESSIONS)),
+            _ => json!(agent_memory::core::time::iso(APRIL_15 - r.below(60) as i64 * DAY)),
+        }
+    };
+    let ordered = matches!(field, "priority" | "score" | "createdAt" | "missing");
+    let ops: &[&str] = if ordered { &["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "plain"] } else { &["eq", "ne", "in", "nin", "plain"] };
+    match *r.pick(ops) {
+        "plain" => json!({ field: value(r) }),
+        op @ ("in" | "nin") => {
+            let n = 1 + r.below(3);
+            let vs: Vec<Value> = (0..n).map(|_| value(r)).collect();
+            json!({ field: { op: vs } })
+        }
+        op => json!({ field: { op: value(r) } }),
+    }
+}
+
+fn random_filter(r: &mut Rng, depth: usize) -> Value {
+    if depth >= 3 || r.chance(0.4) {
+        return random_leaf(r);
+    }
+    match r.below(4) {
+        0 => json!({ "AND": (0..1 + r.below(3)).map(|_| random_filter(r, depth + 1)).collect::<Vec<_>>() }),
+        1 => json!({ "OR": (0..1 + r.below(3)).map(|_| random_filter(r, depth + 1)).collect::<Vec<_>>() }),
+        2 => json!({ "NOT": random_filter(r, depth + 1) }),
+        _ => {
+            // Two fields side by side in one object: both must hold.
+            let (a, b) = (random_leaf(r), random_leaf(r));
+            let mut m = a.as_object().cloned().unwrap_or_default();
+            m.extend(b.as_object().cloned().unwrap_or_default());
+            Value::Object(m)
+        }
+    }
+}
+
+fn list_all(p: &Profile<'_>, filter: &Value) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = p
+            .list(ListRequest { limit: Some(1000), cursor: cursor.clone(), filter: Some(filter.clone()), ..ListRequest::default() })
+            .expect("list");
+        ids.extend(page.memories.iter().map(|m| m.id.clone()));
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => return ids,
+        }
+    }
+}
+
+fn recall_ids(p: &Profile<'_>, query: &str, filter: Option<&Value>) -> Vec<String> {
+    let req = RecallRequest {
+        query: query.into(),
+        options: RecallOptions { limit: Some(20), filter: filter.cloned(), ..RecallOptions::default() },
+    };
+    block_on(p.recall(req)).expect("recall").candidates.into_iter().map(|c| c.id).collect()
+}
+
+#[test]
+fn test_random_filters_hold_in_every_channel_and_equal_a_profile_of_the_passing_memories() {
+    const MEMORIES: usize = 2000;
+    const FILTERS: usize = 200;
+    let mut r = Rng(0x5eed_f117);
+    let all = random_memories(&mut r, MEMORIES);
+    let full = Held::new();
+    full.import(&export_of(all.iter().map(|(_, l)| l)));
+    let mut compared = 0usize;
+    let mut nonempty = 0usize;
+    for n in 0..FILTERS {
+        let fv = random_filter(&mut r, 0);
+        let filter = Filter::parse(&fv).unwrap_or_else(|e| panic!("filter {fv} refused: {e}"));
+        let passing: Vec<&(Memory, String)> = all.iter().filter(|(m, _)| filter.matches(m)).collect();
+        // list: exactly the passing memories (newest first).
+        let listed = full.with(APRIL_15, |p| list_all(p, &fv));
+        let mut want: Vec<String> = passing.iter().map(|(m, _)| m.id.clone()).collect();
+        want.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(listed, want, "list with filter {fv}");
+        // recall: nothing violates the filter, and the hits are a profile's
+        // holding only the passing memories.
+        let query = *r.pick(&WORDS);
+        let got = full.with(APRIL_15, |p| recall_ids(p, query, Some(&fv)));
+        let by_id: std::collections::HashMap<&str, &Memory> = all.iter().map(|(m, _)| (m.id.as_str(), m)).collect();
+        for id in &got {
+            assert!(filter.matches(by_id[id.as_str()]), "recall of {query:?} with {fv} returned {id}, which fails it");
+        }
+        if !got.is_empty() {
+            nonempty += 1;
+        }
+        // The equality check on a fresh profile costs an import: every
+        // other filter.
+        if n % 2 == 0 {
+            let alone = Held::new();
+            alone.import(&export_of(passing.iter().map(|(_, l)| l)));
+            let expected = alone.with(APRIL_15, |p| recall_ids(p, query, None));
+            assert_eq!(got, expected, "recall of {query:?} with filter {fv} ({} passing)", passing.len());
+            compared += 1;
+        }
+    }
+    assert!(compared >= FILTERS / 2);
+    // The filters are not all empty-handed: most recalls find something.
+    assert!(nonempty * 2 > FILTERS, "only {nonempty} of {FILTERS} filtered recalls found anything");
+}
+
+#[test]
+fn test_a_filtered_out_memory_never_takes_a_slot_in_recall() {
+    // 300 memories about foxes by the coder, then one by the reviewer: an
+    // unfiltered recall of 10 is all coder; filtered, the reviewer's is
+    // found although 300 better-ranked memories, more than any channel's
+    // depth or pool, are filtered out.
+    let held = Held::new();
+    let mut lines = Vec::new();
+    for i in 0..301 {
+        let agent = if i == 300 { "reviewer" } else { "coder" };
+        let content = if i == 300 { format!("plain plain plain plain plain fox item{i}") } else { format!("fox fox plain plain plain plain item{i}") };
+        let created = APRIL_15 - DAY + i;
+        lines.push(
+            json!({"kind": "memory", "id": agent_memory::core::ids::memory_id(created, &content, 0), "type": "fact", "summary": content, "content": content,
+                   "sessionId": "s", "sourceMessageIds": [], "searchQueries": [], "status": "active",
+                   "createdAt": agent_memory::core::time::iso(created), "updatedAt": agent_memory::core::time::iso(created),
+                   "metadata": {"agentId": agent}})
+            .to_string(),
+        );
+    }
+    held.import(&export_of(lines.iter()));
+    let reviewer = json!({"agentId": "reviewer"});
+    held.with(APRIL_15, |p| {
+        let unfiltered = block_on(p.recall(RecallRequest { query: "fox".into(), options: RecallOptions { limit: Some(10), ..Default::default() } })).unwrap();
+        assert!(unfiltered.candidates.iter().all(|c| c.metadata.get("agentId") == Some(&agent_memory::core::model::MetaValue::Text("coder".into()))));
+        let filtered = block_on(p.recall(RecallRequest {
+            query: "fox".into(),
+            options: RecallOptions { limit: Some(10), filter: Some(reviewer.clone()), explain: Some(true), ..Default::default() },
+        }))
+        .unwrap();
+        assert_eq!(filtered.candidates.len(), 1, "{:?}", filtered.candidates);
+        // Every channel applied it: none ranked a coder's memory.
+        for c in filtered.explain.unwrap().channels {
+            assert!(c.ids.len() <= 1, "channel {:?} ranked {:?}", c.channel, c.ids);
+        }
+    });
+}
+
+#[test]
+fn test_metadata_is_stored_listed_recalled_exported_and_imported() {
+    let held = Held::new();
+    held.with(APRIL_15, |p| {
+        let m = block_on(p.remember(RememberRequest {
+            content: "The review bot flags every TODO left in a pull request.".into(),
+            session_id: None,
+            kind: None,
+            key: None,
+            expires_at: None,
+            ttl_seconds: None,
+            sensitive: None,
+            metadata: serde_json::from_value(json!({"agentId": "reviewer", "priority": 2, "draft": false})).unwrap(),
+        }))
+        .unwrap();
+        assert_eq!(m.metadata.len(), 3);
+        let listed = p.list(ListRequest { filter: Some(json!("{\"priority\": {\"gte\": 2}}")), ..Default::default() }).unwrap();
+        assert_eq!(listed.memories.len(), 1);
+        assert_eq!(listed.memories[0].metadata, m.metadata);
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![msg("user", "I prefer tabs over spaces in every Go file.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "coder", "userId": "ana"})).unwrap(),
+        }))
+        .unwrap();
+        let coder = p.list(ListRequest { filter: Some(json!({"agentId": "coder"})), ..Default::default() }).unwrap();
+        assert!(!coder.memories.is_empty());
+        assert!(coder.memories.iter().all(|e| e.metadata.get("userId").is_some()));
+        let export = p.export(Default::default()).unwrap();
+        assert!(export.contains("\"agentId\":\"coder\""), "messages and memories carry it");
+        let only = p.export(agent_memory::core::api::ExportRequest { filter: Some(json!({"agentId": "reviewer"})) }).unwrap();
+        assert_eq!(only.lines().count(), 2, "the header and the reviewer's memory: {only}");
+        let copy = Held::new();
+        copy.import(&export);
+        copy.with(APRIL_15, |q| assert_eq!(q.export(Default::default()).unwrap().lines().skip(1).collect::<Vec<_>>(), export.lines().skip(1).collect::<Vec<_>>()));
+    });
+}
+
+#[test]
+fn test_bad_metadata_and_filters_are_refused_and_change_nothing() {
+    let held = Held::new();
+    held.with(APRIL_15, |p| {
+        for meta in [json!({"agentId": 7}), json!({"type": "x"}), json!({"k": "x".repeat(600)})] {
+            let req: Result<RememberRequest, _> = serde_json::from_value(json!({"content": "A statement long enough to store.", "metadata": meta}));
+            match req {
+                Ok(req) => assert_eq!(block_on(p.remember(req)).unwrap_err().status(), 400, "{meta}"),
+                Err(_) => {}
+            }
+        }
+        assert!(p.list(ListRequest::default()).unwrap().memories.is_empty());
+        for f in [json!({"p": {"like": 1}}), json!([1]), json!({"AND": []})] {
+            let e = block_on(p.recall(RecallRequest { query: "x".into(), options: RecallOptions { filter: Some(f.clone()), ..Default::default() } })).unwrap_err();
+            assert_eq!(e.status(), 400, "{f}");
+            assert_eq!(p.list(ListRequest { filter: Some(f.clone()), ..Default::default() }).unwrap_err().status(), 400);
+        }
+    });
+}
+
+/// `asOf`: a fact superseded on day 10 is what was true on day 5; its
+/// successor is on day 15. Validity follows when things were said (the
+/// messages' timestamps), not when they were ingested.
+#[test]
+fn test_as_of_returns_what_was_active_then() {
+    let held = Held::new();
+    let day = |d: i64| agent_memory::core::time::iso(APRIL_15 - 30 * DAY + d * DAY);
+    let said = |content: &str, d: i64| agent_memory::core::model::MessageInput { role: "user".into(), content: content.into(), timestamp: Some(day(d)) };
+    // Both ingested on day 20, in one call each.
+    held.with(APRIL_15 - 10 * DAY, |p| {
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![said("Use pnpm, not npm, for this project.", 1)],
+            session_id: Some("early".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![said("Actually, switch to npm for this project.", 10)],
+            session_id: Some("later".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
+        block_on(p.drain()).unwrap();
+    });
+    held.with(APRIL_15, |p| {
+        let all = p.list(ListRequest { status: None, ..Default::default() }).unwrap().memories;
+        let old = all.iter().find(|m| m.content.contains("pnpm")).expect("the first fact");
+        let new = all.iter().find(|m| m.content.contains("switch to npm")).expect("its successor");
+        assert_eq!(old.status, Status::Superseded, "{all:#?}");
+        assert_eq!(old.valid_from.as_deref(), Some(day(1).as_str()));
+        assert_eq!(old.valid_to.as_deref(), Some(day(10).as_str()));
+        assert_eq!(new.valid_from.as_deref(), Some(day(10).as_str()));
+        let at = |d: i64| -> Vec<String> {
+            let r = block_on(p.recall(RecallRequest {
+                query: "Which package manager does the project use?".into(),
+                options: RecallOptions { as_of: Some(day(d)), ..Default::default() },
+            }))
+            .unwrap();
+            r.candidates.into_iter().map(|c| c.id).collect()
+        };
+        assert!(at(5).contains(&old.id) && !at(5).contains(&new.id), "day 5: {:?}", at(5));
+        assert!(at(15).contains(&new.id) && !at(15).contains(&old.id), "day 15: {:?}", at(15));
+        assert!(at(0).is_empty(), "nothing was said yet on day 0: {:?}", at(0));
+        let listed = |d: i64| -> Vec<String> {
+            p.list(ListRequest { as_of: Some(day(d)), ..Default::default() }).unwrap().memories.into_iter().map(|m| m.id).collect()
+        };
+        assert!(listed(5).contains(&old.id) && !listed(5).contains(&new.id));
+        assert!(listed(15).contains(&new.id) && !listed(15).contains(&old.id));
+        // get shows each version's interval.
+        let detail = p.get(&new.id).unwrap();
+        let versions: Vec<(Option<String>, Option<String>)> = detail.versions.iter().map(|v| (v.valid_from.clone(), v.valid_to.clone())).collect();
+        assert!(versions.contains(&(Some(day(1)), Some(day(10)))) && versions.contains(&(Some(day(10)), None)), "{versions:?}");
+    });
+}
