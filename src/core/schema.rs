@@ -249,6 +249,12 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
          FROM citations s JOIN messages g ON g.rowid = s.message_rowid WHERE s.memory_id = memories.id AND g.timestamp IS NOT NULL), created_at)",
         "UPDATE memories SET valid_to = (SELECT n.valid_from FROM memories n WHERE n.id = memories.superseded_by) \
          WHERE status = 'superseded' AND superseded_by IS NOT NULL",
+        // Vectorize filters by the metadata a vector was written with
+        // (core::ports::VectorMeta): every vector is written again, with
+        // it, by the alarm. (The local index reads the memories' rows; for
+        // it this only rewrites the same vectors.)
+        "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
+         SELECT 'embed', id, 0, 0, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM memories WHERE status = 'active' AND type <> 'task'",
     ],
 )];
 
