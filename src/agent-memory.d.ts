@@ -21,10 +21,12 @@
 //
 //   Extensions (MemoryService only): `getProfile` also types the un-awaited call
 //   (`env.MEMORY.getProfile(name).getSummary()`, RPC promise pipelining); namespace
-//   `restoreProfile`; profile `forget`, `export`, `import`, `stats`; recall options `limit`,
-//   `explain`, `includeInactive`, `sessionId`; list options `status`, `key`; remember fields
-//   `type`, `key`, `expiresAt` | `ttlSeconds`, `sensitive`; message `timestamp` as an ISO-8601
-//   string; and the extra fields of memories, recall candidates and `get`.
+//   `restoreProfile`; profile `forget`, `export` (optionally filtered), `import`, `stats`;
+//   recall options `limit`, `explain`, `includeInactive`, `sessionId`, `filter`, `asOf`; list
+//   options `status`, `key`, `filter`, `asOf`; remember fields `type`, `key`, `expiresAt` |
+//   `ttlSeconds`, `sensitive`, `metadata`; ingest option `metadata`; message `timestamp` as an
+//   ISO-8601 string; and the extra fields of memories (`metadata`, `validFrom`, `validTo`, ...),
+//   list entries, recall candidates and `get`.
 //
 // WHAT THIS FILE DOES NOT DECLARE
 //   - the HTTP API (src/openapi.json describes it) or the MCP tools (src/mcp.tools.json);
@@ -305,6 +307,49 @@ export declare abstract class AgentMemoryNamespace {
 /** Where a memory stands in its life. `list` returns `"active"` ones unless asked. */
 export type MemoryStatus = "active" | "superseded" | "forgotten" | "expired";
 
+/**
+ * What a caller attaches to a memory (remember(), or every memory and message of an ingest()):
+ * a flat map of names to strings, numbers or booleans. At most 32 names of 1-64 characters of
+ * `[A-Za-z0-9_-]` (a letter or `_` first; not `AND`, `OR`, `NOT`, nor a built-in filter field
+ * but `agentId` and `userId`), string values at most 512 bytes, 4 KiB as JSON. `agentId` and
+ * `userId` are reserved names: their values are strings, and the service indexes them.
+ */
+export type MemoryMetadata = Record<string, string | number | boolean>;
+
+/** A value a filter compares with: a metadata value, an ISO-8601 date or date-time (`createdAt`, `updatedAt`, `eventDate`), a memory type. */
+export type MemoryFilterValue = string | number | boolean;
+
+/** The comparisons of one filter field. A memory without the field passes only `ne` and `nin`; a number never equals or orders against a string. */
+export interface MemoryFilterOperators {
+  eq?: MemoryFilterValue;
+  ne?: MemoryFilterValue;
+  gt?: MemoryFilterValue;
+  gte?: MemoryFilterValue;
+  lt?: MemoryFilterValue;
+  lte?: MemoryFilterValue;
+  /** At most 100 values. */
+  in?: MemoryFilterValue[];
+  /** At most 100 values. */
+  nin?: MemoryFilterValue[];
+}
+
+/**
+ * A filter over memories (recall(), list(), export()): each key a field (a metadata name, or
+ * one of the built-ins `type`, `sessionId`, `agentId`, `userId`, `createdAt`, `updatedAt`,
+ * `eventDate`) mapped to a value (equality) or to operators; `AND` and `OR` take arrays of
+ * filters and `NOT` one. Keys side by side must all hold. At most 5 levels of `AND`/`OR`/`NOT`,
+ * 64 conditions, 16 KiB as JSON. TypeScript cannot keep `AND`/`OR`/`NOT` out of the field names,
+ * so a field typed here may also hold a nested filter: the service refuses what the grammar does.
+ *
+ * @example `{ agentId: "planner", OR: [{ priority: { gte: 2 } }, { NOT: { type: "task" } }] }`
+ */
+export interface MemoryFilter {
+  AND?: MemoryFilter[];
+  OR?: MemoryFilter[];
+  NOT?: MemoryFilter;
+  [field: string]: MemoryFilterValue | MemoryFilterOperators | MemoryFilter | MemoryFilter[] | undefined;
+}
+
 /** A conversation message passed to ingest(): the published message, with an ISO-8601 string timestamp also accepted. */
 export interface MemoryMessage extends Omit<AgentMemoryMessage, "timestamp"> {
   /** Optional message timestamp: a Date, or an ISO-8601 date (YYYY-MM-DD) or date-time string. */
@@ -319,6 +364,8 @@ export type MemoryIncomingMemory = AgentMemoryIncomingMemory & {
   key?: string;
   /** Content the caller marks sensitive is refused (nothing is stored). */
   sensitive?: boolean;
+  /** Attached to the memory. */
+  metadata?: MemoryMetadata;
 } & (
     | {
         /** ISO-8601 instant after which the memory expires. Give this or `ttlSeconds`, not both. */
@@ -350,10 +397,19 @@ export interface Memory extends AgentMemoryMemory {
   eventDate?: string;
   /** ISO-8601 instant after which the memory expires, if it does. */
   expiresAt?: string;
+  /** What the caller attached (absent when nothing). */
+  metadata?: MemoryMetadata;
+  /** From when what it says held (ISO-8601): when its source messages were said, else when it was stored. */
+  validFrom?: string;
+  /** Until when it held (ISO-8601): when what superseded it was said; absent while it holds. */
+  validTo?: string;
 }
 
-/** Single entry in a list() response: a memory without its content, sources, search queries and version links (get() has them). */
-export type MemoryListEntry = Omit<Memory, "content" | "sourceMessageIds" | "searchQueries" | "supersedes" | "supersededBy">;
+/** Single entry in a list() response: a memory without its content, sources, search queries, version links and validity (get() has them). */
+export type MemoryListEntry = Omit<
+  Memory,
+  "content" | "sourceMessageIds" | "searchQueries" | "supersedes" | "supersededBy" | "validFrom" | "validTo"
+>;
 
 /** A raw message as stored, as get() returns its memory's sources. */
 export interface MemoryStoredMessage {
@@ -367,6 +423,8 @@ export interface MemoryStoredMessage {
   position: number;
   /** When the message was stored. */
   createdAt: Date;
+  /** The metadata of the ingest() that stored it (absent when none). */
+  metadata?: MemoryMetadata;
 }
 
 /** What get() returns: the memory, its version chain and its source messages. */
@@ -387,6 +445,22 @@ export interface MemoryRecallOptions extends AgentMemoryRecallOptions {
   includeInactive?: boolean;
   /** The session the query is asked in (1-64 characters). */
   sessionId?: string | null;
+  /** Only memories passing this filter. */
+  filter?: MemoryFilter;
+  /** Recall what held at this instant (a Date, or an ISO-8601 date or date-time): a memory superseded or expired since counts, one stated after it or forgotten does not. */
+  asOf?: string | Date;
+}
+
+/** Options for ingest(), with this service's extensions. */
+export interface MemoryIngestOptions extends AgentMemoryIngestOptions {
+  /** Attached to every memory extracted from this call and to its messages. */
+  metadata?: MemoryMetadata;
+}
+
+/** Options for export(). */
+export interface MemoryExportOptions {
+  /** Only the memories passing this filter, and the messages they cite. */
+  filter?: MemoryFilter;
 }
 
 /** A recall channel. */
@@ -413,6 +487,8 @@ export interface MemoryScoredCandidate extends AgentMemoryScoredCandidate {
   sourceMessageIds: string[];
   /** When the remembered thing happened (ISO-8601 date), if known. */
   eventDate?: string | null;
+  /** What the caller attached to the memory (absent when nothing). */
+  metadata?: MemoryMetadata;
   /** With `explain: true`: the score as a tree, flattened in pre-order. */
   explanation?: MemoryRecallExplanationNode[] | null;
   /** With `explain: true`: each channel's contribution. */
@@ -455,6 +531,10 @@ export interface MemoryListOptions extends AgentMemoryListMemoriesOptions {
   status?: MemoryStatus;
   /** Exact-match topic-key filter. */
   key?: string;
+  /** Only memories passing this filter. */
+  filter?: MemoryFilter;
+  /** List what held at this instant (a Date, or an ISO-8601 date or date-time), as for recall(). */
+  asOf?: string | Date;
 }
 
 /** Response from list(). */
@@ -524,13 +604,13 @@ export declare abstract class MemoryProfile extends AgentMemoryProfile {
   /** Delete a memory and its source messages; returns the deleted memory. @throws MemoryError if it does not exist. */
   delete(memoryId: string): Promise<MemoryDeleteResult>;
   remember(memory: MemoryIncomingMemory): Promise<Memory>;
-  ingest(messages: Iterable<MemoryMessage>, options?: AgentMemoryIngestOptions): Promise<void>;
+  ingest(messages: Iterable<MemoryMessage>, options?: MemoryIngestOptions): Promise<void>;
   recall(query: string, options?: MemoryRecallOptions): Promise<MemoryRecallResult>;
   list(options?: MemoryListOptions): Promise<MemoryListResult>;
   /** Mark a memory forgotten: it leaves recall and the vector index. Forgetting twice is harmless. Returns the memory. */
   forget(memoryId: string): Promise<Memory>;
-  /** Every message and memory of the profile as NDJSON (a header line, then one record per line). */
-  export(): Promise<string>;
+  /** Every message and memory of the profile as NDJSON (a header line, then one record per line); with a filter, the memories passing it and the messages they cite. */
+  export(options?: MemoryExportOptions): Promise<string>;
   /** Add the records of an export() file; records already present are left as they are. */
   import(data: string): Promise<MemoryImportReport>;
   /** Profile statistics. */

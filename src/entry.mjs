@@ -80,7 +80,7 @@ export class MemoryService extends WorkerEntrypoint {
   }
 }
 
-// A Date a caller passes (a message's `timestamp`, `referenceDate`), as
+// A Date a caller passes (a message's `timestamp`, `referenceDate`, `asOf`), as
 // Cloudflare's binding takes them, crosses into Rust as its ISO-8601 text:
 // the one conversion that needs JS. An invalid Date crosses as its text
 // ("Invalid Date"), which the service refuses as it refuses any bad date.
@@ -124,15 +124,20 @@ class Profile extends RpcTarget {
   recall(query, options) {
     const args = { ...options, query };
     if (args.referenceDate instanceof Date) args.referenceDate = iso(args.referenceDate);
+    if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
     return this.#call("recall", args);
   }
-  async list(filter) { return withDates(await this.#call("list", { ...filter })); }
+  async list(options) {
+    const args = { ...options };
+    if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
+    return withDates(await this.#call("list", args));
+  }
   async get(id) { return withDates(await this.#call("get", { id })); }
   async forget(id) { return withDates(await this.#call("forget", { id })); }
   async delete(id) { return withDates(await this.#call("delete", { id })); }
   async deleteSession(sessionId) { await this.#call("deleteSession", { sessionId }); }
   getSummary(options) { return this.#call("getSummary", { ...options }); }
-  export() { return this.#call("export", null); }
+  export(options) { return this.#call("export", { ...options }); }
   import(data) { return this.#call("import", { data }); }
   stats() { return this.#call("stats", null); }
 }

@@ -410,7 +410,7 @@ fn text_jobs(sql: &support::NativeSql) -> Vec<String> {
 fn test_full_text_rows_wait_for_a_batch_then_the_drain_writes_them_together() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let say = |i: usize| format!("Message {i, metadata: Default::default() }: the deploy of service number {i} moved to the Tuesday window.");
+        let say = |i: usize| format!("Message {i}: the deploy of service number {i} moved to the Tuesday window.");
         block_on(p.ingest(IngestRequest { messages: (0..10).map(|i| msg("user", &say(i))).collect(), session_id: Some("a".into()), metadata: Default::default() })).unwrap();
         block_on(p.drain()).unwrap();
         let (messages, memories) = (indexed(&sql, FullText::Messages), indexed(&sql, FullText::Memories));
@@ -502,6 +502,9 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
                 created_at: "2026-04-14T10:00:00.000Z".into(),
                 updated_at: "2026-04-14T10:00:00.000Z".into(),
                 expires_at: expiries[(i / 3) % 3].map(String::from),
+                metadata: Default::default(),
+                valid_from: None,
+                valid_to: None,
             });
         }
         let items: Vec<(&Memory, &str)> = all.iter().map(|m| (m, m.id.as_str())).collect();

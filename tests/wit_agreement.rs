@@ -31,12 +31,13 @@
 mod support;
 
 use agent_memory::core::api::{
-    IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest,
+    ExportRequest, IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest,
 };
 use agent_memory::core::error::Error;
 use agent_memory::core::catalog::{CatalogCall, Namespace};
 use agent_memory::core::model::{
-    DeleteReport, Dropped, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, MemoryType, Message, MessageInput, Stats, Status,
+    DeleteReport, Dropped, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, MemoryType, Message, MessageInput, MetaValue, Metadata, Stats,
+    Status,
 };
 use agent_memory::core::portable::ImportReport;
 use agent_memory::core::provider::QueryAnalysis;
@@ -539,8 +540,37 @@ fn memory(full: bool) -> Memory {
         event_date: some(full, "2026-04-14"),
         created_at: TS.into(),
         updated_at: TS.into(),
-        expires_at: some(full, "2026-05-01T00:00:00.000Z")
+        expires_at: some(full, "2026-05-01T00:00:00.000Z"),
+        metadata: metadata(full),
+        valid_from: some(full, "2026-04-14T09:00:00.000Z"),
+        valid_to: some(full, "2026-04-15T09:00:00.000Z"),
     }
+}
+
+/// Metadata of every kind of value (empty when bare: left out).
+fn metadata(full: bool) -> Metadata {
+    if !full {
+        return Metadata::new();
+    }
+    [
+        ("agentId", MetaValue::Text("planner".into())),
+        ("priority", MetaValue::Number(2.into())),
+        ("weight", MetaValue::Number(serde_json::Number::from_f64(0.5).unwrap())),
+        ("pinned", MetaValue::Bool(true)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A filter of every form the grammar has.
+fn filter() -> Value {
+    json!({
+        "agentId": "planner",
+        "priority": { "gte": 2 },
+        "OR": [{ "type": { "in": ["fact", "event"] } }, { "pinned": true }],
+        "NOT": { "createdAt": { "lt": "2026-01-01" } }
+    })
 }
 
 fn entry(full: bool) -> MemoryEntry {
@@ -560,7 +590,7 @@ fn message(full: bool) -> Message {
         timestamp: some(full, "2026-04-15"),
         position: 2,
         created_at: TS.into(),
-        metadata: Default::default(),
+        metadata: metadata(full),
     }
 }
 
@@ -581,6 +611,7 @@ fn candidate(full: bool) -> RecallCandidate {
         score: 0.0328,
         event_date: some(full, "2026-04-14"),
         source_message_ids: vec![MSG.into()],
+        metadata: metadata(full),
         trace: full.then(|| vec![contribution()]),
         explanation: full.then(|| {
             vec![
@@ -660,7 +691,7 @@ fn remember_request(full: bool) -> RememberRequest {
         expires_at: some(full, "2026-05-01T00:00:00Z"),
         ttl_seconds: full.then_some(60),
         sensitive: full.then_some(false),
-        metadata: Default::default(),
+        metadata: metadata(full),
     }
 }
 
@@ -673,6 +704,8 @@ fn recall_options(full: bool) -> RecallOptions {
         explain: full.then_some(true),
         include_inactive: full.then_some(false),
         session_id: some(full, "s1"),
+        filter: full.then(filter),
+        as_of: some(full, "2026-04-15T09:30:00Z"),
     }
 }
 
@@ -684,7 +717,14 @@ fn list_request(full: bool) -> ListRequest {
         kind: full.then_some(MemoryType::Task),
         status: full.then_some(Status::Active),
         key: some(full, "user.package_manager"),
+        // As the query parameter carries it: JSON text.
+        filter: full.then(|| Value::String(filter().to_string())),
+        as_of: some(full, "2026-04-15"),
     }
+}
+
+fn export_request(full: bool) -> ExportRequest {
+    ExportRequest { filter: full.then(filter) }
 }
 
 // ---------------------------------------------------------------------------
@@ -742,7 +782,7 @@ fn test_memory_list_record_fields_match_wit() {
     // memory-entry is memory without some fields: the others, in order,
     // with the same types (and the same null convention).
     let names = |r: &str| record(r).iter().map(|f| (f.name.clone(), f.ty.clone(), written_as_null(f))).collect::<Vec<_>>();
-    let left_out = ["content", "source-message-ids", "search-queries", "supersedes", "superseded-by"];
+    let left_out = ["content", "source-message-ids", "search-queries", "supersedes", "superseded-by", "valid-from", "valid-to"];
     let kept: Vec<_> = names("memory").into_iter().filter(|(n, _, _)| !left_out.contains(&n.as_str())).collect();
     assert_eq!(names("memory-entry"), kept);
     // An entry is the memory without those fields.
@@ -817,6 +857,7 @@ fn test_request_records_match_wit() {
     assert_request_record("remember-request", &remember_request(true), &remember_request(false));
     assert_request_record("recall-options", &recall_options(true), &recall_options(false));
     assert_request_record("list-filter", &list_request(true), &list_request(false));
+    assert_request_record("export-options", &export_request(true), &export_request(false));
     let summary = |full: bool| SummaryRequest { session_id: some(full, "s1") };
     assert_request_record("summary-options", &summary(true), &summary(false));
     assert_record("message-input", &message_input(true), &message_input(false));
@@ -826,10 +867,18 @@ fn test_request_records_match_wit() {
     let profile = &wit().funcs["resource profile"];
     let ingest = profile.iter().find(|f| f.name == "ingest").expect("profile.ingest");
     assert_eq!(ingest.params, vec![("messages".into(), "list<message-input>".into()), ("options".into(), "ingest-options".into())]);
-    let req = IngestRequest { messages: vec![message_input(true)], session_id: Some("s1".into()), metadata: Default::default() };
+    let ingest_request = |full: bool| IngestRequest { messages: vec![message_input(true)], session_id: some(full, "s1"), metadata: metadata(full) };
+    let req = ingest_request(true);
     let mut expected = record_keys("ingest-options");
     expected.insert("messages".into());
     assert_eq!(keys(&to_json(&req)), expected, "IngestRequest: {}", diff(&keys(&to_json(&req)), &expected));
+    // Without `messages`, the request is ingest-options.
+    let options_of = |full: bool| {
+        let mut v = to_json(&ingest_request(full));
+        v.as_object_mut().unwrap().remove("messages");
+        v
+    };
+    assert_request_record("ingest-options", &options_of(true), &options_of(false));
 
     // recall(query, options) is RecallRequest: `query` plus the options.
     let recall = profile.iter().find(|f| f.name == "recall").expect("profile.recall");
@@ -838,6 +887,33 @@ fn test_request_records_match_wit() {
     let mut expected = record_keys("recall-options");
     expected.insert("query".into());
     assert_eq!(keys(&to_json(&req)), expected, "RecallRequest: {}", diff(&keys(&to_json(&req)), &expected));
+
+    // export(options) is ExportRequest.
+    let export = profile.iter().find(|f| f.name == "export").expect("profile.export");
+    assert_eq!(export.params, vec![("options".into(), "export-options".into())]);
+}
+
+#[test]
+fn test_the_json_forms_of_metadata_and_filters_are_checked() {
+    // Metadata is a JSON object of strings, numbers and booleans; the
+    // list-of-pairs form, a nested value or null is not.
+    let mut errs = Vec::new();
+    check("metadata", &to_json(&metadata(true)), "m", &mut errs);
+    assert!(errs.is_empty(), "{errs:?}");
+    for bad in [json!([["agentId", "planner"]]), json!({ "a": { "b": 1 } }), json!({ "a": [1] }), json!({ "a": null })] {
+        let mut errs = Vec::new();
+        check("metadata", &bad, "m", &mut errs);
+        assert!(!errs.is_empty(), "{bad} passed as metadata");
+    }
+    // A filter is the object, or a string holding one; not other JSON text.
+    for (v, ok) in [(filter(), true), (json!(filter().to_string()), true), (json!("[1]"), false), (json!("{"), false), (json!(3), false)] {
+        let mut errs = Vec::new();
+        check("filter-json", &v, "f", &mut errs);
+        assert_eq!(errs.is_empty(), ok, "{v}: {errs:?}");
+    }
+    // And what Rust reads back is what it wrote.
+    let back: Memory = serde_json::from_value(to_json(&memory(true))).unwrap();
+    assert_eq!(back, memory(true));
 }
 
 // ---------------------------------------------------------------------------
@@ -1010,6 +1086,7 @@ fn test_wit_package_is_well_formed() {
     for fields in w.records.values().chain(w.variants.values()) {
         fields.iter().for_each(|f| collect(&f.ty));
     }
+    w.aliases.values().for_each(|a| collect(&a.ty));
     for funcs in w.funcs.values() {
         for f in funcs {
             f.params.iter().for_each(|(_, t)| collect(t));
@@ -1020,7 +1097,12 @@ fn test_wit_package_is_well_formed() {
     }
     for t in used {
         assert!(
-            primitive.contains(&t.as_str()) || w.records.contains_key(&t) || w.enums.contains_key(&t) || w.variants.contains_key(&t) || w.resources.contains(&t),
+            primitive.contains(&t.as_str())
+                || w.records.contains_key(&t)
+                || w.enums.contains_key(&t)
+                || w.variants.contains_key(&t)
+                || w.resources.contains(&t)
+                || w.aliases.contains_key(&t),
             "WIT type {t} is used but not defined"
         );
     }
@@ -1221,7 +1303,7 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_request_schema(&doc, "RememberRequest", &remember_request(true), &RememberRequest { content: "c".into(), ..remember_request(false) });
     let recall = |full: bool| RecallRequest { query: "q".into(), options: recall_options(full) };
     assert_request_schema(&doc, "RecallRequest", &recall(true), &recall(false));
-    let ingest = |full: bool| IngestRequest { messages: vec![], session_id: some(full, "s1"), metadata: Default::default() };
+    let ingest = |full: bool| IngestRequest { messages: vec![], session_id: some(full, "s1"), metadata: metadata(full) };
     assert_request_schema(&doc, "IngestRequest", &ingest(true), &ingest(false));
     // Enums.
     let enum_of = |name: &str| -> BTreeSet<String> {
@@ -1232,7 +1314,7 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_eq!(enum_of("ResponseLength"), wit_cases("response-length"));
     assert_eq!(enum_of("ThinkingLevel"), wit_cases("thinking-level"));
     assert_eq!(enum_of("Channel"), wit_cases("channel"));
-    // Query parameters of GET memories and GET summary are the request records.
+    // Query parameters of GET memories, summary and export are the request records.
     let base = "/accounts/{account}/agent-memory/namespaces/{namespace}/profiles/{profile}";
     let query_params = |path: &str| -> BTreeSet<String> {
         doc["paths"][format!("{base}{path}")]["get"]["parameters"]
@@ -1251,6 +1333,13 @@ fn test_openapi_schemas_match_rust_serialization() {
     };
     assert_eq!(query_params("/memories"), keys(&to_json(&list_request(true))));
     assert_eq!(query_params("/summary"), keys(&to_json(&SummaryRequest { session_id: Some("s".into()) })));
+    assert_eq!(query_params("/export"), keys(&to_json(&export_request(true))));
+    // A filter travels in the query as JSON text.
+    for path in ["/memories", "/export"] {
+        let param = &doc["components"]["parameters"]["filter"];
+        assert!(query_params(path).contains("filter") && param["schema"]["type"] == "string", "{path}: filter is JSON text");
+        assert_eq!(param["schema"]["contentMediaType"], "application/json");
+    }
 }
 
 #[test]

@@ -10,6 +10,10 @@
 //   bare FTS5          one FTS5 query (bm25, top 10) on the same data,
 //                      through the same path: the pipeline's overhead ratio
 //   vector index       recall@10 of the local index against exact search
+//   filtered recall    the same questions with a filter (core::filter): one
+//                      agent of ten (agentId, indexed, ~10% of the memories)
+//                      and priority >= 3 (not indexed, ~40%), p50/p95 and
+//                      the ratio to the same questions unfiltered
 //   storage, memory    stats.storageBytes, workerd RSS (/proc), Wasm memory
 // HTTP: node:http on kept-alive connections (client.mjs) to the Worker's own
 // socket in workerd (miniflare's unsafeDirectSockets), without the entry
@@ -21,6 +25,9 @@
 // Fill: the bulk import route with generated NDJSON (memories + messages),
 // then the vector index filled in batches (benchDrain). The Worker runs
 // with BENCH=1, which enables the bench* operations (core::local::bench).
+// Every memory carries metadata (corpus.mjs benchMetadata: agentId one of
+// 10, userId one of 3, priority 0-4, from a hash of its id; an ingest call
+// the same from its session id).
 //
 // Environment: BENCH_BUDGET_MB (the isolate's memory budget, default 200:
 // one profile per isolate, its state held), BENCH_SIZES (default
@@ -32,7 +39,7 @@ import os from "node:os";
 import path from "node:path";
 import { ROOT } from "../workerd/helpers.mjs";
 import { expectStatus, pct, request, rss, startOnOwnSocket, workerdPid } from "./client.mjs";
-import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
+import { Corpus, benchMetadata, loadLocomo, locomoPath } from "./corpus.mjs";
 import { writeReport } from "./report.mjs";
 import { yardstick } from "./yardstick.mjs";
 
@@ -52,6 +59,12 @@ const BASE = `/accounts/bench/agent-memory/namespaces/default/profiles/${PROFILE
 const AUTH = "Bearer dev-token";
 // Ingest sessions come from variants far from the fill's, so they are new.
 const INGEST_VARIANT0 = 5000;
+// The filtered recalls: a selective filter on an indexed field (one agent
+// of ten) and one on a field that is not indexed (two priorities of five).
+const FILTERS = [
+  ["agentId", { agentId: "agent-3" }, (m) => m?.agentId === "agent-3"],
+  ["priority", { priority: { gte: 3 } }, (m) => typeof m?.priority === "number" && m.priority >= 3],
+];
 let callDo = null;
 /** Runs the profile's background work (the alarm's drain) until none is left. */
 async function drainAll() {
@@ -173,7 +186,7 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
         const room = Math.min(IMPORT_MEMORIES, N - have) - mem.length;
         const take = s.memories.slice(0, room);
         const cited = new Set(take.flatMap((m) => m.sourceMessageIds));
-        mem.push(...take);
+        mem.push(...take.map((m) => ({ ...m, metadata: benchMetadata(m.id) })));
         msg.push(...s.messages.filter((m) => cited.has(m.id)));
       }
       const header = { kind: "header", format: "agent-memory-export", version: 1, profile: `default/${PROFILE}`, exportedAt: new Date().toISOString() };
@@ -229,6 +242,57 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
       await http("POST", "/recall", { query: entryQueries[i] }, "application/json", entry);
       recallEntry.push(ms(t));
     }
+    // Filtered: the same questions unfiltered and with each filter, a
+    // question's three recalls one after another in an order that turns
+    // with the question (none always first, none always right after the
+    // same one), after uncounted ones of each kind. The ratio is to the
+    // unfiltered recalls of this loop (same moment, same questions).
+    const variants = [["unfiltered", undefined, null], ...FILTERS];
+    const body = (q, filter) => (filter ? { query: q, filter } : { query: q });
+    for (const q of queries.slice(0, 10)) for (const [, filter] of variants) await http("POST", "/recall", body(q, filter));
+    const byFilter = Object.fromEntries(variants.map(([k]) => [k, { ms: [], candidates: 0, wrong: 0 }]));
+    for (const [i, q] of queries.entries()) {
+      for (let j = 0; j < variants.length; j++) {
+        const [k, filter, passes] = variants[(i + j) % variants.length];
+        const t = performance.now();
+        const res = await http("POST", "/recall", body(q, filter));
+        byFilter[k].ms.push(ms(t));
+        byFilter[k].candidates += res.candidates.length;
+        if (passes) byFilter[k].wrong += res.candidates.filter((c) => !passes(c.metadata)).length;
+      }
+    }
+    // How many memories each filter lets through (list, paged).
+    async function countPassing(filter) {
+      let n = 0;
+      let cursor;
+      do {
+        const qs = new URLSearchParams({ limit: "1000", filter: JSON.stringify(filter), ...(cursor ? { cursor } : {}) });
+        const page = await http("GET", `/memories?${qs}`);
+        n += page.memories.length;
+        cursor = page.cursor;
+      } while (cursor);
+      return n;
+    }
+    const unf = byFilter.unfiltered;
+    const filtered = {
+      queries: unf.ms.length,
+      unfiltered: { p50: median(unf.ms), p95: pct(unf.ms, 95), candidates: unf.candidates / unf.ms.length },
+    };
+    for (const [k, filter] of FILTERS) {
+      const b = byFilter[k];
+      filtered[k] = {
+        filter,
+        p50: median(b.ms),
+        p95: pct(b.ms, 95),
+        ratio: median(b.ms) / median(unf.ms),
+        ratioP95: pct(b.ms, 95) / pct(unf.ms, 95),
+        passing: await countPassing(filter),
+        candidates: b.candidates / b.ms.length,
+        wrong: b.wrong,
+      };
+    }
+    if (Object.values(filtered).some((x) => x.wrong)) throw new Error(`a filtered recall returned memories its filter excludes: ${JSON.stringify(filtered)}`);
+
     // The same questions on SQLite alone (no directory, no vector codes in
     // memory: an evicted profile, or one over the memory budget), beside
     // the resident numbers above.
@@ -320,6 +384,7 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
       await http("POST", "/ingest", {
         sessionId: `warm-${N}-${warm.sessionId}`,
         messages: warm.messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.timestamp })),
+        metadata: benchMetadata(`warm-${N}-${warm.sessionId}`),
       });
       if (v === 1) ingestColdMs = ms(t0);
       await drainAll();
@@ -334,7 +399,7 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
       for (const s of corpus.sessions(k)) {
         if (planned >= INGEST_MESSAGES) break;
         const messages = s.messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.timestamp }));
-        requests.push({ sessionId: `ingest-${s.sessionId}`, messages });
+        requests.push({ sessionId: `ingest-${s.sessionId}`, messages, metadata: benchMetadata(`ingest-${s.sessionId}`) });
         planned += messages.length;
       }
     }
@@ -393,6 +458,7 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
         n: recall.length,
         entry: { p50: median(recallEntry), p95: pct(recallEntry, 95), p99: pct(recallEntry, 99) },
       },
+      filtered,
       fts: { p50: median(fts), p95: pct(fts, 95), p99: pct(fts, 99), insideP50: median(ftsInside) },
       doRecall: { p50: median(doRecall), p95: pct(doRecall, 95), p99: pct(doRecall, 99) },
       ping: { p50: median(ping), http: median(httpPing), entry: median(entryPing) },
@@ -407,14 +473,22 @@ async function measure(corpus, w, { origin, entry }, pid, http, stats, progressF
 
 function printRow(r) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
+  const int = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "-");
   log(
     `N=${r.n}: recall p50 ${f(r.recall.p50)} p95 ${f(r.recall.p95)} p99 ${f(r.recall.p99)} ms (cold ${f(r.recall.coldMs, 0)}; ` +
       `SQLite alone p50 ${f(r.recall.lean.p50)} p95 ${f(r.recall.lean.p95)}; state built in ${f(r.recall.warmupMs, 0)} ms; ` +
       `through the entry p50 ${f(r.recall.entry.p50)} p95 ${f(r.recall.entry.p95)}); ` +
       `fts p50 ${f(r.fts.p50)} ms; ping ${f(r.ping.p50)} ms; ingest ${f(r.ingest.perSec, 0)} msg/s; ` +
       `vec recall@10 ${f(r.vector.recallAt10, 3)}; storage ${f(r.storageBytes / 1e6)} MB; rss ${f(r.memory.workerdRss / 1e6)} MB; ` +
-      `wasm ${f(r.memory.wasmBytes / 1e6)} MB`,
+      `wasm ${f(r.memory.wasmBytes / 1e6)} MB` +
+      (r.filtered ? `; filtered recall p50 ${FILTERS.map(([k]) => `${k} ${f(r.filtered[k].p50)} ms (${f(r.filtered[k].ratio, 2)}×)`).join(", ")} vs ${f(r.filtered.unfiltered.p50)} unfiltered` : ""),
   );
+  const fl = r.filtered;
+  if (fl)
+    log(
+      `  filtered recall (${fl.queries} questions, each also unfiltered): unfiltered p50 ${f(fl.unfiltered.p50)} p95 ${f(fl.unfiltered.p95)} ms; ` +
+        FILTERS.map(([k]) => `${JSON.stringify(fl[k].filter)} (${int(fl[k].passing)} of ${int(r.memories)}) p50 ${f(fl[k].p50)} p95 ${f(fl[k].p95)} ms, ${f(fl[k].ratio, 2)}× unfiltered p50`).join("; "),
+    );
   log(`  stages p50 (ms): ${Object.entries(r.stages).map(([k, v]) => `${k} ${f(v.p50, 2)}`).join(", ")}; fts inside ${f(r.fts.insideP50, 2)}`);
 }
 

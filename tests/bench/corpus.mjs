@@ -16,6 +16,28 @@ export function locomoPath(root) {
   return p;
 }
 
+/** Agents, users and priorities the bench spreads its memories over. */
+export const BENCH_AGENTS = 10;
+export const BENCH_USERS = 3;
+export const BENCH_PRIORITIES = 5;
+
+/**
+ * The metadata `make bench` gives a memory or an ingest call, drawn from a
+ * hash of `key` (a memory id, or a session id for an ingest call), so the
+ * same memory gets the same metadata on every run and every resumed fill:
+ * `agentId` one of BENCH_AGENTS (each ~10%: a selective filter), `userId`
+ * one of BENCH_USERS, `priority` 0-4 (a number, not indexed: `gte 3` is
+ * ~40%). The three are drawn from separate bytes of the hash.
+ */
+export function benchMetadata(key) {
+  const h = createHash("sha256").update(`bench-metadata/${key}`).digest();
+  return {
+    agentId: `agent-${h.readUInt32BE(0) % BENCH_AGENTS}`,
+    userId: `user-${h.readUInt32BE(4) % BENCH_USERS}`,
+    priority: h.readUInt32BE(8) % BENCH_PRIORITIES,
+  };
+}
+
 /** mulberry32: a small seeded PRNG. */
 export function rng(seed) {
   let a = seed >>> 0;

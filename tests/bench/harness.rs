@@ -153,6 +153,10 @@ pub trait Memory {
     fn channels(&mut self, _question: &str, _reference: &Session) -> Vec<(String, Vec<Vec<String>>)> {
         vec![]
     }
+    /// The profile as export NDJSON (native).
+    fn export(&self) -> Option<String> {
+        None
+    }
     /// Recall: each candidate's source message ids, best first.
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>>;
 }
@@ -275,6 +279,10 @@ impl Native {
 }
 
 impl Memory for Native {
+    fn export(&self) -> Option<String> {
+        self.with_profile(0, |p| p.export(Default::default()).ok())
+    }
+
     fn statuses(&self) -> Vec<(String, i64)> {
         agent_memory::core::ports::Sql::query(&self.sql, "SELECT status, COUNT(*) FROM memories GROUP BY status ORDER BY status", &[])
             .unwrap_or_default()

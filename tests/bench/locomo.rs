@@ -225,6 +225,9 @@ fn main() {
         for (status, n) in memory.statuses() {
             *statuses.entry(status).or_insert(0) += n;
         }
+        if let (Ok(dir), Some(text)) = (std::env::var("LOCOMO_DUMP"), memory.export()) {
+            let _ = std::fs::write(format!("{dir}/{}.ndjson", conv.id), text);
+        }
         let cited: Option<HashSet<String>> =
             memory.cited().map(|ids| ids.iter().filter_map(|id| dia_of.get(id).cloned()).collect());
         let baseline = Baseline::new(&conv.sessions);

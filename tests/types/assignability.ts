@@ -89,6 +89,15 @@ export async function extensions(env: { MEMORY: Ours.MemoryService }): Promise<v
   const storedAt: Date | undefined = detail.sourceMessages[0]?.createdAt;
   const forgotten: Ours.Memory = await p.forget(m.id);
   const ndjson: string = await p.export();
+  const filter: Ours.MemoryFilter = { agentId: "planner", priority: { gte: 2 }, OR: [{ type: { in: ["fact", "event"] } }, { NOT: { pinned: true } }] };
+  await p.remember({ content: "Prefers pnpm.", metadata: { agentId: "planner", priority: 2, pinned: true } });
+  await p.ingest([{ role: "user", content: "Use pnpm." }], { sessionId: "s1", metadata: { userId: "u1" } });
+  const filtered = await p.recall("package manager", { filter, asOf: new Date() });
+  const candidateMeta: Ours.MemoryMetadata | undefined = filtered.candidates[0]?.metadata;
+  const held = await p.list({ filter, asOf: "2026-04-15" });
+  const entryMeta: Ours.MemoryMetadata | undefined = held.memories[0]?.metadata;
+  const validity: [string | undefined, string | undefined] = [detail.validFrom, detail.validTo];
+  const subset: string = await p.export({ filter: { agentId: "planner" } });
   const added: number = (await p.import(ndjson)).memories;
   const stats = await p.stats();
   const counts: number = stats.memories + stats.byType["fact"]! + stats.pendingJobs;
@@ -104,6 +113,7 @@ export async function extensions(env: { MEMORY: Ours.MemoryService }): Promise<v
   }
   console.log(created, status, sources, sessionId, answer, firstType, channels, next, entryStatus, versions);
   console.log(sourceRoles, content, alsoDeleted, storedAt, forgotten, added, counts, gone, restored);
+  console.log(candidateMeta, entryMeta, validity, subset);
 }
 
 // --- 4. What the declarations must refuse. ---
@@ -130,6 +140,14 @@ export async function refusals(env: { MEMORY: Ours.MemoryService }, published: P
   console.log(entry.content);
   // @ts-expect-error list entries have no source message IDs (get() has them)
   console.log(entry.sourceMessageIds);
+  // @ts-expect-error list entries have no validity (get() has it)
+  console.log(entry.validFrom);
+  // @ts-expect-error metadata is flat: strings, numbers, booleans
+  await p.remember({ content: "x", metadata: { nested: { a: 1 } } });
+  // @ts-expect-error AND takes an array of filters
+  await p.list({ filter: { AND: { agentId: "a" } } });
+  // @ts-expect-error asOf is a Date or an ISO-8601 string
+  await p.recall("q", { asOf: 1713139200000 });
   // @ts-expect-error a message's role is system | user | assistant
   await p.ingest([{ role: "tool", content: "x" }]);
   // @ts-expect-error a memory's sessionId may be null
