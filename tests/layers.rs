@@ -181,7 +181,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // What one call borrows.
     ("context", &["context"]),
     // The pipelines.
-    ("pipelines", &["ingest", "recall", "remember", "summary", "portable", "background"]),
+    ("pipelines", &["ingest", "recall", "remember", "summary", "portable", "consolidate", "background"]),
     // The operations and their one dispatch.
     ("operations", &["ops", "catalog"]),
     // The ways in, and the benchmark's hooks (which drive operations).

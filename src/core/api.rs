@@ -215,6 +215,37 @@ enum FilterArg {
     Text(String),
 }
 
+/// What `update` takes: a memory's id and its new metadata (which
+/// replaces the old; `{}` clears it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateRequest {
+    #[schemars(with = "crate::core::wire::Id")]
+    pub id: String,
+    pub metadata: crate::core::model::Metadata,
+}
+
+impl UpdateRequest {
+    pub fn validate(&self) -> Result<()> {
+        validate_id(&self.id)?;
+        crate::core::filter::validate_metadata("metadata", &self.metadata)
+    }
+}
+
+/// What `consolidate` takes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConsolidateRequest {
+    /// Report what would change, and change nothing.
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+    /// Windows of the profile to go through now, at most (the alarm goes
+    /// on with the rest); every one by default.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub max_windows: Option<usize>,
+}
+
 /// What `export` takes: optionally a filter (as for `list`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -441,7 +472,7 @@ impl RecallRequest {
             validate_session_id(s)?;
         }
         if let Some(f) = &self.options.filter {
-            crate::core::filter::Filter::parse(f)?;
+            crate::core::filter::from_json(f)?;
         }
         validate_date("asOf", &self.options.as_of)?;
         validate_date("referenceDate", &self.options.reference_date)

@@ -66,6 +66,9 @@ pub struct DrainReport {
     /// Full-text tables brought up to date (index-text jobs).
     #[serde(default)]
     pub indexed: usize,
+    /// Consolidation runs finished.
+    #[serde(default)]
+    pub consolidated: usize,
     pub expired: usize,
     pub failed: usize,
     /// Jobs parked by this drain (over their attempt cap, or of a kind
@@ -158,6 +161,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
         Err(e) => report.vector_snapshot_error = Some(e.to_string()),
     }
     run_index_text(p, &of(JobKind::IndexText), &mut report)?;
+    run_consolidations(p, &of(JobKind::Consolidate), &mut report).await?;
     // The turn directory reads what this work and the writes before it
     // added, here rather than on the next recall, and keeps its snapshot.
     if let Some(turns) = p.turns {
@@ -256,6 +260,29 @@ fn run_index_text(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Re
 }
 
 /// The memories `jobs` (of embedding or vector removal) are about.
+/// A consolidation run goes on for a few windows
+/// ([`crate::core::consolidate::WINDOWS_PER_DRAIN`]); one that is not done
+/// yields and is due again at once, one that fails retries with backoff.
+async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
+    let store = p.store();
+    for j in jobs {
+        let Work::Consolidate { run_id } = &j.work else { continue };
+        store.transaction(|| store.claim_jobs(&[j.id], p.limits.job_retry_base_millis))?;
+        match crate::core::consolidate::resume(p, run_id).await {
+            Ok(true) => {
+                store.finish_jobs(&[j.id])?;
+                report.consolidated = report.consolidated.saturating_add(1);
+            }
+            Ok(false) => store.requeue_job(j.id)?,
+            Err(e) => {
+                store.record_failure(j.id, &e.to_string())?;
+                report.failed = report.failed.saturating_add(1);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn memory_ids(jobs: &[Job]) -> Vec<String> {
     jobs.iter().filter_map(Job::memory_id).map(str::to_string).collect()
 }

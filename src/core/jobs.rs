@@ -17,10 +17,12 @@ pub enum JobKind {
     Extract,
     /// Write a full-text table's waiting rows.
     IndexText,
+    /// Go on with a consolidation run, window by window.
+    Consolidate,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 4] = [JobKind::Embed, JobKind::Unvector, JobKind::Extract, JobKind::IndexText];
+    pub const ALL: [JobKind; 5] = [JobKind::Embed, JobKind::Unvector, JobKind::Extract, JobKind::IndexText, JobKind::Consolidate];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -28,6 +30,7 @@ impl JobKind {
             JobKind::Unvector => "unvector",
             JobKind::Extract => "extract",
             JobKind::IndexText => "index_text",
+            JobKind::Consolidate => "consolidate",
         }
     }
 
@@ -45,6 +48,8 @@ pub enum Work {
     /// The table named may be one this version does not have (a newer
     /// version queued it).
     IndexText { table: String },
+    /// The run's id (its progress is in the profile's `meta`).
+    Consolidate { run_id: String },
 }
 
 impl Work {
@@ -54,6 +59,7 @@ impl Work {
             Work::Unvector { .. } => JobKind::Unvector,
             Work::Extract { .. } => JobKind::Extract,
             Work::IndexText { .. } => JobKind::IndexText,
+            Work::Consolidate { .. } => JobKind::Consolidate,
         }
     }
 
@@ -63,6 +69,7 @@ impl Work {
             Work::Embed { memory_id } | Work::Unvector { memory_id } => memory_id,
             Work::Extract { session_id } => session_id,
             Work::IndexText { table } => table,
+            Work::Consolidate { run_id } => run_id,
         }
     }
 
@@ -74,6 +81,7 @@ impl Work {
             JobKind::Unvector => Work::Unvector { memory_id: subject },
             JobKind::Extract => Work::Extract { session_id: subject },
             JobKind::IndexText => Work::IndexText { table: subject },
+            JobKind::Consolidate => Work::Consolidate { run_id: subject },
         })
     }
 }

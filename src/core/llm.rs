@@ -104,6 +104,16 @@ impl<M: ChatModel> Reasoner for LlmReasoner<M> {
             self.ask(req, parse::answer).await
         })
     }
+
+    fn consolidate<'a>(&'a self, groups: &'a [crate::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<crate::core::provider::Consolidation>>> {
+        Box::pin(async move {
+            if groups.is_empty() {
+                return Ok(Vec::new());
+            }
+            let req = Self::instruct(prompts::CONSOLIDATE, prompts::consolidate_user(groups), JUDGE_TOKENS);
+            self.ask(req, |r| parse::consolidations(r, groups)).await
+        })
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@
 pub mod api;
 pub mod background;
 pub mod catalog;
+pub mod consolidate;
 pub mod context;
 pub mod contract;
 pub mod dates;

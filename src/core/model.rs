@@ -225,6 +225,51 @@ pub struct MemoryDetail {
     /// Oldest first; includes this memory.
     pub versions: Vec<Memory>,
     pub source_messages: Vec<Message>,
+    /// The consolidations this memory took part in, oldest first: what it
+    /// was consolidated from, or into.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consolidations: Vec<ConsolidationRecord>,
+}
+
+/// One change a consolidation made (or, in a dry run, would make): an
+/// auditable, reversible operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsolidationRecord {
+    /// Its id, for `undo` (0 in a dry run).
+    pub id: i64,
+    pub run_id: String,
+    /// `merge`, `supersede`, `fold` or `retire`.
+    pub action: String,
+    /// The memory that holds the result: the survivor of a merge, the
+    /// newest of a supersession, the memory a fold created, the retired
+    /// task.
+    #[schemars(with = "crate::core::wire::Id")]
+    pub target: String,
+    /// The memories it was made from (the target included when it was one
+    /// of them).
+    #[schemars(with = "Vec<crate::core::wire::Id>")]
+    pub members: Vec<String>,
+    pub reason: String,
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undone_at: Option<String>,
+}
+
+/// What `consolidate` did (or, with `dryRun`, would do).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsolidationReport {
+    pub run_id: String,
+    pub dry_run: bool,
+    /// Whether the run went over the whole profile; if not, the alarm
+    /// goes on with it in the background.
+    pub done: bool,
+    /// Active memories read.
+    pub examined: usize,
+    pub active_before: i64,
+    pub active_after: i64,
+    pub actions: Vec<ConsolidationRecord>,
 }
 
 /// A page of memories, as the store reads it.

@@ -23,6 +23,10 @@ pub enum Op {
     Stats,
     DeleteProfile,
     RestoreProfile,
+    /// Replaces a memory's metadata.
+    Update,
+    Consolidate,
+    UndoConsolidation,
     /// The alarm's background drain; no way in offers it to callers.
     Drain,
     /// Wipes the profile at once: a namespace's deletion sends it to each
@@ -31,7 +35,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 16] = [
+    pub const ALL: [Op; 19] = [
         Op::Ingest,
         Op::Remember,
         Op::Recall,
@@ -46,6 +50,9 @@ impl Op {
         Op::Stats,
         Op::DeleteProfile,
         Op::RestoreProfile,
+        Op::Update,
+        Op::Consolidate,
+        Op::UndoConsolidation,
         Op::Drain,
         Op::Purge,
     ];
@@ -67,6 +74,9 @@ impl Op {
             Op::Stats => "stats",
             Op::DeleteProfile => "deleteProfile",
             Op::RestoreProfile => "restoreProfile",
+            Op::Update => "update",
+            Op::Consolidate => "consolidate",
+            Op::UndoConsolidation => "undoConsolidation",
             Op::Drain => "drain",
             Op::Purge => "purge",
         }
@@ -130,8 +140,18 @@ pub enum Call {
     Stats,
     DeleteProfile,
     RestoreProfile,
+    Update(api::UpdateRequest),
+    Consolidate(api::ConsolidateRequest),
+    UndoConsolidation { id: i64 },
     Drain,
     Purge,
+}
+
+/// The arguments of `undoConsolidation`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UndoArgs {
+    id: i64,
 }
 
 /// The arguments of the operations that name one memory.
@@ -180,6 +200,9 @@ impl Call {
             Op::Stats => none(args, Call::Stats)?,
             Op::DeleteProfile => none(args, Call::DeleteProfile)?,
             Op::RestoreProfile => none(args, Call::RestoreProfile)?,
+            Op::Update => Call::Update(api::parse(args)?),
+            Op::Consolidate => Call::Consolidate(api::parse(args)?),
+            Op::UndoConsolidation => Call::UndoConsolidation { id: api::parse::<UndoArgs>(args)?.id },
             Op::Drain => none(args, Call::Drain)?,
             Op::Purge => none(args, Call::Purge)?,
         })
@@ -202,6 +225,9 @@ impl Call {
             Call::Stats => Op::Stats,
             Call::DeleteProfile => Op::DeleteProfile,
             Call::RestoreProfile => Op::RestoreProfile,
+            Call::Update(_) => Op::Update,
+            Call::Consolidate(_) => Op::Consolidate,
+            Call::UndoConsolidation { .. } => Op::UndoConsolidation,
             Call::Drain => Op::Drain,
             Call::Purge => Op::Purge,
         }

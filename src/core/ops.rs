@@ -86,6 +86,9 @@ impl<'a> Profile<'a> {
             Call::Stats => to_json(&self.stats()?),
             Call::DeleteProfile => to_json(&self.mark_deleted()?),
             Call::RestoreProfile => to_json(&self.restore()?),
+            Call::Update(req) => to_json(&self.update(req)?),
+            Call::Consolidate(req) => to_json(&self.consolidate(req).await?),
+            Call::UndoConsolidation { id } => to_json(&self.undo_consolidation(id)?),
             Call::Drain => to_json(&self.drain().await?),
             Call::Purge => {
                 self.purge_now()?;
@@ -161,7 +164,27 @@ impl<'a> Profile<'a> {
         let memory = store.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
         let versions = store.version_chain(&memory)?;
         let source_messages = store.messages_by_ids(&memory.source_message_ids)?;
-        Ok(MemoryDetail { memory, versions, source_messages })
+        let consolidations = store.consolidations_of(&memory.id)?;
+        Ok(MemoryDetail { memory, versions, source_messages, consolidations })
+    }
+
+    /// Consolidates the profile (see [`crate::core::consolidate`]).
+    pub async fn consolidate(&self, req: api::ConsolidateRequest) -> Result<crate::core::model::ConsolidationReport> {
+        crate::core::consolidate::run(self, req).await
+    }
+
+    /// Undoes one consolidation: its memories back exactly as they were.
+    pub fn undo_consolidation(&self, id: i64) -> Result<crate::core::model::ConsolidationRecord> {
+        let store = self.store();
+        store.transaction(|| crate::core::consolidate::apply::undo(&store, id))
+    }
+
+    /// Replaces a memory's metadata; its vector is written again, so an
+    /// index filtering by metadata sees the change.
+    pub fn update(&self, req: api::UpdateRequest) -> Result<Memory> {
+        req.validate()?;
+        let store = self.store();
+        store.transaction(|| store.set_metadata(&req.id, &req.metadata))
     }
 
     pub fn forget(&self, id: &str) -> Result<Memory> {
@@ -444,6 +467,9 @@ mod tests {
         fn synthesize<'a>(&'a self, i: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
             Rules.synthesize(i)
         }
+        fn consolidate<'a>(&'a self, g: &'a [crate::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<crate::core::provider::Consolidation>>> {
+            Rules.consolidate(g)
+        }
     }
 
     /// A model that is down: every stage fails.
@@ -462,6 +488,9 @@ mod tests {
             Box::pin(async { Err(Error::provider("model down")) })
         }
         fn synthesize<'a>(&'a self, _: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+            Box::pin(async { Err(Error::provider("model down")) })
+        }
+        fn consolidate<'a>(&'a self, _: &'a [crate::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<crate::core::provider::Consolidation>>> {
             Box::pin(async { Err(Error::provider("model down")) })
         }
     }

@@ -111,6 +111,44 @@ pub struct SynthesisInput {
     pub computed_answer: Option<String>,
 }
 
+/// What a group of memories is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GroupKind {
+    Duplicates,
+    Contradiction,
+    Siblings,
+    Events,
+    StaleTask,
+}
+
+/// Memories that may be consolidated together, oldest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    pub kind: GroupKind,
+    pub members: Vec<Memory>,
+    /// Why they were grouped, in words.
+    pub why: String,
+}
+
+/// What the reasoner decides for a group of memories
+/// ([`Reasoner::consolidate`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "lowercase")]
+pub enum Consolidation {
+    /// Keep the member `survivor` (its id), with every member's sources;
+    /// the others are retired into it.
+    Merge { survivor: String, reason: String },
+    /// The newest member replaces the older ones (a version chain).
+    Supersede { reason: String },
+    /// One new memory with this content replaces every member.
+    Fold { content: String, reason: String },
+    /// The member (a task) is retired.
+    Retire { reason: String },
+    /// Nothing changes.
+    Keep { reason: String },
+}
+
 /// One method per judging stage. Each returns data; none writes.
 pub trait Reasoner {
     fn extract<'a>(&'a self, t: &'a Transcript, pass: Pass) -> LocalBoxFuture<'a, Result<Vec<Candidate>>>;
@@ -120,4 +158,6 @@ pub trait Reasoner {
     fn classify<'a>(&'a self, t: &'a Transcript, c: &'a [Candidate]) -> LocalBoxFuture<'a, Result<Vec<Classification>>>;
     fn analyze<'a>(&'a self, query: &'a str) -> LocalBoxFuture<'a, Result<QueryAnalysis>>;
     fn synthesize<'a>(&'a self, input: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>>;
+    /// One decision per group, in order (consolidation).
+    fn consolidate<'a>(&'a self, groups: &'a [Group]) -> LocalBoxFuture<'a, Result<Vec<Consolidation>>>;
 }

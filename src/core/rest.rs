@@ -206,6 +206,12 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("GET", ["stats"]) => (Op::Stats, json!({})),
         ("DELETE", []) => (Op::DeleteProfile, json!({})),
         ("POST", ["restore"]) => (Op::RestoreProfile, json!({})),
+        ("PATCH", ["memories", id]) => (Op::Update, with_field(json_body(req)?, "id", json!(decode(id)?))?),
+        ("POST", ["consolidate"]) => (Op::Consolidate, optional_json_body(req)?),
+        ("POST", ["consolidations", cid, "undo"]) => {
+            let id: i64 = decode(cid)?.parse().map_err(|_| Error::invalid("a consolidation id is a positive integer"))?;
+            (Op::UndoConsolidation, json!({ "id": id }))
+        }
         _ => return Err(unrouted(req)),
     };
     Ok(Route::Profile(ProfileCall { namespace, profile, op, args, dialect }))
@@ -266,10 +272,11 @@ pub fn allowed_methods(path: &str) -> Option<&'static str> {
         ["namespaces", _] => Some("GET, DELETE"),
         ["namespaces", _, "profiles", _, rest @ ..] => match rest {
             [] => Some("DELETE"),
-            ["ingest" | "remember" | "recall" | "import" | "restore"] => Some("POST"),
+            ["ingest" | "remember" | "recall" | "import" | "restore" | "consolidate"] => Some("POST"),
+            ["consolidations", _, "undo"] => Some("POST"),
             ["memories" | "export" | "stats"] => Some("GET"),
             ["summary"] => Some("GET, POST"),
-            ["memories", _] => Some("GET, DELETE"),
+            ["memories", _] => Some("GET, PATCH, DELETE"),
             ["memories", _, "forget"] => Some("POST"),
             ["sessions", _] => Some("DELETE"),
             _ => None,
@@ -300,6 +307,16 @@ fn decode(segment: &str) -> Result<String> {
         }
     }
     String::from_utf8(out).map_err(|_| Error::invalid("path is not valid UTF-8"))
+}
+
+/// `body` (a JSON object) with `field` set from the path; a body that
+/// names it too is refused.
+fn with_field(mut body: Value, field: &str, value: Value) -> Result<Value> {
+    let map = body.as_object_mut().ok_or_else(|| Error::invalid("the body must be a JSON object"))?;
+    if map.insert(field.to_string(), value).is_some() {
+        return Err(Error::invalid(format!("{field} is given by the path, not the body")));
+    }
+    Ok(body)
 }
 
 fn json_body(req: &Incoming<'_>) -> Result<Value> {
@@ -749,7 +766,7 @@ mod tests {
     fn test_unlisted_methods_are_405_with_allow() {
         assert_eq!(method_not_allowed("TRACE", "/health"), Some("GET"));
         assert_eq!(method_not_allowed("GET", "/health"), None);
-        assert_eq!(method_not_allowed("PUT", &format!("{BASE}/memories/abc")), Some("GET, DELETE"));
+        assert_eq!(method_not_allowed("PUT", &format!("{BASE}/memories/abc")), Some("GET, PATCH, DELETE"));
         assert_eq!(method_not_allowed("DELETE", &format!("{BASE}/memories/abc")), None);
         assert_eq!(method_not_allowed("GET", &format!("{BASE}/remember")), Some("POST"));
         assert_eq!(method_not_allowed("GET", BASE), Some("DELETE"));

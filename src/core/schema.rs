@@ -256,6 +256,32 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
          SELECT 'embed', id, 0, 0, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM memories WHERE status = 'active' AND type <> 'task'",
     ],
+), (
+    11,
+    &[
+        // Consolidation (core::consolidate): every change it made, with
+        // the memories as they were before (`before`, a JSON array of
+        // records) and those it created (`created`), so that `undo` puts
+        // them back exactly. `consolidation_members` answers "what was
+        // this memory consolidated from or into" for `get`.
+        "CREATE TABLE IF NOT EXISTS consolidations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            target TEXT NOT NULL,
+            members TEXT NOT NULL,
+            created TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            before TEXT NOT NULL,
+            at TEXT NOT NULL,
+            undone_at TEXT
+        )",
+        "CREATE TABLE IF NOT EXISTS consolidation_members (
+            memory_id TEXT NOT NULL,
+            consolidation_id INTEGER NOT NULL,
+            PRIMARY KEY (memory_id, consolidation_id)
+        ) WITHOUT ROWID",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

@@ -16,8 +16,9 @@
 //    semantics, and `recall` (a one-word query, limit 20) returns only
 //    passing memories, the same ids in the same order on all three.
 // 3. asOf: what was active on day 5 and day 15 of a fact said on day 1 and
-//    superseded on day 10 (message timestamps), over REST list and recall;
-//    GET .../memories/{id} shows each version's validFrom/validTo.
+//    superseded on day 10 (message timestamps), over REST list and recall
+//    (RPC and MCP agree; RPC also takes asOf as a Date); GET
+//    .../memories/{id} shows each version's validFrom/validTo.
 // 4. Bad filters and metadata: 400 in the error envelope (RPC and MCP
 //    refuse them too), and nothing is written.
 //
@@ -495,7 +496,7 @@ test("2b. a narrow filter (no agent, priority 4): recall with limit 5 returns on
   if (withFox.length) assert.ok(results[0].some((id) => withFox.includes(id)), `a passing fox memory is recalled: ${results[0]}`);
 });
 
-test("2c. export with a filter (REST, URL-encoded JSON) holds exactly the passing memories", async () => {
+test("2c. export with a filter (REST: URL-encoded JSON; RPC: an object) holds exactly the passing memories", async () => {
   const filter = { OR: [{ agentId: "reviewer" }, { AND: [{ draft: true }, { priority: { gte: 3 } }] }] };
   const r = await api.send("GET", NS, PROFILE, "/export", { query: { filter: JSON.stringify(filter) } });
   assert.equal(r.status, 200, r.text.slice(0, 300));
@@ -506,6 +507,11 @@ test("2c. export with a filter (REST, URL-encoded JSON) holds exactly the passin
   assert.ok(want.length > 0 && want.length < MEMORIES, `the filter narrows: ${want.length}`);
   assert.deepEqual(got, want);
   for (const l of lines.filter((l) => l.kind === "memory")) assert.deepEqual(l.metadata ?? {}, data.byId.get(l.id).metadata ?? {});
+  // RPC: export({filter}) with the filter as an object.
+  const text = await w.call(PROFILE, "export", { filter });
+  assert.equal(typeof text, "string", `RPC export resolves to the NDJSON text: ${JSON.stringify(text).slice(0, 200)}`);
+  const viaRpc = text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l)).filter((l) => l.kind === "memory").map((l) => l.id).sort();
+  assert.deepEqual(viaRpc, want, "RPC export with a filter");
 });
 
 test("2d. the published routes (/client/v4/...) take the same filter: list with per_page and cursor, recall", async () => {
@@ -620,6 +626,11 @@ test("3. asOf: a fact said on day 1 and superseded on day 10 is what was active 
   assert.deepEqual(mcpIds, await listedAt(day(5)), "MCP list asOf day 5");
   const rpcRecall = (await w.call(P, "recall", "Which package manager does the project use?", { asOf: day(5) })).candidates.map((c) => c.id);
   assert.deepEqual(rpcRecall, await recalledAt(day(5)), "RPC recall asOf day 5");
+  // asOf as a Date object, as a Worker passes it over the binding.
+  const rpcRecallDate = (await w.call(P, "recall", "Which package manager does the project use?", { asOf: { $date: day(5) } })).candidates.map((c) => c.id);
+  assert.deepEqual(rpcRecallDate, rpcRecall, "RPC recall with asOf as a Date");
+  const rpcListDate = (await allPages((cursor) => w.call(P, "list", { asOf: { $date: day(15) }, ...(cursor ? { cursor } : {}) }), "RPC list asOf Date")).map((m) => m.id);
+  assert.deepEqual(rpcListDate, await listedAt(day(15)), "RPC list with asOf as a Date");
 });
 
 // ---------------------------------------------------------------------------

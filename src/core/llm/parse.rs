@@ -77,6 +77,32 @@ fn by_index<T>(items: &[Value], n: usize, read: impl Fn(&Value) -> Result<T>) ->
     Ok(slots.into_iter().flatten().collect())
 }
 
+/// One consolidation decision per group, in order. A merge naming no
+/// member, or a fold without content, keeps the group.
+pub fn consolidations(reply: &str, groups: &[crate::core::provider::Group]) -> Result<Vec<crate::core::provider::Consolidation>> {
+    use crate::core::provider::Consolidation;
+    let v = reply_json(reply)?;
+    let items = json::list(&v, &["decisions", "items", "results"]).ok_or_else(|| unparseable("no decisions list"))?;
+    by_index(items, groups.len(), |item| {
+        let word = json::text(item, &["decision", "action", "verdict"]).ok_or_else(|| unparseable("a decision is missing"))?.to_lowercase();
+        let reason = json::text(item, &["reason", "why"]).unwrap_or_default();
+        Ok(match word.as_str() {
+            "merge" => match json::text(item, &["survivor", "keep", "id"]) {
+                Some(survivor) => Consolidation::Merge { survivor, reason },
+                None => Consolidation::Keep { reason: format!("a merge naming no survivor ({reason})") },
+            },
+            "supersede" | "contradiction" => Consolidation::Supersede { reason },
+            "fold" | "summarize" => match json::text(item, &["content", "summary", "text"]) {
+                Some(content) if !content.trim().is_empty() => Consolidation::Fold { content, reason },
+                _ => Consolidation::Keep { reason: format!("a fold without content ({reason})") },
+            },
+            "retire" => Consolidation::Retire { reason },
+            "keep" | "none" | "skip" => Consolidation::Keep { reason },
+            other => return Err(unparseable(&format!("unknown decision {other:?}"))),
+        })
+    })
+}
+
 /// One verdict per candidate, in order.
 pub fn verdicts(reply: &str, n: usize) -> Result<Vec<Verdict>> {
     let v = reply_json(reply)?;

@@ -68,7 +68,7 @@ impl RecallScope {
             thinking: opts.thinking_level.unwrap_or_default(),
             // Checked by the request's validation: one that does not parse
             // never reaches here.
-            filter: opts.filter.as_ref().and_then(|f| Filter::parse(f).ok()),
+            filter: opts.filter.as_ref().and_then(|f| crate::core::filter::from_json(f).ok()),
             as_of: opts.as_of.as_deref().and_then(crate::core::time::parse_millis).map(iso),
             passing: None,
         }

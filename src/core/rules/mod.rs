@@ -14,6 +14,7 @@
 //! OpenAI-compatible endpoint).
 
 pub mod classify;
+pub mod consolidate;
 pub mod extract;
 pub mod lexicon;
 pub mod query;
@@ -22,7 +23,7 @@ pub mod verify;
 use crate::core::error::Result;
 use crate::core::ports::LocalBoxFuture;
 use crate::core::provider::{
-    Candidate, Classification, Pass, QueryAnalysis, Reasoner, SynthesisInput, Transcript, Verdict,
+    Candidate, Classification, Consolidation, Group, Pass, QueryAnalysis, Reasoner, SynthesisInput, Transcript, Verdict,
 };
 
 /// The rule-based [`Reasoner`].
@@ -44,5 +45,8 @@ impl Reasoner for Rules {
     }
     fn synthesize<'a>(&'a self, input: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
         Box::pin(async move { Ok(crate::core::synthesis::extractive(input)) })
+    }
+    fn consolidate<'a>(&'a self, groups: &'a [Group]) -> LocalBoxFuture<'a, Result<Vec<Consolidation>>> {
+        Box::pin(async move { Ok(groups.iter().map(consolidate::decide).collect()) })
     }
 }

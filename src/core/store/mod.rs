@@ -67,6 +67,7 @@ pub struct NewMessage {
     pub metadata: crate::core::model::Metadata,
 }
 
+mod consolidations;
 mod fulltext;
 mod memories;
 mod messages;
@@ -74,6 +75,7 @@ mod outbox;
 mod rows;
 mod sql;
 
+pub use consolidations::{NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
 pub use rows::{memory_from_row, message_from_row};
 pub use sql::*;

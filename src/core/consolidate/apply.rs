@@ -1,0 +1,159 @@
+//! Carrying out a consolidation decision, and undoing one. Each change is
+//! written with its record (the memories as they were, those it created)
+//! in the caller's transaction; undo puts the memories back exactly and
+//! deletes what the change created.
+//!
+//! A decision is carried out only on members still as the window read
+//! them: the reasoner's call may have let another request change one.
+
+use crate::core::consolidate::plan::said_at;
+use crate::core::error::{Error, Result};
+use crate::core::ids;
+use crate::core::model::{ConsolidationRecord, Memory, MemoryType, Metadata, Status};
+use crate::core::provider::{Consolidation, Group};
+use crate::core::store::{NewConsolidation, Store};
+use crate::core::time::iso;
+
+/// Search queries a folded memory keeps at most.
+const FOLD_QUERIES: usize = crate::core::api::MAX_SEARCH_QUERIES;
+/// Characters of a folded memory's summary at most.
+const FOLD_SUMMARY_CHARS: usize = 200;
+
+/// Carries out `decision` for `g` in run `run_id`; the record, or `None`
+/// when it changes nothing (a keep, a member changed meanwhile, a merge
+/// naming no member). `seq` tells apart the memories one run creates.
+pub fn apply(store: &Store<'_>, run_id: &str, g: &Group, decision: &Consolidation, seq: u64) -> Result<Option<ConsolidationRecord>> {
+    let ids: Vec<String> = g.members.iter().map(|m| m.id.clone()).collect();
+    let now_rows = store.memories_by_ids(&ids)?;
+    let unchanged = g.members.iter().all(|m| now_rows.iter().any(|n| n == m && n.status == Status::Active));
+    if !unchanged {
+        return Ok(None);
+    }
+    match decision {
+        Consolidation::Keep { .. } => Ok(None),
+        Consolidation::Merge { survivor, reason } => merge(store, run_id, g, survivor, reason),
+        Consolidation::Supersede { reason } => supersede(store, run_id, g, reason),
+        Consolidation::Fold { content, reason } => fold(store, run_id, g, content, reason, seq),
+        Consolidation::Retire { reason } => retire(store, run_id, g, reason),
+    }
+}
+
+fn sources_of(members: &[&Memory]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in members {
+        for s in &m.source_message_ids {
+            if !out.contains(s) {
+                out.push(s.clone());
+            }
+        }
+    }
+    out
+}
+
+fn merge(store: &Store<'_>, run_id: &str, g: &Group, survivor: &str, reason: &str) -> Result<Option<ConsolidationRecord>> {
+    let Some(keep) = g.members.iter().find(|m| m.id == survivor) else { return Ok(None) };
+    let mut order: Vec<&Memory> = vec![keep];
+    order.extend(g.members.iter().filter(|m| m.id != survivor));
+    store.set_sources(survivor, &sources_of(&order))?;
+    let until = keep.valid_from.clone();
+    for m in g.members.iter().filter(|m| m.id != survivor) {
+        store.retire_into(&m.id, survivor, until.as_deref().filter(|u| m.valid_from.as_deref().is_some_and(|f| f < *u)))?;
+    }
+    record(store, run_id, "merge", survivor, g, &[], reason)
+}
+
+fn supersede(store: &Store<'_>, run_id: &str, g: &Group, reason: &str) -> Result<Option<ConsolidationRecord>> {
+    let Some(newest) = g.members.last() else { return Ok(None) };
+    let until = newest.valid_from.clone().unwrap_or_else(|| newest.created_at.clone());
+    let older: Vec<&Memory> = g.members.iter().filter(|m| m.id != newest.id).collect();
+    for m in &older {
+        store.retire_into(&m.id, &newest.id, Some(&until))?;
+    }
+    if let Some(last) = older.last() {
+        store.link_versions(&last.id, &newest.id)?;
+    }
+    record(store, run_id, "supersede", &newest.id, g, &[], reason)
+}
+
+fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str, seq: u64) -> Result<Option<ConsolidationRecord>> {
+    let Some(first) = g.members.first() else { return Ok(None) };
+    let members: Vec<&Memory> = g.members.iter().collect();
+    let kind = first.kind;
+    let fingerprint = ids::fingerprint(kind.as_str(), content);
+    let now = store.now();
+    let mut queries: Vec<String> = Vec::new();
+    for q in g.members.iter().flat_map(|m| &m.search_queries) {
+        if queries.len() < FOLD_QUERIES && !queries.contains(q) {
+            queries.push(q.clone());
+        }
+    }
+    let since = g.members.iter().map(said_at).min().unwrap_or(now);
+    let folded = Memory {
+        id: ids::memory_id(now, &fingerprint, seq),
+        kind,
+        key: None,
+        summary: content.chars().take(FOLD_SUMMARY_CHARS).collect(),
+        content: content.to_string(),
+        session_id: first.session_id.clone(),
+        source_message_ids: sources_of(&members),
+        search_queries: queries,
+        status: Status::Active,
+        supersedes: None,
+        superseded_by: None,
+        event_date: g.members.iter().filter_map(|m| m.event_date.clone()).min(),
+        created_at: iso(now),
+        updated_at: iso(now),
+        expires_at: None,
+        metadata: shared_metadata(&g.members),
+        valid_from: Some(iso(since)),
+        valid_to: None,
+    };
+    store.insert_memories(&[(&folded, fingerprint.as_str())])?;
+    for m in &g.members {
+        // What the fold says held from when its members were said.
+        store.retire_into(&m.id, &folded.id, m.valid_from.as_deref())?;
+    }
+    record(store, run_id, "fold", &folded.id, g, std::slice::from_ref(&folded.id), reason)
+}
+
+fn retire(store: &Store<'_>, run_id: &str, g: &Group, reason: &str) -> Result<Option<ConsolidationRecord>> {
+    let Some(task) = g.members.first().filter(|m| m.kind == MemoryType::Task) else { return Ok(None) };
+    store.retire_task(&task.id)?;
+    record(store, run_id, "retire", &task.id, g, &[], reason)
+}
+
+/// The metadata every member has, with the same value.
+fn shared_metadata(members: &[Memory]) -> Metadata {
+    let Some(first) = members.first() else { return Metadata::new() };
+    first.metadata.iter().filter(|(k, v)| members.iter().all(|m| m.metadata.get(*k) == Some(*v))).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn record(store: &Store<'_>, run_id: &str, action: &str, target: &str, g: &Group, created: &[String], reason: &str) -> Result<Option<ConsolidationRecord>> {
+    let members: Vec<String> = g.members.iter().map(|m| m.id.clone()).collect();
+    Ok(Some(store.record_consolidation(&NewConsolidation { run_id, action, target, members: &members, created, reason, before: &g.members })?))
+}
+
+/// Undoes consolidation `id`: its memories back exactly as they were, what
+/// it created deleted. Refused while a later consolidation that involves
+/// them stands (undo that one first), and when already undone.
+pub fn undo(store: &Store<'_>, id: i64) -> Result<ConsolidationRecord> {
+    let (mut rec, before, created) = store.consolidation(id)?.ok_or_else(|| Error::not_found(format!("no consolidation with id {id}")))?;
+    if rec.undone_at.is_some() {
+        return Err(Error::invalid(format!("consolidation {id} is already undone")));
+    }
+    let mut involved: Vec<String> = rec.members.clone();
+    involved.extend(created.iter().cloned());
+    involved.push(rec.target.clone());
+    if let Some(later) = store.later_consolidations(id, &involved)?.first() {
+        return Err(Error::invalid(format!("consolidation {later} changed these memories since; undo it first")));
+    }
+    if !created.is_empty() {
+        store.delete_memories(&created)?;
+    }
+    for m in &before {
+        store.restore_memory(m)?;
+    }
+    store.mark_undone(id)?;
+    rec.undone_at = Some(iso(store.now()));
+    Ok(rec)
+}

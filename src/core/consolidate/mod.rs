@@ -1,0 +1,183 @@
+//! Consolidation: a profile that grows for months stays lean and gets
+//! sharper. A run walks the active memories window by window: find the
+//! groups worth consolidating (`plan`), let the reasoner decide each
+//! (rules locally, a prompt with a model), carry the decisions out with
+//! their records (`apply`). Every change is recorded with the memories as
+//! they were, and `undo` puts them back exactly.
+//!
+//! A run is durable: it is an outbox job, and each window is one
+//! transaction that writes its changes, their records and the run's
+//! cursor together. A run cut short (a restart, an eviction, a
+//! `maxWindows`) loses and repeats nothing; the alarm goes on from the
+//! cursor. A run stops at the newest memory that existed when it began,
+//! so it never consolidates what it created itself.
+//!
+//! What it does *not* do: touch memories that are not active (forgotten
+//! and deleted ones stay gone), rewrite a memory's words with rules, or
+//! run while another run is in progress (a second call continues it).
+
+pub mod apply;
+pub mod plan;
+
+use crate::core::api::ConsolidateRequest;
+use crate::core::context::Profile;
+use crate::core::error::Result;
+use crate::core::jobs::Work;
+use crate::core::model::{ConsolidationRecord, ConsolidationReport};
+use crate::core::store::META_CONSOLIDATION;
+use serde::{Deserialize, Serialize};
+
+/// Active memories read per window (one transaction each).
+pub const WINDOW: usize = 1000;
+/// Windows one background run of the job goes through before it yields.
+pub const WINDOWS_PER_DRAIN: usize = 4;
+
+/// A run in progress, as `meta` keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    pub id: String,
+    /// The last memory id gone through.
+    pub cursor: String,
+    /// The newest memory id when the run began: where it stops.
+    pub end: String,
+    pub active_before: i64,
+}
+
+/// `consolidate`: a dry run reports what a run would do and changes
+/// nothing; otherwise the run in progress (or a new one) goes through at
+/// most `maxWindows` windows now, and the alarm does the rest.
+pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<ConsolidationReport> {
+    if req.dry_run == Some(true) {
+        return dry_run(p).await;
+    }
+    let mut run = begin(p)?;
+    let mut report = ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, ..ConsolidationReport::default() };
+    for _ in 0..req.max_windows.unwrap_or(usize::MAX) {
+        if !step(p, &mut run, &mut report).await? {
+            finish(p, &run)?;
+            report.done = true;
+            break;
+        }
+    }
+    report.active_after = p.store().active_count()?;
+    Ok(report)
+}
+
+/// The background job: up to [`WINDOWS_PER_DRAIN`] windows of the run in
+/// progress; whether the run is done.
+pub async fn resume(p: &Profile<'_>, run_id: &str) -> Result<bool> {
+    let Some(mut run) = current(p)?.filter(|r| r.id == run_id) else { return Ok(true) };
+    let mut report = ConsolidationReport::default();
+    for _ in 0..WINDOWS_PER_DRAIN {
+        if !step(p, &mut run, &mut report).await? {
+            finish(p, &run)?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The run in progress, if any.
+pub fn current(p: &Profile<'_>) -> Result<Option<Run>> {
+    Ok(p.store().meta_get(META_CONSOLIDATION)?.filter(|s| !s.is_empty()).and_then(|s| serde_json::from_str(&s).ok()))
+}
+
+/// The run in progress, or a new one with its job queued.
+fn begin(p: &Profile<'_>) -> Result<Run> {
+    if let Some(run) = current(p)? {
+        return Ok(run);
+    }
+    let store = p.store();
+    store.transaction(|| {
+        let end = store.newest_memory_id()?.unwrap_or_default();
+        let id = format!("c-{}", crate::core::ids::memory_id(p.now, &end, 0));
+        let run = Run { id: id.clone(), cursor: String::new(), end, active_before: store.active_count()? };
+        store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&run)?)?;
+        store.enqueue(&Work::Consolidate { run_id: id })?;
+        Ok(run)
+    })
+}
+
+/// One window: plan, decide, carry out with the cursor in one
+/// transaction. `false` when nothing was left.
+async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) -> Result<bool> {
+    let store = p.store();
+    let window = store.active_window_until(&run.cursor, &run.end, WINDOW)?;
+    let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(false) };
+    report.examined = report.examined.saturating_add(window.len());
+    let groups = plan::groups(&window, p.now);
+    let decisions = p.reasoner.consolidate(&groups).await?;
+    let mut next = run.clone();
+    next.cursor = last;
+    let done: Vec<ConsolidationRecord> = store.transaction(|| {
+        let mut done = Vec::new();
+        for (seq, (g, d)) in (0u64..).zip(groups.iter().zip(&decisions)) {
+            done.extend(apply::apply(&store, &run.id, g, d, seq)?);
+        }
+        store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&next)?)?;
+        Ok(done)
+    })?;
+    *run = next;
+    report.actions.extend(done);
+    Ok(true)
+}
+
+/// Ends a run: its state and its job go.
+fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
+    let store = p.store();
+    store.transaction(|| {
+        store.meta_set(META_CONSOLIDATION, "")?;
+        store.finish_work(&Work::Consolidate { run_id: run.id.clone() })
+    })
+}
+
+/// What a run would do, window by window, without changing anything.
+async fn dry_run(p: &Profile<'_>) -> Result<ConsolidationReport> {
+    let store = p.store();
+    let end = store.newest_memory_id()?.unwrap_or_default();
+    let active = store.active_count()?;
+    let mut report = ConsolidationReport { run_id: "dry-run".into(), dry_run: true, done: true, active_before: active, ..ConsolidationReport::default() };
+    let mut cursor = String::new();
+    let mut retired = 0i64;
+    loop {
+        let window = store.active_window_until(&cursor, &end, WINDOW)?;
+        let Some(last) = window.last() else { break };
+        cursor = last.id.clone();
+        report.examined = report.examined.saturating_add(window.len());
+        let groups = plan::groups(&window, p.now);
+        let decisions = p.reasoner.consolidate(&groups).await?;
+        for (g, d) in groups.iter().zip(&decisions) {
+            if let Some((action, target, net)) = preview(g, d) {
+                retired = retired.saturating_add(net);
+                report.actions.push(ConsolidationRecord {
+                    id: 0,
+                    run_id: report.run_id.clone(),
+                    action: action.into(),
+                    target,
+                    members: g.members.iter().map(|m| m.id.clone()).collect(),
+                    reason: g.why.clone(),
+                    at: crate::core::time::iso(p.now),
+                    undone_at: None,
+                });
+            }
+        }
+    }
+    report.active_after = active.saturating_sub(retired);
+    Ok(report)
+}
+
+/// A decision as a dry run reports it: the action, its target, and how
+/// many active memories fewer it leaves.
+fn preview(g: &plan::Group, d: &crate::core::provider::Consolidation) -> Option<(&'static str, String, i64)> {
+    use crate::core::provider::Consolidation::*;
+    let n = g.members.len() as i64;
+    let newest = g.members.last()?.id.clone();
+    match d {
+        Keep { .. } => None,
+        Merge { survivor, .. } => g.members.iter().any(|m| &m.id == survivor).then(|| ("merge", survivor.clone(), n - 1)),
+        Supersede { .. } => Some(("supersede", newest, n - 1)),
+        Fold { .. } => Some(("fold", "(new)".into(), n - 1)),
+        Retire { .. } => Some(("retire", g.members.first()?.id.clone(), 1)),
+    }
+}

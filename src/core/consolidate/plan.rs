@@ -1,0 +1,313 @@
+//! Finding what to consolidate in a window of active memories: groups of
+//! memories that say the same thing, contradict each other, were said in
+//! one breath long ago, or are tasks nobody will pick up again. Pure: the
+//! reasoner then decides each group ([`crate::core::provider::Reasoner::consolidate`]).
+//!
+//! The groups, in the order they are looked for (a memory joins one):
+//! * **duplicates**: memories of one type whose content words overlap by
+//!   at least [`DUPLICATE_SIMILARITY`] (Jaccard, over stems) and state the
+//!   same numbers;
+//! * **contradictions**: two such memories whose numbers differ, said on
+//!   different days ("The limit is 100" / a week later "The limit is
+//!   200"): the later replaces the earlier, which supersession by topic
+//!   key missed. More than [`MAX_SIMILAR`] alike are a template ("Rack 3
+//!   is in hall 3"), not one thing restated, and are left alone;
+//! * **siblings**: memories of one type drawn from exactly the same
+//!   messages, said more than [`FOLD_AGE_DAYS`] ago: the fine-grained
+//!   statements of one utterance, folded into one;
+//! * **events**: events of one session and one date, said more than
+//!   [`FOLD_AGE_DAYS`] ago, at least [`EVENTS_TO_FOLD`] of them: folded
+//!   into one dated summary;
+//! * **stale tasks**: tasks said more than [`TASK_STALE_DAYS`] ago, or
+//!   that say they are done.
+//!
+//! What it does *not* do: it never groups across types, never touches a
+//! memory that is not active, and never looks beyond its window (a run
+//! walks the profile window by window).
+
+use crate::core::model::{Memory, MemoryType};
+use crate::core::text;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+/// Jaccard similarity of content stems from which two memories of one
+/// type say the same thing.
+pub const DUPLICATE_SIMILARITY: f64 = 0.6;
+/// Memories alike in a group at most: more are a template, not one thing
+/// restated.
+pub const MAX_SIMILAR: usize = 8;
+/// A content word shared by more memories of the window than this does
+/// not propose pairs (it still counts in the similarity).
+pub const COMMON_WORD: usize = 200;
+/// Days after which fine-grained memories are folded.
+pub const FOLD_AGE_DAYS: i64 = 30;
+/// Events of one session and date folded into a summary, at least.
+pub const EVENTS_TO_FOLD: usize = 3;
+/// Members of one fold at most (a larger group is folded in parts).
+pub const MAX_FOLD: usize = 8;
+/// Characters of a folded memory's content at most.
+pub const MAX_FOLD_CHARS: usize = 2000;
+/// Days after which an open task is retired.
+pub const TASK_STALE_DAYS: i64 = 30;
+/// Words by which a task says it is finished.
+const DONE_WORDS: &[&str] = &["done", "finished", "completed", "shipped", "merged", "closed", "resolved"];
+
+const DAY_MILLIS: i64 = 86_400_000;
+
+pub use crate::core::provider::{Group, GroupKind};
+
+/// When a memory was said, in epoch milliseconds (its validity's start,
+/// else its creation).
+pub fn said_at(m: &Memory) -> i64 {
+    m.valid_from.as_deref().or(Some(m.created_at.as_str())).and_then(crate::core::time::parse_millis).unwrap_or(0)
+}
+
+fn stems(m: &Memory) -> HashSet<String> {
+    text::content_words(&m.content).iter().map(|w| text::stem(w)).collect()
+}
+
+fn numbers(m: &Memory) -> Vec<String> {
+    let mut v: Vec<String> = text::tokens(&m.content).into_iter().filter(|t| t.bytes().any(|b| b.is_ascii_digit())).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+    let inter = a.iter().filter(|w| b.contains(*w)).count();
+    let union = a.len() + b.len() - inter;
+    if union == 0 {
+        0.0
+    } else {
+        inter as f64 / union as f64
+    }
+}
+
+/// The groups of `window` (active memories) at `now`.
+pub fn groups(window: &[Memory], now: i64) -> Vec<Group> {
+    let mut taken: HashSet<usize> = HashSet::default();
+    let mut out = similar(window, &mut taken);
+    out.extend(siblings(window, now, &mut taken));
+    out.extend(events(window, now, &mut taken));
+    out.extend(stale_tasks(window, now, &mut taken));
+    for g in &mut out {
+        g.members.sort_by(|a, b| said_at(a).cmp(&said_at(b)).then_with(|| a.id.cmp(&b.id)));
+    }
+    out
+}
+
+/// Duplicates and contradictions: clusters of one type joined by pairs at
+/// or above [`DUPLICATE_SIMILARITY`].
+fn similar(window: &[Memory], taken: &mut HashSet<usize>) -> Vec<Group> {
+    let sets: Vec<HashSet<String>> = window.iter().map(stems).collect();
+    let mut by_word: HashMap<&str, Vec<usize>> = HashMap::default();
+    for (i, s) in sets.iter().enumerate() {
+        for w in s {
+            by_word.entry(w.as_str()).or_default().push(i);
+        }
+    }
+    let mut parent: Vec<usize> = (0..window.len()).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while let Some(&p) = parent.get(x) {
+            if p == x {
+                break;
+            }
+            let gp = parent.get(p).copied().unwrap_or(p);
+            if let Some(slot) = parent.get_mut(x) {
+                *slot = gp;
+            }
+            x = gp;
+        }
+        x
+    }
+    for (i, s) in sets.iter().enumerate() {
+        let mut seen: HashSet<usize> = HashSet::default();
+        for w in s {
+            let Some(list) = by_word.get(w.as_str()) else { continue };
+            if list.len() > COMMON_WORD {
+                continue;
+            }
+            for &j in list.iter().filter(|&&j| j > i) {
+                if !seen.insert(j) {
+                    continue;
+                }
+                let (Some(a), Some(b)) = (window.get(i), window.get(j)) else { continue };
+                if a.kind == b.kind && a.kind != MemoryType::Task && sets.get(j).is_some_and(|t| jaccard(s, t) >= DUPLICATE_SIMILARITY) {
+                    let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
+                    if let Some(slot) = parent.get_mut(rj) {
+                        *slot = ri;
+                    }
+                }
+            }
+        }
+    }
+    let mut clusters: HashMap<usize, Vec<usize>> = HashMap::default();
+    for i in 0..window.len() {
+        let r = find(&mut parent, i);
+        clusters.entry(r).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    let mut roots: Vec<usize> = clusters.keys().copied().collect();
+    roots.sort_unstable();
+    for r in roots {
+        let Some(members) = clusters.remove(&r) else { continue };
+        // Many alike is a template ("rack 3 is in hall 3"), not one thing
+        // restated: left alone.
+        if members.len() < 2 || members.len() > MAX_SIMILAR {
+            continue;
+        }
+        let ms: Vec<Memory> = members.iter().filter_map(|&i| window.get(i).cloned()).collect();
+        let first = ms.first().map(numbers).unwrap_or_default();
+        let same_numbers = ms.iter().all(|m| numbers(m) == first);
+        let group = if same_numbers {
+            Group { kind: GroupKind::Duplicates, why: format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len()), members: ms }
+        } else if let [a, b] = ms.as_slice() {
+            // A value restated differently on a later day: the later holds.
+            let days = (said_at(a) - said_at(b)).abs() / DAY_MILLIS;
+            if !a.kind.is_keyed() || days < 1 {
+                continue;
+            }
+            Group { kind: GroupKind::Contradiction, why: format!("the same statement with a different value, {days} days later"), members: ms }
+        } else {
+            continue;
+        };
+        taken.extend(members.iter().copied());
+        out.push(group);
+    }
+    out
+}
+
+/// Siblings: one type, exactly the same source messages, said long ago.
+fn siblings(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group> {
+    let old = now.saturating_sub(FOLD_AGE_DAYS.saturating_mul(DAY_MILLIS));
+    let mut by_source: HashMap<(MemoryType, Vec<String>), Vec<usize>> = HashMap::default();
+    for (i, m) in window.iter().enumerate() {
+        if taken.contains(&i) || m.kind == MemoryType::Task || m.source_message_ids.is_empty() || said_at(m) > old {
+            continue;
+        }
+        let mut sources = m.source_message_ids.clone();
+        sources.sort();
+        by_source.entry((m.kind, sources)).or_default().push(i);
+    }
+    folds(window, by_source.into_values().collect(), 2, GroupKind::Siblings, taken, |n| format!("{n} statements drawn from the same message, said more than {FOLD_AGE_DAYS} days ago"))
+}
+
+/// Events of one session and date, said long ago.
+fn events(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group> {
+    let old = now.saturating_sub(FOLD_AGE_DAYS.saturating_mul(DAY_MILLIS));
+    let mut by_day: HashMap<(String, String), Vec<usize>> = HashMap::default();
+    for (i, m) in window.iter().enumerate() {
+        if taken.contains(&i) || m.kind != MemoryType::Event || said_at(m) > old {
+            continue;
+        }
+        if let Some(d) = &m.event_date {
+            by_day.entry((m.session_id.clone(), d.clone())).or_default().push(i);
+        }
+    }
+    folds(window, by_day.into_values().collect(), EVENTS_TO_FOLD, GroupKind::Events, taken, |n| format!("{n} events of one session and date, more than {FOLD_AGE_DAYS} days ago"))
+}
+
+/// Groups of at least `least`, in parts of at most [`MAX_FOLD`] members
+/// and [`MAX_FOLD_CHARS`] of content, in window order.
+fn folds(window: &[Memory], mut lists: Vec<Vec<usize>>, least: usize, kind: GroupKind, taken: &mut HashSet<usize>, why: impl Fn(usize) -> String) -> Vec<Group> {
+    lists.sort();
+    let mut out = Vec::new();
+    for list in lists {
+        let mut part: Vec<usize> = Vec::new();
+        let mut chars = 0usize;
+        let flush = |part: &mut Vec<usize>, out: &mut Vec<Group>, taken: &mut HashSet<usize>| {
+            if part.len() >= least {
+                taken.extend(part.iter().copied());
+                out.push(Group { kind, members: part.iter().filter_map(|&i| window.get(i).cloned()).collect(), why: why(part.len()) });
+            }
+            part.clear();
+        };
+        for i in list {
+            let len = window.get(i).map_or(0, |m| m.content.chars().count());
+            if part.len() >= MAX_FOLD || chars.saturating_add(len) > MAX_FOLD_CHARS {
+                flush(&mut part, &mut out, taken);
+                chars = 0;
+            }
+            part.push(i);
+            chars = chars.saturating_add(len).saturating_add(1);
+        }
+        flush(&mut part, &mut out, taken);
+    }
+    out
+}
+
+/// Tasks said long ago, or that say they are done.
+fn stale_tasks(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group> {
+    let old = now.saturating_sub(TASK_STALE_DAYS.saturating_mul(DAY_MILLIS));
+    let mut out = Vec::new();
+    for (i, m) in window.iter().enumerate() {
+        if taken.contains(&i) || m.kind != MemoryType::Task {
+            continue;
+        }
+        let done = text::tokens(&m.content).iter().any(|t| DONE_WORDS.contains(&t.as_str()));
+        if done || said_at(m) <= old {
+            taken.insert(i);
+            let why = if done { "the task says it is done".to_string() } else { format!("an open task said more than {TASK_STALE_DAYS} days ago") };
+            out.push(Group { kind: GroupKind::StaleTask, members: vec![m.clone()], why });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_776_247_200_000;
+
+    fn mem(id: &str, kind: MemoryType, content: &str, days_ago: i64, sources: &[&str]) -> Memory {
+        let mut m = Memory::sample(id, content);
+        m.kind = kind;
+        m.valid_from = Some(crate::core::time::iso(NOW - days_ago * DAY_MILLIS));
+        m.source_message_ids = sources.iter().map(|s| s.to_string()).collect();
+        m
+    }
+
+    #[test]
+    fn test_rewordings_group_as_duplicates_and_differing_values_as_contradictions() {
+        let w = vec![
+            mem("a", MemoryType::Fact, "The user prefers dark mode in the editor.", 1, &["m1"]),
+            mem("b", MemoryType::Fact, "The user prefers the dark mode in their editor.", 1, &["m2"]),
+            mem("c", MemoryType::Fact, "The API rate limit is 100 requests per second.", 9, &["m3"]),
+            mem("d", MemoryType::Fact, "The API rate limit is 200 requests per second.", 1, &["m4"]),
+            mem("e", MemoryType::Fact, "Something else entirely about gardening.", 1, &["m5"]),
+        ];
+        let g = groups(&w, NOW);
+        let kinds: Vec<(GroupKind, Vec<&str>)> = g.iter().map(|g| (g.kind, g.members.iter().map(|m| m.id.as_str()).collect())).collect();
+        assert!(kinds.contains(&(GroupKind::Duplicates, vec!["a", "b"])), "{kinds:?}");
+        assert!(kinds.contains(&(GroupKind::Contradiction, vec!["c", "d"])), "{kinds:?}");
+        assert_eq!(kinds.len(), 2);
+        // The same values said the same day, or many alike: left alone.
+        let racks: Vec<Memory> = (0..20).map(|i| mem(&format!("r{i}"), MemoryType::Fact, &format!("Rack {i} sits in hall {i}."), 5, &[])).collect();
+        assert!(groups(&racks, NOW).is_empty());
+    }
+
+    #[test]
+    fn test_only_old_statements_of_one_message_fold() {
+        let w = vec![
+            mem("a", MemoryType::Fact, "Maria paints on weekends.", 90, &["m1"]),
+            mem("b", MemoryType::Fact, "Maria sells prints at the market.", 90, &["m1"]),
+            mem("c", MemoryType::Fact, "Jon runs every morning.", 2, &["m2"]),
+            mem("d", MemoryType::Fact, "Jon swims on Fridays.", 2, &["m2"]),
+        ];
+        let g = groups(&w, NOW);
+        assert_eq!(g.len(), 1, "{g:?}");
+        assert_eq!(g[0].kind, GroupKind::Siblings);
+    }
+
+    #[test]
+    fn test_done_and_stale_tasks_are_found_and_fresh_ones_kept() {
+        let w = vec![
+            mem("a", MemoryType::Task, "Migrate the billing service; done now.", 1, &[]),
+            mem("b", MemoryType::Task, "Write the quarterly report.", 45, &[]),
+            mem("c", MemoryType::Task, "Fix the login bug.", 3, &[]),
+        ];
+        let found = groups(&w, NOW);
+        let ids: Vec<&str> = found.iter().flat_map(|g| g.members.iter().map(|m| m.id.as_str())).collect();
+        assert_eq!(ids, vec!["a", "b"]);
+    }
+}

@@ -1,0 +1,228 @@
+//! Consolidations: the record of every change a consolidation made, the
+//! memories as they were before it, and the writes that make and undo
+//! one (a memory's sources rewritten, a memory put back as it was).
+
+use super::*;
+use crate::core::model::ConsolidationRecord;
+
+/// The `meta` key holding the consolidation run in progress (JSON).
+pub const META_CONSOLIDATION: &str = "consolidation_run";
+
+/// A change about to be recorded.
+pub struct NewConsolidation<'a> {
+    pub run_id: &'a str,
+    pub action: &'a str,
+    pub target: &'a str,
+    pub members: &'a [String],
+    /// The memories it created (a fold's).
+    pub created: &'a [String],
+    pub reason: &'a str,
+    /// Every memory it changed, as it was before.
+    pub before: &'a [Memory],
+}
+
+impl<'a> Store<'a> {
+    /// Records a change; returns it as a record.
+    pub fn record_consolidation(&self, c: &NewConsolidation<'_>) -> Result<ConsolidationRecord> {
+        let at = iso(self.now);
+        let rows = self.sql.query(
+            "INSERT INTO consolidations (run_id, action, target, members, created, reason, before, at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            &[
+                c.run_id.into(),
+                c.action.into(),
+                c.target.into(),
+                json_param(c.members),
+                json_param(c.created),
+                c.reason.into(),
+                SqlValue::Text(serde_json::to_string(c.before)?),
+                at.as_str().into(),
+            ],
+        )?;
+        let id = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation was not recorded"))?;
+        let mut involved: Vec<&str> = c.members.iter().chain(c.created).map(String::as_str).collect();
+        involved.push(c.target);
+        involved.sort();
+        involved.dedup();
+        self.sql.execute(
+            "INSERT OR IGNORE INTO consolidation_members (memory_id, consolidation_id) SELECT value, ?2 FROM json_each(?1)",
+            &[json_param(&involved), SqlValue::Integer(id)],
+        )?;
+        Ok(ConsolidationRecord {
+            id,
+            run_id: c.run_id.to_string(),
+            action: c.action.to_string(),
+            target: c.target.to_string(),
+            members: c.members.to_vec(),
+            reason: c.reason.to_string(),
+            at,
+            undone_at: None,
+        })
+    }
+
+    /// The consolidations `memory_id` took part in, oldest first.
+    pub fn consolidations_of(&self, memory_id: &str) -> Result<Vec<ConsolidationRecord>> {
+        let rows = self.sql.query(
+            "SELECT c.id, c.run_id, c.action, c.target, c.members, c.reason, c.at, c.undone_at FROM consolidation_members x \
+             CROSS JOIN consolidations c ON c.id = x.consolidation_id WHERE x.memory_id = ? ORDER BY c.id",
+            &[memory_id.into()],
+        )?;
+        rows.into_iter().map(consolidation_from_row).collect()
+    }
+
+    /// A consolidation with the memories as they were before it and those
+    /// it created.
+    pub fn consolidation(&self, id: i64) -> Result<Option<(ConsolidationRecord, Vec<Memory>, Vec<String>)>> {
+        let rows = self.sql.query(
+            "SELECT id, run_id, action, target, members, reason, at, undone_at, before, created FROM consolidations WHERE id = ?",
+            &[SqlValue::Integer(id)],
+        )?;
+        let Some(mut r) = rows.into_iter().next() else { return Ok(None) };
+        let created = r.pop().ok_or_else(|| Error::storage("a consolidation row is short"))?;
+        let before = r.pop().ok_or_else(|| Error::storage("a consolidation row is short"))?;
+        let before: Vec<Memory> = serde_json::from_str(before.as_str().unwrap_or_default())
+            .map_err(|_| Error::storage("a consolidation's record of the memories before it does not read"))?;
+        let created: Vec<String> = serde_json::from_str(created.as_str().unwrap_or_default())
+            .map_err(|_| Error::storage("a consolidation's record of what it created does not read"))?;
+        Ok(Some((consolidation_from_row(r)?, before, created)))
+    }
+
+    /// The later consolidations, not undone, that involve any of `ids`.
+    pub fn later_consolidations(&self, after: i64, ids: &[String]) -> Result<Vec<i64>> {
+        let rows = self.sql.query(
+            "SELECT DISTINCT x.consolidation_id FROM json_each(?1) j CROSS JOIN consolidation_members x ON x.memory_id = j.value \
+             CROSS JOIN consolidations c ON c.id = x.consolidation_id WHERE c.id > ?2 AND c.undone_at IS NULL ORDER BY 1",
+            &[json_param(ids), SqlValue::Integer(after)],
+        )?;
+        rows.iter().map(|r| r.first().and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation id does not read"))).collect()
+    }
+
+    pub fn mark_undone(&self, id: i64) -> Result<()> {
+        self.sql.execute("UPDATE consolidations SET undone_at = ? WHERE id = ?", &[iso(self.now).into(), SqlValue::Integer(id)])
+    }
+
+    /// Up to `limit` active memories after the id `after` and up to the id
+    /// `end`, in id order (a consolidation window).
+    pub fn active_window_until(&self, after: &str, end: &str, limit: usize) -> Result<Vec<Memory>> {
+        self.memories_where(&format!("m.status = 'active' AND m.id > ? AND m.id <= ? ORDER BY m.id LIMIT {limit}"), &[after.into(), end.into()])
+    }
+
+    /// The newest memory's id (ids sort by time).
+    pub fn newest_memory_id(&self) -> Result<Option<String>> {
+        Ok(self.sql.query("SELECT MAX(id) FROM memories", &[])?.first().and_then(|r| r.first()).and_then(SqlValue::opt_string))
+    }
+
+    /// Removes the queued job doing `work`, if any.
+    pub fn finish_work(&self, work: &Work) -> Result<()> {
+        self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[work.kind().as_str().into(), work.subject().into()])
+    }
+
+    /// Makes a claimed job due again now, its attempts forgotten: it
+    /// yielded, it did not fail.
+    pub fn requeue_job(&self, id: i64) -> Result<()> {
+        self.sql.execute("UPDATE outbox SET attempts = 0, next_attempt_at = ?, last_error = NULL WHERE id = ?", &[SqlValue::Integer(self.now), SqlValue::Integer(id)])
+    }
+
+    /// How many memories are active.
+    pub fn active_count(&self) -> Result<i64> {
+        self.count("SELECT COUNT(*) FROM memories WHERE status = 'active'")
+    }
+
+    /// Replaces a memory's metadata; queues its vector again when it has
+    /// one (Vectorize filters by what it was written with).
+    pub fn set_metadata(&self, id: &str, metadata: &crate::core::model::Metadata) -> Result<Memory> {
+        let m = self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
+        let text = (!metadata.is_empty()).then(|| serde_json::to_string(metadata)).transpose()?;
+        self.sql.execute(
+            "UPDATE memories SET metadata = ?, updated_at = ? WHERE id = ?",
+            &[text.map(SqlValue::Text).unwrap_or(SqlValue::Null), iso(self.now).into(), id.into()],
+        )?;
+        if m.status == Status::Active && m.kind != MemoryType::Task {
+            self.enqueue(&Work::Embed { memory_id: id.to_string() })?;
+        }
+        self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
+    }
+
+    /// Rewrites a memory's sources: the JSON column and its citations.
+    pub fn set_sources(&self, id: &str, sources: &[String]) -> Result<()> {
+        self.sql.execute(
+            "UPDATE memories SET source_message_ids = ? WHERE id = ?",
+            &[SqlValue::Text(serde_json::to_string(sources)?), id.into()],
+        )?;
+        self.sql.execute("DELETE FROM citations WHERE memory_id = ?", &[id.into()])?;
+        self.sql.execute("DELETE FROM citations_waiting WHERE memory_id = ?", &[id.into()])?;
+        let pairs: Vec<(&str, &String)> = sources.iter().map(|m| (id, m)).collect();
+        self.sql.execute(
+            "INSERT OR IGNORE INTO citations (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
+             FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1",
+            &[json_param(&pairs)],
+        )?;
+        self.sql.execute(
+            "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) SELECT j.value ->> 1, j.value ->> 0 \
+             FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = j.value ->> 1)",
+            &[json_param(&pairs)],
+        )
+    }
+
+    /// Retires `id` into `into`: superseded by it, valid until `until`.
+    pub fn retire_into(&self, id: &str, into: &str, until: Option<&str>) -> Result<()> {
+        self.sql.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?1, valid_to = ?2, updated_at = ?3 WHERE id = ?4",
+            &[into.into(), until.map(SqlValue::from).unwrap_or(SqlValue::Null), iso(self.now).into(), id.into()],
+        )?;
+        self.enqueue(&Work::Unvector { memory_id: id.to_string() })
+    }
+
+    /// Marks `newer` as the version after `older` (a supersession the
+    /// topic keys missed).
+    pub fn link_versions(&self, older: &str, newer: &str) -> Result<()> {
+        self.sql.execute("UPDATE memories SET supersedes = ?1 WHERE id = ?2 AND supersedes IS NULL", &[older.into(), newer.into()])
+    }
+
+    /// Retires a task: expired now.
+    pub fn retire_task(&self, id: &str) -> Result<()> {
+        let now = iso(self.now);
+        self.sql.execute("UPDATE memories SET status = 'expired', expires_at = ?1, updated_at = ?1 WHERE id = ?2", &[now.into(), id.into()])?;
+        self.enqueue(&Work::Unvector { memory_id: id.to_string() })
+    }
+
+    /// Puts a memory back exactly as `m` records it (every column a
+    /// consolidation may change), with its citations; queues its vector
+    /// when it wants one again.
+    pub fn restore_memory(&self, m: &Memory) -> Result<()> {
+        self.sql.execute(
+            "UPDATE memories SET status = ?1, supersedes = ?2, superseded_by = ?3, updated_at = ?4, expires_at = ?5, \
+             valid_from = ?6, valid_to = ?7 WHERE id = ?8",
+            &[
+                m.status.as_str().into(),
+                m.supersedes.as_deref().map(SqlValue::from).unwrap_or(SqlValue::Null),
+                m.superseded_by.as_deref().map(SqlValue::from).unwrap_or(SqlValue::Null),
+                m.updated_at.as_str().into(),
+                m.expires_at.as_deref().map(SqlValue::from).unwrap_or(SqlValue::Null),
+                m.valid_from.as_deref().map(SqlValue::from).unwrap_or(SqlValue::Null),
+                m.valid_to.as_deref().map(SqlValue::from).unwrap_or(SqlValue::Null),
+                m.id.as_str().into(),
+            ],
+        )?;
+        self.set_sources(&m.id, &m.source_message_ids)?;
+        if m.status == Status::Active && m.kind != MemoryType::Task {
+            self.enqueue(&Work::Embed { memory_id: m.id.clone() })?;
+        }
+        Ok(())
+    }
+}
+
+fn consolidation_from_row(r: Row) -> Result<ConsolidationRecord> {
+    let bad = || Error::storage("a consolidation row does not read");
+    let [id, run_id, action, target, members, reason, at, undone_at] = <[SqlValue; 8]>::try_from(r).map_err(|_| bad())?;
+    Ok(ConsolidationRecord {
+        id: id.as_i64().ok_or_else(bad)?,
+        run_id: run_id.opt_string().ok_or_else(bad)?,
+        action: action.opt_string().ok_or_else(bad)?,
+        target: target.opt_string().ok_or_else(bad)?,
+        members: serde_json::from_str(members.as_str().ok_or_else(bad)?).map_err(|_| bad())?,
+        reason: reason.opt_string().unwrap_or_default(),
+        at: at.opt_string().ok_or_else(bad)?,
+        undone_at: undone_at.opt_string(),
+    })
+}

@@ -1,0 +1,199 @@
+//! Consolidation, natively: merges, folds, supersessions and retirements
+//! recorded and reversible; dry runs that change nothing; runs cut short
+//! that resume and repeat nothing.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use agent_memory::core::api::{ConsolidateRequest, ListRequest, RememberRequest};
+use agent_memory::core::model::{MemoryType, Status};
+use agent_memory::core::ops::Profile;
+use serde_json::json;
+use support::{block_on, database, with_profile, APRIL_15, DAY};
+
+fn remember(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType) -> agent_memory::core::model::Memory {
+    block_on(p.remember(RememberRequest {
+        content: content.into(),
+        session_id: Some("s1".into()),
+        kind: Some(kind),
+        key: Some(key.into()),
+        expires_at: None,
+        ttl_seconds: None,
+        sensitive: None,
+        metadata: Default::default(),
+    }))
+    .unwrap()
+}
+
+/// The export without its header (which carries the time of export).
+fn export_body(p: &Profile<'_>) -> Vec<String> {
+    p.export(Default::default()).unwrap().lines().skip(1).map(str::to_string).collect()
+}
+
+fn active(p: &Profile<'_>) -> Vec<agent_memory::core::model::Memory> {
+    p.list(ListRequest { status: Some(Status::Active), limit: Some(1000), ..Default::default() }).unwrap().memories
+}
+
+fn consolidate(p: &Profile<'_>, body: serde_json::Value) -> agent_memory::core::model::ConsolidationReport {
+    block_on(p.consolidate(serde_json::from_value::<ConsolidateRequest>(body).unwrap())).unwrap()
+}
+
+#[test]
+fn test_a_merge_of_two_wordings_undoes_to_the_exact_originals() {
+    let sql = database();
+    let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+    let (b, before) = with_profile(&sql, APRIL_15 + 3_600_000, |p| {
+        (remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact), export_body(p))
+    });
+    assert_ne!(a.id, b.id);
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    assert!(report.done);
+    assert_eq!((report.active_before, report.active_after), (2, 1), "{report:#?}");
+    let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+    assert_eq!(merge.target, b.id, "the newest wording survives");
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let detail = p.get(&b.id).unwrap();
+        assert_eq!(detail.consolidations.len(), 1);
+        assert_eq!(detail.consolidations[0].members, vec![a.id.clone(), b.id.clone()]);
+        let merged = p.get(&a.id).unwrap();
+        assert_eq!(merged.memory.status, Status::Superseded);
+        assert_eq!(merged.memory.superseded_by.as_deref(), Some(b.id.as_str()));
+        assert_eq!(merged.consolidations[0].id, merge.id, "the merged memory shows where it went");
+        assert_eq!(active(p).len(), 1);
+    });
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let undone = p.undo_consolidation(merge.id).unwrap();
+        assert!(undone.undone_at.is_some());
+        assert_eq!(export_body(p), before, "the export after the undo is the export before the merge");
+        let again = p.undo_consolidation(merge.id).unwrap_err();
+        assert_eq!(again.status(), 400);
+    });
+}
+
+#[test]
+fn test_a_dry_run_reports_and_changes_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact);
+        remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact);
+    });
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let before = export_body(p);
+        let report = consolidate(p, json!({"dryRun": true}));
+        assert!(report.dry_run);
+        assert_eq!(report.actions.len(), 1);
+        assert_eq!((report.active_before, report.active_after), (2, 1));
+        assert_eq!(export_body(p), before);
+        assert_eq!(p.stats().unwrap().pending_jobs, before_jobs(p));
+    });
+}
+
+fn before_jobs(p: &Profile<'_>) -> i64 {
+    p.stats().unwrap().pending_jobs
+}
+
+#[test]
+fn test_contradictions_supersede_and_stale_tasks_retire_and_forgotten_memories_stay_gone() {
+    let sql = database();
+    let (old, new, task, forgotten) = with_profile(&sql, APRIL_15 - 60 * DAY, |p| {
+        let old = remember(p, "The API rate limit is 100 requests per second.", "api.limit_a", MemoryType::Fact);
+        let task = remember(p, "Write the quarterly report for the board.", "task.report", MemoryType::Task);
+        let f1 = remember(p, "The staging database lives in Frankfurt.", "staging.region_a", MemoryType::Fact);
+        p.forget(&f1.id).unwrap();
+        (old, None::<()>, task, f1)
+    });
+    let _ = new;
+    let new = with_profile(&sql, APRIL_15 - 50 * DAY, |p| {
+        remember(p, "The staging database lives in Frankfurt now.", "staging.region_b", MemoryType::Fact);
+        remember(p, "The API rate limit is 200 requests per second.", "api.limit_b", MemoryType::Fact)
+    });
+    with_profile(&sql, APRIL_15, |p| {
+        let report = consolidate(p, json!({}));
+        let actions: Vec<(&str, &str)> = report.actions.iter().map(|r| (r.action.as_str(), r.target.as_str())).collect();
+        assert!(actions.contains(&("supersede", new.id.as_str())), "{actions:?}");
+        assert!(actions.contains(&("retire", task.id.as_str())), "{actions:?}");
+        let old_now = p.get(&old.id).unwrap().memory;
+        assert_eq!(old_now.status, Status::Superseded);
+        assert!(old_now.valid_to.is_some());
+        assert_eq!(p.get(&new.id).unwrap().memory.supersedes.as_deref(), Some(old.id.as_str()));
+        assert_eq!(p.get(&task.id).unwrap().memory.status, Status::Expired);
+        // The forgotten memory was not merged with its rewording: still forgotten, in no record.
+        let f = p.get(&forgotten.id).unwrap();
+        assert_eq!(f.memory.status, Status::Forgotten);
+        assert!(f.consolidations.is_empty());
+    });
+}
+
+/// Old statements of one message fold into one memory that keeps every
+/// source; recall finds the fold by any of its parts.
+#[test]
+fn test_old_sibling_statements_fold_into_one_memory_that_keeps_every_source() {
+    let sql = database();
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "I paint landscapes on weekends. I sell my prints at the Saturday market. My studio is in Leith.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
+        }))
+        .unwrap();
+        block_on(p.drain()).unwrap();
+    });
+    with_profile(&sql, APRIL_15, |p| {
+        let before = active(p);
+        assert!(before.len() >= 2, "{before:#?}");
+        let report = consolidate(p, json!({}));
+        let fold = report.actions.iter().find(|r| r.action == "fold").expect("a fold");
+        let after = active(p);
+        assert!(after.len() < before.len());
+        let folded = p.get(&fold.target).unwrap().memory;
+        assert_eq!(folded.metadata.get("agentId"), before[0].metadata.get("agentId"));
+        let sources: std::collections::BTreeSet<&String> = before.iter().flat_map(|m| &m.source_message_ids).collect();
+        assert!(sources.iter().all(|s| folded.source_message_ids.contains(s)));
+        for m in &before {
+            assert!(folded.content.contains(m.content.split(": ").last().unwrap_or(&m.content).trim_end_matches('.')), "{} lost from {}", m.content, folded.content);
+        }
+        while block_on(p.drain()).unwrap().embedded > 0 {}
+        let r = block_on(p.recall(agent_memory::core::api::RecallRequest { query: "Where is my studio?".into(), options: Default::default() })).unwrap();
+        assert_eq!(r.candidates.first().map(|c| c.id.as_str()), Some(fold.target.as_str()));
+    });
+}
+
+/// A run cut short after one window goes on in the background (the
+/// outbox job) and ends where an uninterrupted run ends, repeating
+/// nothing.
+#[test]
+fn test_a_run_cut_short_resumes_from_its_cursor_and_repeats_nothing() {
+    // 650 facts, each said twice in other words, a minute apart; names of
+    // letters only (a number would be one token they all share).
+    let fill = |sql: &support::NativeSql| {
+        let name = |i: usize, salt: usize| -> String { (0..3u32).map(|k| char::from(b'a' + ((i / 26usize.pow(k) + salt * (k as usize + 1)) % 26) as u8)).collect() };
+        for i in 0..650 {
+            with_profile(sql, APRIL_15 - 90 * DAY + i as i64 * 60_000, |p| {
+                let (server, ledger, team) = (name(i, 1), name(i, 7), name(i, 13));
+                remember(p, &format!("Server {server}x stores the {ledger}y ledger for team {team}z."), &format!("ledger.a{i}"), MemoryType::Fact);
+                remember(p, &format!("Team {team}z keeps the {ledger}y ledger on server {server}x."), &format!("ledger.b{i}"), MemoryType::Fact);
+            });
+        }
+    };
+    let whole = database();
+    let cut = database();
+    fill(&whole);
+    fill(&cut);
+    let full = with_profile(&whole, APRIL_15, |p| consolidate(p, json!({})));
+    assert!(full.done);
+    assert!(full.actions.len() >= 600, "{} merges", full.actions.len());
+    let first = with_profile(&cut, APRIL_15, |p| consolidate(p, json!({"maxWindows": 1})));
+    assert!(!first.done, "one window of 1,000 leaves the rest");
+    with_profile(&cut, APRIL_15, |p| {
+        // A second call while the run is in progress continues it; here the
+        // alarm does: drains until the job is gone.
+        for _ in 0..20 {
+            block_on(p.drain()).unwrap();
+        }
+        assert_eq!(p.stats().unwrap().pending_jobs, 0);
+    });
+    with_profile(&whole, APRIL_15, |p| while block_on(p.drain()).unwrap().embedded > 0 {});
+    let state = |sql: &support::NativeSql| with_profile(sql, APRIL_15, |p| export_body(p));
+    assert_eq!(state(&cut), state(&whole), "the resumed run ends as the uninterrupted one");
+}
+
