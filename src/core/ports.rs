@@ -239,6 +239,9 @@ pub struct IndexFilter<'a> {
     /// Whether the memory with this id passes (the recall's whole
     /// condition: status, `asOf` and the filter).
     pub passes: &'a dyn Fn(&str) -> bool,
+    /// The passing ids themselves, when the caller has them (an index
+    /// may test its own keys against them faster than through `passes`).
+    pub ids: Option<&'a rustc_hash::FxHashSet<String>>,
     /// The caller's filter, for an index that can apply part of it itself
     /// (Vectorize, on the fields in [`VectorMeta`]).
     pub filter: Option<&'a crate::core::filter::Filter>,

@@ -157,6 +157,15 @@ pub trait Memory {
     fn export(&self) -> Option<String> {
         None
     }
+    /// Active memories and the bytes of their content (native).
+    fn active(&self) -> Option<(i64, i64)> {
+        None
+    }
+    /// Consolidates the profile now (the real time: a conversation dated
+    /// years ago is old), background work drained (native).
+    fn consolidate(&mut self) -> Option<agent_memory::core::model::ConsolidationReport> {
+        None
+    }
     /// Recall: each candidate's source message ids, best first.
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>>;
 }
@@ -281,6 +290,21 @@ impl Native {
 impl Memory for Native {
     fn export(&self) -> Option<String> {
         self.with_profile(0, |p| p.export(Default::default()).ok())
+    }
+
+    fn active(&self) -> Option<(i64, i64)> {
+        let rows = agent_memory::core::ports::Sql::query(&self.sql, "SELECT COUNT(*), COALESCE(SUM(length(CAST(content AS BLOB))), 0) FROM memories WHERE status = 'active'", &[]).ok()?;
+        let r = rows.first()?;
+        Some((r[0].as_i64()?, r[1].as_i64()?))
+    }
+
+    fn consolidate(&mut self) -> Option<agent_memory::core::model::ConsolidationReport> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        self.with_profile(now, |p| {
+            let report = support::block_on(p.consolidate(Default::default())).expect("consolidate");
+            while support::block_on(p.drain()).map(|d| d.pending > 0 && (d.embedded > 0 || d.indexed > 0 || d.consolidated > 0)).unwrap_or(false) {}
+            Some(report)
+        })
     }
 
     fn statuses(&self) -> Vec<(String, i64)> {

@@ -194,6 +194,12 @@ fn main() {
     let mut ceiling = Tally::default();
     let mut statuses: std::collections::BTreeMap<String, i64> = Default::default();
     let per_channel = std::env::var("LOCOMO_CHANNELS").is_ok_and(|v| !v.is_empty() && v != "0");
+    // LOCOMO_CONSOLIDATE=1: each conversation's questions asked once before
+    // a consolidation run, and (the main figures) after it.
+    let consolidating = std::env::var("LOCOMO_CONSOLIDATE").is_ok_and(|v| !v.is_empty() && v != "0");
+    let mut before = Tally::default();
+    let (mut active_before, mut active_after, mut bytes_before, mut bytes_after, mut messages) = (0i64, 0i64, 0i64, 0i64, 0i64);
+    let mut actions: std::collections::BTreeMap<String, usize> = Default::default();
     let mut channel_tallies: std::collections::BTreeMap<String, Tally> = Default::default();
 
     for conv in &conversations {
@@ -231,6 +237,25 @@ fn main() {
         let cited: Option<HashSet<String>> =
             memory.cited().map(|ids| ids.iter().filter_map(|id| dia_of.get(id).cloned()).collect());
         let baseline = Baseline::new(&conv.sessions);
+        if consolidating {
+            let conv_messages: i64 = conv.sessions.iter().map(|s| s.turns.len() as i64).sum();
+            for q in conv.questions.iter().filter(|q| !q.evidence.is_empty()) {
+                before.add(&turns_of(&memory.recall(&q.text, last), &dia_of), &q.evidence);
+            }
+            let (n0, b0) = memory.active().unwrap_or_default();
+            let report = memory.consolidate();
+            let (n1, b1) = memory.active().unwrap_or_default();
+            active_before += n0;
+            active_after += n1;
+            bytes_before += b0;
+            bytes_after += b1;
+            messages += conv_messages;
+            if let Some(r) = report {
+                for a in r.actions {
+                    *actions.entry(a.action).or_insert(0) += 1;
+                }
+            }
+        }
         let mut conv_tally = (Tally::default(), Tally::default());
         for q in &conv.questions {
             if q.evidence.is_empty() {
@@ -313,6 +338,18 @@ fn main() {
     if !statuses.is_empty() {
         let all: Vec<String> = statuses.iter().map(|(s, n)| format!("{n} {s}")).collect();
         println!("memories: {}", all.join(", "));
+    }
+    if consolidating {
+        let per = |n: i64| n as f64 / messages.max(1) as f64;
+        println!(
+            "consolidation: active memories {active_before} -> {active_after} ({:.1}% fewer); per message {:.2} -> {:.2}; stored bytes per message {:.0} -> {:.0}; actions {actions:?}",
+            100.0 * (active_before - active_after) as f64 / active_before.max(1) as f64,
+            per(active_before),
+            per(active_after),
+            per(bytes_before),
+            per(bytes_after)
+        );
+        println!("consolidation: recall@10 before={:.3} after={:.3}", before.mean(1), all_p.mean(1));
     }
     if ceiling.n > 0 {
         println!("extraction ceiling: {:.3} of evidence turns are cited by some active memory", ceiling.mean(2));

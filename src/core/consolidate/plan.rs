@@ -85,10 +85,11 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
 /// The groups of `window` (active memories) at `now`.
 pub fn groups(window: &[Memory], now: i64) -> Vec<Group> {
     let mut taken: HashSet<usize> = HashSet::default();
-    let mut out = similar(window, &mut taken);
-    out.extend(siblings(window, now, &mut taken));
-    out.extend(events(window, now, &mut taken));
-    out.extend(stale_tasks(window, now, &mut taken));
+    let off = std::env::var("XOFF").unwrap_or_default();
+    let mut out = if off.contains('d') { vec![] } else { similar(window, &mut taken) };
+    if !off.contains('s') { out.extend(siblings(window, now, &mut taken)); }
+    if !off.contains('e') { out.extend(events(window, now, &mut taken)); }
+    if !off.contains('t') { out.extend(stale_tasks(window, now, &mut taken)); }
     for g in &mut out {
         g.members.sort_by(|a, b| said_at(a).cmp(&said_at(b)).then_with(|| a.id.cmp(&b.id)));
     }

@@ -629,15 +629,34 @@ impl Packed {
         best(scored, keep).into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
     }
 
-    /// [`Packed::shortlist`] over the slots whose id `passes` only: the
+    /// The slots of the memories `only` lets pass, in slot order: by key
+    /// when the caller gives the passing ids, else by each slot's id.
+    pub fn slots_in(&self, only: &crate::core::ports::IndexFilter<'_>) -> Vec<usize> {
+        match only.ids {
+            Some(ids) => {
+                let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
+                (0..self.len)
+                    .filter(|&s| {
+                        let k = self.key(s);
+                        match self.odd.get(&k) {
+                            Some(id) => ids.contains(id),
+                            None => keys.contains(&k),
+                        }
+                    })
+                    .collect()
+            }
+            None => (0..self.len).filter(|&s| (only.passes)(&self.id_of(s))).collect(),
+        }
+    }
+
+    /// [`Packed::shortlist`] over `slots` only ([`Packed::slots_in`]): the
     /// same two passes the index would make holding those slots alone.
-    pub fn shortlist_in(&mut self, q: &[f32], first_pass: usize, keep: usize, passes: &dyn Fn(&str) -> bool) -> Vec<(String, f32)> {
+    pub fn shortlist_in(&mut self, q: &[f32], first_pass: usize, keep: usize, slots: &[usize]) -> Vec<(String, f32)> {
         if self.len == 0 || q.len() != self.dims {
             return vec![];
         }
-        let slots: Vec<usize> = (0..self.len).filter(|&s| passes(&self.id_of(s))).collect();
         let candidates: Vec<usize> = if slots.len() <= first_pass {
-            slots
+            slots.to_vec()
         } else {
             let qh = simhash(q);
             let dist: Vec<u16> = slots.iter().map(|&s| hamming(self.simhash_of(s), &qh)).collect();
@@ -1688,15 +1707,12 @@ pub struct CachedVectorIndex<'a> {
 /// [`search`] over the memories `passes` lets through only: the answer
 /// the index would give holding those alone (the shortlist is drawn from
 /// them; the exact rescoring reads their vectors).
-pub fn search_in(sql: &dyn Sql, packed: &mut Packed, q: &[f32], top_k: usize, first_pass: usize, passes: &dyn Fn(&str) -> bool) -> Result<Vec<(String, f32)>> {
+pub fn search_in(sql: &dyn Sql, packed: &mut Packed, q: &[f32], top_k: usize, first_pass: usize, slots: &[usize]) -> Result<Vec<(String, f32)>> {
     if top_k == 0 {
         return Ok(vec![]);
     }
-    if !packed.loaded {
-        load(sql, packed)?;
-    }
     let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
-    let short = packed.shortlist_in(q, first_pass.max(keep), keep, passes);
+    let short = packed.shortlist_in(q, first_pass.max(keep), keep, slots);
     let ids: Vec<String> = short.iter().map(|(id, _)| id.clone()).collect();
     let mut hits: Vec<(String, f32)> = read_vectors(sql, &ids)?.into_iter().map(|(id, v)| (id, cosine(q, &v))).collect();
     sort_hits(&mut hits);
@@ -1722,7 +1738,11 @@ impl VectorIndex for CachedVectorIndex<'_> {
     fn query_many_in<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize, only: &'a crate::core::ports::IndexFilter<'a>) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(async move {
             let mut packed = self.packed.borrow_mut();
-            vectors.iter().map(|q| search_in(self.sql, &mut packed, q, top_k, FIRST_PASS, only.passes)).collect()
+            if !packed.loaded {
+                load(self.sql, &mut packed)?;
+            }
+            let slots = packed.slots_in(only);
+            vectors.iter().map(|q| search_in(self.sql, &mut packed, q, top_k, FIRST_PASS, &slots)).collect()
         })
     }
     /// Nothing while the copy is loaded (it takes its own snapshots as it

@@ -639,7 +639,7 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     let mut wanted = keys.clone();
     wanted.sort_unstable();
     wanted.dedup();
-    let (cond, extra) = scope.visible(2);
+    let (cond, extra) = scope.visible_status(2);
     let mut params = vec![json_param(&wanted)];
     params.extend(extra);
     let mut by_key: HashMap<String, Vec<String>> = HashMap::default();
@@ -651,7 +651,9 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
         &params,
     )? {
         if let (Some(k), Some(id)) = (r.first().and_then(SqlValue::opt_string), r.get(1).and_then(SqlValue::opt_string)) {
-            by_key.entry(k).or_default().push(id);
+            if scope.passes_id(&id) {
+                by_key.entry(k).or_default().push(id);
+            }
         }
     }
     let mut ranking = Ranking::new(Channel::Key, Vec::new());
@@ -873,7 +875,7 @@ pub async fn vectors(
         // Narrowed: the index ranks the passing memories only.
         Some(passing) => {
             let passes = |id: &str| passing.ids.contains(id);
-            let only = crate::core::ports::IndexFilter { passes: &passes, filter: scope.filter.as_ref() };
+            let only = crate::core::ports::IndexFilter { passes: &passes, ids: Some(&passing.ids), filter: scope.filter.as_ref() };
             index.query_many_in(&embeddings, scope.channel_depth(), &only).await?
         }
         None => index.query_many(&embeddings, scope.channel_depth()).await?,

@@ -84,17 +84,26 @@ impl RecallScope {
     /// and unexpired then, superseded since or not; or anything, with
     /// `includeInactive`), and passing the filter.
     pub fn visible(&self, at: usize) -> (String, Vec<SqlValue>) {
-        let (mut cond, mut params) = match (&self.as_of, self.include_inactive) {
-            (Some(t), _) => (crate::core::filter::valid_at(at), vec![SqlValue::from(t.as_str())]),
-            (None, true) => ("1 = 1".to_string(), vec![]),
-            (None, false) => (format!("m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?{at})"), vec![SqlValue::from(self.now_iso.as_str())]),
-        };
+        let (mut cond, mut params) = self.visible_status(at);
         if let Some(f) = &self.filter {
             let slot = at.saturating_add(params.len());
             cond = format!("{cond} AND {}", f.sql(slot));
             params.push(SqlValue::Text(f.param()));
         }
         (cond, params)
+    }
+
+    /// [`RecallScope::visible`] without the filter: status, expiry and
+    /// `asOf` only. A statement whose rows come through an index of its
+    /// own (the key channel's) tests the filter with
+    /// [`RecallScope::passes_id`] instead: in SQL, an indexed filter field
+    /// would draw the planner to the wrong index.
+    pub fn visible_status(&self, at: usize) -> (String, Vec<SqlValue>) {
+        match (&self.as_of, self.include_inactive) {
+            (Some(t), _) => (crate::core::filter::valid_at(at), vec![SqlValue::from(t.as_str())]),
+            (None, true) => ("1 = 1".to_string(), vec![]),
+            (None, false) => (format!("m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?{at})"), vec![SqlValue::from(self.now_iso.as_str())]),
+        }
     }
 
     /// Whether the memory stored under `rowid` may be returned (always,
