@@ -171,7 +171,7 @@ fn test_a_run_cut_short_resumes_from_its_cursor_and_repeats_nothing() {
             with_profile(sql, APRIL_15 - 90 * DAY + i as i64 * 60_000, |p| {
                 let (server, ledger, team) = (name(i, 1), name(i, 7), name(i, 13));
                 remember(p, &format!("Server {server}x stores the {ledger}y ledger for team {team}z."), &format!("ledger.a{i}"), MemoryType::Fact);
-                remember(p, &format!("Team {team}z keeps the {ledger}y ledger on server {server}x."), &format!("ledger.b{i}"), MemoryType::Fact);
+                remember(p, &format!("For team {team}z, server {server}x stores the {ledger}y ledger."), &format!("ledger.b{i}"), MemoryType::Fact);
             });
         }
     };

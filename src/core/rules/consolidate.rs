@@ -1,5 +1,5 @@
 //! Consolidation decided by rules: each kind of group gets its one
-//! decision. Duplicates merge into their newest member, contradictions
+//! decision. Duplicates merge into their fullest wording, contradictions
 //! keep the newest as the current version, fine-grained statements fold
 //! into one memory whose content is theirs joined (a speaker prefix they
 //! share is written once; events get their date in front), and stale
@@ -14,8 +14,10 @@ use crate::core::provider::{Consolidation, Group, GroupKind};
 pub fn decide(g: &Group) -> Consolidation {
     let reason = g.why.clone();
     match g.kind {
-        GroupKind::Duplicates => match g.members.last() {
-            Some(newest) => Consolidation::Merge { survivor: newest.id.clone(), reason },
+        // The wording with the most words keeps the most detail; of equals,
+        // the newest.
+        GroupKind::Duplicates => match g.members.iter().max_by_key(|m| crate::core::text::content_words(&m.content).len()) {
+            Some(best) => Consolidation::Merge { survivor: best.id.clone(), reason },
             None => Consolidation::Keep { reason: "an empty group".into() },
         },
         GroupKind::Contradiction => Consolidation::Supersede { reason },
