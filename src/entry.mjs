@@ -140,4 +140,7 @@ class Profile extends RpcTarget {
   export(options) { return this.#call("export", { ...options }); }
   import(data) { return this.#call("import", { data }); }
   stats() { return this.#call("stats", null); }
+  async update(id, metadata) { return withDates(await this.#call("update", { id, metadata })); }
+  consolidate(options) { return this.#call("consolidate", { ...options }); }
+  undoConsolidation(id) { return this.#call("undoConsolidation", { id }); }
 }

@@ -42,6 +42,7 @@ pub fn schemas() -> Map<String, Value> {
     requests.subschema_for::<RecallRequest>();
     requests.subschema_for::<ListRequest>();
     requests.subschema_for::<SummaryRequest>();
+    requests.subschema_for::<crate::core::api::ConsolidateRequest>();
     // Named in paths (namespace and profile), held by no request record.
     requests.subschema_for::<crate::core::wire::Name>();
     requests.subschema_for::<crate::core::wire::ProfileName>();
@@ -65,6 +66,7 @@ pub fn schemas() -> Map<String, Value> {
     responses.subschema_for::<ProfileRestoreReport>();
     responses.subschema_for::<ImportReport>();
     responses.subschema_for::<Namespace>();
+    responses.subschema_for::<crate::core::model::ConsolidationReport>();
     let mut out = requests.take_definitions(true);
     for (name, schema) in responses.take_definitions(true) {
         // A record both read and written (an enum) is one schema.

@@ -381,6 +381,8 @@ pub struct Report {
     pub ingest_time: Duration,
     pub latencies: Vec<Duration>,
     pub statuses: BTreeMap<String, i64>,
+    /// Bytes of the active memories' content (native).
+    pub active_bytes: i64,
     /// Share of evidence turns some active memory cites (native).
     pub ceiling: Tally,
 }
@@ -447,6 +449,7 @@ pub fn run(questions: &[LmeQuestion], opts: &Options) -> Report {
         for (status, n) in memory.statuses() {
             *r.statuses.entry(status).or_insert(0) += n;
         }
+        r.active_bytes += memory.active().map_or(0, |(_, b)| b);
         let baseline = Baseline::new(sessions.iter().map(|(_, s)| s));
         ask(q, memory.as_mut(), &baseline, &turn_of, opts, &mut r);
     }
@@ -488,6 +491,7 @@ fn run_in_one_profile(questions: &[LmeQuestion], opts: &Options, mut r: Report) 
     for (status, n) in memory.statuses() {
         *r.statuses.entry(status).or_insert(0) += n;
     }
+    r.active_bytes += memory.active().map_or(0, |(_, b)| b);
     let baseline = Baseline::new(sessions.iter().map(|(_, s)| s));
     for q in questions {
         r.questions += 1;
@@ -592,7 +596,12 @@ pub fn print(r: &Report, opts: &Options) {
     }
     if !r.statuses.is_empty() {
         let all: Vec<String> = r.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        println!("memories: {} ({:.1} per message)", all.join(", "), r.statuses.values().sum::<i64>() as f64 / r.ingested.max(1) as f64);
+        println!(
+            "memories: {} ({:.1} per message; active content {:.0} bytes per message)",
+            all.join(", "),
+            r.statuses.values().sum::<i64>() as f64 / r.ingested.max(1) as f64,
+            r.active_bytes as f64 / r.ingested.max(1) as f64
+        );
     }
     if r.ceiling.n > 0 {
         println!("extraction ceiling: {:.3} of evidence turns are cited by some active memory", r.ceiling.mean(2));

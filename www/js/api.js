@@ -89,8 +89,10 @@ export class Client {
     return this.request("GET", "/stats");
   }
 
-  list({ limit, cursor, type, status, sessionId } = {}) {
-    return this.request("GET", "/memories", { query: { limit, cursor, type, status, sessionId } });
+  /** `filter` is the JSON text of a filter, sent as it was typed (the
+   *  service says what is wrong with it). */
+  list({ limit, cursor, type, status, sessionId, filter } = {}) {
+    return this.request("GET", "/memories", { query: { limit, cursor, type, status, sessionId, filter } });
   }
 
   get(id) {
@@ -103,6 +105,20 @@ export class Client {
 
   remove(id) {
     return this.request("DELETE", `/memories/${enc(id)}`);
+  }
+
+  /** Replaces the memory's metadata; returns the memory. */
+  updateMetadata(id, metadata) {
+    return this.request("PATCH", `/memories/${enc(id)}`, { json: { metadata } });
+  }
+
+  /** Consolidates the profile; with `dryRun`, reports what it would do. */
+  consolidate({ dryRun = false } = {}) {
+    return this.request("POST", "/consolidate", { json: dryRun ? { dryRun: true } : {} });
+  }
+
+  undoConsolidation(id) {
+    return this.request("POST", `/consolidations/${enc(String(id))}/undo`);
   }
 
   recall({ query, referenceDate, limit, responseLength }) {

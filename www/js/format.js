@@ -104,3 +104,59 @@ export function isName(s) {
 export function shortId(id) {
   return id ? `…${id.slice(-8)}` : "";
 }
+
+// ---- metadata ----
+
+/** The kinds a metadata value may have, as the editor offers them. */
+export const META_KINDS = ["string", "number", "boolean"];
+
+/** A metadata value's kind: "string", "number" or "boolean". */
+export function metaKind(v) {
+  return typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean" : "string";
+}
+
+/** A memory's metadata as [key, value] pairs, keys in order ([] for none). */
+export function metaEntries(metadata) {
+  if (!metadata || typeof metadata !== "object" || Array.isArray(metadata)) return [];
+  return Object.entries(metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+
+/**
+ * The metadata editor's rows, [{ key, type, value }] with `value` the
+ * text typed ("true"/"false" for a boolean), as the object PATCH sends.
+ * Throws an Error naming the row when a row cannot be one: no key, a key
+ * twice, a number that is not one. Whether a key is allowed is the
+ * service's to say (it answers 400 with the reason).
+ */
+export function metadataFromRows(rows) {
+  const out = Object.create(null); // a key "__proto__" stays a key
+  rows.forEach((r, i) => {
+    const key = String(r.key ?? "").trim();
+    if (!key) throw new Error(`Field ${i + 1} has no key.`);
+    if (Object.hasOwn(out, key)) throw new Error(`The key “${key}” is there twice.`);
+    const text = String(r.value ?? "");
+    let value;
+    if (r.type === "number") {
+      if (!JSON_NUMBER.test(text.trim()) || !Number.isFinite(Number(text))) {
+        throw new Error(`“${key}” is a number, but “${text.trim()}” is not one.`);
+      }
+      value = Number(text);
+    } else if (r.type === "boolean") {
+      if (text !== "true" && text !== "false") throw new Error(`“${key}” is a boolean: true or false.`);
+      value = text === "true";
+    } else {
+      value = text;
+    }
+    out[key] = value;
+  });
+  return { ...out };
+}
+
+/** Metadata as one line of text, for searching a page: "k=v k2=v2". */
+export function metaText(metadata) {
+  return metaEntries(metadata)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+}
