@@ -21,12 +21,13 @@
 //
 //   Extensions (MemoryService only): `getProfile` also types the un-awaited call
 //   (`env.MEMORY.getProfile(name).getSummary()`, RPC promise pipelining); namespace
-//   `restoreProfile`; profile `forget`, `export` (optionally filtered), `import`, `stats`;
+//   `restoreProfile`; profile `forget`, `export` (optionally filtered), `import`, `stats`,
+//   `update` (a memory's metadata), `consolidate`, `undoConsolidation`;
 //   recall options `limit`, `explain`, `includeInactive`, `sessionId`, `filter`, `asOf`; list
 //   options `status`, `key`, `filter`, `asOf`; remember fields `type`, `key`, `expiresAt` |
 //   `ttlSeconds`, `sensitive`, `metadata`; ingest option `metadata`; message `timestamp` as an
 //   ISO-8601 string; and the extra fields of memories (`metadata`, `validFrom`, `validTo`, ...),
-//   list entries, recall candidates and `get`.
+//   list entries, recall candidates and `get` (with the memory's consolidations).
 //
 // WHAT THIS FILE DOES NOT DECLARE
 //   - the HTTP API (src/openapi.json describes it) or the MCP tools (src/mcp.tools.json);
@@ -427,12 +428,66 @@ export interface MemoryStoredMessage {
   metadata?: MemoryMetadata;
 }
 
-/** What get() returns: the memory, its version chain and its source messages. */
+/** What get() returns: the memory, its version chain, its source messages and its consolidations. */
 export interface MemoryDetail extends Memory {
   /** Every version of the memory, oldest first; includes this one. */
   versions: Memory[];
   /** The messages the memory was extracted from. */
   sourceMessages: MemoryStoredMessage[];
+  /** The consolidations the memory took part in, oldest first: what it was consolidated from, or into (absent when none). */
+  consolidations?: MemoryConsolidationRecord[];
+}
+
+/**
+ * What a consolidation does to a group of memories: `merge` (rewordings of one statement: one
+ * stays, the others are superseded by it), `supersede` (a newer statement contradicts older
+ * ones, which it supersedes), `fold` (old fine-grained statements or events become one new
+ * memory, which supersedes them), `retire` (a stale task expires).
+ */
+export type MemoryConsolidationAction = "merge" | "supersede" | "fold" | "retire";
+
+/** One change a consolidation made (or, in a dry run, would make), recorded with the memories as they were: undoConsolidation() puts them back exactly. */
+export interface MemoryConsolidationRecord {
+  /** Its id, for undoConsolidation() (0 in a dry run, which records nothing). */
+  id: number;
+  /** The run that made it (`"dry-run"` in a dry run). */
+  runId: string;
+  action: MemoryConsolidationAction;
+  /** The memory that holds the result: the survivor of a merge, the newest memory of a supersession, the memory a fold created (`"(new)"` in a dry run), the retired task. */
+  target: string;
+  /** The IDs of the memories it was made from, oldest first. */
+  members: string[];
+  /** Why these memories were consolidated. */
+  reason: string;
+  /** When it was made (ISO-8601). */
+  at: string;
+  /** When it was undone (ISO-8601); absent while it stands. */
+  undoneAt?: string;
+}
+
+/** Options for consolidate(). */
+export interface MemoryConsolidateOptions {
+  /** Report what a run would change, and change nothing. */
+  dryRun?: boolean;
+  /** Windows of 1000 active memories to go through now, at most (the profile's alarm goes on with the rest); every one by default. */
+  maxWindows?: number;
+}
+
+/** What consolidate() did (or, with `dryRun`, would do). */
+export interface MemoryConsolidationReport {
+  /** The run (`"dry-run"` for a dry run); a call while a run is in progress continues it. */
+  runId: string;
+  dryRun: boolean;
+  /** Whether the run went through the whole profile; if not, the profile's alarm goes on with the rest. */
+  done: boolean;
+  /** Active memories this call read. */
+  examined: number;
+  /** Active memories when the run began. */
+  activeBefore: number;
+  /** Active memories now (in a dry run: after the changes it reports). */
+  activeAfter: number;
+  /** The changes this call made, in order. */
+  actions: MemoryConsolidationRecord[];
 }
 
 /** Options for recall(), with this service's extensions. */
@@ -615,6 +670,12 @@ export declare abstract class MemoryProfile extends AgentMemoryProfile {
   import(data: string): Promise<MemoryImportReport>;
   /** Profile statistics. */
   stats(): Promise<MemoryStats>;
+  /** Replace a memory's metadata (`{}` clears it), whatever its status; returns the memory. @throws MemoryError if it does not exist. */
+  update(memoryId: string, metadata: MemoryMetadata): Promise<Memory>;
+  /** Consolidate the profile's active memories: merge rewordings, supersede contradicted statements, fold old fine-grained ones, retire stale tasks; every change recorded and undoable. */
+  consolidate(options?: MemoryConsolidateOptions): Promise<MemoryConsolidationReport>;
+  /** Undo one consolidation: its memories back exactly as they were. Returns its record, with `undoneAt`. @throws MemoryError if there is no such consolidation, it is already undone, or a later one on the same memories stands. */
+  undoConsolidation(consolidationId: number): Promise<MemoryConsolidationRecord>;
 }
 
 /**

@@ -508,6 +508,9 @@ impl Reasoner for Outage {
     fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
         Rules.synthesize(i)
     }
+    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
+        Rules.consolidate(g)
+    }
 }
 
 fn outage_profile<T>(sql: &NativeSql, reasoner: &Outage, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {

@@ -171,13 +171,13 @@ async fn dry_run(p: &Profile<'_>) -> Result<ConsolidationReport> {
 /// many active memories fewer it leaves.
 fn preview(g: &plan::Group, d: &crate::core::provider::Consolidation) -> Option<(&'static str, String, i64)> {
     use crate::core::provider::Consolidation::*;
-    let n = g.members.len() as i64;
+    let fewer = (g.members.len() as i64).saturating_sub(1);
     let newest = g.members.last()?.id.clone();
     match d {
         Keep { .. } => None,
-        Merge { survivor, .. } => g.members.iter().any(|m| &m.id == survivor).then(|| ("merge", survivor.clone(), n - 1)),
-        Supersede { .. } => Some(("supersede", newest, n - 1)),
-        Fold { .. } => Some(("fold", "(new)".into(), n - 1)),
+        Merge { survivor, .. } => g.members.iter().any(|m| &m.id == survivor).then(|| ("merge", survivor.clone(), fewer)),
+        Supersede { .. } => Some(("supersede", newest, fewer)),
+        Fold { .. } => Some(("fold", "(new)".into(), fewer)),
         Retire { .. } => Some(("retire", g.members.first()?.id.clone(), 1)),
     }
 }

@@ -79,7 +79,7 @@ fn numbers(m: &Memory) -> Vec<String> {
 
 fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     let inter = a.iter().filter(|w| b.contains(*w)).count();
-    let union = a.len() + b.len() - inter;
+    let union = a.len().saturating_add(b.len()).saturating_sub(inter);
     if union == 0 {
         0.0
     } else {
@@ -167,7 +167,7 @@ fn similar(window: &[Memory], taken: &mut HashSet<usize>) -> Vec<Group> {
             Group { kind: GroupKind::Duplicates, why: format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len()), members: ms }
         } else if let [a, b] = ms.as_slice() {
             // A value restated differently on a later day: the later holds.
-            let days = (said_at(a) - said_at(b)).abs() / DAY_MILLIS;
+            let days = said_at(a).abs_diff(said_at(b)).checked_div(DAY_MILLIS.unsigned_abs()).unwrap_or(0);
             if !a.kind.is_keyed() || days < 1 {
                 continue;
             }

@@ -193,7 +193,9 @@ fn narrow(p: &Profile<'_>, mut scope: RecallScope) -> Result<RecallScope> {
         if !full {
             break;
         }
-        params[0] = crate::core::ports::SqlValue::Integer(last);
+        if let Some(after) = params.first_mut() {
+            *after = crate::core::ports::SqlValue::Integer(last);
+        }
     }
     scope.passing = Some(std::rc::Rc::new(passing));
     Ok(scope)

@@ -8,6 +8,10 @@ use crate::core::model::ConsolidationRecord;
 /// The `meta` key holding the consolidation run in progress (JSON).
 pub const META_CONSOLIDATION: &str = "consolidation_run";
 
+/// A recorded change, the memories as they were before it, and the ids of
+/// those it created.
+pub type Recorded = (ConsolidationRecord, Vec<Memory>, Vec<String>);
+
 /// A change about to be recorded.
 pub struct NewConsolidation<'a> {
     pub run_id: &'a str,
@@ -72,7 +76,7 @@ impl<'a> Store<'a> {
 
     /// A consolidation with the memories as they were before it and those
     /// it created.
-    pub fn consolidation(&self, id: i64) -> Result<Option<(ConsolidationRecord, Vec<Memory>, Vec<String>)>> {
+    pub fn consolidation(&self, id: i64) -> Result<Option<Recorded>> {
         let rows = self.sql.query(
             "SELECT id, run_id, action, target, members, reason, at, undone_at, before, created FROM consolidations WHERE id = ?",
             &[SqlValue::Integer(id)],

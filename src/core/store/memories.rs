@@ -192,7 +192,9 @@ impl<'a> Store<'a> {
         if ids.is_empty() {
             return Ok(Default::default());
         }
-        let rows: Vec<(String, String, String, Option<String>, Option<String>)> = json_rows(
+        // id, type, session, agentId, userId
+        type MetaRow = (String, String, String, Option<String>, Option<String>);
+        let rows: Vec<MetaRow> = json_rows(
             self.sql,
             "SELECT json_group_array(json_array(m.id, m.type, m.session_id, m.agent_id, m.user_id)) \
              FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
