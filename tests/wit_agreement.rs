@@ -31,13 +31,14 @@
 mod support;
 
 use agent_memory::core::api::{
-    ExportRequest, IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest,
+    ConsolidateRequest, ExportRequest, IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest,
+    UpdateRequest,
 };
 use agent_memory::core::error::Error;
 use agent_memory::core::catalog::{CatalogCall, Namespace};
 use agent_memory::core::model::{
-    DeleteReport, Dropped, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, MemoryType, Message, MessageInput, MetaValue, Metadata, Stats,
-    Status,
+    ConsolidationRecord, ConsolidationReport, DeleteReport, Dropped, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, MemoryType, Message,
+    MessageInput, MetaValue, Metadata, Stats, Status,
 };
 use agent_memory::core::portable::ImportReport;
 use agent_memory::core::provider::QueryAnalysis;
@@ -47,7 +48,7 @@ use agent_memory::core::rest::{self, Incoming, Route};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use support::{block_on, database, with_profile, APRIL_15};
+use support::{block_on, database, with_profile, APRIL_15, DAY};
 
 // ---------------------------------------------------------------------------
 // The WIT package, read with wit-parser.
@@ -727,6 +728,50 @@ fn export_request(full: bool) -> ExportRequest {
     ExportRequest { filter: full.then(filter) }
 }
 
+fn consolidation_record(full: bool) -> ConsolidationRecord {
+    ConsolidationRecord {
+        id: 7,
+        run_id: "c-01hzy0000000000000000000000".into(),
+        action: "merge".into(),
+        target: ID.into(),
+        members: vec![ID2.into(), ID.into()],
+        reason: "two wordings of one statement".into(),
+        at: TS.into(),
+        undone_at: some(full, "2026-04-16T10:00:00.000Z"),
+    }
+}
+
+fn consolidation_report() -> ConsolidationReport {
+    ConsolidationReport {
+        run_id: "c-01hzy0000000000000000000000".into(),
+        dry_run: false,
+        done: true,
+        examined: 2,
+        active_before: 2,
+        active_after: 1,
+        actions: vec![consolidation_record(true), consolidation_record(false)],
+    }
+}
+
+fn consolidate_request(full: bool) -> ConsolidateRequest {
+    ConsolidateRequest { dry_run: full.then_some(true), max_windows: full.then_some(3) }
+}
+
+fn update_request() -> UpdateRequest {
+    UpdateRequest { id: ID.into(), metadata: metadata(true) }
+}
+
+/// A memory detail; `full` also gives it its consolidations (left out
+/// when empty).
+fn detail(full: bool) -> MemoryDetail {
+    MemoryDetail {
+        memory: memory(full),
+        versions: vec![memory(true), memory(false)],
+        source_messages: vec![message(true), message(false)],
+        consolidations: if full { vec![consolidation_record(true), consolidation_record(false)] } else { vec![] },
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Records.
 
@@ -747,12 +792,8 @@ fn test_message_record_fields_match_wit() {
 
 #[test]
 fn test_memory_detail_record_fields_match_wit() {
-    let detail = |full: bool| MemoryDetail {
-        memory: memory(full),
-        versions: vec![memory(true), memory(false)],
-        source_messages: vec![message(true), message(false)],
-    };
     assert_record("memory-detail", &detail(true), &detail(false));
+    assert!(to_json(&detail(false)).get("consolidations").is_none(), "no consolidations: left out");
     // memory-detail starts with the fields of memory (serde flattens it).
     let names = |r: &str| record(r).iter().map(|f| (f.name.clone(), f.ty.clone())).collect::<Vec<_>>();
     assert_eq!(names("memory-detail")[..names("memory").len()], names("memory")[..]);
@@ -847,6 +888,14 @@ fn test_stats_record_fields_match_wit() {
 }
 
 #[test]
+fn test_consolidation_records_match_wit() {
+    assert_record("consolidation-record", &consolidation_record(true), &consolidation_record(false));
+    // A report with no actions still writes the list.
+    let empty = ConsolidationReport { actions: vec![], ..consolidation_report() };
+    assert_record("consolidation-report", &consolidation_report(), &empty);
+}
+
+#[test]
 fn test_import_report_record_fields_match_wit() {
     let r = ImportReport { messages: 1, memories: 2 };
     assert_record("import-report", &r, &r);
@@ -891,6 +940,28 @@ fn test_request_records_match_wit() {
     // export(options) is ExportRequest.
     let export = profile.iter().find(|f| f.name == "export").expect("profile.export");
     assert_eq!(export.params, vec![("options".into(), "export-options".into())]);
+
+    // consolidate(options) is ConsolidateRequest.
+    assert_request_record("consolidate-options", &consolidate_request(true), &consolidate_request(false));
+    let consolidate = profile.iter().find(|f| f.name == "consolidate").expect("profile.consolidate");
+    assert_eq!(consolidate.params, vec![("options".into(), "consolidate-options".into())]);
+
+    // update(id, metadata) is UpdateRequest, field by field.
+    let update = profile.iter().find(|f| f.name == "update").expect("profile.update");
+    assert_eq!(update.params, vec![("id".into(), "string".into()), ("metadata".into(), "metadata".into())]);
+    let req = to_json(&update_request());
+    let params: BTreeSet<String> = update.params.iter().map(|(n, _)| kebab_to_camel(n)).collect();
+    assert_eq!(keys(&req), params, "UpdateRequest: {}", diff(&keys(&req), &params));
+    for (name, ty) in &update.params {
+        let mut errs = Vec::new();
+        check(ty, &req[kebab_to_camel(name)], name, &mut errs);
+        assert!(errs.is_empty(), "update's {name}: {errs:?}");
+    }
+
+    // undo-consolidation(id) takes a consolidation record's id.
+    let undo = profile.iter().find(|f| f.name == "undo-consolidation").expect("profile.undo-consolidation");
+    let id_type = &record("consolidation-record").iter().find(|f| f.name == "id").unwrap().ty;
+    assert_eq!(undo.params, vec![("id".into(), id_type.clone())]);
 }
 
 #[test]
@@ -1166,12 +1237,39 @@ fn test_every_profile_function_returns_its_wit_type() {
         results.insert("get-summary", run("getSummary", json!({})));
         results.insert("stats", run("stats", json!({})));
         results.insert("export", export.clone());
+        let updated = run("update", json!({ "id": id, "metadata": { "agentId": "planner", "priority": 2, "pinned": true } }));
+        assert_eq!(updated["metadata"], json!({ "agentId": "planner", "priority": 2, "pinned": true }));
+        results.insert("update", updated);
         results.insert("forget", run("forget", json!({ "id": id })));
         results.insert("delete", run("delete", json!({ "id": id })));
         results.insert("delete-session", run("deleteSession", json!({ "sessionId": "s1" })));
         with_profile(&target, APRIL_15, |q| {
             let r = block_on(q.dispatch("import", json!({ "data": export }))).unwrap();
             results.insert("import", r);
+        });
+        // Consolidation: two wordings of one statement merge a day later;
+        // the merge shows in the survivor's detail, and is undone.
+        let merged = database();
+        fn dispatch(q: &agent_memory::core::ops::Profile<'_>, op: &str, args: Value) -> Value {
+            block_on(q.dispatch(op, args)).unwrap_or_else(|e| panic!("{op}: {e}"))
+        }
+        with_profile(&merged, APRIL_15, |q| {
+            dispatch(q, "remember", json!({ "content": "The user prefers dark mode in the code editor.", "key": "user.editor_theme" }));
+            dispatch(q, "remember", json!({ "content": "In the code editor, the user prefers the dark mode.", "key": "user.theme" }));
+        });
+        with_profile(&merged, APRIL_15 + DAY, |q| {
+            let report = dispatch(q, "consolidate", json!({ "maxWindows": 10 }));
+            let record = report["actions"][0].clone();
+            assert!(record["id"].as_i64().is_some_and(|id| id > 0), "a consolidation was recorded: {report}");
+            let survivor = dispatch(q, "get", json!({ "id": record["target"] }));
+            assert_eq!(survivor["consolidations"][0], record, "the survivor's detail lists its consolidation");
+            let mut errs = Vec::new();
+            check("memory-detail", &survivor, "get (consolidated)", &mut errs);
+            assert!(errs.is_empty(), "{}", errs.join("\n"));
+            assert_no_nulls("memory-detail", &survivor, "get (consolidated)");
+            results.insert("consolidate", report);
+            results.insert("undo-consolidation", dispatch(q, "undoConsolidation", json!({ "id": record["id"] })));
+            assert!(results["undo-consolidation"]["undoneAt"].is_string());
         });
 
         let funcs = profile_functions();
@@ -1274,8 +1372,9 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_schema(&doc, "Memory", &memory(true), &memory(false));
     assert_schema(&doc, "Message", &message(true), &message(false));
     assert_schema(&doc, "MessageInput", &message_input(true), &message_input(false));
-    let detail = |full: bool| MemoryDetail { memory: memory(full), versions: vec![], source_messages: vec![] };
     assert_schema(&doc, "MemoryDetail", &detail(true), &detail(false));
+    assert_schema(&doc, "ConsolidationRecord", &consolidation_record(true), &consolidation_record(false));
+    assert_schema(&doc, "ConsolidationReport", &consolidation_report(), &consolidation_report());
     assert_schema(&doc, "RecallCandidate", &candidate(true), &candidate(false));
     assert_schema(&doc, "RecallResult", &recall_response(true), &recall_response(false));
     assert_schema(&doc, "Contribution", &contribution(), &contribution());
@@ -1305,6 +1404,12 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_request_schema(&doc, "RecallRequest", &recall(true), &recall(false));
     let ingest = |full: bool| IngestRequest { messages: vec![], session_id: some(full, "s1"), metadata: metadata(full) };
     assert_request_schema(&doc, "IngestRequest", &ingest(true), &ingest(false));
+    assert_request_schema(&doc, "ConsolidateRequest", &consolidate_request(true), &consolidate_request(false));
+    // update's body is UpdateRequest without the id, which the path gives.
+    let mut update_body = to_json(&update_request());
+    update_body.as_object_mut().unwrap().remove("id");
+    assert_request_schema(&doc, "UpdateMemoryRequest", &update_body, &update_body);
+    assert_eq!(schema(&doc, "UpdateMemoryRequest")["additionalProperties"], false);
     // Enums.
     let enum_of = |name: &str| -> BTreeSet<String> {
         schema(&doc, name)["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
@@ -1359,13 +1464,16 @@ fn test_openapi_routes_reach_every_profile_function() {
                 .replace("{namespace}", "ns")
                 .replace("{profile}", "p1")
                 .replace("{id}", ID)
-                .replace("{sessionId}", "s1");
+                .replace("{sessionId}", "s1")
+                .replace("{consolidationId}", "7");
             let method = method.to_uppercase();
             let import = path.ends_with("/import");
-            // The one body a route needs: a namespace's creation names it.
+            // The one body a route needs: a namespace's creation names it,
+            // an update the new metadata.
             let body: &[u8] = match (method.as_str(), import, path.ends_with("/namespaces")) {
                 ("POST", false, true) => br#"{"name": "ns"}"#,
                 ("POST", false, false) => b"{}",
+                ("PATCH", _, _) => br#"{"metadata": {}}"#,
                 _ => b"",
             };
             let req = Incoming {

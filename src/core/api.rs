@@ -246,6 +246,15 @@ pub struct ConsolidateRequest {
     pub max_windows: Option<usize>,
 }
 
+impl ConsolidateRequest {
+    pub fn validate(&self) -> Result<()> {
+        if self.max_windows == Some(0) {
+            return Err(Error::invalid("maxWindows must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
 /// What `export` takes: optionally a filter (as for `list`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -101,6 +101,16 @@ export async function extensions(env: { MEMORY: Ours.MemoryService }): Promise<v
   const added: number = (await p.import(ndjson)).memories;
   const stats = await p.stats();
   const counts: number = stats.memories + stats.byType["fact"]! + stats.pendingJobs;
+  const tagged: Ours.Memory = await p.update(m.id, { agentId: "planner", priority: 3 });
+  const taggedAt: Date = tagged.updatedAt;
+  const preview: Ours.MemoryConsolidationReport = await p.consolidate({ dryRun: true });
+  const report = await p.consolidate({ maxWindows: 2 });
+  const first = report.actions[0];
+  const action: Ours.MemoryConsolidationAction | undefined = first?.action;
+  const undone: Ours.MemoryConsolidationRecord | undefined = first ? await p.undoConsolidation(first.id) : undefined;
+  const undoneAt: string | undefined = undone?.undoneAt;
+  const history: Ours.MemoryConsolidationRecord[] | undefined = detail.consolidations;
+  await p.consolidate();
   await p.deleteSession("s1");
   const gone: void = await env.MEMORY.deleteProfile("p");
   const { restored }: { restored: boolean } = await env.MEMORY.restoreProfile("p");
@@ -114,6 +124,7 @@ export async function extensions(env: { MEMORY: Ours.MemoryService }): Promise<v
   console.log(created, status, sources, sessionId, answer, firstType, channels, next, entryStatus, versions);
   console.log(sourceRoles, content, alsoDeleted, storedAt, forgotten, added, counts, gone, restored);
   console.log(candidateMeta, entryMeta, validity, subset);
+  console.log(taggedAt, preview.activeAfter, report.done, action, undoneAt, history);
 }
 
 // --- 4. What the declarations must refuse. ---
@@ -163,6 +174,16 @@ export async function refusals(env: { MEMORY: Ours.MemoryService }, published: P
   await pp.forget("id");
   // @ts-expect-error restoreProfile() is an extension the published namespace lacks
   await published.restoreProfile("p");
+  // @ts-expect-error update() takes the memory's id and its metadata
+  await p.update({ id: "id", metadata: {} });
+  // @ts-expect-error metadata is flat: strings, numbers, booleans
+  await p.update("id", { nested: { a: 1 } });
+  // @ts-expect-error a consolidation's id is a number
+  await p.undoConsolidation("7");
+  // @ts-expect-error consolidate() takes dryRun and maxWindows only
+  await p.consolidate({ dry: true });
+  // @ts-expect-error consolidate() is an extension the published profile lacks
+  await pp.consolidate();
   // @ts-expect-error the published profile lacks the extensions, so it is not a MemoryProfile
   const back: Ours.MemoryProfile = pp;
   console.log(s, c, n, back);

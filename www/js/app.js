@@ -10,6 +10,7 @@ import { initDetail } from "./detail.js";
 import { initRecall } from "./recall.js";
 import { initAdd } from "./add.js";
 import { initTransfer } from "./transfer.js";
+import { initConsolidate } from "./consolidate.js";
 import { contract, fillOptions, load as loadContract } from "./contract.js";
 
 const TOKEN_KEY = "agent-memory.console.token";
@@ -248,7 +249,10 @@ async function start() {
   };
   const detail = initDetail(ctx);
   ctx.openDetail = detail.open;
-  ctx.changed = () => views.memories.invalidate();
+  ctx.changed = () => views.memories.changed();
+  const consolidate = initConsolidate(ctx);
+  views.consolidate = consolidate; // not a route: reset on connect
+  $("#consolidate-open").addEventListener("click", () => consolidate.open());
   ctx.memoryAction = (kind, m) => (kind === "forget" ? views.memories.forget(m) : views.memories.remove(m));
   ctx.scopeText = scopeText;
 

@@ -1,8 +1,12 @@
-// A memory's detail in a side drawer: its fields, its source messages,
-// and its version chain (supersedes / superseded by) as a timeline.
+// A memory's detail in a side drawer: its fields, its metadata (editable),
+// its source messages, its version chain (supersedes / superseded by, with
+// when each version held) as a timeline, and the consolidations it took
+// part in, each undoable.
 
 import { $, fill, h, icon } from "./dom.js";
 import { formatDate, shortId } from "./format.js";
+import { metadataSection } from "./metadata.js";
+import { consolidationList, undoRecord } from "./consolidate.js";
 
 export function initDetail(ctx) {
   const dlg = $("#detail-dialog");
@@ -55,10 +59,44 @@ export function initDetail(ctx) {
               h("time", { class: "tl-date", datetime: v.createdAt }, formatDate(v.createdAt)),
             ),
             here ? h("p", { class: "tl-summary" }, v.summary) : h("button", { type: "button", class: "linkish tl-summary", onclick: () => load(v.id) }, v.summary),
+            validity(v),
             v.supersedes ? h("p", { class: "tl-link" }, "supersedes ", h("span", { class: "mono", title: v.supersedes }, shortId(v.supersedes))) : null,
             v.supersededBy ? h("p", { class: "tl-link" }, "superseded by ", h("span", { class: "mono", title: v.supersededBy }, shortId(v.supersededBy))) : null,
           ),
         );
+      }),
+    );
+  }
+
+  /** When a version held: validFrom → validTo (absent while it holds). */
+  function validity(v) {
+    if (!v.validFrom && !v.validTo) return null;
+    return h(
+      "p",
+      { class: "tl-valid", "data-testid": "detail-validity", "data-valid-from": v.validFrom || "", "data-valid-to": v.validTo || "" },
+      "valid ",
+      v.validFrom ? h("time", { datetime: v.validFrom, "data-testid": "valid-from" }, formatDate(v.validFrom)) : "since ?",
+      " → ",
+      v.validTo ? h("time", { datetime: v.validTo, "data-testid": "valid-to" }, formatDate(v.validTo)) : h("span", { "data-testid": "valid-to-open" }, "still holds"),
+    );
+  }
+
+  function history(m) {
+    const records = m.consolidations || [];
+    if (!records.length) return null;
+    return h(
+      "section",
+      { class: "detail-sec", "aria-labelledby": "d-consolidations", "data-testid": "detail-consolidations" },
+      h("h3", { id: "d-consolidations" }, `Consolidation history (${records.length})`),
+      consolidationList(records, {
+        current: m.id,
+        open: load,
+        undo: async (rec, button) => {
+          button.disabled = true;
+          const done = await undoRecord(ctx, rec);
+          if (done) load(m.id, { again: true });
+          else button.disabled = false;
+        },
       }),
     );
   }
@@ -108,13 +146,20 @@ export function initDetail(ctx) {
         meta("Created", formatDate(m.createdAt)),
         meta("Updated", formatDate(m.updatedAt)),
         meta("Expires", m.expiresAt ? formatDate(m.expiresAt) : null),
+        meta("Valid from", m.validFrom ? formatDate(m.validFrom) : null, "detail-valid-from"),
+        meta("Valid to", m.validTo ? formatDate(m.validTo) : null, "detail-valid-to"),
         meta("Supersedes", m.supersedes ? idLink(m.supersedes, "the older version") : null, "detail-supersedes"),
         meta("Superseded by", m.supersededBy ? idLink(m.supersededBy, "the newer version") : null, "detail-superseded-by"),
       ),
       m.searchQueries?.length
         ? h("section", { class: "detail-sec" }, h("h3", {}, "Answers questions like"), h("ul", { class: "chips" }, m.searchQueries.map((q) => h("li", { class: "chip" }, q))))
         : null,
+      metadataSection(ctx, m, () => {
+        ctx.changed();
+        load(m.id, { again: true });
+      }),
       h("section", { class: "detail-sec", "aria-labelledby": "d-versions" }, h("h3", { id: "d-versions" }, "Version chain"), timeline(m)),
+      history(m),
       h("section", { class: "detail-sec", "aria-labelledby": "d-sources" }, h("h3", { id: "d-sources" }, `Source messages (${(m.sourceMessages || []).length})`), sources(m)),
       h(
         "div",
@@ -129,24 +174,30 @@ export function initDetail(ctx) {
     const done = await ctx.memoryAction(kind, m);
     if (!done) return;
     if (kind === "remove") dlg.close();
-    else load(m.id);
+    else load(m.id, { again: true });
   }
 
-  async function load(id) {
+  /** Shows memory `id`; `again` (the same memory after a change) keeps
+   *  the drawer where it was scrolled to. */
+  async function load(id, { again = false } = {}) {
+    const top = again ? body.scrollTop : 0;
     current = id;
     ctx.clearError($("#detail-error"));
     $("#detail-title").textContent = "Memory";
-    fill(body, h("p", { class: "muted", "aria-busy": "true" }, "Loading…"));
+    if (again) body.setAttribute("aria-busy", "true");
+    else fill(body, h("p", { class: "muted", "aria-busy": "true" }, "Loading…"));
     try {
       const { result } = await ctx.client.get(id);
       if (current !== id) return;
       render(result);
-      body.scrollTop = 0;
+      body.scrollTop = top;
     } catch (err) {
       if (current !== id) return;
       const box = h("div", { class: "notice notice-error", role: "alert" });
       fill(body, box);
       ctx.showError(err, box);
+    } finally {
+      if (current === id) body.removeAttribute("aria-busy");
     }
   }
 

@@ -1,9 +1,12 @@
-// The Memories view: profile stats and the memory table with filters,
-// cursor paging, and forget/delete with confirmation.
+// The Memories view: profile stats and the memory table with filters
+// (a metadata filter as JSON among them), cursor paging, each memory's
+// metadata as chips, and forget/delete with confirmation.
 
 import { $, fill, h, icon } from "./dom.js";
-import { formatBytes, formatDate, formatNumber } from "./format.js";
+import { formatBytes, formatDate, formatNumber, metaText } from "./format.js";
 import { contract } from "./contract.js";
+import { ApiError } from "./api.js";
+import { metaChips } from "./metadata.js";
 
 export function initMemories(ctx) {
   const rows = $("#memory-rows");
@@ -25,8 +28,24 @@ export function initMemories(ctx) {
       type: $("#f-type").value || undefined,
       status: $("#f-status").value || undefined,
       sessionId: $("#f-session").value.trim() || undefined,
+      filter: $("#f-filter").value.trim() || undefined,
       limit: Number($("#f-limit").value) || 50,
     };
+  }
+
+  /** Shows why the service refused the filter (null: clears it). */
+  function filterProblem(err) {
+    const box = $("#filter-error");
+    const input = $("#f-filter");
+    if (!err) {
+      ctx.clearError(box);
+      input.removeAttribute("aria-invalid");
+      return;
+    }
+    ctx.showError(err, box);
+    const text = box.querySelector(".notice-text");
+    if (text) text.textContent = `The filter was refused (${err.status}): ${err.message}`;
+    input.setAttribute("aria-invalid", "true");
   }
 
   // ---- stats ----
@@ -106,7 +125,7 @@ export function initMemories(ctx) {
     if (!text) return true;
     // A list entry has no content (open the memory for it), and a memory
     // remembered without a session has sessionId null.
-    const hay = [m.summary, m.key, m.sessionId, m.id].filter((x) => typeof x === "string").join("\n").toLowerCase();
+    const hay = [m.summary, m.key, m.sessionId, m.id, metaText(m.metadata)].filter((x) => typeof x === "string").join("\n").toLowerCase();
     return text
       .toLowerCase()
       .split(/\s+/)
@@ -147,6 +166,7 @@ export function initMemories(ctx) {
           m.summary,
         ),
         m.content && m.content !== m.summary ? h("span", { class: "sub" }, m.content) : null,
+        metaChips(m.metadata, { max: 6, short: true, testid: "memory-meta" }),
       ),
       h("td", { class: "col-key" }, m.key ? h("code", {}, m.key) : h("span", { class: "muted" }, "—")),
       h("td", { class: "col-session" }, m.sessionId ? h("span", { class: "trunc", title: m.sessionId }, m.sessionId) : h("span", { class: "muted" }, "—")),
@@ -191,9 +211,11 @@ export function initMemories(ctx) {
   async function loadPage() {
     const mine = ++loading;
     rows.closest("table").setAttribute("aria-busy", "true");
+    const asked = serverFilter();
     try {
-      const { result, resultInfo } = await ctx.client.list({ ...serverFilter(), cursor: cursors[page] });
+      const { result, resultInfo } = await ctx.client.list({ ...asked, cursor: cursors[page] });
       if (mine !== loading) return;
+      filterProblem(null);
       loaded = result.memories || [];
       nextCursor = result.cursor || resultInfo?.cursor || null;
       cursors[page + 1] = nextCursor || undefined;
@@ -203,8 +225,18 @@ export function initMemories(ctx) {
       if (mine !== loading) return;
       loaded = [];
       nextCursor = null;
-      fill(rows, h("tr", { class: "empty-row" }, h("td", { colspan: "7" }, "The memories could not be loaded.")));
       summary.textContent = "";
+      prev.disabled = page === 0;
+      next.disabled = true;
+      // A 400 with a filter set: the filter is what the service refused
+      // (it names the problem); the other filters are menus it accepts.
+      if (asked.filter && err instanceof ApiError && err.status === 400) {
+        fill(rows, h("tr", { class: "empty-row" }, h("td", { colspan: "7" }, "No memories: the filter was refused (see above).")));
+        filterProblem(err);
+        return;
+      }
+      filterProblem(null);
+      fill(rows, h("tr", { class: "empty-row" }, h("td", { colspan: "7" }, "The memories could not be loaded.")));
       ctx.showError(err);
     } finally {
       if (mine === loading) rows.closest("table").removeAttribute("aria-busy");
@@ -289,8 +321,15 @@ export function initMemories(ctx) {
     invalidate() {
       stale = true;
     },
+    /** The profile changed: reload now if the table is on screen. */
+    changed() {
+      if ($("#view-memories").hidden) stale = true;
+      else reload({ keepPage: true });
+    },
     reset() {
       $("#f-text").value = "";
+      $("#f-filter").value = "";
+      filterProblem(null);
       $("#f-type").value = "";
       $("#f-status").value = "";
       $("#f-session").value = "";

@@ -48,6 +48,7 @@ pub struct Run {
 /// nothing; otherwise the run in progress (or a new one) goes through at
 /// most `maxWindows` windows now, and the alarm does the rest.
 pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<ConsolidationReport> {
+    req.validate()?;
     if req.dry_run == Some(true) {
         return dry_run(p).await;
     }
