@@ -97,6 +97,33 @@ async function textMatching(locator, re, timeout = WAIT) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Runs in the page: visible elements and text that end past the window's
+ *  right edge (a shorter form of console.test.mjs's wideElements). */
+function pastRightEdge() {
+  const vw = window.innerWidth;
+  const name = (el) => `${el.tagName.toLowerCase()}${el.dataset.testid ? `[data-testid=${el.dataset.testid}]` : ""}.${[...el.classList].join(".")}`;
+  const wide = (el) => {
+    if (!el.checkVisibility({ visibilityProperty: true })) return false;
+    const r = el.getBoundingClientRect();
+    return (r.width > 0 || r.height > 0) && r.right > vw + 1;
+  };
+  const out = [];
+  if (document.documentElement.scrollWidth > vw) out.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${vw})`);
+  for (const el of document.body.querySelectorAll("*")) {
+    if (wide(el) && !(el.parentElement !== document.body && wide(el.parentElement))) out.push(`${name(el)} ends at x=${Math.round(el.getBoundingClientRect().right)}`);
+  }
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!node.data.trim() || !parent || wide(parent) || !parent.checkVisibility({ visibilityProperty: true })) continue;
+    if (["hidden", "clip"].includes(getComputedStyle(parent).overflowX)) continue;
+    range.selectNodeContents(node);
+    if (range.getBoundingClientRect().right > vw + 1) out.push(`text "${node.data.trim().slice(0, 24)}" of ${name(parent)}`);
+  }
+  return out.slice(0, 12);
+}
+
 test("web console: metadata chips and editor, JSON filter, consolidate with dry run, history and undo", async (t) => {
   const pw = await loadPlaywright();
   let origin = GIVEN_URL;
@@ -160,6 +187,13 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
   const page = context.pages()[0] || (await context.newPage());
   const problems = watchProblems(page);
   const byId = (id) => page.getByTestId(id);
+  // META_SHOTS=dir saves a screenshot of each view this test drives there.
+  const shots = process.env.META_SHOTS;
+  const shot = async (name) => {
+    if (!shots) return;
+    await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => {}))));
+    await page.screenshot({ path: path.join(shots, `${name}.png`) });
+  };
   const row = (id) => page.locator(`[data-testid=memory-row][data-id="${id}"]`);
   const rowIn = (id, status) => page.locator(`[data-testid=memory-row][data-id="${id}"][data-status="${status}"]`);
   const rowIds = () => page.getByTestId("memory-row").evaluateAll((rows) => rows.map((r) => r.dataset.id));
@@ -198,6 +232,7 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
       priority: ["number", "2"],
     });
     assert.deepEqual(await chipsOf(row(staging.id)), { agentId: ["string", "planner"] });
+    await shot("table-chips");
     // The page search reads metadata too.
     await byId("filter-text").fill("planner");
     await page.waitForFunction((id) => {
@@ -216,9 +251,11 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     });
     assert.match(await byId("detail-valid-from").innerText(), /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
     assert.equal(await byId("detail-valid-to").count(), 0, "a memory that still holds has no validTo");
+    await closeDetail();
   });
 
   await t.test("the editor changes, removes and adds typed pairs and saves them (PATCH)", async () => {
+    await openDetail(deploy.id);
     await byId("meta-edit").click();
     await byId("meta-editor").waitFor({ state: "visible" });
     const keys = () => byId("meta-row").evaluateAll((rows) => rows.map((r) => r.querySelector("[data-testid=meta-key]").value));
@@ -239,6 +276,7 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     await flag.getByTestId("meta-key").fill("reviewed");
     await flag.getByTestId("meta-type").selectOption("boolean");
     await flag.getByTestId("meta-value").selectOption("false");
+    await shot("metadata-editor");
     await byId("meta-save").click();
 
     // The drawer shows the saved metadata...
@@ -258,9 +296,11 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     // ... and the table behind the drawer shows it too.
     await page.waitForFunction((id) => document.querySelector(`[data-testid=memory-row][data-id="${id}"] [data-key=team]`), deploy.id);
     assert.deepEqual(await chipsOf(row(deploy.id)), want);
+    await closeDetail();
   });
 
   await t.test("bad input shows a clear error and changes nothing", async () => {
+    await openDetail(deploy.id);
     await byId("meta-edit").click();
     await byId("meta-add").click();
     const bad = byId("meta-row").last();
@@ -277,6 +317,7 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     await byId("meta-save").click();
     const msg = await textMatching(byId("meta-error"), /\(400\)/);
     assert.match(msg, /Invalid request \(400\): metadata: key "bad key" must be 1-64 characters/);
+    await shot("metadata-error");
     // A built-in field is not a metadata key either.
     await bad.getByTestId("meta-key").fill("createdAt");
     await byId("meta-save").click();
@@ -313,6 +354,7 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     assert.match(notJson, /^The filter was refused \(400\): filter is not JSON/);
     assert.equal(await byId("filter-json").getAttribute("aria-invalid"), "true");
     assert.equal(await byId("memory-row").count(), 0);
+    await shot("filter-error");
     assert.ok(await byId("error-banner").isHidden(), "the refusal shows by the filter, not as a page error");
     // JSON, but no filter: an unknown operator.
     await filterBy('{"priority": {"between": [1, 3]}}');
@@ -378,10 +420,15 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     const action = await mergeOf(report);
     assert.match(await action.getByTestId("consolidation-reason").innerText(), /same thing/);
     assert.equal(await report.getByTestId("consolidation-undo").count(), 0, "nothing to undo in a dry run");
+    await shot("consolidate-dry-run");
     for (const m of [older, newer]) assert.equal((await memory(m.id)).status, "active", "the dry run changed nothing");
+    await byId("consolidate-close").click();
+    await byId("consolidate-dialog").waitFor({ state: "hidden" });
   });
 
   await t.test("consolidating from the console merges them", async () => {
+    await byId("consolidate-open").click();
+    await byId("consolidate-dialog").waitFor({ state: "visible" });
     await byId("consolidate-run").click();
     const report = byId("consolidate-run-report");
     await report.waitFor({ state: "visible" });
@@ -391,6 +438,7 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     merged = survivor === older.id ? newer.id : older.id;
     assert.ok([older.id, newer.id].includes(survivor));
     await action.getByTestId("consolidation-undo").waitFor({ state: "visible" });
+    await shot("consolidate-run");
     await byId("consolidate-close").click();
     await byId("consolidate-dialog").waitFor({ state: "hidden" });
     // The table reloaded behind the dialog.
@@ -431,17 +479,23 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     assert.ok(was.from && was.to, "the merged memory held from … to …");
     assert.ok(now.from && now.open && !now.to, "the survivor still holds");
     assert.equal(was.to, now.from, "the merged one held until the survivor held");
+    await byId("detail-consolidations").scrollIntoViewIfNeeded();
+    await shot("merged-detail-history");
     // ... and its result links back to the survivor.
     await byId("detail-consolidations").locator(`[data-testid=consolidation-target][data-id="${survivor}"] button`).click();
     await page.waitForFunction((i) => document.querySelector("[data-testid=detail-id]")?.textContent === i, survivor);
+    await closeDetail();
   });
 
   await t.test("Undo in the detail puts both memories back", async () => {
+    await openDetail(survivor);
     const rec = byId("detail-consolidations").getByTestId("consolidation");
     await rec.getByTestId("consolidation-undo").click();
     await byId("detail-consolidations").locator("[data-testid=consolidation][data-undone=true]").waitFor({ state: "visible" });
-    await textMatching(byId("consolidation-undone"), /^undone \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
-    assert.equal(await byId("consolidation-undo").count(), 0, "an undone record has no Undo");
+    const hist = byId("detail-consolidations");
+    await textMatching(hist.getByTestId("consolidation-undone"), /^undone \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
+    assert.equal(await hist.getByTestId("consolidation-undo").count(), 0, "an undone record has no Undo");
+    await shot("survivor-detail-undone");
     // REST: both active again, each as it was.
     const [a, b] = await Promise.all([memory(older.id), memory(newer.id)]);
     assert.equal(a.status, "active");
@@ -454,6 +508,32 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     // The table behind the drawer shows both active.
     await closeDetail();
     for (const m of [older, newer]) await rowIn(m.id, "active").waitFor({ state: "visible" });
+  });
+
+  await t.test("on a phone, long metadata, the editor, the history and the dry run stay inside the window", async () => {
+    const LONG = "v".repeat(512); // a string value's limit
+    await api("PATCH", `/memories/${survivor}`, { metadata: { agentId: "a".repeat(200), [`k${"e".repeat(63)}`]: LONG, n: 12345678901234 } });
+    await page.setViewportSize({ width: 390, height: 844 });
+    const fits = async (what) => {
+      await shot(`phone-${what.replace(/\W+/g, "-")}`);
+      assert.deepEqual(await page.evaluate(pastRightEdge), [], `${what}: past the right edge of the window`);
+    };
+    await byId("refresh").click();
+    await page.waitForFunction((id) => document.querySelector(`[data-testid=memory-row][data-id="${id}"] [data-key=n]`), survivor);
+    await fits("memory table with long metadata");
+    await openDetail(survivor);
+    await byId("detail-consolidations").waitFor({ state: "visible" });
+    await fits("detail with long metadata and history");
+    await byId("meta-edit").click();
+    await byId("meta-add").click();
+    await fits("metadata editor");
+    await byId("meta-cancel").click();
+    await closeDetail();
+    await byId("consolidate-open").click();
+    await byId("consolidate-preview").click();
+    await byId("consolidate-preview-report").waitFor({ state: "visible" });
+    await fits("consolidation dry run");
+    await byId("consolidate-close").click();
   });
 
   assert.deepEqual(problems, [], "no script errors in the page");

@@ -82,7 +82,7 @@ export function metadataSection(ctx, m, onSaved) {
   }
 
   function editRow(key = "", value = "") {
-    const kind = value === "" && key === "" ? "string" : metaKind(value);
+    const kind = metaKind(value);
     const row = h("li", { class: "meta-row", "data-testid": "meta-row" });
     const keyInput = h("input", { class: "meta-key mono", "data-testid": "meta-key", "aria-label": "Key", value: key, autocomplete: "off", spellcheck: "false", placeholder: "key" });
     const typeSelect = h(
@@ -148,6 +148,7 @@ export function metadataSection(ctx, m, onSaved) {
         metadata = metadataFromRows($$(".meta-row", rows).map((r) => r.read()));
       } catch (e) {
         ctx.showError(e, err);
+        err.scrollIntoView({ block: "nearest" });
         return;
       }
       await busy(form, async () => {
@@ -157,6 +158,7 @@ export function metadataSection(ctx, m, onSaved) {
           onSaved(result);
         } catch (e) {
           ctx.showError(e, err);
+          if (!err.hidden) err.scrollIntoView({ block: "nearest" });
         }
       });
     });
