@@ -197,3 +197,41 @@ fn test_a_run_cut_short_resumes_from_its_cursor_and_repeats_nothing() {
     assert_eq!(state(&cut), state(&whole), "the resumed run ends as the uninterrupted one");
 }
 
+
+/// With `CONSOLIDATE_EVERY`, the alarm begins a run on its own once the
+/// profile has grown by that many memories, and not again until it grows
+/// by as many more.
+#[test]
+fn test_the_alarm_begins_a_run_once_the_profile_has_grown_enough() {
+    let sql = database();
+    let turns = Default::default();
+    let with = |now: i64, f: &mut dyn FnMut(&Profile<'_>)| {
+        let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
+        let p = Profile {
+            name: "test/p",
+            sql: &sql,
+            reasoner: &agent_memory::core::rules::Rules,
+            embedder: &agent_memory::core::local::embed::HashEmbedder,
+            index: &index,
+            turns: Some(&turns),
+            now,
+            limits: agent_memory::core::ops::Limits { consolidate_every: Some(3), ..Default::default() },
+            memory: Default::default(),
+        };
+        f(&p)
+    };
+    with(APRIL_15, &mut |p| {
+        remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact);
+        block_on(p.drain()).unwrap();
+        assert!(active(p).len() == 1, "one memory: below the threshold, nothing runs");
+    });
+    with(APRIL_15 + 3_600_000, &mut |p| {
+        remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact);
+        remember(p, "The deploy window is Tuesday morning.", "team.deploy_window", MemoryType::Fact);
+        for _ in 0..3 {
+            block_on(p.drain()).unwrap();
+        }
+        assert_eq!(active(p).len(), 2, "three memories: the alarm ran one and merged the rewordings");
+        assert_eq!(p.stats().unwrap().pending_jobs, 0);
+    });
+}

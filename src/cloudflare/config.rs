@@ -47,6 +47,9 @@ pub struct Config {
     pub delete_grace_millis: i64,
     /// `JOB_RETRY_BASE_MS`.
     pub job_retry_base_millis: i64,
+    /// `CONSOLIDATE_EVERY`: memories added between background
+    /// consolidation runs; unset or 0, none.
+    pub consolidate_every: Option<i64>,
     /// `MEMORY_BUDGET_MB`, in bytes: what every profile of the isolate
     /// keeps between requests, together (see core::resident).
     pub memory_budget_bytes: usize,
@@ -94,6 +97,7 @@ impl Config {
                 .filter(|s| *s >= 0)
                 .map_or(crate::core::ops::DEFAULT_DELETE_GRACE_MILLIS, |s| s.saturating_mul(1000)),
             job_retry_base_millis: get("JOB_RETRY_BASE_MS", "1000").parse::<i64>().ok().filter(|m| *m > 0).unwrap_or(1000),
+            consolidate_every: get("CONSOLIDATE_EVERY", "").parse::<i64>().ok().filter(|n| *n > 0),
             memory_budget_bytes: get("MEMORY_BUDGET_MB", "")
                 .parse::<f64>()
                 .ok()

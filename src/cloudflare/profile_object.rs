@@ -258,6 +258,7 @@ impl ProfileObject {
                 max_memories: self.config.max_memories,
                 delete_grace_millis: self.config.delete_grace_millis,
                 job_retry_base_millis: self.config.job_retry_base_millis,
+                consolidate_every: self.config.consolidate_every,
             },
             memory: MemoryView::default(),
         }

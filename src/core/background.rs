@@ -161,6 +161,10 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
         Err(e) => report.vector_snapshot_error = Some(e.to_string()),
     }
     run_index_text(p, &of(JobKind::IndexText), &mut report)?;
+    if let Some(every) = p.limits.consolidate_every {
+        // A run begun now is taken by the next drain (its job is due).
+        crate::core::consolidate::schedule(p, every)?;
+    }
     run_consolidations(p, &of(JobKind::Consolidate), &mut report).await?;
     // The turn directory reads what this work and the writes before it
     // added, here rather than on the next recall, and keeps its snapshot.

@@ -52,6 +52,10 @@ pub struct Limits {
     /// The first retry of a failed background job waits this long; each
     /// further one twice as long (`JOB_RETRY_BASE_MS`).
     pub job_retry_base_millis: i64,
+    /// The alarm starts a consolidation run once this many memories were
+    /// added since the last run ended (`CONSOLIDATE_EVERY`); never when
+    /// `None` (runs then start on demand only).
+    pub consolidate_every: Option<i64>,
 }
 
 /// The default grace period of a deleted profile: one day.
@@ -59,7 +63,7 @@ pub const DEFAULT_DELETE_GRACE_MILLIS: i64 = 24 * 60 * 60 * 1000;
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_memories: 1_000_000, delete_grace_millis: DEFAULT_DELETE_GRACE_MILLIS, job_retry_base_millis: 1000 }
+        Limits { max_memories: 1_000_000, delete_grace_millis: DEFAULT_DELETE_GRACE_MILLIS, job_retry_base_millis: 1000, consolidate_every: None }
     }
 }
 

@@ -175,6 +175,24 @@ mod tests {
     }
 
     #[test]
+    fn test_consolidation_asks_the_model_per_group_and_reads_its_decisions() {
+        use crate::core::provider::{Consolidation, Group, GroupKind};
+        let model = Script::new(vec![Ok("{\"decisions\": [{\"index\": 1, \"decision\": \"keep\", \"reason\": \"they differ\"}, \
+             {\"index\": 0, \"decision\": \"fold\", \"content\": \"Maria paints and sells prints.\", \"reason\": \"one message\"}]}")]);
+        let m = |id: &str, c: &str| crate::core::model::Memory::sample(id, c);
+        let groups = vec![
+            Group { kind: GroupKind::Siblings, members: vec![m("a", "Maria paints."), m("b", "Maria sells prints.")], why: String::new() },
+            Group { kind: GroupKind::Duplicates, members: vec![m("c", "x"), m("d", "y")], why: String::new() },
+        ];
+        let got = block_on(LlmReasoner { model: &model }.consolidate(&groups)).unwrap();
+        assert_eq!(got[0], Consolidation::Fold { content: "Maria paints and sells prints.".into(), reason: "one message".into() });
+        assert!(matches!(got[1], Consolidation::Keep { .. }));
+        let seen = model.seen.borrow();
+        assert!(seen[0].json && seen[0].system == prompts::CONSOLIDATE);
+        assert!(seen[0].user.contains("id=a") && seen[0].user.contains("[0] \"siblings\""), "{}", seen[0].user);
+    }
+
+    #[test]
     fn test_synthesis_uses_the_synthesis_model_and_its_prompt() {
         let model = Script::new(vec![Ok("The user prefers pnpm.")]);
         let input = SynthesisInput {

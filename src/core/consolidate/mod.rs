@@ -79,6 +79,26 @@ pub async fn resume(p: &Profile<'_>, run_id: &str) -> Result<bool> {
     Ok(false)
 }
 
+/// The `meta` key holding how many memories the profile held when its
+/// last run ended.
+const META_LAST_END: &str = "consolidation_last_end";
+
+/// The alarm's schedule: begins a run when `every` memories were added
+/// since the last one ended (or since the profile began) and none is in
+/// progress. Whether it began one.
+pub fn schedule(p: &Profile<'_>, every: i64) -> Result<bool> {
+    if current(p)?.is_some() {
+        return Ok(false);
+    }
+    let store = p.store();
+    let last: i64 = store.meta_get(META_LAST_END)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    if store.memory_count()? < last.saturating_add(every) {
+        return Ok(false);
+    }
+    begin(p)?;
+    Ok(true)
+}
+
 /// The run in progress, if any.
 pub fn current(p: &Profile<'_>) -> Result<Option<Run>> {
     Ok(p.store().meta_get(META_CONSOLIDATION)?.filter(|s| !s.is_empty()).and_then(|s| serde_json::from_str(&s).ok()))
@@ -129,6 +149,7 @@ fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
     let store = p.store();
     store.transaction(|| {
         store.meta_set(META_CONSOLIDATION, "")?;
+        store.meta_set(META_LAST_END, &store.memory_count()?.to_string())?;
         store.finish_work(&Work::Consolidate { run_id: run.id.clone() })
     })
 }

@@ -127,6 +127,11 @@ impl<'a> Store<'a> {
         self.sql.execute("UPDATE outbox SET attempts = 0, next_attempt_at = ?, last_error = NULL WHERE id = ?", &[SqlValue::Integer(self.now), SqlValue::Integer(id)])
     }
 
+    /// How many memories there are, of any status.
+    pub fn memory_count(&self) -> Result<i64> {
+        self.count("SELECT COUNT(*) FROM memories")
+    }
+
     /// How many memories are active.
     pub fn active_count(&self) -> Result<i64> {
         self.count("SELECT COUNT(*) FROM memories WHERE status = 'active'")
