@@ -3,11 +3,12 @@
 //
 //   MEMORY_URL=http://127.0.0.1:8787 node --test tests/workerd/console-metadata.test.mjs
 //
-// The same harness as console.test.mjs: MEMORY_URL is the Worker's origin;
-// without it the test starts the built Worker in workerd itself
-// (tests/workerd/helpers.mjs). The browser is Debian's chromium
-// (`make setup-browser`) driven by playwright-core; CHROMIUM_PATH overrides
-// /usr/bin/chromium, TOKEN the local dev token `dev-token`.
+// The same harness as console.test.mjs (tests/workerd/browser-support.mjs):
+// MEMORY_URL is the Worker's origin; without it the test starts the built
+// Worker in workerd itself (tests/workerd/helpers.mjs). The browser is
+// Debian's chromium (`make setup-browser`) driven by playwright-core;
+// CHROMIUM_PATH overrides /usr/bin/chromium, TOKEN the local dev token
+// `dev-token`.
 //
 // What it drives: memories remembered with metadata over REST show their
 // metadata as chips in the table and the drawer; the drawer's editor
@@ -21,141 +22,25 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
 
-import { startWorker } from "./helpers.mjs";
-
-const GIVEN_URL = (process.env.MEMORY_URL || "").replace(/\/+$/, "");
-const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const TOKEN = process.env.TOKEN || "dev-token";
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const WAIT = Number(process.env.CONSOLE_TIMEOUT_MS || 30_000);
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
-/** playwright-core from the repository's node_modules, or from the working
- *  directory's; null when absent (as in console.test.mjs). */
-async function loadPlaywright() {
-  let mod = null;
-  try {
-    mod = await import("playwright-core");
-  } catch {
-    try {
-      const req = createRequire(path.join(process.cwd(), "noop.js"));
-      mod = await import(pathToFileURL(req.resolve("playwright-core")).href);
-    } catch {
-      return null;
-    }
-  }
-  return mod.chromium ? mod : mod.default;
-}
-
-function skipReason(pw, url) {
-  if (!url) return "MEMORY_URL is not set: start the Worker (the workerd harness does) and pass its origin";
-  if (!pw) return "the npm package playwright-core is not installed";
-  if (!fs.existsSync(CHROMIUM)) return `no browser at ${CHROMIUM} (make setup-browser, or set CHROMIUM_PATH)`;
-  return null;
-}
-
-/** The page's uncaught exceptions and console errors (a refused request is
- *  logged as "Failed to load resource": expected, the 400s here are). */
-function watchProblems(page) {
-  page.setDefaultTimeout(WAIT);
-  const problems = [];
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
-  });
-  return problems;
-}
-
-/** Waits until `locator`'s text matches `re`; returns the text. */
-async function textMatching(locator, re, timeout = WAIT) {
-  const deadline = Date.now() + timeout;
-  let last = "";
-  while (Date.now() < deadline) {
-    if ((await locator.count()) > 0) {
-      last = (await locator.first().innerText()).trim();
-      if (re.test(last)) return last;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for text ${re} (last seen: ${JSON.stringify(last)})`);
-}
+import {
+  browserTarget, closeDialogsAfterEach, connectConsole, importFormatJs, launchBrowser, profileApi, textMatching, wideElements,
+} from "./browser-support.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Runs in the page: visible elements and text that end past the window's
- *  right edge (a shorter form of console.test.mjs's wideElements). */
-function pastRightEdge() {
-  const vw = window.innerWidth;
-  const name = (el) => `${el.tagName.toLowerCase()}${el.dataset.testid ? `[data-testid=${el.dataset.testid}]` : ""}.${[...el.classList].join(".")}`;
-  const wide = (el) => {
-    if (!el.checkVisibility({ visibilityProperty: true })) return false;
-    const r = el.getBoundingClientRect();
-    return (r.width > 0 || r.height > 0) && r.right > vw + 1;
-  };
-  const out = [];
-  if (document.documentElement.scrollWidth > vw) out.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${vw})`);
-  for (const el of document.body.querySelectorAll("*")) {
-    if (wide(el) && !(el.parentElement !== document.body && wide(el.parentElement))) out.push(`${name(el)} ends at x=${Math.round(el.getBoundingClientRect().right)}`);
-  }
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  const range = document.createRange();
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const parent = node.parentElement;
-    if (!node.data.trim() || !parent || wide(parent) || !parent.checkVisibility({ visibilityProperty: true })) continue;
-    if (["hidden", "clip"].includes(getComputedStyle(parent).overflowX)) continue;
-    range.selectNodeContents(node);
-    if (range.getBoundingClientRect().right > vw + 1) out.push(`text "${node.data.trim().slice(0, 24)}" of ${name(parent)}`);
-  }
-  return out.slice(0, 12);
-}
-
 test("web console: metadata chips and editor, JSON filter, consolidate with dry run, history and undo", async (t) => {
-  const pw = await loadPlaywright();
-  let origin = GIVEN_URL;
-  if (!origin && pw && fs.existsSync(CHROMIUM)) {
-    const w = await startWorker();
-    t.after(() => w.dispose());
-    origin = String(w.url).replace(/\/+$/, "");
-  }
-  const reason = skipReason(pw, origin);
-  if (reason) {
-    t.skip(reason);
-    return;
-  }
+  const target = await browserTarget(t);
+  if (!target) return;
+  const { pw, origin } = target;
 
   const run = Date.now().toString(36);
   const namespace = "console-meta";
   const profile = `m-${run}`;
 
   // ---- REST, for seeding and for checking what the console did ----
-  const call = async (method, route, body) => {
-    const res = await fetch(`${origin}/accounts/local/agent-memory/namespaces/${namespace}/profiles/${profile}${route}`, {
-      method,
-      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, env: await res.json() };
-  };
-  const api = async (method, route, body) => {
-    const { status, env } = await call(method, route, body);
-    assert.ok(status < 300 && env.success, `${method} ${route}: HTTP ${status} ${JSON.stringify(env.errors)}`);
-    return env.result;
-  };
+  const { call, api } = profileApi(origin, namespace, profile);
   const memory = (id) => api("GET", `/memories/${id}`);
 
   const deploy = await api("POST", "/remember", {
@@ -171,21 +56,12 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
   assert.deepEqual(deploy.metadata, { agentId: "reviewer", pinned: true, priority: 2 });
 
   // ---- the browser ----
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "console-meta-chromium-"));
-  const context = await pw.chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
+  const { page, problems } = await launchBrowser(t, pw, {
+    prefix: "console-meta-chromium-",
     viewport: { width: 1440, height: 900 },
     colorScheme: "light",
     reducedMotion: "reduce",
   });
-  t.after(async () => {
-    await context.close().catch(() => {});
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  });
-  const page = context.pages()[0] || (await context.newPage());
-  const problems = watchProblems(page);
   const byId = (id) => page.getByTestId(id);
   // META_SHOTS=dir saves a screenshot of each view this test drives there.
   const shots = process.env.META_SHOTS;
@@ -211,17 +87,9 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     await byId("detail-close").click();
     await byId("detail-dialog").waitFor({ state: "hidden" });
   };
-  // A failed step may leave a dialog open; the next one starts without it.
-  t.afterEach(() => page.evaluate(() => document.querySelectorAll("dialog[open]").forEach((d) => d.close())).catch(() => {}));
+  closeDialogsAfterEach(t, page);
 
-  await t.test("connect", async () => {
-    await page.goto(`${origin}/`);
-    await byId("token-input").fill(TOKEN);
-    await byId("connect-namespace").fill(namespace);
-    await byId("connect-profile").fill(profile);
-    await byId("connect-submit").click();
-    await byId("stat-memories").waitFor({ state: "visible" });
-  });
+  await t.test("connect", () => connectConsole(page, origin, namespace, profile));
 
   await t.test("the table shows each memory's metadata as chips", async () => {
     await row(deploy.id).waitFor({ state: "visible" });
@@ -516,7 +384,7 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
     await page.setViewportSize({ width: 390, height: 844 });
     const fits = async (what) => {
       await shot(`phone-${what.replace(/\W+/g, "-")}`);
-      assert.deepEqual(await page.evaluate(pastRightEdge), [], `${what}: past the right edge of the window`);
+      assert.deepEqual(await page.evaluate(wideElements), [], `${what}: past the right edge of the window`);
     };
     await byId("refresh").click();
     await page.waitForFunction((id) => document.querySelector(`[data-testid=memory-row][data-id="${id}"] [data-key=n]`), survivor);
@@ -541,8 +409,7 @@ test("web console: metadata chips and editor, JSON filter, consolidate with dry 
 
 // The metadata helpers (no browser, no Worker needed).
 test("console helpers: metadata editor rows become typed metadata", async () => {
-  const src = fs.readFileSync(path.resolve(HERE, "../../www/js/format.js"), "utf8");
-  const { metadataFromRows, metaEntries, metaKind, metaText } = await import(`data:text/javascript,${encodeURIComponent(src)}`);
+  const { metadataFromRows, metaEntries, metaKind, metaText } = await importFormatJs();
 
   assert.deepEqual(
     metadataFromRows([

@@ -18,19 +18,15 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 
-import { startWorker } from "./helpers.mjs";
+import {
+  TOKEN, browserTarget, closeDialogsAfterEach, connectConsole, importFormatJs, launchBrowser, profileApi, textMatching, wideElements,
+} from "./browser-support.mjs";
 
-const GIVEN_URL = (process.env.MEMORY_URL || "").replace(/\/+$/, "");
-let MEMORY_URL = GIVEN_URL;
-const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const TOKEN = process.env.TOKEN || "dev-token";
 const SCREENSHOT = process.env.SCREENSHOT === "1";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SHOT = path.resolve(HERE, "../../docs/console.png");
-const WAIT = Number(process.env.CONSOLE_TIMEOUT_MS || 30_000);
 
 const CONVERSATION = [
   "user: Set up the project with React and TypeScript.",
@@ -40,109 +36,28 @@ const CONVERSATION = [
 ].join("\n");
 const QUESTION = "What package manager does the user prefer?";
 const CHANNELS = ["key", "fts", "hyde", "vector", "messages"];
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
-/** playwright-core from the repository's node_modules, or from the working
- *  directory's (so a scratch install works too); null when absent. */
-async function loadPlaywright() {
-  let mod = null;
-  try {
-    mod = await import("playwright-core");
-  } catch {
-    try {
-      const req = createRequire(path.join(process.cwd(), "noop.js"));
-      mod = await import(pathToFileURL(req.resolve("playwright-core")).href);
-    } catch {
-      return null;
-    }
-  }
-  return mod.chromium ? mod : mod.default;
-}
-
-function skipReason(pw, url = MEMORY_URL) {
-  if (!url) return "MEMORY_URL is not set: start the Worker (the workerd harness does) and pass its origin";
-  if (!pw) return "the npm package playwright-core is not installed";
-  if (!fs.existsSync(CHROMIUM)) return `no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
-  return null;
-}
-
-/**
- * Sets the page's timeout and collects its errors: uncaught exceptions and
- * console errors. A refused request (the wrong-token step, a refused
- * import) is logged by the browser as "Failed to load resource": expected.
- */
-function watchProblems(page) {
-  page.setDefaultTimeout(WAIT);
-  const problems = [];
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
-  });
-  return problems;
-}
-
-/** Waits until `locator`'s text matches `re`; returns the text. */
-async function textMatching(locator, re, timeout = WAIT) {
-  const deadline = Date.now() + timeout;
-  let last = "";
-  while (Date.now() < deadline) {
-    if ((await locator.count()) > 0) {
-      last = (await locator.first().innerText()).trim();
-      if (re.test(last)) return last;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for text ${re} (last seen: ${JSON.stringify(last)})`);
-}
 
 test("web console: connect, ingest, list, recall with trace, forget, export, import, wrong token", async (t) => {
-  const pw = await loadPlaywright();
-  if (!MEMORY_URL && pw && fs.existsSync(CHROMIUM)) {
-    const w = await startWorker();
-    t.after(() => w.dispose());
-    MEMORY_URL = String(w.url).replace(/\/+$/, "");
-  }
-  const reason = skipReason(pw);
-  if (reason) {
-    t.skip(reason);
-    return;
-  }
+  const target = await browserTarget(t);
+  if (!target) return;
+  const { pw, origin } = target;
 
   const run = Date.now().toString(36);
   const namespace = "console-e2e";
   const profile = `p-${run}`;
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "console-chromium-"));
   const downloads = fs.mkdtempSync(path.join(os.tmpdir(), "console-downloads-"));
-  const context = await pw.chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
+  const { page, problems } = await launchBrowser(t, pw, {
     acceptDownloads: true,
     downloadsPath: downloads,
     viewport: { width: 1440, height: 900 },
     colorScheme: "light",
   });
-  t.after(async () => {
-    await context.close().catch(() => {});
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-    fs.rmSync(downloads, { recursive: true, force: true });
-  });
+  t.after(() => fs.rmSync(downloads, { recursive: true, force: true }));
 
-  const page = context.pages()[0] || (await context.newPage());
-  const problems = watchProblems(page);
   const external = [];
   page.on("request", (r) => {
     const u = new URL(r.url());
-    if (!["data:", "blob:"].includes(u.protocol) && u.origin !== new URL(MEMORY_URL).origin) external.push(r.url());
+    if (!["data:", "blob:"].includes(u.protocol) && u.origin !== new URL(origin).origin) external.push(r.url());
   });
 
   const byId = (id) => page.getByTestId(id);
@@ -152,7 +67,7 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
   };
 
   await t.test("the page loads and asks for a token", async () => {
-    const res = await page.goto(`${MEMORY_URL}/`);
+    const res = await page.goto(`${origin}/`);
     assert.equal(res.status(), 200, "GET / serves www/index.html");
     await byId("connect-panel").waitFor({ state: "visible" });
     assert.ok(!(await res.text()).includes(TOKEN), "no token in the page source");
@@ -171,7 +86,7 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
     assert.ok(!local.includes(TOKEN), "the token is not in localStorage");
     assert.ok(!(await page.content()).includes(TOKEN), "the token is not written into the DOM");
     // The forms' enums and limits come from the served contract.
-    const doc = await (await fetch(`${MEMORY_URL}/openapi.json`)).json();
+    const doc = await (await fetch(`${origin}/openapi.json`)).json();
     const options = (sel) => page.$$eval(`${sel} option`, (os) => os.map((o) => o.value).filter(Boolean));
     assert.deepEqual(await options("#f-type"), doc.components.schemas.MemoryType.enum);
     assert.deepEqual(await options("#f-status"), doc.components.schemas.Status.enum);
@@ -313,80 +228,10 @@ const SIZES = [
 /** Widest the fusion trace's table may scroll sideways inside its card. */
 const TRACE_SCROLL_MAX = 1600;
 
-/** Runs in the page: every visible element whose box ends past the window's
- *  right edge, named where the overflow starts (its parent still fits), and
- *  whether the page itself scrolls sideways. Empty when everything fits.
- *  One exception: the fusion trace (a candidates x channels matrix) scrolls
- *  sideways on purpose on a phone; what is inside it is skipped when its
- *  scroller fits the window and is at most `limit` pixels wide inside. */
-function wideElements(limit) {
-  const vw = window.innerWidth;
-  const name = (el) => {
-    const parts = [];
-    for (let e = el; e && e !== document.body && parts.length < 4; e = e.parentElement) {
-      let s = e.tagName.toLowerCase();
-      if (e.id) s += `#${e.id}`;
-      const tid = e.getAttribute("data-testid");
-      if (tid) s += `[data-testid="${tid}"]`;
-      for (const c of e.classList) s += `.${c}`;
-      parts.unshift(s);
-      if (e.id) break;
-    }
-    return parts.join(" > ");
-  };
-  const wide = (el) => {
-    if (!el.checkVisibility({ visibilityProperty: true })) return false;
-    const r = el.getBoundingClientRect();
-    return (r.width > 0 || r.height > 0) && r.right > vw + 1;
-  };
-  const out = [];
-  const root = document.documentElement;
-  if (root.scrollWidth > vw) out.push(`the page scrolls sideways: document scrollWidth ${root.scrollWidth} > innerWidth ${vw}`);
-  const scrollers = [...document.querySelectorAll(".table-scroll:has(> table.trace)")].filter((sc) => sc.checkVisibility());
-  for (const sc of scrollers) {
-    if (sc.scrollWidth > limit) out.push(`${name(sc)} scrolls sideways over ${sc.scrollWidth}px (at most ${limit})`);
-  }
-  const scrolled = (el) => scrollers.some((sc) => sc !== el && sc.contains(el) && !wide(sc));
-  let more = 0;
-  for (const el of document.body.querySelectorAll("*")) {
-    if (!wide(el) || (el.parentElement !== document.body && wide(el.parentElement)) || scrolled(el)) continue;
-    const r = el.getBoundingClientRect();
-    if (out.length < 12) out.push(`${name(el)} ends at x=${Math.round(r.right)} (width ${Math.round(r.width)})`);
-    else more += 1;
-  }
-  // Text overflows as text nodes, which are not elements: a paragraph may fit
-  // while its words run past it. Text an element clips on purpose (an
-  // ellipsis, a clamp) is not checked.
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  const range = document.createRange();
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const parent = node.parentElement;
-    if (!node.data.trim() || !parent || wide(parent) || scrolled(parent) || !parent.checkVisibility({ visibilityProperty: true })) continue;
-    if (["hidden", "clip"].includes(getComputedStyle(parent).overflowX)) continue;
-    range.selectNodeContents(node);
-    const r = range.getBoundingClientRect();
-    if (r.right <= vw + 1) continue;
-    const text = node.data.trim();
-    if (out.length < 12) out.push(`text "${text.length > 24 ? `${text.slice(0, 24)}…` : text}" of ${name(parent)} ends at x=${Math.round(r.right)}`);
-    else more += 1;
-  }
-  if (more) out.push(`… and ${more} more`);
-  return out;
-}
-
 test("web console: long unbroken strings wrap inside the window (memories, detail, confirm, toast, recall, add, errors)", async (t) => {
-  const pw = await loadPlaywright();
-  let origin = GIVEN_URL;
-  if (!origin && pw && fs.existsSync(CHROMIUM)) {
-    const w = await startWorker();
-    t.after(() => w.dispose());
-    origin = String(w.url).replace(/\/+$/, "");
-  }
-  const reason = skipReason(pw, origin);
-  if (reason) {
-    t.skip(reason);
-    return;
-  }
+  const target = await browserTarget(t);
+  if (!target) return;
+  const { pw, origin } = target;
 
   const run = Date.now().toString(36);
   const namespace = "console-wide";
@@ -398,16 +243,7 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
   const QUERY = long("What is the codename and the deploy token label ", "q", 1000); // under the 1024-byte query limit
 
   // ---- seed through the REST API ----
-  const api = async (method, route, body) => {
-    const res = await fetch(`${origin}/accounts/local/agent-memory/namespaces/${namespace}/profiles/${profile}${route}`, {
-      method,
-      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const env = await res.json();
-    assert.ok(res.ok && env.success, `${method} ${route}: HTTP ${res.status} ${JSON.stringify(env.errors)}`);
-    return env.result;
-  };
+  const { api } = profileApi(origin, namespace, profile);
   const messages = [
     { role: "user", content: long("My favourite codename is Zephyr ", "a") },
     { role: ROLE, content: long("The release train is called Boreas ", "b") },
@@ -427,21 +263,11 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
   assert.ok(unbroken >= 100 * 1024, `the listed memories hold ${unbroken} characters of unbroken text`);
 
   // ---- the browser ----
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "console-chromium-"));
-  const context = await pw.chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
+  const { page, problems } = await launchBrowser(t, pw, {
     viewport: SIZES[0],
     colorScheme: "light",
     reducedMotion: "reduce",
   });
-  t.after(async () => {
-    await context.close().catch(() => {});
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  });
-  const page = context.pages()[0] || (await context.newPage());
-  const problems = watchProblems(page);
 
   const byId = (id) => page.getByTestId(id);
   const go = async (view) => {
@@ -458,17 +284,9 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
     assert.deepEqual(wide, [], `${what} at ${size.width}x${size.height}: elements end past the right edge of the window:\n  ${wide.join("\n  ")}`);
   };
 
-  await t.test("connect", async () => {
-    await page.goto(`${origin}/`);
-    await byId("token-input").fill(TOKEN);
-    await byId("connect-namespace").fill(namespace);
-    await byId("connect-profile").fill(profile);
-    await byId("connect-submit").click();
-    await byId("stat-memories").waitFor({ state: "visible" });
-  });
+  await t.test("connect", () => connectConsole(page, origin, namespace, profile));
 
-  // A failed step may leave a dialog open; the next one starts without it.
-  t.afterEach(() => page.evaluate(() => document.querySelectorAll("dialog[open]").forEach((d) => d.close())).catch(() => {}));
+  closeDialogsAfterEach(t, page);
 
   // One memory to forget per window size (the confirmation and the toast name it).
   const toForget = [first, buildId];
@@ -576,10 +394,7 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
 
 // The console's pure helpers (no browser, no Worker needed).
 test("console helpers: pasted conversations parse as JSON or role lines", async () => {
-  // format.js has no imports; loading it from its text avoids Node's
-  // module-type guess for a .js file outside a "type": "module" package.
-  const src = fs.readFileSync(path.resolve(HERE, "../../www/js/format.js"), "utf8");
-  const { parseConversation, filenameFrom, isName } = await import(`data:text/javascript,${encodeURIComponent(src)}`);
+  const { parseConversation, filenameFrom, isName } = await importFormatJs();
 
   const lines = parseConversation(CONVERSATION).messages;
   assert.deepEqual(
