@@ -45,6 +45,8 @@ export const T = Object.freeze({
   export: `${P}/export`,
   import: `${P}/import`,
   stats: `${P}/stats`,
+  consolidate: `${P}/consolidate`,
+  undo: `${P}/consolidations/{consolidationId}/undo`,
   namespaces: "/accounts/{account}/agent-memory/namespaces",
   namespace: "/accounts/{account}/agent-memory/namespaces/{namespace}",
   mcp: "/mcp/namespaces/{namespace}/profiles/{profile}",
@@ -59,7 +61,7 @@ export const ULID = /^[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 export const HEX_ID = /^[0-9a-f]{32}$/;
 
 /** Fields of a memory that a list entry leaves out. */
-export const NOT_IN_ENTRIES = Object.freeze(["content", "sourceMessageIds", "searchQueries", "supersedes", "supersededBy"]);
+export const NOT_IN_ENTRIES = Object.freeze(["content", "sourceMessageIds", "searchQueries", "supersedes", "supersededBy", "validFrom", "validTo"]);
 
 /**
  * The list entry of a memory record (or of a detail): the record without
@@ -69,7 +71,7 @@ export const NOT_IN_ENTRIES = Object.freeze(["content", "sourceMessageIds", "sea
 export function entryOf(memory) {
   const out = {};
   for (const [k, v] of Object.entries(memory)) {
-    if (!NOT_IN_ENTRIES.includes(k) && k !== "versions" && k !== "sourceMessages") out[k] = v;
+    if (!NOT_IN_ENTRIES.includes(k) && k !== "versions" && k !== "sourceMessages" && k !== "consolidations") out[k] = v;
   }
   return out;
 }
@@ -155,6 +157,7 @@ export function restClient(w, doc) {
     del: (template, params, opts) => request("DELETE", template, params, opts),
     post: (template, params, json, opts = {}) =>
       request("POST", template, params, json === undefined ? opts : { ...opts, json }),
+    patch: (template, params, json, opts = {}) => request("PATCH", template, params, { ...opts, json }),
   };
 }
 

@@ -295,7 +295,7 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
       ["PUT", url("/remember"), "POST"],
       ["GET", url("/ingest"), "POST"],
       ["PATCH", url("/memories"), "GET"],
-      ["POST", url(`/memories/${"0".repeat(32)}`), "GET, DELETE"],
+      ["POST", url(`/memories/${"0".repeat(32)}`), "GET, PATCH, DELETE"],
       ["GET", url(""), "DELETE"],
       ["PROPFIND", "/health", "GET"],
       ["PURGE", url("/memories"), "GET"],

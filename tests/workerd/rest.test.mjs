@@ -790,6 +790,34 @@ test("namespaces: create, get, list and delete; a taken name is 409 (10008); a w
 
 // ---------------------------------------------------------------------------
 
+test("update replaces a memory's metadata; consolidate merges two wordings, and undo restores them", async () => {
+  const profile = "p-consolidate";
+  const first = ok(await remember(profile, { content: "The user prefers dark mode in the code editor.", key: "user.editor_theme", metadata: { agentId: "chat" } }));
+  await new Promise((r) => setTimeout(r, 5));
+  const second = ok(await remember(profile, { content: "In the code editor, the user prefers the dark mode.", key: "user.theme" }));
+  const updated = ok(await api.patch(T.memory, { profile, id: second.id }, { metadata: { agentId: "chat", priority: 2 } }));
+  assert.deepEqual(updated.metadata, { agentId: "chat", priority: 2 });
+  fails(await api.patch(T.memory, { profile, id: second.id }, { metadata: { agentId: 3 } }), 400, CODE.invalid);
+  fails(await api.patch(T.memory, { profile, id: "0".repeat(32) }, { metadata: {} }), 404, CODE.notFound);
+  const dry = ok(await api.post(T.consolidate, { profile }, { dryRun: true }));
+  assert.equal(dry.dryRun, true);
+  assert.equal(dry.actions.length, 1);
+  assert.equal((await listAll(profile)).length, 2, "a dry run changes nothing");
+  const run = ok(await api.post(T.consolidate, { profile }, {}));
+  assert.equal(run.done, true);
+  const merge = run.actions.find((a) => a.action === "merge");
+  assert.ok(merge, JSON.stringify(run));
+  assert.deepEqual([...merge.members].sort(), [first.id, second.id].sort());
+  assert.equal((await listAll(profile, { status: "active" })).length, 1);
+  const detail = ok(await api.get(T.memory, { profile, id: merge.target }));
+  assert.equal(detail.consolidations[0].id, merge.id);
+  const undone = ok(await api.post(T.undo, { profile, consolidationId: merge.id }, undefined));
+  assert.ok(undone.undoneAt);
+  assert.equal((await listAll(profile, { status: "active" })).length, 2);
+  fails(await api.post(T.undo, { profile, consolidationId: merge.id }, undefined), 400, CODE.invalid);
+  fails(await api.post(T.undo, { profile, consolidationId: 999999 }, undefined), 404, CODE.notFound);
+});
+
 test("every documented operation was exercised and validated by this suite", () => {
   assert.ok(documentedOperations(doc).length >= 19);
   for (const op of ["GET /accounts/{account}/agent-memory/namespaces", "POST /accounts/{account}/agent-memory/namespaces",
