@@ -108,7 +108,7 @@ test("the production dry-run ships Workers AI, Vectorize, both Durable Objects a
   assert.equal(byName.VECTORIZE?.resource, "agent-memory");
   assert.equal(byName.PROFILES?.resource, "ProfileObject");
   assert.equal(byName.CATALOG?.resource, "CatalogObject");
-  assert.deepEqual(vars(bindings), { LLM_PROVIDER: "workers-ai", EMBEDDER: "workers-ai", VECTOR_INDEX: "vectorize" });
+  assert.deepEqual(vars(bindings), { LLM_PROVIDER: "workers-ai", EMBEDDER: "workers-ai", VECTOR_INDEX: "vectorize", CONSOLIDATE_EVERY: "1000" });
   for (const [name, local] of Object.entries(LOCAL_SETTINGS)) {
     assert.notEqual(vars(bindings)[name], local, `${name} is local in production`);
   }
