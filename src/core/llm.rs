@@ -33,6 +33,8 @@ use crate::core::provider::{
 /// Reply budgets, in tokens.
 pub const EXTRACT_TOKENS: u32 = 4096;
 pub const JUDGE_TOKENS: u32 = 4096;
+/// Groups of memories one consolidation prompt decides at most.
+pub const CONSOLIDATE_BATCH: usize = 20;
 pub const ANALYZE_TOKENS: u32 = 512;
 pub const SYNTHESIS_TOKENS: u32 = 1024;
 
@@ -107,11 +109,14 @@ impl<M: ChatModel> Reasoner for LlmReasoner<M> {
 
     fn consolidate<'a>(&'a self, groups: &'a [crate::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<crate::core::provider::Consolidation>>> {
         Box::pin(async move {
-            if groups.is_empty() {
-                return Ok(Vec::new());
+            // A window can hold hundreds of groups: asked a batch at a
+            // time, so each reply fits its token budget.
+            let mut out = Vec::with_capacity(groups.len());
+            for batch in groups.chunks(CONSOLIDATE_BATCH) {
+                let req = Self::instruct(prompts::CONSOLIDATE, prompts::consolidate_user(batch), JUDGE_TOKENS);
+                out.extend(self.ask(req, |r| parse::consolidations(r, batch)).await?);
             }
-            let req = Self::instruct(prompts::CONSOLIDATE, prompts::consolidate_user(groups), JUDGE_TOKENS);
-            self.ask(req, |r| parse::consolidations(r, groups)).await
+            Ok(out)
         })
     }
 }
