@@ -161,16 +161,7 @@ impl<'a> Store<'a> {
         self.sql.execute("DELETE FROM citations WHERE memory_id = ?", &[id.into()])?;
         self.sql.execute("DELETE FROM citations_waiting WHERE memory_id = ?", &[id.into()])?;
         let pairs: Vec<(&str, &String)> = sources.iter().map(|m| (id, m)).collect();
-        self.sql.execute(
-            "INSERT OR IGNORE INTO citations (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
-             FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1",
-            &[json_param(&pairs)],
-        )?;
-        self.sql.execute(
-            "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) SELECT j.value ->> 1, j.value ->> 0 \
-             FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = j.value ->> 1)",
-            &[json_param(&pairs)],
-        )
+        self.cite(json_param(&pairs))
     }
 
     /// Retires `id` into `into`: superseded by it, valid until `until`.

@@ -69,16 +69,7 @@ impl<'a> Store<'a> {
         let sources: Vec<(&String, &String)> =
             fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
         for chunk in json_chunks(&sources) {
-            self.sql.execute(
-                "INSERT OR IGNORE INTO citations (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
-                 FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1",
-                std::slice::from_ref(&chunk),
-            )?;
-            self.sql.execute(
-                "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) SELECT j.value ->> 1, j.value ->> 0 \
-                 FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = j.value ->> 1)",
-                &[chunk],
-            )?;
+            self.cite(chunk)?;
         }
         let embed: Vec<&str> = fresh
             .iter()
@@ -88,6 +79,22 @@ impl<'a> Store<'a> {
         self.enqueue_many(JobKind::Embed, &embed)?;
         self.queue_text_index(FullText::Memories)?;
         Ok(written)
+    }
+
+    /// Records citations: `pairs` is a JSON array of `[memory id, message
+    /// id]`; a stored message's go to `citations` (by its rowid), the
+    /// others wait in `citations_waiting` for it.
+    pub(super) fn cite(&self, pairs: SqlValue) -> Result<()> {
+        self.sql.execute(
+            "INSERT OR IGNORE INTO citations (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
+             FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1",
+            std::slice::from_ref(&pairs),
+        )?;
+        self.sql.execute(
+            "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) SELECT j.value ->> 1, j.value ->> 0 \
+             FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = j.value ->> 1)",
+            &[pairs],
+        )
     }
 
     /// The ids of the active memories whose fingerprint is one of
