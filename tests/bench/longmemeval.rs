@@ -422,25 +422,9 @@ pub fn run(questions: &[LmeQuestion], opts: &Options) -> Report {
         if evidence.is_empty() {
             r.without_evidence += 1;
         }
-        let mut memory: Box<dyn Memory> = match &opts.live {
-            Some(url) => {
-                let m = Remote::new(url, &profile_name(&q.id));
-                let _ = m.call("DELETE", "", None);
-                Box::new(m)
-            }
-            None => Box::new(Native::new(&opts.embedding)),
-        };
+        let mut memory = fresh_memory(opts, &profile_name(&q.id));
         let sessions = harness_sessions(q);
-        let mut turn_of: HashMap<String, String> = HashMap::new();
-        let started = Instant::now();
-        for (sid, s) in &sessions {
-            let ids = memory.ingest(s, sid);
-            for (id, t) in ids.into_iter().zip(&s.turns) {
-                turn_of.entry(id).or_insert_with(|| t.dia_id.clone());
-            }
-            r.ingested += s.turns.len();
-        }
-        r.ingest_time += started.elapsed();
+        let turn_of = ingest_sessions(memory.as_mut(), &sessions, &mut r);
         r.sessions += q.sessions.len();
         if opts.live.is_some() {
             let settle = std::env::var("LOCOMO_SETTLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
@@ -456,17 +440,37 @@ pub fn run(questions: &[LmeQuestion], opts: &Options) -> Report {
     r
 }
 
-/// Every question's sessions, each once, oldest first, into one profile;
-/// then every question asked of it (see [`Options::one_profile`]).
-fn run_in_one_profile(questions: &[LmeQuestion], opts: &Options, mut r: Report) -> Report {
-    let mut memory: Box<dyn Memory> = match &opts.live {
+/// An empty profile: a native one, or the live Worker's `name` wiped.
+fn fresh_memory(opts: &Options, name: &str) -> Box<dyn Memory> {
+    match &opts.live {
         Some(url) => {
-            let m = Remote::new(url, "lme-one-profile");
+            let m = Remote::new(url, name);
             let _ = m.call("DELETE", "", None);
             Box::new(m)
         }
         None => Box::new(Native::new(&opts.embedding)),
-    };
+    }
+}
+
+/// Ingests `sessions` in order, timed into `r`; each message id's turn.
+fn ingest_sessions(memory: &mut dyn Memory, sessions: &[(String, Session)], r: &mut Report) -> HashMap<String, String> {
+    let mut turn_of: HashMap<String, String> = HashMap::new();
+    let started = Instant::now();
+    for (sid, s) in sessions {
+        let ids = memory.ingest(s, sid);
+        for (id, t) in ids.into_iter().zip(&s.turns) {
+            turn_of.entry(id).or_insert_with(|| t.dia_id.clone());
+        }
+        r.ingested += s.turns.len();
+    }
+    r.ingest_time += started.elapsed();
+    turn_of
+}
+
+/// Every question's sessions, each once, oldest first, into one profile;
+/// then every question asked of it (see [`Options::one_profile`]).
+fn run_in_one_profile(questions: &[LmeQuestion], opts: &Options, mut r: Report) -> Report {
+    let mut memory = fresh_memory(opts, "lme-one-profile");
     let mut seen: HashSet<String> = HashSet::new();
     let mut sessions: Vec<(String, Session)> = Vec::new();
     for q in questions {
@@ -477,16 +481,7 @@ fn run_in_one_profile(questions: &[LmeQuestion], opts: &Options, mut r: Report) 
         }
     }
     sessions.sort_by_key(|(_, s)| s.millis);
-    let mut turn_of: HashMap<String, String> = HashMap::new();
-    let started = Instant::now();
-    for (sid, s) in &sessions {
-        let ids = memory.ingest(s, sid);
-        for (id, t) in ids.into_iter().zip(&s.turns) {
-            turn_of.entry(id).or_insert_with(|| t.dia_id.clone());
-        }
-        r.ingested += s.turns.len();
-    }
-    r.ingest_time += started.elapsed();
+    let turn_of = ingest_sessions(memory.as_mut(), &sessions, &mut r);
     r.sessions = seen.len();
     for (status, n) in memory.statuses() {
         *r.statuses.entry(status).or_insert(0) += n;

@@ -19,14 +19,27 @@ const FOLD_QUERIES: usize = crate::core::api::MAX_SEARCH_QUERIES;
 /// Characters of a folded memory's summary at most.
 const FOLD_SUMMARY_CHARS: usize = 200;
 
+/// The memories of a window's groups as they are when its changes are
+/// written.
+pub struct Current(std::collections::HashMap<String, Memory>);
+
+impl Current {
+    /// `ids`' memories, read in one pass.
+    pub fn read(store: &Store<'_>, ids: &[String]) -> Result<Current> {
+        Ok(Current(store.memories_by_ids(ids)?.into_iter().map(|m| (m.id.clone(), m)).collect()))
+    }
+
+    /// Whether every member of `g` is still active and as the window read it.
+    fn unchanged(&self, g: &Group) -> bool {
+        g.members.iter().all(|m| self.0.get(&m.id).is_some_and(|n| n == m && n.status == Status::Active))
+    }
+}
+
 /// Carries out `decision` for `g` in run `run_id`; the record, or `None`
 /// when it changes nothing (a keep, a member changed meanwhile, a merge
 /// naming no member). `seq` tells apart the memories one run creates.
-pub fn apply(store: &Store<'_>, run_id: &str, g: &Group, decision: &Consolidation, seq: u64) -> Result<Option<ConsolidationRecord>> {
-    let ids: Vec<String> = g.members.iter().map(|m| m.id.clone()).collect();
-    let now_rows = store.memories_by_ids(&ids)?;
-    let unchanged = g.members.iter().all(|m| now_rows.iter().any(|n| n == m && n.status == Status::Active));
-    if !unchanged {
+pub fn apply(store: &Store<'_>, run_id: &str, g: &Group, decision: &Consolidation, seq: u64, current: &Current) -> Result<Option<ConsolidationRecord>> {
+    if !current.unchanged(g) {
         return Ok(None);
     }
     match decision {

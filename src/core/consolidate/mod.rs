@@ -132,9 +132,14 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
     let mut next = run.clone();
     next.cursor = last;
     let done: Vec<ConsolidationRecord> = store.transaction(|| {
+        // The members as they are now, read once: the reasoner's call may
+        // have let another request change one. Groups share no member, so
+        // carrying one out changes no other's.
+        let ids: Vec<String> = groups.iter().flat_map(|g| g.members.iter().map(|m| m.id.clone())).collect();
+        let current = apply::Current::read(&store, &ids)?;
         let mut done = Vec::new();
         for (seq, (g, d)) in (0u64..).zip(groups.iter().zip(&decisions)) {
-            done.extend(apply::apply(&store, &run.id, g, d, seq)?);
+            done.extend(apply::apply(&store, &run.id, g, d, seq, &current)?);
         }
         store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&next)?)?;
         Ok(done)

@@ -620,7 +620,12 @@ impl Packed {
             }
             nearest(&self.dist, first_pass)
         };
-        // Pass 2: float query · 4-bit vectors, one table lookup per byte.
+        self.rescore(q, candidates, keep)
+    }
+
+    /// Pass 2: the `keep` best of `candidates` by the float query · their
+    /// 4-bit vectors, one table lookup per byte; best first, with ids.
+    fn rescore(&self, q: &[f32], candidates: Vec<usize>, keep: usize) -> Vec<(String, f32)> {
         let (table, qinv) = score_table(q);
         let scored: Vec<(f32, usize)> = candidates
             .into_iter()
@@ -662,12 +667,7 @@ impl Packed {
             let dist: Vec<u16> = slots.iter().map(|&s| hamming(self.simhash_of(s), &qh)).collect();
             nearest(&dist, first_pass).into_iter().filter_map(|i| slots.get(i).copied()).collect()
         };
-        let (table, qinv) = score_table(q);
-        let scored: Vec<(f32, usize)> = candidates
-            .into_iter()
-            .map(|s| (dot_quantized(&table, self.quantized_of(s)) * self.inv_norm_of(s) * qinv, s))
-            .collect();
-        best(scored, keep).into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
+        self.rescore(q, candidates, keep)
     }
 }
 
