@@ -108,7 +108,8 @@ fn test_explanation_trees_sum_to_the_fused_score_and_name_every_boost() {
         // The formula all the way down, each constant named.
         for name in [
             "WEIGHT_FTS", "WEIGHT_MESSAGES", "WEIGHT_VECTOR", "K 10", "own bm25", "NEIGHBOUR_SHARE", "NEIGHBOUR_WINDOW", "SESSION_SHARE",
-            "OWN_SHARE", "SPEAKER_BOOST", "TIME_BOOST", "EXPANSION_WEIGHT", "MEMORY_WEIGHTS", "MESSAGE_WEIGHTS", "cosine",
+            "OWN_SHARE", "SPEAKER_BOOST", "TIME_BOOST", "EXPANSION_WEIGHT", "MEMORY_WEIGHTS", "MESSAGE_WEIGHTS", "cosine", "FUNCTION_WEIGHT",
+            "MESSAGE_FUNCTION_WEIGHT",
         ] {
             assert!(said.contains(name), "{name} is not in the explanations:\n{said}");
         }
@@ -339,5 +340,70 @@ fn test_key_channel_ranks_the_live_holders_of_each_key_newest_first_in_key_order
         assert_eq!(keys(&["tooling.package_manager"], true), vec![ids[2].clone(), ids[0].clone()]);
         assert!(keys(&["tooling.package"], false).is_empty(), "a key is matched whole");
         assert!(keys(&[], false).is_empty());
+    });
+}
+
+/// Every description in the subtree of each candidate's channel node
+/// whose description starts with `channel`.
+fn said_under(r: &RecallResponse, channel: &str) -> String {
+    let mut said = String::new();
+    for c in &r.candidates {
+        let tree = c.explanation.as_ref().expect("a tree per candidate");
+        let mut inside = false;
+        for n in tree {
+            if n.depth == 1 {
+                inside = n.description.starts_with(channel);
+            }
+            if inside {
+                said.push_str(&n.description);
+                said.push('\n');
+            }
+        }
+    }
+    said
+}
+
+#[test]
+fn test_a_first_person_question_boosts_the_users_turns_in_context_but_not_among_raw_messages() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(chat(
+            &[
+                ("user", "My streaming bill doubled this month and I want a refund for the outage."),
+                ("assistant", "Done: your refund for the outage is on its way, and the refund code is RF-2231."),
+            ],
+            "2026-04-15",
+        )))
+        .unwrap();
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "What refund code did I get for the outage?", "explain": true, "limit": 10 }));
+        let fts = said_under(&r, "fts");
+        let messages = said_under(&r, "messages");
+        assert!(fts.contains("SPEAKER_BOOST"), "the full-text channel reads \"I\" as the user:\n{fts}");
+        assert!(messages.contains("MESSAGE_FUNCTION_WEIGHT"), "the messages channel ranked something:\n{messages}");
+        assert!(!messages.contains("SPEAKER_BOOST"), "the raw-messages channel takes a speaker named by name only:\n{messages}");
+    });
+}
+
+#[test]
+fn test_a_stop_word_the_question_shares_ranks_its_memory_first_in_full_text() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        // Other facts, so that a word in one memory of the profile has an
+        // idf to speak of.
+        for (i, fact) in ["Ana rides a red bike", "Bruno plays the cello", "Chen bakes sourdough bread", "Dara runs the marathon", "Emil collects old maps"].iter().enumerate() {
+            for place in ["at work", "on weekends", "every morning", "with friends"] {
+                remember(p, json!({ "content": format!("{fact} {place}, said note {i}.") }));
+            }
+        }
+        // The same content words, in a longer memory: without the stop
+        // word the shorter one would rank first.
+        let now = remember(p, json!({ "content": "Right now the whole flat holds eighteen houseplants." }));
+        let then = remember(p, json!({ "content": "Last spring the flat held seven houseplants." }));
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "How many houseplants are in the flat now?", "explain": true }));
+        let explain = r.explain.as_ref().expect("explain requested");
+        let fts = explain.channels.iter().find(|c| c.channel == Channel::Fts).expect("the full-text channel ran");
+        assert_eq!(fts.ids, vec![now.id, then.id]);
     });
 }

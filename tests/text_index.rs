@@ -437,6 +437,46 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
 }
 
 #[test]
+fn test_scores_read_for_a_few_memories_are_those_ranking_them_all_gives() {
+    use agent_memory::core::recall::directory::MEMORY_WEIGHTS;
+    use agent_memory::core::recall::places::Source;
+    let sql = database();
+    let mut rng = Rng(0x5eed_0f_f00d_2026);
+    let stored = memories(&mut rng, 600);
+    with_profile(&sql, APRIL_15, |p| {
+        let items: Vec<(&agent_memory::core::model::Memory, &str)> = stored.iter().map(|m| (m, m.id.as_str())).collect();
+        p.store().insert_memories(&items).unwrap();
+        FullText::Memories.catch_up(p.sql).unwrap();
+        let dir = p.turns.unwrap().sync(p.sql).unwrap();
+        let all_rowids: Vec<i64> = (0..dir.memories().text().len() as u32).map(|d| dir.memories().rowid(d)).collect();
+        let mut compared = 0;
+        for _ in 0..200 {
+            let n = 1 + rng.below(4);
+            let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
+            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let Some(all) = dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX) else { continue };
+            let all: std::collections::HashMap<i64, f64> = all.into_iter().map(|(doc, s)| (dir.memories().rowid(doc), s)).collect();
+            // A few memories, matching or not.
+            let matching: Vec<i64> = all.keys().copied().collect();
+            let mut few: rustc_hash::FxHashSet<i64> = (0..1 + rng.below(40)).map(|_| all_rowids[rng.below(all_rowids.len())]).collect();
+            if !matching.is_empty() {
+                few.extend((0..rng.below(20)).map(|_| matching[rng.below(matching.len())]));
+            }
+            let expected: std::collections::BTreeMap<i64, f64> = few.iter().filter_map(|r| all.get(r).map(|s| (*r, *s))).collect();
+            for src in [Source::Resident(&dir), Source::Sql] {
+                let got: std::collections::BTreeMap<i64, f64> = src.memory_scores(p.sql, &phrases, MEMORY_WEIGHTS, &few).unwrap().into_iter().collect();
+                assert_eq!(got.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "{words:?}: the same memories match");
+                for (r, s) in &got {
+                    assert!((s - expected[r]).abs() < 1e-9, "{words:?}: memory {r}: {s} vs {}", expected[r]);
+                }
+            }
+            compared += expected.len();
+        }
+        assert!(compared > 500, "the queries match enough of the few to compare ({compared})");
+    });
+}
+
+#[test]
 fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
     use agent_memory::core::recall::directory::{TurnDirectory, SNAPSHOT_MIN};
     let sql = database();

@@ -90,25 +90,90 @@ pub fn turns_of(candidates: &[Vec<String>], dia_of: &HashMap<String, String>) ->
 
 // ---- the baseline: FTS5 bm25 over raw turns -----------------------------
 
+/// How the baseline treats long turns: whole (the fixed baseline), or
+/// also as passages of `words` words (half-overlapping windows), a turn
+/// then scoring its own bm25 plus `mix` times its best passage's, or its
+/// best passage's alone (`mix` = None). Set by `LOCOMO_PASSAGES=<words>`
+/// and `LOCOMO_PASSAGE_MIX=<mix>|only` (default `only`): the measurement
+/// of passage scoring in docs/bench/generalization/passages.txt.
+#[derive(Clone, Copy, Debug)]
+struct Passages {
+    words: usize,
+    mix: Option<f64>,
+}
+
+impl Passages {
+    fn from_env() -> Option<Passages> {
+        let words: usize = std::env::var("LOCOMO_PASSAGES").ok()?.parse().ok().filter(|&w| w > 0)?;
+        let mix = match std::env::var("LOCOMO_PASSAGE_MIX").ok().as_deref() {
+            None | Some("only") => None,
+            Some(v) => Some(v.parse().expect("LOCOMO_PASSAGE_MIX: a number or `only`")),
+        };
+        Some(Passages { words, mix })
+    }
+
+    /// The passages of `text`: windows of `words` words, every `words / 2`.
+    fn of(self, text: &str) -> Vec<String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let stride = (self.words / 2).max(1);
+        let mut out = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = (start + self.words).min(words.len());
+            out.push(words[start..end].join(" "));
+            if end == words.len() {
+                return out;
+            }
+            start += stride;
+        }
+    }
+}
+
 pub struct Baseline {
     pub conn: rusqlite::Connection,
+    passages: Option<Passages>,
 }
 
 impl Baseline {
-    /// An index over every turn of `sessions`.
+    /// An index over every turn of `sessions` (and their passages, with
+    /// `LOCOMO_PASSAGES`).
     pub fn new<'a>(sessions: impl IntoIterator<Item = &'a Session>) -> Baseline {
+        let passages = Passages::from_env();
         let conn = rusqlite::Connection::open_in_memory().expect("open sqlite");
-        conn.execute_batch("CREATE VIRTUAL TABLE turns USING fts5(dia_id UNINDEXED, speaker, text, tokenize='porter unicode61')")
-            .expect("create fts5");
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE turns USING fts5(dia_id UNINDEXED, speaker, text, tokenize='porter unicode61'); \
+             CREATE VIRTUAL TABLE passages USING fts5(dia_id UNINDEXED, speaker, text, tokenize='porter unicode61');",
+        )
+        .expect("create fts5");
         {
             let mut ins = conn.prepare("INSERT INTO turns (dia_id, speaker, text) VALUES (?, ?, ?)").expect("prepare");
+            let mut pins = conn.prepare("INSERT INTO passages (dia_id, speaker, text) VALUES (?, ?, ?)").expect("prepare");
             for s in sessions {
                 for t in &s.turns {
                     ins.execute([&t.dia_id, &t.speaker, &t.content]).expect("insert turn");
+                    for p in passages.map(|p| p.of(&t.content)).unwrap_or_default() {
+                        pins.execute([&t.dia_id, &t.speaker, &p]).expect("insert passage");
+                    }
                 }
             }
         }
-        Baseline { conn }
+        Baseline { conn, passages }
+    }
+
+    /// Each turn's best bm25 in `table` for `expr` (as a positive score),
+    /// over the best `limit` rows.
+    fn scores(&self, table: &str, expr: &str, limit: usize) -> HashMap<String, f64> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT dia_id, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?"))
+            .expect("prepare");
+        let mut best: HashMap<String, f64> = HashMap::new();
+        let rows = stmt.query_map(rusqlite::params![expr, limit as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))).expect("query");
+        for (id, s) in rows.flatten() {
+            let e = best.entry(id).or_insert(f64::MIN);
+            *e = e.max(s);
+        }
+        best
     }
 
     pub fn search(&self, question: &str) -> Vec<String> {
@@ -120,17 +185,35 @@ impl Baseline {
         if words.is_empty() {
             return vec![];
         }
-        let mut stmt = self.conn.prepare("SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?").expect("prepare");
-        let rows = stmt
-            .query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, String>(0))
-            .expect("query");
-        let mut out = Vec::new();
-        for r in rows.flatten() {
-            if !out.contains(&r) {
-                out.push(r);
+        let expr = words.join(" OR ");
+        let scored: Vec<(String, f64)> = match self.passages {
+            None => {
+                // The fixed baseline: the turns in bm25's order.
+                let mut stmt = self.conn.prepare("SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?").expect("prepare");
+                let rows = stmt.query_map(rusqlite::params![expr, LIMIT as i64], |r| r.get::<_, String>(0)).expect("query");
+                let mut out = Vec::new();
+                for r in rows.flatten() {
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
+                }
+                return out;
             }
-        }
-        out
+            Some(p) => {
+                let best = self.scores("passages", &expr, 8 * LIMIT);
+                let mut score: HashMap<String, f64> = match p.mix {
+                    None => HashMap::new(),
+                    Some(_) => self.scores("turns", &expr, 4 * LIMIT),
+                };
+                for (id, s) in best {
+                    *score.entry(id).or_insert(0.0) += p.mix.unwrap_or(1.0) * s;
+                }
+                score.into_iter().collect()
+            }
+        };
+        let mut scored = scored;
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        scored.into_iter().take(LIMIT).map(|(id, _)| id).collect()
     }
 }
 

@@ -520,7 +520,11 @@ fn ask(q: &LmeQuestion, memory: &mut dyn Memory, baseline: &Baseline, turn_of: &
     let bm25 = baseline.search(&q.question);
     if opts.per_channel {
         for (name, lists) in memory.channels(&q.question, &reference) {
-            r.channels.entry(name).or_default().add(&turns_of(&lists, turn_of), q);
+            let turns = turns_of(&lists, turn_of);
+            if opts.verbose && !evidence.is_empty() {
+                println!("    [{}] {name} r10={:.2}", q.id, recall_at(&turns, &evidence, 10));
+            }
+            r.channels.entry(name).or_default().add(&turns, q);
         }
     }
     let entry = r.by_type.entry(q.question_type.clone()).or_default();

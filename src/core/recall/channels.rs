@@ -9,14 +9,22 @@
 //!   analyzer's additions (synonyms) at [`EXPANSION_WEIGHT`]. A synonym is
 //!   evidence that the text is about the same thing, weaker than the word
 //!   the asker chose;
-//! * **stop words count a little** in the messages' scores
-//!   ([`FUNCTION_WEIGHT`]), as in plain bm25 over the question, where idf
-//!   weighs them;
+//! * **stop words count a little**: a quarter of a content word in a turn
+//!   scored in its conversation ([`FUNCTION_WEIGHT`]), half in a
+//!   memory's own score ([`MEMORY_FUNCTION_WEIGHT`], read for the
+//!   candidates only), in full in the raw-messages channel, as plain bm25
+//!   over the question counts them (its idf already makes them count
+//!   little);
 //! * **the speaker the query names**: a question about a person ("What did
 //!   Maria ...", "What does the user prefer?") is usually answered by that
 //!   person's own words, so text spoken by a role the query names scores
 //!   [`SPEAKER_BOOST`] times more. Roles are matched by their words, so
-//!   "user" matches "the user" and "I"/"my" (the asker is the user);
+//!   "user" matches "the user", and in the full-text channel "I"/"my"
+//!   (the asker is the user). The raw-messages channel takes a speaker
+//!   named by its words only: a question in the first person is as often
+//!   about what the assistant told the user ("What was the refund code you
+//!   gave me?"), and there the boost put the user's turns before the
+//!   answer;
 //! * **time**: a question asking when prefers turns that mention a time
 //!   ([`TIME_BOOST`]); a question naming a date or month prefers what was
 //!   said then ([`DATE_BOOST`]);
@@ -41,7 +49,11 @@
 //!
 //! Memories are then ranked by their own words and, above all, by the
 //! conversation they came from ([`fts_with`]); the raw-message channel keeps
-//! the messages' own scores only ([`messages_with`]). Both put one memory per
+//! the messages' own scores only ([`messages_with`]): plain bm25 over the
+//! question, with only the corrections whose signal the question states
+//! outright (a synonym at half weight, a speaker it names, a date, a
+//! question asking when). Each channel is checked against its plain
+//! counterpart on data unlike LoCoMo's (README, "Beyond LoCoMo"). Both put one memory per
 //! source message first, so sibling statements of one message do not
 //! crowd out other evidence.
 
@@ -67,6 +79,19 @@ pub const EXPANSION_WEIGHT: f64 = 0.5;
 /// eighteen houseplants *now*"). A quarter measured best over the six
 /// development sets, and no set fell (`docs/bench/generalization/function-words.txt`).
 pub const FUNCTION_WEIGHT: f64 = 0.25;
+/// Weight of the query's stop words in a memory's own score. A memory is
+/// one short statement, where a shared "these days" or "now" says more
+/// than in a long turn: without them the full-text channel fell below
+/// plain bm25 over the memories on knowledge updates (0.607 against
+/// 0.679; 0.679 with them at a half, and no set fell:
+/// `docs/bench/generalization/plain-channels.txt`). They are scored for the
+/// channel's candidates only, found by the content words and the
+/// conversation: ranking every memory by a stop word took recall's p50 at
+/// 100k memories from 13 to 22 ms.
+pub const MEMORY_FUNCTION_WEIGHT: f64 = 0.5;
+/// Weight of the query's stop words in the raw-messages channel: in full,
+/// as plain bm25 over the question counts them.
+pub const MESSAGE_FUNCTION_WEIGHT: f64 = 1.0;
 /// Score factor for text spoken by a role the query names.
 pub const SPEAKER_BOOST: f64 = 1.5;
 /// Share of a message's score passed to the adjacent turns of its
@@ -191,14 +216,15 @@ impl TextQuery {
     /// is in the query ("Maria", "the user"), or the role is the user and
     /// the query speaks in the first person.
     pub fn names_speaker(&self, role: &str) -> bool {
+        self.names_speaker_by_name(role)
+            || (USER_ROLES.contains(&role.to_lowercase().trim()) && FIRST_PERSON.iter().any(|p| self.tokens.contains(*p)))
+    }
+
+    /// Whether every word of the speaker `role` is in the query ("Maria",
+    /// "the user"): the first person does not count.
+    pub fn names_speaker_by_name(&self, role: &str) -> bool {
         let words = text::tokens(role);
-        if words.is_empty() {
-            return false;
-        }
-        if words.iter().all(|w| self.tokens.contains(w)) {
-            return true;
-        }
-        USER_ROLES.contains(&role.to_lowercase().trim()) && FIRST_PERSON.iter().any(|p| self.tokens.contains(*p))
+        !words.is_empty() && words.iter().all(|w| self.tokens.contains(w))
     }
 }
 
@@ -239,8 +265,8 @@ fn query_expr(q: &TextQuery, terms: &[String]) -> Option<String> {
 }
 
 /// A memory found by full text: id, bm25, event date, source message ids
-/// (JSON), content (when the query asks when).
-struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>);
+/// (JSON), content (when the query asks when), rowid.
+struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>, i64);
 
 
 /// Sorts scored ids best first; ties go to the larger (more recent) id.
@@ -305,7 +331,7 @@ fn memory_hits(
             ),
             &params,
         )?;
-        let hits = placed.into_iter().filter_map(|(id, place, date, sources, content)| Some(MemoryHit(id, best.get(place)?.1, date, sources, content)));
+        let hits = placed.into_iter().filter_map(|(id, place, date, sources, content)| best.get(place).map(|&(rowid, s)| MemoryHit(id, s, date, sources, content, rowid)));
         for hit in hits {
             // bm25() is negative, lower is better.
             *scores.entry(hit.0.clone()).or_insert(0.0) += -hit.1 * weight;
@@ -340,7 +366,7 @@ pub fn fts_with(
     scope: &RecallScope,
 ) -> Result<Ranking> {
     let explain = scope.explain;
-    let (own, columns) = memory_hits(sql, src, q, scope)?;
+    let (mut own, columns) = memory_hits(sql, src, q, scope)?;
     let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
     // Every candidate with its source messages: the memory's own hits, and
     // the memories citing the best turns in context.
@@ -355,6 +381,7 @@ pub fn fts_with(
             }
         }
     }
+    add_function_words(sql, src, q, &candidates, &columns, cites, &mut own)?;
     let roles = src.roles_of(sql, &sources.values().flatten().collect::<Vec<_>>())?;
     // Sources that are not stored messages do not count.
     let sources: HashMap<String, Vec<(String, String)>> = sources
@@ -377,7 +404,7 @@ pub fn fts_with(
             Explanation::new(
                 value,
                 format!(
-                    "the memory's own bm25 over memories_fts (MEMORY_WEIGHTS content {}, key {}, queries {}; expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT})",
+                    "the memory's own bm25 over memories_fts (MEMORY_WEIGHTS content {}, key {}, queries {}; expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT}, stop words × MEMORY_FUNCTION_WEIGHT {MEMORY_FUNCTION_WEIGHT})",
                     MEMORY_WEIGHTS[0], MEMORY_WEIGHTS[1], MEMORY_WEIGHTS[2]
                 ),
             )
@@ -428,6 +455,38 @@ pub fn fts_with(
         ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
     }
     Ok(ranking)
+}
+
+/// Adds to each candidate's own score its bm25 for the query's stop words
+/// times [`MEMORY_FUNCTION_WEIGHT`], read for the candidates only (see
+/// there).
+fn add_function_words(
+    sql: &dyn Sql,
+    src: Source<'_>,
+    q: &TextQuery,
+    candidates: &HashSet<String>,
+    columns: &HashMap<String, MemoryHit>,
+    cites: &Citations,
+    own: &mut HashMap<String, f64>,
+) -> Result<()> {
+    let phrases = phrases(&q.function);
+    if phrases.is_empty() {
+        return Ok(());
+    }
+    let mut ids: HashMap<i64, &String> = HashMap::default();
+    for id in candidates {
+        if let Some(rowid) = columns.get(id).map(|c| c.5).or_else(|| cites.memories.get(id).map(|m| m.rowid)) {
+            ids.insert(rowid, id);
+        }
+    }
+    let rowids: HashSet<i64> = ids.keys().copied().collect();
+    for (rowid, bm25) in src.memory_scores(sql, &phrases, MEMORY_WEIGHTS, &rowids)? {
+        if let Some(id) = ids.get(&rowid) {
+            // bm25() is negative, lower is better.
+            *own.entry((*id).clone()).or_insert(0.0) += -bm25 * MEMORY_FUNCTION_WEIGHT;
+        }
+    }
+    Ok(())
 }
 
 /// The boosts the query's speaker, time and date give a text.
@@ -488,6 +547,10 @@ impl Boosts {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TurnParts {
     pub own: f64,
+    /// Its own score as the raw-messages channel counts it (stop words in
+    /// full), and that channel's boosts (a speaker named by name only).
+    pub plain: f64,
+    pub plain_boosts: Boosts,
     pub neighbours: f64,
     pub session: f64,
     pub boosts: Boosts,
@@ -498,7 +561,7 @@ impl TurnParts {
         Explanation::new(
             self.own,
             format!(
-                "own bm25 over messages_fts (MESSAGE_WEIGHTS role {}, content {}; the analyzer's expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT})",
+                "own bm25 over messages_fts (MESSAGE_WEIGHTS role {}, content {}; the analyzer's expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT}, stop words × FUNCTION_WEIGHT {FUNCTION_WEIGHT})",
                 MESSAGE_WEIGHTS[0], MESSAGE_WEIGHTS[1]
             ),
         )
@@ -506,9 +569,15 @@ impl TurnParts {
 
     /// The turn `id` on its own: `own × boosts` (the messages channel).
     pub fn explain_plain(&self, id: &str) -> Explanation {
-        Explanation::new(self.own * self.boosts.factor(), format!("message {id}: own × boosts"))
-            .with(self.own_node())
-            .with_all(self.boosts.explain())
+        Explanation::new(self.plain * self.plain_boosts.factor(), format!("message {id}: own × boosts"))
+            .with(Explanation::new(
+                self.plain,
+                format!(
+                    "own bm25 over messages_fts (MESSAGE_WEIGHTS role {}, content {}; expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT}, stop words × MESSAGE_FUNCTION_WEIGHT {MESSAGE_FUNCTION_WEIGHT})",
+                    MESSAGE_WEIGHTS[0], MESSAGE_WEIGHTS[1]
+                ),
+            ))
+            .with_all(self.plain_boosts.explain())
     }
 
     /// The turn `id` in its conversation: `(own + neighbours + session) ×
@@ -551,6 +620,8 @@ pub fn diversify(scored: Vec<(String, f64)>, sources: &HashMap<String, Vec<(Stri
 /// A live memory citing one of the best turns.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CitingMemory {
+    /// Where it is stored.
+    pub rowid: i64,
     /// Its source messages.
     pub sources: Vec<String>,
     /// Its content, read for memories citing one of the messages
@@ -566,6 +637,10 @@ pub struct Citations {
     pub by_message: HashMap<String, Vec<String>>,
     pub memories: HashMap<String, CitingMemory>,
 }
+
+/// A citation as [`citations`] reads it: message id, memory id, memory
+/// rowid, its source message ids (JSON), its first characters.
+type CitationRow = (String, String, i64, Option<String>, Option<String>);
 
 /// Reads the live memories citing the best [`CHANNEL_DEPTH`] turns on their
 /// own (the messages channel) and the best [`FTS_POOL`] turns in context
@@ -595,10 +670,10 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
     let (cond, extra) = scope.visible(3);
     let mut params = vec![json_param(&ids), SqlValue::Integer(plain as i64)];
     params.extend(extra);
-    let rows: Vec<(String, String, Option<String>, Option<String>)> = json_rows(
+    let rows: Vec<CitationRow> = json_rows(
         sql,
         &format!(
-            "SELECT json_group_array(json_array(g.id, m.id, m.source_message_ids, \
+            "SELECT json_group_array(json_array(g.id, m.id, m.rowid, m.source_message_ids, \
                     CASE WHEN j.key < ?2 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END)) \
              FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
              CROSS JOIN citations s ON s.message_rowid = g.rowid \
@@ -606,8 +681,8 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
         ),
         &params,
     )?;
-    for (mid, id, sources, content) in rows {
-        let m = out.memories.entry(id.clone()).or_insert_with(|| CitingMemory { sources: id_list(sources.as_deref()), content: None });
+    for (mid, id, rowid, sources, content) in rows {
+        let m = out.memories.entry(id.clone()).or_insert_with(|| CitingMemory { rowid, sources: id_list(sources.as_deref()), content: None });
         if m.content.is_none() {
             m.content = content;
         }
@@ -677,7 +752,9 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
 /// for both full-text channels.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TurnScores {
-    /// Each hit on its own: its bm25 (expansions weighed less).
+    /// Each hit on its own, as the raw-messages channel scores it: its
+    /// bm25 over every word of the question (expansions weighed less),
+    /// boosted for a speaker named by name, a date or a time.
     pub plain: Vec<(String, f64)>,
     /// Each turn in its conversation: its own score, plus
     /// [`NEIGHBOUR_SHARE`]`^d` of the own score of each turn `d <=`
@@ -701,8 +778,9 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     let places = src.places(sql, &rowids, NEIGHBOUR_WINDOW)?;
     // Each hit with its own score, in rowid order (a hit that is not a
     // stored message has no place and is left out).
-    let mut own: Vec<(u32, f64)> = hits.into_iter().filter_map(|(rowid, s)| places.by_rowid(rowid).map(|i| (i, s))).collect();
-    own.sort_unstable_by_key(|&(i, _)| i);
+    let mut split: Vec<(u32, Words)> = hits.into_iter().filter_map(|(rowid, s)| places.by_rowid(rowid).map(|i| (i, s))).collect();
+    split.sort_unstable_by_key(|&(i, _)| i);
+    let own: Vec<(u32, f64)> = split.iter().map(|&(i, w)| (i, w.content + FUNCTION_WEIGHT * w.function)).collect();
     let place = |i: u32| places.place(i).ok_or_else(|| crate::core::error::Error::storage("a turn without its place"));
     let mut context: HashMap<u32, f64> = HashMap::default();
     let mut session_best: HashMap<u32, f64> = HashMap::default();
@@ -727,10 +805,20 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
         Boosts::of(q, named, t.mentions_time, t.date)
     };
     let own_of: HashMap<u32, f64> = if explain { own.iter().copied().collect() } else { HashMap::default() };
-    let mut plain: Vec<(String, f64)> = Vec::with_capacity(own.len());
-    for &(i, s) in &own {
+    // The raw-messages channel: stop words in full, a speaker named by
+    // name only.
+    let mut by_name: HashMap<u32, bool> = HashMap::default();
+    let mut plain_parts: HashMap<u32, (f64, Boosts)> = HashMap::default();
+    let mut plain: Vec<(String, f64)> = Vec::with_capacity(split.len());
+    for &(i, w) in &split {
         let t = place(i)?;
-        plain.push((t.id.to_string(), s * boosts_of(&t).factor()));
+        let named = *by_name.entry(t.role).or_insert_with(|| q.names_speaker_by_name(places.role_name(t.role)));
+        let boosts = Boosts::of(q, named, t.mentions_time, t.date);
+        let s = w.content + MESSAGE_FUNCTION_WEIGHT * w.function;
+        plain.push((t.id.to_string(), s * boosts.factor()));
+        if explain {
+            plain_parts.insert(i, (s, boosts));
+        }
     }
     let mut in_context: Vec<(String, f64)> = Vec::with_capacity(context.len());
     let mut parts: HashMap<String, TurnParts> = HashMap::default();
@@ -743,7 +831,8 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
         in_context.push((t.id.to_string(), (c + session) * boosts.factor()));
         if explain {
             let own = own_of.get(&i).copied().unwrap_or(0.0);
-            parts.insert(t.id.to_string(), TurnParts { own, neighbours: c - own, session, boosts });
+            let (plain, plain_boosts) = plain_parts.get(&i).copied().unwrap_or_default();
+            parts.insert(t.id.to_string(), TurnParts { own, plain, plain_boosts, neighbours: c - own, session, boosts });
         }
     }
     sort_best_first(&mut plain);
@@ -755,27 +844,42 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
 /// of the speaker's name counts less than one of what was said.
 const MESSAGE_WEIGHTS: [f64; 2] = [0.3, 1.0];
 
-/// The messages' full-text scores for the query's words and, weighed
-/// less, its expansions and its stop words: bm25 of the best
-/// [`FTS_POOL`] messages of each, summed per message (by rowid).
-fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, f64>> {
-    let mut scores: HashMap<i64, f64> = HashMap::default();
-    for (terms, weight) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT), (&q.function, FUNCTION_WEIGHT)] {
+/// A message's full-text score in two parts: for the query's words and,
+/// weighed by [`EXPANSION_WEIGHT`], its expansions; and for its stop
+/// words, unweighed (each channel weighs them its own way).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Words {
+    content: f64,
+    function: f64,
+}
+
+/// The messages' full-text scores ([`Words`]): bm25 of the best
+/// [`FTS_POOL`] messages for each of the query's words, its expansions
+/// and its stop words, summed per message (by rowid).
+fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, Words>> {
+    let mut scores: HashMap<i64, Words> = HashMap::default();
+    for (n, (terms, weight)) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT), (&q.function, 1.0)].into_iter().enumerate() {
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
         }
         for (rowid, bm25) in src.message_hits(sql, &phrases, MESSAGE_WEIGHTS, scope.fts_pool())? {
             // bm25() is negative, lower is better.
-            *scores.entry(rowid).or_insert(0.0) += -bm25 * weight;
+            let words = scores.entry(rowid).or_default();
+            if n == 2 {
+                words.function += -bm25 * weight;
+            } else {
+                words.content += -bm25 * weight;
+            }
         }
     }
     Ok(scores)
 }
 
 /// 3. FTS5 over raw messages (the safety net for what extraction lost):
-///    messages ranked by their own bm25 (expansions weighed less, named
-///    speakers boosted), each of the best [`CHANNEL_DEPTH`] standing for
+///    messages ranked by their own bm25 over every word of the question
+///    (expansions weighed less, speakers named by name, dates and times
+///    boosted), each of the best [`CHANNEL_DEPTH`] standing for
 ///    the memories that cite it, all at the message's rank: first the one
 ///    sharing most words with the query, the others after every message
 ///    has had its turn. Also returns the ranked message ids.

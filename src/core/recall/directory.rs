@@ -125,6 +125,12 @@ impl MemoryWords {
         self.rowids[doc as usize]
     }
 
+    /// The document of the memory stored under `rowid`, if it has one
+    /// (memories are added in rowid order).
+    pub fn doc_of(&self, rowid: i64) -> Option<u32> {
+        self.rowids.binary_search(&rowid).ok().map(|d| d as u32)
+    }
+
     /// Adds the memory stored under `rowid` (the next one): the texts
     /// `memories_fts` indexes ([`MEMORY_FTS_COLUMNS`]).
     fn add(&mut self, rowid: i64, texts: [&str; 3]) {

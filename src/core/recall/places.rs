@@ -164,6 +164,24 @@ impl Source<'_> {
         fts5_best_of(sql, FullText::Memories, &weights, phrases, limit, passing)
     }
 
+    /// The bm25 of `phrases` of each memory stored under `rowids` that
+    /// matches them (in no order): the scores [`Source::memory_hits`]
+    /// gives those memories, read for them only.
+    pub fn memory_scores(&self, sql: &dyn Sql, phrases: &[String], weights: [f64; 3], rowids: &HashSet<i64>) -> Result<Vec<(i64, f64)>> {
+        if rowids.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Source::Resident(dir) = self {
+            let words = dir.memories();
+            let mut docs: Vec<u32> = rowids.iter().filter_map(|&r| words.doc_of(r)).collect();
+            docs.sort_unstable();
+            if let Some(scored) = words.text().bm25_for(phrases, weights, &docs) {
+                return Ok(scored.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect());
+            }
+        }
+        fts5_best_of(sql, FullText::Memories, &weights, phrases, rowids.len(), Some(rowids))
+    }
+
     /// The places of the messages stored under `rowids` and of every
     /// message at most `window` positions from one of them in its
     /// session (the directory: all of them). A rowid that is not a stored

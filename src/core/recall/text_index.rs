@@ -304,6 +304,54 @@ impl<const C: usize> TextIndex<C> {
         best.truncate(limit);
         Some(best)
     }
+
+    /// [`TextIndex::bm25`] of the documents `docs` only, each that matches
+    /// (in no order): the scores [`TextIndex::bm25_of`] gives them, found
+    /// by looking each document up in each term's postings (which are in
+    /// document order) instead of walking the postings. For a few
+    /// documents and common words, whose postings run as long as the
+    /// index.
+    pub fn bm25_for(&self, phrases: &[String], weights: [f64; C], docs: &[u32]) -> Option<Vec<(u32, f64)>> {
+        if self.off {
+            return None;
+        }
+        let mut terms: Vec<Option<u32>> = Vec::with_capacity(phrases.len());
+        for p in phrases {
+            let mut token: Option<Vec<u8>> = None;
+            if porter::tokens(p, |t| token = Some(t.to_vec())) != 1 {
+                return None;
+            }
+            terms.push(token.and_then(|t| self.terms.get(t.as_slice()).copied()));
+        }
+        let rows = self.lengths.len() as i64;
+        if rows == 0 {
+            return Some(Vec::new());
+        }
+        let avgdl = self.total as f64 / rows as f64;
+        let mut scores: HashMap<u32, f64> = HashMap::default();
+        for term in terms.into_iter().flatten() {
+            let list = &self.postings[term as usize];
+            let hits = list.len() as i64;
+            let mut idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+            if idf <= 0.0 {
+                idf = 1e-6;
+            }
+            for &doc in docs {
+                let Ok(at) = list.binary_search_by_key(&doc, |p| p.doc) else { continue };
+                let p = &list[at];
+                let mut f = 0.0f64;
+                for (c, &n) in p.count.iter().enumerate() {
+                    for _ in 0..n {
+                        f += weights[c];
+                    }
+                }
+                let d = self.lengths[p.doc as usize] as f64;
+                let s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / avgdl)));
+                *scores.entry(p.doc).or_insert(0.0) += s;
+            }
+        }
+        Some(scores.into_iter().map(|(d, s)| (d, -s)).collect())
+    }
 }
 
 #[cfg(test)]
