@@ -49,7 +49,12 @@
 # http://127.0.0.1:11434/v1, model OPENAI_EMBEDDING_MODEL, default
 # nomic-embed-text, optional OPENAI_API_KEY; at most 64 texts a request;
 # e.g. a `make embed-server` in another shell). The header names the
-# embedder used.
+# embedder used. LOCOMO_PASSAGES=<words> [LOCOMO_PASSAGE_MIX=<only|share>]
+# makes the bm25 baseline score long turns as passages (windows of that
+# many words): by the best window alone, or by the turn's own bm25 plus
+# share x its best window's (docs/bench/generalization/passages.txt).
+# LOCOMO_VERBOSE=1 with LOCOMO_CHANNELS=1 prints each channel's recall@10
+# per question of a LongMemEval-format file.
 LOCOMO ?=
 LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 

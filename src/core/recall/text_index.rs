@@ -53,6 +53,9 @@ struct Posting<const C: usize> {
 /// LoCoMo-like memories, or 160,000 messages.
 pub const MAX_POSTINGS: usize = 5_000_000;
 
+/// A query term's postings and its idf.
+type TermPostings<'a, const C: usize> = (&'a [Posting<C>], f64);
+
 /// Documents of `C` columns.
 #[derive(Debug, PartialEq)]
 pub struct TextIndex<const C: usize> {
@@ -262,41 +265,11 @@ impl<const C: usize> TextIndex<C> {
     /// [`TextIndex::bm25`] over the documents `keep` accepts only (the
     /// statistics stay the whole index's, as FTS5's do under a filter).
     pub fn bm25_of(&self, phrases: &[String], weights: [f64; C], limit: usize, keep: impl Fn(u32) -> bool) -> Option<Vec<(u32, f64)>> {
-        if self.off {
-            return None;
-        }
-        let mut terms: Vec<Option<u32>> = Vec::with_capacity(phrases.len());
-        for p in phrases {
-            let mut token: Option<Vec<u8>> = None;
-            if porter::tokens(p, |t| token = Some(t.to_vec())) != 1 {
-                return None;
-            }
-            terms.push(token.and_then(|t| self.terms.get(t.as_slice()).copied()));
-        }
-        let rows = self.lengths.len() as i64;
-        if rows == 0 {
-            return Some(Vec::new());
-        }
-        let avgdl = self.total as f64 / rows as f64;
+        let (terms, avgdl) = self.query_terms(phrases)?;
         let mut scores: HashMap<u32, f64> = HashMap::default();
-        for term in terms.into_iter().flatten() {
-            let list = &self.postings[term as usize];
-            let hits = list.len() as i64;
-            let mut idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
-            if idf <= 0.0 {
-                idf = 1e-6;
-            }
+        for (list, idf) in terms {
             for p in list.iter().filter(|p| keep(p.doc)) {
-                // Instance by instance, as FTS5 sums them.
-                let mut f = 0.0f64;
-                for (c, &n) in p.count.iter().enumerate() {
-                    for _ in 0..n {
-                        f += weights[c];
-                    }
-                }
-                let d = self.lengths[p.doc as usize] as f64;
-                let s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / avgdl)));
-                *scores.entry(p.doc).or_insert(0.0) += s;
+                *scores.entry(p.doc).or_insert(0.0) += self.share(p, weights, idf, avgdl);
             }
         }
         let mut best: Vec<(u32, f64)> = scores.into_iter().map(|(d, s)| (d, -s)).collect();
@@ -312,6 +285,22 @@ impl<const C: usize> TextIndex<C> {
     /// documents and common words, whose postings run as long as the
     /// index.
     pub fn bm25_for(&self, phrases: &[String], weights: [f64; C], docs: &[u32]) -> Option<Vec<(u32, f64)>> {
+        let (terms, avgdl) = self.query_terms(phrases)?;
+        let mut scores: HashMap<u32, f64> = HashMap::default();
+        for (list, idf) in terms {
+            for &doc in docs {
+                if let Ok(at) = list.binary_search_by_key(&doc, |p| p.doc) {
+                    *scores.entry(doc).or_insert(0.0) += self.share(&list[at], weights, idf, avgdl);
+                }
+            }
+        }
+        Some(scores.into_iter().map(|(d, s)| (d, -s)).collect())
+    }
+
+    /// The postings and idf of each query term the index holds, and the
+    /// mean document length. `None` when the index is off or a phrase is
+    /// not one token.
+    fn query_terms(&self, phrases: &[String]) -> Option<(Vec<TermPostings<'_, C>>, f64)> {
         if self.off {
             return None;
         }
@@ -325,32 +314,34 @@ impl<const C: usize> TextIndex<C> {
         }
         let rows = self.lengths.len() as i64;
         if rows == 0 {
-            return Some(Vec::new());
+            return Some((Vec::new(), 0.0));
         }
         let avgdl = self.total as f64 / rows as f64;
-        let mut scores: HashMap<u32, f64> = HashMap::default();
-        for term in terms.into_iter().flatten() {
-            let list = &self.postings[term as usize];
-            let hits = list.len() as i64;
-            let mut idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
-            if idf <= 0.0 {
-                idf = 1e-6;
-            }
-            for &doc in docs {
-                let Ok(at) = list.binary_search_by_key(&doc, |p| p.doc) else { continue };
-                let p = &list[at];
-                let mut f = 0.0f64;
-                for (c, &n) in p.count.iter().enumerate() {
-                    for _ in 0..n {
-                        f += weights[c];
-                    }
-                }
-                let d = self.lengths[p.doc as usize] as f64;
-                let s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / avgdl)));
-                *scores.entry(p.doc).or_insert(0.0) += s;
+        let lists = terms
+            .into_iter()
+            .flatten()
+            .map(|term| {
+                let list = self.postings[term as usize].as_slice();
+                let hits = list.len() as i64;
+                let idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+                (list, if idf <= 0.0 { 1e-6 } else { idf })
+            })
+            .collect();
+        Some((lists, avgdl))
+    }
+
+    /// A posting's share of its document's bm25 (positive), by FTS5's
+    /// formula.
+    fn share(&self, p: &Posting<C>, weights: [f64; C], idf: f64, avgdl: f64) -> f64 {
+        // Instance by instance, as FTS5 sums them.
+        let mut f = 0.0f64;
+        for (c, &n) in p.count.iter().enumerate() {
+            for _ in 0..n {
+                f += weights[c];
             }
         }
-        Some(scores.into_iter().map(|(d, s)| (d, -s)).collect())
+        let d = self.lengths[p.doc as usize] as f64;
+        idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / avgdl)))
     }
 }
 
