@@ -361,6 +361,48 @@ fn test_import_of_many_megabytes_is_written_whole_in_bounded_statements() {
 }
 
 #[test]
+fn test_an_import_whose_ids_alone_are_over_one_value_is_written_whole() {
+    // 62,000 messages and as many memories: each kind's ids alone, as one
+    // JSON list, are over the 2 MB a bound value may carry (the native SQL
+    // refuses it, as the Durable Object does).
+    let (messages, memories) = (62_000usize, 62_000usize);
+    let mut lines = vec![json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p", "exportedAt": "2026-04-15T10:00:00.000Z"}).to_string()];
+    let mut message_ids = Vec::new();
+    for i in 0..messages {
+        let content = format!("note {i}");
+        let id = agent_memory::core::ids::message_id("bulk", "user", &content);
+        lines.push(
+            json!({"kind": "message", "id": id, "sessionId": "bulk", "role": "user", "content": content,
+                   "timestamp": "2026-04-14T10:00:00.000Z", "position": i, "createdAt": "2026-04-14T10:00:00.000Z"})
+            .to_string(),
+        );
+        message_ids.push(id);
+    }
+    assert!(message_ids.iter().map(|id| id.len() + 3).sum::<usize>() > 2 << 20, "the message ids are over 2 MB");
+    for i in 0..memories {
+        lines.push(
+            json!({"kind": "memory", "id": format!("{:032x}", i + 1), "type": "fact", "summary": format!("Note {i}"), "content": format!("Note {i}"),
+                   "sessionId": "bulk", "sourceMessageIds": [message_ids[i]], "searchQueries": [], "status": "active",
+                   "createdAt": "2026-04-14T10:00:00.000Z", "updatedAt": "2026-04-14T10:00:00.000Z"})
+            .to_string(),
+        );
+    }
+    let ndjson = lines.join("\n") + "\n";
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let report = p.import(&ndjson).unwrap();
+        assert_eq!((report.messages, report.memories), (messages, memories));
+        let count = |q: &str| agent_memory::core::ports::Sql::query(p.sql, q, &[]).unwrap()[0][0].as_i64().unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM memories"), memories as i64);
+        assert_eq!(count("SELECT COUNT(*) FROM messages"), messages as i64);
+        assert_eq!(count("SELECT COUNT(*) FROM citations"), memories as i64);
+        assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind = 'embed'"), memories as i64, "every memory waits for its vector, once");
+        let again = p.import(&ndjson).unwrap();
+        assert_eq!((again.messages, again.memories), (0, 0), "a second import adds nothing");
+    });
+}
+
+#[test]
 fn test_bad_import_changes_nothing() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

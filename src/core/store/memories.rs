@@ -16,12 +16,13 @@ impl<'a> Store<'a> {
             return Ok(Vec::new());
         }
         let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
-        let existing: std::collections::HashSet<String> = self
-            .sql
-            .query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[json_param(&ids)])?
-            .iter()
-            .map(|r| id_of_row(r))
-            .collect::<Result<_>>()?;
+        // In chunks: an import's ids alone can be over one value's 2 MB.
+        let mut existing: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for chunk in json_chunks(&ids) {
+            for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
+                existing.insert(id_of_row(&r)?);
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         let fresh: Vec<&(&Memory, &str)> =
             items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();

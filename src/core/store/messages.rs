@@ -10,8 +10,11 @@ impl<'a> Store<'a> {
         if ids.is_empty() {
             return Ok(found);
         }
-        for row in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[json_param(ids)])? {
-            found.insert(id_of_row(&row)?);
+        // In chunks: an import's ids alone can be over one value's 2 MB.
+        for chunk in json_chunks(ids) {
+            for row in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[chunk])? {
+                found.insert(id_of_row(&row)?);
+            }
         }
         Ok(found)
     }

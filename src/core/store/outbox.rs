@@ -34,11 +34,16 @@ impl<'a> Store<'a> {
         if memory_ids.is_empty() {
             return Ok(());
         }
-        self.sql.execute(
-            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
-             SELECT ?1, j.value, 0, ?2, ?3 FROM json_each(?4) j ORDER BY j.key",
-            &[kind.as_str().into(), SqlValue::Integer(self.now), iso(self.now).into(), json_param(memory_ids)],
-        )
+        // In chunks, in order: an import's ids alone can be over one
+        // value's 2 MB.
+        for chunk in json_chunks(memory_ids) {
+            self.sql.execute(
+                "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
+                 SELECT ?1, j.value, 0, ?2, ?3 FROM json_each(?4) j ORDER BY j.key",
+                &[kind.as_str().into(), SqlValue::Integer(self.now), iso(self.now).into(), chunk],
+            )?;
+        }
+        Ok(())
     }
 
     /// Queues a job due at `due` (epoch millis); returns its id.
