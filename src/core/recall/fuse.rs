@@ -74,10 +74,13 @@ pub const WEIGHT_FTS: f64 = 1.0;
 pub const WEIGHT_HYDE: f64 = 0.0;
 pub const WEIGHT_VECTOR: f64 = 0.25;
 /// Raw messages alone, without their conversation: the safety net for
-/// what extraction lost, weighted least. With the lexical embedder 0.1
-/// (measured with HyDE's change above); with a semantic one 0.2, the
-/// weight its sweep was run with.
-pub const WEIGHT_MESSAGES: f64 = 0.1;
+/// what extraction lost, weighted least. With the lexical embedder 0.05:
+/// the channel is plain bm25 over the turns, the same scores the full-text
+/// channel reads in context, so it adds little of its own; at 0.05 fusion
+/// is at or above 0.1's on all five development sets
+/// (docs/bench/generalization/plain-channels.txt). With a semantic one
+/// 0.2, the weight its sweep was run with.
+pub const WEIGHT_MESSAGES: f64 = 0.05;
 pub const SEMANTIC_WEIGHT_MESSAGES: f64 = 0.2;
 /// The vector channels' weights with a semantic embedder (a sentence
 /// model: Workers AI's, or any OpenAI-compatible one). Chosen with
