@@ -48,7 +48,9 @@
 # OpenAI-compatible POST $(OPENAI_BASE_URL)/embeddings, default
 # http://127.0.0.1:11434/v1, model OPENAI_EMBEDDING_MODEL, default
 # nomic-embed-text, optional OPENAI_API_KEY; at most 64 texts a request;
-# e.g. a `make embed-server` in another shell). The header names the
+# e.g. a `make embed-server` in another shell; OPENAI_EMBED_CACHE=<file>
+# keeps the vectors fetched, by model and text, so a rerun that changes
+# only the scoring asks the server for nothing). The header names the
 # embedder used. LOCOMO_PASSAGES=<words> [LOCOMO_PASSAGE_MIX=<only|share>]
 # makes the bm25 baseline score long turns as passages (windows of that
 # many words): by the best window alone, or by the turn's own bm25 plus

@@ -353,6 +353,28 @@ fn test_openai_embedder_batches_and_keeps_order() {
 }
 
 #[test]
+fn test_openai_embedder_cache_answers_repeats_without_a_request() {
+    let (url, seen) = stub();
+    let path = std::env::temp_dir().join(format!("embed-cache-{}-{:?}.jsonl", std::process::id(), std::thread::current().id()));
+    let _ = std::fs::remove_file(&path);
+    let texts: Vec<String> = (0..70).map(|i| format!("cached text {i}")).collect();
+    let first = OpenAiEmbedder::new(&url, "stub-model").with_cache(&path).unwrap();
+    assert_eq!(first.embed_blocking(&texts).unwrap(), texts.iter().map(|t| stub_vector(t)).collect::<Vec<_>>());
+    assert_eq!(first.requests(), 2);
+    // A new embedder reading the same file asks only for what is new,
+    // and a model of another name misses.
+    let again = OpenAiEmbedder::new(&url, "stub-model").with_cache(&path).unwrap();
+    let more: Vec<String> = texts.iter().cloned().chain(["a new one".to_string()]).collect();
+    assert_eq!(again.embed_blocking(&more).unwrap(), more.iter().map(|t| stub_vector(t)).collect::<Vec<_>>());
+    assert_eq!((again.requests(), again.texts()), (1, 1));
+    let other = OpenAiEmbedder::new(&url, "other-model").with_cache(&path).unwrap();
+    other.embed_blocking(&texts[..3]).unwrap();
+    assert_eq!(other.texts(), 3);
+    assert_eq!(seen.lock().unwrap().iter().map(|s| s.inputs.len()).sum::<usize>(), 70 + 1 + 3);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
 fn test_openai_embedder_reports_failures() {
     let (url, _) = stub();
     let err = OpenAiEmbedder::new(&url, "broken").embed_blocking(&strings(&["x"])).unwrap_err();

@@ -10,12 +10,17 @@
 //!
 //! Environment ([`OpenAiEmbedder::from_env`]): `OPENAI_BASE_URL` (default
 //! [`DEFAULT_BASE_URL`]), `OPENAI_EMBEDDING_MODEL` (default
-//! [`DEFAULT_MODEL`]), `OPENAI_API_KEY` (sent as a bearer token if set).
+//! [`DEFAULT_MODEL`]), `OPENAI_API_KEY` (sent as a bearer token if set),
+//! `OPENAI_EMBED_CACHE` (a file: vectors already fetched for this model and
+//! text are read from it, new ones appended; so that a harness run with a
+//! slow model can be repeated while only the scoring changes).
 
 use agent_memory::core::error::{Error, Result};
 use agent_memory::core::llm::{openai_embed_request, parse_openai_embed_response};
 use agent_memory::core::ports::{Embedder, LocalBoxFuture};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
 use std::time::Duration;
 
 /// The service's own default (`OPENAI_BASE_URL` in the README).
@@ -37,6 +42,14 @@ pub struct OpenAiEmbedder {
     texts: Cell<usize>,
     /// Dimensions of the last vectors returned.
     dims: Cell<usize>,
+    /// The cache file and what it holds, by [`cache_key`].
+    cache: Option<(std::path::PathBuf, RefCell<HashMap<u64, Vec<f32>>>)>,
+}
+
+/// FNV-1a over the model's name, a zero byte and the text: stable across
+/// runs and builds.
+fn cache_key(model: &str, text: &str) -> u64 {
+    model.bytes().chain([0u8]).chain(text.bytes()).fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
 }
 
 fn env(name: &str) -> Option<String> {
@@ -53,7 +66,24 @@ impl OpenAiEmbedder {
             requests: Cell::new(0),
             texts: Cell::new(0),
             dims: Cell::new(0),
+            cache: None,
         }
+    }
+
+    /// Reads and extends the cache file `path` (JSON lines `[key, vector]`;
+    /// created when missing).
+    pub fn with_cache(mut self, path: &std::path::Path) -> Result<OpenAiEmbedder> {
+        let mut held = HashMap::new();
+        if let Ok(f) = std::fs::File::open(path) {
+            for line in std::io::BufReader::new(f).lines() {
+                let line = line.map_err(|e| Error::storage(format!("{}: {e}", path.display())))?;
+                let (key, vector): (u64, Vec<f32>) =
+                    serde_json::from_str(&line).map_err(|e| Error::storage(format!("{}: a bad line: {e}", path.display())))?;
+                held.insert(key, vector);
+            }
+        }
+        self.cache = Some((path.to_path_buf(), RefCell::new(held)));
+        Ok(self)
     }
 
     /// From `OPENAI_BASE_URL`, `OPENAI_EMBEDDING_MODEL` and `OPENAI_API_KEY`.
@@ -63,7 +93,10 @@ impl OpenAiEmbedder {
             &env("OPENAI_EMBEDDING_MODEL").unwrap_or_else(|| DEFAULT_MODEL.into()),
         );
         e.api_key = env("OPENAI_API_KEY");
-        e
+        match env("OPENAI_EMBED_CACHE") {
+            Some(path) => e.with_cache(std::path::Path::new(&path)).expect("OPENAI_EMBED_CACHE: a readable cache file"),
+            None => e,
+        }
     }
 
     pub fn with_api_key(mut self, key: &str) -> OpenAiEmbedder {
@@ -86,8 +119,36 @@ impl OpenAiEmbedder {
         self.dims.get()
     }
 
-    /// Embeds `texts` in requests of at most [`MAX_BATCH`], in order.
+    /// Embeds `texts` in requests of at most [`MAX_BATCH`], in order; with
+    /// a cache, only the texts it does not hold.
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let Some((path, held)) = &self.cache else { return self.fetch(texts) };
+        let keys: Vec<u64> = texts.iter().map(|t| cache_key(&self.model, t)).collect();
+        let missing: Vec<String> = {
+            let held = held.borrow();
+            let mut seen = std::collections::HashSet::new();
+            texts.iter().zip(&keys).filter(|(_, k)| !held.contains_key(k) && seen.insert(**k)).map(|(t, _)| t.clone()).collect()
+        };
+        if !missing.is_empty() {
+            let fetched = self.fetch(&missing)?;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| Error::storage(format!("{}: {e}", path.display())))?;
+            let mut held = held.borrow_mut();
+            for (t, v) in missing.iter().zip(fetched) {
+                let key = cache_key(&self.model, t);
+                writeln!(file, "{}", serde_json::json!([key, v])).map_err(|e| Error::storage(format!("{}: {e}", path.display())))?;
+                held.insert(key, v);
+            }
+        }
+        let held = held.borrow();
+        keys.iter().map(|k| held.get(k).cloned().ok_or_else(|| Error::provider("a cached embedding went missing"))).collect()
+    }
+
+    /// Embeds `texts` by the server, in requests of at most [`MAX_BATCH`].
+    fn fetch(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(MAX_BATCH) {
             let vectors = self.request(batch)?;
