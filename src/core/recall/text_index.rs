@@ -278,7 +278,7 @@ impl<const C: usize> TextIndex<C> {
         Some(best)
     }
 
-    /// [`TextIndex::bm25`] of the documents `docs` only, each that matches
+    /// [`TextIndex::bm25`] of the documents `docs` (ascending) only, each that matches
     /// (in no order): the scores [`TextIndex::bm25_of`] gives them, found
     /// by looking each document up in each term's postings (which are in
     /// document order) instead of walking the postings. For a few
@@ -288,9 +288,16 @@ impl<const C: usize> TextIndex<C> {
         let (terms, avgdl) = self.query_terms(phrases)?;
         let mut scores: HashMap<u32, f64> = HashMap::default();
         for (list, idf) in terms {
+            // `docs` ascend, so each search starts where the last ended.
+            let mut from = 0;
             for &doc in docs {
-                if let Ok(at) = list.binary_search_by_key(&doc, |p| p.doc) {
-                    *scores.entry(doc).or_insert(0.0) += self.share(&list[at], weights, idf, avgdl);
+                let rest = list.get(from..).unwrap_or_default();
+                match rest.binary_search_by_key(&doc, |p| p.doc) {
+                    Ok(at) => {
+                        *scores.entry(doc).or_insert(0.0) += self.share(&rest[at], weights, idf, avgdl);
+                        from += at + 1;
+                    }
+                    Err(at) => from += at,
                 }
             }
         }
