@@ -186,7 +186,7 @@ impl Baseline {
             return vec![];
         }
         let expr = words.join(" OR ");
-        let scored: Vec<(String, f64)> = match self.passages {
+        let mut scored: Vec<(String, f64)> = match self.passages {
             None => {
                 // The fixed baseline: the turns in bm25's order.
                 let mut stmt = self.conn.prepare("SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?").expect("prepare");
@@ -211,7 +211,6 @@ impl Baseline {
                 score.into_iter().collect()
             }
         };
-        let mut scored = scored;
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         scored.into_iter().take(LIMIT).map(|(id, _)| id).collect()
     }

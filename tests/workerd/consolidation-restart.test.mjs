@@ -12,11 +12,11 @@
 // in a second profile.
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startWorker } from "./helpers.mjs";
+import { messageId } from "../bench/corpus.mjs";
 import { restClient, parseExport, waitFor, profileDatabases } from "./reliability-support.mjs";
 
 const TOKEN = "dev-token";
@@ -34,19 +34,6 @@ function name(i, salt) {
   let s = "";
   for (let k = 0; k < 3; k++) s += String.fromCharCode(97 + ((Math.floor(i / 26 ** k) + salt * (k + 1)) % 26));
   return s;
-}
-
-/** ids::message_id: sha256 over (u64 BE length, bytes) of session, role, content; 16 bytes hex. */
-function messageId(sessionId, role, content) {
-  const h = createHash("sha256");
-  for (const f of [sessionId, role, content]) {
-    const bytes = Buffer.from(f, "utf8");
-    const len = Buffer.alloc(8);
-    len.writeBigUInt64BE(BigInt(bytes.length));
-    h.update(len);
-    h.update(bytes);
-  }
-  return h.digest().subarray(0, 16).toString("hex");
 }
 
 /** 32 hex characters, increasing with `n`. */

@@ -858,7 +858,8 @@ struct Words {
 /// and its stop words, summed per message (by rowid).
 fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, Words>> {
     let mut scores: HashMap<i64, Words> = HashMap::default();
-    for (n, (terms, weight)) in [(&q.primary, 1.0), (&q.expansions, EXPANSION_WEIGHT), (&q.function, 1.0)].into_iter().enumerate() {
+    // (terms, weight, whether they are the stop words)
+    for (terms, weight, function) in [(&q.primary, 1.0, false), (&q.expansions, EXPANSION_WEIGHT, false), (&q.function, 1.0, true)] {
         let phrases = query_phrases(q, terms);
         if phrases.is_empty() {
             continue;
@@ -866,11 +867,8 @@ fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope)
         for (rowid, bm25) in src.message_hits(sql, &phrases, MESSAGE_WEIGHTS, scope.fts_pool())? {
             // bm25() is negative, lower is better.
             let words = scores.entry(rowid).or_default();
-            if n == 2 {
-                words.function += -bm25 * weight;
-            } else {
-                words.content += -bm25 * weight;
-            }
+            let part = if function { &mut words.function } else { &mut words.content };
+            *part += -bm25 * weight;
         }
     }
     Ok(scores)
