@@ -450,7 +450,7 @@ pub fn fts_with(
         scores.insert(id.clone(), score);
     }
     let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(scope.channel_depth()).collect();
-    let mut ranking = Ranking::new(Channel::Fts, ids);
+    let mut ranking = Ranking::new(Channel::Fts, ids).by_evidence(|id| sources.get(id).map(|s| s.iter().map(|(m, _)| m.clone()).collect()));
     if explain {
         ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
     }
@@ -722,15 +722,17 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     let mut params = vec![json_param(&wanted)];
     params.extend(extra);
     let mut by_key: HashMap<String, Vec<String>> = HashMap::default();
+    let mut sources: HashMap<String, Vec<String>> = HashMap::default();
     for r in sql.query(
         &format!(
-            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+            "SELECT m.key, m.id, m.source_message_ids FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
              WHERE {cond} ORDER BY m.id DESC"
         ),
         &params,
     )? {
         if let (Some(k), Some(id)) = (r.first().and_then(SqlValue::opt_string), r.get(1).and_then(SqlValue::opt_string)) {
             if scope.passes_id(&id) {
+                sources.insert(id.clone(), id_list(r.get(2).and_then(SqlValue::opt_string).as_deref()));
                 by_key.entry(k).or_default().push(id);
             }
         }
@@ -745,7 +747,7 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
             }
         }
     }
-    Ok(ranking)
+    Ok(ranking.by_evidence(|id| sources.get(id).cloned()))
 }
 
 /// Full-text scores of messages, best first, computed once per recall
@@ -987,22 +989,42 @@ pub async fn vectors(
         None => index.query_many(&embeddings, scope.channel_depth()).await?,
     };
     let all: Vec<String> = hits.iter().flatten().map(|(id, _)| id.clone()).collect::<HashSet<_>>().into_iter().collect();
-    let live: HashSet<String> = keep_live(sql, all, scope)?.into_iter().collect();
+    let live = live_sources(sql, &all, scope)?;
     Ok(asked
         .iter()
         .zip(hits)
         .map(|((channel, _), hits)| {
             let mut ranking = Ranking::new(*channel, Vec::new());
-            for (id, cosine) in hits.into_iter().filter(|(id, _)| live.contains(id)) {
+            for (id, cosine) in hits.into_iter().filter(|(id, _)| live.contains_key(id)) {
                 if explain {
                     let what = if *channel == Channel::Hyde { "the analyzer's hypothetical answer (HyDE)" } else { "the query" };
                     ranking.why.insert(id.clone(), Explanation::new(f64::from(cosine), format!("cosine similarity to the embedding of {what}")));
                 }
                 ranking.ids.push(id);
             }
-            ranking
+            ranking.by_evidence(|id| live.get(id).cloned())
         })
         .collect())
+}
+
+/// The live memories among `ids`, each with its source message ids (an
+/// index may lag behind a forget until its job drains; recall must not).
+pub fn live_sources(sql: &dyn Sql, ids: &[String], scope: &RecallScope) -> Result<HashMap<String, Vec<String>>> {
+    if ids.is_empty() {
+        return Ok(HashMap::default());
+    }
+    let (cond, extra) = scope.visible(2);
+    let mut params = vec![json_param(ids)];
+    params.extend(extra);
+    let rows: Vec<(String, Option<String>)> = json_rows(
+        sql,
+        &format!(
+            "SELECT json_group_array(json_array(m.id, m.source_message_ids)) FROM json_each(?1) j \
+             CROSS JOIN memories m ON m.id = j.value WHERE {cond}"
+        ),
+        &params,
+    )?;
+    Ok(rows.into_iter().map(|(id, sources)| (id, id_list(sources.as_deref()))).collect())
 }
 
 /// Keeps the ids of live memories, in order (an index may lag behind a

@@ -74,14 +74,14 @@ pub const WEIGHT_FTS: f64 = 1.0;
 pub const WEIGHT_HYDE: f64 = 0.0;
 pub const WEIGHT_VECTOR: f64 = 0.25;
 /// Raw messages alone, without their conversation: the safety net for
-/// what extraction lost, weighted least. With the lexical embedder 0.05:
-/// the channel is plain bm25 over the turns, the same scores the full-text
-/// channel reads in context, so it adds little of its own; at 0.05 fusion
-/// is at or above 0.1's on all five development sets
-/// (docs/bench/generalization/plain-channels.txt). With a semantic one
-/// 0.2, the weight its sweep was run with.
+/// what extraction lost, weighted least, with either embedder. The channel
+/// is plain bm25 over the turns, the same scores the full-text channel
+/// reads in context, so it adds little of its own: at 0.05 fusion is at
+/// or above 0.1's on all five development sets with the lexical embedder
+/// (docs/bench/generalization/plain-channels.txt), and at or above 0.2's
+/// with all-MiniLM-L6-v2 once ranks count evidence ([`Ranking::by_evidence`];
+/// docs/bench/generalization/evidence-ranks.txt).
 pub const WEIGHT_MESSAGES: f64 = 0.05;
-pub const SEMANTIC_WEIGHT_MESSAGES: f64 = 0.2;
 /// The vector channels' weights with a semantic embedder (a sentence
 /// model: Workers AI's, or any OpenAI-compatible one). Chosen with
 /// all-MiniLM-L6-v2 over LoCoMo and the four development styles
@@ -115,8 +115,7 @@ impl Weights {
             (Channel::Vector, EmbeddingKind::Lexical) => WEIGHT_VECTOR,
             (Channel::Hyde, EmbeddingKind::Semantic) => SEMANTIC_WEIGHT_HYDE,
             (Channel::Vector, EmbeddingKind::Semantic) => SEMANTIC_WEIGHT_VECTOR,
-            (Channel::Messages, EmbeddingKind::Lexical) => WEIGHT_MESSAGES,
-            (Channel::Messages, EmbeddingKind::Semantic) => SEMANTIC_WEIGHT_MESSAGES,
+            (Channel::Messages, _) => WEIGHT_MESSAGES,
         }
     }
 
@@ -129,8 +128,7 @@ impl Weights {
             (Channel::Vector, EmbeddingKind::Lexical) => "WEIGHT_VECTOR",
             (Channel::Hyde, EmbeddingKind::Semantic) => "SEMANTIC_WEIGHT_HYDE",
             (Channel::Vector, EmbeddingKind::Semantic) => "SEMANTIC_WEIGHT_VECTOR",
-            (Channel::Messages, EmbeddingKind::Lexical) => "WEIGHT_MESSAGES",
-            (Channel::Messages, EmbeddingKind::Semantic) => "SEMANTIC_WEIGHT_MESSAGES",
+            (Channel::Messages, _) => "WEIGHT_MESSAGES",
         }
     }
 }
@@ -202,6 +200,33 @@ impl Ranking {
     /// A ranking by position.
     pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
         Ranking { channel, ids, ranks: Vec::new(), why: Default::default() }
+    }
+
+    /// Ranks by evidence: memories drawn from the same source messages
+    /// share one rank, and a rank counts the distinct sets of source
+    /// messages ranked before it. One long turn that extraction split into
+    /// ten statements is one piece of evidence: ranked by position, its ten
+    /// memories would push a channel's next piece of evidence to rank 11
+    /// and fusion would weigh that evidence by how finely its neighbour was
+    /// split. A memory without source messages (`sources` gives `None` or
+    /// none) is evidence of its own.
+    pub fn by_evidence(mut self, sources: impl Fn(&str) -> Option<Vec<String>>) -> Ranking {
+        let mut groups: rustc_hash::FxHashMap<Vec<String>, usize> = Default::default();
+        let mut next = 0usize;
+        self.ranks = self
+            .ids
+            .iter()
+            .map(|id| {
+                let mut key = sources(id).filter(|s| !s.is_empty()).unwrap_or_else(|| vec![format!("memory {id}")]);
+                key.sort_unstable();
+                key.dedup();
+                *groups.entry(key).or_insert_with(|| {
+                    next = next.saturating_add(1);
+                    next
+                })
+            })
+            .collect();
+        self
     }
 
     /// The rank of the id at `index`.
@@ -319,6 +344,23 @@ mod tests {
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
         assert_eq!(score("a"), score("b"));
         assert!(score("b") > score("c"));
+    }
+
+    #[test]
+    fn test_memories_of_one_message_share_its_evidence_rank() {
+        let sources = |id: &str| match id {
+            "a1" | "a2" | "a3" => Some(vec!["long".to_string()]),
+            "b" => Some(vec!["short".to_string()]),
+            "ab" => Some(vec!["short".to_string(), "long".to_string()]),
+            "ba" => Some(vec!["long".to_string(), "short".to_string()]),
+            _ => None,
+        };
+        let ranking = r(Channel::Vector, &["a1", "a2", "a3", "b", "remembered", "ab", "ba", "other"]).by_evidence(sources);
+        assert_eq!(ranking.ranks, [1, 1, 1, 2, 3, 4, 4, 5]);
+        let fused = fuse(&[ranking], Weights::default());
+        let score = |id: &str| fused.iter().find(|f| f.id == id).unwrap().score;
+        assert_eq!(score("b"), WEIGHT_VECTOR / (K + 2.0), "one long message's statements count once before the next message");
+        assert_eq!(score("a3"), score("a1"));
     }
 
     #[test]
