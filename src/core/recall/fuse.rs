@@ -1,8 +1,10 @@
 //! Weighted Reciprocal Rank Fusion, pure.
 //!
 //! `score(d) = Σ_c w_c / (K + rank_c(d))` over the channels `c` that
-//! ranked `d` (ranks start at 1). Ties go to the more recent memory (the
-//! larger id, since memory ids sort by time). Every fused hit carries its
+//! ranked `d` (ranks start at 1; a rank counts evidence, so the memories
+//! of one source message share theirs: [`Ranking::by_evidence`]). Ties go
+//! to the more recent memory (the larger id, since memory ids sort by
+//! time). Every fused hit carries its
 //! trace: which channel ranked it where and what that contributed, so the
 //! fused score is exactly the sum of the trace's contributions. With
 //! `explain`, [`explain`] turns the trace into an [`Explanation`] tree (as
@@ -259,7 +261,7 @@ pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanati
     let parts = hit.trace.iter().map(|c| {
         let node = Explanation::new(
             c.contribution,
-            format!("{} channel: {} {} / (K {} + rank {})", c.channel.name(), weights.name(c.channel), c.weight, K, c.rank),
+            format!("{} channel: {} {} / (K {} + rank {} by evidence)", c.channel.name(), weights.name(c.channel), c.weight, K, c.rank),
         );
         let why = rankings.iter().filter(|r| r.channel == c.channel).find_map(|r| r.why.get(&hit.id));
         match why {
@@ -326,7 +328,7 @@ mod tests {
         let e = explain(&b, &rankings, Weights::default());
         assert_eq!(e.value, b.score);
         assert!((e.details.iter().map(|d| d.value).sum::<f64>() - e.value).abs() < 1e-12);
-        assert!(e.details.iter().any(|d| d.description.contains("WEIGHT_KEY 2 / (K 10 + rank 1)")), "{e:?}");
+        assert!(e.details.iter().any(|d| d.description.contains("WEIGHT_KEY 2 / (K 10 + rank 1 by evidence)")), "{e:?}");
         let fts = e.details.iter().find(|d| d.description.starts_with("fts")).unwrap();
         assert_eq!(fts.details, vec![Explanation::new(3.5, "bm25")]);
     }
