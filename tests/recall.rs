@@ -407,3 +407,48 @@ fn test_a_stop_word_the_question_shares_ranks_its_memory_first_in_full_text() {
         assert_eq!(fts.ids, vec![now.id, then.id]);
     });
 }
+
+#[test]
+fn test_memories_of_one_message_share_a_rank_in_every_memory_channel() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(chat(
+            &[
+                ("user", "How should I care for the new fiddle leaf fig?"),
+                (
+                    "assistant",
+                    "Water the fiddle leaf fig once a week. Keep the fig in bright indirect light. Wipe the fig's leaves with a damp cloth monthly. \
+                     Feed the fig with liquid fertilizer every spring. Turn the fig pot a quarter turn each week.",
+                ),
+                ("user", "My other fig, the weeping fig, drops leaves in winter."),
+                ("assistant", "A weeping fig drops leaves when moved; keep it away from drafts."),
+            ],
+            "2026-04-15",
+        )))
+        .unwrap();
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "How do I look after my fig?", "explain": true, "limit": 20 }));
+        let mut grouped = 0;
+        for channel in [Channel::Fts, Channel::Vector] {
+            let mut rank_of: std::collections::HashMap<Vec<String>, usize> = Default::default();
+            for c in &r.candidates {
+                let Some(t) = c.trace.as_ref().unwrap().iter().find(|t| t.channel == channel) else { continue };
+                let mut sources = c.source_message_ids.clone();
+                sources.sort();
+                match rank_of.get(&sources) {
+                    Some(&rank) => {
+                        assert_eq!(rank, t.rank, "{channel:?}: the memories of {sources:?} share one rank: {:?}", summaries(&r));
+                        grouped += 1;
+                    }
+                    None => {
+                        rank_of.insert(sources, t.rank);
+                    }
+                }
+            }
+            let mut ranks: Vec<usize> = rank_of.values().copied().collect();
+            ranks.sort_unstable();
+            assert!(ranks.windows(2).all(|w| w[0] < w[1]), "{channel:?}: one rank per message: {ranks:?}");
+        }
+        assert!(grouped >= 2, "the long turn's statements were ranked together: {:?}", summaries(&r));
+    });
+}
