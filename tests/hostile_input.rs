@@ -614,6 +614,30 @@ fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_wri
 }
 
 #[test]
+fn test_a_memory_row_whose_source_ids_do_not_read_is_an_error_in_reads_and_a_failed_channel_in_recall() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req = IngestRequest {
+            messages: vec![msg("user", "We moved the staging database to the Frankfurt region last week.", None)],
+            session_id: Some("s1".into()),
+            metadata: Default::default(),
+        };
+        block_on(p.ingest(req)).unwrap();
+        block_on(p.drain()).unwrap();
+        let m = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| !m.source_message_ids.is_empty()).expect("a memory citing the message");
+        sql.execute("UPDATE memories SET source_message_ids = 'not json' WHERE id = ?1", &[m.id.as_str().into()]).unwrap();
+        let e = p.get(&m.id).unwrap_err();
+        assert!(e.is_storage() && e.message().contains("source message ids"), "{e}");
+        // Recall reports every channel that read the row as failed; none
+        // ranks the memory as one without sources.
+        let r = block_on(p.recall(RecallRequest { query: "Which region is the staging database in?".into(), options: Default::default() })).unwrap();
+        let failed: Vec<&String> = r.messages.iter().filter(|n| n.contains("source message ids")).collect();
+        assert!(failed.iter().any(|n| n.contains("channel fts failed")), "{:?}", r.messages);
+        assert!(r.candidates.iter().all(|c| c.id != m.id), "{:?}", r.candidates);
+    });
+}
+
+#[test]
 fn test_a_memory_row_of_unknown_status_or_type_is_a_storage_error_not_an_active_fact() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

@@ -63,7 +63,7 @@ use crate::core::recall::directory::MEMORY_WEIGHTS;
 use crate::core::recall::fuse::{Channel, Explanation, Ranking};
 use crate::core::recall::places::{quoted, Source};
 use crate::core::recall::scope::RecallScope;
-use crate::core::store::{json_param, json_rows};
+use crate::core::store::{json_ids, json_param, json_rows};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -281,8 +281,9 @@ fn sort_best_first(v: &mut [(String, f64)]) {
 }
 
 /// A stored JSON list of ids (`memories.source_message_ids`).
-fn id_list(v: Option<&str>) -> Vec<String> {
-    v.and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
+/// A memory's source message ids, from its column's JSON.
+fn id_list(v: Option<&str>) -> Result<Vec<String>> {
+    json_ids(v, "source message ids")
 }
 
 /// A memory's row as [`memory_hits`] reads it: id, place in the best
@@ -370,8 +371,13 @@ pub fn fts_with(
     let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
     // Every candidate with its source messages: the memory's own hits, and
     // the memories citing the best turns in context.
-    let mut sources: HashMap<String, Vec<String>> =
-        columns.iter().map(|(id, c)| (id.clone(), id_list(c.3.as_deref()))).filter(|(_, s)| !s.is_empty()).collect();
+    let mut sources: HashMap<String, Vec<String>> = HashMap::default();
+    for (id, c) in &columns {
+        let ids = id_list(c.3.as_deref())?;
+        if !ids.is_empty() {
+            sources.insert(id.clone(), ids);
+        }
+    }
     let mut candidates: HashSet<String> = own.keys().cloned().collect();
     for (mid, _) in turns.context.iter().take(scope.fts_pool()) {
         for id in cites.by_message.get(mid).into_iter().flatten() {
@@ -682,7 +688,10 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
         &params,
     )?;
     for (mid, id, rowid, sources, content) in rows {
-        let m = out.memories.entry(id.clone()).or_insert_with(|| CitingMemory { rowid, sources: id_list(sources.as_deref()), content: None });
+        let m = match out.memories.entry(id.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(CitingMemory { rowid, sources: id_list(sources.as_deref())?, content: None }),
+        };
         if m.content.is_none() {
             m.content = content;
         }
@@ -732,7 +741,7 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     )? {
         if let (Some(k), Some(id)) = (r.first().and_then(SqlValue::opt_string), r.get(1).and_then(SqlValue::opt_string)) {
             if scope.passes_id(&id) {
-                sources.insert(id.clone(), id_list(r.get(2).and_then(SqlValue::opt_string).as_deref()));
+                sources.insert(id.clone(), id_list(r.get(2).and_then(SqlValue::as_str))?);
                 by_key.entry(k).or_default().push(id);
             }
         }
@@ -1024,7 +1033,7 @@ pub fn live_sources(sql: &dyn Sql, ids: &[String], scope: &RecallScope) -> Resul
         ),
         &params,
     )?;
-    Ok(rows.into_iter().map(|(id, sources)| (id, id_list(sources.as_deref()))).collect())
+    rows.into_iter().map(|(id, sources)| Ok((id, id_list(sources.as_deref())?))).collect()
 }
 
 /// Keeps the ids of live memories, in order (an index may lag behind a

@@ -231,7 +231,7 @@ impl<'a> Store<'a> {
         }
         let mut seen = std::collections::HashSet::new();
         let ids: Vec<&String> = ids.iter().filter(|id| seen.insert(*id)).collect();
-        Ok(json_rows::<(String, Option<String>, String, String)>(
+        json_rows::<(String, Option<String>, Option<String>, String)>(
             self.sql,
             &format!(
                 "SELECT json_group_array(json_array(m.id, m.expires_at, m.search_queries, m.content)) \
@@ -242,8 +242,8 @@ impl<'a> Store<'a> {
         .into_iter()
         .filter(|(_, at, _, _)| !expired(at.as_deref(), self.now))
         // Search queries read as a memory's are ([`memory_from_row`]).
-        .map(|(id, _, queries, content)| (id, json_list(&SqlValue::Text(queries)), content))
-        .collect())
+        .map(|(id, _, queries, content)| Ok((id, json_ids(queries.as_deref(), "search queries")?, content)))
+        .collect()
     }
 
     /// Writes every waiting full-text row of both tables now, and removes

@@ -56,10 +56,6 @@ pub(super) fn opt_text(v: SqlValue) -> Option<String> {
     }
 }
 
-pub(super) fn json_list(v: &SqlValue) -> Vec<String> {
-    v.as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default()
-}
-
 /// Whether a memory expiring at `expires_at` has expired at `now`.
 pub(super) fn expired(expires_at: Option<&str>, now: i64) -> bool {
     expires_at.and_then(crate::core::time::parse_millis).is_some_and(|t| t <= now)
@@ -91,8 +87,8 @@ pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
         summary: text(summary),
         content: text(content),
         session_id: text(session_id),
-        source_message_ids: json_list(&sources),
-        search_queries: json_list(&queries),
+        source_message_ids: json_ids(sources.as_str(), "source message ids")?,
+        search_queries: json_ids(queries.as_str(), "search queries")?,
         status,
         supersedes: opt_text(supersedes),
         superseded_by: opt_text(superseded_by),

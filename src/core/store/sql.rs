@@ -24,6 +24,16 @@ pub fn json_rows<T: serde::de::DeserializeOwned>(sql: &dyn Sql, statement: &str,
     }
 }
 
+/// A column holding a JSON list of ids (a memory's source messages, its
+/// search queries): empty for NULL or empty text, a storage error for
+/// anything else that is not a list of strings, never read as empty.
+pub fn json_ids(v: Option<&str>, what: &str) -> Result<Vec<String>> {
+    match v {
+        None | Some("") => Ok(Vec::new()),
+        Some(t) => serde_json::from_str(t).map_err(|_| Error::storage(format!("a memory row has {what} that are not a JSON list of strings"))),
+    }
+}
+
 /// Largest JSON parameter a write sends in one statement: well under the
 /// platform's 2 MB cap on a value.
 pub const MAX_JSON_PARAM: usize = 512 * 1024;
