@@ -4,13 +4,13 @@
 //! ranked `d` (ranks start at 1; a rank counts evidence, so the memories
 //! of one source message share theirs: [`Ranking::by_evidence`]). Ties go
 //! to the more recent memory (the larger id, since memory ids sort by
-//! time). Every fused hit carries its
-//! trace: which channel ranked it where and what that contributed, so the
-//! fused score is exactly the sum of the trace's contributions. With
-//! `explain`, [`explain`] turns the trace into an [`Explanation`] tree (as
-//! tantivy explains a hit): the fused score, each channel's contribution
-//! by its formula, and under it what put the memory at its rank in that
-//! channel, down to each boost and its named constant.
+//! time). Every fused hit carries its trace: which channel ranked it
+//! where and what that contributed, so the fused score is exactly the sum
+//! of the trace's contributions. With `explain`, [`explain`] turns the
+//! trace into an [`Explanation`] tree (as tantivy explains a hit): the
+//! fused score, each channel's contribution by its formula, and under it
+//! what put the memory at its rank in that channel, down to each boost
+//! and its named constant.
 
 use crate::core::ports::EmbeddingKind;
 use serde::{Deserialize, Serialize};
