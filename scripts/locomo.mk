@@ -50,8 +50,8 @@
 # nomic-embed-text, optional OPENAI_API_KEY; at most 64 texts a request;
 # e.g. a `make embed-server` in another shell; OPENAI_EMBED_CACHE=<file>
 # keeps the vectors fetched, by model and text, so a rerun that changes
-# only the scoring asks the server for nothing). The header names the
-# embedder used. LOCOMO_PASSAGES=<words> [LOCOMO_PASSAGE_MIX=<only|share>]
+# only the scoring asks the server for nothing; the embeddings line counts
+# what the file answered). The header names the embedder used. LOCOMO_PASSAGES=<words> [LOCOMO_PASSAGE_MIX=<only|share>]
 # makes the bm25 baseline score long turns as passages (windows of that
 # many words): by the best window alone, or by the turn's own bm25 plus
 # share x its best window's (docs/bench/generalization/passages.txt).

@@ -366,7 +366,7 @@ fn test_openai_embedder_cache_answers_repeats_without_a_request() {
     let again = OpenAiEmbedder::new(&url, "stub-model").with_cache(&path).unwrap();
     let more: Vec<String> = texts.iter().cloned().chain(["a new one".to_string()]).collect();
     assert_eq!(again.embed_blocking(&more).unwrap(), more.iter().map(|t| stub_vector(t)).collect::<Vec<_>>());
-    assert_eq!((again.requests(), again.texts()), (1, 1));
+    assert_eq!((again.requests(), again.texts(), again.cached(), again.dims()), (1, 1, 70, 64));
     let other = OpenAiEmbedder::new(&url, "other-model").with_cache(&path).unwrap();
     other.embed_blocking(&texts[..3]).unwrap();
     assert_eq!(other.texts(), 3);

@@ -334,11 +334,12 @@ impl Embedding {
         }
     }
 
-    /// Embedding requests and texts sent so far (OpenAI only).
-    pub fn usage(&self) -> Option<(usize, usize)> {
+    /// Embedding requests sent, texts sent in them, and texts the cache
+    /// file answered, so far (OpenAI only).
+    pub fn usage(&self) -> Option<(usize, usize, usize)> {
         match self {
             Embedding::Local => None,
-            Embedding::OpenAi(e) => Some((e.requests(), e.texts())),
+            Embedding::OpenAi(e) => Some((e.requests(), e.texts(), e.cached())),
         }
     }
 }

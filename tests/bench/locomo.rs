@@ -367,8 +367,8 @@ fn main() {
         pct(0.95).as_secs_f64() * 1000.0,
         latencies.len()
     );
-    if let Some((requests, texts)) = embedding.usage() {
-        println!("embeddings: {texts} texts in {requests} requests");
+    if let Some((requests, texts, cached)) = embedding.usage() {
+        println!("embeddings: {texts} texts in {requests} requests, {cached} from the cache file");
     }
     println!("recall@10 pipeline={:.3} bm25={:.3}", all_p.mean(1), all_b.mean(1));
 }

@@ -624,8 +624,8 @@ pub fn print(r: &Report, opts: &Options) {
         pct(0.95).as_secs_f64() * 1000.0,
         latencies.len()
     );
-    if let Some((requests, texts)) = opts.embedding.usage() {
-        println!("embeddings: {texts} texts in {requests} requests");
+    if let Some((requests, texts, cached)) = opts.embedding.usage() {
+        println!("embeddings: {texts} texts in {requests} requests, {cached} from the cache file");
     }
     println!("recall@10 pipeline={:.3} bm25={:.3}", all_p.recall(1), all_b.recall(1));
 }

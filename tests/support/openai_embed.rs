@@ -40,6 +40,8 @@ pub struct OpenAiEmbedder {
     /// Requests sent and texts embedded so far.
     requests: Cell<usize>,
     texts: Cell<usize>,
+    /// Texts answered by the cache file, without a request.
+    cached: Cell<usize>,
     /// Dimensions of the last vectors returned.
     dims: Cell<usize>,
     /// The cache file and what it holds, by [`cache_key`].
@@ -65,6 +67,7 @@ impl OpenAiEmbedder {
             agent: ureq::AgentBuilder::new().timeout_connect(Duration::from_secs(10)).timeout(Duration::from_secs(600)).build(),
             requests: Cell::new(0),
             texts: Cell::new(0),
+            cached: Cell::new(0),
             dims: Cell::new(0),
             cache: None,
         }
@@ -114,6 +117,11 @@ impl OpenAiEmbedder {
         self.texts.get()
     }
 
+    /// Texts the cache file answered so far, without a request.
+    pub fn cached(&self) -> usize {
+        self.cached.get()
+    }
+
     /// Dimensions of the vectors last returned (0 before any).
     pub fn dims(&self) -> usize {
         self.dims.get()
@@ -144,7 +152,12 @@ impl OpenAiEmbedder {
             }
         }
         let held = held.borrow();
-        keys.iter().map(|k| held.get(k).cloned().ok_or_else(|| Error::provider("a cached embedding went missing"))).collect()
+        let out: Vec<Vec<f32>> = keys.iter().map(|k| held.get(k).cloned().ok_or_else(|| Error::provider("a cached embedding went missing"))).collect::<Result<_>>()?;
+        self.cached.set(self.cached.get() + texts.len() - missing.len().min(texts.len()));
+        if let Some(v) = out.last() {
+            self.dims.set(v.len());
+        }
+        Ok(out)
     }
 
     /// Embeds `texts` by the server, in requests of at most [`MAX_BATCH`].
