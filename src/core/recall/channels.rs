@@ -281,7 +281,6 @@ fn sort_best_first(v: &mut [(String, f64)]) {
 }
 
 /// A stored JSON list of ids (`memories.source_message_ids`).
-/// A memory's source message ids, from its column's JSON.
 fn id_list(v: Option<&str>) -> Result<Vec<String>> {
     json_ids(v, "source message ids")
 }
@@ -1039,21 +1038,8 @@ pub fn live_sources(sql: &dyn Sql, ids: &[String], scope: &RecallScope) -> Resul
 /// Keeps the ids of live memories, in order (an index may lag behind a
 /// forget until its job drains; recall must not).
 pub fn keep_live(sql: &dyn Sql, ids: Vec<String>, scope: &RecallScope) -> Result<Vec<String>> {
-    if ids.is_empty() {
-        return Ok(ids);
-    }
-    let (cond, extra) = scope.visible(2);
-    let mut params = vec![json_param(&ids)];
-    params.extend(extra);
-    let ok: HashSet<String> = json_rows::<(String,)>(
-        sql,
-        &format!("SELECT json_group_array(json_array(m.id)) FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value WHERE {cond}"),
-        &params,
-    )?
-    .into_iter()
-    .map(|(id,)| id)
-    .collect();
-    Ok(ids.into_iter().filter(|id| ok.contains(id)).collect())
+    let live = live_sources(sql, &ids, scope)?;
+    Ok(ids.into_iter().filter(|id| live.contains_key(id)).collect())
 }
 
 #[cfg(test)]
