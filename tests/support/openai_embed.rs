@@ -153,7 +153,7 @@ impl OpenAiEmbedder {
         }
         let held = held.borrow();
         let out: Vec<Vec<f32>> = keys.iter().map(|k| held.get(k).cloned().ok_or_else(|| Error::provider("a cached embedding went missing"))).collect::<Result<_>>()?;
-        self.cached.set(self.cached.get() + texts.len() - missing.len().min(texts.len()));
+        self.cached.set(self.cached.get() + texts.len() - missing.len());
         if let Some(v) = out.last() {
             self.dims.set(v.len());
         }
