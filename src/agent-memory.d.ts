@@ -488,6 +488,8 @@ export interface MemoryConsolidationReport {
   activeAfter: number;
   /** The changes this call made, in order. */
   actions: MemoryConsolidationRecord[];
+  /** The record of a run in progress that did not read, as it was stored, which this run replaced (the replaced run's windows kept their changes). */
+  replacedRun?: string;
 }
 
 /** Options for recall(), with this service's extensions. */

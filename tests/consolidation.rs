@@ -235,3 +235,59 @@ fn test_the_alarm_begins_a_run_once_the_profile_has_grown_enough() {
         assert_eq!(p.stats().unwrap().pending_jobs, 0);
     });
 }
+
+/// A run record that does not read is never taken for "no run": the
+/// alarm's schedule reports it on every drain while the other work goes
+/// on, the run's job fails until it is parked, no memory changes, and an
+/// explicit `consolidate` replaces the record and says so.
+#[test]
+fn test_an_unreadable_run_record_stops_background_runs_until_a_consolidate_call_replaces_it() {
+    use agent_memory::core::store::META_CONSOLIDATION;
+    let sql = database();
+    let turns = Default::default();
+    let with = |now: i64, f: &mut dyn FnMut(&Profile<'_>)| {
+        let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
+        let p = Profile {
+            name: "test/p",
+            sql: &sql,
+            reasoner: &agent_memory::core::rules::Rules,
+            embedder: &agent_memory::core::local::embed::HashEmbedder,
+            index: &index,
+            turns: Some(&turns),
+            now,
+            limits: agent_memory::core::ops::Limits { consolidate_every: Some(3), ..Default::default() },
+            memory: Default::default(),
+        };
+        f(&p)
+    };
+    let broken = r#"{"id":"c-1","cursor":"#;
+    with(APRIL_15, &mut |p| {
+        remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact);
+        remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact);
+        remember(p, "The deploy window is Tuesday morning.", "team.deploy_window", MemoryType::Fact);
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!(report.consolidation_error, None);
+        assert!(agent_memory::core::consolidate::current(p).unwrap().is_some(), "the schedule began a run");
+        p.store().meta_set(META_CONSOLIDATION, broken).unwrap();
+        let err = agent_memory::core::consolidate::current(p).unwrap_err();
+        assert!(err.is_storage() && err.message().contains("does not read"), "{err}");
+    });
+    for day in 1..=12 {
+        with(APRIL_15 + day * DAY, &mut |p| {
+            let report = block_on(p.drain()).unwrap();
+            let why = report.consolidation_error.as_deref().unwrap_or_default();
+            assert!(why.contains("does not read"), "day {day}: {report:?}");
+            assert_eq!(active(p).len(), 3, "day {day}: nothing consolidated");
+        });
+    }
+    with(APRIL_15 + 13 * DAY, &mut |p| {
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.pending_jobs, stats.parked_jobs), (0, 1), "the run's job failed until it was parked");
+        let report = consolidate(p, json!({}));
+        assert_eq!(report.replaced_run.as_deref(), Some(broken));
+        assert!(report.done);
+        assert_eq!(active(p).len(), 2, "the new run merged the rewordings");
+        assert_eq!(block_on(p.drain()).unwrap().consolidation_error, None);
+        assert_eq!(consolidate(p, json!({})).replaced_run, None, "replaced once");
+    });
+}

@@ -750,6 +750,7 @@ fn consolidation_report() -> ConsolidationReport {
         active_before: 2,
         active_after: 1,
         actions: vec![consolidation_record(true), consolidation_record(false)],
+        replaced_run: Some(r#"{"id":"c-1","cursor":"#.into()),
     }
 }
 
@@ -891,7 +892,7 @@ fn test_stats_record_fields_match_wit() {
 fn test_consolidation_records_match_wit() {
     assert_record("consolidation-record", &consolidation_record(true), &consolidation_record(false));
     // A report with no actions still writes the list.
-    let empty = ConsolidationReport { actions: vec![], ..consolidation_report() };
+    let empty = ConsolidationReport { actions: vec![], replaced_run: None, ..consolidation_report() };
     assert_record("consolidation-report", &consolidation_report(), &empty);
 }
 
@@ -1374,7 +1375,7 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_schema(&doc, "MessageInput", &message_input(true), &message_input(false));
     assert_schema(&doc, "MemoryDetail", &detail(true), &detail(false));
     assert_schema(&doc, "ConsolidationRecord", &consolidation_record(true), &consolidation_record(false));
-    assert_schema(&doc, "ConsolidationReport", &consolidation_report(), &consolidation_report());
+    assert_schema(&doc, "ConsolidationReport", &consolidation_report(), &ConsolidationReport { replaced_run: None, ..consolidation_report() });
     assert_schema(&doc, "RecallCandidate", &candidate(true), &candidate(false));
     assert_schema(&doc, "RecallResult", &recall_response(true), &recall_response(false));
     assert_schema(&doc, "Contribution", &contribution(), &contribution());

@@ -98,6 +98,10 @@ pub struct DrainReport {
     /// data, as the directory's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_snapshot_error: Option<String>,
+    /// Why the alarm's consolidation schedule failed, if it did (a run
+    /// record that does not read: an explicit `consolidate` replaces it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidation_error: Option<String>,
 }
 
 /// The text embedded for a memory: its search queries, then its content.
@@ -162,8 +166,12 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     }
     run_index_text(p, &of(JobKind::IndexText), &mut report)?;
     if let Some(every) = p.limits.consolidate_every {
-        // A run begun now is taken by the next drain (its job is due).
-        crate::core::consolidate::schedule(p, every)?;
+        // A run begun now is taken by the next drain (its job is due). A
+        // run record that does not read stops the schedule, not the other
+        // jobs: the drain reports it until a `consolidate` call replaces it.
+        if let Err(e) = crate::core::consolidate::schedule(p, every) {
+            report.consolidation_error = Some(e.to_string());
+        }
     }
     run_consolidations(p, &of(JobKind::Consolidate), &mut report).await?;
     // The turn directory reads what this work and the writes before it

@@ -270,6 +270,11 @@ pub struct ConsolidationReport {
     pub active_before: i64,
     pub active_after: i64,
     pub actions: Vec<ConsolidationRecord>,
+    /// The record of a run in progress that did not read, as it was
+    /// stored, which this run replaced. The replaced run's windows kept
+    /// their changes (each was committed with its records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_run: Option<String>,
 }
 
 /// A page of memories, as the store reads it.

@@ -15,13 +15,18 @@
 //! What it does *not* do: touch memories that are not active (forgotten
 //! and deleted ones stay gone), rewrite a memory's words with rules, or
 //! run while another run is in progress (a second call continues it).
+//! A run record that does not read is never taken for "no run": the
+//! background job and the alarm's schedule fail on it (the job is parked,
+//! the drain reports it), and only an explicit `consolidate` replaces it,
+//! saying so in its report. Nothing is lost by that: each window's
+//! changes were committed with their records.
 
 pub mod apply;
 pub mod plan;
 
 use crate::core::api::ConsolidateRequest;
 use crate::core::context::Profile;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::jobs::Work;
 use crate::core::model::{ConsolidationRecord, ConsolidationReport};
 use crate::core::store::META_CONSOLIDATION;
@@ -52,8 +57,9 @@ pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<Consolidati
     if req.dry_run == Some(true) {
         return dry_run(p).await;
     }
-    let mut run = begin(p)?;
-    let mut report = ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, ..ConsolidationReport::default() };
+    let (mut run, replaced_run) = begin(p)?;
+    let mut report =
+        ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, replaced_run, ..ConsolidationReport::default() };
     for _ in 0..req.max_windows.unwrap_or(usize::MAX) {
         if !step(p, &mut run, &mut report).await? {
             finish(p, &run)?;
@@ -91,7 +97,10 @@ pub fn schedule(p: &Profile<'_>, every: i64) -> Result<bool> {
         return Ok(false);
     }
     let store = p.store();
-    let last: i64 = store.meta_get(META_LAST_END)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let last = match store.meta_get(META_LAST_END)? {
+        None => 0,
+        Some(v) => v.parse::<i64>().map_err(|e| Error::storage(format!("the count at the last consolidation's end does not read ({e}): {v:?}")))?,
+    };
     if store.memory_count()? < last.saturating_add(every) {
         return Ok(false);
     }
@@ -99,24 +108,41 @@ pub fn schedule(p: &Profile<'_>, every: i64) -> Result<bool> {
     Ok(true)
 }
 
-/// The run in progress, if any.
+/// The run in progress, if any; an error if its record does not read.
 pub fn current(p: &Profile<'_>) -> Result<Option<Run>> {
-    Ok(p.store().meta_get(META_CONSOLIDATION)?.filter(|s| !s.is_empty()).and_then(|s| serde_json::from_str(&s).ok()))
+    read_run(p.store().meta_get(META_CONSOLIDATION)?)
 }
 
-/// The run in progress, or a new one with its job queued.
-fn begin(p: &Profile<'_>) -> Result<Run> {
-    if let Some(run) = current(p)? {
-        return Ok(run);
+/// A run record as `meta` keeps it: empty or absent is no run.
+fn read_run(raw: Option<String>) -> Result<Option<Run>> {
+    match raw.filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => serde_json::from_str(&s).map(Some).map_err(|e| {
+            Error::storage(format!(
+                "the consolidation run in progress does not read ({e}); an explicit consolidate call replaces it with a new run"
+            ))
+        }),
     }
+}
+
+/// The run in progress, or a new one with its job queued. A record that
+/// does not read is replaced by the new run, and returned (as it was
+/// stored) to be reported.
+fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>)> {
     let store = p.store();
+    let raw = store.meta_get(META_CONSOLIDATION)?;
+    let replaced = match read_run(raw.clone()) {
+        Ok(Some(run)) => return Ok((run, None)),
+        Ok(None) => None,
+        Err(_) => raw,
+    };
     store.transaction(|| {
         let end = store.newest_memory_id()?.unwrap_or_default();
         let id = format!("c-{}", crate::core::ids::memory_id(p.now, &end, 0));
         let run = Run { id: id.clone(), cursor: String::new(), end, active_before: store.active_count()? };
         store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&run)?)?;
         store.enqueue(&Work::Consolidate { run_id: id })?;
-        Ok(run)
+        Ok((run, replaced))
     })
 }
 
