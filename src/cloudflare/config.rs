@@ -1,6 +1,7 @@
 //! Which implementation backs each port, read from the Worker's
 //! environment. Local (embedded) implementations are the default.
 
+use crate::core::error::Error;
 use worker::Env;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -66,44 +67,80 @@ fn text(env: &Env, name: &str) -> Option<String> {
 }
 
 impl Config {
-    pub fn from_env(env: &Env) -> Config {
-        let get = |n: &str, d: &str| text(env, n).unwrap_or_else(|| d.to_string());
+    /// The configuration of an environment that sets nothing: the local
+    /// (embedded) implementations and the documented defaults.
+    pub fn defaults() -> Config {
         Config {
-            llm: match get("LLM_PROVIDER", "local").as_str() {
-                "workers-ai" => LlmKind::WorkersAi,
-                "openai" => LlmKind::OpenAi,
-                _ => LlmKind::Local,
-            },
-            embedder: match get("EMBEDDER", "local").as_str() {
-                "workers-ai" => EmbedderKind::WorkersAi,
-                "openai" => EmbedderKind::OpenAi,
-                _ => EmbedderKind::Local,
-            },
-            index: match get("VECTOR_INDEX", "local").as_str() {
-                "vectorize" => IndexKind::Vectorize,
-                _ => IndexKind::Local,
-            },
-            instruct_model: get("INSTRUCT_MODEL", DEFAULT_INSTRUCT_MODEL),
-            synthesis_model: get("SYNTHESIS_MODEL", DEFAULT_SYNTHESIS_MODEL),
-            embedding_model: get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
-            openai_base_url: get("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),
-            openai_model: get("OPENAI_MODEL", "llama3.1"),
-            openai_embedding_model: get("OPENAI_EMBEDDING_MODEL", "nomic-embed-text"),
-            openai_api_key: text(env, "OPENAI_API_KEY"),
-            max_memories: get("MAX_MEMORIES", "1000000").parse().unwrap_or(1_000_000),
-            delete_grace_millis: get("PROFILE_DELETE_GRACE_SECONDS", "")
-                .parse::<i64>()
-                .ok()
-                .filter(|s| *s >= 0)
-                .map_or(crate::core::ops::DEFAULT_DELETE_GRACE_MILLIS, |s| s.saturating_mul(1000)),
-            job_retry_base_millis: get("JOB_RETRY_BASE_MS", "1000").parse::<i64>().ok().filter(|m| *m > 0).unwrap_or(1000),
-            consolidate_every: get("CONSOLIDATE_EVERY", "").parse::<i64>().ok().filter(|n| *n > 0),
-            memory_budget_bytes: get("MEMORY_BUDGET_MB", "")
-                .parse::<f64>()
-                .ok()
-                .filter(|mb| mb.is_finite() && *mb >= 0.0)
-                .map_or(crate::core::resident::DEFAULT_BUDGET_BYTES, |mb| (mb * 1024.0 * 1024.0) as usize),
-            auth_tokens: text(env, "AUTH_TOKENS"),
+            llm: LlmKind::Local,
+            embedder: EmbedderKind::Local,
+            index: IndexKind::Local,
+            instruct_model: DEFAULT_INSTRUCT_MODEL.into(),
+            synthesis_model: DEFAULT_SYNTHESIS_MODEL.into(),
+            embedding_model: DEFAULT_EMBEDDING_MODEL.into(),
+            openai_base_url: "http://127.0.0.1:11434/v1".into(),
+            openai_model: "llama3.1".into(),
+            openai_embedding_model: "nomic-embed-text".into(),
+            openai_api_key: None,
+            max_memories: 1_000_000,
+            delete_grace_millis: crate::core::ops::DEFAULT_DELETE_GRACE_MILLIS,
+            job_retry_base_millis: 1000,
+            consolidate_every: None,
+            memory_budget_bytes: crate::core::resident::DEFAULT_BUDGET_BYTES,
+            auth_tokens: None,
         }
+    }
+
+    /// The configuration the Worker's environment gives, or a `config`
+    /// error naming the first setting that does not read: a misspelt
+    /// provider never falls back to the local one, and a number that does
+    /// not parse never becomes its default.
+    pub fn from_env(env: &Env) -> Result<Config, Error> {
+        Config::read(&|name| text(env, name))
+    }
+
+    fn read(var: &dyn Fn(&str) -> Option<String>) -> Result<Config, Error> {
+        let d = Config::defaults();
+        let providers = [("local", LlmKind::Local), ("workers-ai", LlmKind::WorkersAi), ("openai", LlmKind::OpenAi)];
+        let embedders = [("local", EmbedderKind::Local), ("workers-ai", EmbedderKind::WorkersAi), ("openai", EmbedderKind::OpenAi)];
+        let indexes = [("local", IndexKind::Local), ("vectorize", IndexKind::Vectorize)];
+        Ok(Config {
+            llm: one_of(var, "LLM_PROVIDER", &providers)?.unwrap_or(d.llm),
+            embedder: one_of(var, "EMBEDDER", &embedders)?.unwrap_or(d.embedder),
+            index: one_of(var, "VECTOR_INDEX", &indexes)?.unwrap_or(d.index),
+            instruct_model: var("INSTRUCT_MODEL").unwrap_or(d.instruct_model),
+            synthesis_model: var("SYNTHESIS_MODEL").unwrap_or(d.synthesis_model),
+            embedding_model: var("EMBEDDING_MODEL").unwrap_or(d.embedding_model),
+            openai_base_url: var("OPENAI_BASE_URL").unwrap_or(d.openai_base_url),
+            openai_model: var("OPENAI_MODEL").unwrap_or(d.openai_model),
+            openai_embedding_model: var("OPENAI_EMBEDDING_MODEL").unwrap_or(d.openai_embedding_model),
+            openai_api_key: var("OPENAI_API_KEY"),
+            max_memories: number(var, "MAX_MEMORIES", "a positive integer", |n: &i64| *n > 0)?.unwrap_or(d.max_memories),
+            delete_grace_millis: number(var, "PROFILE_DELETE_GRACE_SECONDS", "a whole number of seconds, 0 or more", |s: &i64| *s >= 0)?
+                .map_or(d.delete_grace_millis, |s| s.saturating_mul(1000)),
+            job_retry_base_millis: number(var, "JOB_RETRY_BASE_MS", "a positive integer", |m: &i64| *m > 0)?.unwrap_or(d.job_retry_base_millis),
+            consolidate_every: number(var, "CONSOLIDATE_EVERY", "a whole number of memories, 0 or more", |n: &i64| *n >= 0)?
+                .filter(|n| *n > 0),
+            memory_budget_bytes: number(var, "MEMORY_BUDGET_MB", "a number of megabytes, 0 or more", |mb: &f64| mb.is_finite() && *mb >= 0.0)?
+                .map_or(d.memory_budget_bytes, |mb| (mb * 1024.0 * 1024.0) as usize),
+            auth_tokens: var("AUTH_TOKENS"),
+        })
+    }
+}
+
+/// Setting `name`: one of `choices`; `None` when unset.
+fn one_of<T: Clone>(var: &dyn Fn(&str) -> Option<String>, name: &str, choices: &[(&str, T)]) -> Result<Option<T>, Error> {
+    let Some(value) = var(name) else { return Ok(None) };
+    choices.iter().find(|(k, _)| *k == value.trim()).map(|(_, v)| Some(v.clone())).ok_or_else(|| {
+        let names: Vec<&str> = choices.iter().map(|(k, _)| *k).collect();
+        Error::config(format!("{name} must be one of {}; it is {value:?}", names.join(", ")))
+    })
+}
+
+/// Setting `name` as a number that passes `ok`; `None` when unset.
+fn number<T: std::str::FromStr>(var: &dyn Fn(&str) -> Option<String>, name: &str, what: &str, ok: impl Fn(&T) -> bool) -> Result<Option<T>, Error> {
+    let Some(value) = var(name) else { return Ok(None) };
+    match value.trim().parse::<T>() {
+        Ok(n) if ok(&n) => Ok(Some(n)),
+        _ => Err(Error::config(format!("{name} must be {what}; it is {value:?}"))),
     }
 }

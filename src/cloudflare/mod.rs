@@ -40,7 +40,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // is read at all.
     let mut grant = None;
     if let Some(target) = rest::target(url.path()) {
-        let config = config::Config::from_env(&env);
+        let config = match config::Config::from_env(&env) {
+            Ok(config) => config,
+            Err(e) => return json_response(e.status(), &rest::envelope_err(&e)),
+        };
         let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.grant(auth.as_deref())).and_then(|g| {
             if let Target::Namespace(ns) = &target {
                 g.check(ns)?;

@@ -38,7 +38,8 @@ pub struct ProfileObject {
     state: State,
     env: Env,
     sql: DoSql,
-    /// Set when migrations failed: every call reports it.
+    /// Set when the configuration does not read or migrations failed:
+    /// every call reports it, and the alarm drains nothing.
     broken: Option<Error>,
     /// Read once: the environment does not change during an instance's life.
     config: Config,
@@ -433,8 +434,13 @@ impl ProfileObject {
 impl DurableObject for ProfileObject {
     fn new(state: State, env: Env) -> Self {
         let sql = DoSql::new(state.storage());
-        let broken = crate::core::schema::migrate(&sql).err();
-        let config = Config::from_env(&env);
+        let migrated = crate::core::schema::migrate(&sql);
+        // A configuration that does not read refuses every call, with its
+        // error; the defaults only stand in for it.
+        let (config, broken) = match Config::from_env(&env) {
+            Ok(config) => (config, migrated.err()),
+            Err(e) => (Config::defaults(), Some(e)),
+        };
         #[cfg(feature = "bench")]
         let bench = env.var("BENCH").map(|v| v.to_string() == "1").unwrap_or(false);
         ProfileObject {
@@ -459,6 +465,9 @@ impl DurableObject for ProfileObject {
     }
 
     async fn alarm(&self) -> Result<Response> {
+        if let Some(e) = &self.broken {
+            return Err(worker::Error::RustError(e.to_string()));
+        }
         // Without its name the profile cannot reach its vectors: the alarm
         // refuses to run rather than drain under an empty one.
         let name = crate::core::store::Store::new(&self.sql, now())
