@@ -1,7 +1,7 @@
 // Settings that do not read, against the built Worker in workerd: a
 // misspelt provider never falls back to the local one and a number that
 // does not parse never becomes its default. Every call is refused with a
-// 503 `config` error naming the setting, over REST and the service binding,
+// 503 `config` error naming the setting, over REST, MCP and the service binding,
 // and nothing is written: the same storage under a good configuration
 // holds no memory.
 import { test } from "node:test";
@@ -38,6 +38,14 @@ for (const [vars, name] of BAD) {
       const [error] = r.body.errors;
       assert.equal(error.code, CONFIG_CODE, r.text);
       assert.match(error.message, new RegExp(`${name} must be`), r.text);
+      const mcp = await w.fetch("/mcp/namespaces/cfg/profiles/p", {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } }),
+      });
+      const mcpText = await mcp.text();
+      assert.equal(mcp.status, 503, mcpText);
+      assert.match(mcpText, new RegExp(`${name} must be`));
       const e = await rpcRejects(w.call("cfg-p", "remember", { content: "The deploy window is Tuesday morning." }));
       assert.equal(rpcCode(e), CONFIG_CODE, String(e));
       assert.match(e.message, new RegExp(`${name} must be`));
