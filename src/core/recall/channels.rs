@@ -365,13 +365,52 @@ pub fn fts_with(
     cites: &Citations,
     scope: &RecallScope,
 ) -> Result<Ranking> {
-    let explain = scope.explain;
     let (mut own, columns) = memory_hits(sql, src, q, scope)?;
-    let turn_score: HashMap<&str, f64> = turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect();
-    // Every candidate with its source messages: the memory's own hits, and
-    // the memories citing the best turns in context.
+    let (candidates, sources) = candidates_of(&own, &columns, turns, cites, scope)?;
+    add_function_words(sql, src, q, &candidates, &columns, cites, &mut own)?;
+    let (sources, roles) = spoken(sql, src, sources)?;
+    // Whether the query names each role (a handful per recall).
+    let named_roles = q.named_among(roles.iter().map(String::as_str).chain([USER_ROLE]));
+    let scorer = MemoryScorer {
+        q,
+        turns,
+        turn_score: turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect(),
+        named: &named_roles,
+        explain: scope.explain,
+    };
+    let mut scores: HashMap<String, f64> = HashMap::default();
+    let mut why: HashMap<String, Explanation> = HashMap::default();
+    for id in &candidates {
+        let own = own.get(id).copied().unwrap_or(0.0);
+        let (score, node) = match sources.get(id) {
+            Some(srcs) => scorer.in_context(own, srcs),
+            None => scorer.on_its_own(own, columns.get(id)),
+        };
+        scores.insert(id.clone(), score);
+        if let Some(node) = node {
+            why.insert(id.clone(), node);
+        }
+    }
+    let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(scope.channel_depth()).collect();
+    let mut ranking = Ranking::new(Channel::Fts, ids).by_evidence(|id| sources.get(id).map(|s| s.iter().map(|(m, _)| m.clone()).collect()));
+    if scope.explain {
+        ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
+    }
+    Ok(ranking)
+}
+
+/// The full-text channel's candidates with their source message ids: the
+/// memories found by their own words, and those citing the best
+/// [`RecallScope::fts_pool`] turns in context.
+fn candidates_of(
+    own: &HashMap<String, f64>,
+    columns: &HashMap<String, MemoryHit>,
+    turns: &TurnScores,
+    cites: &Citations,
+    scope: &RecallScope,
+) -> Result<(HashSet<String>, HashMap<String, Vec<String>>)> {
     let mut sources: HashMap<String, Vec<String>> = HashMap::default();
-    for (id, c) in &columns {
+    for (id, c) in columns {
         let ids = id_list(c.3.as_deref())?;
         if !ids.is_empty() {
             sources.insert(id.clone(), ids);
@@ -386,80 +425,90 @@ pub fn fts_with(
             }
         }
     }
-    add_function_words(sql, src, q, &candidates, &columns, cites, &mut own)?;
+    Ok((candidates, sources))
+}
+
+/// Each memory's sources that are stored messages, with their speakers
+/// (a memory left with none is dropped), and the speakers met.
+fn spoken(
+    sql: &dyn Sql,
+    src: Source<'_>,
+    sources: HashMap<String, Vec<String>>,
+) -> Result<(HashMap<String, Vec<(String, String)>>, HashSet<String>)> {
     let roles = src.roles_of(sql, &sources.values().flatten().collect::<Vec<_>>())?;
-    // Sources that are not stored messages do not count.
-    let sources: HashMap<String, Vec<(String, String)>> = sources
+    let spoken = sources
         .into_iter()
-        .map(|(id, srcs)| {
-            let known: Vec<(String, String)> =
-                srcs.into_iter().filter_map(|m| roles.get(&m).map(|r| (m, r.clone()))).collect();
-            (id, known)
-        })
+        .map(|(id, srcs)| (id, srcs.into_iter().filter_map(|m| roles.get(&m).map(|r| (m, r.clone()))).collect::<Vec<_>>()))
         .filter(|(_, s)| !s.is_empty())
         .collect();
-    // Whether the query names each role (a handful per recall).
-    let named_roles = q.named_among(roles.values().map(String::as_str).chain([USER_ROLE]));
-    let named = |role: &str| named_roles.get(role).copied().unwrap_or(false);
-    let mut scores: HashMap<String, f64> = HashMap::default();
-    let mut why: HashMap<String, Explanation> = HashMap::default();
-    for id in &candidates {
-        let own = own.get(id).copied().unwrap_or(0.0);
-        let own_node = |value: f64| {
-            Explanation::new(
-                value,
-                format!(
-                    "the memory's own bm25 over memories_fts (MEMORY_WEIGHTS content {}, key {}, queries {}; expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT}, stop words × MEMORY_FUNCTION_WEIGHT {MEMORY_FUNCTION_WEIGHT})",
-                    MEMORY_WEIGHTS[0], MEMORY_WEIGHTS[1], MEMORY_WEIGHTS[2]
-                ),
-            )
-        };
-        let score = match sources.get(id) {
-            Some(srcs) => {
-                // The best source turn in context (the first among equals).
-                let best = srcs.iter().filter_map(|(mid, _)| turn_score.get(mid.as_str()).map(|s| (mid, *s))).fold(None, |b: Option<(&String, f64)>, (m, s)| match b {
-                    Some((_, bs)) if bs >= s => b,
-                    _ => Some((m, s)),
-                });
-                let context = best.map_or(0.0, |(_, s)| s).max(0.0);
-                let speaker = if srcs.iter().any(|(_, role)| named(role)) { SPEAKER_BOOST } else { 1.0 };
-                let score = context + OWN_SHARE * own * speaker;
-                if explain {
-                    let mut own_part = Explanation::new(OWN_SHARE * own * speaker, format!("OWN_SHARE {OWN_SHARE} × own × speaker")).with(own_node(own));
-                    if speaker != 1.0 {
-                        own_part = own_part.with(Explanation::new(SPEAKER_BOOST, format!("× SPEAKER_BOOST {SPEAKER_BOOST}: a source message's speaker is named by the query")));
-                    }
-                    let context_part = match best.and_then(|(m, _)| turns.parts.get(m.as_str()).map(|p| (m, p))) {
-                        Some((m, parts)) => parts.explain_in_context(m, context),
-                        None => Explanation::new(context, "no source message in context"),
-                    };
-                    let node = Explanation::new(score, "its best source message in its conversation + OWN_SHARE × its own words").with(context_part).with(own_part);
-                    why.insert(id.clone(), node);
-                }
-                score
-            }
-            None => {
-                let c = columns.get(id);
-                let content = c.and_then(|c| c.4.as_deref()).unwrap_or("");
-                let date = c.and_then(|c| c.2.as_deref()).and_then(crate::core::time::date_of);
-                let mentions_time = q.temporal && crate::core::recall::temporal::mentions_time(content);
-                let boosts = Boosts::of(q, named(USER_ROLE), mentions_time, date);
-                let score = own * boosts.factor();
-                if explain {
-                    let node = Explanation::new(score, "no source message (remembered, said by the user): own × boosts").with(own_node(own)).with_all(boosts.explain());
-                    why.insert(id.clone(), node);
-                }
-                score
-            }
-        };
-        scores.insert(id.clone(), score);
+    Ok((spoken, roles.into_values().collect()))
+}
+
+/// How the full-text channel scores one memory (see [`fts_with`]).
+struct MemoryScorer<'a> {
+    q: &'a TextQuery,
+    turns: &'a TurnScores,
+    /// Each turn's score in its conversation.
+    turn_score: HashMap<&'a str, f64>,
+    /// Whether the query names each speaker.
+    named: &'a HashMap<&'a str, bool>,
+    explain: bool,
+}
+
+impl MemoryScorer<'_> {
+    fn named(&self, role: &str) -> bool {
+        self.named.get(role).copied().unwrap_or(false)
     }
-    let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(scope.channel_depth()).collect();
-    let mut ranking = Ranking::new(Channel::Fts, ids).by_evidence(|id| sources.get(id).map(|s| s.iter().map(|(m, _)| m.clone()).collect()));
-    if explain {
-        ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
+
+    fn own_node(own: f64) -> Explanation {
+        Explanation::new(
+            own,
+            format!(
+                "the memory's own bm25 over memories_fts (MEMORY_WEIGHTS content {}, key {}, queries {}; expansions × EXPANSION_WEIGHT {EXPANSION_WEIGHT}, stop words × MEMORY_FUNCTION_WEIGHT {MEMORY_FUNCTION_WEIGHT})",
+                MEMORY_WEIGHTS[0], MEMORY_WEIGHTS[1], MEMORY_WEIGHTS[2]
+            ),
+        )
     }
-    Ok(ranking)
+
+    /// A memory with source messages: its best source turn in context, plus
+    /// [`OWN_SHARE`] of its own words (times [`SPEAKER_BOOST`] when the
+    /// query names a source's speaker).
+    fn in_context(&self, own: f64, srcs: &[(String, String)]) -> (f64, Option<Explanation>) {
+        // The best source turn in context (the first among equals).
+        let best = srcs.iter().filter_map(|(mid, _)| self.turn_score.get(mid.as_str()).map(|s| (mid, *s))).fold(None, |b: Option<(&String, f64)>, (m, s)| match b {
+            Some((_, bs)) if bs >= s => b,
+            _ => Some((m, s)),
+        });
+        let context = best.map_or(0.0, |(_, s)| s).max(0.0);
+        let speaker = if srcs.iter().any(|(_, role)| self.named(role)) { SPEAKER_BOOST } else { 1.0 };
+        let score = context + OWN_SHARE * own * speaker;
+        if !self.explain {
+            return (score, None);
+        }
+        let mut own_part = Explanation::new(OWN_SHARE * own * speaker, format!("OWN_SHARE {OWN_SHARE} × own × speaker")).with(Self::own_node(own));
+        if speaker != 1.0 {
+            own_part = own_part.with(Explanation::new(SPEAKER_BOOST, format!("× SPEAKER_BOOST {SPEAKER_BOOST}: a source message's speaker is named by the query")));
+        }
+        let context_part = match best.and_then(|(m, _)| self.turns.parts.get(m.as_str()).map(|p| (m, p))) {
+            Some((m, parts)) => parts.explain_in_context(m, context),
+            None => Explanation::new(context, "no source message in context"),
+        };
+        (score, Some(Explanation::new(score, "its best source message in its conversation + OWN_SHARE × its own words").with(context_part).with(own_part)))
+    }
+
+    /// A memory without a source message (remembered, said by the user):
+    /// its own words times the boosts.
+    fn on_its_own(&self, own: f64, columns: Option<&MemoryHit>) -> (f64, Option<Explanation>) {
+        let content = columns.and_then(|c| c.4.as_deref()).unwrap_or("");
+        let date = columns.and_then(|c| c.2.as_deref()).and_then(crate::core::time::date_of);
+        let mentions_time = self.q.temporal && crate::core::recall::temporal::mentions_time(content);
+        let boosts = Boosts::of(self.q, self.named(USER_ROLE), mentions_time, date);
+        let score = own * boosts.factor();
+        let node = self.explain.then(|| {
+            Explanation::new(score, "no source message (remembered, said by the user): own × boosts").with(Self::own_node(own)).with_all(boosts.explain())
+        });
+        (score, node)
+    }
 }
 
 /// Adds to each candidate's own score its bm25 for the query's stop words
