@@ -399,6 +399,11 @@ pub fn fts_with(
     Ok(ranking)
 }
 
+/// Each memory's source message ids.
+type Sources = HashMap<String, Vec<String>>;
+/// Each memory's source messages that are stored, with their speakers.
+type SpokenSources = HashMap<String, Vec<(String, String)>>;
+
 /// The full-text channel's candidates with their source message ids: the
 /// memories found by their own words, and those citing the best
 /// [`RecallScope::fts_pool`] turns in context.
@@ -408,8 +413,8 @@ fn candidates_of(
     turns: &TurnScores,
     cites: &Citations,
     scope: &RecallScope,
-) -> Result<(HashSet<String>, HashMap<String, Vec<String>>)> {
-    let mut sources: HashMap<String, Vec<String>> = HashMap::default();
+) -> Result<(HashSet<String>, Sources)> {
+    let mut sources: Sources = HashMap::default();
     for (id, c) in columns {
         let ids = id_list(c.3.as_deref())?;
         if !ids.is_empty() {
@@ -433,8 +438,8 @@ fn candidates_of(
 fn spoken(
     sql: &dyn Sql,
     src: Source<'_>,
-    sources: HashMap<String, Vec<String>>,
-) -> Result<(HashMap<String, Vec<(String, String)>>, HashSet<String>)> {
+    sources: Sources,
+) -> Result<(SpokenSources, HashSet<String>)> {
     let roles = src.roles_of(sql, &sources.values().flatten().collect::<Vec<_>>())?;
     let spoken = sources
         .into_iter()
