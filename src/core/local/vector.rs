@@ -1426,17 +1426,50 @@ fn lean(sql: &dyn Sql, qs: &[&[f32]], top_k: usize, first_pass: usize) -> Result
         return Ok(none());
     }
     let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
+    let Some(mut pass) = hamming_pass(sql, qs)? else { return Ok(none()) };
+    if pass.slots == 0 {
+        return Ok(none());
+    }
     let budget = first_pass.max(keep);
+    let candidates: Vec<Vec<usize>> = pass
+        .dist
+        .iter()
+        .zip(qs)
+        .map(|(d, q)| match q.len() == pass.dims {
+            true if pass.slots <= budget => (0..pass.slots).collect(),
+            true => nearest(d, budget),
+            false => Vec::new(),
+        })
+        .collect();
+    pass.dist = Vec::new();
+    let Some(shortlists) = quantized_pass(sql, &mut pass, qs, &candidates, keep)? else {
+        // The codes changed between the two passes, which nothing between
+        // them writes: exact answers rather than mismatched slots.
+        return qs.iter().map(|q| exact_scan(sql, q, top_k)).collect();
+    };
+    exact_pass(sql, qs, &shortlists, pass.dims, pass.slots, top_k)
+}
 
-    // Pass 1: each slot's Hamming distance to each query of the codes'
-    // dimension count, 2 bytes a slot; from the snapshot if `load` would
-    // use it, else from the rows.
+/// The first pass's outcome: where the codes stream from, their
+/// dimension count, each query's Hamming distance to each slot (none for
+/// a query of another dimension count), and how many slots.
+struct HammingPass {
+    source: Source,
+    dims: usize,
+    dist: Vec<Vec<u16>>,
+    slots: usize,
+}
+
+/// Pass 1: each slot's Hamming distance to each query of the codes'
+/// dimension count, 2 bytes a slot; from the snapshot if `load` would use
+/// it, else from the rows. `None` when there are no codes.
+fn hamming_pass(sql: &dyn Sql, qs: &[&[f32]]) -> Result<Option<HammingPass>> {
     let mut source = match open_snapshot(sql)? {
         Some(snap) => Source::Snapshot(Box::new(snap)),
         None => Source::rows(sql)?,
     };
-    let (dims, dist, slots) = loop {
-        let Some(dims) = source.dims() else { return Ok(none()) };
+    loop {
+        let Some(dims) = source.dims() else { return Ok(None) };
         let qh: Vec<Option<[u64; CODE_WORDS]>> = qs.iter().map(|q| (q.len() == dims).then(|| simhash(q))).collect();
         let hint = source.slots_hint();
         let mut dist: Vec<Vec<u16>> = qh.iter().map(|h| Vec::with_capacity(if h.is_some() { hint } else { 0 })).collect();
@@ -1449,29 +1482,20 @@ fn lean(sql: &dyn Sql, qs: &[&[f32]], top_k: usize, first_pass: usize) -> Result
             }
         })?;
         match (streamed, &source) {
-            (Some(slots), Source::Rows(_)) => break (dims, dist, slots),
-            (Some(slots), Source::Snapshot(_)) if count_agrees(sql, slots)? => break (dims, dist, slots),
+            (Some(slots), Source::Rows(_)) => return Ok(Some(HammingPass { source, dims, dist, slots })),
+            (Some(slots), Source::Snapshot(_)) if count_agrees(sql, slots)? => return Ok(Some(HammingPass { source, dims, dist, slots })),
             // `load` would not use the snapshot: the rows (which always stream).
             _ => source = Source::rows(sql)?,
         }
-    };
-    if slots == 0 {
-        return Ok(none());
     }
-    let active = |q: &[f32]| q.len() == dims;
-    let candidates: Vec<Vec<usize>> = dist
-        .iter()
-        .zip(qs)
-        .map(|(d, q)| match active(q) {
-            true if slots <= budget => (0..slots).collect(),
-            true => nearest(d, budget),
-            false => Vec::new(),
-        })
-        .collect();
-    drop(dist);
+}
 
-    // Pass 2: the 4-bit score of each query's candidates, in slot order as
-    // `shortlist` scores them; the best `keep`.
+/// Pass 2: the 4-bit score of each query's `candidates` (slots, in slot
+/// order), as `shortlist` scores them; the ids of the best `keep` of each.
+/// `None` when the codes streamed differ from the first pass's.
+fn quantized_pass(sql: &dyn Sql, pass: &mut HammingPass, qs: &[&[f32]], candidates: &[Vec<usize>], keep: usize) -> Result<Option<Vec<Vec<String>>>> {
+    let dims = pass.dims;
+    let active = |q: &[f32]| q.len() == dims;
     let tables: Vec<Option<(Vec<[f32; 256]>, f32)>> = qs.iter().map(|q| active(q).then(|| score_table(q))).collect();
     let mut scored: Vec<Vec<(f32, usize)>> = candidates.iter().map(|c| Vec::with_capacity(c.len())).collect();
     let mut next = vec![0usize; qs.len()];
@@ -1496,28 +1520,28 @@ fn lean(sql: &dyn Sql, qs: &[&[f32]], top_k: usize, first_pass: usize) -> Result
         slot += 1;
     };
     // No query of the codes' dimension count: nothing to score.
-    let streamed = if qs.iter().any(|q| active(q)) { source.stream(sql, &mut score)? } else { Some(slots) };
-    if streamed != Some(slots) {
-        // The codes changed between the two passes, which nothing between
-        // them writes: exact answers rather than mismatched slots.
-        return qs.iter().map(|q| exact_scan(sql, q, top_k)).collect();
+    let streamed = if qs.iter().any(|q| active(q)) { pass.source.stream(sql, &mut score)? } else { Some(pass.slots) };
+    if streamed != Some(pass.slots) {
+        return Ok(None);
     }
     let id_of = |s: usize| {
         let k = keys.get(&s).copied().unwrap_or_default();
         odd.get(&k).cloned().unwrap_or_else(|| crate::core::ids::id_of_key(k))
     };
-    let shortlists: Vec<Vec<String>> = scored.into_iter().map(|sc| best(sc, keep).into_iter().map(|(_, s)| id_of(s)).collect()).collect();
+    Ok(Some(scored.into_iter().map(|sc| best(sc, keep).into_iter().map(|(_, s)| id_of(s)).collect()).collect()))
+}
 
-    // Pass 3: the exact cosine over the float vectors of the shortlists'
-    // union, read once.
+/// Pass 3: the exact cosine over the float vectors of the shortlists'
+/// union, read once; the best `top_k` of each query.
+fn exact_pass(sql: &dyn Sql, qs: &[&[f32]], shortlists: &[Vec<String>], dims: usize, slots: usize, top_k: usize) -> Result<Vec<Hits>> {
     let mut union: Vec<String> = shortlists.concat();
     union.sort_unstable();
     union.dedup();
     let vectors: FxHashMap<String, Vec<f32>> = read_vectors(sql, &union)?.into_iter().collect();
     qs.iter()
-        .zip(&shortlists)
+        .zip(shortlists)
         .map(|(q, ids)| {
-            if !active(q) {
+            if q.len() != dims {
                 return exact_scan(sql, q, top_k);
             }
             let mut hits: Vec<(String, f32)> = ids.iter().filter_map(|id| Some((id.clone(), cosine(q, vectors.get(id)?)))).collect();
