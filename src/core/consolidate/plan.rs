@@ -103,6 +103,27 @@ pub fn groups(window: &[Memory], now: i64) -> Vec<Group> {
 /// Duplicates and contradictions: clusters of one type joined by pairs at
 /// or above [`DUPLICATE_SIMILARITY`].
 fn similar(window: &[Memory], taken: &mut HashSet<usize>) -> Vec<Group> {
+    let mut out = Vec::new();
+    for members in alike(window) {
+        // Many alike is a template ("rack 3 is in hall 3"), not one thing
+        // restated: left alone.
+        if members.len() < 2 || members.len() > MAX_SIMILAR {
+            continue;
+        }
+        let ms: Vec<Memory> = members.iter().filter_map(|&i| window.get(i).cloned()).collect();
+        if let Some(group) = duplicates_or_contradiction(ms) {
+            taken.extend(members.iter().copied());
+            out.push(group);
+        }
+    }
+    out
+}
+
+/// The clusters of `window` (indexes, each cluster in order, clusters by
+/// their first member's root) that pairs of one type, not tasks, with
+/// content words overlapping by at least [`DUPLICATE_SIMILARITY`] join.
+/// Words in more than [`COMMON_WORD`] memories pair nothing.
+fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
     let sets: Vec<HashSet<String>> = window.iter().map(stems).collect();
     let mut by_word: HashMap<&str, Vec<usize>> = HashMap::default();
     for (i, s) in sets.iter().enumerate() {
@@ -150,35 +171,27 @@ fn similar(window: &[Memory], taken: &mut HashSet<usize>) -> Vec<Group> {
         let r = find(&mut parent, i);
         clusters.entry(r).or_default().push(i);
     }
-    let mut out = Vec::new();
     let mut roots: Vec<usize> = clusters.keys().copied().collect();
     roots.sort_unstable();
-    for r in roots {
-        let Some(members) = clusters.remove(&r) else { continue };
-        // Many alike is a template ("rack 3 is in hall 3"), not one thing
-        // restated: left alone.
-        if members.len() < 2 || members.len() > MAX_SIMILAR {
-            continue;
-        }
-        let ms: Vec<Memory> = members.iter().filter_map(|&i| window.get(i).cloned()).collect();
-        let first = ms.first().map(numbers).unwrap_or_default();
-        let same_numbers = ms.iter().all(|m| numbers(m) == first);
-        let group = if same_numbers {
-            Group { kind: GroupKind::Duplicates, why: format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len()), members: ms }
-        } else if let [a, b] = ms.as_slice() {
-            // A value restated differently on a later day: the later holds.
-            let days = said_at(a).abs_diff(said_at(b)).checked_div(DAY_MILLIS.unsigned_abs()).unwrap_or(0);
-            if !a.kind.is_keyed() || days < 1 {
-                continue;
-            }
-            Group { kind: GroupKind::Contradiction, why: format!("the same statement with a different value, {days} days later"), members: ms }
-        } else {
-            continue;
-        };
-        taken.extend(members.iter().copied());
-        out.push(group);
+    roots.into_iter().filter_map(|r| clusters.remove(&r)).collect()
+}
+
+/// A cluster of alike memories as a group: duplicates when they hold the
+/// same numbers; a contradiction when two keyed memories said on
+/// different days hold different ones; otherwise none.
+fn duplicates_or_contradiction(ms: Vec<Memory>) -> Option<Group> {
+    let first = ms.first().map(numbers).unwrap_or_default();
+    if ms.iter().all(|m| numbers(m) == first) {
+        let why = format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len());
+        return Some(Group { kind: GroupKind::Duplicates, why, members: ms });
     }
-    out
+    let [a, b] = ms.as_slice() else { return None };
+    // A value restated differently on a later day: the later holds.
+    let days = said_at(a).abs_diff(said_at(b)).checked_div(DAY_MILLIS.unsigned_abs()).unwrap_or(0);
+    if !a.kind.is_keyed() || days < 1 {
+        return None;
+    }
+    Some(Group { kind: GroupKind::Contradiction, why: format!("the same statement with a different value, {days} days later"), members: ms })
 }
 
 /// Siblings: one type, exactly the same source messages, said long ago.
