@@ -40,27 +40,9 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // is read at all.
     let mut grant = None;
     if let Some(target) = rest::target(url.path()) {
-        let config = match config::Config::from_env(&env) {
-            Ok(config) => config,
-            Err(e) => return json_response(e.status(), &rest::envelope_err(&e)),
-        };
-        let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.grant(auth.as_deref())).and_then(|g| {
-            if let Target::Namespace(ns) = &target {
-                g.check(ns)?;
-            }
-            Ok(g)
-        });
-        match authorized {
+        match authorize(&env, url.path(), &target, auth.as_deref())? {
             Ok(g) => grant = Some(g),
-            Err(e) => {
-            let resp = json_response(e.status(), &rest::envelope_err(&e))?;
-            if url.path().starts_with("/mcp/") {
-                let headers = resp.headers().clone();
-                headers.set("www-authenticate", "Bearer")?;
-                return Ok(resp.with_headers(headers));
-            }
-            return Ok(resp);
-            }
+            Err(refusal) => return Ok(refusal),
         }
     }
     let limit = rest::body_limit(url.path());
@@ -82,27 +64,52 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return serve_mcp(&env, &namespace, &profile, &mcp).await;
     }
     if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
-        let e = Error::method_not_allowed(format!(
-            "method {} is not allowed on {}; allowed: {allow}",
-            crate::core::api::quoted(&method),
-            crate::core::api::quoted(url.path())
-        ));
-        let resp = json_response(e.status(), &rest::envelope_err(&e))?;
-        let headers = resp.headers().clone();
-        headers.set("allow", allow)?;
-        return Ok(resp.with_headers(headers));
+        return not_allowed(&method, url.path(), allow);
     }
     match handle(&env, &incoming, grant.as_ref()).await {
-        Ok(Reply { body, content_type, filename }) => {
-            let headers = Headers::new();
-            headers.set("content-type", content_type)?;
-            if let Some(f) = filename {
-                headers.set("content-disposition", &format!("attachment; filename=\"{f}\""))?;
-            }
-            Ok(Response::ok(body)?.with_headers(headers))
-        }
+        Ok(reply) => reply.response(),
         Err(e) => json_response(e.status(), &rest::envelope_err(&e)),
     }
+}
+
+/// The caller's grant for the namespace in the path, or the response that
+/// refuses the request: a configuration that does not read refuses every
+/// call; missing or wrong credentials on the MCP endpoint say `Bearer`.
+fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Result<std::result::Result<Grant, Response>> {
+    let config = match config::Config::from_env(env) {
+        Ok(config) => config,
+        Err(e) => return Ok(Err(json_response(e.status(), &rest::envelope_err(&e))?)),
+    };
+    let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.grant(auth)).and_then(|g| {
+        if let Target::Namespace(ns) = target {
+            g.check(ns)?;
+        }
+        Ok(g)
+    });
+    let e = match authorized {
+        Ok(g) => return Ok(Ok(g)),
+        Err(e) => e,
+    };
+    let resp = json_response(e.status(), &rest::envelope_err(&e))?;
+    if path.starts_with("/mcp/") {
+        let headers = resp.headers().clone();
+        headers.set("www-authenticate", "Bearer")?;
+        return Ok(Err(resp.with_headers(headers)));
+    }
+    Ok(Err(resp))
+}
+
+/// 405 with the `Allow` header.
+fn not_allowed(method: &str, path: &str, allow: &str) -> Result<Response> {
+    let e = Error::method_not_allowed(format!(
+        "method {} is not allowed on {}; allowed: {allow}",
+        crate::core::api::quoted(method),
+        crate::core::api::quoted(path)
+    ));
+    let resp = json_response(e.status(), &rest::envelope_err(&e))?;
+    let headers = resp.headers().clone();
+    headers.set("allow", allow)?;
+    Ok(resp.with_headers(headers))
 }
 
 /// A successful reply's body as text, its type, and the file name it is
@@ -116,6 +123,15 @@ struct Reply {
 impl Reply {
     fn json(body: String) -> Reply {
         Reply { body, content_type: "application/json", filename: None }
+    }
+
+    fn response(self) -> Result<Response> {
+        let headers = Headers::new();
+        headers.set("content-type", self.content_type)?;
+        if let Some(f) = self.filename {
+            headers.set("content-disposition", &format!("attachment; filename=\"{f}\""))?;
+        }
+        Ok(Response::ok(self.body)?.with_headers(headers))
     }
 }
 
