@@ -653,3 +653,31 @@ fn test_a_memory_row_of_unknown_status_or_type_is_a_storage_error_not_an_active_
         assert_eq!(p.get(&m.id).unwrap().memory.status, agent_memory::core::model::Status::Active);
     });
 }
+
+/// The turn directory reads messages with the same strictness as the
+/// store: a message whose content is not text fails both full-text
+/// channels (each reports it), rather than joining the directory as an
+/// empty turn.
+#[test]
+fn test_a_message_row_whose_content_is_not_text_fails_the_full_text_channels_not_an_empty_turn() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req = IngestRequest {
+            messages: vec![msg("user", "We moved the staging database to the Frankfurt region last week.", None)],
+            session_id: Some("s1".into()),
+            metadata: Default::default(),
+        };
+        block_on(p.ingest(req)).unwrap();
+        block_on(p.drain()).unwrap();
+    });
+    sql.execute("UPDATE messages SET content = x'00ff'", &[]).unwrap();
+    // A fresh directory (a cold profile) loads the rows.
+    with_profile(&sql, APRIL_15, |p| {
+        let out = block_on(p.recall(RecallRequest { query: "Which region is the staging database in?".into(), options: Default::default() }));
+        let r = out.unwrap();
+        for channel in ["fts", "messages"] {
+            let note = format!("channel {channel} failed: a message's content that is not text");
+            assert!(r.messages.contains(&note), "{:?}", r.messages);
+        }
+    });
+}

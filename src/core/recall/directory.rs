@@ -513,8 +513,8 @@ fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> 
         )?;
         let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
         for r in rows {
-            let text = |i: usize| r[i].as_str().unwrap_or("");
-            words.add(r[0].as_i64().unwrap_or_default(), [text(1), text(2), text(3)]);
+            let text = |i: usize| r.get(i).and_then(SqlValue::as_str).ok_or_else(|| Error::storage("a memory's indexed text is not text"));
+            words.add(int_at(&r, 0, "memory rowid")?, [text(1)?, text(2)?, text(3)?]);
         }
         after = last;
     }
@@ -533,18 +533,17 @@ fn load(sql: &dyn Sql, dir: &mut Directory, from: i64, to: i64) -> Result<()> {
         )?;
         let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
         for mut r in rows {
-            let text = |v: &mut SqlValue| match std::mem::replace(v, SqlValue::Null) {
-                SqlValue::Text(s) => s,
-                _ => String::new(),
-            };
             let row = LoadRow {
-                rowid: r[0].as_i64().unwrap_or_default(),
-                id: text(&mut r[1]),
-                session: text(&mut r[2]),
-                position: r[3].as_i64().unwrap_or_default(),
-                role: text(&mut r[4]),
-                timestamp: Some(text(&mut r[5])).filter(|t| !t.is_empty()),
-                content: text(&mut r[6]),
+                rowid: int_at(&r, 0, "message rowid")?,
+                id: text_at(&mut r, 1, "message id")?,
+                session: text_at(&mut r, 2, "message's session id")?,
+                position: int_at(&r, 3, "message's position")?,
+                role: text_at(&mut r, 4, "message's role")?,
+                timestamp: match r.get(5) {
+                    Some(SqlValue::Null) => None,
+                    _ => Some(text_at(&mut r, 5, "message's timestamp")?).filter(|t| !t.is_empty()),
+                },
+                content: text_at(&mut r, 6, "message's content")?,
             };
             dir.add(row);
         }
@@ -554,6 +553,19 @@ fn load(sql: &dyn Sql, dir: &mut Directory, from: i64, to: i64) -> Result<()> {
         dir.refresh_speakers();
     }
     Ok(())
+}
+
+/// Column `i` of a row, which must be an integer.
+fn int_at(r: &[SqlValue], i: usize, what: &str) -> Result<i64> {
+    r.get(i).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage(format!("a {what} that is not an integer")))
+}
+
+/// Column `i` of a row, which must be text, taken out of it.
+fn text_at(r: &mut [SqlValue], i: usize, what: &str) -> Result<String> {
+    match r.get_mut(i).map(|v| std::mem::replace(v, SqlValue::Null)) {
+        Some(SqlValue::Text(s)) => Ok(s),
+        _ => Err(Error::storage(format!("a {what} that is not text"))),
+    }
 }
 
 /// Whether `rowids` are the rows right after `mark`: one each, in order,
@@ -578,8 +590,9 @@ fn marks(sql: &dyn Sql) -> Result<(Mark, Mark)> {
          FROM (SELECT COALESCE(MAX(messages), 0) AS messages, COALESCE(MAX(memories), 0) AS memories FROM deletions) d",
         &[],
     )?;
-    let n = |i: usize| row.first().and_then(|r| r.get(i)).and_then(SqlValue::as_i64).unwrap_or(0);
-    Ok((Mark { deletes: n(0), high: n(1) }, Mark { deletes: n(2), high: n(3) }))
+    let r = row.first().ok_or_else(|| Error::storage("the directory's marks returned no row"))?;
+    let n = |i: usize| int_at(r, i, "mark");
+    Ok((Mark { deletes: n(0)?, high: n(1)? }, Mark { deletes: n(2)?, high: n(3)? }))
 }
 
 /// The table the snapshot is kept in (schema version 4): one stream of
