@@ -221,7 +221,7 @@ fn consolidation_from_row(r: Row) -> Result<ConsolidationRecord> {
         action: action.opt_string().ok_or_else(bad)?,
         target: target.opt_string().ok_or_else(bad)?,
         members: serde_json::from_str(members.as_str().ok_or_else(bad)?).map_err(|_| bad())?,
-        reason: reason.opt_string().unwrap_or_default(),
+        reason: reason.opt_string().ok_or_else(bad)?,
         at: at.opt_string().ok_or_else(bad)?,
         undone_at: undone_at.opt_string(),
     })
