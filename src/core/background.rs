@@ -364,7 +364,10 @@ pub async fn embed_memories(p: &Profile<'_>, ids: &[String]) -> Result<usize> {
     let items: Vec<(String, Vec<f32>)> = ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();
     if !items.is_empty() {
         let mut meta = store.vector_meta(&items.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>())?;
-        let meta: Vec<crate::core::ports::VectorMeta> = items.iter().map(|(id, _)| meta.remove(id).unwrap_or_default()).collect();
+        let meta: Vec<crate::core::ports::VectorMeta> = items
+            .iter()
+            .map(|(id, _)| meta.remove(id).ok_or_else(|| Error::storage(format!("memory {id} has no vector metadata"))))
+            .collect::<Result<_>>()?;
         p.index.upsert_with(&items, &meta).await?;
     }
     Ok(items.len())

@@ -35,7 +35,10 @@ pub(super) fn two_texts(r: &[SqlValue], what: &str) -> Result<(String, String)> 
 /// A `(text, COUNT(*))` row of a `GROUP BY`.
 pub(super) fn text_and_count(r: &[SqlValue]) -> Result<(String, i64)> {
     match r {
-        [t, n] => Ok((t.opt_string().unwrap_or_default(), n.as_i64().ok_or_else(|| Error::storage("a count returned no number"))?)),
+        [t, n] => Ok((
+            t.opt_string().ok_or_else(|| Error::storage("a count's group is not text"))?,
+            n.as_i64().ok_or_else(|| Error::storage("a count returned no number"))?,
+        )),
         _ => Err(Error::storage("a count returned no number")),
     }
 }
