@@ -9,7 +9,7 @@ use agent_memory::core::api::{ConsolidateRequest, ListRequest, RememberRequest};
 use agent_memory::core::model::{MemoryType, Status};
 use agent_memory::core::ops::Profile;
 use serde_json::json;
-use support::{block_on, database, with_profile, APRIL_15, DAY};
+use support::{block_on, database, with_profile, with_profile_limits, APRIL_15, DAY};
 
 fn remember(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType) -> agent_memory::core::model::Memory {
     block_on(p.remember(RememberRequest {
@@ -32,6 +32,11 @@ fn export_body(p: &Profile<'_>) -> Vec<String> {
 
 fn active(p: &Profile<'_>) -> Vec<agent_memory::core::model::Memory> {
     p.list(ListRequest { status: Some(Status::Active), limit: Some(1000), ..Default::default() }).unwrap().memories
+}
+
+/// The alarm begins a run every three memories.
+fn every_three() -> agent_memory::core::ops::Limits {
+    agent_memory::core::ops::Limits { consolidate_every: Some(3), ..Default::default() }
 }
 
 fn consolidate(p: &Profile<'_>, body: serde_json::Value) -> agent_memory::core::model::ConsolidationReport {
@@ -205,21 +210,7 @@ fn test_a_run_cut_short_resumes_from_its_cursor_and_repeats_nothing() {
 fn test_the_alarm_begins_a_run_once_the_profile_has_grown_enough() {
     let sql = database();
     let turns = Default::default();
-    let with = |now: i64, f: &mut dyn FnMut(&Profile<'_>)| {
-        let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
-        let p = Profile {
-            name: "test/p",
-            sql: &sql,
-            reasoner: &agent_memory::core::rules::Rules,
-            embedder: &agent_memory::core::local::embed::HashEmbedder,
-            index: &index,
-            turns: Some(&turns),
-            now,
-            limits: agent_memory::core::ops::Limits { consolidate_every: Some(3), ..Default::default() },
-            memory: Default::default(),
-        };
-        f(&p)
-    };
+    let with = |now: i64, f: &mut dyn FnMut(&Profile<'_>)| with_profile_limits(&sql, now, &turns, every_three(), |p| f(p));
     with(APRIL_15, &mut |p| {
         remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact);
         block_on(p.drain()).unwrap();
@@ -245,21 +236,7 @@ fn test_an_unreadable_run_record_stops_background_runs_until_a_consolidate_call_
     use agent_memory::core::store::META_CONSOLIDATION;
     let sql = database();
     let turns = Default::default();
-    let with = |now: i64, f: &mut dyn FnMut(&Profile<'_>)| {
-        let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
-        let p = Profile {
-            name: "test/p",
-            sql: &sql,
-            reasoner: &agent_memory::core::rules::Rules,
-            embedder: &agent_memory::core::local::embed::HashEmbedder,
-            index: &index,
-            turns: Some(&turns),
-            now,
-            limits: agent_memory::core::ops::Limits { consolidate_every: Some(3), ..Default::default() },
-            memory: Default::default(),
-        };
-        f(&p)
-    };
+    let with = |now: i64, f: &mut dyn FnMut(&Profile<'_>)| with_profile_limits(&sql, now, &turns, every_three(), |p| f(p));
     let broken = r#"{"id":"c-1","cursor":"#;
     with(APRIL_15, &mut |p| {
         remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact);

@@ -613,17 +613,22 @@ fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_wri
     });
 }
 
+/// One user message about the staging database, ingested and drained.
+fn ingest_staging_move(p: &Profile<'_>) {
+    let req = IngestRequest {
+        messages: vec![msg("user", "We moved the staging database to the Frankfurt region last week.", None)],
+        session_id: Some("s1".into()),
+        metadata: Default::default(),
+    };
+    block_on(p.ingest(req)).unwrap();
+    block_on(p.drain()).unwrap();
+}
+
 #[test]
 fn test_a_memory_row_whose_source_ids_do_not_read_is_an_error_in_reads_and_a_failed_channel_in_recall() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let req = IngestRequest {
-            messages: vec![msg("user", "We moved the staging database to the Frankfurt region last week.", None)],
-            session_id: Some("s1".into()),
-            metadata: Default::default(),
-        };
-        block_on(p.ingest(req)).unwrap();
-        block_on(p.drain()).unwrap();
+        ingest_staging_move(p);
         let m = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| !m.source_message_ids.is_empty()).expect("a memory citing the message");
         sql.execute("UPDATE memories SET source_message_ids = 'not json' WHERE id = ?1", &[m.id.as_str().into()]).unwrap();
         let e = p.get(&m.id).unwrap_err();
@@ -662,13 +667,7 @@ fn test_a_memory_row_of_unknown_status_or_type_is_a_storage_error_not_an_active_
 fn test_a_message_row_whose_content_is_not_text_fails_the_full_text_channels_not_an_empty_turn() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let req = IngestRequest {
-            messages: vec![msg("user", "We moved the staging database to the Frankfurt region last week.", None)],
-            session_id: Some("s1".into()),
-            metadata: Default::default(),
-        };
-        block_on(p.ingest(req)).unwrap();
-        block_on(p.drain()).unwrap();
+        ingest_staging_move(p);
     });
     sql.execute("UPDATE messages SET content = x'00ff'", &[]).unwrap();
     // A fresh directory (a cold profile) loads the rows.

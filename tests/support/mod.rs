@@ -34,6 +34,11 @@ pub fn with_profile<T>(sql: &NativeSql, now: i64, f: impl FnOnce(&Profile<'_>) -
 /// calls, as the Durable Object keeps it.
 #[allow(dead_code)]
 pub fn with_profile_in<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    with_profile_limits(sql, now, turns, Limits::default(), f)
+}
+
+/// [`with_profile_in`] under `limits`.
+pub fn with_profile_limits<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, limits: Limits, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
     let p = Profile {
         name: "test/p",
@@ -43,7 +48,7 @@ pub fn with_profile_in<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, f: i
         index: &index,
         turns: Some(turns),
         now,
-        limits: Limits::default(),
+        limits,
         memory: Default::default(),
     };
     f(&p)
