@@ -268,3 +268,78 @@ fn test_an_unreadable_run_record_stops_background_runs_until_a_consolidate_call_
         assert_eq!(consolidate(p, json!({})).replaced_run, None, "replaced once");
     });
 }
+
+/// SQL that fails the `n`-th statement containing `pattern` (counting
+/// from 1), as a cut inside a window's transaction would stop it there.
+struct FailingAt<'a> {
+    inner: &'a dyn agent_memory::core::ports::Sql,
+    pattern: &'static str,
+    n: std::cell::Cell<usize>,
+}
+
+impl agent_memory::core::ports::Sql for FailingAt<'_> {
+    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
+        if sql.contains(self.pattern) {
+            let left = self.n.get().saturating_sub(1);
+            self.n.set(left);
+            if left == 0 {
+                return Err(agent_memory::core::error::Error::storage("cut inside the window"));
+            }
+        }
+        self.inner.query(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
+        self.inner.transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        self.inner.database_size()
+    }
+}
+
+/// A window whose transaction stops halfway (after some of its groups'
+/// changes and records are written) leaves nothing of it behind: the
+/// memories, the records and the run's cursor are as before, and the run
+/// then goes on to end where an uninterrupted one ends.
+#[test]
+fn test_a_window_cut_inside_its_transaction_leaves_nothing_and_the_run_ends_as_an_uninterrupted_one() {
+    let fill = |sql: &support::NativeSql| {
+        for i in 0..12 {
+            with_profile(sql, APRIL_15 - 30 * DAY + i * 60_000, |p| {
+                let (a, b) = (format!("alpha{}", char::from(b'a' + i as u8)), format!("beta{}", char::from(b'a' + i as u8)));
+                remember(p, &format!("Server {a} stores the {b} ledger for the finance team."), &format!("ledger.a{i}"), MemoryType::Fact);
+                remember(p, &format!("For the finance team, server {a} stores the {b} ledger."), &format!("ledger.b{i}"), MemoryType::Fact);
+            });
+        }
+    };
+    let (whole, cut) = (database(), database());
+    fill(&whole);
+    fill(&cut);
+    let full = with_profile(&whole, APRIL_15, |p| consolidate(p, json!({})));
+    assert!(full.actions.len() >= 10, "{} merges", full.actions.len());
+    let before = with_profile(&cut, APRIL_15, export_body);
+    let failing = FailingAt { inner: &cut, pattern: "INSERT INTO consolidations", n: std::cell::Cell::new(5) };
+    let turns = Default::default();
+    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &failing };
+    let p = Profile {
+        name: "test/p",
+        sql: &failing,
+        reasoner: &agent_memory::core::rules::Rules,
+        embedder: &agent_memory::core::local::embed::HashEmbedder,
+        index: &index,
+        turns: Some(&turns),
+        now: APRIL_15,
+        limits: Default::default(),
+        memory: Default::default(),
+    };
+    let e = block_on(p.consolidate(ConsolidateRequest::default())).unwrap_err();
+    assert!(e.message().contains("cut inside the window"), "{e}");
+    let run = agent_memory::core::consolidate::current(&p).unwrap().expect("the run begun before the window");
+    assert_eq!(run.cursor, "", "the cursor did not move");
+    assert_eq!(with_profile(&cut, APRIL_15, export_body), before, "no memory or record of the window was kept");
+    let resumed = with_profile(&cut, APRIL_15, |p| consolidate(p, json!({})));
+    assert_eq!(resumed.run_id, run.id, "the same run goes on");
+    assert!(resumed.done);
+    with_profile(&whole, APRIL_15, |p| while block_on(p.drain()).unwrap().embedded > 0 {});
+    with_profile(&cut, APRIL_15, |p| while block_on(p.drain()).unwrap().embedded > 0 {});
+    assert_eq!(with_profile(&cut, APRIL_15, export_body), with_profile(&whole, APRIL_15, export_body));
+}
