@@ -697,15 +697,16 @@ pub struct Citations {
     pub memories: HashMap<String, CitingMemory>,
 }
 
-/// A citation as [`citations`] reads it: message id, memory id, memory
-/// rowid, its source message ids (JSON), its first characters.
-type CitationRow = (String, String, i64, Option<String>, Option<String>);
+/// A citation as [`citations`] reads it: the message's place in the list
+/// asked for, memory id, memory rowid, its source message ids (JSON), its
+/// first characters.
+type CitationRow = (usize, String, i64, Option<String>, Option<String>);
 
 /// Reads the live memories citing the best [`CHANNEL_DEPTH`] turns on their
 /// own (the messages channel) and the best [`FTS_POOL`] turns in context
-/// (the full-text channel), in one statement. (`CROSS JOIN` keeps SQLite
-/// from scanning every live memory by the status index: the few sources
-/// lead.)
+/// (the full-text channel), in one statement, by the turns' rowids (the
+/// messages' id index is not read). (`CROSS JOIN` keeps SQLite from
+/// scanning every live memory by the status index: the few sources lead.)
 pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Result<Citations> {
     // The messages channel's turns come first in the list, so `j.key`
     // (the place in it) tells whose content is needed for the overlap.
@@ -726,21 +727,25 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
     if ids.is_empty() {
         return Ok(out);
     }
+    let rowids = ids
+        .iter()
+        .map(|id| turns.rowids.get(*id).copied().ok_or_else(|| crate::core::error::Error::storage(format!("scored turn {id} has no rowid"))))
+        .collect::<Result<Vec<i64>>>()?;
     let (cond, extra) = scope.visible(3);
-    let mut params = vec![json_param(&ids), SqlValue::Integer(plain as i64)];
+    let mut params = vec![json_param(&rowids), SqlValue::Integer(plain as i64)];
     params.extend(extra);
     let rows: Vec<CitationRow> = json_rows(
         sql,
         &format!(
-            "SELECT json_group_array(json_array(g.id, m.id, m.rowid, m.source_message_ids, \
+            "SELECT json_group_array(json_array(j.key, m.id, m.rowid, m.source_message_ids, \
                     CASE WHEN j.key < ?2 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END)) \
-             FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
-             CROSS JOIN citations s ON s.message_rowid = g.rowid \
+             FROM json_each(?1) j CROSS JOIN citations s ON s.message_rowid = j.value \
              CROSS JOIN memories m ON m.id = s.memory_id WHERE {cond}"
         ),
         &params,
     )?;
-    for (mid, id, rowid, sources, content) in rows {
+    for (place, id, rowid, sources, content) in rows {
+        let mid = ids.get(place).ok_or_else(|| crate::core::error::Error::storage("a citation of a turn not asked for"))?;
         let m = match out.memories.entry(id.clone()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(CitingMemory { rowid, sources: id_list(sources.as_deref())?, content: None }),
@@ -748,7 +753,7 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
         if m.content.is_none() {
             m.content = content;
         }
-        out.by_message.entry(mid).or_default().push(id);
+        out.by_message.entry(mid.to_string()).or_default().push(id);
     }
     for ids in out.by_message.values_mut() {
         ids.sort();
@@ -827,6 +832,9 @@ pub struct TurnScores {
     pub context: Vec<(String, f64)>,
     /// What each turn in `context` is made of (with `explain` only).
     pub parts: HashMap<String, TurnParts>,
+    /// Each scored turn's message rowid (every turn of `plain` and
+    /// `context`): [`citations`] reads by it.
+    pub rowids: HashMap<String, i64>,
 }
 
 /// Scores messages by full text (see [`TurnScores`]). Both scores are
@@ -874,12 +882,14 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     let mut by_name: HashMap<u32, bool> = HashMap::default();
     let mut plain_parts: HashMap<u32, (f64, Boosts)> = HashMap::default();
     let mut plain: Vec<(String, f64)> = Vec::with_capacity(split.len());
+    let mut rowids: HashMap<String, i64> = HashMap::default();
     for &(i, w) in &split {
         let t = place(i)?;
         let named = *by_name.entry(t.role).or_insert_with(|| q.names_speaker_by_name(places.role_name(t.role)));
         let boosts = Boosts::of(q, named, t.mentions_time, t.date);
         let s = w.content + MESSAGE_FUNCTION_WEIGHT * w.function;
         plain.push((t.id.to_string(), s * boosts.factor()));
+        rowids.insert(t.id.to_string(), t.rowid);
         if explain {
             plain_parts.insert(i, (s, boosts));
         }
@@ -893,6 +903,7 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
         let session = SESSION_SHARE * session_best.get(&t.session).copied().unwrap_or(0.0);
         let boosts = boosts_of(&t);
         in_context.push((t.id.to_string(), (c + session) * boosts.factor()));
+        rowids.insert(t.id.to_string(), t.rowid);
         if explain {
             let own = own_of.get(&i).copied().unwrap_or(0.0);
             let (plain, plain_boosts) = plain_parts.get(&i).copied().unwrap_or_default();
@@ -901,7 +912,7 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     }
     sort_best_first(&mut plain);
     sort_best_first(&mut in_context);
-    Ok(TurnScores { plain, context: in_context, parts })
+    Ok(TurnScores { plain, context: in_context, parts, rowids })
 }
 
 /// Column weights of `bm25()` over `messages_fts` (role, content): a word
