@@ -452,3 +452,31 @@ fn test_memories_of_one_message_share_a_rank_in_every_memory_channel() {
         assert!(grouped >= 2, "the long turn's statements were ranked together: {:?}", summaries(&r));
     });
 }
+
+/// `sessionId` on recall narrows it to that session's memories, with or
+/// without a filter beside it (both must hold); without it, every session
+/// answers.
+#[test]
+fn test_recall_with_a_session_id_returns_only_that_sessions_memories() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        remember(p, json!({"content": "The staging database lives in the Frankfurt region.", "sessionId": "ops"}));
+        remember(p, json!({"content": "The production database lives in the Frankfurt region too.", "sessionId": "ops", "metadata": {"agentId": "dba"}}));
+        remember(p, json!({"content": "The analytics database lives in the Frankfurt region.", "sessionId": "data", "metadata": {"agentId": "dba"}}));
+        block_on(p.drain()).unwrap();
+        let sessions = |r: &RecallResponse| {
+            let mut s: Vec<String> = r.candidates.iter().map(|c| c.session_id.clone()).collect();
+            s.sort();
+            s.dedup();
+            s
+        };
+        let q = "Which database lives in the Frankfurt region?";
+        assert_eq!(sessions(&recall(p, json!({"query": q}))), ["data", "ops"]);
+        let ops = recall(p, json!({"query": q, "sessionId": "ops"}));
+        assert_eq!((ops.candidates.len(), sessions(&ops)), (2, vec!["ops".to_string()]));
+        let both = recall(p, json!({"query": q, "sessionId": "ops", "filter": {"agentId": "dba"}}));
+        assert_eq!(both.candidates.len(), 1, "{:?}", summaries(&both));
+        assert!(both.candidates[0].summary.contains("production"), "{:?}", summaries(&both));
+        assert!(recall(p, json!({"query": q, "sessionId": "nobody"})).candidates.is_empty());
+    });
+}

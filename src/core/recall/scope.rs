@@ -52,6 +52,20 @@ pub struct Passing {
     pub ids: HashSet<String>,
 }
 
+/// A recall's filter: its `filter`, and with `sessionId` the memories of
+/// that session only (both must hold).
+fn filter_of(opts: &crate::core::api::RecallOptions) -> Option<Filter> {
+    use crate::core::filter::{Cmp, Scalar};
+    // Checked by the request's validation: one that does not parse never
+    // reaches here.
+    let given = opts.filter.as_ref().and_then(|f| crate::core::filter::from_json(f).ok());
+    let session = opts.session_id.as_ref().map(|s| Filter::Leaf { field: "sessionId".into(), cmp: Cmp::Eq, values: vec![Scalar::Text(s.clone())] });
+    match (session, given) {
+        (Some(s), Some(f)) => Some(Filter::All(vec![s, f])),
+        (s, f) => s.or(f),
+    }
+}
+
 impl RecallScope {
     /// The scope of `req` at `now` (epoch milliseconds).
     pub fn new(req: &RecallRequest, now: i64) -> RecallScope {
@@ -66,9 +80,7 @@ impl RecallScope {
             explain: opts.explain.unwrap_or(false),
             length: opts.response_length.unwrap_or_default(),
             thinking: opts.thinking_level.unwrap_or_default(),
-            // Checked by the request's validation: one that does not parse
-            // never reaches here.
-            filter: opts.filter.as_ref().and_then(|f| crate::core::filter::from_json(f).ok()),
+            filter: filter_of(opts),
             as_of: opts.as_of.as_deref().and_then(crate::core::time::parse_millis).map(iso),
             passing: None,
         }
