@@ -9,7 +9,7 @@ use agent_memory::core::api::{ConsolidateRequest, ListRequest, RememberRequest};
 use agent_memory::core::model::{MemoryType, Status};
 use agent_memory::core::ops::Profile;
 use serde_json::json;
-use support::{block_on, database, with_profile, with_profile_limits, APRIL_15, DAY};
+use support::{block_on, database, with_profile, with_profile_limits, FailingAt, APRIL_15, DAY};
 
 fn remember(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType) -> agent_memory::core::model::Memory {
     block_on(p.remember(RememberRequest {
@@ -269,33 +269,6 @@ fn test_an_unreadable_run_record_stops_background_runs_until_a_consolidate_call_
     });
 }
 
-/// SQL that fails the `n`-th statement containing `pattern` (counting
-/// from 1), as a cut inside a window's transaction would stop it there.
-struct FailingAt<'a> {
-    inner: &'a dyn agent_memory::core::ports::Sql,
-    pattern: &'static str,
-    n: std::cell::Cell<usize>,
-}
-
-impl agent_memory::core::ports::Sql for FailingAt<'_> {
-    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
-        if sql.contains(self.pattern) {
-            let left = self.n.get().saturating_sub(1);
-            self.n.set(left);
-            if left == 0 {
-                return Err(agent_memory::core::error::Error::storage("cut inside the window"));
-            }
-        }
-        self.inner.query(sql, params)
-    }
-    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
-        self.inner.transaction(f)
-    }
-    fn database_size(&self) -> i64 {
-        self.inner.database_size()
-    }
-}
-
 /// A window whose transaction stops halfway (after some of its groups'
 /// changes and records are written) leaves nothing of it behind: the
 /// memories, the records and the run's cursor are as before, and the run
@@ -332,7 +305,7 @@ fn test_a_window_cut_inside_its_transaction_leaves_nothing_and_the_run_ends_as_a
         memory: Default::default(),
     };
     let e = block_on(p.consolidate(ConsolidateRequest::default())).unwrap_err();
-    assert!(e.message().contains("cut inside the window"), "{e}");
+    assert!(e.message().contains("injected failure"), "{e}");
     let run = agent_memory::core::consolidate::current(&p).unwrap().expect("the run begun before the window");
     assert_eq!(run.cursor, "", "the cursor did not move");
     assert_eq!(with_profile(&cut, APRIL_15, export_body), before, "no memory or record of the window was kept");

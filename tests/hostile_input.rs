@@ -24,7 +24,7 @@ use serde_json::json;
 use std::cell::RefCell;
 use std::future::Future;
 use std::task::{Context, Poll};
-use support::{block_on, database, with_profile, NativeSql, APRIL_15, DAY};
+use support::{block_on, database, with_profile, FailingAt, NativeSql, APRIL_15, DAY};
 
 fn msg(role: &str, content: &str, timestamp: Option<&str>) -> MessageInput {
     MessageInput { role: role.into(), content: content.into(), timestamp: timestamp.map(str::to_string) }
@@ -268,10 +268,7 @@ fn grace(limits_grace_millis: i64) -> Limits {
 }
 
 fn with_limits<T>(sql: &NativeSql, now: i64, limits: Limits, f: impl FnOnce(&Profile<'_>) -> T) -> T {
-    let index = SqlVectorIndex { sql };
-    let turns = TurnDirectory::new();
-    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder: &HashEmbedder, index: &index, turns: Some(&turns), now, limits, memory: Default::default() };
-    f(&p)
+    support::with_profile_limits(sql, now, &TurnDirectory::new(), limits, f)
 }
 
 #[test]
@@ -678,5 +675,38 @@ fn test_a_message_row_whose_content_is_not_text_fails_the_full_text_channels_not
             let note = format!("channel {channel} failed: a message's content that is not text");
             assert!(r.messages.contains(&note), "{:?}", r.messages);
         }
+    });
+}
+
+/// An ingest that fails after its messages are stored (here a memory's
+/// write fails) keeps its re-extraction job: the caller's retry finds
+/// nothing new to store, and the alarm then extracts the memories rather
+/// than leaving the messages uncited for good.
+#[test]
+fn test_an_ingest_that_fails_after_storing_its_messages_is_extracted_by_the_alarm() {
+    let sql = database();
+    let req = || IngestRequest {
+        messages: vec![
+            msg("user", "I moved to Lisbon in 2021 and work as a baker.", None),
+            msg("user", "My sister Ana lives in Porto with two cats.", None),
+        ],
+        session_id: Some("s1".into()),
+        metadata: Default::default(),
+    };
+    let failing = FailingAt { inner: &sql, pattern: "INTO memories (", n: std::cell::Cell::new(1) };
+    with_profile(&failing, APRIL_15, |p| {
+        let e = block_on(p.ingest(req())).unwrap_err();
+        assert!(e.message().contains("injected failure"), "{e}");
+    });
+    with_profile(&sql, APRIL_15 + 1_000, |p| {
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.messages, stats.memories), (2, 0), "the raw messages were kept, no memory");
+        let again = block_on(p.ingest(req())).unwrap();
+        assert_eq!((again.messages_stored, again.memories_stored), (0, 0), "the retry finds nothing new");
+        assert_eq!(p.stats().unwrap().pending_jobs, 1, "the re-extraction job stays");
+    });
+    with_profile(&sql, APRIL_15 + agent_memory::core::ops::INGEST_GUARD_MILLIS + 1_000, |p| {
+        assert_eq!(block_on(p.drain()).unwrap().extracted, 1);
+        assert!(p.stats().unwrap().memories >= 2, "the alarm extracted the memories");
     });
 }

@@ -116,17 +116,20 @@ impl<'a> Profile<'a> {
         // eviction, deploy), a client's retry finds the messages stored and
         // changes nothing, so their memories would never be extracted. A
         // re-extraction job, written before and removed after, covers that
-        // gap: it survives only a call that did not finish, and the alarm
-        // then judges the session's uncited messages.
+        // gap: it survives only a call that did not finish or failed, and
+        // the alarm then judges the session's uncited messages.
         let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(&req));
         let store = self.store();
         let guard = store.transaction(|| {
             store.enqueue_at(&crate::core::jobs::Work::Extract { session_id: session_id.clone() }, self.now.saturating_add(INGEST_GUARD_MILLIS))
         })?;
         let out = ingest::run(self, req).await;
-        // Removed whatever the outcome: an error here was reported to the
-        // caller, who retries; a crash never reaches this line.
-        store.finish_jobs(&[guard])?;
+        // Removed once the call finished. A call that failed keeps it: its
+        // messages may be stored, and the caller's retry then finds
+        // nothing new to extract (a crash never reaches this line either).
+        if out.is_ok() {
+            store.finish_jobs(&[guard])?;
+        }
         out
     }
 

@@ -26,19 +26,19 @@ pub fn database() -> NativeSql {
 }
 
 /// Runs `f` with a profile over `sql` at time `now` (epoch millis).
-pub fn with_profile<T>(sql: &NativeSql, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+pub fn with_profile<T>(sql: &dyn agent_memory::core::ports::Sql, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     with_profile_in(sql, now, &TurnDirectory::new(), f)
 }
 
 /// [`with_profile`] with a turn directory kept by the caller across
 /// calls, as the Durable Object keeps it.
 #[allow(dead_code)]
-pub fn with_profile_in<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+pub fn with_profile_in<T>(sql: &dyn agent_memory::core::ports::Sql, now: i64, turns: &TurnDirectory, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     with_profile_limits(sql, now, turns, Limits::default(), f)
 }
 
 /// [`with_profile_in`] under `limits`.
-pub fn with_profile_limits<T>(sql: &NativeSql, now: i64, turns: &TurnDirectory, limits: Limits, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+pub fn with_profile_limits<T>(sql: &dyn agent_memory::core::ports::Sql, now: i64, turns: &TurnDirectory, limits: Limits, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
     let p = Profile {
         name: "test/p",
@@ -106,5 +106,36 @@ impl Rng {
     }
     pub fn pick<'a>(&mut self, xs: &'a [&'a str]) -> &'a str {
         xs[self.below(xs.len())]
+    }
+}
+
+/// SQL that fails the `n`-th statement containing `pattern` (counting
+/// from 1), once, with a storage error "injected failure": as a cut there
+/// would stop the call.
+pub struct FailingAt<'a> {
+    pub inner: &'a dyn agent_memory::core::ports::Sql,
+    pub pattern: &'static str,
+    pub n: std::cell::Cell<usize>,
+}
+
+impl agent_memory::core::ports::Sql for FailingAt<'_> {
+    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
+        if sql.contains(self.pattern) {
+            match self.n.get() {
+                0 => {}
+                1 => {
+                    self.n.set(0);
+                    return Err(agent_memory::core::error::Error::storage("injected failure"));
+                }
+                k => self.n.set(k - 1),
+            }
+        }
+        self.inner.query(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
+        self.inner.transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        self.inner.database_size()
     }
 }
