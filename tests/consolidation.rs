@@ -316,3 +316,29 @@ fn test_a_window_cut_inside_its_transaction_leaves_nothing_and_the_run_ends_as_a
     with_profile(&cut, APRIL_15, |p| while block_on(p.drain()).unwrap().embedded > 0 {});
     assert_eq!(with_profile(&cut, APRIL_15, export_body), with_profile(&whole, APRIL_15, export_body));
 }
+
+/// Consolidation keeps owners apart: two wordings of one statement by two
+/// users (different metadata) are not merged; the same two by one user are.
+#[test]
+fn test_rewordings_of_two_owners_are_not_merged_but_of_one_owner_are() {
+    let sql = database();
+    let say = |p: &Profile<'_>, content: &str, key: &str, user: &str| {
+        block_on(p.remember(serde_json::from_value::<RememberRequest>(json!({"content": content, "key": key, "type": "fact", "metadata": {"userId": user}})).unwrap())).unwrap()
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        say(p, "The user prefers dark mode in the code editor.", "editor.theme_a", "ana");
+        say(p, "In the code editor, the user prefers the dark mode.", "editor.theme_b", "ben");
+    });
+    let apart = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    assert!(apart.actions.is_empty(), "{:?}", apart.actions);
+    with_profile(&sql, APRIL_15 + DAY, |p| say(p, "In the code editor, the user prefers the dark mode!", "editor.theme_c", "ana"));
+    let merged = with_profile(&sql, APRIL_15 + 2 * DAY, |p| consolidate(p, json!({})));
+    assert_eq!(merged.actions.len(), 1, "{:?}", merged.actions);
+    assert_eq!(merged.actions[0].action, "merge");
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let owners: Vec<String> = active(p).iter().map(|m| serde_json::to_value(&m.metadata).unwrap()["userId"].as_str().unwrap().to_string()).collect();
+        let mut owners = owners;
+        owners.sort();
+        assert_eq!(owners, ["ana", "ben"], "one memory each");
+    });
+}

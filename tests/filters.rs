@@ -150,7 +150,7 @@ fn random_memories(r: &mut Rng, n: usize) -> Vec<(Memory, String)> {
             let kind = *r.pick(&[MemoryType::Fact, MemoryType::Event, MemoryType::Instruction]);
             let mut line = json!({
                 "kind": "memory",
-                "id": agent_memory::core::ids::memory_id(created, &agent_memory::core::ids::fingerprint(kind.as_str(), &content), i as u64),
+                "id": agent_memory::core::ids::memory_id(created, &agent_memory::core::ids::fingerprint(kind.as_str(), &content, &Default::default()), i as u64),
                 "type": kind,
                 "summary": content,
                 "content": content,

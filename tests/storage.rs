@@ -780,3 +780,60 @@ fn test_a_list_filtered_by_key_finds_exactly_the_memories_holding_it_before_any_
         assert!(ids("process.nothing_here", None).is_empty());
     });
 }
+
+fn remember_as(p: &agent_memory::core::ops::Profile<'_>, body: serde_json::Value) -> agent_memory::core::model::Memory {
+    block_on(p.remember(serde_json::from_value::<RememberRequest>(body).unwrap())).unwrap()
+}
+
+/// The same words from another agent or user are another memory (each
+/// keeps its own metadata, and a filter finds it); from the same one, the
+/// memory already stored, whose expiry becomes the later of the two.
+#[test]
+fn test_a_statement_remembered_again_is_one_memory_per_owner_and_keeps_the_later_expiry() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let text = "The release train leaves every second Tuesday.";
+        let a = remember_as(p, json!({"content": text, "metadata": {"userId": "ana"}}));
+        let b = remember_as(p, json!({"content": text, "metadata": {"userId": "ben"}}));
+        assert_ne!(a.id, b.id, "another user's statement is its own memory");
+        assert_eq!(serde_json::to_value(&b.metadata).unwrap(), json!({"userId": "ben"}));
+        let bens = p.list(serde_json::from_value::<ListRequest>(json!({"filter": {"userId": "ben"}})).unwrap()).unwrap().memories;
+        assert_eq!(bens.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), [b.id.as_str()]);
+        // Again from ana: her memory, now with her expiry.
+        let again = remember_as(p, json!({"content": text, "metadata": {"userId": "ana"}, "expiresAt": "2026-05-01T00:00:00Z"}));
+        assert_eq!(again.id, a.id);
+        assert_eq!(again.expires_at, None, "a memory without expiry holds: the later of never and May is never");
+        let temp = remember_as(p, json!({"content": "The office is closed on Friday.", "expiresAt": "2026-04-20T00:00:00Z"}));
+        let longer = remember_as(p, json!({"content": "The office is closed on Friday.", "expiresAt": "2026-05-20T00:00:00Z"}));
+        assert_eq!((longer.id.as_str(), longer.expires_at.as_deref()), (temp.id.as_str(), Some("2026-05-20T00:00:00.000Z")));
+        let shorter = remember_as(p, json!({"content": "The office is closed on Friday.", "ttlSeconds": 60}));
+        assert_eq!(shorter.expires_at.as_deref(), Some("2026-05-20T00:00:00.000Z"), "an earlier expiry does not cut it short");
+        let forever = remember_as(p, json!({"content": "The office is closed on Friday."}));
+        assert_eq!(forever.expires_at, None, "said again without an expiry: it holds");
+        // An update of the metadata moves the memory to its new owner.
+        p.update(serde_json::from_value(json!({"id": b.id, "metadata": {"userId": "cy"}})).unwrap()).unwrap();
+        assert_eq!(remember_as(p, json!({"content": text, "metadata": {"userId": "cy"}})).id, b.id);
+        // Ben's statement again, in the same millisecond: a memory of its
+        // own (the id its words and time give is taken), with ben's metadata.
+        let bens_again = remember_as(p, json!({"content": text, "metadata": {"userId": "ben"}}));
+        assert_ne!(bens_again.id, b.id);
+        assert_eq!(serde_json::to_value(&bens_again.metadata).unwrap(), json!({"userId": "ben"}));
+    });
+}
+
+/// A key's value from one user does not replace another user's: each
+/// owner (metadata) keeps its own holder of the key.
+#[test]
+fn test_a_keyed_statement_supersedes_only_its_own_owners_holder() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let city = |content: &str, user: &str| remember_as(p, json!({"content": content, "key": "user.city", "metadata": {"userId": user}}));
+        let ana = city("Ana lives in Lisbon.", "ana");
+        let ben = city("Ben lives in Porto.", "ben");
+        let ana_moved = city("Ana lives in Madrid now.", "ana");
+        let status = |id: &str| p.get(id).unwrap().memory.status;
+        assert_eq!(status(&ben.id), Status::Active, "another user's value stays");
+        assert_eq!(status(&ana.id), Status::Superseded);
+        assert_eq!(p.get(&ana.id).unwrap().memory.superseded_by.as_deref(), Some(ana_moved.id.as_str()));
+    });
+}

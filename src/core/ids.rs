@@ -22,8 +22,11 @@ pub fn message_id(session_id: &str, role: &str, content: &str) -> String {
     hex(h.finalize().iter().take(16))
 }
 
-/// A stable fingerprint of a memory's meaning: type and normalized content.
-pub fn fingerprint(kind: &str, content: &str) -> String {
+/// A stable fingerprint of a memory's meaning and scope: type, normalized
+/// content, and its metadata when it has any (whose it is: the same words
+/// from another agent or user are another memory). Without metadata it is
+/// what it always was, so stored fingerprints keep matching.
+pub fn fingerprint(kind: &str, content: &str, metadata: &crate::core::model::Metadata) -> String {
     let norm: String = content
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -33,6 +36,13 @@ pub fn fingerprint(kind: &str, content: &str) -> String {
     h.update((kind.len() as u64).to_be_bytes());
     h.update(kind.as_bytes());
     h.update(norm.as_bytes());
+    if !metadata.is_empty() {
+        // A map with its keys in order: the same metadata, the same text.
+        let scope = serde_json::to_string(metadata).unwrap_or_default();
+        h.update([0u8]);
+        h.update((scope.len() as u64).to_be_bytes());
+        h.update(scope.as_bytes());
+    }
     hex(h.finalize().iter().take(16))
 }
 

@@ -207,7 +207,7 @@ fn redact(text: &mut String) {
 pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     let before = store.existing_message_ids(&p.messages.iter().map(|m| m.id.clone()).collect::<Vec<_>>())?;
     store.put_messages(&p.messages)?;
-    let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content)).collect();
+    let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content, &m.metadata)).collect();
     // insert_memories queues an embedding for active, non-task memories.
     let memories = store.insert_memories(&p.memories.iter().zip(&fingerprints).map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })

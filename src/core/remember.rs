@@ -49,7 +49,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let mut pending = persist::build(&session_id, &[], vec![(candidate, cls, std::rc::Rc::new(transcript))], &req.metadata, p.now);
     let expires_at = expiry(p.now, req.expires_at.as_deref(), req.ttl_seconds);
     if let Some(first) = pending.first_mut() {
-        first.memory.expires_at = expires_at;
+        first.memory.expires_at = expires_at.clone();
     }
     let store = p.store();
     let outcome = persist::store(&store, p.turns, pending)?;
@@ -57,10 +57,31 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     // stored with an expiry already past reads as expired).
     let id = match (outcome.stored.first(), outcome.existing.first()) {
         (Some(m), _) => m.id.clone(),
-        (None, Some(id)) => id.clone(),
+        (None, Some(id)) => {
+            extend_expiry(&store, id, expires_at.as_deref())?;
+            id.clone()
+        }
         _ => return Err(Error::storage("failed to store the memory")),
     };
     store.get_memory(&id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))
+}
+
+/// A statement remembered again (same type, words and metadata) holds as
+/// long as either assertion does: the stored memory's expiry becomes the
+/// later of the two, none being never.
+fn extend_expiry(store: &crate::core::store::Store<'_>, id: &str, asked: Option<&str>) -> Result<()> {
+    store.transaction(|| {
+        let m = store.get_memory(id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))?;
+        // Stored expiries are ISO-8601 UTC of one width: they compare as text.
+        let later = match (m.expires_at.as_deref(), asked) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        if later != m.expires_at.as_deref() {
+            store.set_expiry(id, later)?;
+        }
+        Ok(())
+    })
 }
 
 /// The stored `expiresAt` of a remember call: an explicit instant, or now

@@ -92,7 +92,8 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
     let Some(first) = g.members.first() else { return Ok(None) };
     let members: Vec<&Memory> = g.members.iter().collect();
     let kind = first.kind;
-    let fingerprint = ids::fingerprint(kind.as_str(), content);
+    let metadata = shared_metadata(&g.members);
+    let fingerprint = ids::fingerprint(kind.as_str(), content, &metadata);
     let now = store.now();
     let mut queries: Vec<String> = Vec::new();
     for q in g.members.iter().flat_map(|m| &m.search_queries) {
@@ -117,7 +118,7 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
         created_at: iso(now),
         updated_at: iso(now),
         expires_at: None,
-        metadata: shared_metadata(&g.members),
+        metadata,
         valid_from: Some(iso(since)),
         valid_to: None,
     };

@@ -7,7 +7,7 @@
 //! queues vector work (the store queues an embedding for every active
 //! non-task memory and a removal for every superseded one).
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::ids;
 use crate::core::dates;
 use crate::core::ingest::supersede;
@@ -50,7 +50,7 @@ pub fn build(
             let event_date = c.event_date.clone().or_else(|| {
                 lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone())
             });
-            let fingerprint = ids::fingerprint(cls.kind.as_str(), &c.content);
+            let fingerprint = ids::fingerprint(cls.kind.as_str(), &c.content, metadata);
             // Valid from when it was said: the earliest source message's
             // time, else when it is stored.
             let said = sources.iter().filter_map(|m| m.timestamp.as_deref().and_then(crate::core::time::parse_millis)).min();
@@ -112,11 +112,17 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
                 None => fresh.push(p),
             }
         }
+        free_ids(store, &mut fresh)?;
         let mut memories: Vec<Memory> = fresh.iter().map(|p| p.memory.clone()).collect();
         let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
         let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
         let holders = store.active_ids_by_keys(&keys)?;
-        let lookup = |key: &str| -> Vec<String> { holders.get(key).cloned().unwrap_or_default() };
+        // Only holders of the same metadata (whose it is): another user's
+        // value of a key is not replaced by this one's.
+        let lookup = |key: &str, metadata: &crate::core::model::Metadata| -> Vec<String> {
+            let scope = (!metadata.is_empty()).then(|| serde_json::to_string(metadata).unwrap_or_default());
+            holders.get(&(key.to_string(), scope)).cloned().unwrap_or_default()
+        };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
         let mut items: Vec<(Memory, String)> =
             memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();
@@ -156,6 +162,31 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         turns.feed_memories(&fed);
     }
     Ok(outcome)
+}
+
+/// Most other ids [`free_ids`] tries for one memory.
+const ID_TRIES: u64 = 16;
+
+/// Gives each pending memory whose id a stored memory already holds the
+/// next free one. Ids come from the time and the fingerprint, so the same
+/// statement said again within one millisecond, after the first left the
+/// active ones (superseded, or its metadata changed), would otherwise meet
+/// the first's id and its insert be ignored.
+fn free_ids(store: &Store<'_>, fresh: &mut [Pending]) -> Result<()> {
+    let ids: Vec<String> = fresh.iter().map(|p| p.memory.id.clone()).collect();
+    let taken = store.memory_ids_among(&ids)?;
+    if taken.is_empty() {
+        return Ok(());
+    }
+    let mut used: HashSet<String> = taken.iter().cloned().chain(ids).collect();
+    for (i, p) in (0u64..).zip(fresh.iter_mut()).filter(|(_, p)| taken.contains(&p.memory.id)) {
+        let candidates: Vec<String> = (1..=ID_TRIES).map(|k| ids::memory_id(store.now(), &p.fingerprint, (k << 32) | i)).filter(|id| !used.contains(id)).collect();
+        let stored = store.memory_ids_among(&candidates)?;
+        let id = candidates.into_iter().find(|id| !stored.contains(id)).ok_or_else(|| Error::storage("no free id for a new memory"))?;
+        used.insert(id.clone());
+        p.memory.id = id;
+    }
+    Ok(())
 }
 
 /// Removes restating memories, adding their source messages to the

@@ -10,7 +10,7 @@
 //! it. Across calls the newer memory wins whoever said it: there is no
 //! earlier statement in view to weigh it against.
 
-use crate::core::model::Memory;
+use crate::core::model::{Memory, Metadata};
 
 /// One replacement: `old` is superseded by `new`.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,14 +52,15 @@ pub fn authority(role: &str) -> u8 {
 }
 
 /// Plans replacements for `new` memories (in conversation order) given
-/// the active memories that already hold their keys. `authority[i]` is the
+/// the active memories of the same metadata (whose they are) that already
+/// hold their keys. `authority[i]` is the
 /// weight of memory `i`'s speaker (missing entries count as [`PERSON`]).
 ///
 /// Among several new memories with one key, the last wins and supersedes
 /// the earlier ones, unless it comes from a lighter speaker than the
 /// current holder: then it is a restatement. Sets `supersedes` on the new
 /// memories that replace something.
-pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str) -> Vec<String>) -> Plan {
+pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str, &Metadata) -> Vec<String>) -> Plan {
     let mut out = Plan::default();
     let mut holder: std::collections::HashMap<String, (String, u8)> = std::collections::HashMap::new();
     for (i, m) in new.iter_mut().enumerate() {
@@ -71,7 +72,7 @@ pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str)
                 continue;
             }
             Some((id, _)) => vec![id.clone()],
-            None => existing_by_key(&key),
+            None => existing_by_key(&key, &m.metadata),
         };
         for old in &previous {
             out.replacements.push(Replacement { old: old.clone(), new: m.id.clone() });
@@ -95,7 +96,7 @@ mod tests {
     #[test]
     fn test_later_statement_of_equal_weight_supersedes_the_earlier() {
         let mut new = vec![mem("a", "user.pm"), mem("b", "user.pm")];
-        let p = plan(&mut new, &[PERSON, PERSON], &|_| vec!["old".into()]);
+        let p = plan(&mut new, &[PERSON, PERSON], &|_, _| vec!["old".into()]);
         assert_eq!(
             p.replacements,
             vec![Replacement { old: "old".into(), new: "a".into() }, Replacement { old: "a".into(), new: "b".into() }]
@@ -107,7 +108,7 @@ mod tests {
     #[test]
     fn test_agent_restating_a_user_key_in_the_same_call_does_not_win() {
         let mut new = vec![mem("user", "user.pm"), mem("echo", "user.pm")];
-        let p = plan(&mut new, &[PERSON, AGENT], &|_| vec![]);
+        let p = plan(&mut new, &[PERSON, AGENT], &|_, _| vec![]);
         assert!(p.replacements.is_empty());
         assert_eq!(p.restatements, vec![Restatement { id: "echo".into(), kept: "user".into() }]);
         assert_eq!(new[1].supersedes, None);
@@ -116,7 +117,7 @@ mod tests {
     #[test]
     fn test_user_correcting_an_agent_in_the_same_call_wins() {
         let mut new = vec![mem("agent", "project.pm"), mem("user", "project.pm")];
-        let p = plan(&mut new, &[AGENT, PERSON], &|_| vec![]);
+        let p = plan(&mut new, &[AGENT, PERSON], &|_, _| vec![]);
         assert_eq!(p.replacements, vec![Replacement { old: "agent".into(), new: "user".into() }]);
     }
 

@@ -142,9 +142,11 @@ impl<'a> Store<'a> {
     pub fn set_metadata(&self, id: &str, metadata: &crate::core::model::Metadata) -> Result<Memory> {
         let m = self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
         let text = (!metadata.is_empty()).then(|| serde_json::to_string(metadata)).transpose()?;
+        // The fingerprint holds the metadata (whose the memory is).
+        let fingerprint = crate::core::ids::fingerprint(m.kind.as_str(), &m.content, metadata);
         self.sql.execute(
-            "UPDATE memories SET metadata = ?, updated_at = ? WHERE id = ?",
-            &[text.map(SqlValue::Text).unwrap_or(SqlValue::Null), iso(self.now).into(), id.into()],
+            "UPDATE memories SET metadata = ?, fingerprint = ?, updated_at = ? WHERE id = ?",
+            &[text.map(SqlValue::Text).unwrap_or(SqlValue::Null), fingerprint.into(), iso(self.now).into(), id.into()],
         )?;
         if m.status == Status::Active && m.kind != MemoryType::Task {
             self.enqueue(&Work::Embed { memory_id: id.to_string() })?;

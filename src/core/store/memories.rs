@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// The active memories holding each key, by key and metadata (its JSON
+/// text as stored; none when empty), newest first.
+pub type KeyHolders = std::collections::HashMap<(String, Option<String>), Vec<String>>;
+
 impl<'a> Store<'a> {
     /// Inserts memories (each ignored if its id exists) and their sources,
     /// and queues an embedding for each that should be vectorized: an
@@ -120,10 +124,21 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
+    /// Which of `ids` a stored memory holds, whatever its status.
+    pub fn memory_ids_among(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        let mut out = std::collections::HashSet::new();
+        for chunk in json_chunks(ids) {
+            for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
+                out.insert(id_of_row(&r)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// The ids of the active memories holding each of `keys`, newest
     /// first, through the key index (schema version 9).
-    pub fn active_ids_by_keys(&self, keys: &[&str]) -> Result<std::collections::HashMap<String, Vec<String>>> {
-        let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+    pub fn active_ids_by_keys(&self, keys: &[&str]) -> Result<KeyHolders> {
+        let mut out = KeyHolders::default();
         let mut keys = keys.to_vec();
         keys.sort_unstable();
         keys.dedup();
@@ -131,14 +146,26 @@ impl<'a> Store<'a> {
             return Ok(out);
         }
         for r in self.sql.query(
-            "SELECT m.key, m.id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+            "SELECT m.key, m.id, m.metadata FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
              WHERE m.status = 'active' ORDER BY m.id DESC",
             &[json_param(&keys)],
         )? {
-            let (k, id) = two_texts(&r, "a memory's key")?;
-            out.entry(k).or_default().push(id);
+            let (k, id, scope) = match r.as_slice() {
+                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Null] => (k.clone(), id.clone(), None),
+                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(m)] => (k.clone(), id.clone(), Some(m.clone())),
+                _ => return Err(Error::storage("failed to read a memory's key, id and metadata")),
+            };
+            out.entry((k, scope)).or_default().push(id);
         }
         Ok(out)
+    }
+
+    /// Sets an active memory's expiry (none: it never expires).
+    pub fn set_expiry(&self, id: &str, expires_at: Option<&str>) -> Result<()> {
+        self.sql.execute(
+            "UPDATE memories SET expires_at = ?1, updated_at = ?2 WHERE id = ?3 AND status = 'active'",
+            &[expires_at.map_or(SqlValue::Null, SqlValue::from), iso(self.now).into(), id.into()],
+        )
     }
 
     pub fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
