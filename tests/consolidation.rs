@@ -342,3 +342,31 @@ fn test_rewordings_of_two_owners_are_not_merged_but_of_one_owner_are() {
         assert_eq!(owners, ["ana", "ben"], "one memory each");
     });
 }
+
+/// An undo never overwrites what happened after the consolidation: with
+/// the surviving memory forgotten, or a merged one deleted, it is refused
+/// (409) and changes nothing; the forget stands.
+#[test]
+fn test_undo_is_refused_when_a_memory_changed_after_the_consolidation() {
+    for later in ["forget the survivor", "delete the merged one"] {
+        let sql = database();
+        let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+        let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+        let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+        let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+        assert_eq!(merge.target, b.id);
+        let after = with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+            match later {
+                "forget the survivor" => drop(p.forget(&b.id).unwrap()),
+                _ => drop(p.delete(&a.id).unwrap()),
+            }
+            export_body(p)
+        });
+        with_profile(&sql, APRIL_15 + 3 * DAY, |p| {
+            let e = p.undo_consolidation(merge.id).unwrap_err();
+            assert_eq!(e.status(), 409, "{later}: {e}");
+            assert!(e.message().contains("after consolidation"), "{e}");
+            assert_eq!(export_body(p), after, "{later}: nothing changed");
+        });
+    }
+}

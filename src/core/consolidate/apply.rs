@@ -142,6 +142,21 @@ fn shared_metadata(members: &[Memory]) -> Metadata {
     first.metadata.iter().filter(|(k, v)| members.iter().all(|m| m.metadata.get(*k) == Some(*v))).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
+/// Refuses (409) when a memory `rec` involved is gone or was changed after
+/// it: every change to a memory sets its `updatedAt`.
+fn unchanged_since(store: &Store<'_>, rec: &ConsolidationRecord, involved: &[String]) -> Result<()> {
+    for id in involved {
+        match store.get_memory(id)? {
+            None => return Err(Error::conflict(format!("memory {id} was deleted after consolidation {}; it cannot be undone", rec.id))),
+            Some(m) if m.updated_at > rec.at => {
+                return Err(Error::conflict(format!("memory {id} changed after consolidation {} (now {}); undoing it would overwrite that", rec.id, m.status.as_str())));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 fn record(store: &Store<'_>, run_id: &str, action: &str, target: &str, g: &Group, created: &[String], reason: &str) -> Result<Option<ConsolidationRecord>> {
     let members: Vec<String> = g.members.iter().map(|m| m.id.clone()).collect();
     Ok(Some(store.record_consolidation(&NewConsolidation { run_id, action, target, members: &members, created, reason, before: &g.members })?))
@@ -149,7 +164,9 @@ fn record(store: &Store<'_>, run_id: &str, action: &str, target: &str, g: &Group
 
 /// Undoes consolidation `id`: its memories back exactly as they were, what
 /// it created deleted. Refused while a later consolidation that involves
-/// them stands (undo that one first), and when already undone.
+/// them stands (undo that one first), when one of them changed since in
+/// another way (forgotten, deleted, superseded, expired, its metadata
+/// updated: putting it back would overwrite that), and when already undone.
 pub fn undo(store: &Store<'_>, id: i64) -> Result<ConsolidationRecord> {
     let (mut rec, before, created) = store.consolidation(id)?.ok_or_else(|| Error::not_found(format!("no consolidation with id {id}")))?;
     if rec.undone_at.is_some() {
@@ -161,6 +178,7 @@ pub fn undo(store: &Store<'_>, id: i64) -> Result<ConsolidationRecord> {
     if let Some(later) = store.later_consolidations(id, &involved)?.first() {
         return Err(Error::invalid(format!("consolidation {later} changed these memories since; undo it first")));
     }
+    unchanged_since(store, &rec, &involved)?;
     if !created.is_empty() {
         store.delete_memories(&created)?;
     }
