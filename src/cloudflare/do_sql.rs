@@ -173,7 +173,10 @@ impl Sql for DoSql {
             });
             let ext: &StorageExt = self.storage.as_raw().unchecked_ref();
             let js = ext.transaction_sync(cb.as_ref().unchecked_ref());
-            if let (Err(e), None) = (&js, &outcome) {
+            // A throw the body did not ask for (it never ran, or it
+            // succeeded and the commit failed) is the transaction's error:
+            // nothing was written.
+            if let (Err(e), None | Some(Ok(()))) = (&js, &outcome) {
                 return Err(Error::storage(format!("failed to run transaction: {e:?}")));
             }
         }
