@@ -710,3 +710,30 @@ fn test_an_ingest_that_fails_after_storing_its_messages_is_extracted_by_the_alar
         assert!(p.stats().unwrap().memories >= 2, "the alarm extracted the memories");
     });
 }
+
+/// The alarm's re-extraction of a session gives each memory the metadata
+/// its own messages were stored with, when calls of one session carried
+/// different metadata.
+#[test]
+fn test_a_re_extracted_session_keeps_each_calls_metadata() {
+    let sql = database();
+    let call = |content: &str, agent: &str| IngestRequest {
+        messages: vec![msg("user", content, None)],
+        session_id: Some("shared".into()),
+        metadata: serde_json::from_value(serde_json::json!({"agentId": agent})).unwrap(),
+    };
+    for (content, agent) in [("I moved to Lisbon in 2021 and work as a baker.", "planner"), ("My sister Ana lives in Porto with two cats.", "coder")] {
+        let failing = FailingAt { inner: &sql, pattern: "INTO memories (", n: std::cell::Cell::new(1) };
+        with_profile(&failing, APRIL_15, |p| assert!(block_on(p.ingest(call(content, agent))).is_err()));
+    }
+    with_profile(&sql, APRIL_15 + agent_memory::core::ops::INGEST_GUARD_MILLIS + 1_000, |p| {
+        block_on(p.drain()).unwrap();
+        let memories = p.list(ListRequest::default()).unwrap().memories;
+        assert!(memories.len() >= 2, "{memories:?}");
+        for m in &memories {
+            let agent = serde_json::to_value(&m.metadata).unwrap()["agentId"].as_str().unwrap().to_string();
+            let expected = if m.summary.contains("Lisbon") { "planner" } else { "coder" };
+            assert_eq!(agent, expected, "{}", m.summary);
+        }
+    });
+}

@@ -149,9 +149,19 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
         m.position = i as i64;
         m
     }).collect();
-    // The memories take the metadata their new messages were stored with.
-    let metadata = messages.iter().find(|m| fresh.contains(&m.id)).map(|m| m.metadata.clone()).unwrap_or_default();
-    Ok(judge_and_store(p, session_id, &messages, &fresh, &metadata).await?.faults)
+    // The memories take the metadata their new messages were stored with:
+    // messages of calls with different metadata are judged apart, each
+    // group's memories resting on its own messages.
+    let mut groups: std::collections::BTreeMap<String, (crate::core::model::Metadata, HashSet<String>)> = Default::default();
+    for m in messages.iter().filter(|m| fresh.contains(&m.id)) {
+        let scope = serde_json::to_string(&m.metadata)?;
+        groups.entry(scope).or_insert_with(|| (m.metadata.clone(), HashSet::new())).1.insert(m.id.clone());
+    }
+    let mut faults = 0usize;
+    for (metadata, group) in groups.into_values() {
+        faults = faults.saturating_add(judge_and_store(p, session_id, &messages, &group, &metadata).await?.faults);
+    }
+    Ok(faults)
 }
 
 /// Keeps candidates that cite a line of this conversation and rest on at
