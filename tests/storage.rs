@@ -404,11 +404,26 @@ fn test_an_import_whose_ids_alone_are_over_one_value_is_written_whole() {
 
 #[test]
 fn test_bad_import_changes_nothing() {
+    // A good profile's export, with one record spoilt after its good ones.
+    let source = database();
+    let good = with_profile(&source, APRIL_15, |p| {
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "I moved to Lisbon in 2021 and work as a baker.")], session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
+        block_on(p.remember(serde_json::from_value(json!({"content": "The office closes on Friday.", "expiresAt": "2026-05-01T00:00:00Z"})).unwrap())).unwrap();
+        p.export(Default::default()).unwrap()
+    });
+    assert!(good.contains("\"expiresAt\""), "{good}");
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let bad = "{\"kind\":\"header\",\"format\":\"agent-memory-export\",\"version\":1}\n{\"kind\":\"message\",\"id\":\"00\"}\n";
-        assert!(p.import(bad).unwrap_err().is_invalid());
-        assert_eq!(p.stats().unwrap().messages, 0);
+        let truncated = format!("{good}{{\"kind\":\"message\",\"id\":\"00\"}}\n");
+        assert!(p.import(&truncated).unwrap_err().is_invalid());
+        // A misspelt field is refused by name, never dropped.
+        let misspelt = good.replace("\"expiresAt\"", "\"expiresAT\"");
+        let e = p.import(&misspelt).unwrap_err();
+        assert!(e.is_invalid() && e.message().contains("unknown field \"expiresAT\""), "{e}");
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.messages, stats.memories), (0, 0), "nothing of either file was written");
+        p.import(&good).unwrap();
+        assert!(p.stats().unwrap().memories >= 2, "the good file imports");
     });
 }
 

@@ -74,6 +74,7 @@ pub fn parse(ndjson: &str) -> Result<Parsed> {
     let mut parsed = Parsed::default();
     let mut saw_header = false;
     let mut renamed: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let (message_fields, memory_fields) = (fields_of::<Message>(), fields_of::<Memory>());
     for (n, line) in ndjson.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
@@ -98,11 +99,13 @@ pub fn parse(ndjson: &str) -> Result<Parsed> {
                 saw_header = true;
             }
             "message" => {
+                known_fields(&v, &message_fields).map_err(bad)?;
                 let m: Message = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid message: {e}"))))?;
                 let m = checked_message(m, &mut renamed).map_err(bad)?;
                 parsed.messages.push(m);
             }
             "memory" => {
+                known_fields(&v, &memory_fields).map_err(bad)?;
                 let m: Memory = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid memory: {e}"))))?;
                 parsed.memories.push(checked_memory(m).map_err(bad)?);
             }
@@ -120,6 +123,22 @@ pub fn parse(ndjson: &str) -> Result<Parsed> {
         }
     }
     Ok(parsed)
+}
+
+/// The fields a record of type `T` has: its schema's properties (the
+/// Rust type is the one source of them).
+fn fields_of<T: schemars::JsonSchema>() -> std::collections::HashSet<String> {
+    let schema = schemars::schema_for!(T);
+    schema.as_value().get("properties").and_then(Value::as_object).map(|o| o.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// Refuses a record with a field its type does not have: a misspelt
+/// `expiresAt` is an error, never a memory imported without its expiry.
+fn known_fields(v: &Value, fields: &std::collections::HashSet<String>) -> Result<()> {
+    match v.as_object().and_then(|o| o.keys().find(|k| !fields.contains(k.as_str()))) {
+        Some(unknown) => Err(Error::invalid(format!("unknown field {}", api::quoted(unknown)))),
+        None => Ok(()),
+    }
 }
 
 /// A message record as ingest would have stored it: id, session, role,
