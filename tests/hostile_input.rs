@@ -100,7 +100,9 @@ fn test_a_message_dated_at_the_end_of_the_calendar_is_ingested_unresolved() {
         };
         let r = block_on(p.ingest(req)).unwrap();
         assert_eq!(r.messages_stored, 1);
+        assert!(!r.memories.is_empty(), "the statement is extracted");
         assert!(r.memories.iter().all(|m| !m.content.contains("10000")), "{:?}", r.memories);
+        assert!(r.memories.iter().any(|m| m.content.contains("the day after tomorrow")), "the relative date is left as written: {:?}", r.memories);
     });
 }
 
@@ -597,6 +599,8 @@ fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_wri
         };
         block_on(p.ingest(req)).unwrap();
         let memories = p.list(ListRequest::default()).unwrap().memories;
+        assert!(!memories.is_empty(), "the statements are extracted");
+        assert!(memories.iter().any(|m| m.key.is_some()), "at least one has a key: {memories:?}");
         for m in &memories {
             if let Some(k) = &m.key {
                 assert!(k.chars().count() <= api::MAX_KEY_CHARS, "a key of {} characters", k.chars().count());

@@ -99,9 +99,13 @@ fn test_list_pages_with_a_cursor_and_filters() {
         let third = p.list(ListRequest { limit: Some(2), cursor: second.cursor.clone(), ..ListRequest::default() }).unwrap();
         assert_eq!(third.memories.len(), 1);
         assert!(third.cursor.is_none());
-        let mut all: Vec<String> = [first, second, third].into_iter().flat_map(|p| p.memories).map(|m| m.id).collect();
-        all.dedup();
-        assert_eq!(all.len(), 5);
+        // The pages hold every memory once, newest first.
+        let all: Vec<String> = [first, second, third].into_iter().flat_map(|p| p.memories).map(|m| m.id).collect();
+        let mut expected: Vec<String> = p.list(ListRequest { limit: Some(100), ..ListRequest::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
+        assert_eq!(all, expected);
+        expected.sort();
+        expected.dedup();
+        assert_eq!(expected.len(), 5);
         let none = p.list(ListRequest { session_id: Some("other".into()), ..ListRequest::default() }).unwrap();
         assert!(none.memories.is_empty());
     });
