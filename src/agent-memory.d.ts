@@ -498,9 +498,9 @@ export interface MemoryRecallOptions extends AgentMemoryRecallOptions {
   limit?: number;
   /** Add the explanation of every score (`candidates[].explanation`, `trace`, and `explain`). */
   explain?: boolean;
-  /** Also consider superseded, forgotten and expired memories. */
+  /** Also consider superseded, forgotten and expired memories (not with `asOf`: refused). */
   includeInactive?: boolean;
-  /** The session the query is asked in (1-64 characters). */
+  /** Only memories of this session (1-64 characters). */
   sessionId?: string | null;
   /** Only memories passing this filter. */
   filter?: MemoryFilter;

@@ -480,3 +480,16 @@ fn test_recall_with_a_session_id_returns_only_that_sessions_memories() {
         assert!(recall(p, json!({"query": q, "sessionId": "nobody"})).candidates.is_empty());
     });
 }
+
+/// `includeInactive` and `asOf` both choose which memories count: the two
+/// together are refused (400), not one silently ignored.
+#[test]
+fn test_include_inactive_with_as_of_is_refused() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let req: RecallRequest = serde_json::from_value(json!({"query": "x", "includeInactive": true, "asOf": "2026-04-01"})).unwrap();
+        let e = block_on(p.recall(req)).unwrap_err();
+        assert_eq!(e.status(), 400);
+        assert!(e.message().contains("includeInactive cannot be combined with asOf"), "{e}");
+    });
+}

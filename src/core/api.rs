@@ -151,9 +151,11 @@ pub struct RecallOptions {
     pub thinking_level: Option<crate::core::model::ThinkingLevel>,
     #[serde(default)]
     pub explain: Option<bool>,
-    /// Also consider superseded, forgotten and expired memories.
+    /// Also consider superseded, forgotten and expired memories. Not with
+    /// `asOf`, which chooses what was active at its instant.
     #[serde(default)]
     pub include_inactive: Option<bool>,
+    /// Only memories of this session.
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::SessionId>")]
     pub session_id: Option<String>,
@@ -484,6 +486,9 @@ impl RecallRequest {
             crate::core::filter::from_json(f)?;
         }
         validate_date("asOf", &self.options.as_of)?;
+        if self.options.as_of.is_some() && self.options.include_inactive == Some(true) {
+            return Err(Error::invalid("includeInactive cannot be combined with asOf: asOf chooses what was active at that instant"));
+        }
         validate_date("referenceDate", &self.options.reference_date)
     }
 }
