@@ -344,8 +344,8 @@ fn test_rewordings_of_two_owners_are_not_merged_but_of_one_owner_are() {
 }
 
 /// An undo never overwrites what happened after the consolidation: with
-/// the surviving memory forgotten, or a merged one deleted, it is refused
-/// (409) and changes nothing; the forget stands.
+/// the surviving memory forgotten it is refused (409) and changes nothing;
+/// with a merged one deleted the record went with it (404).
 #[test]
 fn test_undo_is_refused_when_a_memory_changed_after_the_consolidation() {
     for later in ["forget the survivor", "delete the merged one"] {
@@ -364,9 +364,38 @@ fn test_undo_is_refused_when_a_memory_changed_after_the_consolidation() {
         });
         with_profile(&sql, APRIL_15 + 3 * DAY, |p| {
             let e = p.undo_consolidation(merge.id).unwrap_err();
-            assert_eq!(e.status(), 409, "{later}: {e}");
-            assert!(e.message().contains("after consolidation"), "{e}");
+            match later {
+                // The record went with the deleted memory (it copied it).
+                "delete the merged one" => assert_eq!(e.status(), 404, "{later}: {e}"),
+                _ => {
+                    assert_eq!(e.status(), 409, "{later}: {e}");
+                    assert!(e.message().contains("after consolidation"), "{e}");
+                }
+            }
             assert_eq!(export_body(p), after, "{later}: nothing changed");
         });
     }
+}
+
+/// A hard delete leaves no copy of what it deleted: the consolidation
+/// records holding the memory as it was go with it (and the undo with
+/// them); a purge of the profile empties the records too.
+#[test]
+fn test_a_hard_delete_erases_the_consolidation_records_that_copy_the_memory() {
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+    let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+    let merge = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "merge").expect("a merge");
+    let copies = |words: &str| -> i64 {
+        let rows = sql.query("SELECT COUNT(*) FROM consolidations WHERE before LIKE ?1", &[format!("%{words}%").into()]).unwrap();
+        rows[0][0].as_i64().unwrap()
+    };
+    assert_eq!(copies("dark mode in the code editor"), 1, "the record copies the merged memory");
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        p.delete(&a.id).unwrap();
+        assert_eq!(copies("dark mode in the code editor"), 0, "no copy of the deleted memory is left");
+        assert!(p.get(&b.id).unwrap().consolidations.is_empty());
+        assert_eq!(p.undo_consolidation(merge.id).unwrap_err().status(), 404);
+    });
 }

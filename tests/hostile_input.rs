@@ -345,8 +345,13 @@ fn test_a_deleted_profile_is_purged_after_its_grace_period() {
     let sql = database();
     let limits = grace(DAY);
     with_limits(&sql, APRIL_15, limits, |p| {
-        block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
+        block_on(p.dispatch("remember", json!({"content": "The quokkanebula backup runs nightly at 02:00.", "key": "backup.a", "type": "fact"}))).unwrap();
+        block_on(p.dispatch("remember", json!({"content": "Nightly at 02:00, the quokkanebula backup runs.", "key": "backup.b", "type": "fact"}))).unwrap();
         block_on(p.drain()).unwrap();
+        // A consolidation record copies the memories as they were.
+        let merged = block_on(p.dispatch("consolidate", json!({}))).unwrap();
+        assert!(merged.to_string().contains("merge"), "{merged}");
+        while block_on(p.drain()).unwrap().pending > 0 {}
         block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
         assert_eq!(p.next_due().unwrap(), Some(APRIL_15 + DAY), "the alarm is due at the purge");
     });

@@ -209,6 +209,7 @@ impl<'a> Profile<'a> {
             memory_ids.sort();
             memory_ids.dedup();
             store.delete_memories(&memory_ids)?;
+            store.erase_consolidations_of(&memory_ids)?;
             store.delete_messages(&memory.source_message_ids)?;
             store.purge_deleted_text()?;
             let deleted_messages = memory.source_message_ids.clone();
@@ -246,6 +247,7 @@ impl<'a> Profile<'a> {
             memory_ids.sort();
             memory_ids.dedup();
             store.delete_memories(&memory_ids)?;
+            store.erase_consolidations_of(&memory_ids)?;
             store.delete_messages(&messages)?;
             store.delete_session_jobs(session_id)?;
             store.purge_deleted_text()?;

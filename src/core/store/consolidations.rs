@@ -26,6 +26,27 @@ pub struct NewConsolidation<'a> {
 }
 
 impl<'a> Store<'a> {
+    /// Erases the consolidation records that involve any of `ids` (their
+    /// copies of the memories as they were hold the memories' words): a
+    /// hard delete leaves no copy of what it deleted.
+    pub fn erase_consolidations_of(&self, ids: &[String]) -> Result<()> {
+        for chunk in json_chunks(ids) {
+            let records: Vec<i64> = self
+                .sql
+                .query("SELECT DISTINCT c.consolidation_id FROM json_each(?1) j CROSS JOIN consolidation_members c ON c.memory_id = j.value", &[chunk])?
+                .iter()
+                .map(|r| r.first().and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation id that is not a number")))
+                .collect::<Result<_>>()?;
+            if records.is_empty() {
+                continue;
+            }
+            let param = json_param(&records);
+            self.sql.execute("DELETE FROM consolidations WHERE id IN (SELECT value FROM json_each(?1))", std::slice::from_ref(&param))?;
+            self.sql.execute("DELETE FROM consolidation_members WHERE consolidation_id IN (SELECT value FROM json_each(?1))", &[param])?;
+        }
+        Ok(())
+    }
+
     /// Records a change; returns it as a record.
     pub fn record_consolidation(&self, c: &NewConsolidation<'_>) -> Result<ConsolidationRecord> {
         let at = iso(self.now);

@@ -142,7 +142,18 @@ impl<'a> Store<'a> {
     pub fn wipe(&self) -> Result<()> {
         // Citations first: a deleted message's trigger would move them aside.
         // The vectors are the vector index's: the caller queues their removal.
-        for t in ["citations", "citations_waiting", "messages", "messages_fts", "memories", "memories_fts", "directory_snapshot", "outbox"] {
+        for t in [
+            "citations",
+            "citations_waiting",
+            "messages",
+            "messages_fts",
+            "memories",
+            "memories_fts",
+            "directory_snapshot",
+            "outbox",
+            "consolidations",
+            "consolidation_members",
+        ] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
         self.sql.execute("DELETE FROM meta WHERE key <> ?", &[META_NAME.into()])?;
