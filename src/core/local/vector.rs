@@ -733,7 +733,7 @@ fn load_rows(sql: &dyn Sql, packed: &mut Packed, mut after: i64) -> Result<usize
         let full = rows.len() as i64 == PAGE;
         n += rows.len();
         for r in rows {
-            let Some(id) = r[1].as_str() else { continue };
+            let id = r.get(1).and_then(SqlValue::as_str).ok_or_else(|| crate::core::error::Error::storage("a stored vector's memory id is not text"))?;
             match r[2].as_blob().and_then(Code::from_bytes) {
                 Some(code) => packed.insert(id, &code),
                 None => stale.push(id.to_string()),
@@ -901,7 +901,12 @@ fn read_vectors(sql: &dyn Sql, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>
         "SELECT v.memory_id, v.vector FROM json_each(?1) j CROSS JOIN vectors v ON v.memory_id = j.value",
         &[crate::core::store::json_param(ids)],
     )?;
-    Ok(rows.into_iter().filter_map(|r| Some((r[0].opt_string()?, decode(r[1].as_blob()?)))).collect())
+    rows.into_iter()
+        .map(|r| match r.as_slice() {
+            [SqlValue::Text(id), SqlValue::Blob(b)] => Ok((id.clone(), decode(b))),
+            _ => Err(crate::core::error::Error::storage("a stored vector row does not read (memory id and vector)")),
+        })
+        .collect()
 }
 
 /// A rowid below every row of `vectors` (SQLite assigns them from 1).

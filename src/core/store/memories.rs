@@ -68,7 +68,7 @@ impl<'a> Store<'a> {
                     "{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r RETURNING rowid, id"
                 ),
                 &[chunk],
-            )?));
+            )?)?);
         }
         written.sort_unstable();
         let sources: Vec<(&String, &String)> =

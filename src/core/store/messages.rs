@@ -80,7 +80,7 @@ impl<'a> Store<'a> {
             written.extend(rowids_of(self.sql.query(
                 &format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r RETURNING rowid, id"),
                 &[chunk],
-            )?));
+            )?)?);
         }
         written.sort_unstable();
         self.queue_text_index(FullText::Messages)?;

@@ -75,9 +75,15 @@ pub fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
-/// `(rowid, id)` rows of a `RETURNING rowid, id` clause.
-pub(super) fn rowids_of(rows: Vec<Vec<SqlValue>>) -> impl Iterator<Item = (i64, String)> {
-    rows.into_iter().filter_map(|r| Some((r.first()?.as_i64()?, r.get(1)?.opt_string()?)))
+/// `(rowid, id)` rows of a `RETURNING rowid, id` clause; a row that does
+/// not read is an error (the row was written: it must not go unreported).
+pub(super) fn rowids_of(rows: Vec<Vec<SqlValue>>) -> Result<Vec<(i64, String)>> {
+    rows.into_iter()
+        .map(|r| match r.as_slice() {
+            [rowid, SqlValue::Text(id)] => rowid.as_i64().map(|n| (n, id.clone())).ok_or_else(|| Error::storage("a written row's rowid is not a number")),
+            _ => Err(Error::storage("a written row did not return its rowid and id")),
+        })
+        .collect()
 }
 
 /// `?1, ?2, ?3` for `n` values: a list a statement can name twice.
