@@ -46,3 +46,24 @@ fn test_the_sessions_choose_the_last_session_section_only() {
     let last = first.split("## Last Session (s1)").nth(1).unwrap();
     assert!(last.contains("Helix") && !last.contains("Biscuit"), "only s1 in its section: {last}");
 }
+
+/// A section with more memories than it lists says so, and the last
+/// session is found past any number of memories remembered without one.
+#[test]
+fn test_a_long_section_says_it_left_some_out_and_the_last_session_is_found_past_sessionless_memories() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.remember(remember("The deploy window is Tuesday morning.", "ops"))).unwrap();
+    });
+    for i in 0..60 {
+        with_profile(&sql, APRIL_15 + 1_000 * (i + 1), |p| {
+            let req: RememberRequest = serde_json::from_value(serde_json::json!({ "content": format!("Server n{i:02}x stores ledger l{i:02}y."), "key": format!("ledger.k{i}"), "type": "fact" })).unwrap();
+            block_on(p.remember(req)).unwrap();
+        });
+    }
+    let s = summary(&sql, None);
+    let facts = s.split("## Key Facts").nth(1).and_then(|rest| rest.split("\n## ").next()).unwrap();
+    assert_eq!(facts.lines().filter(|l| l.starts_with("- ") && !l.contains("and more")).count(), agent_memory::core::summary::MAX_PER_SECTION);
+    assert!(facts.contains("…and more"), "{facts}");
+    assert!(s.contains("## Last Session (ops)"), "{s}");
+}

@@ -4,7 +4,9 @@
 //! tasks, and the last session. A `sessionId` chooses which session the
 //! last-session section shows (the most recent one without it); the other
 //! sections always cover the whole profile. Sections with nothing in them
-//! are left out.
+//! are left out. Each section reads at most [`MAX_PER_SECTION`] memories
+//! (the newest stored) and says so when there were more: a summary is not
+//! a listing.
 
 use crate::core::error::Result;
 use crate::core::model::{Memory, MemoryType, Status};
@@ -30,16 +32,21 @@ pub fn render(store: &Store<'_>, session_id: Option<&str>, now: i64) -> Result<S
     };
     let mut any = false;
     for (kind, title) in [(MemoryType::Fact, "Key Facts"), (MemoryType::Instruction, "Instructions")] {
-        any |= section(&mut out, title, &active(kind, None)?.memories);
+        let page = active(kind, None)?;
+        any |= section(&mut out, title, &page.memories, page.cursor.is_some());
     }
-    any |= section(&mut out, "Recent Events", &recent_events(active(MemoryType::Event, None)?.memories, now));
-    any |= section(&mut out, "Active Tasks", &active(MemoryType::Task, None)?.memories);
-    if let Some(session) = session_id.map(str::to_string).or(last_session(store)?) {
-        let mut memories = Vec::new();
+    let events = active(MemoryType::Event, None)?;
+    any |= section(&mut out, "Recent Events", &recent_events(events.memories, now), events.cursor.is_some());
+    let tasks = active(MemoryType::Task, None)?;
+    any |= section(&mut out, "Active Tasks", &tasks.memories, tasks.cursor.is_some());
+    if let Some(session) = session_id.map(str::to_string).or(store.newest_session()?) {
+        let (mut memories, mut more) = (Vec::new(), false);
         for kind in MemoryType::ALL {
-            memories.extend(active(kind, Some(&session))?.memories);
+            let page = active(kind, Some(&session))?;
+            more |= page.cursor.is_some();
+            memories.extend(page.memories);
         }
-        any |= section(&mut out, &format!("Last Session ({session})"), &memories);
+        any |= section(&mut out, &format!("Last Session ({session})"), &memories, more);
     }
     if !any {
         out.push_str("\nNo memories in this profile yet.\n");
@@ -47,9 +54,9 @@ pub fn render(store: &Store<'_>, session_id: Option<&str>, now: i64) -> Result<S
     Ok(out)
 }
 
-/// Writes one section of `memories` (nothing when there are none); whether
-/// it wrote one.
-fn section(out: &mut String, title: &str, memories: &[Memory]) -> bool {
+/// Writes one section of `memories` (nothing when there are none), saying
+/// so when `more` were left out; whether it wrote one.
+fn section(out: &mut String, title: &str, memories: &[Memory], more: bool) -> bool {
     if memories.is_empty() {
         return false;
     }
@@ -59,6 +66,9 @@ fn section(out: &mut String, title: &str, memories: &[Memory]) -> bool {
             (Some(d), MemoryType::Event) => out.push_str(&format!("- {d}: {}\n", m.summary)),
             _ => out.push_str(&format!("- {}\n", m.summary)),
         }
+    }
+    if more {
+        out.push_str(&format!("- …and more: the newest {MAX_PER_SECTION} stored of this kind were read (`list` shows them all)\n"));
     }
     true
 }
@@ -74,8 +84,3 @@ fn recent_events(mut events: Vec<Memory>, now: i64) -> Vec<Memory> {
     events
 }
 
-/// The session of the newest memory that has one.
-fn last_session(store: &Store<'_>) -> Result<Option<String>> {
-    let page = store.list(&ListFilter { limit: MAX_PER_SECTION, status: Some(Status::Active), ..ListFilter::default() })?;
-    Ok(page.memories.into_iter().map(|m| m.session_id).find(|s| !s.is_empty()))
-}

@@ -124,6 +124,16 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
+    /// The session of the newest active memory that has one.
+    pub fn newest_session(&self) -> Result<Option<String>> {
+        let rows = self.sql.query("SELECT session_id FROM memories WHERE status = 'active' AND session_id <> '' ORDER BY id DESC LIMIT 1", &[])?;
+        match rows.first().map(Vec::as_slice) {
+            None => Ok(None),
+            Some([SqlValue::Text(s)]) => Ok(Some(s.clone())),
+            Some(_) => Err(Error::storage("a memory's session id is not text")),
+        }
+    }
+
     /// Which of `ids` a stored memory holds, whatever its status.
     pub fn memory_ids_among(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
         let mut out = std::collections::HashSet::new();
