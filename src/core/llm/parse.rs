@@ -120,7 +120,8 @@ fn verdict(item: &Value) -> Result<Verdict> {
         "correct" | "corrected" | "fix" | "fixed" | "revise" | "revised" | "edit" => {
             match json::text(item, &["content", "corrected", "correction", "revised", "text"]) {
                 Some(content) => Verdict::Correct { content, reason },
-                None => Verdict::Drop { reason: format!("the verifier asked for a correction but gave none ({reason})") },
+                // A malformed reply (retried), not a judgement on the memory.
+                None => return Err(unparseable("a correction without its content")),
             }
         }
         "drop" | "dropped" | "reject" | "rejected" | "remove" | "fail" | "failed" | "invalid" | "unsupported" => {
@@ -226,6 +227,12 @@ mod tests {
         assert!(verdicts("{\"verdicts\": [{\"verdict\": \"maybe\"}]}", 1).is_err());
         let one_based = "[{\"index\": 1, \"verdict\": \"correct\", \"content\": \"Fixed.\"}]";
         assert_eq!(verdicts(one_based, 1).unwrap(), vec![Verdict::Correct { content: "Fixed.".into(), reason: String::new() }]);
+    }
+
+    #[test]
+    fn test_a_correction_without_its_content_is_a_malformed_reply_not_a_drop() {
+        let e = verdicts("{\"verdicts\": [{\"verdict\": \"correct\", \"reason\": \"wrong date\"}]}", 1).unwrap_err();
+        assert!(e.is_provider() && e.message().contains("a correction without its content"), "{e}");
     }
 
     #[test]
