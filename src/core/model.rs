@@ -448,3 +448,23 @@ pub enum MetaValue {
 
 /// A memory's metadata: flat, keys in order.
 pub type Metadata = std::collections::BTreeMap<String, MetaValue>;
+
+/// Whose a memory is: its `agentId` and `userId` (metadata of reserved
+/// names, always strings). Memories of different owners are never merged,
+/// folded or superseded into one another; their other metadata (a
+/// priority, a label) does not make them someone else's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owner {
+    pub agent_id: Option<String>,
+    pub user_id: Option<String>,
+}
+
+impl Owner {
+    pub fn of(metadata: &Metadata) -> Owner {
+        let text = |k: &str| match metadata.get(k) {
+            Some(MetaValue::Text(t)) => Some(t.clone()),
+            _ => None,
+        };
+        Owner { agent_id: text("agentId"), user_id: text("userId") }
+    }
+}

@@ -25,7 +25,7 @@
 //! memory that is not active, and never looks beyond its window (a run
 //! walks the profile window by window).
 
-use crate::core::model::{Memory, MemoryType};
+use crate::core::model::{Memory, MemoryType, Owner};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -120,9 +120,9 @@ fn similar(window: &[Memory], taken: &mut HashSet<usize>) -> Vec<Group> {
 }
 
 /// The clusters of `window` (indexes, each cluster in order, clusters by
-/// their first member's root) that pairs of one type, not tasks, of the
-/// same metadata (whose they are), with content words overlapping by at
-/// least [`DUPLICATE_SIMILARITY`] join.
+/// their first member's root) that pairs of one type, not tasks, of one
+/// [`Owner`], with content words overlapping by at least
+/// [`DUPLICATE_SIMILARITY`] join.
 /// Words in more than [`COMMON_WORD`] memories pair nothing.
 fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
     let sets: Vec<HashSet<String>> = window.iter().map(stems).collect();
@@ -158,7 +158,7 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
                     continue;
                 }
                 let (Some(a), Some(b)) = (window.get(i), window.get(j)) else { continue };
-                if a.kind == b.kind && a.kind != MemoryType::Task && a.metadata == b.metadata && sets.get(j).is_some_and(|t| jaccard(s, t) >= DUPLICATE_SIMILARITY) {
+                if a.kind == b.kind && a.kind != MemoryType::Task && Owner::of(&a.metadata) == Owner::of(&b.metadata) && sets.get(j).is_some_and(|t| jaccard(s, t) >= DUPLICATE_SIMILARITY) {
                     let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
                     if let Some(slot) = parent.get_mut(rj) {
                         *slot = ri;
@@ -198,17 +198,16 @@ fn duplicates_or_contradiction(ms: Vec<Memory>) -> Option<Group> {
 /// Siblings: one type, exactly the same source messages, said long ago.
 fn siblings(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group> {
     let old = now.saturating_sub(FOLD_AGE_DAYS.saturating_mul(DAY_MILLIS));
-    // One type, one set of sources, one metadata (an update may have
-    // changed a sibling's).
-    let mut by_source: HashMap<(MemoryType, Vec<String>, String), Vec<usize>> = HashMap::default();
+    // One type, one set of sources, one owner (an update may have changed
+    // a sibling's).
+    let mut by_source: HashMap<(MemoryType, Vec<String>, Owner), Vec<usize>> = HashMap::default();
     for (i, m) in window.iter().enumerate() {
         if taken.contains(&i) || m.kind == MemoryType::Task || m.source_message_ids.is_empty() || said_at(m) > old {
             continue;
         }
         let mut sources = m.source_message_ids.clone();
         sources.sort();
-        let scope = serde_json::to_string(&m.metadata).unwrap_or_default();
-        by_source.entry((m.kind, sources, scope)).or_default().push(i);
+        by_source.entry((m.kind, sources, Owner::of(&m.metadata))).or_default().push(i);
     }
     folds(window, by_source.into_values().collect(), 2, GroupKind::Siblings, taken, |n| format!("{n} statements drawn from the same message, said more than {FOLD_AGE_DAYS} days ago"))
 }
@@ -216,15 +215,14 @@ fn siblings(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Grou
 /// Events of one session and date, said long ago.
 fn events(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group> {
     let old = now.saturating_sub(FOLD_AGE_DAYS.saturating_mul(DAY_MILLIS));
-    // One session, one date, one metadata (whose they are).
-    let mut by_day: HashMap<(String, String, String), Vec<usize>> = HashMap::default();
+    // One session, one date, one owner.
+    let mut by_day: HashMap<(String, String, Owner), Vec<usize>> = HashMap::default();
     for (i, m) in window.iter().enumerate() {
         if taken.contains(&i) || m.kind != MemoryType::Event || said_at(m) > old {
             continue;
         }
         if let Some(d) = &m.event_date {
-            let scope = serde_json::to_string(&m.metadata).unwrap_or_default();
-            by_day.entry((m.session_id.clone(), d.clone(), scope)).or_default().push(i);
+            by_day.entry((m.session_id.clone(), d.clone(), Owner::of(&m.metadata))).or_default().push(i);
         }
     }
     folds(window, by_day.into_values().collect(), EVENTS_TO_FOLD, GroupKind::Events, taken, |n| format!("{n} events of one session and date, more than {FOLD_AGE_DAYS} days ago"))

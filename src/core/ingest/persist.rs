@@ -117,11 +117,10 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
         let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
         let holders = store.active_ids_by_keys(&keys)?;
-        // Only holders of the same metadata (whose it is): another user's
-        // value of a key is not replaced by this one's.
+        // Only holders of the same owner: another user's value of a key is
+        // not replaced by this one's.
         let lookup = |key: &str, metadata: &crate::core::model::Metadata| -> Vec<String> {
-            let scope = (!metadata.is_empty()).then(|| serde_json::to_string(metadata).unwrap_or_default());
-            holders.get(&(key.to_string(), scope)).cloned().unwrap_or_default()
+            holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata))).cloned().unwrap_or_default()
         };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
         let mut items: Vec<(Memory, String)> =

@@ -52,8 +52,8 @@ pub fn authority(role: &str) -> u8 {
 }
 
 /// Plans replacements for `new` memories (in conversation order) given
-/// the active memories of the same metadata (whose they are) that already
-/// hold their keys. `authority[i]` is the
+/// the active memories of the same owner ([`crate::core::model::Owner`])
+/// that already hold their keys. `authority[i]` is the
 /// weight of memory `i`'s speaker (missing entries count as [`PERSON`]).
 ///
 /// Among several new memories with one key, the last wins and supersedes

@@ -4,9 +4,9 @@
 
 use super::*;
 
-/// The active memories holding each key, by key and metadata (its JSON
-/// text as stored; none when empty), newest first.
-pub type KeyHolders = std::collections::HashMap<(String, Option<String>), Vec<String>>;
+/// The active memories holding each key, by key and [`Owner`], newest
+/// first.
+pub type KeyHolders = std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>>;
 
 impl<'a> Store<'a> {
     /// Inserts memories (each ignored if its id exists) and their sources,
@@ -156,16 +156,22 @@ impl<'a> Store<'a> {
             return Ok(out);
         }
         for r in self.sql.query(
-            "SELECT m.key, m.id, m.metadata FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+            "SELECT m.key, m.id, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
              WHERE m.status = 'active' ORDER BY m.id DESC",
             &[json_param(&keys)],
         )? {
-            let (k, id, scope) = match r.as_slice() {
-                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Null] => (k.clone(), id.clone(), None),
-                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(m)] => (k.clone(), id.clone(), Some(m.clone())),
-                _ => return Err(Error::storage("failed to read a memory's key, id and metadata")),
+            let text = |v: &SqlValue| match v {
+                SqlValue::Null => Ok(None),
+                SqlValue::Text(t) => Ok(Some(t.clone())),
+                _ => Err(Error::storage("a memory's agentId or userId is not text")),
             };
-            out.entry((k, scope)).or_default().push(id);
+            let (k, id, owner) = match r.as_slice() {
+                [SqlValue::Text(k), SqlValue::Text(id), agent, user] => {
+                    (k.clone(), id.clone(), crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? })
+                }
+                _ => return Err(Error::storage("failed to read a memory's key, id and owner")),
+            };
+            out.entry((k, owner)).or_default().push(id);
         }
         Ok(out)
     }
