@@ -6,7 +6,7 @@
 // small budget evicts the least recently used profile; stats shows it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startWorker } from "./helpers.mjs";
@@ -81,6 +81,21 @@ async function warmed(api, profile) {
   }, { timeoutMs: 30000, what: `${profile} warmed up by its alarm` });
 }
 
+/**
+ * Waits for a positive sign that the profile's alarm has run since the
+ * calls before: a remember's vector, which only the alarm's drain writes.
+ * The alarm a cold recall asked for (to build the profile's state) rings
+ * at once, so it is that alarm or an earlier one. The profile's stats then.
+ */
+async function alarmRan(api, profile) {
+  const { vectors } = await api.ok("GET", NS, profile, "/stats");
+  await api.ok("POST", NS, profile, "/remember", { body: { content: "The visitor badge printer sits in the lobby by the lifts." } });
+  return waitFor(async () => {
+    const s = await api.ok("GET", NS, profile, "/stats");
+    return s.pendingJobs === 0 && s.vectors === vectors + 1 ? s : null;
+  }, { timeoutMs: 30000, what: `${profile}'s alarm to run` });
+}
+
 async function recallScript(api, profile) {
   const out = [];
   for (const query of QUESTIONS) {
@@ -114,8 +129,11 @@ test("recall candidates, dedup, supersession and list by key answer the same wit
     } finally {
       await w.dispose();
     }
+    // The zero budget reads a copy: its run writes one memory more (to see
+    // its alarm run), which the other budgets' reads must not see.
+    cpSync(path.join(dir, "reads"), path.join(dir, "reads-zero"), { recursive: true });
     for (const [name, vars] of Object.entries(BUDGETS)) {
-      w = await startWorker({ vars, persistDir: path.join(dir, "reads") });
+      w = await startWorker({ vars, persistDir: path.join(dir, name === "zero" ? "reads-zero" : "reads") });
       try {
         const api = restClient(w, TOKEN);
         // The first round finds the profile cold (SQLite alone); the alarm
@@ -124,7 +142,9 @@ test("recall candidates, dedup, supersession and list by key answer the same wit
         const cold = await recallScript(api, "reads");
         if (name !== "zero") await warmed(api, "reads");
         recalled[name] = [cold, await recallScript(api, "reads")];
-        const s = await api.ok("GET", NS, "reads", "/stats");
+        // With a zero budget the alarm the cold recalls asked for must have
+        // run (and refused to build anything) before "nothing resident" says anything.
+        const s = name === "zero" ? await alarmRan(api, "reads") : await api.ok("GET", NS, "reads", "/stats");
         assert.ok(s.isolate && s.isolate.wasmMemoryBytes > 0, JSON.stringify(s));
         if (name === "zero") assert.equal(s.residentBytes, 0, "nothing resident with a zero budget");
         else assert.ok(s.residentBytes > 0, `${name}: the profile keeps its state (${s.residentBytes})`);
@@ -197,8 +217,7 @@ test("a small budget evicts the least recently used profile, a profile over it a
     try {
       const api = restClient(w, TOKEN);
       for (const q of QUESTIONS) assert.ok((await api.ok("POST", NS, "a", "/recall", { body: { query: q } })).candidates.length > 0);
-      await new Promise((r) => setTimeout(r, 500));
-      const s = await api.ok("GET", NS, "a", "/stats");
+      const s = await alarmRan(api, "a");
       assert.equal(s.residentBytes, 0, "over the budget alone: nothing resident");
       assert.equal(s.isolate.residentProfiles, 0);
     } finally {

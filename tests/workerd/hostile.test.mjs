@@ -10,7 +10,7 @@ import http from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startWorker } from "./helpers.mjs";
-import { restClient, profilePath, waitFor, sleep, serveOnLoopback } from "./reliability-support.mjs";
+import { restClient, profilePath, waitFor, serveOnLoopback, profileDatabases } from "./reliability-support.mjs";
 
 const TOKEN = "dev-token";
 const FAR = ["+262142-12-31", "-262143-01-01", "+10000-01-01"];
@@ -107,7 +107,15 @@ describe("far-range timestamps while other tenants are busy", () => {
       messages: [{ role: "user", content: "My visa interview is the day after tomorrow in Lisbon.", timestamp: "9999-12-31T23:00:00Z" }],
     });
     assert.equal(r.status, 200, r.text);
-    assert.ok(!JSON.stringify(r.body.result.memories).includes("10000"));
+    const { messagesStored, memories } = r.body.result;
+    assert.equal(messagesStored, 1);
+    assert.ok(memories.length >= 1, `a memory is extracted: ${r.text}`);
+    for (const m of memories) {
+      // "the day after tomorrow" would fall in year 10000: it stays words.
+      assert.match(m.content, /the day after tomorrow/, m.content);
+      assert.ok(m.eventDate === undefined || /^\d{4}-\d{2}-\d{2}$/.test(m.eventDate), `eventDate ${m.eventDate}`);
+    }
+    assert.ok(!JSON.stringify(memories).includes("10000"));
   });
 });
 
@@ -124,11 +132,15 @@ function rawRequest(url, method, path) {
   });
 }
 
+const GRACE_SECONDS = 600;
+
 describe("deletion that cannot be reached by accident", () => {
   let w;
   let api;
   before(async () => {
-    w = await startWorker({ vars: { PROFILE_DELETE_GRACE_SECONDS: "3" } });
+    // Long enough that every read and restore below lands inside it; the
+    // purge after the grace period has its own short-grace worker.
+    w = await startWorker({ vars: { PROFILE_DELETE_GRACE_SECONDS: String(GRACE_SECONDS) } });
     api = restClient(w, TOKEN);
   });
   after(async () => w?.dispose());
@@ -165,7 +177,7 @@ describe("deletion that cannot be reached by accident", () => {
     await api.ok("POST", "safe", "gone", "/remember", { body: { content: "The wombatquasar host runs the nightly backups." } });
     const marked = await api.ok("DELETE", "safe", "gone", "");
     assert.equal(marked.deleted, true);
-    assert.ok(Date.parse(marked.purgeAt) - Date.parse(marked.markedAt) === 3000, JSON.stringify(marked));
+    assert.ok(Date.parse(marked.purgeAt) - Date.parse(marked.markedAt) === GRACE_SECONDS * 1000, JSON.stringify(marked));
     for (const suffix of ["/stats", "/export", "/memories"]) {
       assert.equal((await api.get("safe", "gone", suffix)).status, 404, suffix);
     }
@@ -182,17 +194,27 @@ describe("deletion that cannot be reached by accident", () => {
     assert.match(gone.body.errors[0].message, /^profile not found/);
     assert.equal((await w.service("restoreProfile", "safe/gone")).restored, true);
     assert.equal((await api.ok("GET", "safe", "gone", "/stats")).memories, 1);
-    // Deleted again and left: the alarm purges it after the grace period.
-    await api.ok("DELETE", "safe", "gone", "");
-    await sleep(3000);
-    const purged = await waitFor(async () => {
-      const r = await api.get("safe", "gone", "/stats");
-      return r.status === 200 ? r.body.result : null;
-    }, { timeoutMs: 15000, what: "the purge" });
-    assert.deepEqual([purged.memories, purged.messages, purged.vectors], [0, 0, 0]);
-    assert.equal((await api.post("safe", "gone", "/restore")).status, 404, "nothing left to restore");
-    const exported = await api.ok("GET", "safe", "gone", "/export");
-    assert.ok(!exported.includes("wombatquasar"));
+
+    // Deleted again and left: the alarm purges it after the grace period,
+    // on a worker whose grace is one second (and own storage).
+    const short = await startWorker({ vars: { PROFILE_DELETE_GRACE_SECONDS: "1" } });
+    try {
+      const sapi = restClient(short, TOKEN);
+      await sapi.ok("POST", "safe", "gone", "/remember", { body: { content: "The wombatquasar host runs the nightly backups." } });
+      const again = await sapi.ok("DELETE", "safe", "gone", "");
+      assert.equal(Date.parse(again.purgeAt) - Date.parse(again.markedAt), 1000, JSON.stringify(again));
+      const purged = await waitFor(async () => {
+        const r = await sapi.get("safe", "gone", "/stats");
+        return r.status === 200 ? r.body.result : null;
+      }, { timeoutMs: 15000, what: "the purge" });
+      assert.ok(Date.now() >= Date.parse(again.purgeAt), `purged no sooner than ${again.purgeAt}`);
+      assert.deepEqual([purged.memories, purged.messages, purged.vectors], [0, 0, 0]);
+      assert.equal((await sapi.post("safe", "gone", "/restore")).status, 404, "nothing left to restore");
+      const exported = await sapi.ok("GET", "safe", "gone", "/export");
+      assert.ok(!exported.includes("wombatquasar"));
+    } finally {
+      await short.dispose();
+    }
   });
 });
 
@@ -339,11 +361,43 @@ test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a
     assert.deepEqual([again.messagesStored, again.memoriesStored], [0, 0], "a second retry changes nothing");
     const s = await api.ok("GET", "after500", "p", "/stats");
     assert.equal(s.messages, 3, "each message stored once");
-    // Messages stored before the failure whose memories were not extracted
-    // wait for the re-extraction guard job (due 15 minutes after the call).
-    if (retry.messagesStored === 0) {
-      assert.ok(s.pendingJobs >= 1, `the guard job waits to extract them: ${JSON.stringify(s)}`);
+    // The interrupted call stored the messages before it reached the model
+    // (raw messages first, in their own transaction), so the retry finds
+    // nothing new and extracts nothing: its memories wait for the
+    // re-extraction guard job, due 15 minutes after the call.
+    assert.equal(retry.messagesStored, 0, "the interrupted call had stored the messages");
+    assert.deepEqual([retry.memoriesStored, s.memories], [0, 0], JSON.stringify(s));
+    assert.equal(s.pendingJobs, 1, `the guard job waits to extract them: ${JSON.stringify(s)}`);
+
+    // Fast-forward the clock for that job alone: stopped, its profile's
+    // database gets the guard job due now; the next write (the client's
+    // next retry) sets the alarm, whose drain heals the session.
+    await w.dispose();
+    const { DatabaseSync } = await import("node:sqlite");
+    let moved = 0;
+    for (const file of profileDatabases(dir)) {
+      const db = new DatabaseSync(file);
+      try {
+        if (db.prepare("SELECT value FROM meta WHERE key = 'name'").get()?.value !== "after500/p") continue;
+        moved += Number(db.prepare("UPDATE outbox SET next_attempt_at = ? WHERE kind = 'extract' AND next_attempt_at > ?").run(Date.now(), Date.now()).changes);
+      } finally {
+        db.close();
+      }
     }
+    assert.equal(moved, 1, "the guard job was stored, not yet due");
+    w = await startWorker({ persistDir: dir });
+    api = restClient(w, TOKEN);
+    const third = await api.ok("POST", "after500", "p", "/ingest", { body });
+    assert.equal(third.messagesStored, 0);
+    const healed = await waitFor(async () => {
+      const st = await api.ok("GET", "after500", "p", "/stats");
+      return st.pendingJobs === 0 && st.memories > 0 ? st : null;
+    }, { timeoutMs: 15000, what: "the guard job to extract the session's memories" });
+    assert.equal(healed.messages, 3, "healing stores no message again");
+    const page = await api.ok("GET", "after500", "p", "/memories", { query: { sessionId: "s1" } });
+    assert.ok(page.memories.length >= 1 && page.memories.length === healed.memories, JSON.stringify(page.memories));
+    const contents = await Promise.all(page.memories.map(async (m) => (await api.ok("GET", "after500", "p", `/memories/${m.id}`)).content));
+    assert.ok(contents.some((c) => /5433|Monday/.test(c)), `memories of the interrupted conversation: ${JSON.stringify(contents)}`);
   } finally {
     await w.dispose();
     await model.close();

@@ -682,24 +682,33 @@ describe("write rules (SPEC.md section 7)", () => {
   const NS = "rules";
 
   test("TTL: expired memories leave recall and list, and the alarm marks them", async () => {
-    const m = await dev.ok("POST", NS, "ttl", "/remember", { body: { content: "The temporary door code is 8812 for the contractors.", ttlSeconds: 2 } });
+    // Two memories with a TTL: one alive for the whole test (an hour), one
+    // gone within a second; no check races the clock.
+    const alive = await dev.ok("POST", NS, "ttl", "/remember", { body: { content: "The temporary door code is 8812 for the contractors.", ttlSeconds: 3600 } });
+    const m = await dev.ok("POST", NS, "ttl", "/remember", { body: { content: "The loading bay gate opens with the word heliotrope this week.", ttlSeconds: 1 } });
     const keep = await dev.ok("POST", NS, "ttl", "/remember", { body: { content: "The permanent door code policy requires six digits." } });
-    assert.ok(m.expiresAt, "expiresAt set");
-    let r = await dev.ok("POST", NS, "ttl", "/recall", { body: { query: "What is the temporary door code?" } });
-    assert.ok(r.candidates.some((c) => c.id === m.id), "recalled while alive");
+    assert.ok(alive.expiresAt && m.expiresAt, "expiresAt set");
+    assert.equal(alive.status, "active");
+    const aliveQuery = { query: "What is the temporary door code?" };
+    const goneQuery = { query: "Which word opens the loading bay gate?" };
+    let r = await dev.ok("POST", NS, "ttl", "/recall", { body: aliveQuery });
+    assert.ok(r.candidates.some((c) => c.id === alive.id), "recalled while alive");
     await waitFor(async () => {
       const s = await dev.ok("GET", NS, "ttl", "/stats");
       return s.byStatus.expired === 1 && s.pendingJobs === 0 ? s : null;
     }, { timeoutMs: 20000, what: "the alarm to expire the memory" });
-    r = await dev.ok("POST", NS, "ttl", "/recall", { body: { query: "What is the temporary door code?" } });
+    r = await dev.ok("POST", NS, "ttl", "/recall", { body: goneQuery });
     assert.ok(!r.candidates.some((c) => c.id === m.id), "recalled after expiry");
+    assert.ok(!JSON.stringify(r).includes("heliotrope"), "the expired text is not in the answer");
+    r = await dev.ok("POST", NS, "ttl", "/recall", { body: aliveQuery });
+    assert.ok(r.candidates.some((c) => c.id === alive.id), "the memory still alive is still recalled");
     const active = await dev.ok("GET", NS, "ttl", "/memories", { query: { status: "active" } });
-    assert.deepEqual(active.memories.map((x) => x.id), [keep.id]);
+    assert.deepEqual(active.memories.map((x) => x.id).sort(), [alive.id, keep.id].sort());
     const expired = await dev.ok("GET", NS, "ttl", "/memories", { query: { status: "expired" } });
     assert.deepEqual(expired.memories.map((x) => x.id), [m.id]);
     assert.equal((await dev.ok("GET", NS, "ttl", `/memories/${m.id}`)).status, "expired");
     const s = await dev.ok("GET", NS, "ttl", "/stats");
-    assert.equal(s.vectors, 1, "the expired memory's vector is removed");
+    assert.equal(s.vectors, 2, "the expired memory's vector is removed");
   });
 
   test("TTL: expiresAt in the past, far future, both given", async () => {

@@ -199,16 +199,24 @@ test("recall finds a remembered memory; explain:true adds the explanation and tr
   assert.equal(plain.answer, plain.result);
   assert.ok(plain.candidates.some((c) => c.id === m.id), "the remembered memory is a candidate");
   assert.equal(plain.explain, undefined);
-  assert.ok(plain.candidates.every((c) => c.trace === undefined));
+  assert.ok(plain.candidates.every((c) => c.trace === undefined && c.explanation === undefined));
 
   const explained = ok(await api.post(T.recall, { profile: "recall" }, {
     query: "Who is the user's dentist?", explain: true, limit: 2, responseLength: "short", referenceDate: "2026-01-15",
   }));
   assert.ok(explained.explain, "explain:true returns the explanation");
   assert.ok(Array.isArray(explained.explain.channels) && explained.explain.channels.length > 0);
-  assert.ok(explained.candidates.length <= 2);
+  assert.ok(explained.candidates.length >= 1 && explained.candidates.length <= 2, "an explained recall still finds candidates");
   assert.deepEqual(explained.candidates.map((c) => c.id), plain.candidates.slice(0, explained.candidates.length).map((c) => c.id));
-  for (const c of explained.candidates) assert.ok(Array.isArray(c.trace) && c.trace.length > 0, "each candidate carries its trace");
+  assert.equal(explained.candidates[0].id, m.id, "the remembered memory leads the explained recall");
+  for (const c of explained.candidates) {
+    assert.ok(Array.isArray(c.trace) && c.trace.length > 0, "each candidate carries its trace");
+    assert.ok(Array.isArray(c.explanation) && c.explanation.length > 0, "each candidate carries its explanation");
+    for (const t of c.trace) {
+      const channel = explained.explain.channels.find((ch) => ch.channel === t.channel);
+      assert.ok(channel?.ids.includes(c.id), `the ${t.channel} trace of ${c.id} matches the explained channel`);
+    }
+  }
 });
 
 test("recall on an empty profile returns result '' and count 0, not an error", async () => {
@@ -446,7 +454,9 @@ test("a bad import is refused whole: nothing of it is stored", async () => {
 test("stats counts messages, sessions, memories by type and by status", async () => {
   const s = await stats("filters");
   assert.equal(s.memories, 5);
-  assert.deepEqual({ ...s.byType }, { fact: s.byType.fact, event: 1, instruction: 1, task: 1 });
+  // Every status counts: fact is the typed fact and the untyped memory
+  // (classified a fact), forgotten since.
+  assert.deepEqual({ ...s.byType }, { fact: 2, event: 1, instruction: 1, task: 1 });
   assert.equal(s.byStatus.forgotten, 1);
   assert.equal(s.byStatus.active, 4);
   const d = await stats("dedup");

@@ -142,8 +142,18 @@ test("list over RPC pages with cursor and filters by sessionId, type and status"
   assert.ok(s.memories.length >= 1 && s.memories.every((m) => m.sessionId === "s-rpc"));
   const instr = await rpc("rpc-shapes", "list", { type: "instruction" });
   assert.deepEqual(instr.memories.map((m) => m.key), ["user.reply_style"]);
-  const active = await rpc("rpc-shapes", "list", { status: "active" });
+  // Status: one memory forgotten (the last test of this profile) leaves
+  // the active list and is the one forgotten listed.
+  const activeBefore = (await rpc("rpc-shapes", "list", { status: "active", limit: 1000 })).memories.map((m) => m.id);
+  assert.deepEqual((await rpc("rpc-shapes", "list", { status: "forgotten" })).memories, [], "nothing forgotten yet");
+  const target = s.memories[0];
+  assert.ok(activeBefore.includes(target.id));
+  assert.equal((await rpc("rpc-shapes", "forget", target.id)).status, "forgotten");
+  const active = await rpc("rpc-shapes", "list", { status: "active", limit: 1000 });
   assert.ok(active.memories.every((m) => m.status === "active"));
+  assert.deepEqual(active.memories.map((m) => m.id), activeBefore.filter((id) => id !== target.id));
+  const forgotten = await rpc("rpc-shapes", "list", { status: "forgotten" });
+  assert.deepEqual(forgotten.memories.map((m) => [m.id, m.status]), [[target.id, "forgotten"]]);
 });
 
 test("get, forget and delete over RPC return a memory detail, the forgotten memory and a delete report", async () => {
