@@ -150,14 +150,12 @@ fn test_delete_removes_memory_messages_and_fts_rows() {
         block_on(p.dispatch("delete", serde_json::json!({ "id": id }))).unwrap();
         let export = p.export(Default::default()).unwrap();
         assert!(!export.contains("Bluebird"), "deleted text survives in export");
-        for table in ["memories_fts", "messages_fts", "vectors", "outbox", "citations", "citations_waiting"] {
-            let n = agent_memory::core::ports::Sql::query(&sql, &format!("SELECT COUNT(*) FROM {table}"), &[]).unwrap()[0][0].as_i64();
-            if table == "outbox" {
-                // only the vector-removal job for the deleted memory remains
-                continue;
-            }
-            assert_eq!(n, Some(0), "{table} not empty");
+        for table in ["memories_fts", "messages_fts", "vectors", "citations", "citations_waiting"] {
+            assert_eq!(count(&format!("SELECT COUNT(*) FROM {table}")), 0, "{table} not empty");
         }
+        // Only the vector-removal job of the deleted memory remains.
+        assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind <> 'unvector'"), 0);
+        assert_eq!(count("SELECT COUNT(*) FROM outbox WHERE kind = 'unvector'"), 1);
         block_on(p.drain()).unwrap();
         assert_eq!(p.stats().unwrap().pending_jobs, 0);
     });
