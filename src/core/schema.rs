@@ -282,6 +282,16 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
             PRIMARY KEY (memory_id, consolidation_id)
         ) WITHOUT ROWID",
     ],
+), (
+    12,
+    &[
+        // The turn directory has held no fingerprint since version 9, and
+        // a fingerprint now changes with a memory's metadata (`update`):
+        // that change must not make the directory re-read every memory.
+        "DROP TRIGGER IF EXISTS memories_changed",
+        "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries ON memories \
+         BEGIN UPDATE deletions SET memories = memories + 1; END",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

@@ -75,7 +75,7 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let messages: Vec<Message> = conversation(&req, &session_id, &incoming, p.now);
 
     // 3-6. Judge and store.
-    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, &req.metadata).await?;
+    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, MetadataOf::Call(&req.metadata)).await?;
     if judged.faults > 0 {
         // A model stage failed: the alarm retries the session later.
         store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.clone() })?;
@@ -96,6 +96,15 @@ pub struct Judged {
     pub faults: usize,
 }
 
+/// The metadata the memories of a judging take.
+pub enum MetadataOf<'a> {
+    /// The call's, for every memory (an ingest).
+    Call(&'a crate::core::model::Metadata),
+    /// Each memory the metadata of the first new message it cites was
+    /// stored with (a re-extraction over several calls' messages).
+    Messages,
+}
+
 /// Extracts, verifies, classifies and stores memories from `messages`,
 /// keeping only those resting on a message in `fresh_ids`. Model faults
 /// are counted, not raised: the caller decides whether to retry.
@@ -104,7 +113,7 @@ pub async fn judge_and_store(
     session_id: &str,
     messages: &[Message],
     fresh_ids: &HashSet<String>,
-    metadata: &crate::core::model::Metadata,
+    metadata: MetadataOf<'_>,
 ) -> Result<Judged> {
     let mut dropped = Vec::new();
 
@@ -124,9 +133,30 @@ pub async fn judge_and_store(
     dropped.extend(failed_extract.into_iter().chain(failed_verify).chain(failed_classify));
 
     // 6. Build memories, plan supersession, store in one transaction.
-    let memories = persist::build(session_id, messages, classified, metadata, p.now);
+    let memories = match metadata {
+        MetadataOf::Call(m) => persist::build(session_id, messages, classified, m, p.now),
+        MetadataOf::Messages => build_by_message(session_id, messages, fresh_ids, classified, p.now)?,
+    };
     let outcome = persist::store(&p.store(), p.turns, memories)?;
     Ok(Judged { outcome, dropped, faults })
+}
+
+/// [`persist::build`] with each memory taking the metadata of the first
+/// new message it cites (candidates grouped by it, built group by group).
+fn build_by_message(
+    session_id: &str,
+    messages: &[Message],
+    fresh_ids: &HashSet<String>,
+    classified: Vec<(Candidate, crate::core::provider::Classification, Rc<Transcript>)>,
+    now: i64,
+) -> Result<Vec<persist::Pending>> {
+    let mut groups: std::collections::BTreeMap<String, (crate::core::model::Metadata, Vec<_>)> = Default::default();
+    for item in classified {
+        let first_new = item.0.lines.iter().filter_map(|&i| messages.get(i)).find(|m| fresh_ids.contains(&m.id));
+        let metadata = first_new.map(|m| m.metadata.clone()).unwrap_or_default();
+        groups.entry(serde_json::to_string(&metadata)?).or_insert_with(|| (metadata, Vec::new())).1.push(item);
+    }
+    Ok(groups.into_values().flat_map(|(metadata, items)| persist::build(session_id, messages, items, &metadata, now)).collect())
 }
 
 /// Re-runs the judging stages over a stored session, for the messages no
@@ -149,19 +179,9 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
         m.position = i as i64;
         m
     }).collect();
-    // The memories take the metadata their new messages were stored with:
-    // messages of calls with different metadata are judged apart, each
-    // group's memories resting on its own messages.
-    let mut groups: std::collections::BTreeMap<String, (crate::core::model::Metadata, HashSet<String>)> = Default::default();
-    for m in messages.iter().filter(|m| fresh.contains(&m.id)) {
-        let scope = serde_json::to_string(&m.metadata)?;
-        groups.entry(scope).or_insert_with(|| (m.metadata.clone(), HashSet::new())).1.insert(m.id.clone());
-    }
-    let mut faults = 0usize;
-    for (metadata, group) in groups.into_values() {
-        faults = faults.saturating_add(judge_and_store(p, session_id, &messages, &group, &metadata).await?.faults);
-    }
-    Ok(faults)
+    // The memories take the metadata their new messages were stored with
+    // (calls of one session may have carried different metadata).
+    Ok(judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages).await?.faults)
 }
 
 /// Keeps candidates that cite a line of this conversation and rest on at
