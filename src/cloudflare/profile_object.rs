@@ -431,6 +431,9 @@ impl ProfileObject {
     }
 }
 
+/// How long a broken object's alarm waits before it looks again.
+const BROKEN_RETRY_MILLIS: i64 = 15 * 60 * 1000;
+
 impl DurableObject for ProfileObject {
     fn new(state: State, env: Env) -> Self {
         let sql = DoSql::new(state.storage());
@@ -465,8 +468,13 @@ impl DurableObject for ProfileObject {
     }
 
     async fn alarm(&self) -> Result<Response> {
-        if let Some(e) = &self.broken {
-            return Err(worker::Error::RustError(e.to_string()));
+        if self.broken.is_some() {
+            // Nothing drains under a configuration that does not read (or
+            // a schema that did not migrate); the alarm comes back later
+            // rather than failing until the platform drops it, so the
+            // work waiting (removals, a purge) resumes once it is fixed.
+            self.state.storage().set_alarm(BROKEN_RETRY_MILLIS).await?;
+            return Response::ok("not drained: the object is broken (see any call's error)");
         }
         // Without its name the profile cannot reach its vectors: the alarm
         // refuses to run rather than drain under an empty one.

@@ -206,12 +206,17 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
         m.expires_at = Some(iso(millis.clamp(0, api::MAX_EXPIRY_MILLIS)));
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
-    // Validity compares as text: written in the one format that orders.
+    // Validity and change times compare as text (asOf, undo's "changed
+    // since"): written in the one format that orders.
     for (what, v) in [("validFrom", &mut m.valid_from), ("validTo", &mut m.valid_to)] {
         if let Some(t) = v.as_deref() {
             let millis = crate::core::time::parse_millis(t).ok_or_else(|| Error::invalid(format!("{what} is not a date")))?;
             *v = Some(iso(millis));
         }
+    }
+    for (what, v) in [("createdAt", &mut m.created_at), ("updatedAt", &mut m.updated_at)] {
+        let millis = crate::core::time::parse_millis(v).ok_or_else(|| Error::invalid(format!("{what} is not a date")))?;
+        *v = iso(millis);
     }
     Ok(m)
 }

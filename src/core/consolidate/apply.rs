@@ -102,8 +102,14 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
         }
     }
     let since = g.members.iter().map(said_at).min().unwrap_or(now);
+    // The id its words and time give, unless a memory holds it already (a
+    // fold of the same words in an earlier window of this run).
+    let mut id = ids::memory_id(now, &fingerprint, seq);
+    if !store.memory_ids_among(std::slice::from_ref(&id))?.is_empty() {
+        id = crate::core::ingest::persist::next_free_id(store, &fingerprint, seq, &Default::default())?;
+    }
     let folded = Memory {
-        id: ids::memory_id(now, &fingerprint, seq),
+        id,
         kind,
         key: None,
         summary: content.chars().take(FOLD_SUMMARY_CHARS).collect(),

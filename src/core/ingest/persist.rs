@@ -179,13 +179,20 @@ fn free_ids(store: &Store<'_>, fresh: &mut [Pending]) -> Result<()> {
     }
     let mut used: HashSet<String> = taken.iter().cloned().chain(ids).collect();
     for (i, p) in (0u64..).zip(fresh.iter_mut()).filter(|(_, p)| taken.contains(&p.memory.id)) {
-        let candidates: Vec<String> = (1..=ID_TRIES).map(|k| ids::memory_id(store.now(), &p.fingerprint, (k << 32) | i)).filter(|id| !used.contains(id)).collect();
-        let stored = store.memory_ids_among(&candidates)?;
-        let id = candidates.into_iter().find(|id| !stored.contains(id)).ok_or_else(|| Error::storage("no free id for a new memory"))?;
+        let id = next_free_id(store, &p.fingerprint, i, &used)?;
         used.insert(id.clone());
         p.memory.id = id;
     }
     Ok(())
+}
+
+/// A memory id for `fingerprint` at the store's time that no stored
+/// memory and none of `used` holds (the `i`-th of its batch).
+pub fn next_free_id(store: &Store<'_>, fingerprint: &str, i: u64, used: &HashSet<String>) -> Result<String> {
+    let candidates: Vec<String> =
+        (1..=ID_TRIES).map(|k| ids::memory_id(store.now(), fingerprint, (k << 32) | i)).filter(|id| !used.contains(id)).collect();
+    let stored = store.memory_ids_among(&candidates)?;
+    candidates.into_iter().find(|id| !stored.contains(id)).ok_or_else(|| Error::storage("no free id for a new memory"))
 }
 
 /// Removes restating memories, adding their source messages to the

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// Memories [`Store::newest_session`] reads at most.
+pub const NEWEST_SESSION_SCAN: usize = 5000;
+
 /// The active memories holding each key, by key and [`Owner`], newest
 /// first.
 pub type KeyHolders = std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>>;
@@ -124,9 +127,16 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
-    /// The session of the newest active memory that has one.
+    /// The session of the newest active memory that has one, among the
+    /// newest [`NEWEST_SESSION_SCAN`] memories (a bounded read).
     pub fn newest_session(&self) -> Result<Option<String>> {
-        let rows = self.sql.query("SELECT session_id FROM memories WHERE status = 'active' AND session_id <> '' ORDER BY id DESC LIMIT 1", &[])?;
+        let rows = self.sql.query(
+            &format!(
+                "SELECT session_id FROM (SELECT session_id, status FROM memories ORDER BY id DESC LIMIT {NEWEST_SESSION_SCAN}) \
+                 WHERE status = 'active' AND session_id <> '' LIMIT 1"
+            ),
+            &[],
+        )?;
         match rows.first().map(Vec::as_slice) {
             None => Ok(None),
             Some([SqlValue::Text(s)]) => Ok(Some(s.clone())),
