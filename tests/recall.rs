@@ -284,10 +284,44 @@ fn test_dense_hits_in_long_turns_are_read_in_bounded_statements() {
             })
             .collect();
         p.store().put_messages(&messages).unwrap();
+        // A memory for every hiking turn, citing it: the channels rank them
+        // by those turns' words, so a recall that skipped the long turns
+        // would find none of them.
+        let hikes: Vec<agent_memory::core::model::Memory> = messages
+            .iter()
+            .filter(|m| m.content.contains("hiking"))
+            .map(|m| agent_memory::core::model::Memory {
+                id: agent_memory::core::ids::memory_id(APRIL_15, &m.id, 0),
+                kind: agent_memory::core::model::MemoryType::Event,
+                key: None,
+                summary: format!("A hike ({})", m.id),
+                content: format!("We walked in the mountains ({}).", m.id),
+                session_id: "trail".into(),
+                source_message_ids: vec![m.id.clone()],
+                search_queries: vec![],
+                status: agent_memory::core::model::Status::Active,
+                supersedes: None,
+                superseded_by: None,
+                event_date: Some("2026-04-10".into()),
+                created_at: "2026-04-10T10:00:00.000Z".into(),
+                updated_at: "2026-04-10T10:00:00.000Z".into(),
+                expires_at: None,
+                metadata: Default::default(),
+                valid_from: Some("2026-04-10T10:00:00.000Z".into()),
+                valid_to: None,
+            })
+            .collect();
+        let store = p.store();
+        store.transaction(|| store.insert_memories(&hikes.iter().map(|m| (m, m.id.as_str())).collect::<Vec<_>>())).unwrap();
         let r = recall(p, json!({ "query": "When did we go hiking?", "explain": true }));
         assert!(r.messages.is_empty(), "degraded: {:?}", r.messages);
         let channels = &r.explain.as_ref().unwrap().channels;
         assert!(channels.iter().all(|c| c.error.is_none()), "{channels:?}");
+        let hike_ids: std::collections::HashSet<&str> = hikes.iter().map(|m| m.id.as_str()).collect();
+        for c in channels.iter().filter(|c| matches!(c.channel, Channel::Fts | Channel::Messages)) {
+            assert!(!c.ids.is_empty() && c.ids.iter().all(|id| hike_ids.contains(id.as_str())), "{c:?}");
+        }
+        assert!(!r.candidates.is_empty());
     });
 }
 
