@@ -746,3 +746,26 @@ fn test_a_re_extracted_session_keeps_each_calls_metadata() {
         }
     });
 }
+
+/// A write refused as bad input changes nothing, not even the purge a
+/// valid write to a profile marked for deletion would make: the profile
+/// can still be restored with everything in it.
+#[test]
+fn test_a_refused_write_to_a_profile_marked_for_deletion_purges_nothing() {
+    let sql = database();
+    let limits = grace(DAY);
+    with_limits(&sql, APRIL_15, limits, |p| {
+        block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
+        block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        for (op, args) in [
+            ("ingest", json!({"messages": []})),
+            ("remember", json!({"content": "   "})),
+            ("import", json!({"data": "{\"kind\":\"message\"}\n"})),
+        ] {
+            let e = block_on(p.dispatch(op, args)).unwrap_err();
+            assert!(e.is_invalid(), "{op}: {e}");
+        }
+        block_on(p.dispatch("restoreProfile", json!({}))).unwrap();
+        assert_eq!(p.stats().unwrap().memories, 1, "restored whole: the refused writes purged nothing");
+    });
+}

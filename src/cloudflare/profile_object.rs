@@ -303,12 +303,9 @@ impl ProfileObject {
         if call.op == "stats" {
             profile.memory = memory_view(&self.resident);
         }
-        if Op::parse(&call.op).is_some_and(Op::creates) {
-            self.catalog(&profile, &call.name).await?;
-        }
         let out = match self.bench_call(&profile, &call).await {
             Some(out) => out,
-            None => profile.dispatch_json(&call.op, call.args).await,
+            None => self.checked_then_run(&profile, &call.name, &call.op, call.args).await,
         };
         if out.is_ok() && !self.name_saved.get() {
             // The alarm needs the name (its providers address the
@@ -323,6 +320,19 @@ impl ProfileObject {
             self.schedule(&profile).await?;
         }
         out
+    }
+
+    /// Decodes and checks a call before anything is written, then (for a
+    /// write that may create the profile) records it in the catalog, then
+    /// runs it: a call refused with 4xx creates no namespace and purges
+    /// nothing.
+    async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
+        let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", crate::core::api::quoted(op))))?;
+        let prepared = Profile::prepare(crate::core::op::Call::decode(op, args)?)?;
+        if op.creates() {
+            self.catalog(profile, name).await?;
+        }
+        profile.execute_prepared(prepared).await
     }
 
     /// Before a write that may create the profile: records it in the

@@ -23,6 +23,40 @@ use serde_json::{json, Value};
 pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
 
 
+/// A call checked before anything is written ([`Profile::prepare`]).
+pub struct Prepared {
+    call: Call,
+    /// An import's records, parsed (its text is not kept).
+    import: Option<portable::Parsed>,
+}
+
+impl Prepared {
+    pub fn op(&self) -> Op {
+        self.call.op()
+    }
+}
+
+/// An ingest request as stored: sensitive spans redacted (they never reach
+/// storage, not even as raw messages), then validated.
+fn prepare_ingest(mut req: IngestRequest) -> Result<IngestRequest> {
+    for m in &mut req.messages {
+        if let std::borrow::Cow::Owned(r) = api::redact_private(&m.content) {
+            m.content = r;
+        }
+    }
+    req.validate()?;
+    Ok(req)
+}
+
+/// A remember request as stored: redacted, then validated.
+fn prepare_remember(mut req: RememberRequest) -> Result<RememberRequest> {
+    if let std::borrow::Cow::Owned(r) = api::redact_private(&req.content) {
+        req.content = r;
+    }
+    req.validate()?;
+    Ok(req)
+}
+
 impl<'a> Profile<'a> {
     /// Runs operation `op` with JSON arguments and returns its JSON result.
     /// (The Durable Object and the Worker pass results on as text:
@@ -48,6 +82,25 @@ impl<'a> Profile<'a> {
 
     /// Runs a decoded call; its result as JSON text.
     pub async fn execute(&self, call: Call) -> Result<String> {
+        self.execute_prepared(Self::prepare(call)?).await
+    }
+
+    /// Checks a call before anything is written: its request redacted
+    /// and validated, an import parsed whole. A call refused here changes
+    /// nothing (not even the purge of a profile marked for deletion, nor,
+    /// in the Durable Object, the namespace catalog).
+    pub fn prepare(call: Call) -> Result<Prepared> {
+        Ok(match call {
+            Call::Ingest(req) => Prepared { call: Call::Ingest(prepare_ingest(req)?), import: None },
+            Call::Remember(req) => Prepared { call: Call::Remember(prepare_remember(req)?), import: None },
+            Call::Import { data } => Prepared { import: Some(portable::parse(&data)?), call: Call::Import { data: String::new() } },
+            call => Prepared { call, import: None },
+        })
+    }
+
+    /// Runs a prepared call; its result as JSON text.
+    pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
+        let Prepared { call, import } = prepared;
         if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
             if !call.op().creates() {
                 return Err(Error::not_found("profile not found: it is marked for deletion (restore it with POST …/restore)"));
@@ -82,7 +135,10 @@ impl<'a> Profile<'a> {
             }
             Call::GetSummary(req) => to_json(&self.summary(req)?),
             Call::Export(req) => to_json(&self.export(req)?),
-            Call::Import { data } => to_json(&self.import(&data)?),
+            Call::Import { data } => match import {
+                Some(parsed) => to_json(&self.import_parsed(&parsed)?),
+                None => to_json(&self.import(&data)?),
+            },
             Call::Stats => to_json(&self.stats()?),
             Call::DeleteProfile => to_json(&self.mark_deleted()?),
             Call::RestoreProfile => to_json(&self.restore()?),
@@ -97,14 +153,8 @@ impl<'a> Profile<'a> {
         }
     }
 
-    pub async fn ingest(&self, mut req: IngestRequest) -> Result<IngestReport> {
-        req.validate()?;
-        // Sensitive spans never reach storage, not even as raw messages.
-        for m in &mut req.messages {
-            if let std::borrow::Cow::Owned(r) = api::redact_private(&m.content) {
-                m.content = r;
-            }
-        }
+    pub async fn ingest(&self, req: IngestRequest) -> Result<IngestReport> {
+        let req = prepare_ingest(req)?;
         // A full profile refuses new conversations (409) before anything is
         // stored; re-sending one already stored stays a harmless no-op.
         if !self.has_new_messages(&req)? {
@@ -133,11 +183,8 @@ impl<'a> Profile<'a> {
         out
     }
 
-    pub async fn remember(&self, mut req: RememberRequest) -> Result<Memory> {
-        if let std::borrow::Cow::Owned(r) = api::redact_private(&req.content) {
-            req.content = r;
-        }
-        req.validate()?;
+    pub async fn remember(&self, req: RememberRequest) -> Result<Memory> {
+        let req = prepare_remember(req)?;
         self.check_capacity(1)?;
         remember::run(self, req).await
     }
@@ -270,11 +317,15 @@ impl<'a> Profile<'a> {
     }
 
     pub fn import(&self, ndjson: &str) -> Result<portable::ImportReport> {
-        let parsed = portable::parse(ndjson)?;
+        self.import_parsed(&portable::parse(ndjson)?)
+    }
+
+    /// Writes a parsed import, whole or not at all.
+    pub fn import_parsed(&self, parsed: &portable::Parsed) -> Result<portable::ImportReport> {
         self.check_capacity(parsed.memories.len() as i64)?;
         let store = self.store();
         store.transaction(|| {
-            let report = portable::import(&store, &parsed)?;
+            let report = portable::import(&store, parsed)?;
             // An import is one large batch: its full-text rows are written
             // with it, so the next reader has none to write.
             store.write_waiting_text()?;

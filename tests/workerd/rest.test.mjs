@@ -117,6 +117,15 @@ test("every profile and namespace route answers 401 (10002) to an unknown bearer
   fails(await api.get(T.namespace, { namespace: "auth-ns" }), 404, CODE.notFound);
 });
 
+test("a write refused as bad input (400) creates no namespace", async () => {
+  const where = { namespace: "never-made", profile: "p" };
+  fails(await api.post(T.ingest, where, { messages: [] }), 400, CODE.invalid);
+  fails(await api.post(T.remember, where, { content: "   " }), 400, CODE.invalid);
+  fails(await api.get(T.namespace, { namespace: "never-made" }), 404, CODE.notFound);
+  ok(await api.post(T.remember, where, { content: "The standup is at nine thirty." }));
+  ok(await api.get(T.namespace, { namespace: "never-made" }));
+});
+
 test("a token limited to one namespace gets 403 (10003) elsewhere and works in its own", async () => {
   const content = "The team standup happens every weekday at nine thirty.";
   fails(await api.post(T.remember, { profile: "p1" }, { content }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
