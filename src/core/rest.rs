@@ -180,6 +180,9 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("DELETE", ["namespaces", ns]) => Some(CatalogCall::Delete { name: decode(ns)? }),
         _ => None,
     };
+    if catalog.as_ref().is_some_and(|c| !matches!(c, CatalogCall::List { .. })) {
+        no_query(req)?;
+    }
     if let Some(call) = catalog {
         return Ok(Route::Catalog(call));
     }
@@ -214,7 +217,21 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         }
         _ => return Err(unrouted(req)),
     };
+    // Only list, the GET summary and export read a query; any other
+    // route refuses one rather than ignore it (`POST …/consolidate?dryRun=true`
+    // would otherwise consolidate for real).
+    if !matches!((req.method, rest), ("GET", ["memories"] | ["summary"] | ["export"])) {
+        no_query(req)?;
+    }
     Ok(Route::Profile(ProfileCall { namespace, profile, op, args, dialect }))
+}
+
+/// Refuses a query string on a route that reads none.
+fn no_query(req: &Incoming<'_>) -> Result<()> {
+    match req.query.first() {
+        None => Ok(()),
+        Some((k, _)) => Err(Error::invalid(format!("{} {} takes no query parameters; got {}", req.method, req.path, api::quoted(k)))),
+    }
 }
 
 /// The published query names of a list and this service's own, each read

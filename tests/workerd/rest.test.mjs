@@ -117,6 +117,18 @@ test("every profile and namespace route answers 401 (10002) to an unknown bearer
   fails(await api.get(T.namespace, { namespace: "auth-ns" }), 404, CODE.notFound);
 });
 
+test("a query string on a route that reads none is refused (400), never ignored", async () => {
+  const where = { profile: "no-query" };
+  ok(await api.post(T.remember, where, { content: "The printer on floor two jams on Mondays." }));
+  const dry = await api.request("POST", T.consolidate, where, { json: {}, query: { dryRun: "true" } });
+  fails(dry, 400, CODE.invalid);
+  assert.match(dry.body.errors[0].message, /takes no query parameters; got "dryRun"/);
+  fails(await api.request("POST", T.summary, where, { json: {}, query: { session_id: "s1" } }), 400, CODE.invalid);
+  fails(await api.request("POST", T.recall, where, { json: { query: "printer?" }, query: { limit: "5" } }), 400, CODE.invalid);
+  fails(await api.request("GET", T.namespace, { namespace: "default" }, { query: { x: "1" } }), 400, CODE.invalid);
+  assert.equal((await stats("no-query")).memories, 1, "the refused consolidate changed nothing");
+});
+
 test("a write refused as bad input (400) creates no namespace", async () => {
   const where = { namespace: "never-made", profile: "p" };
   fails(await api.post(T.ingest, where, { messages: [] }), 400, CODE.invalid);
