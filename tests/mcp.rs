@@ -501,3 +501,24 @@ fn test_unacceptable_accept_is_406() {
     let reply = with_profile(&sql, APRIL_15, |p| block_on(handle(body.as_bytes(), Some("*/*"), p)));
     assert_eq!((reply.status, reply.content_type), (200, Some("application/json")));
 }
+
+/// A key given twice is refused (as REST refuses it), never decided by
+/// its last value; so is a `tools/call` parameter other than `name`,
+/// `arguments` and `_meta`, which would be ignored.
+#[test]
+fn test_duplicate_keys_and_unknown_tool_call_params_are_refused() {
+    let sql = database();
+    let twice = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list","arguments":{"status":"forgotten","status":"active"}}}"#;
+    let reply = post_raw(&sql, APRIL_15, twice);
+    let msg = reply.message().expect("a JSON body");
+    assert_eq!(msg["error"]["code"], -32700, "{msg}");
+    assert!(msg["error"]["message"].as_str().unwrap().contains("status"), "{msg}");
+    let misplaced = request(2, "tools/call", json!({"name": "list", "args": {"status": "forgotten"}}));
+    let msg = post(&sql, misplaced).message().expect("a JSON body");
+    assert_eq!(msg["error"]["code"], -32602, "{msg}");
+    assert!(msg["error"]["message"].as_str().unwrap().contains("unknown key \"args\""), "{msg}");
+    // `_meta` is the protocol's and stays accepted.
+    let with_meta = request(3, "tools/call", json!({"name": "list", "arguments": {}, "_meta": {"progressToken": 1}}));
+    let msg = post(&sql, with_meta).message().expect("a JSON body");
+    assert!(msg.get("error").is_none(), "{msg}");
+}

@@ -191,7 +191,9 @@ pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) ->
     let bad_request = Error::invalid("").status();
     let parsed = std::str::from_utf8(body)
         .map_err(|_| "body is not valid UTF-8".to_string())
-        .and_then(|t| serde_json::from_str::<Value>(t).map_err(|e| e.to_string()));
+        // Strict as REST's bodies: a key given twice is refused, not won by
+        // its last value.
+        .and_then(|t| crate::core::rest::parse_strict(t).map_err(|e| e.message().to_string()));
     let message = match parsed {
         Ok(v) => v,
         Err(e) => return reply(bad_request, &error_response(Value::Null, PARSE_ERROR, &format!("parse error: {e}"))),
@@ -714,6 +716,10 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
         Some(Value::Object(a)) => a,
         Some(_) => return Err((INVALID_PARAMS, "invalid params: arguments must be an object".into())),
     };
+    // `_meta` is the protocol's own; any other key would be ignored.
+    if let Some(k) = params.keys().find(|k| k.as_str() != "_meta") {
+        return Err((INVALID_PARAMS, format!("invalid params: unknown key {k:?} (tools/call takes name, arguments and _meta)")));
+    }
     // An optional argument sent as null means "not given".
     args.retain(|_, v| !v.is_null());
     let mut args = Value::Object(args);
