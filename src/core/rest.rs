@@ -432,12 +432,15 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
     let json_ct = req.content_type.is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"));
     if json_ct {
         // `{"data": "<ndjson>"}`
-        let v = parse_strict(text)?;
-        return v
-            .get("data")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| Error::invalid("a JSON import body must be {\"data\": \"<ndjson>\"}"));
+        // Nothing else beside `data`: another field would be ignored.
+        let shape = || Error::invalid("a JSON import body must be {\"data\": \"<ndjson>\"} and nothing else");
+        return match parse_strict(text)? {
+            Value::Object(mut o) if o.len() == 1 => match o.remove("data") {
+                Some(Value::String(data)) => Ok(data),
+                _ => Err(shape()),
+            },
+            _ => Err(shape()),
+        };
     }
     Ok(text.to_string())
 }

@@ -458,6 +458,9 @@ test("import takes the JSON {data} body too, and importing the same file again a
   const second = ok(await api.post(T.import, { profile: "import-json-dst" }, { data }));
   assert.deepEqual(second, { messages: 0, memories: 0 });
   assert.deepEqual(counts(await stats("import-json-dst")), counts(src));
+  // Another field beside data would be ignored: refused, nothing written.
+  fails(await api.post(T.import, { profile: "import-json-extra" }, { data, dryRun: true }), 400, CODE.invalid);
+  assert.equal((await stats("import-json-extra")).memories, 0);
 });
 
 test("a bad import is refused whole: nothing of it is stored", async () => {
