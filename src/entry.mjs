@@ -104,6 +104,31 @@ function withDates(v) {
 const messageList = (messages) =>
   messages != null && typeof messages !== "string" && typeof messages[Symbol.iterator] === "function" ? Array.from(messages) : messages;
 
+// Bad arguments refused here get the service's own error: what Rust's
+// refusals look like to an RPC caller.
+function invalid(message) {
+  return Object.assign(new Error(`${message} (10001)`), { name: "MemoryError", code: 10001, status: 400 });
+}
+// JSON has no NaN or Infinity: on their way to Rust they would turn into
+// null, an option "not given" (a ttlSeconds of NaN would never expire).
+function finiteOnly(v, path) {
+  if (typeof v === "number" && !Number.isFinite(v)) throw invalid(`${path} is ${v}: numbers must be finite`);
+  if (v !== null && typeof v === "object" && !(v instanceof Date)) {
+    for (const [k, x] of Object.entries(v)) finiteOnly(x, `${path}.${k}`);
+  }
+}
+// An options argument: absent, or a plain object. A number or a boolean
+// spread into `{}` would be an option silently dropped; a key that the
+// positional arguments fill would be silently overwritten.
+function options(o, method, positional = []) {
+  if (o === undefined || o === null) return {};
+  if (typeof o !== "object" || Array.isArray(o) || o instanceof Date) throw invalid(`${method}: options must be an object`);
+  for (const k of positional) {
+    if (Object.hasOwn(o, k)) throw invalid(`${method}: ${k} is given as an argument, not as an option`);
+  }
+  return o;
+}
+
 class Profile extends RpcTarget {
   #rust;
   #env;
@@ -117,18 +142,23 @@ class Profile extends RpcTarget {
     this.#namespace = namespace;
   }
   #call(op, args) {
+    try {
+      finiteOnly(args, op);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return guarded(this.#rust.rpc(this.#env, this.#name, op, args, this.#namespace));
   }
-  async ingest(messages, options) { await this.#call("ingest", { ...options, messages: withIsoTimestamps(messageList(messages)) }); }
+  async ingest(messages, opts) { await this.#call("ingest", { ...options(opts, "ingest", ["messages"]), messages: withIsoTimestamps(messageList(messages)) }); }
   async remember(request) { return withDates(await this.#call("remember", request)); }
-  recall(query, options) {
-    const args = { ...options, query };
+  recall(query, opts) {
+    const args = { ...options(opts, "recall", ["query"]), query };
     if (args.referenceDate instanceof Date) args.referenceDate = iso(args.referenceDate);
     if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
     return this.#call("recall", args);
   }
-  async list(options) {
-    const args = { ...options };
+  async list(opts) {
+    const args = { ...options(opts, "list") };
     if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
     return withDates(await this.#call("list", args));
   }
@@ -136,11 +166,11 @@ class Profile extends RpcTarget {
   async forget(id) { return withDates(await this.#call("forget", { id })); }
   async delete(id) { return withDates(await this.#call("delete", { id })); }
   async deleteSession(sessionId) { await this.#call("deleteSession", { sessionId }); }
-  getSummary(options) { return this.#call("getSummary", { ...options }); }
-  export(options) { return this.#call("export", { ...options }); }
+  getSummary(opts) { return this.#call("getSummary", { ...options(opts, "getSummary") }); }
+  export(opts) { return this.#call("export", { ...options(opts, "export") }); }
   import(data) { return this.#call("import", { data }); }
   stats() { return this.#call("stats", null); }
   async update(id, metadata) { return withDates(await this.#call("update", { id, metadata })); }
-  consolidate(options) { return this.#call("consolidate", { ...options }); }
+  consolidate(opts) { return this.#call("consolidate", { ...options(opts, "consolidate") }); }
   undoConsolidation(id) { return this.#call("undoConsolidation", { id }); }
 }

@@ -395,3 +395,20 @@ test("RPC refuses a profile name that is not a string with 10001, and the servic
   });
   assert.deepEqual((await rpc("rpc-survivor", "list")).memories.map((m) => m.id), [kept.id]);
 });
+
+test("RPC refuses arguments it would otherwise drop: non-finite numbers, options that are not objects, an option a positional argument fills", async () => {
+  const p = "rpc-dropped";
+  const refused = async (op, ...args) => {
+    const err = await rpcRejects(w.call(p, op, ...args));
+    assert.equal(rpcCode(err), CODE.invalid, `${op}: ${err.message}`);
+    return err;
+  };
+  const nan = await refused("remember", { content: "The badge printer is in the lobby.", ttlSeconds: { $number: "NaN" } });
+  assert.match(nan.message, /ttlSeconds is NaN/);
+  await refused("consolidate", { maxWindows: { $number: "Infinity" } });
+  await refused("list", 50);
+  await refused("consolidate", true);
+  await refused("recall", "Where is the printer?", { query: "something else" });
+  await refused("ingest", [{ role: "user", content: "hi" }], { messages: [] });
+  assert.equal((await w.call(p, "stats")).memories, 0, "nothing was written");
+});

@@ -8,13 +8,21 @@
 //        -> env.MEMORY[op](...args)
 // Response: 200 {"ok": true, "result": ...} or
 //           500 {"ok": false, "error": {name, message, code, status}}.
+// In arguments, {"$date": "<ISO>"} is a Date and {"$number": "NaN"} a
+// number JSON cannot hold.
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     try {
       // Dates cross the test's HTTP hop as {"$date": "<ISO>"} and go on
       // over RPC as Date objects, as a Worker calling the binding sends them.
-      const revive = (_, v) => (v && typeof v === "object" && typeof v.$date === "string" ? new Date(v.$date) : v);
+      // Non-finite numbers, which JSON cannot hold, as {"$number": "NaN"}.
+      const revive = (_, v) =>
+        v && typeof v === "object" && typeof v.$date === "string"
+          ? new Date(v.$date)
+          : v && typeof v === "object" && typeof v.$number === "string"
+            ? Number(v.$number)
+            : v;
       const body = request.method === "POST" ? JSON.parse(await request.text(), revive) : {};
       let result;
       if (url.pathname === "/call") {
