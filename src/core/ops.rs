@@ -135,10 +135,8 @@ impl<'a> Profile<'a> {
             }
             Call::GetSummary(req) => to_json(&self.summary(req)?),
             Call::Export(req) => to_json(&self.export(req)?),
-            Call::Import { data } => match import {
-                Some(parsed) => to_json(&self.import_parsed(&parsed)?),
-                None => to_json(&self.import(&data)?),
-            },
+            // `prepare` parsed it (and kept no text).
+            Call::Import { .. } => to_json(&self.import_parsed(&import.ok_or_else(|| Error::storage("an import that was not prepared"))?)?),
             Call::Stats => to_json(&self.stats()?),
             Call::DeleteProfile => to_json(&self.mark_deleted()?),
             Call::RestoreProfile => to_json(&self.restore()?),
