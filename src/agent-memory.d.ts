@@ -584,8 +584,8 @@ export interface MemoryRecallResult extends AgentMemoryRecallResult {
 export interface MemoryListOptions extends AgentMemoryListMemoriesOptions {
   /** Maximum number of memories to return (this service allows up to 1000). */
   limit?: number;
-  /** Exact-match status filter (default: active memories only). */
-  status?: MemoryStatus;
+  /** Exact-match status filter: active memories when absent (with `asOf`, every status), `"all"` for every status. */
+  status?: MemoryStatus | "all";
   /** Exact-match topic-key filter. */
   key?: string;
   /** Only memories passing this filter. */

@@ -31,7 +31,7 @@ fn export_body(p: &Profile<'_>) -> Vec<String> {
 }
 
 fn active(p: &Profile<'_>) -> Vec<agent_memory::core::model::Memory> {
-    p.list(ListRequest { status: Some(Status::Active), limit: Some(1000), ..Default::default() }).unwrap().memories
+    p.list(ListRequest { status: Some(agent_memory::core::api::ListStatus::Active), limit: Some(1000), ..Default::default() }).unwrap().memories
 }
 
 /// The alarm begins a run every three memories.

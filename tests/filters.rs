@@ -419,7 +419,7 @@ fn test_as_of_returns_what_was_active_then() {
         block_on(p.drain()).unwrap();
     });
     held.with(APRIL_15, |p| {
-        let all = p.list(ListRequest { status: None, ..Default::default() }).unwrap().memories;
+        let all = p.list(ListRequest { status: Some(agent_memory::core::api::ListStatus::All), ..Default::default() }).unwrap().memories;
         let old = all.iter().find(|m| m.content.contains("pnpm")).expect("the first fact");
         let new = all.iter().find(|m| m.content.contains("switch to npm")).expect("its successor");
         assert_eq!(old.status, Status::Superseded, "{all:#?}");

@@ -658,7 +658,7 @@ fn test_a_memory_row_of_unknown_status_or_type_is_a_storage_error_not_an_active_
             let e = p.get(&m.id).unwrap_err();
             assert!(e.is_storage(), "{column} {value}: {e}");
             assert!(e.message().contains(value), "{e}");
-            assert!(p.list(ListRequest::default()).unwrap_err().is_storage());
+            assert!(p.list(ListRequest { status: Some(agent_memory::core::api::ListStatus::All), ..Default::default() }).unwrap_err().is_storage());
             sql.execute("UPDATE memories SET status = 'active', type = 'fact'", &[]).unwrap();
         }
         assert_eq!(p.get(&m.id).unwrap().memory.status, agent_memory::core::model::Status::Active);

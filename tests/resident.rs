@@ -101,7 +101,7 @@ fn run_script(keeping: Keeping) -> Vec<String> {
         out.push(call(&sql, &mut |p| format!("{:?}", block_on(p.remember(req.clone())).map(|m| (m.id, m.status, m.supersedes)))));
     }
     for key in ["team.package_manager", "team.on_call", "nobody.nothing"] {
-        let req: ListRequest = serde_json::from_value(json!({ "key": key, "limit": 50 })).unwrap();
+        let req: ListRequest = serde_json::from_value(json!({ "key": key, "limit": 50, "status": "all" })).unwrap();
         out.push(call(&sql, &mut |p| format!("{:?}", p.list(req.clone()).map(|page| page.memories.into_iter().map(|m| (m.id, m.status)).collect::<Vec<_>>()))));
     }
     for query in [

@@ -92,20 +92,24 @@ fn test_list_pages_with_a_cursor_and_filters() {
             block_on(p.remember(remember(&format!("Remembered fact number {i} about the deployment pipeline")))).unwrap();
         });
     }
+    // Each fact supersedes the one before (alike statements): the pages
+    // list every state.
     with_profile(&sql, APRIL_15 + 10_000, |p| {
-        let first = p.list(ListRequest { limit: Some(2), ..ListRequest::default() }).unwrap();
+        use agent_memory::core::api::ListStatus;
+        let first = p.list(ListRequest { limit: Some(2), status: Some(ListStatus::All), ..ListRequest::default() }).unwrap();
         assert_eq!(first.memories.len(), 2);
-        let second = p.list(ListRequest { limit: Some(2), cursor: first.cursor.clone(), ..ListRequest::default() }).unwrap();
-        let third = p.list(ListRequest { limit: Some(2), cursor: second.cursor.clone(), ..ListRequest::default() }).unwrap();
+        let second = p.list(ListRequest { limit: Some(2), status: Some(ListStatus::All), cursor: first.cursor.clone(), ..ListRequest::default() }).unwrap();
+        let third = p.list(ListRequest { limit: Some(2), status: Some(ListStatus::All), cursor: second.cursor.clone(), ..ListRequest::default() }).unwrap();
         assert_eq!(third.memories.len(), 1);
         assert!(third.cursor.is_none());
         // The pages hold every memory once, newest first.
         let all: Vec<String> = [first, second, third].into_iter().flat_map(|p| p.memories).map(|m| m.id).collect();
-        let mut expected: Vec<String> = p.list(ListRequest { limit: Some(100), ..ListRequest::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
+        let mut expected: Vec<String> = p.list(ListRequest { limit: Some(100), status: Some(ListStatus::All), ..ListRequest::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
         assert_eq!(all, expected);
         expected.sort();
         expected.dedup();
         assert_eq!(expected.len(), 5);
+        assert_eq!(p.list(ListRequest::default()).unwrap().memories.len(), 1, "only the newest is active, and listed by default");
         let none = p.list(ListRequest { session_id: Some("other".into()), ..ListRequest::default() }).unwrap();
         assert!(none.memories.is_empty());
     });
@@ -118,7 +122,7 @@ fn test_forget_hides_from_active_list_and_queues_vector_removal() {
         let m = block_on(p.remember(remember("The staging database lives in the eu-west region."))).unwrap();
         let f = p.forget(&m.id).unwrap();
         assert_eq!(f.status, Status::Forgotten);
-        let active = p.list(ListRequest { status: Some(Status::Active), ..ListRequest::default() }).unwrap();
+        let active = p.list(ListRequest { status: Some(agent_memory::core::api::ListStatus::Active), ..ListRequest::default() }).unwrap();
         assert!(active.memories.is_empty());
         block_on(p.drain()).unwrap();
         assert_eq!(p.stats().unwrap().vectors, 0);
@@ -787,14 +791,16 @@ fn test_a_list_filtered_by_key_finds_exactly_the_memories_holding_it_before_any_
     let other = support::with_profile_in(&sql, at(1), &turns, |p| block_on(p.remember(keyed("Deploys go out on Tuesdays.", "process.deploy_day"))).unwrap());
     let pnpm = support::with_profile_in(&sql, at(2), &turns, |p| block_on(p.remember(keyed("The team uses pnpm for packages.", "tooling.package_manager"))).unwrap());
     support::with_profile_in(&sql, at(3), &turns, |p| {
-        let ids = |key: &str, status: Option<Status>| -> Vec<String> {
+        use agent_memory::core::api::ListStatus;
+        let ids = |key: &str, status: Option<ListStatus>| -> Vec<String> {
             p.list(ListRequest { key: Some(key.into()), status, ..ListRequest::default() }).unwrap().memories.into_iter().map(|m| m.id).collect()
         };
-        assert_eq!(ids("tooling.package_manager", None), vec![pnpm.id.clone(), npm.id.clone()]);
-        assert_eq!(ids("tooling.package_manager", Some(Status::Active)), vec![pnpm.id.clone()]);
+        assert_eq!(ids("tooling.package_manager", Some(ListStatus::All)), vec![pnpm.id.clone(), npm.id.clone()]);
+        assert_eq!(ids("tooling.package_manager", None), vec![pnpm.id.clone()], "active by default");
+        assert_eq!(ids("tooling.package_manager", Some(ListStatus::Superseded)), vec![npm.id.clone()]);
         assert_eq!(ids("process.deploy_day", None), vec![other.id.clone()]);
-        assert!(ids("tooling", None).is_empty(), "a key is matched whole");
-        assert!(ids("process.nothing_here", None).is_empty());
+        assert!(ids("tooling", Some(ListStatus::All)).is_empty(), "a key is matched whole");
+        assert!(ids("process.nothing_here", Some(ListStatus::All)).is_empty());
     });
 }
 

@@ -716,7 +716,7 @@ fn list_request(full: bool) -> ListRequest {
         cursor: some(full, ID),
         session_id: some(full, "s1"),
         kind: full.then_some(MemoryType::Task),
-        status: full.then_some(Status::Active),
+        status: full.then_some(agent_memory::core::api::ListStatus::All),
         key: some(full, "user.package_manager"),
         // As the query parameter carries it: JSON text.
         filter: full.then(|| Value::String(filter().to_string())),

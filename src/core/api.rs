@@ -193,8 +193,10 @@ pub struct ListRequest {
     pub session_id: Option<String>,
     #[serde(default, rename = "type")]
     pub kind: Option<MemoryType>,
+    /// Which states to list: active memories when absent (unless `asOf`
+    /// asks what held then), every state with `all`.
     #[serde(default)]
-    pub status: Option<Status>,
+    pub status: Option<ListStatus>,
     #[serde(default)]
     pub key: Option<String>,
     /// A filter as for recall: an object, or its JSON text (a query
@@ -205,6 +207,33 @@ pub struct ListRequest {
     /// What was active at this instant (ISO-8601).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<String>,
+}
+
+/// Which memories `list` shows by their state (`all`: every state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListStatus {
+    Active,
+    Superseded,
+    Forgotten,
+    Expired,
+    All,
+}
+
+impl ListRequest {
+    /// The one status to list, or `None` for every state: active unless
+    /// asked otherwise, and every state for `asOf` without a status (what
+    /// held then, whatever became of it since).
+    pub fn status_filter(&self) -> Option<Status> {
+        match self.status {
+            None if self.as_of.is_some() => None,
+            None | Some(ListStatus::Active) => Some(Status::Active),
+            Some(ListStatus::Superseded) => Some(Status::Superseded),
+            Some(ListStatus::Forgotten) => Some(Status::Forgotten),
+            Some(ListStatus::Expired) => Some(Status::Expired),
+            Some(ListStatus::All) => None,
+        }
+    }
 }
 
 /// A filter where a query parameter may carry it: the object, or its JSON

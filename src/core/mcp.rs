@@ -534,17 +534,6 @@ pub struct ForgetArgs {
     pub id: String,
 }
 
-/// Which memories the list tool shows by their state.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ListStatus {
-    Active,
-    Superseded,
-    Forgotten,
-    Expired,
-    All,
-}
-
 /// The list tool's arguments.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -555,7 +544,7 @@ pub struct ListArgs {
     /// Only memories in this state (default "active"; "all" for every
     /// state).
     #[serde(default)]
-    pub status: Option<ListStatus>,
+    pub status: Option<crate::core::api::ListStatus>,
     /// Only memories from this conversation.
     #[serde(default)]
     #[schemars(length(min = 1, max = 64))]
@@ -722,25 +711,8 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     }
     // An optional argument sent as null means "not given".
     args.retain(|_, v| !v.is_null());
-    let mut args = Value::Object(args);
+    let args = Value::Object(args);
     decode_args(tool.name, &args).map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {name}: {e}")))?;
-    if tool.name == "list" {
-        match args.get("status").and_then(Value::as_str) {
-            // With asOf, what was active then is asked: no status.
-            None if args.get("asOf").is_some() => {}
-            None => {
-                if let Some(a) = args.as_object_mut() {
-                    a.insert("status".into(), json!("active"));
-                }
-            }
-            Some("all") => {
-                if let Some(a) = args.as_object_mut() {
-                    a.remove("status");
-                }
-            }
-            Some(_) => {}
-        }
-    }
     Ok(match backend.call(tool.op.name(), args).await {
         Ok(result) => {
             let text = render(tool.name, &result);

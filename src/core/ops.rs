@@ -194,12 +194,13 @@ impl<'a> Profile<'a> {
 
     pub fn list(&self, req: ListRequest) -> Result<ListPage> {
         req.validate()?;
+        let status = req.status_filter();
         self.store().list(&ListFilter {
             limit: req.limit.unwrap_or(DEFAULT_PAGE_SIZE),
             cursor: req.cursor,
             session_id: req.session_id,
             kind: req.kind,
-            status: req.status,
+            status,
             key: req.key,
             filter: req.filter.as_ref().map(crate::core::filter::from_json).transpose()?,
             as_of: req.as_of.as_deref().map(crate::core::filter::as_of).transpose()?,

@@ -568,7 +568,7 @@ test("3. asOf: a fact said on day 1 and superseded on day 10 is what was active 
   });
   await drained(P);
 
-  const everything = await allPages((cursor) => rest("GET", P, "/memories", { query: { limit: "100", ...(cursor ? { cursor } : {}) } }), "list");
+  const everything = await allPages((cursor) => rest("GET", P, "/memories", { query: { limit: "100", status: "all", ...(cursor ? { cursor } : {}) } }), "list");
   const old = everything.find((m) => m.summary.includes("pnpm"));
   const neu = everything.find((m) => m.summary.includes("switch to npm"));
   assert.ok(old && neu, `both facts are stored: ${JSON.stringify(everything, null, 1)}`);

@@ -264,8 +264,11 @@ async function seedFilters() {
 test("list filters by sessionId, type, status and key", async () => {
   const made = await seedFilters();
   const ids = (ms) => ms.map((m) => m.id).sort();
-  const all = await listAll("filters");
+  const all = await listAll("filters", { status: "all" });
   assert.equal(all.length, 5);
+  // Without a status, the published interface's list: active memories.
+  assert.deepEqual(ids(await listAll("filters")), ids(all.filter((m) => m.status === "active")));
+  assert.ok(all.some((m) => m.status !== "active"), "something to leave out");
 
   assert.deepEqual(ids(await listAll("filters", { sessionId: "s-a" })), ids([made.fact, made.event]));
   assert.deepEqual(ids(await listAll("filters", { sessionId: "s-b" })), ids([made.instruction, made.task]));

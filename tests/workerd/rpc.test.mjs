@@ -154,6 +154,10 @@ test("list over RPC pages with cursor and filters by sessionId, type and status"
   assert.deepEqual(active.memories.map((m) => m.id), activeBefore.filter((id) => id !== target.id));
   const forgotten = await rpc("rpc-shapes", "list", { status: "forgotten" });
   assert.deepEqual(forgotten.memories.map((m) => [m.id, m.status]), [[target.id, "forgotten"]]);
+  // As the published interface lists: active memories unless asked.
+  assert.deepEqual((await rpc("rpc-shapes", "list", { limit: 1000 })).memories.map((m) => m.id), active.memories.map((m) => m.id));
+  const every = (await rpc("rpc-shapes", "list", { status: "all", limit: 1000 })).memories.map((m) => m.id);
+  assert.deepEqual(every, [...activeBefore].sort().reverse(), "all: the active ones and the forgotten one, newest first");
 });
 
 test("get, forget and delete over RPC return a memory detail, the forgotten memory and a delete report", async () => {

@@ -26,7 +26,9 @@ export function initMemories(ctx) {
   function serverFilter() {
     return {
       type: $("#f-type").value || undefined,
-      status: $("#f-status").value || undefined,
+      // The service lists active memories unless asked: "Any status" asks
+      // for every state.
+      status: $("#f-status").value || "all",
       sessionId: $("#f-session").value.trim() || undefined,
       filter: $("#f-filter").value.trim() || undefined,
       limit: Number($("#f-limit").value) || 50,
