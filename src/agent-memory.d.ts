@@ -374,7 +374,7 @@ export type MemoryIncomingMemory = AgentMemoryIncomingMemory & {
         ttlSeconds?: never;
       }
     | {
-        /** Seconds to live. Give this or `expiresAt`, not both. */
+        /** Seconds to live, at most 10^10. Give this or `expiresAt`, not both. */
         ttlSeconds?: number;
         expiresAt?: never;
       }

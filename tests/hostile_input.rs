@@ -201,7 +201,7 @@ proptest! {
 
     #[test]
     fn prop_routing_never_panics(method in "(GET|POST|DELETE|PUT|PATCH|[A-Z]{1,8})", path in "(/[a-zA-Z0-9.%_-]{0,12}){0,10}/?", body in proptest::collection::vec(any::<u8>(), 0..64)) {
-        let req = Incoming { method: &method, path: &path, query: &[], content_type: Some("application/json"), body: &body };
+        let req = Incoming { method: &method, path: &path, query: "", content_type: Some("application/json"), body: &body };
         let _ = rest::route(&req);
         let _ = rest::allowed_methods(&path);
         let _ = rest::target(&path);
@@ -214,7 +214,7 @@ proptest! {
 const BASE: &str = "/accounts/a/agent-memory/namespaces/ns/profiles/p";
 
 fn route(method: &str, path: &str) -> Result<rest::Route> {
-    rest::route(&Incoming { method, path, query: &[], content_type: None, body: b"" })
+    rest::route(&Incoming { method, path, query: "", content_type: None, body: b"" })
 }
 
 #[test]

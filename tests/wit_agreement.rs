@@ -1480,7 +1480,7 @@ fn test_openapi_routes_reach_every_profile_function() {
             let req = Incoming {
                 method: &method,
                 path: &concrete,
-                query: &[],
+                query: "",
                 content_type: Some(if import { "application/x-ndjson" } else { "application/json" }),
                 body,
             };

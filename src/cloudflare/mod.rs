@@ -30,7 +30,6 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // know (PROPFIND, PURGE, ...) as GET, which would let such a request
     // act as a read.
     let method = req.inner().method();
-    let query: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
     let content_type = req.headers().get("content-type")?;
     let auth = req.headers().get("authorization")?;
     let accept = req.headers().get("accept")?;
@@ -52,7 +51,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return json_response(e.status(), &rest::envelope_err(&e));
     }
     let body = if matches!(method.as_str(), "POST" | "PUT" | "PATCH") { req.bytes().await? } else { Vec::new() };
-    let incoming = Incoming { method: &method, path: url.path(), query: &query, content_type: content_type.as_deref(), body: &body };
+    let incoming = Incoming { method: &method, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
     if let Ok(Route::Mcp { namespace, profile }) = rest::route(&incoming) {
         let mcp = McpRequest {
             method: &method,

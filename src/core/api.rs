@@ -47,9 +47,14 @@ pub const MAX_SEARCH_QUERIES: usize = 16;
 pub const MAX_SOURCES: usize = MAX_MESSAGES_PER_INGEST;
 
 /// Latest expiry stored: 9999-12-31T23:59:59.999Z. Expiries are compared
-/// as ISO strings, which only order correctly with four-digit years, so a
-/// longer TTL is clamped here rather than wrapping into the past.
+/// as ISO strings, which only order correctly with four-digit years, so
+/// one past it (an offset carrying 9999 into 10000, a TTL reaching past
+/// it) is refused rather than clamped or wrapped.
 pub const MAX_EXPIRY_MILLIS: i64 = 253_402_300_799_999;
+/// Earliest expiry stored: 0000-01-01T00:00:00.000Z.
+pub const MIN_EXPIRY_MILLIS: i64 = -62_167_219_200_000;
+/// Longest `ttlSeconds`: 10^10 seconds, about 317 years.
+pub const MAX_TTL_SECONDS: u64 = 10_000_000_000;
 
 /// Opening and closing marks of content the caller marks sensitive inline.
 pub const PRIVATE_OPEN: &str = "<private>";
@@ -125,6 +130,7 @@ pub struct RememberRequest {
     pub expires_at: Option<String>,
     /// Seconds to live; an alternative to `expiresAt`.
     #[serde(default)]
+    #[schemars(range(max = 10_000_000_000u64))]
     pub ttl_seconds: Option<u64>,
     /// Content the caller marks sensitive is refused (SPEC.md section 7).
     #[serde(default)]
@@ -449,6 +455,18 @@ pub fn validate_date(what: &str, s: &Option<String>) -> Result<()> {
     }
 }
 
+/// An expiry: a date (as [`validate_date`]) whose instant, in UTC, lies in
+/// the years 0000-9999 (`9999-12-31T23:00:00-05:00` does not).
+pub fn validate_expiry(what: &str, s: &Option<String>) -> Result<()> {
+    validate_date(what, s)?;
+    match s.as_deref().and_then(crate::core::time::parse_millis) {
+        Some(ms) if !(MIN_EXPIRY_MILLIS..=MAX_EXPIRY_MILLIS).contains(&ms) => {
+            Err(Error::invalid(format!("{what} must fall in the years 0000-9999 in UTC")))
+        }
+        _ => Ok(()),
+    }
+}
+
 impl IngestRequest {
     pub fn validate(&self) -> Result<()> {
         if self.messages.is_empty() {
@@ -491,7 +509,10 @@ impl RememberRequest {
         if self.expires_at.is_some() && self.ttl_seconds.is_some() {
             return Err(Error::invalid("give expiresAt or ttlSeconds, not both"));
         }
-        validate_date("expiresAt", &self.expires_at)
+        if self.ttl_seconds.is_some_and(|t| t > MAX_TTL_SECONDS) {
+            return Err(Error::invalid(format!("ttlSeconds must be at most {MAX_TTL_SECONDS} (about 317 years)")));
+        }
+        validate_expiry("expiresAt", &self.expires_at)
     }
 }
 

@@ -200,10 +200,10 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     api::validate_date("eventDate", &m.event_date)?;
     api::validate_date("createdAt", &Some(m.created_at.clone()))?;
     api::validate_date("updatedAt", &Some(m.updated_at.clone()))?;
-    api::validate_date("expiresAt", &m.expires_at)?;
+    api::validate_expiry("expiresAt", &m.expires_at)?;
     if let Some(e) = &m.expires_at {
         let millis = crate::core::time::parse_millis(e).ok_or_else(|| Error::invalid("expiresAt is not a date"))?;
-        m.expires_at = Some(iso(millis.clamp(0, api::MAX_EXPIRY_MILLIS)));
+        m.expires_at = Some(iso(millis));
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
     // Validity and change times compare as text (asOf, undo's "changed

@@ -1,7 +1,7 @@
 //! `remember`: store one thing explicitly, now. Runs classification (no
 //! verification: the caller is the source) and supersession.
 
-use crate::core::api::{RememberRequest, MAX_EXPIRY_MILLIS};
+use crate::core::api::{RememberRequest, MAX_EXPIRY_MILLIS, MIN_EXPIRY_MILLIS};
 use crate::core::error::{Error, Result};
 use crate::core::dates;
 use crate::core::ingest::{classify, persist};
@@ -47,7 +47,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     }
     let cls = classify::normalize(cls);
     let mut pending = persist::build(&session_id, &[], vec![(candidate, cls, std::rc::Rc::new(transcript))], &req.metadata, p.now);
-    let expires_at = expiry(p.now, req.expires_at.as_deref(), req.ttl_seconds);
+    let expires_at = expiry(p.now, req.expires_at.as_deref(), req.ttl_seconds)?;
     if let Some(first) = pending.first_mut() {
         first.memory.expires_at = expires_at.clone();
     }
@@ -85,15 +85,19 @@ fn extend_expiry(store: &crate::core::store::Store<'_>, id: &str, asked: Option<
 }
 
 /// The stored `expiresAt` of a remember call: an explicit instant, or now
-/// plus the TTL, clamped to [`MAX_EXPIRY_MILLIS`] (a huge TTL must never
-/// wrap into the past or leave the four-digit years expiries compare in).
-pub fn expiry(now: i64, expires_at: Option<&str>, ttl_seconds: Option<u64>) -> Option<String> {
+/// plus the TTL. One outside the years 0000-9999 (which expiries compare
+/// in) is refused; validation bounds both, so only a clock past the year
+/// 9600 could reach that.
+pub fn expiry(now: i64, expires_at: Option<&str>, ttl_seconds: Option<u64>) -> Result<Option<String>> {
     let millis = match (expires_at, ttl_seconds) {
-        (Some(e), _) => parse_millis(e).unwrap_or(now),
-        (None, Some(ttl)) => now.saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX).saturating_mul(1000)),
-        _ => return None,
+        (Some(e), _) => parse_millis(e).ok_or_else(|| Error::invalid("expiresAt must be an ISO-8601 date or date-time"))?,
+        (None, Some(ttl)) => i64::try_from(ttl).ok().and_then(|t| t.checked_mul(1000)).and_then(|t| now.checked_add(t)).unwrap_or(i64::MAX),
+        _ => return Ok(None),
     };
-    Some(iso(millis.clamp(0, MAX_EXPIRY_MILLIS)))
+    if !(MIN_EXPIRY_MILLIS..=MAX_EXPIRY_MILLIS).contains(&millis) {
+        return Err(Error::invalid("the expiry falls outside the years 0000-9999"));
+    }
+    Ok(Some(iso(millis)))
 }
 
 #[cfg(test)]
@@ -101,12 +105,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn test_huge_ttls_clamp_to_the_last_four_digit_instant() {
+    fn test_expiries_past_the_four_digit_years_are_refused_not_clamped() {
         let now = 1_776_245_400_000;
-        assert_eq!(expiry(now, None, Some(u64::MAX)).as_deref(), Some("9999-12-31T23:59:59.999Z"));
-        assert_eq!(expiry(now, None, Some(10u64.pow(13))).as_deref(), Some("9999-12-31T23:59:59.999Z"));
-        assert_eq!(expiry(now, None, Some(60)).as_deref(), Some("2026-04-15T09:31:00.000Z"));
-        assert_eq!(expiry(now, Some("2030-01-01T05:00:00+05:00"), None).as_deref(), Some("2030-01-01T00:00:00.000Z"));
-        assert_eq!(expiry(now, None, None), None);
+        assert!(expiry(now, None, Some(u64::MAX)).unwrap_err().is_invalid());
+        assert!(expiry(now, None, Some(10u64.pow(13))).unwrap_err().is_invalid());
+        assert_eq!(expiry(now, None, Some(crate::core::api::MAX_TTL_SECONDS)).unwrap().as_deref(), Some("2343-03-06T03:16:40.000Z"));
+        assert_eq!(expiry(now, None, Some(60)).unwrap().as_deref(), Some("2026-04-15T09:31:00.000Z"));
+        assert_eq!(expiry(now, Some("2030-01-01T05:00:00+05:00"), None).unwrap().as_deref(), Some("2030-01-01T00:00:00.000Z"));
+        assert!(expiry(now, Some("9999-12-31T23:00:00-05:00"), None).unwrap_err().is_invalid());
+        assert_eq!(expiry(now, None, None).unwrap(), None);
     }
 }

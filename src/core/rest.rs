@@ -108,8 +108,9 @@ pub fn rpc_profile_name(name: &str, namespace: Option<&str>) -> Result<(String, 
 pub struct Incoming<'a> {
     pub method: &'a str,
     pub path: &'a str,
-    /// Decoded query pairs.
-    pub query: &'a [(String, String)],
+    /// The query string as sent, without its `?` (empty for none); the
+    /// router decodes it, refusing what does not decode.
+    pub query: &'a str,
     pub content_type: Option<&'a str>,
     pub body: &'a [u8],
 }
@@ -212,7 +213,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("PATCH", ["memories", id]) => (Op::Update, with_field(json_body(req)?, "id", json!(decode(id)?))?),
         ("POST", ["consolidate"]) => (Op::Consolidate, optional_json_body(req)?),
         ("POST", ["consolidations", cid, "undo"]) => {
-            let id: i64 = decode(cid)?.parse().map_err(|_| Error::invalid("a consolidation id is a positive integer"))?;
+            let id = integer(&decode(cid)?).and_then(|n| i64::try_from(n).ok()).ok_or_else(|| Error::invalid("a consolidation id is a positive integer"))?;
             (Op::UndoConsolidation, json!({ "id": id }))
         }
         _ => return Err(unrouted(req)),
@@ -228,10 +229,33 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
 
 /// Refuses a query string on a route that reads none.
 fn no_query(req: &Incoming<'_>) -> Result<()> {
-    match req.query.first() {
+    match query_pairs(req.query)?.first() {
         None => Ok(()),
         Some((k, _)) => Err(Error::invalid(format!("{} {} takes no query parameters; got {}", req.method, req.path, api::quoted(k)))),
     }
+}
+
+/// The query string's name-value pairs, in order: `&`-separated (empty
+/// pieces skipped), `+` a space, percent-escapes decoded. An escape that
+/// is not two hex digits, or bytes that are not UTF-8, are refused rather
+/// than replaced.
+fn query_pairs(raw: &str) -> Result<Vec<(String, String)>> {
+    let field = |s: &str| percent_decode(&s.replace('+', " "), "query");
+    raw.split('&')
+        .filter(|piece| !piece.is_empty())
+        .map(|piece| {
+            let (k, v) = piece.split_once('=').unwrap_or((piece, ""));
+            Ok((field(k)?, field(v)?))
+        })
+        .collect()
+}
+
+/// A non-negative integer written as plain decimal digits: no sign, no
+/// leading zero, no spaces (`+20` and `007` are refused, not read as 20
+/// and 7).
+fn integer(s: &str) -> Option<u64> {
+    let canonical = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    canonical.then(|| s.parse().ok()).flatten()
 }
 
 /// The published query names of a list and this service's own, each read
@@ -308,9 +332,15 @@ pub fn method_not_allowed(method: &str, path: &str) -> Option<&'static str> {
 }
 
 fn decode(segment: &str) -> Result<String> {
-    let bad = || Error::invalid("bad percent-encoding in path");
-    let mut out = Vec::with_capacity(segment.len());
-    let mut bytes = segment.bytes();
+    percent_decode(segment, "path")
+}
+
+/// `text` with its percent-escapes decoded; `part` names where it came
+/// from in the error.
+fn percent_decode(text: &str, part: &str) -> Result<String> {
+    let bad = || Error::invalid(format!("bad percent-encoding in {part}"));
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
     while let Some(b) = bytes.next() {
         if b == b'%' {
             let hex = [bytes.next().ok_or_else(bad)?, bytes.next().ok_or_else(bad)?];
@@ -323,7 +353,7 @@ fn decode(segment: &str) -> Result<String> {
             out.push(b);
         }
     }
-    String::from_utf8(out).map_err(|_| Error::invalid("path is not valid UTF-8"))
+    String::from_utf8(out).map_err(|_| Error::invalid(format!("{part} is not valid UTF-8")))
 }
 
 /// `body` (a JSON object) with `field` set from the path; a body that
@@ -449,15 +479,15 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
 /// `renames` (`(query name, field)`); `numeric` fields are parsed as
 /// integers. A field given twice (under either name) is refused; unknown
 /// ones are refused by the request record.
-fn query_args(query: &[(String, String)], renames: &[(&str, &str)], numeric: &[&str]) -> Result<Value> {
+fn query_args(query: &str, renames: &[(&str, &str)], numeric: &[&str]) -> Result<Value> {
     let mut map = Map::new();
-    for (k, v) in query {
+    for (k, v) in &query_pairs(query)? {
         let field = renames.iter().find(|(q, _)| q == k).map_or(k.as_str(), |(_, f)| f);
         if map.contains_key(field) {
             return Err(Error::invalid(format!("query parameter {} is given twice", api::quoted(k))));
         }
         let value = if numeric.contains(&field) {
-            Value::from(v.parse::<u64>().map_err(|_| Error::invalid(format!("{} must be a positive integer", api::quoted(k))))?)
+            Value::from(integer(v).ok_or_else(|| Error::invalid(format!("{} must be a positive integer, in digits", api::quoted(k))))?)
         } else {
             Value::String(v.clone())
         };
@@ -744,7 +774,7 @@ mod tests {
     }
 
     fn get(path: &str) -> Result<Route> {
-        route(&Incoming { method: "GET", path, query: &[], content_type: None, body: b"" })
+        route(&Incoming { method: "GET", path, query: "", content_type: None, body: b"" })
     }
 
     const BASE: &str = "/accounts/a/agent-memory/namespaces/ns/profiles/p1";
@@ -756,10 +786,47 @@ mod tests {
         assert_eq!(c.object_name(), "ns/p1");
     }
 
+    fn list_with(query: &str) -> Result<Value> {
+        let path = format!("{BASE}/memories");
+        match route(&Incoming { method: "GET", path: &path, query, content_type: None, body: b"" })? {
+            Route::Profile(c) => Ok(c.args),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn test_query_values_decode_plus_and_escapes_exactly() {
+        assert_eq!(list_with("key=a+b%2Bc&&limit=5&").unwrap(), json!({ "key": "a b+c", "limit": 5 }));
+        assert_eq!(list_with("key=caf%C3%A9").unwrap(), json!({ "key": "café" }));
+        assert_eq!(list_with("").unwrap(), json!({}));
+    }
+
+    #[test]
+    fn test_query_bytes_that_are_not_utf8_or_bad_escapes_are_refused_not_replaced() {
+        for q in ["key=%FF", "key=%C3", "key=%G1", "key=%4", "k%FF=x"] {
+            let e = list_with(q).unwrap_err();
+            assert!(e.is_invalid() && e.message().contains("query"), "{q}: {e}");
+        }
+    }
+
+    #[test]
+    fn test_integers_in_the_query_are_plain_digits() {
+        for q in ["limit=+20", "limit=007", "limit=-1", "limit= 5", "limit=5.0", "limit=", "limit=1e2"] {
+            assert!(list_with(q).unwrap_err().is_invalid(), "{q} accepted");
+        }
+        assert_eq!(list_with("limit=0").unwrap(), json!({ "limit": 0 }), "read here, refused by list's range");
+        assert_eq!(list_with("per_page=20").unwrap(), json!({ "limit": 20 }));
+        let undo = |id: &str| route(&Incoming { method: "POST", path: &format!("{BASE}/consolidations/{id}/undo"), query: "", content_type: None, body: b"" });
+        for id in ["+5", "05", "-5", "99999999999999999999"] {
+            assert!(undo(id).unwrap_err().is_invalid(), "{id} accepted");
+        }
+        assert!(undo("5").is_ok());
+    }
+
     #[test]
     fn test_mcp_path_routes_to_a_profile() {
         assert_eq!(
-            route(&Incoming { method: "POST", path: "/mcp/namespaces/team/profiles/p1", query: &[], content_type: None, body: b"" }).unwrap(),
+            route(&Incoming { method: "POST", path: "/mcp/namespaces/team/profiles/p1", query: "", content_type: None, body: b"" }).unwrap(),
             Route::Mcp { namespace: "team".into(), profile: "p1".into() }
         );
     }
@@ -775,7 +842,7 @@ mod tests {
         let r = route(&Incoming {
             method: "POST",
             path: &format!("{BASE}/remember"),
-            query: &[],
+            query: "",
             content_type: Some("text/plain"),
             body: b"{}",
         });

@@ -712,13 +712,20 @@ describe("write rules (SPEC.md section 7)", () => {
     assert.equal(past.status, "expired");
     const r = await dev.ok("POST", NS, "ttl2", "/recall", { body: { query: "stale reminder" } });
     assert.ok(!r.candidates.some((c) => c.id === past.id));
-    for (const ttl of [Number.MAX_SAFE_INTEGER, 1e13]) {
-      const far = await dev.ok("POST", NS, "ttl2", "/remember", { body: { content: `A practically permanent note number ${ttl} about the archive.`, ttlSeconds: ttl } });
-      assert.equal(far.expiresAt, "9999-12-31T23:59:59.999Z");
-      assert.equal(far.status, "active");
-      const rr = await dev.ok("POST", NS, "ttl2", "/recall", { body: { query: "practically permanent note archive" } });
-      assert.ok(rr.candidates.some((c) => c.id === far.id), "a far-future memory is live in recall");
+    // The longest TTL (10^10 s, about 317 years) is a far-future memory, live in recall.
+    const far = await dev.ok("POST", NS, "ttl2", "/remember", { body: { content: "A practically permanent note about the archive.", ttlSeconds: 1e10 } });
+    assert.ok(Date.parse(far.expiresAt) > Date.now() + 300 * 365 * 86400e3, far.expiresAt);
+    assert.equal(far.status, "active");
+    const rr = await dev.ok("POST", NS, "ttl2", "/recall", { body: { query: "practically permanent note archive" } });
+    assert.ok(rr.candidates.some((c) => c.id === far.id), "a far-future memory is live in recall");
+    // Past it, or an instant past 9999 in UTC: refused, nothing stored (not clamped to 9999).
+    const before = (await dev.ok("GET", NS, "ttl2", "/stats")).memories;
+    for (const body of [{ ttlSeconds: 1e10 + 1 }, { ttlSeconds: Number.MAX_SAFE_INTEGER }, { expiresAt: "9999-12-31T23:00:00-05:00" }]) {
+      const res = await dev.post(NS, "ttl2", "/remember", { content: "A note whose expiry cannot be written.", ...body });
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.match(JSON.stringify(res.body), /ttlSeconds|expiresAt/);
     }
+    assert.equal((await dev.ok("GET", NS, "ttl2", "/stats")).memories, before, "nothing stored");
     const both = await dev.post(NS, "ttl2", "/remember", { content: "Both expiry fields at once are refused.", ttlSeconds: 5, expiresAt: "2030-01-01" });
     assert.equal(both.status, 400);
   });

@@ -9,7 +9,7 @@ import { startWorker } from "./helpers.mjs";
 import {
   T, VARS, TOKEN, TEAM_TOKEN, CODE, CONVERSATION, BAD_NAMES, BAD_NAMESPACE_NAMES, ULID, HEX_ID,
   restClient, loadDocument, unexercised, documentedOperations, ok, fails, is4xx, bigContent, counts, exportRecords,
-  entryOf, assertEntries,
+  entryOf, assertEntries, ACCOUNT,
 } from "./fixtures.mjs";
 import { waitFor } from "./reliability-support.mjs";
 
@@ -127,6 +127,26 @@ test("a query string on a route that reads none is refused (400), never ignored"
   fails(await api.request("POST", T.recall, where, { json: { query: "printer?" }, query: { limit: "5" } }), 400, CODE.invalid);
   fails(await api.request("GET", T.namespace, { namespace: "default" }, { query: { x: "1" } }), 400, CODE.invalid);
   assert.equal((await stats("no-query")).memories, 1, "the refused consolidate changed nothing");
+});
+
+test("a query that does not decode exactly (invalid UTF-8, a broken escape, +20, 007) is refused (400), never read another way", async () => {
+  const where = { profile: "query-bytes" };
+  const m = ok(await api.post(T.remember, where, { content: "The café on the corner opens at seven.", key: "place.cafe" }));
+  const raw = async (query) => {
+    const res = await w.fetch(`/accounts/${ACCOUNT}/agent-memory/namespaces/default/profiles/query-bytes/memories?${query}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  for (const q of ["key=%FF", "key=place.caf%C3", "key=%G1", "limit=+20", "limit=007", "limit=2.0"]) {
+    const r = await raw(q);
+    assert.equal(r.status, 400, `${q}: ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.success, false);
+    assert.equal(r.body.errors[0].code, CODE.invalid, q);
+  }
+  // Exact decoding: %C3%A9 is é, + is a space.
+  assert.deepEqual((await raw("key=place.caf%C3%A9")).body.result.memories, []);
+  assert.deepEqual((await raw("key=place.cafe&limit=20")).body.result.memories.map((x) => x.id), [m.id]);
 });
 
 test("a write refused as bad input (400) creates no namespace", async () => {
