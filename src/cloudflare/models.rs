@@ -125,13 +125,16 @@ impl OpenAi {
         init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&body.to_string())));
         let url = format!("{}/{path}", self.base_url.trim_end_matches('/'));
         let req = Request::new_with_init(&url, &init).map_err(|e| Error::config(format!("bad OPENAI_BASE_URL: {e}")))?;
-        let resp = Fetch::Request(req).send().await.map_err(|e| Error::provider(format!("failed to reach {url}: {e}")))?;
+        // Errors name the endpoint, not the server: callers read them as
+        // recall notes, and the server's address is the operator's.
+        let endpoint = format!("the OpenAI-compatible server's /{path}");
+        let resp = Fetch::Request(req).send().await.map_err(|e| Error::provider(format!("failed to reach {endpoint}: {e}")))?;
         let status = resp.status_code();
-        let text = super::response_text(&resp).await.map_err(|e| Error::provider(format!("failed to read {url}: {e}")))?;
+        let text = super::response_text(&resp).await.map_err(|e| Error::provider(format!("failed to read {endpoint}: {e}")))?;
         if !(200..300).contains(&status) {
-            return Err(Error::provider(format!("{url} answered {status}: {}", text.chars().take(200).collect::<String>())));
+            return Err(Error::provider(format!("{endpoint} answered {status}: {}", text.chars().take(200).collect::<String>())));
         }
-        serde_json::from_str(&text).map_err(|e| Error::provider(format!("{url} returned invalid JSON: {e}")))
+        serde_json::from_str(&text).map_err(|e| Error::provider(format!("{endpoint} returned invalid JSON: {e}")))
     }
 }
 

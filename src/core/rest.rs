@@ -599,12 +599,12 @@ pub fn envelope_ok_text(op: &str, result: &str) -> String {
     let is_array = |v: &RawValue| v.get().trim_start().starts_with('[');
     // Recall notes travel as envelope messages.
     let messages = match op {
-        "recall" => fields.remove("messages").filter(|m| is_array(m)).map_or("[]", |m| m.get()),
-        _ => "[]",
+        "recall" => fields.remove("messages").filter(|m| is_array(m)).map_or_else(|| "[]".to_string(), |m| envelope_messages(m.get())),
+        _ => "[]".to_string(),
     };
     let mut out = String::with_capacity(result.len().saturating_add(96));
     out.push_str("{\"errors\":[],\"messages\":");
-    out.push_str(messages);
+    out.push_str(&messages);
     out.push_str(",\"result\":{");
     for (i, (k, v)) in fields.iter().enumerate() {
         if i > 0 {
@@ -625,6 +625,26 @@ pub fn envelope_ok_text(op: &str, result: &str) -> String {
     }
     out.push_str(",\"success\":true}");
     out
+}
+
+/// The `code` of a note in an envelope's `messages` (a recall stage that
+/// ran degraded): the envelope's messages are `{code, message}`, as its
+/// errors are.
+pub const NOTE_CODE: u32 = 10100;
+
+/// A result's notes (a JSON array of strings) as envelope messages:
+/// each note `{code: NOTE_CODE, message}`; an item already an object is
+/// kept.
+fn envelope_messages(notes: &str) -> String {
+    let items: Vec<Value> = serde_json::from_str(notes).unwrap_or_default();
+    let items: Vec<Value> = items
+        .into_iter()
+        .map(|n| match n {
+            Value::String(message) => json!({ "code": NOTE_CODE, "message": message }),
+            other => other,
+        })
+        .collect();
+    Value::Array(items).to_string()
 }
 
 /// The envelope of a profile operation's result (JSON text) as `dialect`
@@ -711,7 +731,13 @@ mod tests {
         let mut messages = Vec::new();
         if op == "recall" {
             if let Some(Value::Array(a)) = result.as_object_mut().and_then(|m| m.remove("messages")) {
-                messages = a;
+                messages = a
+                    .into_iter()
+                    .map(|n| match n {
+                        Value::String(message) => json!({ "code": NOTE_CODE, "message": message }),
+                        other => other,
+                    })
+                    .collect();
             }
         }
         let mut env = json!({ "success": true, "errors": [], "messages": messages, "result": result });
@@ -887,7 +913,7 @@ mod tests {
         assert!(envelope("stats", json!({ "memories": 3, "messages": 1 })).get("result_info").is_none());
         assert!(envelope("ingest", json!({ "memories": [] })).get("result_info").is_none());
         let recall = envelope("recall", json!({ "answer": "", "candidates": [], "messages": ["channel x failed"] }));
-        assert_eq!(recall["messages"], json!(["channel x failed"]));
+        assert_eq!(recall["messages"], json!([{ "code": NOTE_CODE, "message": "channel x failed" }]));
         assert!(recall["result"].get("messages").is_none());
         let page = envelope("list", json!({ "memories": [], "cursor": "abc" }));
         assert_eq!(page["result_info"], json!({ "cursor": "abc", "count": 0 }));

@@ -141,7 +141,7 @@ describe("embedder faults", () => {
       const r = await api.post(NS, profile, "/recall", { query: "What is the VPN gateway of the Berlin office?" });
       assert.equal(r.status, 200, r.text.slice(0, 300));
       assert.ok(r.body.result.candidates.some((c) => c.id === m.id), "found by the full-text channels");
-      assert.ok(r.body.messages.some((n) => /embedder failed|vector channels skipped|wrong number of vectors/.test(n)), JSON.stringify(r.body.messages));
+      assert.ok(r.body.messages.some((n) => /embedder failed|vector channels skipped|wrong number of vectors/.test(n.message)), JSON.stringify(r.body.messages));
       const exported = parseExport(await api.ok("GET", NS, profile, "/export"));
       assert.equal(exported.filter((x) => x.kind === "message").length, 3, "raw messages stored");
 
@@ -169,7 +169,7 @@ describe("unreachable embedder and restarts", () => {
       const r = await api.post(NS, "closed", "/recall", { query: "Who is on call this month?" });
       assert.equal(r.status, 200);
       assert.ok(r.body.result.count >= 1);
-      assert.ok(r.body.messages.some((n) => /embedder failed/.test(n)), JSON.stringify(r.body.messages));
+      assert.ok(r.body.messages.some((n) => /embedder failed/.test(n.message)), JSON.stringify(r.body.messages));
       const pending = (await stats(api, "closed")).pendingJobs;
       assert.ok(pending >= 2);
 
@@ -226,8 +226,8 @@ describe("chat model faults", () => {
       assert.equal(rec.status, 200, rec.text.slice(0, 300));
       assert.ok(rec.body.result.candidates.some((c) => c.id === m.body.result.id));
       assert.match(rec.body.result.result, /5433/, "the extractive answer stands in for synthesis");
-      assert.ok(rec.body.messages.some((n) => /analysis failed/.test(n)), JSON.stringify(rec.body.messages));
-      assert.ok(rec.body.messages.some((n) => /synthesis failed/.test(n)), JSON.stringify(rec.body.messages));
+      assert.ok(rec.body.messages.some((n) => /analysis failed/.test(n.message)), JSON.stringify(rec.body.messages));
+      assert.ok(rec.body.messages.some((n) => /synthesis failed/.test(n.message)), JSON.stringify(rec.body.messages));
     });
   }
 });
