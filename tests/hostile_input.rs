@@ -747,6 +747,31 @@ fn test_a_re_extracted_session_keeps_each_calls_metadata() {
     });
 }
 
+/// A write refused for room (409) is refused before anything is written:
+/// an import of more memories than the profile may hold, into a profile
+/// marked for deletion, leaves it marked and restorable with everything.
+#[test]
+fn test_an_import_refused_for_room_leaves_a_marked_profile_restorable() {
+    let other = database();
+    let data = with_limits(&other, APRIL_15, Limits::default(), |p| {
+        for fact in ["Alpha runs on port 8001.", "Bravo listens on port 8002.", "Charlie serves port 8003.", "Echo binds port 8005."] {
+            block_on(p.remember(remember(fact))).unwrap();
+        }
+        block_on(p.dispatch("export", json!({}))).unwrap()
+    });
+    let data = data.as_str().map(str::to_string).unwrap_or_else(|| data.to_string());
+    let sql = database();
+    with_limits(&sql, APRIL_15, Limits { max_memories: 3, ..grace(DAY) }, |p| {
+        block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
+        block_on(p.remember(remember("Delta runs on port 8004."))).unwrap();
+        block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        let e = block_on(p.dispatch("import", json!({ "data": data }))).unwrap_err();
+        assert_eq!(e.status(), 409, "{e}");
+        block_on(p.dispatch("restoreProfile", json!({}))).unwrap();
+        assert_eq!(p.stats().unwrap().memories, 2, "restored whole: the refused import purged nothing");
+    });
+}
+
 /// A write refused as bad input changes nothing, not even the purge a
 /// valid write to a profile marked for deletion would make: the profile
 /// can still be restored with everything in it.

@@ -322,13 +322,14 @@ impl ProfileObject {
         out
     }
 
-    /// Decodes and checks a call before anything is written, then (for a
-    /// write that may create the profile) records it in the catalog, then
-    /// runs it: a call refused with 4xx creates no namespace and purges
-    /// nothing.
+    /// Decodes and checks a call (its input, and the profile's room for
+    /// what it adds) before anything is written, then (for a write that
+    /// may create the profile) records it in the catalog, then runs it: a
+    /// call refused with 4xx creates no namespace and purges nothing.
     async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
         let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", crate::core::api::quoted(op))))?;
         let prepared = Profile::prepare(crate::core::op::Call::decode(op, args)?)?;
+        profile.admit(&prepared)?;
         if op.creates() {
             self.catalog(profile, name).await?;
         }

@@ -98,8 +98,31 @@ impl<'a> Profile<'a> {
         })
     }
 
+    /// Whether the profile has room for what a prepared call adds: an
+    /// import's memories, or the one memory of a remember, counted against
+    /// what the profile will hold when the call runs (nothing, for one
+    /// marked for deletion: the write purges it). Asked before anything is
+    /// written (the purge, and in the Durable Object the catalog), so a
+    /// call refused for room changes nothing.
+    pub fn admit(&self, prepared: &Prepared) -> Result<()> {
+        let adding = match (&prepared.call, &prepared.import) {
+            (_, Some(parsed)) => parsed.memories.len(),
+            (Call::Remember(_), _) => 1,
+            _ => return Ok(()),
+        };
+        let adding = i64::try_from(adding).unwrap_or(i64::MAX);
+        if self.store().deletion_mark()?.is_some() {
+            return match adding > self.limits.max_memories {
+                true => Err(self.full(0)),
+                false => Ok(()),
+            };
+        }
+        self.check_capacity(adding)
+    }
+
     /// Runs a prepared call; its result as JSON text.
     pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
+        self.admit(&prepared)?;
         let Prepared { call, import } = prepared;
         if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
             if !call.op().creates() {
@@ -435,6 +458,11 @@ impl<'a> Profile<'a> {
         Ok(ids.iter().any(|id| !existing.contains(id)))
     }
 
+    /// The 409 of a profile holding `count` memories with no room left.
+    fn full(&self, count: i64) -> Error {
+        Error::conflict(format!("profile is full: it holds {count} memories and its limit is {}", self.limits.max_memories))
+    }
+
     fn check_capacity(&self, adding: i64) -> Result<()> {
         let one = |statement: &str| -> Result<i64> {
             self.sql
@@ -452,10 +480,7 @@ impl<'a> Profile<'a> {
         }
         let count = one("SELECT COUNT(*) FROM memories")?;
         if count.saturating_add(adding) > self.limits.max_memories {
-            return Err(Error::conflict(format!(
-                "profile is full: it holds {count} memories and its limit is {}",
-                self.limits.max_memories
-            )));
+            return Err(self.full(count));
         }
         Ok(())
     }
