@@ -860,3 +860,32 @@ fn test_a_keyed_statement_supersedes_only_its_own_owners_holder() {
         assert_eq!(p.get(&ana.id).unwrap().memory.superseded_by.as_deref(), Some(ana_moved.id.as_str()));
     });
 }
+
+/// The same words said twice in one conversation are two messages: the
+/// second "yes" is kept, in its place, and sending the call again stores
+/// nothing new; an export of the session imports whole.
+#[test]
+fn test_a_message_repeated_within_one_ingest_is_kept_and_reingest_stays_idempotent() {
+    let call = || IngestRequest {
+        messages: vec![msg("user", "yes"), msg("assistant", "Shall I delete the prod database?"), msg("user", "yes")],
+        session_id: Some("confirm".into()),
+        metadata: Default::default(),
+    };
+    let sql = database();
+    let data = with_profile(&sql, APRIL_15, |p| {
+        let r = block_on(p.ingest(call())).unwrap();
+        assert_eq!(r.messages_stored, 3);
+        assert_eq!(r.message_ids.iter().collect::<std::collections::HashSet<_>>().len(), 3, "{:?}", r.message_ids);
+        let again = block_on(p.ingest(call())).unwrap();
+        assert_eq!(again.messages_stored, 0);
+        assert_eq!(again.message_ids, r.message_ids);
+        assert_eq!(p.stats().unwrap().messages, 3);
+        let export = block_on(p.dispatch("export", json!({}))).unwrap();
+        export.as_str().map(str::to_string).unwrap_or_else(|| export.to_string())
+    });
+    let copy = database();
+    with_profile(&copy, APRIL_15, |p| {
+        block_on(p.dispatch("import", json!({ "data": data }))).unwrap();
+        assert_eq!(p.stats().unwrap().messages, 3, "the export carries both sayings");
+    });
+}

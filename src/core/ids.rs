@@ -22,6 +22,45 @@ pub fn message_id(session_id: &str, role: &str, content: &str) -> String {
     hex(h.finalize().iter().take(16))
 }
 
+/// The id of the `n`-th repeat of a message within one call: the first
+/// (`n` 0) is [`message_id`]; each later one, the same words said again
+/// (a second "yes"), has an id of its own, so both are kept.
+pub fn repeated_message_id(session_id: &str, role: &str, content: &str, n: usize) -> String {
+    if n == 0 {
+        return message_id(session_id, role, content);
+    }
+    let repeat = n.to_string();
+    let mut h = Sha256::new();
+    for field in [session_id, role, content, "repeat", repeat.as_str()] {
+        h.update((field.len() as u64).to_be_bytes());
+        h.update(field.as_bytes());
+    }
+    hex(h.finalize().iter().take(16))
+}
+
+/// The ids of one call's messages (role, content), in order: each repeat
+/// of the same role and words within the call numbered from its first
+/// ([`repeated_message_id`]). Sending the same call again gives the same
+/// ids, so ingest stays idempotent.
+pub fn message_ids<'a>(session_id: &str, messages: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut seen: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    messages
+        .into_iter()
+        .map(|(role, content)| {
+            let n = seen.entry((role, content)).or_insert(0);
+            let id = repeated_message_id(session_id, role, content, *n);
+            *n = n.saturating_add(1);
+            id
+        })
+        .collect()
+}
+
+/// Which repeat (0 for the first) `id` is of a message with these
+/// fields, trying at most `max_repeats` repeats; `None` when it is none.
+pub fn repeat_of(id: &str, session_id: &str, role: &str, content: &str, max_repeats: usize) -> Option<usize> {
+    (0..max_repeats).find(|&n| repeated_message_id(session_id, role, content, n) == id)
+}
+
 /// A stable fingerprint of a memory's meaning and scope: type, normalized
 /// content, and its metadata when it has any (whose it is: the same words
 /// from another agent or user are another memory). Without metadata it is
@@ -147,6 +186,17 @@ mod tests {
         // Without length prefixes these two would hash the same bytes.
         assert_ne!(message_id("ab", "c", "d"), message_id("a", "bc", "d"));
         assert_ne!(message_id("s", "user", "x"), message_id("s", "assistant", "x"));
+    }
+
+    #[test]
+    fn test_a_repeated_message_in_one_call_has_an_id_of_its_own_and_resending_gives_the_same() {
+        let call = [("user", "yes"), ("assistant", "Shall I delete it?"), ("user", "yes"), ("user", "yes")];
+        let ids = message_ids("s", call);
+        assert_eq!(ids[0], message_id("s", "user", "yes"), "a first saying keeps the id it always had");
+        assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 4, "{ids:?}");
+        assert_eq!(ids, message_ids("s", call));
+        assert_eq!(repeat_of(&ids[3], "s", "user", "yes", 500), Some(2));
+        assert_eq!(repeat_of(&ids[1], "s", "user", "yes", 500), None);
     }
 
     #[test]

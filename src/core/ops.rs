@@ -452,8 +452,7 @@ impl<'a> Profile<'a> {
     /// Whether an ingest call carries a message not stored yet.
     fn has_new_messages(&self, req: &IngestRequest) -> Result<bool> {
         let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(req));
-        let ids: Vec<String> =
-            req.messages.iter().map(|m| crate::core::ids::message_id(&session_id, &m.role, &m.content)).collect();
+        let ids = crate::core::ids::message_ids(&session_id, req.messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
         let existing = self.store().existing_message_ids(&ids)?;
         Ok(ids.iter().any(|id| !existing.contains(id)))
     }

@@ -145,9 +145,8 @@ fn known_fields(v: &Value, fields: &std::collections::HashSet<String>) -> Result
 /// text, timestamp and dates checked, private spans redacted (its id
 /// follows its redacted text; `renamed` maps the old id to the new).
 fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<String, String>) -> Result<Message> {
-    if m.id != ids::message_id(&m.session_id, &m.role, &m.content) {
-        return Err(Error::invalid("message id does not match its content"));
-    }
+    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
+        .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     api::validate_session_id(&m.session_id)?;
     api::validate_role("role", &m.role)?;
     api::validate_content("content", &m.content)?;
@@ -159,7 +158,7 @@ fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<Strin
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
     if let Cow::Owned(redacted) = api::redact_private(&m.content) {
         m.content = redacted;
-        let id = ids::message_id(&m.session_id, &m.role, &m.content);
+        let id = ids::repeated_message_id(&m.session_id, &m.role, &m.content, repeat);
         renamed.insert(std::mem::replace(&mut m.id, id.clone()), id);
     }
     Ok(m)

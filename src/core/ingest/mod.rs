@@ -44,10 +44,12 @@ pub fn default_session_id(req: &IngestRequest) -> String {
 /// Runs the whole pipeline for one call.
 pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let session_id = req.session_id.clone().unwrap_or_else(|| default_session_id(&req));
+    let ids = ids::message_ids(&session_id, req.messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
     let incoming: Vec<NewMessage> = req
         .messages
         .iter()
-        .map(|m| NewMessage { id: ids::message_id(&session_id, &m.role, &m.content), input: m.clone(), metadata: req.metadata.clone() })
+        .zip(ids)
+        .map(|(m, id)| NewMessage { id, input: m.clone(), metadata: req.metadata.clone() })
         .collect();
     let message_ids: Vec<String> = incoming.iter().map(|m| m.id.clone()).collect();
 
