@@ -182,7 +182,9 @@ struct NoArgs {}
 
 impl Call {
     /// `op` with its JSON `args` (`null` is no arguments), or an invalid-input
-    /// error naming what does not fit.
+    /// error naming what does not fit. Memory ids are read in either case
+    /// (ULIDs are written in capitals elsewhere); this service's are
+    /// lowercase.
     pub fn decode(op: Op, args: serde_json::Value) -> Result<Call> {
         let args = if args.is_null() { serde_json::Value::Object(Default::default()) } else { args };
         Ok(match op {
@@ -190,9 +192,9 @@ impl Call {
             Op::Remember => Call::Remember(api::parse(args)?),
             Op::Recall => Call::Recall(api::parse(args)?),
             Op::List => Call::List(api::parse(args)?),
-            Op::Get => Call::Get { id: api::parse::<IdArgs>(args)?.id },
-            Op::Forget => Call::Forget { id: api::parse::<IdArgs>(args)?.id },
-            Op::Delete => Call::Delete { id: api::parse::<IdArgs>(args)?.id },
+            Op::Get => Call::Get { id: memory_id(args)? },
+            Op::Forget => Call::Forget { id: memory_id(args)? },
+            Op::Delete => Call::Delete { id: memory_id(args)? },
             Op::DeleteSession => Call::DeleteSession { session_id: api::parse::<SessionArgs>(args)?.session_id },
             Op::GetSummary => Call::GetSummary(api::parse(args)?),
             Op::Export => Call::Export(api::parse(args)?),
@@ -200,7 +202,11 @@ impl Call {
             Op::Stats => none(args, Call::Stats)?,
             Op::DeleteProfile => none(args, Call::DeleteProfile)?,
             Op::RestoreProfile => none(args, Call::RestoreProfile)?,
-            Op::Update => Call::Update(api::parse(args)?),
+            Op::Update => {
+                let mut req: api::UpdateRequest = api::parse(args)?;
+                req.id.make_ascii_lowercase();
+                Call::Update(req)
+            }
             Op::Consolidate => Call::Consolidate(api::parse(args)?),
             Op::UndoConsolidation => Call::UndoConsolidation { id: api::parse::<UndoArgs>(args)?.id },
             Op::Drain => none(args, Call::Drain)?,
@@ -251,4 +257,9 @@ mod tests {
         }
         assert_eq!(Op::parse("noSuchOperation"), None);
     }
+}
+
+/// The memory id of an id-only call, lowercased (see [`Call::decode`]).
+fn memory_id(args: serde_json::Value) -> Result<String> {
+    Ok(api::parse::<IdArgs>(args)?.id.to_ascii_lowercase())
 }
