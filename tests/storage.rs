@@ -889,3 +889,21 @@ fn test_a_message_repeated_within_one_ingest_is_kept_and_reingest_stays_idempote
         assert_eq!(p.stats().unwrap().messages, 3, "the export carries both sayings");
     });
 }
+
+/// Memory ids are read in either case: a client that writes ULIDs in
+/// capitals, as they usually are, gets the memory rather than a 404.
+#[test]
+fn test_a_memory_id_in_capitals_finds_the_memory() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let m = block_on(p.remember(remember("The staging database lives in the eu-west region."))).unwrap();
+        let upper = m.id.to_ascii_uppercase();
+        assert_ne!(upper, m.id);
+        let got = block_on(p.dispatch("get", json!({ "id": upper }))).unwrap();
+        assert_eq!(got["id"], json!(m.id));
+        block_on(p.dispatch("update", json!({ "id": upper, "metadata": { "team": "infra" } }))).unwrap();
+        let forgotten = block_on(p.dispatch("forget", json!({ "id": upper }))).unwrap();
+        assert_eq!((forgotten["id"].as_str(), forgotten["status"].as_str()), (Some(m.id.as_str()), Some("forgotten")));
+        assert_eq!(block_on(p.dispatch("delete", json!({ "id": upper }))).unwrap()["deletedMemories"], json!([m.id]));
+    });
+}
