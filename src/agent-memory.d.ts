@@ -361,7 +361,7 @@ export interface MemoryMessage extends Omit<AgentMemoryMessage, "timestamp"> {
 export type MemoryIncomingMemory = AgentMemoryIncomingMemory & {
   /** Memory type; when absent the service classifies the content. */
   type?: AgentMemoryMemoryType;
-  /** Topic key (1-128 characters): a fact or instruction with the same key supersedes the older one. */
+  /** Topic key (1-128 characters) in its stored form, lowercase words joined by `_` and segments by `.` (`user.package_manager`); any other form, or a key on an event or task, is refused. A fact or instruction with the same key supersedes the older one. */
   key?: string;
   /** Content the caller marks sensitive is refused (nothing is stored). */
   sensitive?: boolean;

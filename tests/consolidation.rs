@@ -16,7 +16,8 @@ fn remember(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType) -> agen
         content: content.into(),
         session_id: Some("s1".into()),
         kind: Some(kind),
-        key: Some(key.into()),
+        // Tasks and events take no key.
+        key: kind.is_keyed().then(|| key.into()),
         expires_at: None,
         ttl_seconds: None,
         sensitive: None,

@@ -794,3 +794,70 @@ fn test_a_refused_write_to_a_profile_marked_for_deletion_purges_nothing() {
         assert_eq!(p.stats().unwrap().memories, 1, "restored whole: the refused writes purged nothing");
     });
 }
+
+fn remember_body(p: &Profile<'_>, body: serde_json::Value) -> agent_memory::core::error::Result<serde_json::Value> {
+    block_on(p.dispatch("remember", body))
+}
+
+/// A caller's key is stored exactly as given, or refused (400) with the
+/// form it would need; never rewritten, never dropped, and two keys that
+/// would rewrite alike never supersede each other.
+#[test]
+fn test_a_key_given_to_remember_is_stored_as_given_or_refused() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (key, kind) in [("Cache Bucket", None), ("db-host", None), ("!!!", None), ("\u{200b}", None), ("deploy.date", Some("event")), ("report.q3", Some("task"))] {
+            let mut body = json!({ "content": format!("A statement filed under {key:?}."), "key": key });
+            if let Some(k) = kind {
+                body["type"] = json!(k);
+            }
+            let e = remember_body(p, body).unwrap_err();
+            assert!(e.is_invalid(), "{key:?}: {e}");
+        }
+        assert_eq!(p.stats().unwrap().memories, 0, "nothing stored");
+        let e = remember_body(p, json!({ "content": "The cache lives in bucket b7.", "key": "Cache Bucket" })).unwrap_err();
+        assert!(e.message().contains("\"cache_bucket\""), "the refusal names the stored form: {e}");
+        // As given: stored under it, found by it; an event's words with a
+        // key and no type become a keyed fact rather than lose the key.
+        let m = remember_body(p, json!({ "content": "The cache lives in bucket b7.", "key": "cache.bucket" })).unwrap();
+        assert_eq!(m["key"], "cache.bucket");
+        let e = remember_body(p, json!({ "content": "We deployed on 3 March 2026.", "key": "deploy.last" })).unwrap();
+        assert_eq!((e["key"].as_str(), e["type"].as_str()), (Some("deploy.last"), Some("fact")));
+    });
+}
+
+/// The same statement remembered again under another key is refused (409)
+/// instead of answering with the stored memory and dropping the key.
+#[test]
+fn test_a_statement_remembered_again_under_another_key_is_refused_not_rekeyed_silently() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let first = remember_body(p, json!({ "content": "The build cache lives in bucket b7.", "key": "cache.bucket" })).unwrap();
+        let again = remember_body(p, json!({ "content": "The build cache lives in bucket b7.", "key": "cache.bucket" })).unwrap();
+        assert_eq!(again["id"], first["id"], "same key: the stored memory");
+        let e = remember_body(p, json!({ "content": "The build cache lives in bucket b7.", "key": "storage.bucket" })).unwrap_err();
+        assert_eq!(e.status(), 409, "{e}");
+        assert!(e.message().contains("cache.bucket"), "{e}");
+        assert_eq!(p.stats().unwrap().memories, 1);
+        assert_eq!(p.get(first["id"].as_str().unwrap()).unwrap().memory.key.as_deref(), Some("cache.bucket"));
+    });
+}
+
+/// Content that is nothing but private spans is refused (400): there is no
+/// statement left to store once they are redacted. Nested spans hide
+/// everything up to the closing mark that balances the first.
+#[test]
+fn test_private_only_content_is_refused_and_nested_spans_hide_their_whole_extent() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for content in ["<private>my PIN is 4921</private>", "  <PRIVATE>a</PRIVATE> <private>b</private>  ", "<private>cut off"] {
+            let e = remember_body(p, json!({ "content": content })).unwrap_err();
+            assert!(e.is_invalid(), "{content}: {e}");
+        }
+        assert_eq!(p.stats().unwrap().memories, 0);
+        let m = remember_body(p, json!({ "content": "pin: <private>outer <private>inner</private> LEAKED-TAIL</private> end of note" })).unwrap();
+        let text = m.to_string();
+        assert!(!text.contains("LEAKED-TAIL") && !text.contains("inner"), "{text}");
+        assert!(text.contains("pin: [private] end of note"), "{text}");
+    });
+}

@@ -64,8 +64,10 @@ pub const REDACTED: &str = "[private]";
 
 /// Removes every `<private>…</private>` span (case-insensitive) from
 /// `text`, replacing each with `[private]` (SPEC.md section 7: content
-/// marked sensitive is not stored). An opening mark without its closing
-/// mark hides everything after it: the safe reading of a cut-off span.
+/// marked sensitive is not stored). Spans nest: a span ends at the closing
+/// mark that balances its opening one, so `<private>a <private>b</private>
+/// c</private>` hides `c` too. An opening mark without its closing mark
+/// hides everything after it: the safe reading of a cut-off span.
 pub fn redact_private(text: &str) -> std::borrow::Cow<'_, str> {
     let lower = text.to_ascii_lowercase();
     if !lower.contains(PRIVATE_OPEN) {
@@ -77,17 +79,37 @@ pub fn redact_private(text: &str) -> std::borrow::Cow<'_, str> {
     while let Some(open) = lower[at..].find(PRIVATE_OPEN).map(|i| at.saturating_add(i)) {
         out.push_str(&text[at..open]);
         out.push_str(REDACTED);
-        let inside = open.saturating_add(PRIVATE_OPEN.len());
-        match lower[inside..].find(PRIVATE_CLOSE) {
-            Some(close) => at = inside.saturating_add(close).saturating_add(PRIVATE_CLOSE.len()),
-            None => {
-                at = text.len();
-                break;
-            }
-        }
+        at = span_end(&lower, open.saturating_add(PRIVATE_OPEN.len()));
     }
     out.push_str(&text[at..]);
     std::borrow::Cow::Owned(out)
+}
+
+/// Where the private span whose opening mark ends at `from` ends (past its
+/// balancing closing mark), or the text's end when it is never closed.
+fn span_end(lower: &str, from: usize) -> usize {
+    let (mut depth, mut at) = (1usize, from);
+    while depth > 0 {
+        let (open, close) = (lower[at..].find(PRIVATE_OPEN), lower[at..].find(PRIVATE_CLOSE));
+        match (open, close) {
+            (_, None) => return lower.len(),
+            (Some(o), Some(c)) if o < c => {
+                depth = depth.saturating_add(1);
+                at = at.saturating_add(o).saturating_add(PRIVATE_OPEN.len());
+            }
+            (_, Some(c)) => {
+                depth = depth.saturating_sub(1);
+                at = at.saturating_add(c).saturating_add(PRIVATE_CLOSE.len());
+            }
+        }
+    }
+    at
+}
+
+/// Whether redacted text holds nothing but `[private]` marks and spaces:
+/// nothing of it is left to store as a statement.
+pub fn only_redacted(text: &str) -> bool {
+    text.split(REDACTED).all(|rest| rest.trim().is_empty())
 }
 
 pub use crate::core::error::{quoted, MAX_QUOTED_CHARS};
@@ -122,6 +144,9 @@ pub struct RememberRequest {
     pub session_id: Option<String>,
     #[serde(default, rename = "type")]
     pub kind: Option<MemoryType>,
+    /// Topic key in its stored form (lowercase words joined by `_`,
+    /// segments by `.`); any other form is refused, as is a key on an
+    /// event or a task. A memory with the same key is superseded.
     #[serde(default)]
     #[schemars(length(min = 1, max = 128))]
     pub key: Option<String>,
@@ -598,6 +623,10 @@ mod tests {
         assert_eq!(redact_private("cut <private>secret to the end"), "cut [private]");
         // ASCII lowercasing keeps byte offsets, so multi-byte text is safe.
         assert_eq!(redact_private("é <private>ü</private> ß"), "é [private] ß");
+        assert_eq!(redact_private("p <private>a <private>b</private> c</private> d"), "p [private] d");
+        assert_eq!(redact_private("p <private>a</private> b </private> d"), "p [private] b </private> d", "a stray closing mark hides nothing");
+        assert_eq!(redact_private("<private>a <private>b</private> c"), "[private]", "an unbalanced span runs to the end");
+        assert!(only_redacted(" [private] [private] ") && !only_redacted("[private] x"));
     }
 
     #[test]

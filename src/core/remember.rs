@@ -44,6 +44,11 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     }
     if let Some(key) = &req.key {
         cls.key = Some(key.clone());
+        // A key the caller gives makes the memory one keys supersede: left
+        // to the classifier, an event or a task would lose it.
+        if req.kind.is_none() && !cls.kind.is_keyed() {
+            cls.kind = crate::core::model::MemoryType::Fact;
+        }
     }
     let cls = classify::normalize(cls);
     let mut pending = persist::build(&session_id, &[], vec![(candidate, cls, std::rc::Rc::new(transcript))], &req.metadata, p.now);
@@ -58,12 +63,28 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let id = match (outcome.stored.first(), outcome.existing.first()) {
         (Some(m), _) => m.id.clone(),
         (None, Some(id)) => {
+            refuse_other_key(&store, id, req.key.as_deref())?;
             extend_expiry(&store, id, expires_at.as_deref())?;
             id.clone()
         }
         _ => return Err(Error::storage("failed to store the memory")),
     };
     store.get_memory(&id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))
+}
+
+/// A statement remembered again with a key other than the one it is
+/// stored under is refused (409) rather than answered with the stored
+/// memory and the caller's key dropped. The check runs before any write.
+fn refuse_other_key(store: &crate::core::store::Store<'_>, id: &str, asked: Option<&str>) -> Result<()> {
+    let Some(asked) = asked else { return Ok(()) };
+    let stored = store.get_memory(id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))?;
+    match stored.key.as_deref() {
+        Some(k) if k == asked => Ok(()),
+        held => Err(Error::conflict(format!(
+            "this statement is already stored as memory {id} under {}; forget it or remember it without a key",
+            held.map_or_else(|| "no key".to_string(), |k| format!("the key {}", crate::core::api::quoted(k)))
+        ))),
+    }
 }
 
 /// A statement remembered again (same type, words and metadata) holds as
