@@ -70,12 +70,15 @@ export class MemoryService extends WorkerEntrypoint {
     return this.ctx.props?.namespace;
   }
   getProfile(name) {
+    takes("getProfile", arguments);
     return new Profile(rust(this.ctx, this.env), this.env, name, this.#namespace);
   }
   async deleteProfile(name) {
+    takes("deleteProfile", arguments);
     await guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", null, this.#namespace));
   }
-  restoreProfile(name) {
+  async restoreProfile(name) {
+    takes("restoreProfile", arguments);
     return guarded(rust(this.ctx, this.env).rpc(this.env, name, "restoreProfile", null, this.#namespace));
   }
 }
@@ -108,6 +111,42 @@ const messageList = (messages) =>
 // refusals look like to an RPC caller.
 function invalid(message) {
   return Object.assign(new Error(`${message} (10001)`), { name: "MemoryError", code: 10001, status: 400 });
+}
+// The parameters of every method a caller can reach. A call with more
+// arguments than its method takes is refused: JavaScript would ignore the
+// extra ones, and an option passed as a third argument (or a second to
+// deleteSession) would be silently dropped. The count is the caller's
+// (Workers RPC keeps it, trailing `undefined`s included), and an explicit
+// `undefined` beyond the parameters is refused too: within them an
+// `undefined` is an omitted optional argument, as in JavaScript, but a
+// call site that passes one argument too many is wrong whatever the
+// argument holds today, and would otherwise pass or fail with its value.
+const PARAMETERS = {
+  getProfile: ["name"],
+  deleteProfile: ["name"],
+  restoreProfile: ["name"],
+  ingest: ["messages", "options"],
+  remember: ["memory"],
+  recall: ["query", "options"],
+  list: ["options"],
+  get: ["id"],
+  forget: ["id"],
+  delete: ["id"],
+  deleteSession: ["sessionId"],
+  getSummary: ["options"],
+  export: ["options"],
+  import: ["data"],
+  stats: [],
+  update: ["id", "metadata"],
+  consolidate: ["options"],
+  undoConsolidation: ["id"],
+};
+function takes(method, args) {
+  const params = PARAMETERS[method];
+  if (args.length > params.length) {
+    const n = params.length;
+    throw invalid(`${method}(${params.join(", ")}) takes ${n === 0 ? "no arguments" : n === 1 ? "1 argument" : `at most ${n} arguments`}, was given ${args.length}`);
+  }
 }
 // JSON has no NaN or Infinity: on their way to Rust they would turn into
 // null, an option "not given" (a ttlSeconds of NaN would never expire).
@@ -149,28 +188,33 @@ class Profile extends RpcTarget {
     }
     return guarded(this.#rust.rpc(this.#env, this.#name, op, args, this.#namespace));
   }
-  async ingest(messages, opts) { await this.#call("ingest", { ...options(opts, "ingest", ["messages"]), messages: withIsoTimestamps(messageList(messages)) }); }
-  async remember(request) { return withDates(await this.#call("remember", request)); }
-  recall(query, opts) {
+  async ingest(messages, opts) {
+    takes("ingest", arguments);
+    await this.#call("ingest", { ...options(opts, "ingest", ["messages"]), messages: withIsoTimestamps(messageList(messages)) });
+  }
+  async remember(request) { takes("remember", arguments); return withDates(await this.#call("remember", request)); }
+  async recall(query, opts) {
+    takes("recall", arguments);
     const args = { ...options(opts, "recall", ["query"]), query };
     if (args.referenceDate instanceof Date) args.referenceDate = iso(args.referenceDate);
     if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
     return this.#call("recall", args);
   }
   async list(opts) {
+    takes("list", arguments);
     const args = { ...options(opts, "list") };
     if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
     return withDates(await this.#call("list", args));
   }
-  async get(id) { return withDates(await this.#call("get", { id })); }
-  async forget(id) { return withDates(await this.#call("forget", { id })); }
-  async delete(id) { return withDates(await this.#call("delete", { id })); }
-  async deleteSession(sessionId) { await this.#call("deleteSession", { sessionId }); }
-  getSummary(opts) { return this.#call("getSummary", { ...options(opts, "getSummary") }); }
-  export(opts) { return this.#call("export", { ...options(opts, "export") }); }
-  import(data) { return this.#call("import", { data }); }
-  stats() { return this.#call("stats", null); }
-  async update(id, metadata) { return withDates(await this.#call("update", { id, metadata })); }
-  consolidate(opts) { return this.#call("consolidate", { ...options(opts, "consolidate") }); }
-  undoConsolidation(id) { return this.#call("undoConsolidation", { id }); }
+  async get(id) { takes("get", arguments); return withDates(await this.#call("get", { id })); }
+  async forget(id) { takes("forget", arguments); return withDates(await this.#call("forget", { id })); }
+  async delete(id) { takes("delete", arguments); return withDates(await this.#call("delete", { id })); }
+  async deleteSession(sessionId) { takes("deleteSession", arguments); await this.#call("deleteSession", { sessionId }); }
+  async getSummary(opts) { takes("getSummary", arguments); return this.#call("getSummary", { ...options(opts, "getSummary") }); }
+  async export(opts) { takes("export", arguments); return this.#call("export", { ...options(opts, "export") }); }
+  async import(data) { takes("import", arguments); return this.#call("import", { data }); }
+  async stats() { takes("stats", arguments); return this.#call("stats", null); }
+  async update(id, metadata) { takes("update", arguments); return withDates(await this.#call("update", { id, metadata })); }
+  async consolidate(opts) { takes("consolidate", arguments); return this.#call("consolidate", { ...options(opts, "consolidate") }); }
+  async undoConsolidation(id) { takes("undoConsolidation", arguments); return this.#call("undoConsolidation", { id }); }
 }
