@@ -1,7 +1,8 @@
 // What the RPC shim (src/entry.mjs) takes as arguments, beyond what
-// rpc.test.mjs checks: a call with an argument too many is refused with
-// 10001 (a MemoryError, status 400) instead of the argument being dropped,
-// and the profile is exactly as it was.
+// rpc.test.mjs checks: a call with an argument too many, a string that is
+// not well-formed UTF-16, a BigInt, or an object JSON cannot hold is
+// refused with 10001 (a MemoryError, status 400) instead of being dropped
+// or turned into something else, and the profile is exactly as it was.
 // Every refusal is paired with the well-formed call, which works.
 //
 // Values JSON cannot carry over the test's HTTP hop to the consumer Worker
@@ -134,4 +135,162 @@ test("the namespace's getProfile, deleteProfile and restoreProfile given an argu
   assert.equal(rpcCode(await rpcRejects(w.call(p, "stats"))), CODE.notFound, "still deleted");
   assert.deepEqual(await w.service("restoreProfile", p), { restored: true });
   assert.deepEqual(await state(p), before);
+});
+
+// ---------------------------------------------------------------------------
+// Strings that are not well-formed UTF-16
+
+// [where, the call (m: the seeded memory), what the message names]
+const LONE = [
+  ["remember content", () => ["remember", { content: "The gate code is \ud800 4711." }], /remember\.content holds a lone surrogate \(U\+D800 at index 17\)/],
+  ["remember sessionId", () => ["remember", { content: CONTENT, sessionId: "s\ud800" }], /remember\.sessionId/],
+  ["remember key", () => ["remember", { content: CONTENT, key: "port\udfff" }], /remember\.key .*U\+DFFF/],
+  ["a metadata value", () => ["remember", { content: CONTENT, metadata: { k: "x\udfff" } }], /remember\.metadata\.k holds a lone surrogate \(U\+DFFF at index 1\)/],
+  ["a metadata key", () => ["remember", { content: CONTENT, metadata: { ["k\ud800"]: "x" } }], /a key of remember\.metadata holds a lone surrogate/],
+  ["a reversed pair", () => ["remember", { content: "Pair \udc00\ud800 reversed." }], /remember\.content .*U\+DC00 at index 5/],
+  ["an ingest message", () => ["ingest", [{ role: "user", content: "hello \ud800 world, I live in Paris." }], { sessionId: "s" }], /ingest\.messages\[0\]\.content/],
+  ["an ingest sessionId", () => ["ingest", MESSAGES, { sessionId: "s\ud800" }], /ingest\.sessionId/],
+  ["ingest metadata", () => ["ingest", MESSAGES, { metadata: { agentId: "\udbff" } }], /ingest\.metadata\.agentId/],
+  ["a recall query", () => ["recall", "Where \ud800?"], /recall\.query/],
+  ["a list filter", () => ["list", { filter: { team: "c\ud800" } }], /list\.filter\.team/],
+  ["an id", (m) => ["get", `${m.id}\ud800`], /get\.id/],
+  ["a forget id", (m) => ["forget", `${m.id}\udc00`], /forget\.id/],
+  ["deleteSession's sessionId", () => ["deleteSession", "s9\ud800"], /deleteSession\.sessionId/],
+  ["update's metadata", (m) => ["update", m.id, { team: "c\udc00re" }], /update\.metadata\.team/],
+  ["an export filter", () => ["export", { filter: { team: "\ud800" } }], /export\.filter\.team/],
+  ["a getSummary sessionId", () => ["getSummary", { sessionId: "s9\ud800" }], /getSummary\.sessionId/],
+];
+
+test("a lone surrogate in any string argument is refused with 10001, naming where, and changes nothing", async (t) => {
+  const p = "args-lone-surrogate";
+  const m = await seed(p);
+  const before = await state(p);
+  for (const [where, call, message] of LONE) {
+    await t.test(where, async () => {
+      const [op, ...args] = call(m);
+      await refused(w.call(p, op, ...args), message);
+      assert.deepEqual(await state(p), before, "nothing changed");
+    });
+  }
+  // The profile name, over getProfile and over deleteProfile.
+  await refused(w.call(`${p}\ud800`, "stats"), /profile name holds a lone surrogate/);
+  await refused(w.service("deleteProfile", `${p}\udc00`), /profile name holds a lone surrogate/);
+  assert.deepEqual(await state(p), before, "nothing changed");
+});
+
+test("an import whose records hold a lone surrogate is refused with 10001 and imports nothing", async () => {
+  const src = "args-lone-import-src";
+  await seed(src);
+  const text = await w.call(src, "export");
+  const bad = text.replace("db-blue", "db-\ud800blue");
+  assert.notEqual(bad, text);
+  const p = "args-lone-import";
+  const before = await state(p);
+  await refused(w.call(p, "import", bad), /import\.data holds a lone surrogate \(U\+D800 at index \d+\)/);
+  assert.deepEqual(await state(p), before, "nothing imported");
+  // Positive control: the export as it was imports whole.
+  const counted = counts(await w.call(src, "stats"));
+  assert.deepEqual(await w.call(p, "import", text), { messages: counted.messages, memories: counted.memories });
+  assert.deepEqual((await state(p)).exported, (await state(src)).exported);
+});
+
+test("well-formed strings with astral characters (surrogate pairs) are taken and come back exactly", async () => {
+  const p = "args-astral";
+  const content = "The team mascot is a crab 🦀 named Ferris 𝓕.";
+  const m = await w.call(p, "remember", { content, sessionId: "s🦀", metadata: { emoji: "🦀𝓕" } });
+  assert.equal(m.content, content);
+  assert.equal(m.sessionId, "s🦀");
+  assert.deepEqual(m.metadata, { emoji: "🦀𝓕" });
+  assert.equal((await w.call(p, "get", m.id)).content, content);
+  assert.equal(await w.call(p, "deleteSession", "s🦀"), null);
+  assert.deepEqual((await w.call(p, "list", { status: "all" })).memories, []);
+});
+
+// ---------------------------------------------------------------------------
+// BigInt
+
+test("a BigInt anywhere in the arguments is refused with 10001, naming where, and changes nothing", async (t) => {
+  const p = "args-bigint";
+  const m = await seed(p);
+  const before = await state(p);
+  for (const [where, [op, ...args], message] of [
+    ["a metadata value", ["remember", { content: CONTENT, metadata: { n: { $bigint: "12345678901234567890" } } }], /remember\.metadata\.n is a BigInt \(12345678901234567890n\)/],
+    ["a small metadata value", ["remember", { content: CONTENT, metadata: { n: { $bigint: "1" } } }], /remember\.metadata\.n is a BigInt/],
+    ["ttlSeconds", ["remember", { content: CONTENT, ttlSeconds: { $bigint: "60" } }], /remember\.ttlSeconds is a BigInt/],
+    ["ingest metadata", ["ingest", MESSAGES, { sessionId: "sb", metadata: { n: { $bigint: "7" } } }], /ingest\.metadata\.n is a BigInt/],
+    ["a list limit", ["list", { limit: { $bigint: "5" } }], /list\.limit is a BigInt/],
+    ["a recall limit", ["recall", "Where?", { limit: { $bigint: "5" } }], /recall\.limit is a BigInt/],
+    ["update's metadata", ["update", m.id, { n: { $bigint: "9007199254740993" } }], /update\.metadata\.n is a BigInt/],
+    ["a filter value", ["export", { filter: { n: { gt: { $bigint: "1" } } } }], /export\.filter\.n\.gt is a BigInt/],
+    ["an id", ["undoConsolidation", { $bigint: "1" }], /undoConsolidation\.id is a BigInt/],
+  ]) {
+    await t.test(where, async () => {
+      await refused(w.call(p, op, ...args), message);
+      assert.deepEqual(await state(p), before, "nothing changed");
+    });
+  }
+  // Positive control: the same number as a JavaScript number is stored.
+  const ok = await w.call(p, "remember", { content: CONTENT, metadata: { n: 12345 }, ttlSeconds: 60 });
+  assert.deepEqual(ok.metadata, { n: 12345 });
+});
+
+// ---------------------------------------------------------------------------
+// Values JSON cannot hold
+
+test("a Map or an array where an object is taken is refused with 10001 instead of being read as an object, and changes nothing", async (t) => {
+  const p = "args-not-plain";
+  const m = await seed(p);
+  const before = await state(p);
+  for (const [where, [op, ...args], message] of [
+    ["a Map as metadata", ["remember", { content: CONTENT, metadata: { $map: [["team", "core"]] } }], /remember\.metadata is a Map/],
+    ["a Map as the memory", ["remember", { $map: [["content", CONTENT]] }], /remember: the memory must be an object/],
+    ["an array as the memory", ["remember", [CONTENT]], /remember: the memory must be an object/],
+    ["a Map as list options", ["list", { $map: [["status", "all"]] }], /list: options must be an object/],
+    ["a Map as update's metadata", ["update", m.id, { $map: [["a", 1]] }], /update: the metadata must be an object/],
+    ["an array as a message", ["ingest", [["user", "I live in Oslo and I like tea."]], { sessionId: "sm" }], /ingest\.messages\[0\] must be an object/],
+    ["a Map as a message", ["ingest", [{ $map: [["role", "user"], ["content", "I live in Oslo and I like tea."]] }], { sessionId: "sm" }], /ingest\.messages\[0\] must be an object/],
+    ["a Map as ingest metadata", ["ingest", MESSAGES, { sessionId: "sm", metadata: { $map: [["agentId", "a"]] } }], /ingest\.metadata is a Map/],
+  ]) {
+    await t.test(where, async () => {
+      await refused(w.call(p, op, ...args), message);
+      assert.deepEqual(await state(p), before, "nothing changed");
+    });
+  }
+  // Positive controls: the same as plain objects.
+  const ok = await w.call(p, "remember", { content: CONTENT, metadata: { team: "core" } });
+  assert.deepEqual(ok.metadata, { team: "core" });
+  assert.ok((await w.call(p, "list", { status: "all", limit: 1000 })).memories.length > before.list.length);
+  assert.deepEqual((await w.call(p, "update", m.id, { a: 1 })).metadata, { a: 1 });
+});
+
+test("values JSON cannot hold (Set, Date where no date is taken, Error, bytes, functions, holes, undefined in arrays) are refused with 10001 naming where, and change nothing", async (t) => {
+  const p = "args-not-json";
+  await seed(p);
+  const before = await state(p);
+  for (const [where, [op, ...args], message] of [
+    ["a Set in metadata", ["remember", { content: CONTENT, metadata: { s: { $set: ["a"] } } }], /remember\.metadata\.s is a Set/],
+    ["a Date in metadata", ["remember", { content: CONTENT, metadata: { when: { $date: "2030-01-01T00:00:00Z" } } }], /remember\.metadata\.when is a Date/],
+    ["a Date as expiresAt", ["remember", { content: CONTENT, expiresAt: { $date: "2030-01-01T00:00:00Z" } }], /remember\.expiresAt is a Date/],
+    ["a Date in a filter", ["list", { filter: { createdAt: { gt: { $date: "2020-01-01T00:00:00Z" } } } }], /list\.filter\.createdAt\.gt is a Date/],
+    ["an Error as content", ["remember", { content: { $error: CONTENT } }], /remember\.content is an Error/],
+    ["bytes as import data", ["import", { $bytes: [...new TextEncoder().encode(HEADER)] }], /import\.data is a Uint8Array/],
+    ["a function in metadata", ["remember", { content: CONTENT, metadata: { f: { $function: true } } }], /remember\.metadata\.f is a function/],
+    ["a hole in the messages", ["ingest", [{ $hole: true }, MESSAGES[0]], { sessionId: "sh" }], /ingest\.messages\[0\] must be an object/],
+    ["undefined in a filter's list", ["list", { filter: { team: { in: ["core", UNDEFINED] } } }], /list\.filter\.team\.in\[1\] is undefined/],
+    ["a hole in a filter's list", ["export", { filter: { team: { in: [{ $hole: true }, "core"] } } }], /export\.filter\.team\.in\[0\] is a hole/],
+  ]) {
+    await t.test(where, async () => {
+      await refused(w.call(p, op, ...args), message);
+      assert.deepEqual(await state(p), before, "nothing changed");
+    });
+  }
+  // Positive controls: the same values as JSON data, and the Dates the
+  // service takes (a message's timestamp, asOf).
+  const ok = await w.call(p, "remember", { content: CONTENT, metadata: { team: "core", when: "2030-01-01" }, expiresAt: "2030-01-01T00:00:00Z" });
+  assert.deepEqual(ok.metadata, { team: "core", when: "2030-01-01" });
+  assert.equal(new Date(ok.expiresAt).toISOString(), "2030-01-01T00:00:00.000Z");
+  const listed = await w.call(p, "list", { filter: { team: { in: ["core"] } }, asOf: { $date: new Date().toISOString() } });
+  assert.ok(listed.memories.some((x) => x.id === ok.id), JSON.stringify(listed));
+  assert.equal(await w.call(p, "ingest", [{ role: "user", content: "I now live in Porto.", timestamp: { $date: "2026-03-02T09:30:00Z" } }], { sessionId: "sh" }), null);
+  assert.equal((await w.call(p, "stats")).messages, before.stats.messages + 1);
 });
