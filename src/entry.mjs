@@ -1,5 +1,9 @@
 // Module entry of the Worker (wrangler.toml `main`). Thin by design: no
-// logic, validation or defaults live here.
+// logic or defaults live here, and no rule of the service's. What it
+// refuses is only what Rust could not see once the arguments crossed into
+// it: an argument beyond a method's parameters (`takes`), a value JSON
+// cannot hold or a string that is not well-formed (`jsonOnly`), options, a
+// memory or a message that is not a plain object.
 //
 // - ProfileObject, CatalogObject: the Rust Durable Object classes,
 //   re-exported as built by worker-build into build/index.js.
@@ -70,12 +74,17 @@ export class MemoryService extends WorkerEntrypoint {
     return this.ctx.props?.namespace;
   }
   getProfile(name) {
+    takes("getProfile", arguments);
     return new Profile(rust(this.ctx, this.env), this.env, name, this.#namespace);
   }
   async deleteProfile(name) {
+    takes("deleteProfile", arguments);
+    profileName(name);
     await guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", null, this.#namespace));
   }
-  restoreProfile(name) {
+  async restoreProfile(name) {
+    takes("restoreProfile", arguments);
+    profileName(name);
     return guarded(rust(this.ctx, this.env).rpc(this.env, name, "restoreProfile", null, this.#namespace));
   }
 }
@@ -109,20 +118,140 @@ const messageList = (messages) =>
 function invalid(message) {
   return Object.assign(new Error(`${message} (10001)`), { name: "MemoryError", code: 10001, status: 400 });
 }
-// JSON has no NaN or Infinity: on their way to Rust they would turn into
-// null, an option "not given" (a ttlSeconds of NaN would never expire).
-function finiteOnly(v, path) {
-  if (typeof v === "number" && !Number.isFinite(v)) throw invalid(`${path} is ${v}: numbers must be finite`);
-  if (v !== null && typeof v === "object" && !(v instanceof Date)) {
-    for (const [k, x] of Object.entries(v)) finiteOnly(x, `${path}.${k}`);
+// The parameters of every method a caller can reach. A call with more
+// arguments than its method takes is refused: JavaScript would ignore the
+// extra ones, and an option passed as a third argument (or a second to
+// deleteSession) would be silently dropped. The count is the caller's
+// (Workers RPC keeps it, trailing `undefined`s included), and an explicit
+// `undefined` beyond the parameters is refused too: within them an
+// `undefined` is an omitted optional argument, as in JavaScript, but a
+// call site that passes one argument too many is wrong whatever the
+// argument holds today, and would otherwise pass or fail with its value.
+const PARAMETERS = {
+  getProfile: ["name"],
+  deleteProfile: ["name"],
+  restoreProfile: ["name"],
+  ingest: ["messages", "options"],
+  remember: ["memory"],
+  recall: ["query", "options"],
+  list: ["options"],
+  get: ["id"],
+  forget: ["id"],
+  delete: ["id"],
+  deleteSession: ["sessionId"],
+  getSummary: ["options"],
+  export: ["options"],
+  import: ["data"],
+  stats: [],
+  update: ["id", "metadata"],
+  consolidate: ["options"],
+  undoConsolidation: ["id"],
+};
+function takes(method, args) {
+  const params = PARAMETERS[method];
+  if (args.length > params.length) {
+    const n = params.length;
+    throw invalid(`${method}(${params.join(", ")}) takes ${n === 0 ? "no arguments" : n === 1 ? "1 argument" : `at most ${n} arguments`}, was given ${args.length}`);
   }
 }
+
+// Strings must be well-formed UTF-16: on their way to Rust a lone
+// surrogate would become U+FFFD, as REST and MCP refuse it.
+const wellFormed =
+  typeof String.prototype.isWellFormed === "function" ? (s) => s.isWellFormed() : (s) => !/\p{Surrogate}/u.test(s);
+function loneSurrogate(s) {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
+    else if (c >= 0xd800 && c <= 0xdfff) return `U+${c.toString(16).toUpperCase()} at index ${i}`;
+  }
+}
+function notWellFormed(s, what) {
+  return invalid(`${what} holds a lone surrogate (${loneSurrogate(s)}): strings must be well-formed Unicode`);
+}
+// A key in a path: as it is when it reads as a name, else as JSON (which
+// escapes a lone surrogate, so the message itself stays well-formed).
+const key = (k) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
+
+// What crosses into Rust is JSON data, and only that: serde_wasm_bindgen
+// would otherwise turn what JSON cannot hold into something else, silently.
+// Refused, naming where:
+// - a string that is not well-formed (a lone surrogate: U+FFFD in Rust);
+// - a number that is NaN or ±Infinity (null in JSON: an option "not
+//   given", a ttlSeconds of NaN would never expire);
+// - a BigInt (a number in Rust, rounded on the way back);
+// - a function (an RPC stub by the time it arrives) or a symbol;
+// - an object that is not a plain object or an array: a Map (read as an
+//   object), a Date left where no date is taken, a Boolean/Number/String
+//   wrapper, an Error, a RegExp, a DataView (all `{}`), a typed array or
+//   ArrayBuffer (bytes), a Set;
+// - an array with a hole, an `undefined` element (null in Rust) or a
+//   property besides its elements (dropped).
+// An `undefined` property of an object is passed on as null, which the
+// service reads as "not given" where a field is optional and refuses
+// elsewhere. The Dates the service takes (a message's timestamp,
+// referenceDate, asOf) are ISO text by the time this runs. Symbol-keyed
+// and non-enumerable properties never cross the binding (Workers RPC
+// leaves them behind in the caller), so they cannot be seen here.
+function jsonOnly(v, path) {
+  switch (typeof v) {
+    case "string":
+      if (!wellFormed(v)) throw notWellFormed(v, path);
+      return;
+    case "number":
+      if (!Number.isFinite(v)) throw invalid(`${path} is ${v}: numbers must be finite`);
+      return;
+    case "bigint":
+      throw invalid(`${path} is a BigInt (${v}n): numbers must be JavaScript numbers`);
+    case "function":
+      throw invalid(`${path} is a function: only JSON data is taken`);
+    case "symbol":
+      throw invalid(`${path} is a symbol: only JSON data is taken`);
+    case "object":
+      break;
+    default:
+      return; // boolean, undefined
+  }
+  if (v === null) return;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (!Object.hasOwn(v, i)) throw invalid(`${path}[${i}] is a hole: an array must hold a value at every index`);
+      if (v[i] === undefined) throw invalid(`${path}[${i}] is undefined: an array must hold a value at every index`);
+      jsonOnly(v[i], `${path}[${i}]`);
+    }
+    const keys = Object.keys(v);
+    if (keys.length !== v.length) {
+      const extra = keys.find((k) => !(String(Number(k)) === k && Number(k) < v.length)) ?? "";
+      throw invalid(`${path} has a property ${JSON.stringify(extra)} besides its elements`);
+    }
+    return;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) {
+    const type = Object.prototype.toString.call(v).slice(8, -1);
+    throw invalid(`${path} is ${/^[AEIO]/.test(type) ? "an" : "a"} ${type}: only JSON data (plain objects, arrays, strings, finite numbers, booleans, null) is taken`);
+  }
+  for (const k of Object.keys(v)) {
+    if (!wellFormed(k)) throw notWellFormed(k, `a key of ${path}`);
+    jsonOnly(v[k], `${path}${key(k)}`);
+  }
+}
+// A profile name a caller gives: any value Rust refuses as it is, but a
+// string that is not well-formed would reach it as U+FFFD.
+function profileName(name) {
+  if (typeof name === "string" && !wellFormed(name)) throw notWellFormed(name, "the profile name");
+}
+// A plain object, where the published interface takes one (remember's
+// memory, a message, update's metadata): a Map, an array or a class
+// instance would be read as something else.
+const isPlain = (o) => o !== null && typeof o === "object" && !Array.isArray(o) && [Object.prototype, null].includes(Object.getPrototypeOf(o));
 // An options argument: absent, or a plain object. A number or a boolean
 // spread into `{}` would be an option silently dropped; a key that the
-// positional arguments fill would be silently overwritten.
+// positional arguments fill would be silently overwritten. A Map (or any
+// object not plain) spread into `{}` would lose every entry.
 function options(o, method, positional = []) {
   if (o === undefined || o === null) return {};
-  if (typeof o !== "object" || Array.isArray(o) || o instanceof Date) throw invalid(`${method}: options must be an object`);
+  if (!isPlain(o)) throw invalid(`${method}: options must be an object`);
   for (const k of positional) {
     if (Object.hasOwn(o, k)) throw invalid(`${method}: ${k} is given as an argument, not as an option`);
   }
@@ -143,34 +272,56 @@ class Profile extends RpcTarget {
   }
   #call(op, args) {
     try {
-      finiteOnly(args, op);
+      profileName(this.#name);
+      jsonOnly(args, op);
     } catch (e) {
       return Promise.reject(e);
     }
     return guarded(this.#rust.rpc(this.#env, this.#name, op, args, this.#namespace));
   }
-  async ingest(messages, opts) { await this.#call("ingest", { ...options(opts, "ingest", ["messages"]), messages: withIsoTimestamps(messageList(messages)) }); }
-  async remember(request) { return withDates(await this.#call("remember", request)); }
-  recall(query, opts) {
+  async ingest(messages, opts) {
+    takes("ingest", arguments);
+    const list = messageList(messages);
+    // Each message an object: Rust would read an array as its fields in
+    // order (["user", "hi"] as {role, content}).
+    if (Array.isArray(list)) {
+      list.forEach((m, i) => {
+        if (!isPlain(m)) throw invalid(`ingest.messages[${i}] must be an object {role, content, timestamp?}`);
+      });
+    }
+    await this.#call("ingest", { ...options(opts, "ingest", ["messages"]), messages: withIsoTimestamps(list) });
+  }
+  async remember(memory) {
+    takes("remember", arguments);
+    if (!isPlain(memory)) throw invalid("remember: the memory must be an object");
+    return withDates(await this.#call("remember", memory));
+  }
+  async recall(query, opts) {
+    takes("recall", arguments);
     const args = { ...options(opts, "recall", ["query"]), query };
     if (args.referenceDate instanceof Date) args.referenceDate = iso(args.referenceDate);
     if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
     return this.#call("recall", args);
   }
   async list(opts) {
+    takes("list", arguments);
     const args = { ...options(opts, "list") };
     if (args.asOf instanceof Date) args.asOf = iso(args.asOf);
     return withDates(await this.#call("list", args));
   }
-  async get(id) { return withDates(await this.#call("get", { id })); }
-  async forget(id) { return withDates(await this.#call("forget", { id })); }
-  async delete(id) { return withDates(await this.#call("delete", { id })); }
-  async deleteSession(sessionId) { await this.#call("deleteSession", { sessionId }); }
-  getSummary(opts) { return this.#call("getSummary", { ...options(opts, "getSummary") }); }
-  export(opts) { return this.#call("export", { ...options(opts, "export") }); }
-  import(data) { return this.#call("import", { data }); }
-  stats() { return this.#call("stats", null); }
-  async update(id, metadata) { return withDates(await this.#call("update", { id, metadata })); }
-  consolidate(opts) { return this.#call("consolidate", { ...options(opts, "consolidate") }); }
-  undoConsolidation(id) { return this.#call("undoConsolidation", { id }); }
+  async get(id) { takes("get", arguments); return withDates(await this.#call("get", { id })); }
+  async forget(id) { takes("forget", arguments); return withDates(await this.#call("forget", { id })); }
+  async delete(id) { takes("delete", arguments); return withDates(await this.#call("delete", { id })); }
+  async deleteSession(sessionId) { takes("deleteSession", arguments); await this.#call("deleteSession", { sessionId }); }
+  async getSummary(opts) { takes("getSummary", arguments); return this.#call("getSummary", { ...options(opts, "getSummary") }); }
+  async export(opts) { takes("export", arguments); return this.#call("export", { ...options(opts, "export") }); }
+  async import(data) { takes("import", arguments); return this.#call("import", { data }); }
+  async stats() { takes("stats", arguments); return this.#call("stats", null); }
+  async update(id, metadata) {
+    takes("update", arguments);
+    if (!isPlain(metadata)) throw invalid("update: the metadata must be an object");
+    return withDates(await this.#call("update", { id, metadata }));
+  }
+  async consolidate(opts) { takes("consolidate", arguments); return this.#call("consolidate", { ...options(opts, "consolidate") }); }
+  async undoConsolidation(id) { takes("undoConsolidation", arguments); return this.#call("undoConsolidation", { id }); }
 }

@@ -8,22 +8,47 @@
 //        -> env.MEMORY[op](...args)
 // Response: 200 {"ok": true, "result": ...} or
 //           500 {"ok": false, "error": {name, message, code, status}}.
-// In arguments, {"$date": "<ISO>"} is a Date and {"$number": "NaN"} a
-// number JSON cannot hold.
+// In arguments, tagged objects stand for what JSON cannot hold (see
+// `revive` below): {"$date": "<ISO>"} is a Date, {"$number": "NaN"} a
+// number JSON cannot hold, {"$bigint": "1"} a BigInt, {"$undefined": true}
+// undefined, {"$hole": true} (in an array) a hole, {"$map": [[k, v], ...]}
+// a Map, {"$set": [...]} a Set, {"$bytes": [...]} a Uint8Array,
+// {"$function": true} a function, {"$error": "message"} an Error.
+const TAGS = {
+  // Dates cross the test's HTTP hop as {"$date": "<ISO>"} and go on over
+  // RPC as Date objects, as a Worker calling the binding sends them.
+  $date: (v) => new Date(v),
+  $number: (v) => Number(v),
+  $bigint: (v) => BigInt(v),
+  $undefined: () => undefined,
+  $map: (v) => new Map(v.map(([k, x]) => [revive(k), revive(x)])),
+  $set: (v) => new Set(v.map(revive)),
+  $bytes: (v) => new Uint8Array(v),
+  $function: () => () => 0,
+  $error: (v) => new Error(v),
+};
+const HOLE = Symbol("hole");
+function revive(v) {
+  if (Array.isArray(v)) {
+    const out = new Array(v.length);
+    v.forEach((x, i) => {
+      const r = revive(x);
+      if (r !== HOLE) out[i] = r;
+    });
+    return out;
+  }
+  if (!v || typeof v !== "object") return v;
+  const keys = Object.keys(v);
+  if (keys.length === 1 && keys[0] === "$hole") return HOLE;
+  if (keys.length === 1 && Object.hasOwn(TAGS, keys[0])) return TAGS[keys[0]](v[keys[0]]);
+  return Object.fromEntries(keys.map((k) => [k, revive(v[k])]));
+}
+
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     try {
-      // Dates cross the test's HTTP hop as {"$date": "<ISO>"} and go on
-      // over RPC as Date objects, as a Worker calling the binding sends them.
-      // Non-finite numbers, which JSON cannot hold, as {"$number": "NaN"}.
-      const revive = (_, v) =>
-        v && typeof v === "object" && typeof v.$date === "string"
-          ? new Date(v.$date)
-          : v && typeof v === "object" && typeof v.$number === "string"
-            ? Number(v.$number)
-            : v;
-      const body = request.method === "POST" ? JSON.parse(await request.text(), revive) : {};
+      const body = request.method === "POST" ? revive(JSON.parse(await request.text())) : {};
       let result;
       if (url.pathname === "/call") {
         // body.args: the method's positional arguments, as an array
