@@ -861,3 +861,32 @@ fn test_private_only_content_is_refused_and_nested_spans_hide_their_whole_extent
         assert!(text.contains("pin: [private] end of note"), "{text}");
     });
 }
+
+/// An ingest never takes a profile past its limit: the memories that fit
+/// are stored, the rest listed in `dropped` with the reason; the messages
+/// are kept whole.
+#[test]
+fn test_an_ingest_stores_only_the_memories_that_fit_and_reports_the_rest() {
+    let sql = database();
+    with_limits(&sql, APRIL_15, Limits { max_memories: 3, ..Limits::default() }, |p| {
+        block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
+        block_on(p.remember(remember("Delta runs on port 8004."))).unwrap();
+        let said = |c: &str| agent_memory::core::model::MessageInput { role: "user".into(), content: c.into(), timestamp: None };
+        let r = block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![
+                said("I moved to Lisbon last spring."),
+                said("My sister Ana is a marine biologist."),
+                said("I prefer tea over coffee in the morning."),
+                said("Our staging cluster runs Kubernetes 1.29."),
+            ],
+            session_id: Some("many".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
+        let full: Vec<_> = r.dropped.iter().filter(|d| d.reason.contains("the profile is full")).collect();
+        assert!(!full.is_empty(), "something did not fit: {:?}", r.dropped);
+        assert_eq!(r.memories_stored, 1, "{r:?}");
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.memories, stats.messages), (3, 4), "at the limit, every message kept");
+    });
+}

@@ -494,25 +494,10 @@ impl<'a> Profile<'a> {
     }
 
     fn check_capacity(&self, adding: i64) -> Result<()> {
-        let one = |statement: &str| -> Result<i64> {
-            self.sql
-                .query(statement, &[])?
-                .first()
-                .and_then(|r| r.first())
-                .and_then(crate::core::ports::SqlValue::as_i64)
-                .ok_or_else(|| Error::storage("a count returned no number"))
-        };
-        // Rowids are distinct positive integers, so the largest bounds the
-        // count (one index step); only a profile that may be near its
-        // limit is counted (a scan of every memory).
-        if one("SELECT COALESCE(MAX(rowid), 0) FROM memories")?.saturating_add(adding) <= self.limits.max_memories {
-            return Ok(());
+        match self.store().memory_count_near(self.limits.max_memories, adding)? {
+            Some(count) if count.saturating_add(adding) > self.limits.max_memories => Err(self.full(count)),
+            _ => Ok(()),
         }
-        let count = one("SELECT COUNT(*) FROM memories")?;
-        if count.saturating_add(adding) > self.limits.max_memories {
-            return Err(self.full(count));
-        }
-        Ok(())
     }
 }
 

@@ -139,8 +139,27 @@ pub async fn judge_and_store(
         MetadataOf::Call(m) => persist::build(session_id, messages, classified, m, p.now),
         MetadataOf::Messages => build_by_message(session_id, messages, fresh_ids, classified, p.now)?,
     };
+    let (memories, no_room) = within_room(p, memories)?;
+    dropped.extend(no_room);
     let outcome = persist::store(&p.store(), p.turns, memories)?;
     Ok(Judged { outcome, dropped, faults })
+}
+
+/// The memories that fit under the profile's limit (`MAX_MEMORIES`), in
+/// order; the rest dropped with the reason. Counted right before they are
+/// stored, with nothing awaited in between. A memory that turns out to be
+/// one already stored counts against the room too: the limit is never
+/// passed, at the cost of a rare drop that would have fitted.
+fn within_room(p: &Profile<'_>, mut memories: Vec<persist::Pending>) -> Result<(Vec<persist::Pending>, Vec<Dropped>)> {
+    let limit = p.limits.max_memories;
+    let adding = i64::try_from(memories.len()).unwrap_or(i64::MAX);
+    let Some(count) = p.store().memory_count_near(limit, adding)? else {
+        return Ok((memories, Vec::new()));
+    };
+    let room = usize::try_from(limit.saturating_sub(count).max(0)).unwrap_or(0);
+    let over = memories.split_off(room.min(memories.len()));
+    let reason = format!("the profile is full: it holds {count} memories and its limit is {limit}");
+    Ok((memories, over.into_iter().map(|m| Dropped { content: m.memory.content, reason: reason.clone() }).collect()))
 }
 
 /// [`persist::build`] with each memory taking the metadata of the first

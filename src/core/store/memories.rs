@@ -12,6 +12,25 @@ pub const NEWEST_SESSION_SCAN: usize = 5000;
 pub type KeyHolders = std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>>;
 
 impl<'a> Store<'a> {
+    /// The number of memories, when `adding` more might pass `limit`;
+    /// `None` when they surely fit. Rowids are distinct positive integers,
+    /// so the largest bounds the count (one index step); only a profile
+    /// that may be near its limit is counted (a scan of every memory).
+    pub fn memory_count_near(&self, limit: i64, adding: i64) -> Result<Option<i64>> {
+        let one = |statement: &str| -> Result<i64> {
+            self.sql
+                .query(statement, &[])?
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_i64)
+                .ok_or_else(|| Error::storage("a count returned no number"))
+        };
+        if one("SELECT COALESCE(MAX(rowid), 0) FROM memories")?.saturating_add(adding) <= limit {
+            return Ok(None);
+        }
+        one("SELECT COUNT(*) FROM memories").map(Some)
+    }
+
     /// Inserts memories (each ignored if its id exists) and their sources,
     /// and queues an embedding for each that should be vectorized: an
     /// existence check, then a statement per [`MAX_JSON_PARAM`] bytes of
