@@ -522,3 +522,27 @@ fn test_duplicate_keys_and_unknown_tool_call_params_are_refused() {
     let msg = post(&sql, with_meta).message().expect("a JSON body");
     assert!(msg.get("error").is_none(), "{msg}");
 }
+
+/// A request sent without its id, or a message with a member JSON-RPC
+/// does not have, is refused (-32600) instead of being dropped unanswered
+/// or having the member ignored; nothing is stored.
+#[test]
+fn test_a_request_without_an_id_or_with_an_unknown_member_is_refused_and_stores_nothing() {
+    let sql = database();
+    let remember = json!({ "name": "remember", "arguments": { "content": "The deploy window is Tuesday at ten." } });
+    let no_id = post(&sql, json!({ "jsonrpc": "2.0", "method": "tools/call", "params": remember }));
+    let msg = no_id.message().expect("a JSON body");
+    assert_eq!((no_id.status, msg["error"]["code"].as_i64()), (400, Some(-32600)), "{msg}");
+    assert!(msg["error"]["message"].as_str().unwrap().contains("needs an id"), "{msg}");
+    let batch = post(&sql, json!([{ "jsonrpc": "2.0", "method": "tools/call", "params": remember }, { "jsonrpc": "2.0", "method": "notifications/initialized" }]));
+    assert_eq!(batch.status, 200, "{}", batch.body);
+    assert_eq!(batch.message().unwrap()[0]["error"]["code"], -32600);
+    let extra = post(&sql, json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": remember, "extra": { "sensitive": true } }));
+    let msg = extra.message().expect("a JSON body");
+    assert_eq!((msg["id"].as_i64(), msg["error"]["code"].as_i64()), (Some(7), Some(-32600)), "{msg}");
+    assert!(msg["error"]["message"].as_str().unwrap().contains("\"extra\""), "{msg}");
+    with_profile(&sql, APRIL_15, |p| assert_eq!(p.stats().unwrap().memories, 0, "nothing stored"));
+    // The same call with its id is answered.
+    let ok = post(&sql, json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": remember }));
+    assert!(ok.message().unwrap().get("error").is_none(), "{}", ok.body);
+}

@@ -309,9 +309,21 @@ async fn process(message: Value, backend: &dyn Backend) -> Option<Value> {
             return Some(error_response(echo, INVALID_REQUEST, "invalid request: method is required"));
         }
     };
+    // Members past jsonrpc, id, method and params would be ignored.
+    if let Some(k) = m.keys().find(|k| !matches!(k.as_str(), "jsonrpc" | "params")) {
+        return Some(error_response(echo, INVALID_REQUEST, &format!("invalid request: unknown member {}", crate::core::api::quoted(k))));
+    }
     let Some(id) = id else {
         // A notification: `notifications/initialized`, `notifications/cancelled`
-        // and the rest need no action from a stateless server.
+        // and the rest need no action from a stateless server. A request
+        // sent without its id would be dropped unanswered: refused.
+        if !method.starts_with("notifications/") {
+            return Some(error_response(
+                Value::Null,
+                INVALID_REQUEST,
+                &format!("invalid request: {} is a request and needs an id", crate::core::api::quoted(&method)),
+            ));
+        }
         return None;
     };
     if !id_ok {
