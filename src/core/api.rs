@@ -388,7 +388,28 @@ pub fn validate_session_id(s: &str) -> Result<()> {
     if is_dot_segment(s) {
         return Err(Error::invalid("sessionId must not be . or .. (a URL path would read it as a directory step)"));
     }
+    if s.chars().all(is_invisible) {
+        return Err(Error::invalid("sessionId must hold a visible character"));
+    }
+    if s.chars().any(is_bidi_control) {
+        return Err(Error::invalid("sessionId must not contain bidirectional controls"));
+    }
     Ok(())
+}
+
+/// Whether `c` shows nothing: white space, or a zero-width or formatting
+/// mark (zero-width space and joiners, direction marks and controls, word
+/// joiner, byte-order mark, soft hyphen).
+pub fn is_invisible(c: char) -> bool {
+    c.is_whitespace()
+        || is_bidi_control(c)
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
+}
+
+/// Whether `c` overrides or embeds a text direction (it can make one id
+/// display as another).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The length and character checks of [`validate_session_id`] alone:
@@ -435,8 +456,8 @@ pub fn validate_content(what: &str, content: &str) -> Result<()> {
             content.len()
         )));
     }
-    if content.trim().is_empty() {
-        return Err(Error::invalid(format!("{what} must not be empty")));
+    if content.chars().all(is_invisible) {
+        return Err(Error::invalid(format!("{what} must hold a visible character")));
     }
     Ok(())
 }
@@ -518,7 +539,7 @@ impl RememberRequest {
         if self.content.len() > MAX_MESSAGE_BYTES {
             return Err(Error::too_large(format!("content is over {MAX_MESSAGE_BYTES} bytes")));
         }
-        if self.content.trim().chars().count() < MIN_REMEMBER_CHARS {
+        if self.content.chars().filter(|&c| !is_invisible(c)).count() < MIN_REMEMBER_CHARS {
             return Err(Error::invalid("content must not be blank"));
         }
         if self.sensitive == Some(true) {
@@ -627,6 +648,18 @@ mod tests {
         assert_eq!(redact_private("p <private>a</private> b </private> d"), "p [private] b </private> d", "a stray closing mark hides nothing");
         assert_eq!(redact_private("<private>a <private>b</private> c"), "[private]", "an unbalanced span runs to the end");
         assert!(only_redacted(" [private] [private] ") && !only_redacted("[private] x"));
+    }
+
+    #[test]
+    fn test_invisible_session_ids_and_content_are_refused() {
+        for s in [" ", "\u{200b}", "\u{feff}\u{2060}", "a\u{202e}b", "x\u{2066}y"] {
+            assert!(validate_session_id(s).is_err(), "{s:?} accepted");
+        }
+        for s in ["s1", "chat 2026-04-15", "café", "a\u{200d}b"] {
+            assert!(validate_session_id(s).is_ok(), "{s:?} refused");
+        }
+        assert!(validate_content("content", "\u{200b} \u{200b}").is_err());
+        assert!(validate_content("content", "ok\u{200b}").is_ok());
     }
 
     #[test]
