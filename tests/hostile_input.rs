@@ -890,3 +890,17 @@ fn test_an_ingest_stores_only_the_memories_that_fit_and_reports_the_rest() {
         assert_eq!((stats.memories, stats.messages), (3, 4), "at the limit, every message kept");
     });
 }
+
+/// A message given as an array (`["user", "..."]`) is refused (400), not
+/// read as role and content by position; over REST and MCP alike.
+#[test]
+fn test_a_message_given_as_an_array_is_refused_not_read_by_position() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let e = block_on(p.dispatch("ingest", json!({ "messages": [["user", "I moved to Lisbon last spring.", "2024-03-01"]], "sessionId": "s" }))).unwrap_err();
+        assert!(e.is_invalid(), "{e}");
+        assert_eq!(p.stats().unwrap().messages, 0);
+        block_on(p.dispatch("ingest", json!({ "messages": [{ "role": "user", "content": "I moved to Lisbon last spring." }], "sessionId": "s" }))).unwrap();
+        assert_eq!(p.stats().unwrap().messages, 1);
+    });
+}

@@ -106,8 +106,8 @@ pub enum ResponseLength {
     Long,
 }
 
-/// A message as a caller sends it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// A message as a caller sends it: a JSON object.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageInput {
     #[schemars(length(min = 1, max = 64))]
@@ -118,6 +118,27 @@ pub struct MessageInput {
     /// against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
+}
+
+/// [`MessageInput`]'s fields as serde's derive reads them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageInputFields {
+    role: String,
+    content: String,
+    #[serde(default)]
+    timestamp: Option<String>,
+}
+
+/// Serde's derive also reads a struct from an array, field by field
+/// (`["user", "hi"]` as role and content): a message is read from a JSON
+/// object only, so that shape is refused rather than guessed at.
+impl<'de> Deserialize<'de> for MessageInput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let object = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let f: MessageInputFields = serde_json::from_value(serde_json::Value::Object(object)).map_err(serde::de::Error::custom)?;
+        Ok(MessageInput { role: f.role, content: f.content, timestamp: f.timestamp })
+    }
 }
 
 /// A raw message as stored.
