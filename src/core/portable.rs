@@ -7,17 +7,20 @@
 //! ```
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
-//! they are (`INSERT OR IGNORE`).
+//! they are (`INSERT OR IGNORE`). A file is taken only when each line is
+//! as strict as a request body, each record is there once, and each
+//! passes its write route's checks.
 
 use crate::core::api;
 use crate::core::error::{Error, Result};
-use std::borrow::Cow;
 use crate::core::ids;
 use crate::core::model::{Memory, Message};
 use crate::core::store::Store;
 use crate::core::time::iso;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 pub const FORMAT: &str = "agent-memory-export";
 pub const VERSION: i64 = 1;
@@ -63,78 +66,152 @@ pub struct ImportReport {
     pub memories: usize,
 }
 
+/// The fields a header record has besides `kind`.
+const HEADER_FIELDS: [&str; 4] = ["format", "version", "profile", "exportedAt"];
+
 /// Parses and validates every line; the first bad line fails the import.
 ///
-/// Each record passes the checks its write route makes (the same
-/// validators and limits of [`crate::core::api`]), and its text the same
-/// redaction: `<private>` spans become `[private]` before anything is
+/// Each line is read as strictly as a request body (a key given twice is
+/// refused), and each record passes the checks its write route makes (the
+/// same validators and limits of [`crate::core::api`]), and its text the
+/// same redaction: `<private>` spans become `[private]` before anything is
 /// stored. A message whose text a redaction changed gets the id of its new
-/// text, and the memories of the file that cite it cite that id.
+/// text, and the memories of the file that cite it cite that id. A file
+/// holds each record once: a second record of a kind with an id already
+/// read (a message's as stored, after redaction) is refused, never merged
+/// into or dropped for the first.
 pub fn parse(ndjson: &str) -> Result<Parsed> {
-    let mut parsed = Parsed::default();
-    let mut saw_header = false;
-    let mut renamed: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let (message_fields, memory_fields) = (fields_of::<Message>(), fields_of::<Memory>());
+    let mut reader = Reader::new();
     for (n, line) in ndjson.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
+        let number = n.saturating_add(1);
         // A record out of limits makes the file invalid (400), whatever
         // status the same value gets on its write route.
-        let bad = |e: Error| Error::invalid(format!("import line {}: {}", n.saturating_add(1), e.message()));
-        let mut v: Value = serde_json::from_str(line).map_err(|e| bad(Error::invalid(format!("invalid json: {e}"))))?;
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-        if let Value::Object(map) = &mut v {
-            map.remove("kind");
+        reader.record(number, line).map_err(|e| Error::invalid(format!("import line {number}: {}", e.message())))?;
+    }
+    reader.finish()
+}
+
+/// What [`parse`] has read so far.
+struct Reader {
+    /// The fields each kind of record has.
+    message_fields: HashSet<String>,
+    memory_fields: HashSet<String>,
+    header_fields: HashSet<String>,
+    parsed: Parsed,
+    saw_header: bool,
+    /// Old message id to new, for each message a redaction renamed.
+    renamed: HashMap<String, String>,
+    /// The line of each message (by its id as stored) and memory read.
+    message_lines: HashMap<String, usize>,
+    memory_lines: HashMap<String, usize>,
+}
+
+impl Reader {
+    fn new() -> Reader {
+        Reader {
+            message_fields: fields_of::<Message>(),
+            memory_fields: fields_of::<Memory>(),
+            header_fields: HEADER_FIELDS.iter().map(|f| f.to_string()).collect(),
+            parsed: Parsed::default(),
+            saw_header: false,
+            renamed: HashMap::new(),
+            message_lines: HashMap::new(),
+            memory_lines: HashMap::new(),
         }
+    }
+
+    fn record(&mut self, line: usize, text: &str) -> Result<()> {
+        let mut v = crate::core::json::parse_strict(text).map_err(|e| Error::invalid(format!("invalid json: {e}")))?;
+        let kind = match v.as_object_mut().map(|o| o.remove("kind")) {
+            Some(Some(Value::String(k))) => k,
+            _ => String::new(),
+        };
         match kind.as_str() {
             "header" => {
-                if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-                    return Err(bad(Error::invalid("not an agent-memory export")));
-                }
-                if v.get("version").and_then(Value::as_i64) != Some(VERSION) {
-                    return Err(bad(Error::invalid("unsupported export version")));
-                }
-                saw_header = true;
+                known_fields(&v, &self.header_fields)?;
+                check_header(&v)?;
+                self.saw_header = true;
             }
-            "message" => {
-                known_fields(&v, &message_fields).map_err(bad)?;
-                let m: Message = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid message: {e}"))))?;
-                let m = checked_message(m, &mut renamed).map_err(bad)?;
-                parsed.messages.push(m);
-            }
-            "memory" => {
-                known_fields(&v, &memory_fields).map_err(bad)?;
-                let m: Memory = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid memory: {e}"))))?;
-                parsed.memories.push(checked_memory(m).map_err(bad)?);
-            }
-            other => return Err(bad(Error::invalid(format!("unknown record kind {}", api::quoted(other))))),
+            "message" => self.message(line, v)?,
+            "memory" => self.memory(line, v)?,
+            other => return Err(Error::invalid(format!("unknown record kind {}", api::quoted(other)))),
         }
+        Ok(())
     }
-    if !saw_header {
-        return Err(Error::invalid("import: the file has no header line"));
+
+    fn message(&mut self, line: usize, v: Value) -> Result<()> {
+        known_fields(&v, &self.message_fields)?;
+        let m: Message = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid message: {e}")))?;
+        let given = m.id.clone();
+        let m = checked_message(m, &mut self.renamed)?;
+        if let Some(first) = self.message_lines.insert(m.id.clone(), line) {
+            let what = if given == m.id { String::new() } else { format!(" (once redacted, message {})", m.id) };
+            return Err(Error::invalid(format!("message {given}{what} repeats line {first}: a file holds each record once")));
+        }
+        self.parsed.messages.push(m);
+        Ok(())
     }
-    for m in &mut parsed.memories {
-        for id in &mut m.source_message_ids {
-            if let Some(new) = renamed.get(id) {
-                id.clone_from(new);
+
+    fn memory(&mut self, line: usize, v: Value) -> Result<()> {
+        known_fields(&v, &self.memory_fields)?;
+        let m: Memory = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid memory: {e}")))?;
+        let m = checked_memory(m)?;
+        if let Some(first) = self.memory_lines.insert(m.id.clone(), line) {
+            return Err(Error::invalid(format!("memory {} repeats line {first}: a file holds each record once", m.id)));
+        }
+        self.parsed.memories.push(m);
+        Ok(())
+    }
+
+    /// The file, its citations following the redactions.
+    fn finish(mut self) -> Result<Parsed> {
+        if !self.saw_header {
+            return Err(Error::invalid("import: the file has no header line"));
+        }
+        for m in &mut self.parsed.memories {
+            for id in &mut m.source_message_ids {
+                if let Some(new) = self.renamed.get(id) {
+                    id.clone_from(new);
+                }
             }
         }
+        Ok(self.parsed)
     }
-    Ok(parsed)
+}
+
+/// A header's values: this format and version, a profile name and an
+/// export time if given.
+fn check_header(v: &Value) -> Result<()> {
+    if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
+        return Err(Error::invalid("not an agent-memory export"));
+    }
+    if v.get("version").and_then(Value::as_i64) != Some(VERSION) {
+        return Err(Error::invalid("unsupported export version"));
+    }
+    if v.get("profile").is_some_and(|p| !p.is_string()) {
+        return Err(Error::invalid("the header's profile must be a string"));
+    }
+    match v.get("exportedAt") {
+        Some(Value::String(t)) if crate::core::time::parse_datetime(t).is_some() => Ok(()),
+        Some(_) => Err(Error::invalid("the header's exportedAt must be an ISO-8601 date-time")),
+        None => Ok(()),
+    }
 }
 
 /// The fields a record of type `T` has: its schema's properties (the
 /// Rust type is the one source of them).
-fn fields_of<T: schemars::JsonSchema>() -> std::collections::HashSet<String> {
+fn fields_of<T: schemars::JsonSchema>() -> HashSet<String> {
     let schema = schemars::schema_for!(T);
     schema.as_value().get("properties").and_then(Value::as_object).map(|o| o.keys().cloned().collect()).unwrap_or_default()
 }
 
 /// Refuses a record with a field its type does not have: a misspelt
 /// `expiresAt` is an error, never a memory imported without its expiry.
-fn known_fields(v: &Value, fields: &std::collections::HashSet<String>) -> Result<()> {
+fn known_fields(v: &Value, fields: &HashSet<String>) -> Result<()> {
     match v.as_object().and_then(|o| o.keys().find(|k| !fields.contains(k.as_str()))) {
         Some(unknown) => Err(Error::invalid(format!("unknown field {}", api::quoted(unknown)))),
         None => Ok(()),
@@ -144,7 +221,7 @@ fn known_fields(v: &Value, fields: &std::collections::HashSet<String>) -> Result
 /// A message record as ingest would have stored it: id, session, role,
 /// text, timestamp and dates checked, private spans redacted (its id
 /// follows its redacted text; `renamed` maps the old id to the new).
-fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<String, String>) -> Result<Message> {
+fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Result<Message> {
     if m.id != ids::message_id(&m.session_id, &m.role, &m.content) {
         return Err(Error::invalid("message id does not match its content"));
     }
