@@ -4,11 +4,13 @@
 
 mod support;
 
+use agent_memory::core::api::{IngestRequest, ListRequest, ListStatus};
 use agent_memory::core::error::Error;
+use agent_memory::core::model::{MessageInput, Status};
 use agent_memory::core::ops::Profile;
 use agent_memory::core::ports::Sql;
 use serde_json::{json, Value};
-use support::{database, with_profile, NativeSql, APRIL_15};
+use support::{block_on, database, with_profile, NativeSql, APRIL_15, DAY};
 
 const FIRST: &str = "01m8wd82f91ktpz8e5mx00g5wq";
 const SECOND: &str = "01m8wd82f91ktpz8e5mx00g5wr";
@@ -76,6 +78,10 @@ fn counts(p: &Profile<'_>) -> (i64, i64) {
     (s.messages, s.memories)
 }
 
+fn all(p: &Profile<'_>) -> Vec<agent_memory::core::model::Memory> {
+    p.list(ListRequest { status: Some(ListStatus::All), limit: Some(1000), ..Default::default() }).unwrap().memories
+}
+
 // ---------------------------------------------------------------------------
 // Each record once.
 
@@ -136,4 +142,99 @@ fn test_import_header_with_an_unknown_field_is_refused() {
     refused(&file(&[odd_time, memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
     let odd_profile = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": 7 }).to_string();
     refused(&file(&[odd_profile, memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
+}
+
+// ---------------------------------------------------------------------------
+// What the service exports, it imports.
+
+/// Two facts of one key said out of order, ingested a day apart: the
+/// later call's was said earlier. Supersession follows the calls,
+/// validity the saying.
+fn said_out_of_order(sql: &NativeSql) {
+    let day = |d: i64| agent_memory::core::time::iso(APRIL_15 - 30 * DAY + d * DAY);
+    let said = |content: &str, d: i64| MessageInput { role: "user".into(), content: content.into(), timestamp: Some(day(d)) };
+    let calls = [(APRIL_15 - DAY, "late", "Use pnpm, not npm, for this project.", 10), (APRIL_15, "early", "Actually, switch to npm for this project.", 1)];
+    for (now, session, content, d) in calls {
+        with_profile(sql, now, |p| {
+            block_on(p.ingest(IngestRequest { messages: vec![said(content, d)], session_id: Some(session.into()), metadata: Default::default() })).unwrap();
+        });
+    }
+}
+
+#[test]
+fn test_an_export_of_versions_said_out_of_order_imports_elsewhere() {
+    let src = database();
+    said_out_of_order(&src);
+    let export = with_profile(&src, APRIL_15, |p| {
+        let memories = all(p);
+        assert!(memories.iter().any(|m| m.status == Status::Superseded), "{memories:#?}");
+        for m in &memories {
+            if let (Some(from), Some(to)) = (&m.valid_from, &m.valid_to) {
+                assert!(to >= from, "{} is valid from {from} to {to}", m.id);
+            }
+        }
+        p.export(Default::default()).unwrap()
+    });
+    let dst = database();
+    with_profile(&dst, APRIL_15 + DAY, |p| {
+        p.import(&export).unwrap();
+        let again = p.export(Default::default()).unwrap();
+        assert_eq!(export.lines().skip(1).collect::<Vec<_>>(), again.lines().skip(1).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn test_migration_13_ends_no_validity_before_it_begins() {
+    use agent_memory::core::schema::MIGRATIONS;
+    let sql = NativeSql::memory();
+    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
+    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v <= 12) {
+        for s in statements.iter() {
+            sql.execute(s, &[]).unwrap();
+        }
+        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
+    }
+    // Valid from day 10 until day 1; from day 1 until day 10; open.
+    let rows = [("m1", "2026-03-26T10:00:00.000Z", Some("2026-03-17T10:00:00.000Z")), ("m2", "2026-03-17T10:00:00.000Z", Some("2026-03-26T10:00:00.000Z")), ("m3", "2026-03-17T10:00:00.000Z", None)];
+    for (id, from, to) in rows {
+        sql.execute(
+            "INSERT INTO memories (id, type, summary, content, session_id, source_message_ids, search_queries, status, fingerprint, created_at, updated_at, valid_from, valid_to) \
+             VALUES (?1, 'fact', 's', 'c', '', '[]', '[]', 'superseded', ?1, '2026-04-01T00:00:00.000Z', '2026-04-01T00:00:00.000Z', ?2, ?3)",
+            &[id.into(), from.into(), to.map_or(agent_memory::core::ports::SqlValue::Null, Into::into)],
+        )
+        .unwrap();
+    }
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    let to = |id: &str| sql.query("SELECT valid_to FROM memories WHERE id = ?", &[id.into()]).unwrap()[0][0].opt_string();
+    assert_eq!(to("m1").as_deref(), Some("2026-03-26T10:00:00.000Z"), "ends where it begins");
+    assert_eq!(to("m2").as_deref(), Some("2026-03-26T10:00:00.000Z"), "a proper interval is kept");
+    assert_eq!(to("m3"), None);
+}
+
+#[test]
+fn test_versions_said_out_of_order_in_one_call_never_end_before_they_begin() {
+    let sql = database();
+    let day = |d: i64| agent_memory::core::time::iso(APRIL_15 - 30 * DAY + d * DAY);
+    let said = |content: &str, d: i64| MessageInput { role: "user".into(), content: content.into(), timestamp: Some(day(d)) };
+    with_profile(&sql, APRIL_15, |p| {
+        let messages = vec![said("Use pnpm, not npm, for this project.", 10), said("Actually, switch to npm for this project.", 1)];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some("s".into()), metadata: Default::default() })).unwrap();
+        let memories = all(p);
+        let old = memories.iter().find(|m| m.status == Status::Superseded).expect("the first version, superseded in the call");
+        assert_eq!((old.valid_from.as_deref(), old.valid_to.as_deref()), (Some(day(10).as_str()), Some(day(10).as_str())));
+    });
+}
+
+#[test]
+fn test_a_memory_retired_into_one_said_before_it_ends_where_it_begins() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let old = memory(FIRST, "Alpha lives in Oslo.", json!({ "validFrom": "2026-03-26T10:00:00.000Z" }));
+        let new = memory(SECOND, "Alpha lives in Rome.", json!({ "validFrom": "2026-03-17T10:00:00.000Z" }));
+        p.import(&file(&[header(), old, new])).unwrap();
+        p.store().retire_into(FIRST, SECOND, Some("2026-03-17T10:00:00.000Z")).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.valid_to.as_deref(), Some("2026-03-26T10:00:00.000Z"));
+        p.store().supersede(FIRST, SECOND).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.valid_to.as_deref(), Some("2026-03-26T10:00:00.000Z"));
+    });
 }

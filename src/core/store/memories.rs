@@ -317,11 +317,14 @@ impl<'a> Store<'a> {
     }
 
     /// Marks `old` superseded by `new` (both ids), queueing removal of the
-    /// old vector.
+    /// old vector. It was valid until `new` was, but never ends before it
+    /// starts: a successor said before it (ingested later, so it wins)
+    /// leaves it an empty interval.
     pub fn supersede(&self, old: &str, new: &str) -> Result<()> {
         self.sql.execute(
             "UPDATE memories SET status = 'superseded', superseded_by = ?1, updated_at = ?2, \
-             valid_to = (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1) WHERE id = ?3",
+             valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
+             WHERE id = ?3",
             &[new.into(), iso(self.now).into(), old.into()],
         )?;
         self.enqueue(&Work::Unvector { memory_id: old.to_string() })
