@@ -1,10 +1,11 @@
-//! Import takes a file whole or not at all, and takes it only when each
-//! line reads as strictly as a request body and each record is there
-//! once. A refused file changes nothing.
+//! Import takes a file whole or not at all, and takes it only when it is
+//! consistent: each line read as strictly as a request body, each record
+//! once, its dates in the formats the service stores and compares, its
+//! links to other versions resolvable. A refused file changes nothing.
 
 mod support;
 
-use agent_memory::core::api::{IngestRequest, ListRequest, ListStatus};
+use agent_memory::core::api::{ExportRequest, IngestRequest, ListRequest, ListStatus};
 use agent_memory::core::error::Error;
 use agent_memory::core::model::{MessageInput, Status};
 use agent_memory::core::ops::Profile;
@@ -145,6 +146,85 @@ fn test_import_header_with_an_unknown_field_is_refused() {
 }
 
 // ---------------------------------------------------------------------------
+// Records consistent as the service writes them.
+
+#[test]
+fn test_import_stores_an_event_date_as_the_day_filters_compare() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "The launch happened.", json!({ "type": "event", "eventDate": "8 May, 2023" }))])).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.event_date.as_deref(), Some("2023-05-08"));
+        for f in [json!({"eventDate": "2023-05-08"}), json!({"eventDate": {"gte": "2023-01-01"}})] {
+            let found = p.list(ListRequest { filter: Some(f.clone()), ..Default::default() }).unwrap().memories;
+            assert_eq!(found.len(), 1, "{f}");
+        }
+    });
+}
+
+#[test]
+fn test_import_with_validity_ending_before_it_starts_is_refused() {
+    let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "validFrom": "2023-05-08T13:56:00Z", "validTo": "2020-01-01" }))]));
+    assert!(e.message().contains("line 2") && e.message().contains("validTo"), "{e}");
+    // Ending as it starts is an instant, not a contradiction.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "validFrom": "2023-05-08", "validTo": "2023-05-08T00:00:00Z" }))])).unwrap();
+    });
+}
+
+#[test]
+fn test_import_with_a_blank_summary_is_refused() {
+    for blank in ["", "  \n "] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "summary": blank }))]));
+        assert!(e.message().contains("line 2") && e.message().contains("summary"), "{e}");
+    }
+}
+
+#[test]
+fn test_import_of_a_memory_naming_itself_as_a_version_is_refused() {
+    for field in ["supersedes", "supersededBy"] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ field: FIRST }))]));
+        assert!(e.message().contains("line 2") && e.message().contains("itself"), "{e}");
+    }
+}
+
+#[test]
+fn test_import_naming_a_version_held_nowhere_is_refused() {
+    for field in ["supersedes", "supersededBy"] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "status": "superseded", field: SECOND }))]));
+        assert!(e.message().contains("line 2") && e.message().contains(field) && e.message().contains(SECOND), "{e}");
+    }
+}
+
+#[test]
+fn test_import_naming_a_version_the_file_or_the_profile_holds_is_taken() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let old = memory(FIRST, "Alpha lives in Oslo.", json!({ "status": "superseded", "supersededBy": SECOND }));
+        let new = memory(SECOND, "Alpha lives in Rome.", json!({ "supersedes": FIRST }));
+        p.import(&file(&[header(), old, new])).unwrap();
+        // A later file naming a memory only the profile holds.
+        let third = "01m8wd82f91ktpz8e5mx00g5ws";
+        p.import(&file(&[header(), memory(third, "Alpha lives in Lima.", json!({ "supersedes": SECOND }))])).unwrap();
+        assert_eq!(p.get(third).unwrap().memory.supersedes.as_deref(), Some(SECOND));
+    });
+}
+
+#[test]
+fn test_import_into_a_profile_marked_for_deletion_counts_it_empty_and_purges_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({}))])).unwrap();
+        block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        let before = snapshot(&sql);
+        let linked = file(&[header(), memory(SECOND, "Alpha lives in Rome.", json!({ "supersedes": FIRST }))]);
+        let e = block_on(p.dispatch("import", json!({ "data": linked }))).unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+        assert_eq!(snapshot(&sql), before, "the refused import purged the marked profile");
+    });
+}
+
+// ---------------------------------------------------------------------------
 // What the service exports, it imports.
 
 /// Two facts of one key said out of order, ingested a day apart: the
@@ -180,6 +260,28 @@ fn test_an_export_of_versions_said_out_of_order_imports_elsewhere() {
         p.import(&export).unwrap();
         let again = p.export(Default::default()).unwrap();
         assert_eq!(export.lines().skip(1).collect::<Vec<_>>(), again.lines().skip(1).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn test_a_filtered_export_imports_into_an_empty_profile() {
+    let src = database();
+    said_out_of_order(&src);
+    let (export, kept) = with_profile(&src, APRIL_15, |p| {
+        let memories = all(p);
+        let old = memories.iter().find(|m| m.status == Status::Superseded).expect("a superseded version");
+        let new = old.superseded_by.clone().expect("its successor");
+        // Only the old version passes: its link names one the file lacks.
+        let created = old.created_at.clone();
+        let export = p.export(ExportRequest { filter: Some(json!({ "createdAt": { "lte": created } })) }).unwrap();
+        assert!(!export.contains(&format!("\"id\":\"{new}\"")), "{export}");
+        (export, old.id.clone())
+    });
+    let dst = database();
+    with_profile(&dst, APRIL_15, |p| {
+        p.import(&export).unwrap();
+        let m = p.get(&kept).unwrap().memory;
+        assert_eq!((m.status, m.superseded_by), (Status::Superseded, None));
     });
 }
 

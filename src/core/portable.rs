@@ -7,9 +7,10 @@
 //! ```
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
-//! they are (`INSERT OR IGNORE`). A file is taken only when each line is
-//! as strict as a request body, each record is there once, and each
-//! passes its write route's checks.
+//! they are (`INSERT OR IGNORE`). A file is taken only when it is
+//! consistent: each line as strict as a request body, each record once,
+//! each passing its write route's checks, its dates as the service writes
+//! them, its links to other versions held by the file or the profile.
 
 use crate::core::api;
 use crate::core::error::{Error, Result};
@@ -26,22 +27,42 @@ pub const FORMAT: &str = "agent-memory-export";
 pub const VERSION: i64 = 1;
 
 /// The profile as NDJSON: a header, every message, every memory. With a
-/// filter, the memories passing it and the messages they cite.
+/// filter, the memories passing it and the messages they cite, their
+/// links to versions that do not pass left out (as a hard delete leaves
+/// them): the file imports anywhere ([`check_links`]).
 pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<String> {
     let mut out = String::new();
     out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string());
     out.push('\n');
     let memories: Vec<Memory> = store.all_memories()?.into_iter().filter(|m| filter.is_none_or(|f| f.matches(m))).collect();
-    let cited: Option<std::collections::HashSet<&String>> = filter.map(|_| memories.iter().flat_map(|m| &m.source_message_ids).collect());
+    let cited: Option<HashSet<&String>> = filter.map(|_| memories.iter().flat_map(|m| &m.source_message_ids).collect());
     for m in store.all_messages()? {
         if cited.as_ref().is_none_or(|c| c.contains(&m.id)) {
             out.push_str(&tagged("message", &m)?);
         }
     }
+    let held: Option<HashSet<&str>> = filter.map(|_| memories.iter().map(|m| m.id.as_str()).collect());
     for m in &memories {
-        out.push_str(&tagged("memory", m)?);
+        out.push_str(&tagged("memory", &linked_within(m, held.as_ref()))?);
     }
     Ok(out)
+}
+
+/// `m` without its links (`supersedes`, `supersededBy`) to memories that
+/// are not `held` (all are when `held` is `None`).
+fn linked_within<'m>(m: &'m Memory, held: Option<&HashSet<&str>>) -> Cow<'m, Memory> {
+    let outside = |id: &Option<String>| id.as_deref().is_some_and(|id| held.is_some_and(|h| !h.contains(id)));
+    if !outside(&m.supersedes) && !outside(&m.superseded_by) {
+        return Cow::Borrowed(m);
+    }
+    let mut m = m.clone();
+    if outside(&m.supersedes) {
+        m.supersedes = None;
+    }
+    if outside(&m.superseded_by) {
+        m.superseded_by = None;
+    }
+    Cow::Owned(m)
 }
 
 fn tagged<T: Serialize>(kind: &str, v: &T) -> Result<String> {
@@ -57,6 +78,19 @@ fn tagged<T: Serialize>(kind: &str, v: &T) -> Result<String> {
 pub struct Parsed {
     pub messages: Vec<Message>,
     pub memories: Vec<Memory>,
+    /// The versions its memories name (`supersedes`, `supersededBy`) that
+    /// the file does not hold: the profile must ([`check_links`]).
+    pub outside: Vec<Link>,
+}
+
+/// A memory's link to another version, as a file gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    /// The line of the memory that names it.
+    pub line: usize,
+    /// `supersedes` or `supersededBy`.
+    pub field: &'static str,
+    pub id: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -108,6 +142,8 @@ struct Reader {
     /// The line of each message (by its id as stored) and memory read.
     message_lines: HashMap<String, usize>,
     memory_lines: HashMap<String, usize>,
+    /// The line of each memory in `parsed.memories`, in order.
+    lines: Vec<usize>,
 }
 
 impl Reader {
@@ -121,6 +157,7 @@ impl Reader {
             renamed: HashMap::new(),
             message_lines: HashMap::new(),
             memory_lines: HashMap::new(),
+            lines: Vec::new(),
         }
     }
 
@@ -164,10 +201,12 @@ impl Reader {
             return Err(Error::invalid(format!("memory {} repeats line {first}: a file holds each record once", m.id)));
         }
         self.parsed.memories.push(m);
+        self.lines.push(line);
         Ok(())
     }
 
-    /// The file, its citations following the redactions.
+    /// The file, its citations following the redactions and its links to
+    /// versions it does not hold listed.
     fn finish(mut self) -> Result<Parsed> {
         if !self.saw_header {
             return Err(Error::invalid("import: the file has no header line"));
@@ -176,6 +215,14 @@ impl Reader {
             for id in &mut m.source_message_ids {
                 if let Some(new) = self.renamed.get(id) {
                     id.clone_from(new);
+                }
+            }
+        }
+        for (m, &line) in self.parsed.memories.iter().zip(&self.lines) {
+            for (field, id) in [("supersedes", &m.supersedes), ("supersededBy", &m.superseded_by)] {
+                match id {
+                    Some(id) if !self.memory_lines.contains_key(id) => self.parsed.outside.push(Link { line, field, id: id.clone() }),
+                    _ => {}
                 }
             }
         }
@@ -198,6 +245,25 @@ fn check_header(v: &Value) -> Result<()> {
     match v.get("exportedAt") {
         Some(Value::String(t)) if crate::core::time::parse_datetime(t).is_some() => Ok(()),
         Some(_) => Err(Error::invalid("the header's exportedAt must be an ISO-8601 date-time")),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a file whose memories name a version (`supersedes`,
+/// `supersededBy`) that neither the file nor the profile holds: a link
+/// to nothing, which `get`'s version chain could not follow. `store` is
+/// `None` for a profile that counts as empty (one the import will purge
+/// first).
+pub fn check_links(store: Option<&Store<'_>>, p: &Parsed) -> Result<()> {
+    let present = match store {
+        Some(store) => store.existing_memory_ids(&p.outside.iter().map(|l| l.id.as_str()).collect::<Vec<_>>())?,
+        None => Default::default(),
+    };
+    match p.outside.iter().find(|l| !present.contains(&l.id)) {
+        Some(l) => Err(Error::invalid(format!(
+            "import line {}: {} names memory {}, which is neither in the file nor in the profile",
+            l.line, l.field, l.id
+        ))),
         None => Ok(()),
     }
 }
@@ -243,9 +309,11 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
 }
 
 /// A memory record as remember or ingest would have stored it: ids,
-/// session, text, key, search queries, sources and dates checked, private
-/// spans redacted, its expiry written in the one format that orders
-/// correctly as text.
+/// session, text, summary, key, search queries, sources and dates checked,
+/// private spans redacted, its dates written in the formats the service
+/// stores (they compare as text: filters, `asOf`, undo's "changed
+/// since"), its validity not ending before it starts, and no link to
+/// itself.
 fn checked_memory(mut m: Memory) -> Result<Memory> {
     if !ids::is_id(&m.id) {
         return Err(Error::invalid("memory id is neither a lowercase ULID nor 32 lowercase hex characters"));
@@ -258,13 +326,20 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     redact(&mut m.summary);
     m.search_queries.iter_mut().for_each(redact);
     api::validate_content("content", &m.content)?;
-    if m.summary.len() > api::MAX_MESSAGE_BYTES {
-        return Err(Error::too_large(format!("summary is over {} bytes", api::MAX_MESSAGE_BYTES)));
-    }
+    api::validate_content("summary", &m.summary)?;
     if let Some(k) = &m.key {
         api::validate_key("key", k)?;
     }
     api::validate_search_queries("searchQueries", &m.search_queries)?;
+    check_links_of(&m)?;
+    crate::core::filter::validate_metadata("metadata", &m.metadata)?;
+    stored_dates(&mut m)?;
+    Ok(m)
+}
+
+/// Sources that are message ids, versions that are memory ids and never
+/// the memory itself.
+fn check_links_of(m: &Memory) -> Result<()> {
     if m.source_message_ids.len() > api::MAX_SOURCES {
         return Err(Error::invalid(format!("sourceMessageIds must hold at most {} ids", api::MAX_SOURCES)));
     }
@@ -274,28 +349,45 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     if !m.supersedes.iter().chain(&m.superseded_by).all(|id| ids::is_id(id)) {
         return Err(Error::invalid("supersedes and supersededBy must be memory ids"));
     }
+    if m.supersedes.iter().chain(&m.superseded_by).any(|id| *id == m.id) {
+        return Err(Error::invalid(format!("memory {} names itself in supersedes or supersededBy", m.id)));
+    }
+    Ok(())
+}
+
+/// Checks a memory's dates and writes each as the service stores it: the
+/// event date as `YYYY-MM-DD` (as ingest and the filters write it), the
+/// instants as ISO-8601 UTC with milliseconds. A validity that ends
+/// before it starts is refused.
+fn stored_dates(m: &mut Memory) -> Result<()> {
     api::validate_date("eventDate", &m.event_date)?;
     api::validate_date("createdAt", &Some(m.created_at.clone()))?;
     api::validate_date("updatedAt", &Some(m.updated_at.clone()))?;
     api::validate_expiry("expiresAt", &m.expires_at)?;
-    if let Some(e) = &m.expires_at {
-        let millis = crate::core::time::parse_millis(e).ok_or_else(|| Error::invalid("expiresAt is not a date"))?;
-        m.expires_at = Some(iso(millis));
+    if let Some(d) = &m.event_date {
+        let day = crate::core::time::date_of(d).ok_or_else(|| Error::invalid("eventDate is not a date"))?;
+        m.event_date = Some(day.format("%Y-%m-%d").to_string());
     }
-    crate::core::filter::validate_metadata("metadata", &m.metadata)?;
-    // Validity and change times compare as text (asOf, undo's "changed
-    // since"): written in the one format that orders.
-    for (what, v) in [("validFrom", &mut m.valid_from), ("validTo", &mut m.valid_to)] {
+    for (what, v) in [("expiresAt", &mut m.expires_at), ("validFrom", &mut m.valid_from), ("validTo", &mut m.valid_to)] {
         if let Some(t) = v.as_deref() {
-            let millis = crate::core::time::parse_millis(t).ok_or_else(|| Error::invalid(format!("{what} is not a date")))?;
-            *v = Some(iso(millis));
+            *v = Some(instant(what, t)?);
         }
     }
     for (what, v) in [("createdAt", &mut m.created_at), ("updatedAt", &mut m.updated_at)] {
-        let millis = crate::core::time::parse_millis(v).ok_or_else(|| Error::invalid(format!("{what} is not a date")))?;
-        *v = iso(millis);
+        *v = instant(what, v)?;
     }
-    Ok(m)
+    // Both as stored: ISO-8601 UTC in years 0000-9999 orders as text.
+    if let (Some(from), Some(to)) = (&m.valid_from, &m.valid_to) {
+        if to < from {
+            return Err(Error::invalid(format!("validTo ({to}) is before validFrom ({from})")));
+        }
+    }
+    Ok(())
+}
+
+/// `t` as ISO-8601 UTC with milliseconds; `what` names it in the error.
+fn instant(what: &str, t: &str) -> Result<String> {
+    crate::core::time::parse_millis(t).map(iso).ok_or_else(|| Error::invalid(format!("{what} is not a date")))
 }
 
 fn redact(text: &mut String) {
@@ -304,8 +396,10 @@ fn redact(text: &mut String) {
     }
 }
 
-/// Writes a parsed file. Call inside a transaction.
+/// Writes a parsed file, its links checked against the profile as it is
+/// now. Call inside a transaction.
 pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
+    check_links(Some(store), p)?;
     let before = store.existing_message_ids(&p.messages.iter().map(|m| m.id.clone()).collect::<Vec<_>>())?;
     store.put_messages(&p.messages)?;
     let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content, &m.metadata)).collect();

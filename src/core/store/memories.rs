@@ -23,13 +23,7 @@ impl<'a> Store<'a> {
             return Ok(Vec::new());
         }
         let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
-        // In chunks: an import's ids alone can be over one value's 2 MB.
-        let mut existing: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for chunk in json_chunks(&ids) {
-            for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
-                existing.insert(id_of_row(&r)?);
-            }
-        }
+        let existing = self.existing_memory_ids(&ids)?;
         let mut seen = std::collections::HashSet::new();
         let fresh: Vec<&(&Memory, &str)> =
             items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
@@ -192,6 +186,18 @@ impl<'a> Store<'a> {
             "UPDATE memories SET expires_at = ?1, updated_at = ?2 WHERE id = ?3 AND status = 'active'",
             &[expires_at.map_or(SqlValue::Null, SqlValue::from), iso(self.now).into(), id.into()],
         )
+    }
+
+    /// Which of `ids` are stored memories (in any state).
+    pub fn existing_memory_ids<T: serde::Serialize>(&self, ids: &[T]) -> Result<std::collections::HashSet<String>> {
+        let mut found = std::collections::HashSet::new();
+        // In chunks: an import's ids alone can be over one value's 2 MB.
+        for chunk in json_chunks(ids) {
+            for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
+                found.insert(id_of_row(&r)?);
+            }
+        }
+        Ok(found)
     }
 
     pub fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
