@@ -209,7 +209,7 @@ impl<'a> Profile<'a> {
         let status = req.status_filter();
         self.store().list(&ListFilter {
             limit: req.limit.unwrap_or(DEFAULT_PAGE_SIZE),
-            cursor: req.cursor,
+            cursor: req.after().map(str::to_string),
             session_id: req.session_id,
             kind: req.kind,
             status,
