@@ -16,6 +16,23 @@ fn catalog(sql: &support::NativeSql, now: i64) -> Catalog<'_> {
 }
 
 #[test]
+fn test_a_namespace_cursor_the_service_never_returned_is_refused_and_an_empty_one_is_the_first_page() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    for name in ["a", "b"] {
+        c.create("1", name).unwrap();
+    }
+    for bad in ["\0junk", "not a name", "..", &"x".repeat(33)] {
+        let e = c.list("1", None, Some(bad)).unwrap_err();
+        assert!(e.is_invalid() && e.message().contains("cursor"), "{bad:?}: {e}");
+    }
+    let first = c.list("1", Some(1), Some("")).unwrap();
+    assert_eq!(first, c.list("1", Some(1), None).unwrap(), "the empty cursor is the first page");
+    assert_eq!(first.namespaces[0].name, "a");
+    assert_eq!(c.list("1", Some(1), Some(&first.cursor)).unwrap().namespaces[0].name, "b");
+}
+
+#[test]
 fn test_create_then_get_gives_the_published_fields_and_a_second_create_is_409_10008() {
     let sql = database();
     let c = catalog(&sql, T0);

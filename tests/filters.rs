@@ -394,6 +394,24 @@ fn test_bad_metadata_and_filters_are_refused_and_change_nothing() {
     });
 }
 
+#[test]
+fn test_a_filter_text_naming_a_key_twice_is_refused_by_list_export_and_recall() {
+    let held = Held::new();
+    held.with(APRIL_15, |p| {
+        for agent in ["alice", "bob"] {
+            let req: RememberRequest = serde_json::from_value(json!({"content": format!("{agent} owns the billing service."), "metadata": {"agentId": agent}})).unwrap();
+            block_on(p.remember(req)).unwrap();
+        }
+        let twice = json!(r#"{"agentId":"alice","agentId":"bob"}"#);
+        let e = p.list(ListRequest { filter: Some(twice.clone()), ..Default::default() }).unwrap_err();
+        assert!(e.status() == 400 && e.message().contains("duplicate key \"agentId\""), "{e}");
+        let e = p.export(agent_memory::core::api::ExportRequest { filter: Some(twice.clone()) }).unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+        let e = block_on(p.recall(RecallRequest { query: "who owns billing".into(), options: RecallOptions { filter: Some(twice), ..Default::default() } })).unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+    });
+}
+
 /// `asOf`: a fact superseded on day 10 is what was true on day 5; its
 /// successor is on day 15. Validity follows when things were said (the
 /// messages' timestamps), not when they were ingested.

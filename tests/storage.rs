@@ -116,6 +116,25 @@ fn test_list_pages_with_a_cursor_and_filters() {
 }
 
 #[test]
+fn test_a_list_given_the_empty_cursor_of_a_last_page_starts_again_and_others_are_refused() {
+    let sql = database();
+    for (i, text) in ["The build runs on Tuesdays.", "Invoices go out on the first."].iter().enumerate() {
+        with_profile(&sql, APRIL_15 + i as i64 * 1000, |p| {
+            block_on(p.remember(remember(text))).unwrap();
+        });
+    }
+    with_profile(&sql, APRIL_15 + 10_000, |p| {
+        let first = p.list(ListRequest { limit: Some(1), ..ListRequest::default() }).unwrap();
+        let again = p.list(ListRequest { limit: Some(1), cursor: Some(String::new()), ..ListRequest::default() }).unwrap();
+        assert_eq!(again, first, "the published API's last page carries cursor \"\"; sent back, it is the first page");
+        for bad in ["\0junk", "not one", "a/b"] {
+            let e = p.list(ListRequest { cursor: Some(bad.into()), ..ListRequest::default() }).unwrap_err();
+            assert!(e.is_invalid() && e.message().contains("cursor"), "{bad:?}: {e}");
+        }
+    });
+}
+
+#[test]
 fn test_forget_hides_from_active_list_and_queues_vector_removal() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

@@ -328,7 +328,7 @@ impl ProfileObject {
     /// call refused with 4xx creates no namespace and purges nothing.
     async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
         let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", crate::core::api::quoted(op))))?;
-        let prepared = Profile::prepare(crate::core::op::Call::decode(op, args)?)?;
+        let prepared = profile.prepare(crate::core::op::Call::decode(op, args)?)?;
         profile.admit(&prepared)?;
         if op.creates() {
             self.catalog(profile, name).await?;

@@ -217,7 +217,7 @@ pub struct ListRequest {
     #[schemars(range(min = 1, max = 1000), extend("default" = 20))]
     pub limit: Option<usize>,
     #[serde(default)]
-    #[schemars(with = "Option<crate::core::wire::Id>")]
+    #[schemars(with = "Option<crate::core::wire::Cursor>")]
     pub cursor: Option<String>,
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::SessionId>")]
@@ -590,13 +590,21 @@ impl RecallRequest {
 }
 
 impl ListRequest {
+    /// Where the page starts: after this cursor, or at the first memory
+    /// when there is none. The empty cursor is none: the published API
+    /// ends its last page with `cursor: ""`, and a client that sends back
+    /// what it was given gets the first page, not a 400.
+    pub fn after(&self) -> Option<&str> {
+        self.cursor.as_deref().filter(|c| !c.is_empty())
+    }
+
     pub fn validate(&self) -> Result<()> {
         if let Some(l) = self.limit {
             if l == 0 || l > MAX_PAGE_SIZE {
                 return Err(Error::invalid(format!("limit must be 1-{MAX_PAGE_SIZE}")));
             }
         }
-        if let Some(c) = &self.cursor {
+        if let Some(c) = self.after() {
             validate_id(c).map_err(|_| Error::invalid("cursor is not one this service returned"))?;
         }
         if let Some(s) = &self.session_id {

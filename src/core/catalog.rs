@@ -123,6 +123,17 @@ pub enum CatalogCall {
     DuePurges,
 }
 
+/// Where a page of namespaces starts: after the name `cursor` (the last
+/// of the previous page), or at the first when there is none or it is
+/// empty (the last page's, sent back). Anything else is no name this
+/// service ever returned: refused, never read as "from the start".
+fn page_after(cursor: Option<&str>) -> Result<&str> {
+    match cursor {
+        None | Some("") => Ok(""),
+        Some(c) => api::validate_namespace(c).map(|()| c).map_err(|_| Error::invalid("cursor is not one this service returned")),
+    }
+}
+
 /// The catalog over its database, at time `now` (epoch millis).
 pub struct Catalog<'a> {
     pub sql: &'a dyn Sql,
@@ -167,7 +178,7 @@ impl Catalog<'_> {
         if per_page == 0 || per_page > MAX_PAGE {
             return Err(Error::invalid(format!("per_page must be 1-{MAX_PAGE}")));
         }
-        let after = cursor.unwrap_or_default();
+        let after = page_after(cursor)?;
         let rows = self.sql.query(
             "SELECT name, id, created_at, updated_at FROM namespaces WHERE name > ? ORDER BY name LIMIT ?",
             &[after.into(), SqlValue::Integer(per_page.saturating_add(1) as i64)],

@@ -200,7 +200,9 @@ impl Filter {
         if s.len() > MAX_FILTER_BYTES {
             return Err(Error::invalid(format!("filter is over {MAX_FILTER_BYTES} bytes")));
         }
-        let v: Value = serde_json::from_str(s).map_err(|e| Error::invalid(format!("filter is not JSON: {e}")))?;
+        // Strict as a request body: a field named twice is refused, not
+        // decided by its last value.
+        let v = crate::core::json::parse_strict(s).map_err(|e| Error::invalid(format!("filter is not JSON: {e}")))?;
         Filter::parse(&v)
     }
 
@@ -495,6 +497,15 @@ mod tests {
         ] {
             assert!(Filter::parse(&bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn test_a_filter_text_naming_a_key_twice_is_refused() {
+        for text in [r#"{"agentId":"alice","agentId":"bob"}"#, r#"{"p":{"gte":1,"gte":5}}"#, r#"{"OR":[{"a":1,"a":2}]}"#] {
+            let e = from_json(&Value::String(text.into())).unwrap_err();
+            assert!(e.is_invalid() && e.message().contains("duplicate key"), "{text}: {e}");
+        }
+        assert!(from_json(&Value::String(r#"{"agentId":"alice","userId":"bob"}"#.into())).is_ok());
     }
 
     #[test]

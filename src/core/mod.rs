@@ -39,6 +39,7 @@ pub mod filter;
 pub mod ids;
 pub mod ingest;
 pub mod jobs;
+pub mod json;
 pub mod llm;
 pub mod local;
 pub mod mcp;

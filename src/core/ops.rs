@@ -113,18 +113,18 @@ impl<'a> Profile<'a> {
 
     /// Runs a decoded call; its result as JSON text.
     pub async fn execute(&self, call: Call) -> Result<String> {
-        self.execute_prepared(Self::prepare(call)?).await
+        self.execute_prepared(self.prepare(call)?).await
     }
 
     /// Checks a call before anything is written: its request redacted
     /// and validated, an import parsed whole. A call refused here changes
     /// nothing (not even the purge of a profile marked for deletion, nor,
     /// in the Durable Object, the namespace catalog).
-    pub fn prepare(call: Call) -> Result<Prepared> {
+    pub fn prepare(&self, call: Call) -> Result<Prepared> {
         Ok(match call {
             Call::Ingest(req) => Prepared { call: Call::Ingest(prepare_ingest(req)?), import: None },
             Call::Remember(req) => Prepared { call: Call::Remember(prepare_remember(req)?), import: None },
-            Call::Import { data } => Prepared { import: Some(portable::parse(&data)?), call: Call::Import { data: String::new() } },
+            Call::Import { data } => Prepared { import: Some(self.prepare_import(&data)?), call: Call::Import { data: String::new() } },
             call => Prepared { call, import: None },
         })
     }
@@ -149,6 +149,18 @@ impl<'a> Profile<'a> {
             };
         }
         self.check_capacity(adding)
+    }
+
+    /// An import parsed whole, its links to versions outside the file
+    /// found in the profile (none count in a profile marked for deletion:
+    /// the import purges it first). The write checks the links again, in
+    /// its transaction.
+    fn prepare_import(&self, data: &str) -> Result<portable::Parsed> {
+        let parsed = portable::parse(data)?;
+        let store = self.store();
+        let kept = store.deletion_mark()?.is_none();
+        portable::check_links(kept.then_some(&store), &parsed)?;
+        Ok(parsed)
     }
 
     /// Runs a prepared call; its result as JSON text.
@@ -251,7 +263,7 @@ impl<'a> Profile<'a> {
         let status = req.status_filter();
         self.store().list(&ListFilter {
             limit: req.limit.unwrap_or(DEFAULT_PAGE_SIZE),
-            cursor: req.cursor,
+            cursor: req.after().map(str::to_string),
             session_id: req.session_id,
             kind: req.kind,
             status,
@@ -370,7 +382,7 @@ impl<'a> Profile<'a> {
     }
 
     pub fn import(&self, ndjson: &str) -> Result<portable::ImportReport> {
-        self.import_parsed(&portable::parse(ndjson)?)
+        self.import_parsed(&self.prepare_import(ndjson)?)
     }
 
     /// Writes a parsed import, whole or not at all.

@@ -7,38 +7,62 @@
 //! ```
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
-//! they are (`INSERT OR IGNORE`).
+//! they are (`INSERT OR IGNORE`). A file is taken only when it is
+//! consistent: each line as strict as a request body, each record once,
+//! each passing its write route's checks, its dates as the service writes
+//! them, its links to other versions held by the file or the profile.
 
 use crate::core::api;
 use crate::core::error::{Error, Result};
-use std::borrow::Cow;
 use crate::core::ids;
 use crate::core::model::{Memory, Message};
 use crate::core::store::Store;
 use crate::core::time::iso;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 pub const FORMAT: &str = "agent-memory-export";
 pub const VERSION: i64 = 1;
 
 /// The profile as NDJSON: a header, every message, every memory. With a
-/// filter, the memories passing it and the messages they cite.
+/// filter, the memories passing it and the messages they cite, their
+/// links to versions that do not pass left out (as a hard delete leaves
+/// them): the file imports anywhere ([`check_links`]).
 pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<String> {
     let mut out = String::new();
     out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string());
     out.push('\n');
     let memories: Vec<Memory> = store.all_memories()?.into_iter().filter(|m| filter.is_none_or(|f| f.matches(m))).collect();
-    let cited: Option<std::collections::HashSet<&String>> = filter.map(|_| memories.iter().flat_map(|m| &m.source_message_ids).collect());
+    let cited: Option<HashSet<&String>> = filter.map(|_| memories.iter().flat_map(|m| &m.source_message_ids).collect());
     for m in store.all_messages()? {
         if cited.as_ref().is_none_or(|c| c.contains(&m.id)) {
             out.push_str(&tagged("message", &m)?);
         }
     }
+    let held: Option<HashSet<&str>> = filter.map(|_| memories.iter().map(|m| m.id.as_str()).collect());
     for m in &memories {
-        out.push_str(&tagged("memory", m)?);
+        out.push_str(&tagged("memory", &linked_within(m, held.as_ref()))?);
     }
     Ok(out)
+}
+
+/// `m` without its links (`supersedes`, `supersededBy`) to memories that
+/// are not `held` (all are when `held` is `None`).
+fn linked_within<'m>(m: &'m Memory, held: Option<&HashSet<&str>>) -> Cow<'m, Memory> {
+    let outside = |id: &Option<String>| id.as_deref().is_some_and(|id| held.is_some_and(|h| !h.contains(id)));
+    if !outside(&m.supersedes) && !outside(&m.superseded_by) {
+        return Cow::Borrowed(m);
+    }
+    let mut m = m.clone();
+    if outside(&m.supersedes) {
+        m.supersedes = None;
+    }
+    if outside(&m.superseded_by) {
+        m.superseded_by = None;
+    }
+    Cow::Owned(m)
 }
 
 fn tagged<T: Serialize>(kind: &str, v: &T) -> Result<String> {
@@ -54,6 +78,19 @@ fn tagged<T: Serialize>(kind: &str, v: &T) -> Result<String> {
 pub struct Parsed {
     pub messages: Vec<Message>,
     pub memories: Vec<Memory>,
+    /// The versions its memories name (`supersedes`, `supersededBy`) that
+    /// the file does not hold: the profile must ([`check_links`]).
+    pub outside: Vec<Link>,
+}
+
+/// A memory's link to another version, as a file gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    /// The line of the memory that names it.
+    pub line: usize,
+    /// `supersedes` or `supersededBy`.
+    pub field: &'static str,
+    pub id: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -63,78 +100,184 @@ pub struct ImportReport {
     pub memories: usize,
 }
 
+/// The fields a header record has besides `kind`.
+const HEADER_FIELDS: [&str; 4] = ["format", "version", "profile", "exportedAt"];
+
 /// Parses and validates every line; the first bad line fails the import.
 ///
-/// Each record passes the checks its write route makes (the same
-/// validators and limits of [`crate::core::api`]), and its text the same
-/// redaction: `<private>` spans become `[private]` before anything is
+/// Each line is read as strictly as a request body (a key given twice is
+/// refused), and each record passes the checks its write route makes (the
+/// same validators and limits of [`crate::core::api`]), and its text the
+/// same redaction: `<private>` spans become `[private]` before anything is
 /// stored. A message whose text a redaction changed gets the id of its new
-/// text, and the memories of the file that cite it cite that id.
+/// text, and the memories of the file that cite it cite that id. A file
+/// holds each record once: a second record of a kind with an id already
+/// read (a message's as stored, after redaction) is refused, never merged
+/// into or dropped for the first.
 pub fn parse(ndjson: &str) -> Result<Parsed> {
-    let mut parsed = Parsed::default();
-    let mut saw_header = false;
-    let mut renamed: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let (message_fields, memory_fields) = (fields_of::<Message>(), fields_of::<Memory>());
+    let mut reader = Reader::new();
     for (n, line) in ndjson.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
+        let number = n.saturating_add(1);
         // A record out of limits makes the file invalid (400), whatever
         // status the same value gets on its write route.
-        let bad = |e: Error| Error::invalid(format!("import line {}: {}", n.saturating_add(1), e.message()));
-        let mut v: Value = serde_json::from_str(line).map_err(|e| bad(Error::invalid(format!("invalid json: {e}"))))?;
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-        if let Value::Object(map) = &mut v {
-            map.remove("kind");
+        reader.record(number, line).map_err(|e| Error::invalid(format!("import line {number}: {}", e.message())))?;
+    }
+    reader.finish()
+}
+
+/// What [`parse`] has read so far.
+struct Reader {
+    /// The fields each kind of record has.
+    message_fields: HashSet<String>,
+    memory_fields: HashSet<String>,
+    header_fields: HashSet<String>,
+    parsed: Parsed,
+    saw_header: bool,
+    /// Old message id to new, for each message a redaction renamed.
+    renamed: HashMap<String, String>,
+    /// The line of each message (by its id as stored) and memory read.
+    message_lines: HashMap<String, usize>,
+    memory_lines: HashMap<String, usize>,
+    /// The line of each memory in `parsed.memories`, in order.
+    lines: Vec<usize>,
+}
+
+impl Reader {
+    fn new() -> Reader {
+        Reader {
+            message_fields: fields_of::<Message>(),
+            memory_fields: fields_of::<Memory>(),
+            header_fields: HEADER_FIELDS.iter().map(|f| f.to_string()).collect(),
+            parsed: Parsed::default(),
+            saw_header: false,
+            renamed: HashMap::new(),
+            message_lines: HashMap::new(),
+            memory_lines: HashMap::new(),
+            lines: Vec::new(),
         }
+    }
+
+    fn record(&mut self, line: usize, text: &str) -> Result<()> {
+        let mut v = crate::core::json::parse_strict(text).map_err(|e| Error::invalid(format!("invalid json: {e}")))?;
+        let kind = match v.as_object_mut().map(|o| o.remove("kind")) {
+            Some(Some(Value::String(k))) => k,
+            _ => String::new(),
+        };
         match kind.as_str() {
             "header" => {
-                if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-                    return Err(bad(Error::invalid("not an agent-memory export")));
-                }
-                if v.get("version").and_then(Value::as_i64) != Some(VERSION) {
-                    return Err(bad(Error::invalid("unsupported export version")));
-                }
-                saw_header = true;
+                known_fields(&v, &self.header_fields)?;
+                check_header(&v)?;
+                self.saw_header = true;
             }
-            "message" => {
-                known_fields(&v, &message_fields).map_err(bad)?;
-                let m: Message = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid message: {e}"))))?;
-                let m = checked_message(m, &mut renamed).map_err(bad)?;
-                parsed.messages.push(m);
-            }
-            "memory" => {
-                known_fields(&v, &memory_fields).map_err(bad)?;
-                let m: Memory = serde_json::from_value(v).map_err(|e| bad(Error::invalid(format!("invalid memory: {e}"))))?;
-                parsed.memories.push(checked_memory(m).map_err(bad)?);
-            }
-            other => return Err(bad(Error::invalid(format!("unknown record kind {}", api::quoted(other))))),
+            "message" => self.message(line, v)?,
+            "memory" => self.memory(line, v)?,
+            other => return Err(Error::invalid(format!("unknown record kind {}", api::quoted(other)))),
         }
+        Ok(())
     }
-    if !saw_header {
-        return Err(Error::invalid("import: the file has no header line"));
+
+    fn message(&mut self, line: usize, v: Value) -> Result<()> {
+        known_fields(&v, &self.message_fields)?;
+        let m: Message = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid message: {e}")))?;
+        let given = m.id.clone();
+        let m = checked_message(m, &mut self.renamed)?;
+        if let Some(first) = self.message_lines.insert(m.id.clone(), line) {
+            let what = if given == m.id { String::new() } else { format!(" (once redacted, message {})", m.id) };
+            return Err(Error::invalid(format!("message {given}{what} repeats line {first}: a file holds each record once")));
+        }
+        self.parsed.messages.push(m);
+        Ok(())
     }
-    for m in &mut parsed.memories {
-        for id in &mut m.source_message_ids {
-            if let Some(new) = renamed.get(id) {
-                id.clone_from(new);
+
+    fn memory(&mut self, line: usize, v: Value) -> Result<()> {
+        known_fields(&v, &self.memory_fields)?;
+        let m: Memory = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid memory: {e}")))?;
+        let m = checked_memory(m)?;
+        if let Some(first) = self.memory_lines.insert(m.id.clone(), line) {
+            return Err(Error::invalid(format!("memory {} repeats line {first}: a file holds each record once", m.id)));
+        }
+        self.parsed.memories.push(m);
+        self.lines.push(line);
+        Ok(())
+    }
+
+    /// The file, its citations following the redactions and its links to
+    /// versions it does not hold listed.
+    fn finish(mut self) -> Result<Parsed> {
+        if !self.saw_header {
+            return Err(Error::invalid("import: the file has no header line"));
+        }
+        for m in &mut self.parsed.memories {
+            for id in &mut m.source_message_ids {
+                if let Some(new) = self.renamed.get(id) {
+                    id.clone_from(new);
+                }
             }
         }
+        for (m, &line) in self.parsed.memories.iter().zip(&self.lines) {
+            for (field, id) in [("supersedes", &m.supersedes), ("supersededBy", &m.superseded_by)] {
+                match id {
+                    Some(id) if !self.memory_lines.contains_key(id) => self.parsed.outside.push(Link { line, field, id: id.clone() }),
+                    _ => {}
+                }
+            }
+        }
+        Ok(self.parsed)
     }
-    Ok(parsed)
+}
+
+/// A header's values: this format and version, a profile name and an
+/// export time if given.
+fn check_header(v: &Value) -> Result<()> {
+    if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
+        return Err(Error::invalid("not an agent-memory export"));
+    }
+    if v.get("version").and_then(Value::as_i64) != Some(VERSION) {
+        return Err(Error::invalid("unsupported export version"));
+    }
+    if v.get("profile").is_some_and(|p| !p.is_string()) {
+        return Err(Error::invalid("the header's profile must be a string"));
+    }
+    match v.get("exportedAt") {
+        Some(Value::String(t)) if crate::core::time::parse_datetime(t).is_some() => Ok(()),
+        Some(_) => Err(Error::invalid("the header's exportedAt must be an ISO-8601 date-time")),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a file whose memories name a version (`supersedes`,
+/// `supersededBy`) that neither the file nor the profile holds: a link
+/// to nothing, which `get`'s version chain could not follow. `store` is
+/// `None` for a profile that counts as empty (one the import will purge
+/// first).
+pub fn check_links(store: Option<&Store<'_>>, p: &Parsed) -> Result<()> {
+    let present = match store {
+        Some(store) => store.existing_memory_ids(&p.outside.iter().map(|l| l.id.as_str()).collect::<Vec<_>>())?,
+        None => Default::default(),
+    };
+    match p.outside.iter().find(|l| !present.contains(&l.id)) {
+        Some(l) => Err(Error::invalid(format!(
+            "import line {}: {} names memory {}, which is neither in the file nor in the profile",
+            l.line, l.field, l.id
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The fields a record of type `T` has: its schema's properties (the
 /// Rust type is the one source of them).
-fn fields_of<T: schemars::JsonSchema>() -> std::collections::HashSet<String> {
+fn fields_of<T: schemars::JsonSchema>() -> HashSet<String> {
     let schema = schemars::schema_for!(T);
     schema.as_value().get("properties").and_then(Value::as_object).map(|o| o.keys().cloned().collect()).unwrap_or_default()
 }
 
 /// Refuses a record with a field its type does not have: a misspelt
 /// `expiresAt` is an error, never a memory imported without its expiry.
-fn known_fields(v: &Value, fields: &std::collections::HashSet<String>) -> Result<()> {
+fn known_fields(v: &Value, fields: &HashSet<String>) -> Result<()> {
     match v.as_object().and_then(|o| o.keys().find(|k| !fields.contains(k.as_str()))) {
         Some(unknown) => Err(Error::invalid(format!("unknown field {}", api::quoted(unknown)))),
         None => Ok(()),
@@ -144,7 +287,7 @@ fn known_fields(v: &Value, fields: &std::collections::HashSet<String>) -> Result
 /// A message record as ingest would have stored it: id, session, role,
 /// text, timestamp and dates checked, private spans redacted (its id
 /// follows its redacted text; `renamed` maps the old id to the new).
-fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<String, String>) -> Result<Message> {
+fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Result<Message> {
     let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
         .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     api::validate_session_id(&m.session_id)?;
@@ -165,9 +308,11 @@ fn checked_message(mut m: Message, renamed: &mut std::collections::HashMap<Strin
 }
 
 /// A memory record as remember or ingest would have stored it: ids,
-/// session, text, key, search queries, sources and dates checked, private
-/// spans redacted, its expiry written in the one format that orders
-/// correctly as text.
+/// session, text, summary, key, search queries, sources and dates checked,
+/// private spans redacted, its dates written in the formats the service
+/// stores (they compare as text: filters, `asOf`, undo's "changed
+/// since"), its validity not ending before it starts, and no link to
+/// itself.
 fn checked_memory(mut m: Memory) -> Result<Memory> {
     if !ids::is_id(&m.id) {
         return Err(Error::invalid("memory id is neither a lowercase ULID nor 32 lowercase hex characters"));
@@ -180,13 +325,20 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     redact(&mut m.summary);
     m.search_queries.iter_mut().for_each(redact);
     api::validate_content("content", &m.content)?;
-    if m.summary.len() > api::MAX_MESSAGE_BYTES {
-        return Err(Error::too_large(format!("summary is over {} bytes", api::MAX_MESSAGE_BYTES)));
-    }
+    api::validate_content("summary", &m.summary)?;
     if let Some(k) = &m.key {
         api::validate_key("key", k)?;
     }
     api::validate_search_queries("searchQueries", &m.search_queries)?;
+    check_links_of(&m)?;
+    crate::core::filter::validate_metadata("metadata", &m.metadata)?;
+    stored_dates(&mut m)?;
+    Ok(m)
+}
+
+/// Sources that are message ids, versions that are memory ids and never
+/// the memory itself.
+fn check_links_of(m: &Memory) -> Result<()> {
     if m.source_message_ids.len() > api::MAX_SOURCES {
         return Err(Error::invalid(format!("sourceMessageIds must hold at most {} ids", api::MAX_SOURCES)));
     }
@@ -196,28 +348,45 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     if !m.supersedes.iter().chain(&m.superseded_by).all(|id| ids::is_id(id)) {
         return Err(Error::invalid("supersedes and supersededBy must be memory ids"));
     }
+    if m.supersedes.iter().chain(&m.superseded_by).any(|id| *id == m.id) {
+        return Err(Error::invalid(format!("memory {} names itself in supersedes or supersededBy", m.id)));
+    }
+    Ok(())
+}
+
+/// Checks a memory's dates and writes each as the service stores it: the
+/// event date as `YYYY-MM-DD` (as ingest and the filters write it), the
+/// instants as ISO-8601 UTC with milliseconds. A validity that ends
+/// before it starts is refused.
+fn stored_dates(m: &mut Memory) -> Result<()> {
     api::validate_date("eventDate", &m.event_date)?;
     api::validate_date("createdAt", &Some(m.created_at.clone()))?;
     api::validate_date("updatedAt", &Some(m.updated_at.clone()))?;
     api::validate_expiry("expiresAt", &m.expires_at)?;
-    if let Some(e) = &m.expires_at {
-        let millis = crate::core::time::parse_millis(e).ok_or_else(|| Error::invalid("expiresAt is not a date"))?;
-        m.expires_at = Some(iso(millis));
+    if let Some(d) = &m.event_date {
+        let day = crate::core::time::date_of(d).ok_or_else(|| Error::invalid("eventDate is not a date"))?;
+        m.event_date = Some(day.format("%Y-%m-%d").to_string());
     }
-    crate::core::filter::validate_metadata("metadata", &m.metadata)?;
-    // Validity and change times compare as text (asOf, undo's "changed
-    // since"): written in the one format that orders.
-    for (what, v) in [("validFrom", &mut m.valid_from), ("validTo", &mut m.valid_to)] {
+    for (what, v) in [("expiresAt", &mut m.expires_at), ("validFrom", &mut m.valid_from), ("validTo", &mut m.valid_to)] {
         if let Some(t) = v.as_deref() {
-            let millis = crate::core::time::parse_millis(t).ok_or_else(|| Error::invalid(format!("{what} is not a date")))?;
-            *v = Some(iso(millis));
+            *v = Some(instant(what, t)?);
         }
     }
     for (what, v) in [("createdAt", &mut m.created_at), ("updatedAt", &mut m.updated_at)] {
-        let millis = crate::core::time::parse_millis(v).ok_or_else(|| Error::invalid(format!("{what} is not a date")))?;
-        *v = iso(millis);
+        *v = instant(what, v)?;
     }
-    Ok(m)
+    // Both as stored: ISO-8601 UTC in years 0000-9999 orders as text.
+    if let (Some(from), Some(to)) = (&m.valid_from, &m.valid_to) {
+        if to < from {
+            return Err(Error::invalid(format!("validTo ({to}) is before validFrom ({from})")));
+        }
+    }
+    Ok(())
+}
+
+/// `t` as ISO-8601 UTC with milliseconds; `what` names it in the error.
+fn instant(what: &str, t: &str) -> Result<String> {
+    crate::core::time::parse_millis(t).map(iso).ok_or_else(|| Error::invalid(format!("{what} is not a date")))
 }
 
 fn redact(text: &mut String) {
@@ -226,8 +395,10 @@ fn redact(text: &mut String) {
     }
 }
 
-/// Writes a parsed file. Call inside a transaction.
+/// Writes a parsed file, its links checked against the profile as it is
+/// now. Call inside a transaction.
 pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
+    check_links(Some(store), p)?;
     let before = store.existing_message_ids(&p.messages.iter().map(|m| m.id.clone()).collect::<Vec<_>>())?;
     store.put_messages(&p.messages)?;
     let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content, &m.metadata)).collect();

@@ -387,71 +387,10 @@ fn json_body(req: &Incoming<'_>) -> Result<Value> {
     Ok(v)
 }
 
-/// Parses a JSON text, refusing an object that names a key twice: parsers
-/// disagree on which one wins, so a proxy or log and this service could
-/// read different requests from the same bytes. serde_json's nesting
-/// limit (128) still applies.
+/// A request body's JSON ([`crate::core::json::parse_strict`]): a key
+/// named twice is refused, not won by its last value.
 pub fn parse_strict(text: &str) -> Result<Value> {
-    use serde::de::DeserializeSeed;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let v = StrictValue.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
-    v.map_err(|e| Error::invalid(format!("invalid JSON body: {e}")))
-}
-
-/// A `serde_json::Value` seed whose objects refuse duplicate keys.
-struct StrictValue;
-
-impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
-    type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for StrictValue {
-    type Value = Value;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(v) = seq.next_element_seed(StrictValue)? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(k) = map.next_key::<String>()? {
-            if out.contains_key(&k) {
-                return Err(serde::de::Error::custom(format!("duplicate key {}", api::quoted(&k))));
-            }
-            let v = map.next_value_seed(StrictValue)?;
-            out.insert(k, v);
-        }
-        Ok(Value::Object(out))
-    }
+    crate::core::json::parse_strict(text).map_err(|e| Error::invalid(format!("invalid JSON body: {e}")))
 }
 
 fn import_body(req: &Incoming<'_>) -> Result<String> {

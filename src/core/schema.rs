@@ -292,6 +292,17 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
         "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
     ],
+), (
+    13,
+    &[
+        // A memory superseded by one said before it (ingested later, so
+        // it won) was written valid until its successor's start, before
+        // its own: an interval that ends before it begins, which an import
+        // refuses. It ends where it begins instead, as the writers now
+        // write it (valid at no instant, as before).
+        "UPDATE memories SET valid_to = COALESCE(valid_from, created_at) \
+         WHERE valid_to IS NOT NULL AND valid_to < COALESCE(valid_from, created_at)",
+    ],
 )];
 
 /// Brings the database up to the newest schema version. Idempotent.

@@ -15,6 +15,8 @@ pub struct Name;
 pub struct ProfileName;
 /// A session id.
 pub struct SessionId;
+/// A list cursor as a caller sends it back: an id, or empty.
+pub struct Cursor;
 
 impl JsonSchema for Id {
     fn schema_name() -> Cow<'static, str> {
@@ -27,6 +29,20 @@ impl JsonSchema for Id {
             "maxLength": 64,
             "pattern": "^[0-9A-Za-z]{1,64}$",
             "description": "New memory ids are ULIDs (26 characters of Crockford base32, lowercase, sorting by creation time); memories made before them keep their 32 lowercase hexadecimal characters. Message ids are the first 128 bits of SHA-256(session id, role, content), as 32 lowercase hexadecimal characters. Treat ids as opaque."
+        })
+    }
+}
+
+impl JsonSchema for Cursor {
+    fn schema_name() -> Cow<'static, str> {
+        "Cursor".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "maxLength": 64,
+            "pattern": "^[0-9A-Za-z]{0,64}$",
+            "description": "The `cursor` of the previous page. Empty (what the published prefix's last page carries) asks for the first page; a value that is not an id is refused."
         })
     }
 }

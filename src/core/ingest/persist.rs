@@ -142,7 +142,8 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             if let Some(next) = superseded_in_call.get(&m.id) {
                 m.status = Status::Superseded;
                 m.superseded_by = Some(next.clone());
-                m.valid_to = valid_from.get(next).cloned().flatten();
+                // Until its successor was said, never before it was.
+                m.valid_to = valid_from.get(next).cloned().flatten().map(|to| to.max(m.valid_from.clone().unwrap_or_else(|| m.created_at.clone())));
             }
         }
         let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;

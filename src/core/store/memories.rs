@@ -42,13 +42,7 @@ impl<'a> Store<'a> {
             return Ok(Vec::new());
         }
         let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
-        // In chunks: an import's ids alone can be over one value's 2 MB.
-        let mut existing: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for chunk in json_chunks(&ids) {
-            for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
-                existing.insert(id_of_row(&r)?);
-            }
-        }
+        let existing = self.existing_memory_ids(&ids)?;
         let mut seen = std::collections::HashSet::new();
         let fresh: Vec<&(&Memory, &str)> =
             items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
@@ -213,6 +207,18 @@ impl<'a> Store<'a> {
         )
     }
 
+    /// Which of `ids` are stored memories (in any state).
+    pub fn existing_memory_ids<T: serde::Serialize>(&self, ids: &[T]) -> Result<std::collections::HashSet<String>> {
+        let mut found = std::collections::HashSet::new();
+        // In chunks: an import's ids alone can be over one value's 2 MB.
+        for chunk in json_chunks(ids) {
+            for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
+                found.insert(id_of_row(&r)?);
+            }
+        }
+        Ok(found)
+    }
+
     pub fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
         Ok(self.memories_where("id = ?", &[id.into()])?.into_iter().next())
     }
@@ -336,11 +342,14 @@ impl<'a> Store<'a> {
     }
 
     /// Marks `old` superseded by `new` (both ids), queueing removal of the
-    /// old vector.
+    /// old vector. It was valid until `new` was, but never ends before it
+    /// starts: a successor said before it (ingested later, so it wins)
+    /// leaves it an empty interval.
     pub fn supersede(&self, old: &str, new: &str) -> Result<()> {
         self.sql.execute(
             "UPDATE memories SET status = 'superseded', superseded_by = ?1, updated_at = ?2, \
-             valid_to = (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1) WHERE id = ?3",
+             valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
+             WHERE id = ?3",
             &[new.into(), iso(self.now).into(), old.into()],
         )?;
         self.enqueue(&Work::Unvector { memory_id: old.to_string() })

@@ -1,0 +1,102 @@
+//! The one parser of JSON text a caller sent: a request body, a filter
+//! given as text, a line of an import. An object that names a key twice
+//! is refused: parsers disagree on which one wins, so a proxy or a log and
+//! this service could read different things from the same bytes (and the
+//! loser would be silently dropped). serde_json's nesting limit (128)
+//! still applies. Below `filter`, `portable` and `rest`, which all read
+//! caller text through it; each names the text in its own errors.
+
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// Parses `text` as one JSON value (nothing after it but whitespace),
+/// refusing a key given twice in any object, however deep.
+pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = StrictValue.deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// A `serde_json::Value` seed whose objects refuse duplicate keys.
+struct StrictValue;
+
+impl<'de> DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(StrictValue)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if out.contains_key(&k) {
+                return Err(A::Error::custom(format!("duplicate key {}", crate::core::error::quoted(&k))));
+            }
+            let v = map.next_value_seed(StrictValue)?;
+            out.insert(k, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn test_a_key_given_twice_is_refused_at_any_depth() {
+        for text in [r#"{"query": "a", "query": "b"}"#, r#"{"a": {"b": 1, "b": 2}}"#, r#"[{"x": [{"k": 1, "k": 1}]}]"#] {
+            let e = parse_strict(text).unwrap_err();
+            assert!(e.to_string().contains("duplicate key"), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn test_deep_nesting_and_trailing_text_are_refused() {
+        assert!(parse_strict(&format!("{}{}", "[".repeat(5000), "]".repeat(5000))).is_err());
+        assert!(parse_strict("{} trailing").is_err());
+    }
+
+    #[test]
+    fn test_a_well_formed_text_reads_as_serde_json_reads_it() {
+        let text = r#"{"a": [1, -2, 1.5, "x", null, true], "b": {}, "big": 123456789012345678901234567890}"#;
+        assert_eq!(parse_strict(text).unwrap(), serde_json::from_str::<Value>(text).unwrap());
+        assert_eq!(parse_strict(" 3 ").unwrap(), json!(3));
+    }
+}

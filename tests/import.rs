@@ -1,0 +1,342 @@
+//! Import takes a file whole or not at all, and takes it only when it is
+//! consistent: each line read as strictly as a request body, each record
+//! once, its dates in the formats the service stores and compares, its
+//! links to other versions resolvable. A refused file changes nothing.
+
+mod support;
+
+use agent_memory::core::api::{ExportRequest, IngestRequest, ListRequest, ListStatus};
+use agent_memory::core::error::Error;
+use agent_memory::core::model::{MessageInput, Status};
+use agent_memory::core::ops::Profile;
+use agent_memory::core::ports::Sql;
+use serde_json::{json, Value};
+use support::{block_on, database, with_profile, NativeSql, APRIL_15, DAY};
+
+const FIRST: &str = "01m8wd82f91ktpz8e5mx00g5wq";
+const SECOND: &str = "01m8wd82f91ktpz8e5mx00g5wr";
+
+fn header() -> String {
+    json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p", "exportedAt": "2026-04-15T10:00:00.000Z" }).to_string()
+}
+
+/// A memory record `id` saying `content`, with `extra` fields over it.
+fn memory(id: &str, content: &str, extra: Value) -> String {
+    let mut m = json!({
+        "kind": "memory", "id": id, "type": "fact", "summary": content, "content": content, "sessionId": null,
+        "sourceMessageIds": [], "searchQueries": [], "status": "active",
+        "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        m[k] = v.clone();
+    }
+    m.to_string()
+}
+
+/// A message record of session `s1` saying `content`, with `extra` fields.
+fn message(content: &str, extra: Value) -> String {
+    let id = agent_memory::core::ids::message_id("s1", "user", content);
+    let mut m = json!({ "kind": "message", "id": id, "sessionId": "s1", "role": "user", "content": content, "position": 0, "createdAt": "2026-01-01T00:00:00.000Z" });
+    for (k, v) in extra.as_object().unwrap() {
+        m[k] = v.clone();
+    }
+    m.to_string()
+}
+
+fn file(lines: &[String]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Every row of every table but the migration record, as text.
+fn snapshot(sql: &NativeSql) -> String {
+    let tables: Vec<String> = sql
+        .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", &[])
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r[0].opt_string())
+        .collect();
+    tables.iter().map(|t| format!("{t}: {:?}\n", sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap())).collect()
+}
+
+/// Imports `ndjson` into a profile that holds one memory already; the
+/// refusal, after checking it is a 400 and that nothing changed.
+fn refused(ndjson: &str) -> Error {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory("0123456789abcdef0123456789abcdef", "A memory that was here before.", json!({}))])).unwrap();
+        let before = snapshot(&sql);
+        let before_counts = counts(p);
+        let e = p.import(ndjson).unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+        assert_eq!(counts(p), before_counts, "{e}: the counts moved");
+        assert_eq!(snapshot(&sql), before, "{e}: the refused import changed the profile");
+        e
+    })
+}
+
+fn counts(p: &Profile<'_>) -> (i64, i64) {
+    let s = p.stats().unwrap();
+    (s.messages, s.memories)
+}
+
+fn all(p: &Profile<'_>) -> Vec<agent_memory::core::model::Memory> {
+    p.list(ListRequest { status: Some(ListStatus::All), limit: Some(1000), ..Default::default() }).unwrap().memories
+}
+
+// ---------------------------------------------------------------------------
+// Each record once.
+
+#[test]
+fn test_import_with_a_repeated_memory_id_is_refused() {
+    let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({})), memory(FIRST, "Beta lives in Rome.", json!({}))]));
+    assert!(e.message().contains(FIRST) && e.message().contains("line 3") && e.message().contains("line 2"), "{e}");
+}
+
+#[test]
+fn test_import_with_a_repeated_message_id_is_refused() {
+    let e = refused(&file(&[
+        header(),
+        message("hello there", json!({ "metadata": { "a": 1 } })),
+        message("hello there", json!({ "position": 5, "metadata": { "a": 2 }, "timestamp": "2020-01-01" })),
+    ]));
+    let id = agent_memory::core::ids::message_id("s1", "user", "hello there");
+    assert!(e.message().contains(&id) && e.message().contains("line 3") && e.message().contains("line 2"), "{e}");
+}
+
+#[test]
+fn test_import_of_two_messages_that_redact_to_one_is_refused() {
+    let e = refused(&file(&[header(), message("my pin is <private>1234</private>", json!({})), message("my pin is <private>9876</private>", json!({}))]));
+    assert!(e.message().contains("line 3") && e.message().contains("redacted"), "{e}");
+}
+
+#[test]
+fn test_import_of_a_file_holding_each_record_once_counts_each() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let f = file(&[header(), message("hello there", json!({})), message("and again", json!({})), memory(FIRST, "Alpha lives in Oslo.", json!({})), memory(SECOND, "Beta lives in Rome.", json!({}))]);
+        let report = p.import(&f).unwrap();
+        assert_eq!((report.messages, report.memories), (2, 2));
+        assert_eq!(counts(p), (2, 2));
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Each line as strict as a request body.
+
+#[test]
+fn test_import_line_naming_a_key_twice_is_refused() {
+    let twice = memory(FIRST, "Alpha lives in Oslo.", json!({})).replace("}", ",\"content\":\"Gamma lives in Lima.\"}");
+    let e = refused(&file(&[header(), twice]));
+    assert!(e.message().contains("line 2") && e.message().contains("duplicate key \"content\""), "{e}");
+    // The kind too, and inside metadata.
+    refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({})).replace("}", ",\"kind\":\"header\"}")]));
+    refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({})).replace("\"status\"", "\"metadata\":{\"a\":1,\"a\":2},\"status\"")]));
+    refused(&file(&[header().replace("}", ",\"version\":1}"), memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
+}
+
+#[test]
+fn test_import_header_with_an_unknown_field_is_refused() {
+    let bogus = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "bogus": true }).to_string();
+    let e = refused(&file(&[bogus, memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
+    assert!(e.message().contains("line 1") && e.message().contains("unknown field \"bogus\""), "{e}");
+    let odd_time = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "exportedAt": "yesterday" }).to_string();
+    refused(&file(&[odd_time, memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
+    let odd_profile = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": 7 }).to_string();
+    refused(&file(&[odd_profile, memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
+}
+
+// ---------------------------------------------------------------------------
+// Records consistent as the service writes them.
+
+#[test]
+fn test_import_stores_an_event_date_as_the_day_filters_compare() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "The launch happened.", json!({ "type": "event", "eventDate": "8 May, 2023" }))])).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.event_date.as_deref(), Some("2023-05-08"));
+        for f in [json!({"eventDate": "2023-05-08"}), json!({"eventDate": {"gte": "2023-01-01"}})] {
+            let found = p.list(ListRequest { filter: Some(f.clone()), ..Default::default() }).unwrap().memories;
+            assert_eq!(found.len(), 1, "{f}");
+        }
+    });
+}
+
+#[test]
+fn test_import_with_validity_ending_before_it_starts_is_refused() {
+    let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "validFrom": "2023-05-08T13:56:00Z", "validTo": "2020-01-01" }))]));
+    assert!(e.message().contains("line 2") && e.message().contains("validTo"), "{e}");
+    // Ending as it starts is an instant, not a contradiction.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "validFrom": "2023-05-08", "validTo": "2023-05-08T00:00:00Z" }))])).unwrap();
+    });
+}
+
+#[test]
+fn test_import_with_a_blank_summary_is_refused() {
+    for blank in ["", "  \n "] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "summary": blank }))]));
+        assert!(e.message().contains("line 2") && e.message().contains("summary"), "{e}");
+    }
+}
+
+#[test]
+fn test_import_of_a_memory_naming_itself_as_a_version_is_refused() {
+    for field in ["supersedes", "supersededBy"] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ field: FIRST }))]));
+        assert!(e.message().contains("line 2") && e.message().contains("itself"), "{e}");
+    }
+}
+
+#[test]
+fn test_import_naming_a_version_held_nowhere_is_refused() {
+    for field in ["supersedes", "supersededBy"] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "status": "superseded", field: SECOND }))]));
+        assert!(e.message().contains("line 2") && e.message().contains(field) && e.message().contains(SECOND), "{e}");
+    }
+}
+
+#[test]
+fn test_import_naming_a_version_the_file_or_the_profile_holds_is_taken() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let old = memory(FIRST, "Alpha lives in Oslo.", json!({ "status": "superseded", "supersededBy": SECOND }));
+        let new = memory(SECOND, "Alpha lives in Rome.", json!({ "supersedes": FIRST }));
+        p.import(&file(&[header(), old, new])).unwrap();
+        // A later file naming a memory only the profile holds.
+        let third = "01m8wd82f91ktpz8e5mx00g5ws";
+        p.import(&file(&[header(), memory(third, "Alpha lives in Lima.", json!({ "supersedes": SECOND }))])).unwrap();
+        assert_eq!(p.get(third).unwrap().memory.supersedes.as_deref(), Some(SECOND));
+    });
+}
+
+#[test]
+fn test_import_into_a_profile_marked_for_deletion_counts_it_empty_and_purges_nothing() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({}))])).unwrap();
+        block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        let before = snapshot(&sql);
+        let linked = file(&[header(), memory(SECOND, "Alpha lives in Rome.", json!({ "supersedes": FIRST }))]);
+        let e = block_on(p.dispatch("import", json!({ "data": linked }))).unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+        assert_eq!(snapshot(&sql), before, "the refused import purged the marked profile");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// What the service exports, it imports.
+
+/// Two facts of one key said out of order, ingested a day apart: the
+/// later call's was said earlier. Supersession follows the calls,
+/// validity the saying.
+fn said_out_of_order(sql: &NativeSql) {
+    let day = |d: i64| agent_memory::core::time::iso(APRIL_15 - 30 * DAY + d * DAY);
+    let said = |content: &str, d: i64| MessageInput { role: "user".into(), content: content.into(), timestamp: Some(day(d)) };
+    let calls = [(APRIL_15 - DAY, "late", "Use pnpm, not npm, for this project.", 10), (APRIL_15, "early", "Actually, switch to npm for this project.", 1)];
+    for (now, session, content, d) in calls {
+        with_profile(sql, now, |p| {
+            block_on(p.ingest(IngestRequest { messages: vec![said(content, d)], session_id: Some(session.into()), metadata: Default::default() })).unwrap();
+        });
+    }
+}
+
+#[test]
+fn test_an_export_of_versions_said_out_of_order_imports_elsewhere() {
+    let src = database();
+    said_out_of_order(&src);
+    let export = with_profile(&src, APRIL_15, |p| {
+        let memories = all(p);
+        assert!(memories.iter().any(|m| m.status == Status::Superseded), "{memories:#?}");
+        for m in &memories {
+            if let (Some(from), Some(to)) = (&m.valid_from, &m.valid_to) {
+                assert!(to >= from, "{} is valid from {from} to {to}", m.id);
+            }
+        }
+        p.export(Default::default()).unwrap()
+    });
+    let dst = database();
+    with_profile(&dst, APRIL_15 + DAY, |p| {
+        p.import(&export).unwrap();
+        let again = p.export(Default::default()).unwrap();
+        assert_eq!(export.lines().skip(1).collect::<Vec<_>>(), again.lines().skip(1).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn test_a_filtered_export_imports_into_an_empty_profile() {
+    let src = database();
+    said_out_of_order(&src);
+    let (export, kept) = with_profile(&src, APRIL_15, |p| {
+        let memories = all(p);
+        let old = memories.iter().find(|m| m.status == Status::Superseded).expect("a superseded version");
+        let new = old.superseded_by.clone().expect("its successor");
+        // Only the old version passes: its link names one the file lacks.
+        let created = old.created_at.clone();
+        let export = p.export(ExportRequest { filter: Some(json!({ "createdAt": { "lte": created } })) }).unwrap();
+        assert!(!export.contains(&format!("\"id\":\"{new}\"")), "{export}");
+        (export, old.id.clone())
+    });
+    let dst = database();
+    with_profile(&dst, APRIL_15, |p| {
+        p.import(&export).unwrap();
+        let m = p.get(&kept).unwrap().memory;
+        assert_eq!((m.status, m.superseded_by), (Status::Superseded, None));
+    });
+}
+
+#[test]
+fn test_migration_13_ends_no_validity_before_it_begins() {
+    use agent_memory::core::schema::MIGRATIONS;
+    let sql = NativeSql::memory();
+    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
+    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v <= 12) {
+        for s in statements.iter() {
+            sql.execute(s, &[]).unwrap();
+        }
+        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
+    }
+    // Valid from day 10 until day 1; from day 1 until day 10; open.
+    let rows = [("m1", "2026-03-26T10:00:00.000Z", Some("2026-03-17T10:00:00.000Z")), ("m2", "2026-03-17T10:00:00.000Z", Some("2026-03-26T10:00:00.000Z")), ("m3", "2026-03-17T10:00:00.000Z", None)];
+    for (id, from, to) in rows {
+        sql.execute(
+            "INSERT INTO memories (id, type, summary, content, session_id, source_message_ids, search_queries, status, fingerprint, created_at, updated_at, valid_from, valid_to) \
+             VALUES (?1, 'fact', 's', 'c', '', '[]', '[]', 'superseded', ?1, '2026-04-01T00:00:00.000Z', '2026-04-01T00:00:00.000Z', ?2, ?3)",
+            &[id.into(), from.into(), to.map_or(agent_memory::core::ports::SqlValue::Null, Into::into)],
+        )
+        .unwrap();
+    }
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    let to = |id: &str| sql.query("SELECT valid_to FROM memories WHERE id = ?", &[id.into()]).unwrap()[0][0].opt_string();
+    assert_eq!(to("m1").as_deref(), Some("2026-03-26T10:00:00.000Z"), "ends where it begins");
+    assert_eq!(to("m2").as_deref(), Some("2026-03-26T10:00:00.000Z"), "a proper interval is kept");
+    assert_eq!(to("m3"), None);
+}
+
+#[test]
+fn test_versions_said_out_of_order_in_one_call_never_end_before_they_begin() {
+    let sql = database();
+    let day = |d: i64| agent_memory::core::time::iso(APRIL_15 - 30 * DAY + d * DAY);
+    let said = |content: &str, d: i64| MessageInput { role: "user".into(), content: content.into(), timestamp: Some(day(d)) };
+    with_profile(&sql, APRIL_15, |p| {
+        let messages = vec![said("Use pnpm, not npm, for this project.", 10), said("Actually, switch to npm for this project.", 1)];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some("s".into()), metadata: Default::default() })).unwrap();
+        let memories = all(p);
+        let old = memories.iter().find(|m| m.status == Status::Superseded).expect("the first version, superseded in the call");
+        assert_eq!((old.valid_from.as_deref(), old.valid_to.as_deref()), (Some(day(10).as_str()), Some(day(10).as_str())));
+    });
+}
+
+#[test]
+fn test_a_memory_retired_into_one_said_before_it_ends_where_it_begins() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let old = memory(FIRST, "Alpha lives in Oslo.", json!({ "validFrom": "2026-03-26T10:00:00.000Z" }));
+        let new = memory(SECOND, "Alpha lives in Rome.", json!({ "validFrom": "2026-03-17T10:00:00.000Z" }));
+        p.import(&file(&[header(), old, new])).unwrap();
+        p.store().retire_into(FIRST, SECOND, Some("2026-03-17T10:00:00.000Z")).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.valid_to.as_deref(), Some("2026-03-26T10:00:00.000Z"));
+        p.store().supersede(FIRST, SECOND).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.valid_to.as_deref(), Some("2026-03-26T10:00:00.000Z"));
+    });
+}
