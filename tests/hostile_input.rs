@@ -24,7 +24,7 @@ use serde_json::json;
 use std::cell::RefCell;
 use std::future::Future;
 use std::task::{Context, Poll};
-use support::{block_on, database, with_profile, FailingAt, NativeSql, APRIL_15, DAY};
+use support::{block_on, database, snapshot, with_profile, FailingAt, NativeSql, APRIL_15, DAY};
 
 fn msg(role: &str, content: &str, timestamp: Option<&str>) -> MessageInput {
     MessageInput { role: role.into(), content: content.into(), timestamp: timestamp.map(str::to_string) }
@@ -36,18 +36,6 @@ fn remember(content: &str) -> RememberRequest {
 
 fn count(sql: &NativeSql, statement: &str) -> i64 {
     sql.query(statement, &[]).unwrap()[0][0].as_i64().unwrap()
-}
-
-/// Every row of every table but the migration record, as text: what
-/// "nothing changed" compares.
-fn snapshot(sql: &NativeSql) -> String {
-    let tables: Vec<String> = sql
-        .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", &[])
-        .unwrap()
-        .into_iter()
-        .filter_map(|r| r[0].opt_string())
-        .collect();
-    tables.iter().map(|t| format!("{t}: {:?}\n", sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap())).collect()
 }
 
 // ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ use agent_memory::core::model::{MessageInput, Status};
 use agent_memory::core::ops::Profile;
 use agent_memory::core::ports::Sql;
 use serde_json::{json, Value};
-use support::{block_on, database, with_profile, NativeSql, APRIL_15, DAY};
+use support::{block_on, database, snapshot, with_profile, NativeSql, APRIL_15, DAY};
 
 const FIRST: &str = "01m8wd82f91ktpz8e5mx00g5wq";
 const SECOND: &str = "01m8wd82f91ktpz8e5mx00g5wr";
@@ -45,17 +45,6 @@ fn message(content: &str, extra: Value) -> String {
 
 fn file(lines: &[String]) -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
-}
-
-/// Every row of every table but the migration record, as text.
-fn snapshot(sql: &NativeSql) -> String {
-    let tables: Vec<String> = sql
-        .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", &[])
-        .unwrap()
-        .into_iter()
-        .filter_map(|r| r[0].opt_string())
-        .collect();
-    tables.iter().map(|t| format!("{t}: {:?}\n", sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap())).collect()
 }
 
 /// Imports `ndjson` into a profile that holds one memory already; the

@@ -139,3 +139,16 @@ impl agent_memory::core::ports::Sql for FailingAt<'_> {
         self.inner.database_size()
     }
 }
+
+/// Every row of every table but the migration record, as text: what
+/// "nothing changed" compares.
+pub fn snapshot(sql: &NativeSql) -> String {
+    use agent_memory::core::ports::Sql;
+    let tables: Vec<String> = sql
+        .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", &[])
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r[0].opt_string())
+        .collect();
+    tables.iter().map(|t| format!("{t}: {:?}\n", sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap())).collect()
+}

@@ -17,18 +17,10 @@ impl<'a> Store<'a> {
     /// so the largest bounds the count (one index step); only a profile
     /// that may be near its limit is counted (a scan of every memory).
     pub fn memory_count_near(&self, limit: i64, adding: i64) -> Result<Option<i64>> {
-        let one = |statement: &str| -> Result<i64> {
-            self.sql
-                .query(statement, &[])?
-                .first()
-                .and_then(|r| r.first())
-                .and_then(SqlValue::as_i64)
-                .ok_or_else(|| Error::storage("a count returned no number"))
-        };
-        if one("SELECT COALESCE(MAX(rowid), 0) FROM memories")?.saturating_add(adding) <= limit {
+        if self.count("SELECT COALESCE(MAX(rowid), 0) FROM memories")?.saturating_add(adding) <= limit {
             return Ok(None);
         }
-        one("SELECT COUNT(*) FROM memories").map(Some)
+        self.count("SELECT COUNT(*) FROM memories").map(Some)
     }
 
     /// Inserts memories (each ignored if its id exists) and their sources,

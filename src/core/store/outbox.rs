@@ -136,7 +136,7 @@ impl<'a> Store<'a> {
             .and_then(SqlValue::as_i64))
     }
 
-    /// The one number a `SELECT COUNT(*) …` statement answers.
+    /// The one number a `SELECT COUNT(*) …` (or `MAX`) statement answers.
     pub(super) fn count(&self, statement: &str) -> Result<i64> {
         self.sql
             .query(statement, &[])?
