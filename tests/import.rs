@@ -329,3 +329,11 @@ fn test_a_memory_retired_into_one_said_before_it_ends_where_it_begins() {
         assert_eq!(p.get(FIRST).unwrap().memory.valid_to.as_deref(), Some("2026-03-26T10:00:00.000Z"));
     });
 }
+
+#[test]
+fn test_import_with_a_record_before_the_header_or_a_second_header_is_refused() {
+    let e = refused(&file(&[memory(FIRST, "Alpha lives in Oslo.", json!({})), header()]));
+    assert!(e.message().contains("line 1") && e.message().contains("header must come first"), "{e}");
+    let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({})), header()]));
+    assert!(e.message().contains("line 3") && e.message().contains("second header"), "{e}");
+}

@@ -167,6 +167,12 @@ impl Reader {
             Some(Some(Value::String(k))) => k,
             _ => String::new(),
         };
+        match (kind.as_str(), self.saw_header) {
+            ("header", true) => return Err(Error::invalid("a second header: a file has one, on its first line")),
+            ("header", false) => {}
+            (_, false) => return Err(Error::invalid("the header must come first")),
+            _ => {}
+        }
         match kind.as_str() {
             "header" => {
                 known_fields(&v, &self.header_fields)?;
