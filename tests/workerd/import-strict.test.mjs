@@ -81,7 +81,7 @@ test("an import stores eventDate as the day the filters compare", async () => {
 
 test("an import of an inconsistent memory is refused: validity ending before it starts, a blank summary, a version held nowhere", async () => {
   await refused("valid-to", ndjson(HEADER, memory(FIRST, "Alpha lives in Oslo.", { validFrom: "2023-05-08", validTo: "2020-01-01" })), /line 2: validTo .* is before validFrom/);
-  await refused("blank-summary", ndjson(HEADER, memory(FIRST, "Alpha lives in Oslo.", { summary: " " })), /line 2: summary must not be empty/);
+  await refused("blank-summary", ndjson(HEADER, memory(FIRST, "Alpha lives in Oslo.", { summary: " " })), /line 2: summary must hold a visible character/);
   await refused("dangling", ndjson(HEADER, memory(FIRST, "Alpha lives in Oslo.", { status: "superseded", supersededBy: SECOND })), new RegExp(`line 2: supersededBy names memory ${SECOND}, which is neither in the file nor in the profile`));
   await refused("self", ndjson(HEADER, memory(FIRST, "Alpha lives in Oslo.", { supersedes: FIRST })), /line 2: memory .* names itself/);
 });
