@@ -113,7 +113,9 @@ impl<'a> Profile<'a> {
 
     /// Runs a decoded call; its result as JSON text.
     pub async fn execute(&self, call: Call) -> Result<String> {
-        self.execute_prepared(self.prepare(call)?).await
+        let prepared = self.prepare(call)?;
+        self.admit(&prepared)?;
+        self.execute_prepared(prepared).await
     }
 
     /// Checks a call before anything is written: its request redacted
@@ -163,9 +165,9 @@ impl<'a> Profile<'a> {
         Ok(parsed)
     }
 
-    /// Runs a prepared call; its result as JSON text.
+    /// Runs a prepared call that [`Profile::admit`] let in; its result as
+    /// JSON text.
     pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
-        self.admit(&prepared)?;
         let Prepared { call, import } = prepared;
         if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
             if !call.op().creates() {
