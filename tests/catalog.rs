@@ -98,6 +98,25 @@ fn test_a_first_write_creates_a_namespace_nobody_created_and_deletion_records_a_
 }
 
 #[test]
+fn test_asking_whether_a_purge_is_pending_registers_nothing() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    assert!(!c.purge_pending("ns", "p").unwrap().purge_first);
+    assert!(c.get("1", "ns").unwrap_err().is_not_found(), "asking created no namespace");
+    c.register("ns", "p").unwrap();
+    c.delete("ns").unwrap();
+    for _ in 0..2 {
+        assert!(c.purge_pending("ns", "p").unwrap().purge_first);
+    }
+    assert!(c.get("1", "ns").unwrap_err().is_not_found(), "asking brought no deleted namespace back");
+    assert_eq!(c.pending_purges().unwrap().len(), 1, "asking kept the purge");
+    let asked = c.execute(CatalogCall::PurgePending { namespace: "ns".into(), profile: "p".into() }).unwrap();
+    assert_eq!(asked, r#"{"purgeFirst":true}"#);
+    assert!(c.register("ns", "p").unwrap().purge_first, "registering is what takes the purge");
+    assert!(!c.purge_pending("ns", "p").unwrap().purge_first);
+}
+
+#[test]
 fn test_a_failing_purge_is_retried_with_a_backoff_then_parked_and_visible() {
     let sql = database();
     let c = catalog(&sql, T0);

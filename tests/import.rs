@@ -213,6 +213,25 @@ fn test_import_into_a_profile_marked_for_deletion_counts_it_empty_and_purges_not
     });
 }
 
+#[test]
+fn test_import_into_a_profile_awaiting_its_namespace_purge_counts_it_empty_before_anything_is_written() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({}))])).unwrap();
+        let before = snapshot(&sql);
+        let linked = file(&[header(), memory(SECOND, "Alpha lives in Rome.", json!({ "supersedes": FIRST }))]);
+        let call = || agent_memory::core::op::Call::decode(agent_memory::core::op::Op::Import, json!({ "data": linked })).unwrap();
+        // Its namespace was deleted: the memory it links to will be purged
+        // before the write, so the link is refused at the check, before the
+        // Durable Object registers the profile (or purges it).
+        let e = p.prepare_as(call(), true).err().expect("a link into what the purge removes");
+        assert_eq!(e.status(), 400, "{e}");
+        assert_eq!(snapshot(&sql), before, "the refused import changed the profile");
+        // Without a pending purge the same link is taken.
+        assert!(p.prepare_as(call(), false).is_ok());
+    });
+}
+
 // ---------------------------------------------------------------------------
 // What the service exports, it imports.
 

@@ -328,12 +328,31 @@ impl ProfileObject {
     /// call refused with 4xx creates no namespace and purges nothing.
     async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
         let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", crate::core::api::quoted(op))))?;
-        let prepared = profile.prepare(crate::core::op::Call::decode(op, args)?)?;
+        let call = crate::core::op::Call::decode(op, args)?;
+        let purge_pending = op.creates() && self.purge_pending(profile, name).await?;
+        let prepared = profile.prepare_as(call, purge_pending)?;
         profile.admit(&prepared)?;
         if op.creates() {
             self.catalog(profile, name).await?;
         }
         profile.execute_prepared(prepared).await
+    }
+
+    /// Whether the catalog will have a write purge this profile first (its
+    /// namespace was deleted and its purge has not run): asked, without
+    /// registering anything, before the write is checked, so the check
+    /// counts what the profile holds now for nothing. Once registered, a
+    /// profile asks no more.
+    async fn purge_pending(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<bool, Error> {
+        if profile.store().meta_get(META_CATALOGED)?.is_some() {
+            return Ok(false);
+        }
+        let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
+        let call = crate::core::catalog::CatalogCall::PurgePending { namespace: namespace.to_string(), profile: profile_name.to_string() };
+        let text = crate::cloudflare::call_catalog(&self.env, &call).await?;
+        let answer: crate::core::catalog::Registration =
+            serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+        Ok(answer.purge_first)
     }
 
     /// Before a write that may create the profile: records it in the

@@ -119,6 +119,9 @@ pub enum CatalogCall {
     Get { account: String, name: String },
     Delete { name: String },
     Register { namespace: String, profile: String },
+    /// Whether [`CatalogCall::Register`] would tell the profile to purge
+    /// first, changing nothing.
+    PurgePending { namespace: String, profile: String },
     Purged { namespace: String, profile: String, error: Option<String> },
     DuePurges,
 }
@@ -149,6 +152,7 @@ impl Catalog<'_> {
             CatalogCall::Get { account, name } => json(&self.get(&account, &name)?),
             CatalogCall::Delete { name } => json(&self.delete(&name)?),
             CatalogCall::Register { namespace, profile } => json(&self.register(&namespace, &profile)?),
+            CatalogCall::PurgePending { namespace, profile } => json(&self.purge_pending(&namespace, &profile)?),
             CatalogCall::Purged { namespace, profile, error } => json(&self.purged(&namespace, &profile, error.as_deref())?),
             CatalogCall::DuePurges => json(&self.due_purges()?),
         }
@@ -236,10 +240,7 @@ impl Catalog<'_> {
         api::validate_profile(profile)?;
         let mut purge_first = false;
         self.sql.transaction(&mut || {
-            purge_first = !self
-                .sql
-                .query("SELECT 1 FROM purges WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])?
-                .is_empty();
+            purge_first = self.purge_recorded(namespace, profile)?;
             self.sql.execute("DELETE FROM purges WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])?;
             if self.row(namespace)?.is_none() {
                 self.insert(namespace)?;
@@ -250,6 +251,20 @@ impl Catalog<'_> {
             )
         })?;
         Ok(Registration { purge_first })
+    }
+
+    /// What [`Catalog::register`] would answer now, recording nothing: a
+    /// profile asks before it checks a write, so a write refused then
+    /// neither registers it (nor creates its namespace) nor purges it.
+    pub fn purge_pending(&self, namespace: &str, profile: &str) -> Result<Registration> {
+        api::validate_namespace(namespace)?;
+        api::validate_profile(profile)?;
+        Ok(Registration { purge_first: self.purge_recorded(namespace, profile)? })
+    }
+
+    fn purge_recorded(&self, namespace: &str, profile: &str) -> Result<bool> {
+        let rows = self.sql.query("SELECT 1 FROM purges WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])?;
+        Ok(!rows.is_empty())
     }
 
     /// Records the outcome of a purge: done (`error` none), or failed, to

@@ -28,6 +28,11 @@ pub struct Prepared {
     call: Call,
     /// An import's records, parsed (its text is not kept).
     import: Option<portable::Parsed>,
+    /// The write will find the profile empty: it is marked for deletion,
+    /// or its namespace was deleted and its purge has not run yet (either
+    /// way the write purges it first). What it holds now counts for
+    /// nothing: neither its room nor an import's links.
+    empty_first: bool,
 }
 
 impl Prepared {
@@ -123,18 +128,28 @@ impl<'a> Profile<'a> {
     /// nothing (not even the purge of a profile marked for deletion, nor,
     /// in the Durable Object, the namespace catalog).
     pub fn prepare(&self, call: Call) -> Result<Prepared> {
-        Ok(match call {
-            Call::Ingest(req) => Prepared { call: Call::Ingest(prepare_ingest(req)?), import: None },
-            Call::Remember(req) => Prepared { call: Call::Remember(prepare_remember(req)?), import: None },
-            Call::Import { data } => Prepared { import: Some(self.prepare_import(&data)?), call: Call::Import { data: String::new() } },
-            call => Prepared { call, import: None },
-        })
+        self.prepare_as(call, false)
+    }
+
+    /// [`Profile::prepare`] for a profile that the platform knows will be
+    /// purged before the write (`purge_pending`: its namespace was deleted
+    /// and the catalog still holds its purge), so what it holds now counts
+    /// for nothing, as for one marked for deletion.
+    pub fn prepare_as(&self, call: Call, purge_pending: bool) -> Result<Prepared> {
+        let empty_first = purge_pending || self.store().deletion_mark()?.is_some();
+        let (call, import) = match call {
+            Call::Ingest(req) => (Call::Ingest(prepare_ingest(req)?), None),
+            Call::Remember(req) => (Call::Remember(prepare_remember(req)?), None),
+            Call::Import { data } => (Call::Import { data: String::new() }, Some(self.prepare_import(&data, empty_first)?)),
+            call => (call, None),
+        };
+        Ok(Prepared { call, import, empty_first })
     }
 
     /// Whether the profile has room for what a prepared call adds: an
     /// import's memories, or the one memory of a remember, counted against
     /// what the profile will hold when the call runs (nothing, for one
-    /// marked for deletion: the write purges it). Asked before anything is
+    /// the write purges first: see [`Prepared`]). Asked before anything is
     /// written (the purge, and in the Durable Object the catalog), so a
     /// call refused for room changes nothing.
     pub fn admit(&self, prepared: &Prepared) -> Result<()> {
@@ -144,7 +159,7 @@ impl<'a> Profile<'a> {
             _ => return Ok(()),
         };
         let adding = i64::try_from(adding).unwrap_or(i64::MAX);
-        if self.store().deletion_mark()?.is_some() {
+        if prepared.empty_first {
             return match adding > self.limits.max_memories {
                 true => Err(self.full(0)),
                 false => Ok(()),
@@ -154,21 +169,20 @@ impl<'a> Profile<'a> {
     }
 
     /// An import parsed whole, its links to versions outside the file
-    /// found in the profile (none count in a profile marked for deletion:
-    /// the import purges it first). The write checks the links again, in
-    /// its transaction.
-    fn prepare_import(&self, data: &str) -> Result<portable::Parsed> {
+    /// found in the profile (none count when it is `empty_first`: the
+    /// import purges it first). The write checks the links again, in its
+    /// transaction.
+    fn prepare_import(&self, data: &str, empty_first: bool) -> Result<portable::Parsed> {
         let parsed = portable::parse(data)?;
         let store = self.store();
-        let kept = store.deletion_mark()?.is_none();
-        portable::check_links(kept.then_some(&store), &parsed)?;
+        portable::check_links((!empty_first).then_some(&store), &parsed)?;
         Ok(parsed)
     }
 
     /// Runs a prepared call that [`Profile::admit`] let in; its result as
     /// JSON text.
     pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
-        let Prepared { call, import } = prepared;
+        let Prepared { call, import, .. } = prepared;
         if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
             if !call.op().creates() {
                 return Err(Error::not_found("profile not found: it is marked for deletion (restore it with POST …/restore)"));
@@ -384,7 +398,8 @@ impl<'a> Profile<'a> {
     }
 
     pub fn import(&self, ndjson: &str) -> Result<portable::ImportReport> {
-        self.import_parsed(&self.prepare_import(ndjson)?)
+        let empty_first = self.store().deletion_mark()?.is_some();
+        self.import_parsed(&self.prepare_import(ndjson, empty_first)?)
     }
 
     /// Writes a parsed import, whole or not at all.
