@@ -77,6 +77,28 @@ fn test_a_merge_of_two_wordings_undoes_to_the_exact_originals() {
 }
 
 #[test]
+fn test_undo_of_a_record_made_before_schema_13_restores_no_validity_ending_before_it_begins() {
+    let sql = database();
+    let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+    with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+    // The record as a writer before schema 13 could leave it: the merged
+    // memory valid until a day before it began.
+    let early = agent_memory::core::time::iso(APRIL_15 - DAY);
+    let edit = format!("UPDATE consolidations SET before = (SELECT json_group_array(CASE WHEN json_extract(j.value, '$.id') = '{}' THEN json_set(j.value, '$.validTo', '{early}') ELSE json(j.value) END) FROM json_each(before) j) WHERE id = {}", a.id, merge.id);
+    agent_memory::core::ports::Sql::execute(&sql, &edit, &[]).unwrap();
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        p.undo_consolidation(merge.id).unwrap();
+        let back = p.get(&a.id).unwrap().memory;
+        let from = back.valid_from.clone().unwrap_or_else(|| back.created_at.clone());
+        let to = back.valid_to.expect("the recorded end is kept");
+        assert!(to >= from, "restored valid {from} .. {to}");
+        assert_eq!(to, from, "it ends where it begins");
+    });
+}
+
+#[test]
 fn test_a_dry_run_reports_and_changes_nothing() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

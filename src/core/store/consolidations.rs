@@ -213,11 +213,14 @@ impl<'a> Store<'a> {
 
     /// Puts a memory back exactly as `m` records it (every column a
     /// consolidation may change), with its citations; queues its vector
-    /// when it wants one again.
+    /// when it wants one again. A validity recorded (before schema 13)
+    /// as ending before it begins comes back ending where it begins, as
+    /// migration 13 left every stored one.
     pub fn restore_memory(&self, m: &Memory) -> Result<()> {
         self.sql.execute(
             "UPDATE memories SET status = ?1, supersedes = ?2, superseded_by = ?3, updated_at = ?4, expires_at = ?5, \
-             valid_from = ?6, valid_to = ?7 WHERE id = ?8",
+             valid_from = ?6, valid_to = CASE WHEN ?7 < COALESCE(?6, created_at) THEN COALESCE(?6, created_at) ELSE ?7 END \
+             WHERE id = ?8",
             &[
                 m.status.as_str().into(),
                 m.supersedes.as_deref().map(SqlValue::from).unwrap_or(SqlValue::Null),
