@@ -546,3 +546,12 @@ fn test_a_request_without_an_id_or_with_an_unknown_member_is_refused_and_stores_
     let ok = post(&sql, json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": remember }));
     assert!(ok.message().unwrap().get("error").is_none(), "{}", ok.body);
 }
+
+#[test]
+fn test_a_memory_remembered_without_a_session_is_told_as_in_no_session() {
+    let sql = database();
+    let without = call(&sql, APRIL_15, "remember", json!({ "content": "The linter is ruff." }));
+    assert!(text(&without).contains(" in no session, status active"), "{}", text(&without));
+    let with = call(&sql, APRIL_15, "remember", json!({ "content": "The formatter is black.", "sessionId": "s1" }));
+    assert!(text(&with).contains(" in session s1, status active"), "{}", text(&with));
+}

@@ -84,8 +84,9 @@ impl DurableObject for CatalogObject {
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
-        let out = match req.json::<CatalogCall>().await {
-            Ok(call) => self.run(call).await,
+        let out = match req.text().await.map(|t| serde_json::from_str::<CatalogCall>(&t)) {
+            Ok(Ok(call)) => self.run(call).await,
+            Ok(Err(e)) => Err(Error::invalid(format!("bad internal call: {e}"))),
             Err(e) => Err(Error::invalid(format!("bad internal call: {e}"))),
         };
         crate::cloudflare::profile_object::reply(out)

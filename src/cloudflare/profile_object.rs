@@ -490,8 +490,12 @@ impl DurableObject for ProfileObject {
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
-        let call: Call = match req.json().await {
-            Ok(c) => c,
+        // Read as text and parsed by serde_json, never by the platform's
+        // JSON.parse: an integer above 2^53 (a 64-bit id in metadata) stays
+        // the number the caller sent.
+        let call: Call = match req.text().await.map(|t| serde_json::from_str::<Call>(&t)) {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),
             Err(e) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),
         };
         reply(self.run(call).await)

@@ -130,7 +130,8 @@ pub struct IngestRequest {
     pub session_id: Option<String>,
     /// Attached to every memory extracted from this call and to its
     /// messages.
-    #[serde(default, skip_serializing_if = "crate::core::filter::is_empty")]
+    #[serde(default, deserialize_with = "crate::core::model::metadata_or_null", skip_serializing_if = "crate::core::filter::is_empty")]
+    #[schemars(with = "Option<crate::core::model::Metadata>")]
     pub metadata: crate::core::model::Metadata,
 }
 
@@ -160,7 +161,8 @@ pub struct RememberRequest {
     /// Content the caller marks sensitive is refused (SPEC.md section 7).
     #[serde(default)]
     pub sensitive: Option<bool>,
-    #[serde(default, skip_serializing_if = "crate::core::filter::is_empty")]
+    #[serde(default, deserialize_with = "crate::core::model::metadata_or_null", skip_serializing_if = "crate::core::filter::is_empty")]
+    #[schemars(with = "Option<crate::core::model::Metadata>")]
     pub metadata: crate::core::model::Metadata,
 }
 

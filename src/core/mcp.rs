@@ -831,7 +831,13 @@ fn render_memory(verb: &str, m: &Value) -> String {
     if let Some(k) = m.get("key").and_then(Value::as_str) {
         let _ = write!(out, " (key {k})");
     }
-    let _ = write!(out, " in session {}, status {}: {}", s(m, "sessionId"), s(m, "status"), s(m, "summary"));
+    match m.get("sessionId").and_then(Value::as_str) {
+        Some(session) => {
+            let _ = write!(out, " in session {session}");
+        }
+        None => out.push_str(" in no session"),
+    }
+    let _ = write!(out, ", status {}: {}", s(m, "status"), s(m, "summary"));
     if let Some(old) = m.get("supersedes").and_then(Value::as_str) {
         let _ = write!(out, "\nIt supersedes memory {old}.");
     }

@@ -470,6 +470,12 @@ pub enum MetaValue {
 /// A memory's metadata: flat, keys in order.
 pub type Metadata = std::collections::BTreeMap<String, MetaValue>;
 
+/// Optional metadata of a request: `null` (an `undefined` over RPC) is
+/// not given, as for every other optional field, on every way in.
+pub fn metadata_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Metadata, D::Error> {
+    Ok(<Option<Metadata> as serde::Deserialize>::deserialize(d)?.unwrap_or_default())
+}
+
 /// Whose a memory is: its `agentId` and `userId` (metadata of reserved
 /// names, always strings). Memories of different owners are never merged,
 /// folded or superseded into one another; their other metadata (a

@@ -4,7 +4,7 @@
 //! of the profile's resident state are said here once.
 
 use crate::core::api;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 
 /// An operation on a profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -208,7 +208,10 @@ impl Call {
                 Call::Update(req)
             }
             Op::Consolidate => Call::Consolidate(api::parse(args)?),
-            Op::UndoConsolidation => Call::UndoConsolidation { id: api::parse::<UndoArgs>(args)?.id },
+            Op::UndoConsolidation => match api::parse::<UndoArgs>(args)?.id {
+                id if id >= 1 => Call::UndoConsolidation { id },
+                _ => return Err(Error::invalid("a consolidation id is a positive integer")),
+            },
             Op::Drain => none(args, Call::Drain)?,
             Op::Purge => none(args, Call::Purge)?,
         })

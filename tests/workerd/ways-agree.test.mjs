@@ -1,0 +1,98 @@
+// The same input, sent over REST, MCP and the service binding (RPC), gets
+// the same answer and stores the same thing: integers above 2^53 in
+// metadata stay the numbers sent (the hop to the Durable Object parses
+// JSON with serde_json, not the platform's JSON.parse); `metadata: null`
+// (an `undefined` over RPC) is "not given" on every way in; a consolidation
+// id that is not a positive integer is a 400 on every way in.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./helpers.mjs";
+import { profilePath } from "./reliability-support.mjs";
+
+const TOKEN = "dev-token";
+let w;
+before(async () => {
+  w = await startWorker();
+});
+after(async () => w?.dispose());
+
+const P = (profile, suffix = "") => profilePath("ways", profile, suffix);
+
+async function rest(method, path, body) {
+  const headers = { authorization: `Bearer ${TOKEN}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await w.fetch(path, { method, headers, body });
+  const text = await res.text();
+  // An export is NDJSON: its body is read as text only.
+  return { status: res.status, text, body: path.endsWith("/export") ? null : JSON.parse(text) };
+}
+
+async function mcpTool(profile, name, argsText) {
+  const res = await w.fetch(`/mcp/namespaces/ways/profiles/${profile}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", accept: "application/json" },
+    body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":${argsText}}}`,
+  });
+  const text = await res.text();
+  return { status: res.status, text, body: JSON.parse(text) };
+}
+
+async function rejection(promise) {
+  try {
+    await promise;
+    return null;
+  } catch (e) {
+    return e.message;
+  }
+}
+
+const BIG = "9007199254740993"; // 2^53 + 1: no JavaScript number holds it
+
+test("an integer above 2^53 in metadata is stored as sent, over REST and over MCP", async () => {
+  const body = `{"content":"The order counter is tracked.","metadata":{"orderId":${BIG}}}`;
+  const r = await rest("POST", P("big", "/remember"), body);
+  assert.equal(r.status, 200, r.text);
+  assert.match(r.text, new RegExp(`"orderId":${BIG}[,}]`), "the answer carries the number sent");
+  const exported = await rest("GET", P("big", "/export"));
+  assert.match(exported.text, new RegExp(`"orderId":${BIG}[,}]`), "the export holds the number sent");
+  const m = await mcpTool("bigmcp", "remember", `{"content":"The order counter is tracked.","metadata":{"orderId":${BIG}}}`);
+  assert.equal(m.status, 200, m.text);
+  assert.match(m.text, new RegExp(`orderId.{0,4}${BIG}`), "the tool's result carries the number sent");
+  assert.doesNotMatch(m.text, /9007199254740992/);
+});
+
+test("a consolidation id above 2^53 reaches the profile as sent: 404 no consolidation, never a float", async () => {
+  for (const id of [BIG, "9223372036854775807"]) {
+    const r = await rest("POST", P("big", `/consolidations/${id}/undo`));
+    assert.equal(r.status, 404, r.text);
+    assert.match(r.body.errors[0].message, new RegExp(`no consolidation with id ${id}`));
+  }
+});
+
+test("a consolidation id that is not a positive integer is a 400 over REST and over RPC", async () => {
+  for (const id of ["0", "-1"]) {
+    const r = await rest("POST", P("undo", `/consolidations/${id}/undo`));
+    assert.equal(r.status, 400, `${id}: ${r.text}`);
+    assert.match(r.body.errors[0].message, /positive integer/);
+  }
+  for (const id of [0, -1]) {
+    const message = await rejection(w.call("ways/undo", "undoConsolidation", id));
+    assert.match(message ?? "", /positive integer \(10001\)$/, `${id}: ${message}`);
+  }
+});
+
+test("metadata: null is not given over REST, MCP and RPC, and metadata: undefined over RPC", async () => {
+  const remember = { content: "The linter is ruff.", metadata: null };
+  const ingest = { sessionId: "s1", metadata: null, messages: [{ role: "user", content: "I like hiking in the Alps." }] };
+  const r = await rest("POST", P("rest-null", "/remember"), JSON.stringify(remember));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.result.metadata, undefined, "stored without metadata");
+  assert.equal((await rest("POST", P("rest-null", "/ingest"), JSON.stringify(ingest))).status, 200);
+  const m = await mcpTool("mcp-null", "remember", JSON.stringify(remember));
+  assert.equal(m.body.result.isError, false, m.text);
+  assert.equal(await rejection(w.call("ways/rpc-null", "remember", remember)), null);
+  assert.equal(await rejection(w.call("ways/rpc-undefined", "remember", { content: "The linter is ruff.", metadata: undefined })), null);
+  assert.equal(await rejection(w.call("ways/rpc-undefined", "ingest", ingest.messages, { sessionId: "s1", metadata: undefined })), null);
+  const stored = await Promise.all(["rest-null", "rpc-null", "rpc-undefined"].map((p) => rest("GET", P(p, "/memories"))));
+  for (const s of stored) assert.ok(s.body.result.memories.length >= 1, s.text);
+});
