@@ -760,6 +760,31 @@ fn test_an_import_refused_for_room_leaves_a_marked_profile_restorable() {
     });
 }
 
+/// A full profile still answers a re-sent write that adds nothing: a
+/// remember of a stored statement gets its memory, an import of records
+/// the profile holds skips them; a write that adds one is a 409 and
+/// changes nothing.
+#[test]
+fn test_a_full_profile_answers_a_resent_write_that_adds_nothing() {
+    let sql = database();
+    with_limits(&sql, APRIL_15, Limits { max_memories: 2, ..Limits::default() }, |p| {
+        let a = block_on(p.remember(remember("Alpha runs on port 8001."))).unwrap();
+        let b = block_on(p.remember(remember("Bravo listens on port 8002."))).unwrap();
+        let again = block_on(p.dispatch("remember", json!({ "content": "Bravo listens on port 8002." }))).unwrap();
+        assert_eq!(again["id"], json!(b.id), "the re-sent remember is answered with its memory");
+        let own = block_on(p.dispatch("export", json!({}))).unwrap();
+        let own = own.as_str().map(str::to_string).unwrap_or_else(|| own.to_string());
+        let report = block_on(p.dispatch("import", json!({ "data": own }))).unwrap();
+        assert_eq!(report, json!({ "memories": 0, "messages": 0 }), "importing the profile's own export adds nothing");
+        let before = snapshot(&sql);
+        let e = block_on(p.dispatch("remember", json!({ "content": "Charlie serves port 8003." }))).unwrap_err();
+        assert_eq!(e.status(), 409, "{e}");
+        assert_eq!(snapshot(&sql), before, "the refused remember changed nothing");
+        assert_eq!(p.stats().unwrap().memories, 2);
+        assert_ne!(a.id, b.id);
+    });
+}
+
 /// A write refused as bad input changes nothing, not even the purge a
 /// valid write to a profile marked for deletion would make: the profile
 /// can still be restored with everything in it.

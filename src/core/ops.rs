@@ -152,10 +152,17 @@ impl<'a> Profile<'a> {
     /// the write purges first: see [`Prepared`]). Asked before anything is
     /// written (the purge, and in the Durable Object the catalog), so a
     /// call refused for room changes nothing.
+    ///
+    /// An import counts only the memories the profile does not hold yet
+    /// (it skips the rest). A remember into a profile that is not empty
+    /// first is checked when it runs, once it is known whether it repeats
+    /// a stored memory (a repeat adds nothing, so a full profile still
+    /// answers a re-sent remember with its memory).
     pub fn admit(&self, prepared: &Prepared) -> Result<()> {
         let adding = match (&prepared.call, &prepared.import) {
-            (_, Some(parsed)) => parsed.memories.len(),
-            (Call::Remember(_), _) => 1,
+            (_, Some(parsed)) if prepared.empty_first => parsed.memories.len(),
+            (_, Some(parsed)) => self.import_adds(parsed)?,
+            (Call::Remember(_), _) if prepared.empty_first => 1,
             _ => return Ok(()),
         };
         let adding = i64::try_from(adding).unwrap_or(i64::MAX);
@@ -166,6 +173,13 @@ impl<'a> Profile<'a> {
             };
         }
         self.check_capacity(adding)
+    }
+
+    /// How many of an import's memories the profile does not hold yet.
+    fn import_adds(&self, parsed: &portable::Parsed) -> Result<usize> {
+        let ids: Vec<&str> = parsed.memories.iter().map(|m| m.id.as_str()).collect();
+        let held = self.store().existing_memory_ids(&ids)?;
+        Ok(ids.iter().filter(|id| !held.contains(**id)).count())
     }
 
     /// An import parsed whole, its links to versions outside the file
@@ -264,9 +278,9 @@ impl<'a> Profile<'a> {
     }
 
     pub async fn remember(&self, req: RememberRequest) -> Result<Memory> {
-        let req = prepare_remember(req)?;
-        self.check_capacity(1)?;
-        remember::run(self, req).await
+        // Room is checked when the memory is known (`remember::run`): a
+        // re-sent remember adds nothing.
+        remember::run(self, prepare_remember(req)?).await
     }
 
     pub async fn recall(&self, req: RecallRequest) -> Result<recall::RecallResponse> {
@@ -404,7 +418,7 @@ impl<'a> Profile<'a> {
 
     /// Writes a parsed import, whole or not at all.
     pub fn import_parsed(&self, parsed: &portable::Parsed) -> Result<portable::ImportReport> {
-        self.check_capacity(parsed.memories.len() as i64)?;
+        self.check_capacity(i64::try_from(self.import_adds(parsed)?).unwrap_or(i64::MAX))?;
         let store = self.store();
         store.transaction(|| {
             let report = portable::import(&store, parsed)?;
@@ -522,7 +536,7 @@ impl<'a> Profile<'a> {
         Error::conflict(format!("profile is full: it holds {count} memories and its limit is {}", self.limits.max_memories))
     }
 
-    fn check_capacity(&self, adding: i64) -> Result<()> {
+    pub(crate) fn check_capacity(&self, adding: i64) -> Result<()> {
         match self.store().memory_count_near(self.limits.max_memories, adding)? {
             Some(count) if count.saturating_add(adding) > self.limits.max_memories => Err(self.full(count)),
             _ => Ok(()),

@@ -57,6 +57,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
         first.memory.expires_at = expires_at.clone();
     }
     let store = p.store();
+    room_unless_repeated(p, &store, &pending)?;
     let outcome = persist::store(&store, p.turns, pending)?;
     // Read back what was stored: its status is derived on read (a memory
     // stored with an expiry already past reads as expired).
@@ -70,6 +71,17 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
         _ => return Err(Error::storage("failed to store the memory")),
     };
     store.get_memory(&id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))
+}
+
+/// A remember that adds a memory needs room for it (409 when the profile
+/// is full); one that repeats an active memory adds nothing, so a re-sent
+/// remember is answered with its memory even in a full profile.
+fn room_unless_repeated(p: &Profile<'_>, store: &crate::core::store::Store<'_>, pending: &[persist::Pending]) -> Result<()> {
+    let fingerprints: Vec<&str> = pending.iter().map(|m| m.fingerprint.as_str()).collect();
+    if store.active_by_fingerprints(&fingerprints)?.len() == fingerprints.len() {
+        return Ok(());
+    }
+    p.check_capacity(1)
 }
 
 /// A statement remembered again with a key other than the one it is
