@@ -527,3 +527,25 @@ fn test_include_inactive_with_as_of_is_refused() {
         assert!(e.message().contains("includeInactive cannot be combined with asOf"), "{e}");
     });
 }
+
+/// The published interface: "If no memories match the query, recall()
+/// returns an empty answer rather than hallucinating a response." The
+/// vector index always has nearest neighbours; with the local embedder they
+/// never make a match alone.
+#[test]
+fn test_a_question_nothing_matches_gets_an_empty_answer_though_the_vector_index_has_neighbours() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        remember(p, json!({ "content": "The user prefers concise answers.", "sessionId": "chat-2026-04-21" }));
+        block_on(p.ingest(chat(&[("user", "I prefer dark mode and use VS Code.")], "2026-04-14"))).unwrap();
+        block_on(p.dispatch("drain", json!({}))).unwrap();
+        for query in ["xylophone zeppelin quasar", "Who won the 1998 World Cup?", "How tall is Mount Everest?"] {
+            let r = recall(p, json!({ "query": query, "explain": true }));
+            let vector = r.explain.as_ref().unwrap().channels.iter().find(|c| c.channel == Channel::Vector).unwrap();
+            assert!(!vector.ids.is_empty(), "{query}: the index has neighbours");
+            assert_eq!((r.answer.as_str(), r.count), ("", 0), "{query}: {:?}", summaries(&r));
+        }
+        let r = recall(p, json!({ "query": "Which editor theme does the user prefer?" }));
+        assert!(r.count > 0 && r.answer.contains("dark mode"), "a question that matches is answered: {}", r.answer);
+    });
+}

@@ -97,6 +97,10 @@ impl Embedder for WorkersAiEmbedder {
         crate::core::ports::EmbeddingKind::Semantic
     }
 
+    fn match_floor(&self) -> Option<f32> {
+        Some(crate::core::recall::fuse::semantic_match_floor(&self.model))
+    }
+
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
         Box::pin(async move {
             let out = within_timeout(&self.model, self.ai.run(&self.model, &llm::workers_ai_embed_request(texts))).await?;
@@ -160,6 +164,10 @@ pub struct OpenAiEmbedder {
 impl Embedder for OpenAiEmbedder {
     fn kind(&self) -> crate::core::ports::EmbeddingKind {
         crate::core::ports::EmbeddingKind::Semantic
+    }
+
+    fn match_floor(&self) -> Option<f32> {
+        Some(crate::core::recall::fuse::semantic_match_floor(&self.model))
     }
 
     fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {

@@ -169,6 +169,18 @@ pub trait Embedder {
     fn kind(&self) -> EmbeddingKind {
         EmbeddingKind::Lexical
     }
+
+    /// The cosine similarity at or above which one of its vectors alone
+    /// shows that a query matches a memory (`recall::fuse::shows_a_match`).
+    /// `None`: its vectors never show a match alone (the lexical default:
+    /// what they find, full text finds). A semantic adapter answers
+    /// [`crate::core::recall::fuse::semantic_match_floor`] of its model.
+    fn match_floor(&self) -> Option<f32> {
+        match self.kind() {
+            EmbeddingKind::Lexical => None,
+            EmbeddingKind::Semantic => Some(0.0),
+        }
+    }
 }
 
 /// A vector index scoped to one profile.

@@ -213,4 +213,9 @@ impl Embedder for OpenAiEmbedder {
     fn kind(&self) -> agent_memory::core::ports::EmbeddingKind {
         agent_memory::core::ports::EmbeddingKind::Semantic
     }
+
+    /// Its model's match floor, as the Worker's adapter says.
+    fn match_floor(&self) -> Option<f32> {
+        Some(agent_memory::core::recall::fuse::semantic_match_floor(&self.model))
+    }
 }

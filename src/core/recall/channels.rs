@@ -1069,6 +1069,8 @@ pub async fn vectors(
         .map(|((channel, _), hits)| {
             let mut ranking = Ranking::new(*channel, Vec::new());
             for (id, cosine) in hits.into_iter().filter(|(id, _)| live.contains_key(id)) {
+                // Best first: the first live hit's is the best.
+                ranking.best_similarity.get_or_insert(cosine);
                 if explain {
                     let what = if *channel == Channel::Hyde { "the analyzer's hypothetical answer (HyDE)" } else { "the query" };
                     ranking.why.insert(id.clone(), Explanation::new(f64::from(cosine), format!("cosine similarity to the embedding of {what}")));

@@ -196,12 +196,15 @@ pub struct Ranking {
     pub ranks: Vec<usize>,
     /// With `explain`: why each id holds its place in this channel.
     pub why: rustc_hash::FxHashMap<String, Explanation>,
+    /// A vector channel's best cosine similarity (its first id's), which
+    /// [`shows_a_match`] weighs; `None` for the other channels.
+    pub best_similarity: Option<f32>,
 }
 
 impl Ranking {
     /// A ranking by position.
     pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
-        Ranking { channel, ids, ranks: Vec::new(), why: Default::default() }
+        Ranking { channel, ids, ranks: Vec::new(), why: Default::default(), best_similarity: None }
     }
 
     /// Ranks by evidence: memories drawn from the same source messages
@@ -235,6 +238,47 @@ impl Ranking {
     pub fn rank_at(&self, index: usize) -> usize {
         self.ranks.get(index).copied().unwrap_or(index.saturating_add(1))
     }
+}
+
+/// all-MiniLM-L6-v2's match floor. Measured on the LoCoMo development
+/// split (`docs/bench/generalization/match-floor.txt`): a question's best
+/// cosine to a turn of its own conversation is below 0.35 for 1.6% of the
+/// questions, while an unrelated question's best is at or above it for 18%
+/// of them (against 0.40: 4.9% and 10%). The gate only matters when no
+/// lexical channel found anything, so the real questions it costs are
+/// fewer still.
+pub const MINILM_MATCH_FLOOR: f32 = 0.35;
+
+/// The match floor of a semantic embedding model, by its name: measured
+/// ones have theirs; any other (Workers AI's models included: they cannot
+/// be run offline here, so none was measured) has 0.0, so its nearest
+/// vectors always count, as before there was a floor.
+pub fn semantic_match_floor(model: &str) -> f32 {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    match name.as_str() {
+        "all-minilm-l6-v2" => MINILM_MATCH_FLOOR,
+        _ => 0.0,
+    }
+}
+
+/// Whether the channels found anything that matches the query, so that
+/// a recall with nothing to go on answers empty rather than with the
+/// nearest vectors of unrelated memories (a vector index always has
+/// nearest neighbours). A hit of a lexical channel (key, full text,
+/// messages) shares words with the query and always counts. A vector
+/// channel's hits count when its best cosine reaches `floor`, the
+/// embedder's [`crate::core::ports::Embedder::match_floor`]; with none
+/// (the local hashing embedder, whose vectors re-find lexically what full
+/// text finds) they never count alone. This only decides between some
+/// candidates and none: it never reorders or drops one hit.
+pub fn shows_a_match(rankings: &[Ranking], floor: Option<f32>) -> bool {
+    rankings.iter().any(|r| match r.channel {
+        Channel::Vector | Channel::Hyde => match (floor, r.best_similarity) {
+            (Some(floor), Some(best)) => best >= floor,
+            _ => false,
+        },
+        _ => !r.ids.is_empty(),
+    })
 }
 
 /// One channel's part in a fused score.
@@ -341,7 +385,7 @@ mod tests {
 
     #[test]
     fn test_grouped_ranks_share_a_contribution() {
-        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2], why: Default::default() };
+        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2], why: Default::default(), best_similarity: None };
         let out = fuse(&[grouped], Weights::default());
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
         assert_eq!(score("a"), score("b"));
@@ -381,5 +425,16 @@ mod tests {
         let rankings = [r(Channel::Vector, &["a"])];
         let hit = fuse(&rankings, semantic).remove(0);
         assert!(explain(&hit, &rankings, semantic).details[0].description.contains("SEMANTIC_WEIGHT_VECTOR"));
+    }
+    #[test]
+    fn test_a_match_needs_a_lexical_hit_or_a_vector_as_close_as_the_floor() {
+        let mut vector = r(Channel::Vector, &["a"]);
+        vector.best_similarity = Some(0.3);
+        assert!(!shows_a_match(&[vector.clone(), r(Channel::Fts, &[])], None), "lexical vectors never match alone");
+        assert!(!shows_a_match(&[vector.clone()], Some(MINILM_MATCH_FLOOR)), "below the floor");
+        assert!(shows_a_match(&[vector.clone()], Some(0.3)), "at the floor");
+        assert!(shows_a_match(&[vector, r(Channel::Messages, &["b"])], None), "a lexical hit always matches");
+        assert_eq!(semantic_match_floor("@cf/sentence-transformers/all-MiniLM-L6-v2"), MINILM_MATCH_FLOOR);
+        assert_eq!(semantic_match_floor("@cf/baai/bge-base-en-v1.5"), 0.0, "unmeasured models keep every neighbour");
     }
 }

@@ -155,7 +155,13 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     got.record(Channel::Key, key);
     text_channels(p, &scope, &analysis, &mut got);
     vector_channels(p, &scope, embeddings.as_ref(), &mut got).await;
-    let ranked = fuse_and_load(p, &scope, &got.rankings)?;
+    let ranked = match fuse::shows_a_match(&got.rankings, p.embedder.match_floor()) {
+        true => fuse_and_load(p, &scope, &got.rankings)?,
+        // Nothing matches: no candidates, and the answer is empty (the
+        // published interface's "an empty answer rather than
+        // hallucinating a response").
+        false => Vec::new(),
+    };
     let computed = temporal_facts(&scope, &ranked);
     let answer = synthesize(p, &scope, &ranked, &computed, &mut got.notes).await;
     Ok(respond(scope, analysis, answer, ranked, computed, got))
