@@ -549,3 +549,27 @@ fn test_a_question_nothing_matches_gets_an_empty_answer_though_the_vector_index_
         assert!(r.count > 0 && r.answer.contains("dark mode"), "a question that matches is answered: {}", r.answer);
     });
 }
+
+/// The published types: `referenceDate` "is used as 'today' for resolving
+/// relative time references ('how many days ago', 'last week')". The same
+/// question names another week with another reference date, and what was
+/// said in that week comes first.
+#[test]
+fn test_the_reference_date_decides_which_week_last_week_is() {
+    let sql = database();
+    with_profile(&sql, APRIL_15 + 20 * DAY, |p| {
+        for (session, content, at) in [
+            ("x1", "We migrated the billing database to PostgreSQL today.", "2026-04-08T10:00:00Z"),
+            ("x2", "We launched the new onboarding flow today.", "2026-04-20T10:00:00Z"),
+        ] {
+            let said = MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) };
+            block_on(p.ingest(IngestRequest { messages: vec![said], session_id: Some(session.into()), metadata: Default::default() })).unwrap();
+        }
+        block_on(p.dispatch("drain", json!({}))).unwrap();
+        for (reference, first) in [("2026-04-14", "PostgreSQL"), ("2026-04-27", "onboarding")] {
+            let r = recall(p, json!({ "query": "What happened last week?", "referenceDate": reference }));
+            assert!(r.candidates.first().is_some_and(|c| c.summary.contains(first)), "{reference}: {:?}", summaries(&r));
+            assert!(r.answer.starts_with(&format!("User: We {}", if first == "PostgreSQL" { "migrated" } else { "launched" })), "{reference}: {}", r.answer);
+        }
+    });
+}

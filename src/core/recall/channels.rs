@@ -383,7 +383,7 @@ pub fn fts_with(
     for id in &candidates {
         let own = own.get(id).copied().unwrap_or(0.0);
         let (score, node) = match sources.get(id) {
-            Some(srcs) => scorer.in_context(own, srcs),
+            Some(srcs) => scorer.in_context(own, srcs, columns.get(id).and_then(|c| c.2.as_deref()).and_then(crate::core::time::date_of)),
             None => scorer.on_its_own(own, columns.get(id)),
         };
         scores.insert(id.clone(), score);
@@ -477,8 +477,10 @@ impl MemoryScorer<'_> {
 
     /// A memory with source messages: its best source turn in context, plus
     /// [`OWN_SHARE`] of its own words (times [`SPEAKER_BOOST`] when the
-    /// query names a source's speaker).
-    fn in_context(&self, own: f64, srcs: &[(String, String)]) -> (f64, Option<Explanation>) {
+    /// query names a source's speaker, and [`DATE_BOOST`] when the memory
+    /// is dated within a period the query names: "last week" matches no
+    /// words, so its turns score nothing in context).
+    fn in_context(&self, own: f64, srcs: &[(String, String)], date: Option<chrono::NaiveDate>) -> (f64, Option<Explanation>) {
         // The best source turn in context (the first among equals).
         let best = srcs.iter().filter_map(|(mid, _)| self.turn_score.get(mid.as_str()).map(|s| (mid, *s))).fold(None, |b: Option<(&String, f64)>, (m, s)| match b {
             Some((_, bs)) if bs >= s => b,
@@ -486,14 +488,17 @@ impl MemoryScorer<'_> {
         });
         let context = best.map_or(0.0, |(_, s)| s).max(0.0);
         let speaker = if srcs.iter().any(|(_, role)| self.named(role)) { SPEAKER_BOOST } else { 1.0 };
-        let score = context + OWN_SHARE * own * speaker;
+        let dated = Boosts::of(self.q, false, false, date);
+        let score = context + OWN_SHARE * own * speaker * dated.factor();
         if !self.explain {
             return (score, None);
         }
-        let mut own_part = Explanation::new(OWN_SHARE * own * speaker, format!("OWN_SHARE {OWN_SHARE} × own × speaker")).with(Self::own_node(own));
+        let mut own_part =
+            Explanation::new(OWN_SHARE * own * speaker * dated.factor(), format!("OWN_SHARE {OWN_SHARE} × own × speaker × date")).with(Self::own_node(own));
         if speaker != 1.0 {
             own_part = own_part.with(Explanation::new(SPEAKER_BOOST, format!("× SPEAKER_BOOST {SPEAKER_BOOST}: a source message's speaker is named by the query")));
         }
+        own_part = own_part.with_all(dated.explain());
         let context_part = match best.and_then(|(m, _)| self.turns.parts.get(m.as_str()).map(|p| (m, p))) {
             Some((m, parts)) => parts.explain_in_context(m, context),
             None => Explanation::new(context, "no source message in context"),

@@ -60,6 +60,7 @@ pub fn detect(q: &str) -> Option<Question> {
     static LONG_AGO: OnceLock<Regex> = OnceLock::new();
     static WEEKDAY: OnceLock<Regex> = OnceLock::new();
     static ORDER: OnceLock<Regex> = OnceLock::new();
+    static LAST_PERIOD: OnceLock<Regex> = OnceLock::new();
     static WHEN: OnceLock<Regex> = OnceLock::new();
     if let Some(c) = re(&BETWEEN, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(between|from)\b").captures(q) {
         return Some(Question::Between(unit_of(group(&c, 1))));
@@ -73,7 +74,9 @@ pub fn detect(q: &str) -> Option<Question> {
     if re(&WEEKDAY, r"(?i)\b(what|which) (day of the week|weekday)\b").is_match(q) {
         return Some(Question::Weekday);
     }
-    if re(&ORDER, r"(?i)\b(which|what) (came|happened|was) (first|earlier|later|last)\b|\bbefore or after\b").is_match(q) {
+    // "What happened last week?" names a period, not an order.
+    let names_a_period = re(&LAST_PERIOD, r"(?i)\b(came|happened|was) last (week|weekend|month|year|night|time)\b").is_match(q);
+    if !names_a_period && re(&ORDER, r"(?i)\b(which|what) (came|happened|was) (first|earlier|later|last)\b|\bbefore or after\b").is_match(q) {
         return Some(Question::Order);
     }
     if re(&WHEN, r"(?i)^\s*(when|what (date|day|year|month|time))\b|\bon what date\b|\bwhat year\b").is_match(q) {
@@ -164,7 +167,88 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
             out.push((first, next.pred_opt().unwrap_or(next)));
         }
     }
+    out.extend(relative_periods(text, reference));
     out
+}
+
+/// The periods a text names relative to `reference` ("today" of the
+/// question: a recall's `referenceDate`, else now): "today", "yesterday",
+/// "this week" and "last week" (weeks run Monday to Sunday), "this month",
+/// "last month", "this year", "last year", "last weekend", "3 days ago"
+/// (widened by [`DATE_SLACK_DAYS`]) and "the past 2 weeks" (up to
+/// `reference`). A period that would leave the calendar is left out.
+pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate)> {
+    static RELATIVE: OnceLock<Regex> = OnceLock::new();
+    let n = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few";
+    let rx = re(
+        &RELATIVE,
+        &format!(
+            r"(?i)\b(?:(?P<day>the day before yesterday|yesterday|today)|(?P<rel>last|this|past) (?P<unit>week|month|year|weekend)|(?P<n>{n}) (?P<agounit>days?|weeks?|months?) ago|(?:the )?(?:last|past) (?P<m>{n}) (?P<spanunit>days|weeks|months))\b"
+        ),
+    );
+    let days = |k: i64| reference.checked_sub_signed(chrono::Duration::days(k));
+    let months_back = |k: u32| reference.with_day(1).and_then(|d| d.checked_sub_months(chrono::Months::new(k)));
+    let month_end = |first: NaiveDate| first.checked_add_months(chrono::Months::new(1)).and_then(|d| d.pred_opt());
+    let monday = days(i64::from(reference.weekday().num_days_from_monday()));
+    let slack = chrono::Duration::days(DATE_SLACK_DAYS);
+    let mut out = Vec::new();
+    for c in rx.captures_iter(text) {
+        let lower = |i: &str| c.name(i).map_or(String::new(), |m| m.as_str().to_ascii_lowercase());
+        let period = if let Some(day) = c.name("day") {
+            let back = match day.as_str().to_ascii_lowercase().as_str() {
+                "today" => 0,
+                "yesterday" => 1,
+                _ => 2,
+            };
+            days(back).map(|d| (d, d))
+        } else if c.name("rel").is_some() {
+            let this = lower("rel") == "this";
+            match lower("unit").as_str() {
+                "week" if this => monday.map(|m| (m, reference)),
+                "week" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(7))?, m.pred_opt()?))),
+                "weekend" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(2))?, m.pred_opt()?))),
+                "month" if this => reference.with_day(1).map(|f| (f, reference)),
+                "month" => months_back(1).and_then(|f| Some((f, month_end(f)?))),
+                "year" if this => reference.with_ordinal(1).map(|f| (f, reference)),
+                _ => reference.year().checked_sub(1).and_then(|y| Some((NaiveDate::from_ymd_opt(y, 1, 1)?, NaiveDate::from_ymd_opt(y, 12, 31)?))),
+            }
+        } else if let Some(k) = c.name("n").and_then(|m| count(m.as_str())) {
+            let at = match lower("agounit").trim_end_matches('s') {
+                "day" => days(k),
+                "week" => k.checked_mul(7).and_then(days),
+                _ => u32::try_from(k).ok().and_then(|k| reference.checked_sub_months(chrono::Months::new(k))),
+            };
+            at.and_then(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?)))
+        } else if let Some(k) = c.name("m").and_then(|m| count(m.as_str())) {
+            let from = match lower("spanunit").as_str() {
+                "days" => days(k),
+                "weeks" => k.checked_mul(7).and_then(days),
+                _ => u32::try_from(k).ok().and_then(|k| reference.checked_sub_months(chrono::Months::new(k))),
+            };
+            from.map(|f| (f, reference))
+        } else {
+            None
+        };
+        out.extend(period);
+    }
+    out
+}
+
+/// A count written in digits or in words ("a", "two", "a few").
+fn count(s: &str) -> Option<i64> {
+    Some(match s.to_ascii_lowercase().as_str() {
+        "a" | "an" | "one" => 1,
+        "two" | "a couple of" => 2,
+        "three" | "a few" => 3,
+        "four" => 4,
+        "five" => 5,
+        "six" => 6,
+        "seven" => 7,
+        "eight" => 8,
+        "nine" => 9,
+        "ten" => 10,
+        digits => digits.parse().ok()?,
+    })
 }
 
 /// Words that place a statement in time.
@@ -343,6 +427,32 @@ mod tests {
     #[test]
     fn test_month_without_year_never_lands_after_reference() {
         assert_eq!(dates_in("the December 24 party", d("2026-04-20")), vec![d("2025-12-24")]);
+    }
+
+    #[test]
+    fn test_what_happened_last_week_names_a_period_not_an_order() {
+        assert_eq!(detect("What happened last week?"), None);
+        assert_eq!(detect("Which happened last, the launch or the migration?"), Some(Question::Order));
+        assert_eq!(detect("What came first?"), Some(Question::Order));
+    }
+
+    #[test]
+    fn test_relative_periods_are_ranges_around_the_reference_date() {
+        // 2026-04-14 is a Tuesday.
+        let r = d("2026-04-14");
+        let one = |text: &str| relative_periods(text, r);
+        assert_eq!(one("What happened last week?"), vec![(d("2026-04-06"), d("2026-04-12"))]);
+        assert_eq!(one("What happened this week?"), vec![(d("2026-04-13"), r)]);
+        assert_eq!(one("What did we do last weekend?"), vec![(d("2026-04-11"), d("2026-04-12"))]);
+        assert_eq!(one("What shipped last month?"), vec![(d("2026-03-01"), d("2026-03-31"))]);
+        assert_eq!(one("And yesterday?"), vec![(d("2026-04-13"), d("2026-04-13"))]);
+        assert_eq!(one("What broke two weeks ago?"), vec![(d("2026-03-28"), d("2026-04-03"))]);
+        assert_eq!(one("What changed in the past 3 days?"), vec![(d("2026-04-11"), r)]);
+        assert_eq!(one("Last year was busy"), vec![(d("2025-01-01"), d("2025-12-31"))]);
+        assert!(one("What is the weekly report about?").is_empty());
+        assert!(relative_periods("last week", NaiveDate::MIN).is_empty(), "off the calendar: left out");
+        // The same phrase with another reference names another week.
+        assert_eq!(relative_periods("What happened last week?", d("2026-04-27")), vec![(d("2026-04-20"), d("2026-04-26"))]);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! * task: "working on", "TODO", "next I will", "need to", "going to",
 //!   "in progress", "currently";
 //! * instruction: starts with an imperative verb, or says "always",
-//!   "never", "make sure", "to do X, run Y", "use X (not Y)";
+//!   "never", "make sure", "to do X, run Y", "use X (not Y)", or states a
+//!   preference about how to answer ("prefers concise answers");
 //! * event: past-tense action with a date or a past time marker;
 //! * fact: everything else (stable preferences and properties).
 //!
@@ -42,6 +43,8 @@ const LEAD_INS: &[&str] = &["and", "but", "so", "also", "please", "then", "actua
 pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     static TASK: OnceLock<Regex> = OnceLock::new();
     static INSTR: OnceLock<Regex> = OnceLock::new();
+    // A preference about how to answer is guidance for the assistant.
+    static HOW_TO_ANSWER: OnceLock<Regex> = OnceLock::new();
     static PAST: OnceLock<Regex> = OnceLock::new();
     let lower = body.to_lowercase();
     if re(&TASK, r"\b(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))\b").is_match(&lower) {
@@ -50,15 +53,69 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     let first = text::tokens(&lower).into_iter().find(|w| !LEAD_INS.contains(&w.as_str()));
     if first.as_deref().is_some_and(|w| IMPERATIVES.contains(&w))
         || re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower)
+        || re(&HOW_TO_ANSWER, r"\b(prefers?|wants?|likes?|asks? for)\b[^.!?]*\b(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)\b").is_match(&lower)
     {
         return MemoryType::Instruction;
     }
     if re(&PAST, r"\b(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)\b").is_match(&lower)
-        && (dated || lower.contains(" ago") || lower.contains("last "))
+        && (dated || lower.contains(" ago") || lower.contains("last ") || names_a_day(&lower))
     {
         return MemoryType::Event;
     }
     MemoryType::Fact
+}
+
+/// Whether a (lowercased) text names a day of a month ("on April 15",
+/// "3 May"), which dates a past action as firmly as an ISO date.
+fn names_a_day(lower: &str) -> bool {
+    static DAY: OnceLock<Regex> = OnceLock::new();
+    let months = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
+    re(&DAY, &format!(r"\b(?:(?:{months})\.? \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{months}))\b")).is_match(lower)
+}
+
+/// Words that open a sentence without naming who it is about.
+const NOT_NAMES: &[&str] = &[
+    "i", "we", "you", "he", "she", "they", "it", "my", "our", "your", "his", "her", "their", "its", "the", "a", "an", "this", "that",
+    "these", "those", "user", "users", "assistant", "there", "here",
+];
+
+/// What a statement names as its subject when that is not the speaker: a
+/// run of two or more capitalized words opening it ("Project Alpha uses
+/// PostgreSQL"), none of them a pronoun or a known thing (in "Postgres
+/// Pro is our database" the subject is the value). One capitalized word
+/// is only a sentence's first ("Use pnpm"), so it names nothing.
+fn named_subject(body: &str) -> Option<String> {
+    let mut words = Vec::new();
+    for token in body.split_whitespace().skip_while(|t| LEAD_INS.contains(&t.trim_end_matches(',').to_lowercase().as_str())) {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+        if !word.chars().next().is_some_and(char::is_uppercase) || NOT_NAMES.contains(&word.to_lowercase().as_str()) {
+            break;
+        }
+        words.push(word);
+        if token.ends_with([',', '.', ':', ';', '!', '?']) {
+            break;
+        }
+    }
+    let phrase = words.join(" ");
+    if words.len() < 2 || lexicon::category_of(&phrase).is_some() {
+        return None;
+    }
+    let words = key_words(&phrase);
+    (!words.is_empty()).then(|| words.into_iter().take(3).collect::<Vec<_>>().join("_"))
+}
+
+/// Numbers that name a thing rather than count it: an id of three or more
+/// digits ("order 1234"), one written `#42`, or a version ("v2.3.0").
+/// Kept in a key built from a statement's words, so two orders or two
+/// releases are two topics; counts ("2 cats") stay out, so an updated
+/// count supersedes the old one.
+fn identifiers(body: &str) -> Vec<String> {
+    static ID: OnceLock<Regex> = OnceLock::new();
+    re(&ID, r"(?i)(?:^|[^\w.])(#\d+|v\d+(?:\.\d+)+|\d+(?:\.\d+){2,}|\d{3,})\b")
+        .captures_iter(body)
+        .filter_map(|c| c.get(1))
+        .map(|m| m.as_str().trim_start_matches('#').to_lowercase().replace('.', "_"))
+        .collect()
 }
 
 fn subject(role: &str) -> String {
@@ -101,7 +158,12 @@ fn copula_subject(body: &str) -> Option<String> {
 pub const FALLBACK_KEY_WORDS: usize = 8;
 
 pub fn key_of(role: &str, body: &str) -> Option<String> {
-    let attr = lexicon::category_of(body).map(str::to_string).or_else(|| copula_subject(body)).or_else(|| {
+    let category = lexicon::category_of(body).map(|c| match named_subject(body) {
+        // Two projects' databases are two topics.
+        Some(named) => format!("{named}_{c}"),
+        None => c.to_string(),
+    });
+    let attr = category.or_else(|| copula_subject(body)).or_else(|| {
         // No known attribute: key by the statement's own words (stemmed,
         // sorted, up to FALLBACK_KEY_WORDS), so only a restatement of the
         // same thing supersedes it. A key from a sentence's first words
@@ -111,6 +173,7 @@ pub fn key_of(role: &str, body: &str) -> Option<String> {
         words.sort();
         words.dedup();
         words.truncate(FALLBACK_KEY_WORDS);
+        words.extend(identifiers(body));
         (!words.is_empty()).then(|| words.join("_"))
     })?;
     crate::core::text::normalize_key(&format!("{}.{attr}", subject(role)))
@@ -179,6 +242,28 @@ mod tests {
         assert_eq!(kind_of("The project uses GraphQL.", false), MemoryType::Fact);
         assert_eq!(kind_of("Actually, switch to npm for this project.", false), MemoryType::Instruction);
         assert_eq!(kind_of("From now on, deploys happen on Fridays.", false), MemoryType::Instruction);
+    }
+
+    #[test]
+    fn test_a_past_action_on_a_named_day_is_an_event() {
+        assert_eq!(kind_of("Deployed billing API v2.3.0 to production on April 15.", false), MemoryType::Event);
+        assert_eq!(kind_of("We shipped the release on 3 May.", false), MemoryType::Event);
+        assert_eq!(kind_of("The user prefers May for holidays.", false), MemoryType::Fact);
+        assert_eq!(kind_of("The user prefers concise answers.", false), MemoryType::Instruction);
+        assert_eq!(kind_of("The user prefers dark mode in the editor.", false), MemoryType::Fact);
+    }
+
+    #[test]
+    fn test_statements_about_two_named_things_never_share_a_key() {
+        let alpha = key_of("user", "Project Alpha uses PostgreSQL.");
+        let beta = key_of("user", "Project Beta uses MySQL.");
+        assert_ne!(alpha, beta);
+        assert_eq!(alpha, key_of("user", "Project Alpha uses MySQL now."), "one project's database is one topic");
+        // One capitalized word opens any sentence: it names nothing.
+        assert_eq!(key_of("user", "Use pnpm, not npm."), key_of("user", "Actually, switch to npm for this project."));
+        assert_ne!(key_of("user", "Order 1234 shipped on the 3rd."), key_of("user", "Order 5678 shipped on the 3rd."));
+        assert_ne!(key_of("user", "Release v2.3.0 is in staging."), key_of("user", "Release v2.4.0 is in staging."));
+        assert_eq!(key_of("user", "I have 2 cats at home."), key_of("user", "I have 3 cats at home."), "a count is updated, not a new topic");
     }
 
     #[test]
