@@ -80,7 +80,9 @@ export class MemoryService extends WorkerEntrypoint {
   async deleteProfile(name) {
     takes("deleteProfile", arguments);
     profileName(name);
-    await guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", null, this.#namespace));
+    // getProfile "creates" a profile: one only read is deleted as it
+    // stands (the HTTP route answers 404 for it, as its reference lists).
+    await guarded(rust(this.ctx, this.env).rpc(this.env, name, "deleteProfile", { neverWrittenOk: true }, this.#namespace));
   }
   async restoreProfile(name) {
     takes("restoreProfile", arguments);

@@ -407,7 +407,6 @@ fn test_import_refuses_every_invalid_record_kind_with_400_and_changes_nothing() 
             ("empty role", message_line("", "Hello there.", json!({}))),
             ("5,000-character role", message_line(&"r".repeat(5000), "Hello there.", json!({}))),
             ("32 KB + 1 message", message_line("user", &over, json!({}))),
-            ("empty message", message_line("user", "", json!({}))),
             ("timestamp not a date", message_line("user", "Hello there.", json!({ "timestamp": "the other day" }))),
             ("timestamp off the calendar", message_line("user", "Hello there.", json!({ "timestamp": "-262143-01-01" }))),
             ("negative position", message_line("user", "Hello there.", json!({ "position": -1 }))),

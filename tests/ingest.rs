@@ -544,3 +544,24 @@ fn test_failed_extraction_is_queued_and_the_alarm_retries_it_until_it_succeeds()
         assert_eq!((again.messages_stored, again.memories_stored), (0, 0));
     });
 }
+
+/// A turn that said nothing (the published chat example ingests
+/// `assistantMessage || ""`) is a turn of the conversation: stored as sent,
+/// nothing extracted from it, and the rest of the call is not lost.
+#[test]
+fn test_a_turn_that_said_nothing_is_stored_with_its_conversation() {
+    let sql = support::database();
+    support::with_profile(&sql, support::APRIL_15, |p| {
+        let call = || agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "I prefer TypeScript over JavaScript."), support::msg("assistant", ""), support::msg("assistant", "   ")],
+            session_id: Some("chat".into()),
+            metadata: Default::default(),
+        };
+        let report = support::block_on(p.ingest(call())).unwrap();
+        assert_eq!(report.messages_stored, 3, "{report:?}");
+        assert!(report.memories_stored >= 1, "the user's turn is extracted: {report:?}");
+        let again = support::block_on(p.ingest(call())).unwrap();
+        assert_eq!(again.messages_stored, 0, "re-ingesting is idempotent: {again:?}");
+        assert_eq!(p.stats().unwrap().messages, 3);
+    });
+}

@@ -452,14 +452,23 @@ fn validate_label(what: &str, s: &str, max: usize) -> Result<()> {
 /// Checks a message's or memory's text: not blank, at most
 /// [`MAX_MESSAGE_BYTES`] (a 413 past it).
 pub fn validate_content(what: &str, content: &str) -> Result<()> {
+    validate_message_content(what, content)?;
+    if content.chars().all(is_invisible) {
+        return Err(Error::invalid(format!("{what} must hold a visible character")));
+    }
+    Ok(())
+}
+
+/// Checks a conversation message's content: at most [`MAX_MESSAGE_BYTES`].
+/// It may be empty: a turn that said nothing (the published chat example
+/// ingests `assistantMessage || ""`) is still a turn of the conversation,
+/// stored as sent; nothing is extracted from it.
+pub fn validate_message_content(what: &str, content: &str) -> Result<()> {
     if content.len() > MAX_MESSAGE_BYTES {
         return Err(Error::too_large(format!(
             "{what} is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
             content.len()
         )));
-    }
-    if content.chars().all(is_invisible) {
-        return Err(Error::invalid(format!("{what} must hold a visible character")));
     }
     Ok(())
 }
@@ -529,7 +538,7 @@ impl IngestRequest {
         crate::core::filter::validate_metadata("metadata", &self.metadata)?;
         for (i, m) in self.messages.iter().enumerate() {
             validate_role(&format!("messages[{i}].role"), &m.role)?;
-            validate_content(&format!("messages[{i}].content"), &m.content)?;
+            validate_message_content(&format!("messages[{i}].content"), &m.content)?;
             validate_date(&format!("messages[{i}].timestamp"), &m.timestamp)?;
         }
         Ok(())

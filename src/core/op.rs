@@ -138,7 +138,11 @@ pub enum Call {
     Export(api::ExportRequest),
     Import { data: String },
     Stats,
-    DeleteProfile,
+    /// `never_written_ok`: a profile nothing was ever written to answers
+    /// `null` (nothing to mark) rather than 404. The binding asks it: its
+    /// `getProfile` "creates" a profile, so deleting one that was only
+    /// read must not throw; the HTTP reference lists 404.
+    DeleteProfile { never_written_ok: bool },
     RestoreProfile,
     Update(api::UpdateRequest),
     Consolidate(api::ConsolidateRequest),
@@ -175,6 +179,14 @@ struct ImportArgs {
     data: String,
 }
 
+/// The arguments of `deleteProfile`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DeleteProfileArgs {
+    #[serde(default)]
+    never_written_ok: bool,
+}
+
 /// The arguments of the operations that take none (an empty object).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -200,7 +212,7 @@ impl Call {
             Op::Export => Call::Export(api::parse(args)?),
             Op::Import => Call::Import { data: api::parse::<ImportArgs>(args)?.data },
             Op::Stats => none(args, Call::Stats)?,
-            Op::DeleteProfile => none(args, Call::DeleteProfile)?,
+            Op::DeleteProfile => Call::DeleteProfile { never_written_ok: api::parse::<DeleteProfileArgs>(args)?.never_written_ok },
             Op::RestoreProfile => none(args, Call::RestoreProfile)?,
             Op::Update => {
                 let mut req: api::UpdateRequest = api::parse(args)?;
@@ -232,7 +244,7 @@ impl Call {
             Call::Export(_) => Op::Export,
             Call::Import { .. } => Op::Import,
             Call::Stats => Op::Stats,
-            Call::DeleteProfile => Op::DeleteProfile,
+            Call::DeleteProfile { .. } => Op::DeleteProfile,
             Call::RestoreProfile => Op::RestoreProfile,
             Call::Update(_) => Op::Update,
             Call::Consolidate(_) => Op::Consolidate,

@@ -234,7 +234,10 @@ impl<'a> Profile<'a> {
             // `prepare` parsed it (and kept no text).
             Call::Import { .. } => to_json(&self.import_parsed(&import.ok_or_else(|| Error::storage("an import that was not prepared"))?)?),
             Call::Stats => to_json(&self.stats()?),
-            Call::DeleteProfile => to_json(&self.mark_deleted()?),
+            Call::DeleteProfile { never_written_ok } => match self.mark_deleted() {
+                Err(e) if never_written_ok && e.is_not_found() => Ok("null".to_string()),
+                report => to_json(&report?),
+            },
             Call::RestoreProfile => to_json(&self.restore()?),
             Call::Update(req) => to_json(&self.update(req)?),
             Call::Consolidate(req) => to_json(&self.consolidate(req).await?),

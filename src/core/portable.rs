@@ -298,7 +298,7 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
         .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     api::validate_session_id(&m.session_id)?;
     api::validate_role("role", &m.role)?;
-    api::validate_content("content", &m.content)?;
+    api::validate_message_content("content", &m.content)?;
     api::validate_date("timestamp", &m.timestamp)?;
     api::validate_date("createdAt", &Some(m.created_at.clone()))?;
     if m.position < 0 {

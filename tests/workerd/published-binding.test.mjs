@@ -415,6 +415,17 @@ test("deleteProfile resolves to undefined even when deleteSession already emptie
   assert.deepEqual(await A("/delete-profile", { profile }), { kind: "undefined" });
 });
 
+// workers-api: getProfile "If the profile does not exist, Agent Memory
+// creates it." A profile only read is deleted without a throw.
+test("deleteProfile of a profile getProfile made and nothing wrote resolves to undefined", async () => {
+  const profile = "pub-only-read";
+  const out = await run("consumer-a", "/list", { profile, limit: 5 });
+  assert.ok(out.ok, JSON.stringify(out));
+  assert.deepEqual(await A("/delete-profile", { profile }), { kind: "undefined" });
+  const again = await run("consumer-a", "/list", { profile, limit: 5 });
+  assert.ok(again.ok, `still readable as the empty profile it was: ${JSON.stringify(again)}`);
+});
+
 test("the wrangler e2e pattern works: getSummary() on the un-awaited getProfile() (promise pipelining)", async () => {
   const worker = await w.miniflare.getWorker("consumer-a");
   const res = await worker.fetch("http://consumer/wrangler-e2e");
