@@ -134,6 +134,31 @@ fn test_a_list_given_the_empty_cursor_of_a_last_page_starts_again_and_others_are
     });
 }
 
+/// A list cursor belongs to the profile that gave it: another profile's
+/// cursor, or a memory id sent as one, is a 400, never an empty "last
+/// page"; a cursor whose memory was deleted since still leads on.
+#[test]
+fn test_a_cursor_of_another_profile_is_refused_and_one_whose_memory_went_still_pages() {
+    let sql = database();
+    let ids: Vec<String> = ["The build runs on Tuesdays.", "Invoices go out on the first.", "The office opens at nine."]
+        .iter()
+        .enumerate()
+        .map(|(i, text)| with_profile(&sql, APRIL_15 + i as i64 * 1000, |p| block_on(p.remember(remember(text))).unwrap().id))
+        .collect();
+    with_profile(&sql, APRIL_15 + 10_000, |p| {
+        let first = p.list(ListRequest { limit: Some(1), ..ListRequest::default() }).unwrap();
+        let cursor = first.cursor.clone().expect("more remain");
+        let elsewhere = agent_memory::core::api::seal_cursor("test/other", &first.memories[0].id);
+        for bad in [elsewhere, first.memories[0].id.clone(), format!("{}.000000000000", ids[0])] {
+            let e = p.list(ListRequest { limit: Some(1), cursor: Some(bad.clone()), ..ListRequest::default() }).unwrap_err();
+            assert!(e.is_invalid() && e.message().contains("cursor"), "{bad}: {e}");
+        }
+        p.delete(&first.memories[0].id).unwrap();
+        let next = p.list(ListRequest { limit: Some(5), cursor: Some(cursor), ..ListRequest::default() }).unwrap();
+        assert_eq!(next.memories.len(), 2, "the rest after a deleted memory's cursor");
+    });
+}
+
 #[test]
 fn test_forget_hides_from_active_list_and_queues_vector_removal() {
     let sql = database();

@@ -253,6 +253,46 @@ pub enum ListStatus {
     All,
 }
 
+/// Hex digits of the tag that ties a list cursor to its profile.
+const CURSOR_TAG_HEX: usize = 12;
+
+/// A list cursor for the page after memory `id` in profile `profile`:
+/// the id and a tag of both, so a cursor of another profile, or an id
+/// nobody was given as a cursor, is refused rather than read as a place in
+/// this profile's list (a cursor whose memory was deleted since stays good).
+pub fn seal_cursor(profile: &str, id: &str) -> String {
+    format!("{id}.{}", cursor_tag(profile, id))
+}
+
+/// The memory id of a cursor [`seal_cursor`] made for `profile`; 400 for
+/// anything else.
+pub fn open_cursor(profile: &str, cursor: &str) -> Result<String> {
+    let id = cursor_id(cursor)?;
+    match cursor.get(id.len().saturating_add(1)..) == Some(cursor_tag(profile, id).as_str()) {
+        true => Ok(id.to_string()),
+        false => Err(not_a_cursor()),
+    }
+}
+
+fn cursor_id(cursor: &str) -> Result<&str> {
+    let (id, tag) = cursor.split_once('.').ok_or_else(not_a_cursor)?;
+    validate_id(id).map_err(|_| not_a_cursor())?;
+    match tag.len() == CURSOR_TAG_HEX && tag.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+        true => Ok(id),
+        false => Err(not_a_cursor()),
+    }
+}
+
+fn cursor_tag(profile: &str, id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::new().chain_update(b"list-cursor\0").chain_update(profile.as_bytes()).chain_update(b"\0").chain_update(id.as_bytes()).finalize();
+    digest.iter().take(CURSOR_TAG_HEX / 2).map(|b| format!("{b:02x}")).collect()
+}
+
+fn not_a_cursor() -> Error {
+    Error::invalid("cursor is not one this service returned for this profile")
+}
+
 impl ListRequest {
     /// The one status to list, or `None` for every state: active unless
     /// asked otherwise, and every state for `asOf` without a status (what
@@ -616,7 +656,7 @@ impl ListRequest {
             }
         }
         if let Some(c) = self.after() {
-            validate_id(c).map_err(|_| Error::invalid("cursor is not one this service returned"))?;
+            cursor_id(c)?;
         }
         if let Some(s) = &self.session_id {
             validate_session_id(s)?;

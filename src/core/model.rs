@@ -303,7 +303,7 @@ pub struct ConsolidationReport {
 pub struct ListPage {
     pub memories: Vec<Memory>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<crate::core::wire::Id>")]
+    #[schemars(with = "Option<crate::core::wire::Cursor>")]
     pub cursor: Option<String>,
 }
 
@@ -347,7 +347,7 @@ impl From<Memory> for MemoryEntry {
 pub struct MemoryList {
     pub memories: Vec<MemoryEntry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<crate::core::wire::Id>")]
+    #[schemars(with = "Option<crate::core::wire::Cursor>")]
     pub cursor: Option<String>,
 }
 

@@ -291,19 +291,23 @@ impl<'a> Profile<'a> {
         recall::run(self, req).await
     }
 
+    /// A page of memories; its cursor is sealed to this profile
+    /// ([`api::seal_cursor`]).
     pub fn list(&self, req: ListRequest) -> Result<ListPage> {
         req.validate()?;
         let status = req.status_filter();
-        self.store().list(&ListFilter {
+        let mut page = self.store().list(&ListFilter {
             limit: req.limit.unwrap_or(DEFAULT_PAGE_SIZE),
-            cursor: req.after().map(str::to_string),
+            cursor: req.after().map(|c| api::open_cursor(self.name, c)).transpose()?,
             session_id: req.session_id,
             kind: req.kind,
             status,
             key: req.key,
             filter: req.filter.as_ref().map(crate::core::filter::from_json).transpose()?,
             as_of: req.as_of.as_deref().map(crate::core::filter::as_of).transpose()?,
-        })
+        })?;
+        page.cursor = page.cursor.map(|id| api::seal_cursor(self.name, &id));
+        Ok(page)
     }
 
     pub fn get(&self, id: &str) -> Result<MemoryDetail> {

@@ -40,9 +40,9 @@ impl JsonSchema for Cursor {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "maxLength": 64,
-            "pattern": "^[0-9A-Za-z]{0,64}$",
-            "description": "The `cursor` of the previous page. Empty (what the published prefix's last page carries) asks for the first page; a value that is not an id is refused."
+            "maxLength": 77,
+            "pattern": "^([0-9A-Za-z]{1,64}\\.[0-9a-f]{12})?$",
+            "description": "The `cursor` of the previous page: opaque, sealed to the profile that returned it. Empty (what the published prefix's last page carries) asks for the first page; a value this profile did not return is refused."
         })
     }
 }

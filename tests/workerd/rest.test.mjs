@@ -340,7 +340,7 @@ test("list pages through every memory with cursor, newest first, without repeats
   const first = await api.get(T.memories, { profile: P });
   const firstPage = ok(first);
   assert.deepEqual(firstPage.memories.map((m) => m.id), seen.slice(0, 20));
-  assert.equal(firstPage.cursor, seen[19]);
+  assert.ok(firstPage.cursor.startsWith(`${seen[19]}.`), `the cursor is the last entry's id, sealed to the profile: ${firstPage.cursor}`);
   assert.equal(first.body.result_info.count, 20);
   const rest = ok(await api.get(T.memories, { profile: P }, { query: { cursor: firstPage.cursor } }));
   assert.deepEqual(rest.memories.map((m) => m.id), seen.slice(20));
@@ -721,12 +721,19 @@ test("ids are opaque: any 1-64 ASCII letters and digits is well-formed, and one 
     fails(await api.del(T.memory, { profile: P, id }), 404, CODE.notFound);
   }
   assert.match(ID, HEX_ID);
-  // A cursor is validated the same way: any well-formed one is taken, and
-  // the page goes on below it (newest first).
-  assert.deepEqual(ok(await api.get(T.memories, { profile: P }, { query: { cursor: "0" } })).memories, [], "nothing sorts below \"0\"");
-  assert.deepEqual(ok(await api.get(T.memories, { profile: P }, { query: { cursor: "z".repeat(64) } })).memories.map((x) => x.id), [m.id]);
+  // A cursor is not an id: one is sealed to the profile that gave it, so a
+  // well-formed id sent as a cursor, or another profile's cursor, is a 400
+  // (never an empty "last page").
+  for (const cursor of ["0", "z".repeat(64), m.id]) {
+    fails(await api.get(T.memories, { profile: P }, { query: { cursor } }), 400, CODE.invalid);
+  }
   assert.deepEqual(counts(await stats(P)), counts(before));
   assert.equal(ok(await api.get(T.memory, { profile: P, id: m.id })).id, m.id);
+  await remember(P, { content: "A second memory, so that a first page of one has a cursor." });
+  const page = ok(await api.get(T.memories, { profile: P }, { query: { limit: 1 } }));
+  await remember(`${P}-other`, { content: "Another profile's memory." });
+  fails(await api.get(T.memories, { profile: `${P}-other` }, { query: { cursor: page.cursor } }), 400, CODE.invalid);
+  assert.equal(ok(await api.get(T.memories, { profile: P }, { query: { cursor: page.cursor } })).memories.length, 1, "its own profile takes it");
 });
 
 test("bad profile and namespace names are refused with a 4xx error envelope and store nothing", async (t) => {
