@@ -199,7 +199,7 @@ impl<'a> Profile<'a> {
         let Prepared { call, import, .. } = prepared;
         if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
             if !call.op().creates() {
-                return Err(Error::not_found("profile not found: it is marked for deletion (restore it with POST …/restore)"));
+                return Err(Error::not_found("profile not found: it is marked for deletion (restoreProfile, or POST …/restore, brings it back within its grace period; a write starts it anew)"));
             }
             // A profile is created by its first write, and one deleted
             // counts as gone: a write purges what is marked now (it can no
