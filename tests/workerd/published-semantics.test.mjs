@@ -1,0 +1,81 @@
+// The published Agent Memory pages' statements about behaviour, checked as
+// written against the built Worker over the published HTTP prefix and the
+// binding (the local defaults: rule-based reasoner, hashing embedder):
+// - "If no memories match the query, recall() returns an empty answer
+//   rather than hallucinating a response" (how-agent-memory-works,
+//   workers-api, http-api);
+// - "Events ... accumulate and do not conflict with each other";
+//   supersession is for a memory that "shares a topic key";
+// - referenceDate "is used as 'today' for resolving relative time
+//   references ('how many days ago', 'last week')" (the Workers types);
+// - the http-api "Remember a memory" example comes back as an instruction.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./helpers.mjs";
+
+const BASE = "/client/v4/accounts/acct1/agent-memory/namespaces/support-agent/profiles";
+const H = { authorization: "Bearer dev-token", "content-type": "application/json" };
+let w;
+before(async () => { w = await startWorker(); });
+after(async () => { await w?.dispose(); });
+async function send(method, path, body) {
+  const r = await w.fetch(BASE + path, { method, headers: H, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+}
+const rejection = async (p) => { try { await p; return null; } catch (e) { return e.message; } };
+
+// how-agent-memory-works.mdx / workers-api.mdx / http-api.mdx:
+// "If no memories match the query, recall() returns an empty answer rather than hallucinating a response."
+test("recall of a question no memory matches returns an empty answer over HTTP", async () => {
+  await send("POST", "/f1/remember", { content: "The user prefers concise answers.", sessionId: "chat-2026-04-21" });
+  await send("POST", "/f1/ingest", { messages: [{ role: "user", content: "I prefer dark mode and use VS Code." }] });
+  for (const query of ["xylophone zeppelin quasar", "Who won the 1998 World Cup?", "How tall is Mount Everest?"]) {
+    const r = await send("POST", "/f1/recall", { query });
+    assert.equal(r.body.result.answer, "", `${query} -> ${JSON.stringify(r.body.result)}`);
+  }
+});
+test("over the binding, the bindings example's profile answers an unrelated recall empty, before and after a related one", async () => {
+  await w.call("user-123", "ingest", [{ role: "user", content: "I prefer TypeScript over JavaScript." }, { role: "assistant", content: "Got it, I will use TypeScript by default." }]);
+  assert.equal((await w.call("user-123", "recall", "team conventions")).answer, "", "first unrelated recall");
+  await w.call("user-123", "recall", "What language does the user prefer?"); // the docs' own recall
+  const r = await w.call("user-123", "recall", "team conventions");
+  assert.equal(r.answer, "", JSON.stringify(r));
+});
+
+// how-agent-memory-works.mdx: "Events — Completed actions anchored to a point in time. Deployments, ...
+// Events accumulate and do not conflict with each other."
+test("two deployments are both kept (events accumulate)", async () => {
+  await send("POST", "/f4/remember", { content: "Deployed billing API v2.3.0 to production on April 15." });
+  await send("POST", "/f4/remember", { content: "Deployed billing API v2.4.0 to production on April 22." });
+  const l = await send("GET", "/f4/memories");
+  assert.equal(l.body.result.length, 2, JSON.stringify(l.body.result.map((m) => [m.type, m.summary])));
+});
+// how-agent-memory-works.mdx: supersession is for a memory that "shares a topic key with an existing one
+// (for example, 'editor preference')" -- two projects' databases are two topics.
+test("two projects' databases are two topics: neither supersedes the other", async () => {
+  await send("POST", "/f5/remember", { content: "Project Alpha uses PostgreSQL." });
+  await send("POST", "/f5/remember", { content: "Project Beta uses MySQL." });
+  const l = await send("GET", "/f5/memories");
+  assert.equal(l.body.result.length, 2, JSON.stringify(l.body.result.map((m) => m.summary)));
+});
+
+// d.ts AgentMemoryRecallOptions: referenceDate "is used as 'today' for resolving relative time
+// references ('how many days ago', 'last week')"
+test("referenceDate decides what last week is", async () => {
+  await send("POST", "/f6/ingest", { sessionId: "x1", messages: [{ role: "user", content: "We migrated the billing database to PostgreSQL today.", timestamp: "2026-04-08T10:00:00Z" }] });
+  await send("POST", "/f6/ingest", { sessionId: "x2", messages: [{ role: "user", content: "We launched the new onboarding flow today.", timestamp: "2026-04-20T10:00:00Z" }] });
+  const a = await send("POST", "/f6/recall", { query: "What happened last week?", referenceDate: "2026-04-14" });
+  const b = await send("POST", "/f6/recall", { query: "What happened last week?", referenceDate: "2026-04-27" });
+  // What was said in the week named comes first (ranked, not filtered:
+  // dates in conversations are loose, and recall keeps the rest after it).
+  assert.match(a.body.result.candidates[0].summary, /PostgreSQL/, JSON.stringify(a.body.result.candidates));
+  assert.match(b.body.result.candidates[0].summary, /onboarding/, JSON.stringify(b.body.result.candidates));
+  assert.match(a.body.result.answer, /^User: We migrated/, a.body.result.answer);
+  assert.notEqual(a.body.result.answer, b.body.result.answer);
+});
+
+// http-api.mdx "Remember a memory": documented body -> "type": "instruction"
+test("the documented remember example is an instruction, as its example response shows", async () => {
+  const r = await send("POST", "/f7/remember", { content: "The user prefers concise answers.", sessionId: "chat-2026-04-21" });
+  assert.equal(r.body.result.type, "instruction");
+});
