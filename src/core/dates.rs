@@ -24,7 +24,8 @@ fn pattern() -> &'static Regex {
     crate::core::text::constant_regex(&RE, &p)
 }
 
-fn number(s: &str) -> Option<i64> {
+/// A count written in digits or in words ("a", "two", "a few").
+pub fn number(s: &str) -> Option<i64> {
     Some(match s.to_lowercase().as_str() {
         "a" | "an" | "one" => 1,
         "two" | "a couple of" => 2,

@@ -212,14 +212,14 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
                 "year" if this => reference.with_ordinal(1).map(|f| (f, reference)),
                 _ => reference.year().checked_sub(1).and_then(|y| Some((NaiveDate::from_ymd_opt(y, 1, 1)?, NaiveDate::from_ymd_opt(y, 12, 31)?))),
             }
-        } else if let Some(k) = c.name("n").and_then(|m| count(m.as_str())) {
+        } else if let Some(k) = c.name("n").and_then(|m| crate::core::dates::number(m.as_str())) {
             let at = match lower("agounit").trim_end_matches('s') {
                 "day" => days(k),
                 "week" => k.checked_mul(7).and_then(days),
                 _ => u32::try_from(k).ok().and_then(|k| reference.checked_sub_months(chrono::Months::new(k))),
             };
             at.and_then(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?)))
-        } else if let Some(k) = c.name("m").and_then(|m| count(m.as_str())) {
+        } else if let Some(k) = c.name("m").and_then(|m| crate::core::dates::number(m.as_str())) {
             let from = match lower("spanunit").as_str() {
                 "days" => days(k),
                 "weeks" => k.checked_mul(7).and_then(days),
@@ -232,23 +232,6 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
         out.extend(period);
     }
     out
-}
-
-/// A count written in digits or in words ("a", "two", "a few").
-fn count(s: &str) -> Option<i64> {
-    Some(match s.to_ascii_lowercase().as_str() {
-        "a" | "an" | "one" => 1,
-        "two" | "a couple of" => 2,
-        "three" | "a few" => 3,
-        "four" => 4,
-        "five" => 5,
-        "six" => 6,
-        "seven" => 7,
-        "eight" => 8,
-        "nine" => 9,
-        "ten" => 10,
-        digits => digits.parse().ok()?,
-    })
 }
 
 /// Words that place a statement in time.
