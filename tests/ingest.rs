@@ -563,5 +563,9 @@ fn test_a_turn_that_said_nothing_is_stored_with_its_conversation() {
         let again = support::block_on(p.ingest(call())).unwrap();
         assert_eq!(again.messages_stored, 0, "re-ingesting is idempotent: {again:?}");
         assert_eq!(p.stats().unwrap().messages, 3);
+        let blank = agent_memory::core::api::IngestRequest { messages: vec![support::msg("user", ""), support::msg("assistant", " \n")], session_id: None, metadata: Default::default() };
+        let e = support::block_on(p.ingest(blank)).unwrap_err();
+        assert!(e.is_invalid(), "a call in which no turn says anything is refused: {e}");
+        assert_eq!(p.stats().unwrap().messages, 3);
     });
 }

@@ -502,7 +502,8 @@ pub fn validate_content(what: &str, content: &str) -> Result<()> {
 /// Checks a conversation message's content: at most [`MAX_MESSAGE_BYTES`].
 /// It may be empty: a turn that said nothing (the published chat example
 /// ingests `assistantMessage || ""`) is still a turn of the conversation,
-/// stored as sent; nothing is extracted from it.
+/// stored as sent; nothing is extracted from it. (An ingest whose every
+/// message is blank is refused: see [`IngestRequest::validate`].)
 pub fn validate_message_content(what: &str, content: &str) -> Result<()> {
     if content.len() > MAX_MESSAGE_BYTES {
         return Err(Error::too_large(format!(
@@ -580,6 +581,11 @@ impl IngestRequest {
             validate_role(&format!("messages[{i}].role"), &m.role)?;
             validate_message_content(&format!("messages[{i}].content"), &m.content)?;
             validate_date(&format!("messages[{i}].timestamp"), &m.timestamp)?;
+        }
+        // A turn may say nothing within a conversation; a call in which
+        // no turn says anything has nothing to remember.
+        if self.messages.iter().all(|m| m.content.chars().all(is_invisible)) {
+            return Err(Error::invalid("messages must hold a visible character: every message of this call is blank"));
         }
         Ok(())
     }
