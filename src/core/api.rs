@@ -391,21 +391,31 @@ pub fn validate_namespace(name: &str) -> Result<()> {
     validate_name_up_to("namespace", name, MAX_NAME_CHARS)
 }
 
-/// Checks a profile name: 1-100 characters of `[A-Za-z0-9._-]`, and not
+/// Checks a profile name: 1-100 characters of `[A-Za-z0-9._@+-]`, and not
 /// `.` or `..`.
 pub fn validate_profile(name: &str) -> Result<()> {
-    validate_name_up_to("profile", name, MAX_PROFILE_NAME_CHARS)
+    validate_name_of("profile", name, MAX_PROFILE_NAME_CHARS, PROFILE_NAME_EXTRA)
 }
 
+/// What a profile name may hold beside `[A-Za-z0-9._-]`: an email or a
+/// `user+tag` (the published pages limit its length only). Both are plain
+/// characters in a URL path segment and in a Durable Object's name.
+pub const PROFILE_NAME_EXTRA: &[u8] = b"@+";
+
 fn validate_name_up_to(what: &str, name: &str, max: usize) -> Result<()> {
+    validate_name_of(what, name, max, b"")
+}
+
+fn validate_name_of(what: &str, name: &str, max: usize, extra: &[u8]) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid(format!("{what} name must not be empty")));
     }
     if name.chars().count() > max {
         return Err(Error::invalid(format!("{what} name must be at most {max} characters")));
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
-        return Err(Error::invalid(format!("{what} name must match [A-Za-z0-9._-]")));
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') || extra.contains(&b)) {
+        let class = format!("[A-Za-z0-9._-{}]", String::from_utf8_lossy(extra));
+        return Err(Error::invalid(format!("{what} name must match {class}")));
     }
     if name == "." || name == ".." {
         return Err(Error::invalid(format!("{what} name must not be . or ..")));
@@ -677,6 +687,17 @@ impl ListRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_a_profile_may_be_named_by_an_email_and_a_namespace_may_not() {
+        for ok in ["alice@example.com", "bob+work@example.org", "user-123"] {
+            assert!(validate_profile(ok).is_ok(), "{ok}");
+        }
+        for bad in ["a/b", "a b", "a%40b", "..", "a:b"] {
+            assert!(validate_profile(bad).is_err(), "{bad}");
+        }
+        assert!(validate_namespace("team@example.com").unwrap_err().message().contains("[A-Za-z0-9._-]"));
+    }
 
     #[test]
     fn test_names_out_of_pattern_are_refused() {

@@ -71,8 +71,8 @@ impl JsonSchema for ProfileName {
             "type": "string",
             "minLength": 1,
             "maxLength": 100,
-            "pattern": "^[A-Za-z0-9._-]{1,100}$",
-            "description": "A profile name: 1-100 characters of [A-Za-z0-9._-], and not `.` or `..`."
+            "pattern": "^[A-Za-z0-9._@+-]{1,100}$",
+            "description": "A profile name: 1-100 characters of [A-Za-z0-9._@+-] (an email serves), and not `.` or `..`."
         })
     }
 }

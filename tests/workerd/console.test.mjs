@@ -394,7 +394,7 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
 
 // The console's pure helpers (no browser, no Worker needed).
 test("console helpers: pasted conversations parse as JSON or role lines", async () => {
-  const { parseConversation, filenameFrom, isName } = await importFormatJs();
+  const { parseConversation, filenameFrom, isName, isProfileName } = await importFormatJs();
 
   const lines = parseConversation(CONVERSATION).messages;
   assert.deepEqual(
@@ -423,4 +423,7 @@ test("console helpers: pasted conversations parse as JSON or role lines", async 
   assert.equal(filenameFrom('attachment; filename="ns-p.ndjson"', "x"), "ns-p.ndjson");
   assert.equal(filenameFrom(null, "fallback.ndjson"), "fallback.ndjson");
   assert.ok(isName("my-profile_1.0") && !isName("..") && !isName("a/b") && !isName("x".repeat(33)));
+  // A profile may be named by an email, up to the service's 100 characters.
+  assert.ok(isProfileName("alice+work@example.com") && isProfileName("x".repeat(100)) && !isProfileName("x".repeat(101)) && !isProfileName("a/b"));
+  assert.ok(!isName("alice@example.com"), "a namespace may not");
 });

@@ -3,7 +3,8 @@
 // metadata stay the numbers sent (the hop to the Durable Object parses
 // JSON with serde_json, not the platform's JSON.parse); `metadata: null`
 // (an `undefined` over RPC) is "not given" on every way in; a consolidation
-// id that is not a positive integer is a 400 on every way in.
+// id that is not a positive integer is a 400 on every way in; a profile
+// named by an email is the same profile over REST, MCP and the binding.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./helpers.mjs";
@@ -95,4 +96,21 @@ test("metadata: null is not given over REST, MCP and RPC, and metadata: undefine
   assert.equal(await rejection(w.call("ways/rpc-undefined", "ingest", ingest.messages, { sessionId: "s1", metadata: undefined })), null);
   const stored = await Promise.all(["rest-null", "rpc-null", "rpc-undefined"].map((p) => rest("GET", P(p, "/memories"))));
   for (const s of stored) assert.ok(s.body.result.memories.length >= 1, s.text);
+});
+
+test("a profile named by an email is one profile over REST, MCP and the binding; a namespace is not", async () => {
+  const name = "alice+work@example.com";
+  const r = await rest("POST", P(name, "/remember"), JSON.stringify({ content: "Alice's standup is at 9:30." }));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(await rejection(w.call(`ways/${name}`, "remember", { content: "Alice reviews pull requests on Fridays." })), null);
+  const m = await mcpTool(encodeURIComponent(name), "list", "{}");
+  assert.equal(m.body.result.structuredContent.memories.length, 2, m.text);
+  const listed = await rest("GET", P(name, "/memories"));
+  assert.equal(listed.body.result.memories.length, 2, listed.text);
+  const ns = await w.fetch(`/accounts/acct/agent-memory/namespaces`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "team@example.com" }),
+  });
+  assert.equal(ns.status, 400, await ns.text());
 });

@@ -4,7 +4,7 @@
 
 import { Client, ApiError, describeError } from "./api.js";
 import { $, $$, fill, h, icon } from "./dom.js";
-import { isName } from "./format.js";
+import { isName, isProfileName } from "./format.js";
 import { initMemories } from "./memories.js";
 import { initDetail } from "./detail.js";
 import { initRecall } from "./recall.js";
@@ -201,7 +201,7 @@ function readConnectForm() {
   const problems = [];
   if (!token) problems.push("Enter an API token.");
   if (!isName(namespace)) problems.push("The namespace must be 1–32 characters of letters, digits, '.', '_' or '-'.");
-  if (!isName(profile)) problems.push("The profile must be 1–32 characters of letters, digits, '.', '_' or '-'.");
+  if (!isProfileName(profile)) problems.push("The profile must be 1–100 characters of letters, digits, '.', '_', '-', '@' or '+'.");
   return { values: { token, account, namespace, profile }, problems };
 }
 
@@ -286,7 +286,7 @@ async function start() {
     ev.preventDefault();
     const namespace = $("#scope-namespace").value.trim();
     const profile = $("#scope-profile").value.trim();
-    if (!isName(namespace) || !isName(profile)) {
+    if (!isName(namespace) || !isProfileName(profile)) {
       showError(new Error("Namespace and profile must be 1–32 characters of letters, digits, '.', '_' or '-'."));
       return;
     }

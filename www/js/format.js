@@ -94,10 +94,16 @@ export function newSessionId(now = new Date()) {
 }
 
 export const NAME_PATTERN = /^[A-Za-z0-9._-]{1,32}$/;
+export const PROFILE_PATTERN = /^[A-Za-z0-9._@+-]{1,100}$/;
 
-/** Is this a usable namespace or profile name? */
+/** Is this a usable namespace name? */
 export function isName(s) {
   return NAME_PATTERN.test(s) && s !== "." && s !== "..";
+}
+
+/** Is this a usable profile name (an email serves)? */
+export function isProfileName(s) {
+  return PROFILE_PATTERN.test(s) && s !== "." && s !== "..";
 }
 
 /** The distinctive end of an id (memory ids start with a shared time prefix). */
