@@ -174,9 +174,10 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
 /// The periods a text names relative to `reference` ("today" of the
 /// question: a recall's `referenceDate`, else now): "today", "yesterday",
 /// "this week" and "last week" (weeks run Monday to Sunday), "this month",
-/// "last month", "this year", "last year", "last weekend", "3 days ago"
-/// (widened by [`DATE_SLACK_DAYS`]) and "the past 2 weeks" (up to
-/// `reference`). A period that would leave the calendar is left out.
+/// "last month", "this year", "last year", "last weekend", "the past week"
+/// (the seven days up to `reference`), "3 days ago" (widened by
+/// [`DATE_SLACK_DAYS`]) and "the past 2 weeks" (up to `reference`). A
+/// period that would leave the calendar is left out.
 pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate)> {
     static RELATIVE: OnceLock<Regex> = OnceLock::new();
     let n = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few";
@@ -203,7 +204,12 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
             days(back).map(|d| (d, d))
         } else if c.name("rel").is_some() {
             let this = lower("rel") == "this";
+            let past = lower("rel") == "past";
             match lower("unit").as_str() {
+                // "the past week": the seven days up to the reference.
+                "week" if past => days(7).map(|d| (d, reference)),
+                "month" if past => reference.checked_sub_months(chrono::Months::new(1)).map(|d| (d, reference)),
+                "year" if past => reference.checked_sub_months(chrono::Months::new(12)).map(|d| (d, reference)),
                 "week" if this => monday.map(|m| (m, reference)),
                 "week" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(7))?, m.pred_opt()?))),
                 "weekend" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(2))?, m.pred_opt()?))),
@@ -432,6 +438,7 @@ mod tests {
         assert_eq!(one("What broke two weeks ago?"), vec![(d("2026-03-28"), d("2026-04-03"))]);
         assert_eq!(one("What changed in the past 3 days?"), vec![(d("2026-04-11"), r)]);
         assert_eq!(one("Last year was busy"), vec![(d("2025-01-01"), d("2025-12-31"))]);
+        assert_eq!(one("What changed in the past week?"), vec![(d("2026-04-07"), r)]);
         assert!(one("What is the weekly report about?").is_empty());
         assert!(relative_periods("last week", NaiveDate::MIN).is_empty(), "off the calendar: left out");
         // The same phrase with another reference names another week.
