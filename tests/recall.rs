@@ -575,3 +575,23 @@ fn test_the_reference_date_decides_which_week_last_week_is() {
         }
     });
 }
+
+/// A question that names only a period ("What did we do last week?") has
+/// no words to match: what it matches is what is dated in that period,
+/// and nothing else.
+#[test]
+fn test_a_question_naming_only_a_period_finds_what_is_dated_in_it() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (content, at) in [("We deployed the billing service.", "2026-04-08T10:00:00Z"), ("Alice visited Paris.", "2026-03-02T10:00:00Z")] {
+            let said = MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) };
+            block_on(p.ingest(IngestRequest { messages: vec![said], session_id: None, metadata: Default::default() })).unwrap();
+        }
+        block_on(p.dispatch("drain", json!({}))).unwrap();
+        let r = recall(p, json!({ "query": "What did we do last week?", "referenceDate": "2026-04-14" }));
+        assert_eq!(summaries(&r).len(), 1, "{:?}", summaries(&r));
+        assert!(summaries(&r)[0].contains("billing"), "{:?}", summaries(&r));
+        let r = recall(p, json!({ "query": "What did we do last year?", "referenceDate": "2026-04-14" }));
+        assert_eq!((r.count, r.answer.as_str()), (0, ""), "nothing is dated in 2025: {:?}", summaries(&r));
+    });
+}

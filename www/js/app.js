@@ -287,7 +287,7 @@ async function start() {
     const namespace = $("#scope-namespace").value.trim();
     const profile = $("#scope-profile").value.trim();
     if (!isName(namespace) || !isProfileName(profile)) {
-      showError(new Error("Namespace and profile must be 1–32 characters of letters, digits, '.', '_' or '-'."));
+      showError(new Error("The namespace must be 1–32 characters of letters, digits, '.', '_' or '-'; the profile 1–100, '@' and '+' too."));
       return;
     }
     const { token, account } = ctx.client;

@@ -157,10 +157,11 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     vector_channels(p, &scope, embeddings.as_ref(), &mut got).await;
     let ranked = match fuse::shows_a_match(&got.rankings, p.embedder.match_floor()) {
         true => fuse_and_load(p, &scope, &got.rankings)?,
-        // Nothing matches: no candidates, and the answer is empty (the
-        // published interface's "an empty answer rather than
-        // hallucinating a response").
-        false => Vec::new(),
+        // Nothing matches by words or meaning: only memories dated in a
+        // period the question names ("What did we do last week?"), else
+        // no candidates and an empty answer (the published interface's
+        // "an empty answer rather than hallucinating a response").
+        false => dated_in_named_periods(fuse_and_load(p, &scope, &got.rankings)?, &scope),
     };
     let computed = temporal_facts(&scope, &ranked);
     let answer = synthesize(p, &scope, &ranked, &computed, &mut got.notes).await;
@@ -293,6 +294,14 @@ async fn vector_channels(p: &Profile<'_>, scope: &RecallScope, embeddings: Optio
             got.record(Channel::Hyde, Err(e));
         }
     }
+}
+
+/// The fused candidates dated within a period the question names (none
+/// when it names none).
+fn dated_in_named_periods(ranked: Vec<(Memory, fuse::Fused, Option<Explanation>)>, scope: &RecallScope) -> Vec<(Memory, fuse::Fused, Option<Explanation>)> {
+    let periods = temporal::periods_in(&scope.query, scope.reference);
+    let within = |m: &Memory| m.event_date.as_deref().and_then(date_of).is_some_and(|d| periods.iter().any(|(a, b)| *a <= d && d <= *b));
+    ranked.into_iter().filter(|(m, _, _)| within(m)).collect()
 }
 
 /// At most how many batches of `limit` fused hits are read: the first

@@ -194,6 +194,11 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
     let slack = chrono::Duration::days(DATE_SLACK_DAYS);
     let mut out = Vec::new();
     for c in rx.captures_iter(text) {
+        // "1,000 days ago" is no "000 days ago".
+        let before = text.get(..c.get(0).map_or(0, |m| m.start())).unwrap_or("");
+        if before.ends_with([',', '.']) && before.trim_end_matches([',', '.']).ends_with(|ch: char| ch.is_ascii_digit()) {
+            continue;
+        }
         let lower = |i: &str| c.name(i).map_or(String::new(), |m| m.as_str().to_ascii_lowercase());
         let period = if let Some(day) = c.name("day") {
             let back = match day.as_str().to_ascii_lowercase().as_str() {
@@ -212,6 +217,8 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
                 "year" if past => reference.checked_sub_months(chrono::Months::new(12)).map(|d| (d, reference)),
                 "week" if this => monday.map(|m| (m, reference)),
                 "week" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(7))?, m.pred_opt()?))),
+                // This week's Saturday and Sunday.
+                "weekend" if this => monday.and_then(|m| Some((m.checked_add_signed(chrono::Duration::days(5))?, m.checked_add_signed(chrono::Duration::days(6))?))),
                 "weekend" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(2))?, m.pred_opt()?))),
                 "month" if this => reference.with_day(1).map(|f| (f, reference)),
                 "month" => months_back(1).and_then(|f| Some((f, month_end(f)?))),
@@ -439,6 +446,8 @@ mod tests {
         assert_eq!(one("What changed in the past 3 days?"), vec![(d("2026-04-11"), r)]);
         assert_eq!(one("Last year was busy"), vec![(d("2025-01-01"), d("2025-12-31"))]);
         assert_eq!(one("What changed in the past week?"), vec![(d("2026-04-07"), r)]);
+        assert_eq!(relative_periods("What did we do this weekend?", d("2026-04-18")), vec![(d("2026-04-18"), d("2026-04-19"))]);
+        assert!(one("It was 1,000 days ago").is_empty(), "no period of a number cut at its comma");
         assert!(one("What is the weekly report about?").is_empty());
         assert!(relative_periods("last week", NaiveDate::MIN).is_empty(), "off the calendar: left out");
         // The same phrase with another reference names another week.

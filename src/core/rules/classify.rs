@@ -86,36 +86,49 @@ const NOT_NAMES: &[&str] = &[
 /// is only a sentence's first ("Use pnpm"), so it names nothing.
 fn named_subject(body: &str) -> Option<String> {
     let mut words = Vec::new();
-    for token in body.split_whitespace().skip_while(|t| LEAD_INS.contains(&t.trim_end_matches(',').to_lowercase().as_str())) {
+    let mut tokens = body.split_whitespace().skip_while(|t| LEAD_INS.contains(&t.trim_end_matches(',').to_lowercase().as_str()));
+    // The word after the run: a subject is followed by its verb, in
+    // lowercase; a greeting ("Hi Claude, …", "Good Morning! …") is
+    // followed by punctuation, and names nothing the statement is about.
+    let verb = loop {
+        let token = tokens.next()?;
         let word = token.trim_matches(|c: char| !c.is_alphanumeric());
         if !word.chars().next().is_some_and(char::is_uppercase) || NOT_NAMES.contains(&word.to_lowercase().as_str()) {
-            break;
+            break token;
+        }
+        if token.ends_with([',', '.', ':', ';', '!', '?']) {
+            return None;
         }
         words.push(word);
-        if token.ends_with([',', '.', ':', ';', '!', '?']) {
-            break;
-        }
-    }
+    };
     let phrase = words.join(" ");
-    if words.len() < 2 || lexicon::category_of(&phrase).is_some() {
+    if words.len() < 2 || !verb.chars().next().is_some_and(char::is_lowercase) || lexicon::category_of(&phrase).is_some() {
         return None;
     }
     let words = key_words(&phrase);
     (!words.is_empty()).then(|| words.into_iter().take(3).collect::<Vec<_>>().join("_"))
 }
 
-/// Numbers that name a thing rather than count it: an id of three or more
-/// digits ("order 1234"), one written `#42`, or a version ("v2.3.0").
-/// Kept in a key built from a statement's words, so two orders or two
-/// releases are two topics; counts ("2 cats") stay out, so an updated
-/// count supersedes the old one.
+/// Most identifiers a key keeps, and their longest.
+const MAX_KEY_IDENTIFIERS: usize = 3;
+const MAX_IDENTIFIER_CHARS: usize = 20;
+
+/// Numbers that name a thing rather than count it: a number after a
+/// capitalized word ("Order 1234", "Room 12"), one written `#42`, or a
+/// version ("v2.3.0"). Kept in a key built from a statement's words, so
+/// two orders or two releases are two topics; counts ("2 cats", "150
+/// miles") stay out, so an updated count supersedes the old one.
 fn identifiers(body: &str) -> Vec<String> {
     static ID: OnceLock<Regex> = OnceLock::new();
-    re(&ID, r"(?i)(?:^|[^\w.])(#\d+|v\d+(?:\.\d+)+|\d+(?:\.\d+){2,}|\d{3,})\b")
-        .captures_iter(body)
-        .filter_map(|c| c.get(1))
-        .map(|m| m.as_str().trim_start_matches('#').to_lowercase().replace('.', "_"))
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    let found = re(&ID, r"(?:^|[^\w.])(?:(#\d+)|(v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})|\p{Lu}\w* (\d+))\b").captures_iter(body);
+    for m in found.filter_map(|c| c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3))) {
+        let id = m.as_str().trim_start_matches('#').to_lowercase().replace('.', "_");
+        if id.len() <= MAX_IDENTIFIER_CHARS && !out.contains(&id) && out.len() < MAX_KEY_IDENTIFIERS {
+            out.push(id);
+        }
+    }
+    out
 }
 
 fn subject(role: &str) -> String {
@@ -264,6 +277,11 @@ mod tests {
         assert_ne!(key_of("user", "Order 1234 shipped on the 3rd."), key_of("user", "Order 5678 shipped on the 3rd."));
         assert_ne!(key_of("user", "Release v2.3.0 is in staging."), key_of("user", "Release v2.4.0 is in staging."));
         assert_eq!(key_of("user", "I have 2 cats at home."), key_of("user", "I have 3 cats at home."), "a count is updated, not a new topic");
+        assert_eq!(key_of("user", "I run 150 miles a month."), key_of("user", "I run 200 miles a month."), "so is a count of three digits");
+        assert!(key_of("user", &"Order 1234 ".repeat(2000)).is_some(), "many ids make a key of a few");
+        // A greeting or the name of whoever is addressed is no subject.
+        assert_eq!(key_of("user", "Hi Claude, I prefer Python."), key_of("user", "I prefer Rust."));
+        assert_eq!(key_of("user", "Thanks Bob, we use PostgreSQL."), key_of("user", "We use MySQL now."));
     }
 
     #[test]
