@@ -539,9 +539,7 @@ fn test_a_question_nothing_matches_gets_an_empty_answer_though_the_vector_index_
         remember(p, json!({ "content": "The user prefers concise answers.", "sessionId": "chat-2026-04-21" }));
         block_on(p.ingest(chat(&[("user", "I prefer dark mode and use VS Code.")], "2026-04-14"))).unwrap();
         block_on(p.dispatch("drain", json!({}))).unwrap();
-        // The last shares only "I" with the ingested turn: stop words alone
-        // are no match.
-        for query in ["xylophone zeppelin quasar", "Who won the 1998 World Cup?", "How tall is Mount Everest?", "How do I reset my router password?"] {
+        for query in ["xylophone zeppelin quasar", "Who won the 1998 World Cup?", "How tall is Mount Everest?"] {
             let r = recall(p, json!({ "query": query, "explain": true }));
             let vector = r.explain.as_ref().unwrap().channels.iter().find(|c| c.channel == Channel::Vector).unwrap();
             assert!(!vector.ids.is_empty(), "{query}: the index has neighbours");
@@ -588,10 +586,14 @@ fn test_a_question_naming_only_a_period_finds_what_is_dated_in_it() {
             block_on(p.ingest(IngestRequest { messages: vec![said], session_id: None, metadata: Default::default() })).unwrap();
         }
         block_on(p.dispatch("drain", json!({}))).unwrap();
+        // Its stop words find both turns; the one dated last week comes first.
         let r = recall(p, json!({ "query": "What did we do last week?", "referenceDate": "2026-04-14" }));
+        assert!(summaries(&r).first().is_some_and(|s| s.contains("billing")), "{:?}", summaries(&r));
+        // No word at all: only what is dated in the period.
+        let r = recall(p, json!({ "query": "Anything from last week?", "referenceDate": "2026-04-14" }));
         assert_eq!(summaries(&r).len(), 1, "{:?}", summaries(&r));
         assert!(summaries(&r)[0].contains("billing"), "{:?}", summaries(&r));
-        let r = recall(p, json!({ "query": "What did we do last year?", "referenceDate": "2026-04-14" }));
+        let r = recall(p, json!({ "query": "Anything from last year?", "referenceDate": "2026-04-14" }));
         assert_eq!((r.count, r.answer.as_str()), (0, ""), "nothing is dated in 2025: {:?}", summaries(&r));
     });
 }

@@ -366,8 +366,6 @@ pub fn fts_with(
     scope: &RecallScope,
 ) -> Result<Ranking> {
     let (mut own, columns) = memory_hits(sql, src, q, scope)?;
-    // Before the stop words are added: found by the query's own words.
-    let shares_words = !own.is_empty() || turns.shares_words;
     let (candidates, sources) = candidates_of(&own, &columns, turns, cites, scope)?;
     add_function_words(sql, src, q, &candidates, &columns, cites, &mut own)?;
     let (sources, roles) = spoken(sql, src, sources)?;
@@ -395,7 +393,6 @@ pub fn fts_with(
     }
     let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(scope.channel_depth()).collect();
     let mut ranking = Ranking::new(Channel::Fts, ids).by_evidence(|id| sources.get(id).map(|s| s.iter().map(|(m, _)| m.clone()).collect()));
-    ranking.shares_words = shares_words;
     if scope.explain {
         ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
     }
@@ -843,10 +840,6 @@ pub struct TurnScores {
     /// Each scored turn's message rowid (every turn of `plain` and
     /// `context`): [`citations`] reads by it.
     pub rowids: HashMap<String, i64>,
-    /// Whether some turn shares a content word (or an expansion) with the
-    /// query, not only stop words ("I", "the"): what makes the turns a
-    /// match ([`crate::core::recall::fuse::shows_a_match`]).
-    pub shares_words: bool,
 }
 
 /// Scores messages by full text (see [`TurnScores`]). Both scores are
@@ -865,7 +858,6 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     let mut split: Vec<(u32, Words)> = hits.into_iter().filter_map(|(rowid, s)| places.by_rowid(rowid).map(|i| (i, s))).collect();
     split.sort_unstable_by_key(|&(i, _)| i);
     let own: Vec<(u32, f64)> = split.iter().map(|&(i, w)| (i, w.content + FUNCTION_WEIGHT * w.function)).collect();
-    let shares_words = split.iter().any(|(_, w)| w.content > 0.0);
     let place = |i: u32| places.place(i).ok_or_else(|| crate::core::error::Error::storage("a turn without its place"));
     let mut context: HashMap<u32, f64> = HashMap::default();
     let mut session_best: HashMap<u32, f64> = HashMap::default();
@@ -925,7 +917,7 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     }
     sort_best_first(&mut plain);
     sort_best_first(&mut in_context);
-    Ok(TurnScores { plain, context: in_context, parts, rowids, shares_words })
+    Ok(TurnScores { plain, context: in_context, parts, rowids })
 }
 
 /// Column weights of `bm25()` over `messages_fts` (role, content): a word
@@ -975,7 +967,6 @@ pub fn messages_with(q: &TextQuery, turns: &TurnScores, cites: &Citations, scope
     let wanted = Overlap::new(&q.primary);
     let overlap = |id: &str| cites.memories.get(id).and_then(|m| m.content.as_deref()).map_or(0, |c| wanted.count(c));
     let mut ranking = Ranking::new(Channel::Messages, Vec::new());
-    ranking.shares_words = turns.shares_words;
     let mut seen = HashSet::default();
     let mut rest: Vec<(String, usize)> = Vec::new();
     for (rank, mid) in (1usize..).zip(message_ids.iter()) {

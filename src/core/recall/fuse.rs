@@ -199,16 +199,12 @@ pub struct Ranking {
     /// A vector channel's best cosine similarity (its first id's), which
     /// [`shows_a_match`] weighs; `None` for the other channels.
     pub best_similarity: Option<f32>,
-    /// A lexical channel's hits share a content word with the query, not
-    /// only stop words ("How do I …" finds every "I"); what
-    /// [`shows_a_match`] asks of them. True unless the channel says not.
-    pub shares_words: bool,
 }
 
 impl Ranking {
     /// A ranking by position.
     pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
-        Ranking { channel, ids, ranks: Vec::new(), why: Default::default(), best_similarity: None, shares_words: true }
+        Ranking { channel, ids, ranks: Vec::new(), why: Default::default(), best_similarity: None }
     }
 
     /// Ranks by evidence: memories drawn from the same source messages
@@ -269,8 +265,7 @@ pub fn semantic_match_floor(model: &str) -> f32 {
 /// a recall with nothing to go on answers empty rather than with the
 /// nearest vectors of unrelated memories (a vector index always has
 /// nearest neighbours). A hit of a lexical channel (key, full text,
-/// messages) counts when the channel found it by a content word of the
-/// query (stop words alone are no match). A vector
+/// messages) shares words with the query and always counts. A vector
 /// channel's hits count when its best cosine reaches `floor`, the
 /// embedder's [`crate::core::ports::Embedder::match_floor`]; with none
 /// (the local hashing embedder, whose vectors re-find lexically what full
@@ -282,7 +277,7 @@ pub fn shows_a_match(rankings: &[Ranking], floor: Option<f32>) -> bool {
             (Some(floor), Some(best)) => best >= floor,
             _ => false,
         },
-        _ => !r.ids.is_empty() && r.shares_words,
+        _ => !r.ids.is_empty(),
     })
 }
 
@@ -390,7 +385,7 @@ mod tests {
 
     #[test]
     fn test_grouped_ranks_share_a_contribution() {
-        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2], why: Default::default(), best_similarity: None, shares_words: true };
+        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2], why: Default::default(), best_similarity: None };
         let out = fuse(&[grouped], Weights::default());
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
         assert_eq!(score("a"), score("b"));
