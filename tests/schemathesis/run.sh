@@ -20,6 +20,11 @@ SEED="${ST_SEED:-20261130}"
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -s "$work/serve.err" ]; then
+    echo "--- the server's stderr (last 60 lines) ---" >&2
+    tail -n 60 "$work/serve.err" >&2
+  fi
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
     kill "$server_pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done

@@ -50,6 +50,15 @@ test("two deployments are both kept (events accumulate)", async () => {
   const l = await send("GET", "/f4/memories");
   assert.equal(l.body.result.length, 2, JSON.stringify(l.body.result.map((m) => [m.type, m.summary])));
 });
+// Two orders are two topics: a number after a capitalized word names a thing (the rule classifier's
+// identifiers run inside the Wasm build, whose regex lacks the Unicode general categories).
+test("two orders' refunds are two topics: neither supersedes the other", async () => {
+  await send("POST", "/f6/remember", { content: "Order 1234 was refunded in full." });
+  await send("POST", "/f6/remember", { content: "Order 5678 was refunded in full." });
+  const l = await send("GET", "/f6/memories");
+  assert.equal(l.status, 200, JSON.stringify(l.body));
+  assert.equal(l.body.result.length, 2, JSON.stringify(l.body.result.map((m) => m.summary)));
+});
 // how-agent-memory-works.mdx: supersession is for a memory that "shares a topic key with an existing one
 // (for example, 'editor preference')" -- two projects' databases are two topics.
 test("two projects' databases are two topics: neither supersedes the other", async () => {

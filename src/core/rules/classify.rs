@@ -121,8 +121,14 @@ const MAX_IDENTIFIER_CHARS: usize = 20;
 fn identifiers(body: &str) -> Vec<String> {
     static ID: OnceLock<Regex> = OnceLock::new();
     let mut out: Vec<String> = Vec::new();
-    let found = re(&ID, r"(?:^|[^\w.])(?:(#\d+)|(v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})|\p{Lu}\w* (\d+))\b").captures_iter(body);
-    for m in found.filter_map(|c| c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3))) {
+    // The Wasm build's regex has no Unicode classes beyond `\w`, `\d`
+    // and `\s` (Cargo.toml), so "capitalized" is checked on the capture.
+    let found = re(&ID, r"(?:^|[^\w.])(?:(#\d+)|(v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})|(\w+) (\d+))\b").captures_iter(body);
+    for c in found {
+        let capitalized = c.get(3).is_some_and(|w| w.as_str().chars().next().is_some_and(char::is_uppercase));
+        let Some(m) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(4).filter(|_| capitalized)) else {
+            continue;
+        };
         let id = m.as_str().trim_start_matches('#').to_lowercase().replace('.', "_");
         if id.len() <= MAX_IDENTIFIER_CHARS && !out.contains(&id) && out.len() < MAX_KEY_IDENTIFIERS {
             out.push(id);
