@@ -15,7 +15,8 @@
 use crate::core::ports::EmbeddingKind;
 use serde::{Deserialize, Serialize};
 
-/// The RRF constant: larger flattens the curve between ranks.
+/// The RRF constant with a lexical embedder: larger flattens the curve
+/// between ranks.
 ///
 /// 10, not the customary 60. K = 60 was chosen for fusing dozens of runs
 /// of similar quality; with it, rank 1 is worth only 1.6 times rank 40
@@ -25,6 +26,22 @@ use serde::{Deserialize, Serialize};
 /// matter: with K = 10, rank 1 is worth twice rank 12 and five times
 /// rank 45, while a memory found by several channels still gains.
 pub const K: f64 = 10.0;
+
+/// The RRF constant with a semantic embedder: steeper, so each channel's
+/// first hits reach the first places. Full text and a sentence model's
+/// vectors then find different evidence (full text is best on LoCoMo,
+/// the query's vector on long-turn chats), and at K = 10 full text's
+/// tenth hit (1 / 20) still outweighs the vector channel's first
+/// (0.5 / 11), so a paraphrase that full text misses never reached the
+/// first ten. At K = 3 the vector's first hit (0.5 / 4) weighs full
+/// text's fifth (1 / 8). Swept with all-MiniLM-L6-v2
+/// (docs/bench/generalization/rrf-k-sweep.txt; recall@10): K = 3 lifts
+/// knowledge updates from 0.786 to 0.893, the vector channel's own, and
+/// LoCoMo from 0.783 to 0.788, and changes no other style; K = 1 and 2
+/// are no better, K = 20 worse. With the hashing embedder the channels
+/// re-find the same evidence and the steeper curve costs LoCoMo 0.003,
+/// so [`K`] stays there.
+pub const SEMANTIC_K: f64 = 3.0;
 
 /// The five channels, with their weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, schemars::JsonSchema)]
@@ -106,6 +123,22 @@ pub struct Weights {
 impl Weights {
     pub fn new(embedding: EmbeddingKind) -> Weights {
         Weights { embedding }
+    }
+
+    /// The RRF constant: [`K`] or [`SEMANTIC_K`].
+    pub fn k(self) -> f64 {
+        match self.embedding {
+            EmbeddingKind::Lexical => K,
+            EmbeddingKind::Semantic => SEMANTIC_K,
+        }
+    }
+
+    /// The constant the RRF constant is named by.
+    fn k_name(self) -> &'static str {
+        match self.embedding {
+            EmbeddingKind::Lexical => "K",
+            EmbeddingKind::Semantic => "SEMANTIC_K",
+        }
     }
 
     /// The weight of `channel`.
@@ -305,7 +338,7 @@ pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanati
     let parts = hit.trace.iter().map(|c| {
         let node = Explanation::new(
             c.contribution,
-            format!("{} channel: {} {} / (K {} + rank {} by evidence)", c.channel.name(), weights.name(c.channel), c.weight, K, c.rank),
+            format!("{} channel: {} {} / ({} {} + rank {} by evidence)", c.channel.name(), weights.name(c.channel), c.weight, weights.k_name(), weights.k(), c.rank),
         );
         let why = rankings.iter().filter(|r| r.channel == c.channel).find_map(|r| r.why.get(&hit.id));
         match why {
@@ -328,7 +361,7 @@ pub fn fuse(rankings: &[Ranking], weights: Weights) -> Vec<Fused> {
             }
             let rank = r.rank_at(i);
             let weight = weights.of(r.channel);
-            let contribution = weight / (K + rank as f64);
+            let contribution = weight / (weights.k() + rank as f64);
             let f = by_id.entry(id.as_str()).or_insert_with(|| Fused { id: id.clone(), score: 0.0, trace: Vec::new() });
             f.trace.push(Contribution { channel: r.channel, rank, weight, contribution });
         }
@@ -425,6 +458,18 @@ mod tests {
         let rankings = [r(Channel::Vector, &["a"])];
         let hit = fuse(&rankings, semantic).remove(0);
         assert!(explain(&hit, &rankings, semantic).details[0].description.contains("SEMANTIC_WEIGHT_VECTOR"));
+    }
+
+    #[test]
+    fn test_a_semantic_embedder_fuses_with_the_steeper_constant() {
+        let semantic = Weights::new(EmbeddingKind::Semantic);
+        let rankings = [r(Channel::Fts, &["f1", "f2", "f3", "f4", "f5", "f6"]), r(Channel::Vector, &["v1"])];
+        let place = |w: Weights| fuse(&rankings, w).iter().position(|f| f.id == "v1").unwrap();
+        assert_eq!(place(Weights::default()), 6, "lexical: the vector's first hit weighs less than full text's sixth");
+        assert_eq!(place(semantic), 4, "semantic: it weighs full text's fifth");
+        let hit = fuse(&rankings, semantic).into_iter().find(|f| f.id == "v1").unwrap();
+        assert_eq!(hit.score, SEMANTIC_WEIGHT_VECTOR / (SEMANTIC_K + 1.0));
+        assert!(explain(&hit, &rankings, semantic).details[0].description.contains("(SEMANTIC_K 3 + rank 1"));
     }
     #[test]
     fn test_a_match_needs_a_lexical_hit_or_a_vector_as_close_as_the_floor() {

@@ -81,6 +81,7 @@ pub struct Explain {
     pub analysis: QueryAnalysis,
     /// Every channel, with the ids it ranked (best first).
     pub channels: Vec<ChannelReport>,
+    /// The RRF constant the channels were fused with (`fuse::Weights::k`).
     pub k: f64,
     pub temporal_facts: Vec<String>,
     pub reference_date: String,
@@ -407,7 +408,7 @@ fn respond(
         explain: scope.explain.then(|| Explain {
             analysis,
             channels: got.reports,
-            k: fuse::K,
+            k: got.weights.k(),
             temporal_facts: computed.facts,
             reference_date: scope.reference.format("%Y-%m-%d").to_string(),
         }),
