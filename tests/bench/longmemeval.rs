@@ -522,7 +522,8 @@ fn ask(q: &LmeQuestion, memory: &mut dyn Memory, baseline: &Baseline, turn_of: &
         for (name, lists) in memory.channels(&q.question, &reference) {
             let turns = turns_of(&lists, turn_of);
             if opts.verbose && !evidence.is_empty() {
-                println!("    [{}] {name} r10={:.2}", q.id, recall_at(&turns, &evidence, 10));
+                let places: Vec<String> = evidence.iter().map(|e| turns.iter().position(|t| t == e).map_or("-".into(), |p| (p + 1).to_string())).collect();
+                println!("    [{}] {name} r10={:.2} evidence at {}", q.id, recall_at(&turns, &evidence, 10), places.join(","));
             }
             r.channels.entry(name).or_default().add(&turns, q);
         }

@@ -122,11 +122,23 @@ fn identifiers(body: &str) -> Vec<String> {
     static ID: OnceLock<Regex> = OnceLock::new();
     let mut out: Vec<String> = Vec::new();
     // The Wasm build's regex has no Unicode classes beyond `\w`, `\d`
-    // and `\s` (Cargo.toml), so "capitalized" is checked on the capture.
-    let found = re(&ID, r"(?:^|[^\w.])(?:(#\d+)|(v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})|(\w+) (\d+))\b").captures_iter(body);
-    for c in found {
-        let capitalized = c.get(3).is_some_and(|w| w.as_str().chars().next().is_some_and(char::is_uppercase));
-        let Some(m) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(4).filter(|_| capitalized)) else {
+    // and `\s` (Cargo.toml), so "capitalized" is checked on the capture;
+    // after a word that is not, the search resumes at the space before
+    // its number, which may itself be a version.
+    let pattern = re(&ID, r"(?:^|[^\w.])(?:(#\d+)|(v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})|(\w+) (\d+))\b");
+    let mut at = 0;
+    while let Some(c) = pattern.captures_at(body, at).filter(|_| out.len() < MAX_KEY_IDENTIFIERS) {
+        let whole = c.get(0).map_or(body.len(), |w| w.end());
+        let found = match (c.get(1).or_else(|| c.get(2)), c.get(3), c.get(4)) {
+            (Some(m), _, _) => Some(m),
+            (None, Some(word), Some(number)) if word.as_str().chars().next().is_some_and(char::is_uppercase) => Some(number),
+            _ => None,
+        };
+        at = match (found, c.get(4)) {
+            (None, Some(number)) => number.start().saturating_sub(1),
+            _ => whole,
+        };
+        let Some(m) = found else {
             continue;
         };
         let id = m.as_str().trim_start_matches('#').to_lowercase().replace('.', "_");
@@ -288,6 +300,13 @@ mod tests {
         // A greeting or the name of whoever is addressed is no subject.
         assert_eq!(key_of("user", "Hi Claude, I prefer Python."), key_of("user", "I prefer Rust."));
         assert_eq!(key_of("user", "Thanks Bob, we use PostgreSQL."), key_of("user", "We use MySQL now."));
+    }
+
+    #[test]
+    fn test_an_identifier_follows_a_capitalized_word_in_any_script() {
+        assert_eq!(identifiers("Zimmer 12 und Ärztin 7, dann raum 9."), vec!["12", "7"]);
+        assert_eq!(identifiers("Ticket #42 about v2.3.0 and 1.2.3"), vec!["42", "v2_3_0", "1_2_3"]);
+        assert!(identifiers("I have 2 cats and ran 150 miles").is_empty());
     }
 
     #[test]
