@@ -406,6 +406,13 @@ test("GET /namespaces?per_page=1 pages through both namespaces, one at a time, u
   assert.ok(pages >= 1, "two namespaces at per_page=1 take at least two pages");
 });
 
+// Wasm's usize is 32 bits: a page size past it must be refused, not wrapped (2^32 + 1 -> 1).
+test("a page size beyond 32 bits is a 400 on namespaces and memories, never a page of one", async () => {
+  for (const path of ["/namespaces?per_page=4294967297", `/namespaces/${NAMESPACE}/profiles/${PROFILE}/memories?per_page=4294967297`, `/namespaces/${NAMESPACE}/profiles/${PROFILE}/memories?limit=4294967297`]) {
+    fails(await send("GET", path), 400);
+  }
+});
+
 test("GET /namespaces?per_page=50 lists both namespaces on one page whose cursor is \"\"", async () => {
   const r = await send("GET", "/namespaces?per_page=50");
   const result = ok(r, EXAMPLE_NAMESPACE_LIST);

@@ -128,7 +128,7 @@ pub fn texts(v: &Value, names: &[&str]) -> Vec<String> {
 /// or an array of those.
 pub fn indices(v: &Value) -> Vec<usize> {
     match v {
-        Value::Number(n) => n.as_u64().map(|n| vec![n as usize]).unwrap_or_default(),
+        Value::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()).map(|n| vec![n]).unwrap_or_default(),
         Value::String(s) => s
             .split(|c: char| !c.is_ascii_digit())
             .filter(|p| !p.is_empty())
