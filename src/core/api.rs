@@ -347,7 +347,7 @@ pub struct ConsolidateRequest {
     /// on with the rest); every one by default.
     #[serde(default)]
     #[schemars(range(min = 1))]
-    pub max_windows: Option<usize>,
+    pub max_windows: Option<u64>,
 }
 
 impl ConsolidateRequest {

@@ -60,7 +60,7 @@ pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<Consolidati
     let (mut run, replaced_run) = begin(p)?;
     let mut report =
         ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, replaced_run, ..ConsolidationReport::default() };
-    for _ in 0..req.max_windows.unwrap_or(usize::MAX) {
+    for _ in 0..req.max_windows.unwrap_or(u64::MAX) {
         if !step(p, &mut run, &mut report).await? {
             finish(p, &run)?;
             report.done = true;

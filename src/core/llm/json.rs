@@ -125,14 +125,16 @@ pub fn texts(v: &Value, names: &[&str]) -> Vec<String> {
 }
 
 /// Non-negative integers from a number, a numeric string ("[3]", "3, 4"),
-/// or an array of those.
+/// or an array of those. One beyond `usize` (2^32 on Wasm) or `u64` is
+/// `usize::MAX`, a slot no reply has, on every platform alike.
 pub fn indices(v: &Value) -> Vec<usize> {
+    let wide = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     match v {
-        Value::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()).map(|n| vec![n]).unwrap_or_default(),
+        Value::Number(n) => n.as_u64().map(|n| vec![wide(n)]).unwrap_or_default(),
         Value::String(s) => s
             .split(|c: char| !c.is_ascii_digit())
             .filter(|p| !p.is_empty())
-            .filter_map(|p| p.parse().ok())
+            .map(|p| p.parse::<u64>().map_or(usize::MAX, wide))
             .collect(),
         Value::Array(a) => a.iter().flat_map(indices).collect(),
         _ => Vec::new(),
@@ -177,5 +179,12 @@ mod tests {
         assert_eq!(text(&json!({"key": "null"}), &["key"]), None);
         assert_eq!(texts(&json!({"q": "one"}), &["q"]), vec!["one"]);
         assert_eq!(indices(&json!(["[3]", 4, "5, 6"])), vec![3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn test_an_index_too_wide_for_any_platform_names_no_slot() {
+        let huge = indices(&json!([18446744073709551615u64, "99999999999999999999999", 3]));
+        assert_eq!(huge, vec![usize::try_from(u64::MAX).unwrap_or(usize::MAX), usize::MAX, 3]);
+        assert!(huge[..2].iter().all(|&i| i >= u32::MAX as usize), "never wrapped to a small slot");
     }
 }
