@@ -225,6 +225,27 @@ fn test_cold_start_reads_the_snapshot_and_the_rows_after_it() {
 }
 
 #[test]
+fn test_a_snapshot_header_claiming_too_many_records_is_read_from_the_rows() {
+    let sql = database();
+    let packed = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql: &sql, packed: &packed };
+    let mut rng = Rng(12);
+    block_on(index.query(&random_vector(&mut rng), 1)).unwrap();
+    let n = SNAPSHOT_MIN + 100;
+    for batch in random_items(&mut rng, 0..n).chunks(500) {
+        block_on(index.upsert(batch)).unwrap();
+    }
+    // The header (part 0) says u32::MAX records: reserving for them would
+    // ask more than Wasm's whole memory.
+    let mut head = sql.query("SELECT data FROM vector_snapshot WHERE part = 0", &[]).unwrap()[0][0].as_blob().unwrap().to_vec();
+    head[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
+    sql.execute("UPDATE vector_snapshot SET data = ? WHERE part = 0", &[agent_memory::core::ports::SqlValue::Blob(head)]).unwrap();
+    let mut cold = Packed::new();
+    load(&sql, &mut cold).unwrap();
+    assert_eq!(cold.len(), n, "the rows, not the header, decide");
+}
+
+#[test]
 fn test_a_hard_delete_drops_the_snapshot() {
     let sql = database();
     sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (0, x'00')", &[]).unwrap();

@@ -866,7 +866,9 @@ fn read_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<Option<i64>> {
     let Some(Head { dims, n, covered, parts }) = snapshot_head(sql)? else { return Ok(None) };
     let record = record_len(dims);
     packed.dims = dims;
-    packed.slot_of.reserve(n);
+    // The header's count is only believed once the records agree with it
+    // (below): a corrupt one must not reserve past Wasm's memory.
+    packed.slot_of.reserve(n.min(1 << 16));
     for part in 1..=parts {
         let rows = sql.query("SELECT data FROM vector_snapshot WHERE part = ?", &[SqlValue::Integer(part)])?;
         let Some(data) = rows.first().and_then(|r| r[0].as_blob()) else {
@@ -1640,7 +1642,9 @@ fn snapshot_due_lean(sql: &dyn Sql, n: usize) -> Result<bool> {
         &[SqlValue::Integer(head.parts)],
     )?;
     let (parts, bytes) = stored.first().map_or((0, 0), |r| (r[0].as_i64().unwrap_or(0), r[1].as_i64().unwrap_or(0)));
-    let whole = parts == head.parts && usize::try_from(bytes).ok() == Some(head.n * record_len(head.dims));
+    // In u64: on Wasm, 4 GiB of snapshot overflows a usize.
+    let expected = (head.n as u64).checked_mul(record_len(head.dims) as u64);
+    let whole = parts == head.parts && u64::try_from(bytes).ok() == expected;
     // Records whose row at or before `covered` is gone.
     let gone = head.n.saturating_sub(n.saturating_sub(after));
     Ok(!whole || gone > (n / 20).max(64))
