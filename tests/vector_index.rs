@@ -16,6 +16,27 @@ use agent_memory::core::ports::{Sql, VectorIndex};
 use std::cell::RefCell;
 use support::{Rng, block_on, database};
 
+/// The largest single allocation this test binary has asked for: a
+/// header's claimed count must not size one (whether the host could
+/// grant it or not).
+static LARGEST_ALLOCATION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+struct Watching;
+
+// SAFETY: every call is passed on to the system allocator unchanged.
+unsafe impl std::alloc::GlobalAlloc for Watching {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LARGEST_ALLOCATION.fetch_max(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Watching = Watching;
+
 fn id(i: usize) -> String {
     format!("{i:032x}")
 }
@@ -243,6 +264,8 @@ fn test_a_snapshot_header_claiming_too_many_records_is_read_from_the_rows() {
     let mut cold = Packed::new();
     load(&sql, &mut cold).unwrap();
     assert_eq!(cold.len(), n, "the rows, not the header, decide");
+    let largest = LARGEST_ALLOCATION.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(largest < 1 << 30, "no allocation sized by the header's count: {largest} bytes");
 }
 
 #[test]

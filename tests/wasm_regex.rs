@@ -18,9 +18,11 @@ fn unicode_classes(dir: &Path, out: &mut Vec<String>) {
             unicode_classes(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).unwrap();
+            // Whole lines, trailing comments and all (a `//` may be part
+            // of a pattern, as in a URL's); only lines that are comments
+            // from their start are skipped.
             for (n, line) in text.lines().enumerate() {
-                let code = line.split("//").next().unwrap_or("");
-                if has_class(code) {
+                if !line.trim_start().starts_with("//") && has_class(line) {
                     out.push(format!("{}:{}", path.display(), n + 1));
                 }
             }
@@ -44,7 +46,9 @@ fn regex_features() -> String {
 #[test]
 fn test_no_pattern_needs_a_unicode_class_the_wasm_build_lacks() {
     let features = regex_features();
-    if features.contains("\"unicode\"") || features.contains("unicode-gencat") {
+    // Only the whole `unicode` feature backs every class (general
+    // categories, scripts, properties): with it there is nothing to check.
+    if features.contains("\"unicode\"") {
         return;
     }
     let mut found = Vec::new();
@@ -59,4 +63,5 @@ fn test_the_class_finder_finds_a_class() {
     assert!(has_class(r#"Regex::new("\\P{Greek}")"#));
     assert!(!has_class(r#"Regex::new(r"\w+ \d+ \s \b")"#));
     assert!(!has_class(r#"let path = "C:\\projects";"#));
+    assert!(has_class(r#"Regex::new(r"https?://\S+\p{L}")"#), "a class after a URL's slashes");
 }

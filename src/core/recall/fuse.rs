@@ -346,7 +346,7 @@ pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanati
             None => node,
         }
     });
-    Explanation::new(hit.score, "fused score: the sum of each channel's weight / (K + rank)").with_all(parts)
+    Explanation::new(hit.score, format!("fused score: the sum of each channel's weight / ({} + rank)", weights.k_name())).with_all(parts)
 }
 
 /// Fuses rankings. An id ranked by a channel more than once counts at its
@@ -462,15 +462,29 @@ mod tests {
 
     #[test]
     fn test_a_semantic_embedder_fuses_with_the_steeper_constant() {
+        // The vector's first hit against full text's hits, the vector
+        // weighed the same under both constants: at K 10, 0.5 / 11 = 0.045
+        // is below full text's ninth (1 / 19 = 0.053); at SEMANTIC_K 3,
+        // 0.5 / 4 = 0.125 is above its sixth (1 / 9 = 0.111), below its
+        // fourth (1 / 7 = 0.143) and ties its fifth (1 / 8), which the
+        // ids leave first ("f5" > "a1").
         let semantic = Weights::new(EmbeddingKind::Semantic);
-        let rankings = [r(Channel::Fts, &["f1", "f2", "f3", "f4", "f5", "f6"]), r(Channel::Vector, &["v1"])];
-        let place = |w: Weights| fuse(&rankings, w).iter().position(|f| f.id == "v1").unwrap();
-        assert_eq!(place(Weights::default()), 6, "lexical: the vector's first hit weighs less than full text's sixth");
-        assert_eq!(place(semantic), 4, "semantic: it weighs full text's fifth");
-        let hit = fuse(&rankings, semantic).into_iter().find(|f| f.id == "v1").unwrap();
+        let rankings = [r(Channel::Fts, &["f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9"]), r(Channel::Vector, &["a1"])];
+        let place = |w: Weights| fuse(&rankings, w).iter().position(|f| f.id == "a1").unwrap();
+        let lexical_k_semantic_weights = |w: Weights| {
+            let mut out: Vec<(f64, &str)> = rankings.iter().flat_map(|r| r.ids.iter().enumerate().map(move |(i, id)| (w.of(r.channel) / (K + (i + 1) as f64), id.as_str()))).collect();
+            out.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(a.1)));
+            out.iter().position(|(_, id)| *id == "a1").unwrap()
+        };
+        assert_eq!(lexical_k_semantic_weights(semantic), 9, "at K 10 the vector's first hit follows all nine of full text's");
+        assert_eq!(place(semantic), 5, "at SEMANTIC_K 3 it comes after full text's fifth");
+        let hit = fuse(&rankings, semantic).into_iter().find(|f| f.id == "a1").unwrap();
         assert_eq!(hit.score, SEMANTIC_WEIGHT_VECTOR / (SEMANTIC_K + 1.0));
-        assert!(explain(&hit, &rankings, semantic).details[0].description.contains("(SEMANTIC_K 3 + rank 1"));
+        let e = explain(&hit, &rankings, semantic);
+        assert!(e.details[0].description.contains("(SEMANTIC_K 3 + rank 1"), "{e:?}");
+        assert!(e.description.contains("(SEMANTIC_K + rank)"), "{e:?}");
     }
+
     #[test]
     fn test_a_match_needs_a_lexical_hit_or_a_vector_as_close_as_the_floor() {
         let mut vector = r(Channel::Vector, &["a"]);
