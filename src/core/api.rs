@@ -34,6 +34,14 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
 pub const MIN_REMEMBER_CHARS: usize = 1;
 /// Most candidates a recall returns.
 pub const MAX_RECALL_LIMIT: usize = 100;
+
+/// A caller's count as a `usize`, once validated. Counts are read as
+/// `u64` on every platform, so one past Wasm's 32-bit `usize` is refused
+/// by the range checks with their own message rather than by the
+/// decoder's ("expected usize"); past the platform's range it saturates.
+pub fn count(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
 pub const DEFAULT_RECALL_LIMIT: usize = 10;
 /// Largest import body accepted, in bytes.
 pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
@@ -176,7 +184,7 @@ pub struct RecallOptions {
     pub reference_date: Option<String>,
     #[serde(default)]
     #[schemars(range(min = 1, max = 100), extend("default" = 10))]
-    pub limit: Option<usize>,
+    pub limit: Option<u64>,
     #[serde(default)]
     pub response_length: Option<ResponseLength>,
     /// How widely to search: `low` (default), `medium`, `high`.
@@ -217,7 +225,7 @@ pub struct RecallRequest {
 pub struct ListRequest {
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000), extend("default" = 20))]
-    pub limit: Option<usize>,
+    pub limit: Option<u64>,
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::Cursor>")]
     pub cursor: Option<String>,
@@ -638,7 +646,7 @@ impl RecallRequest {
             return Err(Error::invalid(format!("query must be at most {MAX_QUERY_BYTES} bytes")));
         }
         if let Some(l) = self.options.limit {
-            if l == 0 || l > MAX_RECALL_LIMIT {
+            if l == 0 || l > MAX_RECALL_LIMIT as u64 {
                 return Err(Error::invalid(format!("limit must be 1-{MAX_RECALL_LIMIT}")));
             }
         }
@@ -667,7 +675,7 @@ impl ListRequest {
 
     pub fn validate(&self) -> Result<()> {
         if let Some(l) = self.limit {
-            if l == 0 || l > MAX_PAGE_SIZE {
+            if l == 0 || l > MAX_PAGE_SIZE as u64 {
                 return Err(Error::invalid(format!("limit must be 1-{MAX_PAGE_SIZE}")));
             }
         }

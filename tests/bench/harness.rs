@@ -436,7 +436,7 @@ impl Memory for Native {
                 query: question.to_string(),
                 options: RecallOptions {
                     reference_date: Some(reference.timestamp.clone()),
-                    limit: Some(LIMIT),
+                    limit: Some(LIMIT as u64),
                     explain: Some(true),
                     ..RecallOptions::default()
                 },
@@ -464,7 +464,7 @@ impl Memory for Native {
                 query: question.to_string(),
                 options: RecallOptions {
                     reference_date: Some(reference.timestamp.clone()),
-                    limit: Some(LIMIT),
+                    limit: Some(LIMIT as u64),
                     thinking_level: thinking_level(),
                     ..RecallOptions::default()
                 },

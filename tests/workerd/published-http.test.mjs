@@ -407,10 +407,14 @@ test("GET /namespaces?per_page=1 pages through both namespaces, one at a time, u
 });
 
 // Wasm's usize is 32 bits: a page size past it must be refused, not wrapped (2^32 + 1 -> 1).
-test("counts beyond 32 bits: a page size is a 400 on namespaces and memories, never a page of one; maxWindows means every window", async () => {
+test("counts beyond 32 bits: a page size or recall limit is a 400 saying its range, never a page of one; maxWindows means every window", async () => {
   for (const path of ["/namespaces?per_page=4294967297", `/namespaces/${NAMESPACE}/profiles/${PROFILE}/memories?per_page=4294967297`, `/namespaces/${NAMESPACE}/profiles/${PROFILE}/memories?limit=4294967297`]) {
-    fails(await send("GET", path), 400);
+    const e = fails(await send("GET", path), 400);
+    assert.match(e.message, /per_page|limit/, "the range check answers, not the decoder");
+    assert.doesNotMatch(e.message, /usize/, e.message);
   }
+  const recall = await send("POST", `/namespaces/${NAMESPACE}/profiles/${PROFILE}/recall`, { body: { query: "anything", limit: 4294967297 } });
+  assert.match(fails(recall, 400).message, /limit must be 1-100/, recall.what);
   // maxWindows has no upper bound: one past 32 bits means "all of them", as natively, not a 400.
   const r = await send("POST", `/namespaces/${NAMESPACE}/profiles/${PROFILE}/consolidate`, { body: { maxWindows: 4294967296, dryRun: true } });
   assert.equal(r.status, 200, r.what);

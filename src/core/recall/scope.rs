@@ -74,7 +74,7 @@ impl RecallScope {
         RecallScope {
             query: req.query.clone(),
             include_inactive: opts.include_inactive.unwrap_or(false),
-            limit: opts.limit.unwrap_or(crate::core::api::DEFAULT_RECALL_LIMIT),
+            limit: opts.limit.map_or(crate::core::api::DEFAULT_RECALL_LIMIT, crate::core::api::count),
             reference: opts.reference_date.as_deref().and_then(date_of).unwrap_or(today),
             now_iso: iso(now),
             explain: opts.explain.unwrap_or(false),
