@@ -34,6 +34,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
 pub const MIN_REMEMBER_CHARS: usize = 1;
 /// Most candidates a recall returns.
 pub const MAX_RECALL_LIMIT: usize = 100;
+pub const DEFAULT_RECALL_LIMIT: usize = 10;
 
 /// A caller's count as a `usize`, once validated. Counts are read as
 /// `u64` on every platform, so one past Wasm's 32-bit `usize` is refused
@@ -42,7 +43,7 @@ pub const MAX_RECALL_LIMIT: usize = 100;
 pub fn count(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
-pub const DEFAULT_RECALL_LIMIT: usize = 10;
+
 /// Largest import body accepted, in bytes.
 pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
 /// Longest role of a message.

@@ -10,6 +10,8 @@ use chrono::{Datelike, Duration, Months, NaiveDate, Weekday};
 use regex::{Captures, Regex};
 use std::sync::OnceLock;
 
+/// Month names and their abbreviations, as a regex alternation.
+pub const MONTHS: &str = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 const WEEKDAYS: &str = "monday|tuesday|wednesday|thursday|friday|saturday|sunday";
 const NUMBERS: &str = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few";
 

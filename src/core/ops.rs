@@ -297,7 +297,7 @@ impl<'a> Profile<'a> {
         req.validate()?;
         let status = req.status_filter();
         let mut page = self.store().list(&ListFilter {
-            limit: req.limit.map_or(DEFAULT_PAGE_SIZE, crate::core::api::count),
+            limit: req.limit.map_or(DEFAULT_PAGE_SIZE, api::count),
             cursor: req.after().map(|c| api::open_cursor(self.name, c)).transpose()?,
             session_id: req.session_id,
             kind: req.kind,

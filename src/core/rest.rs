@@ -78,15 +78,8 @@ impl ProfileCall {
 
     /// The page size a list asked for (what `result_info.per_page` says).
     pub fn per_page(&self) -> usize {
-        self.args.get("limit").and_then(Value::as_u64).map_or(api::DEFAULT_PAGE_SIZE, saturating_usize)
+        self.args.get("limit").and_then(Value::as_u64).map_or(api::DEFAULT_PAGE_SIZE, api::count)
     }
-}
-
-/// A count a caller sent, as a `usize`: one beyond the platform's range
-/// (Wasm's is 32 bits) saturates, so a range check refuses it rather
-/// than see it wrapped to a small number.
-fn saturating_usize(n: u64) -> usize {
-    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 pub fn object_name(namespace: &str, profile: &str) -> String {
@@ -177,7 +170,7 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         }
         ("GET", ["namespaces"]) => {
             let args = query_args(req.query, &[("per_page", "perPage"), ("limit", "perPage")], &["perPage"])?;
-            let per_page = args.get("perPage").and_then(Value::as_u64).map(saturating_usize);
+            let per_page = args.get("perPage").and_then(Value::as_u64).map(api::count);
             let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
             if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor"))) {
                 return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));

@@ -128,13 +128,12 @@ pub fn texts(v: &Value, names: &[&str]) -> Vec<String> {
 /// or an array of those. One beyond `usize` (2^32 on Wasm) or `u64` is
 /// `usize::MAX`, a slot no reply has, on every platform alike.
 pub fn indices(v: &Value) -> Vec<usize> {
-    let wide = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     match v {
-        Value::Number(n) => n.as_u64().map(|n| vec![wide(n)]).unwrap_or_default(),
+        Value::Number(n) => n.as_u64().map(|n| vec![crate::core::api::count(n)]).unwrap_or_default(),
         Value::String(s) => s
             .split(|c: char| !c.is_ascii_digit())
             .filter(|p| !p.is_empty())
-            .map(|p| p.parse::<u64>().map_or(usize::MAX, wide))
+            .map(|p| p.parse::<u64>().map_or(usize::MAX, crate::core::api::count))
             .collect(),
         Value::Array(a) => a.iter().flat_map(indices).collect(),
         _ => Vec::new(),

@@ -121,7 +121,7 @@ pub fn parse_openai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
         .iter()
         .enumerate()
         .map(|(pos, d)| {
-            let index = d.get("index").and_then(Value::as_u64).map_or(pos, |i| usize::try_from(i).unwrap_or(usize::MAX));
+            let index = d.get("index").and_then(Value::as_u64).map_or(pos, crate::core::api::count);
             let e = d.get("embedding").ok_or_else(|| Error::provider("embedding item has no embedding"))?;
             Ok((index, vector(e)?))
         })

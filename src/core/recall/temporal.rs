@@ -8,6 +8,7 @@
 //! ("April 10", "2026-04-10", "10 April 2026") or, failing that, from the
 //! dates of the best matching memories.
 
+use crate::core::dates::MONTHS;
 use chrono::{Datelike, NaiveDate};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -84,8 +85,6 @@ pub fn detect(q: &str) -> Option<Question> {
     }
     None
 }
-
-const MONTHS: &str = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 
 fn month_num(s: &str) -> Option<u32> {
     let s = s.to_lowercase();

@@ -69,7 +69,7 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
 /// "3 May"), which dates a past action as firmly as an ISO date.
 fn names_a_day(lower: &str) -> bool {
     static DAY: OnceLock<Regex> = OnceLock::new();
-    let months = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
+    let months = crate::core::dates::MONTHS;
     re(&DAY, &format!(r"\b(?:(?:{months})\.? \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{months}))\b")).is_match(lower)
 }
 
