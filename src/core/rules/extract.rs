@@ -19,7 +19,7 @@ use crate::core::dates;
 use crate::core::text::is_agent_role;
 use crate::core::provider::{Candidate, Line, Pass, Transcript};
 use crate::core::text;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// Fewest content words a kept sentence has.
 pub const MIN_CONTENT_WORDS: usize = 3;

@@ -12,7 +12,7 @@
 
 use crate::core::provider::{Candidate, Transcript, Verdict};
 use crate::core::text;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Share of content words that must be found in the cited lines.
 pub const MIN_GROUNDING: f64 = 0.8;
@@ -20,12 +20,12 @@ pub const MIN_GROUNDING: f64 = 0.8;
 /// Verifies every candidate of one transcript, stemming each cited line
 /// once (candidates of one message cite the same line).
 pub fn verify_all(t: &Transcript, cs: &[Candidate]) -> Vec<Verdict> {
-    let mut stems: HashMap<usize, HashSet<String>> = HashMap::new();
+    let mut stems: HashMap<usize, HashSet<String>> = HashMap::default();
     cs.iter().map(|c| verify_with(t, c, &mut stems)).collect()
 }
 
 pub fn verify(t: &Transcript, c: &Candidate) -> Verdict {
-    verify_with(t, c, &mut HashMap::new())
+    verify_with(t, c, &mut HashMap::default())
 }
 
 /// [`verify`] with the stems of transcript lines (by index) kept in
