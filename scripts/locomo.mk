@@ -32,6 +32,17 @@
 #                                 python3 tests/fixtures/dev-styles/generate.py
 #                                 rewrites them, deterministically).
 #
+#   make locomo-draws             the same over other draws of the four
+#                                 styles: the generator run with each seed of
+#                                 DRAW_SEEDS (default 1 2 3) into
+#                                 target/draws/seed-<s>/ (same templates,
+#                                 other values, phrasings and distractors),
+#                                 then tests/bench/draws.py's table: each
+#                                 set's recall@10 by channel and fused, and
+#                                 each style pooled over the committed draw
+#                                 and the seeds', flagging fusion below its
+#                                 best channel and a channel below its plain
+#                                 counterpart. LOCOMO_EMBEDDER etc. apply.
 #   make locomo-one-profile       the four generated styles' haystacks, each
 #                                 session once, in ONE native profile (~4.6k
 #                                 memories of long-turn chats), every question
@@ -60,7 +71,10 @@
 LOCOMO ?=
 LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 
-.PHONY: locomo locomo-styles locomo-one-profile
+DRAW_SEEDS ?= 1 2 3
+DRAW_STYLES := coding-agent knowledge-updates long-answers support-chat
+
+.PHONY: locomo locomo-styles locomo-draws locomo-one-profile
 
 locomo:
 	@$(ENV) LOCOMO="$(LOCOMO)" cargo bench --bench locomo
@@ -70,6 +84,15 @@ locomo-styles:
 		echo "== $$f"; \
 		$(ENV) LOCOMO="$$f" LOCOMO_CHANNELS=1 cargo bench --quiet --bench locomo; \
 	done
+
+locomo-draws:
+	@set -eo pipefail; for s in $(DRAW_SEEDS); do \
+		python3 tests/fixtures/dev-styles/generate.py --seed $$s --out target/draws/seed-$$s > /dev/null; \
+	done; \
+	for f in $(foreach s,dev $(DRAW_SEEDS),$(foreach t,$(DRAW_STYLES),$(if $(filter dev,$(s)),tests/fixtures/dev-styles/$(t).json,target/draws/seed-$(s)/$(t).json))); do \
+		echo "== $$f"; \
+		$(ENV) LOCOMO="$$f" LOCOMO_CHANNELS=1 cargo bench --quiet --bench locomo; \
+	done | python3 tests/bench/draws.py
 
 locomo-one-profile:
 	@mkdir -p target
