@@ -36,8 +36,9 @@ def short(path):
 
 
 def parse(lines):
-    """{set: {column: (recall@5, recall@10), "n": questions}} in input order."""
-    sets, cur = {}, None
+    """{set: {column: (recall@5, recall@10), "n": questions}} in input
+    order, and the embedders the runs named."""
+    sets, cur, embedders = {}, None, []
     row = re.compile(r"\s*(channel (\S+)\s+alone|bm25 baseline|pipeline \(fused\)):\s+recall@5=([\d.]+) @10=([\d.]+)")
     # LoCoMo prints its fused and bm25 figures in its overall row.
     locomo = re.compile(r"overall\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+([\d.]+)\s+[\d.]+$")
@@ -48,6 +49,8 @@ def parse(lines):
             continue
         if cur is None:
             continue
+        if line.startswith("embedder:") and line.strip() not in embedders:
+            embedders.append(line.strip())
         m = row.match(line)
         if m:
             name = m.group(2) or ("bm25" if "bm25" in m.group(1) else "fused")
@@ -62,7 +65,7 @@ def parse(lines):
         m = re.search(r"\((\d+) questions\)", line)
         if m:
             sets[cur]["n"] = int(m.group(1))
-    return sets
+    return sets, embedders
 
 
 def flags(d):
@@ -85,7 +88,9 @@ def line(name, d):
 
 
 def main():
-    sets = parse(sys.stdin)
+    sets, embedders = parse(sys.stdin)
+    for e in embedders:
+        print(e)
     print("recall@10 by set")
     print("%-26s%s" % ("set", "".join("%10s" % c for c in COLUMNS)))
     pooled, total = {}, {}
