@@ -169,6 +169,44 @@ fn test_reads_the_dev_style_fixtures() {
     assert!((40..=80).contains(&total), "{total} questions");
 }
 
+/// Runs the style generator into a fresh directory with `args`.
+fn generate(name: &str, args: &[&str]) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::env::temp_dir().join(format!("agent-memory-draw-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let status = std::process::Command::new("python3")
+        .arg(root.join("tests/fixtures/dev-styles/generate.py"))
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("python3 runs (scripts/setup.sh needs it too)");
+    assert!(status.success(), "generate.py {args:?} failed");
+    out
+}
+
+#[test]
+fn test_the_generator_rewrites_the_committed_fixtures_and_draws_others_by_seed() {
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dev-styles");
+    let again = generate("default", &[]);
+    let other = generate("seed7", &["--seed", "7"]);
+    for style in ["coding-agent", "support-chat", "long-answers", "knowledge-updates"] {
+        let file = format!("{style}.json");
+        let read = |dir: &std::path::Path| std::fs::read_to_string(dir.join(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(read(&committed) == read(&again), "{style}: the default seed no longer gives the committed file");
+        let drawn = read(&other);
+        assert!(drawn != read(&committed), "{style}: seed 7 drew the committed file");
+        let data: Value = serde_json::from_str(&drawn).unwrap();
+        assert_eq!(detect(&data), Format::LongMemEval, "{style}");
+        let qs = parse(&data).unwrap_or_else(|e| panic!("{style} (seed 7): {e}"));
+        assert!(!qs.is_empty() && qs.iter().all(|q| q.scored() && !q.evidence().is_empty()), "{style} (seed 7)");
+    }
+    for dir in [again, other] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 // ---- the session-level metrics ---------------------------------------------
 
 #[test]
