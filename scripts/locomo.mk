@@ -67,7 +67,10 @@
 # many words): by the best window alone, or by the turn's own bm25 plus
 # share x its best window's (docs/bench/generalization/passages.txt).
 # LOCOMO_VERBOSE=1 with LOCOMO_CHANNELS=1 prints each channel's recall@10
-# per question of a LongMemEval-format file.
+# per question of a LongMemEval-format file. LOCOMO_EXPLAIN=<text> recalls
+# every question containing <text> with `explain` (native) and prints, on
+# stderr, each candidate's fused score, sources, channel contributions
+# (channel@rank=value) and summary.
 LOCOMO ?=
 LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 

@@ -469,7 +469,19 @@ impl Memory for Native {
                     ..RecallOptions::default()
                 },
             };
+            let mut req = req;
+            let explain = std::env::var("LOCOMO_EXPLAIN").ok().filter(|s| !s.is_empty() && question.contains(s.as_str())).is_some();
+            if explain {
+                req.options.explain = Some(true);
+            }
             let r = support::block_on(p.recall(req)).unwrap_or_else(|e| panic!("recall of {question:?} failed: {e}"));
+            if explain {
+                eprintln!("== explain: {question}");
+                for (i, c) in r.candidates.iter().enumerate() {
+                    let trace: Vec<String> = c.trace.iter().flatten().map(|t| format!("{}@{}={:.4}", t.channel.name(), t.rank, t.contribution)).collect();
+                    eprintln!("{:2} {:.4} {:?} {} | {}", i + 1, c.score, c.source_message_ids, trace.join(" "), c.summary.chars().take(90).collect::<String>());
+                }
+            }
             r.candidates.into_iter().map(|c| c.source_message_ids).collect()
         })
     }
