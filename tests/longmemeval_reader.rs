@@ -11,7 +11,7 @@ mod harness;
 mod longmemeval;
 
 use harness::Embedding;
-use longmemeval::{detect, harness_sessions, parse, parse_date, recall_all, recall_any, run, session_of, top_sessions, turn_id, Format, Options, Scores};
+use longmemeval::{detect, harness_sessions, holds, parse, parse_date, recall_all, recall_any, run, session_of, stated_answer, top_sessions, turn_id, Format, Options, Scores};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -205,6 +205,32 @@ fn test_the_generator_rewrites_the_committed_fixtures_and_draws_others_by_seed()
     for dir in [again, other] {
         let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+#[test]
+fn test_the_answer_counts_only_where_evidence_states_it_and_only_in_the_first_k() {
+    let data = json!([
+        {"question_id": "q1", "question_type": "t", "question": "What code?", "answer": "RF-42",
+         "haystack_session_ids": ["s"], "haystack_dates": ["2023/01/01"],
+         "haystack_sessions": [[{"role": "user", "content": "Refund?"}, {"role": "assistant", "content": "Your code is rf-42.", "has_answer": true}]],
+         "answer_session_ids": ["s"]},
+        {"question_id": "q2", "question_type": "t", "question": "How many?", "answer": "three",
+         "haystack_session_ids": ["s"], "haystack_dates": ["2023/01/01"],
+         "haystack_sessions": [[{"role": "user", "content": "I have 3 cats.", "has_answer": true}, {"role": "assistant", "content": "three is plenty"}]],
+         "answer_session_ids": ["s"]}
+    ]);
+    let qs = parse(&data).unwrap();
+    assert_eq!(stated_answer(&qs[0]).as_deref(), Some("rf-42"), "case aside");
+    assert_eq!(stated_answer(&qs[1]), None, "only a turn without has_answer says 'three'");
+    let answer = stated_answer(&qs[0]).unwrap();
+    let mut texts: Vec<String> = (0..12).map(|i| format!("memory {i}")).collect();
+    assert_eq!(holds(&texts, &answer), [0, 0]);
+    texts[7] = "Assistant: the refund code is RF-42.".into();
+    assert_eq!(holds(&texts, &answer), [0, 1], "8th: in the first 10, not the first 5");
+    texts[2] = "rf-42".into();
+    assert_eq!(holds(&texts, &answer), [1, 1]);
+    texts.truncate(2);
+    assert_eq!(holds(&texts, &answer), [0, 0], "fewer texts than k");
 }
 
 // ---- the session-level metrics ---------------------------------------------

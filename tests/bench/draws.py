@@ -12,6 +12,12 @@ baselines) with flags where:
                memories (its plain counterpart);
   MSG<BM25     the raw-messages channel is below plain bm25 over the turns.
 
+The last two columns ask whether the answer itself came back: over the
+questions whose answer an evidence turn states word for word, the share
+with the answer in one of the first 10 memories recall returned
+("answer"), and in one of bm25's first 10 turns ("ans-bm25": a whole
+turn, so an easier test).
+
 Then every style pooled over its draws (the committed development files
 and each seed's draw): recall@10 weighted by questions, with the same
 flags. A draw is the generator (tests/fixtures/dev-styles/generate.py) run
@@ -25,7 +31,7 @@ import re
 import sys
 
 CHANNELS = ["fts", "messages", "vector", "hyde", "key"]
-COLUMNS = ["fused", "fts", "fts-plain", "messages", "bm25", "vector", "hyde"]
+COLUMNS = ["fused", "fts", "fts-plain", "messages", "bm25", "vector", "hyde", "answer", "ans-bm25"]
 EPS = 1e-9
 
 
@@ -62,6 +68,12 @@ def parse(lines):
             sets[cur]["fused"] = (float(m.group(2)), float(m.group(3)))
             sets[cur]["bm25"] = (float(m.group(4)), float(m.group(5)))
             continue
+        m = re.match(r"answer returned: in the first 5 / 10 memories ([\d.]+) / ([\d.]+); bm25's first 5 / 10 turns ([\d.]+) / ([\d.]+) \((\d+) questions", line)
+        if m:
+            sets[cur]["answer"] = (float(m.group(1)), float(m.group(2)))
+            sets[cur]["ans-bm25"] = (float(m.group(3)), float(m.group(4)))
+            sets[cur]["answered"] = int(m.group(5))
+            continue
         m = re.search(r"\((\d+) questions\)", line)
         if m:
             sets[cur]["n"] = int(m.group(1))
@@ -94,15 +106,18 @@ def main():
     print("recall@10 by set")
     print("%-26s%s" % ("set", "".join("%10s" % c for c in COLUMNS)))
     pooled, total = {}, {}
+    # Answer columns are pooled over the questions they count.
+    weight = lambda d, c: d.get("answered", 0) if c.startswith("answer") else d.get("n", 1)
     for name, d in sets.items():
-        at10 = {c: v[1] for c, v in d.items() if c != "n"}
+        at10 = {c: v[1] for c, v in d.items() if c not in ("n", "answered")}
         if "fused" not in at10:
             continue
         print(line(name, at10))
         if name.startswith("locomo"):
             continue
-        style, n = name.split("/")[-1], d.get("n", 1)
+        style = name.split("/")[-1]
         for c, v in at10.items():
+            n = weight(d, c)
             for acc in (pooled.setdefault(style, {}), total):
                 s = acc.setdefault(c, [0.0, 0])
                 s[0] += v * n
@@ -111,11 +126,11 @@ def main():
     print("pooled over each style's draws (weighted by questions)")
     print("%-26s%s" % ("style (questions)", "".join("%10s" % c for c in COLUMNS)))
     for style, acc in sorted(pooled.items()):
-        n = max(v[1] for v in acc.values())
-        print(line("%s (%d)" % (style, n), {c: v[0] / v[1] for c, v in acc.items()}))
+        n = acc["fused"][1]
+        print(line("%s (%d)" % (style, n), {c: v[0] / v[1] for c, v in acc.items() if v[1]}))
     if total:
-        n = max(v[1] for v in total.values())
-        print(line("all styles (%d)" % n, {c: v[0] / v[1] for c, v in total.items()}))
+        n = total["fused"][1]
+        print(line("all styles (%d)" % n, {c: v[0] / v[1] for c, v in total.items() if v[1]}))
 
 
 if __name__ == "__main__":

@@ -135,6 +135,11 @@ pub struct Baseline {
 }
 
 impl Baseline {
+    /// A turn's text, by its id.
+    pub fn text(&self, dia_id: &str) -> Option<String> {
+        self.conn.query_row("SELECT text FROM turns WHERE dia_id = ?", [dia_id], |r| r.get(0)).ok()
+    }
+
     /// An index over every turn of `sessions` (and their passages, with
     /// `LOCOMO_PASSAGES`).
     pub fn new<'a>(sessions: impl IntoIterator<Item = &'a Session>) -> Baseline {
@@ -243,6 +248,11 @@ pub trait Memory {
     fn active(&self) -> Option<(i64, i64)> {
         None
     }
+    /// Whether some active memory's content holds `text` (lowercase;
+    /// native).
+    fn stores(&self, _text: &str) -> Option<bool> {
+        None
+    }
     /// Consolidates the profile now (the real time: a conversation dated
     /// years ago is old), background work drained (native).
     fn consolidate(&mut self) -> Option<agent_memory::core::model::ConsolidationReport> {
@@ -250,6 +260,8 @@ pub trait Memory {
     }
     /// Recall: each candidate's source message ids, best first.
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>>;
+    /// The last recall's candidates' summaries, best first.
+    fn texts(&self) -> &[String];
 }
 
 pub fn messages_of(session: &Session) -> Vec<MessageInput> {
@@ -268,12 +280,14 @@ pub struct Native {
     /// Durable Object keeps it when the isolate's budget allows.
     pub packed: std::cell::RefCell<agent_memory::core::local::vector::Packed>,
     pub embedding: Embedding,
+    /// The last recall's candidates' summaries.
+    pub texts: Vec<String>,
 }
 
 impl Native {
     /// A fresh, empty profile embedding with `embedding`.
     pub fn new(embedding: &Embedding) -> Native {
-        Native { sql: support::database(), turns: Default::default(), packed: Default::default(), embedding: embedding.clone() }
+        Native { sql: support::database(), turns: Default::default(), packed: Default::default(), embedding: embedding.clone(), texts: Vec::new() }
     }
 
     /// Runs `f` with the profile at `now`: the local defaults (rules,
@@ -381,6 +395,16 @@ impl Memory for Native {
         Some((r[0].as_i64()?, r[1].as_i64()?))
     }
 
+    fn stores(&self, text: &str) -> Option<bool> {
+        let rows = agent_memory::core::ports::Sql::query(
+            &self.sql,
+            "SELECT EXISTS (SELECT 1 FROM memories WHERE status = 'active' AND instr(lower(content), ?1) > 0)",
+            &[agent_memory::core::ports::SqlValue::Text(text.to_string())],
+        )
+        .ok()?;
+        Some(rows.first()?.first()?.as_i64()? == 1)
+    }
+
     fn consolidate(&mut self) -> Option<agent_memory::core::model::ConsolidationReport> {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         self.with_profile(now, |p| {
@@ -459,7 +483,7 @@ impl Memory for Native {
     }
 
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {
-        self.with_profile(reference.millis, |p| {
+        let got = self.with_profile(reference.millis, |p| {
             let req = RecallRequest {
                 query: question.to_string(),
                 options: RecallOptions {
@@ -482,8 +506,15 @@ impl Memory for Native {
                     eprintln!("{:2} {:.4} {:?} {} | {}", i + 1, c.score, c.source_message_ids, trace.join(" "), c.summary.chars().take(90).collect::<String>());
                 }
             }
-            r.candidates.into_iter().map(|c| c.source_message_ids).collect()
-        })
+            r.candidates.into_iter().map(|c| (c.source_message_ids, c.summary)).collect::<Vec<_>>()
+        });
+        let (sources, texts) = got.into_iter().unzip();
+        self.texts = texts;
+        sources
+    }
+
+    fn texts(&self) -> &[String] {
+        &self.texts
     }
 }
 
@@ -493,6 +524,8 @@ pub struct Remote {
     pub port: u16,
     pub base_path: String,
     pub token: String,
+    /// The last recall's candidates' summaries.
+    pub texts: Vec<String>,
 }
 
 impl Remote {
@@ -509,6 +542,7 @@ impl Remote {
             port,
             base_path: format!("{prefix}/accounts/local/agent-memory/namespaces/locomo/profiles/{profile}"),
             token: std::env::var("MEMORY_TOKEN").ok().filter(|t| !t.is_empty()).unwrap_or_else(|| "dev-token".into()),
+            texts: Vec::new(),
         }
     }
 
@@ -565,12 +599,16 @@ impl Memory for Remote {
         let body = json!({ "query": question, "referenceDate": reference.timestamp, "limit": LIMIT });
         let (status, v) = self.call("POST", "/recall", Some(&body));
         assert!(v["success"].as_bool() == Some(true), "recall of {question:?} failed ({status}): {v}");
-        v["result"]["candidates"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let candidates: Vec<&Value> = v["result"]["candidates"].as_array().into_iter().flatten().collect();
+        self.texts = candidates.iter().map(|c| c["summary"].as_str().unwrap_or_default().to_string()).collect();
+        candidates
+            .iter()
             .map(|c| c["sourceMessageIds"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect())
             .collect()
+    }
+
+    fn texts(&self) -> &[String] {
+        &self.texts
     }
 }
 

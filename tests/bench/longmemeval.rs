@@ -385,6 +385,62 @@ pub struct Report {
     pub active_bytes: i64,
     /// Share of evidence turns some active memory cites (native).
     pub ceiling: Tally,
+    /// Whether the answer itself was returned ([`Answers`]).
+    pub answers: Answers,
+}
+
+/// Whether the answer itself is in what recall returns: over the
+/// questions whose answer is stated word for word in an evidence turn,
+/// the share whose answer (case aside) is in one of the first 5 and 10
+/// memories' summaries, and for the baseline in one of its first 5 and
+/// 10 turns. A turn is a whole message, a memory one statement, so the
+/// two are not the same test: the memories' figure says whether the
+/// statement holding the answer, not only its turn, came back.
+#[derive(Clone, Debug, Default)]
+pub struct Answers {
+    pub n: usize,
+    /// Questions whose answer some active memory holds (native).
+    pub stored: Option<usize>,
+    pub pipeline: [usize; 2],
+    pub bm25: [usize; 2],
+}
+
+/// Whether the first 5 and the first 10 of `texts` hold `answer`
+/// (lowercase), case aside.
+pub fn holds(texts: &[String], answer: &str) -> [usize; 2] {
+    [5, 10].map(|k| usize::from(texts.iter().take(k).any(|t| t.to_lowercase().contains(answer))))
+}
+
+/// `q`'s answer, lowercase, when one of its evidence turns states it word
+/// for word (case aside); `None` otherwise.
+pub fn stated_answer(q: &LmeQuestion) -> Option<String> {
+    let answer = q.answer.trim().to_lowercase();
+    let stated = !answer.is_empty() && q.sessions.iter().flat_map(|s| s.turns.iter()).any(|t| t.has_answer && t.content.to_lowercase().contains(&answer));
+    stated.then_some(answer)
+}
+
+impl Answers {
+    /// Tallies one question; whether its answer was in the first 10
+    /// memories (`None`: not stated word for word in its evidence).
+    fn add(&mut self, q: &LmeQuestion, memory: &dyn Memory, bm25: &[String], baseline: &Baseline) -> Option<bool> {
+        let answer = stated_answer(q)?;
+        self.n += 1;
+        if let Some(stored) = memory.stores(&answer) {
+            *self.stored.get_or_insert(0) += usize::from(stored);
+        }
+        let memories = memory.texts();
+        let turns: Vec<String> = bm25.iter().take(10).filter_map(|id| baseline.text(id)).collect();
+        let mine = holds(memories, &answer);
+        for (sum, hit) in [(&mut self.pipeline, mine), (&mut self.bm25, holds(&turns, &answer))] {
+            sum[0] += hit[0];
+            sum[1] += hit[1];
+        }
+        Some(mine[1] == 1)
+    }
+
+    fn share(&self, hits: usize) -> f64 {
+        hits as f64 / self.n.max(1) as f64
+    }
 }
 
 impl Report {
@@ -518,6 +574,7 @@ fn ask(q: &LmeQuestion, memory: &mut dyn Memory, baseline: &Baseline, turn_of: &
     r.latencies.push(t0.elapsed());
     let ranked = turns_of(&candidates, turn_of);
     let bm25 = baseline.search(&q.question);
+    let answered = r.answers.add(q, &*memory, &bm25, baseline);
     if opts.per_channel {
         for (name, lists) in memory.channels(&q.question, &reference) {
             let turns = turns_of(&lists, turn_of);
@@ -534,13 +591,14 @@ fn ask(q: &LmeQuestion, memory: &mut dyn Memory, baseline: &Baseline, turn_of: &
     if opts.verbose {
         let k = 10;
         println!(
-            "  [{}] {} r10={} b10={} any5={}/{} {:?} ev={:?} got={:?}",
+            "  [{}] {} r10={} b10={} any5={}/{} answer10={} {:?} ev={:?} got={:?}",
             q.id,
             q.question_type,
             if evidence.is_empty() { "-".to_string() } else { format!("{:.2}", recall_at(&ranked, &evidence, k)) },
             if evidence.is_empty() { "-".to_string() } else { format!("{:.2}", recall_at(&bm25, &evidence, k)) },
             recall_any(&ranked, &q.answer_session_ids, SESSION_K),
             recall_any(&bm25, &q.answer_session_ids, SESSION_K),
+            answered.map_or("-", |a| if a { "1" } else { "0" }),
             q.question,
             evidence,
             ranked.iter().take(k).collect::<Vec<_>>()
@@ -593,6 +651,18 @@ pub fn print(r: &Report, opts: &Options) {
         }
         line("bm25 baseline:", &all_b);
         line("pipeline (fused):", &all_p);
+    }
+    if r.answers.n > 0 {
+        let a = &r.answers;
+        println!(
+            "answer returned: in the first 5 / 10 memories {:.3} / {:.3}; bm25's first 5 / 10 turns {:.3} / {:.3} ({} questions whose answer an evidence turn states word for word{})",
+            a.share(a.pipeline[0]),
+            a.share(a.pipeline[1]),
+            a.share(a.bm25[0]),
+            a.share(a.bm25[1]),
+            a.n,
+            a.stored.map_or(String::new(), |s| format!("; an active memory holds it for {:.3}", a.share(s)))
+        );
     }
     if !r.statuses.is_empty() {
         let all: Vec<String> = r.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect();
