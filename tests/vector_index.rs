@@ -212,18 +212,24 @@ fn random_items(rng: &mut Rng, ids: std::ops::Range<usize>) -> Vec<(String, Vec<
     ids.map(|i| (id(i), random_vector(rng))).collect()
 }
 
+/// Loads the resident copy (empty), then upserts `n` random vectors
+/// through it in batches of 500, as the alarm does: past
+/// [`SNAPSHOT_MIN`] the copy writes its snapshot.
+fn fill_through_the_cache(sql: &dyn Sql, rng: &mut Rng, n: usize) {
+    let packed = RefCell::new(Packed::new());
+    let index = CachedVectorIndex { sql, packed: &packed };
+    block_on(index.query(&random_vector(rng), 1)).unwrap();
+    for batch in random_items(rng, 0..n).chunks(500) {
+        block_on(index.upsert(batch)).unwrap();
+    }
+}
+
 #[test]
 fn test_cold_start_reads_the_snapshot_and_the_rows_after_it() {
     let sql = database();
-    let packed = RefCell::new(Packed::new());
-    let index = CachedVectorIndex { sql: &sql, packed: &packed };
     let mut rng = Rng(11);
-    block_on(index.query(&random_vector(&mut rng), 1)).unwrap(); // loads (empty)
     let n = SNAPSHOT_MIN + 2500;
-    let items = random_items(&mut rng, 0..n);
-    for batch in items.chunks(500) {
-        block_on(index.upsert(batch)).unwrap();
-    }
+    fill_through_the_cache(&sql, &mut rng, n);
     let parts = |sql: &dyn Sql| sql.query("SELECT COUNT(*) FROM vector_snapshot", &[]).unwrap()[0][0].as_i64().unwrap();
     assert!(parts(&sql) > 1, "a snapshot was taken once the copy grew past {SNAPSHOT_MIN}");
 
@@ -248,14 +254,9 @@ fn test_cold_start_reads_the_snapshot_and_the_rows_after_it() {
 #[test]
 fn test_a_snapshot_header_claiming_too_many_records_is_read_from_the_rows() {
     let sql = database();
-    let packed = RefCell::new(Packed::new());
-    let index = CachedVectorIndex { sql: &sql, packed: &packed };
     let mut rng = Rng(12);
-    block_on(index.query(&random_vector(&mut rng), 1)).unwrap();
     let n = SNAPSHOT_MIN + 100;
-    for batch in random_items(&mut rng, 0..n).chunks(500) {
-        block_on(index.upsert(batch)).unwrap();
-    }
+    fill_through_the_cache(&sql, &mut rng, n);
     // The header (part 0) says u32::MAX records: reserving for them would
     // ask more than Wasm's whole memory.
     let mut head = sql.query("SELECT data FROM vector_snapshot WHERE part = 0", &[]).unwrap()[0][0].as_blob().unwrap().to_vec();

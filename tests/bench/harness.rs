@@ -484,20 +484,17 @@ impl Memory for Native {
 
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>> {
         let got = self.with_profile(reference.millis, |p| {
+            let explain = std::env::var("LOCOMO_EXPLAIN").ok().is_some_and(|s| !s.is_empty() && question.contains(s.as_str()));
             let req = RecallRequest {
                 query: question.to_string(),
                 options: RecallOptions {
                     reference_date: Some(reference.timestamp.clone()),
                     limit: Some(LIMIT as u64),
                     thinking_level: thinking_level(),
+                    explain: explain.then_some(true),
                     ..RecallOptions::default()
                 },
             };
-            let mut req = req;
-            let explain = std::env::var("LOCOMO_EXPLAIN").ok().filter(|s| !s.is_empty() && question.contains(s.as_str())).is_some();
-            if explain {
-                req.options.explain = Some(true);
-            }
             let r = support::block_on(p.recall(req)).unwrap_or_else(|e| panic!("recall of {question:?} failed: {e}"));
             if explain {
                 eprintln!("== explain: {question}");

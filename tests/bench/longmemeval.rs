@@ -408,7 +408,8 @@ pub struct Answers {
 /// Whether the first 5 and the first 10 of `texts` hold `answer`
 /// (lowercase), case aside.
 pub fn holds(texts: &[String], answer: &str) -> [usize; 2] {
-    [5, 10].map(|k| usize::from(texts.iter().take(k).any(|t| t.to_lowercase().contains(answer))))
+    let first = texts.iter().position(|t| t.to_lowercase().contains(answer));
+    [5, 10].map(|k| usize::from(first.is_some_and(|i| i < k)))
 }
 
 /// `q`'s answer, lowercase, when one of its evidence turns states it word

@@ -128,6 +128,15 @@ impl Naming {
         }
     }
 
+    /// The naming as the raw-messages channel reads it: a speaker named
+    /// by the speaker's words, and no other.
+    pub fn by_name_only(self) -> Naming {
+        match self {
+            Naming::ByName => Naming::ByName,
+            Naming::FirstPerson | Naming::Unnamed => Naming::Unnamed,
+        }
+    }
+
     /// The boost's explanation node, when there is one.
     fn explain(self, what: &str) -> Option<Explanation> {
         match self {
@@ -944,10 +953,7 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     let mut rowids: HashMap<String, i64> = HashMap::default();
     for &(i, w) in &split {
         let t = place(i)?;
-        let named = *by_name.entry(t.role).or_insert_with(|| match q.naming(places.role_name(t.role)) {
-            Naming::ByName => Naming::ByName,
-            _ => Naming::Unnamed,
-        });
+        let named = *by_name.entry(t.role).or_insert_with(|| q.naming(places.role_name(t.role)).by_name_only());
         let boosts = Boosts::of(q, named, t.mentions_time, t.date);
         let s = w.content + MESSAGE_FUNCTION_WEIGHT * w.function;
         plain.push((t.id.to_string(), s * boosts.factor()));
