@@ -22,6 +22,12 @@ pub fn message_id(session_id: &str, role: &str, content: &str) -> String {
     hex(h.finalize().iter().take(16))
 }
 
+/// A short stable digest of `text` (8 hex characters of SHA-256): the
+/// same on every platform and build, so a key made with it is too.
+pub fn digest(text: &str) -> String {
+    hex(Sha256::digest(text.as_bytes()).iter().take(4))
+}
+
 /// The id of the `n`-th repeat of a message within one call: the first
 /// (`n` 0) is [`message_id`]; each later one, the same words said again
 /// (a second "yes"), has an id of its own, so both are kept.

@@ -16,7 +16,9 @@ The last two columns ask whether the answer itself came back: over the
 questions whose answer an evidence turn states word for word, the share
 with the answer in one of the first 10 memories recall returned
 ("answer"), and in one of bm25's first 10 turns ("ans-bm25": a whole
-turn, so an easier test).
+turn, so an easier test). "ceiling" is the share of evidence turns that
+some active memory cites at all: what extraction and supersession left
+for recall to find.
 
 Then every style pooled over its draws (the committed development files
 and each seed's draw): recall@10 weighted by questions, with the same
@@ -31,7 +33,7 @@ import re
 import sys
 
 CHANNELS = ["fts", "messages", "vector", "hyde", "key"]
-COLUMNS = ["fused", "fts", "fts-plain", "messages", "bm25", "vector", "hyde", "answer", "ans-bm25"]
+COLUMNS = ["fused", "fts", "fts-plain", "messages", "bm25", "vector", "hyde", "answer", "ans-bm25", "ceiling"]
 EPS = 1e-9
 
 
@@ -73,6 +75,10 @@ def parse(lines):
             sets[cur]["answer"] = (float(m.group(1)), float(m.group(2)))
             sets[cur]["ans-bm25"] = (float(m.group(3)), float(m.group(4)))
             sets[cur]["answered"] = int(m.group(5))
+            continue
+        m = re.match(r"extraction ceiling: ([\d.]+) of evidence turns", line)
+        if m:
+            sets[cur]["ceiling"] = (float(m.group(1)), float(m.group(1)))
             continue
         m = re.search(r"\((\d+) questions\)", line)
         if m:

@@ -184,12 +184,31 @@ fn copula_subject(body: &str) -> Option<String> {
     (2..=3).contains(&words.len()).then(|| words.join("_"))
 }
 
+/// Whether a statement naming a category member also states a value of
+/// something else: a number named by a word of its own ("the staging
+/// Postgres listens on *port 6432*", "the Redis cache *holds 500* MB").
+/// Such a statement is about that other thing, not about which member is
+/// used, so it does not take the category's key: two projects' database
+/// ports are not one topic, and neither replaces the choice of database.
+/// A version written after the member ("PostgreSQL 16") is part of its
+/// name, and a number after a stop word ("moved to 3.11") may be the
+/// member's own version.
+fn names_another_value(body: &str) -> bool {
+    let rest = lexicon::without_members(body);
+    let words: Vec<&str> = rest.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric())).filter(|w| !w.is_empty()).collect();
+    words.windows(2).any(|pair| match pair {
+        [word, value] => value.chars().any(|c| c.is_ascii_digit()) && !word.chars().any(|c| c.is_ascii_digit()) && !text::is_stop(word),
+        _ => false,
+    })
+}
+
 /// The topic key of a keyed memory.
 /// Most words in a key built from a statement's own words.
 pub const FALLBACK_KEY_WORDS: usize = 8;
 
 pub fn key_of(role: &str, body: &str) -> Option<String> {
-    let category = lexicon::category_of(body).map(|c| match named_subject(body) {
+    let about_the_member = !names_another_value(body);
+    let category = lexicon::category_of(body).filter(|_| about_the_member).map(|c| match named_subject(body) {
         // Two projects' databases are two topics.
         Some(named) => format!("{named}_{c}"),
         None => c.to_string(),
@@ -203,7 +222,14 @@ pub fn key_of(role: &str, body: &str) -> Option<String> {
         let mut words: Vec<String> = key_words(body).iter().map(|w| text::stem(w)).collect();
         words.sort();
         words.dedup();
-        words.truncate(FALLBACK_KEY_WORDS);
+        if words.len() > FALLBACK_KEY_WORDS {
+            // Past the cap the key keeps its first words and a digest of
+            // all of them: two statements that differ only in a word late
+            // in the alphabet (another project's name) stay two topics.
+            let digest = crate::core::ids::digest(&words.join(" "));
+            words.truncate(FALLBACK_KEY_WORDS - 1);
+            words.push(digest);
+        }
         words.extend(identifiers(body));
         (!words.is_empty()).then(|| words.join("_"))
     })?;
@@ -300,6 +326,29 @@ mod tests {
         // A greeting or the name of whoever is addressed is no subject.
         assert_eq!(key_of("user", "Hi Claude, I prefer Python."), key_of("user", "I prefer Rust."));
         assert_eq!(key_of("user", "Thanks Bob, we use PostgreSQL."), key_of("user", "We use MySQL now."));
+    }
+
+    #[test]
+    fn test_a_value_of_something_else_keeps_a_statement_off_the_category_key() {
+        let orchard = key_of("user", "By the way, the staging Postgres for orchard-web listens on port 6432, not the default.");
+        let basalt = key_of("user", "By the way, the staging Postgres for basalt listens on port 5499, not the default.");
+        assert_ne!(orchard, basalt, "two projects' ports are two topics");
+        assert_ne!(orchard.as_deref(), Some("user.database"), "a port is not the choice of database");
+        // The member's own version, or a number after a stop word, leaves the category key.
+        assert_eq!(key_of("user", "orchard-web keeps its data in MySQL 5.7 for now.").as_deref(), Some("user.database"));
+        assert_eq!(key_of("user", "We migrated the data store to PostgreSQL 16 over the weekend.").as_deref(), Some("user.database"));
+        assert_eq!(key_of("user", "We raised the minimum Python version to 3.11.").as_deref(), Some("user.programming_language"));
+        assert_eq!(key_of("user", "Use pnpm, not npm.").as_deref(), Some("user.package_manager"));
+    }
+
+    #[test]
+    fn test_long_statements_differing_late_in_the_alphabet_keep_apart() {
+        let a = key_of("user", "Our plan with the maps vendor used by tidewater allows 600 requests per minute, so keep batch jobs below that.");
+        let b = key_of("user", "Our plan with the maps vendor used by pantry allows 900 requests per minute, so keep batch jobs below that.");
+        assert_ne!(a, b);
+        let again = key_of("user", "Our plan with the maps vendor used by tidewater allows 600 requests per minute, so keep batch jobs below that.");
+        assert_eq!(a, again, "a restatement shares its key");
+        assert!(a.is_some_and(|k| k.chars().count() <= crate::core::api::MAX_KEY_CHARS));
     }
 
     #[test]

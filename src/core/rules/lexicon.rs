@@ -85,16 +85,59 @@ fn members() -> Option<&'static (aho_corasick::AhoCorasick, Vec<&'static str>)> 
 pub fn category_of(text: &str) -> Option<&'static str> {
     let lower = format!(" {} ", text.to_lowercase());
     let (automaton, attrs) = members()?;
-    // A match of a whole pattern starts and ends between characters.
-    let whole_word = |start: usize, end: usize| {
-        lower.get(..start).is_some_and(|before| before.chars().next_back().is_none_or(|c| !c.is_alphanumeric()))
-            && lower.get(end..).is_some_and(|after| after.chars().next().is_none_or(|c| !c.is_alphanumeric()))
-    };
     automaton
         .find_overlapping_iter(&lower)
-        .filter(|m| whole_word(m.start(), m.end()))
+        .filter(|m| whole_word(&lower, m.start(), m.end()))
         .min_by_key(|m| (m.start(), m.pattern().as_usize()))
         .and_then(|m| attrs.get(m.pattern().as_usize()).copied())
+}
+
+/// Whether `lower[start..end]` is a whole word: no letter or digit
+/// right before or after it.
+fn whole_word(lower: &str, start: usize, end: usize) -> bool {
+    lower.get(..start).is_some_and(|before| before.chars().next_back().is_none_or(|c| !c.is_alphanumeric()))
+        && lower.get(end..).is_some_and(|after| after.chars().next().is_none_or(|c| !c.is_alphanumeric()))
+}
+
+/// `text` (lowercased) without the category members it names as whole
+/// words, each with the version written right after it ("PostgreSQL 16",
+/// "Python 3.8"): what the text says besides which thing it names.
+pub fn without_members(text: &str) -> String {
+    let lower = format!(" {} ", text.to_lowercase());
+    let Some((automaton, _)) = members() else { return lower };
+    // Whole-word matches, the longest first at each place ("postgresql",
+    // not the "postgres" in it).
+    let mut found: Vec<(usize, usize)> = automaton
+        .find_overlapping_iter(&lower)
+        .filter(|m| whole_word(&lower, m.start(), m.end()))
+        .map(|m| (m.start(), m.end()))
+        .collect();
+    found.sort_by_key(|&(start, end)| (start, std::cmp::Reverse(end)));
+    let mut out = String::with_capacity(lower.len());
+    let mut at = 0;
+    for (start, end) in found {
+        if start < at {
+            continue;
+        }
+        out.push_str(lower.get(at..start).unwrap_or(""));
+        out.push(' ');
+        at = end.saturating_add(version_after(lower.get(end..).unwrap_or("")));
+    }
+    out.push_str(lower.get(at..).unwrap_or(""));
+    out
+}
+
+/// The length of the version opening `rest` (" 16", " v2.3", " 3.8"),
+/// with its space; 0 when there is none.
+fn version_after(rest: &str) -> usize {
+    let Some(r) = rest.strip_prefix(' ') else { return 0 };
+    let v = r.strip_prefix('v').unwrap_or(r);
+    let digits = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let number = v.get(..digits).unwrap_or("").trim_end_matches('.');
+    match number.is_empty() {
+        true => 0,
+        false => rest.len().saturating_sub(v.len()).saturating_add(number.len()),
+    }
 }
 
 /// The attribute a word names directly ("package manager" names
@@ -137,6 +180,13 @@ mod tests {
             }
         }
         best.map(|(_, a)| a)
+    }
+
+    #[test]
+    fn test_members_and_their_versions_are_taken_out() {
+        assert_eq!(without_members("Moved to PostgreSQL 16 on port 6432.").split_whitespace().collect::<Vec<_>>(), ["moved", "to", "on", "port", "6432."]);
+        assert_eq!(without_members("Python v3.11, not python.").split_whitespace().collect::<Vec<_>>(), [",", "not", "."]);
+        assert_eq!(without_members("pythonic npmjs").split_whitespace().collect::<Vec<_>>(), ["pythonic", "npmjs"]);
     }
 
     #[test]
