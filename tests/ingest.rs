@@ -139,6 +139,27 @@ fn test_later_session_switching_to_npm_supersedes_the_pnpm_memory() {
 }
 
 #[test]
+fn test_one_projects_port_or_limit_does_not_supersede_anothers() {
+    let sql = database();
+    let said = |session: &str, text: &str| IngestRequest { messages: vec![msg("user", text)], session_id: Some(session.into()), metadata: Default::default() };
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(said("a", "By the way, the staging Postgres for basalt listens on port 6432, not the default."))).unwrap();
+        block_on(p.ingest(said("b", "Our plan with the maps vendor used by tidewater allows 600 requests per minute, so keep batch jobs below that."))).unwrap();
+    });
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let r = block_on(p.ingest(said("c", "By the way, the staging Postgres for juniper-etl listens on port 5499, not the default."))).unwrap();
+        assert_eq!(r.memories_superseded, 0, "another project's port");
+        let r = block_on(p.ingest(said("d", "Our plan with the maps vendor used by pantry allows 900 requests per minute, so keep batch jobs below that."))).unwrap();
+        assert_eq!(r.memories_superseded, 0, "another project's limit");
+        assert_eq!(active(p).len(), 4);
+        // The same project's statement said again with a new value still replaces it.
+        let r = block_on(p.ingest(said("e", "By the way, the staging Postgres for basalt listens on port 7000, not the default."))).unwrap();
+        assert_eq!(r.memories_superseded, 1);
+        assert!(active(p).iter().all(|m| !m.content.contains("6432")));
+    });
+}
+
+#[test]
 fn test_yesterday_is_stored_as_the_absolute_date() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

@@ -207,8 +207,7 @@ fn names_another_value(body: &str) -> bool {
 pub const FALLBACK_KEY_WORDS: usize = 8;
 
 pub fn key_of(role: &str, body: &str) -> Option<String> {
-    let about_the_member = !names_another_value(body);
-    let category = lexicon::category_of(body).filter(|_| about_the_member).map(|c| match named_subject(body) {
+    let category = lexicon::category_of(body).filter(|_| !names_another_value(body)).map(|c| match named_subject(body) {
         // Two projects' databases are two topics.
         Some(named) => format!("{named}_{c}"),
         None => c.to_string(),
