@@ -190,6 +190,17 @@ mod tests {
     }
 
     #[test]
+    fn test_taking_members_out_of_any_text_keeps_the_rest() {
+        for t in ["Üpostgres 16", "postgresÜ 16", "İstanbul runs Postgres ١٦", "postgres v", "postgres 1.", "postgres .", "npm", "", " ", "c++ 17 and c# 12"] {
+            let rest = without_members(t);
+            assert!(rest.len() <= t.to_lowercase().len() + 2, "{t:?} -> {rest:?}");
+        }
+        assert!(!without_members("postgres v").contains("postgres"));
+        assert!(without_members("Üpostgres 16").contains("16"), "not a whole word: kept");
+        assert!(!without_members("c++ 17 and c# 12").contains("17"));
+    }
+
+    #[test]
     fn test_one_pass_finds_the_category_the_member_scan_finds() {
         let mut texts: Vec<String> = vec![
             "I switched from npm to pnpm last week".into(),
