@@ -84,12 +84,19 @@ fn members() -> Option<&'static (aho_corasick::AhoCorasick, Vec<&'static str>)> 
 /// [`CATEGORIES`]). One pass over the text for every member.
 pub fn category_of(text: &str) -> Option<&'static str> {
     let lower = format!(" {} ", text.to_lowercase());
-    let (automaton, attrs) = members()?;
-    automaton
-        .find_overlapping_iter(&lower)
-        .filter(|m| whole_word(&lower, m.start(), m.end()))
+    let (_, attrs) = members()?;
+    whole_words(&lower)
         .min_by_key(|m| (m.start(), m.pattern().as_usize()))
         .and_then(|m| attrs.get(m.pattern().as_usize()).copied())
+}
+
+/// Every category member `lower` names as a whole word, overlapping
+/// matches included.
+fn whole_words(lower: &str) -> impl Iterator<Item = aho_corasick::Match> + '_ {
+    members()
+        .into_iter()
+        .flat_map(move |(automaton, _)| automaton.find_overlapping_iter(lower))
+        .filter(move |m| whole_word(lower, m.start(), m.end()))
 }
 
 /// Whether `lower[start..end]` is a whole word: no letter or digit
@@ -104,14 +111,9 @@ fn whole_word(lower: &str, start: usize, end: usize) -> bool {
 /// "Python 3.8"): what the text says besides which thing it names.
 pub fn without_members(text: &str) -> String {
     let lower = format!(" {} ", text.to_lowercase());
-    let Some((automaton, _)) = members() else { return lower };
-    // Whole-word matches, the longest first at each place ("postgresql",
-    // not the "postgres" in it).
-    let mut found: Vec<(usize, usize)> = automaton
-        .find_overlapping_iter(&lower)
-        .filter(|m| whole_word(&lower, m.start(), m.end()))
-        .map(|m| (m.start(), m.end()))
-        .collect();
+    // The longest match first at each place ("postgresql", not the
+    // "postgres" in it).
+    let mut found: Vec<(usize, usize)> = whole_words(&lower).map(|m| (m.start(), m.end())).collect();
     found.sort_by_key(|&(start, end)| (start, std::cmp::Reverse(end)));
     let mut out = String::with_capacity(lower.len());
     let mut at = 0;
