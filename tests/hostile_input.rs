@@ -7,8 +7,8 @@ mod support;
 
 use agent_memory::core::api::{self, IngestRequest, ListRequest, RecallRequest, RememberRequest};
 use agent_memory::core::background::{EMBED_BATCH_BYTES, MAX_ATTEMPTS};
-use agent_memory::core::error::{Error, Result};
 use agent_memory::core::dates;
+use agent_memory::core::error::{Error, Result};
 use agent_memory::core::local::embed::HashEmbedder;
 use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::model::MessageInput;
@@ -229,7 +229,8 @@ fn test_dot_session_ids_are_refused_at_ingest_and_remember() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         for sid in [".", "..", "%2e%2E", ".%2e"] {
-            let req = IngestRequest { messages: vec![msg("user", "A message in an odd session.", None)], session_id: Some(sid.into()), metadata: Default::default() };
+            let req =
+                IngestRequest { messages: vec![msg("user", "A message in an odd session.", None)], session_id: Some(sid.into()), metadata: Default::default() };
             assert!(block_on(p.ingest(req)).unwrap_err().is_invalid(), "{sid}");
             let mut rem = remember("Something worth remembering for later.");
             rem.session_id = Some(sid.into());
@@ -243,7 +244,12 @@ fn test_dot_session_ids_are_refused_at_ingest_and_remember() {
 fn test_a_session_stored_as_dot_dot_can_still_be_deleted() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "I keep my notes in Obsidian.", None)], session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
+        block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", "I keep my notes in Obsidian.", None)],
+            session_id: Some("s1".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
         // As an older version stored it.
         sql.execute("UPDATE messages SET session_id = '..'", &[]).unwrap();
         sql.execute("UPDATE memories SET session_id = '..'", &[]).unwrap();
@@ -375,7 +381,8 @@ fn memory_line(overrides: serde_json::Value) -> String {
 
 fn message_line(role: &str, content: &str, overrides: serde_json::Value) -> String {
     let id = agent_memory::core::ids::message_id("s1", role, content);
-    let mut m = json!({ "kind": "message", "id": id, "sessionId": "s1", "role": role, "content": content, "position": 0, "createdAt": "2026-04-15T10:00:00.000Z" });
+    let mut m =
+        json!({ "kind": "message", "id": id, "sessionId": "s1", "role": role, "content": content, "position": 0, "createdAt": "2026-04-15T10:00:00.000Z" });
     for (k, v) in overrides.as_object().unwrap() {
         m[k] = v.clone();
     }
@@ -483,7 +490,17 @@ impl Embedder for Dies {
 fn with_embedder<T>(sql: &NativeSql, now: i64, embedder: &dyn Embedder, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
     let turns = TurnDirectory::new();
-    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder, index: &index, turns: Some(&turns), now, limits: Limits::default(), memory: Default::default() };
+    let p = Profile {
+        name: "test/p",
+        sql,
+        reasoner: &Rules,
+        embedder,
+        index: &index,
+        turns: Some(&turns),
+        now,
+        limits: Limits::default(),
+        memory: Default::default(),
+    };
     f(&p)
 }
 
@@ -582,10 +599,7 @@ fn test_extraction_from_long_unbroken_text_keeps_keys_and_queries_within_the_wri
     with_profile(&sql, APRIL_15, |p| {
         let word = "c".repeat(api::MAX_MESSAGE_BYTES - 40);
         let req = IngestRequest {
-            messages: vec![
-                msg("user", &format!("My project build is {word}."), None),
-                msg("user", &format!("I prefer {word} for everything."), None),
-            ],
+            messages: vec![msg("user", &format!("My project build is {word}."), None), msg("user", &format!("I prefer {word} for everything."), None)],
             session_id: Some("s1".into()),
             metadata: Default::default(),
         };
@@ -682,10 +696,7 @@ fn test_a_message_row_whose_content_is_not_text_fails_the_full_text_channels_not
 fn test_an_ingest_that_fails_after_storing_its_messages_is_extracted_by_the_alarm() {
     let sql = database();
     let req = || IngestRequest {
-        messages: vec![
-            msg("user", "I moved to Lisbon in 2021 and work as a baker.", None),
-            msg("user", "My sister Ana lives in Porto with two cats.", None),
-        ],
+        messages: vec![msg("user", "I moved to Lisbon in 2021 and work as a baker.", None), msg("user", "My sister Ana lives in Porto with two cats.", None)],
         session_id: Some("s1".into()),
         metadata: Default::default(),
     };
@@ -794,11 +805,9 @@ fn test_a_refused_write_to_a_profile_marked_for_deletion_purges_nothing() {
     with_limits(&sql, APRIL_15, limits, |p| {
         block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
         block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
-        for (op, args) in [
-            ("ingest", json!({"messages": []})),
-            ("remember", json!({"content": "   "})),
-            ("import", json!({"data": "{\"kind\":\"message\"}\n"})),
-        ] {
+        for (op, args) in
+            [("ingest", json!({"messages": []})), ("remember", json!({"content": "   "})), ("import", json!({"data": "{\"kind\":\"message\"}\n"}))]
+        {
             let e = block_on(p.dispatch(op, args)).unwrap_err();
             assert!(e.is_invalid(), "{op}: {e}");
         }
@@ -818,7 +827,9 @@ fn remember_body(p: &Profile<'_>, body: serde_json::Value) -> agent_memory::core
 fn test_a_key_given_to_remember_is_stored_as_given_or_refused() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        for (key, kind) in [("Cache Bucket", None), ("db-host", None), ("!!!", None), ("\u{200b}", None), ("deploy.date", Some("event")), ("report.q3", Some("task"))] {
+        for (key, kind) in
+            [("Cache Bucket", None), ("db-host", None), ("!!!", None), ("\u{200b}", None), ("deploy.date", Some("event")), ("report.q3", Some("task"))]
+        {
             let mut body = json!({ "content": format!("A statement filed under {key:?}."), "key": key });
             if let Some(k) = kind {
                 body["type"] = json!(k);
@@ -909,7 +920,8 @@ fn test_an_ingest_stores_only_the_memories_that_fit_and_reports_the_rest() {
 fn test_a_message_given_as_an_array_is_refused_not_read_by_position() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let e = block_on(p.dispatch("ingest", json!({ "messages": [["user", "I moved to Lisbon last spring.", "2024-03-01"]], "sessionId": "s" }))).unwrap_err();
+        let e =
+            block_on(p.dispatch("ingest", json!({ "messages": [["user", "I moved to Lisbon last spring.", "2024-03-01"]], "sessionId": "s" }))).unwrap_err();
         assert!(e.is_invalid(), "{e}");
         assert_eq!(p.stats().unwrap().messages, 0);
         block_on(p.dispatch("ingest", json!({ "messages": [{ "role": "user", "content": "I moved to Lisbon last spring." }], "sessionId": "s" }))).unwrap();

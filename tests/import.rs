@@ -36,7 +36,8 @@ fn memory(id: &str, content: &str, extra: Value) -> String {
 /// A message record of session `s1` saying `content`, with `extra` fields.
 fn message(content: &str, extra: Value) -> String {
     let id = agent_memory::core::ids::message_id("s1", "user", content);
-    let mut m = json!({ "kind": "message", "id": id, "sessionId": "s1", "role": "user", "content": content, "position": 0, "createdAt": "2026-01-01T00:00:00.000Z" });
+    let mut m =
+        json!({ "kind": "message", "id": id, "sessionId": "s1", "role": "user", "content": content, "position": 0, "createdAt": "2026-01-01T00:00:00.000Z" });
     for (k, v) in extra.as_object().unwrap() {
         m[k] = v.clone();
     }
@@ -102,7 +103,13 @@ fn test_import_of_two_messages_that_redact_to_one_is_refused() {
 fn test_import_of_a_file_holding_each_record_once_counts_each() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let f = file(&[header(), message("hello there", json!({})), message("and again", json!({})), memory(FIRST, "Alpha lives in Oslo.", json!({})), memory(SECOND, "Beta lives in Rome.", json!({}))]);
+        let f = file(&[
+            header(),
+            message("hello there", json!({})),
+            message("and again", json!({})),
+            memory(FIRST, "Alpha lives in Oslo.", json!({})),
+            memory(SECOND, "Beta lives in Rome.", json!({})),
+        ]);
         let report = p.import(&f).unwrap();
         assert_eq!((report.messages, report.memories), (2, 2));
         assert_eq!(counts(p), (2, 2));
@@ -305,7 +312,11 @@ fn test_migration_13_ends_no_validity_before_it_begins() {
         sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
     }
     // Valid from day 10 until day 1; from day 1 until day 10; open.
-    let rows = [("m1", "2026-03-26T10:00:00.000Z", Some("2026-03-17T10:00:00.000Z")), ("m2", "2026-03-17T10:00:00.000Z", Some("2026-03-26T10:00:00.000Z")), ("m3", "2026-03-17T10:00:00.000Z", None)];
+    let rows = [
+        ("m1", "2026-03-26T10:00:00.000Z", Some("2026-03-17T10:00:00.000Z")),
+        ("m2", "2026-03-17T10:00:00.000Z", Some("2026-03-26T10:00:00.000Z")),
+        ("m3", "2026-03-17T10:00:00.000Z", None),
+    ];
     for (id, from, to) in rows {
         sql.execute(
             "INSERT INTO memories (id, type, summary, content, session_id, source_message_ids, search_queries, status, fingerprint, created_at, updated_at, valid_from, valid_to) \

@@ -12,21 +12,16 @@ use agent_memory::core::local::embed::HashEmbedder;
 use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::model::{IngestReport, Memory, MemoryType, MessageInput, Status};
 use agent_memory::core::ops::{Limits, Profile};
-use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::ports::{ChatModel, ChatRequest, Embedder, LocalBoxFuture, Sql};
 use agent_memory::core::provider::Reasoner;
+use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::rules::Rules;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use support::{block_on, database, with_profile, NativeSql, APRIL_15, msg, spec_conversation, DAY};
-
+use support::{block_on, database, msg, spec_conversation, with_profile, NativeSql, APRIL_15, DAY};
 
 fn switch_to_npm() -> IngestRequest {
-    IngestRequest {
-        messages: vec![msg("user", "Actually, switch to npm for this project.")],
-        session_id: Some("later".into()),
-        metadata: Default::default(),
-    }
+    IngestRequest { messages: vec![msg("user", "Actually, switch to npm for this project.")], session_id: Some("later".into()), metadata: Default::default() }
 }
 
 fn all_memories(p: &Profile<'_>) -> Vec<Memory> {
@@ -42,13 +37,7 @@ fn vector_ids(sql: &NativeSql) -> Vec<String> {
 }
 
 /// Runs `f` with a profile using the given reasoner and embedder.
-fn with_parts<T>(
-    sql: &NativeSql,
-    now: i64,
-    reasoner: &dyn Reasoner,
-    embedder: &dyn Embedder,
-    f: impl FnOnce(&Profile<'_>) -> T,
-) -> T {
+fn with_parts<T>(sql: &NativeSql, now: i64, reasoner: &dyn Reasoner, embedder: &dyn Embedder, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
     let turns = TurnDirectory::new();
     let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, turns: Some(&turns), now, limits: Limits::default(), memory: Default::default() };
@@ -144,12 +133,14 @@ fn test_one_projects_port_or_limit_does_not_supersede_anothers() {
     let said = |session: &str, text: &str| IngestRequest { messages: vec![msg("user", text)], session_id: Some(session.into()), metadata: Default::default() };
     with_profile(&sql, APRIL_15, |p| {
         block_on(p.ingest(said("a", "By the way, the staging Postgres for basalt listens on port 6432, not the default."))).unwrap();
-        block_on(p.ingest(said("b", "Our plan with the maps vendor used by tidewater allows 600 requests per minute, so keep batch jobs below that."))).unwrap();
+        block_on(p.ingest(said("b", "Our plan with the maps vendor used by tidewater allows 600 requests per minute, so keep batch jobs below that.")))
+            .unwrap();
     });
     with_profile(&sql, APRIL_15 + DAY, |p| {
         let r = block_on(p.ingest(said("c", "By the way, the staging Postgres for juniper-etl listens on port 5499, not the default."))).unwrap();
         assert_eq!(r.memories_superseded, 0, "another project's port");
-        let r = block_on(p.ingest(said("d", "Our plan with the maps vendor used by pantry allows 900 requests per minute, so keep batch jobs below that."))).unwrap();
+        let r = block_on(p.ingest(said("d", "Our plan with the maps vendor used by pantry allows 900 requests per minute, so keep batch jobs below that.")))
+            .unwrap();
         assert_eq!(r.memories_superseded, 0, "another project's limit");
         assert_eq!(active(p).len(), 4);
         // The same project's statement said again with a new value still replaces it.
@@ -218,8 +209,7 @@ fn test_superseded_memories_leave_the_vector_index_and_the_outbox_drains() {
         assert_eq!(report.pending, 0);
         let vectors = vector_ids(&sql);
         assert!(!vectors.contains(&old.id));
-        let mut want: Vec<String> =
-            active(p).into_iter().filter(|m| m.kind != MemoryType::Task).map(|m| m.id).collect();
+        let mut want: Vec<String> = active(p).into_iter().filter(|m| m.kind != MemoryType::Task).map(|m| m.id).collect();
         let mut got = vectors;
         want.sort();
         got.sort();
@@ -303,7 +293,12 @@ fn test_a_drain_embeds_a_burst_in_requests_of_at_most_embed_batch_texts() {
         const SYLLABLES: [&str; 12] = ["ka", "lo", "mi", "ru", "te", "zo", "vi", "ne", "sa", "po", "fu", "ge"];
         for k in 0..12 {
             let say = |i: usize| format!("We reviewed the {}{}dor proposal with the committee.", SYLLABLES[k], SYLLABLES[i]);
-            block_on(p.ingest(IngestRequest { messages: (0..8).map(|i| msg("user", &say(i))).collect(), session_id: Some(format!("s{k}")), metadata: Default::default() })).unwrap();
+            block_on(p.ingest(IngestRequest {
+                messages: (0..8).map(|i| msg("user", &say(i))).collect(),
+                session_id: Some(format!("s{k}")),
+                metadata: Default::default(),
+            }))
+            .unwrap();
         }
         let stored = active(p).into_iter().filter(|m| m.kind != MemoryType::Task).count();
         let report = block_on(p.drain()).unwrap();
@@ -584,7 +579,11 @@ fn test_a_turn_that_said_nothing_is_stored_with_its_conversation() {
         let again = support::block_on(p.ingest(call())).unwrap();
         assert_eq!(again.messages_stored, 0, "re-ingesting is idempotent: {again:?}");
         assert_eq!(p.stats().unwrap().messages, 3);
-        let blank = agent_memory::core::api::IngestRequest { messages: vec![support::msg("user", ""), support::msg("assistant", " \n")], session_id: None, metadata: Default::default() };
+        let blank = agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", ""), support::msg("assistant", " \n")],
+            session_id: None,
+            metadata: Default::default(),
+        };
         let e = support::block_on(p.ingest(blank)).unwrap_err();
         assert!(e.is_invalid(), "a call in which no turn says anything is refused: {e}");
         assert_eq!(p.stats().unwrap().messages, 3);

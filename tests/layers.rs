@@ -43,9 +43,8 @@ fn resolve(known: &BTreeMap<Module, String>, parts: &[String]) -> Option<Module>
 /// The module paths named after each occurrence of `prefix` in `code`
 /// (their lowercase segments), groups (`{a::B, c}`) expanded.
 fn paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
-    let segments = |s: &str| -> Vec<String> {
-        s.split("::").map(str::trim).filter(|s| s.starts_with(|c: char| c.is_lowercase())).map(str::to_string).collect()
-    };
+    let segments =
+        |s: &str| -> Vec<String> { s.split("::").map(str::trim).filter(|s| s.starts_with(|c: char| c.is_lowercase())).map(str::to_string).collect() };
     let mut out = Vec::new();
     for (at, _) in code.match_indices(prefix) {
         if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
@@ -177,7 +176,21 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("providers", &["provider", "synthesis", "llm", "rules", "local::embed", "local::vector", "local"]),
     // What recall reads beside the store: the turn directory and its
     // indexes, and the pure scoring pieces.
-    ("indexes", &["recall::directory", "recall::text_index", "recall::porter", "recall::unicode61", "recall::parts", "recall::places", "recall::fuse", "recall::crowding", "recall::scope", "recall::temporal"]),
+    (
+        "indexes",
+        &[
+            "recall::directory",
+            "recall::text_index",
+            "recall::porter",
+            "recall::unicode61",
+            "recall::parts",
+            "recall::places",
+            "recall::fuse",
+            "recall::crowding",
+            "recall::scope",
+            "recall::temporal",
+        ],
+    ),
     // What one call borrows.
     ("context", &["context"]),
     // The pipelines.
@@ -232,7 +245,8 @@ fn test_no_core_module_imports_one_above_it() {
 #[test]
 fn test_the_layer_check_finds_an_upward_import() {
     let m = |s: &str| s.split("::").map(str::to_string).collect::<Module>();
-    let edges: BTreeMap<Module, BTreeSet<Module>> = [(m("store::memories"), [m("recall::channels")].into()), (m("recall::channels"), [m("store")].into())].into();
+    let edges: BTreeMap<Module, BTreeSet<Module>> =
+        [(m("store::memories"), [m("recall::channels")].into()), (m("recall::channels"), [m("store")].into())].into();
     assert_eq!(upward(&edges), vec!["store::memories (storage) imports recall::channels (pipelines)".to_string()]);
     assert_eq!(layer_of(&m("recall::directory")).map(|l| l.1), Some("indexes"));
     assert_eq!(layer_of(&m("recall")).map(|l| l.1), Some("pipelines"));

@@ -4,14 +4,16 @@
 //! tests/fixtures/longmemeval-mini.json, and the OpenAI-compatible
 //! embedder (tests/support/openai_embed.rs) against a stub server.
 
-mod support;
 #[path = "bench/harness.rs"]
 mod harness;
 #[path = "bench/longmemeval.rs"]
 mod longmemeval;
+mod support;
 
 use harness::Embedding;
-use longmemeval::{detect, harness_sessions, holds, parse, parse_date, recall_all, recall_any, run, session_of, stated_answer, top_sessions, turn_id, Format, Options, Scores};
+use longmemeval::{
+    detect, harness_sessions, holds, parse, parse_date, recall_all, recall_any, run, session_of, stated_answer, top_sessions, turn_id, Format, Options, Scores,
+};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -375,7 +377,8 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<Seen>>) {
     } else if model == "broken" {
         ("500 Internal Server Error", json!({ "error": { "message": "model failed to load" } }))
     } else {
-        let data: Vec<Value> = inputs.iter().enumerate().rev().map(|(i, t)| json!({ "object": "embedding", "index": i, "embedding": stub_vector(t) })).collect();
+        let data: Vec<Value> =
+            inputs.iter().enumerate().rev().map(|(i, t)| json!({ "object": "embedding", "index": i, "embedding": stub_vector(t) })).collect();
         ("200 OK", json!({ "object": "list", "model": model, "data": data }))
     };
     let reply = reply.to_string();

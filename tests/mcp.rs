@@ -85,12 +85,7 @@ fn ids(memories: &Value) -> Vec<String> {
 fn test_initialize_negotiates_the_protocol_version() {
     let sql = database();
     for version in mcp::PROTOCOL_VERSIONS {
-        let r = rpc(
-            &sql,
-            APRIL_15,
-            "initialize",
-            json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
-        );
+        let r = rpc(&sql, APRIL_15, "initialize", json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
         assert_eq!(r["protocolVersion"], version);
     }
     let r = rpc(&sql, APRIL_15, "initialize", json!({ "protocolVersion": "2099-01-01", "capabilities": {} }));
@@ -171,25 +166,15 @@ fn test_tools_list_has_the_five_tools_with_schemas() {
 #[test]
 fn test_remember_recall_forget_round_trip() {
     let sql = database();
-    let remembered = ok(
-        "remember",
-        call(
-            &sql,
-            APRIL_15,
-            "remember",
-            json!({ "content": "The user prefers pnpm over npm for every project.", "sessionId": "setup" }),
-        ),
-    );
+    let remembered =
+        ok("remember", call(&sql, APRIL_15, "remember", json!({ "content": "The user prefers pnpm over npm for every project.", "sessionId": "setup" })));
     let memory = &remembered["structuredContent"];
     let id = memory["id"].as_str().unwrap().to_string();
     assert_eq!(memory["sessionId"], "setup");
     assert_eq!(memory["status"], "active");
     assert!(text(&remembered).contains(&id), "{}", text(&remembered));
 
-    let found = ok(
-        "recall",
-        call(&sql, APRIL_15 + 1000, "recall", json!({ "query": "Which package manager does the user prefer?" })),
-    );
+    let found = ok("recall", call(&sql, APRIL_15 + 1000, "recall", json!({ "query": "Which package manager does the user prefer?" })));
     let candidates = &found["structuredContent"]["candidates"];
     assert!(ids(candidates).contains(&id), "{found}");
     assert_eq!(found["structuredContent"]["answer"], found["structuredContent"]["result"]);
@@ -201,15 +186,7 @@ fn test_remember_recall_forget_round_trip() {
     assert_eq!(forgotten["structuredContent"]["status"], "forgotten");
     assert!(text(&forgotten).starts_with("Forgot"), "{}", text(&forgotten));
 
-    let after = ok(
-        "recall",
-        call(
-            &sql,
-            APRIL_15 + 3000,
-            "recall",
-            json!({ "query": "Which package manager does the user prefer?", "limit": 5 }),
-        ),
-    );
+    let after = ok("recall", call(&sql, APRIL_15 + 3000, "recall", json!({ "query": "Which package manager does the user prefer?", "limit": 5 })));
     assert!(!ids(&after["structuredContent"]["candidates"]).contains(&id), "{after}");
 }
 
@@ -223,15 +200,7 @@ fn test_list_filters_pages_and_defaults_to_active() {
     ];
     let mut made = Vec::new();
     for (i, (content, kind)) in contents.iter().enumerate() {
-        let r = ok(
-            "remember",
-            call(
-                &sql,
-                APRIL_15 + i as i64 * 1000,
-                "remember",
-                json!({ "content": content, "type": kind, "sessionId": "s1" }),
-            ),
-        );
+        let r = ok("remember", call(&sql, APRIL_15 + i as i64 * 1000, "remember", json!({ "content": content, "type": kind, "sessionId": "s1" })));
         assert_eq!(r["structuredContent"]["type"], *kind);
         made.push(r["structuredContent"]["id"].as_str().unwrap().to_string());
     }
@@ -283,14 +252,10 @@ fn test_ingest_extracts_memories_that_recall_finds() {
     assert!(rendered.contains("Created:\n1. ["), "{rendered}");
 
     // Sending the same messages again stores nothing new.
-    let again =
-        ok("ingest", call(&sql, APRIL_15 + 1000, "ingest", json!({ "messages": messages, "sessionId": "setup" })));
+    let again = ok("ingest", call(&sql, APRIL_15 + 1000, "ingest", json!({ "messages": messages, "sessionId": "setup" })));
     assert_eq!(again["structuredContent"]["messagesStored"], 0);
 
-    let found = ok(
-        "recall",
-        call(&sql, APRIL_15 + 2000, "recall", json!({ "query": "Which package manager should be used?" })),
-    );
+    let found = ok("recall", call(&sql, APRIL_15 + 2000, "recall", json!({ "query": "Which package manager should be used?" })));
     assert!(found["structuredContent"]["count"].as_u64().unwrap() >= 1, "{found}");
 }
 
@@ -434,13 +399,7 @@ fn test_batch_answers_each_request_in_order() {
     assert_eq!(msgs[4]["result"]["isError"], false);
 }
 
-fn http<'a>(
-    method: &'a str,
-    content_type: Option<&'a str>,
-    accept: Option<&'a str>,
-    version: Option<&'a str>,
-    body: &'a [u8],
-) -> McpRequest<'a> {
+fn http<'a>(method: &'a str, content_type: Option<&'a str>, accept: Option<&'a str>, version: Option<&'a str>, body: &'a [u8]) -> McpRequest<'a> {
     McpRequest { method, content_type, accept, protocol_version: version, body }
 }
 
@@ -463,8 +422,7 @@ fn test_http_framing() {
     assert!(reply.message().unwrap()["error"]["message"].as_str().unwrap().contains("2025-06-18"));
 
     // A supported version header, a charset parameter: answered as JSON, no session id.
-    let reply =
-        run(http("POST", Some("application/json; charset=utf-8"), Some(ACCEPT), Some("2025-06-18"), ping.as_bytes()));
+    let reply = run(http("POST", Some("application/json; charset=utf-8"), Some(ACCEPT), Some("2025-06-18"), ping.as_bytes()));
     assert_eq!((reply.status, reply.header("content-type")), (200, Some("application/json")));
     assert_eq!(reply.header("mcp-session-id"), None);
     assert_eq!(reply.message().unwrap()["result"], json!({}));
@@ -534,7 +492,8 @@ fn test_a_request_without_an_id_or_with_an_unknown_member_is_refused_and_stores_
     let msg = no_id.message().expect("a JSON body");
     assert_eq!((no_id.status, msg["error"]["code"].as_i64()), (400, Some(-32600)), "{msg}");
     assert!(msg["error"]["message"].as_str().unwrap().contains("needs an id"), "{msg}");
-    let batch = post(&sql, json!([{ "jsonrpc": "2.0", "method": "tools/call", "params": remember }, { "jsonrpc": "2.0", "method": "notifications/initialized" }]));
+    let batch =
+        post(&sql, json!([{ "jsonrpc": "2.0", "method": "tools/call", "params": remember }, { "jsonrpc": "2.0", "method": "notifications/initialized" }]));
     assert_eq!(batch.status, 200, "{}", batch.body);
     assert_eq!(batch.message().unwrap()[0]["error"]["code"], -32600);
     let extra = post(&sql, json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": remember, "extra": { "sensitive": true } }));

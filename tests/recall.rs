@@ -10,8 +10,7 @@ use agent_memory::core::ops::Profile;
 use agent_memory::core::recall::fuse::Channel;
 use agent_memory::core::recall::RecallResponse;
 use serde_json::{json, Value};
-use support::{block_on, database, with_profile, APRIL_15, msg, spec_conversation, DAY};
-
+use support::{block_on, database, msg, spec_conversation, with_profile, APRIL_15, DAY};
 
 const RATE_LIMIT: &str = "API rate limit was increased to 10,000 req/s per zone after the April 10 incident.";
 
@@ -107,8 +106,22 @@ fn test_explanation_trees_sum_to_the_fused_score_and_name_every_boost() {
         }
         // The formula all the way down, each constant named.
         for name in [
-            "WEIGHT_FTS", "WEIGHT_MESSAGES", "WEIGHT_VECTOR", "K 10", "own bm25", "NEIGHBOUR_SHARE", "NEIGHBOUR_WINDOW", "SESSION_SHARE",
-            "OWN_SHARE", "SPEAKER_BOOST", "TIME_BOOST", "EXPANSION_WEIGHT", "MEMORY_WEIGHTS", "MESSAGE_WEIGHTS", "cosine", "FUNCTION_WEIGHT",
+            "WEIGHT_FTS",
+            "WEIGHT_MESSAGES",
+            "WEIGHT_VECTOR",
+            "K 10",
+            "own bm25",
+            "NEIGHBOUR_SHARE",
+            "NEIGHBOUR_WINDOW",
+            "SESSION_SHARE",
+            "OWN_SHARE",
+            "SPEAKER_BOOST",
+            "TIME_BOOST",
+            "EXPANSION_WEIGHT",
+            "MEMORY_WEIGHTS",
+            "MESSAGE_WEIGHTS",
+            "cosine",
+            "FUNCTION_WEIGHT",
             "MESSAGE_FUNCTION_WEIGHT",
         ] {
             assert!(said.contains(name), "{name} is not in the explanations:\n{said}");
@@ -133,12 +146,8 @@ fn test_days_ago_question_is_computed_from_the_reference_date() {
         let r = recall(p, json!({ "query": "How many days ago was the April 10 incident?", "referenceDate": "2026-04-20" }));
         assert!(r.result.contains("10 days"), "result: {}", r.result);
         assert!(r.candidates[0].summary.contains("April 10 incident"));
-        let explain = recall(
-            p,
-            json!({ "query": "How many days ago was the April 10 incident?", "referenceDate": "2026-04-20", "explain": true }),
-        )
-        .explain
-        .unwrap();
+        let explain =
+            recall(p, json!({ "query": "How many days ago was the April 10 incident?", "referenceDate": "2026-04-20", "explain": true })).explain.unwrap();
         assert!(explain.temporal_facts.iter().any(|f| f.contains("10 days before")), "{:?}", explain.temporal_facts);
     });
 }
@@ -334,9 +343,8 @@ fn test_long_messages_keep_every_channel_working_for_a_question_asking_when() {
     with_profile(&sql, APRIL_15, |p| {
         let filler = "lorem ipsum dolor sit amet, consectetur adipiscing elit ".repeat(450);
         for s in 0..4 {
-            let messages: Vec<MessageInput> = (0..50)
-                .map(|i| msg("user", &format!("Yesterday I deployed the billing service {s}-{i} to production. {filler}")))
-                .collect();
+            let messages: Vec<MessageInput> =
+                (0..50).map(|i| msg("user", &format!("Yesterday I deployed the billing service {s}-{i} to production. {filler}"))).collect();
             block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("logs-{s}")), metadata: Default::default() })).unwrap();
         }
         let r = recall(p, json!({ "query": "When did I deploy the billing service to production?", "explain": true }));
@@ -367,7 +375,13 @@ fn test_key_channel_ranks_the_live_holders_of_each_key_newest_first_in_key_order
     with_profile(&sql, APRIL_15 + DAY, |p| {
         let keys = |k: &[&str], inactive: bool| -> Vec<String> {
             let keys: Vec<String> = k.iter().map(|s| s.to_string()).collect();
-            channels::key(p.sql, &keys, &agent_memory::core::recall::RecallScope { include_inactive: inactive, ..agent_memory::core::recall::RecallScope::live_at(APRIL_15 + DAY) }).unwrap().ids
+            channels::key(
+                p.sql,
+                &keys,
+                &agent_memory::core::recall::RecallScope { include_inactive: inactive, ..agent_memory::core::recall::RecallScope::live_at(APRIL_15 + DAY) },
+            )
+            .unwrap()
+            .ids
         };
         // The superseded npm memory is not live; key order is kept.
         assert_eq!(keys(&["process.deploy_day", "tooling.package_manager"], false), vec![ids[1].clone(), ids[2].clone()]);
@@ -433,7 +447,10 @@ fn test_a_stop_word_the_question_shares_ranks_its_memory_first_in_full_text() {
     with_profile(&sql, APRIL_15, |p| {
         // Other facts, so that a word in one memory of the profile has an
         // idf to speak of.
-        for (i, fact) in ["Ana rides a red bike", "Bruno plays the cello", "Chen bakes sourdough bread", "Dara runs the marathon", "Emil collects old maps"].iter().enumerate() {
+        for (i, fact) in ["Ana rides a red bike", "Bruno plays the cello", "Chen bakes sourdough bread", "Dara runs the marathon", "Emil collects old maps"]
+            .iter()
+            .enumerate()
+        {
             for place in ["at work", "on weekends", "every morning", "with friends"] {
                 remember(p, json!({ "content": format!("{fact} {place}, said note {i}.") }));
             }

@@ -97,7 +97,8 @@ fn run_script(keeping: Keeping) -> Vec<String> {
     .iter()
     .enumerate()
     {
-        let req: RememberRequest = serde_json::from_value(json!({ "content": content, "key": if i < 3 { "team.package_manager" } else { "team.on_call" } })).unwrap();
+        let req: RememberRequest =
+            serde_json::from_value(json!({ "content": content, "key": if i < 3 { "team.package_manager" } else { "team.on_call" } })).unwrap();
         out.push(call(&sql, &mut |p| format!("{:?}", block_on(p.remember(req.clone())).map(|m| (m.id, m.status, m.supersedes)))));
     }
     for key in ["team.package_manager", "team.on_call", "nobody.nothing"] {
@@ -142,4 +143,3 @@ fn test_answers_are_the_same_with_nothing_resident_everything_resident_and_evict
         }
     }
 }
-

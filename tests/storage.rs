@@ -4,8 +4,8 @@ mod support;
 
 use agent_memory::core::api::{IngestRequest, ListRequest, RememberRequest};
 use agent_memory::core::model::{MessageInput, Status};
-use serde_json::json;
 use agent_memory::core::store::{FullText, TEXT_BATCH};
+use serde_json::json;
 use support::{block_on, database, with_profile, APRIL_15};
 
 fn msg(role: &str, content: &str) -> MessageInput {
@@ -73,11 +73,7 @@ fn test_same_messages_twice_store_each_once() {
 fn test_oversized_message_is_refused_and_stores_nothing() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let req = IngestRequest {
-            messages: vec![msg("user", "fine"), msg("user", &"x".repeat(40 * 1024))],
-            session_id: None,
-            metadata: Default::default(),
-        };
+        let req = IngestRequest { messages: vec![msg("user", "fine"), msg("user", &"x".repeat(40 * 1024))], session_id: None, metadata: Default::default() };
         let err = block_on(p.ingest(req)).unwrap_err();
         assert!(err.is_client_error());
         assert_eq!(p.stats().unwrap().messages, 0);
@@ -104,7 +100,13 @@ fn test_list_pages_with_a_cursor_and_filters() {
         assert!(third.cursor.is_none());
         // The pages hold every memory once, newest first.
         let all: Vec<String> = [first, second, third].into_iter().flat_map(|p| p.memories).map(|m| m.id).collect();
-        let mut expected: Vec<String> = p.list(ListRequest { limit: Some(100), status: Some(ListStatus::All), ..ListRequest::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
+        let mut expected: Vec<String> = p
+            .list(ListRequest { limit: Some(100), status: Some(ListStatus::All), ..ListRequest::default() })
+            .unwrap()
+            .memories
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(all, expected);
         expected.sort();
         expected.dedup();
@@ -313,10 +315,7 @@ fn test_export_then_import_reproduces_everything() {
     let src = database();
     let export = with_profile(&src, APRIL_15, |p| {
         block_on(p.ingest(IngestRequest {
-            messages: vec![
-                msg("user", "Set up the project with React and TypeScript."),
-                msg("user", "Use pnpm, not npm. And dark mode by default."),
-            ],
+            messages: vec![msg("user", "Set up the project with React and TypeScript."), msg("user", "Use pnpm, not npm. And dark mode by default.")],
             session_id: Some("s1".into()),
             metadata: Default::default(),
         }))
@@ -342,7 +341,9 @@ fn test_import_of_many_megabytes_is_written_whole_in_bounded_statements() {
     // writes, and lose nothing.
     use agent_memory::core::model::{Memory, MemoryType, Message};
     let filler = "the quick brown fox jumps over the lazy dog ".repeat(40);
-    let mut lines = vec![json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p", "exportedAt": "2026-04-15T10:00:00.000Z"}).to_string()];
+    let mut lines = vec![
+        json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p", "exportedAt": "2026-04-15T10:00:00.000Z"}).to_string(),
+    ];
     let mut memories = Vec::new();
     for i in 0..1500 {
         let content = format!("Teammate number {i} fixed build script {i} on Tuesday. {filler}");
@@ -416,7 +417,9 @@ fn test_an_import_whose_ids_alone_are_over_one_value_is_written_whole() {
     // JSON list, are over the 2 MB a bound value may carry (the native SQL
     // refuses it, as the Durable Object does).
     let (messages, memories) = (62_000usize, 62_000usize);
-    let mut lines = vec![json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p", "exportedAt": "2026-04-15T10:00:00.000Z"}).to_string()];
+    let mut lines = vec![
+        json!({"kind": "header", "format": "agent-memory-export", "version": 1, "profile": "test/p", "exportedAt": "2026-04-15T10:00:00.000Z"}).to_string(),
+    ];
     let mut message_ids = Vec::new();
     for i in 0..messages {
         let content = format!("note {i}");
@@ -457,7 +460,12 @@ fn test_bad_import_changes_nothing() {
     // A good profile's export, with one record spoilt after its good ones.
     let source = database();
     let good = with_profile(&source, APRIL_15, |p| {
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "I moved to Lisbon in 2021 and work as a baker.")], session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
+        block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", "I moved to Lisbon in 2021 and work as a baker.")],
+            session_id: Some("s1".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
         block_on(p.remember(serde_json::from_value(json!({"content": "The office closes on Friday.", "expiresAt": "2026-05-01T00:00:00Z"})).unwrap())).unwrap();
         p.export(Default::default()).unwrap()
     });
@@ -518,7 +526,12 @@ fn test_full_text_rows_wait_for_a_batch_then_the_drain_writes_them_together() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         let say = |i: usize| format!("Message {i}: the deploy of service number {i} moved to the Tuesday window.");
-        block_on(p.ingest(IngestRequest { messages: (0..10).map(|i| msg("user", &say(i))).collect(), session_id: Some("a".into()), metadata: Default::default() })).unwrap();
+        block_on(p.ingest(IngestRequest {
+            messages: (0..10).map(|i| msg("user", &say(i))).collect(),
+            session_id: Some("a".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
         block_on(p.drain()).unwrap();
         let (messages, memories) = (indexed(&sql, FullText::Messages), indexed(&sql, FullText::Memories));
         assert_eq!((messages.0, messages.1), (10, 0), "ten messages wait, drained or not");
@@ -581,7 +594,12 @@ fn test_full_text_catch_up_follows_deletes_and_reused_rowids() {
         // message stored takes its rowid and must be indexed too.
         p.store().delete_messages(&r.message_ids[1..]).unwrap();
         assert_eq!(indexed(&sql, FullText::Messages), (1, 1));
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "The spare codename is Osprey.")], session_id: Some("s2".into()), metadata: Default::default() })).unwrap();
+        block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", "The spare codename is Osprey.")],
+            session_id: Some("s2".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
         assert_eq!(FullText::Messages.catch_up(&sql).unwrap(), 1);
         let matches = |w: &str| {
             agent_memory::core::ports::Sql::query(&sql, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[w.into()]).unwrap()[0][0]
@@ -628,24 +646,16 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
         // One memory's stored queries are not a JSON list: a storage error,
         // as reading the whole memory is, never a memory without queries.
         assert!(wants_vector(&all[6]) && !all[6].search_queries.is_empty());
-        agent_memory::core::ports::Sql::execute(&sql, "UPDATE memories SET search_queries = 'not json' WHERE id = ?1", &[all[6].id.as_str().into()])
-            .unwrap();
+        agent_memory::core::ports::Sql::execute(&sql, "UPDATE memories SET search_queries = 'not json' WHERE id = ?1", &[all[6].id.as_str().into()]).unwrap();
         let e = p.store().embedding_inputs(std::slice::from_ref(&all[6].id)).unwrap_err();
         assert!(e.is_storage() && e.message().contains("search queries"), "{e}");
         assert!(p.store().memories_by_ids(std::slice::from_ref(&all[6].id)).unwrap_err().is_storage());
         let mut ids: Vec<String> = all.iter().map(|m| m.id.clone()).filter(|id| *id != all[6].id).collect();
         ids.push("00000000000000000000000000000fff".into()); // not stored
         ids.push(all[5].id.clone()); // asked twice, read once
-        let mut expected: Vec<(String, String)> = p
-            .store()
-            .memories_by_ids(&ids)
-            .unwrap()
-            .iter()
-            .filter(|m| wants_vector(m))
-            .map(|m| (m.id.clone(), embedding_text(m)))
-            .collect();
-        let mut got: Vec<(String, String)> =
-            p.store().embedding_inputs(&ids).unwrap().into_iter().map(|(id, q, c)| (id, embedding_text_of(&q, &c))).collect();
+        let mut expected: Vec<(String, String)> =
+            p.store().memories_by_ids(&ids).unwrap().iter().filter(|m| wants_vector(m)).map(|m| (m.id.clone(), embedding_text(m))).collect();
+        let mut got: Vec<(String, String)> = p.store().embedding_inputs(&ids).unwrap().into_iter().map(|(id, q, c)| (id, embedding_text_of(&q, &c))).collect();
         expected.sort();
         got.sort();
         assert!(expected.len() >= 5 && expected.len() < 35, "a mix: {} of 35 want a vector", expected.len());
@@ -743,8 +753,12 @@ fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_
         assert_eq!(count(&format!("SELECT COUNT(*) FROM citations WHERE message_rowid = {rowid}")), 0);
         assert_eq!(count("SELECT COUNT(*) FROM citations_waiting"), citing);
         // Another message takes the rowid: nothing cites it.
-        block_on(p.ingest(IngestRequest { messages: vec![msg("user", "Lunch is at noon today.")], session_id: Some("s2".into()), metadata: Default::default() }))
-            .unwrap();
+        block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", "Lunch is at noon today.")],
+            session_id: Some("s2".into()),
+            metadata: Default::default(),
+        }))
+        .unwrap();
         let other = agent_memory::core::ids::message_id("s2", "user", "Lunch is at noon today.");
         assert_eq!(count(&format!("SELECT rowid FROM messages WHERE id = '{other}'")), rowid, "SQLite reused the rowid");
         assert!(!store.memories_citing(&[other.clone()]).unwrap().contains(&CITING.to_string()));
@@ -780,10 +794,7 @@ fn test_migration_5_moves_every_source_into_citations_or_waiting() {
     let rows = |q: &str| -> Vec<String> {
         sql.query(q, &[]).unwrap().into_iter().map(|r| format!("{}:{}", r[0].opt_string().unwrap(), r[1].opt_string().unwrap())).collect()
     };
-    assert_eq!(
-        rows("SELECT c.memory_id, m.id FROM citations c JOIN messages m ON m.rowid = c.message_rowid ORDER BY 1, 2"),
-        ["m1:a", "m1:b", "m2:b"]
-    );
+    assert_eq!(rows("SELECT c.memory_id, m.id FROM citations c JOIN messages m ON m.rowid = c.message_rowid ORDER BY 1, 2"), ["m1:a", "m1:b", "m2:b"]);
     assert_eq!(rows("SELECT memory_id, message_id FROM citations_waiting"), ["m3:gone"]);
     assert!(sql.query("SELECT 1 FROM sqlite_master WHERE name = 'memory_sources'", &[]).unwrap().is_empty());
 }
@@ -796,9 +807,8 @@ fn test_the_same_meaning_remembered_again_before_any_drain_is_the_stored_memory(
     use agent_memory::core::recall::directory::TurnDirectory;
     let sql = database();
     let turns = TurnDirectory::new();
-    let first = support::with_profile_in(&sql, APRIL_15, &turns, |p| {
-        block_on(p.remember(remember("API rate limit was increased to 10,000 req/s per zone."))).unwrap()
-    });
+    let first =
+        support::with_profile_in(&sql, APRIL_15, &turns, |p| block_on(p.remember(remember("API rate limit was increased to 10,000 req/s per zone."))).unwrap());
     let again = support::with_profile_in(&sql, APRIL_15 + 1000, &turns, |p| {
         // Spacing and case do not change a meaning.
         block_on(p.remember(remember("API  rate limit was increased to 10,000 REQ/S per zone."))).unwrap()
@@ -840,9 +850,11 @@ fn test_a_list_filtered_by_key_finds_exactly_the_memories_holding_it_before_any_
     let turns = TurnDirectory::new();
     let keyed = |content: &str, key: &str| -> RememberRequest { serde_json::from_value(json!({ "content": content, "key": key })).unwrap() };
     let at = |i: i64| APRIL_15 + i * 1000;
-    let npm = support::with_profile_in(&sql, at(0), &turns, |p| block_on(p.remember(keyed("The team uses npm for packages.", "tooling.package_manager"))).unwrap());
+    let npm =
+        support::with_profile_in(&sql, at(0), &turns, |p| block_on(p.remember(keyed("The team uses npm for packages.", "tooling.package_manager"))).unwrap());
     let other = support::with_profile_in(&sql, at(1), &turns, |p| block_on(p.remember(keyed("Deploys go out on Tuesdays.", "process.deploy_day"))).unwrap());
-    let pnpm = support::with_profile_in(&sql, at(2), &turns, |p| block_on(p.remember(keyed("The team uses pnpm for packages.", "tooling.package_manager"))).unwrap());
+    let pnpm =
+        support::with_profile_in(&sql, at(2), &turns, |p| block_on(p.remember(keyed("The team uses pnpm for packages.", "tooling.package_manager"))).unwrap());
     support::with_profile_in(&sql, at(3), &turns, |p| {
         use agent_memory::core::api::ListStatus;
         let ids = |key: &str, status: Option<ListStatus>| -> Vec<String> {

@@ -57,7 +57,10 @@ fn test_a_long_section_says_it_left_some_out_and_the_last_session_is_found_past_
     });
     for i in 0..60 {
         with_profile(&sql, APRIL_15 + 1_000 * (i + 1), |p| {
-            let req: RememberRequest = serde_json::from_value(serde_json::json!({ "content": format!("Server n{i:02}x stores ledger l{i:02}y."), "key": format!("ledger.k{i}"), "type": "fact" })).unwrap();
+            let req: RememberRequest = serde_json::from_value(
+                serde_json::json!({ "content": format!("Server n{i:02}x stores ledger l{i:02}y."), "key": format!("ledger.k{i}"), "type": "fact" }),
+            )
+            .unwrap();
             block_on(p.remember(req)).unwrap();
         });
     }

@@ -16,37 +16,157 @@ use agent_memory::core::model::Message;
 use agent_memory::core::ports::{Sql, SqlValue};
 use agent_memory::core::recall::porter;
 use agent_memory::core::store::FullText;
-use support::{Rng, database, with_profile, APRIL_15};
+use support::{database, with_profile, Rng, APRIL_15};
 
 const WORDS: &[&str] = &[
-    "run", "walk", "hope", "hop", "bake", "paint", "agree", "feed", "plaster", "motor", "sing", "conflate", "fall", "file", "happy",
-    "relate", "general", "adjust", "control", "sky", "cry", "try", "play", "boy", "tree", "ease", "size", "fizz", "roll", "tell",
-    "national", "condition", "rational", "valence", "digit", "radio", "sense", "hope", "active", "operate", "formal", "electric",
-    "cat", "pony", "caress", "dress", "bus", "is", "as", "us", "news", "yes", "a", "i", "go", "ok", "aing", "eing", "oing", "eed",
-    "bled", "sized", "ate", "ion", "tion", "ous", "ive", "ize", "ism", "ment", "ent", "ant", "ence", "ance", "able", "ible", "ness",
-    "ful", "ical", "logi", "bli", "alli", "eli", "ousli", "ator", "alism", "aliti", "iviti", "biliti", "icate", "iciti", "ative",
-    "alize", "yy", "yay", "syzygy", "rhythm", "queue", "strength", "a1b2", "x",
+    "run",
+    "walk",
+    "hope",
+    "hop",
+    "bake",
+    "paint",
+    "agree",
+    "feed",
+    "plaster",
+    "motor",
+    "sing",
+    "conflate",
+    "fall",
+    "file",
+    "happy",
+    "relate",
+    "general",
+    "adjust",
+    "control",
+    "sky",
+    "cry",
+    "try",
+    "play",
+    "boy",
+    "tree",
+    "ease",
+    "size",
+    "fizz",
+    "roll",
+    "tell",
+    "national",
+    "condition",
+    "rational",
+    "valence",
+    "digit",
+    "radio",
+    "sense",
+    "hope",
+    "active",
+    "operate",
+    "formal",
+    "electric",
+    "cat",
+    "pony",
+    "caress",
+    "dress",
+    "bus",
+    "is",
+    "as",
+    "us",
+    "news",
+    "yes",
+    "a",
+    "i",
+    "go",
+    "ok",
+    "aing",
+    "eing",
+    "oing",
+    "eed",
+    "bled",
+    "sized",
+    "ate",
+    "ion",
+    "tion",
+    "ous",
+    "ive",
+    "ize",
+    "ism",
+    "ment",
+    "ent",
+    "ant",
+    "ence",
+    "ance",
+    "able",
+    "ible",
+    "ness",
+    "ful",
+    "ical",
+    "logi",
+    "bli",
+    "alli",
+    "eli",
+    "ousli",
+    "ator",
+    "alism",
+    "aliti",
+    "iviti",
+    "biliti",
+    "icate",
+    "iciti",
+    "ative",
+    "alize",
+    "yy",
+    "yay",
+    "syzygy",
+    "rhythm",
+    "queue",
+    "strength",
+    "a1b2",
+    "x",
 ];
 
 const SUFFIXES: &[&str] = &[
-    "", "", "", "s", "es", "ies", "ss", "sses", "ed", "eed", "ing", "ings", "ly", "y", "e", "ll", "ational", "tional", "enci", "anci",
-    "izer", "logi", "bli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness", "ousness",
-    "aliti", "iviti", "biliti", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able",
-    "ible", "ant", "ement", "ment", "ent", "ion", "sion", "tion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "at", "bl", "iz",
-    "ated", "bled", "izing", "ement", "ings", "edly",
+    "", "", "", "s", "es", "ies", "ss", "sses", "ed", "eed", "ing", "ings", "ly", "y", "e", "ll", "ational", "tional", "enci", "anci", "izer", "logi", "bli",
+    "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness", "ousness", "aliti", "iviti", "biliti", "icate", "ative",
+    "alize", "iciti", "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "sion", "tion", "ou",
+    "ism", "ate", "iti", "ous", "ive", "ize", "at", "bl", "iz", "ated", "bled", "izing", "ement", "ings", "edly",
 ];
 
 const SEPARATORS: &[&str] = &[
-    " ", " ", " ", " ", ", ", ". ", "'", "-", "_", "!? ", "\n", " (", ") ", "/", ":", "  ", "\"", "&", "#", " — ", "’", " 🎉 ", "\u{200d}",
-    "\u{a0}", "「", "。",
+    " ", " ", " ", " ", ", ", ". ", "'", "-", "_", "!? ", "\n", " (", ") ", "/", ":", "  ", "\"", "&", "#", " — ", "’", " 🎉 ", "\u{200d}", "\u{a0}", "「",
+    "。",
 ];
 
 /// Words beyond ASCII: accents precomposed and combining, other scripts,
 /// case pairs, digits of other scripts, emoji with joiners.
 const UNICODE_WORDS: &[&str] = &[
-    "café", "CAFÉS", "naïve", "mañana", "Straße", "ÉCOLE", "e\u{301}tude", "Ångström", "İstanbul", "ǅemal", "東京", "日本語の文章",
-    "данные", "ДАННЫЕ", "Ωμέγα", "ΑΒΓ", "שלום", "مرحبا", "٣٤٥", "१२३", "ＡＢＣ", "ﬁle", "Œuvre", "ĳs", "💪🏽", "👩\u{200d}💻", "♀\u{fe0f}",
-    "x\u{fe0f}y", "\u{e000}priv", "a\u{300}\u{301}b",
+    "café",
+    "CAFÉS",
+    "naïve",
+    "mañana",
+    "Straße",
+    "ÉCOLE",
+    "e\u{301}tude",
+    "Ångström",
+    "İstanbul",
+    "ǅemal",
+    "東京",
+    "日本語の文章",
+    "данные",
+    "ДАННЫЕ",
+    "Ωμέγα",
+    "ΑΒΓ",
+    "שלום",
+    "مرحبا",
+    "٣٤٥",
+    "१२३",
+    "ＡＢＣ",
+    "ﬁle",
+    "Œuvre",
+    "ĳs",
+    "💪🏽",
+    "👩\u{200d}💻",
+    "♀\u{fe0f}",
+    "x\u{fe0f}y",
+    "\u{e000}priv",
+    "a\u{300}\u{301}b",
 ];
 
 fn random_letters(rng: &mut Rng) -> String {
@@ -241,13 +361,16 @@ fn probe_unicode61(range: std::ops::RangeInclusive<u32>) -> Vec<(u32, u8, Option
         sql.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.probe_words USING fts5vocab(temp, 'probe', 'instance')", &[]).unwrap();
         let inside: Vec<String> = chunk.iter().map(|c| format!("x{c}y")).collect();
         let start: Vec<String> = chunk.iter().map(|c| format!("{c}y")).collect();
-        sql.execute("INSERT INTO temp.probe (rowid, a, b) VALUES (1, ?1, ?2)", &[SqlValue::Text(inside.join(" ")), SqlValue::Text(start.join(" "))])
-            .unwrap();
+        sql.execute("INSERT INTO temp.probe (rowid, a, b) VALUES (1, ?1, ?2)", &[SqlValue::Text(inside.join(" ")), SqlValue::Text(start.join(" "))]).unwrap();
         let mut a: Vec<String> = Vec::new();
         let mut b: Vec<String> = Vec::new();
         for r in sql.query("SELECT col, term FROM temp.probe_words ORDER BY col, offset", &[]).unwrap() {
             let term = r[1].as_str().unwrap().to_string();
-            if r[0].as_str() == Some("a") { a.push(term) } else { b.push(term) }
+            if r[0].as_str() == Some("a") {
+                a.push(term)
+            } else {
+                b.push(term)
+            }
         }
         // Probes "x{c}y": one token "x{fold}y", or "x" then "y".
         let mut a = a.into_iter();
@@ -280,7 +403,15 @@ fn probe_unicode61(range: std::ops::RangeInclusive<u32>) -> Vec<(u32, u8, Option
 /// The classes and folds as the generated table states them.
 fn table_says(c: u32) -> (u8, Option<char>) {
     use agent_memory::core::recall::unicode61::{CLASSES, FOLDS};
-    let class = match CLASSES.binary_search_by(|&(lo, hi, _)| if hi < c { std::cmp::Ordering::Less } else if lo > c { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Equal }) {
+    let class = match CLASSES.binary_search_by(|&(lo, hi, _)| {
+        if hi < c {
+            std::cmp::Ordering::Less
+        } else if lo > c {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }) {
         Ok(i) => CLASSES[i].2,
         Err(_) => 0,
     };
@@ -535,11 +666,15 @@ fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
             round += 1;
             // A tenth of the documents and more: one segment each.
             let docs = sql.query("SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM memories)", &[]).unwrap()[0][0].as_i64().unwrap();
-            let batch: Vec<Message> = messages(&mut rng, (docs as usize / 9).max(1100)).into_iter().map(|m| Message { id: format!("{}_r{round}", m.id), session_id: format!("{}_r{round}", m.session_id), ..m }).collect();
+            let batch: Vec<Message> = messages(&mut rng, (docs as usize / 9).max(1100))
+                .into_iter()
+                .map(|m| Message { id: format!("{}_r{round}", m.id), session_id: format!("{}_r{round}", m.session_id), ..m })
+                .collect();
             with_profile(&sql, APRIL_15, |p| p.store().put_messages(&batch).unwrap());
             assert!(built.maintain(&sql).unwrap());
         }
-        let batch: Vec<Message> = messages(&mut rng, 1500).into_iter().map(|m| Message { id: format!("{}_last", m.id), session_id: format!("{}_last", m.session_id), ..m }).collect();
+        let batch: Vec<Message> =
+            messages(&mut rng, 1500).into_iter().map(|m| Message { id: format!("{}_last", m.id), session_id: format!("{}_last", m.session_id), ..m }).collect();
         with_profile(&sql, APRIL_15, |p| p.store().put_messages(&batch).unwrap());
         assert!(built.maintain(&sql).unwrap());
         let headers = sql.query("SELECT count(*) FROM directory_snapshot WHERE part % 1048576 = 0", &[]).unwrap();
@@ -582,7 +717,6 @@ fn test_an_index_over_its_bounds_turns_off_and_leaves_scoring_to_sqlite() {
     assert!(ix.is_empty(), "an index that is off stays off");
 }
 
-
 #[test]
 fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
     use agent_memory::core::recall::channels::{score_turns, TextQuery};
@@ -591,8 +725,26 @@ fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
     let day = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).unwrap();
     with_profile(&sql, APRIL_15, |p| {
         let stored = vec![
-            Message { id: "msg_a".into(), session_id: "s".into(), role: "user".into(), content: "I moved to VS Code for the frontend work.".into(), timestamp: None, position: 0, created_at: "2026-04-15T10:00:00Z".into(), metadata: Default::default() },
-            Message { id: "msg_b".into(), session_id: "s".into(), role: "user".into(), content: "The code review is on Friday.".into(), timestamp: None, position: 1, created_at: "2026-04-15T10:00:00Z".into(), metadata: Default::default() },
+            Message {
+                id: "msg_a".into(),
+                session_id: "s".into(),
+                role: "user".into(),
+                content: "I moved to VS Code for the frontend work.".into(),
+                timestamp: None,
+                position: 0,
+                created_at: "2026-04-15T10:00:00Z".into(),
+                metadata: Default::default(),
+            },
+            Message {
+                id: "msg_b".into(),
+                session_id: "s".into(),
+                role: "user".into(),
+                content: "The code review is on Friday.".into(),
+                timestamp: None,
+                position: 1,
+                created_at: "2026-04-15T10:00:00Z".into(),
+                metadata: Default::default(),
+            },
         ];
         p.store().put_messages(&stored).unwrap();
         let waiting = sql.query("SELECT COUNT(*) FROM messages_fts", &[]).unwrap()[0][0].as_i64();
@@ -650,14 +802,27 @@ fn test_a_directory_fed_by_ingest_equals_one_read_from_the_rows() {
     let kept = TurnDirectory::new();
     let say = |role: &str, content: &str| MessageInput { role: role.into(), content: content.into(), timestamp: Some("2026-04-14T09:00:00.000Z".into()) };
     let calls: Vec<IngestRequest> = vec![
-        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("assistant", "Got it, pnpm it is.")], metadata: Default::default() },
-        IngestRequest { session_id: Some("b".into()), messages: vec![say("user", "Actually we moved to yarn last week."), say("user", "My dog Rex turned three yesterday.")], metadata: Default::default() },
-        IngestRequest { session_id: Some("a".into()), messages: vec![say("user", "Use pnpm, not npm."), say("user", "Deploys go out on Tuesdays.")], metadata: Default::default() },
+        IngestRequest {
+            session_id: Some("a".into()),
+            messages: vec![say("user", "Use pnpm, not npm."), say("assistant", "Got it, pnpm it is.")],
+            metadata: Default::default(),
+        },
+        IngestRequest {
+            session_id: Some("b".into()),
+            messages: vec![say("user", "Actually we moved to yarn last week."), say("user", "My dog Rex turned three yesterday.")],
+            metadata: Default::default(),
+        },
+        IngestRequest {
+            session_id: Some("a".into()),
+            messages: vec![say("user", "Use pnpm, not npm."), say("user", "Deploys go out on Tuesdays.")],
+            metadata: Default::default(),
+        },
     ];
     for (i, call) in calls.into_iter().enumerate() {
         support::with_profile_in(&sql, APRIL_15 + i as i64 * 1000, &kept, |p| {
             support::block_on(p.ingest(call)).unwrap();
-            let r: RememberRequest = serde_json::from_value(serde_json::json!({ "content": format!("Standup moved to {} am.", 9 + i), "key": "process.standup_time" })).unwrap();
+            let r: RememberRequest =
+                serde_json::from_value(serde_json::json!({ "content": format!("Standup moved to {} am.", 9 + i), "key": "process.standup_time" })).unwrap();
             support::block_on(p.remember(r)).unwrap();
         });
     }

@@ -14,7 +14,7 @@ use agent_memory::core::local::vector::{
 };
 use agent_memory::core::ports::{Sql, VectorIndex};
 use std::cell::RefCell;
-use support::{Rng, block_on, database};
+use support::{block_on, database, Rng};
 
 /// The largest single allocation this test binary has asked for: a
 /// header's claimed count must not size one (whether the host could
@@ -94,9 +94,21 @@ fn test_recall_at_10_on_embedded_texts() {
     let names = ["Caroline", "Melanie", "Jon", "Gina", "Deborah", "Jolene", "Andrew", "Audrey", "Tim", "John"];
     let verbs = ["went to", "painted", "signed up for", "talked about", "bought", "planned", "finished", "visited", "cooked", "joined"];
     let things = [
-        "a pottery class", "the LGBTQ support group", "a charity race", "a camping trip in the mountains", "the adoption agency",
-        "a new dance studio", "her first marathon", "the farmers market", "a sunrise over the lake", "a book club about sci-fi",
-        "the local animal shelter", "a job interview at a bank", "a violin concert", "his grandmother's recipe", "a road trip",
+        "a pottery class",
+        "the LGBTQ support group",
+        "a charity race",
+        "a camping trip in the mountains",
+        "the adoption agency",
+        "a new dance studio",
+        "her first marathon",
+        "the farmers market",
+        "a sunrise over the lake",
+        "a book club about sci-fi",
+        "the local animal shelter",
+        "a job interview at a bank",
+        "a violin concert",
+        "his grandmother's recipe",
+        "a road trip",
     ];
     let times = ["yesterday", "last week", "on Sunday", "in May 2023", "two years ago", "this morning", "last summer", ""];
     let text = |rng: &mut Rng| {
@@ -287,7 +299,7 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
     let index = CachedVectorIndex { sql: &sql, packed: &packed };
     let mut rng = Rng(23);
     block_on(index.query(&random_vector(&mut rng), 1)).unwrap(); // loads (empty)
-    // Sixteen dimensions: a record is 92 bytes, a part ~5,700 slots.
+                                                                 // Sixteen dimensions: a record is 92 bytes, a part ~5,700 slots.
     let n = 20_000;
     let items = random_items(&mut rng, 0..n);
     for batch in items.chunks(1000) {
@@ -379,9 +391,8 @@ fn test_rescoring_reads_vectors_back_bit_for_bit() {
     // text could change: negative zero, subnormals, large finite floats.
     let mut rng = Rng(11);
     let specials = [-0.0f32, 1e-40, -1e-42, f32::MAX / 4.0, f32::MIN_POSITIVE];
-    let vectors: Vec<Vec<f32>> = (0..200)
-        .map(|_| (0..3072).map(|d| if d % 97 == 0 { specials[rng.below(specials.len())] } else { rng.normal() }).collect())
-        .collect();
+    let vectors: Vec<Vec<f32>> =
+        (0..200).map(|_| (0..3072).map(|d| if d % 97 == 0 { specials[rng.below(specials.len())] } else { rng.normal() }).collect()).collect();
     let sql = database();
     let items: Vec<(String, Vec<f32>)> = vectors.iter().enumerate().map(|(i, v)| (id(i), v.clone())).collect();
     block_on(SqlVectorIndex { sql: &sql }.upsert(&items)).unwrap();

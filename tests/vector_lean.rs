@@ -10,8 +10,7 @@ mod support;
 
 use agent_memory::core::error::Result;
 use agent_memory::core::local::vector::{
-    exact_scan, load, maintain_snapshot_lean, search, search_lean, search_many, search_many_lean, CachedVectorIndex, Packed, SqlVectorIndex,
-    LEAN_SNAPSHOT_MIN,
+    exact_scan, load, maintain_snapshot_lean, search, search_lean, search_many, search_many_lean, CachedVectorIndex, Packed, SqlVectorIndex, LEAN_SNAPSHOT_MIN,
 };
 use agent_memory::core::ports::{Hits, LocalBoxFuture, Row, Sql, SqlValue, VectorIndex};
 use std::alloc::{GlobalAlloc, Layout, System};

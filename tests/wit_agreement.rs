@@ -31,11 +31,10 @@
 mod support;
 
 use agent_memory::core::api::{
-    ConsolidateRequest, ExportRequest, IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest,
-    UpdateRequest,
+    ConsolidateRequest, ExportRequest, IngestRequest, ListRequest, RecallOptions, RecallRequest, RememberRequest, ResponseLength, SummaryRequest, UpdateRequest,
 };
-use agent_memory::core::error::Error;
 use agent_memory::core::catalog::{CatalogCall, Namespace};
+use agent_memory::core::error::Error;
 use agent_memory::core::model::{
     ConsolidationRecord, ConsolidationReport, DeleteReport, Dropped, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, MemoryType, Message,
     MessageInput, MetaValue, Metadata, Stats, Status,
@@ -425,11 +424,7 @@ fn diff(rust: &BTreeSet<String>, wit: &BTreeSet<String>) -> String {
 }
 
 fn diff_as(a: &BTreeSet<String>, b: &BTreeSet<String>, a_name: &str, b_name: &str) -> String {
-    format!(
-        "only in {a_name}: {:?}; only in {b_name}: {:?}",
-        a.difference(b).collect::<Vec<_>>(),
-        b.difference(a).collect::<Vec<_>>()
-    )
+    format!("only in {a_name}: {:?}; only in {b_name}: {:?}", a.difference(b).collect::<Vec<_>>(), b.difference(a).collect::<Vec<_>>())
 }
 
 /// Where a response disagrees with the WIT type `ty` about `null`: the
@@ -497,8 +492,7 @@ fn assert_request_record<T: Serialize>(wit_record: &str, full: &T, bare: &T) {
     let (full, bare) = (to_json(full), to_json(bare));
     let expected = record_keys(wit_record);
     assert_eq!(keys(&full), expected, "record {wit_record}: {}", diff(&keys(&full), &expected));
-    let required: BTreeSet<String> =
-        record(wit_record).iter().filter(|f| !may_be_absent(f)).map(|f| kebab_to_camel(&f.name)).collect();
+    let required: BTreeSet<String> = record(wit_record).iter().filter(|f| !may_be_absent(f)).map(|f| kebab_to_camel(&f.name)).collect();
     assert_eq!(
         keys(&bare),
         required,
@@ -849,11 +843,8 @@ fn test_session_id_is_the_one_option_written_as_null() {
     // Where WIT says `session-id` is written as null, Rust writes null for
     // a memory without a session, and reads it back as that.
     let w = wit();
-    let mut written_null: Vec<String> = w
-        .records
-        .iter()
-        .flat_map(|(r, fields)| fields.iter().filter(|f| written_as_null(f)).map(move |f| format!("{r}.{}", f.name)))
-        .collect();
+    let mut written_null: Vec<String> =
+        w.records.iter().flat_map(|(r, fields)| fields.iter().filter(|f| written_as_null(f)).map(move |f| format!("{r}.{}", f.name))).collect();
     written_null.sort();
     assert_eq!(
         written_null,
@@ -1358,12 +1349,7 @@ fn assert_schema_keys(doc: &Value, name: &str, full: &BTreeSet<String>, bare: &B
     let props = schema_keys(s, "properties");
     assert_eq!(*full, props, "openapi schema {name}: {}", diff_as(full, &props, "Rust", "OpenAPI properties"));
     let required = schema_keys(s, "required");
-    assert_eq!(
-        *bare,
-        required,
-        "openapi schema {name}: required should be what Rust always writes: {}",
-        diff_as(bare, &required, "Rust", "OpenAPI required")
-    );
+    assert_eq!(*bare, required, "openapi schema {name}: required should be what Rust always writes: {}", diff_as(bare, &required, "Rust", "OpenAPI required"));
 }
 
 #[test]
@@ -1412,9 +1398,7 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_request_schema(&doc, "UpdateMemoryRequest", &update_body, &update_body);
     assert_eq!(schema(&doc, "UpdateMemoryRequest")["additionalProperties"], false);
     // Enums.
-    let enum_of = |name: &str| -> BTreeSet<String> {
-        schema(&doc, name)["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
-    };
+    let enum_of = |name: &str| -> BTreeSet<String> { schema(&doc, name)["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect() };
     assert_eq!(enum_of("MemoryType"), wit_cases("memory-type"));
     assert_eq!(enum_of("Status"), wit_cases("status"));
     assert_eq!(enum_of("ResponseLength"), wit_cases("response-length"));

@@ -59,11 +59,7 @@ pub struct Config {
 }
 
 fn text(env: &Env, name: &str) -> Option<String> {
-    env.var(name)
-        .map(|v| v.to_string())
-        .ok()
-        .or_else(|| env.secret(name).map(|s| s.to_string()).ok())
-        .filter(|s| !s.trim().is_empty())
+    env.var(name).map(|v| v.to_string()).ok().or_else(|| env.secret(name).map(|s| s.to_string()).ok()).filter(|s| !s.trim().is_empty())
 }
 
 impl Config {
@@ -118,8 +114,7 @@ impl Config {
             delete_grace_millis: number(var, "PROFILE_DELETE_GRACE_SECONDS", "a whole number of seconds, 0 or more", |s: &i64| *s >= 0)?
                 .map_or(d.delete_grace_millis, |s| s.saturating_mul(1000)),
             job_retry_base_millis: number(var, "JOB_RETRY_BASE_MS", "a positive integer", |m: &i64| *m > 0)?.unwrap_or(d.job_retry_base_millis),
-            consolidate_every: number(var, "CONSOLIDATE_EVERY", "a whole number of memories, 0 or more", |n: &i64| *n >= 0)?
-                .filter(|n| *n > 0),
+            consolidate_every: number(var, "CONSOLIDATE_EVERY", "a whole number of memories, 0 or more", |n: &i64| *n >= 0)?.filter(|n| *n > 0),
             memory_budget_bytes: number(var, "MEMORY_BUDGET_MB", "a number of megabytes, 0 or more", |mb: &f64| mb.is_finite() && *mb >= 0.0)?
                 .map_or(d.memory_budget_bytes, |mb| (mb * 1024.0 * 1024.0) as usize),
             auth_tokens: var("AUTH_TOKENS"),

@@ -122,22 +122,19 @@ fn to_do(v: &SqlValue) -> SqlStorageValue {
     }
 }
 
-
 impl Sql for DoSql {
     fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>> {
         let binds = js_sys::Array::new();
         for p in params {
             binds.push(&to_do(p).into());
         }
-        let out = exec_rows(self.sql.as_ref(), sql, &binds)
-            .map_err(|e| Error::storage(format!("failed to run sql: {}", super::js_error_message(&e))))?;
+        let out = exec_rows(self.sql.as_ref(), sql, &binds).map_err(|e| Error::storage(format!("failed to run sql: {}", super::js_error_message(&e))))?;
         let Some(text) = out.get(0).as_string() else {
             // One text value, as it is.
             return Ok(vec![vec![SqlValue::Text(out.get(2).as_string().unwrap_or_default())]]);
         };
         let blobs = js_sys::Array::from(&out.get(1));
-        let cells: Vec<Vec<Cell>> =
-            serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read rows: {e}")))?;
+        let cells: Vec<Vec<Cell>> = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read rows: {e}")))?;
         Ok(cells
             .into_iter()
             .map(|row| {

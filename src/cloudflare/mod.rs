@@ -10,11 +10,10 @@ mod profile_object;
 mod providers;
 mod vectorize;
 
-
+use crate::core::catalog::CatalogCall;
 use crate::core::error::Error;
 use crate::core::mcp::{self, McpRequest};
 use crate::core::ports::LocalBoxFuture;
-use crate::core::catalog::CatalogCall;
 use crate::core::rest::{self, Grant, Incoming, Route, Target, Tokens};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -219,10 +218,8 @@ fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result
 /// on without being parsed (an ingest's or a recall's result carries
 /// whole memories).
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
-    let stub = env
-        .durable_object("PROFILES")
-        .and_then(|ns| ns.get_by_name(name))
-        .map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
+    let stub =
+        env.durable_object("PROFILES").and_then(|ns| ns.get_by_name(name)).map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
     object_reply(&stub, json!({ "name": name, "op": op, "args": args }).to_string()).await
 }
 

@@ -26,9 +26,7 @@ async fn within_timeout<T>(what: &str, f: impl std::future::Future<Output = Resu
     let timer = worker::Delay::from(MODEL_TIMEOUT);
     match futures::future::select(f, timer).await {
         futures::future::Either::Left((out, _)) => out,
-        futures::future::Either::Right(_) => {
-            Err(Error::provider(format!("{what} did not answer within {} s", MODEL_TIMEOUT.as_secs())))
-        }
+        futures::future::Either::Right(_) => Err(Error::provider(format!("{what} did not answer within {} s", MODEL_TIMEOUT.as_secs()))),
     }
 }
 
@@ -61,9 +59,7 @@ impl WorkersAi {
         let promise = run
             .call3(&self.binding, &JsValue::from_str(model), &to_js(input)?, &to_js(&options)?)
             .map_err(|e| Error::provider(format!("failed to call workers ai: {e:?}")))?;
-        let out = JsFuture::from(js_sys::Promise::resolve(&promise))
-            .await
-            .map_err(|e| Error::provider(format!("workers ai {model} failed: {e:?}")))?;
+        let out = JsFuture::from(js_sys::Promise::resolve(&promise)).await.map_err(|e| Error::provider(format!("workers ai {model} failed: {e:?}")))?;
         serde_wasm_bindgen::from_value(out).map_err(|e| Error::provider(format!("failed to read workers ai output: {e}")))
     }
 }
@@ -180,21 +176,12 @@ impl Embedder for OpenAiEmbedder {
 
 pub fn workers_ai_reasoner(c: &Config, env: &Env, profile: &str) -> Result<LlmReasoner<WorkersAiChat>> {
     Ok(LlmReasoner {
-        model: WorkersAiChat {
-            ai: WorkersAi::from_env(env, profile)?,
-            instruct: c.instruct_model.clone(),
-            synthesis: c.synthesis_model.clone(),
-        },
+        model: WorkersAiChat { ai: WorkersAi::from_env(env, profile)?, instruct: c.instruct_model.clone(), synthesis: c.synthesis_model.clone() },
     })
 }
 
 pub fn openai_reasoner(c: &Config) -> LlmReasoner<OpenAiChat> {
-    LlmReasoner {
-        model: OpenAiChat {
-            api: OpenAi { base_url: c.openai_base_url.clone(), api_key: c.openai_api_key.clone() },
-            model: c.openai_model.clone(),
-        },
-    }
+    LlmReasoner { model: OpenAiChat { api: OpenAi { base_url: c.openai_base_url.clone(), api_key: c.openai_api_key.clone() }, model: c.openai_model.clone() } }
 }
 
 pub fn workers_ai_embedder(c: &Config, env: &Env, profile: &str) -> Result<WorkersAiEmbedder> {
@@ -202,8 +189,5 @@ pub fn workers_ai_embedder(c: &Config, env: &Env, profile: &str) -> Result<Worke
 }
 
 pub fn openai_embedder(c: &Config) -> OpenAiEmbedder {
-    OpenAiEmbedder {
-        api: OpenAi { base_url: c.openai_base_url.clone(), api_key: c.openai_api_key.clone() },
-        model: c.openai_embedding_model.clone(),
-    }
+    OpenAiEmbedder { api: OpenAi { base_url: c.openai_base_url.clone(), api_key: c.openai_api_key.clone() }, model: c.openai_embedding_model.clone() }
 }

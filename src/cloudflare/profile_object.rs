@@ -11,17 +11,17 @@ use crate::core::error::Error;
 #[cfg(feature = "bench")]
 use crate::core::local::bench;
 use crate::core::local::vector::Packed;
+use crate::core::ops::MemoryView;
 use crate::core::ops::{Limits, Op, Profile};
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::store::{META_CATALOGED, META_NAME};
-use crate::core::ops::MemoryView;
 use crate::core::resident::Budget;
+use crate::core::store::{META_CATALOGED, META_NAME};
+use serde::Deserialize;
+use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
-use serde::Deserialize;
-use serde_json::{json, Value};
 use worker::*;
 
 /// The internal request a Worker sends its profile object.
@@ -166,10 +166,14 @@ fn wasm_memory_bytes() -> u64 {
 /// alone is over the budget) until the isolate's total fits `limit`.
 fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
     let bytes = resident.heap_bytes();
-    evict(limit, |residents| {
-        residents.retain(|_, r| r.strong_count() > 0);
-        residents.insert(name.to_string(), Rc::downgrade(resident));
-    }, |budget, busy| budget.touch(name, bytes, busy));
+    evict(
+        limit,
+        |residents| {
+            residents.retain(|_, r| r.strong_count() > 0);
+            residents.insert(name.to_string(), Rc::downgrade(resident));
+        },
+        |budget, busy| budget.touch(name, bytes, busy),
+    );
 }
 
 /// Whether profile `name` may still be warmed: not known to need more than
@@ -183,24 +187,24 @@ fn may_fit(name: &str) -> bool {
 /// used profiles' state is cleared first so that it fits beside the rest.
 fn admit(name: &str, limit: usize, estimate: usize) -> bool {
     let mut admitted = false;
-    evict(limit, |_| {}, |budget, busy| match budget.make_room(name, estimate, busy) {
-        Some(evicted) => {
-            admitted = true;
-            evicted
-        }
-        None => Vec::new(),
-    });
+    evict(
+        limit,
+        |_| {},
+        |budget, busy| match budget.make_room(name, estimate, busy) {
+            Some(evicted) => {
+                admitted = true;
+                evicted
+            }
+            None => Vec::new(),
+        },
+    );
     admitted
 }
 
 /// Sets the isolate's budget to `limit`, updates its residents, asks the
 /// budget which profiles to evict (`decide`, told which are busy: a
 /// request of theirs is under way) and clears their state.
-fn evict(
-    limit: usize,
-    update: impl FnOnce(&mut HashMap<String, Weak<Resident>>),
-    decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>,
-) {
+fn evict(limit: usize, update: impl FnOnce(&mut HashMap<String, Weak<Resident>>), decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>) {
     ISOLATE.with(|isolate| {
         let Ok(mut isolate) = isolate.try_borrow_mut() else { return };
         let Isolate { budget, residents } = &mut *isolate;
@@ -402,7 +406,9 @@ impl ProfileObject {
                 #[cfg(not(target_arch = "wasm32"))]
                 let wasm = 0usize;
                 let p = self.resident.packed.borrow();
-                Ok(json!({ "wasmBytes": wasm, "indexBytes": p.heap_bytes(), "indexVectors": p.len(), "indexLoaded": p.is_loaded(), "directoryBytes": self.resident.turns.heap_bytes() }))
+                Ok(
+                    json!({ "wasmBytes": wasm, "indexBytes": p.heap_bytes(), "indexVectors": p.len(), "indexLoaded": p.is_loaded(), "directoryBytes": self.resident.turns.heap_bytes() }),
+                )
             }
             "benchShortlist" => {
                 // Passes 1 and 2 of the local index, without SQL.
@@ -550,9 +556,7 @@ impl ProfileObject {
     /// Whether profile `name` may build its state now: its estimate (from
     /// its counts) fits the budget, room made for it.
     fn admit(&self, name: &str) -> Result<bool> {
-        let (messages, memories) = crate::core::store::Store::new(&self.sql, now())
-            .highest_rowids()
-            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let (messages, memories) = crate::core::store::Store::new(&self.sql, now()).highest_rowids().map_err(|e| worker::Error::RustError(e.to_string()))?;
         Ok(admit(name, self.config.memory_budget_bytes, crate::core::resident::estimate(messages, memories)))
     }
 }

@@ -31,8 +31,7 @@ impl Providers {
         };
         let vectorize = match config.index {
             IndexKind::Vectorize => Some(
-                crate::cloudflare::vectorize::VectorizeIndex::from_env(env, profile)
-                    .map_err(|e| Error::config(format!("failed to bind VECTORIZE: {e}")))?,
+                crate::cloudflare::vectorize::VectorizeIndex::from_env(env, profile).map_err(|e| Error::config(format!("failed to bind VECTORIZE: {e}")))?,
             ),
             IndexKind::Local => None,
         };

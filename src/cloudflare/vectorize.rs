@@ -200,8 +200,8 @@ fn pushable(f: &Filter) -> Option<(&str, Vec<&str>)> {
 
 impl VectorizeIndex {
     pub fn from_env(env: &worker::Env, profile: &str) -> worker::Result<VectorizeIndex> {
-        let sys: JsValue = js_sys::Reflect::get(env.as_ref(), &JsValue::from_str("VECTORIZE"))
-            .map_err(|_| worker::Error::RustError("no VECTORIZE binding".into()))?;
+        let sys: JsValue =
+            js_sys::Reflect::get(env.as_ref(), &JsValue::from_str("VECTORIZE")).map_err(|_| worker::Error::RustError("no VECTORIZE binding".into()))?;
         if sys.is_undefined() {
             return Err(worker::Error::RustError("no VECTORIZE binding".into()));
         }
@@ -234,16 +234,9 @@ impl VectorizeIndex {
     /// The `top_k` nearest of the profile's vectors that `filter` (a
     /// Vectorize filter) lets through; memory ids, best first.
     async fn query_with(&self, vector: &[f32], top_k: usize, filter: Option<&Value>) -> Result<Hits> {
-        let opts = QueryOptions {
-            top_k: top_k.min(MAX_TOP_K),
-            namespace: &self.namespace,
-            return_values: false,
-            return_metadata: "none",
-            filter,
-        };
+        let opts = QueryOptions { top_k: top_k.min(MAX_TOP_K), namespace: &self.namespace, return_values: false, return_metadata: "none", filter };
         let out = settle(self.sys.query(to_js(&vector)?, to_js(&opts)?), "query").await?;
-        let parsed: QueryResult =
-            serde_wasm_bindgen::from_value(out).map_err(|e| Error::provider(format!("failed to parse vectorize query result: {e}")))?;
+        let parsed: QueryResult = serde_wasm_bindgen::from_value(out).map_err(|e| Error::provider(format!("failed to parse vectorize query result: {e}")))?;
         Ok(parsed.matches.into_iter().filter_map(|m| m.id.strip_prefix(&self.prefix).map(|id| (id.to_string(), m.score))).collect())
     }
 }
@@ -254,8 +247,7 @@ async fn settle(p: std::result::Result<js_sys::Promise, JsValue>, what: &str) ->
 }
 
 fn to_js<T: Serialize>(v: &T) -> Result<JsValue> {
-    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| Error::provider(format!("failed to encode vectorize request: {e}")))
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| Error::provider(format!("failed to encode vectorize request: {e}")))
 }
 
 impl VectorIndex for &VectorizeIndex {

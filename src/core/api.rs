@@ -462,9 +462,7 @@ pub fn validate_session_id(s: &str) -> Result<()> {
 /// mark (zero-width space and joiners, direction marks and controls, word
 /// joiner, byte-order mark, soft hyphen).
 pub fn is_invisible(c: char) -> bool {
-    c.is_whitespace()
-        || is_bidi_control(c)
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
+    c.is_whitespace() || is_bidi_control(c) || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
 }
 
 /// Whether `c` overrides or embeds a text direction (it can make one id
@@ -525,10 +523,7 @@ pub fn validate_content(what: &str, content: &str) -> Result<()> {
 /// message is blank is refused: see [`IngestRequest::validate`].)
 pub fn validate_message_content(what: &str, content: &str) -> Result<()> {
     if content.len() > MAX_MESSAGE_BYTES {
-        return Err(Error::too_large(format!(
-            "{what} is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
-            content.len()
-        )));
+        return Err(Error::too_large(format!("{what} is {} bytes; the limit is {MAX_MESSAGE_BYTES}", content.len())));
     }
     Ok(())
 }
@@ -577,9 +572,7 @@ pub fn validate_date(what: &str, s: &Option<String>) -> Result<()> {
 pub fn validate_expiry(what: &str, s: &Option<String>) -> Result<()> {
     validate_date(what, s)?;
     match s.as_deref().and_then(crate::core::time::parse_millis) {
-        Some(ms) if !(MIN_EXPIRY_MILLIS..=MAX_EXPIRY_MILLIS).contains(&ms) => {
-            Err(Error::invalid(format!("{what} must fall in the years 0000-9999 in UTC")))
-        }
+        Some(ms) if !(MIN_EXPIRY_MILLIS..=MAX_EXPIRY_MILLIS).contains(&ms) => Err(Error::invalid(format!("{what} must fall in the years 0000-9999 in UTC"))),
         _ => Ok(()),
     }
 }

@@ -5,10 +5,10 @@
 //! Failures are recorded on the job and retried with backoff; a job leaves
 //! the outbox only when its work is done.
 
-use crate::core::error::{Error, Result};
-use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::context::Profile;
+use crate::core::error::{Error, Result};
 use crate::core::jobs::{Job, JobKind, Work};
+use crate::core::model::{Memory, MemoryType, Status};
 use crate::core::store::FullText;
 
 /// `text` cut to at most `max` bytes, at a character boundary.
@@ -343,8 +343,7 @@ pub async fn embed_memories(p: &Profile<'_>, ids: &[String]) -> Result<usize> {
     if inputs.is_empty() {
         return Ok(0);
     }
-    let texts: Vec<String> =
-        inputs.iter().map(|(_, queries, content)| truncated(embedding_text_of(queries, content), EMBED_TEXT_BYTES)).collect();
+    let texts: Vec<String> = inputs.iter().map(|(_, queries, content)| truncated(embedding_text_of(queries, content), EMBED_TEXT_BYTES)).collect();
     let vectors = p.embedder.embed(&texts).await?;
     // A reply with a vector missing (or one too many) cannot be matched
     // to memories: fail the batch so it is retried, rather than finishing
@@ -364,10 +363,8 @@ pub async fn embed_memories(p: &Profile<'_>, ids: &[String]) -> Result<usize> {
     let items: Vec<(String, Vec<f32>)> = ids.into_iter().zip(vectors).filter(|(id, _)| still.contains(id)).collect();
     if !items.is_empty() {
         let mut meta = store.vector_meta(&items.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>())?;
-        let meta: Vec<crate::core::ports::VectorMeta> = items
-            .iter()
-            .map(|(id, _)| meta.remove(id).ok_or_else(|| Error::storage(format!("memory {id} has no vector metadata"))))
-            .collect::<Result<_>>()?;
+        let meta: Vec<crate::core::ports::VectorMeta> =
+            items.iter().map(|(id, _)| meta.remove(id).ok_or_else(|| Error::storage(format!("memory {id} has no vector metadata")))).collect::<Result<_>>()?;
         p.index.upsert_with(&items, &meta).await?;
     }
     Ok(items.len())

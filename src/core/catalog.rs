@@ -114,15 +114,37 @@ pub struct Registration {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
 pub enum CatalogCall {
-    Create { account: String, name: String },
-    List { account: String, per_page: Option<usize>, cursor: Option<String> },
-    Get { account: String, name: String },
-    Delete { name: String },
-    Register { namespace: String, profile: String },
+    Create {
+        account: String,
+        name: String,
+    },
+    List {
+        account: String,
+        per_page: Option<usize>,
+        cursor: Option<String>,
+    },
+    Get {
+        account: String,
+        name: String,
+    },
+    Delete {
+        name: String,
+    },
+    Register {
+        namespace: String,
+        profile: String,
+    },
     /// Whether [`CatalogCall::Register`] would tell the profile to purge
     /// first, changing nothing.
-    PurgePending { namespace: String, profile: String },
-    Purged { namespace: String, profile: String, error: Option<String> },
+    PurgePending {
+        namespace: String,
+        profile: String,
+    },
+    Purged {
+        namespace: String,
+        profile: String,
+        error: Option<String>,
+    },
     DuePurges,
 }
 
@@ -245,10 +267,7 @@ impl Catalog<'_> {
             if self.row(namespace)?.is_none() {
                 self.insert(namespace)?;
             }
-            self.sql.execute(
-                "INSERT INTO profiles (namespace, profile) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                &[namespace.into(), profile.into()],
-            )
+            self.sql.execute("INSERT INTO profiles (namespace, profile) VALUES (?, ?) ON CONFLICT DO NOTHING", &[namespace.into(), profile.into()])
         })?;
         Ok(Registration { purge_first })
     }

@@ -13,8 +13,8 @@
 use crate::core::api::{IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest};
 use crate::core::catalog::Namespace;
 use crate::core::model::{
-    DeleteReport, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, Message, ProfileDeleteReport, ProfileRestoreReport,
-    SessionDeleteReport, Stats, Summary,
+    DeleteReport, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, Message, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport, Stats,
+    Summary,
 };
 use crate::core::portable::ImportReport;
 use crate::core::recall::fuse::{Channel, Contribution, ExplanationNode};
@@ -84,10 +84,8 @@ pub fn schemas() -> Map<String, Value> {
 /// the schema's.
 fn plain_enum(schema: &mut Value) {
     let Some(cases) = schema.get("oneOf").and_then(Value::as_array) else { return };
-    let consts: Option<Vec<(Value, String)>> = cases
-        .iter()
-        .map(|c| Some((c.get("const")?.clone(), c.get("description").and_then(Value::as_str).unwrap_or("").to_string())))
-        .collect();
+    let consts: Option<Vec<(Value, String)>> =
+        cases.iter().map(|c| Some((c.get("const")?.clone(), c.get("description").and_then(Value::as_str).unwrap_or("").to_string()))).collect();
     let Some(consts) = consts else { return };
     let Some(obj) = schema.as_object_mut() else { return };
     obj.remove("oneOf");

@@ -11,7 +11,8 @@ use regex::{Captures, Regex};
 use std::sync::OnceLock;
 
 /// Month names and their abbreviations, as a regex alternation.
-pub const MONTHS: &str = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
+pub const MONTHS: &str =
+    "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 const WEEKDAYS: &str = "monday|tuesday|wednesday|thursday|friday|saturday|sunday";
 const NUMBERS: &str = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few";
 
@@ -191,9 +192,7 @@ pub fn resolve(text: &str, anchor: NaiveDate) -> String {
         return text.to_string();
     };
     pattern()
-        .replace_all(text, |c: &Captures| {
-            replacement(c, anchor).unwrap_or_else(|| c.get(0).map_or_else(String::new, |m| m.as_str().to_string()))
-        })
+        .replace_all(text, |c: &Captures| replacement(c, anchor).unwrap_or_else(|| c.get(0).map_or_else(String::new, |m| m.as_str().to_string())))
         .into_owned()
 }
 

@@ -177,7 +177,11 @@ pub enum Filter {
     /// At least one holds.
     Any(Vec<Filter>),
     Not(Box<Filter>),
-    Leaf { field: String, cmp: Cmp, values: Vec<Scalar> },
+    Leaf {
+        field: String,
+        cmp: Cmp,
+        values: Vec<Scalar>,
+    },
 }
 
 impl Filter {
@@ -417,7 +421,9 @@ fn parse_field(field: &str, v: &Value, leaves: &mut usize) -> Result<Vec<Filter>
 fn scalar(field: &str, v: &Value) -> Result<Scalar> {
     let s = match v {
         Value::Bool(b) => Scalar::Number(if *b { 1.0 } else { 0.0 }),
-        Value::Number(n) => Scalar::Number(n.as_f64().filter(|f| f.is_finite()).ok_or_else(|| Error::invalid(format!("filter: {field} has a number out of range")))?),
+        Value::Number(n) => {
+            Scalar::Number(n.as_f64().filter(|f| f.is_finite()).ok_or_else(|| Error::invalid(format!("filter: {field} has a number out of range")))?)
+        }
         Value::String(s) if s.len() <= MAX_METADATA_VALUE_BYTES => Scalar::Text(s.clone()),
         Value::String(_) => return Err(Error::invalid(format!("filter: a value of {field} is over {MAX_METADATA_VALUE_BYTES} bytes"))),
         _ => return Err(Error::invalid(format!("filter: {field} takes a string, number or boolean (or an operator object)"))),
@@ -432,7 +438,8 @@ fn scalar(field: &str, v: &Value) -> Result<Scalar> {
             None => Err(Error::invalid("filter: type is fact, event, instruction or task")),
         },
         "createdAt" | "updatedAt" => {
-            let millis = text.and_then(crate::core::time::parse_millis).ok_or_else(|| Error::invalid(format!("filter: {field} takes an ISO-8601 date or date-time")))?;
+            let millis =
+                text.and_then(crate::core::time::parse_millis).ok_or_else(|| Error::invalid(format!("filter: {field} takes an ISO-8601 date or date-time")))?;
             Ok(Scalar::Text(crate::core::time::iso(millis)))
         }
         "eventDate" => {

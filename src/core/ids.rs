@@ -72,11 +72,7 @@ pub fn repeat_of(id: &str, session_id: &str, role: &str, content: &str, max_repe
 /// from another agent or user are another memory). Without metadata it is
 /// what it always was, so stored fingerprints keep matching.
 pub fn fingerprint(kind: &str, content: &str, metadata: &crate::core::model::Metadata) -> String {
-    let norm: String = content
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
+    let norm: String = content.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     let mut h = Sha256::new();
     h.update((kind.len() as u64).to_be_bytes());
     h.update(kind.as_bytes());

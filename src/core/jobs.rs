@@ -42,14 +42,24 @@ impl JobKind {
 /// What a job does, with its subject typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Work {
-    Embed { memory_id: String },
-    Unvector { memory_id: String },
-    Extract { session_id: String },
+    Embed {
+        memory_id: String,
+    },
+    Unvector {
+        memory_id: String,
+    },
+    Extract {
+        session_id: String,
+    },
     /// The table named may be one this version does not have (a newer
     /// version queued it).
-    IndexText { table: String },
+    IndexText {
+        table: String,
+    },
     /// The run's id (its progress is in the profile's `meta`).
-    Consolidate { run_id: String },
+    Consolidate {
+        run_id: String,
+    },
 }
 
 impl Work {

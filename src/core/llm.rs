@@ -20,15 +20,13 @@ pub mod prompts;
 pub mod protocol;
 
 pub use protocol::{
-    openai_chat_request, openai_embed_request, parse_openai_chat_response, parse_openai_embed_response,
-    parse_workers_ai_embed_response, parse_workers_ai_response, workers_ai_embed_request, workers_ai_request,
+    openai_chat_request, openai_embed_request, parse_openai_chat_response, parse_openai_embed_response, parse_workers_ai_embed_response,
+    parse_workers_ai_response, workers_ai_embed_request, workers_ai_request,
 };
 
 use crate::core::error::{Error, Result};
 use crate::core::ports::{ChatModel, ChatRequest, LocalBoxFuture, ModelRole};
-use crate::core::provider::{
-    Candidate, Classification, Pass, QueryAnalysis, Reasoner, SynthesisInput, Transcript, Verdict,
-};
+use crate::core::provider::{Candidate, Classification, Pass, QueryAnalysis, Reasoner, SynthesisInput, Transcript, Verdict};
 
 /// Reply budgets, in tokens.
 pub const EXTRACT_TOKENS: u32 = 4096;
@@ -50,8 +48,7 @@ impl<M: ChatModel> LlmReasoner<M> {
         let first = parse(&self.model.complete(&req).await?);
         let Err(e) = first else { return first };
         req.user.push_str(prompts::RETRY_NOTE);
-        parse(&self.model.complete(&req).await?)
-            .map_err(|e2| Error::provider(format!("the model's reply could not be used twice: {e}; then: {e2}")))
+        parse(&self.model.complete(&req).await?).map_err(|e2| Error::provider(format!("the model's reply could not be used twice: {e}; then: {e2}")))
     }
 
     fn instruct(system: &str, user: String, max_tokens: u32) -> ChatRequest {
@@ -94,9 +91,7 @@ impl<M: ChatModel> Reasoner for LlmReasoner<M> {
     }
 
     fn analyze<'a>(&'a self, query: &'a str) -> LocalBoxFuture<'a, Result<QueryAnalysis>> {
-        Box::pin(async move {
-            self.ask(Self::instruct(prompts::ANALYZE, prompts::analyze_user(query), ANALYZE_TOKENS), parse::analysis).await
-        })
+        Box::pin(async move { self.ask(Self::instruct(prompts::ANALYZE, prompts::analyze_user(query), ANALYZE_TOKENS), parse::analysis).await })
     }
 
     fn synthesize<'a>(&'a self, input: &'a SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
@@ -134,10 +129,7 @@ mod tests {
 
     impl Script {
         fn new(replies: Vec<Result<&str>>) -> Script {
-            Script {
-                replies: RefCell::new(replies.into_iter().rev().map(|r| r.map(str::to_string)).collect()),
-                seen: RefCell::new(Vec::new()),
-            }
+            Script { replies: RefCell::new(replies.into_iter().rev().map(|r| r.map(str::to_string)).collect()), seen: RefCell::new(Vec::new()) }
         }
     }
 

@@ -91,12 +91,7 @@ impl McpReply {
     }
 
     fn sse(status: u16, v: &Value) -> McpReply {
-        McpReply {
-            status,
-            content_type: Some(SSE),
-            headers: vec![("Cache-Control", "no-cache".into())],
-            body: format!("event: message\ndata: {v}\n\n"),
-        }
+        McpReply { status, content_type: Some(SSE), headers: vec![("Cache-Control", "no-cache".into())], body: format!("event: message\ndata: {v}\n\n") }
     }
 
     fn accepted() -> McpReply {
@@ -110,13 +105,7 @@ impl McpReply {
             return None;
         }
         if self.content_type == Some(SSE) {
-            let data: String = self
-                .body
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect::<Vec<_>>()
-                .join("\n");
+            let data: String = self.body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect::<Vec<_>>().join("\n");
             return serde_json::from_str(&data).ok();
         }
         serde_json::from_str(&self.body).ok()
@@ -143,10 +132,7 @@ impl McpReply {
 /// REST): call this only for an authorized request.
 pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpReply {
     if !req.method.eq_ignore_ascii_case("POST") {
-        let e = Error::method_not_allowed(format!(
-            "method {} is not allowed: this endpoint takes JSON-RPC messages by POST only",
-            api::quoted(req.method)
-        ));
+        let e = Error::method_not_allowed(format!("method {} is not allowed: this endpoint takes JSON-RPC messages by POST only", api::quoted(req.method)));
         let mut reply = refused(&e, -32000);
         reply.headers.push(("Allow", "POST".into()));
         return reply;
@@ -161,11 +147,7 @@ pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpRepl
     }
     if let Some(v) = req.protocol_version {
         if !PROTOCOL_VERSIONS.contains(&v.trim()) {
-            let e = Error::invalid(format!(
-                "unsupported MCP-Protocol-Version {}; supported: {}",
-                api::quoted(v),
-                PROTOCOL_VERSIONS.join(", ")
-            ));
+            let e = Error::invalid(format!("unsupported MCP-Protocol-Version {}; supported: {}", api::quoted(v), PROTOCOL_VERSIONS.join(", ")));
             return refused(&e, INVALID_REQUEST);
         }
     }
@@ -204,14 +186,7 @@ pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) ->
                 return reply(bad_request, &error_response(Value::Null, INVALID_REQUEST, "invalid request: empty batch"));
             }
             if batch.len() > MAX_BATCH {
-                return reply(
-                    bad_request,
-                    &error_response(
-                        Value::Null,
-                        INVALID_REQUEST,
-                        &format!("invalid request: at most {MAX_BATCH} messages per batch"),
-                    ),
-                );
+                return reply(bad_request, &error_response(Value::Null, INVALID_REQUEST, &format!("invalid request: at most {MAX_BATCH} messages per batch")));
             }
             let mut out = Vec::new();
             for m in batch {
@@ -327,11 +302,7 @@ async fn process(message: Value, backend: &dyn Backend) -> Option<Value> {
         return None;
     };
     if !id_ok {
-        return Some(error_response(
-            Value::Null,
-            INVALID_REQUEST,
-            "invalid request: id must be a string or an integer",
-        ));
+        return Some(error_response(Value::Null, INVALID_REQUEST, "invalid request: id must be a string or an integer"));
     }
     let params = match m.remove("params") {
         None | Some(Value::Null) => Map::new(),
@@ -781,11 +752,8 @@ fn render(tool: &str, v: &Value) -> String {
 
 /// `[fact] The user prefers pnpm. (id …, session …)`, one memory.
 fn memory_line(m: &Value, with_status: bool) -> String {
-    let mut line = if with_status {
-        format!("[{}, {}] {}", s(m, "type"), s(m, "status"), s(m, "summary"))
-    } else {
-        format!("[{}] {}", s(m, "type"), s(m, "summary"))
-    };
+    let mut line =
+        if with_status { format!("[{}, {}] {}", s(m, "type"), s(m, "status"), s(m, "summary")) } else { format!("[{}] {}", s(m, "type"), s(m, "summary")) };
     let _ = write!(line, " (id {}, session {}", s(m, "id"), s(m, "sessionId"));
     if let Some(d) = m.get("eventDate").and_then(Value::as_str) {
         let _ = write!(line, ", date {d}");
@@ -886,4 +854,3 @@ fn render_ingest(v: &Value) -> String {
     }
     out.trim_end().to_string()
 }
-

@@ -16,16 +16,7 @@
 // nor indexes unchecked nor lets arithmetic overflow. `make lint` runs
 // these (cargo clippy --lib); an exception is an `#[allow]` on the item,
 // with the reason beside it.
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::arithmetic_side_effects
-    )
-)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::arithmetic_side_effects))]
 
 pub mod api;
 pub mod background;

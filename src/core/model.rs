@@ -20,8 +20,7 @@ pub enum MemoryType {
 }
 
 impl MemoryType {
-    pub const ALL: [MemoryType; 4] =
-        [MemoryType::Fact, MemoryType::Event, MemoryType::Instruction, MemoryType::Task];
+    pub const ALL: [MemoryType; 4] = [MemoryType::Fact, MemoryType::Event, MemoryType::Instruction, MemoryType::Task];
 
     pub fn as_str(self) -> &'static str {
         match self {

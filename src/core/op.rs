@@ -130,23 +130,37 @@ pub enum Call {
     Remember(api::RememberRequest),
     Recall(api::RecallRequest),
     List(api::ListRequest),
-    Get { id: String },
-    Forget { id: String },
-    Delete { id: String },
-    DeleteSession { session_id: String },
+    Get {
+        id: String,
+    },
+    Forget {
+        id: String,
+    },
+    Delete {
+        id: String,
+    },
+    DeleteSession {
+        session_id: String,
+    },
     GetSummary(api::SummaryRequest),
     Export(api::ExportRequest),
-    Import { data: String },
+    Import {
+        data: String,
+    },
     Stats,
     /// `never_written_ok`: a profile nothing was ever written to answers
     /// `null` (nothing to mark) rather than 404. The binding asks it: its
     /// `getProfile` "creates" a profile, so deleting one that was only
     /// read must not throw; the HTTP reference lists 404.
-    DeleteProfile { never_written_ok: bool },
+    DeleteProfile {
+        never_written_ok: bool,
+    },
     RestoreProfile,
     Update(api::UpdateRequest),
     Consolidate(api::ConsolidateRequest),
-    UndoConsolidation { id: i64 },
+    UndoConsolidation {
+        id: i64,
+    },
     Drain,
     Purge,
 }

@@ -6,22 +6,21 @@
 //! [`Profile`] itself (what a call borrows) lives below the pipelines, in
 //! [`crate::core::context`]; this module only dispatches.
 
-use crate::core::api::{
-    self, IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest, DEFAULT_PAGE_SIZE,
-};
-use crate::core::error::{Error, Result};
-use crate::core::model::{DeleteReport, IngestReport, ListPage, Memory, MemoryDetail, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport, Stats, Summary};
-use crate::core::store::{ListFilter, META_WRITTEN};
-pub use crate::core::op::{Call, Op};
-use crate::core::{background, ingest, portable, recall, remember, summary};
+use crate::core::api::{self, IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest, DEFAULT_PAGE_SIZE};
 pub use crate::core::context::{Limits, MemoryView, Profile, DEFAULT_DELETE_GRACE_MILLIS};
+use crate::core::error::{Error, Result};
+use crate::core::model::{
+    DeleteReport, IngestReport, ListPage, Memory, MemoryDetail, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport, Stats, Summary,
+};
+pub use crate::core::op::{Call, Op};
+use crate::core::store::{ListFilter, META_WRITTEN};
+use crate::core::{background, ingest, portable, recall, remember, summary};
 use serde_json::{json, Value};
 
 /// How long an ingest may run before its re-extraction guard job falls
 /// due (see [`Profile::ingest`]); long enough for a 500-message call over a
 /// remote model, short enough that an interrupted one is healed soon.
 pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
-
 
 /// A call checked before anything is written ([`Profile::prepare`]).
 pub struct Prepared {
@@ -85,10 +84,9 @@ fn check_key_as_given(key: &str, kind: Option<crate::core::model::MemoryType>) -
         Some(_) => {}
     }
     match kind {
-        Some(k) if !k.is_keyed() => Err(Error::invalid(format!(
-            "a memory of type {} takes no key (only facts and instructions are superseded by key)",
-            api::quoted(k.as_str())
-        ))),
+        Some(k) if !k.is_keyed() => {
+            Err(Error::invalid(format!("a memory of type {} takes no key (only facts and instructions are superseded by key)", api::quoted(k.as_str()))))
+        }
         _ => Ok(()),
     }
 }
@@ -400,7 +398,8 @@ impl<'a> Profile<'a> {
             store.delete_messages(&messages)?;
             store.delete_session_jobs(session_id)?;
             store.purge_deleted_text()?;
-            let report = SessionDeleteReport { session_id: session_id.to_string(), deleted_memories: memory_ids.len() as u64, deleted_messages: messages.len() as u64 };
+            let report =
+                SessionDeleteReport { session_id: session_id.to_string(), deleted_memories: memory_ids.len() as u64, deleted_messages: messages.len() as u64 };
             Ok((report, memory_ids))
         })
     }
@@ -442,7 +441,6 @@ impl<'a> Profile<'a> {
         stats.isolate = self.memory.isolate.clone();
         Ok(stats)
     }
-
 
     /// Marks the profile for deletion (Cloudflare's "marks for
     /// deletion"): from now on it answers 404 to everything but
@@ -559,16 +557,16 @@ fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::core::ports::Sql;
-    use crate::core::provider::Reasoner;
-    use crate::core::recall::directory::TurnDirectory;
-    use crate::core::schema;
     use crate::core::local::embed::HashEmbedder;
     use crate::core::local::vector::SqlVectorIndex;
     use crate::core::model::MessageInput;
     use crate::core::ports::LocalBoxFuture;
+    use crate::core::ports::Sql;
+    use crate::core::provider::Reasoner;
     use crate::core::provider::{Candidate, Classification, Pass, QueryAnalysis, SynthesisInput, Transcript, Verdict};
+    use crate::core::recall::directory::TurnDirectory;
     use crate::core::rules::Rules;
+    use crate::core::schema;
     use crate::core::store::FullText;
     use std::future::Future;
     use std::task::{Context, Poll};
@@ -590,7 +588,17 @@ mod tests {
     fn profile<'a>(sql: &'a NativeSql, reasoner: &'a dyn Reasoner, index: &'a SqlVectorIndex<'a>, now: i64, max: i64) -> Profile<'a> {
         // One directory per profile value; a test's few are leaked.
         let turns = Box::leak(Box::new(TurnDirectory::new()));
-        Profile { name: "t/p", sql, reasoner, embedder: &HashEmbedder, index, turns: Some(turns), now, limits: Limits { max_memories: max, ..Limits::default() }, memory: MemoryView::default() }
+        Profile {
+            name: "t/p",
+            sql,
+            reasoner,
+            embedder: &HashEmbedder,
+            index,
+            turns: Some(turns),
+            now,
+            limits: Limits { max_memories: max, ..Limits::default() },
+            memory: MemoryView::default(),
+        }
     }
 
     /// A reasoner whose extraction never finishes: an object that dies
@@ -656,11 +664,8 @@ mod tests {
             metadata: Default::default(),
         }))
         .expect("remember falls back to the rules when the model is down");
-        let r = futures::executor::block_on(p.recall(RecallRequest {
-            query: "Which port does the staging database use?".into(),
-            options: Default::default(),
-        }))
-        .unwrap();
+        let r = futures::executor::block_on(p.recall(RecallRequest { query: "Which port does the staging database use?".into(), options: Default::default() }))
+            .unwrap();
         assert!(r.candidates.iter().any(|c| c.id == m.id));
         assert!(r.messages.iter().any(|n| n.contains("analysis failed")), "{:?}", r.messages);
         assert!(r.messages.iter().any(|n| n.contains("synthesis failed")), "{:?}", r.messages);

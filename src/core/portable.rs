@@ -266,10 +266,7 @@ pub fn check_links(store: Option<&Store<'_>>, p: &Parsed) -> Result<()> {
         None => Default::default(),
     };
     match p.outside.iter().find(|l| !present.contains(&l.id)) {
-        Some(l) => Err(Error::invalid(format!(
-            "import line {}: {} names memory {}, which is neither in the file nor in the profile",
-            l.line, l.field, l.id
-        ))),
+        Some(l) => Err(Error::invalid(format!("import line {}: {} names memory {}, which is neither in the file nor in the profile", l.line, l.field, l.id))),
         None => Ok(()),
     }
 }

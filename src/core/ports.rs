@@ -226,8 +226,7 @@ pub trait VectorIndex {
             loop {
                 let hits = self.query_many(vectors, k).await?;
                 let exhausted = hits.iter().all(|h| h.len() < k);
-                let kept: Vec<Hits> =
-                    hits.into_iter().map(|h| h.into_iter().filter(|(id, _)| (only.passes)(id)).take(top_k).collect()).collect();
+                let kept: Vec<Hits> = hits.into_iter().map(|h| h.into_iter().filter(|(id, _)| (only.passes)(id)).take(top_k).collect()).collect();
                 if exhausted || k >= MAX_OVERFETCH || kept.iter().all(|h| h.len() >= top_k) {
                     return Ok(kept);
                 }

@@ -6,8 +6,8 @@
 //! default: deterministic, no network) and [`crate::core::llm::LlmReasoner`]
 //! (prompts a [`crate::core::ports::ChatModel`], parses its JSON).
 
-use crate::core::model::ResponseLength;
 use crate::core::error::Result;
+use crate::core::model::ResponseLength;
 use crate::core::model::{Memory, MemoryType};
 use crate::core::ports::LocalBoxFuture;
 use serde::{Deserialize, Serialize};

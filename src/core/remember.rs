@@ -2,11 +2,11 @@
 //! verification: the caller is the source) and supersession.
 
 use crate::core::api::{RememberRequest, MAX_EXPIRY_MILLIS, MIN_EXPIRY_MILLIS};
-use crate::core::error::{Error, Result};
+use crate::core::context::Profile;
 use crate::core::dates;
+use crate::core::error::{Error, Result};
 use crate::core::ingest::{classify, persist};
 use crate::core::model::Memory;
-use crate::core::context::Profile;
 use crate::core::provider::{Candidate, Line, Reasoner, Transcript};
 use crate::core::time::{iso, parse_millis};
 
@@ -21,13 +21,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let content = dates::resolve(req.content.trim(), today);
     let transcript = Transcript {
         session_id: session_id.clone(),
-        lines: vec![Line {
-            index: 0,
-            message_id: String::new(),
-            role: "user".into(),
-            date: Some(today.format("%Y-%m-%d").to_string()),
-            text: content.clone(),
-        }],
+        lines: vec![Line { index: 0, message_id: String::new(), role: "user".into(), date: Some(today.format("%Y-%m-%d").to_string()), text: content.clone() }],
     };
     let candidate = Candidate { content: content.clone(), lines: vec![], event_date: dates::first_date(&content) };
     // The caller is the source, so a model outage must not refuse the

@@ -56,7 +56,10 @@ pub enum Route {
     Catalog(CatalogCall),
     /// The MCP endpoint of one profile (`/mcp/namespaces/{ns}/profiles/{p}`);
     /// any method (the MCP module answers 405 where due).
-    Mcp { namespace: String, profile: String },
+    Mcp {
+        namespace: String,
+        profile: String,
+    },
 }
 
 /// An operation addressed to a profile's Durable Object.
@@ -93,9 +96,7 @@ pub fn object_name(namespace: &str, profile: &str) -> String {
 pub fn rpc_profile_name(name: &str, namespace: Option<&str>) -> Result<(String, String)> {
     let (ns, profile) = match (namespace, name.split_once('/')) {
         (Some(ns), None) => (ns, name),
-        (Some(_), Some(_)) => {
-            return Err(Error::invalid("profile name must not contain '/': this binding is scoped to one namespace"))
-        }
+        (Some(_), Some(_)) => return Err(Error::invalid("profile name must not contain '/': this binding is scoped to one namespace")),
         (None, Some((ns, profile))) => (ns, profile),
         (None, None) => ("default", name),
     };
@@ -265,11 +266,7 @@ const LIST_QUERY_NAMES: &[(&str, &str)] = &[("per_page", "limit"), ("session_id"
 /// A 405 for a known path asked with a method it does not take, else a 404.
 fn unrouted(req: &Incoming<'_>) -> Error {
     if allowed_methods(req.path).is_some() {
-        return Error::method_not_allowed(format!(
-            "method {} is not allowed on {}",
-            api::quoted(req.method),
-            api::quoted(req.path)
-        ));
+        return Error::method_not_allowed(format!("method {} is not allowed on {}", api::quoted(req.method), api::quoted(req.path)));
     }
     no_route(req)
 }
@@ -451,12 +448,10 @@ pub struct Tokens(Vec<(String, Vec<String>)>);
 
 impl Tokens {
     pub fn parse(json: &str) -> Result<Tokens> {
-        let v: Map<String, Value> =
-            serde_json::from_str(json).map_err(|e| Error::config(format!("AUTH_TOKENS is not a JSON object: {e}")))?;
+        let v: Map<String, Value> = serde_json::from_str(json).map_err(|e| Error::config(format!("AUTH_TOKENS is not a JSON object: {e}")))?;
         let mut out = Vec::new();
         for (token, spaces) in v {
-            let spaces: Vec<String> = serde_json::from_value(spaces)
-                .map_err(|_| Error::config("AUTH_TOKENS values must be arrays of namespace names"))?;
+            let spaces: Vec<String> = serde_json::from_value(spaces).map_err(|_| Error::config("AUTH_TOKENS values must be arrays of namespace names"))?;
             if token.len() < 8 {
                 return Err(Error::config("AUTH_TOKENS tokens must be at least 8 characters"));
             }
@@ -555,10 +550,7 @@ pub fn envelope_ok_text(op: &str, result: &str) -> String {
     }
     out.push('}');
     if op == "list" {
-        let count = fields
-            .get("memories")
-            .and_then(|m| serde_json::from_str::<Vec<&RawValue>>(m.get()).ok())
-            .map_or(0, |m| m.len());
+        let count = fields.get("memories").and_then(|m| serde_json::from_str::<Vec<&RawValue>>(m.get()).ok()).map_or(0, |m| m.len());
         let cursor = fields.get("cursor").map_or("null", |c| c.get());
         out.push_str(&format!(",\"result_info\":{{\"count\":{count},\"cursor\":{cursor}}}"));
     }
@@ -804,13 +796,7 @@ mod tests {
 
     #[test]
     fn test_wrong_content_type_is_refused() {
-        let r = route(&Incoming {
-            method: "POST",
-            path: &format!("{BASE}/remember"),
-            query: "",
-            content_type: Some("text/plain"),
-            body: b"{}",
-        });
+        let r = route(&Incoming { method: "POST", path: &format!("{BASE}/remember"), query: "", content_type: Some("text/plain"), body: b"{}" });
         assert!(r.unwrap_err().is_invalid());
     }
 

@@ -9,11 +9,12 @@ use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue};
 
 /// `(version, statements)`, oldest first.
-pub const MIGRATIONS: &[(i64, &[&str])] = &[(
-    1,
-    &[
-        // Raw messages, content-addressed. `rowid` keys the FTS index.
-        "CREATE TABLE IF NOT EXISTS messages (
+pub const MIGRATIONS: &[(i64, &[&str])] = &[
+    (
+        1,
+        &[
+            // Raw messages, content-addressed. `rowid` keys the FTS index.
+            "CREATE TABLE IF NOT EXISTS messages (
             id TEXT PRIMARY KEY,
             session_id TEXT NOT NULL,
             role TEXT NOT NULL,
@@ -22,10 +23,10 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
             position INTEGER NOT NULL,
             created_at TEXT NOT NULL
         )",
-        "CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, position)",
-        "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(role, content, tokenize='porter unicode61')",
-        // Memories: the record of SPEC.md section 8.
-        "CREATE TABLE IF NOT EXISTS memories (
+            "CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, position)",
+            "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(role, content, tokenize='porter unicode61')",
+            // Memories: the record of SPEC.md section 8.
+            "CREATE TABLE IF NOT EXISTS memories (
             id TEXT PRIMARY KEY,
             type TEXT NOT NULL,
             key TEXT,
@@ -43,30 +44,30 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
             updated_at TEXT NOT NULL,
             expires_at TEXT
         )",
-        "CREATE INDEX IF NOT EXISTS memories_by_key ON memories(key, status)",
-        "CREATE INDEX IF NOT EXISTS memories_by_status ON memories(status, id)",
-        "CREATE INDEX IF NOT EXISTS memories_by_session ON memories(session_id, id)",
-        "CREATE INDEX IF NOT EXISTS memories_by_fingerprint ON memories(fingerprint)",
-        "CREATE INDEX IF NOT EXISTS memories_by_expiry ON memories(expires_at) WHERE expires_at IS NOT NULL",
-        // Which messages each memory came from (also in the JSON column; this
-        // table answers the reverse question quickly).
-        "CREATE TABLE IF NOT EXISTS memory_sources (
+            "CREATE INDEX IF NOT EXISTS memories_by_key ON memories(key, status)",
+            "CREATE INDEX IF NOT EXISTS memories_by_status ON memories(status, id)",
+            "CREATE INDEX IF NOT EXISTS memories_by_session ON memories(session_id, id)",
+            "CREATE INDEX IF NOT EXISTS memories_by_fingerprint ON memories(fingerprint)",
+            "CREATE INDEX IF NOT EXISTS memories_by_expiry ON memories(expires_at) WHERE expires_at IS NOT NULL",
+            // Which messages each memory came from (also in the JSON column; this
+            // table answers the reverse question quickly).
+            "CREATE TABLE IF NOT EXISTS memory_sources (
             memory_id TEXT NOT NULL,
             message_id TEXT NOT NULL,
             PRIMARY KEY (memory_id, message_id)
         ) WITHOUT ROWID",
-        "CREATE INDEX IF NOT EXISTS memory_sources_by_message ON memory_sources(message_id)",
-        "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(content, key, queries, tokenize='porter unicode61')",
-        // The local vector index: one float32 little-endian vector per
-        // memory, plus a binary code for the fast first pass.
-        "CREATE TABLE IF NOT EXISTS vectors (
+            "CREATE INDEX IF NOT EXISTS memory_sources_by_message ON memory_sources(message_id)",
+            "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(content, key, queries, tokenize='porter unicode61')",
+            // The local vector index: one float32 little-endian vector per
+            // memory, plus a binary code for the fast first pass.
+            "CREATE TABLE IF NOT EXISTS vectors (
             memory_id TEXT PRIMARY KEY,
             vector BLOB NOT NULL,
             code BLOB NOT NULL
         )",
-        // Background work, recorded in the same transaction as the writes
-        // that need it, drained by the Durable Object alarm.
-        "CREATE TABLE IF NOT EXISTS outbox (
+            // Background work, recorded in the same transaction as the writes
+            // that need it, drained by the Durable Object alarm.
+            "CREATE TABLE IF NOT EXISTS outbox (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             kind TEXT NOT NULL,
             memory_id TEXT NOT NULL,
@@ -75,196 +76,206 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
             last_error TEXT,
             created_at TEXT NOT NULL
         )",
-        "CREATE INDEX IF NOT EXISTS outbox_by_due ON outbox(next_attempt_at)",
-        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    ],
-), (
-    2,
-    &[
-        // Query plans that stay flat as a profile grows. Without table
-        // statistics SQLite took `memories_by_status` (status, id) for any
-        // query with `status = ?`, which in a profile of active memories
-        // reads every memory: topic-key lookups (recall's key channel and
-        // supersession at ingest), the message channel's citation join,
-        // `keep_live`, and the expiry checks run after every write.
-        // (key, status, id) serves key lookups in id order; without the
-        // status index the citation join starts from the message ids, and
-        // expiry queries use `memories_by_expiry`.
-        "CREATE INDEX IF NOT EXISTS memories_by_key_status ON memories(key, status, id)",
-        "DROP INDEX IF EXISTS memories_by_key",
-        "DROP INDEX IF EXISTS memories_by_status",
-        // The local vector index's memory copy, saved so a cold start
-        // reads a few large rows instead of one row per vector
-        // (core::local::vector::write_snapshot). Derived data: a missing
-        // or outdated snapshot is rebuilt from `vectors`.
-        "CREATE TABLE IF NOT EXISTS vector_snapshot (part INTEGER PRIMARY KEY, data BLOB NOT NULL)",
-    ],
-), (
-    3,
-    &[
-        // The roles that speak in the profile's messages, each once. Recall
-        // reads them to tell a word naming a speaker from other words (see
-        // core::recall::channels::TextQuery::speakers) without scanning
-        // every message. Derived data, kept in step with `messages`.
-        "CREATE TABLE IF NOT EXISTS speakers (role TEXT PRIMARY KEY) WITHOUT ROWID",
-        "INSERT OR IGNORE INTO speakers (role) SELECT DISTINCT role FROM messages",
-    ],
-), (
-    4,
-    &[
-        // How many messages and memories were ever deleted, counted by
-        // triggers on every path that deletes one: recall's turn
-        // directory (core::recall::directory) reads that half again when
-        // a count moved.
-        "CREATE TABLE IF NOT EXISTS deletions (messages INTEGER NOT NULL, memories INTEGER NOT NULL)",
-        "INSERT INTO deletions (messages, memories) SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM deletions)",
-        "CREATE TRIGGER IF NOT EXISTS messages_deleted AFTER DELETE ON messages \
+            "CREATE INDEX IF NOT EXISTS outbox_by_due ON outbox(next_attempt_at)",
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        ],
+    ),
+    (
+        2,
+        &[
+            // Query plans that stay flat as a profile grows. Without table
+            // statistics SQLite took `memories_by_status` (status, id) for any
+            // query with `status = ?`, which in a profile of active memories
+            // reads every memory: topic-key lookups (recall's key channel and
+            // supersession at ingest), the message channel's citation join,
+            // `keep_live`, and the expiry checks run after every write.
+            // (key, status, id) serves key lookups in id order; without the
+            // status index the citation join starts from the message ids, and
+            // expiry queries use `memories_by_expiry`.
+            "CREATE INDEX IF NOT EXISTS memories_by_key_status ON memories(key, status, id)",
+            "DROP INDEX IF EXISTS memories_by_key",
+            "DROP INDEX IF EXISTS memories_by_status",
+            // The local vector index's memory copy, saved so a cold start
+            // reads a few large rows instead of one row per vector
+            // (core::local::vector::write_snapshot). Derived data: a missing
+            // or outdated snapshot is rebuilt from `vectors`.
+            "CREATE TABLE IF NOT EXISTS vector_snapshot (part INTEGER PRIMARY KEY, data BLOB NOT NULL)",
+        ],
+    ),
+    (
+        3,
+        &[
+            // The roles that speak in the profile's messages, each once. Recall
+            // reads them to tell a word naming a speaker from other words (see
+            // core::recall::channels::TextQuery::speakers) without scanning
+            // every message. Derived data, kept in step with `messages`.
+            "CREATE TABLE IF NOT EXISTS speakers (role TEXT PRIMARY KEY) WITHOUT ROWID",
+            "INSERT OR IGNORE INTO speakers (role) SELECT DISTINCT role FROM messages",
+        ],
+    ),
+    (
+        4,
+        &[
+            // How many messages and memories were ever deleted, counted by
+            // triggers on every path that deletes one: recall's turn
+            // directory (core::recall::directory) reads that half again when
+            // a count moved.
+            "CREATE TABLE IF NOT EXISTS deletions (messages INTEGER NOT NULL, memories INTEGER NOT NULL)",
+            "INSERT INTO deletions (messages, memories) SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM deletions)",
+            "CREATE TRIGGER IF NOT EXISTS messages_deleted AFTER DELETE ON messages \
          BEGIN UPDATE deletions SET messages = messages + 1; END",
-        "CREATE TRIGGER IF NOT EXISTS memories_deleted AFTER DELETE ON memories \
+            "CREATE TRIGGER IF NOT EXISTS memories_deleted AFTER DELETE ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
-        // An update of what the directory holds counts as a deletion.
-        "CREATE TRIGGER IF NOT EXISTS messages_changed AFTER UPDATE OF session_id, role, content, timestamp, position ON messages \
+            // An update of what the directory holds counts as a deletion.
+            "CREATE TRIGGER IF NOT EXISTS messages_changed AFTER UPDATE OF session_id, role, content, timestamp, position ON messages \
          BEGIN UPDATE deletions SET messages = messages + 1; END",
-        "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries ON memories \
+            "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
-        // The directory in the object's memory, saved so a cold start
-        // reads a few large rows instead of every message and memory
-        // (core::recall::directory). Derived data: a missing or outdated
-        // snapshot is rebuilt.
-        "CREATE TABLE IF NOT EXISTS directory_snapshot (part INTEGER PRIMARY KEY, data BLOB NOT NULL)",
-        // The directory also knows the speakers: version 3's table goes.
-        "DROP TABLE IF EXISTS speakers",
-    ],
-), (
-    5,
-    &[
-        // Which messages each memory cites, keyed by the message's rowid
-        // instead of its id. Message ids are content hashes: an index by
-        // them puts every new citation on a random page of a large
-        // B-tree, while new messages take the highest rowids, so their
-        // citations land at the end (docs/bench/ingest-io.md). `citations`
-        // holds the citations of stored messages; `citations_waiting` the
-        // rest (a memory imported before its messages, or one whose
-        // message was deleted), moved across by the triggers below when
-        // such a message is stored or deleted. Together they are what
-        // `memory_sources` was; the JSON column on `memories` stays the
-        // record of a memory's sources.
-        "CREATE TABLE IF NOT EXISTS citations (
+            // The directory in the object's memory, saved so a cold start
+            // reads a few large rows instead of every message and memory
+            // (core::recall::directory). Derived data: a missing or outdated
+            // snapshot is rebuilt.
+            "CREATE TABLE IF NOT EXISTS directory_snapshot (part INTEGER PRIMARY KEY, data BLOB NOT NULL)",
+            // The directory also knows the speakers: version 3's table goes.
+            "DROP TABLE IF EXISTS speakers",
+        ],
+    ),
+    (
+        5,
+        &[
+            // Which messages each memory cites, keyed by the message's rowid
+            // instead of its id. Message ids are content hashes: an index by
+            // them puts every new citation on a random page of a large
+            // B-tree, while new messages take the highest rowids, so their
+            // citations land at the end (docs/bench/ingest-io.md). `citations`
+            // holds the citations of stored messages; `citations_waiting` the
+            // rest (a memory imported before its messages, or one whose
+            // message was deleted), moved across by the triggers below when
+            // such a message is stored or deleted. Together they are what
+            // `memory_sources` was; the JSON column on `memories` stays the
+            // record of a memory's sources.
+            "CREATE TABLE IF NOT EXISTS citations (
             memory_id TEXT NOT NULL,
             message_rowid INTEGER NOT NULL,
             PRIMARY KEY (memory_id, message_rowid)
         ) WITHOUT ROWID",
-        "CREATE INDEX IF NOT EXISTS citations_by_message ON citations(message_rowid)",
-        "CREATE TABLE IF NOT EXISTS citations_waiting (
+            "CREATE INDEX IF NOT EXISTS citations_by_message ON citations(message_rowid)",
+            "CREATE TABLE IF NOT EXISTS citations_waiting (
             message_id TEXT NOT NULL,
             memory_id TEXT NOT NULL,
             PRIMARY KEY (message_id, memory_id)
         ) WITHOUT ROWID",
-        "CREATE INDEX IF NOT EXISTS citations_waiting_by_memory ON citations_waiting(memory_id)",
-        "INSERT OR IGNORE INTO citations (memory_id, message_rowid) \
+            "CREATE INDEX IF NOT EXISTS citations_waiting_by_memory ON citations_waiting(memory_id)",
+            "INSERT OR IGNORE INTO citations (memory_id, message_rowid) \
          SELECT s.memory_id, m.rowid FROM memory_sources s JOIN messages m ON m.id = s.message_id",
-        "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) \
+            "INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) \
          SELECT s.message_id, s.memory_id FROM memory_sources s \
          WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = s.message_id)",
-        "DROP TABLE IF EXISTS memory_sources",
-        "CREATE TRIGGER IF NOT EXISTS citations_stored AFTER INSERT ON messages \
+            "DROP TABLE IF EXISTS memory_sources",
+            "CREATE TRIGGER IF NOT EXISTS citations_stored AFTER INSERT ON messages \
          WHEN EXISTS (SELECT 1 FROM citations_waiting WHERE message_id = new.id) BEGIN \
          INSERT OR IGNORE INTO citations (memory_id, message_rowid) \
          SELECT memory_id, new.rowid FROM citations_waiting WHERE message_id = new.id; \
          DELETE FROM citations_waiting WHERE message_id = new.id; END",
-        "CREATE TRIGGER IF NOT EXISTS citations_unstored AFTER DELETE ON messages BEGIN \
+            "CREATE TRIGGER IF NOT EXISTS citations_unstored AFTER DELETE ON messages BEGIN \
          INSERT OR IGNORE INTO citations_waiting (message_id, memory_id) \
          SELECT old.id, memory_id FROM citations WHERE message_rowid = old.rowid; \
          DELETE FROM citations WHERE message_rowid = old.rowid; END",
-    ],
-), (
-    6,
-    &[
-        // Ingest finds a memory already stored with the same meaning
-        // through the turn directory, which holds every memory's
-        // fingerprint in the object's memory (core::recall::fingerprints):
-        // the index, whose every insert landed on a random page, goes.
-        "DROP INDEX IF EXISTS memories_by_fingerprint",
-        // A fingerprint changed is a change of what the directory holds.
-        "DROP TRIGGER IF EXISTS memories_changed",
-        "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries, fingerprint ON memories \
+        ],
+    ),
+    (
+        6,
+        &[
+            // Ingest finds a memory already stored with the same meaning
+            // through the turn directory, which holds every memory's
+            // fingerprint in the object's memory (core::recall::fingerprints):
+            // the index, whose every insert landed on a random page, goes.
+            "DROP INDEX IF EXISTS memories_by_fingerprint",
+            // A fingerprint changed is a change of what the directory holds.
+            "DROP TRIGGER IF EXISTS memories_changed",
+            "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries, fingerprint ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
-    ],
-), (
-    7,
-    &[
-        // Topic keys too: supersession at ingest, recall's key channel and
-        // a list filtered by key find the memories holding a key through
-        // the turn directory (core::recall::keyed). Every query that
-        // names a key also names the rowids; none else used this index.
-        "DROP INDEX IF EXISTS memories_by_key_status",
-    ],
-), (
-    8,
-    &[
-        // A job over its attempt cap, or of a kind this version does not
-        // know, is parked: kept with its last error, counted in `stats`,
-        // never taken again and never due (core::background). The index
-        // serves "what is due" and "when is the next one due" over the
-        // jobs that are not parked.
-        "ALTER TABLE outbox ADD COLUMN parked INTEGER NOT NULL DEFAULT 0",
-        "CREATE INDEX IF NOT EXISTS outbox_live_by_due ON outbox(parked, next_attempt_at)",
-        "DROP INDEX IF EXISTS outbox_by_due",
-    ],
-), (
-    9,
-    &[
-        // The SQLite paths (core::recall::lean): a profile whose state does
-        // not fit the isolate's memory budget, or that was evicted, answers
-        // from these. Versions 6 and 7 moved the fingerprint and topic-key
-        // lookups into the turn directory; measured side by side
-        // (docs/bench/paths.md) the indexes cost ingest little and make
-        // dedup, supersession, the key channel and `list?key=` one
-        // statement each with nothing in memory, so they come back and the
-        // directory no longer holds either column.
-        "CREATE INDEX IF NOT EXISTS memories_by_fingerprint ON memories(fingerprint)",
-        "CREATE INDEX IF NOT EXISTS memories_by_key ON memories(key) WHERE key IS NOT NULL",
-        // The profile's speakers, read in order without the directory.
-        "CREATE INDEX IF NOT EXISTS messages_by_role ON messages(role)",
-    ],
-), (
-    10,
-    &[
-        // Metadata: what a caller attached to a memory or message, a flat
-        // JSON object (core::filter), NULL when there is none. The scope
-        // keys agentId and userId are read through generated columns
-        // with an index each, so a filter on one reads only its rows.
-        "ALTER TABLE memories ADD COLUMN metadata TEXT",
-        "ALTER TABLE messages ADD COLUMN metadata TEXT",
-        "ALTER TABLE memories ADD COLUMN agent_id GENERATED ALWAYS AS (metadata ->> '$.agentId') VIRTUAL",
-        "ALTER TABLE memories ADD COLUMN user_id GENERATED ALWAYS AS (metadata ->> '$.userId') VIRTUAL",
-        "CREATE INDEX IF NOT EXISTS memories_by_agent ON memories(agent_id)",
-        "CREATE INDEX IF NOT EXISTS memories_by_user ON memories(user_id)",
-        // Validity: from when what a memory says held (when its source
-        // messages were said, else when it was stored) until when the
-        // memory superseding it was said. `asOf` reads them.
-        "ALTER TABLE memories ADD COLUMN valid_from TEXT",
-        "ALTER TABLE memories ADD COLUMN valid_to TEXT",
-        "UPDATE memories SET valid_from = COALESCE((SELECT strftime('%Y-%m-%dT%H:%M:%fZ', MIN(unixepoch(g.timestamp, 'subsec')), 'unixepoch') \
+        ],
+    ),
+    (
+        7,
+        &[
+            // Topic keys too: supersession at ingest, recall's key channel and
+            // a list filtered by key find the memories holding a key through
+            // the turn directory (core::recall::keyed). Every query that
+            // names a key also names the rowids; none else used this index.
+            "DROP INDEX IF EXISTS memories_by_key_status",
+        ],
+    ),
+    (
+        8,
+        &[
+            // A job over its attempt cap, or of a kind this version does not
+            // know, is parked: kept with its last error, counted in `stats`,
+            // never taken again and never due (core::background). The index
+            // serves "what is due" and "when is the next one due" over the
+            // jobs that are not parked.
+            "ALTER TABLE outbox ADD COLUMN parked INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX IF NOT EXISTS outbox_live_by_due ON outbox(parked, next_attempt_at)",
+            "DROP INDEX IF EXISTS outbox_by_due",
+        ],
+    ),
+    (
+        9,
+        &[
+            // The SQLite paths (core::recall::lean): a profile whose state does
+            // not fit the isolate's memory budget, or that was evicted, answers
+            // from these. Versions 6 and 7 moved the fingerprint and topic-key
+            // lookups into the turn directory; measured side by side
+            // (docs/bench/paths.md) the indexes cost ingest little and make
+            // dedup, supersession, the key channel and `list?key=` one
+            // statement each with nothing in memory, so they come back and the
+            // directory no longer holds either column.
+            "CREATE INDEX IF NOT EXISTS memories_by_fingerprint ON memories(fingerprint)",
+            "CREATE INDEX IF NOT EXISTS memories_by_key ON memories(key) WHERE key IS NOT NULL",
+            // The profile's speakers, read in order without the directory.
+            "CREATE INDEX IF NOT EXISTS messages_by_role ON messages(role)",
+        ],
+    ),
+    (
+        10,
+        &[
+            // Metadata: what a caller attached to a memory or message, a flat
+            // JSON object (core::filter), NULL when there is none. The scope
+            // keys agentId and userId are read through generated columns
+            // with an index each, so a filter on one reads only its rows.
+            "ALTER TABLE memories ADD COLUMN metadata TEXT",
+            "ALTER TABLE messages ADD COLUMN metadata TEXT",
+            "ALTER TABLE memories ADD COLUMN agent_id GENERATED ALWAYS AS (metadata ->> '$.agentId') VIRTUAL",
+            "ALTER TABLE memories ADD COLUMN user_id GENERATED ALWAYS AS (metadata ->> '$.userId') VIRTUAL",
+            "CREATE INDEX IF NOT EXISTS memories_by_agent ON memories(agent_id)",
+            "CREATE INDEX IF NOT EXISTS memories_by_user ON memories(user_id)",
+            // Validity: from when what a memory says held (when its source
+            // messages were said, else when it was stored) until when the
+            // memory superseding it was said. `asOf` reads them.
+            "ALTER TABLE memories ADD COLUMN valid_from TEXT",
+            "ALTER TABLE memories ADD COLUMN valid_to TEXT",
+            "UPDATE memories SET valid_from = COALESCE((SELECT strftime('%Y-%m-%dT%H:%M:%fZ', MIN(unixepoch(g.timestamp, 'subsec')), 'unixepoch') \
          FROM citations s JOIN messages g ON g.rowid = s.message_rowid WHERE s.memory_id = memories.id AND g.timestamp IS NOT NULL), created_at)",
-        "UPDATE memories SET valid_to = (SELECT n.valid_from FROM memories n WHERE n.id = memories.superseded_by) \
+            "UPDATE memories SET valid_to = (SELECT n.valid_from FROM memories n WHERE n.id = memories.superseded_by) \
          WHERE status = 'superseded' AND superseded_by IS NOT NULL",
-        // Vectorize filters by the metadata a vector was written with
-        // (core::ports::VectorMeta): every vector is written again, with
-        // it, by the alarm. (The local index reads the memories' rows; for
-        // it this only rewrites the same vectors.)
-        "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
+            // Vectorize filters by the metadata a vector was written with
+            // (core::ports::VectorMeta): every vector is written again, with
+            // it, by the alarm. (The local index reads the memories' rows; for
+            // it this only rewrites the same vectors.)
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
          SELECT 'embed', id, 0, 0, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM memories WHERE status = 'active' AND type <> 'task'",
-    ],
-), (
-    11,
-    &[
-        // Consolidation (core::consolidate): every change it made, with
-        // the memories as they were before (`before`, a JSON array of
-        // records) and those it created (`created`), so that `undo` puts
-        // them back exactly. `consolidation_members` answers "what was
-        // this memory consolidated from or into" for `get`.
-        "CREATE TABLE IF NOT EXISTS consolidations (
+        ],
+    ),
+    (
+        11,
+        &[
+            // Consolidation (core::consolidate): every change it made, with
+            // the memories as they were before (`before`, a JSON array of
+            // records) and those it created (`created`), so that `undo` puts
+            // them back exactly. `consolidation_members` answers "what was
+            // this memory consolidated from or into" for `get`.
+            "CREATE TABLE IF NOT EXISTS consolidations (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             run_id TEXT NOT NULL,
             action TEXT NOT NULL,
@@ -276,34 +287,37 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
             at TEXT NOT NULL,
             undone_at TEXT
         )",
-        "CREATE TABLE IF NOT EXISTS consolidation_members (
+            "CREATE TABLE IF NOT EXISTS consolidation_members (
             memory_id TEXT NOT NULL,
             consolidation_id INTEGER NOT NULL,
             PRIMARY KEY (memory_id, consolidation_id)
         ) WITHOUT ROWID",
-    ],
-), (
-    12,
-    &[
-        // The turn directory has held no fingerprint since version 9, and
-        // a fingerprint now changes with a memory's metadata (`update`):
-        // that change must not make the directory re-read every memory.
-        "DROP TRIGGER IF EXISTS memories_changed",
-        "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries ON memories \
+        ],
+    ),
+    (
+        12,
+        &[
+            // The turn directory has held no fingerprint since version 9, and
+            // a fingerprint now changes with a memory's metadata (`update`):
+            // that change must not make the directory re-read every memory.
+            "DROP TRIGGER IF EXISTS memories_changed",
+            "CREATE TRIGGER IF NOT EXISTS memories_changed AFTER UPDATE OF content, key, search_queries ON memories \
          BEGIN UPDATE deletions SET memories = memories + 1; END",
-    ],
-), (
-    13,
-    &[
-        // A memory superseded by one said before it (ingested later, so
-        // it won) was written valid until its successor's start, before
-        // its own: an interval that ends before it begins, which an import
-        // refuses. It ends where it begins instead, as the writers now
-        // write it (valid at no instant, as before).
-        "UPDATE memories SET valid_to = COALESCE(valid_from, created_at) \
+        ],
+    ),
+    (
+        13,
+        &[
+            // A memory superseded by one said before it (ingested later, so
+            // it won) was written valid until its successor's start, before
+            // its own: an interval that ends before it begins, which an import
+            // refuses. It ends where it begins instead, as the writers now
+            // write it (valid at no instant, as before).
+            "UPDATE memories SET valid_to = COALESCE(valid_from, created_at) \
          WHERE valid_to IS NOT NULL AND valid_to < COALESCE(valid_from, created_at)",
-    ],
-)];
+        ],
+    ),
+];
 
 /// Brings the database up to the newest schema version. Idempotent.
 pub fn migrate(sql: &dyn Sql) -> Result<()> {

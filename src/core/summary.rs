@@ -83,4 +83,3 @@ fn recent_events(mut events: Vec<Memory>, now: i64) -> Vec<Memory> {
     events.sort_by_key(when);
     events
 }
-

@@ -93,18 +93,13 @@ fn split_tokens<U: Unit>(units: &[U], mut f: impl FnMut(&str) -> bool) -> bool {
 
 /// The stop words, alphabetical (for the reader).
 const STOP: &[&str] = &[
-    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
-    "at", "be", "been", "before", "being", "both", "but", "by", "can", "could", "d", "did",
-    "do", "does", "doing", "done", "dont", "each", "few", "for", "from", "get", "got", "had",
-    "has", "have", "having", "he", "her", "here", "hers", "hey", "hi", "him", "his", "how",
-    "i", "if", "im", "in", "into", "is", "it", "its", "ive", "just", "let", "lets",
-    "ll", "lot", "m", "many", "me", "more", "most", "much", "my", "myself", "no", "nor",
-    "not", "now", "of", "off", "oh", "on", "once", "only", "or", "other", "our", "ours",
-    "out", "over", "own", "re", "really", "s", "same", "she", "should", "so", "some", "such",
-    "t", "than", "that", "thats", "the", "their", "theirs", "them", "then", "there", "these", "they",
-    "this", "those", "to", "too", "under", "until", "up", "us", "ve", "very", "was", "we",
-    "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would",
-    "wow", "yeah", "you", "your", "youre", "yours", "yourself",
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being", "both", "but", "by", "can",
+    "could", "d", "did", "do", "does", "doing", "done", "dont", "each", "few", "for", "from", "get", "got", "had", "has", "have", "having", "he", "her",
+    "here", "hers", "hey", "hi", "him", "his", "how", "i", "if", "im", "in", "into", "is", "it", "its", "ive", "just", "let", "lets", "ll", "lot", "m", "many",
+    "me", "more", "most", "much", "my", "myself", "no", "nor", "not", "now", "of", "off", "oh", "on", "once", "only", "or", "other", "our", "ours", "out",
+    "over", "own", "re", "really", "s", "same", "she", "should", "so", "some", "such", "t", "than", "that", "thats", "the", "their", "theirs", "them", "then",
+    "there", "these", "they", "this", "those", "to", "too", "under", "until", "up", "us", "ve", "very", "was", "we", "were", "what", "when", "where", "which",
+    "while", "who", "whom", "why", "will", "with", "would", "wow", "yeah", "you", "your", "youre", "yours", "yourself",
 ];
 
 /// Whether `w` (lowercase) is a stop word: one hash lookup, the test of
@@ -255,10 +250,7 @@ pub fn normalize_key(k: &str) -> Option<String> {
 
 /// Whether a message role is an agent's rather than a person's.
 pub fn is_agent_role(role: &str) -> bool {
-    matches!(
-        role.trim().to_lowercase().as_str(),
-        "assistant" | "ai" | "agent" | "model" | "bot" | "system" | "tool" | "function" | "developer"
-    )
+    matches!(role.trim().to_lowercase().as_str(), "assistant" | "ai" | "agent" | "model" | "bot" | "system" | "tool" | "function" | "developer")
 }
 
 #[cfg(test)]
@@ -281,10 +273,27 @@ mod tests {
             return w;
         }
         let suffixes = [
-            ("ational", "ate"), ("ization", "ize"), ("fulness", "ful"), ("ousness", "ous"), ("iveness", "ive"),
-            ("ations", "ate"), ("ation", "ate"), ("ement", ""), ("ments", ""), ("ment", ""), ("ness", ""),
-            ("ities", ""), ("ity", ""), ("ies", "y"), ("ied", "y"), ("ing", ""), ("edly", ""), ("ed", ""),
-            ("ly", ""), ("es", ""), ("s", ""),
+            ("ational", "ate"),
+            ("ization", "ize"),
+            ("fulness", "ful"),
+            ("ousness", "ous"),
+            ("iveness", "ive"),
+            ("ations", "ate"),
+            ("ation", "ate"),
+            ("ement", ""),
+            ("ments", ""),
+            ("ment", ""),
+            ("ness", ""),
+            ("ities", ""),
+            ("ity", ""),
+            ("ies", "y"),
+            ("ied", "y"),
+            ("ing", ""),
+            ("edly", ""),
+            ("ed", ""),
+            ("ly", ""),
+            ("es", ""),
+            ("s", ""),
         ];
         for (suf, rep) in suffixes {
             if let Some(base) = w.strip_suffix(suf) {
@@ -294,7 +303,12 @@ mod tests {
                     }
                     let mut out = format!("{base}{rep}");
                     let b = out.as_bytes();
-                    if rep.is_empty() && (suf == "ing" || suf == "ed") && b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] && !matches!(b[b.len() - 1], b'l' | b's' | b'z') {
+                    if rep.is_empty()
+                        && (suf == "ing" || suf == "ed")
+                        && b.len() >= 2
+                        && b[b.len() - 1] == b[b.len() - 2]
+                        && !matches!(b[b.len() - 1], b'l' | b's' | b'z')
+                    {
                         out.pop();
                     }
                     return out;
@@ -313,7 +327,10 @@ mod tests {
         words.extend(tokens(text));
         // Every suffix on short and long stems, in both cases.
         for base in ["a", "ab", "abc", "stop", "buzz", "fall", "class", "match", "wish", "ski", "menu"] {
-            for suf in ["", "s", "es", "ed", "ing", "ly", "edly", "ies", "ied", "ity", "ities", "ness", "ment", "ments", "ement", "ation", "ations", "ational", "ization"] {
+            for suf in [
+                "", "s", "es", "ed", "ing", "ly", "edly", "ies", "ied", "ity", "ities", "ness", "ment", "ments", "ement", "ation", "ations", "ational",
+                "ization",
+            ] {
                 words.push(format!("{base}{suf}"));
                 words.push(format!("{base}{suf}").to_uppercase());
             }
@@ -337,12 +354,8 @@ mod tests {
         // The general path, forced by a non-ASCII character at the end
         // (a separator, so it adds no token).
         let general = |s: &str| tokens(&format!("{s} \u{2014}"));
-        for s in [
-            "Caroline's dog isn't here; it's Melanie's! Run 3km at 7:30pm, e-mail X's boss's.",
-            "'s' s's ''s the's 'S 42's A1B2 don't O'Neil",
-            "",
-            "   ",
-        ] {
+        for s in ["Caroline's dog isn't here; it's Melanie's! Run 3km at 7:30pm, e-mail X's boss's.", "'s' s's ''s the's 'S 42's A1B2 don't O'Neil", "", "   "]
+        {
             assert_eq!(tokens(s), general(s), "{s:?}");
         }
     }

@@ -9,9 +9,7 @@ pub const YEARS: std::ops::RangeInclusive<i32> = 0..=9999;
 
 /// ISO-8601 UTC with milliseconds, e.g. `2026-04-15T09:30:00.000Z`.
 pub fn iso(millis: i64) -> String {
-    DateTime::<Utc>::from_timestamp_millis(millis)
-        .unwrap_or_default()
-        .to_rfc3339_opts(SecondsFormat::Millis, true)
+    DateTime::<Utc>::from_timestamp_millis(millis).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Parses an ISO-8601 date-time or plain date (`2026-04-15`), and a few

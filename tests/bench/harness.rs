@@ -168,10 +168,8 @@ impl Baseline {
     /// Each turn's best bm25 in `table` for `expr` (as a positive score),
     /// over the best `limit` rows.
     fn scores(&self, table: &str, expr: &str, limit: usize) -> HashMap<String, f64> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!("SELECT dia_id, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?"))
-            .expect("prepare");
+        let mut stmt =
+            self.conn.prepare(&format!("SELECT dia_id, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?")).expect("prepare");
         let mut best: HashMap<String, f64> = HashMap::new();
         let rows = stmt.query_map(rusqlite::params![expr, limit as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))).expect("query");
         for (id, s) in rows.flatten() {
@@ -182,11 +180,7 @@ impl Baseline {
     }
 
     pub fn search(&self, question: &str) -> Vec<String> {
-        let words: Vec<String> = question
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(|w| format!("\"{w}\""))
-            .collect();
+        let words: Vec<String> = question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| format!("\"{w}\"")).collect();
         if words.is_empty() {
             return vec![];
         }
@@ -265,11 +259,7 @@ pub trait Memory {
 }
 
 pub fn messages_of(session: &Session) -> Vec<MessageInput> {
-    session
-        .turns
-        .iter()
-        .map(|t| MessageInput { role: t.speaker.clone(), content: t.content.clone(), timestamp: Some(session.timestamp.clone()) })
-        .collect()
+    session.turns.iter().map(|t| MessageInput { role: t.speaker.clone(), content: t.content.clone(), timestamp: Some(session.timestamp.clone()) }).collect()
 }
 
 pub struct Native {
@@ -390,7 +380,12 @@ impl Memory for Native {
     }
 
     fn active(&self) -> Option<(i64, i64)> {
-        let rows = agent_memory::core::ports::Sql::query(&self.sql, "SELECT COUNT(*), COALESCE(SUM(length(CAST(content AS BLOB))), 0) FROM memories WHERE status = 'active'", &[]).ok()?;
+        let rows = agent_memory::core::ports::Sql::query(
+            &self.sql,
+            "SELECT COUNT(*), COALESCE(SUM(length(CAST(content AS BLOB))), 0) FROM memories WHERE status = 'active'",
+            &[],
+        )
+        .ok()?;
         let r = rows.first()?;
         Some((r[0].as_i64()?, r[1].as_i64()?))
     }
@@ -545,8 +540,8 @@ impl Remote {
 
     pub fn call(&self, method: &str, suffix: &str, body: Option<&Value>) -> (u16, Value) {
         let body = body.map(Value::to_string).unwrap_or_default();
-        let mut stream = std::net::TcpStream::connect((self.host.as_str(), self.port))
-            .unwrap_or_else(|e| panic!("failed to connect to {}:{}: {e}", self.host, self.port));
+        let mut stream =
+            std::net::TcpStream::connect((self.host.as_str(), self.port)).unwrap_or_else(|e| panic!("failed to connect to {}:{}: {e}", self.host, self.port));
         stream.set_read_timeout(Some(Duration::from_secs(300))).ok();
         let req = format!(
             "{method} {}{suffix} HTTP/1.1\r\nHost: {}:{}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
@@ -598,10 +593,7 @@ impl Memory for Remote {
         assert!(v["success"].as_bool() == Some(true), "recall of {question:?} failed ({status}): {v}");
         let candidates: Vec<&Value> = v["result"]["candidates"].as_array().into_iter().flatten().collect();
         self.texts = candidates.iter().map(|c| c["summary"].as_str().unwrap_or_default().to_string()).collect();
-        candidates
-            .iter()
-            .map(|c| c["sourceMessageIds"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect())
-            .collect()
+        candidates.iter().map(|c| c["sourceMessageIds"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()).collect()
     }
 
     fn texts(&self) -> &[String] {

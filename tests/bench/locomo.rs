@@ -28,10 +28,10 @@
 //! (`OPENAI_BASE_URL`, `OPENAI_EMBEDDING_MODEL`) instead of the local
 //! feature-hashing embedder (native profiles only).
 
-#[path = "../support/mod.rs"]
-mod support;
 mod harness;
 mod longmemeval;
+#[path = "../support/mod.rs"]
+mod support;
 
 use agent_memory::core::time::{iso, parse_millis};
 use harness::{recall_at, turns_of, Baseline, Embedding, Memory, Native, Remote, Session, Tally, Turn};
@@ -234,8 +234,7 @@ fn main() {
         if let (Ok(dir), Some(text)) = (std::env::var("LOCOMO_DUMP"), memory.export()) {
             let _ = std::fs::write(format!("{dir}/{}.ndjson", conv.id), text);
         }
-        let cited: Option<HashSet<String>> =
-            memory.cited().map(|ids| ids.iter().filter_map(|id| dia_of.get(id).cloned()).collect());
+        let cited: Option<HashSet<String>> = memory.cited().map(|ids| ids.iter().filter_map(|id| dia_of.get(id).cloned()).collect());
         let baseline = Baseline::new(&conv.sessions);
         if consolidating {
             let conv_messages: i64 = conv.sessions.iter().map(|s| s.turns.len() as i64).sum();

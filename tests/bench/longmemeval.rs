@@ -638,14 +638,7 @@ pub fn print(r: &Report, opts: &Options) {
     row("overall", &all_p, &all_b);
     if opts.per_channel {
         let line = |label: &str, s: &Scores| {
-            println!(
-                "{label:<26} recall@5={:.3} @10={:.3} @20={:.3} any@5={:.3} all@5={:.3}",
-                s.recall(0),
-                s.recall(1),
-                s.recall(2),
-                s.any(),
-                s.all()
-            );
+            println!("{label:<26} recall@5={:.3} @10={:.3} @20={:.3} any@5={:.3} all@5={:.3}", s.recall(0), s.recall(1), s.recall(2), s.any(), s.all());
         };
         for (name, s) in &r.channels {
             line(&format!("channel {name} alone:"), s);

@@ -22,8 +22,8 @@ use agent_memory::core::error::Result;
 use agent_memory::core::local::bench;
 use agent_memory::core::local::vector::{CachedVectorIndex, Packed};
 use agent_memory::core::ops::Profile;
-use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::ports::{Row, Sql, SqlValue};
+use agent_memory::core::recall::directory::TurnDirectory;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -106,7 +106,17 @@ fn main() {
     let turns = TurnDirectory::new();
     let profile = |sql: &'_ dyn Sql, index: &'_ CachedVectorIndex<'_>, f: &mut dyn FnMut(&Profile<'_>)| {
         with_profile(&NativeSql::memory(), now, |base| {
-            f(&Profile { sql, index, turns: Some(&turns), name: base.name, reasoner: base.reasoner, embedder: base.embedder, now, limits: base.limits, memory: base.memory.clone() })
+            f(&Profile {
+                sql,
+                index,
+                turns: Some(&turns),
+                name: base.name,
+                reasoner: base.reasoner,
+                embedder: base.embedder,
+                now,
+                limits: base.limits,
+                memory: base.memory.clone(),
+            })
         })
     };
 
@@ -218,9 +228,8 @@ fn ingest_all(sql: &NativeSql, packed: &RefCell<Packed>, ingest: &[Value], profi
 /// the last 4,000 indexed first, then those 4,000 in transactions of a
 /// batch each, into a fresh FTS5 table like `memories_fts`.
 fn text_batch(sql: &NativeSql) {
-    let texts: Vec<Row> = sql
-        .query(&format!("SELECT {} FROM memories m ORDER BY m.rowid", agent_memory::core::store::MEMORY_FTS_COLUMNS), &[])
-        .expect("memories' texts");
+    let texts: Vec<Row> =
+        sql.query(&format!("SELECT {} FROM memories m ORDER BY m.rowid", agent_memory::core::store::MEMORY_FTS_COLUMNS), &[]).expect("memories' texts");
     let timed = 4000.min(texts.len() / 2);
     let (before, after) = texts.split_at(texts.len() - timed);
     eprintln!("full-text rows: {} indexed first, then {timed} in batches (one transaction each):", before.len());

@@ -38,19 +38,16 @@ pub fn with_profile_in<T>(sql: &dyn agent_memory::core::ports::Sql, now: i64, tu
 }
 
 /// [`with_profile_in`] under `limits`.
-pub fn with_profile_limits<T>(sql: &dyn agent_memory::core::ports::Sql, now: i64, turns: &TurnDirectory, limits: Limits, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+pub fn with_profile_limits<T>(
+    sql: &dyn agent_memory::core::ports::Sql,
+    now: i64,
+    turns: &TurnDirectory,
+    limits: Limits,
+    f: impl FnOnce(&Profile<'_>) -> T,
+) -> T {
     let index = SqlVectorIndex { sql };
-    let p = Profile {
-        name: "test/p",
-        sql,
-        reasoner: &Rules,
-        embedder: &HashEmbedder,
-        index: &index,
-        turns: Some(turns),
-        now,
-        limits,
-        memory: Default::default(),
-    };
+    let p =
+        Profile { name: "test/p", sql, reasoner: &Rules, embedder: &HashEmbedder, index: &index, turns: Some(turns), now, limits, memory: Default::default() };
     f(&p)
 }
 

@@ -52,9 +52,7 @@ impl Sql for NativeSql {
         let mut stmt = conn.prepare_cached(sql).map_err(|e| Error::storage(format!("failed to prepare {sql}: {e}")))?;
         let n = stmt.column_count();
         let values: Vec<Value> = params.iter().map(to_value).collect();
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(values.iter()))
-            .map_err(|e| Error::storage(format!("failed to run {sql}: {e}")))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values.iter())).map_err(|e| Error::storage(format!("failed to run {sql}: {e}")))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(|e| Error::storage(format!("failed to read rows: {e}")))? {
             let mut r = Vec::with_capacity(n);
@@ -79,9 +77,7 @@ impl Sql for NativeSql {
     fn transaction(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         self.conn.borrow().execute_batch("SAVEPOINT tx").map_err(|e| Error::storage(e.to_string()))?;
         match f() {
-            Ok(()) => {
-                self.conn.borrow().execute_batch("RELEASE tx").map_err(|e| Error::storage(e.to_string()))
-            }
+            Ok(()) => self.conn.borrow().execute_batch("RELEASE tx").map_err(|e| Error::storage(e.to_string())),
             Err(e) => {
                 let _ = self.conn.borrow().execute_batch("ROLLBACK TO tx; RELEASE tx");
                 Err(e)

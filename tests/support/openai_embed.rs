@@ -80,8 +80,7 @@ impl OpenAiEmbedder {
         if let Ok(f) = std::fs::File::open(path) {
             for line in std::io::BufReader::new(f).lines() {
                 let line = line.map_err(|e| Error::storage(format!("{}: {e}", path.display())))?;
-                let (key, vector): (u64, Vec<f32>) =
-                    serde_json::from_str(&line).map_err(|e| Error::storage(format!("{}: a bad line: {e}", path.display())))?;
+                let (key, vector): (u64, Vec<f32>) = serde_json::from_str(&line).map_err(|e| Error::storage(format!("{}: a bad line: {e}", path.display())))?;
                 held.insert(key, vector);
             }
         }
@@ -139,11 +138,7 @@ impl OpenAiEmbedder {
         };
         if !missing.is_empty() {
             let fetched = self.fetch(&missing)?;
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| Error::storage(format!("{}: {e}", path.display())))?;
+            let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::storage(format!("{}: {e}", path.display())))?;
             let mut held = held.borrow_mut();
             for (t, v) in missing.iter().zip(fetched) {
                 let key = cache_key(&self.model, t);
@@ -152,7 +147,8 @@ impl OpenAiEmbedder {
             }
         }
         let held = held.borrow();
-        let out: Vec<Vec<f32>> = keys.iter().map(|k| held.get(k).cloned().ok_or_else(|| Error::provider("a cached embedding went missing"))).collect::<Result<_>>()?;
+        let out: Vec<Vec<f32>> =
+            keys.iter().map(|k| held.get(k).cloned().ok_or_else(|| Error::provider("a cached embedding went missing"))).collect::<Result<_>>()?;
         self.cached.set(self.cached.get() + texts.len() - missing.len());
         if let Some(v) = out.last() {
             self.dims.set(v.len());
@@ -196,8 +192,7 @@ impl OpenAiEmbedder {
             }
             Err(e) => return Err(Error::provider(format!("{url}: {e}"))),
         };
-        let v: serde_json::Value =
-            serde_json::from_str(&reply).map_err(|e| Error::provider(format!("{url} returned invalid JSON: {e}")))?;
+        let v: serde_json::Value = serde_json::from_str(&reply).map_err(|e| Error::provider(format!("{url} returned invalid JSON: {e}")))?;
         let vectors = parse_openai_embed_response(&v)?;
         self.texts.set(self.texts.get() + batch.len());
         Ok(vectors)

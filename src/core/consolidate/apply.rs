@@ -155,7 +155,11 @@ fn unchanged_since(store: &Store<'_>, rec: &ConsolidationRecord, involved: &[Str
         match store.get_memory(id)? {
             None => return Err(Error::conflict(format!("memory {id} was deleted after consolidation {}; it cannot be undone", rec.id))),
             Some(m) if m.updated_at > rec.at => {
-                return Err(Error::conflict(format!("memory {id} changed after consolidation {} (now {}); undoing it would overwrite that", rec.id, m.status.as_str())));
+                return Err(Error::conflict(format!(
+                    "memory {id} changed after consolidation {} (now {}); undoing it would overwrite that",
+                    rec.id,
+                    m.status.as_str()
+                )));
             }
             Some(_) => {}
         }

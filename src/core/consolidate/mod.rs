@@ -58,8 +58,7 @@ pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<Consolidati
         return dry_run(p).await;
     }
     let (mut run, replaced_run) = begin(p)?;
-    let mut report =
-        ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, replaced_run, ..ConsolidationReport::default() };
+    let mut report = ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, replaced_run, ..ConsolidationReport::default() };
     for _ in 0..req.max_windows.unwrap_or(u64::MAX) {
         if !step(p, &mut run, &mut report).await? {
             finish(p, &run)?;
@@ -118,9 +117,7 @@ fn read_run(raw: Option<String>) -> Result<Option<Run>> {
     match raw.filter(|s| !s.is_empty()) {
         None => Ok(None),
         Some(s) => serde_json::from_str(&s).map(Some).map_err(|e| {
-            Error::storage(format!(
-                "the consolidation run in progress does not read ({e}); an explicit consolidate call replaces it with a new run"
-            ))
+            Error::storage(format!("the consolidation run in progress does not read ({e}); an explicit consolidate call replaces it with a new run"))
         }),
     }
 }

@@ -158,7 +158,11 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
                     continue;
                 }
                 let (Some(a), Some(b)) = (window.get(i), window.get(j)) else { continue };
-                if a.kind == b.kind && a.kind != MemoryType::Task && Owner::of(&a.metadata) == Owner::of(&b.metadata) && sets.get(j).is_some_and(|t| jaccard(s, t) >= DUPLICATE_SIMILARITY) {
+                if a.kind == b.kind
+                    && a.kind != MemoryType::Task
+                    && Owner::of(&a.metadata) == Owner::of(&b.metadata)
+                    && sets.get(j).is_some_and(|t| jaccard(s, t) >= DUPLICATE_SIMILARITY)
+                {
                     let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
                     if let Some(slot) = parent.get_mut(rj) {
                         *slot = ri;
@@ -209,7 +213,9 @@ fn siblings(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Grou
         sources.sort();
         by_source.entry((m.kind, sources, Owner::of(&m.metadata))).or_default().push(i);
     }
-    folds(window, by_source.into_values().collect(), 2, GroupKind::Siblings, taken, |n| format!("{n} statements drawn from the same message, said more than {FOLD_AGE_DAYS} days ago"))
+    folds(window, by_source.into_values().collect(), 2, GroupKind::Siblings, taken, |n| {
+        format!("{n} statements drawn from the same message, said more than {FOLD_AGE_DAYS} days ago")
+    })
 }
 
 /// Events of one session and date, said long ago.
@@ -225,12 +231,21 @@ fn events(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group>
             by_day.entry((m.session_id.clone(), d.clone(), Owner::of(&m.metadata))).or_default().push(i);
         }
     }
-    folds(window, by_day.into_values().collect(), EVENTS_TO_FOLD, GroupKind::Events, taken, |n| format!("{n} events of one session and date, more than {FOLD_AGE_DAYS} days ago"))
+    folds(window, by_day.into_values().collect(), EVENTS_TO_FOLD, GroupKind::Events, taken, |n| {
+        format!("{n} events of one session and date, more than {FOLD_AGE_DAYS} days ago")
+    })
 }
 
 /// Groups of at least `least`, in parts of at most [`MAX_FOLD`] members
 /// and [`MAX_FOLD_CHARS`] of content, in window order.
-fn folds(window: &[Memory], mut lists: Vec<Vec<usize>>, least: usize, kind: GroupKind, taken: &mut HashSet<usize>, why: impl Fn(usize) -> String) -> Vec<Group> {
+fn folds(
+    window: &[Memory],
+    mut lists: Vec<Vec<usize>>,
+    least: usize,
+    kind: GroupKind,
+    taken: &mut HashSet<usize>,
+    why: impl Fn(usize) -> String,
+) -> Vec<Group> {
     lists.sort();
     let mut out = Vec::new();
     for list in lists {

@@ -13,10 +13,7 @@ use std::rc::Rc;
 
 /// Classified candidates, and the ones whose classification failed (a
 /// model fault: worth retrying later).
-pub async fn run(
-    reasoner: &dyn Reasoner,
-    items: Vec<(Candidate, Rc<Transcript>)>,
-) -> (Vec<(Candidate, Classification, Rc<Transcript>)>, Vec<Dropped>) {
+pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)>) -> (Vec<(Candidate, Classification, Rc<Transcript>)>, Vec<Dropped>) {
     let mut out = Vec::new();
     let mut dropped = Vec::new();
     for (t, candidates) in batch::batches(items, batch::BATCH_SIZE) {
@@ -26,18 +23,11 @@ pub async fn run(
                 for c in candidates {
                     match classes.next() {
                         Some(cls) => out.push((c, normalize(cls), t.clone())),
-                        None => dropped.push(Dropped {
-                            content: c.content,
-                            reason: "the classifier returned nothing for it".into(),
-                        }),
+                        None => dropped.push(Dropped { content: c.content, reason: "the classifier returned nothing for it".into() }),
                     }
                 }
             }
-            Err(e) => dropped.extend(
-                candidates
-                    .into_iter()
-                    .map(|c| Dropped { content: c.content, reason: format!("classification failed: {e}") }),
-            ),
+            Err(e) => dropped.extend(candidates.into_iter().map(|c| Dropped { content: c.content, reason: format!("classification failed: {e}") })),
         }
     }
     (out, dropped)
@@ -59,7 +49,6 @@ pub fn normalize(mut c: Classification) -> Classification {
     c.search_queries = queries;
     c
 }
-
 
 #[cfg(test)]
 mod tests {

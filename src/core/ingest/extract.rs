@@ -10,19 +10,15 @@
 use crate::core::ingest::{chunk, transcript};
 use crate::core::model::{Dropped, Message};
 use crate::core::provider::{Candidate, Pass, Reasoner, Transcript};
-use std::rc::Rc;
 use futures::stream::{self, StreamExt};
+use std::rc::Rc;
 
 /// Chunks processed concurrently.
 pub const MAX_CONCURRENT_CHUNKS: usize = 4;
 
 /// Every candidate with the transcript it was extracted from, and a record
 /// of each chunk whose extraction failed.
-pub async fn run(
-    reasoner: &dyn Reasoner,
-    session_id: &str,
-    messages: &[Message],
-) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>) {
+pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>) {
     let lengths: Vec<usize> = messages.iter().map(|m| m.content.len().saturating_add(m.role.len()).saturating_add(8)).collect();
     let mut jobs: Vec<(Transcript, Pass)> = chunk::split(&lengths, chunk::CHUNK_CHARS, chunk::CHUNK_OVERLAP)
         .into_iter()
@@ -98,11 +94,5 @@ pub fn merge(items: Vec<(Candidate, Rc<Transcript>)>) -> Vec<(Candidate, Rc<Tran
 }
 
 fn normalize(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
+    s.chars().filter(|c| c.is_alphanumeric() || c.is_whitespace()).collect::<String>().split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }

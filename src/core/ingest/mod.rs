@@ -17,15 +17,15 @@ pub mod transcript;
 pub mod verify;
 
 use crate::core::api::IngestRequest;
+use crate::core::context::Profile;
 use crate::core::error::Result;
 use crate::core::ids;
 use crate::core::model::{Dropped, IngestReport, Message};
 use crate::core::provider::{Candidate, Transcript};
-use std::rc::Rc;
-use std::collections::HashSet;
-use crate::core::context::Profile;
 use crate::core::store::NewMessage;
 use crate::core::time::iso;
+use std::collections::HashSet;
+use std::rc::Rc;
 
 /// Session id used when the caller gives none: derived from the content,
 /// so re-sending the same conversation lands in the same session.
@@ -45,12 +45,7 @@ pub fn default_session_id(req: &IngestRequest) -> String {
 pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let session_id = req.session_id.clone().unwrap_or_else(|| default_session_id(&req));
     let ids = ids::message_ids(&session_id, req.messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
-    let incoming: Vec<NewMessage> = req
-        .messages
-        .iter()
-        .zip(ids)
-        .map(|(m, id)| NewMessage { id, input: m.clone(), metadata: req.metadata.clone() })
-        .collect();
+    let incoming: Vec<NewMessage> = req.messages.iter().zip(ids).map(|(m, id)| NewMessage { id, input: m.clone(), metadata: req.metadata.clone() }).collect();
     let message_ids: Vec<String> = incoming.iter().map(|m| m.id.clone()).collect();
 
     // 1. Raw messages first, in their own transaction: whatever happens to
@@ -62,12 +57,7 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
         turns.feed_messages(&fresh.iter().map(|(rowid, m)| (*rowid, m)).collect::<Vec<_>>());
     }
     let fresh: Vec<Message> = fresh.into_iter().map(|(_, m)| m).collect();
-    let mut report = IngestReport {
-        session_id: session_id.clone(),
-        message_ids,
-        messages_stored: fresh.len(),
-        ..IngestReport::default()
-    };
+    let mut report = IngestReport { session_id: session_id.clone(), message_ids, messages_stored: fresh.len(), ..IngestReport::default() };
     if fresh.is_empty() {
         return Ok(report); // nothing new: ingest is idempotent
     }
@@ -110,13 +100,7 @@ pub enum MetadataOf<'a> {
 /// Extracts, verifies, classifies and stores memories from `messages`,
 /// keeping only those resting on a message in `fresh_ids`. Model faults
 /// are counted, not raised: the caller decides whether to retry.
-pub async fn judge_and_store(
-    p: &Profile<'_>,
-    session_id: &str,
-    messages: &[Message],
-    fresh_ids: &HashSet<String>,
-    metadata: MetadataOf<'_>,
-) -> Result<Judged> {
+pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Message], fresh_ids: &HashSet<String>, metadata: MetadataOf<'_>) -> Result<Judged> {
     let mut dropped = Vec::new();
 
     // 3. Extract (full + detail passes), merged.
@@ -196,10 +180,14 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
         return Ok(0);
     }
     // Line indices are positions in this list, as on first ingest.
-    let messages: Vec<Message> = messages.into_iter().enumerate().map(|(i, mut m)| {
-        m.position = i as i64;
-        m
-    }).collect();
+    let messages: Vec<Message> = messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut m)| {
+            m.position = i as i64;
+            m
+        })
+        .collect();
     // The memories take the metadata their new messages were stored with
     // (calls of one session may have carried different metadata).
     Ok(judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages).await?.faults)

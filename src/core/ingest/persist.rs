@@ -7,17 +7,17 @@
 //! queues vector work (the store queues an embedding for every active
 //! non-task memory and a removal for every superseded one).
 
+use crate::core::dates;
 use crate::core::error::{Error, Result};
 use crate::core::ids;
-use crate::core::dates;
 use crate::core::ingest::supersede;
 use crate::core::model::{Memory, Message, Metadata, Status};
 use crate::core::provider::{Candidate, Classification, Transcript};
 use crate::core::recall::directory::TurnDirectory;
-use std::rc::Rc;
 use crate::core::store::Store;
 use crate::core::time::iso;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// A memory ready to store, with its fingerprint.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,13 +30,7 @@ pub struct Pending {
 }
 
 /// Turns classified candidates into memory records.
-pub fn build(
-    session_id: &str,
-    messages: &[Message],
-    items: Vec<(Candidate, Classification, Rc<Transcript>)>,
-    metadata: &Metadata,
-    now: i64,
-) -> Vec<Pending> {
+pub fn build(session_id: &str, messages: &[Message], items: Vec<(Candidate, Classification, Rc<Transcript>)>, metadata: &Metadata, now: i64) -> Vec<Pending> {
     items
         .into_iter()
         .enumerate()
@@ -47,9 +41,7 @@ pub fn build(
             let sources: Vec<&Message> = lines.iter().filter_map(|&i| messages.get(i)).collect();
             let authority = sources.iter().map(|m| supersede::authority(&m.role)).max().unwrap_or(supersede::PERSON);
             let source_message_ids: Vec<String> = sources.iter().map(|m| m.id.clone()).collect();
-            let event_date = c.event_date.clone().or_else(|| {
-                lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone())
-            });
+            let event_date = c.event_date.clone().or_else(|| lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone()));
             let fingerprint = ids::fingerprint(cls.kind.as_str(), &c.content, metadata);
             // Valid from when it was said: the earliest source message's
             // time, else when it is stored.
@@ -123,20 +115,15 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata))).cloned().unwrap_or_default()
         };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
-        let mut items: Vec<(Memory, String)> =
-            memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();
+        let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();
         fold_restatements(&mut items, &plan.restatements);
         outcome.restated = plan.restatements.len();
 
         // Within one call, an earlier memory replaced by a later one is
         // stored already superseded.
         let new_ids: HashSet<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
-        let superseded_in_call: HashMap<String, String> = plan
-            .replacements
-            .iter()
-            .filter(|r| new_ids.contains(r.old.as_str()))
-            .map(|r| (r.old.clone(), r.new.clone()))
-            .collect();
+        let superseded_in_call: HashMap<String, String> =
+            plan.replacements.iter().filter(|r| new_ids.contains(r.old.as_str())).map(|r| (r.old.clone(), r.new.clone())).collect();
         let valid_from: HashMap<String, Option<String>> = items.iter().map(|(m, _)| (m.id.clone(), m.valid_from.clone())).collect();
         for (m, _) in items.iter_mut() {
             if let Some(next) = superseded_in_call.get(&m.id) {
@@ -190,8 +177,7 @@ fn free_ids(store: &Store<'_>, fresh: &mut [Pending]) -> Result<()> {
 /// A memory id for `fingerprint` at the store's time that no stored
 /// memory and none of `used` holds (the `i`-th of its batch).
 pub fn next_free_id(store: &Store<'_>, fingerprint: &str, i: u64, used: &HashSet<String>) -> Result<String> {
-    let candidates: Vec<String> =
-        (1..=ID_TRIES).map(|k| ids::memory_id(store.now(), fingerprint, (k << 32) | i)).filter(|id| !used.contains(id)).collect();
+    let candidates: Vec<String> = (1..=ID_TRIES).map(|k| ids::memory_id(store.now(), fingerprint, (k << 32) | i)).filter(|id| !used.contains(id)).collect();
     let stored = store.memory_ids_among(&candidates)?;
     candidates.into_iter().find(|id| !stored.contains(id)).ok_or_else(|| Error::storage("no free id for a new memory"))
 }

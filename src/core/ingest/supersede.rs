@@ -41,7 +41,6 @@ pub const PERSON: u8 = 2;
 
 pub use crate::core::text::is_agent_role;
 
-
 /// The weight of a speaker's statements.
 pub fn authority(role: &str) -> u8 {
     if is_agent_role(role) {
@@ -97,10 +96,7 @@ mod tests {
     fn test_later_statement_of_equal_weight_supersedes_the_earlier() {
         let mut new = vec![mem("a", "user.pm"), mem("b", "user.pm")];
         let p = plan(&mut new, &[PERSON, PERSON], &|_, _| vec!["old".into()]);
-        assert_eq!(
-            p.replacements,
-            vec![Replacement { old: "old".into(), new: "a".into() }, Replacement { old: "a".into(), new: "b".into() }]
-        );
+        assert_eq!(p.replacements, vec![Replacement { old: "old".into(), new: "a".into() }, Replacement { old: "a".into(), new: "b".into() }]);
         assert_eq!(new[1].supersedes.as_deref(), Some("a"));
         assert!(p.restatements.is_empty());
     }

@@ -14,11 +14,7 @@ pub fn build(session_id: &str, messages: &[Message], range: (usize, usize), sess
         .take(range.1)
         .skip(range.0)
         .map(|(i, m)| {
-            let anchor = m
-                .timestamp
-                .as_deref()
-                .or(session_date)
-                .and_then(crate::core::time::date_of);
+            let anchor = m.timestamp.as_deref().or(session_date).and_then(crate::core::time::date_of);
             Line {
                 index: i,
                 message_id: m.id.clone(),

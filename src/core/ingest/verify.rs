@@ -14,10 +14,7 @@ use std::rc::Rc;
 
 /// Verified candidates, the ones verification dropped, and the ones whose
 /// verification failed (a model fault: worth retrying later).
-pub async fn run(
-    reasoner: &dyn Reasoner,
-    items: Vec<(Candidate, Rc<Transcript>)>,
-) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>, Vec<Dropped>) {
+pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)>) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>, Vec<Dropped>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     let mut failed = Vec::new();
@@ -25,19 +22,14 @@ pub async fn run(
         match reasoner.verify(&t, &candidates).await {
             Ok(verdicts) => {
                 for (i, c) in candidates.into_iter().enumerate() {
-                    let verdict = verdicts
-                        .get(i)
-                        .cloned()
-                        .unwrap_or_else(|| Verdict::Drop { reason: "the verifier returned no verdict for it".into() });
+                    let verdict = verdicts.get(i).cloned().unwrap_or_else(|| Verdict::Drop { reason: "the verifier returned no verdict for it".into() });
                     match apply(c, verdict) {
                         Ok(c) => kept.push((c, t.clone())),
                         Err(d) => dropped.push(d),
                     }
                 }
             }
-            Err(e) => failed.extend(
-                candidates.into_iter().map(|c| Dropped { content: c.content, reason: format!("verification failed: {e}") }),
-            ),
+            Err(e) => failed.extend(candidates.into_iter().map(|c| Dropped { content: c.content, reason: format!("verification failed: {e}") })),
         }
     }
     (kept, dropped, failed)

@@ -130,11 +130,9 @@ pub fn texts(v: &Value, names: &[&str]) -> Vec<String> {
 pub fn indices(v: &Value) -> Vec<usize> {
     match v {
         Value::Number(n) => n.as_u64().map(|n| vec![crate::core::api::count(n)]).unwrap_or_default(),
-        Value::String(s) => s
-            .split(|c: char| !c.is_ascii_digit())
-            .filter(|p| !p.is_empty())
-            .map(|p| p.parse::<u64>().map_or(usize::MAX, crate::core::api::count))
-            .collect(),
+        Value::String(s) => {
+            s.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse::<u64>().map_or(usize::MAX, crate::core::api::count)).collect()
+        }
         Value::Array(a) => a.iter().flat_map(indices).collect(),
         _ => Vec::new(),
     }

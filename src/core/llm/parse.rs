@@ -7,10 +7,10 @@
 //! unparseable, so the caller retries rather than guessing.
 
 use crate::core::error::{Error, Result};
-use crate::core::text::normalize_key;
 use crate::core::llm::json;
 use crate::core::model::MemoryType;
 use crate::core::provider::{Candidate, Classification, QueryAnalysis, Verdict};
+use crate::core::text::normalize_key;
 use serde_json::Value;
 
 fn unparseable(what: &str) -> Error {
@@ -38,9 +38,7 @@ pub fn candidates(reply: &str) -> Result<Vec<Candidate>> {
                 return (!s.trim().is_empty()).then(|| Candidate { content: s.trim().into(), lines: vec![], event_date: None });
             }
             let content = json::text(item, &["content", "text", "memory", "fact", "statement"])?;
-            let lines = json::field(item, &["lines", "line", "sourceLines", "source_lines", "sources", "indices"])
-                .map(json::indices)
-                .unwrap_or_default();
+            let lines = json::field(item, &["lines", "line", "sourceLines", "source_lines", "sources", "indices"]).map(json::indices).unwrap_or_default();
             let event_date = json::text(item, &["eventDate", "event_date", "date"]).and_then(|d| iso_date(&d));
             Some(Candidate { content, lines, event_date })
         })
@@ -111,9 +109,7 @@ pub fn verdicts(reply: &str, n: usize) -> Result<Vec<Verdict>> {
 }
 
 fn verdict(item: &Value) -> Result<Verdict> {
-    let word = json::text(item, &["verdict", "status", "decision", "result", "action"])
-        .ok_or_else(|| unparseable("a verdict is missing"))?
-        .to_lowercase();
+    let word = json::text(item, &["verdict", "status", "decision", "result", "action"]).ok_or_else(|| unparseable("a verdict is missing"))?.to_lowercase();
     let reason = json::text(item, &["reason", "explanation", "why"]).unwrap_or_default();
     Ok(match word.as_str() {
         "pass" | "passed" | "keep" | "ok" | "valid" | "accept" | "accepted" | "supported" => Verdict::Pass,
@@ -145,8 +141,7 @@ fn memory_type(word: &str) -> Option<MemoryType> {
 /// candidate's content.
 pub fn classifications(reply: &str, cs: &[Candidate]) -> Result<Vec<Classification>> {
     let v = reply_json(reply)?;
-    let items = json::list(&v, &["items", "classifications", "memories", "results"])
-        .ok_or_else(|| unparseable("no classification list"))?;
+    let items = json::list(&v, &["items", "classifications", "memories", "results"]).ok_or_else(|| unparseable("no classification list"))?;
     let mut out = by_index(items, cs.len(), |item| {
         let word = json::text(item, &["type", "kind", "category"]).ok_or_else(|| unparseable("a type is missing"))?;
         let kind = memory_type(&word).ok_or_else(|| unparseable(&format!("unknown type {word:?}")))?;

@@ -91,10 +91,7 @@ pub fn workers_ai_embed_request(texts: &[String]) -> Value {
 /// under `result`), checked against `shape` when present.
 pub fn parse_workers_ai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
     let inner = v.get("result").filter(|r| r.is_object()).unwrap_or(v);
-    let data = inner
-        .get("data")
-        .and_then(Value::as_array)
-        .ok_or_else(|| Error::provider(format!("embedding reply has no data: {}", brief(v))))?;
+    let data = inner.get("data").and_then(Value::as_array).ok_or_else(|| Error::provider(format!("embedding reply has no data: {}", brief(v))))?;
     let vectors = data.iter().map(vector).collect::<Result<Vec<_>>>()?;
     if let Some(shape) = inner.get("shape").and_then(Value::as_array) {
         let want: Vec<u64> = shape.iter().filter_map(Value::as_u64).collect();
@@ -113,10 +110,7 @@ pub fn openai_embed_request(texts: &[String], model: &str) -> Value {
 
 /// `data[i].embedding` of an OpenAI-compatible reply, ordered by `index`.
 pub fn parse_openai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
-    let data = v
-        .get("data")
-        .and_then(Value::as_array)
-        .ok_or_else(|| Error::provider(format!("embedding reply has no data: {}", brief(v))))?;
+    let data = v.get("data").and_then(Value::as_array).ok_or_else(|| Error::provider(format!("embedding reply has no data: {}", brief(v))))?;
     let mut items = data
         .iter()
         .enumerate()

@@ -14,12 +14,12 @@
 
 use crate::core::api::RecallRequest;
 use crate::core::error::{Error, Result};
+use crate::core::jobs::JobKind;
 use crate::core::local::vector::{cosine, decode};
 use crate::core::ops::Profile;
 use crate::core::ports::SqlValue;
 use crate::core::recall::places::{with_source, Source};
 use crate::core::recall::{channels, fuse};
-use crate::core::jobs::JobKind;
 use serde_json::{json, Value};
 
 /// Whether `op` is one of these.
@@ -126,7 +126,17 @@ pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value
     // already there).
     p.store().write_waiting_text()?;
     let rec = Recorded { inner: p.sql, log: Default::default() };
-    let recording = Profile { name: p.name, sql: &rec, reasoner: p.reasoner, embedder: p.embedder, index: p.index, turns: p.turns, now: p.now, limits: p.limits, memory: p.memory.clone() };
+    let recording = Profile {
+        name: p.name,
+        sql: &rec,
+        reasoner: p.reasoner,
+        embedder: p.embedder,
+        index: p.index,
+        turns: p.turns,
+        now: p.now,
+        limits: p.limits,
+        memory: p.memory.clone(),
+    };
     let req: RecallRequest = crate::core::api::parse(json!({ "query": query }))?;
     recording.recall(req).await?;
     let log = rec.log.into_inner();
@@ -200,9 +210,8 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
         "fuse" => {
             // Fusion of the channels' rankings, then loading the winners:
             // what recall does between the channels and synthesis.
-            let (fts, messages) = with_source(p.sql, p.turns, |src| {
-                Ok((channels::fts(p.sql, src, &q, &scope)?, channels::messages(p.sql, src, &q, &scope)?.0))
-            })?;
+            let (fts, messages) =
+                with_source(p.sql, p.turns, |src| Ok((channels::fts(p.sql, src, &q, &scope)?, channels::messages(p.sql, src, &q, &scope)?.0)))?;
             // The directory's borrow ends here, before any await.
             let key = channels::key(p.sql, &analysis.keys, &scope)?;
             let rankings = vec![
@@ -236,32 +245,21 @@ pub async fn drain(p: &Profile<'_>, limit: usize) -> Result<Value> {
     let store = p.store();
     let jobs: Vec<(i64, String)> = p
         .sql
-        .query(
-            "SELECT id, memory_id FROM outbox WHERE kind = ? ORDER BY id LIMIT ?",
-            &[JobKind::Embed.as_str().into(), SqlValue::Integer(limit as i64)],
-        )?
+        .query("SELECT id, memory_id FROM outbox WHERE kind = ? ORDER BY id LIMIT ?", &[JobKind::Embed.as_str().into(), SqlValue::Integer(limit as i64)])?
         .into_iter()
         .filter_map(|r| Some((r[0].as_i64()?, r[1].opt_string()?)))
         .collect();
     let embedded = crate::core::background::embed_memories(p, &jobs.iter().map(|j| j.1.clone()).collect::<Vec<_>>()).await?;
     store.finish_jobs(&jobs.iter().map(|j| j.0).collect::<Vec<_>>())?;
-    let left = p
-        .sql
-        .query("SELECT COUNT(*) FROM outbox WHERE kind = ?", &[JobKind::Embed.as_str().into()])?
-        .first()
-        .and_then(|r| r[0].as_i64())
-        .unwrap_or(0);
+    let left = p.sql.query("SELECT COUNT(*) FROM outbox WHERE kind = ?", &[JobKind::Embed.as_str().into()])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
     Ok(json!({ "embedded": embedded, "jobs": jobs.len(), "left": left }))
 }
 
 /// recall@k of the index against an exact cosine scan over every stored
 /// vector, for the given query texts (one pass over the vectors for all).
 pub async fn vector_recall(p: &Profile<'_>, args: &Value, k: usize) -> Result<Value> {
-    let queries: Vec<String> = args
-        .get("queries")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default();
+    let queries: Vec<String> =
+        args.get("queries").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default();
     if queries.is_empty() {
         return Err(Error::invalid("queries is required"));
     }
@@ -275,10 +273,7 @@ pub async fn vector_recall(p: &Profile<'_>, args: &Value, k: usize) -> Result<Va
     let mut after = crate::core::local::vector::BEFORE_FIRST_ROWID;
     let mut n = 0usize;
     loop {
-        let rows = p.sql.query(
-            "SELECT rowid, memory_id, vector FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT 2000",
-            &[SqlValue::Integer(after)],
-        )?;
+        let rows = p.sql.query("SELECT rowid, memory_id, vector FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT 2000", &[SqlValue::Integer(after)])?;
         let Some(last) = rows.last() else { break };
         after = last[0].as_i64().unwrap_or(i64::MAX);
         let full = rows.len() == 2000;

@@ -92,7 +92,6 @@ pub fn decode(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
     for (x, y) in a.iter().zip(b) {
@@ -627,10 +626,7 @@ impl Packed {
     /// 4-bit vectors, one table lookup per byte; best first, with ids.
     fn rescore(&self, q: &[f32], candidates: Vec<usize>, keep: usize) -> Vec<(String, f32)> {
         let (table, qinv) = score_table(q);
-        let scored: Vec<(f32, usize)> = candidates
-            .into_iter()
-            .map(|s| (dot_quantized(&table, self.quantized_of(s)) * self.inv_norm_of(s) * qinv, s))
-            .collect();
+        let scored: Vec<(f32, usize)> = candidates.into_iter().map(|s| (dot_quantized(&table, self.quantized_of(s)) * self.inv_norm_of(s) * qinv, s)).collect();
         best(scored, keep).into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
     }
 
@@ -724,10 +720,8 @@ fn load_rows(sql: &dyn Sql, packed: &mut Packed, mut after: i64) -> Result<usize
     let mut stale: Vec<String> = Vec::new();
     let mut n = 0;
     loop {
-        let rows = sql.query(
-            "SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            &[SqlValue::Integer(after), SqlValue::Integer(PAGE)],
-        )?;
+        let rows = sql
+            .query("SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?", &[SqlValue::Integer(after), SqlValue::Integer(PAGE)])?;
         let Some(last) = rows.last() else { break };
         after = last[0].as_i64().unwrap_or(i64::MAX);
         let full = rows.len() as i64 == PAGE;
@@ -791,10 +785,7 @@ pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
             }
             data.extend(packed.quantized_of(s));
         }
-        sql.execute(
-            "INSERT OR REPLACE INTO vector_snapshot (part, data) VALUES (?, ?)",
-            &[SqlValue::Integer(part as i64 + 1), SqlValue::Blob(data)],
-        )?;
+        sql.execute("INSERT OR REPLACE INTO vector_snapshot (part, data) VALUES (?, ?)", &[SqlValue::Integer(part as i64 + 1), SqlValue::Blob(data)])?;
     }
     sql.execute("INSERT INTO vector_snapshot (part, data) VALUES (0, ?)", &[SqlValue::Blob(header)])?;
     packed.since_snapshot = 0;
@@ -899,10 +890,8 @@ fn read_vectors(sql: &dyn Sql, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let rows = sql.query(
-        "SELECT v.memory_id, v.vector FROM json_each(?1) j CROSS JOIN vectors v ON v.memory_id = j.value",
-        &[crate::core::store::json_param(ids)],
-    )?;
+    let rows =
+        sql.query("SELECT v.memory_id, v.vector FROM json_each(?1) j CROSS JOIN vectors v ON v.memory_id = j.value", &[crate::core::store::json_param(ids)])?;
     rows.into_iter()
         .map(|r| match r.as_slice() {
             [SqlValue::Text(id), SqlValue::Blob(b)] => Ok((id.clone(), decode(b))),
@@ -958,10 +947,7 @@ fn upsert_rows(sql: &dyn Sql, items: &[(String, Vec<f32>)], mut packed: Option<&
             params.extend([id.into(), SqlValue::Blob(encode(v)), SqlValue::Blob(code.to_bytes())]);
         }
         sql.execute(
-            &format!(
-                "INSERT OR REPLACE INTO vectors (memory_id, vector, code) VALUES {}",
-                crate::core::store::rows_placeholders(chunk.len(), 3)
-            ),
+            &format!("INSERT OR REPLACE INTO vectors (memory_id, vector, code) VALUES {}", crate::core::store::rows_placeholders(chunk.len(), 3)),
             &params,
         )?;
         if let Some(p) = packed.as_deref_mut().filter(|p| p.loaded) {
@@ -1057,8 +1043,7 @@ pub fn search_many(sql: &dyn Sql, packed: &mut Packed, qs: &[Vec<f32>], top_k: u
         return one_by_one(packed);
     }
     let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
-    let shortlists: Vec<Vec<String>> =
-        qs.iter().map(|q| packed.shortlist(q, first_pass.max(keep), keep).into_iter().map(|(id, _)| id).collect()).collect();
+    let shortlists: Vec<Vec<String>> = qs.iter().map(|q| packed.shortlist(q, first_pass.max(keep), keep).into_iter().map(|(id, _)| id).collect()).collect();
     let mut union: Vec<String> = shortlists.concat();
     union.sort_unstable();
     union.dedup();
@@ -1138,10 +1123,8 @@ impl CodeRow {
 /// without a text id or a readable vector is left out, as `load` leaves
 /// it out.
 fn code_page(sql: &dyn Sql, after: i64, limit: i64) -> Result<(Vec<CodeRow>, Option<i64>, bool)> {
-    let rows = sql.query(
-        "SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?",
-        &[SqlValue::Integer(after), SqlValue::Integer(limit)],
-    )?;
+    let rows =
+        sql.query("SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?", &[SqlValue::Integer(after), SqlValue::Integer(limit)])?;
     let last = rows.last().map(|r| r[0].as_i64().unwrap_or(i64::MAX));
     let full = rows.len() as i64 == limit;
     let mut out = Vec::with_capacity(rows.len());
@@ -1637,10 +1620,8 @@ fn snapshot_due_lean(sql: &dyn Sql, n: usize) -> Result<bool> {
     if after >= lean_snapshot_growth(n) {
         return Ok(true);
     }
-    let stored = sql.query(
-        "SELECT COUNT(*), COALESCE(SUM(length(data)), 0) FROM vector_snapshot WHERE part BETWEEN 1 AND ?",
-        &[SqlValue::Integer(head.parts)],
-    )?;
+    let stored =
+        sql.query("SELECT COUNT(*), COALESCE(SUM(length(data)), 0) FROM vector_snapshot WHERE part BETWEEN 1 AND ?", &[SqlValue::Integer(head.parts)])?;
     let (parts, bytes) = stored.first().map_or((0, 0), |r| (r[0].as_i64().unwrap_or(0), r[1].as_i64().unwrap_or(0)));
     // In u64: on Wasm, 4 GiB of snapshot overflows a usize.
     let expected = (head.n as u64).checked_mul(record_len(head.dims) as u64);
@@ -1768,7 +1749,12 @@ impl VectorIndex for CachedVectorIndex<'_> {
     }
     /// The shortlist is drawn from the passing memories only
     /// ([`search_in`]).
-    fn query_many_in<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize, only: &'a crate::core::ports::IndexFilter<'a>) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
+    fn query_many_in<'a>(
+        &'a self,
+        vectors: &'a [Vec<f32>],
+        top_k: usize,
+        only: &'a crate::core::ports::IndexFilter<'a>,
+    ) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(async move {
             let mut packed = self.packed.borrow_mut();
             if !packed.loaded {

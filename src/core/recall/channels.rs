@@ -283,8 +283,7 @@ impl TextQuery {
     /// is in the query ("Maria", "the user"), or the role is the user and
     /// the query speaks in the first person.
     pub fn names_speaker(&self, role: &str) -> bool {
-        self.names_speaker_by_name(role)
-            || (USER_ROLES.contains(&role.to_lowercase().trim()) && FIRST_PERSON.iter().any(|p| self.tokens.contains(*p)))
+        self.names_speaker_by_name(role) || (USER_ROLES.contains(&role.to_lowercase().trim()) && FIRST_PERSON.iter().any(|p| self.tokens.contains(*p)))
     }
 
     /// Whether every word of the speaker `role` is in the query ("Maria",
@@ -335,7 +334,6 @@ fn query_expr(q: &TextQuery, terms: &[String]) -> Option<String> {
 /// (JSON), content (when the query asks when), rowid.
 struct MemoryHit(String, f64, Option<String>, Option<String>, Option<String>, i64);
 
-
 /// Sorts scored ids best first; ties go to the larger (more recent) id.
 fn best_first(scores: HashMap<String, f64>) -> Vec<(String, f64)> {
     let mut v: Vec<(String, f64)> = scores.into_iter().collect();
@@ -363,12 +361,7 @@ type PlacedRow = (String, usize, Option<String>, Option<String>, Option<String>)
 /// [`Source`] (the directory's memory index or SQLite's FTS5) and one
 /// statement reads the memories' rows (their place in its list standing
 /// for their score).
-fn memory_hits(
-    sql: &dyn Sql,
-    src: Source<'_>,
-    q: &TextQuery,
-    scope: &RecallScope,
-) -> Result<(HashMap<String, f64>, HashMap<String, MemoryHit>)> {
+fn memory_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<(HashMap<String, f64>, HashMap<String, MemoryHit>)> {
     let (cond, mut extra) = scope.visible(4);
     extra.insert(0, SqlValue::Integer(q.temporal as i64));
     let mut scores: HashMap<String, f64> = HashMap::default();
@@ -398,7 +391,9 @@ fn memory_hits(
             ),
             &params,
         )?;
-        let hits = placed.into_iter().filter_map(|(id, place, date, sources, content)| best.get(place).map(|&(rowid, s)| MemoryHit(id, s, date, sources, content, rowid)));
+        let hits = placed
+            .into_iter()
+            .filter_map(|(id, place, date, sources, content)| best.get(place).map(|&(rowid, s)| MemoryHit(id, s, date, sources, content, rowid)));
         for hit in hits {
             // bm25() is negative, lower is better.
             *scores.entry(hit.0.clone()).or_insert(0.0) += -hit.1 * weight;
@@ -424,27 +419,15 @@ fn memory_hits(
 ///    any status and keeps the live ones among them, up to [`FTS_POOL`]:
 ///    joining every match to its memory row before ranking would cost a
 ///    lookup per match.
-pub fn fts_with(
-    sql: &dyn Sql,
-    src: Source<'_>,
-    q: &TextQuery,
-    turns: &TurnScores,
-    cites: &Citations,
-    scope: &RecallScope,
-) -> Result<Ranking> {
+pub fn fts_with(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, turns: &TurnScores, cites: &Citations, scope: &RecallScope) -> Result<Ranking> {
     let (mut own, columns) = memory_hits(sql, src, q, scope)?;
     let (candidates, sources) = candidates_of(&own, &columns, turns, cites, scope)?;
     add_function_words(sql, src, q, &candidates, &columns, cites, &mut own)?;
     let (sources, roles) = spoken(sql, src, sources)?;
     // Whether the query names each role (a handful per recall).
     let named_roles = q.named_among(roles.iter().map(String::as_str).chain([USER_ROLE]));
-    let scorer = MemoryScorer {
-        q,
-        turns,
-        turn_score: turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect(),
-        named: &named_roles,
-        explain: scope.explain,
-    };
+    let scorer =
+        MemoryScorer { q, turns, turn_score: turns.context.iter().map(|(id, s)| (id.as_str(), *s)).collect(), named: &named_roles, explain: scope.explain };
     let mut scores: HashMap<String, f64> = HashMap::default();
     let mut why: HashMap<String, Explanation> = HashMap::default();
     for id in &candidates {
@@ -502,11 +485,7 @@ fn candidates_of(
 
 /// Each memory's sources that are stored messages, with their speakers
 /// (a memory left with none is dropped), and the speakers met.
-fn spoken(
-    sql: &dyn Sql,
-    src: Source<'_>,
-    sources: Sources,
-) -> Result<(SpokenSources, HashSet<String>)> {
+fn spoken(sql: &dyn Sql, src: Source<'_>, sources: Sources) -> Result<(SpokenSources, HashSet<String>)> {
     let roles = src.roles_of(sql, &sources.values().flatten().collect::<Vec<_>>())?;
     let spoken = sources
         .into_iter()
@@ -549,10 +528,11 @@ impl MemoryScorer<'_> {
     /// words, so its turns score nothing in context).
     fn in_context(&self, own: f64, srcs: &[(String, String)], date: Option<chrono::NaiveDate>) -> (f64, Option<Explanation>) {
         // The best source turn in context (the first among equals).
-        let best = srcs.iter().filter_map(|(mid, _)| self.turn_score.get(mid.as_str()).map(|s| (mid, *s))).fold(None, |b: Option<(&String, f64)>, (m, s)| match b {
-            Some((_, bs)) if bs >= s => b,
-            _ => Some((m, s)),
-        });
+        let best =
+            srcs.iter().filter_map(|(mid, _)| self.turn_score.get(mid.as_str()).map(|s| (mid, *s))).fold(None, |b: Option<(&String, f64)>, (m, s)| match b {
+                Some((_, bs)) if bs >= s => b,
+                _ => Some((m, s)),
+            });
         let context = best.map_or(0.0, |(_, s)| s).max(0.0);
         let naming = srcs.iter().map(|(_, role)| self.named(role)).max_by(|a, b| a.boost().total_cmp(&b.boost())).unwrap_or_default();
         let speaker = naming.boost();
@@ -636,11 +616,7 @@ impl Boosts {
     /// The boosts of a text said by a speaker the query names (or not),
     /// that mentions a time (or not), dated `date`.
     fn of(q: &TextQuery, named: Naming, mentions_time: bool, date: Option<chrono::NaiveDate>) -> Boosts {
-        Boosts {
-            speaker: named,
-            time: q.temporal && mentions_time,
-            date: date.is_some_and(|d| q.periods.iter().any(|(a, b)| *a <= d && d <= *b)),
-        }
+        Boosts { speaker: named, time: q.temporal && mentions_time, date: date.is_some_and(|d| q.periods.iter().any(|(a, b)| *a <= d && d <= *b)) }
     }
 
     /// Their product.
@@ -875,7 +851,8 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     for (n, k) in (1usize..).zip(&keys) {
         for id in by_key.remove(k.as_str()).into_iter().flatten() {
             if !ranking.ids.contains(&id) {
-                let why = Explanation::new(n as f64, format!("holds the topic key \"{k}\", the analyzer's key {n} of {} (newest first within a key)", keys.len()));
+                let why =
+                    Explanation::new(n as f64, format!("holds the topic key \"{k}\", the analyzer's key {n} of {} (newest first within a key)", keys.len()));
                 ranking.why.insert(id.clone(), why);
                 ranking.ids.push(id);
             }
@@ -1112,12 +1089,7 @@ pub async fn vector(channel: Channel, sql: &dyn Sql, index: &dyn VectorIndex, em
 /// Channels 4 and 5 together: one call to the index for both embeddings
 /// (the local index answers them in one pass), one filter to live
 /// memories. A failure fails every channel asked.
-pub async fn vectors(
-    sql: &dyn Sql,
-    index: &dyn VectorIndex,
-    asked: &[(Channel, Vec<f32>)],
-    scope: &RecallScope,
-) -> Result<Vec<Ranking>> {
+pub async fn vectors(sql: &dyn Sql, index: &dyn VectorIndex, asked: &[(Channel, Vec<f32>)], scope: &RecallScope) -> Result<Vec<Ranking>> {
     let explain = scope.explain;
     let embeddings: Vec<Vec<f32>> = asked.iter().map(|(_, e)| e.clone()).collect();
     let hits = match &scope.passing {
@@ -1205,10 +1177,7 @@ mod tests {
 
     #[test]
     fn test_each_source_message_is_represented_once_before_any_twice() {
-        let scored: Vec<(String, f64)> = [("a1", 9.0), ("a2", 8.0), ("b1", 7.0), ("r", 6.0), ("c1", 5.0)]
-            .iter()
-            .map(|(id, s)| (id.to_string(), *s))
-            .collect();
+        let scored: Vec<(String, f64)> = [("a1", 9.0), ("a2", 8.0), ("b1", 7.0), ("r", 6.0), ("c1", 5.0)].iter().map(|(id, s)| (id.to_string(), *s)).collect();
         let src = |m: &str| vec![(m.to_string(), "Ana".to_string())];
         let sources: HashMap<String, Vec<(String, String)>> =
             [("a1", src("A")), ("a2", src("A")), ("b1", src("B")), ("c1", src("C"))].into_iter().map(|(k, v)| (k.to_string(), v)).collect();

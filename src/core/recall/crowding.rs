@@ -41,8 +41,7 @@ impl Crowding {
     /// Whether `m`, next in fused order, joins the candidates (and if so,
     /// counts it).
     pub fn admits(&mut self, m: &Memory) -> bool {
-        let crowded = !m.source_message_ids.is_empty()
-            && m.source_message_ids.iter().all(|s| self.placed.get(s).copied().unwrap_or(0) >= MAX_PER_MESSAGE);
+        let crowded = !m.source_message_ids.is_empty() && m.source_message_ids.iter().all(|s| self.placed.get(s).copied().unwrap_or(0) >= MAX_PER_MESSAGE);
         if crowded {
             return false;
         }

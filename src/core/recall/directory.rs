@@ -37,11 +37,11 @@
 #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 use crate::core::error::{Error, Result};
+use crate::core::model::{Memory, Message};
 use crate::core::ports::{Sql, SqlValue};
 use crate::core::recall::parts::{PartReader, PartWriter};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::recall::text_index::TextIndex;
-use crate::core::model::{Memory, Message};
 use crate::core::store::{memory_fts_texts, MEMORY_FTS_COLUMNS};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::{Cell, Ref, RefCell};
@@ -494,7 +494,6 @@ impl TurnDirectory {
         self.stored.set(None);
         true
     }
-
 }
 
 /// Reads the memories' words with `from < rowid <= to` into `words`, in
@@ -674,9 +673,7 @@ fn stored_chain(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option<
     for (stream, bytes) in super::parts::headers(sql, SNAPSHOT_TABLE)? {
         let Some(h) = Header::decode(stream, &bytes) else { return Ok(None) };
         let (t, m) = last.map_or((0, 0), |l| (l.turns_end, l.memories_end));
-        let in_step = h.stream == last.map_or(0, |l| l.stream + 1)
-            && (h.turns_start, h.memories_start) == (t, m)
-            && h.in_step(messages, memories);
+        let in_step = h.stream == last.map_or(0, |l| l.stream + 1) && (h.turns_start, h.memories_start) == (t, m) && h.in_step(messages, memories);
         if !in_step {
             return Ok(None);
         }

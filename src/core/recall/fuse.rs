@@ -338,7 +338,15 @@ pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanati
     let parts = hit.trace.iter().map(|c| {
         let node = Explanation::new(
             c.contribution,
-            format!("{} channel: {} {} / ({} {} + rank {} by evidence)", c.channel.name(), weights.name(c.channel), c.weight, weights.k_name(), weights.k(), c.rank),
+            format!(
+                "{} channel: {} {} / ({} {} + rank {} by evidence)",
+                c.channel.name(),
+                weights.name(c.channel),
+                c.weight,
+                weights.k_name(),
+                weights.k(),
+                c.rank
+            ),
         );
         let why = rankings.iter().filter(|r| r.channel == c.channel).find_map(|r| r.why.get(&hit.id));
         match why {
@@ -418,7 +426,13 @@ mod tests {
 
     #[test]
     fn test_grouped_ranks_share_a_contribution() {
-        let grouped = Ranking { channel: Channel::Messages, ids: vec!["a".into(), "b".into(), "c".into()], ranks: vec![1, 1, 2], why: Default::default(), best_similarity: None };
+        let grouped = Ranking {
+            channel: Channel::Messages,
+            ids: vec!["a".into(), "b".into(), "c".into()],
+            ranks: vec![1, 1, 2],
+            why: Default::default(),
+            best_similarity: None,
+        };
         let out = fuse(&[grouped], Weights::default());
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
         assert_eq!(score("a"), score("b"));
@@ -472,7 +486,8 @@ mod tests {
         let rankings = [r(Channel::Fts, &["f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9"]), r(Channel::Vector, &["a1"])];
         let place = |w: Weights| fuse(&rankings, w).iter().position(|f| f.id == "a1").unwrap();
         let lexical_k_semantic_weights = |w: Weights| {
-            let mut out: Vec<(f64, &str)> = rankings.iter().flat_map(|r| r.ids.iter().enumerate().map(move |(i, id)| (w.of(r.channel) / (K + (i + 1) as f64), id.as_str()))).collect();
+            let mut out: Vec<(f64, &str)> =
+                rankings.iter().flat_map(|r| r.ids.iter().enumerate().map(move |(i, id)| (w.of(r.channel) / (K + (i + 1) as f64), id.as_str()))).collect();
             out.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(a.1)));
             out.iter().position(|(_, id)| *id == "a1").unwrap()
         };

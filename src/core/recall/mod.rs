@@ -8,16 +8,16 @@ pub mod directory;
 pub mod fuse;
 pub mod parts;
 pub mod places;
-pub mod scope;
 pub mod porter;
+pub mod scope;
 pub mod temporal;
 pub mod text_index;
 pub mod unicode61;
 
 use crate::core::api::RecallRequest;
+use crate::core::context::Profile;
 use crate::core::error::Result;
 use crate::core::model::{Memory, MemoryType};
-use crate::core::context::Profile;
 use crate::core::provider::{QueryAnalysis, SynthesisInput};
 use crate::core::recall::places::Source;
 pub use crate::core::recall::scope::RecallScope;
@@ -114,7 +114,13 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 /// What the full-text channels search for: the query's words and the
 /// analyzer's `terms`, in a profile whose speakers `src` knows.
-pub fn text_query(sql: &dyn crate::core::ports::Sql, src: Source<'_>, query: &str, terms: &[String], reference: chrono::NaiveDate) -> Result<channels::TextQuery> {
+pub fn text_query(
+    sql: &dyn crate::core::ports::Sql,
+    src: Source<'_>,
+    query: &str,
+    terms: &[String],
+    reference: chrono::NaiveDate,
+) -> Result<channels::TextQuery> {
     Ok(channels::TextQuery::new(query, terms, reference).with_speakers(&src.speakers(sql)?))
 }
 
@@ -340,10 +346,8 @@ fn fuse_and_load(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> 
 
 /// 6. Date arithmetic over the dated candidates (never left to a model).
 fn temporal_facts(scope: &RecallScope, ranked: &[(Memory, fuse::Fused, Option<Explanation>)]) -> temporal::Computed {
-    let evidence: Vec<temporal::Dated> = ranked
-        .iter()
-        .filter_map(|(m, _, _)| Some(temporal::Dated { label: m.summary.clone(), date: m.event_date.as_deref().and_then(date_of)? }))
-        .collect();
+    let evidence: Vec<temporal::Dated> =
+        ranked.iter().filter_map(|(m, _, _)| Some(temporal::Dated { label: m.summary.clone(), date: m.event_date.as_deref().and_then(date_of)? })).collect();
     temporal::compute(&scope.query, scope.reference, &evidence)
 }
 

@@ -11,8 +11,7 @@ use crate::core::ports::{Sql, SqlValue};
 /// The first part number of stream `stream`, and the one past its last.
 fn stream_bounds(stream: i64) -> Result<(i64, i64)> {
     let base = stream.checked_mul(STREAM_PARTS);
-    base.and_then(|b| Some((b, b.checked_add(STREAM_PARTS)?)))
-        .ok_or_else(|| Error::storage(format!("snapshot stream {stream} is out of range")))
+    base.and_then(|b| Some((b, b.checked_add(STREAM_PARTS)?))).ok_or_else(|| Error::storage(format!("snapshot stream {stream} is out of range")))
 }
 
 /// The blob in the first column of the first row, if there is one.
@@ -52,10 +51,7 @@ impl<'a> PartWriter<'a> {
     /// Starts stream `stream` in `table`, removing what it held.
     pub fn new(sql: &'a dyn Sql, table: &'static str, stream: i64) -> Result<PartWriter<'a>> {
         let (base, end) = stream_bounds(stream)?;
-        sql.execute(
-            &format!("DELETE FROM {table} WHERE part >= ?1 AND part < ?2"),
-            &[SqlValue::Integer(base), SqlValue::Integer(end)],
-        )?;
+        sql.execute(&format!("DELETE FROM {table} WHERE part >= ?1 AND part < ?2"), &[SqlValue::Integer(base), SqlValue::Integer(end)])?;
         Ok(PartWriter { sql, table, buf: Vec::with_capacity(PART_BYTES + 64), base, next: 1 })
     }
 
@@ -118,10 +114,8 @@ impl<'a> PartWriter<'a> {
     /// Returns the number of parts after the header.
     pub fn finish(mut self, header: &[u8]) -> Result<i64> {
         self.flush()?;
-        self.sql.execute(
-            &format!("INSERT INTO {} (part, data) VALUES (?, ?)", self.table),
-            &[SqlValue::Integer(self.base), SqlValue::Blob(header.to_vec())],
-        )?;
+        self.sql
+            .execute(&format!("INSERT INTO {} (part, data) VALUES (?, ?)", self.table), &[SqlValue::Integer(self.base), SqlValue::Blob(header.to_vec())])?;
         Ok(self.next.saturating_sub(1))
     }
 }
@@ -144,11 +138,7 @@ impl<'a> PartReader<'a> {
             &format!("SELECT COALESCE(MAX(part), ?1) FROM {table} WHERE part >= ?1 AND part < ?2"),
             &[SqlValue::Integer(base), SqlValue::Integer(end)],
         )?;
-        let last = last
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_i64)
-            .ok_or_else(|| Error::storage("failed to read a snapshot: no last part"))?;
+        let last = last.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to read a snapshot: no last part"))?;
         // `base` is below `end`: `base + 1` does not overflow.
         Ok(PartReader { sql, table, buf: Vec::new(), pos: 0, next: base.saturating_add(1), last })
     }

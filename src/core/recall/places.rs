@@ -196,10 +196,9 @@ impl Source<'_> {
     /// The roles of the stored messages among `ids`.
     pub fn roles_of(&self, sql: &dyn Sql, ids: &[&String]) -> Result<HashMap<String, String>> {
         match self {
-            Source::Resident(dir) => Ok(ids
-                .iter()
-                .filter_map(|id| dir.by_id(id).map(|i| ((*id).clone(), dir.role_name(dir.turn(i).role).to_string())))
-                .collect()),
+            Source::Resident(dir) => {
+                Ok(ids.iter().filter_map(|id| dir.by_id(id).map(|i| ((*id).clone(), dir.role_name(dir.turn(i).role).to_string()))).collect())
+            }
             Source::Sql => {
                 if ids.is_empty() {
                     return Ok(HashMap::default());
@@ -290,7 +289,14 @@ pub fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[Str
 }
 
 /// [`fts5_best`] over the rows stored under `passing` only, when given.
-pub fn fts5_best_of(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize, passing: Option<&HashSet<i64>>) -> Result<Vec<(i64, f64)>> {
+pub fn fts5_best_of(
+    sql: &dyn Sql,
+    which: FullText,
+    weights: &[f64],
+    phrases: &[String],
+    limit: usize,
+    passing: Option<&HashSet<i64>>,
+) -> Result<Vec<(i64, f64)>> {
     let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
     which.catch_up(sql)?;
     let table = which.table();

@@ -298,19 +298,10 @@ const STEP_2: Rules = &[
     (b"biliti", b"ble"),
 ];
 
-const STEP_3: Rules = &[
-    (b"ical", b"ic"),
-    (b"ness", b""),
-    (b"icate", b"ic"),
-    (b"iciti", b"ic"),
-    (b"ful", b""),
-    (b"ative", b""),
-    (b"alize", b"al"),
-];
+const STEP_3: Rules = &[(b"ical", b"ic"), (b"ness", b""), (b"icate", b"ic"), (b"iciti", b"ic"), (b"ful", b""), (b"ative", b""), (b"alize", b"al")];
 
 const STEP_4: &[&[u8]] = &[
-    b"al", b"ance", b"ence", b"er", b"ic", b"able", b"ible", b"ant", b"ement", b"ment", b"ent", b"ion", b"ou", b"ism", b"ate",
-    b"iti", b"ous", b"ive", b"ize",
+    b"al", b"ance", b"ence", b"er", b"ic", b"able", b"ible", b"ant", b"ement", b"ment", b"ent", b"ion", b"ou", b"ism", b"ate", b"iti", b"ous", b"ive", b"ize",
 ];
 
 /// FTS5 groups each step's suffixes by their next-to-last letter and

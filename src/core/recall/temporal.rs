@@ -99,10 +99,7 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
     static ISO: OnceLock<Regex> = OnceLock::new();
     static MD: OnceLock<Regex> = OnceLock::new();
     let iso = re(&ISO, r"\b(\d{4})-(\d{2})-(\d{2})\b");
-    let md = re(
-        &MD,
-        &format!(r"(?i)\b(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))\b(?:,? (\d{{4}}))?"),
-    );
+    let md = re(&MD, &format!(r"(?i)\b(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))\b(?:,? (\d{{4}}))?"));
     let mut found: Vec<(usize, NaiveDate)> = Vec::new();
     for c in iso.captures_iter(text) {
         if let (Ok(y), Ok(m), Ok(d)) = (group(&c, 1).parse(), group(&c, 2).parse(), group(&c, 3).parse()) {
@@ -120,14 +117,13 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
         let (Some(month), Some(day)) = (month, day) else { continue };
         let date = match c.get(5).and_then(|y| y.as_str().parse().ok()) {
             Some(y) => NaiveDate::from_ymd_opt(y, month, day),
-            None => NaiveDate::from_ymd_opt(reference.year(), month, day)
-                .map(|d| {
-                    if d > reference {
-                        reference.year().checked_sub(1).and_then(|y| NaiveDate::from_ymd_opt(y, month, day)).unwrap_or(d)
-                    } else {
-                        d
-                    }
-                }),
+            None => NaiveDate::from_ymd_opt(reference.year(), month, day).map(|d| {
+                if d > reference {
+                    reference.year().checked_sub(1).and_then(|y| NaiveDate::from_ymd_opt(y, month, day)).unwrap_or(d)
+                } else {
+                    d
+                }
+            }),
         };
         if let Some(date) = date {
             found.push((c.get(0).map_or(0, |m| m.start()), date));
@@ -149,10 +145,8 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
     static MONTH_YEAR: OnceLock<Regex> = OnceLock::new();
     let slack = chrono::Duration::days(DATE_SLACK_DAYS);
     // A date at the edge of the calendar has no range: it is left out.
-    let mut out: Vec<(NaiveDate, NaiveDate)> = dates_in(text, reference)
-        .into_iter()
-        .filter_map(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?)))
-        .collect();
+    let mut out: Vec<(NaiveDate, NaiveDate)> =
+        dates_in(text, reference).into_iter().filter_map(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?))).collect();
     let my = re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"));
     for c in my.captures_iter(text) {
         let (Some(m), Ok(y)) = (month_num(group(&c, 1)), group(&c, 2).parse::<i32>()) else { continue };
@@ -217,7 +211,9 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
                 "week" if this => monday.map(|m| (m, reference)),
                 "week" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(7))?, m.pred_opt()?))),
                 // This week's Saturday and Sunday.
-                "weekend" if this => monday.and_then(|m| Some((m.checked_add_signed(chrono::Duration::days(5))?, m.checked_add_signed(chrono::Duration::days(6))?))),
+                "weekend" if this => {
+                    monday.and_then(|m| Some((m.checked_add_signed(chrono::Duration::days(5))?, m.checked_add_signed(chrono::Duration::days(6))?)))
+                }
                 "weekend" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(2))?, m.pred_opt()?))),
                 "month" if this => reference.with_day(1).map(|f| (f, reference)),
                 "month" => months_back(1).and_then(|f| Some((f, month_end(f)?))),
@@ -248,10 +244,39 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
 
 /// Words that place a statement in time.
 const TIME_WORDS: &[&str] = &[
-    "yesterday", "today", "tonight", "tomorrow", "ago", "morning", "afternoon", "evening", "weekend", "weekends",
-    "week", "weeks", "month", "months", "year", "years", "monday", "tuesday", "wednesday", "thursday", "friday",
-    "saturday", "sunday", "january", "february", "april", "june", "july", "august", "september", "october",
-    "november", "december",
+    "yesterday",
+    "today",
+    "tonight",
+    "tomorrow",
+    "ago",
+    "morning",
+    "afternoon",
+    "evening",
+    "weekend",
+    "weekends",
+    "week",
+    "weeks",
+    "month",
+    "months",
+    "year",
+    "years",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 
 /// Whether a text mentions a time: a time word ("yesterday", "last week",

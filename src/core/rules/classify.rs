@@ -29,8 +29,32 @@ use regex::Regex;
 use std::sync::OnceLock;
 
 const IMPERATIVES: &[&str] = &[
-    "use", "always", "never", "run", "make", "set", "add", "remove", "keep", "avoid", "prefer", "switch", "don't", "do",
-    "install", "deploy", "call", "write", "put", "store", "ensure", "check", "follow", "enable", "disable", "configure",
+    "use",
+    "always",
+    "never",
+    "run",
+    "make",
+    "set",
+    "add",
+    "remove",
+    "keep",
+    "avoid",
+    "prefer",
+    "switch",
+    "don't",
+    "do",
+    "install",
+    "deploy",
+    "call",
+    "write",
+    "put",
+    "store",
+    "ensure",
+    "check",
+    "follow",
+    "enable",
+    "disable",
+    "configure",
 ];
 
 fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
@@ -53,7 +77,11 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     let first = text::tokens(&lower).into_iter().find(|w| !LEAD_INS.contains(&w.as_str()));
     if first.as_deref().is_some_and(|w| IMPERATIVES.contains(&w))
         || re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower)
-        || re(&HOW_TO_ANSWER, r"\b(prefers?|wants?|likes?|asks? for)\b[^.!?]*\b(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)\b").is_match(&lower)
+        || re(
+            &HOW_TO_ANSWER,
+            r"\b(prefers?|wants?|likes?|asks? for)\b[^.!?]*\b(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)\b",
+        )
+        .is_match(&lower)
     {
         return MemoryType::Instruction;
     }
@@ -75,8 +103,32 @@ fn names_a_day(lower: &str) -> bool {
 
 /// Words that open a sentence without naming who it is about.
 const NOT_NAMES: &[&str] = &[
-    "i", "we", "you", "he", "she", "they", "it", "my", "our", "your", "his", "her", "their", "its", "the", "a", "an", "this", "that",
-    "these", "those", "user", "users", "assistant", "there", "here",
+    "i",
+    "we",
+    "you",
+    "he",
+    "she",
+    "they",
+    "it",
+    "my",
+    "our",
+    "your",
+    "his",
+    "her",
+    "their",
+    "its",
+    "the",
+    "a",
+    "an",
+    "this",
+    "that",
+    "these",
+    "those",
+    "user",
+    "users",
+    "assistant",
+    "there",
+    "here",
 ];
 
 /// What a statement names as its subject when that is not the speaker: a
@@ -178,8 +230,7 @@ fn copula_subject(body: &str) -> Option<String> {
         return None;
     }
     static COPULA: OnceLock<Regex> = OnceLock::new();
-    let c = re(&COPULA, r"(?i)^\s*(?:my|our|the|his|her|their|your)\s+([\w' -]{3,60}?)\s+(?:is|are|was|were|has been|have been)\b")
-        .captures(body)?;
+    let c = re(&COPULA, r"(?i)^\s*(?:my|our|the|his|her|their|your)\s+([\w' -]{3,60}?)\s+(?:is|are|was|were|has been|have been)\b").captures(body)?;
     let words = key_words(&c[1]);
     (2..=3).contains(&words.len()).then(|| words.join("_"))
 }
@@ -269,21 +320,11 @@ pub fn queries(kind: MemoryType, key: Option<&str>, body: &str, speaker: &str) -
 
 pub fn classify(t: &Transcript, c: &Candidate) -> Classification {
     let (label, body) = c.content.split_once(": ").unwrap_or(("user", c.content.as_str()));
-    let role = t
-        .lines
-        .iter()
-        .find(|l| c.lines.contains(&l.index))
-        .map(|l| l.role.clone())
-        .unwrap_or_else(|| label.to_lowercase());
+    let role = t.lines.iter().find(|l| c.lines.contains(&l.index)).map(|l| l.role.clone()).unwrap_or_else(|| label.to_lowercase());
     let kind = kind_of(body, c.event_date.is_some());
     let key = kind.is_keyed().then(|| key_of(&role, body)).flatten();
     let speaker = extract::speaker(&role);
-    Classification {
-        kind,
-        search_queries: queries(kind, key.as_deref(), body, &speaker),
-        key,
-        summary: c.content.clone(),
-    }
+    Classification { kind, search_queries: queries(kind, key.as_deref(), body, &speaker), key, summary: c.content.clone() }
 }
 
 #[cfg(test)]

@@ -16,9 +16,9 @@
 //! notice a restatement that uses other words.
 
 use crate::core::dates;
-use crate::core::text::is_agent_role;
 use crate::core::provider::{Candidate, Line, Pass, Transcript};
 use crate::core::text;
+use crate::core::text::is_agent_role;
 use rustc_hash::FxHashSet as HashSet;
 
 /// Fewest content words a kept sentence has.
@@ -28,12 +28,29 @@ pub const MIN_CONTENT_WORDS: usize = 3;
 /// person's statements at or above which the sentence is an echo.
 pub const ECHO_SHARE: f64 = 0.8;
 
-const PLEASANTRIES: &[&str] = &["thanks", "thank you", "got it", "sounds good", "great", "ok", "okay", "sure", "cool", "nice", "awesome", "lol", "haha", "bye", "hello", "hi"];
+const PLEASANTRIES: &[&str] =
+    &["thanks", "thank you", "got it", "sounds good", "great", "ok", "okay", "sure", "cool", "nice", "awesome", "lol", "haha", "bye", "hello", "hi"];
 
 /// Words of acknowledgement that carry no content of their own.
 const ACKNOWLEDGEMENTS: &[&str] = &[
-    "got", "noted", "understood", "sure", "okay", "ok", "alright", "done", "will", "perfect", "great", "absolutely",
-    "certainly", "confirmed", "gotcha", "right", "thanks", "thank",
+    "got",
+    "noted",
+    "understood",
+    "sure",
+    "okay",
+    "ok",
+    "alright",
+    "done",
+    "will",
+    "perfect",
+    "great",
+    "absolutely",
+    "certainly",
+    "confirmed",
+    "gotcha",
+    "right",
+    "thanks",
+    "thank",
 ];
 
 /// Leading words that tie a sentence to the previous one and carry
@@ -145,13 +162,7 @@ mod tests {
             lines: lines
                 .iter()
                 .enumerate()
-                .map(|(i, (role, text))| Line {
-                    index: i,
-                    message_id: format!("m{i}"),
-                    role: role.to_string(),
-                    date: None,
-                    text: text.to_string(),
-                })
+                .map(|(i, (role, text))| Line { index: i, message_id: format!("m{i}"), role: role.to_string(), date: None, text: text.to_string() })
                 .collect(),
         }
     }
@@ -162,19 +173,14 @@ mod tests {
 
     #[test]
     fn test_assistant_echo_of_the_user_is_not_extracted() {
-        let t = transcript(&[
-            ("user", "Use pnpm, not npm. And dark mode by default."),
-            ("assistant", "Got it -- pnpm and dark mode as default."),
-        ]);
+        let t = transcript(&[("user", "Use pnpm, not npm. And dark mode by default."), ("assistant", "Got it -- pnpm and dark mode as default.")]);
         assert_eq!(contents(&t), vec!["User: Use pnpm, not npm.", "User: Dark mode by default."]);
     }
 
     #[test]
     fn test_assistant_adding_new_content_is_kept() {
-        let t = transcript(&[
-            ("user", "Set up the project with React and TypeScript."),
-            ("assistant", "Done. Scaffolded a React + TS project targeting Workers."),
-        ]);
+        let t =
+            transcript(&[("user", "Set up the project with React and TypeScript."), ("assistant", "Done. Scaffolded a React + TS project targeting Workers.")]);
         assert!(contents(&t).contains(&"Assistant: Scaffolded a React + TS project targeting Workers.".to_string()));
     }
 

@@ -10,9 +10,38 @@
 /// listed in an unambiguous form. Attribute names are spelled out
 /// ("operating_system", not "os"), since queries find them by name.
 pub const CATEGORIES: &[(&str, &[&str])] = &[
-    ("package_manager", &["npm", "pnpm", "yarn", "bun", "pip", "pipenv", "poetry", "cargo", "conda", "uv", "maven", "gradle", "composer", "bundler", "homebrew"]),
-    ("programming_language", &["typescript", "javascript", "python", "rust", "golang", "java", "kotlin", "swift", "ruby", "php", "c#", "c++", "elixir", "scala", "haskell", "zig"]),
-    ("framework", &["react", "vue", "svelte", "sveltekit", "angular", "nextjs", "next.js", "nuxt", "django", "flask", "rails", "express.js", "expressjs", "fastapi", "astro", "solidjs", "hono", "laravel", "spring boot"]),
+    (
+        "package_manager",
+        &["npm", "pnpm", "yarn", "bun", "pip", "pipenv", "poetry", "cargo", "conda", "uv", "maven", "gradle", "composer", "bundler", "homebrew"],
+    ),
+    (
+        "programming_language",
+        &["typescript", "javascript", "python", "rust", "golang", "java", "kotlin", "swift", "ruby", "php", "c#", "c++", "elixir", "scala", "haskell", "zig"],
+    ),
+    (
+        "framework",
+        &[
+            "react",
+            "vue",
+            "svelte",
+            "sveltekit",
+            "angular",
+            "nextjs",
+            "next.js",
+            "nuxt",
+            "django",
+            "flask",
+            "rails",
+            "express.js",
+            "expressjs",
+            "fastapi",
+            "astro",
+            "solidjs",
+            "hono",
+            "laravel",
+            "spring boot",
+        ],
+    ),
     ("theme", &["dark mode", "light mode", "dark theme", "light theme"]),
     ("editor", &["vim", "neovim", "emacs", "vscode", "vs code", "zed", "intellij", "sublime text", "cursor ide"]),
     ("database", &["postgres", "postgresql", "mysql", "sqlite", "mongodb", "redis", "dynamodb", "d1", "supabase", "planetscale", "cockroachdb"]),
@@ -72,8 +101,7 @@ fn members() -> Option<&'static (aho_corasick::AhoCorasick, Vec<&'static str>)> 
     static MEMBERS: std::sync::OnceLock<Members> = std::sync::OnceLock::new();
     MEMBERS
         .get_or_init(|| {
-            let (patterns, attrs): (Vec<&str>, Vec<&str>) =
-                CATEGORIES.iter().flat_map(|(attr, members)| members.iter().map(move |m| (*m, *attr))).unzip();
+            let (patterns, attrs): (Vec<&str>, Vec<&str>) = CATEGORIES.iter().flat_map(|(attr, members)| members.iter().map(move |m| (*m, *attr))).unzip();
             Some((aho_corasick::AhoCorasick::new(patterns).ok()?, attrs))
         })
         .as_ref()
@@ -85,18 +113,13 @@ fn members() -> Option<&'static (aho_corasick::AhoCorasick, Vec<&'static str>)> 
 pub fn category_of(text: &str) -> Option<&'static str> {
     let lower = format!(" {} ", text.to_lowercase());
     let (_, attrs) = members()?;
-    whole_words(&lower)
-        .min_by_key(|m| (m.start(), m.pattern().as_usize()))
-        .and_then(|m| attrs.get(m.pattern().as_usize()).copied())
+    whole_words(&lower).min_by_key(|m| (m.start(), m.pattern().as_usize())).and_then(|m| attrs.get(m.pattern().as_usize()).copied())
 }
 
 /// Every category member `lower` names as a whole word, overlapping
 /// matches included.
 fn whole_words(lower: &str) -> impl Iterator<Item = aho_corasick::Match> + '_ {
-    members()
-        .into_iter()
-        .flat_map(move |(automaton, _)| automaton.find_overlapping_iter(lower))
-        .filter(move |m| whole_word(lower, m.start(), m.end()))
+    members().into_iter().flat_map(move |(automaton, _)| automaton.find_overlapping_iter(lower)).filter(move |m| whole_word(lower, m.start(), m.end()))
 }
 
 /// Whether `lower[start..end]` is a whole word: no letter or digit
@@ -193,7 +216,8 @@ mod tests {
 
     #[test]
     fn test_taking_members_out_of_any_text_keeps_the_rest() {
-        for t in ["Üpostgres 16", "postgresÜ 16", "İstanbul runs Postgres ١٦", "postgres v", "postgres 1.", "postgres .", "npm", "", " ", "c++ 17 and c# 12"] {
+        for t in ["Üpostgres 16", "postgresÜ 16", "İstanbul runs Postgres ١٦", "postgres v", "postgres 1.", "postgres .", "npm", "", " ", "c++ 17 and c# 12"]
+        {
             let rest = without_members(t);
             assert!(rest.len() <= t.to_lowercase().len() + 2, "{t:?} -> {rest:?}");
         }

@@ -22,9 +22,7 @@ pub mod verify;
 
 use crate::core::error::Result;
 use crate::core::ports::LocalBoxFuture;
-use crate::core::provider::{
-    Candidate, Classification, Consolidation, Group, Pass, QueryAnalysis, Reasoner, SynthesisInput, Transcript, Verdict,
-};
+use crate::core::provider::{Candidate, Classification, Consolidation, Group, Pass, QueryAnalysis, Reasoner, SynthesisInput, Transcript, Verdict};
 
 /// The rule-based [`Reasoner`].
 #[derive(Clone, Copy, Debug, Default)]

@@ -145,7 +145,10 @@ impl<'a> Store<'a> {
     /// Makes a claimed job due again now, its attempts forgotten: it
     /// yielded, it did not fail.
     pub fn requeue_job(&self, id: i64) -> Result<()> {
-        self.sql.execute("UPDATE outbox SET attempts = 0, next_attempt_at = ?, last_error = NULL WHERE id = ?", &[SqlValue::Integer(self.now), SqlValue::Integer(id)])
+        self.sql.execute(
+            "UPDATE outbox SET attempts = 0, next_attempt_at = ?, last_error = NULL WHERE id = ?",
+            &[SqlValue::Integer(self.now), SqlValue::Integer(id)],
+        )
     }
 
     /// How many memories there are, of any status.
@@ -177,10 +180,7 @@ impl<'a> Store<'a> {
 
     /// Rewrites a memory's sources: the JSON column and its citations.
     pub fn set_sources(&self, id: &str, sources: &[String]) -> Result<()> {
-        self.sql.execute(
-            "UPDATE memories SET source_message_ids = ? WHERE id = ?",
-            &[SqlValue::Text(serde_json::to_string(sources)?), id.into()],
-        )?;
+        self.sql.execute("UPDATE memories SET source_message_ids = ? WHERE id = ?", &[SqlValue::Text(serde_json::to_string(sources)?), id.into()])?;
         self.sql.execute("DELETE FROM citations WHERE memory_id = ?", &[id.into()])?;
         self.sql.execute("DELETE FROM citations_waiting WHERE memory_id = ?", &[id.into()])?;
         let pairs: Vec<(&str, &String)> = sources.iter().map(|m| (id, m)).collect();

@@ -90,10 +90,7 @@ impl FullText {
         if waiting == 0 {
             return Ok(0);
         }
-        sql.execute(
-            &format!("INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1"),
-            &[SqlValue::Integer(since)],
-        )?;
+        sql.execute(&format!("INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1"), &[SqlValue::Integer(since)])?;
         Ok(waiting)
     }
 }

@@ -36,8 +36,7 @@ impl<'a> Store<'a> {
         let ids: Vec<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
         let existing = self.existing_memory_ids(&ids)?;
         let mut seen = std::collections::HashSet::new();
-        let fresh: Vec<&(&Memory, &str)> =
-            items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
+        let fresh: Vec<&(&Memory, &str)> = items.iter().filter(|(m, _)| !existing.contains(&m.id) && seen.insert(m.id.as_str())).collect();
         if fresh.is_empty() {
             return Ok(Vec::new());
         }
@@ -72,23 +71,16 @@ impl<'a> Store<'a> {
         let mut written = Vec::new();
         for chunk in json_chunks(&rows) {
             written.extend(rowids_of(self.sql.query(
-                &format!(
-                    "{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r RETURNING rowid, id"
-                ),
+                &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r RETURNING rowid, id"),
                 &[chunk],
             )?)?);
         }
         written.sort_unstable();
-        let sources: Vec<(&String, &String)> =
-            fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
+        let sources: Vec<(&String, &String)> = fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
         for chunk in json_chunks(&sources) {
             self.cite(chunk)?;
         }
-        let embed: Vec<&str> = fresh
-            .iter()
-            .filter(|(m, _)| m.status == Status::Active && m.kind != MemoryType::Task)
-            .map(|(m, _)| m.id.as_str())
-            .collect();
+        let embed: Vec<&str> = fresh.iter().filter(|(m, _)| m.status == Status::Active && m.kind != MemoryType::Task).map(|(m, _)| m.id.as_str()).collect();
         self.enqueue_many(JobKind::Embed, &embed)?;
         self.queue_text_index(FullText::Memories)?;
         Ok(written)
@@ -351,10 +343,7 @@ impl<'a> Store<'a> {
     pub fn forget(&self, id: &str) -> Result<Memory> {
         let m = self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
         if m.status != Status::Forgotten {
-            self.sql.execute(
-                "UPDATE memories SET status = 'forgotten', updated_at = ? WHERE id = ?",
-                &[iso(self.now).into(), id.into()],
-            )?;
+            self.sql.execute("UPDATE memories SET status = 'forgotten', updated_at = ? WHERE id = ?", &[iso(self.now).into(), id.into()])?;
             self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
         }
         self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
@@ -368,20 +357,14 @@ impl<'a> Store<'a> {
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
             let ph = placeholders(chunk.len());
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-            self.sql.execute(
-                &format!("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id IN ({ph}))"),
-                &params,
-            )?;
+            self.sql.execute(&format!("DELETE FROM memories_fts WHERE rowid IN (SELECT rowid FROM memories WHERE id IN ({ph}))"), &params)?;
             self.sql.execute(&format!("DELETE FROM memories WHERE id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM citations WHERE memory_id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM citations_waiting WHERE memory_id IN ({ph})"), &params)?;
             self.sql.execute(&format!("DELETE FROM outbox WHERE memory_id IN ({ph})"), &params)?;
             // Pointers from other versions to a deleted memory go too.
             self.sql.execute(&format!("UPDATE memories SET supersedes = NULL WHERE supersedes IN ({ph})"), &params)?;
-            self.sql.execute(
-                &format!("UPDATE memories SET superseded_by = NULL WHERE superseded_by IN ({ph})"),
-                &params,
-            )?;
+            self.sql.execute(&format!("UPDATE memories SET superseded_by = NULL WHERE superseded_by IN ({ph})"), &params)?;
         }
         for id in ids {
             self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
@@ -417,10 +400,7 @@ impl<'a> Store<'a> {
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
             let ph = placeholders(chunk.len());
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
-            self.sql.execute(
-                &format!("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE id IN ({ph}))"),
-                &params,
-            )?;
+            self.sql.execute(&format!("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE id IN ({ph}))"), &params)?;
             self.sql.execute(&format!("DELETE FROM messages WHERE id IN ({ph})"), &params)?;
         }
         Ok(())
@@ -587,18 +567,12 @@ impl<'a> Store<'a> {
         let now = iso(self.now);
         let ids: Vec<String> = self
             .sql
-            .query(
-                "SELECT id FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?",
-                &[now.clone().into()],
-            )?
+            .query("SELECT id FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?", &[now.clone().into()])?
             .iter()
             .map(|r| id_of_row(r))
             .collect::<Result<_>>()?;
         for id in &ids {
-            self.sql.execute(
-                "UPDATE memories SET status = 'expired', updated_at = ? WHERE id = ?",
-                &[now.clone().into(), id.into()],
-            )?;
+            self.sql.execute("UPDATE memories SET status = 'expired', updated_at = ? WHERE id = ?", &[now.clone().into(), id.into()])?;
             self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
         }
         Ok(ids.len())

@@ -27,10 +27,7 @@ impl<'a> Store<'a> {
         let existing = self.existing_message_ids(&ids)?;
         let base = self
             .sql
-            .query(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?",
-                &[session_id.into()],
-            )?
+            .query("SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?", &[session_id.into()])?
             .first()
             .and_then(|r| r.first())
             .and_then(SqlValue::as_i64)
@@ -42,10 +39,8 @@ impl<'a> Store<'a> {
             if existing.contains(&m.id) || !seen.insert(m.id.clone()) {
                 continue;
             }
-            let position = i64::try_from(fresh.len())
-                .ok()
-                .and_then(|n| base.checked_add(n))
-                .ok_or_else(|| Error::storage("a session's positions are out of range"))?;
+            let position =
+                i64::try_from(fresh.len()).ok().and_then(|n| base.checked_add(n)).ok_or_else(|| Error::storage("a session's positions are out of range"))?;
             fresh.push(Message {
                 id: m.id.clone(),
                 session_id: session_id.to_string(),
@@ -77,10 +72,9 @@ impl<'a> Store<'a> {
         let (table, columns) = json_table(8);
         let mut written = Vec::new();
         for chunk in json_chunks(&rows) {
-            written.extend(rowids_of(self.sql.query(
-                &format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r RETURNING rowid, id"),
-                &[chunk],
-            )?)?);
+            written.extend(rowids_of(
+                self.sql.query(&format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r RETURNING rowid, id"), &[chunk])?,
+            )?);
         }
         written.sort_unstable();
         self.queue_text_index(FullText::Messages)?;
@@ -90,10 +84,7 @@ impl<'a> Store<'a> {
     pub fn messages_by_ids(&self, ids: &[String]) -> Result<Vec<Message>> {
         let mut out = Vec::new();
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
-            let sql = format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({}) ORDER BY session_id, position",
-                placeholders(chunk.len())
-            );
+            let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({}) ORDER BY session_id, position", placeholders(chunk.len()));
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
             for r in self.sql.query(&sql, &params)? {
                 out.push(message_from_row(r)?);
@@ -105,10 +96,7 @@ impl<'a> Store<'a> {
     /// Every message of a session, in order.
     pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>> {
         self.sql
-            .query(
-                &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY position"),
-                &[session_id.into()],
-            )?
+            .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY position"), &[session_id.into()])?
             .into_iter()
             .map(message_from_row)
             .collect()
@@ -116,10 +104,6 @@ impl<'a> Store<'a> {
 
     /// Every message, by session then position (export).
     pub fn all_messages(&self) -> Result<Vec<Message>> {
-        self.sql
-            .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position"), &[])?
-            .into_iter()
-            .map(message_from_row)
-            .collect()
+        self.sql.query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position"), &[])?.into_iter().map(message_from_row).collect()
     }
 }

@@ -77,9 +77,9 @@ mod sql;
 
 pub use consolidations::{NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
+use rows::*;
 pub use rows::{memory_from_row, message_from_row};
 pub use sql::*;
-use rows::*;
 
 impl<'a> Store<'a> {
     pub fn new(sql: &'a dyn Sql, now_millis: i64) -> Store<'a> {
@@ -182,28 +182,21 @@ impl<'a> Store<'a> {
     /// written, or everything in it was deleted).
     pub fn is_empty(&self) -> Result<bool> {
         let rows = self.sql.query("SELECT EXISTS (SELECT 1 FROM messages) OR EXISTS (SELECT 1 FROM memories)", &[])?;
-        let any = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to read whether the profile is empty"))?;
+        let any =
+            rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to read whether the profile is empty"))?;
         Ok(any == 0)
     }
 
     /// The highest rowids of `messages` and `memories` (about how many
     /// of each were ever stored; what a profile's state is estimated by).
     pub fn highest_rowids(&self) -> Result<(u64, u64)> {
-        let rows = self.sql.query(
-            "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM messages), (SELECT COALESCE(MAX(rowid), 0) FROM memories)",
-            &[],
-        )?;
+        let rows = self.sql.query("SELECT (SELECT COALESCE(MAX(rowid), 0) FROM messages), (SELECT COALESCE(MAX(rowid), 0) FROM memories)", &[])?;
         let n = |i: usize| rows.first().and_then(|r| r.get(i)).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to read the highest rowids"));
         Ok((u64::try_from(n(0)?).unwrap_or(0), u64::try_from(n(1)?).unwrap_or(0)))
     }
 
     pub fn meta_get(&self, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .sql
-            .query("SELECT value FROM meta WHERE key = ?", &[key.into()])?
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::opt_string))
+        Ok(self.sql.query("SELECT value FROM meta WHERE key = ?", &[key.into()])?.first().and_then(|r| r.first()).and_then(SqlValue::opt_string))
     }
 
     pub fn meta_set(&self, key: &str, value: &str) -> Result<()> {

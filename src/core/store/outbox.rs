@@ -128,22 +128,12 @@ impl<'a> Store<'a> {
 
     /// The earliest time a job that is not parked is due, in millis.
     pub fn next_job_at(&self) -> Result<Option<i64>> {
-        Ok(self
-            .sql
-            .query("SELECT MIN(next_attempt_at) FROM outbox WHERE parked = 0", &[])?
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_i64))
+        Ok(self.sql.query("SELECT MIN(next_attempt_at) FROM outbox WHERE parked = 0", &[])?.first().and_then(|r| r.first()).and_then(SqlValue::as_i64))
     }
 
     /// The one number a `SELECT COUNT(*) …` (or `MAX`) statement answers.
     pub(super) fn count(&self, statement: &str) -> Result<i64> {
-        self.sql
-            .query(statement, &[])?
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_i64)
-            .ok_or_else(|| Error::storage("a count returned no number"))
+        self.sql.query(statement, &[])?.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a count returned no number"))
     }
 
     /// When background work is next due (epoch millis): the earliest
