@@ -221,8 +221,9 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
                 channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], &scope).await?,
                 channels::vector(fuse::Channel::Hyde, p.sql, p.index, &embeddings[1], &scope).await?,
             ];
+            let weights = fuse::Weights::new(p.embedder.kind()).with_lexical_match(crate::core::recall::lexical_match(p, &rankings)?);
             for _ in 0..repeat {
-                let mut fused = fuse::fuse(&rankings, fuse::Weights::new(p.embedder.kind()));
+                let mut fused = fuse::fuse(&rankings, weights);
                 fused.truncate(crate::core::api::DEFAULT_RECALL_LIMIT);
                 out = p.store().memories_by_ids(&fused.iter().map(|f| f.id.clone()).collect::<Vec<_>>())?.len();
             }

@@ -441,8 +441,11 @@ pub fn fts_with(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, turns: &TurnScore
             why.insert(id.clone(), node);
         }
     }
-    let ids: Vec<String> = diversify(best_first(scores), &sources).into_iter().take(scope.channel_depth()).collect();
+    let ranked = best_first(scores);
+    let best_score = ranked.first().map(|(_, s)| *s);
+    let ids: Vec<String> = diversify(ranked, &sources).into_iter().take(scope.channel_depth()).collect();
     let mut ranking = Ranking::new(Channel::Fts, ids).by_evidence(|id| sources.get(id).map(|s| s.iter().map(|(m, _)| m.clone()).collect()));
+    ranking.best_score = best_score;
     if scope.explain {
         ranking.why = ranking.ids.iter().filter_map(|id| why.remove(id).map(|w| (id.clone(), w))).collect();
     }

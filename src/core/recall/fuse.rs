@@ -113,16 +113,69 @@ pub const WEIGHT_MESSAGES: f64 = 0.05;
 pub const SEMANTIC_WEIGHT_HYDE: f64 = 0.25;
 pub const SEMANTIC_WEIGHT_VECTOR: f64 = 0.5;
 
+/// How well full text matched one query: the full-text channel's best
+/// score in units of a rare word's idf, so that it reads the same in a
+/// profile of a hundred messages and of a hundred thousand. BM25 gives a
+/// word found in few of `N` messages an idf near `ln N`, so the best
+/// memory's score divided by `ln N` counts, roughly, the query's
+/// distinctive words it (and its conversation) share: near 0 when the
+/// question paraphrases everything it could match.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LexicalMatch {
+    /// The full-text channel's best score (0 when it found nothing).
+    pub best: f64,
+    /// The messages stored in the profile (the `N` of its idf).
+    pub messages: u64,
+}
+
+impl LexicalMatch {
+    /// `best / ln(messages)`, the messages counted as at least 3.
+    pub fn strength(self) -> f64 {
+        self.best / (self.messages.max(3) as f64).ln()
+    }
+}
+
+/// The strength of a full-text match ([`LexicalMatch::strength`]) from
+/// which a semantic embedder's vector channels weigh as measured
+/// ([`SEMANTIC_WEIGHT_VECTOR`], [`SEMANTIC_WEIGHT_HYDE`]); below it they
+/// lean in ([`SEMANTIC_LEAN`]).
+pub const LEXICAL_MATCH_FULL: f64 = 3.0;
+/// How far a semantic embedder's vector channels lean in when full text
+/// matched nothing: their weights times `1 + SEMANTIC_LEAN x max(0, 1 -
+/// strength / LEXICAL_MATCH_FULL)`, so up to 7 times at no match and not
+/// at all from [`LEXICAL_MATCH_FULL`] up.
+///
+/// Why: with a sentence model the vector channel is the best alone where
+/// questions paraphrase their answers (knowledge updates 0.928 against
+/// fusion's 0.891, long answers 0.949 against 0.934, over sixteen draws),
+/// and full text is best where they share words (LoCoMo). A fixed weight
+/// serves one or the other (the weight sweeps in
+/// docs/bench/generalization/semantic-weights-sweep.txt and
+/// draws-experiments.txt); how well the query's own words matched tells
+/// the two apart per query. Chosen with all-MiniLM-L6-v2 over the sixteen
+/// draws, checked on draws held out from the choice
+/// (docs/bench/generalization/semantic-lean.txt). With the lexical
+/// embedder the vectors re-find what full text found and never lean.
+pub const SEMANTIC_LEAN: f64 = 6.0;
+
 /// Each channel's weight, by what the profile's embedder captures: the
-/// vector channels weigh what their vectors are worth beside full text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// vector channels weigh what their vectors are worth beside full text,
+/// and with a semantic embedder more when full text matched little.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Weights {
     pub embedding: EmbeddingKind,
+    /// How well full text matched this query, once the text channels ran.
+    pub lexical: Option<LexicalMatch>,
 }
 
 impl Weights {
     pub fn new(embedding: EmbeddingKind) -> Weights {
-        Weights { embedding }
+        Weights { embedding, lexical: None }
+    }
+
+    /// These weights for a query full text matched as `lexical` says.
+    pub fn with_lexical_match(self, lexical: Option<LexicalMatch>) -> Weights {
+        Weights { lexical, ..self }
     }
 
     /// The RRF constant: [`K`] or [`SEMANTIC_K`].
@@ -141,8 +194,23 @@ impl Weights {
         }
     }
 
+    /// The factor the vector channels' weights take for this query
+    /// ([`SEMANTIC_LEAN`]): 1 with the lexical embedder or before the
+    /// full-text channel ran.
+    pub fn lean(self) -> f64 {
+        match (self.embedding, self.lexical) {
+            (EmbeddingKind::Semantic, Some(m)) => 1.0 + SEMANTIC_LEAN * (1.0 - m.strength() / LEXICAL_MATCH_FULL).max(0.0),
+            _ => 1.0,
+        }
+    }
+
     /// The weight of `channel`.
     pub fn of(self, channel: Channel) -> f64 {
+        self.base(channel) * if is_vector(channel) { self.lean() } else { 1.0 }
+    }
+
+    /// The weight of `channel` before the lean: its constant.
+    fn base(self, channel: Channel) -> f64 {
         match (channel, self.embedding) {
             (Channel::Key, _) => WEIGHT_KEY,
             (Channel::Fts, _) => WEIGHT_FTS,
@@ -166,6 +234,28 @@ impl Weights {
             (Channel::Messages, _) => "WEIGHT_MESSAGES",
         }
     }
+
+    /// Why the vector channels lean as they do for this query, down to
+    /// the full-text match; `None` when they do not lean.
+    fn explain_lean(self) -> Option<Explanation> {
+        let lean = self.lean();
+        let m = self.lexical.filter(|_| lean != 1.0)?;
+        Some(
+            Explanation::new(
+                lean,
+                format!("lean: 1 + SEMANTIC_LEAN {SEMANTIC_LEAN} x max(0, 1 - full-text match {:.3} / LEXICAL_MATCH_FULL {LEXICAL_MATCH_FULL})", m.strength()),
+            )
+            .with(Explanation::new(
+                m.strength(),
+                format!("full-text match: the full-text channel's best score {:.3} / ln({} messages)", m.best, m.messages.max(3)),
+            )),
+        )
+    }
+}
+
+/// Whether `channel` searches vectors (and leans with [`Weights::lean`]).
+fn is_vector(channel: Channel) -> bool {
+    matches!(channel, Channel::Vector | Channel::Hyde)
 }
 
 /// Why a score is what it is: a value, the formula or fact that gives it
@@ -232,12 +322,15 @@ pub struct Ranking {
     /// A vector channel's best cosine similarity (its first id's), which
     /// [`shows_a_match`] weighs; `None` for the other channels.
     pub best_similarity: Option<f32>,
+    /// The full-text channel's best score (its first id's), which
+    /// [`LexicalMatch`] reads; `None` for the other channels.
+    pub best_score: Option<f64>,
 }
 
 impl Ranking {
     /// A ranking by position.
     pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
-        Ranking { channel, ids, ranks: Vec::new(), why: Default::default(), best_similarity: None }
+        Ranking { channel, ids, ranks: Vec::new(), why: Default::default(), best_similarity: None, best_score: None }
     }
 
     /// Ranks by evidence: memories drawn from the same source messages
@@ -336,18 +429,16 @@ pub struct Fused {
 /// its rank there (from `rankings`, when the channel explained it).
 pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanation {
     let parts = hit.trace.iter().map(|c| {
+        let lean = weights.explain_lean().filter(|_| is_vector(c.channel));
+        let weight = match lean {
+            Some(_) => format!("{} {} x lean {:.3}", weights.name(c.channel), weights.base(c.channel), weights.lean()),
+            None => format!("{} {}", weights.name(c.channel), c.weight),
+        };
         let node = Explanation::new(
             c.contribution,
-            format!(
-                "{} channel: {} {} / ({} {} + rank {} by evidence)",
-                c.channel.name(),
-                weights.name(c.channel),
-                c.weight,
-                weights.k_name(),
-                weights.k(),
-                c.rank
-            ),
-        );
+            format!("{} channel: {weight} / ({} {} + rank {} by evidence)", c.channel.name(), weights.k_name(), weights.k(), c.rank),
+        )
+        .with_all(lean);
         let why = rankings.iter().filter(|r| r.channel == c.channel).find_map(|r| r.why.get(&hit.id));
         match why {
             Some(why) => node.with(why.clone()),
@@ -432,6 +523,7 @@ mod tests {
             ranks: vec![1, 1, 2],
             why: Default::default(),
             best_similarity: None,
+            best_score: None,
         };
         let out = fuse(&[grouped], Weights::default());
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
@@ -498,6 +590,55 @@ mod tests {
         let e = explain(&hit, &rankings, semantic);
         assert!(e.details[0].description.contains("(SEMANTIC_K 3 + rank 1"), "{e:?}");
         assert!(e.description.contains("(SEMANTIC_K + rank)"), "{e:?}");
+    }
+
+    #[test]
+    fn test_semantic_vectors_lean_in_as_full_text_matches_less() {
+        let messages = 100u64;
+        let with = |best: f64| Weights::new(EmbeddingKind::Semantic).with_lexical_match(Some(LexicalMatch { best, messages }));
+        let full = LEXICAL_MATCH_FULL * (messages as f64).ln();
+        assert_eq!(with(0.0).of(Channel::Vector), SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN), "no match: the whole lean");
+        assert_eq!(with(0.0).of(Channel::Hyde), SEMANTIC_WEIGHT_HYDE * (1.0 + SEMANTIC_LEAN));
+        assert!((with(full / 2.0).lean() - (1.0 + SEMANTIC_LEAN / 2.0)).abs() < 1e-12, "half the match: half the lean");
+        assert_eq!(with(full).of(Channel::Vector), SEMANTIC_WEIGHT_VECTOR, "a full match: the measured weight");
+        assert_eq!(with(10.0 * full).of(Channel::Vector), SEMANTIC_WEIGHT_VECTOR, "never below it");
+        for channel in [Channel::Key, Channel::Fts, Channel::Messages] {
+            assert_eq!(with(0.0).of(channel), Weights::new(EmbeddingKind::Semantic).of(channel), "{channel:?} does not lean");
+        }
+    }
+
+    #[test]
+    fn test_a_match_reads_the_same_at_any_profile_size() {
+        // The same words matched (a score in proportion to ln N) lean the
+        // same in a small profile and a large one.
+        let strength = |messages: u64| LexicalMatch { best: 1.5 * (messages as f64).ln(), messages }.strength();
+        assert!((strength(50) - 1.5).abs() < 1e-12 && (strength(100_000) - 1.5).abs() < 1e-12);
+        assert!(LexicalMatch { best: 1.0, messages: 0 }.strength().is_finite(), "an empty profile counts as 3 messages");
+    }
+
+    #[test]
+    fn test_the_lexical_embedder_and_an_unmeasured_query_never_lean() {
+        let nothing = Some(LexicalMatch { best: 0.0, messages: 1_000 });
+        assert_eq!(Weights::new(EmbeddingKind::Lexical).with_lexical_match(nothing).of(Channel::Vector), WEIGHT_VECTOR);
+        assert_eq!(Weights::new(EmbeddingKind::Semantic).with_lexical_match(None).of(Channel::Vector), SEMANTIC_WEIGHT_VECTOR);
+    }
+
+    #[test]
+    fn test_a_lean_is_explained_down_to_the_full_text_match() {
+        let weights = Weights::new(EmbeddingKind::Semantic).with_lexical_match(Some(LexicalMatch { best: 0.0, messages: 20 }));
+        let rankings = [r(Channel::Fts, &["f1", "f2"]), r(Channel::Vector, &["v1"])];
+        let out = fuse(&rankings, weights);
+        assert_eq!(out[0].id, "v1", "full text matched nothing: the vector's first hit leads");
+        let e = explain(&out[0], &rankings, weights);
+        assert!((e.details.iter().map(|d| d.value).sum::<f64>() - e.value).abs() < 1e-12);
+        let vector = &e.details[0];
+        assert!(vector.description.contains("SEMANTIC_WEIGHT_VECTOR 0.5 x lean 7.000"), "{vector:?}");
+        let lean = &vector.details[0];
+        assert_eq!(lean.value, 1.0 + SEMANTIC_LEAN);
+        assert!(lean.description.contains("SEMANTIC_LEAN 6") && lean.description.contains("LEXICAL_MATCH_FULL 3"), "{lean:?}");
+        assert!(lean.details[0].description.contains("best score 0.000 / ln(20 messages)"), "{lean:?}");
+        let unleaned = explain(&fuse(&rankings, Weights::new(EmbeddingKind::Semantic))[0], &rankings, Weights::new(EmbeddingKind::Semantic));
+        assert!(unleaned.details.iter().all(|d| !d.description.contains("lean")), "{unleaned:?}");
     }
 
     #[test]

@@ -161,14 +161,15 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     let key = channels::key(p.sql, &analysis.keys, &scope);
     got.record(Channel::Key, key);
     text_channels(p, &scope, &analysis, &mut got);
+    got.weights = got.weights.with_lexical_match(lexical_match(p, &got.rankings)?);
     vector_channels(p, &scope, embeddings.as_ref(), &mut got).await;
     let ranked = match fuse::shows_a_match(&got.rankings, p.embedder.match_floor()) {
-        true => fuse_and_load(p, &scope, &got.rankings)?,
+        true => fuse_and_load(p, &scope, &got.rankings, got.weights)?,
         // Nothing matches by words or meaning: only memories dated in a
         // period the question names ("What did we do last week?"), else
         // no candidates and an empty answer (the published interface's
         // "an empty answer rather than hallucinating a response").
-        false => dated_in_named_periods(fuse_and_load(p, &scope, &got.rankings)?, &scope),
+        false => dated_in_named_periods(fuse_and_load(p, &scope, &got.rankings, got.weights)?, &scope),
     };
     let computed = temporal_facts(&scope, &ranked);
     let answer = synthesize(p, &scope, &ranked, &computed, &mut got.notes).await;
@@ -268,6 +269,14 @@ fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis,
     }
 }
 
+/// How well full text matched the query (`fuse::LexicalMatch`), which
+/// the vector channels' weights lean by with a semantic embedder; `None`
+/// when the full-text channel failed.
+pub fn lexical_match(p: &Profile<'_>, rankings: &[Ranking]) -> Result<Option<fuse::LexicalMatch>> {
+    let Some(fts) = rankings.iter().find(|r| r.channel == Channel::Fts) else { return Ok(None) };
+    Ok(Some(fuse::LexicalMatch { best: fts.best_score.unwrap_or(0.0), messages: p.store().messages_stored_about()? }))
+}
+
 /// 4. The two vector channels, in one call to the index. A HyDE statement
 ///    that embeds like the query itself would only repeat the direct
 ///    channel and count its evidence twice: the HyDE channel then reports
@@ -319,8 +328,12 @@ const MAX_BATCHES: usize = 4;
 /// 5. Fusion of the rankings, the best `limit` read from the store with no
 ///    one message crowding out the rest, each with its explanation when
 ///    asked.
-fn fuse_and_load(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> Result<Vec<(Memory, fuse::Fused, Option<Explanation>)>> {
-    let weights = fuse::Weights::new(p.embedder.kind());
+fn fuse_and_load(
+    p: &Profile<'_>,
+    scope: &RecallScope,
+    rankings: &[Ranking],
+    weights: fuse::Weights,
+) -> Result<Vec<(Memory, fuse::Fused, Option<Explanation>)>> {
     let fused = fuse::fuse(rankings, weights);
     let store = p.store();
     let mut crowding = crowding::Crowding::default();

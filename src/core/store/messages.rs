@@ -93,6 +93,15 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
+    /// About how many messages are stored: the largest rowid, read from
+    /// the end of the table's b-tree (a count would read all of it). Rowids
+    /// only grow, so messages deleted since still count; recall reads it
+    /// through a logarithm (`recall::fuse::LexicalMatch`), where that is
+    /// no matter.
+    pub fn messages_stored_about(&self) -> Result<u64> {
+        Ok(u64::try_from(self.count("SELECT COALESCE(MAX(rowid), 0) FROM messages")?).unwrap_or(0))
+    }
+
     /// Every message of a session, in order.
     pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>> {
         self.sql
