@@ -622,3 +622,65 @@ fn test_a_question_naming_only_a_period_finds_what_is_dated_in_it() {
         assert_eq!((r.count, r.answer.as_str()), (0, ""), "nothing is dated in 2025: {:?}", summaries(&r));
     });
 }
+
+/// The hashing embedder declared semantic: a stand-in for a sentence model
+/// (no model runs in the native tests), so that recall fuses with the
+/// semantic kind's weights and leans as it does with Workers AI.
+struct SemanticStandIn;
+
+impl agent_memory::core::ports::Embedder for SemanticStandIn {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> agent_memory::core::ports::LocalBoxFuture<'a, agent_memory::core::error::Result<Vec<Vec<f32>>>> {
+        agent_memory::core::local::embed::HashEmbedder.embed(texts)
+    }
+
+    fn kind(&self) -> agent_memory::core::ports::EmbeddingKind {
+        agent_memory::core::ports::EmbeddingKind::Semantic
+    }
+}
+
+fn vector_weight(r: &RecallResponse) -> f64 {
+    r.explain.as_ref().expect("explain requested").channels.iter().find(|c| c.channel == Channel::Vector).expect("a vector channel report").weight
+}
+
+#[test]
+fn test_semantic_vectors_lean_in_when_the_query_words_match_nothing_stand_in_embedder() {
+    use agent_memory::core::recall::fuse::{SEMANTIC_LEAN, SEMANTIC_WEIGHT_VECTOR, WEIGHT_VECTOR};
+    let sql = database();
+    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
+    let turns = agent_memory::core::recall::directory::TurnDirectory::new();
+    let semantic = Profile {
+        name: "test/semantic",
+        sql: &sql,
+        reasoner: &agent_memory::core::rules::Rules,
+        embedder: &SemanticStandIn,
+        index: &index,
+        turns: Some(&turns),
+        now: APRIL_15,
+        limits: Default::default(),
+        memory: Default::default(),
+    };
+    block_on(semantic.ingest(spec_conversation())).unwrap();
+    block_on(semantic.drain()).unwrap();
+    let ask = |p: &Profile<'_>, query: &str| recall(p, json!({ "query": query, "explain": true }));
+
+    // No word of the question is in the profile: the whole lean.
+    let paraphrase = ask(&semantic, "Quartz xylophone zebras?");
+    assert_eq!(vector_weight(&paraphrase), SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN));
+    // Its words found: less of it, never below the measured weight.
+    let worded = ask(&semantic, "What package manager does the user prefer?");
+    let w = vector_weight(&worded);
+    // (Four messages: the best full-text score over ln 4 stays below LEXICAL_MATCH_FULL.)
+    assert!(w > SEMANTIC_WEIGHT_VECTOR && w < SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN), "{w}");
+    // The tree says why, under each vector contribution.
+    let leaned = worded.candidates.iter().flat_map(|c| c.explanation.iter().flatten()).find(|n| n.description.starts_with("lean:"));
+    assert!(leaned.expect("a lean node").description.contains("SEMANTIC_LEAN 6"));
+    for c in &worded.candidates {
+        let sum: f64 = c.trace.as_ref().unwrap().iter().map(|t| t.contribution).sum();
+        assert!((c.score - sum).abs() < 1e-12);
+    }
+
+    // The local (lexical) embedder never leans.
+    with_profile(&sql, APRIL_15, |p| {
+        assert_eq!(vector_weight(&ask(p, "Quartz xylophone zebras?")), WEIGHT_VECTOR);
+    });
+}
