@@ -16,9 +16,11 @@ over its draws as tests/bench/draws.py does, and prints recall@10 for:
   lean       the vector channels' weights times 1 + G x max(0, 1 - m / T),
              m = the full-text channel's best score / ln(messages in the
              profile) (recall::fuse::SEMANTIC_LEAN, LEXICAL_MATCH_FULL);
-  lean-kept  that rule at the kept T 3, G 6 only.
+  lean-kept  that rule at the kept T 3, G 6 only;
+  vec-by-m   the query vector's weight as a ramp in m (rising from lo at
+             m = 0 to hi at m >= T, or falling): a lean for hashed vectors.
 
-    python3 draws.py <dump dir> <hash|minilm> [channels] [grid] [fts-top] [coverage] [lean] [lean-kept]
+    python3 draws.py <dump dir> <hash|minilm> [channels] [grid] [fts-top] [coverage] [lean] [lean-kept] [vec-by-m]
 
 A dump directory may hold other draws (e.g. seeds held out from a
 choice): a set s<k>_<style> reads target/draws/seed-<k>/<style>.json.
@@ -152,6 +154,12 @@ def main():
             row(f'lean T {t:g} G {g:g}', pooled(data, lambda q: rp.fuse(q, w=leaned(q, kept, t, g, known), K=K)), best)
     if 'lean-kept' in wanted:
         row('lean T 3 G 6 (kept)', pooled(data, lambda q: rp.fuse(q, w=leaned(q, kept, 3.0, 6.0, known), K=K)), best)
+    if 'vec-by-m' in wanted:
+        m_of = lambda q: fts_top(q) / math.log(max(messages(q, known), 3))
+        for t, lo, hi in itertools.product([2.0, 3.0, 4.0, 5.0], [0.0, 0.1], [0.25, 0.5]):
+            row(f'vector {lo:g} -> {hi:g} by m/{t:g}', pooled(data, lambda q: rp.fuse(q, w={**kept, 'vector': lo + (hi - lo) * min(1.0, m_of(q) / t)}, K=K)), best)
+        for t, hi in itertools.product([3.0, 5.0], [0.25, 0.5]):
+            row(f'vector {hi:g} -> 0.1 by m/{t:g}', pooled(data, lambda q: rp.fuse(q, w={**kept, 'vector': hi - (hi - 0.1) * min(1.0, m_of(q) / t)}, K=K)), best)
     if 'coverage' in wanted:
         cov = coverages()
         for t, b in itertools.product([0.3, 0.5, 0.7], boosts):
