@@ -114,6 +114,32 @@ pub fn content_words(s: &str) -> Vec<String> {
     tokens(s).into_iter().filter(|w| !is_stop(w)).collect()
 }
 
+/// The endings [`stem`] strips, longest first within a family, each with
+/// what replaces it.
+const STEM_SUFFIXES: [(&str, &str); 21] = [
+    ("ational", "ate"),
+    ("ization", "ize"),
+    ("fulness", "ful"),
+    ("ousness", "ous"),
+    ("iveness", "ive"),
+    ("ations", "ate"),
+    ("ation", "ate"),
+    ("ement", ""),
+    ("ments", ""),
+    ("ment", ""),
+    ("ness", ""),
+    ("ities", ""),
+    ("ity", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ing", ""),
+    ("edly", ""),
+    ("ed", ""),
+    ("ly", ""),
+    ("es", ""),
+    ("s", ""),
+];
+
 /// A light English stemmer (plural, -ing, -ed, -ly, a few derivational
 /// endings). Close to Porter where it matters for matching; not exact.
 pub fn stem(w: &str) -> String {
@@ -123,29 +149,7 @@ pub fn stem(w: &str) -> String {
         return w;
     }
     let s = w.as_str();
-    for (suf, rep) in [
-        ("ational", "ate"),
-        ("ization", "ize"),
-        ("fulness", "ful"),
-        ("ousness", "ous"),
-        ("iveness", "ive"),
-        ("ations", "ate"),
-        ("ation", "ate"),
-        ("ement", ""),
-        ("ments", ""),
-        ("ment", ""),
-        ("ness", ""),
-        ("ities", ""),
-        ("ity", ""),
-        ("ies", "y"),
-        ("ied", "y"),
-        ("ing", ""),
-        ("edly", ""),
-        ("ed", ""),
-        ("ly", ""),
-        ("es", ""),
-        ("s", ""),
-    ] {
+    for (suf, rep) in STEM_SUFFIXES {
         if let Some(base) = s.strip_suffix(suf) {
             if base.len() >= 3 && !(suf == "s" && (base.ends_with('s') || base.ends_with('u') || base.ends_with('i'))) {
                 if suf == "es" && !(base.ends_with("sh") || base.ends_with("ch") || base.ends_with('x') || base.ends_with('s') || base.ends_with('z')) {
@@ -272,30 +276,7 @@ mod tests {
         if w.len() <= 3 || w.chars().any(|c| !c.is_ascii_alphabetic()) {
             return w;
         }
-        let suffixes = [
-            ("ational", "ate"),
-            ("ization", "ize"),
-            ("fulness", "ful"),
-            ("ousness", "ous"),
-            ("iveness", "ive"),
-            ("ations", "ate"),
-            ("ation", "ate"),
-            ("ement", ""),
-            ("ments", ""),
-            ("ment", ""),
-            ("ness", ""),
-            ("ities", ""),
-            ("ity", ""),
-            ("ies", "y"),
-            ("ied", "y"),
-            ("ing", ""),
-            ("edly", ""),
-            ("ed", ""),
-            ("ly", ""),
-            ("es", ""),
-            ("s", ""),
-        ];
-        for (suf, rep) in suffixes {
+        for (suf, rep) in STEM_SUFFIXES {
             if let Some(base) = w.strip_suffix(suf) {
                 if base.len() >= 3 && !(suf == "s" && (base.ends_with('s') || base.ends_with('u') || base.ends_with('i'))) {
                     if suf == "es" && !(base.ends_with("sh") || base.ends_with("ch") || base.ends_with('x') || base.ends_with('s') || base.ends_with('z')) {
