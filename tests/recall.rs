@@ -642,15 +642,13 @@ fn vector_weight(r: &RecallResponse) -> f64 {
     r.explain.as_ref().expect("explain requested").channels.iter().find(|c| c.channel == Channel::Vector).expect("a vector channel report").weight
 }
 
-#[test]
-fn test_semantic_vectors_lean_in_when_the_query_words_match_nothing_stand_in_embedder() {
-    use agent_memory::core::recall::fuse::{SEMANTIC_LEAN, SEMANTIC_WEIGHT_VECTOR, WEIGHT_VECTOR};
-    let sql = database();
-    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
+/// Runs `f` with a profile over `sql` that embeds with [`SemanticStandIn`].
+fn with_semantic_stand_in<T>(sql: &support::NativeSql, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    let index = agent_memory::core::local::vector::SqlVectorIndex { sql };
     let turns = agent_memory::core::recall::directory::TurnDirectory::new();
-    let semantic = Profile {
+    let p = Profile {
         name: "test/semantic",
-        sql: &sql,
+        sql,
         reasoner: &agent_memory::core::rules::Rules,
         embedder: &SemanticStandIn,
         index: &index,
@@ -659,28 +657,59 @@ fn test_semantic_vectors_lean_in_when_the_query_words_match_nothing_stand_in_emb
         limits: Default::default(),
         memory: Default::default(),
     };
-    block_on(semantic.ingest(spec_conversation())).unwrap();
-    block_on(semantic.drain()).unwrap();
-    let ask = |p: &Profile<'_>, query: &str| recall(p, json!({ "query": query, "explain": true }));
+    f(&p)
+}
 
-    // No word of the question is in the profile: the whole lean.
-    let paraphrase = ask(&semantic, "Quartz xylophone zebras?");
-    assert_eq!(vector_weight(&paraphrase), SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN));
-    // Its words found: less of it, never below the measured weight.
-    let worded = ask(&semantic, "What package manager does the user prefer?");
-    let w = vector_weight(&worded);
-    // (Four messages: the best full-text score over ln 4 stays below LEXICAL_MATCH_FULL.)
-    assert!(w > SEMANTIC_WEIGHT_VECTOR && w < SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN), "{w}");
-    // The tree says why, under each vector contribution.
-    let leaned = worded.candidates.iter().flat_map(|c| c.explanation.iter().flatten()).find(|n| n.description.starts_with("lean:"));
-    assert!(leaned.expect("a lean node").description.contains("SEMANTIC_LEAN 6"));
-    for c in &worded.candidates {
-        let sum: f64 = c.trace.as_ref().unwrap().iter().map(|t| t.contribution).sum();
-        assert!((c.score - sum).abs() < 1e-12);
-    }
+#[test]
+fn test_semantic_vectors_lean_in_when_the_query_words_match_nothing_stand_in_embedder() {
+    use agent_memory::core::recall::fuse::{SEMANTIC_LEAN, SEMANTIC_WEIGHT_VECTOR, WEIGHT_VECTOR};
+    let sql = database();
+    let ask = |p: &Profile<'_>, query: &str| recall(p, json!({ "query": query, "explain": true }));
+    with_semantic_stand_in(&sql, |semantic| {
+        block_on(semantic.ingest(spec_conversation())).unwrap();
+        block_on(semantic.drain()).unwrap();
+
+        // No word of the question is in the profile: the whole lean.
+        let paraphrase = ask(semantic, "Quartz xylophone zebras?");
+        assert_eq!(vector_weight(&paraphrase), SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN));
+        // Its words found: less of it, never below the measured weight.
+        let worded = ask(semantic, "What package manager does the user prefer?");
+        let w = vector_weight(&worded);
+        // (Four messages: the best full-text score over ln 4 stays below LEXICAL_MATCH_FULL.)
+        assert!(w > SEMANTIC_WEIGHT_VECTOR && w < SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN), "{w}");
+        // The tree says why, under each vector contribution, down to the
+        // profile's four messages.
+        let nodes: Vec<_> = worded.candidates.iter().flat_map(|c| c.explanation.iter().flatten()).collect();
+        assert!(nodes.iter().any(|n| n.description.starts_with("lean:") && n.description.contains("SEMANTIC_LEAN 6")), "{nodes:?}");
+        assert!(nodes.iter().any(|n| n.description.contains("/ ln(4 documents)")), "{nodes:?}");
+        for c in &worded.candidates {
+            let sum: f64 = c.trace.as_ref().unwrap().iter().map(|t| t.contribution).sum();
+            assert!((c.score - sum).abs() < 1e-12);
+        }
+    });
 
     // The local (lexical) embedder never leans.
     with_profile(&sql, APRIL_15, |p| {
         assert_eq!(vector_weight(&ask(p, "Quartz xylophone zebras?")), WEIGHT_VECTOR);
+    });
+}
+
+#[test]
+fn test_a_profile_of_remembered_statements_measures_the_match_by_its_memories_stand_in_embedder() {
+    let sql = database();
+    with_semantic_stand_in(&sql, |p| {
+        for content in [
+            "The user prefers pnpm over npm.",
+            "Dark mode is the default theme.",
+            "The API rate limit is 10,000 req/s.",
+            "Deploys go out on Tuesdays.",
+            "The staging database is Postgres 16.",
+        ] {
+            remember(p, json!({ "content": content }));
+        }
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "Which package manager?", "explain": true }));
+        let nodes: Vec<_> = r.candidates.iter().flat_map(|c| c.explanation.iter().flatten()).collect();
+        assert!(nodes.iter().any(|n| n.description.contains("/ ln(5 documents)")), "no messages: N is the five memories: {nodes:?}");
     });
 }

@@ -116,22 +116,25 @@ pub const SEMANTIC_WEIGHT_VECTOR: f64 = 0.5;
 /// How well full text matched one query: the full-text channel's best
 /// score in units of a rare word's idf, so that it reads the same in a
 /// profile of a hundred messages and of a hundred thousand. BM25 gives a
-/// word found in few of `N` messages an idf near `ln N`, so the best
+/// word found in few of `N` texts an idf near `ln N`, so the best
 /// memory's score divided by `ln N` counts, roughly, the query's
 /// distinctive words it (and its conversation) share: near 0 when the
-/// question paraphrases everything it could match.
+/// question paraphrases everything it could match. `N` is the profile's
+/// messages, whose words score a memory in its conversation; in a
+/// profile of remembered statements alone (no messages) its memories,
+/// which then score on their own words.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LexicalMatch {
     /// The full-text channel's best score (0 when it found nothing).
     pub best: f64,
-    /// The messages stored in the profile (the `N` of its idf).
-    pub messages: u64,
+    /// The texts the score's idf counted (the `N` above).
+    pub documents: u64,
 }
 
 impl LexicalMatch {
-    /// `best / ln(messages)`, the messages counted as at least 3.
+    /// `best / ln(documents)`, the documents counted as at least 3.
     pub fn strength(self) -> f64 {
-        self.best / (self.messages.max(3) as f64).ln()
+        self.best / (self.documents.max(3) as f64).ln()
     }
 }
 
@@ -247,7 +250,7 @@ impl Weights {
             )
             .with(Explanation::new(
                 m.strength(),
-                format!("full-text match: the full-text channel's best score {:.3} / ln({} messages)", m.best, m.messages.max(3)),
+                format!("full-text match: the full-text channel's best score {:.3} / ln({} documents)", m.best, m.documents.max(3)),
             )),
         )
     }
@@ -595,7 +598,7 @@ mod tests {
     #[test]
     fn test_semantic_vectors_lean_in_as_full_text_matches_less() {
         let messages = 100u64;
-        let with = |best: f64| Weights::new(EmbeddingKind::Semantic).with_lexical_match(Some(LexicalMatch { best, messages }));
+        let with = |best: f64| Weights::new(EmbeddingKind::Semantic).with_lexical_match(Some(LexicalMatch { best, documents: messages }));
         let full = LEXICAL_MATCH_FULL * (messages as f64).ln();
         assert_eq!(with(0.0).of(Channel::Vector), SEMANTIC_WEIGHT_VECTOR * (1.0 + SEMANTIC_LEAN), "no match: the whole lean");
         assert_eq!(with(0.0).of(Channel::Hyde), SEMANTIC_WEIGHT_HYDE * (1.0 + SEMANTIC_LEAN));
@@ -611,21 +614,21 @@ mod tests {
     fn test_a_match_reads_the_same_at_any_profile_size() {
         // The same words matched (a score in proportion to ln N) lean the
         // same in a small profile and a large one.
-        let strength = |messages: u64| LexicalMatch { best: 1.5 * (messages as f64).ln(), messages }.strength();
+        let strength = |messages: u64| LexicalMatch { best: 1.5 * (messages as f64).ln(), documents: messages }.strength();
         assert!((strength(50) - 1.5).abs() < 1e-12 && (strength(100_000) - 1.5).abs() < 1e-12);
-        assert!(LexicalMatch { best: 1.0, messages: 0 }.strength().is_finite(), "an empty profile counts as 3 messages");
+        assert!(LexicalMatch { best: 1.0, documents: 0 }.strength().is_finite(), "an empty profile counts as 3 documents");
     }
 
     #[test]
     fn test_the_lexical_embedder_and_an_unmeasured_query_never_lean() {
-        let nothing = Some(LexicalMatch { best: 0.0, messages: 1_000 });
+        let nothing = Some(LexicalMatch { best: 0.0, documents: 1_000 });
         assert_eq!(Weights::new(EmbeddingKind::Lexical).with_lexical_match(nothing).of(Channel::Vector), WEIGHT_VECTOR);
         assert_eq!(Weights::new(EmbeddingKind::Semantic).with_lexical_match(None).of(Channel::Vector), SEMANTIC_WEIGHT_VECTOR);
     }
 
     #[test]
     fn test_a_lean_is_explained_down_to_the_full_text_match() {
-        let weights = Weights::new(EmbeddingKind::Semantic).with_lexical_match(Some(LexicalMatch { best: 0.0, messages: 20 }));
+        let weights = Weights::new(EmbeddingKind::Semantic).with_lexical_match(Some(LexicalMatch { best: 0.0, documents: 20 }));
         let rankings = [r(Channel::Fts, &["f1", "f2"]), r(Channel::Vector, &["v1"])];
         let out = fuse(&rankings, weights);
         assert_eq!(out[0].id, "v1", "full text matched nothing: the vector's first hit leads");
@@ -636,7 +639,7 @@ mod tests {
         let lean = &vector.details[0];
         assert_eq!(lean.value, 1.0 + SEMANTIC_LEAN);
         assert!(lean.description.contains("SEMANTIC_LEAN 6") && lean.description.contains("LEXICAL_MATCH_FULL 3"), "{lean:?}");
-        assert!(lean.details[0].description.contains("best score 0.000 / ln(20 messages)"), "{lean:?}");
+        assert!(lean.details[0].description.contains("best score 0.000 / ln(20 documents)"), "{lean:?}");
         let unleaned = explain(&fuse(&rankings, Weights::new(EmbeddingKind::Semantic))[0], &rankings, Weights::new(EmbeddingKind::Semantic));
         assert!(unleaned.details.iter().all(|d| !d.description.contains("lean")), "{unleaned:?}");
     }

@@ -94,10 +94,10 @@ impl<'a> Store<'a> {
     }
 
     /// About how many messages are stored: the largest rowid, read from
-    /// the end of the table's b-tree (a count would read all of it). Rowids
-    /// only grow, so messages deleted since still count; recall reads it
-    /// through a logarithm (`recall::fuse::LexicalMatch`), where that is
-    /// no matter.
+    /// the end of the table's b-tree (a count would read all of it). Never
+    /// below the count; deleted messages can leave it above, which recall
+    /// reads through a logarithm (`recall::fuse::LexicalMatch`), where
+    /// that is no matter. 0 when there are none.
     pub fn messages_stored_about(&self) -> Result<u64> {
         Ok(u64::try_from(self.count("SELECT COALESCE(MAX(rowid), 0) FROM messages")?).unwrap_or(0))
     }
