@@ -42,7 +42,8 @@
 #                                 each style pooled over the committed draw
 #                                 and the seeds', flagging fusion below its
 #                                 best channel and a channel below its plain
-#                                 counterpart. LOCOMO_EMBEDDER etc. apply.
+#                                 counterpart. LOCOMO_EMBEDDER etc. apply;
+#                                 DRAW_DEV=0 leaves the committed draw out.
 #   make locomo-one-profile       the four generated styles' haystacks, each
 #                                 session once, in ONE native profile (~4.6k
 #                                 memories of long-turn chats), every question
@@ -75,6 +76,9 @@ LOCOMO ?=
 LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 
 DRAW_SEEDS ?= 1 2 3
+# DRAW_DEV=0 leaves out the committed draw: the seeds' draws alone (e.g.
+# seeds held out from a choice made on the others).
+DRAW_DEV ?= 1
 DRAW_STYLES := coding-agent knowledge-updates long-answers support-chat
 
 .PHONY: locomo locomo-styles locomo-draws locomo-one-profile
@@ -92,7 +96,7 @@ locomo-draws:
 	@set -eo pipefail; for s in $(DRAW_SEEDS); do \
 		python3 tests/fixtures/dev-styles/generate.py --seed $$s --out target/draws/seed-$$s > /dev/null; \
 	done; \
-	for f in $(foreach s,dev $(DRAW_SEEDS),$(foreach t,$(DRAW_STYLES),$(if $(filter dev,$(s)),tests/fixtures/dev-styles/$(t).json,target/draws/seed-$(s)/$(t).json))); do \
+	for f in $(foreach s,$(if $(filter 0,$(DRAW_DEV)),,dev) $(DRAW_SEEDS),$(foreach t,$(DRAW_STYLES),$(if $(filter dev,$(s)),tests/fixtures/dev-styles/$(t).json,target/draws/seed-$(s)/$(t).json))); do \
 		echo "== $$f"; \
 		$(ENV) LOCOMO="$$f" LOCOMO_CHANNELS=1 cargo bench --quiet --bench locomo; \
 	done | python3 tests/bench/draws.py
