@@ -150,7 +150,7 @@ pub const LEXICAL_MATCH_FULL: f64 = 3.0;
 ///
 /// Why: with a sentence model the vector channel is the best alone where
 /// questions paraphrase their answers (knowledge updates 0.928 against
-/// fusion's 0.891, long answers 0.949 against 0.934, over sixteen draws),
+/// fusion's 0.891, long answers 0.950 against 0.934, over sixteen draws),
 /// and full text is best where they share words (LoCoMo). A fixed weight
 /// serves one or the other (the weight sweeps in
 /// docs/bench/generalization/semantic-weights-sweep.txt and
