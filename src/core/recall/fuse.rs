@@ -431,8 +431,9 @@ pub struct Fused {
 /// contribution per channel that ranked it, each with what put the hit at
 /// its rank there (from `rankings`, when the channel explained it).
 pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanation {
+    let leaned = weights.explain_lean();
     let parts = hit.trace.iter().map(|c| {
-        let lean = weights.explain_lean().filter(|_| is_vector(c.channel));
+        let lean = leaned.clone().filter(|_| is_vector(c.channel));
         let weight = match lean {
             Some(_) => format!("{} {} x lean {:.3}", weights.name(c.channel), weights.base(c.channel), weights.lean()),
             None => format!("{} {}", weights.name(c.channel), c.weight),

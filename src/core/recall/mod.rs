@@ -271,16 +271,14 @@ fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis,
 
 /// How well full text matched the query (`fuse::LexicalMatch`), which
 /// the vector channels' weights lean by with a semantic embedder; `None`
-/// when the full-text channel failed. Its `N` is the messages, or the
-/// memories in a profile without messages.
+/// when the full-text channel failed, and with a lexical embedder, whose
+/// weights never lean (nothing is read for it).
 pub fn lexical_match(p: &Profile<'_>, rankings: &[Ranking]) -> Result<Option<fuse::LexicalMatch>> {
+    if p.embedder.kind() == crate::core::ports::EmbeddingKind::Lexical {
+        return Ok(None);
+    }
     let Some(fts) = rankings.iter().find(|r| r.channel == Channel::Fts) else { return Ok(None) };
-    let store = p.store();
-    let documents = match store.messages_stored_about()? {
-        0 => store.memories_stored_about()?,
-        messages => messages,
-    };
-    Ok(Some(fuse::LexicalMatch { best: fts.best_score.unwrap_or(0.0), documents }))
+    Ok(Some(fuse::LexicalMatch { best: fts.best_score.unwrap_or(0.0), documents: p.store().texts_stored_about()? }))
 }
 
 /// 4. The two vector channels, in one call to the index. A HyDE statement

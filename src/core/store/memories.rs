@@ -86,12 +86,6 @@ impl<'a> Store<'a> {
         Ok(written)
     }
 
-    /// About how many memories are stored (all statuses), as
-    /// [`Store::messages_stored_about`] counts messages.
-    pub fn memories_stored_about(&self) -> Result<u64> {
-        Ok(u64::try_from(self.count("SELECT COALESCE(MAX(rowid), 0) FROM memories")?).unwrap_or(0))
-    }
-
     /// Records citations: `pairs` is a JSON array of `[memory id, message
     /// id]`; a stored message's go to `citations` (by its rowid), the
     /// others wait in `citations_waiting` for it.

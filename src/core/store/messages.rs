@@ -93,13 +93,16 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
-    /// About how many messages are stored: the largest rowid, read from
-    /// the end of the table's b-tree (a count would read all of it). Never
-    /// below the count; deleted messages can leave it above, which recall
-    /// reads through a logarithm (`recall::fuse::LexicalMatch`), where
-    /// that is no matter. 0 when there are none.
-    pub fn messages_stored_about(&self) -> Result<u64> {
-        Ok(u64::try_from(self.count("SELECT COALESCE(MAX(rowid), 0) FROM messages")?).unwrap_or(0))
+    /// About how many texts full text scores against: the messages, or
+    /// the memories in a profile without messages (remembered statements
+    /// alone). One statement; each is the table's largest rowid, read from
+    /// the end of its b-tree (a count would read all of it). Never below
+    /// the count; deleted rows can leave it above, which recall reads
+    /// through a logarithm (`recall::fuse::LexicalMatch`), where that is
+    /// no matter. 0 when both are empty.
+    pub fn texts_stored_about(&self) -> Result<u64> {
+        let n = self.count("SELECT COALESCE((SELECT MAX(rowid) FROM messages), (SELECT MAX(rowid) FROM memories), 0)")?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     /// Every message of a session, in order.
