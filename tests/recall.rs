@@ -644,20 +644,8 @@ fn vector_weight(r: &RecallResponse) -> f64 {
 
 /// Runs `f` with a profile over `sql` that embeds with [`SemanticStandIn`].
 fn with_semantic_stand_in<T>(sql: &support::NativeSql, f: impl FnOnce(&Profile<'_>) -> T) -> T {
-    let index = agent_memory::core::local::vector::SqlVectorIndex { sql };
     let turns = agent_memory::core::recall::directory::TurnDirectory::new();
-    let p = Profile {
-        name: "test/semantic",
-        sql,
-        reasoner: &agent_memory::core::rules::Rules,
-        embedder: &SemanticStandIn,
-        index: &index,
-        turns: Some(&turns),
-        now: APRIL_15,
-        limits: Default::default(),
-        memory: Default::default(),
-    };
-    f(&p)
+    support::with_profile_embedding(sql, APRIL_15, &turns, Default::default(), &SemanticStandIn, f)
 }
 
 #[test]

@@ -45,9 +45,20 @@ pub fn with_profile_limits<T>(
     limits: Limits,
     f: impl FnOnce(&Profile<'_>) -> T,
 ) -> T {
+    with_profile_embedding(sql, now, turns, limits, &HashEmbedder, f)
+}
+
+/// [`with_profile_limits`] with another embedder than the local default.
+pub fn with_profile_embedding<T>(
+    sql: &dyn agent_memory::core::ports::Sql,
+    now: i64,
+    turns: &TurnDirectory,
+    limits: Limits,
+    embedder: &dyn agent_memory::core::ports::Embedder,
+    f: impl FnOnce(&Profile<'_>) -> T,
+) -> T {
     let index = SqlVectorIndex { sql };
-    let p =
-        Profile { name: "test/p", sql, reasoner: &Rules, embedder: &HashEmbedder, index: &index, turns: Some(turns), now, limits, memory: Default::default() };
+    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder, index: &index, turns: Some(turns), now, limits, memory: Default::default() };
     f(&p)
 }
 
