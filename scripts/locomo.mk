@@ -71,7 +71,10 @@
 # per question of a LongMemEval-format file. LOCOMO_EXPLAIN=<text> recalls
 # every question containing <text> with `explain` (native) and prints, on
 # stderr, each candidate's fused score, sources, channel contributions
-# (channel@rank=value) and summary.
+# (channel@rank=value) and summary. LOCOMO_DUMP=<dir> writes each native
+# profile's export NDJSON there (one file per conversation, or per question
+# of a LongMemEval-format file). LOCOMO_VERBOSE=1 also names, for a
+# LongMemEval-format file, the evidence turns no live memory cites.
 LOCOMO ?=
 LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 

@@ -491,6 +491,9 @@ pub fn run(questions: &[LmeQuestion], opts: &Options) -> Report {
             *r.statuses.entry(status).or_insert(0) += n;
         }
         r.active_bytes += memory.active().map_or(0, |(_, b)| b);
+        if let (Ok(dir), Some(text)) = (std::env::var("LOCOMO_DUMP"), memory.export()) {
+            let _ = std::fs::write(format!("{dir}/{}.ndjson", q.id), text);
+        }
         let baseline = Baseline::new(sessions.iter().map(|(_, s)| s));
         ask(q, memory.as_mut(), &baseline, &turn_of, opts, &mut r);
     }
@@ -567,6 +570,10 @@ fn ask(q: &LmeQuestion, memory: &mut dyn Memory, baseline: &Baseline, turn_of: &
             let cited: HashSet<&String> = cited.iter().filter_map(|id| turn_of.get(id)).collect();
             let reachable: Vec<String> = evidence.iter().filter(|e| cited.contains(e)).cloned().collect();
             r.ceiling.add(&reachable, &evidence);
+            if opts.verbose && reachable.len() < evidence.len() {
+                let uncited: Vec<&String> = evidence.iter().filter(|e| !cited.contains(e)).collect();
+                println!("  [{}] evidence no live memory cites: {uncited:?}", q.id);
+            }
         }
     }
     let reference = Session { number: 0, timestamp: iso(q.millis), millis: q.millis, turns: vec![] };
