@@ -300,6 +300,33 @@ fn test_bm25_is_fts5s_own_for_every_matching_message() {
     });
 }
 
+#[test]
+fn test_recalls_sqlite_read_of_bm25_is_the_directorys_bit_for_bit() {
+    // What recall reads with nothing resident (places::fts5_best, the
+    // scores crossing as JSON) is what the directory scores: a score
+    // rounded on the way ranks near-ties otherwise.
+    let sql = database();
+    let mut rng = Rng(0x5eed_0f_b175);
+    let stored = messages(&mut rng, 600);
+    with_profile(&sql, APRIL_15, |p| {
+        p.store().put_messages(&stored).unwrap();
+        let dir = p.turns.unwrap().sync(p.sql).unwrap();
+        let mut compared = 0;
+        for _ in 0..200 {
+            let n = 1 + rng.below(6);
+            let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
+            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let Some(ours) = dir.text().bm25(&phrases, [0.3, 1.0], 40) else { continue };
+            let ours: Vec<(i64, u64)> = ours.into_iter().map(|(turn, s)| (rowid_of(&dir, turn), s.to_bits())).collect();
+            let read = agent_memory::core::recall::places::fts5_best(p.sql, FullText::Messages, &[0.3, 1.0], &phrases, 40).unwrap();
+            let read: Vec<(i64, u64)> = read.into_iter().map(|(rowid, s)| (rowid, s.to_bits())).collect();
+            assert_eq!(ours, read, "{phrases:?}");
+            compared += read.len();
+        }
+        assert!(compared > 1_000, "the queries match enough messages to compare ({compared})");
+    });
+}
+
 /// The rowid of a turn of the directory (its message's, as stored:
 /// [`messages`] are put in id order, rowids from 1).
 fn rowid_of(dir: &agent_memory::core::recall::directory::Directory, turn: u32) -> i64 {

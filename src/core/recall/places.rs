@@ -284,6 +284,11 @@ pub fn quoted(phrases: &[String]) -> Option<String> {
 /// bm25)`, best first, ties by rowid. Indexes the rows still waiting for
 /// their full-text rows first (usually fewer than
 /// [`TEXT_BATCH`](crate::core::store::TEXT_BATCH)).
+///
+/// Each score crosses as 17 significant digits (`printf('%!.17g')`),
+/// which give the double back bit for bit. SQLite's JSON writes a REAL
+/// with 15, and a score so rounded ranked near-ties otherwise than the
+/// directory's exact one (tests/resident.rs).
 pub fn fts5_best(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize) -> Result<Vec<(i64, f64)>> {
     fts5_best_of(sql, which, weights, phrases, limit, None)
 }
@@ -315,7 +320,7 @@ pub fn fts5_best_of(
     json_rows(
         sql,
         &format!(
-            "SELECT json_group_array(json_array(rowid, s)) \
+            "SELECT json_group_array(json_array(rowid, json(printf('%!.17g', s)))) \
              FROM (SELECT rowid, bm25({table}, {}) AS s FROM {table} WHERE {table} MATCH ?1{only} ORDER BY s, rowid LIMIT ?2)",
             slots.join(", ")
         ),
