@@ -151,6 +151,48 @@ fn test_one_projects_port_or_limit_does_not_supersede_anothers() {
 }
 
 #[test]
+fn test_an_agents_statement_supersedes_only_within_its_own_session() {
+    let sql = database();
+    let call = |session: &str, said: &[(&str, &str)]| IngestRequest {
+        messages: said.iter().map(|(role, text)| msg(role, text)).collect(),
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    let holding = |p: &Profile<'_>, key: &str| -> Vec<String> {
+        let mut v: Vec<String> = active(p).into_iter().filter(|m| m.key.as_deref() == Some(key)).map(|m| m.content).collect();
+        v.sort();
+        v
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        let said = [
+            ("user", "The kettle arrived broken and I sent it back."),
+            ("assistant", "The refund reference is RF-100001, and it should reach your card within five days."),
+        ];
+        block_on(p.ingest(call("kettle-call", &said))).unwrap();
+    });
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        // Another call, another order: both refunds stay findable.
+        let said = [
+            ("user", "I was charged twice for my lamp order."),
+            ("assistant", "The refund reference is RF-200002, and it should reach your card within five days."),
+        ];
+        let r = block_on(p.ingest(call("lamp-call", &said))).unwrap();
+        assert_eq!(r.memories_superseded, 0, "another call's refund");
+        let refs = holding(p, "project.refund_reference");
+        assert_eq!(refs.len(), 2, "{refs:?}");
+        assert!(refs[0].contains("RF-100001") && refs[1].contains("RF-200002"), "{refs:?}");
+        // The same call, continued later: its agent's correction replaces
+        // its own earlier statement, not the other call's.
+        let said = [("assistant", "The refund reference is RF-100009, and it should reach your card within five days.")];
+        let r = block_on(p.ingest(call("kettle-call", &said))).unwrap();
+        assert_eq!(r.memories_superseded, 1);
+        let refs = holding(p, "project.refund_reference");
+        assert!(refs.iter().any(|c| c.contains("RF-100009")) && refs.iter().any(|c| c.contains("RF-200002")), "{refs:?}");
+        assert!(refs.iter().all(|c| !c.contains("RF-100001")), "{refs:?}");
+    });
+}
+
+#[test]
 fn test_yesterday_is_stored_as_the_absolute_date() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

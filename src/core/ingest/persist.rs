@@ -109,10 +109,11 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
         let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
         let holders = store.active_ids_by_keys(&keys)?;
-        // Only holders of the same owner: another user's value of a key is
-        // not replaced by this one's.
-        let lookup = |key: &str, metadata: &crate::core::model::Metadata| -> Vec<String> {
-            holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata))).cloned().unwrap_or_default()
+        // Only holders of the same owner (another user's value of a key is
+        // not replaced by this one's), within the speaker's reach.
+        let lookup = |key: &str, metadata: &crate::core::model::Metadata, session: &str, reach: supersede::Reach| -> Vec<String> {
+            let held = holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata)));
+            held.into_iter().flatten().filter(|h| reach.reaches(session, &h.session_id)).map(|h| h.id.clone()).collect()
         };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
         let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();

@@ -7,8 +7,19 @@
 //! or acknowledges what the user just said ("Got it -- pnpm"), a reasoner
 //! may give both the same key; the assistant's version is then folded
 //! into the user's memory (as extra provenance) instead of superseding
-//! it. Across calls the newer memory wins whoever said it: there is no
-//! earlier statement in view to weigh it against.
+//! it.
+//!
+//! Across calls, a person's newer statement replaces the holder of its
+//! key, whichever session holds it: a person's statements are about
+//! themselves ("I moved to Denver" then "I moved to Austin"). An agent's
+//! replaces only a holder said in the same session. An agent speaks
+//! about the matter of its conversation (this order's refund reference,
+//! the credit applied for this outage), and a key does not say whether
+//! two conversations' matters are one: "the refund reference is RF-1" in
+//! one support call and "... RF-2" in another are two refunds, and two
+//! credits for two outages add up. Replacing by key across sessions hid
+//! the earlier one from recall; both are kept active instead, each with
+//! its date. (Measured in docs/bench/generalization/supersession.txt.)
 
 use crate::core::model::{Memory, Metadata};
 
@@ -50,16 +61,43 @@ pub fn authority(role: &str) -> u8 {
     }
 }
 
+/// Which stored holders of its key a new memory may replace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Any session's (a person's statement).
+    AnySession,
+    /// Only one said in the new memory's own session (an agent's).
+    OwnSession,
+}
+
+impl Reach {
+    /// How far a statement by a speaker of weight `authority` reaches.
+    pub fn of(authority: u8) -> Reach {
+        if authority < PERSON {
+            Reach::OwnSession
+        } else {
+            Reach::AnySession
+        }
+    }
+
+    /// Whether a holder said in `held_in` is within reach of a memory
+    /// said in `said_in`.
+    pub fn reaches(self, said_in: &str, held_in: &str) -> bool {
+        self == Reach::AnySession || said_in == held_in
+    }
+}
+
 /// Plans replacements for `new` memories (in conversation order) given
 /// the active memories of the same owner ([`crate::core::model::Owner`])
-/// that already hold their keys. `authority[i]` is the
-/// weight of memory `i`'s speaker (missing entries count as [`PERSON`]).
+/// that already hold their keys, as far as each may [`Reach`].
+/// `authority[i]` is the weight of memory `i`'s speaker (missing entries
+/// count as [`PERSON`]).
 ///
 /// Among several new memories with one key, the last wins and supersedes
 /// the earlier ones, unless it comes from a lighter speaker than the
 /// current holder: then it is a restatement. Sets `supersedes` on the new
 /// memories that replace something.
-pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str, &Metadata) -> Vec<String>) -> Plan {
+pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str, &Metadata, &str, Reach) -> Vec<String>) -> Plan {
     let mut out = Plan::default();
     let mut holder: std::collections::HashMap<String, (String, u8)> = std::collections::HashMap::new();
     for (i, m) in new.iter_mut().enumerate() {
@@ -71,7 +109,7 @@ pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str,
                 continue;
             }
             Some((id, _)) => vec![id.clone()],
-            None => existing_by_key(&key, &m.metadata),
+            None => existing_by_key(&key, &m.metadata, &m.session_id, Reach::of(weight)),
         };
         for old in &previous {
             out.replacements.push(Replacement { old: old.clone(), new: m.id.clone() });
@@ -95,7 +133,7 @@ mod tests {
     #[test]
     fn test_later_statement_of_equal_weight_supersedes_the_earlier() {
         let mut new = vec![mem("a", "user.pm"), mem("b", "user.pm")];
-        let p = plan(&mut new, &[PERSON, PERSON], &|_, _| vec!["old".into()]);
+        let p = plan(&mut new, &[PERSON, PERSON], &|_, _, _, _| vec!["old".into()]);
         assert_eq!(p.replacements, vec![Replacement { old: "old".into(), new: "a".into() }, Replacement { old: "a".into(), new: "b".into() }]);
         assert_eq!(new[1].supersedes.as_deref(), Some("a"));
         assert!(p.restatements.is_empty());
@@ -104,7 +142,7 @@ mod tests {
     #[test]
     fn test_agent_restating_a_user_key_in_the_same_call_does_not_win() {
         let mut new = vec![mem("user", "user.pm"), mem("echo", "user.pm")];
-        let p = plan(&mut new, &[PERSON, AGENT], &|_, _| vec![]);
+        let p = plan(&mut new, &[PERSON, AGENT], &|_, _, _, _| vec![]);
         assert!(p.replacements.is_empty());
         assert_eq!(p.restatements, vec![Restatement { id: "echo".into(), kept: "user".into() }]);
         assert_eq!(new[1].supersedes, None);
@@ -113,8 +151,36 @@ mod tests {
     #[test]
     fn test_user_correcting_an_agent_in_the_same_call_wins() {
         let mut new = vec![mem("agent", "project.pm"), mem("user", "project.pm")];
-        let p = plan(&mut new, &[AGENT, PERSON], &|_, _| vec![]);
+        let p = plan(&mut new, &[AGENT, PERSON], &|_, _, _, _| vec![]);
         assert_eq!(p.replacements, vec![Replacement { old: "agent".into(), new: "user".into() }]);
+    }
+
+    /// Holders of every key, each (id, session), looked up within reach.
+    fn holders<'h>(held: &'h [(&'h str, &'h str)]) -> impl Fn(&str, &Metadata, &str, Reach) -> Vec<String> + 'h {
+        move |_, _, session, reach| held.iter().filter(|(_, s)| reach.reaches(session, s)).map(|(id, _)| id.to_string()).collect()
+    }
+
+    #[test]
+    fn test_an_agents_statement_does_not_supersede_another_sessions_holder() {
+        let mut new = vec![Memory { session_id: "call-2".into(), ..mem("ref-2", "project.refund_reference") }];
+        let p = plan(&mut new, &[AGENT], &holders(&[("ref-1", "call-1")]));
+        assert!(p.replacements.is_empty());
+        assert_eq!(new[0].supersedes, None);
+    }
+
+    #[test]
+    fn test_an_agents_statement_supersedes_its_own_sessions_holder() {
+        let mut new = vec![Memory { session_id: "call-1".into(), ..mem("ref-2", "project.refund_reference") }];
+        let p = plan(&mut new, &[AGENT], &holders(&[("ref-1", "call-1"), ("other", "call-0")]));
+        assert_eq!(p.replacements, vec![Replacement { old: "ref-1".into(), new: "ref-2".into() }]);
+    }
+
+    #[test]
+    fn test_a_persons_statement_supersedes_a_holder_from_any_session() {
+        let mut new = vec![Memory { session_id: "week-2".into(), ..mem("austin", "user.city") }];
+        let p = plan(&mut new, &[PERSON], &holders(&[("denver", "week-1")]));
+        assert_eq!(p.replacements, vec![Replacement { old: "denver".into(), new: "austin".into() }]);
+        assert_eq!(new[0].supersedes.as_deref(), Some("denver"));
     }
 
     #[test]

@@ -8,8 +8,16 @@ use super::*;
 pub const NEWEST_SESSION_SCAN: usize = 5000;
 
 /// The active memories holding each key, by key and [`Owner`], newest
-/// first.
-pub type KeyHolders = std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>>;
+/// first: each one's id and session.
+pub type KeyHolders = std::collections::HashMap<(String, crate::core::model::Owner), Vec<KeyHolder>>;
+
+/// An active memory holding a key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyHolder {
+    pub id: String,
+    /// The session it was said in ("" for none).
+    pub session_id: String,
+}
 
 impl<'a> Store<'a> {
     /// The number of memories, when `adding` more might pass `limit`;
@@ -163,7 +171,7 @@ impl<'a> Store<'a> {
             return Ok(out);
         }
         for r in self.sql.query(
-            "SELECT m.key, m.id, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+            "SELECT m.key, m.id, m.session_id, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
              WHERE m.status = 'active' ORDER BY m.id DESC",
             &[json_param(&keys)],
         )? {
@@ -172,13 +180,15 @@ impl<'a> Store<'a> {
                 SqlValue::Text(t) => Ok(Some(t.clone())),
                 _ => Err(Error::storage("a memory's agentId or userId is not text")),
             };
-            let (k, id, owner) = match r.as_slice() {
-                [SqlValue::Text(k), SqlValue::Text(id), agent, user] => {
-                    (k.clone(), id.clone(), crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? })
-                }
-                _ => return Err(Error::storage("failed to read a memory's key, id and owner")),
+            let (k, holder, owner) = match r.as_slice() {
+                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(session), agent, user] => (
+                    k.clone(),
+                    KeyHolder { id: id.clone(), session_id: session.clone() },
+                    crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? },
+                ),
+                _ => return Err(Error::storage("failed to read a memory's key, id, session and owner")),
             };
-            out.entry((k, owner)).or_default().push(id);
+            out.entry((k, owner)).or_default().push(holder);
         }
         Ok(out)
     }
