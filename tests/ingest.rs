@@ -190,6 +190,14 @@ fn test_an_agents_statement_supersedes_only_within_its_own_session() {
         assert!(refs.iter().any(|c| c.contains("RF-100009")) && refs.iter().any(|c| c.contains("RF-200002")), "{refs:?}");
         assert!(refs.iter().all(|c| !c.contains("RF-100001")), "{refs:?}");
     });
+    // An agent's advice said again in another call, a week later: one
+    // current copy (its date, resolved from "a few weeks later", differs).
+    let advice = [("assistant", "Keep notes as you go, since it is surprisingly hard to remember details a few weeks later.")];
+    let first = with_profile(&sql, APRIL_15 + DAY, |p| block_on(p.ingest(call("tea-chat", &advice))).unwrap());
+    let again = with_profile(&sql, APRIL_15 + 8 * DAY, |p| block_on(p.ingest(call("bread-chat", &advice))).unwrap());
+    let (first, again) = (&first.memories[0], &again.memories[0]);
+    assert_ne!(first.content, again.content, "dated differently");
+    assert_eq!(again.supersedes.as_deref(), Some(first.id.as_str()));
 }
 
 #[test]

@@ -111,9 +111,10 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         let holders = store.active_ids_by_keys(&keys)?;
         // Only holders of the same owner (another user's value of a key is
         // not replaced by this one's), within the speaker's reach.
-        let lookup = |key: &str, metadata: &crate::core::model::Metadata, session: &str, reach: supersede::Reach| -> Vec<String> {
+        let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {
             let held = holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata)));
-            held.into_iter().flatten().filter(|h| reach.reaches(session, &h.session_id)).map(|h| h.id.clone()).collect()
+            let within = |h: &&crate::core::store::KeyHolder| reach.reaches(new, supersede::Said { session: &h.session_id, content: &h.content });
+            held.into_iter().flatten().filter(within).map(|h| h.id.clone()).collect()
         };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
         let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();

@@ -12,14 +12,16 @@
 //! Across calls, a person's newer statement replaces the holder of its
 //! key, whichever session holds it: a person's statements are about
 //! themselves ("I moved to Denver" then "I moved to Austin"). An agent's
-//! replaces only a holder said in the same session. An agent speaks
-//! about the matter of its conversation (this order's refund reference,
-//! the credit applied for this outage), and a key does not say whether
-//! two conversations' matters are one: "the refund reference is RF-1" in
-//! one support call and "... RF-2" in another are two refunds, and two
-//! credits for two outages add up. Replacing by key across sessions hid
-//! the earlier one from recall; both are kept active instead, each with
-//! its date. (Measured in docs/bench/generalization/supersession.txt.)
+//! replaces a holder said in the same session, or one in another session
+//! that it says again word for word, dates aside (a script's advice
+//! repeated on another day). An agent speaks about the matter of its
+//! conversation (this order's refund reference, the credit applied for
+//! this outage), and a key does not say whether two conversations'
+//! matters are one: "the refund reference is RF-1" in one support call
+//! and "... RF-2" in another are two refunds, and two credits for two
+//! outages add up. Replacing by key across sessions hid the earlier one
+//! from recall; both are kept active instead, each with its date.
+//! (Measured in docs/bench/generalization/supersession.txt.)
 
 use crate::core::model::{Memory, Metadata};
 
@@ -66,8 +68,16 @@ pub fn authority(role: &str) -> u8 {
 pub enum Reach {
     /// Any session's (a person's statement).
     AnySession,
-    /// Only one said in the new memory's own session (an agent's).
+    /// One said in the new memory's own session, or one it says again
+    /// word for word, dates aside (an agent's).
     OwnSession,
+}
+
+/// Where and what a memory said: the parts of it [`Reach`] weighs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Said<'a> {
+    pub session: &'a str,
+    pub content: &'a str,
 }
 
 impl Reach {
@@ -80,10 +90,9 @@ impl Reach {
         }
     }
 
-    /// Whether a holder said in `held_in` is within reach of a memory
-    /// said in `said_in`.
-    pub fn reaches(self, said_in: &str, held_in: &str) -> bool {
-        self == Reach::AnySession || said_in == held_in
+    /// Whether the holder `held` is within reach of the new memory `new`.
+    pub fn reaches(self, new: Said<'_>, held: Said<'_>) -> bool {
+        self == Reach::AnySession || new.session == held.session || crate::core::dates::undated(new.content) == crate::core::dates::undated(held.content)
     }
 }
 
@@ -97,7 +106,7 @@ impl Reach {
 /// the earlier ones, unless it comes from a lighter speaker than the
 /// current holder: then it is a restatement. Sets `supersedes` on the new
 /// memories that replace something.
-pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str, &Metadata, &str, Reach) -> Vec<String>) -> Plan {
+pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str, &Metadata, Said<'_>, Reach) -> Vec<String>) -> Plan {
     let mut out = Plan::default();
     let mut holder: std::collections::HashMap<String, (String, u8)> = std::collections::HashMap::new();
     for (i, m) in new.iter_mut().enumerate() {
@@ -109,7 +118,7 @@ pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str,
                 continue;
             }
             Some((id, _)) => vec![id.clone()],
-            None => existing_by_key(&key, &m.metadata, &m.session_id, Reach::of(weight)),
+            None => existing_by_key(&key, &m.metadata, Said { session: &m.session_id, content: &m.content }, Reach::of(weight)),
         };
         for old in &previous {
             out.replacements.push(Replacement { old: old.clone(), new: m.id.clone() });
@@ -155,15 +164,18 @@ mod tests {
         assert_eq!(p.replacements, vec![Replacement { old: "agent".into(), new: "user".into() }]);
     }
 
-    /// Holders of every key, each (id, session), looked up within reach.
-    fn holders<'h>(held: &'h [(&'h str, &'h str)]) -> impl Fn(&str, &Metadata, &str, Reach) -> Vec<String> + 'h {
-        move |_, _, session, reach| held.iter().filter(|(_, s)| reach.reaches(session, s)).map(|(id, _)| id.to_string()).collect()
+    /// Holders of every key, each (id, session, content), looked up
+    /// within reach.
+    fn holders<'h>(held: &'h [(&'h str, &'h str, &'h str)]) -> impl Fn(&str, &Metadata, Said<'_>, Reach) -> Vec<String> + 'h {
+        move |_, _, new, reach| {
+            held.iter().filter(|(_, session, content)| reach.reaches(new, Said { session, content })).map(|(id, _, _)| id.to_string()).collect()
+        }
     }
 
     #[test]
     fn test_an_agents_statement_does_not_supersede_another_sessions_holder() {
         let mut new = vec![Memory { session_id: "call-2".into(), ..mem("ref-2", "project.refund_reference") }];
-        let p = plan(&mut new, &[AGENT], &holders(&[("ref-1", "call-1")]));
+        let p = plan(&mut new, &[AGENT], &holders(&[("ref-1", "call-1", "Assistant: The refund reference is RF-1.")]));
         assert!(p.replacements.is_empty());
         assert_eq!(new[0].supersedes, None);
     }
@@ -171,14 +183,28 @@ mod tests {
     #[test]
     fn test_an_agents_statement_supersedes_its_own_sessions_holder() {
         let mut new = vec![Memory { session_id: "call-1".into(), ..mem("ref-2", "project.refund_reference") }];
-        let p = plan(&mut new, &[AGENT], &holders(&[("ref-1", "call-1"), ("other", "call-0")]));
+        let p = plan(
+            &mut new,
+            &[AGENT],
+            &holders(&[("ref-1", "call-1", "Assistant: The refund reference is RF-1."), ("other", "call-0", "Assistant: The refund reference is RF-0.")]),
+        );
         assert_eq!(p.replacements, vec![Replacement { old: "ref-1".into(), new: "ref-2".into() }]);
+    }
+
+    #[test]
+    fn test_an_agents_advice_said_again_on_another_day_supersedes_its_earlier_copy() {
+        let said = |day| crate::core::dates::resolve("Assistant: Keep notes, details are hard to recall a few weeks later.", day);
+        let day = |s| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        let (first, again) = (said(day("2023-06-20")), said(day("2023-09-02")));
+        let mut new = vec![Memory { session_id: "chat-9".into(), content: again, ..mem("notes-2", "project.notes") }];
+        let p = plan(&mut new, &[AGENT], &holders(&[("notes-1", "chat-2", &first)]));
+        assert_eq!(p.replacements, vec![Replacement { old: "notes-1".into(), new: "notes-2".into() }]);
     }
 
     #[test]
     fn test_a_persons_statement_supersedes_a_holder_from_any_session() {
         let mut new = vec![Memory { session_id: "week-2".into(), ..mem("austin", "user.city") }];
-        let p = plan(&mut new, &[PERSON], &holders(&[("denver", "week-1")]));
+        let p = plan(&mut new, &[PERSON], &holders(&[("denver", "week-1", "User: I moved to Denver.")]));
         assert_eq!(p.replacements, vec![Replacement { old: "denver".into(), new: "austin".into() }]);
         assert_eq!(new[0].supersedes.as_deref(), Some("denver"));
     }

@@ -17,6 +17,7 @@ pub struct KeyHolder {
     pub id: String,
     /// The session it was said in ("" for none).
     pub session_id: String,
+    pub content: String,
 }
 
 impl<'a> Store<'a> {
@@ -171,7 +172,7 @@ impl<'a> Store<'a> {
             return Ok(out);
         }
         for r in self.sql.query(
-            "SELECT m.key, m.id, m.session_id, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+            "SELECT m.key, m.id, m.session_id, m.content, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
              WHERE m.status = 'active' ORDER BY m.id DESC",
             &[json_param(&keys)],
         )? {
@@ -181,12 +182,12 @@ impl<'a> Store<'a> {
                 _ => Err(Error::storage("a memory's agentId or userId is not text")),
             };
             let (k, holder, owner) = match r.as_slice() {
-                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(session), agent, user] => (
+                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(session), SqlValue::Text(content), agent, user] => (
                     k.clone(),
-                    KeyHolder { id: id.clone(), session_id: session.clone() },
+                    KeyHolder { id: id.clone(), session_id: session.clone(), content: content.clone() },
                     crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? },
                 ),
-                _ => return Err(Error::storage("failed to read a memory's key, id, session and owner")),
+                _ => return Err(Error::storage("failed to read a memory's key, id, session, content and owner")),
             };
             out.entry((k, owner)).or_default().push(holder);
         }
