@@ -431,3 +431,27 @@ fn test_a_hard_delete_erases_the_consolidation_records_that_copy_the_memory() {
         assert_eq!(p.undo_consolidation(merge.id).unwrap_err().status(), 404);
     });
 }
+
+#[test]
+fn test_two_support_calls_refund_references_are_not_a_contradiction() {
+    // Ingest keeps both (an agent's statement reaches only its own
+    // session's holder); consolidation must not supersede one either.
+    let sql = database();
+    let call = |session: &str, reference: &str| agent_memory::core::api::IngestRequest {
+        messages: vec![
+            support::msg("user", "I returned the item two weeks ago and still have not seen the money back."),
+            support::msg("assistant", &format!("The refund reference is {reference}, and it should show on your statement within five days.")),
+        ],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15, |p| block_on(p.ingest(call("lamp-call", "RF-100001"))).unwrap());
+    with_profile(&sql, APRIL_15 + 9 * DAY, |p| {
+        block_on(p.ingest(call("kettle-call", "RF-200002"))).unwrap();
+        let refs = |p: &Profile<'_>| active(p).into_iter().filter(|m| m.content.contains("refund reference")).count();
+        assert_eq!(refs(p), 2);
+        let report = consolidate(p, json!({}));
+        assert!(report.actions.iter().all(|a| a.action != "supersede"), "{:?}", report.actions);
+        assert_eq!(refs(p), 2, "both refunds stay findable");
+    });
+}

@@ -150,7 +150,7 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
     let window = store.active_window_until(&run.cursor, &run.end, WINDOW)?;
     let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(false) };
     report.examined = report.examined.saturating_add(window.len());
-    let groups = plan::groups(&window, p.now);
+    let groups = plan::groups(&window, p.now, &store.agent_said(&window)?);
     let decisions = p.reasoner.consolidate(&groups).await?;
     let mut next = run.clone();
     next.cursor = last;
@@ -195,7 +195,7 @@ async fn dry_run(p: &Profile<'_>) -> Result<ConsolidationReport> {
         let Some(last) = window.last() else { break };
         cursor = last.id.clone();
         report.examined = report.examined.saturating_add(window.len());
-        let groups = plan::groups(&window, p.now);
+        let groups = plan::groups(&window, p.now, &store.agent_said(&window)?);
         let decisions = p.reasoner.consolidate(&groups).await?;
         for (g, d) in groups.iter().zip(&decisions) {
             if let Some((action, target, net)) = preview(g, d) {

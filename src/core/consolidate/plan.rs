@@ -87,10 +87,11 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     }
 }
 
-/// The groups of `window` (active memories) at `now`.
-pub fn groups(window: &[Memory], now: i64) -> Vec<Group> {
+/// The groups of `window` (active memories) at `now`; `agent_said` names
+/// the memories only agents said (see [`duplicates_or_contradiction`]).
+pub fn groups(window: &[Memory], now: i64, agent_said: &std::collections::HashSet<String>) -> Vec<Group> {
     let mut taken: HashSet<usize> = HashSet::default();
-    let mut out = similar(window, &mut taken);
+    let mut out = similar(window, &mut taken, agent_said);
     out.extend(siblings(window, now, &mut taken));
     out.extend(events(window, now, &mut taken));
     out.extend(stale_tasks(window, now, &mut taken));
@@ -102,7 +103,7 @@ pub fn groups(window: &[Memory], now: i64) -> Vec<Group> {
 
 /// Duplicates and contradictions: clusters of one type joined by pairs at
 /// or above [`DUPLICATE_SIMILARITY`].
-fn similar(window: &[Memory], taken: &mut HashSet<usize>) -> Vec<Group> {
+fn similar(window: &[Memory], taken: &mut HashSet<usize>, agent_said: &std::collections::HashSet<String>) -> Vec<Group> {
     let mut out = Vec::new();
     for members in alike(window) {
         // Many alike is a template ("rack 3 is in hall 3"), not one thing
@@ -111,7 +112,7 @@ fn similar(window: &[Memory], taken: &mut HashSet<usize>) -> Vec<Group> {
             continue;
         }
         let ms: Vec<Memory> = members.iter().filter_map(|&i| window.get(i).cloned()).collect();
-        if let Some(group) = duplicates_or_contradiction(ms) {
+        if let Some(group) = duplicates_or_contradiction(ms, agent_said) {
             taken.extend(members.iter().copied());
             out.push(group);
         }
@@ -183,8 +184,12 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
 
 /// A cluster of alike memories as a group: duplicates when they hold the
 /// same numbers; a contradiction when two keyed memories said on
-/// different days hold different ones; otherwise none.
-fn duplicates_or_contradiction(ms: Vec<Memory>) -> Option<Group> {
+/// different days hold different ones; otherwise none. Not when the
+/// later only agents said in another session than the earlier: as at
+/// ingest ([`crate::core::ingest::supersede::Reach`]), an agent speaks
+/// about its conversation's matter, and two support calls' refund
+/// references are two refunds.
+fn duplicates_or_contradiction(ms: Vec<Memory>, agent_said: &std::collections::HashSet<String>) -> Option<Group> {
     let first = ms.first().map(numbers).unwrap_or_default();
     if ms.iter().all(|m| numbers(m) == first) {
         let why = format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len());
@@ -194,6 +199,11 @@ fn duplicates_or_contradiction(ms: Vec<Memory>) -> Option<Group> {
     // A value restated differently on a later day: the later holds.
     let days = said_at(a).abs_diff(said_at(b)).checked_div(DAY_MILLIS.unsigned_abs()).unwrap_or(0);
     if !a.kind.is_keyed() || days < 1 {
+        return None;
+    }
+    let later = if said_at(b) >= said_at(a) { b } else { a };
+    let earlier = if std::ptr::eq(later, a) { b } else { a };
+    if agent_said.contains(&later.id) && later.session_id != earlier.session_id {
         return None;
     }
     Some(Group { kind: GroupKind::Contradiction, why: format!("the same statement with a different value, {days} days later"), members: ms })
@@ -313,14 +323,29 @@ mod tests {
             mem("d", MemoryType::Fact, "The API rate limit is 200 requests per second.", 1, &["m4"]),
             mem("e", MemoryType::Fact, "Something else entirely about gardening.", 1, &["m5"]),
         ];
-        let g = groups(&w, NOW);
+        let g = groups(&w, NOW, &Default::default());
         let kinds: Vec<(GroupKind, Vec<&str>)> = g.iter().map(|g| (g.kind, g.members.iter().map(|m| m.id.as_str()).collect())).collect();
         assert!(kinds.contains(&(GroupKind::Duplicates, vec!["a", "b"])), "{kinds:?}");
         assert!(kinds.contains(&(GroupKind::Contradiction, vec!["c", "d"])), "{kinds:?}");
         assert_eq!(kinds.len(), 2);
         // The same values said the same day, or many alike: left alone.
         let racks: Vec<Memory> = (0..20).map(|i| mem(&format!("r{i}"), MemoryType::Fact, &format!("Rack {i} sits in hall {i}."), 5, &[])).collect();
-        assert!(groups(&racks, NOW).is_empty());
+        assert!(groups(&racks, NOW, &Default::default()).is_empty());
+    }
+
+    #[test]
+    fn test_an_agents_value_from_another_session_contradicts_nothing() {
+        let call = |id: &str, session: &str, reference: &str, days_ago| Memory {
+            session_id: session.into(),
+            ..mem(id, MemoryType::Fact, &format!("Assistant: The refund reference is {reference}, on your statement within 5 days."), days_ago, &[id])
+        };
+        let w = vec![call("lamp", "lamp-call", "RF-100001", 9), call("kettle", "kettle-call", "RF-200002", 1)];
+        let agents: std::collections::HashSet<String> = ["lamp".to_string(), "kettle".to_string()].into();
+        assert!(groups(&w, NOW, &agents).is_empty(), "two calls' refunds");
+        // Said by a person, or by the agent in the same session: the later holds.
+        assert_eq!(groups(&w, NOW, &Default::default()).first().map(|g| g.kind), Some(GroupKind::Contradiction));
+        let same: Vec<Memory> = w.iter().map(|m| Memory { session_id: "one-call".into(), ..m.clone() }).collect();
+        assert_eq!(groups(&same, NOW, &agents).first().map(|g| g.kind), Some(GroupKind::Contradiction));
     }
 
     #[test]
@@ -331,7 +356,7 @@ mod tests {
             mem("c", MemoryType::Fact, "Jon runs every morning.", 2, &["m2"]),
             mem("d", MemoryType::Fact, "Jon swims on Fridays.", 2, &["m2"]),
         ];
-        let g = groups(&w, NOW);
+        let g = groups(&w, NOW, &Default::default());
         assert_eq!(g.len(), 1, "{g:?}");
         assert_eq!(g[0].kind, GroupKind::Siblings);
     }
@@ -343,7 +368,7 @@ mod tests {
             mem("b", MemoryType::Task, "Write the quarterly report.", 45, &[]),
             mem("c", MemoryType::Task, "Fix the login bug.", 3, &[]),
         ];
-        let found = groups(&w, NOW);
+        let found = groups(&w, NOW, &Default::default());
         let ids: Vec<&str> = found.iter().flat_map(|g| g.members.iter().map(|m| m.id.as_str())).collect();
         assert_eq!(ids, vec!["a", "b"]);
     }
