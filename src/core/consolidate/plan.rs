@@ -25,6 +25,7 @@
 //! memory that is not active, and never looks beyond its window (a run
 //! walks the profile window by window).
 
+use crate::core::ingest::supersede::{Reach, Said};
 use crate::core::model::{Memory, MemoryType, Owner};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -185,10 +186,9 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
 /// A cluster of alike memories as a group: duplicates when they hold the
 /// same numbers; a contradiction when two keyed memories said on
 /// different days hold different ones; otherwise none. Not when the
-/// later only agents said in another session than the earlier: as at
-/// ingest ([`crate::core::ingest::supersede::Reach`]), an agent speaks
-/// about its conversation's matter, and two support calls' refund
-/// references are two refunds.
+/// later only agents said and the earlier is out of its [`Reach`], as at
+/// ingest: an agent speaks about its conversation's matter, and two
+/// support calls' refund references are two refunds.
 fn duplicates_or_contradiction(ms: Vec<Memory>, agent_said: &std::collections::HashSet<String>) -> Option<Group> {
     let first = ms.first().map(numbers).unwrap_or_default();
     if ms.iter().all(|m| numbers(m) == first) {
@@ -203,7 +203,10 @@ fn duplicates_or_contradiction(ms: Vec<Memory>, agent_said: &std::collections::H
     }
     let later = if said_at(b) >= said_at(a) { b } else { a };
     let earlier = if std::ptr::eq(later, a) { b } else { a };
-    if agent_said.contains(&later.id) && later.session_id != earlier.session_id {
+    fn said(m: &Memory) -> Said<'_> {
+        Said { session: &m.session_id, content: &m.content }
+    }
+    if agent_said.contains(&later.id) && !Reach::OwnSession.reaches(said(later), said(earlier)) {
         return None;
     }
     Some(Group { kind: GroupKind::Contradiction, why: format!("the same statement with a different value, {days} days later"), members: ms })
@@ -346,6 +349,14 @@ mod tests {
         assert_eq!(groups(&w, NOW, &Default::default()).first().map(|g| g.kind), Some(GroupKind::Contradiction));
         let same: Vec<Memory> = w.iter().map(|m| Memory { session_id: "one-call".into(), ..m.clone() }).collect();
         assert_eq!(groups(&same, NOW, &agents).first().map(|g| g.kind), Some(GroupKind::Contradiction));
+        // The agent's same advice said again on another day, dated
+        // otherwise: within its reach, so the later holds.
+        let advice = |id: &str, session: &str, date: &str, days_ago| Memory {
+            session_id: session.into(),
+            ..mem(id, MemoryType::Fact, &format!("Assistant: Keep notes, details are hard to recall around {date}."), days_ago, &[id])
+        };
+        let again = vec![advice("lamp", "lamp-call", "2026-05-01", 9), advice("kettle", "kettle-call", "2026-05-09", 1)];
+        assert_eq!(groups(&again, NOW, &agents).first().map(|g| g.kind), Some(GroupKind::Contradiction));
     }
 
     #[test]
