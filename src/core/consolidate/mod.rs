@@ -27,8 +27,9 @@ pub mod plan;
 use crate::core::api::ConsolidateRequest;
 use crate::core::context::Profile;
 use crate::core::error::{Error, Result};
+use crate::core::ingest::supersede;
 use crate::core::jobs::Work;
-use crate::core::model::{ConsolidationRecord, ConsolidationReport};
+use crate::core::model::{ConsolidationRecord, ConsolidationReport, Memory};
 use crate::core::store::META_CONSOLIDATION;
 use serde::{Deserialize, Serialize};
 
@@ -150,7 +151,7 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
     let window = store.active_window_until(&run.cursor, &run.end, WINDOW)?;
     let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(false) };
     report.examined = report.examined.saturating_add(window.len());
-    let groups = plan::groups(&window, p.now, &store.agent_said(&window)?);
+    let groups = plan::groups(&window, p.now, &authorities(&store, &window)?);
     let decisions = p.reasoner.consolidate(&groups).await?;
     let mut next = run.clone();
     next.cursor = last;
@@ -195,7 +196,7 @@ async fn dry_run(p: &Profile<'_>) -> Result<ConsolidationReport> {
         let Some(last) = window.last() else { break };
         cursor = last.id.clone();
         report.examined = report.examined.saturating_add(window.len());
-        let groups = plan::groups(&window, p.now, &store.agent_said(&window)?);
+        let groups = plan::groups(&window, p.now, &authorities(&store, &window)?);
         let decisions = p.reasoner.consolidate(&groups).await?;
         for (g, d) in groups.iter().zip(&decisions) {
             if let Some((action, target, net)) = preview(g, d) {
@@ -215,6 +216,15 @@ async fn dry_run(p: &Profile<'_>) -> Result<ConsolidationReport> {
     }
     report.active_after = active.saturating_sub(retired);
     Ok(report)
+}
+
+/// The weight of each memory's word in `window`, by id, as ingest
+/// weighed it ([`supersede::authority_of`] over its sources' roles).
+fn authorities(store: &crate::core::store::Store<'_>, window: &[Memory]) -> Result<plan::Authorities> {
+    let sources: Vec<&String> = window.iter().flat_map(|m| m.source_message_ids.iter()).collect();
+    let roles = store.message_roles(&sources)?;
+    let of = |m: &Memory| supersede::authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)));
+    Ok(window.iter().map(|m| (m.id.clone(), of(m))).collect())
 }
 
 /// A decision as a dry run reports it: the action, its target, and how

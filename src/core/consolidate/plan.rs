@@ -25,7 +25,7 @@
 //! memory that is not active, and never looks beyond its window (a run
 //! walks the profile window by window).
 
-use crate::core::ingest::supersede::{Reach, Said};
+use crate::core::ingest::supersede::{Reach, Said, PERSON};
 use crate::core::model::{Memory, MemoryType, Owner};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -88,11 +88,16 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     }
 }
 
-/// The groups of `window` (active memories) at `now`; `agent_said` names
-/// the memories only agents said (see [`duplicates_or_contradiction`]).
-pub fn groups(window: &[Memory], now: i64, agent_said: &std::collections::HashSet<String>) -> Vec<Group> {
+/// The weight of each memory's word, by id
+/// ([`crate::core::ingest::supersede::authority_of`]); a memory missing
+/// from it is a person's.
+pub type Authorities = HashMap<String, u8>;
+
+/// The groups of `window` (active memories) at `now`, each memory's word
+/// weighed as `authority` says (see [`duplicates_or_contradiction`]).
+pub fn groups(window: &[Memory], now: i64, authority: &Authorities) -> Vec<Group> {
     let mut taken: HashSet<usize> = HashSet::default();
-    let mut out = similar(window, &mut taken, agent_said);
+    let mut out = similar(window, &mut taken, authority);
     out.extend(siblings(window, now, &mut taken));
     out.extend(events(window, now, &mut taken));
     out.extend(stale_tasks(window, now, &mut taken));
@@ -104,7 +109,7 @@ pub fn groups(window: &[Memory], now: i64, agent_said: &std::collections::HashSe
 
 /// Duplicates and contradictions: clusters of one type joined by pairs at
 /// or above [`DUPLICATE_SIMILARITY`].
-fn similar(window: &[Memory], taken: &mut HashSet<usize>, agent_said: &std::collections::HashSet<String>) -> Vec<Group> {
+fn similar(window: &[Memory], taken: &mut HashSet<usize>, authority: &Authorities) -> Vec<Group> {
     let mut out = Vec::new();
     for members in alike(window) {
         // Many alike is a template ("rack 3 is in hall 3"), not one thing
@@ -113,7 +118,7 @@ fn similar(window: &[Memory], taken: &mut HashSet<usize>, agent_said: &std::coll
             continue;
         }
         let ms: Vec<Memory> = members.iter().filter_map(|&i| window.get(i).cloned()).collect();
-        if let Some(group) = duplicates_or_contradiction(ms, agent_said) {
+        if let Some(group) = duplicates_or_contradiction(ms, authority) {
             taken.extend(members.iter().copied());
             out.push(group);
         }
@@ -186,10 +191,10 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
 /// A cluster of alike memories as a group: duplicates when they hold the
 /// same numbers; a contradiction when two keyed memories said on
 /// different days hold different ones; otherwise none. Not when the
-/// later only agents said and the earlier is out of its [`Reach`], as at
-/// ingest: an agent speaks about its conversation's matter, and two
-/// support calls' refund references are two refunds.
-fn duplicates_or_contradiction(ms: Vec<Memory>, agent_said: &std::collections::HashSet<String>) -> Option<Group> {
+/// earlier is out of the later's [`Reach`], as at ingest: an agent
+/// speaks about its conversation's matter, and two support calls' refund
+/// references are two refunds.
+fn duplicates_or_contradiction(ms: Vec<Memory>, authority: &Authorities) -> Option<Group> {
     let first = ms.first().map(numbers).unwrap_or_default();
     if ms.iter().all(|m| numbers(m) == first) {
         let why = format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len());
@@ -206,7 +211,7 @@ fn duplicates_or_contradiction(ms: Vec<Memory>, agent_said: &std::collections::H
     fn said(m: &Memory) -> Said<'_> {
         Said { session: &m.session_id, content: &m.content }
     }
-    if agent_said.contains(&later.id) && !Reach::OwnSession.reaches(said(later), said(earlier)) {
+    if !Reach::of(authority.get(&later.id).copied().unwrap_or(PERSON)).reaches(said(later), said(earlier)) {
         return None;
     }
     Some(Group { kind: GroupKind::Contradiction, why: format!("the same statement with a different value, {days} days later"), members: ms })
@@ -306,6 +311,7 @@ fn stale_tasks(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<G
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::ingest::supersede::AGENT;
 
     const NOW: i64 = 1_776_247_200_000;
 
@@ -343,7 +349,7 @@ mod tests {
             ..mem(id, MemoryType::Fact, &format!("Assistant: The refund reference is {reference}, on your statement within 5 days."), days_ago, &[id])
         };
         let w = vec![call("lamp", "lamp-call", "RF-100001", 9), call("kettle", "kettle-call", "RF-200002", 1)];
-        let agents: std::collections::HashSet<String> = ["lamp".to_string(), "kettle".to_string()].into();
+        let agents: Authorities = [("lamp".to_string(), AGENT), ("kettle".to_string(), AGENT)].into_iter().collect();
         assert!(groups(&w, NOW, &agents).is_empty(), "two calls' refunds");
         // Said by a person, or by the agent in the same session: the later holds.
         assert_eq!(groups(&w, NOW, &Default::default()).first().map(|g| g.kind), Some(GroupKind::Contradiction));

@@ -39,7 +39,7 @@ pub fn build(session_id: &str, messages: &[Message], items: Vec<(Candidate, Clas
             lines.sort_unstable();
             lines.dedup();
             let sources: Vec<&Message> = lines.iter().filter_map(|&i| messages.get(i)).collect();
-            let authority = sources.iter().map(|m| supersede::authority(&m.role)).max().unwrap_or(supersede::PERSON);
+            let authority = supersede::authority_of(sources.iter().map(|m| m.role.as_str()));
             let source_message_ids: Vec<String> = sources.iter().map(|m| m.id.clone()).collect();
             let event_date = c.event_date.clone().or_else(|| lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone()));
             let fingerprint = ids::fingerprint(cls.kind.as_str(), &c.content, metadata);

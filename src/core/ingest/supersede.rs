@@ -63,6 +63,12 @@ pub fn authority(role: &str) -> u8 {
     }
 }
 
+/// The weight of a memory's word: its heaviest source's speaker
+/// ([`authority`]), a person's when it has no source (`remember`).
+pub fn authority_of<'r>(roles: impl IntoIterator<Item = &'r str>) -> u8 {
+    roles.into_iter().map(authority).max().unwrap_or(PERSON)
+}
+
 /// Which stored holders of its key a new memory may replace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reach {

@@ -19,23 +19,18 @@ impl<'a> Store<'a> {
         Ok(found)
     }
 
-    /// The ids of those `memories` that only agents said: each of their
-    /// source messages spoken by an agent role
-    /// ([`crate::core::text::is_agent_role`]). A memory without sources
-    /// (`remember`) is a person's word.
-    pub fn agent_said(&self, memories: &[crate::core::model::Memory]) -> Result<std::collections::HashSet<String>> {
-        let sources: Vec<&String> = memories.iter().flat_map(|m| m.source_message_ids.iter()).collect();
-        let mut agent: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
-        for chunk in json_chunks(&sources) {
+    /// The role of each stored message among `ids`, by id.
+    pub fn message_roles(&self, ids: &[&String]) -> Result<std::collections::HashMap<String, String>> {
+        let mut roles = std::collections::HashMap::new();
+        for chunk in json_chunks(ids) {
             for row in self.sql.query("SELECT m.id, m.role FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[chunk])? {
                 match row.as_slice() {
-                    [SqlValue::Text(id), SqlValue::Text(role)] => agent.insert(id.clone(), crate::core::text::is_agent_role(role)),
+                    [SqlValue::Text(id), SqlValue::Text(role)] => roles.insert(id.clone(), role.clone()),
                     _ => return Err(Error::storage("failed to read a message's id and role")),
                 };
             }
         }
-        let by_agent = |m: &crate::core::model::Memory| !m.source_message_ids.is_empty() && m.source_message_ids.iter().all(|s| agent.get(s) == Some(&true));
-        Ok(memories.iter().filter(|m| by_agent(m)).map(|m| m.id.clone()).collect())
+        Ok(roles)
     }
 
     /// Stores messages of one session with `INSERT OR IGNORE`; returns the
