@@ -391,6 +391,39 @@ fn test_key_channel_ranks_the_live_holders_of_each_key_newest_first_in_key_order
     });
 }
 
+#[test]
+fn test_a_key_splits_its_weight_among_the_memories_holding_it() {
+    use agent_memory::core::recall::{channels, fuse, RecallScope};
+    let sql = database();
+    let keyed = |content: &str, key: &str| json!({ "content": content, "key": key });
+    for (i, body) in [
+        keyed("The team uses npm for packages.", "tooling.package_manager"),
+        keyed("Deploys go out on Tuesdays.", "process.deploy_day"),
+        keyed("The team uses pnpm for packages.", "tooling.package_manager"),
+        keyed("The team uses yarn for packages.", "tooling.package_manager"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        with_profile(&sql, APRIL_15 + i as i64 * 1000, |p| remember(p, body).id);
+    }
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let keys: Vec<String> = ["process.deploy_day", "tooling.package_manager"].iter().map(|s| s.to_string()).collect();
+        let share = |inactive: bool| -> Vec<f64> {
+            let scope = RecallScope { include_inactive: inactive, ..RecallScope::live_at(APRIL_15 + DAY) };
+            let ranking = channels::key(p.sql, &keys, &scope).unwrap();
+            assert_eq!(ranking.shares.len(), ranking.ids.len());
+            ranking.shares
+        };
+        // Live, each key has one holder: each carries the whole weight.
+        assert_eq!(share(false), vec![1.0, 1.0]);
+        // With the superseded package managers, three memories hold the
+        // key and split its weight; the deploy day keeps all of its own.
+        assert_eq!(share(true), vec![1.0, fuse::key_share(3), fuse::key_share(3), fuse::key_share(3)]);
+        assert_eq!(fuse::key_share(3), 1.0 / 3.0);
+    });
+}
+
 /// Every description in the subtree of each candidate's channel node
 /// whose description starts with `channel`.
 fn said_under(r: &RecallResponse, channel: &str) -> String {

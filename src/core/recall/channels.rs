@@ -62,7 +62,7 @@
 use crate::core::error::Result;
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::directory::MEMORY_WEIGHTS;
-use crate::core::recall::fuse::{Channel, Explanation, Ranking};
+use crate::core::recall::fuse::{self, Channel, Explanation, Ranking};
 use crate::core::recall::places::{quoted, Source};
 use crate::core::recall::scope::RecallScope;
 use crate::core::store::{json_ids, json_param, json_rows};
@@ -852,12 +852,20 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     }
     let mut ranking = Ranking::new(Channel::Key, Vec::new());
     for (n, k) in (1usize..).zip(&keys) {
-        for id in by_key.remove(k.as_str()).into_iter().flatten() {
+        let holders = by_key.remove(k.as_str()).unwrap_or_default();
+        let (count, share) = (holders.len(), fuse::key_share(holders.len()));
+        for id in holders {
             if !ranking.ids.contains(&id) {
-                let why =
-                    Explanation::new(n as f64, format!("holds the topic key \"{k}\", the analyzer's key {n} of {} (newest first within a key)", keys.len()));
+                let why = Explanation::new(
+                    n as f64,
+                    format!(
+                        "holds the topic key \"{k}\", the analyzer's key {n} of {} (newest first within a key), one of {count} live holders sharing its weight",
+                        keys.len()
+                    ),
+                );
                 ranking.why.insert(id.clone(), why);
                 ranking.ids.push(id);
+                ranking.shares.push(share);
             }
         }
     }

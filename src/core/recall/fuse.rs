@@ -320,6 +320,11 @@ pub struct Ranking {
     /// memory citing a message shares that message's rank. Empty: the rank
     /// is the position in `ids`.
     pub ranks: Vec<usize>,
+    /// The share of the channel's weight each id carries, when a channel
+    /// splits one signal among several memories: a topic key held by `h`
+    /// live memories gives each `1 / h` ([`key_share`]). Empty: every id
+    /// carries the whole weight.
+    pub shares: Vec<f64>,
     /// With `explain`: why each id holds its place in this channel.
     pub why: rustc_hash::FxHashMap<String, Explanation>,
     /// A vector channel's best cosine similarity (its first id's), which
@@ -333,7 +338,7 @@ pub struct Ranking {
 impl Ranking {
     /// A ranking by position.
     pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
-        Ranking { channel, ids, ranks: Vec::new(), why: Default::default(), best_similarity: None, best_score: None }
+        Ranking { channel, ids, ranks: Vec::new(), shares: Vec::new(), why: Default::default(), best_similarity: None, best_score: None }
     }
 
     /// Ranks by evidence: memories drawn from the same source messages
@@ -367,6 +372,30 @@ impl Ranking {
     pub fn rank_at(&self, index: usize) -> usize {
         self.ranks.get(index).copied().unwrap_or(index.saturating_add(1))
     }
+
+    /// The share of the channel's weight the id at `index` carries.
+    pub fn share_at(&self, index: usize) -> f64 {
+        self.shares.get(index).copied().unwrap_or(1.0)
+    }
+}
+
+/// The share of the key channel's weight each of a topic key's `holders`
+/// live memories carries: `1 / holders`, one key's vote split among them.
+///
+/// A key is the strongest signal when it names one attribute of one
+/// thing, so that one memory holds it ([`WEIGHT_KEY`]). Several live
+/// holders mean it names a kind of statement instead: an agent's
+/// statements of one key in different sessions all stay live
+/// (`ingest::supersede`), so "which languages does each traced module
+/// use" may be held by one memory per coding session. Undivided, every
+/// one of them outranked full text's best hit (at `K` 10, `WEIGHT_KEY`'s
+/// tenth rank, 2 / 20, is above `WEIGHT_FTS`'s first, 1 / 11), and the
+/// evidence full text found first fell past place 10. Split, a key one
+/// memory holds weighs as before. Measured over thirty-two draws
+/// (docs/bench/generalization/key-holders.txt): coding sessions 0.925 ->
+/// 0.930 against full text's 0.928, nothing else moved.
+pub fn key_share(holders: usize) -> f64 {
+    1.0 / holders.max(1) as f64
 }
 
 /// all-MiniLM-L6-v2's match floor. Measured on the LoCoMo development
@@ -434,9 +463,12 @@ pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanati
     let leaned = weights.explain_lean();
     let parts = hit.trace.iter().map(|c| {
         let lean = leaned.clone().filter(|_| is_vector(c.channel));
-        let weight = match lean {
-            Some(_) => format!("{} {} x lean {:.3}", weights.name(c.channel), weights.base(c.channel), weights.lean()),
-            None => format!("{} {}", weights.name(c.channel), c.weight),
+        let ranking = rankings.iter().filter(|r| r.channel == c.channel).find(|r| r.ids.contains(&hit.id));
+        let share = ranking.and_then(|r| r.ids.iter().position(|id| *id == hit.id).map(|i| r.share_at(i))).unwrap_or(1.0);
+        let weight = match (lean.is_some(), share == 1.0) {
+            (true, _) => format!("{} {} x lean {:.3}", weights.name(c.channel), weights.base(c.channel), weights.lean()),
+            (false, true) => format!("{} {}", weights.name(c.channel), c.weight),
+            (false, false) => format!("{} {} x share {share:.3}", weights.name(c.channel), weights.base(c.channel)),
         };
         let node = Explanation::new(
             c.contribution,
@@ -463,7 +495,7 @@ pub fn fuse(rankings: &[Ranking], weights: Weights) -> Vec<Fused> {
                 continue;
             }
             let rank = r.rank_at(i);
-            let weight = weights.of(r.channel);
+            let weight = weights.of(r.channel) * r.share_at(i);
             let contribution = weight / (weights.k() + rank as f64);
             let f = by_id.entry(id.as_str()).or_insert_with(|| Fused { id: id.clone(), score: 0.0, trace: Vec::new() });
             f.trace.push(Contribution { channel: r.channel, rank, weight, contribution });
@@ -514,6 +546,24 @@ mod tests {
     }
 
     #[test]
+    fn test_a_key_many_memories_hold_does_not_outrank_full_texts_first_hit() {
+        // One memory holds the first key, nine hold the second: a kind of
+        // statement said in nine sessions, not one attribute.
+        let mut key = r(Channel::Key, &["exact", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"]);
+        key.shares = std::iter::once(key_share(1)).chain(std::iter::repeat(key_share(9)).take(9)).collect();
+        let rankings = [key, r(Channel::Fts, &["found", "exact"])];
+        let out = fuse(&rankings, Weights::default());
+        let ids: Vec<&str> = out.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(&ids[..2], ["exact", "found"], "{ids:?}");
+        let k9 = out.iter().find(|f| f.id == "k9").unwrap();
+        assert_eq!(k9.score, WEIGHT_KEY / 9.0 / (K + 10.0));
+        let e = explain(k9, &rankings, Weights::default());
+        assert!(e.details[0].description.contains("WEIGHT_KEY 2 x share 0.111"), "{e:?}");
+        // Undivided, the ninth holder would outweigh full text's first hit.
+        assert!(WEIGHT_KEY / (K + 10.0) > WEIGHT_FTS / (K + 1.0));
+    }
+
+    #[test]
     fn test_single_channel_hit_can_win() {
         let out = fuse(&[r(Channel::Key, &["only"]), r(Channel::Messages, &["x"])], Weights::default());
         assert_eq!(out[0].id, "only");
@@ -525,6 +575,7 @@ mod tests {
             channel: Channel::Messages,
             ids: vec!["a".into(), "b".into(), "c".into()],
             ranks: vec![1, 1, 2],
+            shares: Vec::new(),
             why: Default::default(),
             best_similarity: None,
             best_score: None,

@@ -19,8 +19,11 @@ over its draws as tests/bench/draws.py does, and prints recall@10 for:
   lean-kept  that rule at the kept T 3, G 6 only;
   vec-by-m   the query vector's weight as a ramp in m (rising from lo at
              m = 0 to hi at m >= T, or falling): a lean for hashed vectors.
+  key        the key channel's weight split among a key's holders (kept,
+             recall::fuse::key_share), undivided as before, by the square
+             root of the holders, and no key channel (key-holders.txt).
 
-    python3 draws.py <dump dir> <hash|minilm> [channels] [grid] [fts-top] [coverage] [lean] [lean-kept] [vec-by-m]
+    python3 draws.py <dump dir> <hash|minilm> [channels] [grid] [fts-top] [coverage] [lean] [lean-kept] [vec-by-m] [key]
 
 A dump directory may hold other draws (e.g. seeds held out from a
 choice): a set s<k>_<style> reads target/draws/seed-<k>/<style>.json.
@@ -160,6 +163,13 @@ def main():
             row(f'vector {lo:g} -> {hi:g} by m/{t:g}', pooled(data, lambda q: rp.fuse(q, w={**kept, 'vector': lo + (hi - lo) * min(1.0, m_of(q) / t)}, K=K)), best)
         for t, hi in itertools.product([3.0, 5.0], [0.25, 0.5]):
             row(f'vector {hi:g} -> 0.1 by m/{t:g}', pooled(data, lambda q: rp.fuse(q, w={**kept, 'vector': hi - (hi - 0.1) * min(1.0, m_of(q) / t)}, K=K)), best)
+    if 'key' in wanted:
+        lean = (lambda q: leaned(q, kept, 3.0, 6.0, known)) if emb == 'minilm' else (lambda q: kept)
+        holders = collections.Counter(min(n, 10) for s in data.values() for q in s for n in rp.key_holders(q).values())
+        print('holders of each matched key (10: ten or more):', ' '.join(f'{n}:{c}' for n, c in sorted(holders.items())))
+        row('key split (kept)', pooled(data, lambda q: rp.fuse(q, w=lean(q), K=K)), best)
+        row('key undivided', pooled(data, lambda q: rp.fuse(q, w=lean(q), K=K, key_split=False)), best)
+        row('no key channel', pooled(data, lambda q: rp.fuse(q, w={**lean(q), 'key': 0}, K=K)), best)
     if 'coverage' in wanted:
         cov = coverages()
         for t, b in itertools.product([0.3, 0.5, 0.7], boosts):

@@ -65,8 +65,17 @@ def rank_of(ch, i, h, position):
     return i + 1 if position and ch != 'messages' else h['rank']
 
 
-def scores(q, w, K=10.0, position=False, mode='rrf'):
+def key_holders(q):
+    """How many live memories hold each key the key channel matched (its
+    hits' score is the key's place among the analyzer's keys)."""
+    return collections.Counter(h['score'] for h in q['ch'].get('key', []))
+
+
+def scores(q, w, K=10.0, position=False, mode='rrf', key_split=True):
+    # key_split: a key's weight is split among its holders
+    # (recall::fuse::key_share; docs/bench/generalization/key-holders.txt).
     sc, src = {}, {}
+    holders = key_holders(q)
     for ch, hits in q['ch'].items():
         wc = w.get(ch, 0)
         if not wc or not hits:
@@ -80,6 +89,8 @@ def scores(q, w, K=10.0, position=False, mode='rrf'):
             r = rank_of(ch, i, h, position)
             if mode == 'rrf':
                 c = wc / (K + r)
+                if ch == 'key' and key_split:
+                    c /= holders[h['score']]
             else:  # min-max normalized scores (ranks for messages)
                 s, lo, hi = (-r, -hits[-1]['rank'], -1) if ch == 'messages' else (h['score'], min(vals), max(vals))
                 c = wc * ((s - lo) / (hi - lo) if hi > lo else 1)
