@@ -35,6 +35,15 @@ bench-native: setup
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/native-data.mjs "$(BENCH_NATIVE_DIR)" "$(BENCH_NATIVE_N)"
 	@$(ENV) cargo bench --features bench --bench stages -- "$(BENCH_NATIVE_DIR)" $(BENCH_NATIVE_PART)
 
+# `make bench-key-holders [KEY_HOLDERS_CALLS=2000]`: one key an agent says
+# in every call (a support agent's refund reference), natively: ingest
+# ms/call as its live holders grow, and recall with the key channel's part,
+# beside the same calls said by the user (tests/bench/key_holders.rs).
+.PHONY: bench-key-holders
+KEY_HOLDERS_CALLS ?= 2000
+bench-key-holders: setup
+	@$(ENV) cargo bench --quiet --bench key_holders -- $(KEY_HOLDERS_CALLS)
+
 # `make bench-profile BENCH_STATE=dir [PROFILE_WHAT=recall|ingest]`: a V8
 # CPU profile inside workerd (tests/bench/profile.mjs) of recall, or of
 # ingest over REST with its background embedding, on the profile that

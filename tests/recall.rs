@@ -424,6 +424,26 @@ fn test_a_key_splits_its_weight_among_the_memories_holding_it() {
     });
 }
 
+#[test]
+fn test_the_key_channel_counts_every_holder_but_ranks_at_most_its_depth() {
+    use agent_memory::core::recall::{channels, fuse, scope::CHANNEL_DEPTH, RecallScope};
+    let sql = database();
+    let n = CHANNEL_DEPTH + 10;
+    for i in 0..n {
+        let body = json!({ "content": format!("The build cache lives on volume {i}."), "key": "infra.build_cache" });
+        with_profile(&sql, APRIL_15 + i as i64 * 1000, |p| remember(p, body).id);
+    }
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let scope = RecallScope { include_inactive: true, ..RecallScope::live_at(APRIL_15 + DAY) };
+        let ranking = channels::key(p.sql, &["infra.build_cache".to_string()], &scope).unwrap();
+        assert_eq!(ranking.ids.len(), scope.channel_depth());
+        assert!(ranking.shares.iter().all(|s| *s == fuse::key_share(n)), "every holder counted: {:?}", &ranking.shares[..3]);
+        let live = channels::key(p.sql, &["infra.build_cache".to_string()], &RecallScope::live_at(APRIL_15 + DAY)).unwrap();
+        assert_eq!((live.ids.len(), live.shares.clone()), (1, vec![1.0]), "the one live holder");
+        assert_eq!(ranking.ids.first(), live.ids.first(), "newest first");
+    });
+}
+
 /// Every description in the subtree of each candidate's channel node
 /// whose description starts with `channel`.
 fn said_under(r: &RecallResponse, channel: &str) -> String {

@@ -113,7 +113,8 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         // not replaced by this one's), within the speaker's reach.
         let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {
             let held = holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata)));
-            let within = |h: &&crate::core::store::KeyHolder| reach.reaches(new, supersede::Said { session: &h.session_id, content: &h.content });
+            let reaching = reach.from(new);
+            let within = |h: &&crate::core::store::KeyHolder| reaching.reaches(supersede::Said { session: &h.session_id, content: &h.content });
             held.into_iter().flatten().filter(within).map(|h| h.id.clone()).collect()
         };
         let plan = supersede::plan(&mut memories, &authority, &lookup);

@@ -98,7 +98,31 @@ impl Reach {
 
     /// Whether the holder `held` is within reach of the new memory `new`.
     pub fn reaches(self, new: Said<'_>, held: Said<'_>) -> bool {
-        self == Reach::AnySession || new.session == held.session || crate::core::dates::undated(new.content) == crate::core::dates::undated(held.content)
+        self.from(new).reaches(held)
+    }
+
+    /// This reach from `new`, to weigh many holders against it: its words
+    /// without their dates are read once, and only if a holder from
+    /// another session needs them.
+    pub fn from(self, new: Said<'_>) -> Reaching<'_> {
+        Reaching { reach: self, new, undated: std::cell::OnceCell::new() }
+    }
+}
+
+/// A [`Reach`] from one new memory ([`Reach::from`]).
+#[derive(Debug)]
+pub struct Reaching<'a> {
+    reach: Reach,
+    new: Said<'a>,
+    undated: std::cell::OnceCell<String>,
+}
+
+impl Reaching<'_> {
+    /// Whether the holder `held` is within reach.
+    pub fn reaches(&self, held: Said<'_>) -> bool {
+        self.reach == Reach::AnySession
+            || self.new.session == held.session
+            || *self.undated.get_or_init(|| crate::core::dates::undated(self.new.content)) == crate::core::dates::undated(held.content)
     }
 }
 

@@ -822,7 +822,12 @@ pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallSco
 }
 
 /// 2. Exact topic-key lookup, in the order the analyzer ranked the keys,
-///    through the key index; live memories only unless asked.
+///    through the key index; live memories only unless asked. Each of a
+///    key's visible holders carries an equal share of the channel's weight
+///    ([`fuse::key_share`]), so every holder is counted, but, as every
+///    channel, it ranks at most [`RecallScope::channel_depth`] of them
+///    (newest first within a key) and reads only those ones' sources: an
+///    agent's key said in two thousand sessions is counted, not ranked.
 pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Ranking> {
     let keys: Vec<&String> = keys.iter().take(20).collect();
     if keys.is_empty() {
@@ -834,8 +839,8 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     let (cond, extra) = scope.visible_status(2);
     let mut params = vec![json_param(&wanted)];
     params.extend(extra);
-    let mut by_key: HashMap<String, Vec<String>> = HashMap::default();
-    let mut sources: HashMap<String, Vec<String>> = HashMap::default();
+    // Each key's visible holders, newest first, with their sources unread.
+    let mut by_key: HashMap<String, Vec<(String, Option<String>)>> = HashMap::default();
     for r in sql.query(
         &format!(
             "SELECT m.key, m.id, m.source_message_ids FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
@@ -845,17 +850,25 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     )? {
         if let (Some(k), Some(id)) = (r.first().and_then(SqlValue::opt_string), r.get(1).and_then(SqlValue::opt_string)) {
             if scope.passes_id(&id) {
-                sources.insert(id.clone(), id_list(r.get(2).and_then(SqlValue::as_str))?);
-                by_key.entry(k).or_default().push(id);
+                by_key.entry(k).or_default().push((id, r.get(2).and_then(SqlValue::opt_string)));
             }
         }
     }
+    let depth = scope.channel_depth();
     let mut ranking = Ranking::new(Channel::Key, Vec::new());
+    let mut sources: HashMap<String, Vec<String>> = HashMap::default();
     for (n, k) in (1usize..).zip(&keys) {
         let holders = by_key.remove(k.as_str()).unwrap_or_default();
         let (count, share) = (holders.len(), fuse::key_share(holders.len()));
-        for id in holders {
-            if !ranking.ids.contains(&id) {
+        for (id, source_ids) in holders {
+            if ranking.ids.len() >= depth {
+                break;
+            }
+            if sources.contains_key(&id) {
+                continue;
+            }
+            sources.insert(id.clone(), id_list(source_ids.as_deref())?);
+            if scope.explain {
                 let why = Explanation::new(
                     n as f64,
                     format!(
@@ -864,9 +877,9 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
                     ),
                 );
                 ranking.why.insert(id.clone(), why);
-                ranking.ids.push(id);
-                ranking.shares.push(share);
             }
+            ranking.ids.push(id);
+            ranking.shares.push(share);
         }
     }
     Ok(ranking.by_evidence(|id| sources.get(id).cloned()))

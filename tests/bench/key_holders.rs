@@ -1,0 +1,78 @@
+//! One key said by an agent in many sessions: `make bench-key-holders`.
+//!
+//! An agent's statement replaces a holder of its key only in its own
+//! session (`ingest::supersede`), so a support agent's "The refund
+//! reference is RF-…" stays live once per call: after N calls the key
+//! has N live holders. This measures what that costs, natively: ingest
+//! per call (which reads the key's holders to decide what a new statement
+//! replaces) and recall of a question the key matches (the key channel
+//! counts every holder and ranks at most its depth), beside the same
+//! calls with the statement said by the user, whose newer statement
+//! replaces the older, so the key keeps one holder.
+//!
+//! Usage: `cargo bench --bench key_holders -- [N]` (default 2000 calls).
+//! It prints figures; it asserts nothing about time.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use agent_memory::core::api::{IngestRequest, RecallRequest};
+use agent_memory::core::recall::{channels, RecallScope};
+use std::time::Instant;
+use support::*;
+
+/// Calls between two ingest figures.
+const STEP: usize = 250;
+/// Recalls timed at the end.
+const RECALLS: usize = 20;
+const QUESTION: &str = "What is the refund reference for order number 17?";
+
+fn main() {
+    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(2000);
+    for role in ["assistant", "user"] {
+        println!("refund reference said by the {role}, {n} calls:");
+        run(role, n);
+    }
+}
+
+fn run(role: &str, n: usize) {
+    let sql = database();
+    let minute = 60_000;
+    let mut t = Instant::now();
+    let mut line = String::from("  ingest ms/call by calls so far:");
+    for i in 0..n {
+        let req = IngestRequest {
+            messages: vec![
+                msg("user", &format!("I was charged twice for order number {i}.")),
+                msg(role, &format!("The refund reference is RF-{:06}, and it should reach your card within five days.", 100_000 + i)),
+            ],
+            session_id: Some(format!("call-{i}")),
+            metadata: Default::default(),
+        };
+        with_profile(&sql, APRIL_15 + i as i64 * minute, |p| block_on(p.ingest(req)).expect("ingest"));
+        if (i + 1) % STEP == 0 {
+            line.push_str(&format!(" {}:{:.1}", i + 1, t.elapsed().as_secs_f64() * 1000.0 / STEP as f64));
+            t = Instant::now();
+        }
+    }
+    println!("{line}");
+    with_profile(&sql, APRIL_15 + n as i64 * minute, |p| {
+        let q = RecallRequest { query: QUESTION.into(), options: Default::default() };
+        let t = Instant::now();
+        for _ in 0..RECALLS {
+            block_on(p.recall(q.clone())).expect("recall");
+        }
+        let recall_ms = t.elapsed().as_secs_f64() * 1000.0 / RECALLS as f64;
+        let keys = agent_memory::core::rules::query::analyze(QUESTION).keys;
+        let scope = RecallScope::live_at(APRIL_15 + n as i64 * minute);
+        let t = Instant::now();
+        let mut ranked = 0;
+        for _ in 0..RECALLS {
+            ranked = channels::key(p.sql, &keys, &scope).expect("key channel").ids.len();
+        }
+        let key_ms = t.elapsed().as_secs_f64() * 1000.0 / RECALLS as f64;
+        let holders: usize =
+            p.store().active_ids_by_keys(&["project.refund_reference", "user.refund_reference"]).expect("holders").values().map(Vec::len).sum();
+        println!("  live holders of the key: {holders}; recall {recall_ms:.1} ms, of which the key channel {key_ms:.2} ms ({ranked} ranked)");
+    });
+}
