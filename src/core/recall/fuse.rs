@@ -463,8 +463,8 @@ pub fn explain(hit: &Fused, rankings: &[Ranking], weights: Weights) -> Explanati
     let leaned = weights.explain_lean();
     let parts = hit.trace.iter().map(|c| {
         let lean = leaned.clone().filter(|_| is_vector(c.channel));
-        let ranking = rankings.iter().filter(|r| r.channel == c.channel).find(|r| r.ids.contains(&hit.id));
-        let share = ranking.and_then(|r| r.ids.iter().position(|id| *id == hit.id).map(|i| r.share_at(i))).unwrap_or(1.0);
+        let share =
+            rankings.iter().filter(|r| r.channel == c.channel).find_map(|r| r.ids.iter().position(|id| *id == hit.id).map(|i| r.share_at(i))).unwrap_or(1.0);
         let weight = match (lean.is_some(), share == 1.0) {
             (true, _) => format!("{} {} x lean {:.3}", weights.name(c.channel), weights.base(c.channel), weights.lean()),
             (false, true) => format!("{} {}", weights.name(c.channel), c.weight),
