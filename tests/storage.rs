@@ -972,3 +972,72 @@ fn test_a_memory_id_in_capitals_finds_the_memory() {
         assert_eq!(block_on(p.dispatch("delete", json!({ "id": upper }))).unwrap()["deletedMemories"], json!([m.id]));
     });
 }
+
+/// Thirty support calls, each with its agent's own refund reference: the
+/// key `project.refund_reference` has thirty live holders.
+fn thirty_refund_calls(sql: &support::NativeSql) {
+    for i in 0..30 {
+        let req = IngestRequest {
+            messages: vec![
+                msg("user", "I was charged twice."),
+                msg("assistant", &format!("The refund reference is RF-{:06}, and it should reach your card within five days.", 100_000 + i)),
+            ],
+            session_id: Some(format!("call-{i}")),
+            metadata: Default::default(),
+        };
+        with_profile(sql, APRIL_15 + i * 60_000, |p| block_on(p.ingest(req)).unwrap());
+    }
+}
+
+#[test]
+fn test_an_agents_key_holders_are_looked_up_by_session_and_words_not_read_whole() {
+    use agent_memory::core::ports::Sql;
+    use agent_memory::core::store::{KeyProbe, Store, KEY_HOLDERS_QUERY};
+    let sql = database();
+    thirty_refund_calls(&sql);
+    let store = Store::new(&sql, APRIL_15);
+    let key = "project.refund_reference";
+    let probe = |session: &'static str, content: &str, any_session| KeyProbe {
+        key,
+        session_id: session,
+        undated_digest: agent_memory::core::ids::undated_digest(content),
+        any_session,
+    };
+    let ids = |probes: &[KeyProbe<'_>]| -> Vec<String> { store.active_key_holders(probes).unwrap().into_values().flatten().map(|h| h.session_id).collect() };
+    let new_words = "The refund reference is RF-999999, and it should reach your card within five days.";
+    // An agent in a new call, saying something new: none of the thirty.
+    assert_eq!(ids(&[probe("call-new", new_words, false)]), Vec::<String>::new());
+    // In call 7: that call's holder only.
+    assert_eq!(ids(&[probe("call-7", new_words, false)]), vec!["call-7".to_string()]);
+    // Saying call 12's words again, elsewhere: that holder only.
+    let stored = sql.query("SELECT content FROM memories WHERE session_id = 'call-12' AND key IS NOT NULL", &[]).unwrap();
+    let again = stored[0][0].opt_string().expect("call 12's statement");
+    assert_eq!(ids(&[probe("call-new", &again, false)]), vec!["call-12".to_string()]);
+    // A person reaches every session's.
+    assert_eq!(ids(&[probe("call-new", new_words, true)]).len(), 30);
+    // Every part of the statement reads memories through an index.
+    let plan = sql.query(&format!("EXPLAIN QUERY PLAN {KEY_HOLDERS_QUERY}"), &[json!([[key, "call-new", "0", false]]).to_string().into()]).unwrap();
+    let steps: Vec<String> = plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect();
+    assert!(steps.iter().any(|s| s.contains("memories_active_by_key_session")), "{steps:#?}");
+    assert!(steps.iter().any(|s| s.contains("memories_active_by_key_words")), "{steps:#?}");
+    assert!(steps.iter().all(|s| !s.starts_with("SCAN m")), "{steps:#?}");
+}
+
+#[test]
+fn test_holders_stored_before_the_words_digest_are_still_reached_and_get_theirs() {
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    let advice = |session: &str| IngestRequest {
+        messages: vec![msg("assistant", "Keep notes as you go, since it is surprisingly hard to remember details a few weeks later.")],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    let first = with_profile(&sql, APRIL_15, |p| block_on(p.ingest(advice("tea-chat"))).unwrap()).memories[0].clone();
+    // As a profile written before schema version 14 holds it.
+    sql.execute("UPDATE memories SET undated_digest = NULL", &[]).unwrap();
+    let again = with_profile(&sql, APRIL_15 + 7 * support::DAY, |p| block_on(p.ingest(advice("bread-chat"))).unwrap()).memories[0].clone();
+    assert_ne!(first.content, again.content, "dated differently");
+    assert_eq!(again.supersedes.as_deref(), Some(first.id.as_str()), "the same advice again replaces the copy stored before");
+    let digests = sql.query("SELECT id FROM memories WHERE key IS NOT NULL AND undated_digest IS NULL", &[]).unwrap();
+    assert!(digests.is_empty(), "the holder read whole has its digest written: {digests:?}");
+}

@@ -28,6 +28,14 @@ pub fn digest(text: &str) -> String {
     hex(Sha256::digest(text.as_bytes()).iter().take(4))
 }
 
+/// The [`digest`] of a keyed memory's words with their dates set aside
+/// ([`crate::core::dates::undated`]), stored beside it so that the holders
+/// of a key saying the same words are found by an index. Equal words give
+/// equal digests; equal digests are then checked word for word.
+pub fn undated_digest(content: &str) -> String {
+    digest(&crate::core::dates::undated(content))
+}
+
 /// The id of the `n`-th repeat of a message within one call: the first
 /// (`n` 0) is [`message_id`]; each later one, the same words said again
 /// (a second "yes"), has an id of its own, so both are kept.

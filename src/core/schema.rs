@@ -317,6 +317,21 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
          WHERE valid_to IS NOT NULL AND valid_to < COALESCE(valid_from, created_at)",
         ],
     ),
+    (
+        14,
+        &[
+            // Which live holders of a key a new statement may replace
+            // (core::ingest::supersede::Reach): those of its session, or
+            // those saying the same words dates aside. A keyed memory's
+            // `undated_digest` is ids::undated_digest of its content, and
+            // these indexes find both kinds without reading every holder of
+            // the key. Memories stored before have none; ingest reads those
+            // holders in full and writes theirs (Store::active_key_holders).
+            "ALTER TABLE memories ADD COLUMN undated_digest TEXT",
+            "CREATE INDEX IF NOT EXISTS memories_active_by_key_session ON memories(key, session_id) WHERE status = 'active' AND key IS NOT NULL",
+            "CREATE INDEX IF NOT EXISTS memories_active_by_key_words ON memories(key, undated_digest) WHERE status = 'active' AND key IS NOT NULL",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.

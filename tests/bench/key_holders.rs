@@ -17,6 +17,7 @@
 mod support;
 
 use agent_memory::core::api::{IngestRequest, RecallRequest};
+use agent_memory::core::ports::Sql;
 use agent_memory::core::recall::{channels, RecallScope};
 use std::time::Instant;
 use support::*;
@@ -71,8 +72,12 @@ fn run(role: &str, n: usize) {
             ranked = channels::key(p.sql, &keys, &scope).expect("key channel").ids.len();
         }
         let key_ms = t.elapsed().as_secs_f64() * 1000.0 / RECALLS as f64;
-        let holders: usize =
-            p.store().active_ids_by_keys(&["project.refund_reference", "user.refund_reference"]).expect("holders").values().map(Vec::len).sum();
+        let holders = p
+            .sql
+            .query("SELECT COUNT(*) FROM memories WHERE key IN ('project.refund_reference', 'user.refund_reference') AND status = 'active'", &[])
+            .expect("holders")[0][0]
+            .as_i64()
+            .unwrap_or(0);
         println!("  live holders of the key: {holders}; recall {recall_ms:.1} ms, of which the key channel {key_ms:.2} ms ({ranked} ranked)");
     });
 }

@@ -14,7 +14,7 @@ use crate::core::ingest::supersede;
 use crate::core::model::{Memory, Message, Metadata, Status};
 use crate::core::provider::{Candidate, Classification, Transcript};
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::store::Store;
+use crate::core::store::{KeyProbe, Store};
 use crate::core::time::iso;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -107,8 +107,16 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         free_ids(store, &mut fresh)?;
         let mut memories: Vec<Memory> = fresh.iter().map(|p| p.memory.clone()).collect();
         let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
-        let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
-        let holders = store.active_ids_by_keys(&keys)?;
+        let probes: Vec<KeyProbe<'_>> = memories
+            .iter()
+            .zip(&authority)
+            .filter_map(|(m, &weight)| {
+                let key = m.key.as_deref()?;
+                let any_session = supersede::Reach::of(weight) == supersede::Reach::AnySession;
+                Some(KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session })
+            })
+            .collect();
+        let holders = store.active_key_holders(&probes)?;
         // Only holders of the same owner (another user's value of a key is
         // not replaced by this one's), within the speaker's reach.
         let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {

@@ -11,6 +11,17 @@ pub const NEWEST_SESSION_SCAN: usize = 5000;
 /// first: each one's id and session.
 pub type KeyHolders = std::collections::HashMap<(String, crate::core::model::Owner), Vec<KeyHolder>>;
 
+/// What [`Store::active_key_holders`] looks for: the holders of `key`
+/// in any session (`any_session`), or else in session `session_id` and
+/// those whose undated words have the digest `undated_digest`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyProbe<'a> {
+    pub key: &'a str,
+    pub session_id: &'a str,
+    pub undated_digest: String,
+    pub any_session: bool,
+}
+
 /// An active memory holding a key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyHolder {
@@ -19,6 +30,17 @@ pub struct KeyHolder {
     pub session_id: String,
     pub content: String,
 }
+
+/// [`Store::active_key_holders`]'s statement: `?1` is a JSON array of
+/// probes `[key, session, undated digest, any session]`. Each of its four
+/// parts reads one index of `memories` (schema version 14).
+pub const KEY_HOLDERS_QUERY: &str = "WITH p AS MATERIALIZED (SELECT j.value ->> 0 AS key, j.value ->> 1 AS session_id, j.value ->> 2 AS digest, j.value ->> 3 AS anywhere FROM json_each(?1) j), \
+     h AS (\
+       SELECT m.rowid AS r FROM p CROSS JOIN memories m ON m.key = p.key WHERE p.anywhere AND m.status = 'active' \
+       UNION SELECT m.rowid FROM p CROSS JOIN memories m ON m.key = p.key AND m.session_id = p.session_id WHERE m.status = 'active' AND m.key IS NOT NULL \
+       UNION SELECT m.rowid FROM p CROSS JOIN memories m ON m.key = p.key AND m.undated_digest = p.digest WHERE m.status = 'active' AND m.key IS NOT NULL \
+       UNION SELECT m.rowid FROM p CROSS JOIN memories m ON m.key = p.key AND m.undated_digest IS NULL WHERE m.status = 'active' AND m.key IS NOT NULL) \
+     SELECT m.key, m.id, m.session_id, m.content, m.agent_id, m.user_id, m.undated_digest IS NULL FROM h CROSS JOIN memories m ON m.rowid = h.r ORDER BY m.id DESC";
 
 impl<'a> Store<'a> {
     /// The number of memories, when `adding` more might pass `limit`;
@@ -49,7 +71,8 @@ impl<'a> Store<'a> {
         if fresh.is_empty() {
             return Ok(Vec::new());
         }
-        // The stored columns in MEMORY_COLUMNS order, then the fingerprint.
+        // The stored columns in MEMORY_COLUMNS order, then the fingerprint
+        // and, for a keyed memory, the digest of its words undated.
         let rows: Vec<serde_json::Value> = fresh
             .iter()
             .map(|(m, fingerprint)| {
@@ -73,14 +96,15 @@ impl<'a> Store<'a> {
                     m.valid_from,
                     m.valid_to,
                     fingerprint,
+                    m.key.as_ref().map(|_| crate::core::ids::undated_digest(&m.content)),
                 ])
             })
             .collect();
-        let (table, columns) = json_table(19);
+        let (table, columns) = json_table(20);
         let mut written = Vec::new();
         for chunk in json_chunks(&rows) {
             written.extend(rowids_of(self.sql.query(
-                &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint) SELECT {columns} FROM r RETURNING rowid, id"),
+                &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint, undated_digest) SELECT {columns} FROM r RETURNING rowid, id"),
                 &[chunk],
             )?)?);
         }
@@ -161,35 +185,55 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
-    /// The ids of the active memories holding each of `keys`, newest
-    /// first, through the key index (schema version 9).
-    pub fn active_ids_by_keys(&self, keys: &[&str]) -> Result<KeyHolders> {
+    /// The active memories holding each probe's key that it may reach,
+    /// by key and [`Owner`](crate::core::model::Owner), newest first: for
+    /// a probe reaching any session every holder; otherwise those said in
+    /// its session and those whose words, dates aside, have its digest
+    /// ([`crate::core::ids::undated_digest`]). Each is found by an index,
+    /// so a key that hundreds of other sessions hold costs no more to ask
+    /// about than one. The caller checks the words themselves.
+    ///
+    /// Holders stored before the digest existed (schema version 14) are
+    /// read whatever their words, and get their digest written here, so
+    /// each is read in full once. Call inside a transaction.
+    pub fn active_key_holders(&self, probes: &[KeyProbe<'_>]) -> Result<KeyHolders> {
         let mut out = KeyHolders::default();
-        let mut keys = keys.to_vec();
-        keys.sort_unstable();
-        keys.dedup();
-        if keys.is_empty() {
+        if probes.is_empty() {
             return Ok(out);
         }
-        for r in self.sql.query(
-            "SELECT m.key, m.id, m.session_id, m.content, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
-             WHERE m.status = 'active' ORDER BY m.id DESC",
-            &[json_param(&keys)],
-        )? {
-            let text = |v: &SqlValue| match v {
-                SqlValue::Null => Ok(None),
-                SqlValue::Text(t) => Ok(Some(t.clone())),
-                _ => Err(Error::storage("a memory's agentId or userId is not text")),
-            };
-            let (k, holder, owner) = match r.as_slice() {
-                [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(session), SqlValue::Text(content), agent, user] => (
-                    k.clone(),
-                    KeyHolder { id: id.clone(), session_id: session.clone(), content: content.clone() },
-                    crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? },
-                ),
-                _ => return Err(Error::storage("failed to read a memory's key, id, session, content and owner")),
-            };
-            out.entry((k, owner)).or_default().push(holder);
+        let rows: Vec<serde_json::Value> = probes.iter().map(|p| serde_json::json!([p.key, p.session_id, p.undated_digest, p.any_session])).collect();
+
+        let mut undigested = Vec::new();
+        for chunk in json_chunks(&rows) {
+            for r in self.sql.query(KEY_HOLDERS_QUERY, &[chunk])? {
+                let text = |v: &SqlValue| match v {
+                    SqlValue::Null => Ok(None),
+                    SqlValue::Text(t) => Ok(Some(t.clone())),
+                    _ => Err(Error::storage("a memory's agentId or userId is not text")),
+                };
+                let (k, holder, owner, missing) = match r.as_slice() {
+                    [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(session), SqlValue::Text(content), agent, user, SqlValue::Integer(missing)] => (
+                        k.clone(),
+                        KeyHolder { id: id.clone(), session_id: session.clone(), content: content.clone() },
+                        crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? },
+                        *missing != 0,
+                    ),
+                    _ => return Err(Error::storage("failed to read a memory's key, id, session, content and owner")),
+                };
+                if missing {
+                    undigested.push(serde_json::json!([holder.id, crate::core::ids::undated_digest(&holder.content)]));
+                }
+                let held = out.entry((k, owner)).or_default();
+                if !held.iter().any(|h| h.id == holder.id) {
+                    held.push(holder);
+                }
+            }
+        }
+        for held in out.values_mut() {
+            held.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+        }
+        for chunk in json_chunks(&undigested) {
+            self.sql.execute("UPDATE memories SET undated_digest = j.value ->> 1 FROM json_each(?1) j WHERE memories.id = j.value ->> 0", &[chunk])?;
         }
         Ok(out)
     }

@@ -77,7 +77,7 @@ mod sql;
 
 pub use consolidations::{NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
-pub use memories::{KeyHolder, KeyHolders};
+pub use memories::{KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY};
 use rows::*;
 pub use rows::{memory_from_row, message_from_row};
 pub use sql::*;
