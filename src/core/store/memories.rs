@@ -233,7 +233,11 @@ impl<'a> Store<'a> {
             held.sort_unstable_by(|a, b| b.id.cmp(&a.id));
         }
         for chunk in json_chunks(&undigested) {
-            self.sql.execute("UPDATE memories SET undated_digest = j.value ->> 1 FROM json_each(?1) j WHERE memories.id = j.value ->> 0", &[chunk])?;
+            self.sql.execute(
+                "UPDATE memories SET undated_digest = (SELECT j.value ->> 1 FROM json_each(?1) j WHERE j.value ->> 0 = memories.id) \
+                 WHERE id IN (SELECT j.value ->> 0 FROM json_each(?1) j)",
+                &[chunk],
+            )?;
         }
         Ok(out)
     }
