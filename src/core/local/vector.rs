@@ -49,7 +49,7 @@
 // (tests/vector_index.rs); no caller input indexes them.
 #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::ports::{Hits, LocalBoxFuture, Sql, SqlValue, VectorIndex};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
@@ -723,7 +723,7 @@ fn load_rows(sql: &dyn Sql, packed: &mut Packed, mut after: i64) -> Result<usize
         let rows = sql
             .query("SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?", &[SqlValue::Integer(after), SqlValue::Integer(PAGE)])?;
         let Some(last) = rows.last() else { break };
-        after = last[0].as_i64().unwrap_or(i64::MAX);
+        after = rowid_of(last)?;
         let full = rows.len() as i64 == PAGE;
         n += rows.len();
         for r in rows {
@@ -916,11 +916,12 @@ pub fn exact_scan(sql: &dyn Sql, q: &[f32], top_k: usize) -> Result<Vec<(String,
             &[SqlValue::Integer(after), SqlValue::Integer(PAGE)],
         )?;
         let Some(last) = rows.last() else { break };
-        after = last[0].as_i64().unwrap_or(i64::MAX);
+        after = rowid_of(last)?;
         let full = rows.len() as i64 == PAGE;
         for r in rows {
-            if let (Some(id), Some(b)) = (r[1].opt_string(), r[2].as_blob()) {
-                best.push((id, cosine(q, &decode(b))));
+            match (r.get(1).and_then(SqlValue::opt_string), r.get(2).and_then(SqlValue::as_blob)) {
+                (Some(id), Some(b)) => best.push((id, cosine(q, &decode(b)))),
+                _ => return Err(Error::storage("failed to read a stored vector's memory id and bytes")),
             }
         }
         sort_hits(&mut best);
@@ -930,6 +931,11 @@ pub fn exact_scan(sql: &dyn Sql, q: &[f32], top_k: usize) -> Result<Vec<(String,
         }
     }
     Ok(best)
+}
+
+/// A `vectors` row's rowid (its first column).
+fn rowid_of(r: &[SqlValue]) -> Result<i64> {
+    r.first().and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a stored vector's rowid is not an integer"))
 }
 
 /// Best first; equal scores by id, descending (as the brute-force index did).
@@ -1125,7 +1131,7 @@ impl CodeRow {
 fn code_page(sql: &dyn Sql, after: i64, limit: i64) -> Result<(Vec<CodeRow>, Option<i64>, bool)> {
     let rows =
         sql.query("SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?", &[SqlValue::Integer(after), SqlValue::Integer(limit)])?;
-    let last = rows.last().map(|r| r[0].as_i64().unwrap_or(i64::MAX));
+    let last = rows.last().map(|r| rowid_of(r)).transpose()?;
     let full = rows.len() as i64 == limit;
     let mut out = Vec::with_capacity(rows.len());
     let mut stale: Vec<usize> = Vec::new();

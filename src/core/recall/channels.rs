@@ -59,7 +59,7 @@
 //! source message first, so sibling statements of one message do not
 //! crowd out other evidence.
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::directory::MEMORY_WEIGHTS;
 use crate::core::recall::fuse::{self, Channel, Explanation, Ranking};
@@ -848,10 +848,12 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
         ),
         &params,
     )? {
-        if let (Some(k), Some(id)) = (r.first().and_then(SqlValue::opt_string), r.get(1).and_then(SqlValue::opt_string)) {
-            if scope.passes_id(&id) {
-                by_key.entry(k).or_default().push((id, r.get(2).and_then(SqlValue::opt_string)));
-            }
+        let (key, id, sources) = match r.as_slice() {
+            [SqlValue::Text(k), SqlValue::Text(id), sources] => (k, id, sources.opt_string()),
+            _ => return Err(Error::storage("failed to read a key holder's key, id and sources")),
+        };
+        if scope.passes_id(id) {
+            by_key.entry(key.clone()).or_default().push((id.clone(), sources));
         }
     }
     let depth = scope.channel_depth();
