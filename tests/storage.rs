@@ -1003,18 +1003,19 @@ fn test_an_agents_key_holders_are_looked_up_by_session_and_words_not_read_whole(
         undated_digest: agent_memory::core::ids::undated_digest(content),
         any_session,
     };
-    let ids = |probes: &[KeyProbe<'_>]| -> Vec<String> { store.active_key_holders(probes).unwrap().into_values().flatten().map(|h| h.session_id).collect() };
+    let sessions =
+        |probes: &[KeyProbe<'_>]| -> Vec<String> { store.active_key_holders(probes).unwrap().into_values().flatten().map(|h| h.session_id).collect() };
     let new_words = "The refund reference is RF-999999, and it should reach your card within five days.";
     // An agent in a new call, saying something new: none of the thirty.
-    assert_eq!(ids(&[probe("call-new", new_words, false)]), Vec::<String>::new());
+    assert_eq!(sessions(&[probe("call-new", new_words, false)]), Vec::<String>::new());
     // In call 7: that call's holder only.
-    assert_eq!(ids(&[probe("call-7", new_words, false)]), vec!["call-7".to_string()]);
+    assert_eq!(sessions(&[probe("call-7", new_words, false)]), vec!["call-7".to_string()]);
     // Saying call 12's words again, elsewhere: that holder only.
     let stored = sql.query("SELECT content FROM memories WHERE session_id = 'call-12' AND key IS NOT NULL", &[]).unwrap();
     let again = stored[0][0].opt_string().expect("call 12's statement");
-    assert_eq!(ids(&[probe("call-new", &again, false)]), vec!["call-12".to_string()]);
+    assert_eq!(sessions(&[probe("call-new", &again, false)]), vec!["call-12".to_string()]);
     // A person reaches every session's.
-    assert_eq!(ids(&[probe("call-new", new_words, true)]).len(), 30);
+    assert_eq!(sessions(&[probe("call-new", new_words, true)]).len(), 30);
     // Every part of the statement reads memories through an index.
     let plan = sql.query(&format!("EXPLAIN QUERY PLAN {KEY_HOLDERS_QUERY}"), &[json!([[key, "call-new", "0", false]]).to_string().into()]).unwrap();
     let steps: Vec<String> = plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect();
@@ -1040,4 +1041,67 @@ fn test_holders_stored_before_the_words_digest_are_still_reached_and_get_theirs(
     assert_eq!(again.supersedes.as_deref(), Some(first.id.as_str()), "the same advice again replaces the copy stored before");
     let digests = sql.query("SELECT id FROM memories WHERE key IS NOT NULL AND undated_digest IS NULL", &[]).unwrap();
     assert!(digests.is_empty(), "the holder read whole has its digest written: {digests:?}");
+}
+
+#[test]
+fn test_holders_found_by_index_are_exactly_those_a_read_of_every_holder_lets_reach() {
+    use agent_memory::core::ingest::supersede::{Reach, Said};
+    use agent_memory::core::model::Memory;
+    use agent_memory::core::ports::Sql;
+    use agent_memory::core::store::{KeyProbe, Store};
+    let sql = database();
+    let mut rng = support::Rng(7);
+    let (keys, sessions, owners) = (["a.x", "a.y", "b.x"], ["", "s1", "s2", "S1"], [None, Some("agent-1"), Some("agent-2")]);
+    let words = ["Keep notes on 2026-04-01.", "Keep notes on 2026-05-09.", "keep NOTES on March 2025.", "Ship on Friday.", "ship on friday."];
+    let memory = |i: usize, rng: &mut support::Rng| -> Memory {
+        let mut m = json!({
+            "id": format!("{i:032x}"), "type": "fact", "key": rng.pick(&keys), "summary": "", "content": rng.pick(&words),
+            "sessionId": rng.pick(&sessions), "sourceMessageIds": [], "searchQueries": [], "status": "active",
+            "createdAt": "2026-04-15T00:00:00.000Z", "updatedAt": "2026-04-15T00:00:00.000Z",
+        });
+        if let Some(agent) = owners[rng.below(owners.len())] {
+            m["metadata"] = json!({ "agentId": agent });
+        }
+        serde_json::from_value(m).unwrap()
+    };
+    let stored: Vec<Memory> = (0..120).map(|i| memory(i, &mut rng)).collect();
+    let store = Store::new(&sql, APRIL_15);
+    store.transaction(|| store.insert_memories(&stored.iter().map(|m| (m, "fp")).collect::<Vec<_>>())).unwrap();
+    for round in 0..2 {
+        if round == 1 {
+            // Half of them as stored before schema version 14.
+            sql.execute("UPDATE memories SET undated_digest = NULL WHERE rowid % 2 = 0", &[]).unwrap();
+        }
+        for i in 0..200 {
+            let new = memory(1000 + i, &mut rng);
+            let reach = if rng.below(2) == 0 { Reach::AnySession } else { Reach::OwnSession };
+            let key = new.key.as_deref().unwrap();
+            let said = Said { session: &new.session_id, content: &new.content };
+            let reaching = reach.from(said);
+            let owner = agent_memory::core::model::Owner::of(&new.metadata);
+            // What reading every holder whole lets this statement reach.
+            let mut every: Vec<&str> = stored
+                .iter()
+                .filter(|m| m.key.as_deref() == Some(key) && agent_memory::core::model::Owner::of(&m.metadata) == owner)
+                .filter(|m| reaching.reaches(Said { session: &m.session_id, content: &m.content }))
+                .map(|m| m.id.as_str())
+                .collect();
+            every.sort_unstable_by(|a, b| b.cmp(a));
+            let probe = KeyProbe {
+                key,
+                session_id: &new.session_id,
+                undated_digest: agent_memory::core::ids::undated_digest(&new.content),
+                any_session: reach == Reach::AnySession,
+            };
+            let found = store.transaction(|| store.active_key_holders(std::slice::from_ref(&probe))).unwrap();
+            let reached: Vec<String> = found
+                .get(&(key.to_string(), owner))
+                .into_iter()
+                .flatten()
+                .filter(|h| reaching.reaches(Said { session: &h.session_id, content: &h.content }))
+                .map(|h| h.id.clone())
+                .collect();
+            assert_eq!(reached, every, "round {round}, probe {probe:?}");
+        }
+    }
 }

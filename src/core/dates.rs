@@ -200,6 +200,10 @@ pub fn resolve(text: &str, anchor: NaiveDate) -> String {
 /// 2024") each set to `#`, and in lowercase: two statements equal so say
 /// the same thing apart from when it was said ("remember details a few
 /// weeks later", said on two days).
+///
+/// Keyed memories store a digest of this (`ids::undated_digest`): a
+/// change here needs a migration that sets `memories.undated_digest` to
+/// NULL.
 pub fn undated(text: &str) -> String {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = crate::core::text::constant_regex(&RE, &format!(r"(?i)\b(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS}) \d{{4}})\b"));

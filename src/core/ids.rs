@@ -32,6 +32,12 @@ pub fn digest(text: &str) -> String {
 /// ([`crate::core::dates::undated`]), stored beside it so that the holders
 /// of a key saying the same words are found by an index. Equal words give
 /// equal digests; equal digests are then checked word for word.
+///
+/// Stored digests hold only while `undated` reads as it did when they were
+/// written: a change to it needs a migration that sets every
+/// `undated_digest` to NULL (`Store::active_key_holders` then reads those
+/// holders whole and writes theirs again). A stale digest would hide a
+/// repeat, not invent one.
 pub fn undated_digest(content: &str) -> String {
     digest(&crate::core::dates::undated(content))
 }

@@ -1126,8 +1126,7 @@ impl CodeRow {
 /// whether `limit` rows were read. A row whose code is in an older
 /// format is recoded from its vector and rewritten, as `load` does, and
 /// keeps its place (where a load after the rewrite puts it). A row
-/// without a text id or a readable vector is left out, as `load` leaves
-/// it out.
+/// without a text id is a storage error, as in `load`.
 fn code_page(sql: &dyn Sql, after: i64, limit: i64) -> Result<(Vec<CodeRow>, Option<i64>, bool)> {
     let rows =
         sql.query("SELECT rowid, memory_id, code FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?", &[SqlValue::Integer(after), SqlValue::Integer(limit)])?;
@@ -1137,7 +1136,9 @@ fn code_page(sql: &dyn Sql, after: i64, limit: i64) -> Result<(Vec<CodeRow>, Opt
     let mut stale: Vec<usize> = Vec::new();
     for row in rows {
         let mut values = row.into_iter().skip(1);
-        let (Some(SqlValue::Text(id)), code) = (values.next(), values.next()) else { continue };
+        let (Some(SqlValue::Text(id)), code) = (values.next(), values.next()) else {
+            return Err(Error::storage("a stored vector's memory id is not text"));
+        };
         let code = match code {
             Some(SqlValue::Blob(code)) => code,
             _ => Vec::new(),

@@ -849,7 +849,8 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
         &params,
     )? {
         let (key, id, sources) = match r.as_slice() {
-            [SqlValue::Text(k), SqlValue::Text(id), sources] => (k, id, sources.opt_string()),
+            [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(sources)] => (k, id, Some(sources.clone())),
+            [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Null] => (k, id, None),
             _ => return Err(Error::storage("failed to read a key holder's key, id and sources")),
         };
         if scope.passes_id(id) {

@@ -40,7 +40,7 @@ pub const KEY_HOLDERS_QUERY: &str = "WITH p AS MATERIALIZED (SELECT j.value ->> 
        UNION SELECT m.rowid FROM p CROSS JOIN memories m ON m.key = p.key AND m.session_id = p.session_id WHERE m.status = 'active' AND m.key IS NOT NULL \
        UNION SELECT m.rowid FROM p CROSS JOIN memories m ON m.key = p.key AND m.undated_digest = p.digest WHERE m.status = 'active' AND m.key IS NOT NULL \
        UNION SELECT m.rowid FROM p CROSS JOIN memories m ON m.key = p.key AND m.undated_digest IS NULL WHERE m.status = 'active' AND m.key IS NOT NULL) \
-     SELECT m.key, m.id, m.session_id, m.content, m.agent_id, m.user_id, m.undated_digest IS NULL FROM h CROSS JOIN memories m ON m.rowid = h.r ORDER BY m.id DESC";
+     SELECT m.key, m.id, m.session_id, m.content, m.agent_id, m.user_id, m.undated_digest IS NULL FROM h CROSS JOIN memories m ON m.rowid = h.r";
 
 impl<'a> Store<'a> {
     /// The number of memories, when `adding` more might pass `limit`;
@@ -223,21 +223,16 @@ impl<'a> Store<'a> {
                 if missing {
                     undigested.push(serde_json::json!([holder.id, crate::core::ids::undated_digest(&holder.content)]));
                 }
-                let held = out.entry((k, owner)).or_default();
-                if !held.iter().any(|h| h.id == holder.id) {
-                    held.push(holder);
-                }
+                out.entry((k, owner)).or_default().push(holder);
             }
         }
+        // Newest first, each once (a holder two chunks' probes find).
         for held in out.values_mut() {
             held.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+            held.dedup_by(|a, b| a.id == b.id);
         }
         for chunk in json_chunks(&undigested) {
-            self.sql.execute(
-                "UPDATE memories SET undated_digest = (SELECT j.value ->> 1 FROM json_each(?1) j WHERE j.value ->> 0 = memories.id) \
-                 WHERE id IN (SELECT j.value ->> 0 FROM json_each(?1) j)",
-                &[chunk],
-            )?;
+            self.sql.execute("UPDATE memories SET undated_digest = j.value ->> 1 FROM json_each(?1) j WHERE memories.id = j.value ->> 0", &[chunk])?;
         }
         Ok(out)
     }
