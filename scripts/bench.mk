@@ -37,8 +37,10 @@ bench-native: setup
 
 # `make bench-key-holders [KEY_HOLDERS_CALLS=2000]`: one key an agent says
 # in every call (a support agent's refund reference), natively: ingest
-# ms/call as its live holders grow, and recall with the key channel's part,
-# beside the same calls said by the user (tests/bench/key_holders.rs).
+# ms/call as its live holders grow, recall with the key channel's part,
+# and the first calls over holders stored before their words' digest
+# (schema version 14), beside the same calls said by the user
+# (tests/bench/key_holders.rs).
 .PHONY: bench-key-holders
 KEY_HOLDERS_CALLS ?= 2000
 bench-key-holders: setup

@@ -4,11 +4,16 @@
 //! session (`ingest::supersede`), so a support agent's "The refund
 //! reference is RF-…" stays live once per call: after N calls the key
 //! has N live holders. This measures what that costs, natively: ingest
-//! per call (which reads the key's holders to decide what a new statement
+//! per call (which looks up the key's holders to decide what a new statement
 //! replaces) and recall of a question the key matches (the key channel
 //! counts every holder and ranks at most its depth), beside the same
 //! calls with the statement said by the user, whose newer statement
-//! replaces the older, so the key keeps one holder.
+//! replaces the older, so the key keeps one holder. Then, with every
+//! holder's digest cleared (as stored before schema version 14), the
+//! next call, which reads them whole and writes theirs, and the one after.
+//!
+//! Ingest finds the holders it may replace by index
+//! (`Store::active_key_holders`).
 //!
 //! Usage: `cargo bench --bench key_holders -- [N]` (default 2000 calls).
 //! It prints figures; it asserts nothing about time.
