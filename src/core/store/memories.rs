@@ -8,7 +8,7 @@ use super::*;
 pub const NEWEST_SESSION_SCAN: usize = 5000;
 
 /// The active memories holding each key, by key and [`Owner`], newest
-/// first: each one's id and session.
+/// first: each one's id, session and words.
 pub type KeyHolders = std::collections::HashMap<(String, crate::core::model::Owner), Vec<KeyHolder>>;
 
 /// What [`Store::active_key_holders`] looks for: the holders of `key`
@@ -202,15 +202,14 @@ impl<'a> Store<'a> {
             return Ok(out);
         }
         let rows: Vec<serde_json::Value> = probes.iter().map(|p| serde_json::json!([p.key, p.session_id, p.undated_digest, p.any_session])).collect();
-
+        let text = |v: &SqlValue| match v {
+            SqlValue::Null => Ok(None),
+            SqlValue::Text(t) => Ok(Some(t.clone())),
+            _ => Err(Error::storage("a memory's agentId or userId is not text")),
+        };
         let mut undigested = Vec::new();
         for chunk in json_chunks(&rows) {
             for r in self.sql.query(KEY_HOLDERS_QUERY, &[chunk])? {
-                let text = |v: &SqlValue| match v {
-                    SqlValue::Null => Ok(None),
-                    SqlValue::Text(t) => Ok(Some(t.clone())),
-                    _ => Err(Error::storage("a memory's agentId or userId is not text")),
-                };
                 let (k, holder, owner, missing) = match r.as_slice() {
                     [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(session), SqlValue::Text(content), agent, user, SqlValue::Integer(missing)] => (
                         k.clone(),
