@@ -632,6 +632,8 @@ export interface MemoryStats {
   pendingJobs: number;
   failedJobs: number;
   parkedJobs: number;
+  /** Why the last background drain failed, in part or whole; absent once one runs clean. */
+  drainError?: string;
   vectors: number;
   storageBytes: number;
   residentBytes: number;

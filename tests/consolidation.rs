@@ -283,6 +283,8 @@ fn test_an_unreadable_run_record_stops_background_runs_until_a_consolidate_call_
             let why = report.consolidation_error.as_deref().unwrap_or_default();
             assert!(why.contains("does not read"), "day {day}: {report:?}");
             assert_eq!(active(p).len(), 3, "day {day}: nothing consolidated");
+            let shown = p.stats().unwrap().drain_error.unwrap_or_default();
+            assert!(shown.contains("the consolidation schedule: ") && shown.contains("does not read"), "day {day}: shown {shown:?}");
         });
     }
     with(APRIL_15 + 13 * DAY, &mut |p| {
@@ -293,6 +295,7 @@ fn test_an_unreadable_run_record_stops_background_runs_until_a_consolidate_call_
         assert!(report.done);
         assert_eq!(active(p).len(), 2, "the new run merged the rewordings");
         assert_eq!(block_on(p.drain()).unwrap().consolidation_error, None);
+        assert_eq!(p.stats().unwrap().drain_error, None, "no longer shown once a drain runs clean");
         assert_eq!(consolidate(p, json!({})).replaced_run, None, "replaced once");
     });
 }

@@ -652,6 +652,7 @@ fn stats_of(full: bool) -> Stats {
         pending_jobs: 1,
         failed_jobs: 0,
         parked_jobs: 0,
+        drain_error: full.then(|| "2026-04-15T00:00:00.000Z: the turn directory: disk full".into()),
         vectors: 2,
         storage_bytes: 4096,
         resident_bytes: 1024,

@@ -13,6 +13,10 @@ use worker::*;
 /// The one catalog object's name.
 pub const CATALOG_NAME: &str = "catalog";
 
+/// When the alarm comes back after it failed as a whole (a storage
+/// error; a profile's failed purge has its own backoff in the catalog).
+const PURGE_RETRY_MILLIS: i64 = 5 * 60 * 1000;
+
 fn now() -> i64 {
     js_sys::Date::now() as i64
 }
@@ -93,8 +97,19 @@ impl DurableObject for CatalogObject {
     }
 
     async fn alarm(&self) -> Result<Response> {
-        let (due, _) = self.catalog().due_purges().map_err(|e| worker::Error::RustError(e.to_string()))?;
-        self.purge(&due).await.map_err(|e| worker::Error::RustError(e.to_string()))?;
-        Response::ok("purged")
+        let outcome = match self.catalog().due_purges() {
+            Ok((due, _)) => self.purge(&due).await,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(()) => Response::ok("purged"),
+            Err(e) => {
+                // Not left to the platform's few retries of a failing
+                // alarm: the purges still due come back on their own.
+                console_error!("catalog: the purge alarm failed, retried in {} s: {e}", PURGE_RETRY_MILLIS / 1000);
+                self.state.storage().set_alarm(PURGE_RETRY_MILLIS).await?;
+                Response::ok("not purged: retried later")
+            }
+        }
     }
 }

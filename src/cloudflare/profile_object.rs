@@ -469,6 +469,9 @@ impl ProfileObject {
 
 /// How long a broken object's alarm waits before it looks again.
 const BROKEN_RETRY_MILLIS: i64 = 15 * 60 * 1000;
+/// When the alarm comes back after a drain that failed as a whole (a
+/// storage error; a job's own failure is retried by the job's backoff).
+const DRAIN_RETRY_MILLIS: i64 = 5 * 60 * 1000;
 
 impl DurableObject for ProfileObject {
     fn new(state: State, env: Env) -> Self {
@@ -527,11 +530,26 @@ impl DurableObject for ProfileObject {
         let report = self.drain(&name, warm).await;
         drop(busy);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
-        let report = report.map_err(|e| worker::Error::RustError(e.to_string()))?;
-        if let Some(at) = report.next_at {
-            self.state.storage().set_alarm((at - now()).max(1)).await?;
+        match report {
+            Ok(report) => {
+                if let Some(trouble) = report.trouble() {
+                    console_error!("profile {name}: the drain finished, but {trouble}");
+                }
+                if let Some(at) = report.next_at {
+                    self.state.storage().set_alarm((at - now()).max(1)).await?;
+                }
+                Response::ok("drained")
+            }
+            Err(e) => {
+                // The platform retries a failing alarm a few times, then
+                // drops it, and only a later write would set it again: the
+                // alarm comes back on its own instead. The error is kept
+                // in the profile (`stats().drain_error`) and logged here.
+                console_error!("profile {name}: the drain failed, retried in {} s: {e}", DRAIN_RETRY_MILLIS / 1000);
+                self.state.storage().set_alarm(DRAIN_RETRY_MILLIS).await?;
+                Response::ok("not drained: retried later")
+            }
         }
-        Response::ok("drained")
     }
 }
 
@@ -547,7 +565,12 @@ impl ProfileObject {
         if warm && providers.local_index() {
             let mut packed = self.resident.packed.borrow_mut();
             if !packed.is_loaded() {
-                crate::core::local::vector::load(&self.sql, &mut packed)?;
+                // A cache over SQLite: a load that fails leaves the codes
+                // unloaded (recall reads them from SQLite) and must not
+                // undo the drain's report, whose next time sets the alarm.
+                if let Err(e) = crate::core::local::vector::load(&self.sql, &mut packed) {
+                    console_error!("profile {name}: the vector codes were not loaded after the drain: {e}");
+                }
             }
         }
         Ok(report)

@@ -104,6 +104,23 @@ pub struct DrainReport {
     pub consolidation_error: Option<String>,
 }
 
+impl DrainReport {
+    /// What failed of the work a drain does beside its jobs (the jobs'
+    /// failures are recorded on the jobs), if anything did: the errors it
+    /// carries, joined.
+    pub fn trouble(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            self.directory_error.as_ref().map(|e| format!("the turn directory: {e}")),
+            self.vector_snapshot_error.as_ref().map(|e| format!("the vector snapshot: {e}")),
+            self.consolidation_error.as_ref().map(|e| format!("the consolidation schedule: {e}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// The text embedded for a memory: its search queries, then its content.
 pub fn embedding_text(m: &Memory) -> String {
     embedding_text_of(&m.search_queries, &m.content)

@@ -398,6 +398,10 @@ pub struct Stats {
     /// retried, kept with their last error.
     #[serde(default)]
     pub parked_jobs: i64,
+    /// Why the last background drain failed, in whole or in part beside
+    /// its jobs (the time, then the error); absent once one runs clean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_error: Option<String>,
     pub vectors: i64,
     pub storage_bytes: i64,
     /// What this profile keeps in memory between requests (its turn

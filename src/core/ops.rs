@@ -503,7 +503,24 @@ impl<'a> Profile<'a> {
 
     /// Runs due background jobs once (the alarm calls this). A profile
     /// whose grace period is over is purged first.
+    ///
+    /// What failed, the drain as a whole or a part of it beside the jobs
+    /// ([`background::DrainReport::trouble`]), is kept in the profile and
+    /// shown by [`Profile::stats`] (`drain_error`) until a drain runs
+    /// clean: the alarm has no caller to tell.
     pub async fn drain(&self) -> Result<background::DrainReport> {
+        let outcome = self.drain_once().await;
+        let trouble = match &outcome {
+            Ok(report) => report.trouble(),
+            Err(e) => Some(e.to_string()),
+        };
+        let noted = self.store().note_drain_error(trouble.as_deref());
+        let report = outcome?;
+        noted?;
+        Ok(report)
+    }
+
+    async fn drain_once(&self) -> Result<background::DrainReport> {
         let purged = match self.purge_due()? {
             Some(at) if at <= self.now => {
                 self.wipe()?;

@@ -35,6 +35,9 @@ pub const META_WRITTEN: &str = "written";
 pub const META_CATALOGED: &str = "cataloged";
 /// The `meta` key holding when the profile was marked for deletion.
 pub const META_DELETED_AT: &str = "deleted_at";
+/// The meta key of why the last drain failed, in whole or in part (absent
+/// once one runs clean).
+pub const META_DRAIN_ERROR: &str = "drain_error";
 
 /// A borrowed view of one profile's database at one instant.
 pub struct Store<'a> {
@@ -119,6 +122,7 @@ impl<'a> Store<'a> {
             parked_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 1")?,
             vectors: one("SELECT COUNT(*) FROM vectors")?,
             storage_bytes: self.sql.database_size(),
+            drain_error: self.meta_get(META_DRAIN_ERROR)?,
             ..Stats::default()
         };
         for t in MemoryType::ALL {
@@ -202,5 +206,16 @@ impl<'a> Store<'a> {
 
     pub fn meta_set(&self, key: &str, value: &str) -> Result<()> {
         self.sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", &[key.into(), value.into()])
+    }
+
+    /// Records why the drain failed, with when, or clears it (`None`).
+    pub fn note_drain_error(&self, error: Option<&str>) -> Result<()> {
+        match error {
+            Some(e) => {
+                let e: String = e.chars().take(1000).collect();
+                self.meta_set(META_DRAIN_ERROR, &format!("{}: {e}", iso(self.now)))
+            }
+            None => self.sql.execute("DELETE FROM meta WHERE key = ?", &[META_DRAIN_ERROR.into()]),
+        }
     }
 }

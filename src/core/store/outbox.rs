@@ -87,8 +87,9 @@ impl<'a> Store<'a> {
         )
     }
 
-    /// Parks every job that has used `max_attempts` attempts, and every
-    /// job of a kind this version does not run, with the reason; how many.
+    /// Parks every job that has used `max_attempts` attempts, every job of
+    /// a kind this version does not run, and every row that does not read
+    /// as a job, with the reason; how many.
     /// A parked job is never due again; it stays visible
     /// (`stats().parked_jobs`).
     pub fn park_jobs(&self, max_attempts: i64) -> Result<i64> {
@@ -103,7 +104,15 @@ impl<'a> Store<'a> {
              WHERE parked = 0 AND kind NOT IN (SELECT value FROM json_each(?1)) RETURNING id",
             &[known_kinds()],
         )?;
-        Ok(i64::try_from(over.len().saturating_add(unknown.len())).unwrap_or(i64::MAX))
+        // A row [`job_from_row`] cannot read would fail every batch it
+        // falls in, and the jobs behind it with it: parked, never claimed.
+        let unreadable = self.sql.query(
+            "UPDATE outbox SET parked = 1, \
+             last_error = 'parked: the row does not read as a job (' || typeof(kind) || ' kind, ' || typeof(memory_id) || ' subject, ' || typeof(attempts) || ' attempts)' \
+             WHERE parked = 0 AND (typeof(kind) <> 'text' OR typeof(memory_id) NOT IN ('text', 'null') OR typeof(attempts) <> 'integer') RETURNING id",
+            &[],
+        )?;
+        Ok(i64::try_from(over.len().saturating_add(unknown.len()).saturating_add(unreadable.len())).unwrap_or(i64::MAX))
     }
 
     pub fn finish_jobs(&self, ids: &[i64]) -> Result<()> {
