@@ -1105,3 +1105,51 @@ fn test_holders_found_by_index_are_exactly_those_a_read_of_every_holder_lets_rea
         }
     }
 }
+
+/// A stored value of the wrong type (a blob where the schema keeps text;
+/// a number would be turned into text by the columns' affinity) is a storage error when read, never an empty session, an
+/// empty list of sources, a memory that never expires or one without its
+/// owner.
+#[test]
+fn test_a_column_of_the_wrong_type_is_a_storage_error_never_a_default() {
+    use agent_memory::core::ports::Sql;
+    let columns = [
+        ("memories", "session_id", "X'00'"),
+        ("memories", "summary", "X'00'"),
+        ("memories", "created_at", "X'00'"),
+        ("memories", "source_message_ids", "X'5b5d'"),
+        ("memories", "search_queries", "X'5b5d'"),
+        ("memories", "key", "X'6b'"),
+        ("memories", "expires_at", "X'00'"),
+        ("memories", "metadata", "X'7b7d'"),
+        ("messages", "session_id", "X'00'"),
+        ("messages", "role", "X'75'"),
+        ("messages", "content", "X'00'"),
+        ("messages", "timestamp", "X'00'"),
+        ("messages", "metadata", "X'7b7d'"),
+    ];
+    for (table, column, value) in columns {
+        let sql = database();
+        let id = with_profile(&sql, APRIL_15, |p| {
+            block_on(p.ingest(IngestRequest {
+                messages: vec![msg("user", "I moved to Lisbon last spring.")],
+                session_id: Some("s1".into()),
+                metadata: Default::default(),
+            }))
+            .unwrap();
+            block_on(p.remember(remember("The staging cluster runs in Oslo."))).unwrap().id
+        });
+        sql.execute(&format!("UPDATE {table} SET {column} = {value}"), &[]).unwrap();
+        with_profile(&sql, APRIL_15, |p| {
+            let store = p.store();
+            let read = match table {
+                "memories" => store.get_memory(&id).map(|m| format!("{m:?}")),
+                _ => store.all_messages().map(|m| format!("{m:?}")),
+            };
+            match read {
+                Err(e) => assert!(e.is_storage(), "{table}.{column} = {value}: {e}"),
+                Ok(read) => panic!("{table}.{column} = {value} was read as {read}"),
+            }
+        });
+    }
+}

@@ -76,15 +76,15 @@ impl<'a> Store<'a> {
         let rows: Vec<serde_json::Value> = fresh
             .iter()
             .map(|(m, fingerprint)| {
-                serde_json::json!([
+                Ok(serde_json::json!([
                     m.id,
                     m.kind.as_str(),
                     m.key,
                     m.summary,
                     m.content,
                     m.session_id,
-                    serde_json::to_string(&m.source_message_ids).unwrap_or_default(),
-                    serde_json::to_string(&m.search_queries).unwrap_or_default(),
+                    json_text(&m.source_message_ids)?,
+                    json_text(&m.search_queries)?,
                     m.status.as_str(),
                     m.supersedes,
                     m.superseded_by,
@@ -92,14 +92,14 @@ impl<'a> Store<'a> {
                     m.created_at,
                     m.updated_at,
                     m.expires_at,
-                    (!m.metadata.is_empty()).then(|| serde_json::to_string(&m.metadata).unwrap_or_default()),
+                    if m.metadata.is_empty() { None } else { Some(json_text(&m.metadata)?) },
                     m.valid_from,
                     m.valid_to,
                     fingerprint,
                     m.key.as_ref().map(|_| crate::core::ids::undated_digest(&m.content)),
-                ])
+                ]))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let (table, columns) = json_table(20);
         let mut written = Vec::new();
         for chunk in json_chunks(&rows) {

@@ -79,10 +79,10 @@ impl<'a> Store<'a> {
         let rows: Vec<_> = messages
             .iter()
             .map(|m| {
-                let metadata = (!m.metadata.is_empty()).then(|| serde_json::to_string(&m.metadata).unwrap_or_default());
-                (&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at, metadata)
+                let metadata = if m.metadata.is_empty() { None } else { Some(json_text(&m.metadata)?) };
+                Ok((&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at, metadata))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let (table, columns) = json_table(8);
         let mut written = Vec::new();
         for chunk in json_chunks(&rows) {

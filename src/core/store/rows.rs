@@ -43,19 +43,34 @@ pub(super) fn text_and_count(r: &[SqlValue]) -> Result<(String, i64)> {
     }
 }
 
-/// A text value, or empty for NULL.
-pub(super) fn text(v: SqlValue) -> String {
+/// A text column's value: anything else (NULL in a `NOT NULL` column, a
+/// number, a blob) is a storage error naming `what`, never read as empty.
+pub(super) fn text(v: SqlValue, what: &str) -> Result<String> {
     match v {
-        SqlValue::Text(s) => s,
-        _ => String::new(),
+        SqlValue::Text(s) => Ok(s),
+        _ => Err(Error::storage(format!("a row has {what} that is not text"))),
     }
 }
 
-/// A text value, or `None` for NULL.
-pub(super) fn opt_text(v: SqlValue) -> Option<String> {
+/// A nullable text column's value: `None` for NULL; a number or a blob is
+/// a storage error naming `what`, never read as absent.
+pub(super) fn opt_text(v: SqlValue, what: &str) -> Result<Option<String>> {
     match v {
-        SqlValue::Text(s) => Some(s),
-        _ => None,
+        SqlValue::Null => Ok(None),
+        SqlValue::Text(s) => Ok(Some(s)),
+        _ => Err(Error::storage(format!("a row has {what} that is neither text nor null"))),
+    }
+}
+
+/// A metadata column: empty for NULL or empty text, a flat JSON object
+/// otherwise; anything else is a storage error.
+fn metadata_of(v: SqlValue, row: &str) -> Result<crate::core::model::Metadata> {
+    let bad = || Error::storage(format!("a {row} row has metadata that is not a flat JSON object"));
+    match v {
+        SqlValue::Null => Ok(Default::default()),
+        SqlValue::Text(t) if t.is_empty() => Ok(Default::default()),
+        SqlValue::Text(t) => serde_json::from_str(&t).map_err(|_| bad()),
+        _ => Err(bad()),
     }
 }
 
@@ -73,35 +88,32 @@ pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
     let bad = || Error::storage("failed to read a memory row");
     let [id, kind, key, summary, content, session_id, sources, queries, status, supersedes, superseded_by, event_date, created_at, updated_at, expires_at, metadata, valid_from, valid_to] =
         <[SqlValue; 18]>::try_from(r).map_err(|_| bad())?;
-    let metadata: crate::core::model::Metadata = match metadata.as_str() {
-        None | Some("") => Default::default(),
-        Some(t) => serde_json::from_str(t).map_err(|_| Error::storage("a memory row has metadata that is not a flat JSON object"))?,
-    };
-    let expires_at = opt_text(expires_at);
+    let metadata = metadata_of(metadata, "memory")?;
+    let expires_at = opt_text(expires_at, "an expiry")?;
     let known = |what: &str, v: &SqlValue| Error::storage(format!("a memory row has {what} {}", crate::core::api::quoted(v.as_str().unwrap_or("(not text)"))));
     let mut status = status.as_str().and_then(Status::parse).ok_or_else(|| known("the status", &status))?;
     if status == Status::Active && expired(expires_at.as_deref(), now) {
         status = Status::Expired;
     }
     Ok(Memory {
-        id: opt_text(id).ok_or_else(bad)?,
+        id: opt_text(id, "an id")?.ok_or_else(bad)?,
         kind: kind.as_str().and_then(MemoryType::parse).ok_or_else(|| known("the type", &kind))?,
-        key: opt_text(key),
-        summary: text(summary),
-        content: text(content),
-        session_id: text(session_id),
-        source_message_ids: json_ids(sources.as_str(), "source message ids")?,
-        search_queries: json_ids(queries.as_str(), "search queries")?,
+        key: opt_text(key, "a key")?,
+        summary: text(summary, "a summary")?,
+        content: text(content, "a content")?,
+        session_id: text(session_id, "a session id")?,
+        source_message_ids: json_ids(opt_text(sources, "source message ids")?.as_deref(), "source message ids")?,
+        search_queries: json_ids(opt_text(queries, "search queries")?.as_deref(), "search queries")?,
         status,
-        supersedes: opt_text(supersedes),
-        superseded_by: opt_text(superseded_by),
-        event_date: opt_text(event_date),
-        created_at: text(created_at),
-        updated_at: text(updated_at),
+        supersedes: opt_text(supersedes, "a supersedes id")?,
+        superseded_by: opt_text(superseded_by, "a superseded-by id")?,
+        event_date: opt_text(event_date, "an event date")?,
+        created_at: text(created_at, "a creation time")?,
+        updated_at: text(updated_at, "an update time")?,
         expires_at,
         metadata,
-        valid_from: opt_text(valid_from),
-        valid_to: opt_text(valid_to),
+        valid_from: opt_text(valid_from, "a valid-from date")?,
+        valid_to: opt_text(valid_to, "a valid-to date")?,
     })
 }
 
@@ -110,18 +122,15 @@ pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
 pub fn message_from_row(r: Row) -> Result<Message> {
     let bad = || Error::storage("failed to read a message row");
     let [id, session_id, role, content, timestamp, position, created_at, metadata] = <[SqlValue; 8]>::try_from(r).map_err(|_| bad())?;
-    let metadata: crate::core::model::Metadata = match metadata.as_str() {
-        None | Some("") => Default::default(),
-        Some(t) => serde_json::from_str(t).map_err(|_| Error::storage("a message row has metadata that is not a flat JSON object"))?,
-    };
+    let metadata = metadata_of(metadata, "message")?;
     Ok(Message {
-        id: opt_text(id).ok_or_else(bad)?,
-        session_id: text(session_id),
-        role: text(role),
-        content: text(content),
-        timestamp: opt_text(timestamp),
+        id: opt_text(id, "an id")?.ok_or_else(bad)?,
+        session_id: text(session_id, "a session id")?,
+        role: text(role, "a role")?,
+        content: text(content, "a content")?,
+        timestamp: opt_text(timestamp, "a timestamp")?,
         position: position.as_i64().ok_or_else(bad)?,
-        created_at: text(created_at),
+        created_at: text(created_at, "a creation time")?,
         metadata,
     })
 }

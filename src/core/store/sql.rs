@@ -34,6 +34,12 @@ pub fn json_ids(v: Option<&str>, what: &str) -> Result<Vec<String>> {
     }
 }
 
+/// A value's JSON text for a column, a storage error if it has none
+/// (never an empty text that would read back as an empty value).
+pub fn json_text<T: serde::Serialize + ?Sized>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::storage(format!("a value did not serialize as JSON: {e}")))
+}
+
 /// Largest JSON parameter a write sends in one statement: well under the
 /// platform's 2 MB cap on a value.
 pub const MAX_JSON_PARAM: usize = 512 * 1024;
