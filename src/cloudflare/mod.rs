@@ -144,7 +144,7 @@ async fn handle(env: &Env, req: &Incoming<'_>, grant: Option<&Grant>) -> std::re
     match rest::route(req)? {
         Route::Catalog(call) => {
             let grant = grant.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
-            rest::check_catalog(&call, grant)?;
+            let call = rest::scope_catalog(call, grant)?;
             let out = call_catalog(env, &call).await?;
             Ok(Reply::json(rest::envelope_catalog(&call, &out, grant)?))
         }

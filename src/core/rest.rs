@@ -16,7 +16,7 @@
 //! operations).
 
 use crate::core::api::{self, MAX_IMPORT_BYTES};
-use crate::core::catalog::CatalogCall;
+use crate::core::catalog::{CatalogCall, Visible};
 use crate::core::error::{Error, Result};
 use crate::core::op::Op;
 use serde_json::{json, Map, Value};
@@ -176,7 +176,9 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
             if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor"))) {
                 return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));
             }
-            Some(CatalogCall::List { account, per_page, cursor })
+            // The router knows no token: the list shows nothing until
+            // [`scope_catalog`] gives it what the caller's grant may see.
+            Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()) })
         }
         ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
         ("DELETE", ["namespaces", ns]) => Some(CatalogCall::Delete { name: decode(ns)? }),
@@ -499,6 +501,16 @@ impl Grant {
         self.0.iter().any(|s| s == "*" || s == namespace)
     }
 
+    /// The namespaces a list may show this token: every one for `*`, else
+    /// those it names.
+    pub fn visible(&self) -> Visible {
+        if self.0.iter().any(|s| s == "*") {
+            Visible::All
+        } else {
+            Visible::Only(self.0.clone())
+        }
+    }
+
     /// 403 unless the token may touch `namespace`.
     pub fn check(&self, namespace: &str) -> Result<()> {
         if self.allows(namespace) {
@@ -615,13 +627,18 @@ pub fn envelope_for(call: &ProfileCall, result: &str) -> String {
 /// The envelope of a namespace call's result (JSON text, as the catalog
 /// wrote it): a namespace; a list as an array with `result_info`; `null`
 /// for a deletion.
-/// A page of namespaces holds only those `grant` may touch.
+///
+/// A page of namespaces was read for `grant` ([`scope_catalog`]); one
+/// holding a namespace the grant may not see is refused whole, never
+/// trimmed: its cursor and count were made from what it held.
 pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Result<String> {
     match call {
         CatalogCall::List { .. } => {
-            let mut page: crate::core::catalog::NamespacePage =
+            let page: crate::core::catalog::NamespacePage =
                 serde_json::from_str(result).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
-            page.namespaces.retain(|n| grant.allows(&n.name));
+            if !page.namespaces.iter().all(|n| grant.allows(&n.name)) {
+                return Err(Error::storage("the catalog listed a namespace this token may not see"));
+            }
             let info = json!({ "cursor": page.cursor, "per_page": page.per_page, "count": page.namespaces.len() });
             Ok(envelope_with_info(&serde_json::to_string(&page.namespaces)?, &info))
         }
@@ -630,14 +647,16 @@ pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Resu
     }
 }
 
-/// Whether `grant` may make a namespace call, before it is sent: creating
-/// a namespace needs a token that may touch it; a list is filtered by
-/// [`envelope_catalog`]; the others name their namespace in the path,
-/// checked before routing.
-pub fn check_catalog(call: &CatalogCall, grant: &Grant) -> Result<()> {
+/// A namespace call as `grant` may make it, before it is sent: creating a
+/// namespace needs a token that may touch it; a list is limited to the
+/// namespaces the grant may see, in the catalog's query itself (so its
+/// pages, cursors and counts are made of those alone); the others name
+/// their namespace in the path, checked before routing.
+pub fn scope_catalog(call: CatalogCall, grant: &Grant) -> Result<CatalogCall> {
     match call {
-        CatalogCall::Create { name, .. } => grant.check(name),
-        _ => Ok(()),
+        CatalogCall::Create { ref name, .. } => grant.check(name).map(|()| call),
+        CatalogCall::List { account, per_page, cursor, .. } => Ok(CatalogCall::List { account, per_page, cursor, visible: grant.visible() }),
+        other => Ok(other),
     }
 }
 
@@ -842,6 +861,21 @@ mod tests {
         assert!(recall["result"].get("messages").is_none());
         let page = envelope("list", json!({ "memories": [], "cursor": "abc" }));
         assert_eq!(page["result_info"], json!({ "cursor": "abc", "count": 0 }));
+    }
+
+    #[test]
+    fn test_a_namespace_list_shows_only_what_the_grant_may_see_and_a_page_beyond_it_is_refused_whole() {
+        let Route::Catalog(call) = get("/accounts/a/agent-memory/namespaces").unwrap() else { panic!() };
+        assert!(matches!(&call, CatalogCall::List { visible: Visible::Only(v), .. } if v.is_empty()), "routed, it shows nothing: {call:?}");
+        let team = Tokens::parse(r#"{"team-token": ["team"], "dev-token": ["*"]}"#).unwrap();
+        let (team, all) = (team.grant(Some("Bearer team-token")).unwrap(), team.grant(Some("Bearer dev-token")).unwrap());
+        assert!(matches!(scope_catalog(call.clone(), &team).unwrap(), CatalogCall::List { visible: Visible::Only(v), .. } if v == ["team"]));
+        assert!(matches!(scope_catalog(call.clone(), &all).unwrap(), CatalogCall::List { visible: Visible::All, .. }));
+        let ns = |name: &str| json!({ "id": "i", "name": name, "account_id": "a", "created_at": "t", "updated_at": "t" });
+        let leaky = json!({ "namespaces": [ns("team"), ns("zulu")], "cursor": "zulu", "per_page": 2 }).to_string();
+        assert!(envelope_catalog(&call, &leaky, &team).unwrap_err().is_storage());
+        let text = envelope_catalog(&call, &leaky, &all).unwrap();
+        assert!(text.contains("\"cursor\":\"zulu\""), "{text}");
     }
 
     #[test]
