@@ -25,15 +25,60 @@ use serde_json::{json, Map, Value};
 pub const MAX_BODY_BYTES: usize = 17 * 1024 * 1024;
 
 /// The largest body a request to `path` may carry: an import's limit on
-/// the import route, [`MAX_BODY_BYTES`] on every other. The Worker refuses
-/// a request whose declared `Content-Length` is over it before reading
-/// anything.
+/// the import route, [`MAX_BODY_BYTES`] on every other. The Worker reads a
+/// body through a [`BodyReader`] held to it.
 pub fn body_limit(path: &str) -> usize {
     if path.ends_with("/import") {
         MAX_IMPORT_BYTES
     } else {
         MAX_BODY_BYTES
     }
+}
+
+/// A request body read a chunk at a time, held to its route's
+/// [`body_limit`]. A body is refused (413) as soon as it passes the limit,
+/// whether its `Content-Length` declared it or it came without one
+/// (chunked): a body is never held whole before its size is checked, and an
+/// isolate's memory, which never shrinks, never takes more than the limit.
+#[derive(Debug)]
+pub struct BodyReader {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl BodyReader {
+    /// The reader of a request to `path` with the `Content-Length` header
+    /// `declared` (if any): a declared length over the limit is refused
+    /// before anything is read. One that does not read as a number is left
+    /// to the platform, which delivers no more than it declares.
+    pub fn new(path: &str, declared: Option<&str>) -> Result<BodyReader> {
+        let limit = body_limit(path);
+        let declared = declared.and_then(|n| n.trim().parse::<u64>().ok());
+        match declared {
+            Some(n) if n > limit as u64 => Err(body_too_large(limit)),
+            Some(n) => Ok(BodyReader { bytes: Vec::with_capacity(usize::try_from(n).unwrap_or(limit)), limit }),
+            None => Ok(BodyReader { bytes: Vec::new(), limit }),
+        }
+    }
+
+    /// Takes the next chunk of the body; 413 once the body read so far is
+    /// over the limit (the caller stops reading).
+    pub fn push(&mut self, chunk: &[u8]) -> Result<()> {
+        if self.bytes.len().saturating_add(chunk.len()) > self.limit {
+            return Err(body_too_large(self.limit));
+        }
+        self.bytes.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The whole body.
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+fn body_too_large(limit: usize) -> Error {
+    Error::too_large(format!("request body is over {limit} bytes"))
 }
 
 /// Which form of the API a request came through (see the module's docs).
@@ -861,6 +906,30 @@ mod tests {
         assert!(recall["result"].get("messages").is_none());
         let page = envelope("list", json!({ "memories": [], "cursor": "abc" }));
         assert_eq!(page["result_info"], json!({ "cursor": "abc", "count": 0 }));
+    }
+
+    #[test]
+    fn test_a_body_is_refused_as_soon_as_its_chunks_pass_the_routes_limit_declared_or_not() {
+        let path = format!("{BASE}/ingest");
+        let declared = BodyReader::new(&path, Some(&(MAX_BODY_BYTES + 1).to_string())).unwrap_err();
+        assert_eq!((declared.status(), declared.code()), (413, 10006));
+        let mut chunked = BodyReader::new(&path, None).unwrap();
+        let chunk = vec![b' '; 1024 * 1024];
+        for _ in 0..MAX_BODY_BYTES / chunk.len() {
+            chunked.push(&chunk).unwrap();
+        }
+        chunked.push(&chunk[..MAX_BODY_BYTES % chunk.len()]).unwrap();
+        let over = chunked.push(b"x").unwrap_err();
+        assert_eq!((over.status(), over.code(), over.message()), (413, 10006, declared.message()), "the same refusal as a declared length");
+        assert_eq!(chunked.finish().len(), MAX_BODY_BYTES, "nothing past the limit is kept");
+        // The import route's own limit, larger.
+        let mut import = BodyReader::new(&format!("{BASE}/import"), None).unwrap();
+        import.push(&vec![b'x'; MAX_BODY_BYTES + 1]).unwrap();
+        assert_eq!(BodyReader::new(&format!("{BASE}/import"), Some(&(MAX_IMPORT_BYTES + 1).to_string())).unwrap_err().status(), 413);
+        let mut small = BodyReader::new(&path, Some("5")).unwrap();
+        small.push(b"{}").unwrap();
+        small.push(b"   ").unwrap();
+        assert_eq!(small.finish(), b"{}   ");
     }
 
     #[test]
