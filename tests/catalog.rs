@@ -4,7 +4,7 @@
 
 mod support;
 
-use agent_memory::core::catalog::{Catalog, CatalogCall, MAX_PURGE_ATTEMPTS};
+use agent_memory::core::catalog::{Catalog, CatalogCall, Visible, MAX_PURGE_ATTEMPTS};
 use agent_memory::core::schema::migrate_set;
 use support::database;
 
@@ -23,13 +23,13 @@ fn test_a_namespace_cursor_the_service_never_returned_is_refused_and_an_empty_on
         c.create("1", name).unwrap();
     }
     for bad in ["\0junk", "not a name", "..", &"x".repeat(33)] {
-        let e = c.list("1", None, Some(bad)).unwrap_err();
+        let e = c.list("1", None, Some(bad), &Visible::All).unwrap_err();
         assert!(e.is_invalid() && e.message().contains("cursor"), "{bad:?}: {e}");
     }
-    let first = c.list("1", Some(1), Some("")).unwrap();
-    assert_eq!(first, c.list("1", Some(1), None).unwrap(), "the empty cursor is the first page");
+    let first = c.list("1", Some(1), Some(""), &Visible::All).unwrap();
+    assert_eq!(first, c.list("1", Some(1), None, &Visible::All).unwrap(), "the empty cursor is the first page");
     assert_eq!(first.namespaces[0].name, "a");
-    assert_eq!(c.list("1", Some(1), Some(&first.cursor)).unwrap().namespaces[0].name, "b");
+    assert_eq!(c.list("1", Some(1), Some(&first.cursor), &Visible::All).unwrap().namespaces[0].name, "b");
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn test_list_pages_by_name_and_the_last_page_has_an_empty_cursor() {
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let page = c.list("1", Some(2), cursor.as_deref()).unwrap();
+        let page = c.list("1", Some(2), cursor.as_deref(), &Visible::All).unwrap();
         assert_eq!(page.per_page, 2);
         seen.extend(page.namespaces.iter().map(|n| n.name.clone()));
         if page.cursor.is_empty() {
@@ -70,9 +70,47 @@ fn test_list_pages_by_name_and_the_last_page_has_an_empty_cursor() {
         cursor = Some(page.cursor);
     }
     assert_eq!(seen, ["a", "b", "c"]);
-    assert_eq!(c.list("1", None, None).unwrap().per_page, 20, "the published default");
-    assert!(c.list("1", Some(0), None).unwrap_err().is_invalid());
-    assert!(c.list("1", Some(1001), None).unwrap_err().is_invalid());
+    assert_eq!(c.list("1", None, None, &Visible::All).unwrap().per_page, 20, "the published default");
+    assert!(c.list("1", Some(0), None, &Visible::All).unwrap_err().is_invalid());
+    assert!(c.list("1", Some(1001), None, &Visible::All).unwrap_err().is_invalid());
+}
+
+/// Every page of `visible` at `per_page`, as (names, cursor).
+fn pages(c: &Catalog<'_>, per_page: usize, visible: &Visible) -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = c.list("1", Some(per_page), Some(&cursor), visible).unwrap();
+        assert!(out.len() < 20, "paging ends");
+        cursor = page.cursor.clone();
+        out.push((page.namespaces.into_iter().map(|n| n.name).collect(), page.cursor));
+        if cursor.is_empty() {
+            return out;
+        }
+    }
+}
+
+#[test]
+fn test_a_list_limited_to_a_grant_pages_through_its_namespaces_alone_and_no_cursor_names_another() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    for name in ["alpha", "beta", "gamma", "team", "zulu"] {
+        c.create("1", name).unwrap();
+    }
+    let only = |names: &[&str]| Visible::Only(names.iter().map(|n| n.to_string()).collect());
+    // One visible namespace among five: one full page, and no cursor.
+    assert_eq!(pages(&c, 1, &only(&["team"])), [(vec!["team".to_string()], String::new())]);
+    // Two visible, a page at a time: each once, each page full, each
+    // cursor a visible name (or empty on the last page).
+    let two = pages(&c, 1, &only(&["beta", "team", "nobody"]));
+    assert_eq!(two, [(vec!["beta".to_string()], "beta".to_string()), (vec!["team".to_string()], String::new())]);
+    assert_eq!(pages(&c, 5, &only(&["zulu", "beta"])), [(vec!["beta".to_string(), "zulu".to_string()], String::new())]);
+    // A cursor naming a namespace the grant does not hold starts after
+    // that name, among the visible ones only.
+    assert_eq!(c.list("1", Some(1), Some("gamma"), &only(&["beta", "team"])).unwrap().namespaces[0].name, "team");
+    // Nothing granted shows nothing; `*` shows every one.
+    assert_eq!(pages(&c, 1, &only(&[])), [(Vec::<String>::new(), String::new())]);
+    assert_eq!(pages(&c, 5, &Visible::All)[0].0, ["alpha", "beta", "gamma", "team", "zulu"]);
 }
 
 #[test]
@@ -144,8 +182,11 @@ fn test_a_failing_purge_is_retried_with_a_backoff_then_parked_and_visible() {
 
 #[test]
 fn test_calls_read_as_the_worker_sends_them() {
-    let call: CatalogCall = serde_json::from_str(r#"{"op":"list","account":"1","perPage":5,"cursor":null}"#).unwrap();
-    assert_eq!(call, CatalogCall::List { account: "1".into(), per_page: Some(5), cursor: None });
+    let call: CatalogCall = serde_json::from_str(r#"{"op":"list","account":"1","perPage":5,"cursor":null,"visible":{"only":["team"]}}"#).unwrap();
+    assert_eq!(call, CatalogCall::List { account: "1".into(), per_page: Some(5), cursor: None, visible: Visible::Only(vec!["team".into()]) });
+    let all: CatalogCall = serde_json::from_str(r#"{"op":"list","account":"1","perPage":5,"cursor":null,"visible":"all"}"#).unwrap();
+    assert!(matches!(all, CatalogCall::List { visible: Visible::All, .. }));
+    assert!(serde_json::from_str::<CatalogCall>(r#"{"op":"list","account":"1"}"#).is_err(), "a list says what it may show");
     let sql = database();
     let c = catalog(&sql, T0);
     let text = c.execute(CatalogCall::Create { account: "1".into(), name: "n".into() }).unwrap();

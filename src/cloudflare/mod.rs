@@ -43,13 +43,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
             Err(refusal) => return Ok(refusal),
         }
     }
-    let limit = rest::body_limit(url.path());
-    let declared = req.headers().get("content-length")?.and_then(|n| n.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        let e = Error::too_large(format!("request body is over {limit} bytes"));
-        return json_response(e.status(), &rest::envelope_err(&e));
-    }
-    let body = if matches!(method.as_str(), "POST" | "PUT" | "PATCH") { req.bytes().await? } else { Vec::new() };
+    let body = match read_body(&mut req, &method, url.path()).await? {
+        Ok(body) => body,
+        Err(e) => return json_response(e.status(), &rest::envelope_err(&e)),
+    };
     let incoming = Incoming { method: &method, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
     if let Ok(Route::Mcp { namespace, profile }) = rest::route(&incoming) {
         let mcp = McpRequest {
@@ -68,6 +65,27 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(reply) => reply.response(),
         Err(e) => json_response(e.status(), &rest::envelope_err(&e)),
     }
+}
+
+/// The body of a POST, PUT or PATCH (none of another method), read chunk
+/// by chunk through the route's [`rest::BodyReader`]: refused (413) before
+/// anything is read when its `Content-Length` is over the limit, and as soon
+/// as what arrived passes it when it came without one.
+async fn read_body(req: &mut Request, method: &str, path: &str) -> Result<std::result::Result<Vec<u8>, Error>> {
+    use futures::StreamExt;
+    let mut reader = match rest::BodyReader::new(path, req.headers().get("content-length")?.as_deref()) {
+        Ok(reader) => reader,
+        Err(e) => return Ok(Err(e)),
+    };
+    if matches!(method, "POST" | "PUT" | "PATCH") && req.inner().body().is_some() {
+        let mut stream = req.stream()?;
+        while let Some(chunk) = stream.next().await {
+            if let Err(e) = reader.push(&chunk?) {
+                return Ok(Err(e));
+            }
+        }
+    }
+    Ok(Ok(reader.finish()))
 }
 
 /// The caller's grant for the namespace in the path, or the response that
@@ -144,7 +162,7 @@ async fn handle(env: &Env, req: &Incoming<'_>, grant: Option<&Grant>) -> std::re
     match rest::route(req)? {
         Route::Catalog(call) => {
             let grant = grant.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
-            rest::check_catalog(&call, grant)?;
+            let call = rest::scope_catalog(call, grant)?;
             let out = call_catalog(env, &call).await?;
             Ok(Reply::json(rest::envelope_catalog(&call, &out, grant)?))
         }

@@ -77,6 +77,19 @@ pub struct Namespace {
     pub updated_at: String,
 }
 
+/// Which namespaces a list may show: every one (a token granted `*`), or
+/// only those named (the token's grant). The filter is part of the query,
+/// so a page, its cursor and its count are made of visible namespaces only
+/// and a page is as full as the visible ones allow: a page filtered after
+/// it was read would end on, and hand out as its cursor, a name the token
+/// may not see.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Visible {
+    All,
+    Only(Vec<String>),
+}
+
 /// A page of namespaces: `cursor` is empty on the last page, as the HTTP
 /// API's `result_info` shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -122,6 +135,7 @@ pub enum CatalogCall {
         account: String,
         per_page: Option<usize>,
         cursor: Option<String>,
+        visible: Visible,
     },
     Get {
         account: String,
@@ -170,7 +184,7 @@ impl Catalog<'_> {
     pub fn execute(&self, call: CatalogCall) -> Result<String> {
         match call {
             CatalogCall::Create { account, name } => json(&self.create(&account, &name)?),
-            CatalogCall::List { account, per_page, cursor } => json(&self.list(&account, per_page, cursor.as_deref())?),
+            CatalogCall::List { account, per_page, cursor, visible } => json(&self.list(&account, per_page, cursor.as_deref(), &visible)?),
             CatalogCall::Get { account, name } => json(&self.get(&account, &name)?),
             CatalogCall::Delete { name } => json(&self.delete(&name)?),
             CatalogCall::Register { namespace, profile } => json(&self.register(&namespace, &profile)?),
@@ -197,18 +211,27 @@ impl Catalog<'_> {
         Ok(Namespace { id, name: name.to_string(), account_id: account.to_string(), created_at: iso(created), updated_at: iso(updated) })
     }
 
-    /// Namespaces by name, `per_page` at a time after `cursor` (the last
-    /// name of the previous page).
-    pub fn list(&self, account: &str, per_page: Option<usize>, cursor: Option<&str>) -> Result<NamespacePage> {
+    /// The `visible` namespaces by name, `per_page` at a time after
+    /// `cursor` (the last name of the previous page). Only visible names
+    /// are read, so none other can be a page's cursor.
+    pub fn list(&self, account: &str, per_page: Option<usize>, cursor: Option<&str>, visible: &Visible) -> Result<NamespacePage> {
         let per_page = per_page.unwrap_or(DEFAULT_PAGE);
         if per_page == 0 || per_page > MAX_PAGE {
             return Err(Error::invalid(format!("per_page must be 1-{MAX_PAGE}")));
         }
         let after = page_after(cursor)?;
-        let rows = self.sql.query(
-            "SELECT name, id, created_at, updated_at FROM namespaces WHERE name > ? ORDER BY name LIMIT ?",
-            &[after.into(), SqlValue::Integer(per_page.saturating_add(1) as i64)],
-        )?;
+        let limit = SqlValue::Integer(per_page.saturating_add(1) as i64);
+        let rows = match visible {
+            Visible::All => {
+                self.sql.query("SELECT name, id, created_at, updated_at FROM namespaces WHERE name > ? ORDER BY name LIMIT ?", &[after.into(), limit])?
+            }
+            // The names travel as one JSON array: a grant may name more
+            // namespaces than a query may bind parameters.
+            Visible::Only(names) => self.sql.query(
+                "SELECT name, id, created_at, updated_at FROM namespaces WHERE name > ? AND name IN (SELECT value FROM json_each(?)) ORDER BY name LIMIT ?",
+                &[after.into(), json(names)?.into(), limit],
+            )?,
+        };
         let mut namespaces = rows
             .into_iter()
             .map(|r| match r.as_slice() {

@@ -16,7 +16,7 @@
 //! operations).
 
 use crate::core::api::{self, MAX_IMPORT_BYTES};
-use crate::core::catalog::CatalogCall;
+use crate::core::catalog::{CatalogCall, Visible};
 use crate::core::error::{Error, Result};
 use crate::core::op::Op;
 use serde_json::{json, Map, Value};
@@ -25,15 +25,60 @@ use serde_json::{json, Map, Value};
 pub const MAX_BODY_BYTES: usize = 17 * 1024 * 1024;
 
 /// The largest body a request to `path` may carry: an import's limit on
-/// the import route, [`MAX_BODY_BYTES`] on every other. The Worker refuses
-/// a request whose declared `Content-Length` is over it before reading
-/// anything.
+/// the import route, [`MAX_BODY_BYTES`] on every other. The Worker reads a
+/// body through a [`BodyReader`] held to it.
 pub fn body_limit(path: &str) -> usize {
     if path.ends_with("/import") {
         MAX_IMPORT_BYTES
     } else {
         MAX_BODY_BYTES
     }
+}
+
+/// A request body read a chunk at a time, held to its route's
+/// [`body_limit`]. A body is refused (413) as soon as it passes the limit,
+/// whether its `Content-Length` declared it or it came without one
+/// (chunked): a body is never held whole before its size is checked, and an
+/// isolate's memory, which never shrinks, never takes more than the limit.
+#[derive(Debug)]
+pub struct BodyReader {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl BodyReader {
+    /// The reader of a request to `path` with the `Content-Length` header
+    /// `declared` (if any): a declared length over the limit is refused
+    /// before anything is read. One that does not read as a number is left
+    /// to the platform, which delivers no more than it declares.
+    pub fn new(path: &str, declared: Option<&str>) -> Result<BodyReader> {
+        let limit = body_limit(path);
+        let declared = declared.and_then(|n| n.trim().parse::<u64>().ok());
+        match declared {
+            Some(n) if n > limit as u64 => Err(body_too_large(limit)),
+            Some(n) => Ok(BodyReader { bytes: Vec::with_capacity(usize::try_from(n).unwrap_or(limit)), limit }),
+            None => Ok(BodyReader { bytes: Vec::new(), limit }),
+        }
+    }
+
+    /// Takes the next chunk of the body; 413 once the body read so far is
+    /// over the limit (the caller stops reading).
+    pub fn push(&mut self, chunk: &[u8]) -> Result<()> {
+        if self.bytes.len().saturating_add(chunk.len()) > self.limit {
+            return Err(body_too_large(self.limit));
+        }
+        self.bytes.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The whole body.
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+fn body_too_large(limit: usize) -> Error {
+    Error::too_large(format!("request body is over {limit} bytes"))
 }
 
 /// Which form of the API a request came through (see the module's docs).
@@ -176,7 +221,9 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
             if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor"))) {
                 return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));
             }
-            Some(CatalogCall::List { account, per_page, cursor })
+            // The router knows no token: the list shows nothing until
+            // [`scope_catalog`] gives it what the caller's grant may see.
+            Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()) })
         }
         ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
         ("DELETE", ["namespaces", ns]) => Some(CatalogCall::Delete { name: decode(ns)? }),
@@ -499,6 +546,16 @@ impl Grant {
         self.0.iter().any(|s| s == "*" || s == namespace)
     }
 
+    /// The namespaces a list may show this token: every one for `*`, else
+    /// those it names.
+    pub fn visible(&self) -> Visible {
+        if self.0.iter().any(|s| s == "*") {
+            Visible::All
+        } else {
+            Visible::Only(self.0.clone())
+        }
+    }
+
     /// 403 unless the token may touch `namespace`.
     pub fn check(&self, namespace: &str) -> Result<()> {
         if self.allows(namespace) {
@@ -615,13 +672,18 @@ pub fn envelope_for(call: &ProfileCall, result: &str) -> String {
 /// The envelope of a namespace call's result (JSON text, as the catalog
 /// wrote it): a namespace; a list as an array with `result_info`; `null`
 /// for a deletion.
-/// A page of namespaces holds only those `grant` may touch.
+///
+/// A page of namespaces was read for `grant` ([`scope_catalog`]); one
+/// holding a namespace the grant may not see is refused whole, never
+/// trimmed: its cursor and count were made from what it held.
 pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Result<String> {
     match call {
         CatalogCall::List { .. } => {
-            let mut page: crate::core::catalog::NamespacePage =
+            let page: crate::core::catalog::NamespacePage =
                 serde_json::from_str(result).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
-            page.namespaces.retain(|n| grant.allows(&n.name));
+            if !page.namespaces.iter().all(|n| grant.allows(&n.name)) {
+                return Err(Error::storage("the catalog listed a namespace this token may not see"));
+            }
             let info = json!({ "cursor": page.cursor, "per_page": page.per_page, "count": page.namespaces.len() });
             Ok(envelope_with_info(&serde_json::to_string(&page.namespaces)?, &info))
         }
@@ -630,14 +692,16 @@ pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Resu
     }
 }
 
-/// Whether `grant` may make a namespace call, before it is sent: creating
-/// a namespace needs a token that may touch it; a list is filtered by
-/// [`envelope_catalog`]; the others name their namespace in the path,
-/// checked before routing.
-pub fn check_catalog(call: &CatalogCall, grant: &Grant) -> Result<()> {
+/// A namespace call as `grant` may make it, before it is sent: creating a
+/// namespace needs a token that may touch it; a list is limited to the
+/// namespaces the grant may see, in the catalog's query itself (so its
+/// pages, cursors and counts are made of those alone); the others name
+/// their namespace in the path, checked before routing.
+pub fn scope_catalog(call: CatalogCall, grant: &Grant) -> Result<CatalogCall> {
     match call {
-        CatalogCall::Create { name, .. } => grant.check(name),
-        _ => Ok(()),
+        CatalogCall::Create { ref name, .. } => grant.check(name).map(|()| call),
+        CatalogCall::List { account, per_page, cursor, .. } => Ok(CatalogCall::List { account, per_page, cursor, visible: grant.visible() }),
+        other => Ok(other),
     }
 }
 
@@ -842,6 +906,45 @@ mod tests {
         assert!(recall["result"].get("messages").is_none());
         let page = envelope("list", json!({ "memories": [], "cursor": "abc" }));
         assert_eq!(page["result_info"], json!({ "cursor": "abc", "count": 0 }));
+    }
+
+    #[test]
+    fn test_a_body_is_refused_as_soon_as_its_chunks_pass_the_routes_limit_declared_or_not() {
+        let path = format!("{BASE}/ingest");
+        let declared = BodyReader::new(&path, Some(&(MAX_BODY_BYTES + 1).to_string())).unwrap_err();
+        assert_eq!((declared.status(), declared.code()), (413, 10006));
+        let mut chunked = BodyReader::new(&path, None).unwrap();
+        let chunk = vec![b' '; 1024 * 1024];
+        for _ in 0..MAX_BODY_BYTES / chunk.len() {
+            chunked.push(&chunk).unwrap();
+        }
+        chunked.push(&chunk[..MAX_BODY_BYTES % chunk.len()]).unwrap();
+        let over = chunked.push(b"x").unwrap_err();
+        assert_eq!((over.status(), over.code(), over.message()), (413, 10006, declared.message()), "the same refusal as a declared length");
+        assert_eq!(chunked.finish().len(), MAX_BODY_BYTES, "nothing past the limit is kept");
+        // The import route's own limit, larger.
+        let mut import = BodyReader::new(&format!("{BASE}/import"), None).unwrap();
+        import.push(&vec![b'x'; MAX_BODY_BYTES + 1]).unwrap();
+        assert_eq!(BodyReader::new(&format!("{BASE}/import"), Some(&(MAX_IMPORT_BYTES + 1).to_string())).unwrap_err().status(), 413);
+        let mut small = BodyReader::new(&path, Some("5")).unwrap();
+        small.push(b"{}").unwrap();
+        small.push(b"   ").unwrap();
+        assert_eq!(small.finish(), b"{}   ");
+    }
+
+    #[test]
+    fn test_a_namespace_list_shows_only_what_the_grant_may_see_and_a_page_beyond_it_is_refused_whole() {
+        let Route::Catalog(call) = get("/accounts/a/agent-memory/namespaces").unwrap() else { panic!() };
+        assert!(matches!(&call, CatalogCall::List { visible: Visible::Only(v), .. } if v.is_empty()), "routed, it shows nothing: {call:?}");
+        let team = Tokens::parse(r#"{"team-token": ["team"], "dev-token": ["*"]}"#).unwrap();
+        let (team, all) = (team.grant(Some("Bearer team-token")).unwrap(), team.grant(Some("Bearer dev-token")).unwrap());
+        assert!(matches!(scope_catalog(call.clone(), &team).unwrap(), CatalogCall::List { visible: Visible::Only(v), .. } if v == ["team"]));
+        assert!(matches!(scope_catalog(call.clone(), &all).unwrap(), CatalogCall::List { visible: Visible::All, .. }));
+        let ns = |name: &str| json!({ "id": "i", "name": name, "account_id": "a", "created_at": "t", "updated_at": "t" });
+        let leaky = json!({ "namespaces": [ns("team"), ns("zulu")], "cursor": "zulu", "per_page": 2 }).to_string();
+        assert!(envelope_catalog(&call, &leaky, &team).unwrap_err().is_storage());
+        let text = envelope_catalog(&call, &leaky, &all).unwrap();
+        assert!(text.contains("\"cursor\":\"zulu\""), "{text}");
     }
 
     #[test]

@@ -304,6 +304,53 @@ test("a declared Content-Length over the route's limit is refused before the bod
   }
 });
 
+/** A body sent chunked (no Content-Length): `chunks` in turn, then, if `hang`, never its end. */
+function chunkedBody(chunks, { hang = false } = {}) {
+  const queue = [...chunks];
+  return new ReadableStream({
+    pull(controller) {
+      if (queue.length > 0) return controller.enqueue(queue.shift());
+      if (hang) return new Promise(() => {}); // the rest never comes: only a refusal on what arrived can answer
+      controller.close();
+    },
+  });
+}
+
+test("a chunked body without Content-Length is refused with 413 as soon as it passes the route's limit; one under it is taken", async () => {
+  const w = await startWorker();
+  try {
+    const post = (path, body) =>
+      fetch(new URL(path, w.url), {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body,
+        duplex: "half",
+        signal: AbortSignal.timeout(60_000),
+      });
+    // 18 MB of spaces, over ingest's 17 MB, and then a body that never ends.
+    const mb = new Uint8Array(1024 * 1024).fill(0x20);
+    const over = await post(profilePath("chunked", "p", "/ingest"), chunkedBody(Array(18).fill(mb), { hang: true })).catch((e) =>
+      assert.fail(`no answer in 60 s (${e.name}): the Worker waited for the end of a body already over its limit`),
+    );
+    const text = await over.text();
+    assert.equal(over.status, 413, text);
+    const envelope = JSON.parse(text);
+    assert.equal(envelope.success, false);
+    assert.equal(envelope.errors[0].code, 10006);
+    assert.equal(envelope.errors[0].message, `request body is over ${17 * 1024 * 1024} bytes`, "the declared case's refusal");
+    // Under the limit, in several chunks: taken whole.
+    const json = JSON.stringify({ sessionId: "s1", messages: [{ role: "user", content: "My sister's name is Ilse and she lives in Ghent." }] });
+    const enc = new TextEncoder();
+    const under = await post(profilePath("chunked", "p", "/ingest"), chunkedBody([json.slice(0, 10), json.slice(10, 40), json.slice(40)].map((c) => enc.encode(c))));
+    assert.equal(under.status, 200, await under.clone().text());
+    assert.equal((await under.json()).success, true);
+    const stats = await (await fetch(new URL(profilePath("chunked", "p", "/stats"), w.url), { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+    assert.equal(stats.result.messages, 1, JSON.stringify(stats));
+  } finally {
+    await w.dispose();
+  }
+});
+
 test("error messages never echo raw caller input: a namespace of NULs and 300 characters", async () => {
   const w = await startWorker({ vars: { AUTH_TOKENS: JSON.stringify({ "only-a-token": ["a"] }) } });
   try {

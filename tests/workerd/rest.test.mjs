@@ -850,6 +850,41 @@ test("namespaces: create, get, list and delete; a taken name is 409 (10008); a w
   assert.equal(ok(await api.get(T.namespace, { namespace: "team" }, { token: TEAM_TOKEN })).name, "team");
 });
 
+test("a token granted one namespace pages through that one alone: no page, cursor or count of a reply names another", async () => {
+  // Namespaces on both sides of `team` by name, made by the full token.
+  for (const name of ["a-first", "tea", "teal", "team-b", "tel", "zz-last"]) {
+    const r = await api.post(T.namespaces, {}, { name });
+    assert.ok(r.status === 200 || r.status === 409, `${name}: ${r.text}`);
+  }
+  ok(await api.post(T.remember, { namespace: "team", profile: "pages" }, { content: "The team's standup is at nine." }, { token: TEAM_TOKEN }));
+  const hidden = (await allNamespaces(TOKEN)).filter((n) => n !== "team");
+  assert.ok(hidden.length >= 6, JSON.stringify(hidden));
+  for (const base of [`/client/v4/accounts/${ACCOUNT}/agent-memory/namespaces`, `/accounts/${ACCOUNT}/agent-memory/namespaces`]) {
+    for (const perPage of [1, 2, undefined]) {
+      const seen = [];
+      let cursor = "";
+      for (let pages = 1; ; pages++) {
+        assert.ok(pages <= 20, "namespace paging ends");
+        const query = new URLSearchParams({ ...(perPage && { per_page: String(perPage) }), ...(cursor && { cursor }) });
+        const res = await w.fetch(`${base}?${query}`, { headers: { authorization: `Bearer ${TEAM_TOKEN}` } });
+        const text = await res.text();
+        assert.equal(res.status, 200, text);
+        for (const name of hidden) {
+          assert.ok(!text.includes(JSON.stringify(name)), `${base} per_page=${perPage}: the reply names ${name}: ${text}`);
+        }
+        const body = JSON.parse(text);
+        assert.equal(body.result_info.count, body.result.length);
+        // A page is full while a visible namespace is left to show.
+        if (perPage === 1 && pages === 1) assert.equal(body.result.length, 1, text);
+        seen.push(...body.result.map((n) => n.name));
+        cursor = body.result_info.cursor;
+        if (cursor === "") break;
+      }
+      assert.deepEqual(seen, ["team"], `${base} per_page=${perPage}`);
+    }
+  }
+});
+
 // ---------------------------------------------------------------------------
 
 test("update replaces a memory's metadata; consolidate merges two wordings, and undo restores them", async () => {
