@@ -290,9 +290,11 @@ fn known_fields(v: &Value, fields: &HashSet<String>) -> Result<()> {
 /// A message record as ingest would have stored it: id, session, role,
 /// text, timestamp and dates checked, private spans redacted (its id
 /// follows its redacted text; `renamed` maps the old id to the new).
+///
+/// The id is checked last: finding which repeat of its text it is hashes
+/// the text, so the size and the other cheap checks come first (an
+/// over-size text is refused as over-size, without being hashed).
 fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Result<Message> {
-    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
-        .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     api::validate_session_id(&m.session_id)?;
     api::validate_role("role", &m.role)?;
     api::validate_message_content("content", &m.content)?;
@@ -302,6 +304,8 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
         return Err(Error::invalid("position must not be negative"));
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
+    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
+        .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     if let Cow::Owned(redacted) = api::redact_private(&m.content) {
         m.content = redacted;
         let id = ids::repeated_message_id(&m.session_id, &m.role, &m.content, repeat);
