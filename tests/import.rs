@@ -160,6 +160,23 @@ fn test_import_line_naming_a_key_twice_is_refused() {
     refused(&file(&[header().replace("}", ",\"version\":1}"), memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
 }
 
+/// A key remember would refuse (not in its stored form, or on a type
+/// keys do not supersede) is refused in a file too, never stored as given.
+#[test]
+fn test_import_of_a_key_remember_would_refuse_is_refused() {
+    for (key, kind) in [("Package Manager", "fact"), ("!!!", "instruction"), ("deploy.date", "event"), ("report.q3", "task")] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "key": key, "type": kind }))]));
+        assert!(e.message().contains("line 2") && e.message().contains("key"), "{key} on a {kind}: {e}");
+    }
+    let e = refused(&file(&[header(), memory(FIRST, "Alpha uses pnpm.", json!({ "key": "Package Manager" }))]));
+    assert!(e.message().contains("\"package_manager\""), "the refusal names the stored form: {e}");
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha uses pnpm.", json!({ "key": "tooling.package_manager" }))])).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.key.as_deref(), Some("tooling.package_manager"), "a key in its stored form is taken");
+    });
+}
+
 #[test]
 fn test_import_header_with_an_unknown_field_is_refused() {
     let bogus = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "bogus": true }).to_string();

@@ -315,9 +315,10 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
 }
 
 /// A memory record as remember or ingest would have stored it: ids,
-/// session, text, summary, key, search queries, sources and dates checked,
-/// private spans redacted, its dates written in the formats the service
-/// stores (they compare as text: filters, `asOf`, undo's "changed
+/// session, text, summary, key (in its stored form, on a type keys
+/// supersede: remember's check), search queries, sources and dates
+/// checked, private spans redacted, its dates written in the formats the
+/// service stores (they compare as text: filters, `asOf`, undo's "changed
 /// since"), its validity not ending before it starts, and no link to
 /// itself.
 fn checked_memory(mut m: Memory) -> Result<Memory> {
@@ -335,6 +336,7 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     api::validate_content("summary", &m.summary)?;
     if let Some(k) = &m.key {
         api::validate_key("key", k)?;
+        api::check_key_as_given(k, Some(m.kind))?;
     }
     api::validate_search_queries("searchQueries", &m.search_queries)?;
     check_links_of(&m)?;
