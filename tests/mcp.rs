@@ -549,3 +549,18 @@ fn test_a_memory_remembered_without_a_session_is_told_as_in_no_session() {
     let with = call(&sql, APRIL_15, "remember", json!({ "content": "The formatter is black.", "sessionId": "s1" }));
     assert!(text(&with).contains(" in session s1, status active"), "{}", text(&with));
 }
+
+/// The endpoint reads no query string: `…?dryRun=1` is refused (400, as
+/// REST refuses one on a route that reads none), never ignored.
+#[test]
+fn test_a_query_string_on_the_mcp_endpoint_is_refused_not_ignored() {
+    use agent_memory::core::rest::{route, Incoming, Route};
+    let at = |query| route(&Incoming { method: "POST", path: "/mcp/namespaces/t/profiles/p", query, content_type: Some("application/json"), body: b"{}" });
+    assert_eq!(at("").unwrap(), Route::Mcp { namespace: "t".into(), profile: "p".into() });
+    let e = at("dryRun=1").unwrap_err();
+    assert_eq!((e.status(), e.code()), (400, 10001), "{e}");
+    assert!(e.message().contains("takes no query parameters; got \"dryRun\""), "{e}");
+    for query in ["x", "a=1&b=2", "%zz"] {
+        assert!(at(query).unwrap_err().is_invalid(), "{query}");
+    }
+}
