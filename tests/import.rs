@@ -117,6 +117,36 @@ fn test_import_of_a_file_holding_each_record_once_counts_each() {
 }
 
 // ---------------------------------------------------------------------------
+// Each message's id and text.
+
+#[test]
+fn test_import_of_an_over_size_message_with_a_wrong_id_is_refused_for_its_size() {
+    let limit = agent_memory::core::api::MAX_MESSAGE_BYTES;
+    let line = message(&"x".repeat(limit + 1), json!({ "id": "0123456789abcdef0123456789abcdef" }));
+    let e = refused(&file(&[header(), line]));
+    assert!(e.message().contains("line 2") && e.message().contains(&format!("the limit is {limit}")), "{e}");
+}
+
+#[test]
+fn test_a_message_repeat_is_found_by_the_id_it_always_had() {
+    use agent_memory::core::ids::{repeat_of, repeated_message_id};
+    // The ids as every earlier version computed them: SHA-256 over the
+    // length-prefixed fields (and "repeat", n past the first), 16 bytes.
+    let golden = [
+        (0, "af788294a31ccb47a3be6e3fcfa46f94"),
+        (1, "3e4e723d965e648396d43a6caf0ebf39"),
+        (2, "2f60b15aa3a5d0c1e18da089aea4f79c"),
+        (499, "844ccd8104874a779b1e3bb9b3c82154"),
+    ];
+    for (n, id) in golden {
+        assert_eq!(repeated_message_id("s1", "user", "yes", n), id, "repeat {n}");
+        assert_eq!(repeat_of(id, "s1", "user", "yes", 500), Some(n), "repeat {n}");
+    }
+    assert_eq!(repeat_of("844ccd8104874a779b1e3bb9b3c82154", "s1", "user", "yes", 499), None, "repeat 499 is past 499 tried");
+    assert_eq!(repeat_of("af788294a31ccb47a3be6e3fcfa46f94", "s1", "user", "no", 500), None);
+}
+
+// ---------------------------------------------------------------------------
 // Each line as strict as a request body.
 
 #[test]
@@ -128,6 +158,23 @@ fn test_import_line_naming_a_key_twice_is_refused() {
     refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({})).replace("}", ",\"kind\":\"header\"}")]));
     refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({})).replace("\"status\"", "\"metadata\":{\"a\":1,\"a\":2},\"status\"")]));
     refused(&file(&[header().replace("}", ",\"version\":1}"), memory(FIRST, "Alpha lives in Oslo.", json!({}))]));
+}
+
+/// A key remember would refuse (not in its stored form, or on a type
+/// keys do not supersede) is refused in a file too, never stored as given.
+#[test]
+fn test_import_of_a_key_remember_would_refuse_is_refused() {
+    for (key, kind) in [("Package Manager", "fact"), ("!!!", "instruction"), ("deploy.date", "event"), ("report.q3", "task")] {
+        let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "key": key, "type": kind }))]));
+        assert!(e.message().contains("line 2") && e.message().contains("key"), "{key} on a {kind}: {e}");
+    }
+    let e = refused(&file(&[header(), memory(FIRST, "Alpha uses pnpm.", json!({ "key": "Package Manager" }))]));
+    assert!(e.message().contains("\"package_manager\""), "the refusal names the stored form: {e}");
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha uses pnpm.", json!({ "key": "tooling.package_manager" }))])).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.key.as_deref(), Some("tooling.package_manager"), "a key in its stored form is taken");
+    });
 }
 
 #[test]

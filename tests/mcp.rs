@@ -264,7 +264,7 @@ fn test_unknown_tool_is_a_protocol_error() {
     let sql = database();
     let e = call_error(&sql, "delete_everything", json!({}));
     assert_eq!(e["code"], mcp::INVALID_PARAMS);
-    assert!(e["message"].as_str().unwrap().contains("unknown tool: delete_everything"), "{e}");
+    assert!(e["message"].as_str().unwrap().contains("unknown tool: \"delete_everything\""), "{e}");
     // No tool name at all.
     let msg = post(&sql, request(3, "tools/call", json!({ "arguments": {} }))).message().unwrap();
     assert_eq!(msg["error"]["code"], mcp::INVALID_PARAMS);
@@ -278,10 +278,10 @@ fn test_arguments_breaking_the_input_schema_are_invalid_params() {
         ("recall", json!({}), "missing field `query`"),
         ("recall", json!({ "query": 42 }), "invalid type: integer `42`, expected a string"),
         ("recall", json!({ "query": "q", "limit": "ten" }), "invalid type: string \"ten\""),
-        ("recall", json!({ "query": "q", "explainPlease": true }), "unknown field `explainPlease`"),
-        ("remember", json!({ "content": "A long enough statement to store.", "type": "opinion" }), "unknown variant `opinion`"),
+        ("recall", json!({ "query": "q", "explainPlease": true }), "unknown field \"explainPlease\""),
+        ("remember", json!({ "content": "A long enough statement to store.", "type": "opinion" }), "unknown variant \"opinion\""),
         ("forget", json!({ "id": ["x"] }), "invalid type: sequence, expected a string"),
-        ("list", json!({ "status": "deleted" }), "unknown variant `deleted`"),
+        ("list", json!({ "status": "deleted" }), "unknown variant \"deleted\""),
         ("ingest", json!({ "messages": [{ "role": "user" }], "sessionId": "s" }), "missing field `content`"),
         ("ingest", json!({ "messages": [{ "role": "user", "content": "hi" }] }), "missing field `sessionId`"),
     ];
@@ -361,6 +361,41 @@ fn test_invalid_requests_are_refused() {
         assert_eq!(reply.status, 400, "{body}");
         assert_eq!(reply.message().unwrap()["error"]["code"], mcp::INVALID_REQUEST, "{body}");
     }
+}
+
+/// Caller text a protocol error names (a method, a tool, a `tools/call`
+/// key, an argument's name or a value of the wrong type) is quoted cut to
+/// 64 characters, however long it was sent.
+#[test]
+fn test_caller_text_in_protocol_errors_is_quoted_cut_to_64_characters() {
+    let sql = database();
+    let long = "x".repeat(100_000);
+    let quoted = format!("\"{}…\"", "x".repeat(agent_memory::core::error::MAX_QUOTED_CHARS));
+    let mut unknown_argument = json!({ "query": "q" });
+    unknown_argument[&long] = json!(true);
+    let mut unknown_key = json!({ "name": "list", "arguments": {} });
+    unknown_key[&long] = json!(1);
+    let errors = [
+        ("method", post(&sql, request(1, &long, json!({}))).message().unwrap()["error"].clone()),
+        ("tool", call_error(&sql, &long, json!({}))),
+        ("tools/call key", post(&sql, request(2, "tools/call", unknown_key)).message().unwrap()["error"].clone()),
+        ("argument", call_error(&sql, "recall", unknown_argument)),
+        ("type", call_error(&sql, "remember", json!({ "content": "The deploy window is Tuesday at ten.", "type": long }))),
+        ("wrong type", call_error(&sql, "recall", json!({ "query": "q", "limit": long }))),
+    ];
+    for (what, e) in errors {
+        let message = e["message"].as_str().unwrap();
+        assert!(message.contains(&quoted), "{what}: {}", message.chars().take(300).collect::<String>());
+        assert!(message.len() < 1000, "{what}: {} bytes", message.len());
+    }
+    // A name holding serde's own words, a value holding quotes and a line
+    // break: cut all the same, escaped.
+    let mut tricky = json!({ "query": "q" });
+    tricky[format!("a`, expected `b`{long}")] = json!(true);
+    let message = call_error(&sql, "recall", tricky)["message"].as_str().unwrap().to_string();
+    assert!(message.contains("unknown field \"a`, expected `b`xxx") && message.len() < 1000, "{}", message.chars().take(300).collect::<String>());
+    let message = call_error(&sql, "recall", json!({ "query": "q", "limit": format!("\"\n{long}") }))["message"].as_str().unwrap().to_string();
+    assert!(message.contains("string \"\\\"\\nxxx") && message.len() < 1000, "{}", message.chars().take(300).collect::<String>());
 }
 
 #[test]
@@ -513,4 +548,19 @@ fn test_a_memory_remembered_without_a_session_is_told_as_in_no_session() {
     assert!(text(&without).contains(" in no session, status active"), "{}", text(&without));
     let with = call(&sql, APRIL_15, "remember", json!({ "content": "The formatter is black.", "sessionId": "s1" }));
     assert!(text(&with).contains(" in session s1, status active"), "{}", text(&with));
+}
+
+/// The endpoint reads no query string: `…?dryRun=1` is refused (400, as
+/// REST refuses one on a route that reads none), never ignored.
+#[test]
+fn test_a_query_string_on_the_mcp_endpoint_is_refused_not_ignored() {
+    use agent_memory::core::rest::{route, Incoming, Route};
+    let at = |query| route(&Incoming { method: "POST", path: "/mcp/namespaces/t/profiles/p", query, content_type: Some("application/json"), body: b"{}" });
+    assert_eq!(at("").unwrap(), Route::Mcp { namespace: "t".into(), profile: "p".into() });
+    let e = at("dryRun=1").unwrap_err();
+    assert_eq!((e.status(), e.code()), (400, 10001), "{e}");
+    assert!(e.message().contains("takes no query parameters; got \"dryRun\""), "{e}");
+    for query in ["x", "a=1&b=2", "%zz"] {
+        assert!(at(query).unwrap_err().is_invalid(), "{query}");
+    }
 }

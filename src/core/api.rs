@@ -533,6 +533,31 @@ pub fn validate_key(what: &str, key: &str) -> Result<()> {
     validate_label(what, key, MAX_KEY_CHARS)
 }
 
+/// A caller's topic key is stored as given or refused, never rewritten:
+/// it must be in the form keys are compared in (lowercase words joined by
+/// `_`, segments by `.`), and its type, when given, must be one keys
+/// supersede (a fact or an instruction). Remember and import both run it,
+/// so a file cannot store a key remember would refuse.
+pub fn check_key_as_given(key: &str, kind: Option<MemoryType>) -> Result<()> {
+    match crate::core::text::normalize_key(key) {
+        None => return Err(Error::invalid(format!("key {} holds no letter or digit", quoted(key)))),
+        Some(normal) if normal != key => {
+            return Err(Error::invalid(format!(
+                "key {} is not in its stored form: lowercase words joined by '_', segments by '.' ({} here)",
+                quoted(key),
+                quoted(&normal)
+            )))
+        }
+        Some(_) => {}
+    }
+    match kind {
+        Some(k) if !k.is_keyed() => {
+            Err(Error::invalid(format!("a memory of type {} takes no key (only facts and instructions are superseded by key)", quoted(k.as_str()))))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Checks a memory's search queries: at most [`MAX_SEARCH_QUERIES`], each
 /// at most [`MAX_QUERY_BYTES`].
 pub fn validate_search_queries(what: &str, queries: &[String]) -> Result<()> {

@@ -240,3 +240,66 @@ pub fn quoted(input: &str) -> String {
     out.push('"');
     out
 }
+
+/// serde's message for a value that does not fit a record, each piece of
+/// caller input in it [`quoted`]: serde writes an unknown field or variant
+/// and a string of the wrong type whole, however long.
+pub fn serde_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    unknown_name(&text).unwrap_or_else(|| quoted_strings(&text))
+}
+
+/// serde's ``unknown field `NAME`, …`` and ``unknown variant `NAME`, …``
+/// with NAME [`quoted`]; `None` for any other message. NAME is written
+/// raw (backticks and all), so it ends where serde's own words after it
+/// begin, the last of them in the message.
+fn unknown_name(text: &str) -> Option<String> {
+    let (lead, rest) = ["unknown field ", "unknown variant "].iter().find_map(|lead| Some((*lead, text.strip_prefix(lead)?.strip_prefix('`')?)))?;
+    let end = ["`, expected", "`, there are no"].iter().filter_map(|s| rest.rfind(s)).max().or_else(|| rest.rfind('`'))?;
+    let (name, tail) = rest.split_at_checked(end)?;
+    Some(format!("{lead}{}{}", quoted(name), tail.strip_prefix('`')?))
+}
+
+/// `text` with each string serde shows as Rust writes it (``invalid type:
+/// string "…", expected …``) [`quoted`] instead.
+fn quoted_strings(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some((before, after)) = rest.split_once("string \"") {
+        let Some((value, tail)) = debug_string(after) else {
+            break;
+        };
+        out.push_str(before);
+        out.push_str("string ");
+        out.push_str(&quoted(&value));
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The text a string written by Rust's `{:?}` stands for, read from `s`
+/// (what follows its opening quote), and what follows its closing quote;
+/// `None` when it does not close.
+fn debug_string(s: &str) -> Option<(String, &str)> {
+    let mut out = String::new();
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, s.get(i..)?.strip_prefix('"')?)),
+            '\\' => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                't' => out.push('\t'),
+                '0' => out.push('\0'),
+                'u' => {
+                    let hex: String = chars.by_ref().map(|(_, h)| h).take_while(|h| *h != '}').filter(|h| *h != '{').collect();
+                    out.push(u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)?);
+                }
+                other => out.push(other),
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}

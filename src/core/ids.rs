@@ -14,10 +14,30 @@ use sha2::{Digest, Sha256};
 
 /// The content-addressed id of a message (32 hex characters).
 pub fn message_id(session_id: &str, role: &str, content: &str) -> String {
+    repeat_id(message_digest(session_id, role, content), 0)
+}
+
+/// The digest every id of a message with these fields starts from: the
+/// three fields, each prefixed by its byte length.
+fn message_digest(session_id: &str, role: &str, content: &str) -> Sha256 {
     let mut h = Sha256::new();
     for field in [session_id, role, content] {
         h.update((field.len() as u64).to_be_bytes());
         h.update(field.as_bytes());
+    }
+    h
+}
+
+/// The id of the `n`-th repeat ([`repeated_message_id`]) from its
+/// message's [`message_digest`]: the first's is the digest as it is, each
+/// later one's has `repeat` and `n` added as two more fields.
+fn repeat_id(mut h: Sha256, n: usize) -> String {
+    if n > 0 {
+        let repeat = n.to_string();
+        for field in ["repeat", repeat.as_str()] {
+            h.update((field.len() as u64).to_be_bytes());
+            h.update(field.as_bytes());
+        }
     }
     hex(h.finalize().iter().take(16))
 }
@@ -46,16 +66,7 @@ pub fn undated_digest(content: &str) -> String {
 /// (`n` 0) is [`message_id`]; each later one, the same words said again
 /// (a second "yes"), has an id of its own, so both are kept.
 pub fn repeated_message_id(session_id: &str, role: &str, content: &str, n: usize) -> String {
-    if n == 0 {
-        return message_id(session_id, role, content);
-    }
-    let repeat = n.to_string();
-    let mut h = Sha256::new();
-    for field in [session_id, role, content, "repeat", repeat.as_str()] {
-        h.update((field.len() as u64).to_be_bytes());
-        h.update(field.as_bytes());
-    }
-    hex(h.finalize().iter().take(16))
+    repeat_id(message_digest(session_id, role, content), n)
 }
 
 /// The ids of one call's messages (role, content), in order: each repeat
@@ -77,8 +88,11 @@ pub fn message_ids<'a>(session_id: &str, messages: impl IntoIterator<Item = (&'a
 
 /// Which repeat (0 for the first) `id` is of a message with these
 /// fields, trying at most `max_repeats` repeats; `None` when it is none.
+/// The fields are hashed once and the digest copied for each repeat, so a
+/// long content costs one pass over it, not one per repeat tried.
 pub fn repeat_of(id: &str, session_id: &str, role: &str, content: &str, max_repeats: usize) -> Option<usize> {
-    (0..max_repeats).find(|&n| repeated_message_id(session_id, role, content, n) == id)
+    let digest = message_digest(session_id, role, content);
+    (0..max_repeats).find(|&n| repeat_id(digest.clone(), n) == id)
 }
 
 /// A stable fingerprint of a memory's meaning and scope: type, normalized

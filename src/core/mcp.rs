@@ -323,7 +323,7 @@ async fn request(method: &str, params: Map<String, Value>, backend: &dyn Backend
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": tools() })),
         "tools/call" => call_tool(params, backend).await,
-        other => Err((METHOD_NOT_FOUND, format!("method not found: {other}"))),
+        other => Err((METHOD_NOT_FOUND, format!("method not found: {}", api::quoted(other)))),
     }
 }
 
@@ -566,10 +566,11 @@ pub struct IngestArgs {
 
 /// Whether `args` fit the arguments record of tool `name`: the typed parse
 /// is the check (names, types, required fields, no unknown fields); the
-/// operation checks the values.
+/// operation checks the values. serde's message is given with the
+/// caller's input in it quoted and cut ([`crate::core::error::serde_message`]).
 fn decode_args(name: &str, args: &Value) -> std::result::Result<(), String> {
     fn fits<T: serde::de::DeserializeOwned>(args: &Value) -> std::result::Result<(), String> {
-        serde_json::from_value::<T>(args.clone()).map(|_| ()).map_err(|e| e.to_string())
+        serde_json::from_value::<T>(args.clone()).map(|_| ()).map_err(|e| crate::core::error::serde_message(&e))
     }
     match name {
         "recall" => fits::<RecallArgs>(args),
@@ -681,7 +682,7 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     };
     let tool = TOOLS.iter().find(|t| t.name == name).ok_or_else(|| {
         let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-        (INVALID_PARAMS, format!("unknown tool: {name} (tools: {})", names.join(", ")))
+        (INVALID_PARAMS, format!("unknown tool: {} (tools: {})", api::quoted(&name), names.join(", ")))
     })?;
     let mut args = match params.remove("arguments") {
         None | Some(Value::Null) => Map::new(),
@@ -690,12 +691,12 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     };
     // `_meta` is the protocol's own; any other key would be ignored.
     if let Some(k) = params.keys().find(|k| k.as_str() != "_meta") {
-        return Err((INVALID_PARAMS, format!("invalid params: unknown key {k:?} (tools/call takes name, arguments and _meta)")));
+        return Err((INVALID_PARAMS, format!("invalid params: unknown key {} (tools/call takes name, arguments and _meta)", api::quoted(k))));
     }
     // An optional argument sent as null means "not given".
     args.retain(|_, v| !v.is_null());
     let args = Value::Object(args);
-    decode_args(tool.name, &args).map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {name}: {e}")))?;
+    decode_args(tool.name, &args).map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {}: {e}", tool.name)))?;
     Ok(match backend.call(tool.op.name(), args).await {
         Ok(result) => {
             let text = render(tool.name, &result);

@@ -62,33 +62,9 @@ fn prepare_remember(mut req: RememberRequest) -> Result<RememberRequest> {
     }
     req.validate()?;
     if let Some(key) = &req.key {
-        check_key_as_given(key, req.kind)?;
+        api::check_key_as_given(key, req.kind)?;
     }
     Ok(req)
-}
-
-/// A caller's topic key is stored as given or refused, never rewritten:
-/// it must be in the form keys are compared in (lowercase words joined by
-/// `_`, segments by `.`), and its type, when given, must be one keys
-/// supersede (a fact or an instruction).
-fn check_key_as_given(key: &str, kind: Option<crate::core::model::MemoryType>) -> Result<()> {
-    match crate::core::text::normalize_key(key) {
-        None => return Err(Error::invalid(format!("key {} holds no letter or digit", api::quoted(key)))),
-        Some(normal) if normal != key => {
-            return Err(Error::invalid(format!(
-                "key {} is not in its stored form: lowercase words joined by '_', segments by '.' ({} here)",
-                api::quoted(key),
-                api::quoted(&normal)
-            )))
-        }
-        Some(_) => {}
-    }
-    match kind {
-        Some(k) if !k.is_keyed() => {
-            Err(Error::invalid(format!("a memory of type {} takes no key (only facts and instructions are superseded by key)", api::quoted(k.as_str()))))
-        }
-        _ => Ok(()),
-    }
 }
 
 impl<'a> Profile<'a> {

@@ -290,9 +290,11 @@ fn known_fields(v: &Value, fields: &HashSet<String>) -> Result<()> {
 /// A message record as ingest would have stored it: id, session, role,
 /// text, timestamp and dates checked, private spans redacted (its id
 /// follows its redacted text; `renamed` maps the old id to the new).
+///
+/// The id is checked last: finding which repeat of its text it is hashes
+/// the text, so the size and the other cheap checks come first (an
+/// over-size text is refused as over-size, without being hashed).
 fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Result<Message> {
-    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
-        .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     api::validate_session_id(&m.session_id)?;
     api::validate_role("role", &m.role)?;
     api::validate_message_content("content", &m.content)?;
@@ -302,6 +304,8 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
         return Err(Error::invalid("position must not be negative"));
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
+    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
+        .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     if let Cow::Owned(redacted) = api::redact_private(&m.content) {
         m.content = redacted;
         let id = ids::repeated_message_id(&m.session_id, &m.role, &m.content, repeat);
@@ -311,9 +315,10 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
 }
 
 /// A memory record as remember or ingest would have stored it: ids,
-/// session, text, summary, key, search queries, sources and dates checked,
-/// private spans redacted, its dates written in the formats the service
-/// stores (they compare as text: filters, `asOf`, undo's "changed
+/// session, text, summary, key (in its stored form, on a type keys
+/// supersede: remember's check), search queries, sources and dates
+/// checked, private spans redacted, its dates written in the formats the
+/// service stores (they compare as text: filters, `asOf`, undo's "changed
 /// since"), its validity not ending before it starts, and no link to
 /// itself.
 fn checked_memory(mut m: Memory) -> Result<Memory> {
@@ -331,6 +336,7 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     api::validate_content("summary", &m.summary)?;
     if let Some(k) = &m.key {
         api::validate_key("key", k)?;
+        api::check_key_as_given(k, Some(m.kind))?;
     }
     api::validate_search_queries("searchQueries", &m.search_queries)?;
     check_links_of(&m)?;

@@ -100,7 +100,7 @@ pub enum Route {
     /// Namespace management, answered by the catalog.
     Catalog(CatalogCall),
     /// The MCP endpoint of one profile (`/mcp/namespaces/{ns}/profiles/{p}`);
-    /// any method (the MCP module answers 405 where due).
+    /// any method (the MCP module answers 405 where due), no query string.
     Mcp {
         namespace: String,
         profile: String,
@@ -205,6 +205,9 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         let (namespace, profile) = (decode(namespace)?, decode(profile)?);
         api::validate_namespace(&namespace)?;
         api::validate_profile(&profile)?;
+        // The endpoint reads no query: `…?dryRun=1` is refused, as on every
+        // REST route that reads none, never ignored.
+        no_query(req)?;
         return Ok(Route::Mcp { namespace, profile });
     }
     let (dialect, account, rest) = api_path(&segments).ok_or_else(|| no_route(req))?;

@@ -143,3 +143,23 @@ test("MCP over real HTTP: a token for another namespace gets 403; in its own nam
   const listed = await other.callTool({ name: "list", arguments: { status: "all" } });
   assert.ok(!listed.structuredContent.memories.some((m) => m.id === remembered.structuredContent.id));
 });
+
+test("MCP over real HTTP: a query string is refused (400) as REST refuses one, never ignored, and nothing is stored", async () => {
+  const url = endpoint("default", "mcp-query");
+  url.search = "dryRun=1";
+  const remember = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "remember", arguments: { content: FACT } } };
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: "Bearer dev-token" },
+    body: JSON.stringify(remember),
+  });
+  assert.equal(res.status, 400);
+  const body = await res.json();
+  assert.equal(body.success, false);
+  assert.equal(body.errors[0].code, 10001);
+  assert.match(body.errors[0].message, /takes no query parameters; got "dryRun"/);
+  const client = await connect("default", "mcp-query");
+  const listed = await client.callTool({ name: "list", arguments: { status: "all" } });
+  assert.equal(listed.isError, false);
+  assert.equal(listed.structuredContent.memories.length, 0, "the refused remember stored nothing");
+});
