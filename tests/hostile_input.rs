@@ -866,6 +866,30 @@ fn test_a_statement_remembered_again_under_another_key_is_refused_not_rekeyed_si
     });
 }
 
+/// The same statement remembered again in another session is refused
+/// (409) instead of answering with the stored memory and dropping the
+/// session: the memory would not be listed in it or deleted with it.
+#[test]
+fn test_a_statement_remembered_again_in_another_session_is_refused_not_answered_from_the_first() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let content = "The release notes live in docs/changes.md.";
+        let first = remember_body(p, json!({ "content": content, "sessionId": "a" })).unwrap();
+        let again = remember_body(p, json!({ "content": content, "sessionId": "a" })).unwrap();
+        assert_eq!(again["id"], first["id"], "same session: the stored memory");
+        let unsaid = remember_body(p, json!({ "content": content })).unwrap();
+        assert_eq!(unsaid["id"], first["id"], "no session claimed: the stored memory");
+        let before = snapshot(&sql);
+        let e = remember_body(p, json!({ "content": content, "sessionId": "b" })).unwrap_err();
+        assert_eq!(e.status(), 409, "{e}");
+        assert!(e.message().contains("\"a\""), "{e}");
+        assert_eq!(snapshot(&sql), before, "nothing changed");
+        let none = remember_body(p, json!({ "content": "Deploys need two approvals." })).unwrap();
+        let e = remember_body(p, json!({ "content": "Deploys need two approvals.", "sessionId": "b" })).unwrap_err();
+        assert!(e.status() == 409 && e.message().contains("no session"), "{e} ({})", none["id"]);
+    });
+}
+
 /// Content that is nothing but private spans is refused (400): there is no
 /// statement left to store once they are redacted. Nested spans hide
 /// everything up to the closing mark that balances the first.

@@ -58,7 +58,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let id = match (outcome.stored.first(), outcome.existing.first()) {
         (Some(m), _) => m.id.clone(),
         (None, Some(id)) => {
-            refuse_other_key(&store, id, req.key.as_deref())?;
+            refuse_other_claims(&store, id, req.key.as_deref(), req.session_id.as_deref())?;
             extend_expiry(&store, id, expires_at.as_deref())?;
             id.clone()
         }
@@ -78,19 +78,32 @@ fn room_unless_repeated(p: &Profile<'_>, store: &crate::core::store::Store<'_>, 
     p.check_capacity(1)
 }
 
-/// A statement remembered again with a key other than the one it is
-/// stored under is refused (409) rather than answered with the stored
-/// memory and the caller's key dropped. The check runs before any write.
-fn refuse_other_key(store: &crate::core::store::Store<'_>, id: &str, asked: Option<&str>) -> Result<()> {
-    let Some(asked) = asked else { return Ok(()) };
-    let stored = store.get_memory(id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))?;
-    match stored.key.as_deref() {
-        Some(k) if k == asked => Ok(()),
-        held => Err(Error::conflict(format!(
-            "this statement is already stored as memory {id} under {}; forget it or remember it without a key",
-            held.map_or_else(|| "no key".to_string(), |k| format!("the key {}", crate::core::api::quoted(k)))
-        ))),
+/// A statement remembered again with a key, or in a session, other than
+/// the one it is stored under is refused (409) rather than answered with
+/// the stored memory and the caller's key or session dropped (the memory
+/// would not be found by that key, listed in that session, or deleted
+/// with it). The check runs before any write.
+fn refuse_other_claims(store: &crate::core::store::Store<'_>, id: &str, key: Option<&str>, session: Option<&str>) -> Result<()> {
+    if key.is_none() && session.is_none() {
+        return Ok(());
     }
+    let stored = store.get_memory(id)?.ok_or_else(|| Error::storage("failed to read the stored memory"))?;
+    if let Some(asked) = key {
+        if stored.key.as_deref() != Some(asked) {
+            let held = stored.key.as_deref().map_or_else(|| "no key".to_string(), |k| format!("the key {}", crate::core::api::quoted(k)));
+            return Err(Error::conflict(format!("this statement is already stored as memory {id} under {held}; forget it or remember it without a key")));
+        }
+    }
+    if let Some(asked) = session {
+        if stored.session_id != asked {
+            let held = match stored.session_id.as_str() {
+                NO_SESSION => "no session".to_string(),
+                s => format!("the session {}", crate::core::api::quoted(s)),
+            };
+            return Err(Error::conflict(format!("this statement is already stored as memory {id} in {held}; forget it or remember it without a sessionId")));
+        }
+    }
+    Ok(())
 }
 
 /// A statement remembered again (same type, words and metadata) holds as
