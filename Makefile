@@ -78,7 +78,8 @@ include scripts/reliability.mk
 include scripts/locomo.mk
 
 # make bench: latency and throughput at 1k/10k/100k memories in workerd; make bench-native,
-# make bench-profile and make bench-path: where the time goes (not part of make test).
+# make bench-profile and make bench-path: where the time goes; make bench-peaks: the Wasm memory
+# one large request leaves (not part of make test).
 include scripts/bench.mk
 
 # A local embedding server speaking the OpenAI embeddings API, with a real

@@ -81,3 +81,15 @@ bench-path: build-bench
 .PHONY: bench-multi
 bench-multi: build-bench
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") $(if $(MEMORY_BUDGET_MB),MEMORY_BUDGET_MB="$(MEMORY_BUDGET_MB)") node tests/bench/multi.mjs
+
+# `make bench-peaks` (not part of make test): the Wasm memory one large
+# request leaves behind, each case in a fresh workerd: an ingest at the
+# limits (500 messages of 32 KB; and PEAKS_PROSE_MESSAGES, default 50, of
+# prose the local extraction makes a memory of every sentence of), imports of PEAKS_SIZES (8,17,32,64) MiB
+# NDJSON files and exports of the PEAKS_EXPORTS (17,64) MiB profiles they
+# made; before -> after and the growth per body byte
+# (tests/bench/peaks.mjs; writes docs/bench/peaks.md and peaks.json,
+# BENCH_OUT elsewhere). Takes several minutes.
+.PHONY: bench-peaks
+bench-peaks: build-bench
+	@$(ENV) $(if $(PEAKS_SIZES),PEAKS_SIZES="$(PEAKS_SIZES)") $(if $(PEAKS_EXPORTS),PEAKS_EXPORTS="$(PEAKS_EXPORTS)") $(if $(PEAKS_PROSE_MESSAGES),PEAKS_PROSE_MESSAGES="$(PEAKS_PROSE_MESSAGES)") node tests/bench/peaks.mjs

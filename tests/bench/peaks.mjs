@@ -1,0 +1,369 @@
+// `make bench-peaks`: how far one large request raises the Wasm linear
+// memory. A Rust Worker's Durable Objects may share one isolate and one
+// Wasm memory (128 MB on Cloudflare), which grows to a request's peak and
+// never shrinks; local workerd enforces no such limit, so this reads the
+// memory's size (`stats.isolate.wasmMemoryBytes`: its high-water mark)
+// before and after each case instead. Every case runs in a FRESH workerd
+// (a new Miniflare on the same storage), so the mark after it belongs to
+// that case alone. In workerd the Worker's fetch handler and its Durable
+// Objects run in one isolate, so the mark covers both sides of the call
+// (the body as the Worker reads and forwards it, and as the object parses
+// and runs it). The BUILT bench Worker (build/ + src/entry.mjs), on
+// loopback:
+//   1. an ingest at the documented limits: 500 messages of 32 KB (~16.4 MB)
+//      of questions with a few statements (~2 memories a message); and
+//      PEAKS_PROSE_MESSAGES (default 50) of prose, every sentence a
+//      statement and so a memory of the local rule-based extraction;
+//   2. imports of NDJSON files of PEAKS_SIZES MiB (default 8,17,32,64; 64
+//      is taken as just under the 64 MiB limit), each into a profile of
+//      its own; the files are slices of the export of a profile filled
+//      with such ingests (whole messages and the memories citing them);
+//   3. an export of the profiles PEAKS_EXPORTS (default 17,64) of case 2.
+// Each case reads the mark before the request, just after its response,
+// and once the background work the request queued (the alarm's drain)
+// has finished or PEAKS_SETTLE_S (default 120) seconds have passed.
+// A case that fails (an error status, or workerd gone) is recorded as its
+// result. Prints the table and writes peaks.md and peaks.json into
+// BENCH_OUT (default docs/bench). Not part of `make test`.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ROOT } from "../workerd/helpers.mjs";
+import { request, rss as processMemory, startOnOwnSocket, workerdPid } from "./client.mjs";
+
+const MiB = 1048576;
+const SIZES = (process.env.PEAKS_SIZES || "8,17,32,64").split(",").map(Number);
+const EXPORTS = (process.env.PEAKS_EXPORTS || "17,64").split(",").map(Number);
+const PROSE = Number(process.env.PEAKS_PROSE_MESSAGES ?? 50);
+const SETTLE_S = Number(process.env.PEAKS_SETTLE_S || 120);
+const OUT = path.resolve(ROOT, process.env.BENCH_OUT || "docs/bench");
+const AUTH = "Bearer dev-token";
+/** The documented limits (src/core/api.rs). */
+const MESSAGES_PER_INGEST = 500;
+const MESSAGE_BYTES = 32 * 1024;
+const MAX_IMPORT_BYTES = 64 * MiB;
+/** Room left under the import limit for the largest file. */
+const UNDER_LIMIT = 64 * 1024;
+
+const log = (...a) => console.error("[bench-peaks]", ...a);
+const mb = (b) => (Number.isFinite(b) ? (b / MiB).toFixed(1) : "-");
+const base = (p) => `/accounts/bench/agent-memory/namespaces/peaks/profiles/${p}`;
+
+// ---------------------------------------------------------------- text
+
+/** A small deterministic PRNG (mulberry32). */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = (
+  "the a of to and in that it with for on as was at by from this have had not but what all were when we there can an " +
+  "your which their said if do will each about how up out them then she many some so these would other into has more her " +
+  "two like him see time could no make than first been its who now people my made over did down only way find use may water " +
+  "long little very after words called just where most know get through back much before go good new write our used me man " +
+  "too any day same right look think also around another came come work three word must because does part even place well " +
+  "garden kitchen project meeting budget holiday train river mountain coffee dinner weekend sister brother doctor office " +
+  "report invoice schedule concert museum library bicycle recipe festival harbour market village station airport"
+).split(" ");
+const NAMES = ["Alice", "Bruno", "Chen", "Dara", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas"];
+const CITIES = ["Lisbon", "Oslo", "Kyoto", "Lima", "Accra", "Tallinn", "Porto", "Quebec", "Hanoi", "Bergen"];
+const THINGS = ["tea", "jazz", "chess", "hiking", "sushi", "opera", "tennis", "poetry", "pottery", "sailing"];
+
+/**
+ * Exactly `bytes` of ASCII text. `statements` false: a conversation's
+ * questions, with a statement (a first-person fact now and then) about
+ * twice a message, so the local rule-based extraction (every sentence
+ * that states something becomes a memory) makes a few memories of each
+ * message; true: prose, every sentence a statement, each one a memory.
+ */
+function text(rand, bytes, statements) {
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+  const words = () => {
+    const w = Array.from({ length: 8 + Math.floor(rand() * 14) }, () => pick(WORDS));
+    w[0] = w[0][0].toUpperCase() + w[0].slice(1);
+    return w.join(" ");
+  };
+  let out = "";
+  while (out.length < bytes) {
+    let s;
+    if (statements || out.length === 0 || rand() < 0.005) {
+      const r = rand();
+      if (r < 0.03) s = `I moved to ${pick(CITIES)} in ${2000 + Math.floor(rand() * 25)}.`;
+      else if (r < 0.06) s = `My favorite hobby is ${pick(THINGS)}.`;
+      else if (r < 0.08) s = `My friend ${pick(NAMES)} works as a ${pick(["nurse", "pilot", "teacher", "chef", "lawyer"])}.`;
+      else s = words() + ".";
+    } else s = words() + "?";
+    out += (out ? " " : "") + s;
+  }
+  return out.slice(0, bytes);
+}
+
+/** One ingest's body: `n` messages of 32 KB ([`text`]) in session `session`. */
+function ingestBody(session, seed, n = MESSAGES_PER_INGEST, statements = false) {
+  const rand = rng(seed);
+  const t0 = Date.UTC(2024, 0, 1) + seed * 86_400_000;
+  const messages = Array.from({ length: n }, (_, i) => ({
+    role: i % 2 === 0 ? "user" : "assistant",
+    content: text(rand, MESSAGE_BYTES, statements),
+    timestamp: new Date(t0 + i * 60_000).toISOString(),
+  }));
+  return JSON.stringify({ messages, sessionId: session });
+}
+
+// ---------------------------------------------------------------- files
+
+/**
+ * Import files cut from an export: for each target size (MiB), the header,
+ * the first messages in the export's order and the memories all of whose
+ * sources those are, as many as fit (a memory's link to a version the file
+ * leaves out is dropped, as a filtered export drops it). Every record is
+ * whole and as the service wrote it, so each file is a valid import.
+ */
+function slices(exportText, sizesMiB) {
+  const lines = exportText.split("\n").filter((l) => l.trim());
+  const header = lines[0];
+  const messages = [];
+  const memories = [];
+  for (const l of lines.slice(1)) {
+    const v = JSON.parse(l);
+    if (v.kind === "message") messages.push({ id: v.id, line: l });
+    else if (v.kind === "memory") memories.push(v);
+  }
+  // Each memory after the last of its sources, in the export's order.
+  const position = new Map(messages.map((m, i) => [m.id, i]));
+  const after = new Map();
+  for (const m of memories) {
+    const last = Math.max(-1, ...m.sourceMessageIds.map((id) => position.get(id) ?? Infinity));
+    if (!Number.isFinite(last)) continue;
+    if (!after.has(last)) after.set(last, []);
+    after.get(last).push(m);
+  }
+  const byteLen = (s) => Buffer.byteLength(s) + 1;
+  const files = {};
+  for (const size of sizesMiB) {
+    const target = Math.min(size * MiB, MAX_IMPORT_BYTES - UNDER_LIMIT);
+    let bytes = byteLen(header);
+    let n = 0;
+    const taken = [];
+    // Messages, each with the memories it completes, while they fit (a
+    // memory's own line is counted before its links are trimmed: a few
+    // bytes over at most).
+    for (; n < messages.length; n++) {
+      const add = byteLen(messages[n].line) + (after.get(n) ?? []).reduce((a, m) => a + byteLen(JSON.stringify(m)), 0);
+      if (bytes + add > target) break;
+      bytes += add;
+      taken.push(...(after.get(n) ?? []));
+    }
+    const held = new Set(taken.map((m) => m.id));
+    const out = [header, ...messages.slice(0, n).map((m) => m.line)];
+    for (const m of [...(after.get(-1) ?? []), ...taken]) {
+      const c = { ...m };
+      if (c.supersedes && !held.has(c.supersedes)) c.supersedes = null;
+      if (c.supersededBy && !held.has(c.supersededBy)) c.supersededBy = null;
+      out.push(JSON.stringify(c));
+    }
+    if (n === messages.length && bytes < target * 0.97) throw new Error(`the export (${mb(exportText.length)} MiB) is too small for a ${size} MiB file`);
+    files[size] = { text: out.join("\n") + "\n", messages: n, memories: out.length - 1 - n };
+  }
+  return files;
+}
+
+// ---------------------------------------------------------------- runtime
+
+/** A fresh workerd on `persistDir`, with helpers that read the Wasm memory. */
+async function fresh(persistDir) {
+  const { w, origin } = await startOnOwnSocket({ vars: { BENCH: "1" }, persistDir });
+  const pid = workerdPid();
+  const alive = () => pid !== null && existsSync(`/proc/${pid}`);
+  async function http(p, method, route, body, type = "application/json") {
+    const headers = { authorization: AUTH };
+    if (body !== undefined) headers["content-type"] = type;
+    const res = await request(`${origin}${base(p)}${route}`, { method, headers, body });
+    return res;
+  }
+  async function json(p, method, route, body, type) {
+    const res = await http(p, method, route, body, type);
+    let v;
+    try {
+      v = JSON.parse(res.text);
+    } catch {
+      throw new Error(`${method} ${route}: ${res.status} ${res.text.slice(0, 200)}`);
+    }
+    if (!v.success) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(v.errors).slice(0, 300)}`);
+    return v.result;
+  }
+  const stats = (p) => json(p, "GET", "/stats");
+  /** Waits until `p` has no background job waiting, or `seconds` pass. */
+  async function settle(p, seconds) {
+    const until = performance.now() + seconds * 1000;
+    let s = await stats(p);
+    while (s.pendingJobs > 0 && performance.now() < until) {
+      await new Promise((r) => setTimeout(r, 1000));
+      s = await stats(p);
+    }
+    return s;
+  }
+  return { w, pid, alive, http, json, stats, settle, dispose: () => w.dispose().catch(() => {}) };
+}
+
+/**
+ * One case in a fresh workerd: `before` (stats of `profile`), then `run`
+ * (which sets `row.bytes`, the body's or response's size), then the mark just
+ * after and once the background work settled. Failures are its result.
+ */
+async function measure(persistDir, name, profile, run, { settle = true } = {}) {
+  const row = { case: name, bytes: NaN, before: NaN, after: NaN, settled: NaN, pending: NaN, rssHwm: NaN, seconds: NaN, error: null };
+  let rt;
+  try {
+    rt = await fresh(persistDir);
+    row.before = (await rt.stats(profile)).isolate.wasmMemoryBytes;
+    const t = performance.now();
+    try {
+      await run(rt, row);
+    } catch (e) {
+      // The request failed: its result, and the mark it left if workerd lives.
+      row.error = `${rt.alive() ? "" : "workerd died: "}${String(e.message ?? e).slice(0, 200)}`;
+      settle = false;
+    }
+    row.seconds = (performance.now() - t) / 1000;
+    const after = await rt.stats(profile);
+    row.after = after.isolate.wasmMemoryBytes;
+    row.pending = after.pendingJobs;
+    if (settle) {
+      const s = await rt.settle(profile, SETTLE_S);
+      row.settled = s.isolate.wasmMemoryBytes;
+      row.pending = s.pendingJobs;
+    }
+  } catch (e) {
+    row.error ??= `${rt && !rt.alive() ? "workerd died: " : ""}${String(e.message ?? e).slice(0, 200)}`;
+  }
+  if (rt) {
+    row.rssHwm = processMemory(rt.pid).hwm;
+    await rt.dispose();
+  }
+  const ratio = (row.after - row.before) / row.bytes;
+  log(`${name}: ${mb(row.bytes)} MiB; wasm ${mb(row.before)} -> ${mb(row.after)} (settled ${mb(row.settled)}) MiB; ratio ${ratio.toFixed(2)}${row.error ? `; ERROR ${row.error}` : ""}`);
+  return row;
+}
+
+async function main() {
+  const persistDir = mkdtempSync(path.join(tmpdir(), "agent-memory-peaks-"));
+  const rows = [];
+  const t0 = performance.now();
+  try {
+    // 1. An ingest at the limits, into the profile whose export makes the
+    // import files; then (the case measured) the rest of its fill.
+    const sessions = Math.ceil((Math.max(...SIZES) * MiB) / (MESSAGES_PER_INGEST * MESSAGE_BYTES));
+    let exportText = "";
+    rows.push(
+      await measure(persistDir, "ingest 500 x 32 KB", "source", async (rt, row) => {
+        const body = ingestBody("s0", 0);
+        row.bytes = Buffer.byteLength(body);
+        const r = await rt.json("source", "POST", "/ingest", body);
+        row.case += ` (${r.memoriesStored} memories)`;
+      }),
+    );
+    // 1b. The same ingest path when every sentence states something: the
+    // local extraction makes a memory of each (hundreds per message), at
+    // PEAKS_PROSE_MESSAGES (default 50) messages: 500 of them run for
+    // more than ten minutes here.
+    if (PROSE > 0) {
+      rows.push(
+        await measure(persistDir, `ingest ${PROSE} x 32 KB, prose (every sentence a memory)`, "prose", async (rt, row) => {
+          const body = ingestBody("prose", 1000, PROSE, true);
+          row.bytes = Buffer.byteLength(body);
+          const r = await rt.json("prose", "POST", "/ingest", body);
+          row.case += ` (${r.memoriesStored} memories)`;
+        }),
+      );
+    }
+    {
+      log(`filling the source profile: ${sessions} ingests of ${MESSAGES_PER_INGEST} x 32 KB`);
+      const rt = await fresh(persistDir);
+      try {
+        for (let s = 1; s < sessions; s++) await rt.json("source", "POST", "/ingest", ingestBody(`s${s}`, s));
+        const st = await rt.settle("source", 600);
+        log(`source: ${st.messages} messages, ${st.memories} memories, ${st.pendingJobs} jobs waiting; wasm ${mb(st.isolate.wasmMemoryBytes)} MiB`);
+        const res = await rt.http("source", "GET", "/export");
+        if (res.status !== 200) throw new Error(`export of the source: ${res.status} ${res.text.slice(0, 200)}`);
+        exportText = res.text;
+      } finally {
+        await rt.dispose();
+      }
+    }
+    const files = slices(exportText, SIZES);
+    exportText = "";
+    for (const s of SIZES) log(`file ${s}: ${mb(Buffer.byteLength(files[s].text))} MiB, ${files[s].messages} messages, ${files[s].memories} memories`);
+
+    // 2. Imports, each into a profile of its own.
+    for (const s of SIZES) {
+      const f = files[s];
+      rows.push(
+        await measure(persistDir, `import ${s} MiB file (${f.messages} msgs, ${f.memories} mems)`, `import-${s}`, async (rt, row) => {
+          row.bytes = Buffer.byteLength(f.text);
+          await rt.json(`import-${s}`, "POST", "/import", f.text, "application/x-ndjson");
+        }),
+      );
+    }
+
+    // 3. Exports of the imported profiles.
+    for (const s of EXPORTS) {
+      rows.push(
+        await measure(
+          persistDir,
+          `export of import-${s}`,
+          `import-${s}`,
+          async (rt, row) => {
+            const res = await rt.http(`import-${s}`, "GET", "/export");
+            if (res.status !== 200) throw new Error(`GET /export: ${res.status} ${res.text.slice(0, 200)}`);
+            row.bytes = Buffer.byteLength(res.text);
+          },
+          { settle: false },
+        ),
+      );
+    }
+  } finally {
+    rmSync(persistDir, { recursive: true, force: true });
+  }
+
+  const date = new Date().toISOString();
+  const result = { date, command: "make bench-peaks", sizesMiB: SIZES, exportsMiB: EXPORTS, seconds: Math.round((performance.now() - t0) / 1000), cases: rows };
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(path.join(OUT, "peaks.json"), JSON.stringify(result, null, 2) + "\n");
+  const ratio = (r) => (Number.isFinite(r.after - r.before) && r.bytes > 0 ? ((r.after - r.before) / r.bytes).toFixed(2) : "-");
+  const md = [
+    `# make bench-peaks (${date})`,
+    "",
+    "Command: `make bench-peaks` (tests/bench/peaks.mjs). Each case in a fresh workerd (local, miniflare), bench build of the Worker.",
+    "The Wasm linear memory's size (`stats.isolate.wasmMemoryBytes`; it never shrinks, so it is the high-water mark) before the request,",
+    "just after its response, and once the background work it queued had drained (or " + SETTLE_S + " s had passed; exports queue none).",
+    "In workerd the Worker and its Durable Objects share one isolate and one Wasm memory, so the mark covers both sides of the call.",
+    "MiB throughout (1,048,576 bytes). Ratio = (after - before) / body or response size. Cloudflare's isolate limit is 128 MB.",
+    "Ingest and import texts are synthetic (tests/bench/peaks.mjs `text`); memories come from the local rule-based extraction (the default",
+    "configuration), which makes a memory of every sentence that states something: the prose case is run at " + PROSE + " messages, as",
+    "500 messages of prose gave no answer within 300 s in a trial here. Import files are slices of the export of a profile filled with the",
+    "first kind of ingest; the exports are of the profiles those imports made.",
+    "",
+    "| case | body/response MiB | Wasm memory before -> after MiB | ratio | after drain MiB | workerd RSS high-water MiB | s | result |",
+    "|---|---:|---:|---:|---:|---:|---:|---|",
+    ...rows.map(
+      (r) =>
+        `| ${r.case} | ${mb(r.bytes)} | ${mb(r.before)} -> ${mb(r.after)} | ${ratio(r)} | ${mb(r.settled)}${r.pending > 0 ? ` (${r.pending} jobs left)` : ""} | ${mb(r.rssHwm)} | ${Number.isFinite(r.seconds) ? r.seconds.toFixed(1) : "-"} | ${r.error ? r.error.replace(/\|/g, "/") : "ok"} |`,
+    ),
+    "",
+  ].join("\n");
+  writeFileSync(path.join(OUT, "peaks.md"), md);
+  console.log(md);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
