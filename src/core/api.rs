@@ -44,8 +44,13 @@ pub fn count(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
-/// Largest import body accepted, in bytes.
-pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
+/// Largest import body accepted, in bytes. An import's request peaks at
+/// about ten times its body in the Wasm memory (`make bench-peaks`,
+/// docs/bench/peaks.md: 8 MiB -> 82 MiB, 17 MiB -> 200 MiB), which an
+/// isolate's 128 MB must hold beside everything else: a larger profile
+/// moves in parts (an export with a filter imports anywhere, and an
+/// import skips what is present).
+pub const MAX_IMPORT_BYTES: usize = 8 * 1024 * 1024;
 /// Longest role of a message.
 pub const MAX_ROLE_CHARS: usize = 64;
 /// Longest topic key.
@@ -531,31 +536,6 @@ pub fn validate_message_content(what: &str, content: &str) -> Result<()> {
 /// Checks a topic key: 1-128 characters, no control characters.
 pub fn validate_key(what: &str, key: &str) -> Result<()> {
     validate_label(what, key, MAX_KEY_CHARS)
-}
-
-/// A caller's topic key is stored as given or refused, never rewritten:
-/// it must be in the form keys are compared in (lowercase words joined by
-/// `_`, segments by `.`), and its type, when given, must be one keys
-/// supersede (a fact or an instruction). Remember and import both run it,
-/// so a file cannot store a key remember would refuse.
-pub fn check_key_as_given(key: &str, kind: Option<MemoryType>) -> Result<()> {
-    match crate::core::text::normalize_key(key) {
-        None => return Err(Error::invalid(format!("key {} holds no letter or digit", quoted(key)))),
-        Some(normal) if normal != key => {
-            return Err(Error::invalid(format!(
-                "key {} is not in its stored form: lowercase words joined by '_', segments by '.' ({} here)",
-                quoted(key),
-                quoted(&normal)
-            )))
-        }
-        Some(_) => {}
-    }
-    match kind {
-        Some(k) if !k.is_keyed() => {
-            Err(Error::invalid(format!("a memory of type {} takes no key (only facts and instructions are superseded by key)", quoted(k.as_str()))))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Checks a memory's search queries: at most [`MAX_SEARCH_QUERIES`], each

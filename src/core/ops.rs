@@ -62,7 +62,7 @@ fn prepare_remember(mut req: RememberRequest) -> Result<RememberRequest> {
     }
     req.validate()?;
     if let Some(key) = &req.key {
-        api::check_key_as_given(key, req.kind)?;
+        crate::core::text::check_key_as_given(key, req.kind)?;
     }
     Ok(req)
 }

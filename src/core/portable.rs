@@ -336,7 +336,7 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     api::validate_content("summary", &m.summary)?;
     if let Some(k) = &m.key {
         api::validate_key("key", k)?;
-        api::check_key_as_given(k, Some(m.kind))?;
+        crate::core::text::check_key_as_given(k, Some(m.kind))?;
     }
     api::validate_search_queries("searchQueries", &m.search_queries)?;
     check_links_of(&m)?;

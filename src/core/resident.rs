@@ -84,8 +84,9 @@ impl Budget {
     /// Records that `name` was just used and now keeps `bytes`, and
     /// returns the profiles whose caches must be cleared so the total fits,
     /// least recently used first (they are counted as evicted and hold
-    /// nothing from now on). `busy` profiles are passed over. `name`
-    /// itself is among them only when it alone is over the budget.
+    /// nothing from now on). `busy` profiles are passed over; when the
+    /// total is still over with every other profile busy, `name` itself
+    /// is evicted, as it is when it alone is over the budget.
     pub fn touch(&mut self, name: &str, bytes: usize, busy: impl Fn(&str) -> bool) -> Vec<String> {
         self.entries.retain(|(n, _)| n != name);
         self.last.insert(name.to_string(), bytes);
@@ -98,14 +99,21 @@ impl Budget {
             evicted.push(name.to_string());
             self.entries.pop();
         }
-        evicted.extend(self.evict_until(self.limit, name, busy));
+        evicted.extend(self.evict_until(self.limit, name, &busy));
+        // The others in the middle of requests cannot go: `name`, done
+        // with its own, goes instead, so the total never stays over.
+        if self.resident_bytes() > self.limit && self.entries.iter().any(|(n, _)| n == name) && !busy(name) {
+            self.entries.retain(|(n, _)| n != name);
+            evicted.push(name.to_string());
+        }
         self.evictions = self.evictions.saturating_add(evicted.len() as u64);
         evicted
     }
 
     /// Before `name` builds its state, expected to hold `estimate` bytes
     /// (or what it held last time, if more): `None` when that would not
-    /// fit the budget alone (the profile stays on its SQLite paths), else
+    /// fit the budget alone, or beside the profiles busy with requests,
+    /// which cannot be evicted (the profile stays on its SQLite paths), else
     /// the profiles to clear first so it fits beside the rest, least
     /// recently used first (none when `name` is resident already). Making
     /// room first keeps the budget plus one profile's state from ever
@@ -119,6 +127,13 @@ impl Budget {
         }
         if self.entries.iter().any(|(n, _)| n == name) {
             return Some(Vec::new());
+        }
+        // Room that only busy profiles could give is not there: the
+        // profile stays on its SQLite paths this time, and nobody is
+        // evicted for nothing.
+        let staying = self.entries.iter().filter(|(n, _)| busy(n)).fold(0usize, |sum, (_, b)| sum.saturating_add(*b));
+        if staying.saturating_add(coming) > self.limit {
+            return None;
         }
         let evicted = self.evict_until(self.limit.saturating_sub(coming), name, busy);
         self.evictions = self.evictions.saturating_add(evicted.len() as u64);
@@ -218,6 +233,24 @@ mod tests {
         b.touch("idle", 3 * MB, idle);
         assert_eq!(b.touch("new", 4 * MB, |n| n == "busy"), vec!["idle".to_string()]);
         assert_eq!(b.resident_bytes(), 10 * MB);
+    }
+
+    #[test]
+    fn test_the_total_never_stays_over_the_budget_while_the_others_are_busy() {
+        let mut b = Budget::new(10 * MB);
+        b.touch("a", 6 * MB, idle);
+        b.touch("b", 3 * MB, idle);
+        let busy = |n: &str| n == "a" || n == "b";
+        // c built its state while a and b were in requests: c goes.
+        assert_eq!(b.touch("c", 4 * MB, busy), vec!["c".to_string()]);
+        assert!(b.resident_bytes() <= 10 * MB);
+        assert_eq!(b.bytes_of("c"), 0);
+        // And d is not let build beside them: it stays on SQLite.
+        assert_eq!(b.make_room("d", 2 * MB, busy), None);
+        assert_eq!((b.resident_profiles(), b.evictions()), (2, 1), "nobody evicted for d");
+        // Once they are idle, room is made as usual.
+        assert_eq!(b.make_room("d", 2 * MB, idle), Some(vec!["a".to_string()]));
+        assert!(b.may_fit("d"), "refused while others were busy is not refused for good");
     }
 
     #[test]

@@ -252,6 +252,32 @@ pub fn normalize_key(k: &str) -> Option<String> {
     (!key.is_empty() && key.chars().count() <= crate::core::api::MAX_KEY_CHARS).then_some(key)
 }
 
+/// A caller's topic key is stored as given or refused, never rewritten:
+/// it must be in the form keys are compared in (lowercase words joined by
+/// `_`, segments by `.`), and its type, when given, must be one keys
+/// supersede (a fact or an instruction). Remember and import both run it,
+/// so a file cannot store a key remember would refuse.
+pub fn check_key_as_given(key: &str, kind: Option<crate::core::model::MemoryType>) -> crate::core::error::Result<()> {
+    match normalize_key(key) {
+        None => return Err(crate::core::error::Error::invalid(format!("key {} holds no letter or digit", crate::core::api::quoted(key)))),
+        Some(normal) if normal != key => {
+            return Err(crate::core::error::Error::invalid(format!(
+                "key {} is not in its stored form: lowercase words joined by '_', segments by '.' ({} here)",
+                crate::core::api::quoted(key),
+                crate::core::api::quoted(&normal)
+            )))
+        }
+        Some(_) => {}
+    }
+    match kind {
+        Some(k) if !k.is_keyed() => Err(crate::core::error::Error::invalid(format!(
+            "a memory of type {} takes no key (only facts and instructions are superseded by key)",
+            crate::core::api::quoted(k.as_str())
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Whether a message role is an agent's rather than a person's.
 pub fn is_agent_role(role: &str) -> bool {
     matches!(role.trim().to_lowercase().as_str(), "assistant" | "ai" | "agent" | "model" | "bot" | "system" | "tool" | "function" | "developer")
