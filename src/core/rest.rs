@@ -925,9 +925,10 @@ mod tests {
         let over = chunked.push(b"x").unwrap_err();
         assert_eq!((over.status(), over.code(), over.message()), (413, 10006, declared.message()), "the same refusal as a declared length");
         assert_eq!(chunked.finish().len(), MAX_BODY_BYTES, "nothing past the limit is kept");
-        // The import route's own limit, larger.
+        // The import route's own limit.
         let mut import = BodyReader::new(&format!("{BASE}/import"), None).unwrap();
-        import.push(&vec![b'x'; MAX_BODY_BYTES + 1]).unwrap();
+        import.push(&vec![b'x'; MAX_IMPORT_BYTES]).unwrap();
+        assert_eq!(import.push(b"x").unwrap_err().status(), 413);
         assert_eq!(BodyReader::new(&format!("{BASE}/import"), Some(&(MAX_IMPORT_BYTES + 1).to_string())).unwrap_err().status(), 413);
         let mut small = BodyReader::new(&path, Some("5")).unwrap();
         small.push(b"{}").unwrap();
