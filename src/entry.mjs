@@ -2,7 +2,8 @@
 // logic or defaults live here, and no rule of the service's. What it
 // refuses is only what Rust could not see once the arguments crossed into
 // it: an argument beyond a method's parameters (`takes`), a value JSON
-// cannot hold or a string that is not well-formed (`jsonOnly`), options, a
+// cannot hold, a string that is not well-formed or a value nested too
+// deeply to read (`jsonOnly`), options, a
 // memory or a message that is not a plain object.
 //
 // - ProfileObject, CatalogObject: the Rust Durable Object classes,
@@ -188,14 +189,29 @@ const key = (k) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(
 //   wrapper, an Error, a RegExp, a DataView (all `{}`), a typed array or
 //   ArrayBuffer (bytes), a Set;
 // - an array with a hole, an `undefined` element (null in Rust) or a
-//   property besides its elements (dropped).
+//   property besides its elements (dropped);
+// - a value nested deeper than the service reads JSON (`MAX_DEPTH`): the
+//   walk stops there, so neither it nor serde_wasm_bindgen's in Rust
+//   overflows the stack (a RangeError, or a trap) on a deeper one.
 // An `undefined` property of an object is passed on as null, which the
 // service reads as "not given" where a field is optional and refuses
 // elsewhere. The Dates the service takes (a message's timestamp,
 // referenceDate, asOf) are ISO text by the time this runs. Symbol-keyed
 // and non-enumerable properties never cross the binding (Workers RPC
 // leaves them behind in the caller), so they cannot be seen here.
-function jsonOnly(v, path) {
+// The levels of arrays and objects the arguments may nest, the arguments'
+// own object the first: the service reads a call as the JSON text
+// {"name", "op", "args"} with serde_json, whose limit of 128 admits 127
+// levels, one of them the call's own. Deeper is refused here, as REST
+// refuses a body nested too deeply, before anything is written.
+const MAX_DEPTH = 126;
+// A path that deep, cut to its start and end (whole characters): it
+// could otherwise be 126 keys long.
+function shortPath(path) {
+  const chars = Array.from(path);
+  return chars.length <= 160 ? path : `${chars.slice(0, 100).join("")}…${chars.slice(-50).join("")}`;
+}
+function jsonOnly(v, path, depth = 0) {
   switch (typeof v) {
     case "string":
       if (!wellFormed(v)) throw notWellFormed(v, path);
@@ -215,11 +231,12 @@ function jsonOnly(v, path) {
       return; // boolean, undefined
   }
   if (v === null) return;
+  if (++depth > MAX_DEPTH) throw invalid(`${shortPath(path)} is nested more than ${MAX_DEPTH} levels deep: the arguments nest at most ${MAX_DEPTH} levels of arrays and objects`);
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       if (!Object.hasOwn(v, i)) throw invalid(`${path}[${i}] is a hole: an array must hold a value at every index`);
       if (v[i] === undefined) throw invalid(`${path}[${i}] is undefined: an array must hold a value at every index`);
-      jsonOnly(v[i], `${path}[${i}]`);
+      jsonOnly(v[i], `${path}[${i}]`, depth);
     }
     const keys = Object.keys(v);
     if (keys.length !== v.length) {
@@ -235,7 +252,7 @@ function jsonOnly(v, path) {
   }
   for (const k of Object.keys(v)) {
     if (!wellFormed(k)) throw notWellFormed(k, `a key of ${path}`);
-    jsonOnly(v[k], `${path}${key(k)}`);
+    jsonOnly(v[k], `${path}${key(k)}`, depth);
   }
 }
 // A profile name a caller gives: any value Rust refuses as it is, but a

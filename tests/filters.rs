@@ -465,3 +465,127 @@ fn test_as_of_returns_what_was_active_then() {
         assert!(versions.contains(&(Some(day(1)), Some(day(10)))) && versions.contains(&(Some(day(10)), None)), "{versions:?}");
     });
 }
+
+/// Two memories whose `orderId` are 2^53 and 2^53 + 1, which no f64 tells
+/// apart, in a fresh profile; returns their ids (2^53's first).
+fn two_big_orders(held: &Held) -> (String, String) {
+    held.with(APRIL_15, |p| {
+        let mut ids = Vec::new();
+        for (n, order) in [(9_007_199_254_740_992u64, "first"), (9_007_199_254_740_993u64, "second")] {
+            let req: RememberRequest = serde_json::from_value(json!({
+                "content": format!("The {order} warehouse order shipped on Monday."),
+                "metadata": {"orderId": n},
+            }))
+            .unwrap();
+            ids.push(block_on(p.remember(req)).unwrap().id);
+        }
+        (ids[0].clone(), ids[1].clone())
+    })
+}
+
+/// The memory ids of an export with `filter`, in the export's order.
+fn exported_ids(p: &Profile<'_>, filter: &Value) -> Vec<String> {
+    let text = p.export(agent_memory::core::api::ExportRequest { filter: Some(filter.clone()) }).expect("export");
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["kind"] == "memory")
+        .filter_map(|v| v["id"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn test_a_filter_on_an_integer_above_2_pow_53_selects_exactly_on_list_recall_and_export() {
+    let held = Held::new();
+    let (low, high) = two_big_orders(&held);
+    let (lo, hi) = (json!(9_007_199_254_740_992u64), json!(9_007_199_254_740_993u64));
+    let cases: Vec<(Value, Vec<&String>)> = vec![
+        (json!({"orderId": hi}), vec![&high]),
+        (json!({"orderId": lo}), vec![&low]),
+        (json!({"orderId": {"eq": hi}}), vec![&high]),
+        (json!({"orderId": {"ne": hi}}), vec![&low]),
+        (json!({"orderId": {"in": [hi]}}), vec![&high]),
+        (json!({"orderId": {"nin": [hi]}}), vec![&low]),
+        (json!({"orderId": {"gt": lo}}), vec![&high]),
+        (json!({"orderId": {"gte": hi}}), vec![&high]),
+        (json!({"orderId": {"lt": hi}}), vec![&low]),
+        (json!({"orderId": {"lte": lo}}), vec![&low]),
+        // A number with a fraction is compared with the integers exactly
+        // too: 2^53 as a float equals the first, and the second is above it.
+        (json!({"orderId": 9_007_199_254_740_992.0}), vec![&low]),
+        (json!({"orderId": {"gt": 9_007_199_254_740_992.0}}), vec![&high]),
+        (json!({"NOT": {"orderId": hi}}), vec![&low]),
+    ];
+    held.with(APRIL_15, |p| {
+        for (filter, want) in &cases {
+            let want: Vec<String> = want.iter().map(|s| (*s).clone()).collect();
+            assert_eq!(list_all(p, filter), want, "list with {filter}");
+            assert_eq!(exported_ids(p, filter), want, "export with {filter}");
+            assert_eq!(recall_ids(p, "warehouse order shipped", Some(filter)), want, "recall with {filter}");
+            // As the query parameter's text, too.
+            assert_eq!(list_all(p, &Value::String(filter.to_string())), want, "list with the text of {filter}");
+        }
+    });
+}
+
+#[test]
+fn test_the_metadata_column_yields_an_integer_above_2_pow_53_exactly() {
+    // What the SQL filters read: `json_extract` on the stored metadata is
+    // an INTEGER, the number sent, not a REAL rounded to 2^53.
+    let held = Held::new();
+    two_big_orders(&held);
+    let rows = agent_memory::core::ports::Sql::query(
+        &held.sql,
+        "SELECT typeof(json_extract(metadata, '$.\"orderId\"')), json_extract(metadata, '$.\"orderId\"') FROM memories ORDER BY 2",
+        &[],
+    )
+    .unwrap();
+    use agent_memory::core::ports::SqlValue;
+    let got: Vec<(String, i64)> = rows
+        .iter()
+        .map(|r| match (&r[0], &r[1]) {
+            (SqlValue::Text(t), SqlValue::Integer(n)) => (t.clone(), *n),
+            other => panic!("orderId read as {other:?}"),
+        })
+        .collect();
+    assert_eq!(got, vec![("integer".to_string(), 9_007_199_254_740_992), ("integer".to_string(), 9_007_199_254_740_993)]);
+}
+
+#[test]
+fn test_a_filter_integer_beyond_i64_is_refused_and_huge_stored_integers_agree_on_every_path() {
+    let held = Held::new();
+    let (low, high) = two_big_orders(&held);
+    // u64::MAX: SQLite reads it as a REAL (2^64); so does every path.
+    let huge = held.with(APRIL_15, |p| {
+        let req: RememberRequest =
+            serde_json::from_value(json!({"content": "The third warehouse order shipped on Monday.", "metadata": {"orderId": u64::MAX}})).unwrap();
+        block_on(p.remember(req)).unwrap().id
+    });
+    held.with(APRIL_15, |p| {
+        for filter in [json!({"orderId": u64::MAX}), json!({"orderId": {"lt": 9_223_372_036_854_775_808u64}}), json!({"orderId": {"in": [1, u64::MAX]}})] {
+            let e = p.list(ListRequest { filter: Some(filter.clone()), ..Default::default() }).unwrap_err();
+            assert!(e.status() == 400 && e.message().contains("must fit in 64 bits"), "list with {filter}: {e}");
+            let e = p.export(agent_memory::core::api::ExportRequest { filter: Some(filter.clone()) }).unwrap_err();
+            assert_eq!(e.status(), 400, "export with {filter}: {e}");
+            let e = block_on(p.recall(RecallRequest { query: "order".into(), options: RecallOptions { filter: Some(filter.clone()), ..Default::default() } }))
+                .unwrap_err();
+            assert_eq!(e.status(), 400, "recall with {filter}: {e}");
+        }
+        // i64's own ends are integers, and 2^64 as a float is the huge one.
+        let cases: Vec<(Value, Vec<&String>)> = vec![
+            (json!({"orderId": {"lt": i64::MAX}}), vec![&low, &high]),
+            (json!({"orderId": {"gt": i64::MIN}}), vec![&low, &high, &huge]),
+            (json!({"orderId": {"gte": 18_446_744_073_709_551_616.0}}), vec![&huge]),
+            (json!({"orderId": {"gt": 9_223_372_036_854_775_807i64}}), vec![&huge]),
+        ];
+        for (filter, want) in &cases {
+            let mut want: Vec<String> = want.iter().map(|s| (*s).clone()).collect();
+            want.sort();
+            let sorted = |mut ids: Vec<String>| {
+                ids.sort();
+                ids
+            };
+            assert_eq!(sorted(list_all(p, filter)), want, "list with {filter}");
+            assert_eq!(sorted(exported_ids(p, filter)), want, "export with {filter}");
+        }
+    });
+}

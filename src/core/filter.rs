@@ -20,6 +20,12 @@
 //! * values compare within their kind only: a number never equals or
 //!   orders against a string; booleans are the numbers 1 and 0 (as SQLite's
 //!   JSON functions read them);
+//! * numbers compare exactly, as SQLite compares them: an integer is kept
+//!   as one (never rounded to a float, so 2^53 + 1 is not 2^53) and an
+//!   integer against a float by their exact values. An integer outside
+//!   SQLite's (i64's) range is a float to SQLite: stored metadata holding
+//!   one compares as that float on every path, and a filter naming one is
+//!   refused (it could not be told from its neighbours);
 //! * `NOT` is the exact complement of what it holds.
 //!
 //! What a filter does *not* do: it does not search inside values (no
@@ -153,18 +159,35 @@ impl Cmp {
     }
 }
 
-/// A scalar a filter compares with: booleans are already numbers.
+/// A scalar a filter compares with: booleans are already numbers. The
+/// numbers are SQLite's two kinds, so that Rust and SQL compare alike.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Scalar {
-    Number(f64),
+    /// An integer in i64's range, compared exactly (SQLite's INTEGER).
+    Int(i64),
+    /// Any other number, finite (SQLite's REAL).
+    Real(f64),
     Text(String),
 }
 
 impl Scalar {
+    /// As the filter's SQL parameter holds it: an integer is written
+    /// without a fraction, which SQLite's JSON functions read back as an
+    /// INTEGER; a float with one (or an exponent), read back as a REAL.
     fn json(&self) -> Value {
         match self {
-            Scalar::Number(n) => serde_json::json!(n),
+            Scalar::Int(n) => Value::from(*n),
+            Scalar::Real(n) => serde_json::json!(n),
             Scalar::Text(s) => Value::String(s.clone()),
+        }
+    }
+
+    /// A number of stored metadata as SQLite's `json_extract` reads it: an
+    /// integer in i64's range is an INTEGER, anything else a REAL.
+    fn of_number(n: &serde_json::Number) -> Scalar {
+        match n.as_i64() {
+            Some(i) => Scalar::Int(i),
+            None => Scalar::Real(n.as_f64().unwrap_or(f64::NAN)),
         }
     }
 }
@@ -264,7 +287,7 @@ impl Filter {
                 let e = column_of(field);
                 let v = format!("(?{param} ->> '$[{i}]')");
                 let kind = match values.first() {
-                    Some(Scalar::Number(_)) => format!("typeof({e}) IN ('integer', 'real')"),
+                    Some(Scalar::Int(_) | Scalar::Real(_)) => format!("typeof({e}) IN ('integer', 'real')"),
                     _ => format!("typeof({e}) = 'text'"),
                 };
                 match cmp {
@@ -307,27 +330,52 @@ fn field_of(m: &Memory, field: &str) -> Option<Scalar> {
         "updatedAt" => text(&m.updated_at),
         "eventDate" => m.event_date.as_deref().and_then(text),
         k => m.metadata.get(k).map(|v| match v {
-            MetaValue::Bool(b) => Scalar::Number(if *b { 1.0 } else { 0.0 }),
-            MetaValue::Number(n) => Scalar::Number(n.as_f64().unwrap_or(f64::NAN)),
+            MetaValue::Bool(b) => Scalar::Int(i64::from(*b)),
+            MetaValue::Number(n) => Scalar::of_number(n),
             MetaValue::Text(s) => Scalar::Text(s.clone()),
         }),
     }
 }
 
 fn same(a: &Scalar, b: &Scalar) -> bool {
-    match (a, b) {
-        (Scalar::Number(x), Scalar::Number(y)) => x == y,
-        (Scalar::Text(x), Scalar::Text(y)) => x == y,
-        _ => false,
-    }
+    order(a, b) == Some(std::cmp::Ordering::Equal)
 }
 
+/// How `a` orders against `b`, as SQLite orders them; `None` across kinds
+/// (a number and a string).
 fn order(a: &Scalar, b: &Scalar) -> Option<std::cmp::Ordering> {
     match (a, b) {
-        (Scalar::Number(x), Scalar::Number(y)) => x.partial_cmp(y),
+        (Scalar::Int(x), Scalar::Int(y)) => Some(x.cmp(y)),
+        (Scalar::Real(x), Scalar::Real(y)) => x.partial_cmp(y),
+        (Scalar::Int(x), Scalar::Real(y)) => int_against_real(*x, *y),
+        (Scalar::Real(x), Scalar::Int(y)) => int_against_real(*y, *x).map(std::cmp::Ordering::reverse),
         (Scalar::Text(x), Scalar::Text(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
         _ => None,
     }
+}
+
+/// How the integer `i` orders against the float `r` by their exact values
+/// (SQLite's `sqlite3IntFloatCompare`): never by rounding `i` to a float,
+/// which would make 2^53 + 1 equal 2^53.
+fn int_against_real(i: i64, r: f64) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering::*;
+    // 2^63: the floats at or beyond it lie outside i64's range.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if r.is_nan() {
+        return None;
+    }
+    if r < -TWO_63 {
+        return Some(Greater);
+    }
+    if r >= TWO_63 {
+        return Some(Less);
+    }
+    // Within range, the integral part is exact as an i64.
+    let whole = r.trunc() as i64;
+    Some(match i.cmp(&whole) {
+        Equal => 0.0f64.partial_cmp(&r.fract()).unwrap_or(Equal),
+        o => o,
+    })
 }
 
 fn leaf_matches(have: Option<&Scalar>, cmp: Cmp, values: &[Scalar]) -> bool {
@@ -420,17 +468,24 @@ fn parse_field(field: &str, v: &Value, leaves: &mut usize) -> Result<Vec<Filter>
 /// written as they are stored.
 fn scalar(field: &str, v: &Value) -> Result<Scalar> {
     let s = match v {
-        Value::Bool(b) => Scalar::Number(if *b { 1.0 } else { 0.0 }),
-        Value::Number(n) => {
-            Scalar::Number(n.as_f64().filter(|f| f.is_finite()).ok_or_else(|| Error::invalid(format!("filter: {field} has a number out of range")))?)
+        Value::Bool(b) => Scalar::Int(i64::from(*b)),
+        Value::Number(n) if n.is_u64() && n.as_i64().is_none() => {
+            return Err(Error::invalid(format!(
+                "filter: {field} has the integer {n}, above {}: integers in a filter must fit in 64 bits, signed, to compare exactly",
+                i64::MAX
+            )))
         }
+        Value::Number(n) => match Scalar::of_number(n) {
+            Scalar::Real(f) if !f.is_finite() => return Err(Error::invalid(format!("filter: {field} has a number out of range"))),
+            s => s,
+        },
         Value::String(s) if s.len() <= MAX_METADATA_VALUE_BYTES => Scalar::Text(s.clone()),
         Value::String(_) => return Err(Error::invalid(format!("filter: a value of {field} is over {MAX_METADATA_VALUE_BYTES} bytes"))),
         _ => return Err(Error::invalid(format!("filter: {field} takes a string, number or boolean (or an operator object)"))),
     };
     let text = match &s {
         Scalar::Text(t) => Some(t.as_str()),
-        Scalar::Number(_) => None,
+        Scalar::Int(_) | Scalar::Real(_) => None,
     };
     match field {
         "type" => match text.and_then(MemoryType::parse) {

@@ -1,6 +1,7 @@
 // What the RPC shim (src/entry.mjs) takes as arguments, beyond what
 // rpc.test.mjs checks: a call with an argument too many, a string that is
-// not well-formed UTF-16, a BigInt, or an object JSON cannot hold is
+// not well-formed UTF-16, a BigInt, an object JSON cannot hold, or
+// arguments nested deeper than the service reads JSON are
 // refused with 10001 (a MemoryError, status 400) instead of being dropped
 // or turned into something else, and the profile is exactly as it was.
 // Every refusal is paired with the well-formed call, which works.
@@ -293,4 +294,47 @@ test("values JSON cannot hold (Set, Date where no date is taken, Error, bytes, f
   assert.ok(listed.memories.some((x) => x.id === ok.id), JSON.stringify(listed));
   assert.equal(await w.call(p, "ingest", [{ role: "user", content: "I now live in Porto.", timestamp: { $date: "2026-03-02T09:30:00Z" } }], { sessionId: "sh" }), null);
   assert.equal((await w.call(p, "stats")).messages, before.stats.messages + 1);
+});
+
+// ---------------------------------------------------------------------------
+// Nesting
+
+/** `leaf` inside `depth` levels: objects {a: …}, or arrays […] with `array` (built by the consumer). */
+const nested = (depth, leaf = 1, array = false) => ({ $deep: [depth, leaf, array ? "array" : "object"] });
+
+// 2,000 levels: about the most a caller's runtime sends. Much deeper
+// (5,000) never leaves the caller: its own serialization of the arguments
+// (as structuredClone) throws a RangeError before the call is made.
+test("arguments nested deeper than the service reads JSON (serde_json's 128 levels, the call's own included) are refused with 10001, saying so, and change nothing", async (t) => {
+  const p = "args-deep";
+  await seed(p);
+  const before = await state(p);
+  for (const [where, [op, ...args], message] of [
+    ["a filter 2,000 deep in recall", ["recall", "Where does the user live?", { filter: nested(2000) }], /recall\.filter(\.a)+[.a…]* is nested more than 126 levels deep/],
+    ["a filter 2,000 deep in list", ["list", { filter: nested(2000) }], /list\.filter(\.a)+[.a…]* is nested more than 126 levels deep/],
+    ["a filter 2,000 deep in export", ["export", { filter: nested(2000) }], /export\.filter(\.a)+[.a…]* is nested more than 126 levels deep/],
+    ["remember's metadata 2,000 deep", ["remember", { content: CONTENT, metadata: { n: nested(2000) } }], /remember\.metadata\.n(\.a)+[.a…]* is nested more than 126 levels deep/],
+    ["remember's metadata, arrays 2,000 deep", ["remember", { content: CONTENT, metadata: { n: nested(2000, 1, true) } }], /remember\.metadata\.n(\[0\])+[[\]0…]* is nested more than 126 levels deep/],
+    ["ingest's metadata 2,000 deep", ["ingest", MESSAGES, { sessionId: "sd", metadata: { n: nested(2000) } }], /ingest\.metadata\.n(\.a)+[.a…]* is nested more than 126 levels deep/],
+    ["a message 2,000 deep", ["ingest", [{ role: "user", content: nested(2000) }], { sessionId: "sd" }], /ingest\.messages\[0\]\.content(\.a)+[.a…]* is nested more than 126 levels deep/],
+    // 125 levels inside memory.metadata.n: 127 in all, 128 with the
+    // call's own object, where serde_json stops.
+    ["remember's metadata just past the limit", ["remember", { content: CONTENT, metadata: { n: nested(125) } }], /remember\.metadata\.n(\.a)+[.a…]* is nested more than 126 levels deep/],
+  ]) {
+    await t.test(where, async () => {
+      const err = await refused(w.call(p, op, ...args), message);
+      assert.ok(String(err.message).length < 300, `a short message: ${String(err.message).length} characters`);
+      assert.deepEqual(await state(p), before, "nothing changed");
+    });
+  }
+  // Positive controls: at the limit, the value reaches the service, which
+  // refuses it as metadata (a value is a string, number or boolean), as
+  // it does over REST, not as too deep; a filter at the limit is refused
+  // by the filter's own rule.
+  const within = await refused(w.call(p, "remember", { content: CONTENT, metadata: { n: nested(124) } }));
+  assert.match(String(within.message), /MetaValue/);
+  const filter = await refused(w.call(p, "list", { filter: nested(125) }));
+  assert.match(String(filter.message), /filter nests more than 5 levels|filter/);
+  assert.doesNotMatch(String(filter.message), /is nested more than/);
+  assert.deepEqual(await state(p), before, "nothing changed");
 });

@@ -1,7 +1,8 @@
 // The same input, sent over REST, MCP and the service binding (RPC), gets
 // the same answer and stores the same thing: integers above 2^53 in
 // metadata stay the numbers sent (the hop to the Durable Object parses
-// JSON with serde_json, not the platform's JSON.parse); `metadata: null`
+// JSON with serde_json, not the platform's JSON.parse), and a filter on
+// one selects exactly, alike on list, recall and export; `metadata: null`
 // (an `undefined` over RPC) is "not given" on every way in; a consolidation
 // id that is not a positive integer is a 400 on every way in; a profile
 // named by an email is the same profile over REST, MCP and the binding.
@@ -25,7 +26,7 @@ async function rest(method, path, body) {
   const res = await w.fetch(path, { method, headers, body });
   const text = await res.text();
   // An export is NDJSON: its body is read as text only.
-  return { status: res.status, text, body: path.endsWith("/export") ? null : JSON.parse(text) };
+  return { status: res.status, text, body: path.split("?")[0].endsWith("/export") ? null : JSON.parse(text) };
 }
 
 async function mcpTool(profile, name, argsText) {
@@ -60,6 +61,53 @@ test("an integer above 2^53 in metadata is stored as sent, over REST and over MC
   assert.equal(m.status, 200, m.text);
   assert.match(m.text, new RegExp(`orderId.{0,4}${BIG}`), "the tool's result carries the number sent");
   assert.doesNotMatch(m.text, /9007199254740992/);
+});
+
+test("a filter on an integer above 2^53 selects exactly, the same on list, recall and export, over REST, MCP and RPC", async () => {
+  const LOW = "9007199254740992"; // 2^53, the float nearest BIG
+  const ids = {};
+  for (const [n, which] of [[LOW, "first"], [BIG, "second"]]) {
+    const r = await rest("POST", P("bigfilter", "/remember"), `{"content":"The ${which} warehouse order shipped on Monday.","metadata":{"orderId":${n}}}`);
+    assert.equal(r.status, 200, r.text);
+    ids[n] = r.body.result.id;
+  }
+  const query = "warehouse order shipped";
+  const exported = (text) => text.split("\n").filter((l) => l.includes('"kind":"memory"')).map((l) => JSON.parse(l).id);
+  // [the filter as JSON text, the one memory it selects]
+  for (const [filter, want] of [
+    [`{"orderId":${BIG}}`, BIG],
+    [`{"orderId":${LOW}}`, LOW],
+    [`{"orderId":{"ne":${BIG}}}`, LOW],
+    [`{"orderId":{"in":[${BIG}]}}`, BIG],
+    [`{"orderId":{"nin":[${BIG}]}}`, LOW],
+    [`{"orderId":{"gt":${LOW}}}`, BIG],
+    [`{"orderId":{"gte":${BIG}}}`, BIG],
+    [`{"orderId":{"lt":${BIG}}}`, LOW],
+    [`{"orderId":{"lte":${LOW}}}`, LOW],
+  ]) {
+    const q = `?filter=${encodeURIComponent(filter)}`;
+    const listed = await rest("GET", P("bigfilter", `/memories${q}`));
+    assert.deepEqual(listed.body.result.memories.map((m) => m.id), [ids[want]], `REST list ${filter}: ${listed.text}`);
+    const exp = await rest("GET", P("bigfilter", `/export${q}`));
+    assert.deepEqual(exported(exp.text), [ids[want]], `REST export ${filter}: ${exp.text}`);
+    const recalled = await rest("POST", P("bigfilter", "/recall"), `{"query":"${query}","filter":${filter}}`);
+    assert.deepEqual(recalled.body.result?.candidates?.map((c) => c.id), [ids[want]], `REST recall ${filter}: ${recalled.text}`);
+    const mList = await mcpTool("bigfilter", "list", `{"filter":${filter}}`);
+    assert.deepEqual(mList.body.result.structuredContent.memories.map((m) => m.id), [ids[want]], `MCP list ${filter}: ${mList.text}`);
+    const mRecall = await mcpTool("bigfilter", "recall", `{"query":"${query}","filter":${filter}}`);
+    assert.deepEqual(mRecall.body.result.structuredContent?.candidates?.map((c) => c.id), [ids[want]], `MCP recall ${filter}: ${mRecall.text}`);
+  }
+  // Over RPC a filter holds JavaScript numbers: 2^53 is the first order,
+  // never the second too, on every path.
+  for (const [filter, want] of [[{ orderId: 2 ** 53 }, LOW], [{ orderId: { gt: 2 ** 53 } }, BIG], [{ orderId: { gte: 2 ** 53 } }, null]]) {
+    const all = want ? [ids[want]] : [ids[LOW], ids[BIG]].sort();
+    const sorted = (xs) => (want ? xs : [...xs].sort());
+    const listed = await w.call("ways/bigfilter", "list", { filter });
+    assert.deepEqual(sorted(listed.memories.map((m) => m.id)), all, `RPC list ${JSON.stringify(filter)}`);
+    assert.deepEqual(sorted(exported(await w.call("ways/bigfilter", "export", { filter }))), all, `RPC export ${JSON.stringify(filter)}`);
+    const recalled = await w.call("ways/bigfilter", "recall", query, { filter });
+    assert.deepEqual(sorted(recalled.candidates.map((c) => c.id)), all, `RPC recall ${JSON.stringify(filter)}`);
+  }
 });
 
 test("a consolidation id above 2^53 reaches the profile as sent: 404 no consolidation, never a float", async () => {

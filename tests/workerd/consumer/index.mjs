@@ -13,8 +13,16 @@
 // number JSON cannot hold, {"$bigint": "1"} a BigInt, {"$undefined": true}
 // undefined, {"$hole": true} (in an array) a hole, {"$map": [[k, v], ...]}
 // a Map, {"$set": [...]} a Set, {"$bytes": [...]} a Uint8Array,
-// {"$function": true} a function, {"$error": "message"} an Error.
+// {"$function": true} a function, {"$error": "message"} an Error,
+// {"$deep": [depth, leaf, "array"?]} `leaf` inside `depth` objects {a: …}
+// (or arrays […]), built here: thousands of levels deep, more than the
+// recursion of `revive` (or a long JSON body) would carry.
 const TAGS = {
+  $deep: ([depth, leaf, kind]) => {
+    let v = revive(leaf);
+    for (let i = 0; i < depth; i++) v = kind === "array" ? [v] : { a: v };
+    return v;
+  },
   // Dates cross the test's HTTP hop as {"$date": "<ISO>"} and go on over
   // RPC as Date objects, as a Worker calling the binding sends them.
   $date: (v) => new Date(v),
