@@ -469,7 +469,7 @@ export interface MemoryConsolidationRecord {
 export interface MemoryConsolidateOptions {
   /** Report what a run would change, and change nothing. */
   dryRun?: boolean;
-  /** Windows of 1000 active memories to go through now, at most (the profile's alarm goes on with the rest); every one by default. */
+  /** Windows of 1000 active memories to go through now, at most (the profile's alarm goes on with the rest; a dry run previews the first ones); 4 by default, each one reasoner call (a model call when a model decides). */
   maxWindows?: number;
 }
 
@@ -478,7 +478,7 @@ export interface MemoryConsolidationReport {
   /** The run (`"dry-run"` for a dry run); a call while a run is in progress continues it. */
   runId: string;
   dryRun: boolean;
-  /** Whether the run went through the whole profile; if not, the profile's alarm goes on with the rest. */
+  /** Whether the run went through the whole profile; if not, the profile's alarm goes on with the rest (a dry run: it previewed the first `maxWindows` windows only). */
   done: boolean;
   /** Active memories this call read. */
   examined: number;

@@ -6,8 +6,16 @@
 mod support;
 
 use agent_memory::core::api::{ConsolidateRequest, ListRequest, RememberRequest};
+use agent_memory::core::consolidate::{DEFAULT_WINDOWS, WINDOW};
+use agent_memory::core::error::Result;
+use agent_memory::core::local::embed::HashEmbedder;
+use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::model::{MemoryType, Status};
 use agent_memory::core::ops::Profile;
+use agent_memory::core::ports::LocalBoxFuture;
+use agent_memory::core::provider::{self, Reasoner};
+use agent_memory::core::recall::directory::TurnDirectory;
+use agent_memory::core::rules::Rules;
 use serde_json::json;
 use support::{block_on, database, with_profile, with_profile_limits, FailingAt, APRIL_15, DAY};
 
@@ -118,6 +126,96 @@ fn test_a_dry_run_reports_and_changes_nothing() {
 
 fn before_jobs(p: &Profile<'_>) -> i64 {
     p.stats().unwrap().pending_jobs
+}
+
+/// The rule-based reasoner, counting its consolidation calls: one a
+/// window, each a model call when a model decides.
+struct Counting {
+    calls: std::cell::Cell<usize>,
+}
+
+impl Reasoner for Counting {
+    fn extract<'a>(&'a self, t: &'a provider::Transcript, pass: provider::Pass) -> LocalBoxFuture<'a, Result<Vec<provider::Candidate>>> {
+        Rules.extract(t, pass)
+    }
+    fn verify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Verdict>>> {
+        Rules.verify(t, c)
+    }
+    fn classify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Classification>>> {
+        Rules.classify(t, c)
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
+        self.calls.set(self.calls.get() + 1);
+        Rules.consolidate(g)
+    }
+}
+
+/// `body`'s report and how many reasoner calls it made, over a profile of
+/// `memories` active facts (imported, their ids in order).
+fn counted(memories: usize, body: serde_json::Value) -> (agent_memory::core::model::ConsolidationReport, usize) {
+    let sql = database();
+    let header = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p", "exportedAt": "2026-01-01T00:00:00.000Z" });
+    let lines = (0..memories).map(|i| {
+        let content = format!("Shelf {i} in the archive holds ledgers.");
+        json!({
+            "kind": "memory", "id": format!("{i:032x}"), "type": "fact", "summary": content, "content": content, "sessionId": null,
+            "sourceMessageIds": [], "searchQueries": [], "status": "active",
+            "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"
+        })
+    });
+    let file: String = std::iter::once(header).chain(lines).map(|l| format!("{l}\n")).collect();
+    with_profile(&sql, APRIL_15, |p| p.import(&file).unwrap());
+    let model = Counting { calls: Default::default() };
+    let index = SqlVectorIndex { sql: &sql };
+    let turns = TurnDirectory::new();
+    let p = Profile {
+        name: "test/p",
+        sql: &sql,
+        reasoner: &model,
+        embedder: &HashEmbedder,
+        index: &index,
+        turns: Some(&turns),
+        now: APRIL_15,
+        limits: Default::default(),
+        memory: Default::default(),
+    };
+    let report = consolidate(&p, body);
+    (report, model.calls.get())
+}
+
+/// A dry run honours `maxWindows`: it previews the first windows, one
+/// reasoner call each, and says it stopped early (`done: false`) as a run
+/// does; with every window inside the limit it is done.
+#[test]
+fn test_a_dry_run_goes_through_at_most_max_windows_and_says_it_stopped_early() {
+    let (report, calls) = counted(3 * WINDOW + 1, json!({"dryRun": true, "maxWindows": 2}));
+    assert_eq!(calls, 2, "one reasoner call per window, two windows");
+    assert_eq!(report.examined, 2 * WINDOW);
+    assert!(report.dry_run);
+    assert!(!report.done, "windows are left");
+    let (report, calls) = counted(2 * WINDOW, json!({"dryRun": true, "maxWindows": 2}));
+    assert_eq!((calls, report.examined), (2, 2 * WINDOW));
+    assert!(report.done, "the two windows were the whole profile");
+}
+
+/// Without `maxWindows` no call goes through more than
+/// `DEFAULT_WINDOWS` windows (one reasoner call each, a model call with
+/// Workers AI), dry or not; the run says so and the alarm goes on.
+#[test]
+fn test_without_max_windows_a_call_goes_through_the_default_number_of_windows_only() {
+    let memories = usize::try_from(DEFAULT_WINDOWS).unwrap() * WINDOW + 1;
+    for body in [json!({}), json!({"dryRun": true})] {
+        let (report, calls) = counted(memories, body.clone());
+        assert_eq!(calls, usize::try_from(DEFAULT_WINDOWS).unwrap(), "{body}");
+        assert_eq!(report.examined, memories - 1, "{body}");
+        assert!(!report.done, "{body}: a window is left");
+    }
 }
 
 #[test]

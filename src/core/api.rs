@@ -357,8 +357,9 @@ pub struct ConsolidateRequest {
     /// Report what would change, and change nothing.
     #[serde(default)]
     pub dry_run: Option<bool>,
-    /// Windows of the profile to go through now, at most (the alarm goes
-    /// on with the rest); every one by default.
+    /// Windows of 1,000 active memories to go through now, at most (the
+    /// alarm goes on with the rest; a dry run previews the first ones);
+    /// 4 by default, each one reasoner call.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub max_windows: Option<u64>,

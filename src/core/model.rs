@@ -283,7 +283,8 @@ pub struct ConsolidationReport {
     pub run_id: String,
     pub dry_run: bool,
     /// Whether the run went over the whole profile; if not, the alarm
-    /// goes on with it in the background.
+    /// goes on with it in the background (a dry run, which keeps no
+    /// cursor: it previewed the first `maxWindows` windows only).
     pub done: bool,
     /// Active memories read.
     pub examined: usize,

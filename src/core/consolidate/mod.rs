@@ -37,6 +37,13 @@ use serde::{Deserialize, Serialize};
 pub const WINDOW: usize = 1000;
 /// Windows one background run of the job goes through before it yields.
 pub const WINDOWS_PER_DRAIN: usize = 4;
+/// Windows a `consolidate` call goes through when it names no
+/// `maxWindows`, dry or not: as many as one background run. Each window
+/// is one reasoner call (a model call with Workers AI), so "every window"
+/// would make one request call the model once per 1,000 memories, a
+/// thousand times at a million. A run cut short loses nothing: it reports
+/// `done: false` and the alarm goes on with the rest.
+pub const DEFAULT_WINDOWS: u64 = WINDOWS_PER_DRAIN as u64;
 
 /// A run in progress, as `meta` keeps it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,17 +57,20 @@ pub struct Run {
     pub active_before: i64,
 }
 
-/// `consolidate`: a dry run reports what a run would do and changes
-/// nothing; otherwise the run in progress (or a new one) goes through at
-/// most `maxWindows` windows now, and the alarm does the rest.
+/// `consolidate`: a dry run reports what a run would do over the first
+/// `maxWindows` windows and changes nothing; otherwise the run in
+/// progress (or a new one) goes through at most `maxWindows` windows now,
+/// and the alarm does the rest. Without `maxWindows`, either goes through
+/// [`DEFAULT_WINDOWS`].
 pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<ConsolidationReport> {
     req.validate()?;
+    let windows = req.max_windows.unwrap_or(DEFAULT_WINDOWS);
     if req.dry_run == Some(true) {
-        return dry_run(p).await;
+        return dry_run(p, windows).await;
     }
     let (mut run, replaced_run) = begin(p)?;
     let mut report = ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, replaced_run, ..ConsolidationReport::default() };
-    for _ in 0..req.max_windows.unwrap_or(u64::MAX) {
+    for _ in 0..windows {
         if !step(p, &mut run, &mut report).await? {
             finish(p, &run)?;
             report.done = true;
@@ -183,15 +193,18 @@ fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
     })
 }
 
-/// What a run would do, window by window, without changing anything.
-async fn dry_run(p: &Profile<'_>) -> Result<ConsolidationReport> {
+/// What a run would do over the first `windows` windows, without
+/// changing anything. `done` says whether that was the whole profile: a
+/// dry run keeps no cursor, so one cut short previews the first windows
+/// only (a larger `maxWindows` previews more).
+async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
     let store = p.store();
     let end = store.newest_memory_id()?.unwrap_or_default();
     let active = store.active_count()?;
-    let mut report = ConsolidationReport { run_id: "dry-run".into(), dry_run: true, done: true, active_before: active, ..ConsolidationReport::default() };
+    let mut report = ConsolidationReport { run_id: "dry-run".into(), dry_run: true, active_before: active, ..ConsolidationReport::default() };
     let mut cursor = String::new();
     let mut retired = 0i64;
-    loop {
+    for _ in 0..windows {
         let window = store.active_window_until(&cursor, &end, WINDOW)?;
         let Some(last) = window.last() else { break };
         cursor = last.id.clone();
@@ -214,6 +227,8 @@ async fn dry_run(p: &Profile<'_>) -> Result<ConsolidationReport> {
             }
         }
     }
+    // Whether a window is left: one memory read, no reasoner call.
+    report.done = store.active_window_until(&cursor, &end, 1)?.is_empty();
     report.active_after = active.saturating_sub(retired);
     Ok(report)
 }
