@@ -30,6 +30,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT } from "../workerd/helpers.mjs";
 import { request, rss as processMemory, startOnOwnSocket, workerdPid } from "./client.mjs";
+import { rng } from "./corpus.mjs";
 
 const MiB = 1048576;
 const SIZES = (process.env.PEAKS_SIZES || "8,17,32,64").split(",").map(Number);
@@ -51,17 +52,6 @@ const base = (p) => `/accounts/bench/agent-memory/namespaces/peaks/profiles/${p}
 
 // ---------------------------------------------------------------- text
 
-/** A small deterministic PRNG (mulberry32). */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = (
   "the a of to and in that it with for on as was at by from this have had not but what all were when we there can an " +
