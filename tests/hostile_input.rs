@@ -952,3 +952,40 @@ fn test_a_message_given_as_an_array_is_refused_not_read_by_position() {
         assert_eq!(p.stats().unwrap().messages, 1);
     });
 }
+
+/// A REST body with a 100,000-character unknown field name is refused
+/// (400) with a message that quotes the name cut to 64 characters, as
+/// every message quoting caller input does, and still says which fields
+/// there are: serde's own message carries the name whole, and the cut of
+/// every message to 300 characters left nothing but the name.
+#[test]
+fn test_a_rest_body_with_a_huge_unknown_field_name_is_refused_with_a_short_message() {
+    let long = "x".repeat(100_000);
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        // The name at the top of a remember or ingest body, and in an
+        // ingest message.
+        let mut remember = json!({ "content": "The user likes long walks on the beach." });
+        let mut ingest = json!({ "messages": [{ "role": "user", "content": "I like long walks on the beach." }] });
+        let mut in_message = ingest.clone();
+        in_message["messages"][0][long.as_str()] = json!(1);
+        remember[long.as_str()] = json!(1);
+        ingest[long.as_str()] = json!(1);
+        for (path, body) in [("remember", remember), ("ingest", ingest), ("ingest", in_message)] {
+            let text = body.to_string();
+            let path = format!("{BASE}/{path}");
+            let req = Incoming { method: "POST", path: &path, query: "", content_type: Some("application/json"), body: text.as_bytes() };
+            let rest::Route::Profile(call) = rest::route(&req).unwrap() else { panic!("{path} routes to the profile") };
+            let e = block_on(p.dispatch(call.op.name(), call.args)).unwrap_err();
+            assert_eq!(e.status(), 400, "{path}");
+            assert!(e.message().len() < 300, "{path}: {} characters: {}", e.message().len(), e.message().chars().take(300).collect::<String>());
+            assert!(
+                e.message().contains(&format!("unknown field \"{}…\", expected", "x".repeat(64))),
+                "{path}: {}",
+                e.message().chars().take(300).collect::<String>()
+            );
+            assert!(e.message().contains("expected one of `"), "{path}: the fields there are: {}", e.message());
+        }
+        assert_eq!(p.stats().unwrap().memories, 0, "nothing was stored");
+    });
+}

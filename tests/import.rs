@@ -177,6 +177,26 @@ fn test_import_of_a_key_remember_would_refuse_is_refused() {
     });
 }
 
+/// A record whose value does not fit its type is refused with the value
+/// quoted cut to 64 characters and serde's words after it: serde's
+/// message carries a 100,000-character type, status or position whole, and
+/// the cut of every message to 300 characters left nothing but it.
+#[test]
+fn test_import_of_a_huge_value_of_the_wrong_type_quotes_it_cut() {
+    let long = "x".repeat(100_000);
+    let records = [
+        ("type", memory(FIRST, "Alpha lives in Oslo.", json!({ "type": long }))),
+        ("status", memory(FIRST, "Alpha lives in Oslo.", json!({ "status": long }))),
+        ("position", message("Alpha lives in Oslo.", json!({ "position": long }))),
+    ];
+    for (field, record) in records {
+        let e = refused(&file(&[header(), record]));
+        let text: String = e.message().chars().take(300).collect();
+        assert!(e.message().len() < 300, "{field}: {} characters: {text}", e.message().len());
+        assert!(e.message().contains(&format!("\"{}…\", expected", "x".repeat(64))), "{field}: {text}");
+    }
+}
+
 #[test]
 fn test_import_header_with_an_unknown_field_is_refused() {
     let bogus = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "bogus": true }).to_string();

@@ -4,7 +4,7 @@
 //! records with [`parse`], so every way in rejects the same bad input with
 //! the same error.
 
-use crate::core::error::{Error, Result};
+use crate::core::error::{serde_message, Error, Result};
 use crate::core::model::{MemoryType, MessageInput, Status};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -129,9 +129,11 @@ pub fn only_redacted(text: &str) -> bool {
 pub use crate::core::error::{quoted, MAX_QUOTED_CHARS};
 
 /// Parses a JSON value into a request record, mapping serde's message to
-/// an invalid-input error.
+/// an invalid-input error with the caller's text in it quoted and cut
+/// ([`serde_message`]): serde writes an unknown field name or a string of
+/// the wrong type whole, however long.
 pub fn parse<T: DeserializeOwned>(v: serde_json::Value) -> Result<T> {
-    serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid request: {e}")))
+    serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid request: {}", serde_message(&e))))
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -13,7 +13,7 @@
 //! them, its links to other versions held by the file or the profile.
 
 use crate::core::api;
-use crate::core::error::{Error, Result};
+use crate::core::error::{serde_message, Error, Result};
 use crate::core::ids;
 use crate::core::model::{Memory, Message};
 use crate::core::store::Store;
@@ -188,7 +188,7 @@ impl Reader {
 
     fn message(&mut self, line: usize, v: Value) -> Result<()> {
         known_fields(&v, &self.message_fields)?;
-        let m: Message = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid message: {e}")))?;
+        let m: Message = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid message: {}", serde_message(&e))))?;
         let given = m.id.clone();
         let m = checked_message(m, &mut self.renamed)?;
         if let Some(first) = self.message_lines.insert(m.id.clone(), line) {
@@ -201,7 +201,7 @@ impl Reader {
 
     fn memory(&mut self, line: usize, v: Value) -> Result<()> {
         known_fields(&v, &self.memory_fields)?;
-        let m: Memory = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid memory: {e}")))?;
+        let m: Memory = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid memory: {}", serde_message(&e))))?;
         let m = checked_memory(m)?;
         if let Some(first) = self.memory_lines.insert(m.id.clone(), line) {
             return Err(Error::invalid(format!("memory {} repeats line {first}: a file holds each record once", m.id)));

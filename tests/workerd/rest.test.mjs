@@ -707,6 +707,24 @@ test("bad input is refused with a 4xx error envelope and stores nothing", async 
   assert.equal(after.pendingJobs, before.pendingJobs);
 });
 
+test("a 100,000-character unknown field name in a remember or ingest body is a 400 quoting it cut to 64 characters", async () => {
+  const long = "x".repeat(100_000);
+  const message = { role: "user", content: "I like long walks on the beach." };
+  const bodies = [
+    [T.remember, { content: "The user likes long walks on the beach.", [long]: 1 }],
+    [T.ingest, { messages: [message], [long]: 1 }],
+    [T.ingest, { messages: [{ ...message, [long]: 1 }] }],
+  ];
+  for (const [template, body] of bodies) {
+    const r = await api.post(template, { profile: "huge-field" }, body);
+    fails(r, 400, CODE.invalid);
+    const text = r.body.errors[0].message;
+    assert.ok(text.length < 300, `${text.length} characters: ${text.slice(0, 300)}`);
+    assert.ok(text.includes(`unknown field "${"x".repeat(64)}…", expected`), text.slice(0, 300));
+    assert.ok(text.includes("expected one of `"), `the fields there are: ${text}`);
+  }
+});
+
 test("ids are opaque: any 1-64 ASCII letters and digits is well-formed, and one nobody holds is 404 (10004)", async () => {
   const P = "opaque-ids";
   const m = ok(await remember(P, { content: "The user's umbrella is the yellow one by the door." }));
