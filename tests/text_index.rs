@@ -788,13 +788,13 @@ fn test_the_directory_takes_rows_fed_right_after_its_mark_and_reads_any_other_ba
         // (the directory holds what it was handed, here on purpose not
         // what the row says).
         let written = p.store().put_messages(&[message("apples are red", 0)]).unwrap();
-        turns.feed_messages(&[(written[0].0, &message("zebracorn sightings", 0))]);
+        turns.feed_messages(&[(written[0].0, 0, &message("zebracorn sightings", 0))]);
         assert_eq!((hits(&turns, "zebracorn"), hits(&turns, "apples")), (1, 0));
         // Fed with a row missing before it: ignored, and the sync reads
         // both rows as stored.
         let a = p.store().put_messages(&[message("pears are green", 1)]).unwrap();
         let b = p.store().put_messages(&[message("plums are purple", 2)]).unwrap();
-        turns.feed_messages(&[(b[0].0, &message("unicornfish", 2))]);
+        turns.feed_messages(&[(b[0].0, 2, &message("unicornfish", 2))]);
         assert_eq!(a[0].0 + 1, b[0].0);
         assert_eq!((hits(&turns, "unicornfish"), hits(&turns, "pears"), hits(&turns, "plums")), (0, 1, 1));
     });

@@ -56,12 +56,25 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
             protocol_version: mcp_version.as_deref(),
             body: &body,
         };
-        return serve_mcp(&env, &namespace, &profile, &mcp).await;
+        let read = mcp::read_http(&mcp);
+        // Parsed: the body goes before the profile is called (see below).
+        drop(body);
+        return serve_mcp(&env, &namespace, &profile, read).await;
     }
     if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
         return not_allowed(&method, url.path(), allow);
     }
-    match handle(&env, &incoming, grant.as_ref()).await {
+    let route = rest::route(&incoming);
+    // Routing read the body into the call. The Worker and its profile
+    // objects may share one Wasm memory, whose high-water mark is what
+    // every copy held at once adds up to: the body goes before the object
+    // is called.
+    drop(body);
+    let reply = match route {
+        Ok(route) => handle(&env, route, grant.as_ref()).await,
+        Err(e) => Err(e),
+    };
+    match reply {
         Ok(reply) => reply.response(),
         Err(e) => json_response(e.status(), &rest::envelope_err(&e)),
     }
@@ -155,11 +168,11 @@ fn json_response(status: u16, v: &Value) -> Result<Response> {
     Ok(Response::from_json(v)?.with_status(status))
 }
 
-async fn handle(env: &Env, req: &Incoming<'_>, grant: Option<&Grant>) -> std::result::Result<Reply, Error> {
+async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::Result<Reply, Error> {
     // Credentials were checked in `fetch` for the namespace in the path,
     // which is the namespace every profile route names; the account's
     // routes check each namespace they touch here.
-    match rest::route(req)? {
+    match route {
         Route::Catalog(call) => {
             let grant = grant.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
             let call = rest::scope_catalog(call, grant)?;
@@ -172,9 +185,12 @@ async fn handle(env: &Env, req: &Incoming<'_>, grant: Option<&Grant>) -> std::re
         }
         Route::Mcp { .. } => Err(Error::not_found("mcp is served separately")),
         Route::OpenApi => Ok(Reply::json(OPENAPI.to_string())),
-        Route::Profile(call) => {
+        Route::Profile(mut call) => {
             let name = call.object_name();
-            let out = call_object_text(env, &name, call.op.name(), call.args.clone()).await?;
+            // Moved, not copied: the call's arguments are written to the
+            // object and dropped before it runs (the envelope needs the rest).
+            let args = std::mem::take(&mut call.args);
+            let out = call_object_text(env, &name, call.op.name(), args).await?;
             if call.op == crate::core::op::Op::Export {
                 let body: String = read_reply(&out)?;
                 let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
@@ -197,9 +213,12 @@ pub async fn call_catalog(env: &Env, call: &CatalogCall) -> std::result::Result<
 
 /// The MCP endpoint: the core's MCP handler over the profile's Durable
 /// Object (credentials were checked in `fetch`, as for REST).
-async fn serve_mcp(env: &Env, namespace: &str, profile: &str, req: &McpRequest<'_>) -> Result<Response> {
+async fn serve_mcp(env: &Env, namespace: &str, profile: &str, read: std::result::Result<mcp::McpMessage, mcp::McpReply>) -> Result<Response> {
     let backend = ObjectBackend { env, name: rest::object_name(namespace, profile) };
-    let reply = mcp::handle_http(req, &backend).await;
+    let reply = match read {
+        Ok(message) => mcp::answer(message, &backend).await,
+        Err(refusal) => refusal,
+    };
     let headers = Headers::new();
     if let Some(ct) = reply.content_type {
         headers.set("content-type", ct)?;
@@ -238,7 +257,9 @@ fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
     let stub =
         env.durable_object("PROFILES").and_then(|ns| ns.get_by_name(name)).map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
-    object_reply(&stub, json!({ "name": name, "op": op, "args": args }).to_string()).await
+    // The arguments are consumed here, before the object is awaited.
+    let body = rest::ObjectCall::write(name, op, args)?;
+    object_reply(&stub, body).await
 }
 
 /// Posts `body` to a Durable Object and reads its `reply`: the result's
@@ -246,6 +267,9 @@ pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> s
 async fn object_reply(stub: &Stub, body: String) -> std::result::Result<String, Error> {
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(JsValue::from_str(&body)));
+    // The platform holds its own copy now; ours would sit in the Wasm
+    // memory for as long as the object runs.
+    drop(body);
     let req = Request::new_with_init("https://object.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
     // What the platform says of a failed call (a stack, a file path) stays
     // out of the answer: the caller learns that the outcome is unknown.

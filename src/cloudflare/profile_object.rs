@@ -17,7 +17,6 @@ use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
 use crate::core::resident::Budget;
 use crate::core::store::{META_CATALOGED, META_NAME};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -25,13 +24,7 @@ use std::rc::{Rc, Weak};
 use worker::*;
 
 /// The internal request a Worker sends its profile object.
-#[derive(Deserialize)]
-pub struct Call {
-    pub name: String,
-    pub op: String,
-    #[serde(default)]
-    pub args: Value,
-}
+use crate::core::rest::ObjectCall as Call;
 
 #[durable_object]
 pub struct ProfileObject {
@@ -502,9 +495,9 @@ impl DurableObject for ProfileObject {
         // Read as text and parsed by serde_json, never by the platform's
         // JSON.parse: an integer above 2^53 (a 64-bit id in metadata) stays
         // the number the caller sent.
-        let call: Call = match req.text().await.map(|t| serde_json::from_str::<Call>(&t)) {
+        let call = match req.text().await.map(|t| Call::read(&t)) {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),
+            Ok(Err(e)) => return reply(Err(e)),
             Err(e) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),
         };
         reply(self.run(call).await)

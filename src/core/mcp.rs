@@ -131,27 +131,44 @@ impl McpReply {
 /// Authentication and routing to the profile are the caller's (as for
 /// REST): call this only for an authorized request.
 pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpReply {
+    match read_http(req) {
+        Ok(message) => answer(message, backend).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// A POST read and checked, its body parsed: the JSON-RPC message to
+/// [`answer`], or the reply refusing the request. (The Worker drops the
+/// body between the two: what it holds while the profile runs counts
+/// against the Wasm memory it shares with the profile objects.)
+pub struct McpMessage {
+    message: Value,
+    as_sse: bool,
+}
+
+/// [`handle_http`]'s checks and the body's parse, without the answer.
+pub fn read_http(req: &McpRequest<'_>) -> std::result::Result<McpMessage, McpReply> {
     if !req.method.eq_ignore_ascii_case("POST") {
         let e = Error::method_not_allowed(format!("method {} is not allowed: this endpoint takes JSON-RPC messages by POST only", api::quoted(req.method)));
         let mut reply = refused(&e, -32000);
         reply.headers.push(("Allow", "POST".into()));
-        return reply;
+        return Err(reply);
     }
     if let Some(ct) = req.content_type {
         let ct = ct.to_ascii_lowercase();
         let media = ct.split(';').next().unwrap_or("").trim();
         if media != JSON && !media.ends_with("+json") {
             let e = Error::unsupported_media_type(format!("content-type must be application/json, not {}", api::quoted(media)));
-            return refused(&e, INVALID_REQUEST);
+            return Err(refused(&e, INVALID_REQUEST));
         }
     }
     if let Some(v) = req.protocol_version {
         if !PROTOCOL_VERSIONS.contains(&v.trim()) {
             let e = Error::invalid(format!("unsupported MCP-Protocol-Version {}; supported: {}", api::quoted(v), PROTOCOL_VERSIONS.join(", ")));
-            return refused(&e, INVALID_REQUEST);
+            return Err(refused(&e, INVALID_REQUEST));
         }
     }
-    handle(req.body, req.accept, backend).await
+    read(req.body, req.accept)
 }
 
 /// Handles the body of a POST: one JSON-RPC message or a batch.
@@ -162,12 +179,21 @@ pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpRepl
 /// message that is not valid JSON-RPC (-32600); 406 when `accept` allows
 /// neither `application/json` nor `text/event-stream`.
 pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) -> McpReply {
+    match read(body, accept) {
+        Ok(message) => answer(message, backend).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// [`handle`]'s reading of a body: the JSON-RPC message, or the reply
+/// refusing it (not acceptable, too large, not JSON).
+pub fn read(body: &[u8], accept: Option<&str>) -> std::result::Result<McpMessage, McpReply> {
     let Some(as_sse) = negotiate(accept) else {
-        return refused(&Error::not_acceptable("the client must accept application/json or text/event-stream"), INVALID_REQUEST);
+        return Err(refused(&Error::not_acceptable("the client must accept application/json or text/event-stream"), INVALID_REQUEST));
     };
     let reply = |status: u16, v: &Value| if as_sse { McpReply::sse(status, v) } else { McpReply::json(status, v) };
     if body.len() > MAX_BODY_BYTES {
-        return refused(&Error::too_large(format!("request body is over {MAX_BODY_BYTES} bytes")), INVALID_REQUEST);
+        return Err(refused(&Error::too_large(format!("request body is over {MAX_BODY_BYTES} bytes")), INVALID_REQUEST));
     }
     // A message that is not JSON-RPC answers as invalid input does.
     let bad_request = Error::invalid("").status();
@@ -178,8 +204,19 @@ pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) ->
         .and_then(|t| crate::core::rest::parse_strict(t).map_err(|e| e.message().to_string()));
     let message = match parsed {
         Ok(v) => v,
-        Err(e) => return reply(bad_request, &error_response(Value::Null, PARSE_ERROR, &format!("parse error: {e}"))),
+        Err(e) => return Err(reply(bad_request, &error_response(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))),
     };
+    Ok(McpMessage { message, as_sse })
+}
+
+/// Answers a message [`read`] (or [`read_http`]) let through: 202 with no
+/// body when it holds only notifications (or responses); 200 with the
+/// response, or an array of them for a batch; 400 for a single message
+/// that is not valid JSON-RPC (-32600).
+pub async fn answer(read: McpMessage, backend: &dyn Backend) -> McpReply {
+    let McpMessage { message, as_sse } = read;
+    let reply = |status: u16, v: &Value| if as_sse { McpReply::sse(status, v) } else { McpReply::json(status, v) };
+    let bad_request = Error::invalid("").status();
     match message {
         Value::Array(batch) => {
             if batch.is_empty() {
@@ -570,7 +607,7 @@ pub struct IngestArgs {
 /// caller's input in it quoted and cut ([`crate::core::error::serde_message`]).
 fn decode_args(name: &str, args: &Value) -> std::result::Result<(), String> {
     fn fits<T: serde::de::DeserializeOwned>(args: &Value) -> std::result::Result<(), String> {
-        serde_json::from_value::<T>(args.clone()).map(|_| ()).map_err(|e| crate::core::error::serde_message(&e))
+        T::deserialize(args).map(|_| ()).map_err(|e| crate::core::error::serde_message(&e))
     }
     match name {
         "recall" => fits::<RecallArgs>(args),

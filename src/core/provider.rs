@@ -22,8 +22,9 @@ pub struct Line {
     /// The message's calendar date (`YYYY-MM-DD`), from its timestamp or
     /// the session date.
     pub date: Option<String>,
-    /// The content with relative dates resolved to absolute ones.
-    pub text: String,
+    /// The content with relative dates resolved to absolute ones, shared
+    /// by the transcripts the line is in.
+    pub text: std::rc::Rc<str>,
 }
 
 /// A chunk of conversation, ready for a reasoner.

@@ -21,7 +21,13 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let content = dates::resolve(req.content.trim(), today);
     let transcript = Transcript {
         session_id: session_id.clone(),
-        lines: vec![Line { index: 0, message_id: String::new(), role: "user".into(), date: Some(today.format("%Y-%m-%d").to_string()), text: content.clone() }],
+        lines: vec![Line {
+            index: 0,
+            message_id: String::new(),
+            role: "user".into(),
+            date: Some(today.format("%Y-%m-%d").to_string()),
+            text: content.as_str().into(),
+        }],
     };
     let candidate = Candidate { content: content.clone(), lines: vec![], event_date: dates::first_date(&content) };
     // The caller is the source, so a model outage must not refuse the

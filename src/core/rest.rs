@@ -134,6 +134,36 @@ pub fn object_name(namespace: &str, profile: &str) -> String {
     format!("{namespace}/{profile}")
 }
 
+/// The internal call a Worker posts to a profile's Durable Object: the
+/// object's name, the operation, and its arguments as JSON.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct ObjectCall {
+    pub name: String,
+    pub op: String,
+    #[serde(default)]
+    pub args: Value,
+}
+
+impl ObjectCall {
+    /// The call's JSON text, its arguments consumed: the Worker hands the
+    /// text to the platform and keeps no copy while the object runs (the
+    /// two may share one Wasm memory, and a call may carry 16 MB).
+    pub fn write(name: &str, op: &str, args: Value) -> Result<String> {
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            name: &'a str,
+            op: &'a str,
+            args: &'a Value,
+        }
+        serde_json::to_string(&Out { name, op, args: &args }).map_err(|e| Error::storage(format!("failed to write an internal call: {e}")))
+    }
+
+    /// A call as [`ObjectCall::write`] wrote it; its text is not kept.
+    pub fn read(text: &str) -> Result<ObjectCall> {
+        serde_json::from_str(text).map_err(|e| Error::invalid(format!("bad internal call: {e}")))
+    }
+}
+
 /// Splits a profile name as RPC callers give it: `"ns/profile"`, or
 /// `"profile"` in `namespace` (the binding's `props.namespace`, else
 /// `default`). Both parts follow the REST name rules; a binding scoped to

@@ -15,6 +15,9 @@ use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::rules::Rules;
 pub use native_sql::NativeSql;
 
+/// A counting global allocator (heap tests and benchmarks).
+pub mod heap;
+
 /// An OpenAI-compatible embedder over HTTP (`LOCOMO_EMBEDDER=openai`).
 pub mod openai_embed;
 

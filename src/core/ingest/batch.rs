@@ -36,7 +36,7 @@ mod tests {
     use crate::core::provider::Line;
 
     fn t(range: std::ops::Range<usize>) -> Rc<Transcript> {
-        let lines = range.map(|i| Line { index: i, message_id: format!("m{i}"), role: "user".into(), date: None, text: String::new() }).collect();
+        let lines = range.map(|i| Line { index: i, message_id: format!("m{i}"), role: "user".into(), date: None, text: "".into() }).collect();
         Rc::new(Transcript { session_id: "s".into(), lines })
     }
 

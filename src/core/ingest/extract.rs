@@ -20,17 +20,17 @@ pub const MAX_CONCURRENT_CHUNKS: usize = 4;
 /// of each chunk whose extraction failed.
 pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>) {
     let lengths: Vec<usize> = messages.iter().map(|m| m.content.len().saturating_add(m.role.len()).saturating_add(8)).collect();
-    let mut jobs: Vec<(Transcript, Pass)> = chunk::split(&lengths, chunk::CHUNK_CHARS, chunk::CHUNK_OVERLAP)
-        .into_iter()
-        .map(|r| (transcript::build(session_id, messages, r, None), Pass::Full))
-        .collect();
+    let lines = transcript::lines(messages, None);
+    let mut jobs: Vec<(Transcript, Pass)> =
+        chunk::split(&lengths, chunk::CHUNK_CHARS, chunk::CHUNK_OVERLAP).into_iter().map(|r| (transcript::build(session_id, &lines, r), Pass::Full)).collect();
     if messages.len() >= chunk::DETAIL_MIN_MESSAGES {
         jobs.extend(
             chunk::windows(messages.len(), chunk::DETAIL_WINDOW, chunk::DETAIL_STEP)
                 .into_iter()
-                .map(|r| (transcript::build(session_id, messages, r, None), Pass::Detail)),
+                .map(|r| (transcript::build(session_id, &lines, r), Pass::Detail)),
         );
     }
+    drop(lines);
     let results: Vec<(Transcript, Pass, _)> = stream::iter(jobs)
         .map(|(t, pass)| async move {
             let found = reasoner.extract(&t, pass).await;

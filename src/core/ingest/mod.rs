@@ -20,9 +20,8 @@ use crate::core::api::IngestRequest;
 use crate::core::context::Profile;
 use crate::core::error::Result;
 use crate::core::ids;
-use crate::core::model::{Dropped, IngestReport, Message};
+use crate::core::model::{Dropped, IngestReport, Message, MessageInput, Metadata};
 use crate::core::provider::{Candidate, Transcript};
-use crate::core::store::NewMessage;
 use crate::core::time::iso;
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -44,30 +43,34 @@ pub fn default_session_id(req: &IngestRequest) -> String {
 /// Runs the whole pipeline for one call.
 pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     let session_id = req.session_id.clone().unwrap_or_else(|| default_session_id(&req));
-    let ids = ids::message_ids(&session_id, req.messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
-    let incoming: Vec<NewMessage> = req.messages.iter().zip(ids).map(|(m, id)| NewMessage { id, input: m.clone(), metadata: req.metadata.clone() }).collect();
-    let message_ids: Vec<String> = incoming.iter().map(|m| m.id.clone()).collect();
+    // The texts are moved from the request, never copied whole: a call may
+    // carry 16 MB of them, in a Wasm memory the profiles share.
+    let IngestRequest { messages: sent, metadata, .. } = req;
+    let mut messages = as_stored(sent, &metadata, &session_id, p.now);
+    let message_ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
 
     // 1. Raw messages first, in their own transaction: whatever happens to
     //    the model stages, what the caller sent is kept.
     let store = p.store();
-    let fresh = store.transaction(|| store.insert_messages(&session_id, &incoming))?;
+    let fresh = store.transaction(|| store.insert_messages(&session_id, &messages))?;
     // The directory takes them as written instead of reading them back.
     if let Some(turns) = p.turns {
-        turns.feed_messages(&fresh.iter().map(|(rowid, m)| (*rowid, m)).collect::<Vec<_>>());
+        turns.feed_messages(&fresh.iter().filter_map(|f| Some((f.rowid, f.position, messages.get(f.index)?))).collect::<Vec<_>>());
     }
-    let fresh: Vec<Message> = fresh.into_iter().map(|(_, m)| m).collect();
     let mut report = IngestReport { session_id: session_id.clone(), message_ids, messages_stored: fresh.len(), ..IngestReport::default() };
     if fresh.is_empty() {
         return Ok(report); // nothing new: ingest is idempotent
     }
-    let fresh_ids: HashSet<String> = fresh.iter().map(|m| m.id.clone()).collect();
+    let fresh_ids: HashSet<String> = fresh.iter().filter_map(|f| Some(messages.get(f.index)?.id.clone())).collect();
 
-    // 2. The messages of this call, as stored (with timestamps).
-    let messages: Vec<Message> = conversation(&req, &session_id, &incoming, p.now);
+    // 2. The messages of this call as the judging stages read them: a
+    //    message sent without a timestamp is dated now.
+    for m in &mut messages {
+        m.timestamp = m.timestamp.take().or_else(|| Some(iso(p.now)));
+    }
 
     // 3-6. Judge and store.
-    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, MetadataOf::Call(&req.metadata)).await?;
+    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, MetadataOf::Call(&metadata)).await?;
     if judged.faults > 0 {
         // A model stage failed: the alarm retries the session later.
         store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.clone() })?;
@@ -217,19 +220,25 @@ pub fn cited_and_new(
     (kept, dropped)
 }
 
-fn conversation(req: &IngestRequest, session_id: &str, incoming: &[NewMessage], now: i64) -> Vec<Message> {
-    incoming
-        .iter()
+/// A call's messages as the store writes them: ids computed, line `i` at
+/// position `i` (the store moves it to the session's next free position),
+/// the timestamp as sent (none if none).
+fn as_stored(messages: Vec<MessageInput>, metadata: &Metadata, session_id: &str, now: i64) -> Vec<Message> {
+    let ids = ids::message_ids(session_id, messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
+    let created_at = iso(now);
+    messages
+        .into_iter()
+        .zip(ids)
         .enumerate()
-        .map(|(i, m)| Message {
-            id: m.id.clone(),
+        .map(|(i, (m, id))| Message {
+            id,
             session_id: session_id.to_string(),
-            role: m.input.role.clone(),
-            content: m.input.content.clone(),
-            timestamp: req.messages.get(i).and_then(|r| r.timestamp.clone()).or_else(|| Some(iso(now))),
-            position: i as i64,
-            created_at: iso(now),
-            metadata: req.metadata.clone(),
+            role: m.role,
+            content: m.content,
+            timestamp: m.timestamp,
+            position: i64::try_from(i).unwrap_or(i64::MAX),
+            created_at: created_at.clone(),
+            metadata: metadata.clone(),
         })
         .collect()
 }

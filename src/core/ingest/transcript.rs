@@ -4,15 +4,17 @@
 use crate::core::dates;
 use crate::core::model::Message;
 use crate::core::provider::{Line, Transcript};
+use std::rc::Rc;
 
-/// Builds the transcript of `messages[range]`. Line indices are positions
-/// in `messages`, so transcripts of overlapping chunks share them.
-pub fn build(session_id: &str, messages: &[Message], range: (usize, usize), session_date: Option<&str>) -> Transcript {
-    let lines = messages
+/// Every message of a call as a transcript line, its relative dates
+/// resolved against its own date (its timestamp, else `session_date`).
+/// Made once per call: the transcripts of overlapping chunks and windows
+/// share the lines' texts rather than each holding a copy (a call may
+/// carry 16 MB of text, and a message sits in up to three transcripts).
+pub fn lines(messages: &[Message], session_date: Option<&str>) -> Vec<Line> {
+    messages
         .iter()
         .enumerate()
-        .take(range.1)
-        .skip(range.0)
         .map(|(i, m)| {
             let anchor = m.timestamp.as_deref().or(session_date).and_then(crate::core::time::date_of);
             Line {
@@ -21,11 +23,17 @@ pub fn build(session_id: &str, messages: &[Message], range: (usize, usize), sess
                 role: m.role.clone(),
                 date: anchor.map(|d| d.format("%Y-%m-%d").to_string()),
                 text: match anchor {
-                    Some(d) => dates::resolve(&m.content, d),
-                    None => m.content.clone(),
+                    Some(d) => Rc::from(dates::resolve(&m.content, d)),
+                    None => Rc::from(m.content.as_str()),
                 },
             }
         })
-        .collect();
-    Transcript { session_id: session_id.to_string(), lines }
+        .collect()
+}
+
+/// The transcript of `lines[range]` (see [`lines`]). Line indices are
+/// positions in the call's messages, so transcripts of overlapping chunks
+/// share them.
+pub fn build(session_id: &str, lines: &[Line], range: (usize, usize)) -> Transcript {
+    Transcript { session_id: session_id.to_string(), lines: lines.get(range.0..range.1.min(lines.len())).unwrap_or_default().to_vec() }
 }

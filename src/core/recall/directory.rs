@@ -371,24 +371,25 @@ impl TurnDirectory {
         Ok(self.inner.borrow())
     }
 
-    /// Takes messages their writer just stored (rowid and message, the
-    /// transaction that wrote them done), so the next sync need not read
-    /// them back. Taken only when they are exactly the rows after the
-    /// directory's mark (no other row stored since it was in step);
-    /// otherwise ignored, and the next sync reads them as it would.
-    pub fn feed_messages(&self, stored: &[(i64, &Message)]) {
+    /// Takes messages their writer just stored (rowid, the position it
+    /// stored the message at, and the message; the transaction that wrote
+    /// them done), so the next sync need not read them back. Taken only
+    /// when they are exactly the rows after the directory's mark (no other
+    /// row stored since it was in step); otherwise ignored, and the next
+    /// sync reads them as it would.
+    pub fn feed_messages(&self, stored: &[(i64, i64, &Message)]) {
         let mut dir = self.inner.borrow_mut();
         let Some(mark) = dir.mark else { return };
-        if !follows(mark, stored.iter().map(|(r, _)| *r)) {
+        if !follows(mark, stored.iter().map(|(r, _, _)| *r)) {
             return;
         }
         let roles_before = dir.roles.len();
-        for (rowid, m) in stored {
+        for (rowid, position, m) in stored {
             dir.add(LoadRow {
                 rowid: *rowid,
                 id: m.id.clone(),
                 session: m.session_id.clone(),
-                position: m.position,
+                position: *position,
                 role: m.role.clone(),
                 timestamp: m.timestamp.clone().filter(|t| !t.is_empty()),
                 content: m.content.clone(),
@@ -397,7 +398,7 @@ impl TurnDirectory {
         if dir.roles.len() != roles_before {
             dir.refresh_speakers();
         }
-        dir.mark = Some(Mark { high: stored.last().map_or(mark.high, |(r, _)| *r), ..mark });
+        dir.mark = Some(Mark { high: stored.last().map_or(mark.high, |(r, _, _)| *r), ..mark });
     }
 
     /// [`TurnDirectory::feed_messages`] for memories (rowid, memory).

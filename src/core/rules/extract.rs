@@ -162,7 +162,7 @@ mod tests {
             lines: lines
                 .iter()
                 .enumerate()
-                .map(|(i, (role, text))| Line { index: i, message_id: format!("m{i}"), role: role.to_string(), date: None, text: text.to_string() })
+                .map(|(i, (role, text))| Line { index: i, message_id: format!("m{i}"), role: role.to_string(), date: None, text: (*text).into() })
                 .collect(),
         }
     }

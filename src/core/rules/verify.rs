@@ -35,7 +35,7 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
         return Verdict::Drop { reason: "cites no source line".into() };
     }
     let lines: Vec<&crate::core::provider::Line> = t.lines.iter().filter(|l| c.lines.contains(&l.index)).collect();
-    let cited: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+    let cited: Vec<&str> = lines.iter().map(|l| &*l.text).collect();
     let Some(first_cited) = cited.first() else {
         return Verdict::Drop { reason: "cites lines outside its transcript".into() };
     };

@@ -30,7 +30,7 @@ impl<'a> Store<'a> {
     /// copies of the memories as they were hold the memories' words): a
     /// hard delete leaves no copy of what it deleted.
     pub fn erase_consolidations_of(&self, ids: &[String]) -> Result<()> {
-        for chunk in json_chunks(ids) {
+        for chunk in json_chunks(ids)? {
             let records: Vec<i64> = self
                 .sql
                 .query("SELECT DISTINCT c.consolidation_id FROM json_each(?1) j CROSS JOIN consolidation_members c ON c.memory_id = j.value", &[chunk])?

@@ -102,7 +102,7 @@ impl<'a> Store<'a> {
             .collect::<Result<_>>()?;
         let (table, columns) = json_table(20);
         let mut written = Vec::new();
-        for chunk in json_chunks(&rows) {
+        for chunk in json_chunks(&rows)? {
             written.extend(rowids_of(self.sql.query(
                 &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint, undated_digest) SELECT {columns} FROM r RETURNING rowid, id"),
                 &[chunk],
@@ -110,7 +110,7 @@ impl<'a> Store<'a> {
         }
         written.sort_unstable();
         let sources: Vec<(&String, &String)> = fresh.iter().flat_map(|(m, _)| m.source_message_ids.iter().map(move |mid| (&m.id, mid))).collect();
-        for chunk in json_chunks(&sources) {
+        for chunk in json_chunks(&sources)? {
             self.cite(chunk)?;
         }
         let embed: Vec<&str> = fresh.iter().filter(|(m, _)| m.status == Status::Active && m.kind != MemoryType::Task).map(|(m, _)| m.id.as_str()).collect();
@@ -177,7 +177,7 @@ impl<'a> Store<'a> {
     /// Which of `ids` a stored memory holds, whatever its status.
     pub fn memory_ids_among(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
         let mut out = std::collections::HashSet::new();
-        for chunk in json_chunks(ids) {
+        for chunk in json_chunks(ids)? {
             for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
                 out.insert(id_of_row(&r)?);
             }
@@ -208,7 +208,7 @@ impl<'a> Store<'a> {
             _ => Err(Error::storage("a memory's agentId or userId is not text")),
         };
         let mut undigested = Vec::new();
-        for chunk in json_chunks(&rows) {
+        for chunk in json_chunks(&rows)? {
             for r in self.sql.query(KEY_HOLDERS_QUERY, &[chunk])? {
                 let (k, holder, owner, missing) = match r.as_slice() {
                     [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Text(session), SqlValue::Text(content), agent, user, SqlValue::Integer(missing)] => (
@@ -230,7 +230,7 @@ impl<'a> Store<'a> {
             held.sort_unstable_by(|a, b| b.id.cmp(&a.id));
             held.dedup_by(|a, b| a.id == b.id);
         }
-        for chunk in json_chunks(&undigested) {
+        for chunk in json_chunks(&undigested)? {
             self.sql.execute("UPDATE memories SET undated_digest = j.value ->> 1 FROM json_each(?1) j WHERE memories.id = j.value ->> 0", &[chunk])?;
         }
         Ok(out)
@@ -248,7 +248,7 @@ impl<'a> Store<'a> {
     pub fn existing_memory_ids<T: serde::Serialize>(&self, ids: &[T]) -> Result<std::collections::HashSet<String>> {
         let mut found = std::collections::HashSet::new();
         // In chunks: an import's ids alone can be over one value's 2 MB.
-        for chunk in json_chunks(ids) {
+        for chunk in json_chunks(ids)? {
             for r in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value", &[chunk])? {
                 found.insert(id_of_row(&r)?);
             }

@@ -11,7 +11,7 @@ impl<'a> Store<'a> {
             return Ok(found);
         }
         // In chunks: an import's ids alone can be over one value's 2 MB.
-        for chunk in json_chunks(ids) {
+        for chunk in json_chunks(ids)? {
             for row in self.sql.query("SELECT m.id FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[chunk])? {
                 found.insert(id_of_row(&row)?);
             }
@@ -22,7 +22,7 @@ impl<'a> Store<'a> {
     /// The role of each stored message among `ids`, by id.
     pub fn message_roles(&self, ids: &[&String]) -> Result<std::collections::HashMap<String, String>> {
         let mut roles = std::collections::HashMap::new();
-        for chunk in json_chunks(ids) {
+        for chunk in json_chunks(ids)? {
             for row in self.sql.query("SELECT m.id, m.role FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[chunk])? {
                 match row.as_slice() {
                     [SqlValue::Text(id), SqlValue::Text(role)] => roles.insert(id.clone(), role.clone()),
@@ -33,10 +33,13 @@ impl<'a> Store<'a> {
         Ok(roles)
     }
 
-    /// Stores messages of one session with `INSERT OR IGNORE`; returns the
-    /// ones that were new, each with its rowid, in rowid order. Positions
-    /// continue the session's sequence.
-    pub fn insert_messages(&self, session_id: &str, messages: &[NewMessage]) -> Result<Vec<(i64, Message)>> {
+    /// Stores the messages of one call, all of session `session_id`, with
+    /// `INSERT OR IGNORE`, as they are but for their positions, which
+    /// continue the session's sequence. Returns the ones that were new, in
+    /// rowid order: each one's rowid, its place in `messages`, and the
+    /// position it was stored at. Nothing is copied from `messages` but
+    /// one statement's rows at a time (a call may carry 16 MB of text).
+    pub fn insert_messages(&self, session_id: &str, messages: &[Message]) -> Result<Vec<Inserted>> {
         let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
         let existing = self.existing_message_ids(&ids)?;
         let base = self
@@ -46,48 +49,48 @@ impl<'a> Store<'a> {
             .and_then(|r| r.first())
             .and_then(SqlValue::as_i64)
             .ok_or_else(|| Error::storage("failed to read a session's next position"))?;
-        let created_at = iso(self.now);
         let mut seen = std::collections::HashSet::new();
-        let mut fresh = Vec::new();
-        for m in messages {
-            if existing.contains(&m.id) || !seen.insert(m.id.clone()) {
+        let mut fresh: Vec<(usize, i64)> = Vec::new();
+        for (index, m) in messages.iter().enumerate() {
+            if m.session_id != session_id {
+                return Err(Error::storage("a call's messages are of more than one session"));
+            }
+            if existing.contains(&m.id) || !seen.insert(m.id.as_str()) {
                 continue;
             }
             let position =
                 i64::try_from(fresh.len()).ok().and_then(|n| base.checked_add(n)).ok_or_else(|| Error::storage("a session's positions are out of range"))?;
-            fresh.push(Message {
-                id: m.id.clone(),
-                session_id: session_id.to_string(),
-                role: m.input.role.clone(),
-                content: m.input.content.clone(),
-                timestamp: m.input.timestamp.clone(),
-                position,
-                created_at: created_at.clone(),
-                metadata: m.metadata.clone(),
-            });
+            fresh.push((index, position));
         }
-        let written = self.put_messages(&fresh)?;
-        let mut by_id: std::collections::HashMap<String, Message> = fresh.into_iter().map(|m| (m.id.clone(), m)).collect();
-        Ok(written.into_iter().filter_map(|(rowid, id)| Some((rowid, by_id.remove(&id)?))).collect())
+        let rows = fresh.iter().filter_map(|&(index, position)| Some((messages.get(index)?, position)));
+        let written = self.put_rows(rows)?;
+        let by_id: std::collections::HashMap<&str, (usize, i64)> =
+            fresh.iter().filter_map(|&(index, position)| Some((messages.get(index)?.id.as_str(), (index, position)))).collect();
+        Ok(written.into_iter().filter_map(|(rowid, id)| by_id.get(id.as_str()).map(|&(index, position)| Inserted { rowid, index, position })).collect())
     }
 
-    /// Writes fully formed messages (ingest and import), ignoring ids
-    /// already present: one statement per [`MAX_JSON_PARAM`] bytes of
-    /// messages. Their full-text rows follow in a batch ([`TEXT_BATCH`]).
+    /// Writes fully formed messages (import), ignoring ids already present.
     /// Returns the rows written: rowid and id, in rowid order.
     pub fn put_messages(&self, messages: &[Message]) -> Result<Vec<(i64, String)>> {
-        let rows: Vec<_> = messages
-            .iter()
-            .map(|m| {
-                let metadata = if m.metadata.is_empty() { None } else { Some(json_text(&m.metadata)?) };
-                Ok((&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, m.position, &m.created_at, metadata))
-            })
-            .collect::<Result<_>>()?;
+        self.put_rows(messages.iter().map(|m| (m, m.position)))
+    }
+
+    /// Writes messages, each at the position given with it, ignoring ids
+    /// already present: one statement per [`MAX_JSON_PARAM`] bytes of
+    /// messages, each statement's rows written as its parameter is made.
+    /// Their full-text rows follow in a batch ([`TEXT_BATCH`]). Returns
+    /// the rows written: rowid and id, in rowid order.
+    fn put_rows<'m>(&self, messages: impl Iterator<Item = (&'m Message, i64)>) -> Result<Vec<(i64, String)>> {
+        let rows = messages.map(|(m, position)| {
+            let metadata = if m.metadata.is_empty() { None } else { Some(json_text(&m.metadata)?) };
+            Ok((&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, position, &m.created_at, metadata))
+        });
         let (table, columns) = json_table(8);
         let mut written = Vec::new();
-        for chunk in json_chunks(&rows) {
+        for chunk in json_chunks_of(rows) {
             written.extend(rowids_of(
-                self.sql.query(&format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r RETURNING rowid, id"), &[chunk])?,
+                self.sql
+                    .query(&format!("{table} INSERT OR IGNORE INTO messages ({MESSAGE_COLUMNS}) SELECT {columns} FROM r RETURNING rowid, id"), &[chunk?])?,
             )?);
         }
         written.sort_unstable();

@@ -20,7 +20,7 @@
 
 use crate::core::error::{Error, Result};
 use crate::core::jobs::{Job, JobKind, Work};
-use crate::core::model::{ListPage, Memory, MemoryType, Message, MessageInput, Stats, Status};
+use crate::core::model::{ListPage, Memory, MemoryType, Message, Stats, Status};
 use crate::core::ports::{Row, Sql, SqlValue, MAX_SQL_PARAMS};
 use crate::core::time::iso;
 
@@ -61,13 +61,13 @@ pub struct ListFilter {
     pub as_of: Option<String>,
 }
 
-/// A message about to be stored, with its id computed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NewMessage {
-    pub id: String,
-    pub input: MessageInput,
-    /// The call's metadata, stored with the message.
-    pub metadata: crate::core::model::Metadata,
+/// A message [`Store::insert_messages`] wrote: its rowid, its place in
+/// the call's messages, and the position it was stored at in its session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inserted {
+    pub rowid: i64,
+    pub index: usize,
+    pub position: i64,
 }
 
 mod consolidations;

@@ -36,7 +36,7 @@ impl<'a> Store<'a> {
         }
         // In chunks, in order: an import's ids alone can be over one
         // value's 2 MB.
-        for chunk in json_chunks(memory_ids) {
+        for chunk in json_chunks(memory_ids)? {
             self.sql.execute(
                 "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) \
                  SELECT ?1, j.value, 0, ?2, ?3 FROM json_each(?4) j ORDER BY j.key",

@@ -54,26 +54,43 @@ pub fn json_table(n: usize) -> (&'static str, String) {
 }
 
 /// `rows` as JSON array parameters of at most [`MAX_JSON_PARAM`] bytes each
-/// (a single larger row goes alone).
-pub fn json_chunks<T: serde::Serialize>(rows: &[T]) -> Vec<SqlValue> {
-    let mut out = Vec::new();
-    let mut cur = String::from("[");
-    for r in rows {
-        let text = serde_json::to_string(r).unwrap_or_else(|_| "null".into());
-        if cur.len() > 1 && cur.len().saturating_add(text.len()).saturating_add(2) > MAX_JSON_PARAM {
-            cur.push(']');
-            out.push(SqlValue::Text(std::mem::replace(&mut cur, String::from("["))));
+/// (a single larger row goes alone). A row that does not serialize is an
+/// error, never left out.
+pub fn json_chunks<T: serde::Serialize>(rows: &[T]) -> Result<Vec<SqlValue>> {
+    json_chunks_of(rows.iter().map(Ok)).collect()
+}
+
+/// [`json_chunks`] made one parameter at a time, as the caller takes
+/// them: no more than one statement's rows are ever written out at once.
+pub fn json_chunks_of<T: serde::Serialize>(rows: impl Iterator<Item = Result<T>>) -> impl Iterator<Item = Result<SqlValue>> {
+    let mut rows = rows;
+    let mut carried: Option<String> = None;
+    std::iter::from_fn(move || {
+        let mut cur = String::from("[");
+        if let Some(text) = carried.take() {
+            cur.push_str(&text);
+        }
+        for row in rows.by_ref() {
+            let text = match row.and_then(|r| json_text(&r)) {
+                Ok(text) => text,
+                Err(e) => return Some(Err(e)),
+            };
+            if cur.len() > 1 && cur.len().saturating_add(text.len()).saturating_add(2) > MAX_JSON_PARAM {
+                carried = Some(text);
+                cur.push(']');
+                return Some(Ok(SqlValue::Text(cur)));
+            }
+            if cur.len() > 1 {
+                cur.push(',');
+            }
+            cur.push_str(&text);
         }
         if cur.len() > 1 {
-            cur.push(',');
+            cur.push(']');
+            return Some(Ok(SqlValue::Text(cur)));
         }
-        cur.push_str(&text);
-    }
-    if cur.len() > 1 {
-        cur.push(']');
-        out.push(SqlValue::Text(cur));
-    }
-    out
+        None
+    })
 }
 
 /// `?, ?, ?` with `n` marks.

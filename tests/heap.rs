@@ -1,0 +1,102 @@
+//! How many copies of a large call the Rust heap holds at once. A Rust
+//! Worker and its Durable Objects may share one isolate, and so one Wasm
+//! memory that grows to its high-water mark and never shrinks: each copy
+//! of a 16 MB ingest held at once is 16 MB of every profile's room.
+//! Counted natively with a counting allocator (the same code and serde as
+//! the Wasm build; allocation sizes match, the allocator's slack does
+//! not). `make bench-heap` prints the same steps at the published limits.
+//!
+//! One test in this binary: the allocator counts every thread's blocks.
+
+mod support;
+
+use agent_memory::core::mcp::{self, Backend};
+use agent_memory::core::op::{Call, Op};
+use agent_memory::core::ports::LocalBoxFuture;
+use agent_memory::core::rest::{self, Incoming, ObjectCall, Route};
+use serde_json::{json, Value};
+use std::cell::Cell;
+use support::heap::{self, live, peak, reset_peak};
+use support::*;
+
+#[global_allocator]
+static ALLOC: heap::Counting = heap::Counting;
+
+/// Messages of 32 KB in the measured call (a fifth of the limit's 500,
+/// for a debug build's time).
+const MESSAGES: usize = 100;
+
+const PATH: &str = "/accounts/a/agent-memory/namespaces/ns/profiles/p/ingest";
+
+/// An MCP backend that records what the heap holds when it is called, the
+/// arguments it is handed dropped.
+struct Recording {
+    held: Cell<Option<usize>>,
+}
+
+impl Backend for Recording {
+    fn call<'a>(&'a self, _op: &'a str, args: Value) -> LocalBoxFuture<'a, agent_memory::core::error::Result<Value>> {
+        drop(args);
+        self.held.set(Some(live()));
+        Box::pin(async { Ok(json!({ "sessionId": "s", "messageIds": [], "messagesStored": 0, "memoriesStored": 0 })) })
+    }
+}
+
+#[test]
+fn test_a_large_ingest_is_held_once_by_the_worker_path_and_about_twice_by_the_object() {
+    let sql = database();
+    // The regexes' caches (lazy DFAs, which grow with the text they scan
+    // up to a bound) are the isolate's, made once: filled here, by a call
+    // of the same text in another session, before anything is counted.
+    let warm: Value = serde_json::from_slice(&heap::ingest_body(20, "warm")).unwrap();
+    with_profile(&sql, APRIL_15, |p| block_on(p.run(Op::Ingest, warm)).unwrap());
+
+    // The Worker: the body routed, then dropped; the arguments written to
+    // the object and dropped. Nothing of the call is left while it waits.
+    let before = live();
+    let body = heap::ingest_body(MESSAGES, "s1");
+    let body_len = body.len();
+    let incoming = Incoming { method: "POST", path: PATH, query: "", content_type: Some("application/json"), body: &body };
+    let Ok(Route::Profile(mut call)) = rest::route(&incoming) else { panic!("not routed as a profile call") };
+    drop(body);
+    let text = ObjectCall::write(&call.object_name(), call.op.name(), std::mem::take(&mut call.args)).unwrap();
+    let held = live() - before - text.capacity();
+    assert!(held < body_len / 100, "the Worker holds {held} bytes of a {body_len}-byte call besides the text it posts");
+
+    // The object: the call read (its text dropped), decoded, prepared and
+    // run. Its peak over what it was handed stays near two copies of the
+    // messages (the messages, and the transcript lines' texts).
+    let decoded = ObjectCall::read(&text).unwrap();
+    drop(text);
+    let start = live();
+    reset_peak();
+    let report = with_profile(&sql, APRIL_15, |p| {
+        let call = Call::decode(Op::Ingest, decoded.args).unwrap();
+        let prepared = p.prepare_as(call, false).unwrap();
+        p.admit(&prepared).unwrap();
+        block_on(p.execute_prepared(prepared)).unwrap()
+    });
+    let over = peak() - start;
+    assert!(report.contains("\"messagesStored\":100"), "the ingest stored its messages: {}", &report[..200.min(report.len())]);
+    assert!(over < body_len * 2, "the object's ingest rose {over} bytes over its {body_len}-byte call (more than two copies)");
+
+    // MCP: the message parsed, the body dropped; when the profile is
+    // called, the heap holds the arguments it is handed and nothing else
+    // of the size of the call.
+    let args: Value = serde_json::from_slice(&heap::ingest_body(MESSAGES, "s2")).unwrap();
+    let body = serde_json::to_vec(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ingest", "arguments": args } })).unwrap();
+    drop(args);
+    let before = live() - body.capacity();
+    let read = mcp::read(&body, Some("application/json"));
+    drop(body);
+    let backend = Recording { held: Cell::new(None) };
+    let reply = block_on(async {
+        match read {
+            Ok(message) => mcp::answer(message, &backend).await,
+            Err(refusal) => refusal,
+        }
+    });
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let held = backend.held.get().expect("the profile was called") - before;
+    assert!(held < body_len, "MCP held {held} bytes besides the arguments of a {body_len}-byte call");
+}
