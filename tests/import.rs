@@ -434,3 +434,51 @@ fn test_import_with_a_record_before_the_header_or_a_second_header_is_refused() {
     let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({})), header()]));
     assert!(e.message().contains("line 3") && e.message().contains("second header"), "{e}");
 }
+
+#[test]
+fn test_an_export_read_in_pages_holds_every_record_once_in_order() {
+    // More messages and memories than an export reads at once, in three
+    // sessions of two teams; each message states something, so each is
+    // cited by a memory.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (s, team) in [("s1", "a"), ("s2", "b"), ("s3", "a")] {
+            let messages =
+                (0..300).map(|i| MessageInput { role: "user".into(), content: format!("My locker number in {s} is {i}."), timestamp: None }).collect();
+            let mut metadata = agent_memory::core::model::Metadata::default();
+            metadata.insert("team".into(), agent_memory::core::model::MetaValue::Text(team.into()));
+            block_on(p.ingest(IngestRequest { messages, session_id: Some(s.into()), metadata })).unwrap();
+        }
+    });
+    let ids = |export: &str, kind: &str| -> Vec<String> {
+        export
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["kind"] == kind)
+            .map(|v| v["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        let store = p.store();
+        let messages: Vec<String> = store.all_messages().unwrap().into_iter().map(|m| m.id).collect();
+        let mut memories: Vec<String> = all(p).into_iter().map(|m| m.id).collect();
+        memories.sort();
+        assert!(messages.len() == 900 && memories.len() > 600, "{} messages, {} memories", messages.len(), memories.len());
+
+        let export = p.export(Default::default()).unwrap();
+        assert_eq!(ids(&export, "message"), messages, "every message once, by session then position");
+        assert_eq!(ids(&export, "memory"), memories, "every memory once, by id");
+
+        // Filtered: team b's memories, and exactly the messages they cite.
+        let export = p.export(ExportRequest { filter: Some(json!({ "team": "b" })) }).unwrap();
+        let kept: Vec<agent_memory::core::model::Memory> =
+            all(p).into_iter().filter(|m| m.metadata.get("team") == Some(&agent_memory::core::model::MetaValue::Text("b".into()))).collect();
+        let mut kept_ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
+        kept_ids.sort();
+        let cited: std::collections::HashSet<&String> = kept.iter().flat_map(|m| &m.source_message_ids).collect();
+        assert_eq!(ids(&export, "memory"), kept_ids);
+        assert_eq!(ids(&export, "message"), messages.iter().filter(|id| cited.contains(id)).cloned().collect::<Vec<_>>());
+        assert_eq!(cited.len(), 300, "the filter kept session s2's memories, citing its 300 messages");
+    });
+}

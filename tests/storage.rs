@@ -1154,3 +1154,32 @@ fn test_a_column_of_the_wrong_type_is_a_storage_error_never_a_default() {
         });
     }
 }
+
+#[test]
+fn test_json_parameters_are_made_one_at_a_time_and_a_row_that_does_not_serialize_is_an_error() {
+    use agent_memory::core::ports::SqlValue;
+    use agent_memory::core::store::{json_chunks, json_chunks_of, MAX_JSON_PARAM};
+    // 3 MB of rows: several parameters, each under the cap, every row in
+    // exactly one, in order.
+    let rows: Vec<String> = (0..3000).map(|i| format!("{i:04}{}", "x".repeat(1000))).collect();
+    let chunks = json_chunks(&rows).unwrap();
+    assert!(chunks.len() >= 6, "{} parameters", chunks.len());
+    let mut back = Vec::new();
+    for c in &chunks {
+        let SqlValue::Text(t) = c else { panic!("not text") };
+        assert!(t.len() <= MAX_JSON_PARAM);
+        back.extend(serde_json::from_str::<Vec<String>>(t).unwrap());
+    }
+    assert_eq!(back, rows);
+    // Made as they are taken: the second is not written before it is asked for.
+    let made = std::cell::Cell::new(0);
+    let mut lazy = json_chunks_of(rows.iter().map(|r| {
+        made.set(made.get() + 1);
+        Ok(r)
+    }));
+    lazy.next().unwrap().unwrap();
+    assert!(made.get() < 600, "{} rows written for the first parameter", made.get());
+    // A map with keys JSON cannot hold fails the write, never writes "null".
+    let bad: Vec<std::collections::HashMap<(i32, i32), i32>> = vec![[((1, 2), 3)].into_iter().collect()];
+    assert!(json_chunks(&bad).unwrap_err().is_storage());
+}

@@ -19,6 +19,10 @@ use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use worker::*;
 
+/// The type of an export's file, as the profile object answers it and
+/// REST serves it.
+pub(crate) const NDJSON: &str = "application/x-ndjson";
+
 /// The OpenAPI document, served at `/openapi.json`.
 const OPENAPI: &str = include_str!("../openapi.json");
 
@@ -141,26 +145,33 @@ fn not_allowed(method: &str, path: &str, allow: &str) -> Result<Response> {
     Ok(resp.with_headers(headers))
 }
 
-/// A successful reply's body as text, its type, and the file name it is
-/// offered under, if any.
-struct Reply {
-    body: String,
-    content_type: &'static str,
-    filename: Option<String>,
+/// A successful reply: JSON text, or a file the profile object answered,
+/// passed on unread under the name it is offered as.
+enum Reply {
+    Json(String),
+    File { from_object: Response, filename: String },
 }
 
 impl Reply {
     fn json(body: String) -> Reply {
-        Reply { body, content_type: "application/json", filename: None }
+        Reply::Json(body)
     }
 
     fn response(self) -> Result<Response> {
         let headers = Headers::new();
-        headers.set("content-type", self.content_type)?;
-        if let Some(f) = self.filename {
-            headers.set("content-disposition", &format!("attachment; filename=\"{f}\""))?;
+        match self {
+            Reply::Json(body) => {
+                headers.set("content-type", "application/json")?;
+                Ok(Response::ok(body)?.with_headers(headers))
+            }
+            // The object's body goes on as the platform streams it: no
+            // copy of the file is made in the Wasm memory.
+            Reply::File { from_object, filename } => {
+                headers.set("content-type", NDJSON)?;
+                headers.set("content-disposition", &format!("attachment; filename=\"{filename}\""))?;
+                Ok(from_object.with_headers(headers))
+            }
         }
-        Ok(Response::ok(self.body)?.with_headers(headers))
     }
 }
 
@@ -190,13 +201,10 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::
             // Moved, not copied: the call's arguments are written to the
             // object and dropped before it runs (the envelope needs the rest).
             let args = std::mem::take(&mut call.args);
-            let out = call_object_text(env, &name, call.op.name(), args).await?;
-            if call.op == crate::core::op::Op::Export {
-                let body: String = read_reply(&out)?;
-                let filename = format!("{}-{}.ndjson", call.namespace, call.profile);
-                return Ok(Reply { body, content_type: "application/x-ndjson", filename: Some(filename) });
+            match call_object_answer(env, &name, call.op.name(), args).await? {
+                ObjectAnswer::Json(out) => Ok(Reply::json(rest::envelope_for(&call, &out))),
+                ObjectAnswer::File(from_object) => Ok(Reply::File { from_object, filename: format!("{}-{}.ndjson", call.namespace, call.profile) }),
             }
-            Ok(Reply::json(rest::envelope_for(&call, &out)))
         }
     }
 }
@@ -253,18 +261,45 @@ fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result
 
 /// [`call_object`], its result as the JSON text the object wrote, passed
 /// on without being parsed (an ingest's or a recall's result carries
-/// whole memories).
+/// whole memories); an export's file as a JSON string.
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
+    match call_object_answer(env, name, op, args).await? {
+        ObjectAnswer::Json(text) => Ok(text),
+        ObjectAnswer::File(resp) => {
+            let file = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
+            serde_json::to_string(&file).map_err(|e| Error::storage(format!("failed to write an export as JSON: {e}")))
+        }
+    }
+}
+
+/// What a profile object answered a call: its result's JSON text, or a
+/// file (an export), not yet read.
+enum ObjectAnswer {
+    Json(String),
+    File(Response),
+}
+
+/// Sends one operation to a profile's Durable Object.
+async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<ObjectAnswer, Error> {
     let stub =
         env.durable_object("PROFILES").and_then(|ns| ns.get_by_name(name)).map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
     // The arguments are consumed here, before the object is awaited.
     let body = rest::ObjectCall::write(name, op, args)?;
-    object_reply(&stub, body).await
+    let resp = post_to_object(&stub, body).await?;
+    if resp.status_code() == 200 && resp.headers().get("content-type").ok().flatten().as_deref() == Some(NDJSON) {
+        return Ok(ObjectAnswer::File(resp));
+    }
+    read_object_reply(&resp).await.map(ObjectAnswer::Json)
 }
 
 /// Posts `body` to a Durable Object and reads its `reply`: the result's
 /// JSON text, or the error it carries.
 async fn object_reply(stub: &Stub, body: String) -> std::result::Result<String, Error> {
+    read_object_reply(&post_to_object(stub, body).await?).await
+}
+
+/// Posts `body` to a Durable Object; its response, unread.
+async fn post_to_object(stub: &Stub, body: String) -> std::result::Result<Response, Error> {
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(JsValue::from_str(&body)));
     // The platform holds its own copy now; ours would sit in the Wasm
@@ -273,11 +308,13 @@ async fn object_reply(stub: &Stub, body: String) -> std::result::Result<String, 
     let req = Request::new_with_init("https://object.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
     // What the platform says of a failed call (a stack, a file path) stays
     // out of the answer: the caller learns that the outcome is unknown.
-    let resp = stub
-        .fetch_with_request(req)
-        .await
-        .map_err(|_| Error::storage("internal error: the profile did not answer; the call may or may not have taken effect"))?;
-    let mut text = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
+    stub.fetch_with_request(req).await.map_err(|_| Error::storage("internal error: the profile did not answer; the call may or may not have taken effect"))
+}
+
+/// An object's `reply` read: the result's JSON text, or the error it
+/// carries.
+async fn read_object_reply(resp: &Response) -> std::result::Result<String, Error> {
+    let mut text = response_text(resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
     // `{"ok":<result>}`, as the object's `reply` writes it.
     const OK: &str = "{\"ok\":";
     if text.starts_with(OK) && text.ends_with('}') {
@@ -338,11 +375,17 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
-        call_object_text(&env, &rest::object_name(&ns, &p), &op, args).await
+        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args).await? {
+            ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
+            // An export's file, as the string it is.
+            ObjectAnswer::File(resp) => {
+                response_text(&resp).await.map(|t| JsValue::from_str(&t)).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
+            }
+        }
     }
     .await;
     match out {
-        Ok(text) => js_sys::JSON::parse(&text).map_err(|_| JsValue::from_str("failed to encode result")),
+        Ok(value) => Ok(value),
         Err(e) => {
             let err = js_sys::Error::new(&format!("{} ({})", e.message(), e.code()));
             err.set_name("MemoryError");

@@ -7,12 +7,13 @@
 use crate::cloudflare::config::Config;
 use crate::cloudflare::do_sql::DoSql;
 use crate::cloudflare::providers::Providers;
+use crate::cloudflare::NDJSON;
 use crate::core::error::Error;
 #[cfg(feature = "bench")]
 use crate::core::local::bench;
 use crate::core::local::vector::Packed;
 use crate::core::ops::MemoryView;
-use crate::core::ops::{Limits, Op, Profile};
+use crate::core::ops::{Answer, Limits, Op, Profile};
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
 use crate::core::resident::Budget;
@@ -263,7 +264,7 @@ impl ProfileObject {
     }
 
     /// Runs one call; its result as JSON text.
-    async fn run(&self, call: Call) -> std::result::Result<String, Error> {
+    async fn run(&self, call: Call) -> std::result::Result<Answer, Error> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
@@ -293,7 +294,7 @@ impl ProfileObject {
         Ok(())
     }
 
-    async fn run_call(&self, call: Call, warm: bool) -> std::result::Result<String, Error> {
+    async fn run_call(&self, call: Call, warm: bool) -> std::result::Result<Answer, Error> {
         let providers = Providers::new(&self.config, &self.env, &call.name)?;
         let index = providers.index(&self.sql, &self.resident.packed, warm);
         let mut profile = self.profile(&call.name, &providers, index.as_ref(), warm);
@@ -301,7 +302,7 @@ impl ProfileObject {
             profile.memory = memory_view(&self.resident);
         }
         let out = match self.bench_call(&profile, &call).await {
-            Some(out) => out,
+            Some(out) => out.map(Answer::Json),
             None => self.checked_then_run(&profile, &call.name, &call.op, call.args).await,
         };
         if out.is_ok() && !self.name_saved.get() {
@@ -323,7 +324,7 @@ impl ProfileObject {
     /// what it adds) before anything is written, then (for a write that
     /// may create the profile) records it in the catalog, then runs it: a
     /// call refused with 4xx creates no namespace and purges nothing.
-    async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
+    async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value) -> std::result::Result<Answer, Error> {
         let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", crate::core::api::quoted(op))))?;
         let call = crate::core::op::Call::decode(op, args)?;
         let purge_pending = op.creates() && self.purge_pending(profile, name).await?;
@@ -332,7 +333,7 @@ impl ProfileObject {
         if op.creates() {
             self.catalog(profile, name).await?;
         }
-        profile.execute_prepared(prepared).await
+        profile.answer_prepared(prepared).await
     }
 
     /// Whether the catalog will have a write purge this profile first (its
@@ -500,7 +501,7 @@ impl DurableObject for ProfileObject {
             Ok(Err(e)) => return reply(Err(e)),
             Err(e) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),
         };
-        reply(self.run(call).await)
+        answer(self.run(call).await)
     }
 
     async fn alarm(&self) -> Result<Response> {
@@ -579,6 +580,21 @@ impl ProfileObject {
 
 /// The reply to the Worker: `{"ok": result}` (the result's JSON text
 /// spliced in as it is) or `{"error": {code, message}}`.
+/// A profile call's reply: [`reply`], or for an export the NDJSON file
+/// as it is (typed `application/x-ndjson`, which the Worker passes on
+/// unread; see [`crate::core::ops::Answer`]).
+fn answer(out: std::result::Result<Answer, Error>) -> Result<Response> {
+    match out {
+        Ok(Answer::File(file)) => {
+            let headers = Headers::new();
+            headers.set("content-type", NDJSON)?;
+            Ok(Response::ok(file)?.with_headers(headers))
+        }
+        Ok(Answer::Json(text)) => reply(Ok(text)),
+        Err(e) => reply(Err(e)),
+    }
+}
+
 pub(crate) fn reply(out: std::result::Result<String, Error>) -> Result<Response> {
     let body = match out {
         Ok(result) => format!("{{\"ok\":{result}}}"),

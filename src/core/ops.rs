@@ -168,11 +168,33 @@ impl<'a> Profile<'a> {
     }
 
     /// Runs a prepared call that [`Profile::admit`] let in; its result as
-    /// JSON text.
+    /// JSON text (an export's file as a JSON string).
     pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
-        let Prepared { call, import, .. } = prepared;
-        if !call.op().answers_while_marked() && self.store().deletion_mark()?.is_some() {
-            if !call.op().creates() {
+        match self.answer_prepared(prepared).await? {
+            Answer::Json(text) => Ok(text),
+            Answer::File(file) => to_json(&file),
+        }
+    }
+
+    /// [`Profile::execute_prepared`], an export's file given as it is: the
+    /// Durable Object answers it as NDJSON, and the Worker passes that on
+    /// without reading it (a JSON string of it would be a second copy, and
+    /// reading it a third, in a Wasm memory the profiles share).
+    pub async fn answer_prepared(&self, prepared: Prepared) -> Result<Answer> {
+        match prepared.call {
+            Call::Export(req) => {
+                self.check_marked(Op::Export)?;
+                Ok(Answer::File(self.export(req)?))
+            }
+            call => Ok(Answer::Json(self.execute_checked(Prepared { call, ..prepared }).await?)),
+        }
+    }
+
+    /// Refuses a call a profile marked for deletion does not answer (404);
+    /// a write that may create the profile purges what is marked and runs.
+    fn check_marked(&self, op: Op) -> Result<()> {
+        if !op.answers_while_marked() && self.store().deletion_mark()?.is_some() {
+            if !op.creates() {
                 return Err(Error::not_found("profile not found: it is marked for deletion (restoreProfile, or POST …/restore, brings it back within its grace period; a write starts it anew)"));
             }
             // A profile is created by its first write, and one deleted
@@ -180,6 +202,12 @@ impl<'a> Profile<'a> {
             // longer be restored) and lands in an empty profile.
             self.purge_now()?;
         }
+        Ok(())
+    }
+
+    async fn execute_checked(&self, prepared: Prepared) -> Result<String> {
+        let Prepared { call, import, .. } = prepared;
+        self.check_marked(call.op())?;
         if call.op().creates() {
             let store = self.store();
             if store.meta_get(META_WRITTEN)?.is_none() {
@@ -543,6 +571,15 @@ impl<'a> Profile<'a> {
 }
 
 /// An operation's result as JSON text.
+/// What a call answers.
+#[derive(Debug)]
+pub enum Answer {
+    /// The result as JSON text.
+    Json(String),
+    /// An export: the NDJSON file itself.
+    File(String),
+}
+
 fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
     serde_json::to_string(result).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))
 }

@@ -26,26 +26,62 @@ use std::collections::{HashMap, HashSet};
 pub const FORMAT: &str = "agent-memory-export";
 pub const VERSION: i64 = 1;
 
+/// Messages or memories an export reads at once.
+const EXPORT_PAGE: usize = 256;
+
 /// The profile as NDJSON: a header, every message, every memory. With a
 /// filter, the memories passing it and the messages they cite, their
 /// links to versions that do not pass left out (as a hard delete leaves
 /// them): the file imports anywhere ([`check_links`]).
+///
+/// The file is the only copy of the profile it holds: messages and
+/// memories are read a page ([`EXPORT_PAGE`]) at a time, and with a
+/// filter, a first pass keeps only the ids it needs.
 pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<String> {
     let mut out = String::new();
     out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string());
     out.push('\n');
-    let memories: Vec<Memory> = store.all_memories()?.into_iter().filter(|m| filter.is_none_or(|f| f.matches(m))).collect();
-    let cited: Option<HashSet<&String>> = filter.map(|_| memories.iter().flat_map(|m| &m.source_message_ids).collect());
-    for m in store.all_messages()? {
-        if cited.as_ref().is_none_or(|c| c.contains(&m.id)) {
-            out.push_str(&tagged("message", &m)?);
+    // With a filter: the memories that pass, and the messages they cite.
+    let mut kept: Option<(HashSet<String>, HashSet<String>)> = None;
+    if let Some(f) = filter {
+        let (mut held, mut cited) = (HashSet::new(), HashSet::new());
+        each_memory(store, |m| {
+            if f.matches(&m) {
+                cited.extend(m.source_message_ids);
+                held.insert(m.id);
+            }
+            Ok(())
+        })?;
+        kept = Some((held, cited));
+    }
+    let mut after: Option<(String, i64)> = None;
+    loop {
+        let page = store.messages_after(after.as_ref().map(|(s, p)| (s.as_str(), *p)), EXPORT_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = Some((last.session_id.clone(), last.position));
+        for m in page.iter().filter(|m| kept.as_ref().is_none_or(|(_, cited)| cited.contains(&m.id))) {
+            out.push_str(&tagged("message", m)?);
         }
     }
-    let held: Option<HashSet<&str>> = filter.map(|_| memories.iter().map(|m| m.id.as_str()).collect());
-    for m in &memories {
-        out.push_str(&tagged("memory", &linked_within(m, held.as_ref()))?);
-    }
+    let held: Option<HashSet<&str>> = kept.as_ref().map(|(held, _)| held.iter().map(String::as_str).collect());
+    each_memory(store, |m| {
+        if held.as_ref().is_none_or(|h| h.contains(m.id.as_str())) {
+            out.push_str(&tagged("memory", &linked_within(&m, held.as_ref()))?);
+        }
+        Ok(())
+    })?;
     Ok(out)
+}
+
+/// Calls `f` with every memory, in id order, a page at a time.
+fn each_memory(store: &Store<'_>, mut f: impl FnMut(Memory) -> Result<()>) -> Result<()> {
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.memories_after(after.as_deref(), EXPORT_PAGE)?;
+        let Some(last) = page.last() else { return Ok(()) };
+        after = Some(last.id.clone());
+        page.into_iter().try_for_each(&mut f)?;
+    }
 }
 
 /// `m` without its links (`supersedes`, `supersededBy`) to memories that

@@ -575,8 +575,14 @@ impl<'a> Store<'a> {
     }
 
     /// Every memory, oldest first (export).
-    pub fn all_memories(&self) -> Result<Vec<Memory>> {
-        self.memories_where("1 = 1 ORDER BY id", &[])
+    /// Up to `limit` memories with ids after `after`, in id order: every
+    /// memory a page at a time (export).
+    pub fn memories_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<Memory>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        match after {
+            None => self.memories_where("1 = 1 ORDER BY id LIMIT ?", &[limit.into()]),
+            Some(id) => self.memories_where("m.id > ? ORDER BY id LIMIT ?", &[id.into(), limit.into()]),
+        }
     }
 
     /// The id of every memory, in id order (no content read).

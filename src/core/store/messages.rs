@@ -131,8 +131,23 @@ impl<'a> Store<'a> {
             .collect()
     }
 
-    /// Every message, by session then position (export).
+    /// Every message, by session then position.
     pub fn all_messages(&self) -> Result<Vec<Message>> {
         self.sql.query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position"), &[])?.into_iter().map(message_from_row).collect()
+    }
+
+    /// Up to `limit` messages after `after` (a session id and position),
+    /// by session then position: the whole profile a page at a time
+    /// (export), never all of it at once.
+    pub fn messages_after(&self, after: Option<(&str, i64)>, limit: usize) -> Result<Vec<Message>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = match after {
+            None => self.sql.query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position LIMIT ?"), &[limit.into()])?,
+            Some((session, position)) => self.sql.query(
+                &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE (session_id, position) > (?, ?) ORDER BY session_id, position LIMIT ?"),
+                &[session.into(), position.into(), limit.into()],
+            )?,
+        };
+        rows.into_iter().map(message_from_row).collect()
     }
 }
