@@ -95,11 +95,12 @@ bench-multi: build-bench
 # `make bench-peaks` (not part of make test): the Wasm memory one large
 # request leaves behind, each case in a fresh workerd: an ingest at the
 # limits (500 messages of 32 KB; and PEAKS_PROSE_MESSAGES, default 50, of
-# prose the local extraction makes a memory of every sentence of), imports of PEAKS_SIZES (8,17,32,64) MiB
-# NDJSON files and exports of the PEAKS_EXPORTS (17,64) MiB profiles they
-# made; before -> after and the growth per body byte
+# prose the local extraction makes a memory of every sentence of), exports
+# of that profile after one and PEAKS_SOURCE_INGESTS (default 4) such
+# ingests, imports of PEAKS_SIZES (4,8) MiB NDJSON files cut from the
+# second export; before -> after and the growth per body byte
 # (tests/bench/peaks.mjs; writes docs/bench/peaks.md and peaks.json,
 # BENCH_OUT elsewhere). Takes several minutes.
 .PHONY: bench-peaks
 bench-peaks: build-bench
-	@$(ENV) $(if $(PEAKS_SIZES),PEAKS_SIZES="$(PEAKS_SIZES)") $(if $(PEAKS_EXPORTS),PEAKS_EXPORTS="$(PEAKS_EXPORTS)") $(if $(PEAKS_PROSE_MESSAGES),PEAKS_PROSE_MESSAGES="$(PEAKS_PROSE_MESSAGES)") node tests/bench/peaks.mjs
+	@$(ENV) $(if $(PEAKS_SIZES),PEAKS_SIZES="$(PEAKS_SIZES)") $(if $(PEAKS_SOURCE_INGESTS),PEAKS_SOURCE_INGESTS="$(PEAKS_SOURCE_INGESTS)") $(if $(PEAKS_PROSE_MESSAGES),PEAKS_PROSE_MESSAGES="$(PEAKS_PROSE_MESSAGES)") node tests/bench/peaks.mjs

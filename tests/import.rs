@@ -482,3 +482,25 @@ fn test_an_export_read_in_pages_holds_every_record_once_in_order() {
         assert_eq!(cited.len(), 300, "the filter kept session s2's memories, citing its 300 messages");
     });
 }
+
+#[test]
+fn test_an_export_in_parts_splits_no_record_and_joins_to_the_file() {
+    use agent_memory::core::portable::EXPORT_PART_BYTES;
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let messages = (0..100)
+            .map(|i| MessageInput { role: "user".into(), content: format!("My desk is number {i}. {}", "Plain words here. ".repeat(1800)), timestamp: None })
+            .collect();
+        block_on(p.ingest(IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
+        let parts = p.export_parts(Default::default()).unwrap();
+        assert!(parts.len() >= 3, "{} parts", parts.len());
+        for part in &parts {
+            assert!(part.len() <= EXPORT_PART_BYTES, "a part of {} bytes", part.len());
+            assert!(part.ends_with('\n'), "a part ends inside a record");
+            assert!(part.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "a part holds a record cut in two");
+        }
+        let joined = parts.concat();
+        assert_eq!(joined.lines().skip(1).collect::<Vec<_>>(), p.export(Default::default()).unwrap().lines().skip(1).collect::<Vec<_>>());
+        assert_eq!(joined.lines().filter(|l| l.contains("\"kind\":\"message\"")).count(), 100);
+    });
+}

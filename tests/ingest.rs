@@ -639,3 +639,30 @@ fn test_a_turn_that_said_nothing_is_stored_with_its_conversation() {
         assert_eq!(p.stats().unwrap().messages, 3);
     });
 }
+
+#[test]
+fn test_an_ingest_whose_caller_reads_no_result_answers_null_and_stores_the_same() {
+    use agent_memory::core::op::{Call, Op};
+    let (a, b) = (database(), database());
+    let read = with_profile(&a, APRIL_15, |p| {
+        let prepared = p.prepare_as(Call::Ingest(spec_conversation()), false).unwrap();
+        block_on(p.execute_prepared(prepared)).unwrap()
+    });
+    let unread = with_profile(&b, APRIL_15, |p| {
+        let prepared = p.prepare_as(Call::Ingest(spec_conversation()), false).unwrap().unread();
+        block_on(p.execute_prepared(prepared)).unwrap()
+    });
+    assert!(read.contains("\"memoriesStored\""), "{read}");
+    assert_eq!(unread, "null");
+    assert!(Op::Ingest.publishes_no_result() && !Op::Recall.publishes_no_result());
+    let contents = |sql: &support::NativeSql| {
+        with_profile(sql, APRIL_15, |p| {
+            let mut c: Vec<String> = p.list(Default::default()).unwrap().memories.into_iter().map(|m| m.content).collect();
+            c.sort();
+            c
+        })
+    };
+    let stored = contents(&a);
+    assert!(!stored.is_empty());
+    assert_eq!(contents(&b), stored, "the same memories are stored either way");
+}

@@ -201,7 +201,7 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::
             // Moved, not copied: the call's arguments are written to the
             // object and dropped before it runs (the envelope needs the rest).
             let args = std::mem::take(&mut call.args);
-            match call_object_answer(env, &name, call.op.name(), args).await? {
+            match call_object_answer(env, &name, call.op.name(), args, call.unread()).await? {
                 ObjectAnswer::Json(out) => Ok(Reply::json(rest::envelope_for(&call, &out))),
                 ObjectAnswer::File(from_object) => Ok(Reply::File { from_object, filename: format!("{}-{}.ndjson", call.namespace, call.profile) }),
             }
@@ -263,7 +263,7 @@ fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result
 /// on without being parsed (an ingest's or a recall's result carries
 /// whole memories); an export's file as a JSON string.
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
-    match call_object_answer(env, name, op, args).await? {
+    match call_object_answer(env, name, op, args, false).await? {
         ObjectAnswer::Json(text) => Ok(text),
         ObjectAnswer::File(resp) => {
             let file = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
@@ -279,12 +279,13 @@ enum ObjectAnswer {
     File(Response),
 }
 
-/// Sends one operation to a profile's Durable Object.
-async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<ObjectAnswer, Error> {
+/// Sends one operation to a profile's Durable Object; `unread`: the caller
+/// reads no result, and the object writes none.
+async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread: bool) -> std::result::Result<ObjectAnswer, Error> {
     let stub =
         env.durable_object("PROFILES").and_then(|ns| ns.get_by_name(name)).map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
     // The arguments are consumed here, before the object is awaited.
-    let body = rest::ObjectCall::write(name, op, args)?;
+    let body = rest::ObjectCall::write(name, op, args, unread)?;
     let resp = post_to_object(&stub, body).await?;
     if resp.status_code() == 200 && resp.headers().get("content-type").ok().flatten().as_deref() == Some(NDJSON) {
         return Ok(ObjectAnswer::File(resp));
@@ -375,7 +376,9 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
-        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args).await? {
+        // The shim gives no result where the published interface gives none.
+        let unread = crate::core::op::Op::parse(&op).is_some_and(crate::core::op::Op::publishes_no_result);
+        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, unread).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
             // An export's file, as the string it is.
             ObjectAnswer::File(resp) => {

@@ -303,7 +303,7 @@ impl ProfileObject {
         }
         let out = match self.bench_call(&profile, &call).await {
             Some(out) => out.map(Answer::Json),
-            None => self.checked_then_run(&profile, &call.name, &call.op, call.args).await,
+            None => self.checked_then_run(&profile, &call.name, &call.op, call.args, call.unread).await,
         };
         if out.is_ok() && !self.name_saved.get() {
             // The alarm needs the name (its providers address the
@@ -324,11 +324,14 @@ impl ProfileObject {
     /// what it adds) before anything is written, then (for a write that
     /// may create the profile) records it in the catalog, then runs it: a
     /// call refused with 4xx creates no namespace and purges nothing.
-    async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value) -> std::result::Result<Answer, Error> {
+    async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value, unread: bool) -> std::result::Result<Answer, Error> {
         let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", crate::core::api::quoted(op))))?;
         let call = crate::core::op::Call::decode(op, args)?;
         let purge_pending = op.creates() && self.purge_pending(profile, name).await?;
-        let prepared = profile.prepare_as(call, purge_pending)?;
+        let mut prepared = profile.prepare_as(call, purge_pending)?;
+        if unread {
+            prepared = prepared.unread();
+        }
         profile.admit(&prepared)?;
         if op.creates() {
             self.catalog(profile, name).await?;
@@ -585,10 +588,12 @@ impl ProfileObject {
 /// unread; see [`crate::core::ops::Answer`]).
 fn answer(out: std::result::Result<Answer, Error>) -> Result<Response> {
     match out {
-        Ok(Answer::File(file)) => {
+        Ok(Answer::File(parts)) => {
             let headers = Headers::new();
             headers.set("content-type", NDJSON)?;
-            Ok(Response::ok(file)?.with_headers(headers))
+            // Each part is copied out as the platform reads it and dropped.
+            let stream = futures::stream::iter(parts.into_iter().map(|p| Ok::<Vec<u8>, worker::Error>(p.into_bytes())));
+            Ok(Response::from_stream(stream)?.with_headers(headers))
         }
         Ok(Answer::Json(text)) => reply(Ok(text)),
         Err(e) => reply(Err(e)),
@@ -597,7 +602,12 @@ fn answer(out: std::result::Result<Answer, Error>) -> Result<Response> {
 
 pub(crate) fn reply(out: std::result::Result<String, Error>) -> Result<Response> {
     let body = match out {
-        Ok(result) => format!("{{\"ok\":{result}}}"),
+        // In place: an ingest's report of every memory may be megabytes.
+        Ok(mut result) => {
+            result.insert_str(0, "{\"ok\":");
+            result.push('}');
+            result
+        }
         Err(e) => json!({ "error": { "code": e.code(), "message": e.message() } }).to_string(),
     };
     let headers = Headers::new();

@@ -118,6 +118,14 @@ impl Op {
     pub fn answers_while_marked(self) -> bool {
         matches!(self, Op::DeleteProfile | Op::RestoreProfile | Op::Drain | Op::Purge)
     }
+
+    /// Whether Cloudflare's published interface gives no result for it
+    /// (`Promise<void>`; `result: null` over REST): the Worker then asks
+    /// the profile for none ([`crate::core::rest::ObjectCall::unread`]),
+    /// and an ingest's report of every memory it stored is never written.
+    pub fn publishes_no_result(self) -> bool {
+        matches!(self, Op::Ingest | Op::DeleteSession | Op::DeleteProfile)
+    }
 }
 
 /// An operation with its arguments as typed records: what every way in

@@ -32,9 +32,18 @@ pub struct Prepared {
     /// way the write purges it first). What it holds now counts for
     /// nothing: neither its room nor an import's links.
     empty_first: bool,
+    /// Its caller reads no result ([`Prepared::unread`]).
+    unread: bool,
 }
 
 impl Prepared {
+    /// Marks a call whose caller reads no result: it answers `null`, and
+    /// the result (an ingest's report of every memory stored) is never
+    /// written out.
+    pub fn unread(self) -> Prepared {
+        Prepared { unread: true, ..self }
+    }
+
     pub fn op(&self) -> Op {
         self.call.op()
     }
@@ -117,7 +126,7 @@ impl<'a> Profile<'a> {
             Call::Import { data } => (Call::Import { data: String::new() }, Some(self.prepare_import(&data, empty_first)?)),
             call => (call, None),
         };
-        Ok(Prepared { call, import, empty_first })
+        Ok(Prepared { call, import, empty_first, unread: false })
     }
 
     /// Whether the profile has room for what a prepared call adds: an
@@ -172,7 +181,7 @@ impl<'a> Profile<'a> {
     pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
         match self.answer_prepared(prepared).await? {
             Answer::Json(text) => Ok(text),
-            Answer::File(file) => to_json(&file),
+            Answer::File(parts) => to_json(&parts.concat()),
         }
     }
 
@@ -184,7 +193,7 @@ impl<'a> Profile<'a> {
         match prepared.call {
             Call::Export(req) => {
                 self.check_marked(Op::Export)?;
-                Ok(Answer::File(self.export(req)?))
+                Ok(Answer::File(self.export_parts(req)?))
             }
             call => Ok(Answer::Json(self.execute_checked(Prepared { call, ..prepared }).await?)),
         }
@@ -206,7 +215,7 @@ impl<'a> Profile<'a> {
     }
 
     async fn execute_checked(&self, prepared: Prepared) -> Result<String> {
-        let Prepared { call, import, .. } = prepared;
+        let Prepared { call, import, unread, .. } = prepared;
         self.check_marked(call.op())?;
         if call.op().creates() {
             let store = self.store();
@@ -215,39 +224,39 @@ impl<'a> Profile<'a> {
             }
         }
         match call {
-            Call::Ingest(req) => to_json(&self.ingest(req).await?),
-            Call::Remember(req) => to_json(&self.remember(req).await?),
-            Call::Recall(req) => to_json(&self.recall(req).await?),
-            Call::List(req) => to_json(&crate::core::model::MemoryList::from(self.list(req)?)),
-            Call::Get { id } => to_json(&self.get(&id)?),
-            Call::Forget { id } => to_json(&self.forget(&id)?),
+            Call::Ingest(req) => to_json_unless(unread, &self.ingest(req).await?),
+            Call::Remember(req) => to_json_unless(unread, &self.remember(req).await?),
+            Call::Recall(req) => to_json_unless(unread, &self.recall(req).await?),
+            Call::List(req) => to_json_unless(unread, &crate::core::model::MemoryList::from(self.list(req)?)),
+            Call::Get { id } => to_json_unless(unread, &self.get(&id)?),
+            Call::Forget { id } => to_json_unless(unread, &self.forget(&id)?),
             Call::Delete { id } => {
                 let report = self.delete(&id)?;
                 self.drop_vectors(&report.deleted_memories).await;
-                to_json(&report)
+                to_json_unless(unread, &report)
             }
             Call::DeleteSession { session_id } => {
                 let (report, ids) = self.delete_session_memories(&session_id)?;
                 self.drop_vectors(&ids).await;
-                to_json(&report)
+                to_json_unless(unread, &report)
             }
-            Call::GetSummary(req) => to_json(&self.summary(req)?),
-            Call::Export(req) => to_json(&self.export(req)?),
+            Call::GetSummary(req) => to_json_unless(unread, &self.summary(req)?),
+            Call::Export(req) => to_json_unless(unread, &self.export(req)?),
             // `prepare` parsed it (and kept no text).
-            Call::Import { .. } => to_json(&self.import_parsed(&import.ok_or_else(|| Error::storage("an import that was not prepared"))?)?),
-            Call::Stats => to_json(&self.stats()?),
+            Call::Import { .. } => to_json_unless(unread, &self.import_parsed(&import.ok_or_else(|| Error::storage("an import that was not prepared"))?)?),
+            Call::Stats => to_json_unless(unread, &self.stats()?),
             Call::DeleteProfile { never_written_ok } => match self.mark_deleted() {
                 Err(e) if never_written_ok && e.is_not_found() => Ok("null".to_string()),
-                report => to_json(&report?),
+                report => to_json_unless(unread, &report?),
             },
-            Call::RestoreProfile => to_json(&self.restore()?),
-            Call::Update(req) => to_json(&self.update(req)?),
-            Call::Consolidate(req) => to_json(&self.consolidate(req).await?),
-            Call::UndoConsolidation { id } => to_json(&self.undo_consolidation(id)?),
-            Call::Drain => to_json(&self.drain().await?),
+            Call::RestoreProfile => to_json_unless(unread, &self.restore()?),
+            Call::Update(req) => to_json_unless(unread, &self.update(req)?),
+            Call::Consolidate(req) => to_json_unless(unread, &self.consolidate(req).await?),
+            Call::UndoConsolidation { id } => to_json_unless(unread, &self.undo_consolidation(id)?),
+            Call::Drain => to_json_unless(unread, &self.drain().await?),
             Call::Purge => {
                 self.purge_now()?;
-                to_json(&json!({ "purged": true }))
+                to_json_unless(unread, &json!({ "purged": true }))
             }
         }
     }
@@ -416,9 +425,14 @@ impl<'a> Profile<'a> {
     }
 
     pub fn export(&self, req: api::ExportRequest) -> Result<String> {
+        Ok(self.export_parts(req)?.concat())
+    }
+
+    /// [`Profile::export`]'s file in parts ([`portable::export_parts`]).
+    pub fn export_parts(&self, req: api::ExportRequest) -> Result<Vec<String>> {
         req.validate()?;
         let filter = req.filter.as_ref().map(crate::core::filter::from_json).transpose()?;
-        portable::export(&self.store(), self.name, filter.as_ref())
+        portable::export_parts(&self.store(), self.name, filter.as_ref())
     }
 
     pub fn import(&self, ndjson: &str) -> Result<portable::ImportReport> {
@@ -576,8 +590,17 @@ impl<'a> Profile<'a> {
 pub enum Answer {
     /// The result as JSON text.
     Json(String),
-    /// An export: the NDJSON file itself.
-    File(String),
+    /// An export: the NDJSON file itself, in parts
+    /// ([`portable::export_parts`]).
+    File(Vec<String>),
+}
+
+/// [`to_json`], or `null` for a caller that reads no result.
+fn to_json_unless<T: serde::Serialize>(unread: bool, result: &T) -> Result<String> {
+    if unread {
+        return Ok("null".to_string());
+    }
+    to_json(result)
 }
 
 fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {

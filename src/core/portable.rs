@@ -29,18 +29,31 @@ pub const VERSION: i64 = 1;
 /// Messages or memories an export reads at once.
 const EXPORT_PAGE: usize = 256;
 
+/// About how large each part of an export's file is ([`export_parts`]).
+pub const EXPORT_PART_BYTES: usize = 1 << 20;
+
 /// The profile as NDJSON: a header, every message, every memory. With a
 /// filter, the memories passing it and the messages they cite, their
 /// links to versions that do not pass left out (as a hard delete leaves
 /// them): the file imports anywhere ([`check_links`]).
 ///
-/// The file is the only copy of the profile it holds: messages and
-/// memories are read a page ([`EXPORT_PAGE`]) at a time, and with a
-/// filter, a first pass keeps only the ids it needs.
+/// The file, joined: see [`export_parts`].
 pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<String> {
-    let mut out = String::new();
+    Ok(export_parts(store, profile, filter)?.concat())
+}
+
+/// [`export`]'s file in parts of about [`EXPORT_PART_BYTES`] each (a
+/// record is never split), read in one call, so the file is one moment's
+/// profile. The parts are the only copy of the profile it holds: messages
+/// and memories are read a page ([`EXPORT_PAGE`]) at a time, and with a
+/// filter, a first pass keeps only the ids it needs. The Durable Object
+/// answers with them as a stream, dropping each part once it is sent; one
+/// string would grow by doubling, and hold up to twice the file while it
+/// grows.
+pub fn export_parts(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<Vec<String>> {
+    let mut out = Parts::default();
     out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string());
-    out.push('\n');
+    out.push_str("\n");
     // With a filter: the memories that pass, and the messages they cite.
     let mut kept: Option<(HashSet<String>, HashSet<String>)> = None;
     if let Some(f) = filter {
@@ -70,7 +83,40 @@ pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::fil
         }
         Ok(())
     })?;
-    Ok(out)
+    Ok(out.finish())
+}
+
+/// Text written in parts of about [`EXPORT_PART_BYTES`], each allocated
+/// to its size.
+#[derive(Default)]
+struct Parts {
+    done: Vec<String>,
+    current: String,
+}
+
+impl Parts {
+    fn push_str(&mut self, text: &str) {
+        if !self.current.is_empty() && self.current.len().saturating_add(text.len()) > EXPORT_PART_BYTES {
+            self.close();
+        }
+        if self.current.capacity() == 0 {
+            self.current.reserve_exact(EXPORT_PART_BYTES.max(text.len()));
+        }
+        self.current.push_str(text);
+    }
+
+    fn close(&mut self) {
+        let mut part = std::mem::take(&mut self.current);
+        part.shrink_to_fit();
+        self.done.push(part);
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        if !self.current.is_empty() {
+            self.close();
+        }
+        self.done
+    }
 }
 
 /// Calls `f` with every memory, in id order, a page at a time.

@@ -124,6 +124,12 @@ impl ProfileCall {
         object_name(&self.namespace, &self.profile)
     }
 
+    /// Whether its caller reads no result: a route of the published
+    /// dialect whose envelope carries `result: null` ([`envelope_for`]).
+    pub fn unread(&self) -> bool {
+        self.dialect == Dialect::Published && self.op.publishes_no_result()
+    }
+
     /// The page size a list asked for (what `result_info.per_page` says).
     pub fn per_page(&self) -> usize {
         self.args.get("limit").and_then(Value::as_u64).map_or(api::DEFAULT_PAGE_SIZE, api::count)
@@ -142,20 +148,25 @@ pub struct ObjectCall {
     pub op: String,
     #[serde(default)]
     pub args: Value,
+    /// The caller reads no result (see [`Op::publishes_no_result`]): the
+    /// object answers `null` and never writes one.
+    #[serde(default)]
+    pub unread: bool,
 }
 
 impl ObjectCall {
     /// The call's JSON text, its arguments consumed: the Worker hands the
     /// text to the platform and keeps no copy while the object runs (the
     /// two may share one Wasm memory, and a call may carry 16 MB).
-    pub fn write(name: &str, op: &str, args: Value) -> Result<String> {
+    pub fn write(name: &str, op: &str, args: Value, unread: bool) -> Result<String> {
         #[derive(serde::Serialize)]
         struct Out<'a> {
             name: &'a str,
             op: &'a str,
             args: &'a Value,
+            unread: bool,
         }
-        serde_json::to_string(&Out { name, op, args: &args }).map_err(|e| Error::storage(format!("failed to write an internal call: {e}")))
+        serde_json::to_string(&Out { name, op, args: &args, unread }).map_err(|e| Error::storage(format!("failed to write an internal call: {e}")))
     }
 
     /// A call as [`ObjectCall::write`] wrote it; its text is not kept.
@@ -679,7 +690,7 @@ pub fn envelope_for(call: &ProfileCall, result: &str) -> String {
         return envelope_ok_text(call.op.name(), result);
     }
     match call.op {
-        Op::Ingest | Op::DeleteSession | Op::DeleteProfile => envelope_ok_text("", "null"),
+        op if op.publishes_no_result() => envelope_ok_text("", "null"),
         Op::List => {
             use serde_json::value::RawValue;
             #[derive(serde::Deserialize)]

@@ -46,7 +46,8 @@ fn main() {
     let messages: usize = std::env::args().skip(1).find(|a| !a.starts_with('-')).and_then(|a| a.parse().ok()).unwrap_or(500);
     let sql = database();
     let before = live();
-    let body = heap::ingest_body(messages, "s1");
+    let prose = std::env::var("HEAP_PROSE").is_ok_and(|v| v == "1");
+    let body = heap::ingest_body_of(messages, "s1", prose);
     let body_len = body.len();
     reset_peak();
     let mut rows = Vec::new();
@@ -59,7 +60,7 @@ fn main() {
     drop(body);
     step(&mut rows, "worker: body routed (parsed), dropped");
     let args = std::mem::take(&mut call.args);
-    let internal = ObjectCall::write(&call.object_name(), call.op.name(), args).expect("internal call");
+    let internal = ObjectCall::write(&call.object_name(), call.op.name(), args, call.unread()).expect("internal call");
     step(&mut rows, "worker: internal call written");
     // Handed to the platform (a JavaScript string, off the Wasm memory),
     // and read by the object as a string of its own.

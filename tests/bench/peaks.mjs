@@ -14,11 +14,12 @@
 //      of questions with a few statements (~2 memories a message); and
 //      PEAKS_PROSE_MESSAGES (default 50) of prose, every sentence a
 //      statement and so a memory of the local rule-based extraction;
-//   2. imports of NDJSON files of PEAKS_SIZES MiB (default 8,17,32,64; 64
-//      is taken as just under the 64 MiB limit), each into a profile of
-//      its own; the files are slices of the export of a profile filled
-//      with such ingests (whole messages and the memories citing them);
-//   3. an export of the profiles PEAKS_EXPORTS (default 17,64) of case 2.
+//   2. exports of that profile, after its first ingest and once filled by
+//      PEAKS_SOURCE_INGESTS (default 4) such ingests (~64 MiB of text);
+//   3. imports of NDJSON files of PEAKS_SIZES MiB (default 4,8; 8 is taken
+//      as just under the 8 MiB limit), each into a profile of its own; the
+//      files are slices of the second export (whole messages and the
+//      memories citing them).
 // Each case reads the mark before the request, just after its response,
 // and once the background work the request queued (the alarm's drain)
 // has finished or PEAKS_SETTLE_S (default 120) seconds have passed.
@@ -33,8 +34,8 @@ import { request, rss as processMemory, startOnOwnSocket, workerdPid } from "./c
 import { rng } from "./corpus.mjs";
 
 const MiB = 1048576;
-const SIZES = (process.env.PEAKS_SIZES || "8,17,32,64").split(",").map(Number);
-const EXPORTS = (process.env.PEAKS_EXPORTS || "17,64").split(",").map(Number);
+const SIZES = (process.env.PEAKS_SIZES || "4,8").split(",").map(Number);
+const SOURCE_INGESTS = Number(process.env.PEAKS_SOURCE_INGESTS || 4);
 const PROSE = Number(process.env.PEAKS_PROSE_MESSAGES ?? 50);
 const SETTLE_S = Number(process.env.PEAKS_SETTLE_S || 120);
 const OUT = path.resolve(ROOT, process.env.BENCH_OUT || "docs/bench");
@@ -42,7 +43,7 @@ const AUTH = "Bearer dev-token";
 /** The documented limits (src/core/api.rs). */
 const MESSAGES_PER_INGEST = 500;
 const MESSAGE_BYTES = 32 * 1024;
-const MAX_IMPORT_BYTES = 64 * MiB;
+const MAX_IMPORT_BYTES = 8 * MiB;
 /** Room left under the import limit for the largest file. */
 const UNDER_LIMIT = 64 * 1024;
 
@@ -250,7 +251,6 @@ async function main() {
   try {
     // 1. An ingest at the limits, into the profile whose export makes the
     // import files; then (the case measured) the rest of its fill.
-    const sessions = Math.ceil((Math.max(...SIZES) * MiB) / (MESSAGES_PER_INGEST * MESSAGE_BYTES));
     let exportText = "";
     rows.push(
       await measure(persistDir, "ingest 500 x 32 KB", "source", async (rt, row) => {
@@ -274,25 +274,38 @@ async function main() {
         }),
       );
     }
-    {
-      log(`filling the source profile: ${sessions} ingests of ${MESSAGES_PER_INGEST} x 32 KB`);
+    // 2. Exports of the profile of case 1, as it is and once filled.
+    const exportCase = (ingests) =>
+      measure(
+        persistDir,
+        `export of a profile of ${ingests} such ingest${ingests > 1 ? "s" : ""}`,
+        "source",
+        async (rt, row) => {
+          const res = await rt.http("source", "GET", "/export");
+          if (res.status !== 200) throw new Error(`GET /export: ${res.status} ${res.text.slice(0, 200)}`);
+          row.bytes = Buffer.byteLength(res.text);
+          exportText = res.text;
+        },
+        { settle: false },
+      );
+    rows.push(await exportCase(1));
+    if (SOURCE_INGESTS > 1) {
+      log(`filling the source profile: ${SOURCE_INGESTS - 1} more ingests of ${MESSAGES_PER_INGEST} x 32 KB`);
       const rt = await fresh(persistDir);
       try {
-        for (let s = 1; s < sessions; s++) await rt.json("source", "POST", "/ingest", ingestBody(`s${s}`, s));
+        for (let s = 1; s < SOURCE_INGESTS; s++) await rt.json("source", "POST", "/ingest", ingestBody(`s${s}`, s));
         const st = await rt.settle("source", 600);
         log(`source: ${st.messages} messages, ${st.memories} memories, ${st.pendingJobs} jobs waiting; wasm ${mb(st.isolate.wasmMemoryBytes)} MiB`);
-        const res = await rt.http("source", "GET", "/export");
-        if (res.status !== 200) throw new Error(`export of the source: ${res.status} ${res.text.slice(0, 200)}`);
-        exportText = res.text;
       } finally {
         await rt.dispose();
       }
+      rows.push(await exportCase(SOURCE_INGESTS));
     }
     const files = slices(exportText, SIZES);
     exportText = "";
     for (const s of SIZES) log(`file ${s}: ${mb(Buffer.byteLength(files[s].text))} MiB, ${files[s].messages} messages, ${files[s].memories} memories`);
 
-    // 2. Imports, each into a profile of its own.
+    // 3. Imports, each into a profile of its own.
     for (const s of SIZES) {
       const f = files[s];
       rows.push(
@@ -302,29 +315,12 @@ async function main() {
         }),
       );
     }
-
-    // 3. Exports of the imported profiles.
-    for (const s of EXPORTS) {
-      rows.push(
-        await measure(
-          persistDir,
-          `export of import-${s}`,
-          `import-${s}`,
-          async (rt, row) => {
-            const res = await rt.http(`import-${s}`, "GET", "/export");
-            if (res.status !== 200) throw new Error(`GET /export: ${res.status} ${res.text.slice(0, 200)}`);
-            row.bytes = Buffer.byteLength(res.text);
-          },
-          { settle: false },
-        ),
-      );
-    }
   } finally {
     rmSync(persistDir, { recursive: true, force: true });
   }
 
   const date = new Date().toISOString();
-  const result = { date, command: "make bench-peaks", sizesMiB: SIZES, exportsMiB: EXPORTS, seconds: Math.round((performance.now() - t0) / 1000), cases: rows };
+  const result = { date, command: "make bench-peaks", sizesMiB: SIZES, sourceIngests: SOURCE_INGESTS, seconds: Math.round((performance.now() - t0) / 1000), cases: rows };
   mkdirSync(OUT, { recursive: true });
   writeFileSync(path.join(OUT, "peaks.json"), JSON.stringify(result, null, 2) + "\n");
   const ratio = (r) => (Number.isFinite(r.after - r.before) && r.bytes > 0 ? ((r.after - r.before) / r.bytes).toFixed(2) : "-");
@@ -338,8 +334,8 @@ async function main() {
     "MiB throughout (1,048,576 bytes). Ratio = (after - before) / body or response size. Cloudflare's isolate limit is 128 MB.",
     "Ingest and import texts are synthetic (tests/bench/peaks.mjs `text`); memories come from the local rule-based extraction (the default",
     "configuration), which makes a memory of every sentence that states something: the prose case is run at " + PROSE + " messages, as",
-    "500 messages of prose gave no answer within 300 s in a trial here. Import files are slices of the export of a profile filled with the",
-    "first kind of ingest; the exports are of the profiles those imports made.",
+    "500 messages of prose gave no answer within 300 s in a trial here. The exports are of the profile the first ingest made, as it is and",
+    "once filled by " + SOURCE_INGESTS + " such ingests; the import files are slices of the second export.",
     "",
     "| case | body/response MiB | Wasm memory before -> after MiB | ratio | after drain MiB | workerd RSS high-water MiB | s | result |",
     "|---|---:|---:|---:|---:|---:|---:|---|",

@@ -71,14 +71,17 @@ const CITIES: &[&str] = &["Lisbon", "Oslo", "Kyoto", "Lima", "Accra", "Tallinn",
 const THINGS: &[&str] = &["tea", "jazz", "chess", "hiking", "sushi", "opera", "tennis", "poetry", "pottery", "sailing"];
 
 /// `bytes` of questions with a first-person statement now and then, as
-/// `tests/bench/peaks.mjs` writes them (the same shape, not the same words).
-fn text(rng: &mut Rng, bytes: usize) -> String {
+/// `tests/bench/peaks.mjs` writes them (the same shape, not the same
+/// words); `prose`: every sentence a statement.
+fn text(rng: &mut Rng, bytes: usize, prose: bool) -> String {
     let mut out = String::with_capacity(bytes + 256);
     while out.len() < bytes {
         if !out.is_empty() {
             out.push(' ');
         }
-        if out.is_empty() || rng.below(200) == 0 {
+        // A first-person statement; in prose, most sentences state
+        // something in plain words instead (as peaks.mjs writes it).
+        if (prose && rng.below(100) < 8) || (!prose && (out.is_empty() || rng.below(200) == 0)) {
             match rng.below(3) {
                 0 => out.push_str(&format!("I moved to {} in {}.", rng.pick(CITIES), 2000 + rng.below(25))),
                 1 => out.push_str(&format!("My favorite hobby is {}.", rng.pick(THINGS))),
@@ -91,7 +94,7 @@ fn text(rng: &mut Rng, bytes: usize) -> String {
         let mut s = words.join(" ");
         s[..1].make_ascii_uppercase();
         out.push_str(&s);
-        out.push('?');
+        out.push(if prose { '.' } else { '?' });
     }
     out.truncate(bytes);
     out
@@ -100,12 +103,18 @@ fn text(rng: &mut Rng, bytes: usize) -> String {
 /// An ingest's body: `messages` messages of 32 KB ([`text`]) in session
 /// `session`, as `make bench-peaks` sends at the published limits.
 pub fn ingest_body(messages: usize, session: &str) -> Vec<u8> {
+    ingest_body_of(messages, session, false)
+}
+
+/// [`ingest_body`] of prose (`prose`): every sentence states something,
+/// and the local extraction makes a memory of each.
+pub fn ingest_body_of(messages: usize, session: &str, prose: bool) -> Vec<u8> {
     let mut rng = Rng(0x5eed_cafe);
     let msgs: Vec<_> = (0..messages)
         .map(|i| {
             json!({
                 "role": if i % 2 == 0 { "user" } else { "assistant" },
-                "content": text(&mut rng, INGEST_MESSAGE_BYTES),
+                "content": text(&mut rng, INGEST_MESSAGE_BYTES, prose),
                 "timestamp": format!("2024-01-01T{:02}:{:02}:00Z", (i / 60) % 24, i % 60),
             })
         })

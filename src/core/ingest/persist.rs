@@ -105,8 +105,15 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             }
         }
         free_ids(store, &mut fresh)?;
-        let mut memories: Vec<Memory> = fresh.iter().map(|p| p.memory.clone()).collect();
-        let authority: Vec<u8> = fresh.iter().map(|p| p.authority).collect();
+        // Taken apart, not copied: a call may store tens of thousands.
+        let mut memories: Vec<Memory> = Vec::with_capacity(fresh.len());
+        let mut authority: Vec<u8> = Vec::with_capacity(fresh.len());
+        let mut fresh_prints: Vec<String> = Vec::with_capacity(fresh.len());
+        for p in fresh {
+            memories.push(p.memory);
+            authority.push(p.authority);
+            fresh_prints.push(p.fingerprint);
+        }
         let probes: Vec<KeyProbe<'_>> = memories
             .iter()
             .zip(&authority)
@@ -126,7 +133,7 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             held.into_iter().flatten().filter(within).map(|h| h.id.clone()).collect()
         };
         let plan = supersede::plan(&mut memories, &authority, &lookup);
-        let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fresh.into_iter().map(|p| p.fingerprint)).collect();
+        let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fresh_prints).collect();
         fold_restatements(&mut items, &plan.restatements);
         outcome.restated = plan.restatements.len();
 

@@ -73,39 +73,38 @@ impl<'a> Store<'a> {
         }
         // The stored columns in MEMORY_COLUMNS order, then the fingerprint
         // and, for a keyed memory, the digest of its words undated.
-        let rows: Vec<serde_json::Value> = fresh
-            .iter()
-            .map(|(m, fingerprint)| {
-                Ok(serde_json::json!([
-                    m.id,
-                    m.kind.as_str(),
-                    m.key,
-                    m.summary,
-                    m.content,
-                    m.session_id,
-                    json_text(&m.source_message_ids)?,
-                    json_text(&m.search_queries)?,
-                    m.status.as_str(),
-                    m.supersedes,
-                    m.superseded_by,
-                    m.event_date,
-                    m.created_at,
-                    m.updated_at,
-                    m.expires_at,
-                    if m.metadata.is_empty() { None } else { Some(json_text(&m.metadata)?) },
-                    m.valid_from,
-                    m.valid_to,
-                    fingerprint,
-                    m.key.as_ref().map(|_| crate::core::ids::undated_digest(&m.content)),
-                ]))
-            })
-            .collect::<Result<_>>()?;
+        // Made a statement's worth at a time, as the statements run: a
+        // call may write tens of thousands of memories.
+        let rows = fresh.iter().map(|(m, fingerprint)| -> Result<serde_json::Value> {
+            Ok(serde_json::json!([
+                m.id,
+                m.kind.as_str(),
+                m.key,
+                m.summary,
+                m.content,
+                m.session_id,
+                json_text(&m.source_message_ids)?,
+                json_text(&m.search_queries)?,
+                m.status.as_str(),
+                m.supersedes,
+                m.superseded_by,
+                m.event_date,
+                m.created_at,
+                m.updated_at,
+                m.expires_at,
+                if m.metadata.is_empty() { None } else { Some(json_text(&m.metadata)?) },
+                m.valid_from,
+                m.valid_to,
+                fingerprint,
+                m.key.as_ref().map(|_| crate::core::ids::undated_digest(&m.content)),
+            ]))
+        });
         let (table, columns) = json_table(20);
         let mut written = Vec::new();
-        for chunk in json_chunks(&rows)? {
+        for chunk in json_chunks_of(rows) {
             written.extend(rowids_of(self.sql.query(
                 &format!("{table} INSERT OR IGNORE INTO memories ({MEMORY_COLUMNS}, fingerprint, undated_digest) SELECT {columns} FROM r RETURNING rowid, id"),
-                &[chunk],
+                &[chunk?],
             )?)?);
         }
         written.sort_unstable();
