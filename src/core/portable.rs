@@ -26,8 +26,11 @@ use std::collections::{HashMap, HashSet};
 pub const FORMAT: &str = "agent-memory-export";
 pub const VERSION: i64 = 1;
 
-/// Messages or memories an export reads at once.
-const EXPORT_PAGE: usize = 256;
+/// Messages an export reads at once: with 32 KB of content each, about
+/// 1 MB.
+const EXPORT_MESSAGE_PAGE: usize = 32;
+/// Memories an export reads at once (statements, far shorter).
+const EXPORT_MEMORY_PAGE: usize = 256;
 
 /// About how large each part of an export's file is ([`export_parts`]).
 pub const EXPORT_PART_BYTES: usize = 1 << 20;
@@ -45,7 +48,7 @@ pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::fil
 /// [`export`]'s file in parts of about [`EXPORT_PART_BYTES`] each (a
 /// record is never split), read in one call, so the file is one moment's
 /// profile. The parts are the only copy of the profile it holds: messages
-/// and memories are read a page ([`EXPORT_PAGE`]) at a time, and with a
+/// and memories are read a page ([`EXPORT_MESSAGE_PAGE`], [`EXPORT_MEMORY_PAGE`]) at a time, and with a
 /// filter, a first pass keeps only the ids it needs. The Durable Object
 /// answers with them as a stream, dropping each part once it is sent; one
 /// string would grow by doubling, and hold up to twice the file while it
@@ -69,7 +72,7 @@ pub fn export_parts(store: &Store<'_>, profile: &str, filter: Option<&crate::cor
     }
     let mut after: Option<(String, i64)> = None;
     loop {
-        let page = store.messages_after(after.as_ref().map(|(s, p)| (s.as_str(), *p)), EXPORT_PAGE)?;
+        let page = store.messages_after(after.as_ref().map(|(s, p)| (s.as_str(), *p)), EXPORT_MESSAGE_PAGE)?;
         let Some(last) = page.last() else { break };
         after = Some((last.session_id.clone(), last.position));
         for m in page.iter().filter(|m| kept.as_ref().is_none_or(|(_, cited)| cited.contains(&m.id))) {
@@ -123,7 +126,7 @@ impl Parts {
 fn each_memory(store: &Store<'_>, mut f: impl FnMut(Memory) -> Result<()>) -> Result<()> {
     let mut after: Option<String> = None;
     loop {
-        let page = store.memories_after(after.as_deref(), EXPORT_PAGE)?;
+        let page = store.memories_after(after.as_deref(), EXPORT_MEMORY_PAGE)?;
         let Some(last) = page.last() else { return Ok(()) };
         after = Some(last.id.clone());
         page.into_iter().try_for_each(&mut f)?;
