@@ -35,15 +35,16 @@ bench-native: setup
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/native-data.mjs "$(BENCH_NATIVE_DIR)" "$(BENCH_NATIVE_N)"
 	@$(ENV) cargo bench --features bench --bench stages -- "$(BENCH_NATIVE_DIR)" $(BENCH_NATIVE_PART)
 
-# `make bench-heap [HEAP_MESSAGES=500]`: the Rust heap one ingest at the
-# published limits holds, natively, step by step along the Worker's and
-# its profile object's path (tests/bench/heap.rs; a counting allocator).
+# `make bench-heap [HEAP_MESSAGES=500] [HEAP_CASE=ingest|prose|import]`:
+# the Rust heap one ingest at the published limits (or of prose, or an
+# import of its export) holds, natively, step by step along the Worker's
+# and its profile object's path (tests/bench/heap.rs; a counting allocator).
 # Where `make bench-peaks` reads the Wasm memory's mark in workerd, this
 # says which copy of the call makes it.
 .PHONY: bench-heap
 HEAP_MESSAGES ?= 500
 bench-heap: setup
-	@$(ENV) cargo bench --quiet --bench heap -- $(HEAP_MESSAGES)
+	@$(ENV) $(if $(HEAP_CASE),HEAP_CASE="$(HEAP_CASE)") cargo bench --quiet --bench heap -- $(HEAP_MESSAGES)
 
 # `make bench-key-holders [KEY_HOLDERS_CALLS=2000]`: one key an agent says
 # in every call (a support agent's refund reference), natively: ingest

@@ -18,7 +18,10 @@
 //!
 //! The body is the published limits' worst case, as `make bench-peaks`
 //! sends it: HEAP_MESSAGES (default 500) messages of 32 KB of questions
-//! with a statement now and then. Natively, not Wasm: allocation sizes
+//! with a statement now and then. HEAP_CASE=prose: prose instead, every
+//! sentence a statement (and so a memory); HEAP_CASE=import: an import of
+//! the export of a profile that took such an ingest (230 messages stay
+//! under the 8 MB import limit). Natively, not Wasm: allocation sizes
 //! match (the same code and serde), the allocator's slack does not.
 //!
 //! Usage: `cargo bench --bench heap [-- MESSAGES]`.
@@ -44,18 +47,30 @@ fn step(rows: &mut Vec<(String, usize, usize)>, name: &str) {
 
 fn main() {
     let messages: usize = std::env::args().skip(1).find(|a| !a.starts_with('-')).and_then(|a| a.parse().ok()).unwrap_or(500);
+    let case = std::env::var("HEAP_CASE").unwrap_or_else(|_| "ingest".into());
     let sql = database();
-    let before = live();
-    let prose = std::env::var("HEAP_PROSE").is_ok_and(|v| v == "1");
-    let body = heap::ingest_body_of(messages, "s1", prose);
+    let ingest = heap::ingest_body_of(messages, "s1", case == "prose");
+    // An import's file: the export of a profile that took such an ingest.
+    let (what, route, content_type, body) = match case.as_str() {
+        "import" => {
+            let source = database();
+            let v: serde_json::Value = serde_json::from_slice(&ingest).expect("body");
+            with_profile(&source, APRIL_15, |p| block_on(p.run(agent_memory::core::op::Op::Ingest, v)).expect("fill"));
+            let file = with_profile(&source, APRIL_15, |p| p.export(Default::default()).expect("export"));
+            ("import", "import", "application/x-ndjson", file.into_bytes())
+        }
+        _ => ("ingest", "ingest", "application/json", ingest),
+    };
+    // What was live before the body was read.
+    let before = live() - body.capacity();
     let body_len = body.len();
     reset_peak();
     let mut rows = Vec::new();
     step(&mut rows, "worker: body read");
 
     // 1. The Worker (src/cloudflare/mod.rs `fetch`, `handle`, `call_object_text`).
-    let path = "/accounts/a/agent-memory/namespaces/ns/profiles/p/ingest";
-    let incoming = Incoming { method: "POST", path, query: "", content_type: Some("application/json"), body: &body };
+    let path = format!("/accounts/a/agent-memory/namespaces/ns/profiles/p/{route}");
+    let incoming = Incoming { method: "POST", path: &path, query: "", content_type: Some(content_type), body: &body };
     let Route::Profile(mut call) = rest::route(&incoming).expect("route") else { panic!("not a profile route") };
     drop(body);
     step(&mut rows, "worker: body routed (parsed), dropped");
@@ -77,11 +92,12 @@ fn main() {
         let call = Call::decode(op, decoded.args).expect("decode");
         let prepared = p.prepare_as(call, false).expect("prepare");
         p.admit(&prepared).expect("admit");
-        block_on(p.execute_prepared(prepared)).expect("ingest")
+        block_on(p.execute_prepared(prepared)).expect("the call")
     });
-    step(&mut rows, "object: ingest run (result as JSON text)");
-    let reply = format!("{{\"ok\":{out}}}");
-    drop(out);
+    step(&mut rows, &format!("object: {what} run (result as JSON text)"));
+    let mut reply = out;
+    reply.insert_str(0, "{\"ok\":");
+    reply.push('}');
     step(&mut rows, "object: reply written");
     let reply_len = reply.len();
 
@@ -94,7 +110,7 @@ fn main() {
     step(&mut rows, "all dropped");
 
     let overall = rows.iter().map(|r| r.2).max().unwrap_or(0);
-    println!("# make bench-heap: {messages} messages of 32 KB, body {:.1} MiB, reply {:.1} MiB", body_len as f64 / MIB, reply_len as f64 / MIB);
+    println!("# make bench-heap: {case} of {messages} messages of 32 KB, body {:.1} MiB, reply {:.1} MiB", body_len as f64 / MIB, reply_len as f64 / MIB);
     println!();
     println!("| step | live after MiB | peak within MiB |");
     println!("|---|---:|---:|");
