@@ -59,7 +59,7 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     let incoming = Incoming { method: "POST", path: PATH, query: "", content_type: Some("application/json"), body: &body };
     let Ok(Route::Profile(mut call)) = rest::route(&incoming) else { panic!("not routed as a profile call") };
     drop(body);
-    let text = ObjectCall::write(&call.object_name(), call.op.name(), std::mem::take(&mut call.args), call.unread()).unwrap();
+    let text = ObjectCall::write(&call.object_name(), call.op.name(), call.take_args(), call.unread()).unwrap();
     let held = live() - before - text.capacity();
     assert!(held < body_len / 100, "the Worker holds {held} bytes of a {body_len}-byte call besides the text it posts");
 

@@ -199,8 +199,9 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::
         Route::Profile(mut call) => {
             let name = call.object_name();
             // Moved, not copied: the call's arguments are written to the
-            // object and dropped before it runs (the envelope needs the rest).
-            let args = std::mem::take(&mut call.args);
+            // object and dropped before it runs (what the envelope reads
+            // of them stays).
+            let args = call.take_args();
             match call_object_answer(env, &name, call.op.name(), args, call.unread()).await? {
                 ObjectAnswer::Json(out) => Ok(Reply::json(rest::envelope_for(&call, &out))),
                 ObjectAnswer::File(from_object) => Ok(Reply::File { from_object, filename: format!("{}-{}.ndjson", call.namespace, call.profile) }),

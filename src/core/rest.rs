@@ -130,6 +130,17 @@ impl ProfileCall {
         self.dialect == Dialect::Published && self.op.publishes_no_result()
     }
 
+    /// The call's arguments, taken to be sent to the profile (not copied:
+    /// an ingest's may be 16 MB); what its envelope reads of them, a
+    /// list's `limit` ([`ProfileCall::per_page`]), stays.
+    pub fn take_args(&mut self) -> Value {
+        let args = std::mem::take(&mut self.args);
+        if let Some(limit) = args.get("limit") {
+            self.args = json!({ "limit": limit.clone() });
+        }
+        args
+    }
+
     /// The page size a list asked for (what `result_info.per_page` says).
     pub fn per_page(&self) -> usize {
         self.args.get("limit").and_then(Value::as_u64).map_or(api::DEFAULT_PAGE_SIZE, api::count)
@@ -849,6 +860,21 @@ mod tests {
         let Route::Profile(c) = get(&format!("{BASE}/memories")).unwrap() else { panic!() };
         assert_eq!((c.namespace.as_str(), c.profile.as_str(), c.op), ("ns", "p1", Op::List));
         assert_eq!(c.object_name(), "ns/p1");
+    }
+
+    #[test]
+    fn test_taking_a_calls_arguments_keeps_what_its_envelope_reads() {
+        let path = format!("/client/v4{BASE}/memories");
+        let Route::Profile(mut c) = route(&Incoming { method: "GET", path: &path, query: "per_page=50&session_id=s1", content_type: None, body: b"" }).unwrap()
+        else {
+            panic!()
+        };
+        let args = c.take_args();
+        assert_eq!((args["limit"].as_u64(), args["sessionId"].as_str()), (Some(50), Some("s1")));
+        assert_eq!(c.per_page(), 50);
+        assert_eq!(c.args, json!({ "limit": 50 }), "only what the envelope reads stays");
+        let with = envelope_for(&c, r#"{"memories":[],"cursor":null}"#);
+        assert!(with.contains("\"per_page\":50"), "{with}");
     }
 
     fn list_with(query: &str) -> Result<Value> {

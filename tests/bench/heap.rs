@@ -74,7 +74,7 @@ fn main() {
     let Route::Profile(mut call) = rest::route(&incoming).expect("route") else { panic!("not a profile route") };
     drop(body);
     step(&mut rows, "worker: body routed (parsed), dropped");
-    let args = std::mem::take(&mut call.args);
+    let args = call.take_args();
     let internal = ObjectCall::write(&call.object_name(), call.op.name(), args, call.unread()).expect("internal call");
     step(&mut rows, "worker: internal call written");
     // Handed to the platform (a JavaScript string, off the Wasm memory),
