@@ -382,8 +382,12 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, unread).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
             // An export's file, as the string it is.
+            // An export's file, read as a string by the platform: it never
+            // enters the Wasm memory.
             ObjectAnswer::File(resp) => {
-                response_text(&resp).await.map(|t| JsValue::from_str(&t)).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
+                let raw: web_sys::Response = resp.into();
+                let text = async { wasm_bindgen_futures::JsFuture::from(raw.text()?).await };
+                text.await.map_err(|e| Error::storage(format!("failed to read profile object reply: {}", js_error_message(&e))))
             }
         }
     }
