@@ -49,7 +49,10 @@ const UNDER_LIMIT = 64 * 1024;
 
 const log = (...a) => console.error("[bench-peaks]", ...a);
 const mb = (b) => (Number.isFinite(b) ? (b / MiB).toFixed(1) : "-");
-const base = (p) => `/accounts/bench/agent-memory/namespaces/peaks/profiles/${p}`;
+/** A profile's routes: this service's own (`/accounts/…`, full reports),
+ * or Cloudflare's published ones (`/client/v4/…`) for a profile named
+ * `published-…`, where an ingest's result is null and none is written. */
+const base = (p) => `${p.startsWith("published-") ? "/client/v4" : ""}/accounts/bench/agent-memory/namespaces/peaks/profiles/${p}`;
 
 // ---------------------------------------------------------------- text
 
@@ -274,6 +277,25 @@ async function main() {
         }),
       );
     }
+    // 1c. Both over the published routes: the same work, but the caller
+    // reads no result (null), so the report of every memory stored is
+    // never written.
+    rows.push(
+      await measure(persistDir, "ingest 500 x 32 KB, published route", "published-source", async (rt, row) => {
+        const body = ingestBody("s0", 0);
+        row.bytes = Buffer.byteLength(body);
+        await rt.json("published-source", "POST", "/ingest", body);
+      }),
+    );
+    if (PROSE > 0) {
+      rows.push(
+        await measure(persistDir, `ingest ${PROSE} x 32 KB, prose, published route`, "published-prose", async (rt, row) => {
+          const body = ingestBody("prose", 1000, PROSE, true);
+          row.bytes = Buffer.byteLength(body);
+          await rt.json("published-prose", "POST", "/ingest", body);
+        }),
+      );
+    }
     // 2. Exports of the profile of case 1, as it is and once filled.
     const exportCase = (ingests) =>
       measure(
@@ -335,7 +357,9 @@ async function main() {
     "Ingest and import texts are synthetic (tests/bench/peaks.mjs `text`); memories come from the local rule-based extraction (the default",
     "configuration), which makes a memory of every sentence that states something: the prose case is run at " + PROSE + " messages, as",
     "500 messages of prose gave no answer within 300 s in a trial here. The exports are of the profile the first ingest made, as it is and",
-    "once filled by " + SOURCE_INGESTS + " such ingests; the import files are slices of the second export.",
+    "once filled by " + SOURCE_INGESTS + " such ingests; the import files are slices of the second export. Every case uses this service's own",
+    "routes (`/accounts/…`, whose ingest answers a report of every memory stored) but those marked \"published route\", which send the",
+    "same ingest to Cloudflare's published routes (`/client/v4/…`), whose ingest result is null: the profile then writes no report.",
     "",
     "| case | body/response MiB | Wasm memory before -> after MiB | ratio | after drain MiB | workerd RSS high-water MiB | s | result |",
     "|---|---:|---:|---:|---:|---:|---:|---|",
