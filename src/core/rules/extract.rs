@@ -102,17 +102,23 @@ fn stated_stems(line: &Line) -> HashSet<String> {
     text::sentences(&line.text).iter().filter(|s| states_something(s)).flat_map(|s| text::stems(s)).collect()
 }
 
+/// The stated stems of the lines an extraction has looked up, by their
+/// place in its transcript: each answered line is read once, however
+/// many sentences answer it (a long answer has hundreds).
+pub type SaidCache = rustc_hash::FxHashMap<usize, HashSet<String>>;
+
 /// Whether sentence `s` of `t.lines[pos]` is an agent echoing the person
 /// it answers: the nearest earlier line of another, non-agent speaker.
-pub fn is_echo(t: &Transcript, pos: usize, s: &str) -> bool {
+pub fn is_echo(t: &Transcript, pos: usize, s: &str, said: &mut SaidCache) -> bool {
     let Some((line, before)) = t.lines.get(..=pos).and_then(<[Line]>::split_last) else { return false };
     if !is_agent_role(&line.role) {
         return false;
     }
-    let Some(answered) = before.iter().rev().find(|l| l.role != line.role && !is_agent_role(&l.role)) else {
+    let Some(at) = before.iter().rposition(|l| l.role != line.role && !is_agent_role(&l.role)) else {
         return false;
     };
-    let said = stated_stems(answered);
+    let Some(answered) = before.get(at) else { return false };
+    let said = said.entry(at).or_insert_with(|| stated_stems(answered));
     let words: Vec<String> = text::stems(s).into_iter().filter(|w| !ACKNOWLEDGEMENTS.contains(&w.as_str())).collect();
     if words.is_empty() || said.is_empty() {
         return false;
@@ -125,9 +131,10 @@ pub fn is_echo(t: &Transcript, pos: usize, s: &str) -> bool {
 /// role capitalized, so a memory says who said it.
 pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
     let mut out = Vec::new();
+    let mut said = SaidCache::default();
     for (pos, line) in t.lines.iter().enumerate() {
         for s in text::sentences(&line.text) {
-            if !states_something(&s) || is_echo(t, pos, &s) {
+            if !states_something(&s) || is_echo(t, pos, &s, &mut said) {
                 continue;
             }
             if pass == Pass::Detail && !has_concrete_value(&s) {
