@@ -108,12 +108,7 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     let read = mcp::read(&body, Some("application/json"));
     drop(body);
     let backend = Recording { held: Cell::new(None) };
-    let reply = block_on(async {
-        match read {
-            Ok(message) => mcp::answer(message, &backend).await,
-            Err(refusal) => refusal,
-        }
-    });
+    let reply = block_on(mcp::answer(read, &backend));
     assert_eq!(reply.status, 200, "{}", reply.body);
     let held = backend.held.get().expect("the profile was called") - before;
     assert!(held < body_len, "MCP held {held} bytes besides the arguments of a {body_len}-byte call");

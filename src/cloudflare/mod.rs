@@ -224,10 +224,7 @@ pub async fn call_catalog(env: &Env, call: &CatalogCall) -> std::result::Result<
 /// Object (credentials were checked in `fetch`, as for REST).
 async fn serve_mcp(env: &Env, namespace: &str, profile: &str, read: std::result::Result<mcp::McpMessage, mcp::McpReply>) -> Result<Response> {
     let backend = ObjectBackend { env, name: rest::object_name(namespace, profile) };
-    let reply = match read {
-        Ok(message) => mcp::answer(message, &backend).await,
-        Err(refusal) => refusal,
-    };
+    let reply = mcp::answer(read, &backend).await;
     let headers = Headers::new();
     if let Some(ct) = reply.content_type {
         headers.set("content-type", ct)?;
@@ -377,9 +374,7 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
-        // The shim gives no result where the published interface gives none.
-        let unread = crate::core::op::Op::parse(&op).is_some_and(crate::core::op::Op::publishes_no_result);
-        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, unread).await? {
+        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op)).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
             // An export's file, as the string it is.
             // An export's file, read as a string by the platform: it never

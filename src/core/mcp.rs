@@ -131,10 +131,7 @@ impl McpReply {
 /// Authentication and routing to the profile are the caller's (as for
 /// REST): call this only for an authorized request.
 pub async fn handle_http(req: &McpRequest<'_>, backend: &dyn Backend) -> McpReply {
-    match read_http(req) {
-        Ok(message) => answer(message, backend).await,
-        Err(refusal) => refusal,
-    }
+    answer(read_http(req), backend).await
 }
 
 /// A POST read and checked, its body parsed: the JSON-RPC message to
@@ -179,10 +176,7 @@ pub fn read_http(req: &McpRequest<'_>) -> std::result::Result<McpMessage, McpRep
 /// message that is not valid JSON-RPC (-32600); 406 when `accept` allows
 /// neither `application/json` nor `text/event-stream`.
 pub async fn handle(body: &[u8], accept: Option<&str>, backend: &dyn Backend) -> McpReply {
-    match read(body, accept) {
-        Ok(message) => answer(message, backend).await,
-        Err(refusal) => refusal,
-    }
+    answer(read(body, accept), backend).await
 }
 
 /// [`handle`]'s reading of a body: the JSON-RPC message, or the reply
@@ -209,12 +203,16 @@ pub fn read(body: &[u8], accept: Option<&str>) -> std::result::Result<McpMessage
     Ok(McpMessage { message, as_sse })
 }
 
-/// Answers a message [`read`] (or [`read_http`]) let through: 202 with no
-/// body when it holds only notifications (or responses); 200 with the
-/// response, or an array of them for a batch; 400 for a single message
-/// that is not valid JSON-RPC (-32600).
-pub async fn answer(read: McpMessage, backend: &dyn Backend) -> McpReply {
-    let McpMessage { message, as_sse } = read;
+/// Answers what [`read`] (or [`read_http`]) made of a request: its
+/// refusal as it is; for a message let through, 202 with no body when it
+/// holds only notifications (or responses), 200 with the response, or an
+/// array of them for a batch, 400 for a single message that is not valid
+/// JSON-RPC (-32600).
+pub async fn answer(read: std::result::Result<McpMessage, McpReply>, backend: &dyn Backend) -> McpReply {
+    let McpMessage { message, as_sse } = match read {
+        Ok(message) => message,
+        Err(refusal) => return refusal,
+    };
     let reply = |status: u16, v: &Value| if as_sse { McpReply::sse(status, v) } else { McpReply::json(status, v) };
     let bad_request = Error::invalid("").status();
     match message {

@@ -37,11 +37,13 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Marks a call whose caller reads no result: it answers `null`, and
-    /// the result (an ingest's report of every memory stored) is never
-    /// written out.
+    /// Marks a call whose caller reads no result, for an operation whose
+    /// published result is void ([`Op::publishes_no_result`]; others are
+    /// left as they are): it answers `null`, and the result (an ingest's
+    /// report of every memory stored) is never written out.
     pub fn unread(self) -> Prepared {
-        Prepared { unread: true, ..self }
+        let unread = self.op().publishes_no_result();
+        Prepared { unread, ..self }
     }
 
     pub fn op(&self) -> Op {
@@ -176,15 +178,6 @@ impl<'a> Profile<'a> {
         Ok(parsed)
     }
 
-    /// Runs a prepared call that [`Profile::admit`] let in; its result as
-    /// JSON text (an export's file as a JSON string).
-    pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
-        match self.answer_prepared(prepared).await? {
-            Answer::Json(text) => Ok(text),
-            Answer::File(parts) => to_json(&parts.concat()),
-        }
-    }
-
     /// [`Profile::execute_prepared`], an export's file given as it is: the
     /// Durable Object answers it as NDJSON, and the Worker passes that on
     /// without reading it (a JSON string of it would be a second copy, and
@@ -195,7 +188,7 @@ impl<'a> Profile<'a> {
                 self.check_marked(Op::Export)?;
                 Ok(Answer::File(self.export_parts(req)?))
             }
-            call => Ok(Answer::Json(self.execute_checked(Prepared { call, ..prepared }).await?)),
+            call => Ok(Answer::Json(self.execute_prepared(Prepared { call, ..prepared }).await?)),
         }
     }
 
@@ -214,7 +207,9 @@ impl<'a> Profile<'a> {
         Ok(())
     }
 
-    async fn execute_checked(&self, prepared: Prepared) -> Result<String> {
+    /// Runs a prepared call that [`Profile::admit`] let in; its result as
+    /// JSON text.
+    pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
         let Prepared { call, import, unread, .. } = prepared;
         self.check_marked(call.op())?;
         if call.op().creates() {
@@ -225,38 +220,38 @@ impl<'a> Profile<'a> {
         }
         match call {
             Call::Ingest(req) => to_json_unless(unread, &self.ingest(req).await?),
-            Call::Remember(req) => to_json_unless(unread, &self.remember(req).await?),
-            Call::Recall(req) => to_json_unless(unread, &self.recall(req).await?),
-            Call::List(req) => to_json_unless(unread, &crate::core::model::MemoryList::from(self.list(req)?)),
-            Call::Get { id } => to_json_unless(unread, &self.get(&id)?),
-            Call::Forget { id } => to_json_unless(unread, &self.forget(&id)?),
+            Call::Remember(req) => to_json(&self.remember(req).await?),
+            Call::Recall(req) => to_json(&self.recall(req).await?),
+            Call::List(req) => to_json(&crate::core::model::MemoryList::from(self.list(req)?)),
+            Call::Get { id } => to_json(&self.get(&id)?),
+            Call::Forget { id } => to_json(&self.forget(&id)?),
             Call::Delete { id } => {
                 let report = self.delete(&id)?;
                 self.drop_vectors(&report.deleted_memories).await;
-                to_json_unless(unread, &report)
+                to_json(&report)
             }
             Call::DeleteSession { session_id } => {
                 let (report, ids) = self.delete_session_memories(&session_id)?;
                 self.drop_vectors(&ids).await;
                 to_json_unless(unread, &report)
             }
-            Call::GetSummary(req) => to_json_unless(unread, &self.summary(req)?),
-            Call::Export(req) => to_json_unless(unread, &self.export(req)?),
+            Call::GetSummary(req) => to_json(&self.summary(req)?),
+            Call::Export(req) => to_json(&self.export(req)?),
             // `prepare` parsed it (and kept no text).
-            Call::Import { .. } => to_json_unless(unread, &self.import_parsed(&import.ok_or_else(|| Error::storage("an import that was not prepared"))?)?),
-            Call::Stats => to_json_unless(unread, &self.stats()?),
+            Call::Import { .. } => to_json(&self.import_parsed(&import.ok_or_else(|| Error::storage("an import that was not prepared"))?)?),
+            Call::Stats => to_json(&self.stats()?),
             Call::DeleteProfile { never_written_ok } => match self.mark_deleted() {
                 Err(e) if never_written_ok && e.is_not_found() => Ok("null".to_string()),
                 report => to_json_unless(unread, &report?),
             },
-            Call::RestoreProfile => to_json_unless(unread, &self.restore()?),
-            Call::Update(req) => to_json_unless(unread, &self.update(req)?),
-            Call::Consolidate(req) => to_json_unless(unread, &self.consolidate(req).await?),
-            Call::UndoConsolidation { id } => to_json_unless(unread, &self.undo_consolidation(id)?),
-            Call::Drain => to_json_unless(unread, &self.drain().await?),
+            Call::RestoreProfile => to_json(&self.restore()?),
+            Call::Update(req) => to_json(&self.update(req)?),
+            Call::Consolidate(req) => to_json(&self.consolidate(req).await?),
+            Call::UndoConsolidation { id } => to_json(&self.undo_consolidation(id)?),
+            Call::Drain => to_json(&self.drain().await?),
             Call::Purge => {
                 self.purge_now()?;
-                to_json_unless(unread, &json!({ "purged": true }))
+                to_json(&json!({ "purged": true }))
             }
         }
     }
@@ -584,7 +579,6 @@ impl<'a> Profile<'a> {
     }
 }
 
-/// An operation's result as JSON text.
 /// What a call answers.
 #[derive(Debug)]
 pub enum Answer {
@@ -603,6 +597,7 @@ fn to_json_unless<T: serde::Serialize>(unread: bool, result: &T) -> Result<Strin
     to_json(result)
 }
 
+/// An operation's result as JSON text.
 fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
     serde_json::to_string(result).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))
 }

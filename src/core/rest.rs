@@ -151,6 +151,13 @@ pub fn object_name(namespace: &str, profile: &str) -> String {
     format!("{namespace}/{profile}")
 }
 
+/// Whether an RPC caller reads no result of operation `op`: the shim's
+/// methods give none where the published interface's are void
+/// ([`Op::publishes_no_result`]).
+pub fn rpc_reads_no_result(op: &str) -> bool {
+    Op::parse(op).is_some_and(Op::publishes_no_result)
+}
+
 /// The internal call a Worker posts to a profile's Durable Object: the
 /// object's name, the operation, and its arguments as JSON.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
