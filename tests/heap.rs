@@ -43,7 +43,7 @@ impl Backend for Recording {
 }
 
 #[test]
-fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and_an_export_once() {
+fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and_an_export_a_part_at_a_time() {
     let sql = database();
     // The regexes' caches (lazy DFAs, which grow with the text they scan
     // up to a bound) are the isolate's, made once: filled here, by a call
@@ -80,22 +80,27 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     assert!(report.contains("\"messagesStored\":100"), "the ingest stored its messages: {}", &report[..200.min(report.len())]);
     assert!(over < body_len * 2, "the object's ingest rose {over} bytes over its {body_len}-byte call (more than two copies)");
 
-    // An export of the profile (the warm-up's and this call's messages and
-    // memories): its parts are the only copy of what it holds, read a
-    // page at a time; with a filter, the first pass keeps ids only.
-    // (All messages read at once, it rose twice the file.)
+    // An export of the profile (the warm-up's, this call's and 200 more
+    // messages, and their memories: a file many parts long), spooled, then read out a part at a time as the object
+    // streams it: the object holds one part of the file, never the file.
+    // Messages and memories are read a page at a time; with a filter, the
+    // first pass keeps ids only. (Held as parts until sent, it rose by the
+    // whole file.)
+    let more: Value = serde_json::from_slice(&heap::ingest_body(200, "s3")).unwrap();
+    with_profile(&sql, APRIL_15, |p| block_on(p.run(Op::Ingest, more)).unwrap());
     for filter in [None, Some(json!({ "createdAt": { "gte": "2000-01-01T00:00:00Z" } }))] {
         let start = live();
         reset_peak();
-        let parts = with_profile(&sql, APRIL_15, |p| p.export_parts(agent_memory::core::api::ExportRequest { filter: filter.clone() }).unwrap());
-        let file: usize = parts.iter().map(String::len).sum();
+        let spooled = with_profile(&sql, APRIL_15, |p| p.spool_export(agent_memory::core::api::ExportRequest { filter: filter.clone() }).unwrap());
+        let parts = agent_memory::core::portable::SpooledParts::new(&sql, spooled, |e| panic!("{e}"));
+        let file: usize = parts.map(|part| part.unwrap().len()).sum();
         let over = peak() - start;
         assert!(file > body_len, "the export holds the call's messages: {file} bytes");
-        // The parts, the one being filled (reserved whole), a page of
-        // messages (about a part's size) and one record as it is written.
-        let bound = file + 3 * agent_memory::core::portable::EXPORT_PART_BYTES;
+        // A page of messages (32 of 32 KB), the part being filled, the
+        // part being read, and one record as it is written.
+        let bound = 4 * agent_memory::core::portable::EXPORT_PART_BYTES + 2 * 32 * 32 * 1024;
+        assert!(bound < file / 2, "the bound ({bound} bytes) tells a part from the file ({file} bytes)");
         assert!(over < bound, "an export of {file} bytes rose {over} bytes (filter {filter:?})");
-        drop(parts);
     }
 
     // MCP: the message parsed, the body dropped; when the profile is

@@ -9,7 +9,9 @@ use agent_memory::core::api::{ExportRequest, IngestRequest, ListRequest, ListSta
 use agent_memory::core::error::Error;
 use agent_memory::core::model::{MessageInput, Status};
 use agent_memory::core::ops::Profile;
+use agent_memory::core::portable::{self, SpooledParts, EXPORT_PART_BYTES};
 use agent_memory::core::ports::Sql;
+use agent_memory::core::store::Store;
 use serde_json::{json, Value};
 use support::{block_on, database, snapshot, with_profile, NativeSql, APRIL_15, DAY};
 
@@ -483,24 +485,111 @@ fn test_an_export_read_in_pages_holds_every_record_once_in_order() {
     });
 }
 
+/// Ingests `n` messages of about 32 KB into session `session`.
+fn ingest_long(p: &Profile<'_>, session: &str, n: usize) {
+    let messages = (0..n)
+        .map(|i| MessageInput { role: "user".into(), content: format!("My desk is number {i}. {}", "Plain words here. ".repeat(1800)), timestamp: None })
+        .collect();
+    block_on(p.ingest(IngestRequest { messages, session_id: Some(session.into()), metadata: Default::default() })).unwrap();
+}
+
+/// The spooled exports' parts left in the database.
+fn spooled_parts(sql: &NativeSql) -> i64 {
+    sql.query("SELECT COUNT(*) FROM export_spool", &[]).unwrap()[0][0].as_i64().unwrap()
+}
+
+/// A spooled export read out part by part, as the object streams it.
+fn read_out(sql: &NativeSql, spooled: portable::Spooled) -> String {
+    let mut file = Vec::new();
+    for part in SpooledParts::new(sql, spooled, |e| panic!("{e}")) {
+        let part = part.unwrap();
+        assert!(part.len() <= EXPORT_PART_BYTES, "a part of {} bytes", part.len());
+        file.extend(part);
+    }
+    String::from_utf8(file).unwrap()
+}
+
+/// The file's records, its header (which carries the time) aside.
+fn records(file: &str) -> Vec<&str> {
+    file.lines().skip(1).collect()
+}
+
 #[test]
-fn test_an_export_in_parts_splits_no_record_and_joins_to_the_file() {
-    use agent_memory::core::portable::EXPORT_PART_BYTES;
+fn test_an_export_spooled_in_parts_joins_to_the_file_and_leaves_the_spool_once_read() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let messages = (0..100)
-            .map(|i| MessageInput { role: "user".into(), content: format!("My desk is number {i}. {}", "Plain words here. ".repeat(1800)), timestamp: None })
-            .collect();
-        block_on(p.ingest(IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
-        let parts = p.export_parts(Default::default()).unwrap();
-        assert!(parts.len() >= 3, "{} parts", parts.len());
-        for part in &parts {
-            assert!(part.len() <= EXPORT_PART_BYTES, "a part of {} bytes", part.len());
-            assert!(part.ends_with('\n'), "a part ends inside a record");
-            assert!(part.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "a part holds a record cut in two");
-        }
-        let joined = parts.concat();
-        assert_eq!(joined.lines().skip(1).collect::<Vec<_>>(), p.export(Default::default()).unwrap().lines().skip(1).collect::<Vec<_>>());
-        assert_eq!(joined.lines().filter(|l| l.contains("\"kind\":\"message\"")).count(), 100);
+        ingest_long(p, "s1", 100);
+        let spooled = p.spool_export(Default::default()).unwrap();
+        assert!(spooled.parts >= 6, "{} parts", spooled.parts);
+        assert_eq!(spooled_parts(&sql), spooled.parts);
+        let file = read_out(&sql, spooled);
+        assert_eq!(spooled_parts(&sql), 0, "the export left the spool");
+        assert!(file.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "the joined parts are whole records");
+        assert_eq!(records(&file), records(&p.export(Default::default()).unwrap()));
+        assert_eq!(file.lines().filter(|l| l.contains("\"kind\":\"message\"")).count(), 100);
+        assert_eq!(spooled_parts(&sql), 0, "an export read whole leaves nothing spooled");
+    });
+}
+
+#[test]
+fn test_an_export_reads_out_the_profile_as_it_was_when_asked_whatever_is_written_meanwhile() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        ingest_long(p, "s1", 40);
+        ingest_long(p, "s2", 40);
+        let before = p.export(Default::default()).unwrap();
+        let spooled = p.spool_export(Default::default()).unwrap();
+        // While it is read out: a session deleted, another ingested.
+        let mut parts = SpooledParts::new(&sql, spooled, |e| panic!("{e}"));
+        let mut file = parts.next().unwrap().unwrap();
+        p.delete_session("s1").unwrap();
+        ingest_long(p, "s3", 10);
+        parts.try_for_each(|part| part.map(|part| file.extend(part))).unwrap();
+        let file = String::from_utf8(file).unwrap();
+        assert_eq!(records(&file), records(&before));
+        assert!(!p.export(Default::default()).unwrap().contains("\"sessionId\":\"s1\""), "the profile itself did change");
+        // The file imports into an empty profile.
+        let other = database();
+        with_profile(&other, APRIL_15, |q| q.import(&file).unwrap());
+        assert_eq!(records(&with_profile(&other, APRIL_15, |q| q.export(Default::default()).unwrap())), records(&before));
+    });
+}
+
+#[test]
+fn test_an_export_whose_reading_ends_early_leaves_the_spool() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        ingest_long(p, "s1", 40);
+        let kept = p.spool_export(Default::default()).unwrap();
+        let mut parts = SpooledParts::new(&sql, p.spool_export(Default::default()).unwrap(), |e| panic!("{e}"));
+        parts.next().unwrap().unwrap();
+        drop(parts);
+        assert_eq!(spooled_parts(&sql), kept.parts, "the export dropped part-read left; the other stayed");
+        // A part gone (the profile was emptied) ends the reading with an
+        // error, and what is left of the export goes.
+        let mut parts = SpooledParts::new(&sql, kept, |e| panic!("{e}"));
+        parts.next().unwrap().unwrap();
+        sql.execute("DELETE FROM export_spool WHERE part = 1", &[]).unwrap();
+        assert!(parts.next().unwrap().is_err());
+        assert!(parts.next().is_none(), "the reading ended");
+        assert_eq!(spooled_parts(&sql), 0);
+    });
+}
+
+#[test]
+fn test_a_wipe_removes_spooled_exports_and_never_reuses_their_numbers() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        ingest_long(p, "s1", 20);
+        let first = p.spool_export(Default::default()).unwrap();
+        p.wipe().unwrap();
+        assert_eq!(spooled_parts(&sql), 0, "a wiped profile's export does not outlive it");
+        let err = Store::new(&sql, APRIL_15).export_part(first.export, 0).unwrap_err();
+        assert!(err.message().contains("gone"), "{}", err.message());
+        let second = p.spool_export(Default::default()).unwrap();
+        assert!(second.export > first.export, "export {} after {}", second.export, first.export);
+        // Removing what is left of the first touches nothing of the second.
+        Store::new(&sql, APRIL_15).drop_export(first.export).unwrap();
+        assert_eq!(spooled_parts(&sql), second.parts);
     });
 }

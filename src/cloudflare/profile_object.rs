@@ -14,6 +14,7 @@ use crate::core::local::bench;
 use crate::core::local::vector::Packed;
 use crate::core::ops::MemoryView;
 use crate::core::ops::{Answer, Limits, Op, Profile};
+use crate::core::portable::SpooledParts;
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
 use crate::core::resident::Budget;
@@ -473,7 +474,9 @@ const DRAIN_RETRY_MILLIS: i64 = 5 * 60 * 1000;
 impl DurableObject for ProfileObject {
     fn new(state: State, env: Env) -> Self {
         let sql = DoSql::new(state.storage());
-        let migrated = crate::core::schema::migrate(&sql);
+        // No export is being read out of a new instance: what an earlier
+        // one left spooled goes.
+        let migrated = crate::core::schema::migrate(&sql).and_then(|()| crate::core::store::Store::new(&sql, now()).clear_export_spool());
         // A configuration that does not read refuses every call, with its
         // error; the defaults only stand in for it.
         let (config, broken) = match Config::from_env(&env) {
@@ -504,7 +507,7 @@ impl DurableObject for ProfileObject {
             Ok(Err(e)) => return reply(Err(e)),
             Err(e) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),
         };
-        answer(self.run(call).await)
+        answer(self.run(call).await, &self.state)
     }
 
     async fn alarm(&self) -> Result<Response> {
@@ -585,14 +588,18 @@ impl ProfileObject {
 /// spliced in as it is) or `{"error": {code, message}}`.
 /// A profile call's reply: [`reply`], or for an export the NDJSON file
 /// as it is (typed `application/x-ndjson`, which the Worker passes on
-/// unread; see [`crate::core::ops::Answer`]).
-fn answer(out: std::result::Result<Answer, Error>) -> Result<Response> {
+/// unread; see [`crate::core::ops::Answer`]), streamed from the spool.
+fn answer(out: std::result::Result<Answer, Error>, state: &State) -> Result<Response> {
     match out {
-        Ok(Answer::File(parts)) => {
+        Ok(Answer::File(spooled)) => {
             let headers = Headers::new();
             headers.set("content-type", NDJSON)?;
-            // Each part is copied out as the platform reads it and dropped.
-            let stream = futures::stream::iter(parts.into_iter().map(|p| Ok::<Vec<u8>, worker::Error>(p.into_bytes())));
+            // Each part is read as the platform asks for it, copied out and
+            // dropped.
+            let parts = SpooledParts::new(DoSql::new(state.storage()), spooled, |e| {
+                console_error!("failed to remove an export read out in part (the next instance clears it): {e}")
+            });
+            let stream = futures::stream::iter(parts.map(|part| part.map_err(|e| worker::Error::RustError(e.to_string()))));
             Ok(Response::from_stream(stream)?.with_headers(headers))
         }
         Ok(Answer::Json(text)) => reply(Ok(text)),

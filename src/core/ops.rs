@@ -186,7 +186,7 @@ impl<'a> Profile<'a> {
         match prepared.call {
             Call::Export(req) => {
                 self.check_marked(Op::Export)?;
-                Ok(Answer::File(self.export_parts(req)?))
+                Ok(Answer::File(self.spool_export(req)?))
             }
             call => Ok(Answer::Json(self.execute_prepared(Prepared { call, ..prepared }).await?)),
         }
@@ -419,15 +419,18 @@ impl<'a> Profile<'a> {
         Ok(Summary { summary: summary::render(&self.store(), req.session_id.as_deref(), self.now)? })
     }
 
+    /// The profile's export file, spooled and read back whole
+    /// ([`portable::spool_export`]).
     pub fn export(&self, req: api::ExportRequest) -> Result<String> {
-        Ok(self.export_parts(req)?.concat())
+        portable::read_whole(self.sql, self.spool_export(req)?)
     }
 
-    /// [`Profile::export`]'s file in parts ([`portable::export_parts`]).
-    pub fn export_parts(&self, req: api::ExportRequest) -> Result<Vec<String>> {
+    /// [`Profile::export`]'s file written to the spool, to be read out a
+    /// part at a time ([`portable::spool_export`]).
+    pub fn spool_export(&self, req: api::ExportRequest) -> Result<portable::Spooled> {
         req.validate()?;
         let filter = req.filter.as_ref().map(crate::core::filter::from_json).transpose()?;
-        portable::export_parts(&self.store(), self.name, filter.as_ref())
+        portable::spool_export(&self.store(), self.name, filter.as_ref())
     }
 
     pub fn import(&self, ndjson: &str) -> Result<portable::ImportReport> {
@@ -584,9 +587,9 @@ impl<'a> Profile<'a> {
 pub enum Answer {
     /// The result as JSON text.
     Json(String),
-    /// An export: the NDJSON file itself, in parts
-    /// ([`portable::export_parts`]).
-    File(Vec<String>),
+    /// An export: the NDJSON file, spooled in parts for the object to
+    /// stream out ([`portable::spool_export`]).
+    File(portable::Spooled),
 }
 
 /// [`to_json`], or `null` for a caller that reads no result.

@@ -16,6 +16,7 @@ use crate::core::api;
 use crate::core::error::{serde_message, Error, Result};
 use crate::core::ids;
 use crate::core::model::{Memory, Message};
+use crate::core::ports::Sql;
 use crate::core::store::Store;
 use crate::core::time::iso;
 use serde::{Deserialize, Serialize};
@@ -32,31 +33,107 @@ const EXPORT_MESSAGE_PAGE: usize = 32;
 /// Memories an export reads at once (statements, far shorter).
 const EXPORT_MEMORY_PAGE: usize = 256;
 
-/// About how large each part of an export's file is ([`export_parts`]).
-pub const EXPORT_PART_BYTES: usize = 1 << 20;
+/// How large each part of a spooled export is (the last one may be
+/// smaller): well under the platform's 2 MB cap on a value.
+pub const EXPORT_PART_BYTES: usize = 512 * 1024;
 
-/// The profile as NDJSON: a header, every message, every memory. With a
-/// filter, the memories passing it and the messages they cite, their
-/// links to versions that do not pass left out (as a hard delete leaves
-/// them): the file imports anywhere ([`check_links`]).
-///
-/// The file, joined: see [`export_parts`].
-pub fn export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<String> {
-    Ok(export_parts(store, profile, filter)?.concat())
+/// A spooled export read back whole, then removed from the spool.
+pub fn read_whole(sql: &dyn Sql, spooled: Spooled) -> Result<String> {
+    let parts = SpooledParts::new(sql, spooled, |_| {}).collect::<Result<Vec<_>>>()?;
+    String::from_utf8(parts.concat()).map_err(|e| Error::storage(format!("a spooled export is not UTF-8: {e}")))
 }
 
-/// [`export`]'s file in parts of about [`EXPORT_PART_BYTES`] each (a
-/// record is never split), read in one call, so the file is one moment's
-/// profile. The parts are the only copy of the profile it holds: messages
-/// and memories are read a page ([`EXPORT_MESSAGE_PAGE`], [`EXPORT_MEMORY_PAGE`]) at a time, and with a
-/// filter, a first pass keeps only the ids it needs. The Durable Object
-/// answers with them as a stream, dropping each part once it is sent; one
-/// string would grow by doubling, and hold up to twice the file while it
-/// grows.
-pub fn export_parts(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<Vec<String>> {
-    let mut out = Parts::default();
-    out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string());
-    out.push_str("\n");
+/// A spooled export read out a part at a time, each part read from the
+/// database when it is asked for, so the reader holds one part. The
+/// export leaves the spool with its last part, or when the reading ends
+/// early (a part that does not read ends it, and so does dropping the
+/// reader: the caller went away). `left` hears of a removal that failed;
+/// its parts stay until the spool is cleared
+/// ([`Store::clear_export_spool`]).
+pub struct SpooledParts<Q: Sql> {
+    sql: Q,
+    spooled: Spooled,
+    next: i64,
+    left: fn(&Error),
+}
+
+impl<Q: Sql> SpooledParts<Q> {
+    pub fn new(sql: Q, spooled: Spooled, left: fn(&Error)) -> SpooledParts<Q> {
+        SpooledParts { sql, spooled, next: 0, left }
+    }
+
+    /// The spool's store (reading it needs no clock).
+    fn store(&self) -> Store<'_> {
+        Store::new(&self.sql, 0)
+    }
+}
+
+impl<Q: Sql> Iterator for SpooledParts<Q> {
+    type Item = Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<Result<Vec<u8>>> {
+        if self.next >= self.spooled.parts {
+            return None;
+        }
+        let part = self.store().export_part(self.spooled.export, self.next);
+        self.next = if part.is_ok() { self.next.saturating_add(1) } else { self.spooled.parts };
+        if self.next == self.spooled.parts {
+            if let Err(e) = self.store().drop_export(self.spooled.export) {
+                (self.left)(&e);
+            }
+        }
+        Some(part)
+    }
+}
+
+impl<Q: Sql> Drop for SpooledParts<Q> {
+    fn drop(&mut self) {
+        if self.next < self.spooled.parts {
+            if let Err(e) = self.store().drop_export(self.spooled.export) {
+                (self.left)(&e);
+            }
+        }
+    }
+}
+
+/// An export written to the profile's spool (`core::store::spool`): parts
+/// `0..parts` of export number `export`, to be read out with
+/// [`Store::export_part`] and removed with [`Store::drop_export`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spooled {
+    pub export: i64,
+    pub parts: i64,
+}
+
+/// Writes the profile as NDJSON to the spool: a header, every message,
+/// every memory. With a filter, the memories passing it and the messages
+/// they cite, their links to versions that do not pass left out (as a
+/// hard delete leaves them): the file imports anywhere ([`check_links`]).
+///
+/// The file is written in parts of [`EXPORT_PART_BYTES`]
+/// (a part may end inside a record: the parts are one byte stream), in
+/// one transaction, so the file is one moment's profile however it
+/// changes while the file is read out.
+///
+/// The object holds one part at a time, whatever the profile's size:
+/// messages and memories are read a page ([`EXPORT_MESSAGE_PAGE`],
+/// [`EXPORT_MEMORY_PAGE`]) at a time, and with a filter, a first pass
+/// keeps only the ids it needs. The Durable Object answers with a stream
+/// that reads the parts back one by one as the platform sends them.
+/// (Held in memory instead, the parts of a profile of about 100 MB would
+/// fill an isolate's 128 MB.)
+pub fn spool_export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<Spooled> {
+    store.transaction(|| {
+        let mut out = Spool { store, export: store.next_export()?, parts: 0, current: Vec::new() };
+        write_export(&mut out, store, profile, filter)?;
+        out.finish()
+    })
+}
+
+/// The export's records, written to `out` in order.
+fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<()> {
+    out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string())?;
+    out.push_str("\n")?;
     // With a filter: the memories that pass, and the messages they cite.
     let mut kept: Option<(HashSet<String>, HashSet<String>)> = None;
     if let Some(f) = filter {
@@ -76,49 +153,55 @@ pub fn export_parts(store: &Store<'_>, profile: &str, filter: Option<&crate::cor
         let Some(last) = page.last() else { break };
         after = Some((last.session_id.clone(), last.position));
         for m in page.iter().filter(|m| kept.as_ref().is_none_or(|(_, cited)| cited.contains(&m.id))) {
-            out.push_str(&tagged("message", m)?);
+            out.push_str(&tagged("message", m)?)?;
         }
     }
     let held: Option<HashSet<&str>> = kept.as_ref().map(|(held, _)| held.iter().map(String::as_str).collect());
     each_memory(store, |m| {
         if held.as_ref().is_none_or(|h| h.contains(m.id.as_str())) {
-            out.push_str(&tagged("memory", &linked_within(&m, held.as_ref()))?);
+            out.push_str(&tagged("memory", &linked_within(&m, held.as_ref()))?)?;
         }
         Ok(())
-    })?;
-    Ok(out.finish())
+    })
 }
 
-/// Text written in parts of about [`EXPORT_PART_BYTES`], each allocated
-/// to its size.
-#[derive(Default)]
-struct Parts {
-    done: Vec<String>,
-    current: String,
+/// Text written to the spool in parts of [`EXPORT_PART_BYTES`], one part
+/// held at a time.
+struct Spool<'s, 'q> {
+    store: &'s Store<'q>,
+    export: i64,
+    parts: i64,
+    current: Vec<u8>,
 }
 
-impl Parts {
-    fn push_str(&mut self, text: &str) {
-        if !self.current.is_empty() && self.current.len().saturating_add(text.len()) > EXPORT_PART_BYTES {
-            self.close();
+impl Spool<'_, '_> {
+    fn push_str(&mut self, text: &str) -> Result<()> {
+        let mut rest = text.as_bytes();
+        while !rest.is_empty() {
+            if self.current.capacity() == 0 {
+                self.current.reserve_exact(EXPORT_PART_BYTES);
+            }
+            let (now, later) = rest.split_at(EXPORT_PART_BYTES.saturating_sub(self.current.len()).min(rest.len()));
+            self.current.extend_from_slice(now);
+            rest = later;
+            if self.current.len() >= EXPORT_PART_BYTES {
+                self.close()?;
+            }
         }
-        if self.current.capacity() == 0 {
-            self.current.reserve_exact(EXPORT_PART_BYTES.max(text.len()));
-        }
-        self.current.push_str(text);
+        Ok(())
     }
 
-    fn close(&mut self) {
-        let mut part = std::mem::take(&mut self.current);
-        part.shrink_to_fit();
-        self.done.push(part);
+    fn close(&mut self) -> Result<()> {
+        self.store.put_export_part(self.export, self.parts, std::mem::take(&mut self.current))?;
+        self.parts = self.parts.saturating_add(1);
+        Ok(())
     }
 
-    fn finish(mut self) -> Vec<String> {
+    fn finish(mut self) -> Result<Spooled> {
         if !self.current.is_empty() {
-            self.close();
+            self.close()?;
         }
-        self.done
+        Ok(Spooled { export: self.export, parts: self.parts })
     }
 }
 

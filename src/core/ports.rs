@@ -115,6 +115,21 @@ pub trait Sql {
     fn database_size(&self) -> i64;
 }
 
+impl<T: Sql + ?Sized> Sql for &T {
+    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>> {
+        (**self).query(sql, params)
+    }
+    fn execute(&self, sql: &str, params: &[SqlValue]) -> Result<()> {
+        (**self).execute(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        (**self).transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        (**self).database_size()
+    }
+}
+
 /// A chat-completion model reached over some protocol.
 pub trait ChatModel {
     /// Sends a system and a user message and returns the model's text.

@@ -332,6 +332,20 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX IF NOT EXISTS memories_active_by_key_words ON memories(key, undated_digest) WHERE status = 'active' AND key IS NOT NULL",
         ],
     ),
+    (
+        15,
+        &[
+            // An export's file, written whole in one moment and read out a
+            // part at a time (core::store::spool): the object never holds
+            // more of it than one part.
+            "CREATE TABLE IF NOT EXISTS export_spool (
+            export INTEGER NOT NULL,
+            part INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            UNIQUE (export, part)
+        )",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.

@@ -9,7 +9,7 @@ import { startWorker } from "./helpers.mjs";
 import {
   T, VARS, TOKEN, TEAM_TOKEN, CODE, CONVERSATION, BAD_NAMES, BAD_NAMESPACE_NAMES, ULID, HEX_ID,
   restClient, loadDocument, unexercised, documentedOperations, ok, fails, is4xx, bigContent, counts, exportRecords,
-  entryOf, assertEntries, ACCOUNT,
+  entryOf, assertEntries, ACCOUNT, fillPath,
 } from "./fixtures.mjs";
 import { waitFor } from "./reliability-support.mjs";
 
@@ -468,6 +468,37 @@ test("export then NDJSON import into an empty profile reproduces every message a
   assert.deepEqual(exportRecords(again), records);
   assert.deepEqual(counts(await stats("export-dst")), counts(src));
   assert.deepEqual(await listAll("export-dst"), await listAll(P));
+});
+
+test("an export many parts long streams the profile as it was asked for, whatever is written while it is read", async () => {
+  const P = "export-spooled";
+  const long = (session, n) => Array.from({ length: n }, (_, i) => ({ role: "user", content: `Note ${i} of ${session}. ${bigContent(30)}` }));
+  for (const session of ["s1", "s2", "s3"]) ok(await api.post(T.ingest, { profile: P }, { sessionId: session, messages: long(session, 60) }));
+  const asked = exportRecords((await api.get(T.export, { profile: P })).text);
+  const messages = (records) => records.filter((r) => JSON.parse(r).kind === "message").length;
+  assert.equal(messages(asked), 180, "every message is in the file");
+
+  const url = fillPath(T.export, { profile: P });
+  const streamed = await w.fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(streamed.status, 200);
+  const reader = streamed.body.getReader();
+  const chunks = [(await reader.read()).value];
+  // While the file is read: a session deleted, another ingested.
+  ok(await api.del(T.session, { profile: P, sessionId: "s1" }));
+  ok(await api.post(T.ingest, { profile: P }, { sessionId: "s4", messages: long("s4", 5) }));
+  for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+  const file = Buffer.concat(chunks).toString("utf8");
+  assert.ok(file.length > 5_000_000, `a file of ${file.length} bytes, many parts long`);
+  assert.deepEqual(exportRecords(file), asked, "the file is the profile as it was when asked for");
+  const now = exportRecords((await api.get(T.export, { profile: P })).text);
+  assert.equal(messages(now), 125, "the profile itself changed: s1's 60 messages gone, s4's 5 added");
+
+  // A reading cancelled after its first part: the next export reads whole.
+  const cancelled = await w.fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const partial = cancelled.body.getReader();
+  await partial.read();
+  await partial.cancel();
+  assert.deepEqual(exportRecords((await api.get(T.export, { profile: P })).text), now);
 });
 
 test("import takes the JSON {data} body too, and importing the same file again adds nothing", async () => {

@@ -14,7 +14,7 @@
 //!   placeholders stay under [`MAX_SQL_PARAMS`].
 //!
 //! One file per thing stored: `messages`, `memories` (with their
-//! citations), `outbox`, `fulltext`; `rows` decodes rows, `sql` holds the
+//! citations), `outbox`, `fulltext`, `spool` (exports being read out); `rows` decodes rows, `sql` holds the
 //! statement helpers. This file: the store itself, its transactions,
 //! `meta`, statistics and the wipe.
 
@@ -76,6 +76,7 @@ mod memories;
 mod messages;
 mod outbox;
 mod rows;
+mod spool;
 mod sql;
 
 pub use consolidations::{NewConsolidation, META_CONSOLIDATION};
@@ -83,6 +84,7 @@ pub use fulltext::*;
 pub use memories::{KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY};
 use rows::*;
 pub use rows::{memory_from_row, message_from_row};
+pub use spool::META_NEXT_EXPORT;
 pub use sql::*;
 
 impl<'a> Store<'a> {
@@ -158,10 +160,11 @@ impl<'a> Store<'a> {
             "outbox",
             "consolidations",
             "consolidation_members",
+            "export_spool",
         ] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }
-        self.sql.execute("DELETE FROM meta WHERE key <> ?", &[META_NAME.into()])?;
+        self.sql.execute("DELETE FROM meta WHERE key NOT IN (?, ?)", &[META_NAME.into(), META_NEXT_EXPORT.into()])?;
         self.purge_deleted_text()
     }
 
