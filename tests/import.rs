@@ -361,6 +361,8 @@ fn test_a_filtered_export_imports_into_an_empty_profile() {
         assert!(!export.contains(&format!("\"id\":\"{new}\"")), "{export}");
         (export, old.id.clone())
     });
+    let kept_ids = src.query("SELECT COUNT(*) FROM export_kept", &[]).unwrap()[0][0].as_i64();
+    assert_eq!(kept_ids, Some(0), "the ids the filter kept are forgotten once the file is written");
     let dst = database();
     with_profile(&dst, APRIL_15, |p| {
         p.import(&export).unwrap();

@@ -17,7 +17,7 @@ use crate::core::error::{serde_message, Error, Result};
 use crate::core::ids;
 use crate::core::model::{Memory, Message};
 use crate::core::ports::Sql;
-use crate::core::store::Store;
+use crate::core::store::{Kept, Store};
 use crate::core::time::iso;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -117,8 +117,8 @@ pub struct Spooled {
 ///
 /// The object holds one part at a time, whatever the profile's size:
 /// messages and memories are read a page ([`EXPORT_MESSAGE_PAGE`],
-/// [`EXPORT_MEMORY_PAGE`]) at a time, and with a filter, a first pass
-/// keeps only the ids it needs. The Durable Object answers with a stream
+/// [`EXPORT_MEMORY_PAGE`]) at a time, and with a filter, which records
+/// pass is recorded in the database ([`write_export`]). The Durable Object answers with a stream
 /// that reads the parts back one by one as the platform sends them.
 /// (Held in memory instead, the parts of a profile of about 100 MB would
 /// fill an isolate's 128 MB.)
@@ -130,39 +130,41 @@ pub fn spool_export(store: &Store<'_>, profile: &str, filter: Option<&crate::cor
     })
 }
 
-/// The export's records, written to `out` in order.
+/// The export's records, written to `out` in order. With a filter, a
+/// first pass records in the database which memories pass and which
+/// messages they cite ([`Store::keep_for_export`]); each page is then
+/// checked against that record, so no list of ids grows with the profile.
 fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<()> {
     out.push_str(&json!({"kind": "header", "format": FORMAT, "version": VERSION, "profile": profile, "exportedAt": iso(store.now())}).to_string())?;
     out.push_str("\n")?;
-    // With a filter: the memories that pass, and the messages they cite.
-    let mut kept: Option<(HashSet<String>, HashSet<String>)> = None;
+    let export = out.export;
     if let Some(f) = filter {
-        let (mut held, mut cited) = (HashSet::new(), HashSet::new());
-        each_memory(store, |m| {
-            if f.matches(&m) {
-                cited.extend(m.source_message_ids);
-                held.insert(m.id);
-            }
-            Ok(())
+        each_memory_page(store, |page| {
+            let passing: Vec<&Memory> = page.iter().filter(|m| f.matches(m)).collect();
+            store.keep_for_export(export, Kept::Memory, passing.iter().map(|m| m.id.as_str()))?;
+            store.keep_for_export(export, Kept::Message, passing.iter().flat_map(|m| m.source_message_ids.iter().map(String::as_str)))
         })?;
-        kept = Some((held, cited));
     }
     let mut after: Option<(String, i64)> = None;
     loop {
         let page = store.messages_after(after.as_ref().map(|(s, p)| (s.as_str(), *p)), EXPORT_MESSAGE_PAGE)?;
         let Some(last) = page.last() else { break };
         after = Some((last.session_id.clone(), last.position));
-        for m in page.iter().filter(|m| kept.as_ref().is_none_or(|(_, cited)| cited.contains(&m.id))) {
+        let kept = filter.map(|_| store.kept_by_export(export, Kept::Message, page.iter().map(|m| m.id.as_str()))).transpose()?;
+        for m in page.iter().filter(|m| kept.as_ref().is_none_or(|k| k.contains(&m.id))) {
             out.push_str(&tagged("message", m)?)?;
         }
     }
-    let held: Option<HashSet<&str>> = kept.as_ref().map(|(held, _)| held.iter().map(String::as_str).collect());
-    each_memory(store, |m| {
-        if held.as_ref().is_none_or(|h| h.contains(m.id.as_str())) {
-            out.push_str(&tagged("memory", &linked_within(&m, held.as_ref()))?)?;
+    each_memory_page(store, |page| {
+        // The page's memories and the versions they link to.
+        let linked = page.iter().flat_map(|m| [Some(&m.id), m.supersedes.as_ref(), m.superseded_by.as_ref()]).flatten();
+        let held = filter.map(|_| store.kept_by_export(export, Kept::Memory, linked.map(String::as_str))).transpose()?;
+        for m in page.iter().filter(|m| held.as_ref().is_none_or(|h| h.contains(&m.id))) {
+            out.push_str(&tagged("memory", &linked_within(m, held.as_ref()))?)?;
         }
         Ok(())
-    })
+    })?;
+    store.drop_export_kept(export)
 }
 
 /// Text written to the spool in parts of [`EXPORT_PART_BYTES`], one part
@@ -206,19 +208,19 @@ impl Spool<'_, '_> {
 }
 
 /// Calls `f` with every memory, in id order, a page at a time.
-fn each_memory(store: &Store<'_>, mut f: impl FnMut(Memory) -> Result<()>) -> Result<()> {
+fn each_memory_page(store: &Store<'_>, mut f: impl FnMut(&[Memory]) -> Result<()>) -> Result<()> {
     let mut after: Option<String> = None;
     loop {
         let page = store.memories_after(after.as_deref(), EXPORT_MEMORY_PAGE)?;
         let Some(last) = page.last() else { return Ok(()) };
         after = Some(last.id.clone());
-        page.into_iter().try_for_each(&mut f)?;
+        f(&page)?;
     }
 }
 
 /// `m` without its links (`supersedes`, `supersededBy`) to memories that
 /// are not `held` (all are when `held` is `None`).
-fn linked_within<'m>(m: &'m Memory, held: Option<&HashSet<&str>>) -> Cow<'m, Memory> {
+fn linked_within<'m>(m: &'m Memory, held: Option<&HashSet<String>>) -> Cow<'m, Memory> {
     let outside = |id: &Option<String>| id.as_deref().is_some_and(|id| held.is_some_and(|h| !h.contains(id)));
     if !outside(&m.supersedes) && !outside(&m.superseded_by) {
         return Cow::Borrowed(m);

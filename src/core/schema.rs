@@ -344,6 +344,14 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             data BLOB NOT NULL,
             UNIQUE (export, part)
         )",
+            // The ids a filtered export keeps, while it is written: the
+            // memories that pass and the messages they cite.
+            "CREATE TABLE IF NOT EXISTS export_kept (
+            export INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            id TEXT NOT NULL,
+            PRIMARY KEY (export, kind, id)
+        ) WITHOUT ROWID",
         ],
     ),
 ];

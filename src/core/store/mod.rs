@@ -84,7 +84,7 @@ pub use fulltext::*;
 pub use memories::{KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY};
 use rows::*;
 pub use rows::{memory_from_row, message_from_row};
-pub use spool::META_NEXT_EXPORT;
+pub use spool::{Kept, META_NEXT_EXPORT};
 pub use sql::*;
 
 impl<'a> Store<'a> {
@@ -161,6 +161,7 @@ impl<'a> Store<'a> {
             "consolidations",
             "consolidation_members",
             "export_spool",
+            "export_kept",
         ] {
             self.sql.execute(&format!("DELETE FROM {t}"), &[])?;
         }

@@ -6,9 +6,26 @@
 //! instance of the profile's object starts (no reading survives its
 //! instance).
 
-use super::Store;
+use super::{json_chunks_of, Store};
 use crate::core::error::{Error, Result};
 use crate::core::ports::SqlValue;
+use std::collections::HashSet;
+
+/// What kind of record a filtered export keeps ([`Store::keep_for_export`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    Memory,
+    Message,
+}
+
+impl Kept {
+    fn name(self) -> &'static str {
+        match self {
+            Kept::Memory => "memory",
+            Kept::Message => "message",
+        }
+    }
+}
 
 /// The `meta` key holding the number of the next spooled export. A wipe
 /// keeps it: a number is never reused, so removing one export's parts
@@ -50,8 +67,45 @@ impl Store<'_> {
         self.sql.execute("DELETE FROM export_spool WHERE export = ?", &[SqlValue::Integer(export)])
     }
 
-    /// Removes every spooled export.
+    /// Removes every spooled export, and every id an export was keeping.
     pub fn clear_export_spool(&self) -> Result<()> {
-        self.sql.execute("DELETE FROM export_spool", &[])
+        self.sql.execute("DELETE FROM export_spool", &[])?;
+        self.sql.execute("DELETE FROM export_kept", &[])
+    }
+
+    /// Records that export `export` keeps the records `ids` of `kind`
+    /// (`memory` or `message`): a filtered export's choice, held in the
+    /// database rather than in memory, however many records pass.
+    pub fn keep_for_export<'i>(&self, export: i64, kind: Kept, ids: impl Iterator<Item = &'i str>) -> Result<()> {
+        for chunk in json_chunks_of(ids.map(Ok)) {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO export_kept (export, kind, id) SELECT ?1, ?2, value FROM json_each(?3)",
+                &[SqlValue::Integer(export), kind.name().into(), chunk?],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Which of `ids` of `kind` export `export` keeps.
+    pub fn kept_by_export<'i>(&self, export: i64, kind: Kept, ids: impl Iterator<Item = &'i str>) -> Result<HashSet<String>> {
+        let mut kept = HashSet::new();
+        for chunk in json_chunks_of(ids.map(Ok)) {
+            let rows = self.sql.query(
+                "SELECT id FROM export_kept WHERE export = ?1 AND kind = ?2 AND id IN (SELECT value FROM json_each(?3))",
+                &[SqlValue::Integer(export), kind.name().into(), chunk?],
+            )?;
+            for row in rows {
+                match row.into_iter().next() {
+                    Some(SqlValue::Text(id)) => kept.insert(id),
+                    _ => return Err(Error::storage("a kept id of an export is not text")),
+                };
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Forgets which records export `export` keeps.
+    pub fn drop_export_kept(&self, export: i64) -> Result<()> {
+        self.sql.execute("DELETE FROM export_kept WHERE export = ?", &[SqlValue::Integer(export)])
     }
 }
