@@ -80,6 +80,18 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     assert!(report.contains("\"messagesStored\":100"), "the ingest stored its messages: {}", &report[..200.min(report.len())]);
     assert!(over < body_len * 2, "the object's ingest rose {over} bytes over its {body_len}-byte call (more than two copies)");
 
+    // The Worker envelopes the report (this route answers it) by moving it
+    // between the envelope's head and tail, which it sends as they are:
+    // never beside an enveloped copy.
+    let report_len = report.len();
+    let start = live();
+    reset_peak();
+    let pieces = rest::envelope_for(&call, report).into_parts();
+    let over = peak() - start;
+    assert_eq!(pieces[1].len(), report_len, "the report is the middle piece");
+    assert!(over < 4096, "enveloping a {report_len}-byte report rose {over} bytes");
+    drop(pieces);
+
     // An export of the profile (the warm-up's, this call's and 200 more
     // messages, and their memories: a file many parts long), spooled, then read out a part at a time as the object
     // streams it: the object holds one part of the file, never the file.

@@ -149,8 +149,17 @@ fn not_allowed(method: &str, path: &str, allow: &str) -> Result<Response> {
 /// passed on unread under the name it is offered as.
 enum Reply {
     Json(String),
-    File { from_object: Response, filename: String },
+    /// A profile's result in its envelope, sent in pieces when large.
+    Enveloped(rest::Enveloped),
+    File {
+        from_object: Response,
+        filename: String,
+    },
 }
+
+/// An enveloped result at least this long is sent as its pieces
+/// (`rest::Enveloped`), never joined into one text beside it.
+const SEND_IN_PIECES_BYTES: usize = 64 * 1024;
 
 impl Reply {
     fn json(body: String) -> Reply {
@@ -163,6 +172,13 @@ impl Reply {
             Reply::Json(body) => {
                 headers.set("content-type", "application/json")?;
                 Ok(Response::ok(body)?.with_headers(headers))
+            }
+            Reply::Enveloped(e) if e.len() < SEND_IN_PIECES_BYTES => Reply::Json(e.joined()).response(),
+            // Each piece is copied out as the platform reads it and dropped.
+            Reply::Enveloped(e) => {
+                headers.set("content-type", "application/json")?;
+                let pieces = e.into_parts().into_iter().map(|p| Ok::<Vec<u8>, worker::Error>(p.into_bytes()));
+                Ok(Response::from_stream(futures::stream::iter(pieces))?.with_headers(headers))
             }
             // The object's body goes on as the platform streams it: no
             // copy of the file is made in the Wasm memory.
@@ -203,7 +219,7 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::
             // of them stays).
             let args = call.take_args();
             match call_object_answer(env, &name, call.op.name(), args, call.unread()).await? {
-                ObjectAnswer::Json(out) => Ok(Reply::json(rest::envelope_for(&call, &out))),
+                ObjectAnswer::Json(out) => Ok(Reply::Enveloped(rest::envelope_for(&call, out))),
                 ObjectAnswer::File(from_object) => Ok(Reply::File { from_object, filename: format!("{}-{}.ndjson", call.namespace, call.profile) }),
             }
         }

@@ -641,7 +641,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// are read from the result's top-level fields, each kept as its text.
 pub fn envelope_ok_text(op: &str, result: &str) -> String {
     use serde_json::value::RawValue;
-    let plain = |info: &str| format!("{{\"errors\":[],\"messages\":[],\"result\":{result}{info},\"success\":true}}");
+    let plain = |info: &str| format!("{PLAIN_HEAD}{result}{info}{PLAIN_TAIL}");
     if op != Op::Recall.name() && op != Op::List.name() {
         return plain("");
     }
@@ -677,6 +677,62 @@ pub fn envelope_ok_text(op: &str, result: &str) -> String {
     out
 }
 
+/// What a plain envelope holds before its result's text, and after it.
+const PLAIN_HEAD: &str = "{\"errors\":[],\"messages\":[],\"result\":";
+const PLAIN_TAIL: &str = ",\"success\":true}";
+
+/// An envelope written around a result's text without copying it: the
+/// text before the result, the result, the text after it. A result may be
+/// megabytes (an ingest's report of every memory it stored); the Worker
+/// sends the three pieces as they are ([`Enveloped::into_parts`]), so it
+/// holds the result once, never beside an enveloped copy.
+#[derive(Debug)]
+pub struct Enveloped {
+    head: &'static str,
+    result: String,
+    tail: &'static str,
+}
+
+impl Enveloped {
+    /// An envelope already written whole.
+    fn whole(text: String) -> Enveloped {
+        Enveloped { head: "", result: text, tail: "" }
+    }
+
+    /// The envelope's length in bytes.
+    pub fn len(&self) -> usize {
+        self.head.len().saturating_add(self.result.len()).saturating_add(self.tail.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The three pieces, in order (the result's text moved, not copied).
+    pub fn into_parts(self) -> [String; 3] {
+        [self.head.to_string(), self.result, self.tail.to_string()]
+    }
+
+    /// The envelope as one text.
+    pub fn joined(self) -> String {
+        let mut text = self.result;
+        text.reserve_exact(self.head.len().saturating_add(self.tail.len()));
+        text.insert_str(0, self.head);
+        text.push_str(self.tail);
+        text
+    }
+}
+
+/// [`envelope_ok_text`], the result moved into the envelope rather than
+/// copied, where the envelope reads nothing of it (every operation but
+/// recall and list, whose notes and paging it moves).
+pub fn envelope_ok_owned(op: &str, result: String) -> Enveloped {
+    if op == Op::Recall.name() || op == Op::List.name() {
+        return Enveloped::whole(envelope_ok_text(op, &result));
+    }
+    Enveloped { head: PLAIN_HEAD, result, tail: PLAIN_TAIL }
+}
+
 /// The `code` of a note in an envelope's `messages` (a recall stage that
 /// ran degraded): the envelope's messages are `{code, message}`, as its
 /// errors are.
@@ -703,12 +759,12 @@ fn envelope_messages(notes: &str) -> String {
 /// entries with `result_info {cursor, per_page, count}` (`cursor` empty on
 /// the last page); everything else, and every result of the original
 /// prefix, as [`envelope_ok_text`].
-pub fn envelope_for(call: &ProfileCall, result: &str) -> String {
+pub fn envelope_for(call: &ProfileCall, result: String) -> Enveloped {
     if call.dialect == Dialect::Original {
-        return envelope_ok_text(call.op.name(), result);
+        return envelope_ok_owned(call.op.name(), result);
     }
     match call.op {
-        op if op.publishes_no_result() => envelope_ok_text("", "null"),
+        op if op.publishes_no_result() => Enveloped::whole(envelope_ok_text("", "null")),
         Op::List => {
             use serde_json::value::RawValue;
             #[derive(serde::Deserialize)]
@@ -718,16 +774,16 @@ pub fn envelope_for(call: &ProfileCall, result: &str) -> String {
                 #[serde(default)]
                 cursor: Option<String>,
             }
-            match serde_json::from_str::<Page<'_>>(result) {
+            Enveloped::whole(match serde_json::from_str::<Page<'_>>(&result) {
                 Ok(page) => {
                     let items: Vec<&str> = page.memories.iter().map(|m| m.get()).collect();
                     let info = json!({ "cursor": page.cursor.unwrap_or_default(), "per_page": call.per_page(), "count": items.len() });
                     envelope_with_info(&format!("[{}]", items.join(",")), &info)
                 }
-                Err(_) => envelope_ok_text("", result),
-            }
+                Err(_) => envelope_ok_text("", &result),
+            })
         }
-        _ => envelope_ok_text(call.op.name(), result),
+        _ => envelope_ok_owned(call.op.name(), result),
     }
 }
 
@@ -852,6 +908,10 @@ mod tests {
             for r in results {
                 let text: Value = serde_json::from_str(&envelope_ok_text(op, r)).unwrap();
                 assert_eq!(text, envelope_ok(op, serde_json::from_str(r).unwrap()), "{op} {r}");
+                let owned = envelope_ok_owned(op, r.to_string());
+                let (len, parts) = (owned.len(), owned.into_parts().concat());
+                assert_eq!((len, serde_json::from_str::<Value>(&parts).unwrap()), (parts.len(), text.clone()), "{op} {r} in parts");
+                assert_eq!(serde_json::from_str::<Value>(&envelope_ok_owned(op, r.to_string()).joined()).unwrap(), text, "{op} {r} joined");
             }
         }
     }
@@ -880,7 +940,7 @@ mod tests {
         assert_eq!((args["limit"].as_u64(), args["sessionId"].as_str()), (Some(50), Some("s1")));
         assert_eq!(c.per_page(), 50);
         assert_eq!(c.args, json!({ "limit": 50 }), "only what the envelope reads stays");
-        let with = envelope_for(&c, r#"{"memories":[],"cursor":null}"#);
+        let with = envelope_for(&c, r#"{"memories":[],"cursor":null}"#.to_string()).joined();
         assert!(with.contains("\"per_page\":50"), "{with}");
     }
 

@@ -104,9 +104,9 @@ fn main() {
     // 3. The Worker reads the reply and answers.
     let result = reply.clone();
     drop(reply);
-    let enveloped = rest::envelope_for(&call, &result);
+    let enveloped = rest::envelope_for(&call, result).into_parts();
     step(&mut rows, "worker: reply enveloped");
-    drop((enveloped, result, call));
+    drop((enveloped, call));
     step(&mut rows, "all dropped");
 
     let overall = rows.iter().map(|r| r.2).max().unwrap_or(0);
