@@ -14,6 +14,7 @@
 //      of questions with a few statements (~2 memories a message); and
 //      PEAKS_PROSE_MESSAGES (default 50) of prose, every sentence a
 //      statement and so a memory of the local rule-based extraction;
+//   1d. PEAKS_CONCURRENT (default 4) such ingests at once, a profile each;
 //   2. exports of that profile, after its first ingest and once filled by
 //      PEAKS_SOURCE_INGESTS (default 4) such ingests (~64 MiB of text);
 //   3. imports of NDJSON files of PEAKS_SIZES MiB (default 4,8; 8 is taken
@@ -38,6 +39,7 @@ const SIZES = (process.env.PEAKS_SIZES || "4,8").split(",").map(Number);
 const SOURCE_INGESTS = Number(process.env.PEAKS_SOURCE_INGESTS || 4);
 const PROSE = Number(process.env.PEAKS_PROSE_MESSAGES ?? 50);
 const SETTLE_S = Number(process.env.PEAKS_SETTLE_S || 120);
+const CONCURRENT = Number(process.env.PEAKS_CONCURRENT || 4);
 const OUT = path.resolve(ROOT, process.env.BENCH_OUT || "docs/bench");
 const AUTH = "Bearer dev-token";
 /** The documented limits (src/core/api.rs). */
@@ -293,6 +295,19 @@ async function main() {
           const body = ingestBody("prose", 1000, PROSE, true);
           row.bytes = Buffer.byteLength(body);
           await rt.json("published-prose", "POST", "/ingest", body);
+        }),
+      );
+    }
+    // 1d. Several ingests at the limits at once, a profile each, over the
+    // published route: the profiles share the isolate's memory, and its
+    // budget counts what profiles keep between requests, not what a
+    // request holds while it runs.
+    if (CONCURRENT > 1) {
+      rows.push(
+        await measure(persistDir, `${CONCURRENT} ingests of 500 x 32 KB at once, a profile each, published route`, "published-at-once-0", async (rt, row) => {
+          const bodies = Array.from({ length: CONCURRENT }, (_, i) => ingestBody(`c${i}`, 100 + i));
+          row.bytes = bodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
+          await Promise.all(bodies.map((b, i) => rt.json(`published-at-once-${i}`, "POST", "/ingest", b)));
         }),
       );
     }
