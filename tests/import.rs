@@ -579,6 +579,23 @@ fn test_an_export_whose_reading_ends_early_leaves_the_spool() {
 }
 
 #[test]
+fn test_a_third_export_read_out_at_once_is_refused_and_taken_once_one_is_read() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        ingest_long(p, "s1", 20);
+        let first = p.spool_export(Default::default()).unwrap();
+        let _second = p.spool_export(Default::default()).unwrap();
+        let before = spooled_parts(&sql);
+        let err = p.spool_export(Default::default()).unwrap_err();
+        assert!(err.is_conflict(), "{err:?}");
+        assert!(err.message().contains("2 exports of this profile are being read out"), "{}", err.message());
+        assert_eq!(spooled_parts(&sql), before, "the refused export spooled nothing");
+        read_out(&sql, first);
+        assert!(p.spool_export(Default::default()).is_ok(), "taken once one is read out");
+    });
+}
+
+#[test]
 fn test_a_wipe_removes_spooled_exports_and_never_reuses_their_numbers() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

@@ -113,6 +113,9 @@ impl Error {
     pub fn is_storage(&self) -> bool {
         self.kind == Kind::Storage
     }
+    pub fn is_conflict(&self) -> bool {
+        self.kind == Kind::Conflict
+    }
     /// Whether the fault is the caller's (a 4xx).
     pub fn is_client_error(&self) -> bool {
         self.status() < 500

@@ -37,6 +37,10 @@ const EXPORT_MEMORY_PAGE: usize = 256;
 /// smaller): well under the platform's 2 MB cap on a value.
 pub const EXPORT_PART_BYTES: usize = 512 * 1024;
 
+/// Exports of one profile spooled at once, at most: each holds a copy of
+/// the profile in its database until it is read out.
+pub const MAX_SPOOLED_EXPORTS: i64 = 2;
+
 /// A spooled export read back whole, then removed from the spool.
 pub fn read_whole(sql: &dyn Sql, spooled: Spooled) -> Result<String> {
     let parts = SpooledParts::new(sql, spooled, |_| {}).collect::<Result<Vec<_>>>()?;
@@ -123,6 +127,12 @@ pub struct Spooled {
 /// (Held in memory instead, the parts of a profile of about 100 MB would
 /// fill an isolate's 128 MB.)
 pub fn spool_export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<Spooled> {
+    let spooled = store.spooled_exports()?;
+    if spooled >= MAX_SPOOLED_EXPORTS {
+        return Err(Error::conflict(format!(
+            "{spooled} exports of this profile are being read out, the most at once; try again once one is read (or its reading is cancelled)"
+        )));
+    }
     store.transaction(|| {
         let mut out = Spool { store, export: store.next_export()?, parts: 0, current: Vec::new() };
         write_export(&mut out, store, profile, filter)?;

@@ -62,6 +62,12 @@ impl Store<'_> {
         }
     }
 
+    /// How many exports are spooled (being read out).
+    pub fn spooled_exports(&self) -> Result<i64> {
+        let rows = self.sql.query("SELECT COUNT(DISTINCT export) FROM export_spool", &[])?;
+        rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to count the spooled exports"))
+    }
+
     /// Removes export `export`'s parts.
     pub fn drop_export(&self, export: i64) -> Result<()> {
         self.sql.execute("DELETE FROM export_spool WHERE export = ?", &[SqlValue::Integer(export)])
