@@ -43,8 +43,10 @@ pub const MAX_SPOOLED_EXPORTS: i64 = 2;
 
 /// A spooled export read back whole, then removed from the spool.
 pub fn read_whole(sql: &dyn Sql, spooled: Spooled) -> Result<String> {
-    let parts = SpooledParts::new(sql, spooled, |_| {}).collect::<Result<Vec<_>>>()?;
-    String::from_utf8(parts.concat()).map_err(|e| Error::storage(format!("a spooled export is not UTF-8: {e}")))
+    let store = Store::new(sql, 0);
+    let parts = (0..spooled.parts).map(|part| store.export_part(spooled.export, part)).collect::<Result<Vec<_>>>();
+    store.drop_export(spooled.export)?;
+    String::from_utf8(parts?.concat()).map_err(|e| Error::storage(format!("a spooled export is not UTF-8: {e}")))
 }
 
 /// A spooled export read out a part at a time, each part read from the
@@ -114,18 +116,21 @@ pub struct Spooled {
 /// they cite, their links to versions that do not pass left out (as a
 /// hard delete leaves them): the file imports anywhere ([`check_links`]).
 ///
-/// The file is written in parts of [`EXPORT_PART_BYTES`]
-/// (a part may end inside a record: the parts are one byte stream), in
-/// one transaction, so the file is one moment's profile however it
-/// changes while the file is read out.
+/// The file is written in parts of [`EXPORT_PART_BYTES`] (a part may end
+/// inside a record: the parts are one byte stream), in one transaction,
+/// so the file is one moment's profile however the profile changes while
+/// the file is read out.
 ///
 /// The object holds one part at a time, whatever the profile's size:
 /// messages and memories are read a page ([`EXPORT_MESSAGE_PAGE`],
 /// [`EXPORT_MEMORY_PAGE`]) at a time, and with a filter, which records
-/// pass is recorded in the database ([`write_export`]). The Durable Object answers with a stream
-/// that reads the parts back one by one as the platform sends them.
-/// (Held in memory instead, the parts of a profile of about 100 MB would
-/// fill an isolate's 128 MB.)
+/// pass is recorded in the database ([`write_export`]). The Durable
+/// Object answers with a stream that reads the parts back one by one as
+/// the platform sends them ([`SpooledParts`]). (Held in memory instead,
+/// the parts of a profile of about 100 MB would fill an isolate's 128 MB.)
+///
+/// At most [`MAX_SPOOLED_EXPORTS`] exports of a profile are spooled at
+/// once; another is refused (409) until one is read out.
 pub fn spool_export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<Spooled> {
     let spooled = store.spooled_exports()?;
     if spooled >= MAX_SPOOLED_EXPORTS {
