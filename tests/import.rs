@@ -593,6 +593,11 @@ fn test_a_third_export_read_out_at_once_is_refused_and_taken_once_one_is_read() 
         read_out(&sql, first);
         assert!(p.spool_export(Default::default()).is_ok(), "taken once one is read out");
     });
+    // An hour on, the two left unread are taken as abandoned: removed when
+    // another is asked for.
+    let later = APRIL_15 + agent_memory::core::portable::ABANDONED_EXPORT_MILLIS + 1;
+    let third = with_profile(&sql, later, |p| p.spool_export(Default::default()).unwrap());
+    assert_eq!(spooled_parts(&sql), third.parts, "only the new export is spooled");
 }
 
 #[test]

@@ -306,19 +306,33 @@ impl ProfileObject {
             Some(out) => out.map(Answer::Json),
             None => self.checked_then_run(&profile, &call.name, &call.op, call.args, call.unread).await,
         };
-        if out.is_ok() && !self.name_saved.get() {
+        let after = self.after_call(&profile, &call.name, &call.op, out.is_ok()).await;
+        if let (Err(_), Ok(Answer::File(spooled))) = (&after, &out) {
+            // The export is not answered: it leaves the spool.
+            if let Err(e) = profile.store().drop_export(spooled.export) {
+                console_error!("failed to remove an export left unanswered (the next instance clears it): {e}");
+            }
+        }
+        after?;
+        out
+    }
+
+    /// What follows a call: the profile's name stored on its first
+    /// success, and its alarm set after a write.
+    async fn after_call(&self, profile: &Profile<'_>, name: &str, op: &str, succeeded: bool) -> std::result::Result<(), Error> {
+        if succeeded && !self.name_saved.get() {
             // The alarm needs the name (its providers address the
             // profile's vectors by it): a call that cannot store it fails.
             let store = profile.store();
-            if store.meta_get(META_NAME)?.as_deref() != Some(call.name.as_str()) {
-                store.meta_set(META_NAME, &call.name)?;
+            if store.meta_get(META_NAME)?.as_deref() != Some(name) {
+                store.meta_set(META_NAME, name)?;
             }
             self.name_saved.set(true);
         }
-        if !read_only(&call.op) {
-            self.schedule(&profile).await?;
+        if !read_only(op) {
+            self.schedule(profile).await?;
         }
-        out
+        Ok(())
     }
 
     /// Decodes and checks a call (its input, and the profile's room for
@@ -592,13 +606,14 @@ impl ProfileObject {
 fn answer(out: std::result::Result<Answer, Error>, state: &State) -> Result<Response> {
     match out {
         Ok(Answer::File(spooled)) => {
-            let headers = Headers::new();
-            headers.set("content-type", NDJSON)?;
             // Each part is read as the platform asks for it, copied out and
-            // dropped.
+            // dropped. Made first: should the reply fail, the export leaves
+            // the spool as the parts are dropped.
             let parts = SpooledParts::new(DoSql::new(state.storage()), spooled, |e| {
                 console_error!("failed to remove an export read out in part (the next instance clears it): {e}")
             });
+            let headers = Headers::new();
+            headers.set("content-type", NDJSON)?;
             let stream = futures::stream::iter(parts.map(|part| part.map_err(|e| worker::Error::RustError(e.to_string()))));
             Ok(Response::from_stream(stream)?.with_headers(headers))
         }

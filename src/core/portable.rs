@@ -41,12 +41,21 @@ pub const EXPORT_PART_BYTES: usize = 512 * 1024;
 /// the profile in its database until it is read out.
 pub const MAX_SPOOLED_EXPORTS: i64 = 2;
 
+/// How long a spooled export may take to be read out: one spooled longer
+/// ago is taken as abandoned (its reader never finished nor cancelled)
+/// and removed when another export is asked for, its reading, if any,
+/// then failing.
+pub const ABANDONED_EXPORT_MILLIS: i64 = 60 * 60 * 1000;
+
 /// A spooled export read back whole, then removed from the spool.
 pub fn read_whole(sql: &dyn Sql, spooled: Spooled) -> Result<String> {
     let store = Store::new(sql, 0);
     let parts = (0..spooled.parts).map(|part| store.export_part(spooled.export, part)).collect::<Result<Vec<_>>>();
-    store.drop_export(spooled.export)?;
-    String::from_utf8(parts?.concat()).map_err(|e| Error::storage(format!("a spooled export is not UTF-8: {e}")))
+    // A part that did not read is the error to report, removed or not.
+    let removed = store.drop_export(spooled.export);
+    let parts = parts?;
+    removed?;
+    String::from_utf8(parts.concat()).map_err(|e| Error::storage(format!("a spooled export is not UTF-8: {e}")))
 }
 
 /// A spooled export read out a part at a time, each part read from the
@@ -130,8 +139,10 @@ pub struct Spooled {
 /// the parts of a profile of about 100 MB would fill an isolate's 128 MB.)
 ///
 /// At most [`MAX_SPOOLED_EXPORTS`] exports of a profile are spooled at
-/// once; another is refused (409) until one is read out.
+/// once; another is refused (409) until one is read out, or is older than
+/// [`ABANDONED_EXPORT_MILLIS`].
 pub fn spool_export(store: &Store<'_>, profile: &str, filter: Option<&crate::core::filter::Filter>) -> Result<Spooled> {
+    store.drop_exports_before(store.now().saturating_sub(ABANDONED_EXPORT_MILLIS))?;
     let spooled = store.spooled_exports()?;
     if spooled >= MAX_SPOOLED_EXPORTS {
         return Err(Error::conflict(format!(

@@ -708,9 +708,10 @@ impl Enveloped {
         self.len() == 0
     }
 
-    /// The three pieces, in order (the result's text moved, not copied).
-    pub fn into_parts(self) -> [String; 3] {
-        [self.head.to_string(), self.result, self.tail.to_string()]
+    /// The pieces, in order, none empty (the result's text moved, not
+    /// copied).
+    pub fn into_parts(self) -> Vec<String> {
+        [self.head.to_string(), self.result, self.tail.to_string()].into_iter().filter(|p| !p.is_empty()).collect()
     }
 
     /// The envelope as one text.

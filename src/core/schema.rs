@@ -342,6 +342,7 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             export INTEGER NOT NULL,
             part INTEGER NOT NULL,
             data BLOB NOT NULL,
+            spooled_at INTEGER NOT NULL,
             UNIQUE (export, part)
         )",
             // The ids a filtered export keeps, while it is written: the

@@ -46,9 +46,15 @@ impl Store<'_> {
     /// Writes part `part` of export `export`.
     pub fn put_export_part(&self, export: i64, part: i64, data: Vec<u8>) -> Result<()> {
         self.sql.execute(
-            "INSERT INTO export_spool (export, part, data) VALUES (?, ?, ?)",
-            &[SqlValue::Integer(export), SqlValue::Integer(part), SqlValue::Blob(data)],
+            "INSERT INTO export_spool (export, part, data, spooled_at) VALUES (?, ?, ?, ?)",
+            &[SqlValue::Integer(export), SqlValue::Integer(part), SqlValue::Blob(data), SqlValue::Integer(self.now)],
         )
+    }
+
+    /// Removes the exports spooled before `before` (epoch millis).
+    pub fn drop_exports_before(&self, before: i64) -> Result<()> {
+        self.sql
+            .execute("DELETE FROM export_spool WHERE export IN (SELECT DISTINCT export FROM export_spool WHERE spooled_at < ?)", &[SqlValue::Integer(before)])
     }
 
     /// Part `part` of export `export`; a storage error if it is not there
