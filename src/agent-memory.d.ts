@@ -636,6 +636,8 @@ export interface MemoryStats {
   drainError?: string;
   vectors: number;
   storageBytes: number;
+  /** Exports being read out, each a copy of the profile held in its database until it is read. */
+  spooledExports: number;
   residentBytes: number;
   isolate?: MemoryIsolateStats | null;
 }

@@ -565,8 +565,10 @@ fn test_an_export_whose_reading_ends_early_leaves_the_spool() {
         let kept = p.spool_export(Default::default()).unwrap();
         let mut parts = SpooledParts::new(&sql, p.spool_export(Default::default()).unwrap(), |e| panic!("{e}"));
         parts.next().unwrap().unwrap();
+        assert_eq!(p.stats().unwrap().spooled_exports, 2, "stats show both");
         drop(parts);
         assert_eq!(spooled_parts(&sql), kept.parts, "the export dropped part-read left; the other stayed");
+        assert_eq!(p.stats().unwrap().spooled_exports, 1);
         // A part gone (the profile was emptied) ends the reading with an
         // error, and what is left of the export goes.
         let mut parts = SpooledParts::new(&sql, kept, |e| panic!("{e}"));

@@ -655,6 +655,7 @@ fn stats_of(full: bool) -> Stats {
         drain_error: full.then(|| "2026-04-15T00:00:00.000Z: the turn directory: disk full".into()),
         vectors: 2,
         storage_bytes: 4096,
+        spooled_exports: 1,
         resident_bytes: 1024,
         isolate: full.then(|| agent_memory::core::resident::IsolateMemory {
             wasm_memory_bytes: 1 << 24,

@@ -405,6 +405,10 @@ pub struct Stats {
     pub drain_error: Option<String>,
     pub vectors: i64,
     pub storage_bytes: i64,
+    /// Exports being read out, each a copy of the profile (or of what its
+    /// filter kept) held in the database until it is read.
+    #[serde(default)]
+    pub spooled_exports: i64,
     /// What this profile keeps in memory between requests (its turn
     /// directory and vector codes); 0 when nothing is resident.
     #[serde(default)]

@@ -124,6 +124,7 @@ impl<'a> Store<'a> {
             parked_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 1")?,
             vectors: one("SELECT COUNT(*) FROM vectors")?,
             storage_bytes: self.sql.database_size(),
+            spooled_exports: self.spooled_exports()?,
             drain_error: self.meta_get(META_DRAIN_ERROR)?,
             ..Stats::default()
         };
