@@ -115,6 +115,21 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
         assert!(over < bound, "an export of {file} bytes rose {over} bytes (filter {filter:?})");
     }
 
+    // An import's file travels beside its call, unescaped, and the object
+    // moves the text it read into the call's arguments. (Escaped into the
+    // call, its read rose about twice the file.)
+    let file = "{\"kind\":\"message\",\"content\":\"a \\\"quoted\\\" word\"}\n".repeat(50_000);
+    let posted = ObjectCall::post("ns/p", "import", json!({ "data": file }), false).unwrap();
+    let (call_text, raw) = (posted.call, posted.raw.expect("the file travels beside the call"));
+    let file_len = raw.len();
+    let start = live();
+    reset_peak();
+    let read = ObjectCall::read_posted(&call_text, raw).unwrap();
+    let over = peak() - start;
+    assert_eq!(read.args["data"].as_str().map(str::len), Some(file_len));
+    assert!(over < 4096, "reading a posted import of {file_len} bytes rose {over} bytes");
+    drop(read);
+
     // MCP: the message parsed, the body dropped; when the profile is
     // called, the heap holds the arguments it is handed and nothing else
     // of the size of the call.

@@ -299,7 +299,7 @@ async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread
     let stub =
         env.durable_object("PROFILES").and_then(|ns| ns.get_by_name(name)).map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
     // The arguments are consumed here, before the object is awaited.
-    let body = rest::ObjectCall::write(name, op, args, unread)?;
+    let body = rest::ObjectCall::post(name, op, args, unread)?;
     let resp = post_to_object(&stub, body).await?;
     if resp.status_code() == 200 && resp.headers().get("content-type").ok().flatten().as_deref() == Some(NDJSON) {
         return Ok(ObjectAnswer::File(resp));
@@ -310,13 +310,24 @@ async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread
 /// Posts `body` to a Durable Object and reads its `reply`: the result's
 /// JSON text, or the error it carries.
 async fn object_reply(stub: &Stub, body: String) -> std::result::Result<String, Error> {
-    read_object_reply(&post_to_object(stub, body).await?).await
+    read_object_reply(&post_to_object(stub, rest::Posted { call: body, raw: None }).await?).await
 }
 
-/// Posts `body` to a Durable Object; its response, unread.
-async fn post_to_object(stub: &Stub, body: String) -> std::result::Result<Response, Error> {
+/// Posts a call to a Durable Object (an import's file as the body, the
+/// call in [`rest::CALL_HEADER`]; otherwise the call as the body); its
+/// response, unread.
+async fn post_to_object(stub: &Stub, posted: rest::Posted) -> std::result::Result<Response, Error> {
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(JsValue::from_str(&body)));
+    let headers = Headers::new();
+    let body = match posted.raw {
+        // An import's file as the body, the call in a header.
+        Some(raw) => {
+            headers.set(rest::CALL_HEADER, &posted.call).map_err(|e| Error::storage(e.to_string()))?;
+            raw
+        }
+        None => posted.call,
+    };
+    init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&body)));
     // The platform holds its own copy now; ours would sit in the Wasm
     // memory for as long as the object runs.
     drop(body);

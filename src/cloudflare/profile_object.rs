@@ -516,7 +516,12 @@ impl DurableObject for ProfileObject {
         // Read as text and parsed by serde_json, never by the platform's
         // JSON.parse: an integer above 2^53 (a 64-bit id in metadata) stays
         // the number the caller sent.
-        let call = match req.text().await.map(|t| Call::read(&t)) {
+        let header = req.headers().get(crate::core::rest::CALL_HEADER).ok().flatten();
+        let call = match req.text().await.map(|t| match &header {
+            // An import's file, its call beside it.
+            Some(call) => Call::read_posted(call, t),
+            None => Call::read(&t),
+        }) {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return reply(Err(e)),
             Err(e) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),

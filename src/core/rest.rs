@@ -191,7 +191,48 @@ impl ObjectCall {
     pub fn read(text: &str) -> Result<ObjectCall> {
         serde_json::from_str(text).map_err(|e| Error::invalid(format!("bad internal call: {e}")))
     }
+
+    /// [`ObjectCall::write`], an import's file taken out of its arguments
+    /// to travel beside the call as it is: written into the call as a JSON
+    /// string it would be escaped into a second, larger copy, and read
+    /// back through a third.
+    pub fn post(name: &str, op: &str, mut args: Value, unread: bool) -> Result<Posted> {
+        let raw = match (Op::parse(op), &mut args) {
+            (Some(Op::Import), Value::Object(o)) if matches!(o.get("data"), Some(Value::String(_))) => match o.remove("data") {
+                Some(Value::String(data)) => Some(data),
+                _ => None,
+            },
+            _ => None,
+        };
+        Ok(Posted { call: ObjectCall::write(name, op, args, unread)?, raw })
+    }
+
+    /// A call as [`ObjectCall::post`] sent it: the text that travelled
+    /// beside it goes back into its arguments as `data`, moved.
+    pub fn read_posted(call: &str, raw: String) -> Result<ObjectCall> {
+        let mut out = ObjectCall::read(call)?;
+        match &mut out.args {
+            Value::Object(o) if !o.contains_key("data") => {
+                o.insert("data".to_string(), Value::String(raw));
+                Ok(out)
+            }
+            _ => Err(Error::invalid("bad internal call: a text beside arguments that are not an object without data")),
+        }
+    }
 }
+
+/// An internal call as it is sent ([`ObjectCall::post`]): the call's JSON
+/// text and, for an import, its file, to be sent as the request's body
+/// with the call in the [`CALL_HEADER`] header.
+#[derive(Debug)]
+pub struct Posted {
+    pub call: String,
+    pub raw: Option<String>,
+}
+
+/// The header an internal call travels in when its body is an import's
+/// file ([`Posted`]).
+pub const CALL_HEADER: &str = "x-agent-memory-call";
 
 /// Splits a profile name as RPC callers give it: `"ns/profile"`, or
 /// `"profile"` in `namespace` (the binding's `props.namespace`, else
@@ -928,6 +969,25 @@ mod tests {
         let Route::Profile(c) = get(&format!("{BASE}/memories")).unwrap() else { panic!() };
         assert_eq!((c.namespace.as_str(), c.profile.as_str(), c.op), ("ns", "p1", Op::List));
         assert_eq!(c.object_name(), "ns/p1");
+    }
+
+    #[test]
+    fn test_an_imports_file_travels_beside_its_call_unescaped_and_returns_to_its_arguments() {
+        let file = "{\"kind\":\"header\"}\n".to_string();
+        let posted = ObjectCall::post("ns/p", "import", json!({ "data": file.clone() }), false).unwrap();
+        assert_eq!(posted.raw.as_deref(), Some(file.as_str()), "the file as it is");
+        assert!(!posted.call.contains("header"), "the call does not carry it: {}", posted.call);
+        let read = ObjectCall::read_posted(&posted.call, posted.raw.unwrap()).unwrap();
+        assert_eq!((read.name.as_str(), read.op.as_str(), read.args), ("ns/p", "import", json!({ "data": file })));
+        // Any other call, or an import whose data is not a text, travels whole.
+        for (op, args) in [("ingest", json!({ "messages": [] })), ("import", json!({ "data": 1 })), ("recall", json!({ "query": "x" }))] {
+            let posted = ObjectCall::post("ns/p", op, args.clone(), true).unwrap();
+            assert!(posted.raw.is_none(), "{op}");
+            assert_eq!(ObjectCall::read(&posted.call).unwrap().args, args);
+        }
+        // A text beside arguments that already hold data is refused.
+        let call = ObjectCall::write("ns/p", "import", json!({ "data": "x" }), false).unwrap();
+        assert!(ObjectCall::read_posted(&call, "y".into()).unwrap_err().is_invalid());
     }
 
     #[test]

@@ -75,16 +75,21 @@ fn main() {
     drop(body);
     step(&mut rows, "worker: body routed (parsed), dropped");
     let args = call.take_args();
-    let internal = ObjectCall::write(&call.object_name(), call.op.name(), args, call.unread()).expect("internal call");
+    let internal = ObjectCall::post(&call.object_name(), call.op.name(), args, call.unread()).expect("internal call");
     step(&mut rows, "worker: internal call written");
-    // Handed to the platform (a JavaScript string, off the Wasm memory),
-    // and read by the object as a string of its own.
-    let text = internal.as_str().to_string();
+    // Handed to the platform (JavaScript strings, off the Wasm memory),
+    // and read by the object as strings of its own: the call, and an
+    // import's file sent beside it.
+    let text = internal.call.as_str().to_string();
+    let raw = internal.raw.as_deref().map(str::to_string);
     drop(internal);
-    let worker_holds = live() - text.len();
+    let worker_holds = live() - text.len() - raw.as_ref().map_or(0, String::len);
 
     // 2. The object (src/cloudflare/profile_object.rs `fetch`, `checked_then_run`).
-    let decoded = ObjectCall::read(&text).expect("read call");
+    let decoded = match raw {
+        Some(raw) => ObjectCall::read_posted(&text, raw).expect("read call"),
+        None => ObjectCall::read(&text).expect("read call"),
+    };
     drop(text);
     step(&mut rows, "object: call read");
     let out = with_profile(&sql, APRIL_15, |p| {
