@@ -118,8 +118,18 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     // An import's file travels beside its call, unescaped, and the object
     // moves the text it read into the call's arguments. (Escaped into the
     // call, its read rose about twice the file.)
-    let file = "{\"kind\":\"message\",\"content\":\"a \\\"quoted\\\" word\"}\n".repeat(50_000);
-    let posted = ObjectCall::post("ns/p", "import", json!({ "data": file }), false).unwrap();
+    let file = "{\"kind\":\"message\",\"content\":\"a \\\"quoted\\\" word\"}\n".repeat(50_000).into_bytes();
+    // The Worker routes it holding the body and one text of it (the
+    // arguments take the text as it is).
+    let import_path = "/accounts/a/agent-memory/namespaces/ns/profiles/p/import";
+    let start = live();
+    reset_peak();
+    let incoming = Incoming { method: "POST", path: import_path, query: "", content_type: Some("application/x-ndjson"), body: &file };
+    let Ok(Route::Profile(mut routed)) = rest::route(&incoming) else { panic!("not routed as a profile call") };
+    let over = peak() - start;
+    assert!(over < file.len() + 4096, "routing an import of {} bytes rose {over} bytes (more than one text of it)", file.len());
+    drop(file);
+    let posted = ObjectCall::post("ns/p", "import", routed.take_args(), false).unwrap();
     let (call_text, raw) = (posted.call, posted.raw.expect("the file travels beside the call"));
     let file_len = raw.len();
     let start = live();

@@ -357,7 +357,8 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &[("session_id", "sessionId")], &[])?),
         ("DELETE", ["sessions", sid]) => (Op::DeleteSession, json!({ "sessionId": decode(sid)? })),
         ("GET", ["export"]) => (Op::Export, query_args(req.query, &[], &[])?),
-        ("POST", ["import"]) => (Op::Import, json!({ "data": import_body(req)? })),
+        // Moved in: `json!` would serialize the file into a copy.
+        ("POST", ["import"]) => (Op::Import, Value::Object(Map::from_iter([("data".to_string(), Value::String(import_body(req)?))]))),
         ("GET", ["stats"]) => (Op::Stats, json!({})),
         ("DELETE", []) => (Op::DeleteProfile, json!({})),
         ("POST", ["restore"]) => (Op::RestoreProfile, json!({})),
