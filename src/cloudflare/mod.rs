@@ -403,7 +403,6 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         };
         match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op)).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
-            // An export's file, as the string it is.
             // An export's file, read as a string by the platform: it never
             // enters the Wasm memory.
             ObjectAnswer::File(resp) => {

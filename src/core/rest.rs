@@ -684,7 +684,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub fn envelope_ok_text(op: &str, result: &str) -> String {
     use serde_json::value::RawValue;
     let plain = |info: &str| format!("{PLAIN_HEAD}{result}{info}{PLAIN_TAIL}");
-    if op != Op::Recall.name() && op != Op::List.name() {
+    if !envelope_reads_result(op) {
         return plain("");
     }
     let Ok(mut fields) = serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(result) else {
@@ -717,6 +717,12 @@ pub fn envelope_ok_text(op: &str, result: &str) -> String {
     }
     out.push_str(",\"success\":true}");
     out
+}
+
+/// Whether the envelope of `op`'s result reads its fields: recall's notes
+/// become envelope messages, a list's paging its `result_info`.
+fn envelope_reads_result(op: &str) -> bool {
+    op == Op::Recall.name() || op == Op::List.name()
 }
 
 /// What a plain envelope holds before its result's text, and after it.
@@ -770,7 +776,7 @@ impl Enveloped {
 /// copied, where the envelope reads nothing of it (every operation but
 /// recall and list, whose notes and paging it moves).
 pub fn envelope_ok_owned(op: &str, result: String) -> Enveloped {
-    if op == Op::Recall.name() || op == Op::List.name() {
+    if envelope_reads_result(op) {
         return Enveloped::whole(envelope_ok_text(op, &result));
     }
     Enveloped { head: PLAIN_HEAD, result, tail: PLAIN_TAIL }
