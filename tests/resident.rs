@@ -143,3 +143,90 @@ fn test_answers_are_the_same_with_nothing_resident_everything_resident_and_evict
         }
     }
 }
+
+/// The counts' estimate against what the state holds, for each of the
+/// development styles (tests/fixtures/dev-styles: long assistant turns,
+/// support chats, coding sessions, knowledge updates), each ingested into
+/// its own profile, drained, and its directory and vector codes built
+/// whole. Row counts miss how long the texts are, so the estimate is under;
+/// scaled by a measurement of the state (core::resident::Measured), it
+/// says what the state holds as it grows. Prints the figures the README
+/// quotes (`cargo test --test resident counts -- --nocapture`).
+#[test]
+fn test_the_counts_estimate_misses_long_texts_and_a_measurement_corrects_it() {
+    use agent_memory::core::resident::{estimate, expected, words_estimate, Measured};
+    for style in ["long-answers", "support-chat", "coding-agent", "knowledge-updates"] {
+        let path = format!("{}/tests/fixtures/dev-styles/{style}.json", env!("CARGO_MANIFEST_DIR"));
+        let questions: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let sql = database();
+        let (turns, codes) = (TurnDirectory::new(), RefCell::new(Packed::new()));
+        let index = SqlVectorIndex { sql: &sql };
+        let profile = |now: i64| Profile {
+            name: "test/p",
+            sql: &sql,
+            reasoner: &Rules,
+            embedder: &HashEmbedder,
+            index: &index,
+            turns: None,
+            now,
+            limits: Limits::default(),
+            memory: Default::default(),
+        };
+        let sessions = questions.iter().flat_map(|q| q["haystack_sessions"].as_array().unwrap().iter());
+        let mut held_at_half = None;
+        let total = questions.iter().map(|q| q["haystack_sessions"].as_array().unwrap().len()).sum::<usize>();
+        for (n, session) in sessions.enumerate() {
+            let messages = session.as_array().unwrap().iter().map(|t| msg(t["role"].as_str().unwrap(), t["content"].as_str().unwrap())).collect();
+            let req = IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() };
+            block_on(profile(APRIL_15).ingest(req)).unwrap();
+            if n + 1 == total / 2 {
+                held_at_half = Some(measure(&profile(APRIL_15), &turns, &codes));
+            }
+        }
+        let whole = measure(&profile(APRIL_15), &turns, &codes);
+        let held = whole.words + whole.codes;
+        let counted = estimate(whole.messages, whole.memories);
+        let words = words_estimate(whole.messages, whole.memories);
+        let computed = Packed::heap_bytes_for(whole.memories as usize, whole.dims);
+        println!(
+            "{style}: {} messages, {} memories: the counts say {counted} bytes, the state holds {held} ({:.2} of it); the directory {} against {words} ({:.2}); the codes {} against {computed} computed",
+            whole.messages,
+            whole.memories,
+            counted as f64 / held as f64,
+            whole.words,
+            words as f64 / whole.words as f64,
+            whole.codes,
+        );
+        assert!((counted as f64) < 0.8 * held as f64, "{style}: the counts' estimate is under what the state holds");
+        // (Computed with the scratch a first vector query grows: 2 bytes a code.)
+        assert_eq!(computed, whole.codes + 2 * whole.memories as usize, "{style}: the codes' size follows from their count");
+        // Measured at half its sessions, it is expected whole within a tenth.
+        let half = held_at_half.unwrap();
+        let measured = Measured { held: half.words as u64, estimated: words_estimate(half.messages, half.memories) as u64, code_dims: half.dims as u32 };
+        let said = expected(whole.messages, whole.memories, Some(measured), |dims| Packed::heap_bytes_for(whole.memories as usize, dims as usize));
+        println!("{style}: measured at half its sessions, expected whole at {said}");
+        assert!((said as f64 - held as f64).abs() < 0.1 * held as f64, "{style}: measured at half, expected at {said} against {held}");
+    }
+}
+
+/// A profile's state built whole.
+struct Whole {
+    words: usize,
+    codes: usize,
+    dims: usize,
+    messages: u64,
+    memories: u64,
+}
+
+/// Drains the profile (its vectors written), then builds its directory
+/// and vector codes whole: what they hold, and the highest rowids.
+fn measure(p: &Profile<'_>, turns: &TurnDirectory, codes: &RefCell<Packed>) -> Whole {
+    while block_on(p.drain()).unwrap().embedded > 0 {}
+    turns.clear();
+    drop(turns.sync(p.sql).unwrap());
+    let mut codes = codes.borrow_mut();
+    codes.clear();
+    agent_memory::core::local::vector::load(p.sql, &mut codes).unwrap();
+    let (messages, memories) = turns.read_up_to().unwrap();
+    Whole { words: turns.heap_bytes(), codes: codes.heap_bytes(), dims: codes.dims(), messages, memories }
+}

@@ -310,6 +310,40 @@ fn test_turn_directory_follows_appends_deletes_and_a_wipe() {
     });
 }
 
+/// What the state held is kept beside the estimate it was measured
+/// against (core::resident::Measured): read back as written, gone with a
+/// wipe, and an error, never a default, when it does not read. The
+/// directory says which rowids its size stands for.
+#[test]
+fn test_a_state_measurement_reads_back_goes_with_a_wipe_and_a_corrupt_one_is_an_error() {
+    use agent_memory::core::resident::{Measured, META_STATE_MEASURED};
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let store = agent_memory::core::store::Store::new(p.sql, APRIL_15);
+        assert_eq!(store.state_measured().unwrap(), None);
+        let session = IngestRequest {
+            messages: vec![msg("user", "We adopted a puppy."), msg("assistant", "What is it called?")],
+            session_id: Some("a".into()),
+            metadata: Default::default(),
+        };
+        block_on(p.ingest(session)).unwrap();
+        let turns = p.turns.unwrap();
+        assert_eq!(turns.read_up_to(), None, "nothing read yet");
+        drop(turns.sync(p.sql).unwrap());
+        let (messages, memories) = store.highest_rowids().unwrap();
+        assert_eq!(turns.read_up_to(), Some((messages, memories)), "the rowids its size stands for");
+        let m =
+            Measured { held: turns.heap_bytes() as u64, estimated: agent_memory::core::resident::words_estimate(messages, memories) as u64, code_dims: 256 };
+        store.set_state_measured(&m).unwrap();
+        assert_eq!(store.state_measured().unwrap(), Some(m));
+        store.meta_set(META_STATE_MEASURED, "12 apples").unwrap();
+        assert!(store.state_measured().is_err(), "a corrupt measurement is an error");
+        store.set_state_measured(&m).unwrap();
+        p.wipe().unwrap();
+        assert_eq!(store.state_measured().unwrap(), None, "a wipe removes it");
+    });
+}
+
 #[test]
 fn test_export_then_import_reproduces_everything() {
     let src = database();

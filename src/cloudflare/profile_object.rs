@@ -17,7 +17,7 @@ use crate::core::ops::{Answer, Limits, Op, Profile};
 use crate::core::portable::SpooledParts;
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::resident::Budget;
+use crate::core::resident::{Budget, Measured};
 use crate::core::store::{META_CATALOGED, META_NAME};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
@@ -107,6 +107,21 @@ impl Resident {
 
     fn heap_bytes(&self) -> usize {
         self.turns.heap_bytes().saturating_add(self.packed.try_borrow().map_or(0, |p| p.heap_bytes()))
+    }
+
+    /// What the directory holds against the counts' estimate for the
+    /// rowids it read, and the vector codes' dimensions, when the state is
+    /// loaded whole (with the `local_index`, its vector codes too).
+    fn measured_whole(&self, local_index: bool) -> Option<Measured> {
+        let (messages, memories) = self.turns.read_up_to()?;
+        let code_dims = match self.packed.try_borrow() {
+            Ok(p) if local_index && !p.is_loaded() => return None,
+            Ok(p) if local_index => u32::try_from(p.dims()).ok()?,
+            Ok(_) => 0,
+            Err(_) => return None,
+        };
+        let estimated = crate::core::resident::words_estimate(messages, memories) as u64;
+        Some(Measured { held: self.turns.heap_bytes() as u64, estimated, code_dims })
     }
 
     /// Frees what the profile keeps (whatever is not lent out right now).
@@ -275,6 +290,7 @@ impl ProfileObject {
         let busy = Busy::new(&self.resident);
         let out = self.run_call(call, warm).await;
         drop(busy);
+        self.measure(&name);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         if asks_warmth && out.is_ok() {
             self.ask_warmth().await?;
@@ -548,6 +564,7 @@ impl DurableObject for ProfileObject {
         let busy = Busy::new(&self.resident);
         let report = self.drain(&name, warm).await;
         drop(busy);
+        self.measure(&name);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         match report {
             Ok(report) => {
@@ -595,11 +612,40 @@ impl ProfileObject {
         Ok(report)
     }
 
-    /// Whether profile `name` may build its state now: its estimate (from
-    /// its counts) fits the budget, room made for it.
+    /// Whether profile `name` may build its state now: what it is
+    /// expected to hold (its counts, scaled by its last measurement) fits
+    /// the budget, room made for it.
     fn admit(&self, name: &str) -> Result<bool> {
-        let (messages, memories) = crate::core::store::Store::new(&self.sql, now()).highest_rowids().map_err(|e| worker::Error::RustError(e.to_string()))?;
-        Ok(admit(name, self.config.memory_budget_bytes, crate::core::resident::estimate(messages, memories)))
+        let store = crate::core::store::Store::new(&self.sql, now());
+        let (messages, memories) = store.highest_rowids().map_err(|e| worker::Error::RustError(e.to_string()))?;
+        // A measurement that does not read goes by the counts alone this
+        // time (the state is measured again once built, over it), rather
+        // than failing the drain it is asked for in.
+        let measured = store.state_measured().unwrap_or_else(|e| {
+            console_error!("profile {name}: its state's last measurement does not read ({e}); estimated from its counts");
+            None
+        });
+        let local_index = self.config.index == crate::cloudflare::config::IndexKind::Local;
+        let codes = |dims: u32| if local_index { Packed::heap_bytes_for(usize::try_from(memories).unwrap_or(usize::MAX), dims as usize) } else { 0 };
+        Ok(admit(name, self.config.memory_budget_bytes, crate::core::resident::expected(messages, memories, measured, codes)))
+    }
+
+    /// After a request: records what the profile's state holds, when it
+    /// is loaded whole and has moved from the stored measurement (see
+    /// [`Measured`]), for the isolates that build it next. A cache's
+    /// figure: a write that fails costs the request nothing.
+    fn measure(&self, name: &str) {
+        let local_index = self.config.index == crate::cloudflare::config::IndexKind::Local;
+        let Some(measured) = self.resident.measured_whole(local_index) else { return };
+        let store = crate::core::store::Store::new(&self.sql, now());
+        // One that does not read is replaced.
+        let recorded = match store.state_measured() {
+            Ok(Some(stored)) if !stored.drifted(&measured) => Ok(()),
+            _ => store.set_state_measured(&measured),
+        };
+        if let Err(e) = recorded {
+            console_error!("profile {name}: its state's size was not recorded (the next isolate estimates it from its counts): {e}");
+        }
     }
 }
 

@@ -22,7 +22,12 @@ use serde::{Deserialize, Serialize};
 /// (docs/bench/multi/): its vector code (a 512-bit SimHash, a 4-bit
 /// 256-dimension vector, its key and slot), its words in the directory's
 /// memory index and its rowid, rounded up.
-pub const BYTES_PER_MEMORY: usize = 640;
+pub const BYTES_PER_MEMORY: usize = CODE_BYTES_PER_MEMORY + WORD_BYTES_PER_MEMORY;
+/// ... of which its vector code: 64 bytes of SimHash, 128 of vector, its
+/// key, 1/norm and slot (core::local::vector).
+pub const CODE_BYTES_PER_MEMORY: usize = 256;
+/// ... and its words and rowid in the directory.
+pub const WORD_BYTES_PER_MEMORY: usize = 384;
 /// ... and per stored message: its place in the directory (id, session,
 /// position, role, date) and its words.
 pub const BYTES_PER_MESSAGE: usize = 520;
@@ -30,8 +35,88 @@ pub const BYTES_PER_MESSAGE: usize = 520;
 /// What a profile's state will hold, estimated from its counts before it
 /// is built (a profile that alone would not fit is never built).
 pub fn estimate(messages: u64, memories: u64) -> usize {
-    let bytes = (messages as u128).saturating_mul(BYTES_PER_MESSAGE as u128).saturating_add((memories as u128).saturating_mul(BYTES_PER_MEMORY as u128));
+    words_estimate(messages, memories).saturating_add(usize::try_from(memories).unwrap_or(usize::MAX).saturating_mul(CODE_BYTES_PER_MEMORY))
+}
+
+/// What the directory (the words of every message and memory, and where
+/// each message sits) will hold, estimated from the counts.
+pub fn words_estimate(messages: u64, memories: u64) -> usize {
+    let bytes = (messages as u128).saturating_mul(BYTES_PER_MESSAGE as u128).saturating_add((memories as u128).saturating_mul(WORD_BYTES_PER_MEMORY as u128));
     usize::try_from(bytes).unwrap_or(usize::MAX)
+}
+
+/// What a profile's directory held when it was last measured whole,
+/// beside what [`words_estimate`] said for it then, and its vector codes'
+/// dimensions. Kept in the profile's database ([`META_STATE_MEASURED`]):
+/// row counts miss how long a profile's texts are (on long assistant
+/// turns the words take half again what the counts say), so an isolate
+/// that never built the state scales the counts' estimate by what the
+/// directory really held. The vector codes are of a fixed size per
+/// memory but allocated a block of slots at a time, so they are not
+/// scaled: their size follows from the count and the dimensions. A
+/// profile's first build ever goes by its counts alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measured {
+    pub held: u64,
+    pub estimated: u64,
+    /// 0 when the profile kept no vector codes (or none yet).
+    pub code_dims: u32,
+}
+
+/// The meta key of a profile's [`Measured`] (a wipe removes it).
+pub const META_STATE_MEASURED: &str = "state_measured";
+
+/// How far what a profile's directory holds may move from what its stored
+/// measurement says, as a share of it, before it is measured again: a
+/// write now and then, not one a request.
+pub const REMEASURE_DRIFT: f64 = 0.25;
+
+impl Measured {
+    /// `held estimated code_dims`.
+    pub fn encode(&self) -> String {
+        format!("{} {} {}", self.held, self.estimated, self.code_dims)
+    }
+
+    pub fn decode(text: &str) -> Result<Measured, String> {
+        let mut parts = text.split(' ');
+        let mut next = || parts.next().map(str::parse::<u64>);
+        match (next(), next(), next(), next()) {
+            (Some(Ok(held)), Some(Ok(estimated)), Some(Ok(dims)), None) => match u32::try_from(dims) {
+                Ok(code_dims) => Ok(Measured { held, estimated, code_dims }),
+                Err(_) => Err(format!("meta {META_STATE_MEASURED} has dimensions out of range: {text:?}")),
+            },
+            _ => Err(format!("meta {META_STATE_MEASURED} is not three counts: {text:?}")),
+        }
+    }
+
+    /// `words` (the counts' [`words_estimate`] now) scaled by what the
+    /// directory held against what was estimated for it when measured.
+    pub fn scale(&self, words: usize) -> usize {
+        let held = usize::try_from(self.held).unwrap_or(usize::MAX);
+        match (words as u128).saturating_mul(self.held as u128).checked_div(self.estimated as u128) {
+            Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
+            None => words.max(held),
+        }
+    }
+
+    /// Whether `now` (measured for the counts now) is more than
+    /// [`REMEASURE_DRIFT`] away from what this one says for them, or its
+    /// codes' dimensions changed.
+    pub fn drifted(&self, now: &Measured) -> bool {
+        let said = self.scale(usize::try_from(now.estimated).unwrap_or(usize::MAX)) as f64;
+        self.code_dims != now.code_dims || (now.held as f64 - said).abs() > REMEASURE_DRIFT * said.max(1.0)
+    }
+}
+
+/// What a profile's state will hold: [`estimate`] from its counts, or,
+/// when it was measured, its directory's estimate scaled by the
+/// measurement plus its vector codes (`codes_of` their dimensions: the
+/// owner knows how they are laid out, and whether it keeps any).
+pub fn expected(messages: u64, memories: u64, measured: Option<Measured>, codes_of: impl FnOnce(u32) -> usize) -> usize {
+    match measured {
+        None => estimate(messages, memories),
+        Some(m) => m.scale(words_estimate(messages, memories)).saturating_add(codes_of(m.code_dims)),
+    }
 }
 
 /// The budget when none is configured (`MEMORY_BUDGET_MB`): what the
@@ -279,6 +364,42 @@ mod tests {
         // What a profile held last time counts when it is more than the estimate.
         b.touch("grown", 12 * MB, idle);
         assert_eq!(b.make_room("grown", MB, idle), None);
+    }
+
+    #[test]
+    fn test_a_measured_profile_is_expected_at_what_its_words_held_scaled_by_its_growth_plus_its_codes() {
+        let words = words_estimate(1_000, 1_000);
+        let no_codes = |_: u32| 0;
+        assert_eq!(expected(1_000, 1_000, None, no_codes), estimate(1_000, 1_000), "unmeasured: the counts alone");
+        // Measured at twice its estimate (long turns), then grown tenfold.
+        let m = Measured { held: 2 * words as u64, estimated: words as u64, code_dims: 0 };
+        assert_eq!(expected(10_000, 10_000, Some(m), no_codes), 2 * words_estimate(10_000, 10_000));
+        // Measured under its estimate (short turns): expected under it too.
+        let m = Measured { held: words as u64 / 2, estimated: words as u64, code_dims: 384 };
+        assert_eq!(expected(1_000, 1_000, Some(m), |dims| dims as usize * 10), words / 2 + 3_840, "the codes are added, not scaled");
+        // A measurement taken with nothing estimated says what was held.
+        assert_eq!(Measured { held: 5, estimated: 0, code_dims: 0 }.scale(3), 5);
+    }
+
+    #[test]
+    fn test_a_measurement_is_taken_again_only_when_it_drifted_by_over_a_quarter() {
+        let stored = Measured { held: 2_000, estimated: 1_000, code_dims: 256 };
+        let at = |held, estimated| Measured { held, estimated, code_dims: 256 };
+        // Grown fivefold at the same ratio: still what it says.
+        assert!(!stored.drifted(&at(10_000, 5_000)));
+        assert!(!stored.drifted(&at(2_400, 1_000)));
+        assert!(stored.drifted(&at(2_600, 1_000)));
+        assert!(stored.drifted(&at(1_400, 1_000)));
+        assert!(stored.drifted(&Measured { code_dims: 384, ..stored }), "other codes");
+    }
+
+    #[test]
+    fn test_a_measurement_reads_back_and_a_corrupt_one_is_an_error() {
+        let m = Measured { held: 12_345_678, estimated: 6_000_000, code_dims: 256 };
+        assert_eq!(Measured::decode(&m.encode()), Ok(m));
+        for bad in ["", "1", "1 2", "1 2 3 4", "a 2 3", "-1 2 3", "1  2 3", "1 2 4294967296"] {
+            assert!(Measured::decode(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

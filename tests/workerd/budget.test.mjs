@@ -227,3 +227,39 @@ test("a small budget evicts the least recently used profile, a profile over it a
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("an isolate expects a profile's state at what it last measured, not at what its counts say: one measured over the budget is never built", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
+  try {
+    // Measured whole with no budget to speak of. A small profile holds
+    // far more than its row counts say (its vector codes take a whole
+    // block; long texts' words do the same at any size).
+    let w = await startWorker({ vars: { MEMORY_BUDGET_MB: "100000" }, persistDir: dir });
+    let kept;
+    try {
+      const api = restClient(w, TOKEN);
+      for (let s = 0; s < 3; s++) await api.ok("POST", NS, "m", "/ingest", { body: conversation(s) });
+      await drained(api, "m");
+      await api.ok("POST", NS, "m", "/recall", { body: { query: QUESTIONS[0] } });
+      kept = (await warmed(api, "m")).residentBytes;
+    } finally {
+      await w.dispose();
+    }
+    // A new isolate, whose budget the state does not fit (its counts'
+    // estimate does). Built from that estimate, the state was made whole
+    // and evicted at once: the Wasm memory grew by it for nothing.
+    w = await startWorker({ vars: { MEMORY_BUDGET_MB: String((kept * 0.8) / 1048576) }, persistDir: dir });
+    try {
+      const api = restClient(w, TOKEN);
+      const r = await api.ok("POST", NS, "m", "/recall", { body: { query: QUESTIONS[0] } });
+      assert.ok(r.candidates.length > 0, "answered from SQLite alone");
+      const s = await alarmRan(api, "m");
+      assert.equal(s.residentBytes, 0);
+      assert.equal(s.isolate.evictions, 0, `the state was built and evicted: ${JSON.stringify(s.isolate)} (kept ${kept} bytes)`);
+    } finally {
+      await w.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -394,6 +394,15 @@ fn key_of(id: &str) -> (u128, bool) {
 /// Slots per block of [`Packed`].
 const BLOCK: usize = 4096;
 
+/// Heap bytes of a slot map entry (key, slot, control byte, rounded up).
+const SLOT_ENTRY_BYTES: usize = 40;
+
+/// Heap bytes of `blocks` blocks of `dims`-dimensional codes: per slot a
+/// key, the SimHash, the 4-bit vector and 1/norm.
+fn block_bytes(blocks: usize, dims: usize) -> usize {
+    blocks.saturating_mul(BLOCK).saturating_mul(16 + CODE_WORDS * 8 + dims.div_ceil(2) + 4)
+}
+
 /// The codes of up to [`BLOCK`] vectors, each array allocated once at its
 /// full size: the copy grows a block at a time, without the doubling
 /// reallocations (and the Wasm heap they leave behind) of one flat array.
@@ -468,10 +477,24 @@ impl Packed {
 
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.blocks.len() * BLOCK * (16 + CODE_WORDS * 8 + self.stride() + 4)
-            + self.slot_of.capacity() * 40
+        block_bytes(self.blocks.len(), self.dims)
+            + self.slot_of.capacity() * SLOT_ENTRY_BYTES
             + self.dist.capacity() * 2
             + self.odd.values().map(|s| s.capacity() + 40).sum::<usize>()
+    }
+
+    /// What `n` codes of `dims` dimensions hold once loaded, as
+    /// [`Packed::heap_bytes`] counts them (the slot map at the capacity a
+    /// map of `n` keys has), for an owner that has not loaded them.
+    pub fn heap_bytes_for(n: usize, dims: usize) -> usize {
+        // A hashbrown map of n keys: buckets a power of two, 7/8 used.
+        let capacity = n.saturating_mul(8).div_ceil(7).checked_next_power_of_two().unwrap_or(usize::MAX) / 8 * 7;
+        block_bytes(n.div_ceil(BLOCK), dims).saturating_add(capacity.saturating_mul(SLOT_ENTRY_BYTES)).saturating_add(n.saturating_mul(2))
+    }
+
+    /// The codes' dimensions (0 before the first).
+    pub fn dims(&self) -> usize {
+        self.dims
     }
 
     /// Bytes of one slot's snapshot record: key, 1/norm, SimHash, 4-bit vector.

@@ -474,6 +474,16 @@ impl TurnDirectory {
         self.inner.try_borrow().map_or(true, |d| d.mark.is_some() || d.memories.mark.is_some())
     }
 
+    /// The highest message and memory rowids the directory has read, when
+    /// it holds both halves (and is not lent out): the counts its
+    /// [`TurnDirectory::heap_bytes`] stands for, as
+    /// [`crate::core::resident::estimate`] takes them.
+    pub fn read_up_to(&self) -> Option<(u64, u64)> {
+        let dir = self.inner.try_borrow().ok()?;
+        let high = |m: Option<Mark>| m.map(|m| u64::try_from(m.high).unwrap_or(0));
+        Some((high(dir.mark)?, high(dir.memories.mark)?))
+    }
+
     /// Whether the directory was last started from its snapshot.
     pub fn from_snapshot(&self) -> bool {
         self.from_snapshot.get()

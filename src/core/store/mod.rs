@@ -205,6 +205,17 @@ impl<'a> Store<'a> {
         Ok((u64::try_from(n(0)?).unwrap_or(0), u64::try_from(n(1)?).unwrap_or(0)))
     }
 
+    /// The profile's state as last measured ([`crate::core::resident::Measured`]),
+    /// if it was.
+    pub fn state_measured(&self) -> Result<Option<crate::core::resident::Measured>> {
+        use crate::core::resident::{Measured, META_STATE_MEASURED};
+        self.meta_get(META_STATE_MEASURED)?.map(|text| Measured::decode(&text).map_err(Error::storage)).transpose()
+    }
+
+    pub fn set_state_measured(&self, measured: &crate::core::resident::Measured) -> Result<()> {
+        self.meta_set(crate::core::resident::META_STATE_MEASURED, &measured.encode())
+    }
+
     pub fn meta_get(&self, key: &str) -> Result<Option<String>> {
         Ok(self.sql.query("SELECT value FROM meta WHERE key = ?", &[key.into()])?.first().and_then(|r| r.first()).and_then(SqlValue::opt_string))
     }
