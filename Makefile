@@ -4,7 +4,7 @@
 #   make dev     local server on 127.0.0.1:$(PORT) (wrangler dev --local; writes .dev.vars once)
 #   make deploy  wrangler deploy --env production (README "Deploying")
 #   make test    cargo test (native, property tests included) + lint + tsc type checks + build + schemathesis + workerd tests (node --test, last)
-#   make lint    the core's panic lints (no unwrap, expect, panic, unchecked indexing or overflowing arithmetic), and rustfmt
+#   make lint    the core's panic lints (no unwrap, expect, panic, unchecked indexing or overflowing arithmetic), clippy over the Wasm build (the platform glue), and rustfmt
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 PORT ?= 8787
@@ -57,6 +57,7 @@ test-native:
 # does not reach (included by #[path]).
 lint:
 	@$(ENV) cargo clippy --lib --quiet
+	@$(ENV) cargo clippy --lib --quiet --target wasm32-unknown-unknown -- -D warnings
 	@$(ENV) cargo fmt --check
 	@$(ENV) rustfmt --check --edition 2021 tests/support/*.rs
 
