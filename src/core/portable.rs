@@ -204,33 +204,30 @@ struct Spool<'s, 'q> {
 
 impl Spool<'_, '_> {
     fn push_str(&mut self, text: &str) -> Result<()> {
-        let mut rest = text.as_bytes();
-        while !rest.is_empty() {
-            if self.current.capacity() == 0 {
-                self.current.reserve_exact(EXPORT_PART_BYTES);
-            }
-            let (now, later) = rest.split_at(EXPORT_PART_BYTES.saturating_sub(self.current.len()).min(rest.len()));
-            self.current.extend_from_slice(now);
-            rest = later;
-            if self.current.len() >= EXPORT_PART_BYTES {
-                self.close()?;
-            }
+        if self.current.capacity() == 0 {
+            self.current.reserve_exact(EXPORT_PART_BYTES);
         }
-        Ok(())
-    }
-
-    fn close(&mut self) -> Result<()> {
-        self.store.put_export_part(self.export, self.parts, std::mem::take(&mut self.current))?;
-        self.parts = self.parts.saturating_add(1);
-        Ok(())
+        let Spool { store, export, parts, current } = self;
+        crate::core::recall::parts::fill_parts(current, EXPORT_PART_BYTES, text.as_bytes(), |full| {
+            put_part(store, *export, parts, full)?;
+            full.reserve_exact(EXPORT_PART_BYTES);
+            Ok(())
+        })
     }
 
     fn finish(mut self) -> Result<Spooled> {
         if !self.current.is_empty() {
-            self.close()?;
+            put_part(self.store, self.export, &mut self.parts, &mut self.current)?;
         }
         Ok(Spooled { export: self.export, parts: self.parts })
     }
+}
+
+/// Writes `part` (emptied) as part `parts` of `export`, and counts it.
+fn put_part(store: &Store<'_>, export: i64, parts: &mut i64, part: &mut Vec<u8>) -> Result<()> {
+    store.put_export_part(export, *parts, std::mem::take(part))?;
+    *parts = parts.saturating_add(1);
+    Ok(())
 }
 
 /// Calls `f` with every memory, in id order, a page at a time.

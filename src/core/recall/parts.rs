@@ -37,6 +37,44 @@ pub fn headers(sql: &dyn Sql, table: &'static str) -> Result<Vec<(i64, Vec<u8>)>
     }
 }
 
+/// Writes `buf` (emptied) as part `next` of the stream at `base` of
+/// `table`, unless it is empty.
+fn put_part(sql: &dyn Sql, table: &str, base: i64, next: &mut i64, buf: &mut Vec<u8>) -> Result<()> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    // `next` stays below STREAM_PARTS: a stream never runs into the next
+    // one's parts.
+    if *next >= STREAM_PARTS {
+        return Err(Error::storage("failed to write a snapshot: the stream is too long"));
+    }
+    sql.execute(
+        &format!("INSERT INTO {table} (part, data) VALUES (?, ?)"),
+        &[SqlValue::Integer(base.saturating_add(*next)), SqlValue::Blob(std::mem::take(buf))],
+    )?;
+    buf.reserve(PART_BYTES + 64);
+    *next = next.saturating_add(1);
+    Ok(())
+}
+
+/// Appends `bytes` to `buf`, handing `buf` to `full` each time it holds
+/// `part_bytes` (which must empty it): a stream cut into parts of that
+/// size, one part held at a time.
+pub fn fill_parts(buf: &mut Vec<u8>, part_bytes: usize, mut bytes: &[u8], mut full: impl FnMut(&mut Vec<u8>) -> Result<()>) -> Result<()> {
+    while !bytes.is_empty() {
+        // `full` empties the buffer on reaching part_bytes: room is never
+        // 0 here (with part_bytes 0, each byte is a part).
+        let room = part_bytes.saturating_sub(buf.len()).max(1);
+        let (now, rest) = bytes.split_at(room.min(bytes.len()));
+        buf.extend_from_slice(now);
+        bytes = rest;
+        if buf.len() >= part_bytes {
+            full(buf)?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes the parts of stream `stream` of `table` after its header, as
 /// the stream grows.
 pub struct PartWriter<'a> {
@@ -56,35 +94,12 @@ impl<'a> PartWriter<'a> {
     }
 
     fn flush(&mut self) -> Result<()> {
-        if !self.buf.is_empty() {
-            // `next` stays below STREAM_PARTS: a stream never runs into
-            // the next one's parts.
-            if self.next >= STREAM_PARTS {
-                return Err(Error::storage("failed to write a snapshot: the stream is too long"));
-            }
-            self.sql.execute(
-                &format!("INSERT INTO {} (part, data) VALUES (?, ?)", self.table),
-                &[SqlValue::Integer(self.base.saturating_add(self.next)), SqlValue::Blob(std::mem::take(&mut self.buf))],
-            )?;
-            self.buf.reserve(PART_BYTES + 64);
-            self.next = self.next.saturating_add(1);
-        }
-        Ok(())
+        put_part(self.sql, self.table, self.base, &mut self.next, &mut self.buf)
     }
 
-    pub fn bytes(&mut self, mut b: &[u8]) -> Result<()> {
-        while !b.is_empty() {
-            // The buffer is flushed on reaching PART_BYTES: room is never
-            // 0 here, and if it were the flush below would empty it.
-            let room = PART_BYTES.saturating_sub(self.buf.len());
-            let (now, rest) = b.split_at(room.min(b.len()));
-            self.buf.extend_from_slice(now);
-            b = rest;
-            if self.buf.len() >= PART_BYTES {
-                self.flush()?;
-            }
-        }
-        Ok(())
+    pub fn bytes(&mut self, b: &[u8]) -> Result<()> {
+        let PartWriter { sql, table, buf, base, next } = self;
+        fill_parts(buf, PART_BYTES, b, |full| put_part(*sql, table, *base, next, full))
     }
 
     pub fn u8(&mut self, v: u8) -> Result<()> {
@@ -214,6 +229,25 @@ mod tests {
     use super::*;
     use std::cell::RefCell;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn test_fill_parts_cuts_a_stream_into_whole_parts_wherever_its_pushes_split() {
+        let stream: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        for pushes in [1usize, 3, 7, 64, 999] {
+            let (mut buf, mut parts) = (Vec::new(), Vec::new());
+            for chunk in stream.chunks(pushes) {
+                fill_parts(&mut buf, 64, chunk, |full| {
+                    parts.push(std::mem::take(full));
+                    Ok(())
+                })
+                .unwrap();
+            }
+            assert!(parts.iter().all(|p| p.len() == 64), "whole parts only (pushes of {pushes})");
+            assert_eq!(buf.len(), 1000 % 64, "the rest waits");
+            parts.push(buf);
+            assert_eq!(parts.concat(), stream, "pushes of {pushes}");
+        }
+    }
 
     /// Parts in a map, answering the four statements of this module.
     #[derive(Default)]
