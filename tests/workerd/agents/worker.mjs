@@ -3,9 +3,13 @@
 // guide's code verbatim, on agents 0.22.0) with a test door.
 //
 // The guide's ChatAgent is IMPORTED, not copied: everything the test runs
-// (Session.create(this).withContext("memory", { provider: { get, search } }),
-// runIngest) is the guide's code. The subclass only adds RPC methods for the
-// steps of chat() that do not need a model, since the test has none:
+// (chat(), the scheduled ingestScheduledMemory, Session.create(this)
+// .withContext("memory", { provider: { get, search } }), runIngest) is the
+// guide's code. The guide's own fetch handler (POST /chat) drives chat(),
+// whose model is a local stand-in for Workers AI behind the `AI` binding
+// (tests/workerd/standins/chat-model-worker.mjs). The subclass only adds RPC
+// methods that let the test look inside, or play single steps of a turn
+// without the model:
 //   appendTurn(role, text)  a message appended with this.session.appendMessage,
 //                           as chat() appends it
 //   ingest()                the guide's private runIngest() (what the scheduled
@@ -14,6 +18,9 @@
 //                           from `await this.session.tools()`, its input
 //                           validated against the tool's own schema as the AI
 //                           SDK does, then its `execute`
+//   schedules()             the agent's pending schedules (listSchedules(), the
+//                           SDK call the guide's cancelPendingIngest uses)
+//   history()               the session's messages as [{role, text}]
 //   systemPrompt(), agentState()
 //
 //   POST /test/<agent name>/<method>  body: JSON array of arguments
@@ -51,6 +58,17 @@ export class ChatAgent extends GuideChatAgent {
     if (!checked.success) throw checked.error;
     const output = await tool.execute(checked.value, { toolCallId: "call-search-1", messages: [] });
     return { description: tool.description, jsonSchema: await schema.jsonSchema, output };
+  }
+
+  async schedules() {
+    return this.listSchedules();
+  }
+
+  async history() {
+    return (await this.session.getHistory()).map((m) => ({
+      role: m.role,
+      text: m.parts.map((p) => (p.type === "text" ? p.text : "")).join(""),
+    }));
   }
 
   async systemPrompt() {
