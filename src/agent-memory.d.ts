@@ -620,6 +620,12 @@ export interface MemoryIsolateStats {
   residentBytes: number;
   residentProfiles: number;
   evictions: number;
+  /** Room requests hold now for their working memory, and the most they may hold at once. */
+  workingSetBytes: number;
+  workingSetLimitBytes: number;
+  /** Requests that waited for room, and those refused as busy (code 10014), since the isolate started. */
+  workingSetWaits: number;
+  busyRefusals: number;
 }
 
 /** Profile statistics. */

@@ -663,6 +663,10 @@ fn stats_of(full: bool) -> Stats {
             resident_bytes: 2048,
             resident_profiles: 2,
             evictions: 1,
+            working_set_bytes: 1 << 20,
+            working_set_limit_bytes: 1 << 26,
+            working_set_waits: 3,
+            busy_refusals: 1,
         }),
     }
 }
@@ -1103,6 +1107,7 @@ fn test_error_variant_matches_error_kinds() {
         (Error::storage("m"), "storage"),
         (Error::provider("m"), "provider"),
         (Error::config("m"), "config"),
+        (Error::busy("m"), "busy"),
     ] {
         assert_eq!(kind_of(&e), name);
         assert_eq!(kind_of(&Error::from_code(e.code(), "m")), name);

@@ -54,6 +54,13 @@ pub struct Config {
     /// `MEMORY_BUDGET_MB`, in bytes: what every profile of the isolate
     /// keeps between requests, together (see core::resident).
     pub memory_budget_bytes: usize,
+    /// `MEMORY_WORKING_SET_MB`, in bytes: the room large requests of the
+    /// isolate may hold at once for their working memory (see
+    /// core::resident::WorkingSet).
+    pub working_set_bytes: usize,
+    /// `WORKING_SET_WAIT_MS`: how long a large request waits for room
+    /// before it is refused as busy.
+    pub working_set_wait_millis: u64,
     /// JSON token map (`AUTH_TOKENS`), if configured.
     pub auth_tokens: Option<String>,
 }
@@ -82,6 +89,8 @@ impl Config {
             job_retry_base_millis: 1000,
             consolidate_every: None,
             memory_budget_bytes: crate::core::resident::DEFAULT_BUDGET_BYTES,
+            working_set_bytes: crate::core::resident::DEFAULT_WORKING_SET_BYTES,
+            working_set_wait_millis: crate::core::resident::WORKING_SET_WAIT_MILLIS,
             auth_tokens: None,
         }
     }
@@ -117,6 +126,10 @@ impl Config {
             consolidate_every: number(var, "CONSOLIDATE_EVERY", "a whole number of memories, 0 or more", |n: &i64| *n >= 0)?.filter(|n| *n > 0),
             memory_budget_bytes: number(var, "MEMORY_BUDGET_MB", "a number of megabytes, 0 or more", |mb: &f64| mb.is_finite() && *mb >= 0.0)?
                 .map_or(d.memory_budget_bytes, |mb| (mb * 1024.0 * 1024.0) as usize),
+            working_set_bytes: number(var, "MEMORY_WORKING_SET_MB", "a number of megabytes, 0 or more", |mb: &f64| mb.is_finite() && *mb >= 0.0)?
+                .map_or(d.working_set_bytes, |mb| (mb * 1024.0 * 1024.0) as usize),
+            working_set_wait_millis: number(var, "WORKING_SET_WAIT_MS", "a whole number of milliseconds, 0 or more", |_: &u64| true)?
+                .unwrap_or(d.working_set_wait_millis),
             auth_tokens: var("AUTH_TOKENS"),
         })
     }

@@ -9,6 +9,7 @@ mod models;
 mod profile_object;
 mod providers;
 mod vectorize;
+mod working_set;
 
 use crate::core::catalog::CatalogCall;
 use crate::core::error::Error;
@@ -47,9 +48,9 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
             Err(refusal) => return Ok(refusal),
         }
     }
-    let body = match read_body(&mut req, &method, url.path()).await? {
+    let body = match read_body(&env, &mut req, &method, url.path()).await? {
         Ok(body) => body,
-        Err(e) => return json_response(e.status(), &rest::envelope_err(&e)),
+        Err(e) => return error_response(&e),
     };
     let incoming = Incoming { method: &method, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
     if let Ok(Route::Mcp { namespace, profile }) = rest::route(&incoming) {
@@ -80,7 +81,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     };
     match reply {
         Ok(reply) => reply.response(),
-        Err(e) => json_response(e.status(), &rest::envelope_err(&e)),
+        Err(e) => error_response(&e),
     }
 }
 
@@ -88,16 +89,34 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 /// by chunk through the route's [`rest::BodyReader`]: refused (413) before
 /// anything is read when its `Content-Length` is over the limit, and as soon
 /// as what arrived passes it when it came without one.
-async fn read_body(req: &mut Request, method: &str, path: &str) -> Result<std::result::Result<Vec<u8>, Error>> {
+///
+/// A large body takes room in the isolate's working set before it is read
+/// (its declared length; a body of none grows its room as it arrives),
+/// and gives it back once it is read: from there to the object's call the
+/// Worker runs without yielding, and it drops its copies before it waits
+/// on the object (which takes room of its own).
+async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str) -> Result<std::result::Result<Vec<u8>, Error>> {
     use futures::StreamExt;
-    let mut reader = match rest::BodyReader::new(path, req.headers().get("content-length")?.as_deref()) {
+    let declared = req.headers().get("content-length")?;
+    let mut reader = match rest::BodyReader::new(path, declared.as_deref()) {
         Ok(reader) => reader,
         Err(e) => return Ok(Err(e)),
     };
     if matches!(method, "POST" | "PUT" | "PATCH") && req.inner().body().is_some() {
+        let (limit, wait) = config::Config::from_env(env)
+            .map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
+                (c.working_set_bytes, c.working_set_wait_millis)
+            });
+        let mut room = match declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok()) {
+            Some(n) => match working_set::take(n, limit, wait, "this request's body").await {
+                Ok(room) => room,
+                Err(e) => return Ok(Err(e)),
+            },
+            None => working_set::Room::none(),
+        };
         let mut stream = req.stream()?;
         while let Some(chunk) = stream.next().await {
-            if let Err(e) = reader.push(&chunk?) {
+            if let Err(e) = reader.push(&chunk?).and_then(|()| room.grow(reader.held(), limit, "this request's body")) {
                 return Ok(Err(e));
             }
         }
@@ -111,7 +130,7 @@ async fn read_body(req: &mut Request, method: &str, path: &str) -> Result<std::r
 fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Result<std::result::Result<Grant, Response>> {
     let config = match config::Config::from_env(env) {
         Ok(config) => config,
-        Err(e) => return Ok(Err(json_response(e.status(), &rest::envelope_err(&e))?)),
+        Err(e) => return Ok(Err(error_response(&e)?)),
     };
     let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.grant(auth)).and_then(|g| {
         if let Target::Namespace(ns) = target {
@@ -123,7 +142,7 @@ fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Resu
         Ok(g) => return Ok(Ok(g)),
         Err(e) => e,
     };
-    let resp = json_response(e.status(), &rest::envelope_err(&e))?;
+    let resp = error_response(&e)?;
     if path.starts_with("/mcp/") {
         let headers = resp.headers().clone();
         headers.set("www-authenticate", "Bearer")?;
@@ -139,7 +158,7 @@ fn not_allowed(method: &str, path: &str, allow: &str) -> Result<Response> {
         crate::core::api::quoted(method),
         crate::core::api::quoted(path)
     ));
-    let resp = json_response(e.status(), &rest::envelope_err(&e))?;
+    let resp = error_response(&e)?;
     let headers = resp.headers().clone();
     headers.set("allow", allow)?;
     Ok(resp.with_headers(headers))
@@ -193,6 +212,16 @@ impl Reply {
 
 fn json_response(status: u16, v: &Value) -> Result<Response> {
     Ok(Response::from_json(v)?.with_status(status))
+}
+
+/// An error in its envelope, at its status; a busy refusal says when to
+/// retry (`Retry-After`).
+fn error_response(e: &Error) -> Result<Response> {
+    let resp = json_response(e.status(), &rest::envelope_err(e))?;
+    let Some(seconds) = rest::retry_after_seconds(e) else { return Ok(resp) };
+    let headers = resp.headers().clone();
+    headers.set("retry-after", &seconds.to_string())?;
+    Ok(resp.with_headers(headers))
 }
 
 async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::Result<Reply, Error> {
@@ -327,6 +356,7 @@ async fn post_to_object(stub: &Stub, posted: rest::Posted) -> std::result::Resul
         }
         None => posted.call,
     };
+    headers.set(rest::CALL_BYTES_HEADER, &body.len().to_string()).map_err(|e| Error::storage(e.to_string()))?;
     init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&body)));
     // The platform holds its own copy now; ours would sit in the Wasm
     // memory for as long as the object runs.

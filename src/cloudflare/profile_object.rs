@@ -231,7 +231,8 @@ fn evict(limit: usize, update: impl FnOnce(&mut HashMap<String, Weak<Resident>>)
 
 /// The isolate's figures and what `resident` keeps, for `stats`.
 fn memory_view(resident: &Resident) -> MemoryView {
-    let isolate = ISOLATE.with(|i| i.try_borrow().ok().map(|i| i.budget.report(wasm_memory_bytes())));
+    let working = crate::cloudflare::working_set::report();
+    let isolate = ISOLATE.with(|i| i.try_borrow().ok().map(|i| i.budget.report(wasm_memory_bytes(), &working)));
     MemoryView { resident_bytes: resident.heap_bytes() as u64, isolate }
 }
 
@@ -533,6 +534,14 @@ impl DurableObject for ProfileObject {
         // JSON.parse: an integer above 2^53 (a 64-bit id in metadata) stays
         // the number the caller sent.
         let header = req.headers().get(crate::core::rest::CALL_HEADER).ok().flatten();
+        // Room for the call's working memory, taken before its text is
+        // read (an internal call always says its size).
+        let bytes = req.headers().get(crate::core::rest::CALL_BYTES_HEADER).ok().flatten().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+        let need = bytes.saturating_mul(crate::core::resident::OBJECT_WORKING_SET_PER_BYTE);
+        let room = match crate::cloudflare::working_set::take(need, self.config.working_set_bytes, self.config.working_set_wait_millis, "this call").await {
+            Ok(room) => room,
+            Err(e) => return reply(Err(e)),
+        };
         let call = match req.text().await.map(|t| match &header {
             // An import's file, its call beside it.
             Some(call) => Call::read_posted(call, t),
@@ -542,7 +551,9 @@ impl DurableObject for ProfileObject {
             Ok(Err(e)) => return reply(Err(e)),
             Err(e) => return reply(Err(Error::invalid(format!("bad internal call: {e}")))),
         };
-        answer(self.run(call).await, &self.state)
+        let answered = answer(self.run(call).await, &self.state);
+        drop(room);
+        answered
     }
 
     async fn alarm(&self) -> Result<Response> {

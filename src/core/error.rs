@@ -43,6 +43,9 @@ enum Kind {
     Provider,
     /// The service is misconfigured (for example: no tokens in production).
     Config,
+    /// The isolate is busy with other large requests: no room was made
+    /// for this one's working set in time (retry).
+    Busy,
 }
 
 /// Longest message an error carries, in characters: a message quotes
@@ -94,6 +97,9 @@ impl Error {
     pub fn config(message: impl Into<String>) -> Error {
         Error::new(Kind::Config, message)
     }
+    pub fn busy(message: impl Into<String>) -> Error {
+        Error::new(Kind::Busy, message)
+    }
 
     pub fn is_invalid(&self) -> bool {
         self.kind == Kind::Invalid
@@ -115,6 +121,9 @@ impl Error {
     }
     pub fn is_conflict(&self) -> bool {
         self.kind == Kind::Conflict
+    }
+    pub fn is_busy(&self) -> bool {
+        self.kind == Kind::Busy
     }
     /// Whether the fault is the caller's (a 4xx).
     pub fn is_client_error(&self) -> bool {
@@ -142,6 +151,7 @@ impl Error {
             Kind::Storage => 10010,
             Kind::Provider => 10011,
             Kind::Config => 10012,
+            Kind::Busy => 10014,
         }
     }
 
@@ -159,7 +169,7 @@ impl Error {
             Kind::UnsupportedMediaType => 415,
             Kind::Storage => 500,
             Kind::Provider => 502,
-            Kind::Config => 503,
+            Kind::Config | Kind::Busy => 503,
         }
     }
 
@@ -180,6 +190,7 @@ impl Error {
             10009 => Kind::UnsupportedMediaType,
             10011 => Kind::Provider,
             10012 => Kind::Config,
+            10014 => Kind::Busy,
             _ => Kind::Storage,
         };
         Error::new(kind, message)

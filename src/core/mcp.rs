@@ -761,6 +761,7 @@ fn error_label(e: &Error) -> &'static str {
         10006 => "too large",
         10011 => "provider failure",
         10012 => "misconfigured",
+        10014 => "busy, retry",
         _ => "storage failure",
     }
 }

@@ -123,6 +123,89 @@ pub fn expected(messages: u64, memories: u64, measured: Option<Measured>, codes_
 /// profiles of one isolate may keep between requests together.
 pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 
+/// The room requests of one isolate may take at once for their working
+/// memory (`MEMORY_WORKING_SET_MB`), beside what profiles keep between
+/// requests (the 32 MB default budget) in the Wasm memory's 128 MB: one
+/// ingest at the published limits run by its profile object (three times
+/// its 15.7 MiB), or the bodies of three such being read.
+pub const DEFAULT_WORKING_SET_BYTES: usize = 48 * 1024 * 1024;
+
+/// Requests smaller than this take no room: what they hold is lost in
+/// the isolate's slack, and counting them would make every call wait on
+/// the large ones.
+pub const WORKING_SET_FLOOR_BYTES: usize = 256 * 1024;
+
+/// The working memory of a profile object's call, per byte of the call it
+/// was posted: an ingest peaks at 2.6 times its body, an import at twice
+/// its file (`make bench-heap`), the text itself included.
+pub const OBJECT_WORKING_SET_PER_BYTE: usize = 3;
+
+/// How long a request waits for room before it is refused as busy (503,
+/// nothing done).
+pub const WORKING_SET_WAIT_MILLIS: u64 = 30_000;
+
+/// The room that requests of one isolate hold at once for their working
+/// memory (a body being read, a call being run), so that concurrent large
+/// requests take turns rather than together pass the Wasm memory's size,
+/// which would abort every request of the isolate.
+///
+/// A request takes its room whole before it holds anything (and so never
+/// waits while holding part of it), and gives it back when done: no two
+/// requests wait on each other. The first request always gets its room,
+/// however large: one request alone is bounded by the body limits.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorkingSet {
+    limit: usize,
+    held: usize,
+    waits: u64,
+    refusals: u64,
+}
+
+impl WorkingSet {
+    pub fn new(limit: usize) -> WorkingSet {
+        WorkingSet { limit, ..WorkingSet::default() }
+    }
+
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
+    /// Takes `bytes` of room if it is free (or nothing is held): whether
+    /// it did. Below [`WORKING_SET_FLOOR_BYTES`] nothing is taken, and the
+    /// answer is yes.
+    pub fn try_take(&mut self, bytes: usize) -> bool {
+        if bytes < WORKING_SET_FLOOR_BYTES {
+            return true;
+        }
+        if self.held > 0 && self.held.saturating_add(bytes) > self.limit {
+            return false;
+        }
+        self.held = self.held.saturating_add(bytes);
+        true
+    }
+
+    /// Gives back room taken with [`WorkingSet::try_take`].
+    pub fn give_back(&mut self, bytes: usize) {
+        if bytes >= WORKING_SET_FLOOR_BYTES {
+            self.held = self.held.saturating_sub(bytes);
+        }
+    }
+
+    /// Counts a request that had to wait for room.
+    pub fn note_wait(&mut self) {
+        self.waits = self.waits.saturating_add(1);
+    }
+
+    /// Counts a request refused as busy.
+    pub fn note_refusal(&mut self) {
+        self.refusals = self.refusals.saturating_add(1);
+    }
+
+    pub fn held(&self) -> usize {
+        self.held
+    }
+}
+
 /// The profiles of one isolate, least recently used first, and what each
 /// keeps between requests.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -150,6 +233,14 @@ pub struct IsolateMemory {
     /// Profiles' caches cleared to keep within the budget, since the
     /// isolate started.
     pub evictions: u64,
+    /// The room requests hold now for their working memory, and the most
+    /// they may hold at once ([`WorkingSet`]).
+    pub working_set_bytes: u64,
+    pub working_set_limit_bytes: u64,
+    /// Requests that waited for room, and those refused as busy after
+    /// waiting, since the isolate started.
+    pub working_set_waits: u64,
+    pub busy_refusals: u64,
 }
 
 impl Budget {
@@ -272,13 +363,17 @@ impl Budget {
 
     /// The isolate's figures, with the Wasm memory's size read by the
     /// caller.
-    pub fn report(&self, wasm_memory_bytes: u64) -> IsolateMemory {
+    pub fn report(&self, wasm_memory_bytes: u64, working: &WorkingSet) -> IsolateMemory {
         IsolateMemory {
             wasm_memory_bytes,
             budget_bytes: self.limit as u64,
             resident_bytes: self.resident_bytes() as u64,
             resident_profiles: self.resident_profiles() as u64,
             evictions: self.evictions,
+            working_set_bytes: working.held as u64,
+            working_set_limit_bytes: working.limit as u64,
+            working_set_waits: working.waits,
+            busy_refusals: working.refusals,
         }
     }
 }
@@ -400,6 +495,34 @@ mod tests {
         for bad in ["", "1", "1 2", "1 2 3 4", "a 2 3", "-1 2 3", "1  2 3", "1 2 4294967296"] {
             assert!(Measured::decode(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn test_room_is_taken_whole_or_not_at_all_and_the_first_request_always_gets_it() {
+        let mut w = WorkingSet::new(10 * MB);
+        assert!(w.try_take(40 * MB), "alone, a request over the limit runs");
+        assert!(!w.try_take(MB), "beside it, nothing large");
+        assert!(w.try_take(WORKING_SET_FLOOR_BYTES - 1), "a small request takes no room");
+        w.give_back(WORKING_SET_FLOOR_BYTES - 1);
+        assert_eq!(w.held(), 40 * MB);
+        w.give_back(40 * MB);
+        assert!(w.try_take(6 * MB));
+        assert!(w.try_take(4 * MB), "up to the limit");
+        assert!(!w.try_take(MB), "over it: refused, nothing taken");
+        assert_eq!(w.held(), 10 * MB);
+        w.give_back(6 * MB);
+        w.give_back(4 * MB);
+        assert_eq!(w.held(), 0);
+    }
+
+    #[test]
+    fn test_the_report_shows_the_working_set() {
+        let mut w = WorkingSet::new(8 * MB);
+        assert!(w.try_take(2 * MB));
+        w.note_wait();
+        w.note_refusal();
+        let r = Budget::new(MB).report(7, &w);
+        assert_eq!((r.working_set_bytes, r.working_set_limit_bytes, r.working_set_waits, r.busy_refusals), (2 * MB as u64, 8 * MB as u64, 1, 1));
     }
 
     #[test]

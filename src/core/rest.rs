@@ -44,6 +44,9 @@ pub fn body_limit(path: &str) -> usize {
 pub struct BodyReader {
     bytes: Vec<u8>,
     limit: usize,
+    /// The declared length, reserved at the first chunk (not before: the
+    /// Worker takes room for it first).
+    declared: Option<usize>,
 }
 
 impl BodyReader {
@@ -56,8 +59,8 @@ impl BodyReader {
         let declared = declared.and_then(|n| n.trim().parse::<u64>().ok());
         match declared {
             Some(n) if n > limit as u64 => Err(body_too_large(limit)),
-            Some(n) => Ok(BodyReader { bytes: Vec::with_capacity(usize::try_from(n).unwrap_or(limit)), limit }),
-            None => Ok(BodyReader { bytes: Vec::new(), limit }),
+            Some(n) => Ok(BodyReader { bytes: Vec::new(), limit, declared: Some(usize::try_from(n).unwrap_or(limit)) }),
+            None => Ok(BodyReader { bytes: Vec::new(), limit, declared: None }),
         }
     }
 
@@ -67,14 +70,32 @@ impl BodyReader {
         if self.bytes.len().saturating_add(chunk.len()) > self.limit {
             return Err(body_too_large(self.limit));
         }
+        if let Some(n) = self.declared.take() {
+            self.bytes.reserve_exact(n);
+        }
         self.bytes.extend_from_slice(chunk);
         Ok(())
+    }
+
+    /// The bytes the body holds so far, with the room it grew into.
+    pub fn held(&self) -> usize {
+        self.bytes.capacity()
     }
 
     /// The whole body.
     pub fn finish(self) -> Vec<u8> {
         self.bytes
     }
+}
+
+/// How long a caller refused as busy should wait before it retries: about
+/// one large ingest's run.
+pub const BUSY_RETRY_AFTER_SECONDS: u32 = 5;
+
+/// The `Retry-After` of an error's response, if it has one (a busy
+/// refusal).
+pub fn retry_after_seconds(e: &Error) -> Option<u32> {
+    e.is_busy().then_some(BUSY_RETRY_AFTER_SECONDS)
 }
 
 fn body_too_large(limit: usize) -> Error {
@@ -233,6 +254,10 @@ pub struct Posted {
 /// The header an internal call travels in when its body is an import's
 /// file ([`Posted`]).
 pub const CALL_HEADER: &str = "x-agent-memory-call";
+
+/// The header that says how many bytes an internal call's body holds, so
+/// the object takes room for its working memory before it reads it.
+pub const CALL_BYTES_HEADER: &str = "x-agent-memory-call-bytes";
 
 /// Splits a profile name as RPC callers give it: `"ns/profile"`, or
 /// `"profile"` in `namespace` (the binding's `props.namespace`, else
@@ -1136,6 +1161,25 @@ mod tests {
         small.push(b"{}").unwrap();
         small.push(b"   ").unwrap();
         assert_eq!(small.finish(), b"{}   ");
+    }
+
+    /// The Worker takes room for a declared length before it reads the
+    /// body: the reader holds nothing until the first chunk comes.
+    #[test]
+    fn test_a_body_reader_holds_nothing_before_its_first_chunk_then_its_declared_length() {
+        let path = format!("{BASE}/ingest");
+        let mut reader = BodyReader::new(&path, Some("1000000")).unwrap();
+        assert_eq!(reader.held(), 0);
+        reader.push(b"{").unwrap();
+        assert!(reader.held() >= 1_000_000, "the declared length at once: {}", reader.held());
+    }
+
+    #[test]
+    fn test_only_a_busy_refusal_says_when_to_retry() {
+        assert_eq!(retry_after_seconds(&Error::busy("m")), Some(BUSY_RETRY_AFTER_SECONDS));
+        for e in [Error::config("m"), Error::storage("m"), Error::too_large("m"), Error::provider("m")] {
+            assert_eq!(retry_after_seconds(&e), None, "{e:?}");
+        }
     }
 
     #[test]

@@ -235,6 +235,7 @@ export const CODE = Object.freeze({
   alreadyExists: 10008,
   unsupportedMediaType: 10009,
   notAcceptable: 10013,
+  busy: 10014,
 });
 
 /** The numeric code at the end of an RPC error message: "... (10001)". */

@@ -1,0 +1,174 @@
+// The isolate's working set (MEMORY_WORKING_SET_MB, core::resident::
+// WorkingSet) against the built Worker in workerd: the Worker and its
+// profile objects share one Wasm memory, so large requests take room for
+// their working memory before they hold it, and take turns when there is
+// none. Here the room is 1 MiB, and a slow client holds 700 KB of it while
+// it sends its body half by half (a real HTTP client over a socket: the
+// Worker takes room for a body's declared length before reading it):
+// - a second large body waits for that room and is read once the first is;
+//   with no room made in time it is refused as busy (503, code 10014,
+//   Retry-After) and nothing of it is stored;
+// - a body of no declared length that would pass the room is refused at
+//   once (it never waits while holding room);
+// - a profile object takes room for its call's working memory (three times
+//   the call) before it reads it: a call whose body fits beside the slow one
+//   but whose run does not waits in the object, then runs;
+// - stats.isolate counts the waits and refusals; the room is all given back.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { startWorker } from "./helpers.mjs";
+import { profilePath, restClient, waitFor } from "./reliability-support.mjs";
+import { CODE } from "./fixtures.mjs";
+
+const TOKEN = "dev-token";
+const NS = "working-set";
+const MiB = 1048576;
+
+/** An ingest body of about `bytes` bytes, in messages of 30 KB. */
+function ingestBody(bytes, session) {
+  const n = Math.max(1, Math.round(bytes / 30000));
+  const words = ["the", "staging", "cluster", "billing", "service", "runs", "port", "team", "moved", "Oslo", "deploys", "Thursday"];
+  const messages = Array.from({ length: n }, (_, i) => ({
+    role: i % 2 ? "assistant" : "user",
+    content: Array.from({ length: 5000 }, (_, j) => words[(i * 7 + j * 3) % words.length]).join(" ").slice(0, 30000 - 40) + ` I moved to Oslo in ${2000 + i}.`,
+  }));
+  return Buffer.from(JSON.stringify({ sessionId: session, messages }));
+}
+
+const path = (profile, suffix) => profilePath(NS, profile, suffix);
+
+/**
+ * A POST of `body` with its Content-Length whose first half is sent at
+ * once and the rest on `release()`; `done` resolves to {status, body}.
+ */
+function slowPost(url, p, body) {
+  const req = http.request(new URL(p, url), {
+    method: "POST",
+    headers: { "content-type": "application/json", "content-length": body.length, authorization: `Bearer ${TOKEN}` },
+  });
+  const done = new Promise((resolve, reject) => {
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode, body: JSON.parse(text) }));
+    });
+    req.on("error", reject);
+  });
+  const half = Math.floor(body.length / 2);
+  req.write(body.subarray(0, half));
+  return { done, release: () => req.end(body.subarray(half)) };
+}
+
+async function post(url, p, body, headers = {}) {
+  const res = await fetch(new URL(p, url), {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, ...headers },
+    body,
+    ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+  });
+  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test("large requests take turns for the isolate's working memory: they wait for room, and without room in time are refused as busy, nothing stored", async () => {
+  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "1", WORKING_SET_WAIT_MS: "3000" } });
+  try {
+    const api = restClient(w, TOKEN);
+    const url = w.url;
+    const slowBody = ingestBody(700 * 1024, "slow");
+    assert.ok(slowBody.length > 600 * 1024 && slowBody.length < 760 * 1024, `${slowBody.length}`);
+
+    // 1. A second large body while the slow one holds its room: refused
+    // once the wait is over, and nothing of it is stored.
+    let slow = slowPost(url, path("slow", "/ingest"), slowBody);
+    await sleep(500);
+    const started = Date.now();
+    const refused = await post(url, path("refused", "/ingest"), ingestBody(500 * 1024, "refused"));
+    assert.equal(refused.status, 503, JSON.stringify(refused.body));
+    assert.ok(Date.now() - started >= 2900, "it waited for room first");
+    assert.equal(refused.body.success, false);
+    assert.equal(refused.body.errors[0].code, CODE.busy);
+    assert.match(refused.body.errors[0].message, /busy with other large requests.*nothing was done, retry/);
+    assert.equal(refused.retryAfter, "5");
+    const none = await api.send("GET", NS, "refused", "/stats");
+    assert.ok(none.status === 404 || none.body.result.messages === 0, `the refused call stored nothing: ${none.text}`);
+
+    // 2. A body of no declared length that would pass the room: refused at
+    // once, without waiting (it would hold room while it waited).
+    const chunks = [ingestBody(500 * 1024, "chunked")];
+    const stream = new ReadableStream({
+      pull(c) {
+        const next = chunks.shift();
+        if (next) c.enqueue(next);
+        else c.close();
+      },
+    });
+    const t0 = Date.now();
+    const chunked = await post(url, path("chunked", "/ingest"), stream);
+    assert.equal(chunked.status, 503, JSON.stringify(chunked.body));
+    assert.equal(chunked.body.errors[0].code, CODE.busy);
+    assert.ok(Date.now() - t0 < 2500, "refused without waiting");
+
+    // 3. The slow body finishes: it is stored.
+    slow.release();
+    const first = await slow.done;
+    assert.equal(first.status, 200, JSON.stringify(first.body).slice(0, 300));
+
+    // 4. Again the slow one holds its room. A second large body waits for
+    // it, and is read and stored once the slow one is.
+    slow = slowPost(url, path("slow", "/ingest"), ingestBody(700 * 1024, "slow-2"));
+    await sleep(500);
+    const waiting = post(url, path("waiter", "/ingest"), ingestBody(500 * 1024, "waiter"));
+    await sleep(1000);
+    slow.release();
+    const [second, waited] = await Promise.all([slow.done, waiting]);
+    assert.equal(second.status, 200);
+    assert.equal(waited.status, 200, JSON.stringify(waited.body).slice(0, 300));
+    assert.ok((await api.ok("GET", NS, "waiter", "/stats")).messages > 0);
+
+    // 5. A call whose body fits beside the slow one (300 KB of the 1 MiB),
+    // but whose run (three times its call) does not: the Worker reads it,
+    // and the profile object waits for room before it reads the call.
+    slow = slowPost(url, path("slow", "/ingest"), ingestBody(700 * 1024, "slow-3"));
+    await sleep(500);
+    const inObject = post(url, path("object", "/ingest"), ingestBody(290 * 1024, "object"));
+    await sleep(1500);
+    const before = await api.ok("GET", NS, "slow", "/stats");
+    slow.release();
+    const [third, ran] = await Promise.all([slow.done, inObject]);
+    assert.equal(third.status, 200);
+    assert.equal(ran.status, 200, JSON.stringify(ran.body).slice(0, 300));
+
+    // The isolate's figures: the waits and refusals counted, the room all
+    // given back.
+    const s = await waitFor(async () => {
+      const st = await api.ok("GET", NS, "object", "/stats");
+      return st.isolate.workingSetBytes === 0 ? st : null;
+    }, { what: "the room given back" });
+    assert.equal(s.isolate.workingSetLimitBytes, MiB);
+    assert.ok(before.isolate.workingSetBytes > 0, `room was held while the slow body was read: ${JSON.stringify(before.isolate)}`);
+    assert.ok(s.isolate.workingSetWaits >= 3, JSON.stringify(s.isolate));
+    assert.equal(s.isolate.busyRefusals, 2, JSON.stringify(s.isolate));
+  } finally {
+    await w.dispose();
+  }
+});
+
+test("small requests take no room: with the working set at zero they all run", async () => {
+  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "0", WORKING_SET_WAIT_MS: "0" } });
+  try {
+    const api = restClient(w, TOKEN);
+    const small = { sessionId: "s", messages: [{ role: "user", content: "I moved to Oslo in 2019." }] };
+    await Promise.all(["a", "b", "c", "d"].map((p) => api.ok("POST", NS, p, "/ingest", { body: small })));
+    // A large one alone runs too: the first request always gets its room.
+    const large = await post(w.url, path("large", "/ingest"), ingestBody(600 * 1024, "large"));
+    assert.equal(large.status, 200, JSON.stringify(large.body).slice(0, 300));
+    const s = await api.ok("GET", NS, "large", "/stats");
+    assert.equal(s.isolate.busyRefusals, 0);
+    assert.equal(s.isolate.workingSetBytes, 0);
+  } finally {
+    await w.dispose();
+  }
+});
