@@ -48,8 +48,11 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
             Err(refusal) => return Ok(refusal),
         }
     }
-    let body = match read_body(&env, &mut req, &method, url.path()).await? {
-        Ok(body) => body,
+    // Only a route that takes a body, asked by a caller its credentials
+    // let in, has its body read (and takes room for it).
+    let takes_body = grant.is_some() && rest::method_not_allowed(&method, url.path()).is_none();
+    let (body, room) = match read_body(&env, &mut req, &method, url.path(), takes_body).await? {
+        Ok(read) => read,
         Err(e) => return error_response(&e),
     };
     let incoming = Incoming { method: &method, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
@@ -64,6 +67,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         let read = mcp::read_http(&mcp);
         // Parsed: the body goes before the profile is called (see below).
         drop(body);
+        drop(room);
         return serve_mcp(&env, &namespace, &profile, read).await;
     }
     if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
@@ -76,7 +80,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // is called.
     drop(body);
     let reply = match route {
-        Ok(route) => handle(&env, route, grant.as_ref()).await,
+        Ok(route) => handle(&env, route, grant.as_ref(), room).await,
         Err(e) => Err(e),
     };
     match reply {
@@ -85,43 +89,46 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     }
 }
 
-/// The body of a POST, PUT or PATCH (none of another method), read chunk
-/// by chunk through the route's [`rest::BodyReader`]: refused (413) before
-/// anything is read when its `Content-Length` is over the limit, and as soon
-/// as what arrived passes it when it came without one.
+/// The body of a POST, PUT or PATCH (none of another method, nor of a
+/// request that does not `take` one), read chunk by chunk through the
+/// route's [`rest::BodyReader`]: refused (413) before anything is read when
+/// its `Content-Length` is over the limit, and as soon as what arrived
+/// passes it when it came without one.
 ///
 /// A large body takes room in the isolate's working set before it is read
-/// (its declared length; a body of none grows its room as it arrives),
-/// and gives it back once it is read: from there to the object's call the
-/// Worker runs without yielding, and it drops its copies before it waits
-/// on the object (which takes room of its own).
-async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str) -> Result<std::result::Result<Vec<u8>, Error>> {
+/// (twice its declared length: the body, then the call routed from it; a
+/// body of none grows its room as it arrives). The room goes with the
+/// call to [`post_to_object`], which gives it back once it has dropped its
+/// copies, before it waits on the object (which takes room of its own).
+async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take: bool) -> Result<std::result::Result<(Vec<u8>, working_set::Room), Error>> {
     use futures::StreamExt;
+    let (limit, wait) = config::Config::from_env(env)
+        .map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
+            (c.working_set_bytes, c.working_set_wait_millis)
+        });
+    if !take || !matches!(method, "POST" | "PUT" | "PATCH") || req.inner().body().is_none() {
+        return Ok(Ok((Vec::new(), working_set::Room::new(limit))));
+    }
     let declared = req.headers().get("content-length")?;
     let mut reader = match rest::BodyReader::new(path, declared.as_deref()) {
         Ok(reader) => reader,
         Err(e) => return Ok(Err(e)),
     };
-    if matches!(method, "POST" | "PUT" | "PATCH") && req.inner().body().is_some() {
-        let (limit, wait) = config::Config::from_env(env)
-            .map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
-                (c.working_set_bytes, c.working_set_wait_millis)
-            });
-        let mut room = match declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok()) {
-            Some(n) => match working_set::take(n, limit, wait, "this request's body").await {
-                Ok(room) => room,
-                Err(e) => return Ok(Err(e)),
-            },
-            None => working_set::Room::none(),
-        };
-        let mut stream = req.stream()?;
-        while let Some(chunk) = stream.next().await {
-            if let Err(e) = reader.push(&chunk?).and_then(|()| room.grow(reader.held(), limit, "this request's body")) {
-                return Ok(Err(e));
-            }
+    let need = |bytes: usize| bytes.saturating_mul(crate::core::resident::WORKER_WORKING_SET_PER_BYTE);
+    let mut room = match declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok()) {
+        Some(n) => match working_set::take(need(n), limit, wait, "this request's body").await {
+            Ok(room) => room,
+            Err(e) => return Ok(Err(e)),
+        },
+        None => working_set::Room::new(limit),
+    };
+    let mut stream = req.stream()?;
+    while let Some(chunk) = stream.next().await {
+        if let Err(e) = reader.push(&chunk?).and_then(|()| room.grow(need(reader.held()), "this request's body")) {
+            return Ok(Err(e));
         }
     }
-    Ok(Ok(reader.finish()))
+    Ok(Ok((reader.finish(), room)))
 }
 
 /// The caller's grant for the namespace in the path, or the response that
@@ -224,7 +231,9 @@ fn error_response(e: &Error) -> Result<Response> {
     Ok(resp.with_headers(headers))
 }
 
-async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::Result<Reply, Error> {
+/// Answers a routed request; `room` is what its body took in the working
+/// set, given back before anything is awaited.
+async fn handle(env: &Env, route: Route, grant: Option<&Grant>, room: working_set::Room) -> std::result::Result<Reply, Error> {
     // Credentials were checked in `fetch` for the namespace in the path,
     // which is the namespace every profile route names; the account's
     // routes check each namespace they touch here.
@@ -247,7 +256,7 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>) -> std::result::
             // object and dropped before it runs (what the envelope reads
             // of them stays).
             let args = call.take_args();
-            match call_object_answer(env, &name, call.op.name(), args, call.unread()).await? {
+            match call_object_answer(env, &name, call.op.name(), args, call.unread(), room).await? {
                 ObjectAnswer::Json(out) => Ok(Reply::Enveloped(rest::envelope_for(&call, out))),
                 ObjectAnswer::File(from_object) => Ok(Reply::File { from_object, filename: format!("{}-{}.ndjson", call.namespace, call.profile) }),
             }
@@ -306,7 +315,7 @@ fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result
 /// on without being parsed (an ingest's or a recall's result carries
 /// whole memories); an export's file as a JSON string.
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
-    match call_object_answer(env, name, op, args, false).await? {
+    match call_object_answer(env, name, op, args, false, working_set::Room::new(0)).await? {
         ObjectAnswer::Json(text) => Ok(text),
         ObjectAnswer::File(resp) => {
             let file = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
@@ -324,12 +333,12 @@ enum ObjectAnswer {
 
 /// Sends one operation to a profile's Durable Object; `unread`: the caller
 /// reads no result, and the object writes none.
-async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread: bool) -> std::result::Result<ObjectAnswer, Error> {
+async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread: bool, room: working_set::Room) -> std::result::Result<ObjectAnswer, Error> {
     let stub =
         env.durable_object("PROFILES").and_then(|ns| ns.get_by_name(name)).map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
     // The arguments are consumed here, before the object is awaited.
     let body = rest::ObjectCall::post(name, op, args, unread)?;
-    let resp = post_to_object(&stub, body).await?;
+    let resp = post_to_object(&stub, body, room).await?;
     if resp.status_code() == 200 && resp.headers().get("content-type").ok().flatten().as_deref() == Some(NDJSON) {
         return Ok(ObjectAnswer::File(resp));
     }
@@ -339,13 +348,15 @@ async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread
 /// Posts `body` to a Durable Object and reads its `reply`: the result's
 /// JSON text, or the error it carries.
 async fn object_reply(stub: &Stub, body: String) -> std::result::Result<String, Error> {
-    read_object_reply(&post_to_object(stub, rest::Posted { call: body, raw: None }).await?).await
+    read_object_reply(&post_to_object(stub, rest::Posted { call: body, raw: None }, working_set::Room::new(0)).await?).await
 }
 
 /// Posts a call to a Durable Object (an import's file as the body, the
 /// call in [`rest::CALL_HEADER`]; otherwise the call as the body); its
 /// response, unread.
-async fn post_to_object(stub: &Stub, posted: rest::Posted) -> std::result::Result<Response, Error> {
+/// `room`, the working set's room for what the Worker held of the call,
+/// is given back once its copies are dropped, before the object is awaited.
+async fn post_to_object(stub: &Stub, posted: rest::Posted, room: working_set::Room) -> std::result::Result<Response, Error> {
     let mut init = RequestInit::new();
     let headers = Headers::new();
     let body = match posted.raw {
@@ -361,6 +372,7 @@ async fn post_to_object(stub: &Stub, posted: rest::Posted) -> std::result::Resul
     // The platform holds its own copy now; ours would sit in the Wasm
     // memory for as long as the object runs.
     drop(body);
+    drop(room);
     let req = Request::new_with_init("https://object.internal/call", &init).map_err(|e| Error::storage(e.to_string()))?;
     // What the platform says of a failed call (a stack, a file path) stays
     // out of the answer: the caller learns that the outcome is unknown.
@@ -431,7 +443,7 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
-        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op)).await? {
+        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op), working_set::Room::new(0)).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
             // An export's file, read as a string by the platform: it never
             // enters the Wasm memory.

@@ -6,12 +6,15 @@
 //! Two ways to take it:
 //! - [`take`]: the whole room a request needs, known before it holds any
 //!   of it (a body of a declared length, a call of a known size). It waits
-//!   for room, holding nothing, and is refused as busy (503, nothing done)
-//!   when none is made in time.
+//!   in line for room, holding nothing, and is refused as busy (503,
+//!   nothing done) when none is made in time.
 //! - [`Room::grow`]: more room for a body of no declared length as it
 //!   arrives. It never waits (a request that waits while holding room
 //!   could wait on another that waits on it): without room, it is refused
 //!   at once.
+//!
+//! A [`Room`] gives back what it holds, and its place in line, when it is
+//! dropped; room held past `MAX_HOLD_MILLIS` is taken back regardless.
 
 use crate::core::error::Error;
 use crate::core::resident::{WorkingSet, DEFAULT_WORKING_SET_BYTES, WORKING_SET_FLOOR_BYTES};
@@ -22,31 +25,34 @@ thread_local! {
     static WORKING: RefCell<WorkingSet> = RefCell::new(WorkingSet::new(DEFAULT_WORKING_SET_BYTES));
 }
 
-/// How often a waiting request looks for room again.
+/// How often a waiting request asks for room again.
 const POLL_MILLIS: u64 = 25;
 
-/// Room taken in the isolate's working set; given back when dropped.
+/// A request's room in the isolate's working set (none yet, or what it
+/// took); given back, with its place in line, when dropped.
 #[derive(Debug)]
 pub struct Room {
+    ticket: u64,
     bytes: usize,
+    limit: usize,
 }
 
 impl Room {
-    /// No room: a request too small to count, or one that grows its room
-    /// as its body arrives.
-    pub fn none() -> Room {
-        Room { bytes: 0 }
+    /// A request's room, holding nothing yet, under the limit `limit`.
+    pub fn new(limit: usize) -> Room {
+        Room { ticket: with(limit, WorkingSet::ticket), bytes: 0, limit }
     }
 
     /// Grows the room to `bytes` if it is free, without waiting: a body of
     /// no declared length as it arrives. Busy (503) when it is not.
-    pub fn grow(&mut self, bytes: usize, limit: usize, what: &str) -> Result<(), Error> {
+    pub fn grow(&mut self, bytes: usize, what: &str) -> Result<(), Error> {
         if bytes <= self.bytes || bytes < WORKING_SET_FLOOR_BYTES {
             return Ok(());
         }
-        let more = bytes.saturating_sub(self.bytes).max(WORKING_SET_FLOOR_BYTES);
-        let taken = with(limit, |w| {
-            let taken = w.try_take(more);
+        let more = bytes.saturating_sub(self.bytes);
+        let ticket = self.ticket;
+        let taken = with(self.limit, |w| {
+            let taken = w.try_grow(ticket, more, now_millis());
             if !taken {
                 w.note_refusal();
             }
@@ -55,33 +61,37 @@ impl Room {
         if !taken {
             return Err(busy(what, bytes, 0));
         }
-        self.bytes = self.bytes.saturating_add(more);
+        self.bytes = bytes;
         Ok(())
     }
 }
 
 impl Drop for Room {
     fn drop(&mut self) {
-        let bytes = self.bytes;
+        let ticket = self.ticket;
         WORKING.with(|w| {
             if let Ok(mut w) = w.try_borrow_mut() {
-                w.give_back(bytes);
+                w.leave(ticket);
             }
         });
     }
 }
 
-/// Takes `bytes` of room for `what`, waiting up to `wait_millis` for it,
-/// holding nothing meanwhile; busy (503) when none was made in time.
+/// Takes `bytes` of room for `what` under the limit `limit`, waiting in
+/// line up to `wait_millis` for it, holding nothing meanwhile; busy (503)
+/// when none was made in time. Below the floor, no room is taken.
 pub async fn take(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> Result<Room, Error> {
+    let mut room = Room::new(limit);
     if bytes < WORKING_SET_FLOOR_BYTES {
-        return Ok(Room::none());
+        return Ok(room);
     }
     let started = now_millis();
     let mut waited = false;
     loop {
-        if with(limit, |w| w.try_take(bytes)) {
-            return Ok(Room { bytes });
+        let ticket = room.ticket;
+        if with(limit, |w| w.try_take(ticket, bytes, now_millis())) {
+            room.bytes = bytes;
+            return Ok(room);
         }
         if !waited {
             waited = true;

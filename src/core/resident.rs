@@ -125,15 +125,22 @@ pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 
 /// The room requests of one isolate may take at once for their working
 /// memory (`MEMORY_WORKING_SET_MB`), beside what profiles keep between
-/// requests (the 32 MB default budget) in the Wasm memory's 128 MB: one
-/// ingest at the published limits run by its profile object (three times
-/// its 15.7 MiB), or the bodies of three such being read.
-pub const DEFAULT_WORKING_SET_BYTES: usize = 48 * 1024 * 1024;
+/// requests (the 32 MB default budget) in the Wasm memory's 128 MB: the
+/// bodies of two ingests at the published limits (15.7 MiB each) being
+/// read, or one such ingest run by its profile object alone (the first
+/// request always gets its room). Four such ingests sent at once then
+/// leave the memory's mark where four sent one after another do
+/// (docs/bench/peaks.md).
+pub const DEFAULT_WORKING_SET_BYTES: usize = 32 * 1024 * 1024;
 
 /// Requests smaller than this take no room: what they hold is lost in
 /// the isolate's slack, and counting them would make every call wait on
 /// the large ones.
 pub const WORKING_SET_FLOOR_BYTES: usize = 256 * 1024;
+
+/// The Worker's working memory for a body, per byte: the body, then the
+/// call routed from it (the body is dropped once routed).
+pub const WORKER_WORKING_SET_PER_BYTE: usize = 2;
 
 /// The working memory of a profile object's call, per byte of the call it
 /// was posted: an ingest peaks at 2.6 times its body, an import at twice
@@ -144,19 +151,35 @@ pub const OBJECT_WORKING_SET_PER_BYTE: usize = 3;
 /// nothing done).
 pub const WORKING_SET_WAIT_MILLIS: u64 = 30_000;
 
+/// A request that waits for room must ask again within this long, or it
+/// loses its place in line (its request ended without saying so).
+pub const STALE_WAITER_MILLIS: u64 = 2_000;
+
+/// Room held longer than this is taken back: its request cannot still be
+/// running, and a request that ended without giving it back (a promise
+/// that never settled) must not hold it for the isolate's life.
+pub const MAX_HOLD_MILLIS: u64 = 15 * 60_000;
+
 /// The room that requests of one isolate hold at once for their working
 /// memory (a body being read, a call being run), so that concurrent large
 /// requests take turns rather than together pass the Wasm memory's size,
 /// which would abort every request of the isolate.
 ///
-/// A request takes its room whole before it holds anything (and so never
-/// waits while holding part of it), and gives it back when done: no two
-/// requests wait on each other. The first request always gets its room,
-/// however large: one request alone is bounded by the body limits.
+/// A request takes its room whole before it holds anything, and waits
+/// for it holding nothing, in line: first come, first served, so a large
+/// request is not passed over forever by smaller ones. No request waits
+/// on another that waits on it. The first in line gets its room once
+/// nothing is held, however large: one request alone is bounded by the
+/// body limits. A body of no declared length grows its room as it
+/// arrives, without waiting or a place in line.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkingSet {
     limit: usize,
-    held: usize,
+    /// Room held: ticket, bytes, when taken.
+    rooms: Vec<(u64, usize, u64)>,
+    /// Requests waiting, first come first: ticket, when it last asked.
+    line: std::collections::VecDeque<(u64, u64)>,
+    next_ticket: u64,
     waits: u64,
     refusals: u64,
 }
@@ -170,25 +193,59 @@ impl WorkingSet {
         self.limit = limit;
     }
 
-    /// Takes `bytes` of room if it is free (or nothing is held): whether
-    /// it did. Below [`WORKING_SET_FLOOR_BYTES`] nothing is taken, and the
-    /// answer is yes.
-    pub fn try_take(&mut self, bytes: usize) -> bool {
+    /// A ticket for a request about to take room.
+    pub fn ticket(&mut self) -> u64 {
+        self.next_ticket = self.next_ticket.wrapping_add(1);
+        self.next_ticket
+    }
+
+    /// Takes `bytes` of room for `ticket` at `now` (milliseconds) if it is
+    /// first in line and the room is free (or nothing is held): whether it
+    /// did. One that did not is in line, and asks again. Below
+    /// [`WORKING_SET_FLOOR_BYTES`] nothing is taken, and the answer is yes.
+    pub fn try_take(&mut self, ticket: u64, bytes: usize, now: u64) -> bool {
+        self.reclaim(now);
         if bytes < WORKING_SET_FLOOR_BYTES {
             return true;
         }
-        if self.held > 0 && self.held.saturating_add(bytes) > self.limit {
+        match self.line.iter_mut().find(|(t, _)| *t == ticket) {
+            Some(waiting) => waiting.1 = now,
+            None => self.line.push_back((ticket, now)),
+        }
+        let first = self.line.front().is_some_and(|(t, _)| *t == ticket);
+        let held = self.held();
+        if !first || (held > 0 && held.saturating_add(bytes) > self.limit) {
             return false;
         }
-        self.held = self.held.saturating_add(bytes);
+        self.line.pop_front();
+        self.rooms.push((ticket, bytes, now));
         true
     }
 
-    /// Gives back room taken with [`WorkingSet::try_take`].
-    pub fn give_back(&mut self, bytes: usize) {
-        if bytes >= WORKING_SET_FLOOR_BYTES {
-            self.held = self.held.saturating_sub(bytes);
+    /// Grows `ticket`'s room by `more` at `now`, without waiting or a place
+    /// in line: whether it did (it does when the room is free, or when the
+    /// request holds all that is held).
+    pub fn try_grow(&mut self, ticket: u64, more: usize, now: u64) -> bool {
+        self.reclaim(now);
+        let held = self.held();
+        let own = self.rooms.iter().filter(|(t, _, _)| *t == ticket).fold(0usize, |n, (_, b, _)| n.saturating_add(*b));
+        if held > own && held.saturating_add(more) > self.limit {
+            return false;
         }
+        self.rooms.push((ticket, more, now));
+        true
+    }
+
+    /// Gives back all the room `ticket` holds, and its place in line.
+    pub fn leave(&mut self, ticket: u64) {
+        self.rooms.retain(|(t, _, _)| *t != ticket);
+        self.line.retain(|(t, _)| *t != ticket);
+    }
+
+    /// Forgets waiters that stopped asking and room held too long.
+    fn reclaim(&mut self, now: u64) {
+        self.line.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_WAITER_MILLIS);
+        self.rooms.retain(|(_, _, at)| now.saturating_sub(*at) <= MAX_HOLD_MILLIS);
     }
 
     /// Counts a request that had to wait for room.
@@ -201,8 +258,9 @@ impl WorkingSet {
         self.refusals = self.refusals.saturating_add(1);
     }
 
+    /// The room held now.
     pub fn held(&self) -> usize {
-        self.held
+        self.rooms.iter().fold(0usize, |n, (_, b, _)| n.saturating_add(*b))
     }
 }
 
@@ -370,7 +428,7 @@ impl Budget {
             resident_bytes: self.resident_bytes() as u64,
             resident_profiles: self.resident_profiles() as u64,
             evictions: self.evictions,
-            working_set_bytes: working.held as u64,
+            working_set_bytes: working.held() as u64,
             working_set_limit_bytes: working.limit as u64,
             working_set_waits: working.waits,
             busy_refusals: working.refusals,
@@ -500,25 +558,71 @@ mod tests {
     #[test]
     fn test_room_is_taken_whole_or_not_at_all_and_the_first_request_always_gets_it() {
         let mut w = WorkingSet::new(10 * MB);
-        assert!(w.try_take(40 * MB), "alone, a request over the limit runs");
-        assert!(!w.try_take(MB), "beside it, nothing large");
-        assert!(w.try_take(WORKING_SET_FLOOR_BYTES - 1), "a small request takes no room");
-        w.give_back(WORKING_SET_FLOOR_BYTES - 1);
+        let (big, small, tiny) = (w.ticket(), w.ticket(), w.ticket());
+        assert!(w.try_take(big, 40 * MB, 0), "alone, a request over the limit runs");
+        assert!(!w.try_take(small, MB, 0), "beside it, nothing large");
+        assert!(w.try_take(tiny, WORKING_SET_FLOOR_BYTES - 1, 0), "a small request takes no room");
         assert_eq!(w.held(), 40 * MB);
-        w.give_back(40 * MB);
-        assert!(w.try_take(6 * MB));
-        assert!(w.try_take(4 * MB), "up to the limit");
-        assert!(!w.try_take(MB), "over it: refused, nothing taken");
+        w.leave(big);
+        assert!(w.try_take(small, 6 * MB, 10), "its turn, and room");
+        let more = w.ticket();
+        assert!(w.try_take(more, 4 * MB, 10), "up to the limit");
+        let over = w.ticket();
+        assert!(!w.try_take(over, MB, 10), "over it: refused, nothing taken");
         assert_eq!(w.held(), 10 * MB);
-        w.give_back(6 * MB);
-        w.give_back(4 * MB);
+        w.leave(small);
+        w.leave(more);
+        w.leave(over);
         assert_eq!(w.held(), 0);
+    }
+
+    #[test]
+    fn test_requests_wait_in_line_so_a_large_one_is_not_passed_over_forever() {
+        let mut w = WorkingSet::new(10 * MB);
+        let (a, large, small) = (w.ticket(), w.ticket(), w.ticket());
+        assert!(w.try_take(a, 4 * MB, 0));
+        assert!(!w.try_take(large, 9 * MB, 1), "no room: in line");
+        assert!(!w.try_take(small, MB, 2), "room, but behind the large one");
+        w.leave(a);
+        assert!(!w.try_take(small, MB, 3), "still behind it");
+        assert!(w.try_take(large, 9 * MB, 4), "first in line, room made");
+        assert!(w.try_take(small, MB, 5), "then the next");
+    }
+
+    #[test]
+    fn test_a_waiter_that_stopped_asking_and_room_held_too_long_are_reclaimed() {
+        let mut w = WorkingSet::new(10 * MB);
+        let (a, gone, next) = (w.ticket(), w.ticket(), w.ticket());
+        assert!(w.try_take(a, 8 * MB, 0));
+        assert!(!w.try_take(gone, 4 * MB, 0), "in line");
+        assert!(!w.try_take(next, MB, 0));
+        // `gone` never asks again: after a while it leaves the line.
+        assert!(w.try_take(next, MB, STALE_WAITER_MILLIS + 1), "the line moved on");
+        // `a` never gave its room back.
+        let late = w.ticket();
+        assert!(!w.try_take(late, 5 * MB, MAX_HOLD_MILLIS));
+        assert!(w.try_take(late, 5 * MB, MAX_HOLD_MILLIS + 1), "held too long: taken back");
+        assert_eq!(w.held(), 6 * MB);
+    }
+
+    #[test]
+    fn test_a_body_grows_its_room_without_waiting_and_alone_without_limit() {
+        let mut w = WorkingSet::new(2 * MB);
+        let (body, other) = (w.ticket(), w.ticket());
+        assert!(w.try_grow(body, MB, 0));
+        assert!(w.try_grow(body, 4 * MB, 0), "the only holder grows past the limit");
+        assert!(!w.try_take(other, MB, 0));
+        w.leave(body);
+        assert!(w.try_take(other, MB, 0));
+        assert!(!w.try_grow(body, 2 * MB, 0), "beside another, not past the limit");
+        assert_eq!(w.held(), MB);
     }
 
     #[test]
     fn test_the_report_shows_the_working_set() {
         let mut w = WorkingSet::new(8 * MB);
-        assert!(w.try_take(2 * MB));
+        let t = w.ticket();
+        assert!(w.try_take(t, 2 * MB, 0));
         w.note_wait();
         w.note_refusal();
         let r = Budget::new(MB).report(7, &w);

@@ -73,6 +73,13 @@ impl BodyReader {
         if let Some(n) = self.declared.take() {
             self.bytes.reserve_exact(n);
         }
+        // Without a declared length, the room doubles as a Vec's does, but
+        // never past the limit (a 17 MiB body holds 17 MiB, not 32).
+        let needed = self.bytes.len().saturating_add(chunk.len());
+        if needed > self.bytes.capacity() {
+            let room = self.bytes.capacity().saturating_mul(2).clamp(needed, self.limit.max(needed));
+            self.bytes.reserve_exact(room.saturating_sub(self.bytes.len()));
+        }
         self.bytes.extend_from_slice(chunk);
         Ok(())
     }
@@ -1151,6 +1158,7 @@ mod tests {
         chunked.push(&chunk[..MAX_BODY_BYTES % chunk.len()]).unwrap();
         let over = chunked.push(b"x").unwrap_err();
         assert_eq!((over.status(), over.code(), over.message()), (413, 10006, declared.message()), "the same refusal as a declared length");
+        assert_eq!(chunked.held(), MAX_BODY_BYTES, "its room grew to the limit, not past it");
         assert_eq!(chunked.finish().len(), MAX_BODY_BYTES, "nothing past the limit is kept");
         // The import route's own limit.
         let mut import = BodyReader::new(&format!("{BASE}/import"), None).unwrap();

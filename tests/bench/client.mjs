@@ -22,10 +22,12 @@ const TIMEOUT_MS = 300_000;
  * @param {{ method?: string, headers?: object, body?: string | Buffer }} [init]
  */
 export function request(url, init = {}, retried = false) {
-  const { method = "GET", headers = {}, body } = init;
+  // `own: true`: a connection of its own (the shared agent sends one
+  // request at a time).
+  const { method = "GET", headers = {}, body, own = false } = init;
   return new Promise((resolve, reject) => {
     const u = new URL(url);
-    const req = http.request({ hostname: u.hostname.replace(/^\[|\]$/g, ""), port: u.port, path: u.pathname + u.search, method, headers, agent }, (res) => {
+    const req = http.request({ hostname: u.hostname.replace(/^\[|\]$/g, ""), port: u.port, path: u.pathname + u.search, method, headers, agent: own ? false : agent }, (res) => {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString("utf8") }));

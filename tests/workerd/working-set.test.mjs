@@ -2,12 +2,13 @@
 // WorkingSet) against the built Worker in workerd: the Worker and its
 // profile objects share one Wasm memory, so large requests take room for
 // their working memory before they hold it, and take turns when there is
-// none. Here the room is 1 MiB, and a slow client holds 700 KB of it while
-// it sends its body half by half (a real HTTP client over a socket: the
-// Worker takes room for a body's declared length before reading it):
-// - a second large body waits for that room and is read once the first is;
-//   with no room made in time it is refused as busy (503, code 10014,
-//   Retry-After) and nothing of it is stored;
+// none. Here the room is 2 MiB, and a slow client holds 1.3 MB of it (twice
+// its 650 KB body: the body, then the call routed from it) while it sends
+// its body half by half (a real HTTP client over a socket: the Worker
+// takes room for a body's declared length before reading it):
+// - a second large body waits in line for that room and is read once the
+//   first is; with no room made in time it is refused as busy (503, code
+//   10014, Retry-After) and nothing of it is stored;
 // - a body of no declared length that would pass the room is refused at
 //   once (it never waits while holding room);
 // - a profile object takes room for its call's working memory (three times
@@ -42,10 +43,10 @@ const path = (profile, suffix) => profilePath(NS, profile, suffix);
  * A POST of `body` with its Content-Length whose first half is sent at
  * once and the rest on `release()`; `done` resolves to {status, body}.
  */
-function slowPost(url, p, body) {
+function slowPost(url, p, body, token = TOKEN) {
   const req = http.request(new URL(p, url), {
     method: "POST",
-    headers: { "content-type": "application/json", "content-length": body.length, authorization: `Bearer ${TOKEN}` },
+    headers: { "content-type": "application/json", "content-length": body.length, ...(token ? { authorization: `Bearer ${token}` } : {}) },
   });
   const done = new Promise((resolve, reject) => {
     req.on("response", (res) => {
@@ -73,19 +74,27 @@ async function post(url, p, body, headers = {}) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 test("large requests take turns for the isolate's working memory: they wait for room, and without room in time are refused as busy, nothing stored", async () => {
-  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "1", WORKING_SET_WAIT_MS: "3000" } });
+  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", WORKING_SET_WAIT_MS: "3000" } });
   try {
     const api = restClient(w, TOKEN);
     const url = w.url;
-    const slowBody = ingestBody(700 * 1024, "slow");
-    assert.ok(slowBody.length > 600 * 1024 && slowBody.length < 760 * 1024, `${slowBody.length}`);
+    // The sizes this test rests on: the Worker takes twice a body, the
+    // object three times its call (a few bytes over its body).
+    const LIMIT = 2 * MiB;
+    const slowBody = ingestBody(650 * 1024, "slow");
+    const large = ingestBody(500 * 1024, "refused");
+    const fits = ingestBody(280 * 1024, "object");
+    assert.ok(2 * slowBody.length + 2 * large.length > LIMIT, "a large body does not fit beside the slow one");
+    assert.ok(2 * slowBody.length + 2 * fits.length <= LIMIT, "the smaller one's body does");
+    assert.ok(2 * slowBody.length + 3 * fits.length > LIMIT, "but not its run in the object");
+    assert.ok(3 * fits.length >= 256 * 1024 && fits.length >= 256 * 1024, "over the floor");
 
     // 1. A second large body while the slow one holds its room: refused
     // once the wait is over, and nothing of it is stored.
     let slow = slowPost(url, path("slow", "/ingest"), slowBody);
     await sleep(500);
     const started = Date.now();
-    const refused = await post(url, path("refused", "/ingest"), ingestBody(500 * 1024, "refused"));
+    const refused = await post(url, path("refused", "/ingest"), large);
     assert.equal(refused.status, 503, JSON.stringify(refused.body));
     assert.ok(Date.now() - started >= 2900, "it waited for room first");
     assert.equal(refused.body.success, false);
@@ -118,7 +127,7 @@ test("large requests take turns for the isolate's working memory: they wait for 
 
     // 4. Again the slow one holds its room. A second large body waits for
     // it, and is read and stored once the slow one is.
-    slow = slowPost(url, path("slow", "/ingest"), ingestBody(700 * 1024, "slow-2"));
+    slow = slowPost(url, path("slow", "/ingest"), ingestBody(650 * 1024, "slow-2"));
     await sleep(500);
     const waiting = post(url, path("waiter", "/ingest"), ingestBody(500 * 1024, "waiter"));
     await sleep(1000);
@@ -128,12 +137,12 @@ test("large requests take turns for the isolate's working memory: they wait for 
     assert.equal(waited.status, 200, JSON.stringify(waited.body).slice(0, 300));
     assert.ok((await api.ok("GET", NS, "waiter", "/stats")).messages > 0);
 
-    // 5. A call whose body fits beside the slow one (300 KB of the 1 MiB),
-    // but whose run (three times its call) does not: the Worker reads it,
-    // and the profile object waits for room before it reads the call.
-    slow = slowPost(url, path("slow", "/ingest"), ingestBody(700 * 1024, "slow-3"));
+    // 5. A call whose body fits beside the slow one, but whose run (three
+    // times its call) does not: the Worker reads it, and the profile object
+    // waits for room before it reads the call.
+    slow = slowPost(url, path("slow", "/ingest"), ingestBody(650 * 1024, "slow-3"));
     await sleep(500);
-    const inObject = post(url, path("object", "/ingest"), ingestBody(290 * 1024, "object"));
+    const inObject = post(url, path("object", "/ingest"), fits);
     await sleep(1500);
     const before = await api.ok("GET", NS, "slow", "/stats");
     slow.release();
@@ -147,7 +156,7 @@ test("large requests take turns for the isolate's working memory: they wait for 
       const st = await api.ok("GET", NS, "object", "/stats");
       return st.isolate.workingSetBytes === 0 ? st : null;
     }, { what: "the room given back" });
-    assert.equal(s.isolate.workingSetLimitBytes, MiB);
+    assert.equal(s.isolate.workingSetLimitBytes, LIMIT);
     assert.ok(before.isolate.workingSetBytes > 0, `room was held while the slow body was read: ${JSON.stringify(before.isolate)}`);
     assert.ok(s.isolate.workingSetWaits >= 3, JSON.stringify(s.isolate));
     assert.equal(s.isolate.busyRefusals, 2, JSON.stringify(s.isolate));
@@ -168,6 +177,34 @@ test("small requests take no room: with the working set at zero they all run", a
     const s = await api.ok("GET", NS, "large", "/stats");
     assert.equal(s.isolate.busyRefusals, 0);
     assert.equal(s.isolate.workingSetBytes, 0);
+  } finally {
+    await w.dispose();
+  }
+});
+
+test("a body nobody may send is never read and takes no room: no credentials, a route that takes none", async () => {
+  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", WORKING_SET_WAIT_MS: "3000" } });
+  try {
+    const api = restClient(w, TOKEN);
+    const body = ingestBody(900 * 1024, "x");
+    // Half sent, never finished: each is answered without its body.
+    const cases = [
+      [path("p", "/ingest"), null, 401],
+      [path("p", "/ingest"), "wrong-token", 401],
+      ["/health", TOKEN, 405],
+      [path("p", "/stats"), TOKEN, 405],
+    ];
+    const held = cases.map(([p, token]) => slowPost(w.url, p, body, token));
+    const answers = await Promise.all(held.map((h) => Promise.race([h.done, sleep(5000).then(() => ({ status: "no answer without the body" }))])));
+    assert.deepEqual(answers.map((a) => a.status), cases.map((c) => c[2]));
+    const s = await api.ok("GET", NS, "p", "/stats");
+    assert.equal(s.isolate.workingSetBytes, 0, JSON.stringify(s.isolate));
+    // A large body sent now gets its room at once.
+    const t0 = Date.now();
+    const ok = await post(w.url, path("p", "/ingest"), ingestBody(500 * 1024, "p"));
+    assert.equal(ok.status, 200);
+    assert.ok(Date.now() - t0 < 2500);
+    assert.equal((await api.ok("GET", NS, "p", "/stats")).isolate.workingSetWaits, 0);
   } finally {
     await w.dispose();
   }
