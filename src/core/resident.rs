@@ -126,11 +126,11 @@ pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 /// The room requests of one isolate may take at once for their working
 /// memory (`MEMORY_WORKING_SET_MB`), beside what profiles keep between
 /// requests (the 32 MB default budget) in the Wasm memory's 128 MB: the
-/// bodies of two ingests at the published limits (15.7 MiB each) being
-/// read, or one such ingest run by its profile object alone (the first
-/// request always gets its room). Four such ingests sent at once then
-/// leave the memory's mark where four sent one after another do
-/// (docs/bench/peaks.md).
+/// Worker's room for one ingest at the published limits (twice its 15.7
+/// MiB), or that ingest run by its profile object alone (the first in
+/// line gets its room once nothing is held). Four such ingests sent at
+/// once take turns and leave the memory's mark at 65 MiB; unbounded, at
+/// 112 MiB (docs/bench/peaks.md).
 pub const DEFAULT_WORKING_SET_BYTES: usize = 32 * 1024 * 1024;
 
 /// Requests smaller than this take no room: what they hold is lost in
