@@ -230,8 +230,8 @@ fn evict(limit: usize, update: impl FnOnce(&mut HashMap<String, Weak<Resident>>)
 }
 
 /// The isolate's figures and what `resident` keeps, for `stats`.
-fn memory_view(resident: &Resident) -> MemoryView {
-    let working = crate::cloudflare::working_set::report();
+fn memory_view(resident: &Resident, working_set_limit: usize) -> MemoryView {
+    let working = crate::cloudflare::working_set::report(working_set_limit);
     let isolate = ISOLATE.with(|i| i.try_borrow().ok().map(|i| i.budget.report(wasm_memory_bytes(), &working)));
     MemoryView { resident_bytes: resident.heap_bytes() as u64, isolate }
 }
@@ -317,7 +317,7 @@ impl ProfileObject {
         let index = providers.index(&self.sql, &self.resident.packed, warm);
         let mut profile = self.profile(&call.name, &providers, index.as_ref(), warm);
         if call.op == "stats" {
-            profile.memory = memory_view(&self.resident);
+            profile.memory = memory_view(&self.resident, self.config.working_set_bytes);
         }
         let out = match self.bench_call(&profile, &call).await {
             Some(out) => out.map(Answer::Json),

@@ -38,9 +38,10 @@ pub struct Room {
 }
 
 impl Room {
-    /// A request's room, holding nothing yet, under the limit `limit`.
+    /// A request's room, holding nothing yet, under the limit `limit` (the
+    /// isolate's limit is set by those that take room, not here).
     pub fn new(limit: usize) -> Room {
-        Room { ticket: with(limit, WorkingSet::ticket), bytes: 0, limit }
+        Room { ticket: WORKING.with(|w| w.borrow_mut().ticket()), bytes: 0, limit }
     }
 
     /// Grows the room to `bytes` if it is free, without waiting: a body of
@@ -105,9 +106,9 @@ pub async fn take(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> R
     }
 }
 
-/// The isolate's working set as it is now.
-pub fn report() -> WorkingSet {
-    WORKING.with(|w| w.try_borrow().map(|w| w.clone()).unwrap_or_default())
+/// The isolate's working set as it is now, under the limit `limit`.
+pub fn report(limit: usize) -> WorkingSet {
+    with(limit, |w| w.clone())
 }
 
 fn now_millis() -> u64 {

@@ -199,6 +199,7 @@ test("a body nobody may send is never read and takes no room: no credentials, a 
     assert.deepEqual(answers.map((a) => a.status), cases.map((c) => c[2]));
     const s = await api.ok("GET", NS, "p", "/stats");
     assert.equal(s.isolate.workingSetBytes, 0, JSON.stringify(s.isolate));
+    assert.equal(s.isolate.workingSetLimitBytes, 2 * MiB, "the configured limit, before any request took room");
     // A large body sent now gets its room at once.
     const t0 = Date.now();
     const ok = await post(w.url, path("p", "/ingest"), ingestBody(500 * 1024, "p"));
