@@ -101,26 +101,34 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 /// call to [`post_to_object`], which gives it back once it has dropped its
 /// copies, before it waits on the object (which takes room of its own).
 async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take: bool) -> Result<std::result::Result<(Vec<u8>, working_set::Room), Error>> {
+    use crate::core::resident::{WORKER_WORKING_SET_PER_BYTE, WORKING_SET_FLOOR_BYTES};
     use futures::StreamExt;
-    let (limit, wait) = config::Config::from_env(env)
-        .map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
-            (c.working_set_bytes, c.working_set_wait_millis)
-        });
     if !take || !matches!(method, "POST" | "PUT" | "PATCH") || req.inner().body().is_none() {
-        return Ok(Ok((Vec::new(), working_set::Room::new(limit))));
+        return Ok(Ok((Vec::new(), working_set::Room::new(0))));
     }
     let declared = req.headers().get("content-length")?;
     let mut reader = match rest::BodyReader::new(path, declared.as_deref()) {
         Ok(reader) => reader,
         Err(e) => return Ok(Err(e)),
     };
-    let need = |bytes: usize| bytes.saturating_mul(crate::core::resident::WORKER_WORKING_SET_PER_BYTE);
+    let need = |bytes: usize| bytes.saturating_mul(WORKER_WORKING_SET_PER_BYTE);
+    // The configuration is read only for a body that may take room (most
+    // are small: a recall's).
+    let limits = || {
+        config::Config::from_env(env).map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
+            (c.working_set_bytes, c.working_set_wait_millis)
+        })
+    };
     let mut room = match declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok()) {
-        Some(n) => match working_set::take(need(n), limit, wait, "this request's body").await {
-            Ok(room) => room,
-            Err(e) => return Ok(Err(e)),
-        },
-        None => working_set::Room::new(limit),
+        Some(n) if need(n) < WORKING_SET_FLOOR_BYTES => working_set::Room::new(0),
+        Some(n) => {
+            let (limit, wait) = limits();
+            match working_set::take(need(n), limit, wait, "this request's body").await {
+                Ok(room) => room,
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        None => working_set::Room::new(limits().0),
     };
     let mut stream = req.stream()?;
     while let Some(chunk) = stream.next().await {
