@@ -332,8 +332,13 @@ fn test_a_state_measurement_reads_back_goes_with_a_wipe_and_a_corrupt_one_is_an_
         drop(turns.sync(p.sql).unwrap());
         let (messages, memories) = store.highest_rowids().unwrap();
         assert_eq!(turns.read_up_to(), Some((messages, memories)), "the rowids its size stands for");
-        let m =
-            Measured { held: turns.heap_bytes() as u64, estimated: agent_memory::core::resident::words_estimate(messages, memories) as u64, code_dims: 256 };
+        let m = Measured {
+            held: turns.heap_bytes() as u64,
+            estimated: agent_memory::core::resident::words_estimate(messages, memories) as u64,
+            code_dims: 256,
+            vectors: 0,
+            memories,
+        };
         store.set_state_measured(&m).unwrap();
         assert_eq!(store.state_measured().unwrap(), Some(m));
         store.meta_set(META_STATE_MEASURED, "12 apples").unwrap();

@@ -114,14 +114,14 @@ impl Resident {
     /// loaded whole (with the `local_index`, its vector codes too).
     fn measured_whole(&self, local_index: bool) -> Option<Measured> {
         let (messages, memories) = self.turns.read_up_to()?;
-        let code_dims = match self.packed.try_borrow() {
+        let (code_dims, vectors) = match self.packed.try_borrow() {
             Ok(p) if local_index && !p.is_loaded() => return None,
-            Ok(p) if local_index => u32::try_from(p.dims()).ok()?,
-            Ok(_) => 0,
+            Ok(p) if local_index => (u32::try_from(p.dims()).ok()?, p.len() as u64),
+            Ok(_) => (0, 0),
             Err(_) => return None,
         };
         let estimated = crate::core::resident::words_estimate(messages, memories) as u64;
-        Some(Measured { held: self.turns.heap_bytes() as u64, estimated, code_dims })
+        Some(Measured { held: self.turns.heap_bytes() as u64, estimated, code_dims, vectors, memories })
     }
 
     /// Frees what the profile keeps (whatever is not lent out right now).
@@ -291,7 +291,6 @@ impl ProfileObject {
         let busy = Busy::new(&self.resident);
         let out = self.run_call(call, warm).await;
         drop(busy);
-        self.measure(&name);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         if asks_warmth && out.is_ok() {
             self.ask_warmth().await?;
@@ -573,11 +572,14 @@ impl DurableObject for ProfileObject {
             .meta_get(META_NAME)
             .map_err(|e| worker::Error::RustError(e.to_string()))?
             .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
-        let warm = self.resident.is_warm() || (self.resident.warm_wanted.replace(false) && self.resident.may_warm() && self.admit(&name)?);
+        let was_warm = self.resident.is_warm();
+        let warm = was_warm || (self.resident.warm_wanted.replace(false) && self.resident.may_warm() && self.admit(&name)?);
         let busy = Busy::new(&self.resident);
         let report = self.drain(&name, warm).await;
         drop(busy);
-        self.measure(&name);
+        if warm && !was_warm {
+            self.measure(&name);
+        }
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         match report {
             Ok(report) => {
@@ -639,22 +641,28 @@ impl ProfileObject {
             None
         });
         let local_index = self.config.index == crate::cloudflare::config::IndexKind::Local;
-        let codes = |dims: u32| if local_index { Packed::heap_bytes_for(usize::try_from(memories).unwrap_or(usize::MAX), dims as usize) } else { 0 };
+        let codes = |n: u64, dims: u32| if local_index { Packed::heap_bytes_for(usize::try_from(n).unwrap_or(usize::MAX), dims as usize) } else { 0 };
         Ok(admit(name, self.config.memory_budget_bytes, crate::core::resident::expected(messages, memories, measured, codes)))
     }
 
-    /// After a request: records what the profile's state holds, when it
-    /// is loaded whole and has moved from the stored measurement (see
-    /// [`Measured`]), for the isolates that build it next. A cache's
-    /// figure: a write that fails costs the request nothing.
+    /// After the alarm built the profile's state afresh: records what it
+    /// holds when it has moved from the stored measurement (see
+    /// [`Measured`]), for the isolates that build it next. Only a fresh
+    /// build is measured: one fed since holds its growth's slack, and one
+    /// not yet in step with a wipe holds what the wipe removed. A cache's
+    /// figure: a write that fails costs the drain nothing.
     fn measure(&self, name: &str) {
         let local_index = self.config.index == crate::cloudflare::config::IndexKind::Local;
         let Some(measured) = self.resident.measured_whole(local_index) else { return };
         let store = crate::core::store::Store::new(&self.sql, now());
-        // One that does not read is replaced.
+        // One that does not read is said, and replaced.
         let recorded = match store.state_measured() {
             Ok(Some(stored)) if !stored.drifted(&measured) => Ok(()),
-            _ => store.set_state_measured(&measured),
+            Ok(_) => store.set_state_measured(&measured),
+            Err(e) => {
+                console_error!("profile {name}: its state's last measurement does not read ({e}); replaced");
+                store.set_state_measured(&measured)
+            }
         };
         if let Err(e) = recorded {
             console_error!("profile {name}: its state's size was not recorded (the next isolate estimates it from its counts): {e}");

@@ -45,22 +45,28 @@ pub fn words_estimate(messages: u64, memories: u64) -> usize {
     usize::try_from(bytes).unwrap_or(usize::MAX)
 }
 
-/// What a profile's directory held when it was last measured whole,
-/// beside what [`words_estimate`] said for it then, and its vector codes'
-/// dimensions. Kept in the profile's database ([`META_STATE_MEASURED`]):
-/// row counts miss how long a profile's texts are (on long assistant
-/// turns the words take half again what the counts say), so an isolate
-/// that never built the state scales the counts' estimate by what the
-/// directory really held. The vector codes are of a fixed size per
-/// memory but allocated a block of slots at a time, so they are not
-/// scaled: their size follows from the count and the dimensions. A
-/// profile's first build ever goes by its counts alone.
+/// What a profile's state held when it was last built afresh: its
+/// directory's bytes beside what [`words_estimate`] said for it, its
+/// vector codes' count and dimensions, and the highest memory rowid then.
+/// Kept in the profile's database ([`META_STATE_MEASURED`]): row counts
+/// miss how long a profile's texts are (on long assistant turns the
+/// words take half again what the counts say), so an isolate that never
+/// built the state expects what was held, plus the growth since at the
+/// measured bytes per estimated byte (held to [`MIN_WORDS_RATIO`] ..
+/// [`MAX_WORDS_RATIO`]: a small profile's fixed costs would otherwise
+/// make it look ten times larger per row than it is). The vector codes
+/// are not scaled: their size follows from their count (at most one more
+/// per memory row since) and dimensions. A profile's first build ever
+/// goes by its counts alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Measured {
     pub held: u64,
     pub estimated: u64,
     /// 0 when the profile kept no vector codes (or none yet).
     pub code_dims: u32,
+    pub vectors: u64,
+    /// The highest memory rowid the state was built to.
+    pub memories: u64,
 }
 
 /// The meta key of a profile's [`Measured`] (a wipe removes it).
@@ -68,54 +74,72 @@ pub const META_STATE_MEASURED: &str = "state_measured";
 
 /// How far what a profile's directory holds may move from what its stored
 /// measurement says, as a share of it, before it is measured again: a
-/// write now and then, not one a request.
+/// write now and then, not one a build.
 pub const REMEASURE_DRIFT: f64 = 0.25;
 
+/// The bounds of a measured directory's bytes per estimated byte, applied
+/// to its growth since: the development styles measured 1.2 to 1.5.
+pub const MIN_WORDS_RATIO: f64 = 0.5;
+pub const MAX_WORDS_RATIO: f64 = 2.0;
+
 impl Measured {
-    /// `held estimated code_dims`.
+    /// `held estimated code_dims vectors memories`.
     pub fn encode(&self) -> String {
-        format!("{} {} {}", self.held, self.estimated, self.code_dims)
+        format!("{} {} {} {} {}", self.held, self.estimated, self.code_dims, self.vectors, self.memories)
     }
 
     pub fn decode(text: &str) -> Result<Measured, String> {
         let mut parts = text.split(' ');
         let mut next = || parts.next().map(str::parse::<u64>);
-        match (next(), next(), next(), next()) {
-            (Some(Ok(held)), Some(Ok(estimated)), Some(Ok(dims)), None) => match u32::try_from(dims) {
-                Ok(code_dims) => Ok(Measured { held, estimated, code_dims }),
+        match (next(), next(), next(), next(), next(), next()) {
+            (Some(Ok(held)), Some(Ok(estimated)), Some(Ok(dims)), Some(Ok(vectors)), Some(Ok(memories)), None) => match u32::try_from(dims) {
+                Ok(code_dims) => Ok(Measured { held, estimated, code_dims, vectors, memories }),
                 Err(_) => Err(format!("meta {META_STATE_MEASURED} has dimensions out of range: {text:?}")),
             },
-            _ => Err(format!("meta {META_STATE_MEASURED} is not three counts: {text:?}")),
+            _ => Err(format!("meta {META_STATE_MEASURED} is not five counts: {text:?}")),
         }
     }
 
-    /// `words` (the counts' [`words_estimate`] now) scaled by what the
-    /// directory held against what was estimated for it when measured.
-    pub fn scale(&self, words: usize) -> usize {
-        let held = usize::try_from(self.held).unwrap_or(usize::MAX);
-        match (words as u128).saturating_mul(self.held as u128).checked_div(self.estimated as u128) {
-            Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
-            None => words.max(held),
+    /// The measured bytes per estimated byte, within its bounds.
+    fn ratio(&self) -> f64 {
+        if self.estimated == 0 {
+            return MAX_WORDS_RATIO;
         }
+        (self.held as f64 / self.estimated as f64).clamp(MIN_WORDS_RATIO, MAX_WORDS_RATIO)
+    }
+
+    /// What the directory will hold for `words` (the counts'
+    /// [`words_estimate`] now): what it held, plus the growth since at the
+    /// measured ratio; for fewer rows than then, `words` at that ratio.
+    pub fn scale(&self, words: usize) -> usize {
+        let (words, estimated) = (words as f64, self.estimated as f64);
+        let bytes = if words >= estimated { self.held as f64 + (words - estimated) * self.ratio() } else { words * self.ratio() };
+        bytes as usize
+    }
+
+    /// The vector codes there will be with `memories` the highest memory
+    /// rowid: those measured, and at most one per row since.
+    pub fn vectors_at(&self, memories: u64) -> u64 {
+        self.vectors.saturating_add(memories.saturating_sub(self.memories))
     }
 
     /// Whether `now` (measured for the counts now) is more than
     /// [`REMEASURE_DRIFT`] away from what this one says for them, or its
-    /// codes' dimensions changed.
+    /// codes changed.
     pub fn drifted(&self, now: &Measured) -> bool {
         let said = self.scale(usize::try_from(now.estimated).unwrap_or(usize::MAX)) as f64;
-        self.code_dims != now.code_dims || (now.held as f64 - said).abs() > REMEASURE_DRIFT * said.max(1.0)
+        self.code_dims != now.code_dims || self.vectors_at(now.memories) < now.vectors || (now.held as f64 - said).abs() > REMEASURE_DRIFT * said.max(1.0)
     }
 }
 
 /// What a profile's state will hold: [`estimate`] from its counts, or,
-/// when it was measured, its directory's estimate scaled by the
-/// measurement plus its vector codes (`codes_of` their dimensions: the
-/// owner knows how they are laid out, and whether it keeps any).
-pub fn expected(messages: u64, memories: u64, measured: Option<Measured>, codes_of: impl FnOnce(u32) -> usize) -> usize {
+/// when it was measured, its directory as [`Measured::scale`] says plus
+/// its vector codes (`codes_of` their count and dimensions: the owner
+/// knows how they are laid out, and whether it keeps any).
+pub fn expected(messages: u64, memories: u64, measured: Option<Measured>, codes_of: impl FnOnce(u64, u32) -> usize) -> usize {
     match measured {
         None => estimate(messages, memories),
-        Some(m) => m.scale(words_estimate(messages, memories)).saturating_add(codes_of(m.code_dims)),
+        Some(m) => m.scale(words_estimate(messages, memories)).saturating_add(codes_of(m.vectors_at(memories), m.code_dims)),
     }
 }
 
@@ -519,38 +543,59 @@ mod tests {
         assert_eq!(b.make_room("grown", MB, idle), None);
     }
 
+    fn measured(held: u64, estimated: u64) -> Measured {
+        Measured { held, estimated, code_dims: 0, vectors: 0, memories: 0 }
+    }
+
     #[test]
-    fn test_a_measured_profile_is_expected_at_what_its_words_held_scaled_by_its_growth_plus_its_codes() {
+    fn test_a_measured_profile_is_expected_at_what_it_held_plus_its_growth_at_the_measured_ratio() {
         let words = words_estimate(1_000, 1_000);
-        let no_codes = |_: u32| 0;
+        let no_codes = |_: u64, _: u32| 0;
         assert_eq!(expected(1_000, 1_000, None, no_codes), estimate(1_000, 1_000), "unmeasured: the counts alone");
-        // Measured at twice its estimate (long turns), then grown tenfold.
-        let m = Measured { held: 2 * words as u64, estimated: words as u64, code_dims: 0 };
-        assert_eq!(expected(10_000, 10_000, Some(m), no_codes), 2 * words_estimate(10_000, 10_000));
-        // Measured under its estimate (short turns): expected under it too.
-        let m = Measured { held: words as u64 / 2, estimated: words as u64, code_dims: 384 };
-        assert_eq!(expected(1_000, 1_000, Some(m), |dims| dims as usize * 10), words / 2 + 3_840, "the codes are added, not scaled");
-        // A measurement taken with nothing estimated says what was held.
-        assert_eq!(Measured { held: 5, estimated: 0, code_dims: 0 }.scale(3), 5);
+        // Measured at 1.5 times its estimate (long turns), then grown tenfold.
+        let m = measured(words as u64 * 3 / 2, words as u64);
+        let grown = words_estimate(10_000, 10_000);
+        assert_eq!(expected(10_000, 10_000, Some(m), no_codes), words * 3 / 2 + (grown - words) * 3 / 2);
+        // Measured small, where fixed costs make it ten times its
+        // estimate: its growth is taken at the bound, not tenfold.
+        let m = measured(10 * 1_000, 1_000);
+        assert_eq!(m.scale(1_000_000), 10_000 + 999_000 * 2);
+        // Under its estimate (short turns): expected under it too.
+        let m = measured(words as u64 / 2, words as u64);
+        assert_eq!(m.scale(words), words / 2);
+        // Fewer rows than measured (a wipe): the rows at the ratio.
+        assert_eq!(measured(2_000, 1_000).scale(100), 200);
+        // Nothing estimated then: what was held, the growth at the bound.
+        assert_eq!(measured(5, 0).scale(3), 5 + 6);
+    }
+
+    #[test]
+    fn test_the_codes_are_expected_from_their_count_not_the_rows() {
+        // 30k vectors at rowid 100k (the rest superseded, forgotten or
+        // deleted), then 50 more rows: at most 50 more codes.
+        let m = Measured { held: 0, estimated: 0, code_dims: 256, vectors: 30_000, memories: 100_000 };
+        assert_eq!(m.vectors_at(100_050), 30_050);
+        assert_eq!(expected(0, 100_050, Some(m), |n, dims| n as usize * dims as usize), m.scale(words_estimate(0, 100_050)) + 30_050 * 256);
     }
 
     #[test]
     fn test_a_measurement_is_taken_again_only_when_it_drifted_by_over_a_quarter() {
-        let stored = Measured { held: 2_000, estimated: 1_000, code_dims: 256 };
-        let at = |held, estimated| Measured { held, estimated, code_dims: 256 };
-        // Grown fivefold at the same ratio: still what it says.
+        let stored = Measured { held: 2_000, estimated: 1_000, code_dims: 256, vectors: 10, memories: 10 };
+        let at = |held, estimated| Measured { held, estimated, ..stored };
+        // Grown at the same ratio: still what it says.
         assert!(!stored.drifted(&at(10_000, 5_000)));
         assert!(!stored.drifted(&at(2_400, 1_000)));
         assert!(stored.drifted(&at(2_600, 1_000)));
         assert!(stored.drifted(&at(1_400, 1_000)));
         assert!(stored.drifted(&Measured { code_dims: 384, ..stored }), "other codes");
+        assert!(stored.drifted(&Measured { vectors: 20, ..stored }), "more codes than the rows allow");
     }
 
     #[test]
     fn test_a_measurement_reads_back_and_a_corrupt_one_is_an_error() {
-        let m = Measured { held: 12_345_678, estimated: 6_000_000, code_dims: 256 };
+        let m = Measured { held: 12_345_678, estimated: 6_000_000, code_dims: 256, vectors: 7, memories: 9 };
         assert_eq!(Measured::decode(&m.encode()), Ok(m));
-        for bad in ["", "1", "1 2", "1 2 3 4", "a 2 3", "-1 2 3", "1  2 3", "1 2 4294967296"] {
+        for bad in ["", "1", "1 2 3", "1 2 3 4", "1 2 3 4 5 6", "a 2 3 4 5", "-1 2 3 4 5", "1  2 3 4 5", "1 2 4294967296 4 5"] {
             assert!(Measured::decode(bad).is_err(), "{bad:?}");
         }
     }
