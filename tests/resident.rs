@@ -200,12 +200,13 @@ fn test_the_counts_estimate_misses_long_texts_and_a_measurement_corrects_it() {
             words as f64 / whole.words as f64,
             whole.codes,
         );
-        assert!((counted as f64) < 0.8 * held as f64, "{style}: the counts' estimate is under what the state holds");
+        assert!((counted as f64) < held as f64, "{style}: the counts' estimate is under what the state holds");
+        assert!((words as f64) < 0.9 * whole.words as f64, "{style}: the counts miss how long its texts are");
         // (Computed with the scratch a first vector query grows: 2 bytes a code.)
         assert_eq!(computed, whole.codes + 2 * whole.memories as usize, "{style}: the codes' size follows from their count");
         // Measured at half its sessions, it is expected whole within a
         // tenth; measured after its first, where fixed costs weigh most,
-        // within half again, never under.
+        // within three tenths, never under.
         let at = |part: &Whole| Measured {
             held: part.words as u64,
             estimated: words_estimate(part.messages, part.memories) as u64,
@@ -216,7 +217,7 @@ fn test_the_counts_estimate_misses_long_texts_and_a_measurement_corrects_it() {
         let expect = |part: &Whole| expected(whole.messages, whole.memories, Some(at(part)), |n, dims| Packed::heap_bytes_for(n as usize, dims as usize));
         let from_first = expect(&held_at_first.unwrap());
         println!("{style}: measured after its first session, expected whole at {from_first}");
-        assert!(from_first >= held && (from_first as f64) < 1.5 * held as f64, "{style}: measured after one session, expected at {from_first} against {held}");
+        assert!(from_first >= held && (from_first as f64) < 1.3 * held as f64, "{style}: measured after one session, expected at {from_first} against {held}");
         let said = expect(&held_at_half.unwrap());
         println!("{style}: measured at half its sessions, expected whole at {said}");
         assert!((said as f64 - held as f64).abs() < 0.1 * held as f64, "{style}: measured at half, expected at {said} against {held}");

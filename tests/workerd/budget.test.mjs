@@ -228,30 +228,49 @@ test("a small budget evicts the least recently used profile, a profile over it a
   }
 });
 
+const LONG_QUERY = "When did I move to Oslo?";
+
+/** Long turns of many distinct words (a profile whose words take far more than its counts say). */
+function longConversation(s) {
+  return {
+    sessionId: `long${s}`,
+    messages: Array.from({ length: 20 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: `I moved to Oslo in ${2000 + s * 20 + i}. ` + Array.from({ length: 400 }, (_, j) => `term${(s * 7919 + i * 104729 + j * 31) % 6000}`).join(" ") + "?",
+      timestamp: new Date(Date.UTC(2026, 0, 1 + s, 9, i)).toISOString(),
+    })),
+  };
+}
+
 test("an isolate expects a profile's state at what it last measured, not at what its counts say: one measured over the budget is never built", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
   try {
-    // Measured whole with no budget to speak of. A small profile holds
-    // far more than its row counts say (its vector codes take a whole
-    // block; long texts' words do the same at any size).
+    // Measured whole with no budget to speak of. Long turns of many
+    // words hold far more than the profile's row counts say.
     let w = await startWorker({ vars: { MEMORY_BUDGET_MB: "100000" }, persistDir: dir });
     let kept;
+    let counted;
     try {
       const api = restClient(w, TOKEN);
-      for (let s = 0; s < 3; s++) await api.ok("POST", NS, "m", "/ingest", { body: conversation(s) });
+      for (let s = 0; s < 3; s++) await api.ok("POST", NS, "m", "/ingest", { body: longConversation(s) });
       await drained(api, "m");
-      await api.ok("POST", NS, "m", "/recall", { body: { query: QUESTIONS[0] } });
-      kept = (await warmed(api, "m")).residentBytes;
+      await api.ok("POST", NS, "m", "/recall", { body: { query: LONG_QUERY } });
+      const s = await warmed(api, "m");
+      kept = s.residentBytes;
+      // core::resident::estimate (BYTES_PER_MESSAGE, BYTES_PER_MEMORY):
+      // what the counts alone say, under what the budget below allows.
+      counted = 520 * s.messages + 640 * s.memories;
     } finally {
       await w.dispose();
     }
+    assert.ok(counted < kept * 0.8, `the counts say ${counted} bytes, the state holds ${kept}: the test needs the counts under the budget`);
     // A new isolate, whose budget the state does not fit (its counts'
     // estimate does). Built from that estimate, the state was made whole
     // and evicted at once: the Wasm memory grew by it for nothing.
     w = await startWorker({ vars: { MEMORY_BUDGET_MB: String((kept * 0.8) / 1048576) }, persistDir: dir });
     try {
       const api = restClient(w, TOKEN);
-      const r = await api.ok("POST", NS, "m", "/recall", { body: { query: QUESTIONS[0] } });
+      const r = await api.ok("POST", NS, "m", "/recall", { body: { query: LONG_QUERY } });
       assert.ok(r.candidates.length > 0, "answered from SQLite alone");
       const s = await alarmRan(api, "m");
       assert.equal(s.residentBytes, 0);

@@ -397,15 +397,33 @@ const BLOCK: usize = 4096;
 /// Heap bytes of a slot map entry (key, slot, control byte, rounded up).
 const SLOT_ENTRY_BYTES: usize = 40;
 
-/// Heap bytes of `blocks` blocks of `dims`-dimensional codes: per slot a
-/// key, the SimHash, the 4-bit vector and 1/norm.
-fn block_bytes(blocks: usize, dims: usize) -> usize {
-    blocks.saturating_mul(BLOCK).saturating_mul(16 + CODE_WORDS * 8 + dims.div_ceil(2) + 4)
+/// Heap bytes of the blocks of `n` codes of `dims` dimensions: the first
+/// block at the power of two its doubling reached (from
+/// [`FIRST_BLOCK_SLOTS`]), or whole blocks past it.
+fn block_bytes(n: usize, dims: usize) -> usize {
+    let slots = match n {
+        0 => 0,
+        n if n <= BLOCK => n.max(FIRST_BLOCK_SLOTS).checked_next_power_of_two().unwrap_or(BLOCK).min(BLOCK),
+        n => n.div_ceil(BLOCK).saturating_mul(BLOCK),
+    };
+    slots.saturating_mul(slot_bytes(dims))
 }
 
-/// The codes of up to [`BLOCK`] vectors, each array allocated once at its
-/// full size: the copy grows a block at a time, without the doubling
-/// reallocations (and the Wasm heap they leave behind) of one flat array.
+/// Slots the first block starts with: it doubles as it fills, up to
+/// [`BLOCK`], so a small profile's codes take what they need (a whole
+/// first block is 868 KB at 256 dimensions, whatever the count).
+const FIRST_BLOCK_SLOTS: usize = 64;
+
+/// Heap bytes of one slot of `dims`-dimensional codes: a key, the
+/// SimHash, the 4-bit vector and 1/norm.
+fn slot_bytes(dims: usize) -> usize {
+    16 + CODE_WORDS * 8 + dims.div_ceil(2) + 4
+}
+
+/// The codes of up to [`BLOCK`] vectors. The blocks after the first are
+/// allocated once at their full size: the copy grows a block at a time,
+/// without the doubling reallocations (and the Wasm heap they leave
+/// behind) of one flat array.
 struct Block {
     keys: Vec<u128>,
     simhash: Vec<u64>,
@@ -414,13 +432,17 @@ struct Block {
 }
 
 impl Block {
-    fn new(stride: usize) -> Block {
+    fn new(stride: usize, slots: usize) -> Block {
         Block {
-            keys: Vec::with_capacity(BLOCK),
-            simhash: Vec::with_capacity(BLOCK * CODE_WORDS),
-            quantized: Vec::with_capacity(BLOCK * stride),
-            inv_norm: Vec::with_capacity(BLOCK),
+            keys: Vec::with_capacity(slots),
+            simhash: Vec::with_capacity(slots * CODE_WORDS),
+            quantized: Vec::with_capacity(slots * stride),
+            inv_norm: Vec::with_capacity(slots),
         }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.keys.capacity() * 16 + self.simhash.capacity() * 8 + self.quantized.capacity() + self.inv_norm.capacity() * 4
     }
 }
 
@@ -477,7 +499,7 @@ impl Packed {
 
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        block_bytes(self.blocks.len(), self.dims)
+        self.blocks.iter().map(Block::heap_bytes).sum::<usize>()
             + self.slot_of.capacity() * SLOT_ENTRY_BYTES
             + self.dist.capacity() * 2
             + self.odd.values().map(|s| s.capacity() + 40).sum::<usize>()
@@ -489,7 +511,7 @@ impl Packed {
     pub fn heap_bytes_for(n: usize, dims: usize) -> usize {
         // A hashbrown map of n keys: buckets a power of two, 7/8 used.
         let capacity = n.saturating_mul(8).div_ceil(7).checked_next_power_of_two().unwrap_or(usize::MAX) / 8 * 7;
-        block_bytes(n.div_ceil(BLOCK), dims).saturating_add(capacity.saturating_mul(SLOT_ENTRY_BYTES)).saturating_add(n.saturating_mul(2))
+        block_bytes(n, dims).saturating_add(capacity.saturating_mul(SLOT_ENTRY_BYTES)).saturating_add(n.saturating_mul(2))
     }
 
     /// The codes' dimensions (0 before the first).
@@ -542,7 +564,8 @@ impl Packed {
     fn push(&mut self, key: u128, simhash: &[u64], quantized: &[u8], inv_norm: f32) {
         if self.len == self.blocks.len() * BLOCK {
             let stride = self.stride();
-            self.blocks.push(Block::new(stride));
+            let slots = if self.blocks.is_empty() { FIRST_BLOCK_SLOTS } else { BLOCK };
+            self.blocks.push(Block::new(stride, slots));
         }
         // A block was pushed above when none had room: never `None`.
         let Some(b) = self.blocks.last_mut() else { return };
