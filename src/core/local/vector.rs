@@ -509,8 +509,14 @@ impl Packed {
     /// [`Packed::heap_bytes`] counts them (the slot map at the capacity a
     /// map of `n` keys has), for an owner that has not loaded them.
     pub fn heap_bytes_for(n: usize, dims: usize) -> usize {
-        // A hashbrown map of n keys: buckets a power of two, 7/8 used.
-        let capacity = n.saturating_mul(8).div_ceil(7).checked_next_power_of_two().unwrap_or(usize::MAX) / 8 * 7;
+        // A hashbrown map of n keys: buckets a power of two, 7/8 used
+        // (under 8 buckets, all but one).
+        let capacity = match n {
+            0 => 0,
+            1..=3 => 3,
+            4..=7 => 7,
+            n => n.saturating_mul(8).div_ceil(7).checked_next_power_of_two().unwrap_or(usize::MAX) / 8 * 7,
+        };
         block_bytes(n, dims).saturating_add(capacity.saturating_mul(SLOT_ENTRY_BYTES)).saturating_add(n.saturating_mul(2))
     }
 
@@ -1859,6 +1865,28 @@ mod tests {
         assert_eq!(p.shortlist(&q, 10, 1)[0].0, ids[2]);
         p.insert("not-hex", &Code::of(&q));
         assert!(p.shortlist(&q, 10, 2).iter().any(|(id, _)| id == "not-hex"));
+    }
+
+    /// A small profile's codes take what they need: the first block
+    /// doubles from 64 slots (a whole one is 868 KB at 256 dimensions),
+    /// and later blocks are whole; `heap_bytes_for` says the same.
+    #[test]
+    fn test_the_first_block_grows_with_its_codes_and_heap_bytes_for_agrees() {
+        let mut p = Packed::new();
+        let code = |i: usize| {
+            let v: Vec<f32> = (0..256).map(|d| if d == i % 256 { 1.0 } else { 0.01 * (d % 7) as f32 }).collect();
+            Code::of(&v)
+        };
+        for n in 1..=(BLOCK + 10) {
+            p.insert(&format!("{n:032x}"), &code(n));
+            if [1, 64, 65, 1000, BLOCK, BLOCK + 1].contains(&n) {
+                let slots = p.blocks.iter().map(|b| b.keys.capacity()).sum::<usize>();
+                let want = if n <= BLOCK { n.max(FIRST_BLOCK_SLOTS).next_power_of_two() } else { 2 * BLOCK };
+                assert_eq!(slots, want, "{n} codes");
+                assert_eq!(Packed::heap_bytes_for(n, 256), p.heap_bytes() + 2 * n - p.dist.capacity() * 2, "{n} codes");
+            }
+        }
+        assert!(Packed::heap_bytes_for(1, 256) < 32 * 1024, "one code: {}", Packed::heap_bytes_for(1, 256));
     }
 
     #[test]
