@@ -101,7 +101,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 /// call to [`post_to_object`], which gives it back once it has dropped its
 /// copies, before it waits on the object (which takes room of its own).
 async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take: bool) -> Result<std::result::Result<(Vec<u8>, working_set::Room), Error>> {
-    use crate::core::resident::{WORKER_WORKING_SET_PER_BYTE, WORKING_SET_FLOOR_BYTES};
+    use crate::core::resident::worker_room;
     use futures::StreamExt;
     if !take || !matches!(method, "POST" | "PUT" | "PATCH") || req.inner().body().is_none() {
         return Ok(Ok((Vec::new(), working_set::Room::new(0))));
@@ -111,7 +111,6 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
         Ok(reader) => reader,
         Err(e) => return Ok(Err(e)),
     };
-    let need = |bytes: usize| bytes.saturating_mul(WORKER_WORKING_SET_PER_BYTE);
     // The configuration is read only for a body that may take room (most
     // are small: a recall's).
     let limits = || {
@@ -120,10 +119,10 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
         })
     };
     let mut room = match declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok()) {
-        Some(n) if need(n) < WORKING_SET_FLOOR_BYTES => working_set::Room::new(0),
+        Some(n) if worker_room(n) == 0 => working_set::Room::new(0),
         Some(n) => {
             let (limit, wait) = limits();
-            match working_set::take(need(n), limit, wait, "this request's body").await {
+            match working_set::take(worker_room(n), limit, wait, "this request's body").await {
                 Ok(room) => room,
                 Err(e) => return Ok(Err(e)),
             }
@@ -132,7 +131,7 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
     };
     let mut stream = req.stream()?;
     while let Some(chunk) = stream.next().await {
-        if let Err(e) = reader.push(&chunk?).and_then(|()| room.grow(need(reader.held()), "this request's body")) {
+        if let Err(e) = reader.push(&chunk?).and_then(|()| room.grow(worker_room(reader.held()), "this request's body")) {
             return Ok(Err(e));
         }
     }

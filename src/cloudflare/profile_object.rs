@@ -535,10 +535,8 @@ impl DurableObject for ProfileObject {
         let header = req.headers().get(crate::core::rest::CALL_HEADER).ok().flatten();
         // Room for the call's working memory, taken before its text is
         // read (an internal call always says its size).
-        // A call under the floor takes none (as a body under it does).
         let bytes = req.headers().get(crate::core::rest::CALL_BYTES_HEADER).ok().flatten().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
-        let need =
-            if bytes < crate::core::resident::WORKING_SET_FLOOR_BYTES { 0 } else { bytes.saturating_mul(crate::core::resident::OBJECT_WORKING_SET_PER_BYTE) };
+        let need = crate::core::resident::object_room(bytes);
         let room = match crate::cloudflare::working_set::take(need, self.config.working_set_bytes, self.config.working_set_wait_millis, "this call").await {
             Ok(room) => room,
             Err(e) => return reply(Err(e)),

@@ -174,6 +174,28 @@ pub const WORKER_WORKING_SET_PER_BYTE: usize = 2;
 /// its file (`make bench-heap`), the text itself included.
 pub const OBJECT_WORKING_SET_PER_BYTE: usize = 3;
 
+/// The room the Worker takes for a body of `bytes` (0 under the floor).
+pub fn worker_room(bytes: usize) -> usize {
+    room_over_floor(bytes.saturating_mul(WORKER_WORKING_SET_PER_BYTE))
+}
+
+/// The room a profile object takes for a call of `bytes` (0 for a call
+/// under the floor, as for a body under it).
+pub fn object_room(bytes: usize) -> usize {
+    if bytes < WORKING_SET_FLOOR_BYTES {
+        return 0;
+    }
+    bytes.saturating_mul(OBJECT_WORKING_SET_PER_BYTE)
+}
+
+fn room_over_floor(bytes: usize) -> usize {
+    if bytes < WORKING_SET_FLOOR_BYTES {
+        0
+    } else {
+        bytes
+    }
+}
+
 /// How long a request waits for room before it is refused as busy (503,
 /// nothing done).
 pub const WORKING_SET_WAIT_MILLIS: u64 = 30_000;
@@ -664,6 +686,14 @@ mod tests {
         assert!(w.try_take(other, MB, 0));
         assert!(!w.try_grow(body, 2 * MB, 0), "beside another, not past the limit");
         assert_eq!(w.held(), MB);
+    }
+
+    #[test]
+    fn test_the_room_of_a_body_and_of_a_call() {
+        assert_eq!(worker_room(WORKING_SET_FLOOR_BYTES / 2 - 1), 0);
+        assert_eq!(worker_room(WORKING_SET_FLOOR_BYTES / 2), WORKING_SET_FLOOR_BYTES);
+        assert_eq!(object_room(WORKING_SET_FLOOR_BYTES - 1), 0, "a call under the floor takes none");
+        assert_eq!(object_room(WORKING_SET_FLOOR_BYTES), 3 * WORKING_SET_FLOOR_BYTES);
     }
 
     #[test]
