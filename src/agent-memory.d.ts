@@ -626,6 +626,8 @@ export interface MemoryIsolateStats {
   /** Requests that waited for room, and those refused as busy (code 10014), since the isolate started. */
   workingSetWaits: number;
   busyRefusals: number;
+  /** Profiles not let build their in-memory state (expected over the budget, or beside busy ones) since the isolate started: they answer from SQLite alone. */
+  warmupsRefused: number;
 }
 
 /** Profile statistics. */

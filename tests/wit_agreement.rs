@@ -667,6 +667,7 @@ fn stats_of(full: bool) -> Stats {
             working_set_limit_bytes: 1 << 26,
             working_set_waits: 3,
             busy_refusals: 1,
+            warmups_refused: 2,
         }),
     }
 }

@@ -171,6 +171,11 @@ fn wasm_memory_bytes() -> u64 {
     (pages as u64).saturating_mul(65_536)
 }
 
+/// The time for the isolate's [`Budget`], in milliseconds.
+fn isolate_millis() -> u64 {
+    u64::try_from(now()).unwrap_or(0)
+}
+
 /// After a request of profile `name`: records what it keeps now, and
 /// clears the least recently used profiles' state (its own too, when it
 /// alone is over the budget) until the isolate's total fits `limit`.
@@ -182,14 +187,14 @@ fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
             residents.retain(|_, r| r.strong_count() > 0);
             residents.insert(name.to_string(), Rc::downgrade(resident));
         },
-        |budget, busy| budget.touch(name, bytes, busy),
+        |budget, busy| budget.touch(name, bytes, isolate_millis(), busy),
     );
 }
 
 /// Whether profile `name` may still be warmed: not known to need more than
 /// the budget.
 fn may_fit(name: &str) -> bool {
-    ISOLATE.with(|i| i.try_borrow().map_or(true, |i| i.budget.may_fit(name)))
+    ISOLATE.with(|i| i.try_borrow().map_or(true, |i| i.budget.may_fit(name, isolate_millis())))
 }
 
 /// Before profile `name` builds its state, estimated at `estimate` bytes:
@@ -200,7 +205,7 @@ fn admit(name: &str, limit: usize, estimate: usize) -> bool {
     evict(
         limit,
         |_| {},
-        |budget, busy| match budget.make_room(name, estimate, busy) {
+        |budget, busy| match budget.make_room(name, estimate, isolate_millis(), busy) {
             Some(evicted) => {
                 admitted = true;
                 evicted

@@ -150,6 +150,13 @@ pub fn expected(messages: u64, memories: u64, measured: Option<Measured>, codes_
 /// profiles of one isolate may keep between requests together.
 pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 
+/// How long the budget goes by what a profile held, or was refused for:
+/// a profile refused as too large is not asked about again (its alarm set
+/// to build a state that will not fit) on each cold request for this
+/// long, and after it one that shrank (a wipe, deletions) is judged by its
+/// estimate again.
+pub const KNOWN_FOR_MILLIS: u64 = 10 * 60_000;
+
 /// The room requests of one isolate may take at once for their working
 /// memory (`MEMORY_WORKING_SET_MB`), beside what profiles keep between
 /// requests (the 32 MB default budget) in the Wasm memory's 128 MB: the
@@ -320,10 +327,13 @@ pub struct Budget {
     limit: usize,
     /// Least recently used first.
     entries: Vec<(String, usize)>,
-    /// What each profile held when it last reported, resident or not: what
-    /// it will build again on its next request.
-    last: std::collections::HashMap<String, usize>,
+    /// What each profile held when it was last resident, or was refused
+    /// for, and when (isolate milliseconds): what it will build again.
+    /// Known for [`KNOWN_FOR_MILLIS`]; a cold request, holding nothing,
+    /// leaves it as it is.
+    last: std::collections::HashMap<String, (usize, u64)>,
     evictions: u64,
+    warmups_refused: u64,
 }
 
 /// The memory of one isolate as `stats` shows it.
@@ -348,6 +358,11 @@ pub struct IsolateMemory {
     /// waiting, since the isolate started.
     pub working_set_waits: u64,
     pub busy_refusals: u64,
+    /// Profiles not let build their state since the isolate started: it
+    /// was expected over the budget, or beside the profiles busy with
+    /// requests. They answer from SQLite; one too large is not asked
+    /// about again for [`KNOWN_FOR_MILLIS`].
+    pub warmups_refused: u64,
 }
 
 impl Budget {
@@ -364,18 +379,20 @@ impl Budget {
         self.limit = limit_bytes;
     }
 
-    /// Records that `name` was just used and now keeps `bytes`, and
-    /// returns the profiles whose caches must be cleared so the total fits,
-    /// least recently used first (they are counted as evicted and hold
-    /// nothing from now on). `busy` profiles are passed over; when the
-    /// total is still over with every other profile busy, `name` itself
-    /// is evicted, as it is when it alone is over the budget.
-    pub fn touch(&mut self, name: &str, bytes: usize, busy: impl Fn(&str) -> bool) -> Vec<String> {
+    /// Records that `name` was just used, at `now`, and now keeps `bytes`,
+    /// and returns the profiles whose caches must be cleared so the total
+    /// fits, least recently used first (they are counted as evicted and
+    /// hold nothing from now on). `busy` profiles are passed over; when
+    /// the total is still over with every other profile busy, `name`
+    /// itself is evicted, as it is when it alone is over the budget.
+    pub fn touch(&mut self, name: &str, bytes: usize, now: u64, busy: impl Fn(&str) -> bool) -> Vec<String> {
         self.entries.retain(|(n, _)| n != name);
-        self.last.insert(name.to_string(), bytes);
         if bytes == 0 {
+            // A cold request: what it held, or was refused for, still
+            // says what it would build.
             return Vec::new();
         }
+        self.remember(name, bytes, now);
         self.entries.push((name.to_string(), bytes));
         let mut evicted = Vec::new();
         if bytes > self.limit {
@@ -393,19 +410,35 @@ impl Budget {
         evicted
     }
 
-    /// Before `name` builds its state, expected to hold `estimate` bytes
-    /// (or what it held last time, if more): `None` when that would not
+    /// Records what `name` holds or would build, as of `now`, and forgets
+    /// what is no longer known of the others (so the map stays the size of
+    /// the profiles seen lately).
+    fn remember(&mut self, name: &str, bytes: usize, now: u64) {
+        if self.last.len() > self.entries.len().saturating_mul(2).saturating_add(64) {
+            self.last.retain(|_, (_, at)| now.saturating_sub(*at) < KNOWN_FOR_MILLIS);
+        }
+        self.last.insert(name.to_string(), (bytes, now));
+    }
+
+    /// What `name` held, or was refused for, if still known at `now`.
+    fn known(&self, name: &str, now: u64) -> Option<usize> {
+        self.last.get(name).filter(|(_, at)| now.saturating_sub(*at) < KNOWN_FOR_MILLIS).map(|(b, _)| *b)
+    }
+
+    /// Before `name` builds its state at `now`, expected to hold `estimate`
+    /// bytes (or what it held last time, if more and still known): `None` when that would not
     /// fit the budget alone, or beside the profiles busy with requests,
     /// which cannot be evicted (the profile stays on its SQLite paths), else
     /// the profiles to clear first so it fits beside the rest, least
     /// recently used first (none when `name` is resident already). Making
     /// room first keeps the budget plus one profile's state from ever
     /// being held at once.
-    pub fn make_room(&mut self, name: &str, estimate: usize, busy: impl Fn(&str) -> bool) -> Option<Vec<String>> {
-        let coming = self.last.get(name).copied().unwrap_or(0).max(estimate);
+    pub fn make_room(&mut self, name: &str, estimate: usize, now: u64, busy: impl Fn(&str) -> bool) -> Option<Vec<String>> {
+        let coming = self.known(name, now).unwrap_or(0).max(estimate);
         if coming > self.limit {
-            // Remembered, so its next cold call does not ask again.
-            self.last.insert(name.to_string(), coming);
+            // Remembered, so its next cold calls do not ask again.
+            self.remember(name, coming, now);
+            self.warmups_refused = self.warmups_refused.saturating_add(1);
             return None;
         }
         if self.entries.iter().any(|(n, _)| n == name) {
@@ -416,6 +449,7 @@ impl Budget {
         // evicted for nothing.
         let staying = self.entries.iter().filter(|(n, _)| busy(n)).fold(0usize, |sum, (_, b)| sum.saturating_add(*b));
         if staying.saturating_add(coming) > self.limit {
+            self.warmups_refused = self.warmups_refused.saturating_add(1);
             return None;
         }
         let evicted = self.evict_until(self.limit.saturating_sub(coming), name, busy);
@@ -423,10 +457,10 @@ impl Budget {
         Some(evicted)
     }
 
-    /// Whether `name` may still fit: not known to need more than the
-    /// budget (what it held, or was refused for, last time).
-    pub fn may_fit(&self, name: &str) -> bool {
-        self.last.get(name).is_none_or(|&b| b <= self.limit)
+    /// Whether `name` may still fit at `now`: not known to need more than
+    /// the budget (what it held, or was refused for, lately).
+    pub fn may_fit(&self, name: &str, now: u64) -> bool {
+        self.known(name, now).is_none_or(|b| b <= self.limit)
     }
 
     /// Removes the least recently used profiles but `keep` and the busy
@@ -481,6 +515,7 @@ impl Budget {
             working_set_limit_bytes: working.limit as u64,
             working_set_waits: working.waits,
             busy_refusals: working.refusals,
+            warmups_refused: self.warmups_refused,
         }
     }
 }
@@ -497,10 +532,10 @@ mod tests {
     #[test]
     fn test_the_least_recently_used_profiles_are_evicted_until_the_total_fits() {
         let mut b = Budget::new(10 * MB);
-        assert!(b.touch("a", 4 * MB, idle).is_empty());
-        assert!(b.touch("b", 4 * MB, idle).is_empty());
-        assert!(b.touch("a", 4 * MB, idle).is_empty(), "a used again: b is now the oldest");
-        assert_eq!(b.touch("c", 4 * MB, idle), vec!["b".to_string()]);
+        assert!(b.touch("a", 4 * MB, 0, idle).is_empty());
+        assert!(b.touch("b", 4 * MB, 0, idle).is_empty());
+        assert!(b.touch("a", 4 * MB, 0, idle).is_empty(), "a used again: b is now the oldest");
+        assert_eq!(b.touch("c", 4 * MB, 0, idle), vec!["b".to_string()]);
         assert_eq!((b.resident_bytes(), b.resident_profiles(), b.evictions()), (8 * MB, 2, 1));
         assert_eq!(b.bytes_of("b"), 0);
     }
@@ -508,64 +543,100 @@ mod tests {
     #[test]
     fn test_a_profile_over_the_budget_alone_keeps_nothing_and_evicts_nobody() {
         let mut b = Budget::new(10 * MB);
-        b.touch("small", 2 * MB, idle);
-        assert_eq!(b.touch("huge", 40 * MB, idle), vec!["huge".to_string()]);
+        b.touch("small", 2 * MB, 0, idle);
+        assert_eq!(b.touch("huge", 40 * MB, 0, idle), vec!["huge".to_string()]);
         assert_eq!((b.resident_bytes(), b.bytes_of("small")), (2 * MB, 2 * MB));
     }
 
     #[test]
     fn test_busy_profiles_are_passed_over() {
         let mut b = Budget::new(10 * MB);
-        b.touch("busy", 6 * MB, idle);
-        b.touch("idle", 3 * MB, idle);
-        assert_eq!(b.touch("new", 4 * MB, |n| n == "busy"), vec!["idle".to_string()]);
+        b.touch("busy", 6 * MB, 0, idle);
+        b.touch("idle", 3 * MB, 0, idle);
+        assert_eq!(b.touch("new", 4 * MB, 0, |n| n == "busy"), vec!["idle".to_string()]);
         assert_eq!(b.resident_bytes(), 10 * MB);
     }
 
     #[test]
     fn test_the_total_never_stays_over_the_budget_while_the_others_are_busy() {
         let mut b = Budget::new(10 * MB);
-        b.touch("a", 6 * MB, idle);
-        b.touch("b", 3 * MB, idle);
+        b.touch("a", 6 * MB, 0, idle);
+        b.touch("b", 3 * MB, 0, idle);
         let busy = |n: &str| n == "a" || n == "b";
         // c built its state while a and b were in requests: c goes.
-        assert_eq!(b.touch("c", 4 * MB, busy), vec!["c".to_string()]);
+        assert_eq!(b.touch("c", 4 * MB, 0, busy), vec!["c".to_string()]);
         assert!(b.resident_bytes() <= 10 * MB);
         assert_eq!(b.bytes_of("c"), 0);
         // And d is not let build beside them: it stays on SQLite.
-        assert_eq!(b.make_room("d", 2 * MB, busy), None);
+        assert_eq!(b.make_room("d", 2 * MB, 0, busy), None);
         assert_eq!((b.resident_profiles(), b.evictions()), (2, 1), "nobody evicted for d");
+        assert_eq!(b.report(0, &WorkingSet::new(0)).warmups_refused, 1);
         // Once they are idle, room is made as usual.
-        assert_eq!(b.make_room("d", 2 * MB, idle), Some(vec!["a".to_string()]));
-        assert!(b.may_fit("d"), "refused while others were busy is not refused for good");
+        assert_eq!(b.make_room("d", 2 * MB, 0, idle), Some(vec!["a".to_string()]));
+        assert!(b.may_fit("d", 0), "refused while others were busy is not refused for good");
     }
 
     #[test]
     fn test_room_is_made_before_a_profile_builds_its_state_again() {
         let mut b = Budget::new(10 * MB);
-        b.touch("a", 4 * MB, idle);
-        b.touch("b", 4 * MB, idle);
-        b.touch("c", 4 * MB, idle);
+        b.touch("a", 4 * MB, 0, idle);
+        b.touch("b", 4 * MB, 0, idle);
+        b.touch("c", 4 * MB, 0, idle);
         assert_eq!(b.resident_profiles(), 2, "a was evicted for c");
         // a comes back: room for its 4 MB is made before it builds them.
-        assert_eq!(b.make_room("a", 0, idle), Some(vec!["b".to_string()]));
+        assert_eq!(b.make_room("a", 0, 0, idle), Some(vec!["b".to_string()]));
         assert_eq!(b.resident_bytes(), 4 * MB);
-        assert_eq!(b.make_room("c", 0, idle), Some(vec![]), "c is resident");
-        assert!(b.touch("a", 4 * MB, idle).is_empty());
+        assert_eq!(b.make_room("c", 0, 0, idle), Some(vec![]), "c is resident");
+        assert!(b.touch("a", 4 * MB, 0, idle).is_empty());
         assert_eq!(b.evictions(), 2);
     }
 
     #[test]
     fn test_a_profile_whose_estimate_is_over_the_budget_is_refused_and_evicts_nobody() {
         let mut b = Budget::new(10 * MB);
-        b.touch("small", 2 * MB, idle);
-        assert!(b.may_fit("huge"), "unknown until it asks");
-        assert_eq!(b.make_room("huge", 40 * MB, idle), None);
-        assert!(!b.may_fit("huge"), "a refusal is remembered");
-        assert_eq!(b.make_room("new", 9 * MB, idle), Some(vec!["small".to_string()]));
+        b.touch("small", 2 * MB, 0, idle);
+        assert!(b.may_fit("huge", 0), "unknown until it asks");
+        assert_eq!(b.make_room("huge", 40 * MB, 0, idle), None);
+        assert!(!b.may_fit("huge", 0), "a refusal is remembered");
+        assert_eq!(b.make_room("new", 9 * MB, 0, idle), Some(vec!["small".to_string()]));
         // What a profile held last time counts when it is more than the estimate.
-        b.touch("grown", 12 * MB, idle);
-        assert_eq!(b.make_room("grown", MB, idle), None);
+        b.touch("grown", 12 * MB, 0, idle);
+        assert_eq!(b.make_room("grown", MB, 0, idle), None);
+    }
+
+    #[test]
+    fn test_a_refusal_outlives_the_profiles_cold_requests_and_is_forgotten_in_time() {
+        let mut b = Budget::new(10 * MB);
+        assert_eq!(b.make_room("huge", 40 * MB, 0, idle), None);
+        // Its cold requests hold nothing: they do not erase the refusal,
+        // so they do not ask the alarm again each time.
+        for at in [1, 2, 3] {
+            assert!(b.touch("huge", 0, at, idle).is_empty());
+            assert!(!b.may_fit("huge", at), "still refused at {at}");
+        }
+        assert!(!b.may_fit("huge", KNOWN_FOR_MILLIS - 1));
+        assert_eq!(b.report(0, &WorkingSet::new(0)).warmups_refused, 1);
+        // In time it is judged by its estimate again (it may have shrunk).
+        assert!(b.may_fit("huge", KNOWN_FOR_MILLIS));
+        assert_eq!(b.make_room("huge", 2 * MB, KNOWN_FOR_MILLIS, idle), Some(vec![]));
+        // What an evicted profile held is known through its cold requests too.
+        b.touch("a", 6 * MB, 0, idle);
+        b.touch("b", 6 * MB, 0, idle);
+        assert_eq!(b.bytes_of("a"), 0, "a was evicted for b");
+        b.touch("a", 0, 1, idle);
+        assert_eq!(b.make_room("a", MB, 2, idle), Some(vec!["b".to_string()]), "room made for its 6 MB, not its estimate's 1");
+    }
+
+    #[test]
+    fn test_what_is_known_of_profiles_not_seen_lately_is_let_go() {
+        let mut b = Budget::new(MB);
+        for i in 0..1_000 {
+            b.make_room(&format!("p{i}"), 2 * MB, 0, idle);
+        }
+        b.make_room("late", 2 * MB, KNOWN_FOR_MILLIS, idle);
+        b.make_room("later", 2 * MB, KNOWN_FOR_MILLIS, idle);
+        assert!(b.last.len() <= 3, "{} known", b.last.len());
+        assert!(!b.may_fit("late", KNOWN_FOR_MILLIS));
     }
 
     fn measured(held: u64, estimated: u64) -> Measured {
@@ -710,8 +781,8 @@ mod tests {
     #[test]
     fn test_a_zero_budget_keeps_nothing() {
         let mut b = Budget::new(0);
-        assert_eq!(b.touch("a", 1, idle), vec!["a".to_string()]);
-        assert!(b.touch("b", 0, idle).is_empty(), "nothing held, nothing to clear");
+        assert_eq!(b.touch("a", 1, 0, idle), vec!["a".to_string()]);
+        assert!(b.touch("b", 0, 0, idle).is_empty(), "nothing held, nothing to clear");
         assert_eq!((b.resident_bytes(), b.resident_profiles()), (0, 0));
     }
 }

@@ -216,10 +216,17 @@ test("a small budget evicts the least recently used profile, a profile over it a
     w = await startWorker({ vars: { MEMORY_BUDGET_MB: String(Math.min(kept.a, kept.b) / 4 / 1048576) }, persistDir: dir });
     try {
       const api = restClient(w, TOKEN);
-      for (const q of QUESTIONS) assert.ok((await api.ok("POST", NS, "a", "/recall", { body: { query: q } })).candidates.length > 0);
+      const [first, ...rest] = QUESTIONS;
+      assert.ok((await api.ok("POST", NS, "a", "/recall", { body: { query: first } })).candidates.length > 0);
+      // Its first cold recall asks the alarm to build the state, which
+      // refuses; the refusal is remembered through the recalls after it
+      // (they hold nothing), so they do not ask again.
+      await waitFor(async () => (await api.ok("GET", NS, "a", "/stats")).isolate.warmupsRefused === 1 || null, { timeoutMs: 30000, what: "a refused warmth" });
+      for (const q of rest) assert.ok((await api.ok("POST", NS, "a", "/recall", { body: { query: q } })).candidates.length > 0);
       const s = await alarmRan(api, "a");
       assert.equal(s.residentBytes, 0, "over the budget alone: nothing resident");
       assert.equal(s.isolate.residentProfiles, 0);
+      assert.equal(s.isolate.warmupsRefused, 1, `asked again after the refusal: ${JSON.stringify(s.isolate)}`);
     } finally {
       await w.dispose();
     }
