@@ -199,6 +199,10 @@ const key = (k) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(
 // referenceDate, asOf) are ISO text by the time this runs. Symbol-keyed
 // and non-enumerable properties never cross the binding (Workers RPC
 // leaves them behind in the caller), so they cannot be seen here.
+// It returns the length of the JSON text the arguments make, in UTF-16
+// units, without making it (a copy of a 16 MB ingest in the JS heap):
+// the room Rust takes in the isolate's working set before it reads them
+// into the Wasm memory, as it does for a REST body's declared length.
 // The levels of arrays and objects the arguments may nest, the arguments'
 // own object the first: the service reads a call as the JSON text
 // {"name", "op", "args"} with serde_json, whose limit of 128 admits 127
@@ -215,10 +219,10 @@ function jsonOnly(v, path, depth = 0) {
   switch (typeof v) {
     case "string":
       if (!wellFormed(v)) throw notWellFormed(v, path);
-      return;
+      return v.length + 2;
     case "number":
       if (!Number.isFinite(v)) throw invalid(`${path} is ${v}: numbers must be finite`);
-      return;
+      return String(v).length;
     case "bigint":
       throw invalid(`${path} is a BigInt (${v}n): numbers must be JavaScript numbers`);
     case "function":
@@ -228,22 +232,23 @@ function jsonOnly(v, path, depth = 0) {
     case "object":
       break;
     default:
-      return; // boolean, undefined
+      return 5; // boolean, undefined (null)
   }
-  if (v === null) return;
+  if (v === null) return 4;
   if (++depth > MAX_DEPTH) throw invalid(`${shortPath(path)} is nested more than ${MAX_DEPTH} levels deep: the arguments nest at most ${MAX_DEPTH} levels of arrays and objects`);
+  let size = 2;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       if (!Object.hasOwn(v, i)) throw invalid(`${path}[${i}] is a hole: an array must hold a value at every index`);
       if (v[i] === undefined) throw invalid(`${path}[${i}] is undefined: an array must hold a value at every index`);
-      jsonOnly(v[i], `${path}[${i}]`, depth);
+      size += jsonOnly(v[i], `${path}[${i}]`, depth) + 1;
     }
     const keys = Object.keys(v);
     if (keys.length !== v.length) {
       const extra = keys.find((k) => !(String(Number(k)) === k && Number(k) < v.length)) ?? "";
       throw invalid(`${path} has a property ${JSON.stringify(extra)} besides its elements`);
     }
-    return;
+    return size;
   }
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) {
@@ -252,8 +257,9 @@ function jsonOnly(v, path, depth = 0) {
   }
   for (const k of Object.keys(v)) {
     if (!wellFormed(k)) throw notWellFormed(k, `a key of ${path}`);
-    jsonOnly(v[k], `${path}${key(k)}`, depth);
+    size += k.length + 4 + jsonOnly(v[k], `${path}${key(k)}`, depth);
   }
+  return size;
 }
 // A profile name a caller gives: any value Rust refuses as it is, but a
 // string that is not well-formed would reach it as U+FFFD.
@@ -290,13 +296,14 @@ class Profile extends RpcTarget {
     this.#namespace = namespace;
   }
   #call(op, args) {
+    let size;
     try {
       profileName(this.#name);
-      jsonOnly(args, op);
+      size = jsonOnly(args, op);
     } catch (e) {
       return Promise.reject(e);
     }
-    return guarded(this.#rust.rpc(this.#env, this.#name, op, args, this.#namespace));
+    return guarded(this.#rust.rpc(this.#env, this.#name, op, args, this.#namespace, size));
   }
   async ingest(messages, opts) {
     takes("ingest", arguments);

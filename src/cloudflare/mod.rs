@@ -113,11 +113,7 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
     };
     // The configuration is read only for a body that may take room (most
     // are small: a recall's).
-    let limits = || {
-        config::Config::from_env(env).map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
-            (c.working_set_bytes, c.working_set_wait_millis)
-        })
-    };
+    let limits = || working_set_limits(env);
     let mut room = match declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok()) {
         Some(n) if worker_room(n) == 0 => working_set::Room::new(0),
         Some(n) => {
@@ -429,11 +425,33 @@ pub(crate) fn js_error_message(e: &JsValue) -> String {
     e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
 }
 
+/// The working set's room for an RPC call's arguments of `size` (the
+/// length of their JSON text): twice it, as for a REST body (the values
+/// read into Rust, then the call written from them), given back once the
+/// call is handed to the object; none below the floor.
+async fn rpc_room(env: &Env, size: usize) -> std::result::Result<working_set::Room, Error> {
+    use crate::core::resident::worker_room;
+    if worker_room(size) == 0 {
+        return Ok(working_set::Room::new(0));
+    }
+    let (limit, wait) = working_set_limits(env);
+    working_set::take(worker_room(size), limit, wait, "this call's arguments").await
+}
+
+/// The working set's limit and how long a request waits for room, as
+/// configured (their defaults under a configuration that does not read:
+/// the call is refused for that where it is read whole).
+fn working_set_limits(env: &Env) -> (usize, u64) {
+    config::Config::from_env(env).map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
+        (c.working_set_bytes, c.working_set_wait_millis)
+    })
+}
+
 /// The RPC entry the JS shim forwards every profile method to. Returns the
 /// operation's result, or throws an `Error` whose `code` and message are
 /// those REST would put in its envelope.
 #[wasm_bindgen]
-pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespace: JsValue) -> std::result::Result<JsValue, JsValue> {
+pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespace: JsValue, size: JsValue) -> std::result::Result<JsValue, JsValue> {
     let out = async {
         // Taken as a JsValue: a caller may send anything, and a name that is
         // not a string is an invalid argument, not a trap.
@@ -445,12 +463,17 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
             None => return Err(Error::invalid("the binding's props.namespace must be a string")),
         };
         let (ns, p) = rest::rpc_profile_name(&profile, namespace.as_deref())?;
+        // Room for the arguments' working memory, taken before they are
+        // read into the Wasm memory: `size` is the length of their JSON
+        // text as the entry measured it (in UTF-16 units), as a REST
+        // body's declared length is.
+        let room = rpc_room(&env, size.as_f64().map_or(0, |n| n as usize)).await?;
         let args: Value = if args.is_undefined() || args.is_null() {
             Value::Null
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
-        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op), working_set::Room::new(0)).await? {
+        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op), room).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
             // An export's file, read as a string by the platform: it never
             // enters the Wasm memory.

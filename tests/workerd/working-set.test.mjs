@@ -20,7 +20,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { startWorker } from "./helpers.mjs";
 import { profilePath, restClient, waitFor } from "./reliability-support.mjs";
-import { CODE } from "./fixtures.mjs";
+import { CODE, rpcCode } from "./fixtures.mjs";
 
 const TOKEN = "dev-token";
 const NS = "working-set";
@@ -206,6 +206,48 @@ test("a body nobody may send is never read and takes no room: no credentials, a 
     assert.equal(ok.status, 200);
     assert.ok(Date.now() - t0 < 2500);
     assert.equal((await api.ok("GET", NS, "p", "/stats")).isolate.workingSetWaits, 0);
+  } finally {
+    await w.dispose();
+  }
+});
+
+test("an RPC call's arguments take room before they are read, sized by the JSON text they make: beside a large body they wait, then are refused as busy, nothing stored", async () => {
+  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", WORKING_SET_WAIT_MS: "2000" } });
+  try {
+    // Arguments of ~500 KB through the service binding: the Worker's
+    // room is twice their JSON text (1 MB) and does not fit beside the
+    // slow body's 1.3 MB.
+    const { sessionId, messages } = JSON.parse(ingestBody(500 * 1024, "rpc").toString());
+    const text = JSON.stringify({ sessionId, messages });
+    const slow = slowPost(w.url, path("slow", "/ingest"), ingestBody(650 * 1024, "slow"));
+    await sleep(500);
+    let err;
+    try {
+      await w.call("rpc", "ingest", messages, { sessionId });
+    } catch (e) {
+      err = e;
+    }
+    slow.done.catch(() => {});
+    assert.ok(err, "refused");
+    assert.equal(rpcCode(err), CODE.busy, `${err.name}: ${err.message}`);
+    assert.match(String(err.message), /MemoryError/);
+    // Refused in the Worker, before the arguments were read into the Wasm
+    // memory (the profile object's own room is for "this call"), and for
+    // twice their JSON text as the entry measured it without making it.
+    const m = String(err.message).match(/no room for this call's arguments \(([\d.]+) MB of working memory\)/);
+    assert.ok(m, err.message);
+    assert.ok(Math.abs(Number(m[1]) - (2 * text.length) / MiB) <= 0.1, `${m[1]} MB for arguments of ${text.length} bytes`);
+    slow.release();
+    assert.equal((await slow.done).status, 200);
+    assert.equal((await w.call("rpc", "stats")).messages, 0, "the refused call stored nothing");
+    // Alone, the same call gets its room and runs.
+    await w.call("rpc", "ingest", messages, { sessionId });
+    const s = await waitFor(async () => {
+      const st = await w.call("rpc", "stats");
+      return st.isolate.workingSetBytes === 0 ? st : null;
+    }, { what: "the room given back" });
+    assert.equal(s.messages, messages.length);
+    assert.equal(s.isolate.busyRefusals, 1, JSON.stringify(s.isolate));
   } finally {
     await w.dispose();
   }
