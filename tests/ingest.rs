@@ -666,3 +666,42 @@ fn test_an_ingest_whose_caller_reads_no_result_answers_null_and_stores_the_same(
     assert!(!stored.is_empty());
     assert_eq!(contents(&b), stored, "the same memories are stored either way");
 }
+
+// ---- bounds ------------------------------------------------------------
+
+/// A message of `n` distinct statements (the rule-based extractor makes a
+/// memory of each).
+fn prose(n: usize, topic: &str) -> String {
+    (0..n).map(|i| format!("On day {i} of the {topic} trip we hiked trail {} by the lake.", 4000 + i)).collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn test_a_message_gives_at_most_its_cap_of_memories_and_the_report_says_how_many_more() {
+    use agent_memory::core::ingest::extract::MAX_MEMORIES_PER_MESSAGE;
+    let sql = database();
+    let n = MAX_MEMORIES_PER_MESSAGE * 3;
+    let req = IngestRequest {
+        messages: vec![msg("user", &prose(n, "staging")), msg("user", &prose(4, "billing")), msg("assistant", &prose(n, "search"))],
+        session_id: Some("prose".into()),
+        metadata: Default::default(),
+    };
+    let report = with_profile(&sql, APRIL_15, |p| block_on(p.ingest(req)).unwrap());
+    let memories = with_profile(&sql, APRIL_15, |p| p.list(ListRequest { limit: Some(1000), status: Some(agent_memory::core::api::ListStatus::All), ..ListRequest::default() }).unwrap().memories);
+    let citing = |id: &str| memories.iter().filter(|m| m.source_message_ids.first().map(String::as_str) == Some(id)).count();
+    let [long, short, answer] = [0, 1, 2].map(|i| report.message_ids[i].clone());
+    assert_eq!(citing(&long), MAX_MEMORIES_PER_MESSAGE, "{} memories of the long message", citing(&long));
+    assert_eq!(citing(&answer), MAX_MEMORIES_PER_MESSAGE);
+    assert_eq!(citing(&short), 4, "a message under the cap keeps every statement");
+    // Each capped message is said once, with how many were not kept.
+    let capped: Vec<&str> = report.dropped.iter().filter(|d| d.reason.contains("at most")).map(|d| d.content.as_str()).collect();
+    assert_eq!(capped.len(), 2, "{:#?}", report.dropped);
+    assert!(capped.contains(&format!("{} more statements of message {long}", n - MAX_MEMORIES_PER_MESSAGE).as_str()), "{capped:?}");
+    assert!(capped.iter().any(|c| c.ends_with(&format!(" more statements of message {answer}"))), "{capped:?}");
+    // The messages themselves are stored whole: the last statement, past
+    // the cap, is in the source a kept memory shows.
+    assert_eq!(with_profile(&sql, APRIL_15, |p| p.stats().unwrap()).messages, 3);
+    let last = format!("trail {} by the lake.", 4000 + n - 1);
+    let kept = memories.iter().find(|m| m.source_message_ids.first() == Some(&long)).unwrap();
+    let detail = with_profile(&sql, APRIL_15, |p| p.get(&kept.id).unwrap());
+    assert!(detail.source_messages.iter().any(|s| s.id == long && s.content.ends_with(&last)), "{:#?}", detail.source_messages);
+}

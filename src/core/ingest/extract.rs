@@ -16,9 +16,32 @@ use std::rc::Rc;
 /// Chunks processed concurrently.
 pub const MAX_CONCURRENT_CHUNKS: usize = 4;
 
-/// Every candidate with the transcript it was extracted from, and a record
-/// of each chunk whose extraction failed.
-pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>) {
+/// The most candidates one message gives (those citing it first): past
+/// it, its further statements are not kept as memories, and the report
+/// says so once per message (the message itself is stored and searched
+/// like any other). The rule-based extractor makes a memory of every
+/// sentence that states something, so one 32 KB message of prose gave
+/// ~400, each held at ~1.5 KB through the judging stages: an ingest of
+/// 500 such messages would need several times the isolate's 128 MB. The
+/// long-answer style gives 10.5 a message on average.
+pub const MAX_MEMORIES_PER_MESSAGE: usize = 32;
+
+/// What extraction found.
+pub struct Extracted {
+    /// Every candidate with the transcript it was drawn from, deduped.
+    pub found: Vec<(Candidate, Rc<Transcript>)>,
+    /// Each chunk whose extraction failed (a model fault: a retry may do
+    /// better).
+    pub failed: Vec<Dropped>,
+    /// Each message that gave more than [`MAX_MEMORIES_PER_MESSAGE`]: its
+    /// id, and the drop that says so.
+    pub capped: Vec<(String, Dropped)>,
+}
+
+/// Runs extraction over `messages`: every chunk's candidates are merged
+/// as they arrive, so what is held is bounded by the messages, not by
+/// what the extractor returns.
+pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]) -> Extracted {
     let lengths: Vec<usize> = messages.iter().map(|m| m.content.len().saturating_add(m.role.len()).saturating_add(8)).collect();
     let lines = transcript::lines(messages, None);
     let mut jobs: Vec<(Transcript, Pass)> =
@@ -31,25 +54,24 @@ pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]
         );
     }
     drop(lines);
-    let results: Vec<(Transcript, Pass, _)> = stream::iter(jobs)
+    let mut results = stream::iter(jobs)
         .map(|(t, pass)| async move {
             let found = reasoner.extract(&t, pass).await;
             (t, pass, found)
         })
-        .buffered(MAX_CONCURRENT_CHUNKS)
-        .collect()
-        .await;
-    let mut found = Vec::new();
+        .buffered(MAX_CONCURRENT_CHUNKS);
+    let mut merged = Merged::new(MAX_MEMORIES_PER_MESSAGE);
     let mut failed = Vec::new();
-    for (t, pass, result) in results {
+    while let Some((t, pass, result)) = results.next().await {
         // One transcript shared by the candidates drawn from it.
         let t = Rc::new(t);
         match result {
-            Ok(cs) => found.extend(cs.into_iter().map(|c| (c, Rc::clone(&t)))),
+            Ok(cs) => cs.into_iter().for_each(|c| merged.add(c, &t)),
             Err(e) => failed.push(Dropped { content: describe(&t, pass), reason: format!("extraction failed: {e}") }),
         }
     }
-    (merge(found), failed)
+    let (found, capped) = merged.finish(messages);
+    Extracted { found, failed, capped }
 }
 
 /// `"messages 0-3 (full pass)"`: what a failed extraction job covered.
@@ -66,31 +88,74 @@ fn describe(t: &Transcript, pass: Pass) -> String {
 /// Dedupes candidates by normalized content; the first keeps its place and
 /// gains the other's cited lines.
 pub fn merge(items: Vec<(Candidate, Rc<Transcript>)>) -> Vec<(Candidate, Rc<Transcript>)> {
-    let mut out: Vec<(Candidate, Rc<Transcript>)> = Vec::new();
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut merged = Merged::new(usize::MAX);
     for (c, t) in items {
+        merged.add(c, &t);
+    }
+    merged.out
+}
+
+/// Candidates merged as they arrive ([`merge`]), at most `cap` a message.
+struct Merged {
+    out: Vec<(Candidate, Rc<Transcript>)>,
+    /// Normalized content: its place in `out`.
+    seen: std::collections::HashMap<String, usize>,
+    cap: usize,
+    /// By the message a candidate cites first: those kept, those past the cap.
+    kept: std::collections::HashMap<usize, usize>,
+    over: std::collections::BTreeMap<usize, usize>,
+}
+
+impl Merged {
+    fn new(cap: usize) -> Merged {
+        Merged { out: Vec::new(), seen: Default::default(), cap, kept: Default::default(), over: Default::default() }
+    }
+
+    fn add(&mut self, c: Candidate, t: &Rc<Transcript>) {
         let norm = normalize(&c.content);
         if norm.is_empty() {
-            continue;
+            return;
         }
-        match seen.get(&norm) {
-            Some(&i) => {
-                // `seen` holds places in `out`.
-                if let Some((kept, _)) = out.get_mut(i) {
-                    for l in c.lines {
-                        if !kept.lines.contains(&l) {
-                            kept.lines.push(l);
-                        }
+        if let Some(&i) = self.seen.get(&norm) {
+            // `seen` holds places in `out`.
+            if let Some((kept, _)) = self.out.get_mut(i) {
+                for l in c.lines {
+                    if !kept.lines.contains(&l) {
+                        kept.lines.push(l);
                     }
                 }
             }
-            None => {
-                seen.insert(norm, out.len());
-                out.push((c, t));
-            }
+            return;
         }
+        let first = c.lines.iter().min().copied().unwrap_or(usize::MAX);
+        let count = self.kept.entry(first).or_insert(0);
+        if *count >= self.cap {
+            *self.over.entry(first).or_insert(0) += 1;
+            return;
+        }
+        *count += 1;
+        self.seen.insert(norm, self.out.len());
+        self.out.push((c, Rc::clone(t)));
     }
-    out
+
+    /// The candidates kept, and one drop per message past the cap, with
+    /// the message's id.
+    fn finish(self, messages: &[Message]) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<(String, Dropped)>) {
+        let cap = self.cap;
+        let capped = self
+            .over
+            .into_iter()
+            .filter_map(|(i, n)| {
+                let id = messages.get(i)?.id.clone();
+                let dropped = Dropped {
+                    content: format!("{n} more statement{} of message {id}", if n == 1 { "" } else { "s" }),
+                    reason: format!("a message gives at most {cap} memories: the rest of its statements are not kept as memories (the message itself is stored and searched)"),
+                };
+                Some((id, dropped))
+            })
+            .collect();
+        (self.out, capped)
+    }
 }
 
 fn normalize(s: &str) -> String {

@@ -106,9 +106,11 @@ pub enum MetadataOf<'a> {
 pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Message], fresh_ids: &HashSet<String>, metadata: MetadataOf<'_>) -> Result<Judged> {
     let mut dropped = Vec::new();
 
-    // 3. Extract (full + detail passes), merged.
-    let (extracted, failed_extract) = extract::run(p.reasoner, session_id, messages).await;
-    let (extracted, uncited) = cited_and_new(extracted, messages, fresh_ids);
+    // 3. Extract (full + detail passes), merged, at most
+    //    MAX_MEMORIES_PER_MESSAGE a message.
+    let extract::Extracted { found, failed: failed_extract, capped } = extract::run(p.reasoner, session_id, messages).await;
+    dropped.extend(capped.into_iter().filter(|(id, _)| fresh_ids.contains(id)).map(|(_, d)| d));
+    let (extracted, uncited) = cited_and_new(found, messages, fresh_ids);
     dropped.extend(uncited);
 
     // 4. Verify against the transcript.
