@@ -686,7 +686,9 @@ fn test_a_message_gives_at_most_its_cap_of_memories_and_the_report_says_how_many
         metadata: Default::default(),
     };
     let report = with_profile(&sql, APRIL_15, |p| block_on(p.ingest(req)).unwrap());
-    let memories = with_profile(&sql, APRIL_15, |p| p.list(ListRequest { limit: Some(1000), status: Some(agent_memory::core::api::ListStatus::All), ..ListRequest::default() }).unwrap().memories);
+    let memories = with_profile(&sql, APRIL_15, |p| {
+        p.list(ListRequest { limit: Some(1000), status: Some(agent_memory::core::api::ListStatus::All), ..ListRequest::default() }).unwrap().memories
+    });
     let citing = |id: &str| memories.iter().filter(|m| m.source_message_ids.first().map(String::as_str) == Some(id)).count();
     let [long, short, answer] = [0, 1, 2].map(|i| report.message_ids[i].clone());
     assert_eq!(citing(&long), MAX_MEMORIES_PER_MESSAGE, "{} memories of the long message", citing(&long));

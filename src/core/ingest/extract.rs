@@ -26,10 +26,13 @@ pub const MAX_CONCURRENT_CHUNKS: usize = 4;
 /// long-answer style gives 10.5 a message on average.
 pub const MAX_MEMORIES_PER_MESSAGE: usize = 32;
 
+/// A candidate with the transcript it was drawn from.
+pub type Found = (Candidate, Rc<Transcript>);
+
 /// What extraction found.
 pub struct Extracted {
     /// Every candidate with the transcript it was drawn from, deduped.
-    pub found: Vec<(Candidate, Rc<Transcript>)>,
+    pub found: Vec<Found>,
     /// Each chunk whose extraction failed (a model fault: a retry may do
     /// better).
     pub failed: Vec<Dropped>,
@@ -130,17 +133,18 @@ impl Merged {
         let first = c.lines.iter().min().copied().unwrap_or(usize::MAX);
         let count = self.kept.entry(first).or_insert(0);
         if *count >= self.cap {
-            *self.over.entry(first).or_insert(0) += 1;
+            let over = self.over.entry(first).or_insert(0);
+            *over = over.saturating_add(1);
             return;
         }
-        *count += 1;
+        *count = count.saturating_add(1);
         self.seen.insert(norm, self.out.len());
         self.out.push((c, Rc::clone(t)));
     }
 
     /// The candidates kept, and one drop per message past the cap, with
     /// the message's id.
-    fn finish(self, messages: &[Message]) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<(String, Dropped)>) {
+    fn finish(self, messages: &[Message]) -> (Vec<Found>, Vec<(String, Dropped)>) {
         let cap = self.cap;
         let capped = self
             .over
