@@ -1109,6 +1109,7 @@ fn test_error_variant_matches_error_kinds() {
         (Error::provider("m"), "provider"),
         (Error::config("m"), "config"),
         (Error::busy("m"), "busy"),
+        (Error::timeout("m"), "timeout"),
     ] {
         assert_eq!(kind_of(&e), name);
         assert_eq!(kind_of(&Error::from_code(e.code(), "m")), name);

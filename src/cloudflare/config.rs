@@ -61,6 +61,9 @@ pub struct Config {
     /// `WORKING_SET_WAIT_MS`: how long a large request waits for room
     /// before it is refused as busy.
     pub working_set_wait_millis: u64,
+    /// `BODY_GRACE_MS`: how long a body that holds room may take beyond
+    /// its length at the slowest rate (core::resident::body_deadline_millis).
+    pub body_grace_millis: u64,
     /// JSON token map (`AUTH_TOKENS`), if configured.
     pub auth_tokens: Option<String>,
 }
@@ -91,6 +94,7 @@ impl Config {
             memory_budget_bytes: crate::core::resident::DEFAULT_BUDGET_BYTES,
             working_set_bytes: crate::core::resident::DEFAULT_WORKING_SET_BYTES,
             working_set_wait_millis: crate::core::resident::WORKING_SET_WAIT_MILLIS,
+            body_grace_millis: crate::core::resident::BODY_GRACE_MILLIS,
             auth_tokens: None,
         }
     }
@@ -130,6 +134,7 @@ impl Config {
                 .map_or(d.working_set_bytes, |mb| (mb * 1024.0 * 1024.0) as usize),
             working_set_wait_millis: number(var, "WORKING_SET_WAIT_MS", "a whole number of milliseconds, 0 or more", |_: &u64| true)?
                 .unwrap_or(d.working_set_wait_millis),
+            body_grace_millis: number(var, "BODY_GRACE_MS", "a whole number of milliseconds, 0 or more", |_: &u64| true)?.unwrap_or(d.body_grace_millis),
             auth_tokens: var("AUTH_TOKENS"),
         })
     }

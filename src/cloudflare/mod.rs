@@ -114,7 +114,8 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
     // The configuration is read only for a body that may take room (most
     // are small: a recall's).
     let limits = || working_set_limits(env);
-    let mut room = match declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok()) {
+    let length = declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok());
+    let mut room = match length {
         Some(n) if worker_room(n) == 0 => working_set::Room::new(0),
         Some(n) => {
             let (limit, wait) = limits();
@@ -125,13 +126,47 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
         }
         None => working_set::Room::new(limits().0),
     };
+    // A body that holds room arrives in time or is answered 408: from
+    // when it first held room, it has its grace plus its length (declared,
+    // or held so far) at the slowest rate.
+    let grace = config::Config::from_env(env).map_or(crate::core::resident::BODY_GRACE_MILLIS, |c| c.body_grace_millis);
+    let mut holding_since = room.holds().then(now_millis);
     let mut stream = req.stream()?;
-    while let Some(chunk) = stream.next().await {
+    loop {
+        let next = match holding_since {
+            None => stream.next().await,
+            Some(since) => {
+                let allowed = crate::core::resident::body_deadline_millis(length.unwrap_or(reader.held()), grace);
+                let left = allowed.saturating_sub(now_millis().saturating_sub(since));
+                match futures::future::select(stream.next(), worker::Delay::from(std::time::Duration::from_millis(left))).await {
+                    futures::future::Either::Left((next, _)) => next,
+                    futures::future::Either::Right(_) => return Ok(Err(body_too_slow(reader.held(), length, allowed))),
+                }
+            }
+        };
+        let Some(chunk) = next else { break };
         if let Err(e) = reader.push(&chunk?).and_then(|()| room.grow(worker_room(reader.held()), "this request's body")) {
             return Ok(Err(e));
         }
+        holding_since = holding_since.or_else(|| room.holds().then(now_millis));
     }
     Ok(Ok((reader.finish(), room)))
+}
+
+/// The answer to a body that holds room and did not arrive within
+/// `allowed_millis`.
+fn body_too_slow(held: usize, length: Option<usize>, allowed_millis: u64) -> Error {
+    let of = length.map_or(String::new(), |n| format!(" of {n}"));
+    Error::timeout(format!(
+        "the request's body did not arrive in time: {held} bytes{of} in {:.1} s, slower than {} KiB a second, while it held room other large requests wait for; nothing was done",
+        allowed_millis as f64 / 1000.0,
+        crate::core::resident::BODY_MIN_BYTES_PER_SECOND / 1024
+    ))
+}
+
+/// The isolate's clock, in milliseconds.
+fn now_millis() -> u64 {
+    js_sys::Date::now() as u64
 }
 
 /// The caller's grant for the namespace in the path, or the response that

@@ -44,6 +44,11 @@ impl Room {
         Room { ticket: WORKING.with(|w| w.borrow_mut().ticket()), bytes: 0, limit }
     }
 
+    /// Whether the room holds anything.
+    pub fn holds(&self) -> bool {
+        self.bytes > 0
+    }
+
     /// Grows the room to `bytes` if it is free, without waiting: a body of
     /// no declared length as it arrives. Busy (503) when it is not.
     pub fn grow(&mut self, bytes: usize, what: &str) -> Result<(), Error> {

@@ -46,6 +46,9 @@ enum Kind {
     /// The isolate is busy with other large requests: no room was made
     /// for this one's working set in time (retry).
     Busy,
+    /// A large request's body did not arrive in time while it held room
+    /// that others wait for.
+    Timeout,
 }
 
 /// Longest message an error carries, in characters: a message quotes
@@ -101,6 +104,10 @@ impl Error {
         Error::new(Kind::Busy, message)
     }
 
+    pub fn timeout(message: impl Into<String>) -> Error {
+        Error::new(Kind::Timeout, message)
+    }
+
     pub fn is_invalid(&self) -> bool {
         self.kind == Kind::Invalid
     }
@@ -124,6 +131,9 @@ impl Error {
     }
     pub fn is_busy(&self) -> bool {
         self.kind == Kind::Busy
+    }
+    pub fn is_timeout(&self) -> bool {
+        self.kind == Kind::Timeout
     }
     /// Whether the fault is the caller's (a 4xx).
     pub fn is_client_error(&self) -> bool {
@@ -152,6 +162,7 @@ impl Error {
             Kind::Provider => 10011,
             Kind::Config => 10012,
             Kind::Busy => 10014,
+            Kind::Timeout => 10015,
         }
     }
 
@@ -166,6 +177,7 @@ impl Error {
             Kind::TooLarge => 413,
             Kind::MethodNotAllowed => 405,
             Kind::NotAcceptable => 406,
+            Kind::Timeout => 408,
             Kind::UnsupportedMediaType => 415,
             Kind::Storage => 500,
             Kind::Provider => 502,
@@ -191,6 +203,7 @@ impl Error {
             10011 => Kind::Provider,
             10012 => Kind::Config,
             10014 => Kind::Busy,
+            10015 => Kind::Timeout,
             _ => Kind::Storage,
         };
         Error::new(kind, message)

@@ -157,6 +157,26 @@ pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 /// estimate again.
 pub const KNOWN_FOR_MILLIS: u64 = 10 * 60_000;
 
+/// The slowest a body that holds room in the working set may arrive,
+/// after [`BODY_GRACE_MILLIS`]: 1 Mbit/s. A caller that sends a large
+/// body slowly would otherwise hold room other large requests wait for
+/// (and are refused for after `WORKING_SET_WAIT_MS`) for as long as it
+/// likes; past this it is answered 408, nothing done. A body of the
+/// published 17 MB limit has 146 s.
+pub const BODY_MIN_BYTES_PER_SECOND: u64 = 128 * 1024;
+
+/// How long a body that holds room may take beyond its length at
+/// [`BODY_MIN_BYTES_PER_SECOND`] (`BODY_GRACE_MS`).
+pub const BODY_GRACE_MILLIS: u64 = 10_000;
+
+/// How long a body of `bytes` (declared, or held so far when none was)
+/// may take to arrive from when it took its room, with `grace_millis` of
+/// grace.
+pub fn body_deadline_millis(bytes: usize, grace_millis: u64) -> u64 {
+    let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+    grace_millis.saturating_add(bytes.saturating_mul(1_000) / BODY_MIN_BYTES_PER_SECOND)
+}
+
 /// The room requests of one isolate may take at once for their working
 /// memory (`MEMORY_WORKING_SET_MB`), beside what profiles keep between
 /// requests (the 32 MB default budget) in the Wasm memory's 128 MB: the
@@ -757,6 +777,15 @@ mod tests {
         assert!(w.try_take(other, MB, 0));
         assert!(!w.try_grow(body, 2 * MB, 0), "beside another, not past the limit");
         assert_eq!(w.held(), MB);
+    }
+
+    #[test]
+    fn test_a_body_has_its_grace_plus_its_length_at_the_slowest_rate() {
+        assert_eq!(body_deadline_millis(0, BODY_GRACE_MILLIS), BODY_GRACE_MILLIS);
+        assert_eq!(body_deadline_millis(BODY_MIN_BYTES_PER_SECOND as usize * 3, 500), 3_500);
+        // The published 17 MB limit.
+        assert_eq!(body_deadline_millis(17 * 1024 * 1024, BODY_GRACE_MILLIS) / 1_000, 146);
+        assert_eq!(body_deadline_millis(usize::MAX, u64::MAX), u64::MAX);
     }
 
     #[test]

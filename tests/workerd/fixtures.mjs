@@ -236,6 +236,7 @@ export const CODE = Object.freeze({
   unsupportedMediaType: 10009,
   notAcceptable: 10013,
   busy: 10014,
+  timeout: 10015,
 });
 
 /** The numeric code at the end of an RPC error message: "... (10001)". */

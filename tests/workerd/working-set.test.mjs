@@ -252,3 +252,35 @@ test("an RPC call's arguments take room before they are read, sized by the JSON 
     await w.dispose();
   }
 });
+
+test("a body that holds room must arrive in time: one sent too slowly is answered 408, nothing stored, its room given back; a small one is not timed", async () => {
+  // 500 ms of grace plus the body's length at 128 KiB a second.
+  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", BODY_GRACE_MS: "500" } });
+  try {
+    const api = restClient(w, TOKEN);
+    const body = ingestBody(650 * 1024, "stalled");
+    const allowed = 500 + (body.length * 1000) / (128 * 1024);
+    // Half sent, never finished.
+    const stalled = slowPost(w.url, path("stalled", "/ingest"), body);
+    const t0 = Date.now();
+    const small = slowPost(w.url, path("small", "/ingest"), ingestBody(60 * 1024, "small"));
+    const answer = await Promise.race([stalled.done, sleep(allowed + 10000).then(() => ({ status: "no answer" }))]);
+    const took = Date.now() - t0;
+    assert.equal(answer.status, 408, JSON.stringify(answer.body));
+    assert.equal(answer.body.errors[0].code, CODE.timeout);
+    assert.match(answer.body.errors[0].message, /did not arrive in time.*nothing was done/);
+    assert.ok(took >= allowed - 600 && took < allowed + 5000, `answered after ${took} ms; allowed ${allowed}`);
+    // The small body holds no room: it is not timed, however slow.
+    small.release();
+    assert.equal((await small.done).status, 200);
+    const s = await api.ok("GET", NS, "small", "/stats");
+    assert.equal(s.isolate.workingSetBytes, 0, "the stalled body's room was given back");
+    const none = await api.send("GET", NS, "stalled", "/stats");
+    assert.ok(none.status === 404 || none.body.result.messages === 0, `the stalled call stored nothing: ${none.text}`);
+    // A large body sent at once is read as before.
+    const ok = await post(w.url, path("stalled", "/ingest"), body);
+    assert.equal(ok.status, 200, JSON.stringify(ok.body).slice(0, 300));
+  } finally {
+    await w.dispose();
+  }
+});
