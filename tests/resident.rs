@@ -189,6 +189,11 @@ fn test_the_counts_estimate_misses_long_texts_and_a_measurement_corrects_it() {
         let whole = measure(&profile(APRIL_15), &turns, &codes);
         let held = whole.words + whole.codes;
         let counted = estimate(whole.messages, whole.memories);
+        // Before any measurement: the texts' size counts too.
+        let text = agent_memory::core::store::Store::new(&sql, APRIL_15).text_bytes().unwrap();
+        let with_text = agent_memory::core::resident::estimate_with_text(whole.messages, whole.memories, text);
+        println!("{style}: with its {text} bytes of text, expected at {with_text} ({:.2} of it)", with_text as f64 / held as f64);
+        assert!((0.85..1.15).contains(&(with_text as f64 / held as f64)), "{style}: with its texts, expected at {with_text} against {held}");
         let words = words_estimate(whole.messages, whole.memories);
         let computed = Packed::heap_bytes_for(whole.memories as usize, whole.dims);
         println!(

@@ -645,7 +645,13 @@ impl ProfileObject {
         });
         let local_index = self.config.index == crate::cloudflare::config::IndexKind::Local;
         let codes = |n: u64, dims: u32| if local_index { Packed::heap_bytes_for(usize::try_from(n).unwrap_or(usize::MAX), dims as usize) } else { 0 };
-        Ok(admit(name, self.config.memory_budget_bytes, crate::core::resident::expected(messages, memories, measured, codes)))
+        let expected = match measured {
+            Some(m) => crate::core::resident::expected(messages, memories, Some(m), codes),
+            // Never measured: its texts' size counts too (read once, in
+            // the alarm; the build would read them all anyway).
+            None => crate::core::resident::estimate_with_text(messages, memories, store.text_bytes().map_err(|e| worker::Error::RustError(e.to_string()))?),
+        };
+        Ok(admit(name, self.config.memory_budget_bytes, expected))
     }
 
     /// After the alarm built the profile's state afresh: records what it

@@ -289,3 +289,47 @@ test("an isolate expects a profile's state at what it last measured, not at what
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("before its first measurement a profile of long turns is expected from the size of its texts, not its counts alone: one over the budget is never built", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
+  try {
+    // Two profiles of the same long turns: "m" warmed and so measured,
+    // "n" never warmed (no recall), so never measured.
+    let w = await startWorker({ vars: { MEMORY_BUDGET_MB: "100000" }, persistDir: dir });
+    let kept;
+    let counted;
+    try {
+      const api = restClient(w, TOKEN);
+      for (const p of ["m", "n"]) {
+        for (let s = 0; s < 3; s++) await api.ok("POST", NS, p, "/ingest", { body: longConversation(s) });
+        await drained(api, p);
+      }
+      await api.ok("POST", NS, "m", "/recall", { body: { query: LONG_QUERY } });
+      const s = await warmed(api, "m");
+      kept = s.residentBytes;
+      counted = 520 * s.messages + 640 * s.memories;
+      const n = await api.ok("GET", NS, "n", "/stats");
+      assert.equal(n.residentBytes, 0, "n was never warmed");
+    } finally {
+      await w.dispose();
+    }
+    // A budget the counts fit under and the state does not: its texts
+    // (turns of ~3.6 KB) say it will not fit either.
+    const budget = counted * 1.1;
+    assert.ok(budget < kept * 0.8, `counts ${counted}, state ${kept}`);
+    w = await startWorker({ vars: { MEMORY_BUDGET_MB: String(budget / 1048576) }, persistDir: dir });
+    try {
+      const api = restClient(w, TOKEN);
+      const r = await api.ok("POST", NS, "n", "/recall", { body: { query: LONG_QUERY } });
+      assert.ok(r.candidates.length > 0, "answered from SQLite alone");
+      const s = await alarmRan(api, "n");
+      assert.equal(s.residentBytes, 0);
+      assert.equal(s.isolate.evictions, 0, `built from its counts and evicted at once: ${JSON.stringify(s.isolate)} (state ${kept} bytes)`);
+      assert.equal(s.isolate.warmupsRefused, 1, JSON.stringify(s.isolate));
+    } finally {
+      await w.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -205,6 +205,19 @@ impl<'a> Store<'a> {
         Ok((u64::try_from(n(0)?).unwrap_or(0), u64::try_from(n(1)?).unwrap_or(0)))
     }
 
+    /// The bytes of every message's and memory's content (the directory's
+    /// words come from them): read once, before a profile's state is
+    /// first built ([`crate::core::resident::estimate_with_text`]). Reads
+    /// every row.
+    pub fn text_bytes(&self) -> Result<u64> {
+        let rows = self.sql.query(
+            "SELECT (SELECT COALESCE(SUM(octet_length(content)), 0) FROM messages) + (SELECT COALESCE(SUM(octet_length(content)), 0) FROM memories)",
+            &[],
+        )?;
+        let n = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("failed to read the texts' size"))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     /// The profile's state as last measured ([`crate::core::resident::Measured`]),
     /// if it was.
     pub fn state_measured(&self) -> Result<Option<crate::core::resident::Measured>> {
