@@ -95,8 +95,8 @@ bench-multi: build-bench
 
 # `make bench-peaks` (not part of make test): the Wasm memory one large
 # request leaves behind, each case in a fresh workerd: an ingest at the
-# limits (500 messages of 32 KB; and PEAKS_PROSE_MESSAGES, default 50, of
-# prose the local extraction makes a memory of every sentence of), exports
+# limits (500 messages of 32 KB; and PEAKS_PROSE_MESSAGES, default 500, of
+# prose whose every sentence is a statement, at most 32 kept a message), exports
 # of that profile after one and PEAKS_SOURCE_INGESTS (default 4) such
 # ingests, imports of PEAKS_SIZES (4,8) MiB NDJSON files cut from the
 # second export; before -> after and the growth per body byte
