@@ -707,3 +707,35 @@ fn test_a_message_gives_at_most_its_cap_of_memories_and_the_report_says_how_many
     let detail = with_profile(&sql, APRIL_15, |p| p.get(&kept.id).unwrap());
     assert!(detail.source_messages.iter().any(|s| s.id == long && s.content.ends_with(&last)), "{:#?}", detail.source_messages);
 }
+
+#[test]
+fn test_the_cap_counts_each_statement_once_across_overlapping_chunks_and_only_for_new_messages() {
+    use agent_memory::core::ingest::extract::MAX_MEMORIES_PER_MESSAGE;
+    let sql = database();
+    let n = MAX_MEMORIES_PER_MESSAGE * 3;
+    // Ten long messages: overlapping chunks and the detail pass find the
+    // same statements again.
+    let topics = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"];
+    let messages: Vec<_> = topics.iter().map(|t| msg("user", &prose(n, t))).collect();
+    let req = |messages| IngestRequest { messages, session_id: Some("long".into()), metadata: Default::default() };
+    let first = with_profile(&sql, APRIL_15, |p| block_on(p.ingest(req(messages.clone()))).unwrap());
+    let capped = |r: &IngestReport| r.dropped.iter().filter(|d| d.reason.contains("at most")).map(|d| d.content.clone()).collect::<Vec<_>>();
+    let expected: Vec<String> = first.message_ids.iter().map(|id| format!("{} more statements of message {id}", n - MAX_MEMORIES_PER_MESSAGE)).collect();
+    let mut said = capped(&first);
+    said.sort();
+    let mut want = expected.clone();
+    want.sort();
+    assert_eq!(said, want, "each message once, each statement counted once");
+    // The conversation sent again with one more long message: only the
+    // new one is capped and said; the stored ones' statements are not
+    // counted against it.
+    let mut more = messages;
+    more.push(msg("user", &prose(n, "kilo")));
+    let again = with_profile(&sql, APRIL_15, |p| block_on(p.ingest(req(more))).unwrap());
+    let new_id = again.message_ids.last().unwrap().clone();
+    assert_eq!(capped(&again), vec![format!("{} more statements of message {new_id}", n - MAX_MEMORIES_PER_MESSAGE)]);
+    let memories = with_profile(&sql, APRIL_15, |p| {
+        p.list(ListRequest { limit: Some(1000), status: Some(agent_memory::core::api::ListStatus::All), ..ListRequest::default() }).unwrap().memories
+    });
+    assert_eq!(memories.iter().filter(|m| m.source_message_ids.contains(&new_id)).count(), MAX_MEMORIES_PER_MESSAGE);
+}

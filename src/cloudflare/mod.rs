@@ -137,7 +137,9 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
             None => stream.next().await,
             Some(since) => {
                 let allowed = crate::core::resident::body_deadline_millis(length.unwrap_or(reader.held()), grace);
-                let left = allowed.saturating_sub(now_millis().saturating_sub(since));
+                // The platform's timer takes an i32 of milliseconds: a
+                // grace configured past it waits at most that long a chunk.
+                let left = allowed.saturating_sub(now_millis().saturating_sub(since)).min(i32::MAX as u64);
                 match futures::future::select(stream.next(), worker::Delay::from(std::time::Duration::from_millis(left))).await {
                     futures::future::Either::Left((next, _)) => next,
                     futures::future::Either::Right(_) => return Ok(Err(body_too_slow(reader.held(), length, allowed))),

@@ -84,6 +84,9 @@ pub struct Resident {
     /// A recall found the profile cold: the next alarm builds its state,
     /// if it fits.
     warm_wanted: Cell<bool>,
+    /// Before its state is first measured: the estimate from its texts'
+    /// size, for the highest rowids it was read at.
+    unmeasured: Cell<Option<((u64, u64), usize)>>,
     /// The benchmark keeps the profile on SQLite alone (`benchLean`), to
     /// measure those paths beside the resident ones.
     #[cfg(feature = "bench")]
@@ -647,11 +650,30 @@ impl ProfileObject {
         let codes = |n: u64, dims: u32| if local_index { Packed::heap_bytes_for(usize::try_from(n).unwrap_or(usize::MAX), dims as usize) } else { 0 };
         let expected = match measured {
             Some(m) => crate::core::resident::expected(messages, memories, Some(m), codes),
-            // Never measured: its texts' size counts too (read once, in
-            // the alarm; the build would read them all anyway).
-            None => crate::core::resident::estimate_with_text(messages, memories, store.text_bytes().map_err(|e| worker::Error::RustError(e.to_string()))?),
+            None => self.unmeasured_estimate(name, &store, messages, memories),
         };
         Ok(admit(name, self.config.memory_budget_bytes, expected))
+    }
+
+    /// A never-measured profile's state, from its counts and its texts'
+    /// size (read in the alarm, once for the rows it has: a profile
+    /// refused as too large asks again every ten minutes). A read that
+    /// fails goes by the counts alone, rather than failing the drain.
+    fn unmeasured_estimate(&self, name: &str, store: &crate::core::store::Store<'_>, messages: u64, memories: u64) -> usize {
+        if let Some(((m, n), bytes)) = self.resident.unmeasured.get() {
+            if (m, n) == (messages, memories) {
+                return bytes;
+            }
+        }
+        let bytes = match store.text_bytes() {
+            Ok(text) => crate::core::resident::estimate_with_text(messages, memories, text),
+            Err(e) => {
+                console_error!("profile {name}: its texts' size does not read ({e}); its state estimated from its counts");
+                return crate::core::resident::estimate(messages, memories);
+            }
+        };
+        self.resident.unmeasured.set(Some(((messages, memories), bytes)));
+        bytes
     }
 
     /// After the alarm built the profile's state afresh: records what it

@@ -762,7 +762,6 @@ fn error_label(e: &Error) -> &'static str {
         10011 => "provider failure",
         10012 => "misconfigured",
         10014 => "busy, retry",
-        10015 => "timed out",
         _ => "storage failure",
     }
 }

@@ -403,7 +403,7 @@ pub struct IsolateMemory {
     /// Profiles not let build their state since the isolate started: it
     /// was expected over the budget, or beside the profiles busy with
     /// requests. They answer from SQLite; one too large is not asked
-    /// about again for [`KNOWN_FOR_MILLIS`].
+    /// about again for ten minutes.
     pub warmups_refused: u64,
 }
 
@@ -441,7 +441,7 @@ impl Budget {
             evicted.push(name.to_string());
             self.entries.pop();
         }
-        evicted.extend(self.evict_until(self.limit, name, &busy));
+        evicted.extend(self.evict_until(self.limit, name, now, &busy));
         // The others in the middle of requests cannot go: `name`, done
         // with its own, goes instead, so the total never stays over.
         if self.resident_bytes() > self.limit && self.entries.iter().any(|(n, _)| n == name) && !busy(name) {
@@ -494,7 +494,7 @@ impl Budget {
             self.warmups_refused = self.warmups_refused.saturating_add(1);
             return None;
         }
-        let evicted = self.evict_until(self.limit.saturating_sub(coming), name, busy);
+        let evicted = self.evict_until(self.limit.saturating_sub(coming), name, now, busy);
         self.evictions = self.evictions.saturating_add(evicted.len() as u64);
         Some(evicted)
     }
@@ -507,13 +507,15 @@ impl Budget {
 
     /// Removes the least recently used profiles but `keep` and the busy
     /// ones until the resident total is at most `target`; their names.
-    fn evict_until(&mut self, target: usize, keep: &str, busy: impl Fn(&str) -> bool) -> Vec<String> {
+    /// What each held is known from `now` (it will build that again).
+    fn evict_until(&mut self, target: usize, keep: &str, now: u64, busy: impl Fn(&str) -> bool) -> Vec<String> {
         let mut evicted = Vec::new();
         let mut i = 0;
         while self.resident_bytes() > target && i < self.entries.len() {
             let evictable = self.entries.get(i).is_some_and(|(n, _)| n != keep && !busy(n));
             if evictable {
-                let (n, _) = self.entries.remove(i);
+                let (n, b) = self.entries.remove(i);
+                self.last.insert(n.clone(), (b, now));
                 evicted.push(n);
             } else {
                 i = i.saturating_add(1);
@@ -661,12 +663,13 @@ mod tests {
         // In time it is judged by its estimate again (it may have shrunk).
         assert!(b.may_fit("huge", KNOWN_FOR_MILLIS));
         assert_eq!(b.make_room("huge", 2 * MB, KNOWN_FOR_MILLIS, idle), Some(vec![]));
-        // What an evicted profile held is known through its cold requests too.
+        // What an evicted profile held is known through its cold requests
+        // too, from when it was evicted.
         b.touch("a", 6 * MB, 0, idle);
-        b.touch("b", 6 * MB, 0, idle);
+        b.touch("b", 6 * MB, KNOWN_FOR_MILLIS - 1, idle);
         assert_eq!(b.bytes_of("a"), 0, "a was evicted for b");
-        b.touch("a", 0, 1, idle);
-        assert_eq!(b.make_room("a", MB, 2, idle), Some(vec!["b".to_string()]), "room made for its 6 MB, not its estimate's 1");
+        b.touch("a", 0, KNOWN_FOR_MILLIS + 1, idle);
+        assert_eq!(b.make_room("a", MB, KNOWN_FOR_MILLIS + 2, idle), Some(vec!["b".to_string()]), "room made for its 6 MB, not its estimate's 1");
     }
 
     #[test]

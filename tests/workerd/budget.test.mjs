@@ -249,42 +249,54 @@ function longConversation(s) {
   };
 }
 
+/**
+ * Fills `profiles` with the same long turns in an isolate with no budget
+ * to speak of, and warms (and so measures) the first alone: what its
+ * state holds, and what its counts alone say (core::resident::estimate:
+ * BYTES_PER_MESSAGE, BYTES_PER_MEMORY).
+ */
+async function longProfiles(dir, profiles) {
+  const w = await startWorker({ vars: { MEMORY_BUDGET_MB: "100000" }, persistDir: dir });
+  try {
+    const api = restClient(w, TOKEN);
+    for (const p of profiles) {
+      for (let s = 0; s < 3; s++) await api.ok("POST", NS, p, "/ingest", { body: longConversation(s) });
+      await drained(api, p);
+    }
+    await api.ok("POST", NS, profiles[0], "/recall", { body: { query: LONG_QUERY } });
+    const s = await warmed(api, profiles[0]);
+    for (const p of profiles.slice(1)) assert.equal((await api.ok("GET", NS, p, "/stats")).residentBytes, 0, `${p} was never warmed`);
+    return { kept: s.residentBytes, counted: 520 * s.messages + 640 * s.memories };
+  } finally {
+    await w.dispose();
+  }
+}
+
+/** A cold recall of `profile` in a new isolate of `budget` bytes: its stats once the alarm it asked for has run. */
+async function coldRecallUnder(dir, budget, profile) {
+  const w = await startWorker({ vars: { MEMORY_BUDGET_MB: String(budget / 1048576) }, persistDir: dir });
+  try {
+    const api = restClient(w, TOKEN);
+    const r = await api.ok("POST", NS, profile, "/recall", { body: { query: LONG_QUERY } });
+    assert.ok(r.candidates.length > 0, "answered from SQLite alone");
+    return await alarmRan(api, profile);
+  } finally {
+    await w.dispose();
+  }
+}
+
 test("an isolate expects a profile's state at what it last measured, not at what its counts say: one measured over the budget is never built", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
   try {
-    // Measured whole with no budget to speak of. Long turns of many
-    // words hold far more than the profile's row counts say.
-    let w = await startWorker({ vars: { MEMORY_BUDGET_MB: "100000" }, persistDir: dir });
-    let kept;
-    let counted;
-    try {
-      const api = restClient(w, TOKEN);
-      for (let s = 0; s < 3; s++) await api.ok("POST", NS, "m", "/ingest", { body: longConversation(s) });
-      await drained(api, "m");
-      await api.ok("POST", NS, "m", "/recall", { body: { query: LONG_QUERY } });
-      const s = await warmed(api, "m");
-      kept = s.residentBytes;
-      // core::resident::estimate (BYTES_PER_MESSAGE, BYTES_PER_MEMORY):
-      // what the counts alone say, under what the budget below allows.
-      counted = 520 * s.messages + 640 * s.memories;
-    } finally {
-      await w.dispose();
-    }
+    // Long turns of many words hold far more than the row counts say.
+    const { kept, counted } = await longProfiles(dir, ["m"]);
     assert.ok(counted < kept * 0.8, `the counts say ${counted} bytes, the state holds ${kept}: the test needs the counts under the budget`);
     // A new isolate, whose budget the state does not fit (its counts'
     // estimate does). Built from that estimate, the state was made whole
     // and evicted at once: the Wasm memory grew by it for nothing.
-    w = await startWorker({ vars: { MEMORY_BUDGET_MB: String((kept * 0.8) / 1048576) }, persistDir: dir });
-    try {
-      const api = restClient(w, TOKEN);
-      const r = await api.ok("POST", NS, "m", "/recall", { body: { query: LONG_QUERY } });
-      assert.ok(r.candidates.length > 0, "answered from SQLite alone");
-      const s = await alarmRan(api, "m");
-      assert.equal(s.residentBytes, 0);
-      assert.equal(s.isolate.evictions, 0, `the state was built and evicted: ${JSON.stringify(s.isolate)} (kept ${kept} bytes)`);
-    } finally {
-      await w.dispose();
-    }
+    const s = await coldRecallUnder(dir, kept * 0.8, "m");
+    assert.equal(s.residentBytes, 0);
+    assert.equal(s.isolate.evictions, 0, `the state was built and evicted: ${JSON.stringify(s.isolate)} (kept ${kept} bytes)`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -293,42 +305,16 @@ test("an isolate expects a profile's state at what it last measured, not at what
 test("before its first measurement a profile of long turns is expected from the size of its texts, not its counts alone: one over the budget is never built", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
   try {
-    // Two profiles of the same long turns: "m" warmed and so measured,
-    // "n" never warmed (no recall), so never measured.
-    let w = await startWorker({ vars: { MEMORY_BUDGET_MB: "100000" }, persistDir: dir });
-    let kept;
-    let counted;
-    try {
-      const api = restClient(w, TOKEN);
-      for (const p of ["m", "n"]) {
-        for (let s = 0; s < 3; s++) await api.ok("POST", NS, p, "/ingest", { body: longConversation(s) });
-        await drained(api, p);
-      }
-      await api.ok("POST", NS, "m", "/recall", { body: { query: LONG_QUERY } });
-      const s = await warmed(api, "m");
-      kept = s.residentBytes;
-      counted = 520 * s.messages + 640 * s.memories;
-      const n = await api.ok("GET", NS, "n", "/stats");
-      assert.equal(n.residentBytes, 0, "n was never warmed");
-    } finally {
-      await w.dispose();
-    }
+    // "m" warmed and so measured; "n", the same turns, never measured.
+    const { kept, counted } = await longProfiles(dir, ["m", "n"]);
     // A budget the counts fit under and the state does not: its texts
     // (turns of ~3.6 KB) say it will not fit either.
     const budget = counted * 1.1;
     assert.ok(budget < kept * 0.8, `counts ${counted}, state ${kept}`);
-    w = await startWorker({ vars: { MEMORY_BUDGET_MB: String(budget / 1048576) }, persistDir: dir });
-    try {
-      const api = restClient(w, TOKEN);
-      const r = await api.ok("POST", NS, "n", "/recall", { body: { query: LONG_QUERY } });
-      assert.ok(r.candidates.length > 0, "answered from SQLite alone");
-      const s = await alarmRan(api, "n");
-      assert.equal(s.residentBytes, 0);
-      assert.equal(s.isolate.evictions, 0, `built from its counts and evicted at once: ${JSON.stringify(s.isolate)} (state ${kept} bytes)`);
-      assert.equal(s.isolate.warmupsRefused, 1, JSON.stringify(s.isolate));
-    } finally {
-      await w.dispose();
-    }
+    const s = await coldRecallUnder(dir, budget, "n");
+    assert.equal(s.residentBytes, 0);
+    assert.equal(s.isolate.evictions, 0, `built from its counts and evicted at once: ${JSON.stringify(s.isolate)} (state ${kept} bytes)`);
+    assert.equal(s.isolate.warmupsRefused, 1, JSON.stringify(s.isolate));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

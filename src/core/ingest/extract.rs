@@ -11,6 +11,7 @@ use crate::core::ingest::{chunk, transcript};
 use crate::core::model::{Dropped, Message};
 use crate::core::provider::{Candidate, Pass, Reasoner, Transcript};
 use futures::stream::{self, StreamExt};
+use std::collections::HashSet;
 use std::rc::Rc;
 
 /// Chunks processed concurrently.
@@ -36,15 +37,17 @@ pub struct Extracted {
     /// Each chunk whose extraction failed (a model fault: a retry may do
     /// better).
     pub failed: Vec<Dropped>,
-    /// Each message that gave more than [`MAX_MEMORIES_PER_MESSAGE`]: its
-    /// id, and the drop that says so.
-    pub capped: Vec<(String, Dropped)>,
+    /// Each new message that gave more than [`MAX_MEMORIES_PER_MESSAGE`],
+    /// and how many more.
+    pub capped: Vec<Dropped>,
 }
 
 /// Runs extraction over `messages`: every chunk's candidates are merged
 /// as they arrive, so what is held is bounded by the messages, not by
-/// what the extractor returns.
-pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]) -> Extracted {
+/// what the extractor returns. A candidate counts against the first new
+/// message (in `fresh_ids`) it cites, or, citing none, the first it cites:
+/// it is dropped later, but held meanwhile.
+pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message], fresh_ids: &HashSet<String>) -> Extracted {
     let lengths: Vec<usize> = messages.iter().map(|m| m.content.len().saturating_add(m.role.len()).saturating_add(8)).collect();
     let lines = transcript::lines(messages, None);
     let mut jobs: Vec<(Transcript, Pass)> =
@@ -65,15 +68,20 @@ pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]
         .buffered(MAX_CONCURRENT_CHUNKS);
     let mut merged = Merged::new(MAX_MEMORIES_PER_MESSAGE);
     let mut failed = Vec::new();
+    let fresh = |i: usize| messages.get(i).is_some_and(|m| fresh_ids.contains(&m.id));
+    let group = |lines: &[usize]| lines.iter().copied().filter(|&i| fresh(i)).min().or_else(|| lines.iter().copied().filter(|&i| i < messages.len()).min());
     while let Some((t, pass, result)) = results.next().await {
         // One transcript shared by the candidates drawn from it.
         let t = Rc::new(t);
         match result {
-            Ok(cs) => cs.into_iter().for_each(|c| merged.add(c, &t)),
+            Ok(cs) => cs.into_iter().for_each(|c| {
+                let g = group(&c.lines);
+                merged.add(c, &t, g)
+            }),
             Err(e) => failed.push(Dropped { content: describe(&t, pass), reason: format!("extraction failed: {e}") }),
         }
     }
-    let (found, capped) = merged.finish(messages);
+    let (found, capped) = merged.finish(messages, fresh);
     Extracted { found, failed, capped }
 }
 
@@ -93,7 +101,7 @@ fn describe(t: &Transcript, pass: Pass) -> String {
 pub fn merge(items: Vec<(Candidate, Rc<Transcript>)>) -> Vec<(Candidate, Rc<Transcript>)> {
     let mut merged = Merged::new(usize::MAX);
     for (c, t) in items {
-        merged.add(c, &t);
+        merged.add(c, &t, None);
     }
     merged.out
 }
@@ -104,17 +112,21 @@ struct Merged {
     /// Normalized content: its place in `out`.
     seen: std::collections::HashMap<String, usize>,
     cap: usize,
-    /// By the message a candidate cites first: those kept, those past the cap.
+    /// By the message a candidate counts against: those kept, those past
+    /// the cap (each content once, however many chunks find it again: a
+    /// hash of it is kept, not the text).
     kept: std::collections::HashMap<usize, usize>,
     over: std::collections::BTreeMap<usize, usize>,
+    over_seen: HashSet<u64>,
 }
 
 impl Merged {
     fn new(cap: usize) -> Merged {
-        Merged { out: Vec::new(), seen: Default::default(), cap, kept: Default::default(), over: Default::default() }
+        Merged { out: Vec::new(), seen: Default::default(), cap, kept: Default::default(), over: Default::default(), over_seen: Default::default() }
     }
 
-    fn add(&mut self, c: Candidate, t: &Rc<Transcript>) {
+    /// Adds a candidate counted against message `group` (none: not capped).
+    fn add(&mut self, c: Candidate, t: &Rc<Transcript>, group: Option<usize>) {
         let norm = normalize(&c.content);
         if norm.is_empty() {
             return;
@@ -130,36 +142,45 @@ impl Merged {
             }
             return;
         }
-        let first = c.lines.iter().min().copied().unwrap_or(usize::MAX);
-        let count = self.kept.entry(first).or_insert(0);
-        if *count >= self.cap {
-            let over = self.over.entry(first).or_insert(0);
-            *over = over.saturating_add(1);
-            return;
+        if let Some(g) = group {
+            let count = self.kept.entry(g).or_insert(0);
+            if *count >= self.cap {
+                if self.over_seen.insert(hash_of(&norm)) {
+                    let over = self.over.entry(g).or_insert(0);
+                    *over = over.saturating_add(1);
+                }
+                return;
+            }
+            *count = count.saturating_add(1);
         }
-        *count = count.saturating_add(1);
         self.seen.insert(norm, self.out.len());
         self.out.push((c, Rc::clone(t)));
     }
 
-    /// The candidates kept, and one drop per message past the cap, with
-    /// the message's id.
-    fn finish(self, messages: &[Message]) -> (Vec<Found>, Vec<(String, Dropped)>) {
+    /// The candidates kept, and one drop per new message (`fresh`) past
+    /// the cap (what a message already stored gave is dropped anyway).
+    fn finish(self, messages: &[Message], fresh: impl Fn(usize) -> bool) -> (Vec<Found>, Vec<Dropped>) {
         let cap = self.cap;
         let capped = self
             .over
             .into_iter()
+            .filter(|&(i, _)| fresh(i))
             .filter_map(|(i, n)| {
-                let id = messages.get(i)?.id.clone();
-                let dropped = Dropped {
-                    content: format!("{n} more statement{} of message {id}", if n == 1 { "" } else { "s" }),
+                Some(Dropped {
+                    content: format!("{n} more statement{} of message {}", if n == 1 { "" } else { "s" }, messages.get(i)?.id),
                     reason: format!("a message gives at most {cap} memories: the rest of its statements are not kept as memories (the message itself is stored and searched)"),
-                };
-                Some((id, dropped))
+                })
             })
             .collect();
         (self.out, capped)
     }
+}
+
+fn hash_of(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
 }
 
 fn normalize(s: &str) -> String {

@@ -108,8 +108,8 @@ pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Mess
 
     // 3. Extract (full + detail passes), merged, at most
     //    MAX_MEMORIES_PER_MESSAGE a message.
-    let extract::Extracted { found, failed: failed_extract, capped } = extract::run(p.reasoner, session_id, messages).await;
-    dropped.extend(capped.into_iter().filter(|(id, _)| fresh_ids.contains(id)).map(|(_, d)| d));
+    let extract::Extracted { found, failed: failed_extract, capped } = extract::run(p.reasoner, session_id, messages, fresh_ids).await;
+    dropped.extend(capped);
     let (extracted, uncited) = cited_and_new(found, messages, fresh_ids);
     dropped.extend(uncited);
 
