@@ -252,6 +252,12 @@ pub trait Memory {
     fn consolidate(&mut self) -> Option<agent_memory::core::model::ConsolidationReport> {
         None
     }
+    /// Lets the profile's state go (native): its recalls answer from
+    /// SQLite alone from now on, as a Durable Object's do once evicted.
+    /// Whether it could.
+    fn go_cold(&mut self) -> bool {
+        false
+    }
     /// Recall: each candidate's source message ids, best first.
     fn recall(&mut self, question: &str, reference: &Session) -> Vec<Vec<String>>;
     /// The last recall's candidates' summaries, best first.
@@ -272,18 +278,23 @@ pub struct Native {
     pub embedding: Embedding,
     /// The last recall's candidates' summaries.
     pub texts: Vec<String>,
+    /// The state let go ([`Memory::go_cold`]): SQLite alone.
+    pub cold: bool,
 }
 
 impl Native {
     /// A fresh, empty profile embedding with `embedding`.
     pub fn new(embedding: &Embedding) -> Native {
-        Native { sql: support::database(), turns: Default::default(), packed: Default::default(), embedding: embedding.clone(), texts: Vec::new() }
+        Native { sql: support::database(), turns: Default::default(), packed: Default::default(), embedding: embedding.clone(), texts: Vec::new(), cold: false }
     }
 
     /// Runs `f` with the profile at `now`: the local defaults (rules,
     /// the resident vector index) with the chosen embedder.
     fn with_profile<T>(&self, now: i64, f: impl FnOnce(&agent_memory::core::ops::Profile<'_>) -> T) -> T {
-        let index = agent_memory::core::local::vector::CachedVectorIndex { sql: &self.sql, packed: &self.packed };
+        // Cold, as providers::index: the vectors read from SQLite.
+        let cached = agent_memory::core::local::vector::CachedVectorIndex { sql: &self.sql, packed: &self.packed };
+        let lean = agent_memory::core::local::vector::SqlVectorIndex { sql: &self.sql };
+        let index: &dyn agent_memory::core::ports::VectorIndex = if self.cold { &lean } else { &cached };
         let embedder: &dyn agent_memory::core::ports::Embedder = match &self.embedding {
             Embedding::Local => &agent_memory::core::local::embed::HashEmbedder,
             Embedding::OpenAi(e) => e.as_ref(),
@@ -293,8 +304,8 @@ impl Native {
             sql: &self.sql,
             reasoner: &agent_memory::core::rules::Rules,
             embedder,
-            index: &index,
-            turns: Some(&self.turns),
+            index,
+            turns: (!self.cold).then_some(&self.turns),
             now,
             limits: agent_memory::core::ops::Limits::default(),
             memory: Default::default(),
@@ -375,6 +386,13 @@ impl Native {
 }
 
 impl Memory for Native {
+    fn go_cold(&mut self) -> bool {
+        self.turns.clear();
+        self.packed.borrow_mut().clear();
+        self.cold = true;
+        true
+    }
+
     fn export(&self) -> Option<String> {
         self.with_profile(0, |p| p.export(Default::default()).ok())
     }

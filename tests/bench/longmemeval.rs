@@ -380,6 +380,8 @@ pub struct Report {
     pub ingested: usize,
     pub ingest_time: Duration,
     pub latencies: Vec<Duration>,
+    /// Recall times from SQLite alone (one profile only).
+    pub cold_latencies: Vec<Duration>,
     pub statuses: BTreeMap<String, i64>,
     /// Bytes of the active memories' content (native).
     pub active_bytes: i64,
@@ -559,6 +561,17 @@ fn run_in_one_profile(questions: &[LmeQuestion], opts: &Options, mut r: Report) 
         }
         ask(q, memory.as_mut(), &baseline, &turn_of, opts, &mut r);
     }
+    // The same questions once more with the state let go, as an evicted
+    // profile answers them (a full-text query that re-ran per row made
+    // these 2-10 times slower unseen: README, make bench-multi).
+    if memory.go_cold() {
+        for q in questions.iter().filter(|q| q.scored()) {
+            let reference = Session { number: 0, timestamp: iso(q.millis), millis: q.millis, turns: vec![] };
+            let t0 = Instant::now();
+            memory.recall(&q.question, &reference);
+            r.cold_latencies.push(t0.elapsed());
+        }
+    }
     r
 }
 
@@ -696,6 +709,17 @@ pub fn print(r: &Report, opts: &Options) {
         pct(0.95).as_secs_f64() * 1000.0,
         latencies.len()
     );
+    if !r.cold_latencies.is_empty() {
+        let mut cold = r.cold_latencies.clone();
+        cold.sort();
+        let at = |q: f64| cold.get(((cold.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default().as_secs_f64() * 1000.0;
+        println!(
+            "timing: recall from SQLite alone (the state let go, as when evicted) p50 {:.1} ms, p95 {:.1} ms over {} queries",
+            at(0.5),
+            at(0.95),
+            cold.len()
+        );
+    }
     if let Some((requests, texts, cached)) = opts.embedding.usage() {
         println!("embeddings: {texts} texts in {requests} requests, {cached} from the cache file");
     }
