@@ -112,25 +112,25 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
         Err(e) => return Ok(Err(e)),
     };
     // The configuration is read only for a body that may take room (most
-    // are small: a recall's).
-    let limits = || working_set_limits(env);
+    // are small: a recall's), and once.
     let length = declared.as_deref().and_then(|n| n.trim().parse::<usize>().ok());
-    let mut room = match length {
-        Some(n) if worker_room(n) == 0 => working_set::Room::new(0),
-        Some(n) => {
-            let (limit, wait) = limits();
-            match working_set::take(worker_room(n), limit, wait, "this request's body").await {
-                Ok(room) => room,
-                Err(e) => return Ok(Err(e)),
-            }
-        }
-        None => working_set::Room::new(limits().0),
+    let limits = match length {
+        Some(n) if worker_room(n) == 0 => None,
+        _ => Some(working_set_limits(env)),
+    };
+    let mut room = match (length, limits) {
+        (Some(n), Some(l)) => match working_set::take(worker_room(n), l.bytes, l.wait_millis, "this request's body").await {
+            Ok(room) => room,
+            Err(e) => return Ok(Err(e)),
+        },
+        (None, Some(l)) => working_set::Room::new(l.bytes),
+        _ => working_set::Room::new(0),
     };
     // A body that holds room arrives in time or is answered 408: from
     // when it first held room, it has its grace plus its length (declared,
     // or held so far) at the slowest rate.
-    let grace = config::Config::from_env(env).map_or(crate::core::resident::BODY_GRACE_MILLIS, |c| c.body_grace_millis);
-    let mut holding_since = room.holds().then(now_millis);
+    let grace = limits.map_or(crate::core::resident::BODY_GRACE_MILLIS, |l| l.body_grace_millis);
+    let mut holding_since = room.holds().then(working_set::now_millis);
     let mut stream = req.stream()?;
     loop {
         let next = match holding_since {
@@ -139,7 +139,7 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
                 let allowed = crate::core::resident::body_deadline_millis(length.unwrap_or(reader.held()), grace);
                 // The platform's timer takes an i32 of milliseconds: a
                 // grace configured past it waits at most that long a chunk.
-                let left = allowed.saturating_sub(now_millis().saturating_sub(since)).min(i32::MAX as u64);
+                let left = allowed.saturating_sub(working_set::now_millis().saturating_sub(since)).min(i32::MAX as u64);
                 match futures::future::select(stream.next(), worker::Delay::from(std::time::Duration::from_millis(left))).await {
                     futures::future::Either::Left((next, _)) => next,
                     futures::future::Either::Right(_) => return Ok(Err(body_too_slow(reader.held(), length, allowed))),
@@ -150,7 +150,7 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
         if let Err(e) = reader.push(&chunk?).and_then(|()| room.grow(worker_room(reader.held()), "this request's body")) {
             return Ok(Err(e));
         }
-        holding_since = holding_since.or_else(|| room.holds().then(now_millis));
+        holding_since = holding_since.or_else(|| room.holds().then(working_set::now_millis));
     }
     Ok(Ok((reader.finish(), room)))
 }
@@ -164,11 +164,6 @@ fn body_too_slow(held: usize, length: Option<usize>, allowed_millis: u64) -> Err
         allowed_millis as f64 / 1000.0,
         crate::core::resident::BODY_MIN_BYTES_PER_SECOND / 1024
     ))
-}
-
-/// The isolate's clock, in milliseconds.
-fn now_millis() -> u64 {
-    js_sys::Date::now() as u64
 }
 
 /// The caller's grant for the namespace in the path, or the response that
@@ -471,17 +466,30 @@ async fn rpc_room(env: &Env, size: usize) -> std::result::Result<working_set::Ro
     if worker_room(size) == 0 {
         return Ok(working_set::Room::new(0));
     }
-    let (limit, wait) = working_set_limits(env);
-    working_set::take(worker_room(size), limit, wait, "this call's arguments").await
+    let l = working_set_limits(env);
+    working_set::take(worker_room(size), l.bytes, l.wait_millis, "this call's arguments").await
 }
 
-/// The working set's limit and how long a request waits for room, as
-/// configured (their defaults under a configuration that does not read:
-/// the call is refused for that where it is read whole).
-fn working_set_limits(env: &Env) -> (usize, u64) {
-    config::Config::from_env(env).map_or((crate::core::resident::DEFAULT_WORKING_SET_BYTES, crate::core::resident::WORKING_SET_WAIT_MILLIS), |c| {
-        (c.working_set_bytes, c.working_set_wait_millis)
-    })
+/// The working set's settings a large request is held to.
+#[derive(Clone, Copy)]
+struct Limits {
+    bytes: usize,
+    wait_millis: u64,
+    body_grace_millis: u64,
+}
+
+/// The working set's settings as configured (their defaults under a
+/// configuration that does not read: the call is refused for that where
+/// it is read whole).
+fn working_set_limits(env: &Env) -> Limits {
+    match config::Config::from_env(env) {
+        Ok(c) => Limits { bytes: c.working_set_bytes, wait_millis: c.working_set_wait_millis, body_grace_millis: c.body_grace_millis },
+        Err(_) => Limits {
+            bytes: crate::core::resident::DEFAULT_WORKING_SET_BYTES,
+            wait_millis: crate::core::resident::WORKING_SET_WAIT_MILLIS,
+            body_grace_millis: crate::core::resident::BODY_GRACE_MILLIS,
+        },
+    }
 }
 
 /// The RPC entry the JS shim forwards every profile method to. Returns the

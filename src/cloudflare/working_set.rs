@@ -116,7 +116,8 @@ pub fn report(limit: usize) -> WorkingSet {
     with(limit, |w| w.clone())
 }
 
-fn now_millis() -> u64 {
+/// The isolate's clock, in milliseconds.
+pub(crate) fn now_millis() -> u64 {
     js_sys::Date::now() as u64
 }
 

@@ -79,7 +79,7 @@ pub fn words_estimate(messages: u64, memories: u64) -> usize {
 /// make it look ten times larger per row than it is). The vector codes
 /// are not scaled: their size follows from their count (at most one more
 /// per memory row since) and dimensions. A profile's first build ever
-/// goes by its counts alone.
+/// goes by its counts and its texts' size ([`estimate_with_text`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Measured {
     pub held: u64,

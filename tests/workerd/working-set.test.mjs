@@ -73,6 +73,13 @@ async function post(url, p, body, headers = {}) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Stats (read by `stats()`) once the isolate's working set holds nothing. */
+const roomGivenBack = (stats) =>
+  waitFor(async () => {
+    const st = await stats();
+    return st.isolate.workingSetBytes === 0 ? st : null;
+  }, { what: "the room given back" });
+
 test("large requests take turns for the isolate's working memory: they wait for room, and without room in time are refused as busy, nothing stored", async () => {
   const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", WORKING_SET_WAIT_MS: "3000" } });
   try {
@@ -152,10 +159,7 @@ test("large requests take turns for the isolate's working memory: they wait for 
 
     // The isolate's figures: the waits and refusals counted, the room all
     // given back.
-    const s = await waitFor(async () => {
-      const st = await api.ok("GET", NS, "object", "/stats");
-      return st.isolate.workingSetBytes === 0 ? st : null;
-    }, { what: "the room given back" });
+    const s = await roomGivenBack(() => api.ok("GET", NS, "object", "/stats"));
     assert.equal(s.isolate.workingSetLimitBytes, LIMIT);
     assert.ok(before.isolate.workingSetBytes > 0, `room was held while the slow body was read: ${JSON.stringify(before.isolate)}`);
     assert.ok(s.isolate.workingSetWaits >= 3, JSON.stringify(s.isolate));
@@ -242,10 +246,7 @@ test("an RPC call's arguments take room before they are read, sized by the JSON 
     assert.equal((await w.call("rpc", "stats")).messages, 0, "the refused call stored nothing");
     // Alone, the same call gets its room and runs.
     await w.call("rpc", "ingest", messages, { sessionId });
-    const s = await waitFor(async () => {
-      const st = await w.call("rpc", "stats");
-      return st.isolate.workingSetBytes === 0 ? st : null;
-    }, { what: "the room given back" });
+    const s = await roomGivenBack(() => w.call("rpc", "stats"));
     assert.equal(s.messages, messages.length);
     assert.equal(s.isolate.busyRefusals, 1, JSON.stringify(s.isolate));
   } finally {
