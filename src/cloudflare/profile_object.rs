@@ -219,6 +219,16 @@ fn admit(name: &str, limit: usize, estimate: usize) -> bool {
     admitted
 }
 
+/// Forgets what profile `name` held, or was refused for, before: it was
+/// wiped, and is judged by what its rows say from now on.
+fn forget_past(name: &str) {
+    ISOLATE.with(|i| {
+        if let Ok(mut i) = i.try_borrow_mut() {
+            i.budget.forget_past(name);
+        }
+    });
+}
+
 /// Sets the isolate's budget to `limit`, updates its residents, asks the
 /// budget which profiles to evict (`decide`, told which are busy: a
 /// request of theirs is under way) and clears their state.
@@ -375,7 +385,12 @@ impl ProfileObject {
         if op.creates() {
             self.catalog(profile, name).await?;
         }
-        profile.answer_prepared(prepared).await
+        let wipes = prepared.wipes_first() || op == Op::Purge;
+        let answered = profile.answer_prepared(prepared).await;
+        if wipes {
+            forget_past(name);
+        }
+        answered
     }
 
     /// Whether the catalog will have a write purge this profile first (its
@@ -411,6 +426,7 @@ impl ProfileObject {
             serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
         if registration.purge_first {
             profile.purge_now()?;
+            forget_past(name);
         }
         store.meta_set(META_CATALOGED, "1")
     }
@@ -585,6 +601,9 @@ impl DurableObject for ProfileObject {
         drop(busy);
         if warm && !was_warm {
             self.measure(&name);
+        }
+        if report.as_ref().is_ok_and(|r| r.purged) {
+            forget_past(&name);
         }
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         match report {

@@ -49,6 +49,13 @@ impl Prepared {
     pub fn op(&self) -> Op {
         self.call.op()
     }
+
+    /// Whether the write wipes the profile before it runs (see
+    /// `empty_first`): what the profile held before says nothing of it
+    /// afterwards.
+    pub fn wipes_first(&self) -> bool {
+        self.empty_first
+    }
 }
 
 /// An ingest request as stored: sensitive spans redacted (they never reach

@@ -524,9 +524,12 @@ impl Budget {
         evicted
     }
 
-    /// Drops `name` from the accounts (its cache was cleared by its owner).
-    pub fn forget(&mut self, name: &str) {
-        self.entries.retain(|(n, _)| n != name);
+    /// Forgets what `name` held, or was refused for, before: it was wiped,
+    /// and will build what its rows say from now on. A resident state is
+    /// still counted (its writes keep it in step; the next [`Budget::touch`]
+    /// says its size).
+    pub fn forget_past(&mut self, name: &str) {
+        self.last.remove(name);
     }
 
     /// What `name` keeps, as last reported.
@@ -670,6 +673,23 @@ mod tests {
         assert_eq!(b.bytes_of("a"), 0, "a was evicted for b");
         b.touch("a", 0, KNOWN_FOR_MILLIS + 1, idle);
         assert_eq!(b.make_room("a", MB, KNOWN_FOR_MILLIS + 2, idle), Some(vec!["b".to_string()]), "room made for its 6 MB, not its estimate's 1");
+    }
+
+    #[test]
+    fn test_a_wiped_profile_is_judged_by_its_estimate_at_once() {
+        let mut b = Budget::new(10 * MB);
+        assert_eq!(b.make_room("huge", 40 * MB, 0, idle), None);
+        b.touch("evicted", 8 * MB, 0, idle);
+        b.touch("other", 8 * MB, 1, idle);
+        assert_eq!(b.make_room("evicted", MB, 2, idle), Some(vec!["other".to_string()]), "room made for its old 8 MB");
+        b.touch("evicted", 0, 3, idle);
+        b.touch("third", 6 * MB, 4, idle);
+        for name in ["huge", "evicted"] {
+            b.forget_past(name);
+        }
+        assert!(b.may_fit("huge", 5), "a wipe is not a refusal");
+        assert_eq!(b.make_room("huge", MB, 5, idle), Some(vec![]));
+        assert_eq!(b.make_room("evicted", MB, 6, idle), Some(vec![]), "its old 8 MB no longer counts: third stays");
     }
 
     #[test]

@@ -319,3 +319,29 @@ test("before its first measurement a profile of long turns is expected from the 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a profile refused as too large and then wiped is judged by what it holds now: written again after its deletion, it is built at its next recall", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
+  try {
+    const { kept } = await longProfiles(dir, ["w"]);
+    const w = await startWorker({ vars: { MEMORY_BUDGET_MB: String((kept * 0.5) / 1048576) }, persistDir: dir });
+    try {
+      const api = restClient(w, TOKEN);
+      await api.ok("POST", NS, "w", "/recall", { body: { query: LONG_QUERY } });
+      await waitFor(async () => (await api.ok("GET", NS, "w", "/stats")).isolate.warmupsRefused === 1 || null, { timeoutMs: 30000, what: "w refused warmth" });
+      // Deleted, then written again: the write purges it first and lands
+      // in an empty profile, small enough now. The refusal, remembered for
+      // ten minutes, must not keep it cold.
+      await api.ok("DELETE", NS, "w", "");
+      await api.ok("POST", NS, "w", "/ingest", { body: conversation(0) });
+      assert.ok((await api.ok("POST", NS, "w", "/recall", { body: { query: QUESTIONS[0] } })).candidates.length > 0);
+      const s = await warmed(api, "w");
+      assert.ok(s.residentBytes < kept * 0.5, `${s.residentBytes} of a ${kept * 0.5} budget`);
+      assert.equal(s.isolate.warmupsRefused, 1, JSON.stringify(s.isolate));
+    } finally {
+      await w.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
