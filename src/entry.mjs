@@ -199,8 +199,9 @@ const key = (k) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(
 // referenceDate, asOf) are ISO text by the time this runs. Symbol-keyed
 // and non-enumerable properties never cross the binding (Workers RPC
 // leaves them behind in the caller), so they cannot be seen here.
-// It returns the length of the JSON text the arguments make, in UTF-16
-// units, without making it (a copy of a 16 MB ingest in the JS heap):
+// It returns the length of the JSON text the arguments make, in UTF-8
+// bytes with JSON.stringify's escapes, without making it (a copy of a
+// 16 MB ingest in the JS heap):
 // the room Rust takes in the isolate's working set before it reads them
 // into the Wasm memory, as it does for a REST body's declared length.
 // The levels of arrays and objects the arguments may nest, the arguments'
@@ -215,11 +216,28 @@ function shortPath(path) {
   const chars = Array.from(path);
   return chars.length <= 160 ? path : `${chars.slice(0, 100).join("")}…${chars.slice(-50).join("")}`;
 }
+// Text JSON.stringify writes as it is, one byte a unit.
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+// The UTF-8 bytes of a well-formed string as JSON.stringify writes it,
+// quotes included: `"` and `\` are escaped in two bytes, a control
+// character in two (\b \t \n \f \r) or six (\u00XX); other text takes
+// its UTF-8 length (two or three bytes a unit, four a surrogate pair).
+function jsonStringBytes(s) {
+  let n = s.length + 2;
+  if (PLAIN_ASCII.test(s)) return n;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20) n += c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 1 : 5;
+    else if (c === 0x22 || c === 0x5c) n += 1;
+    else if (c >= 0x80) n += c < 0x800 || (c >= 0xd800 && c <= 0xdfff) ? 1 : 2;
+  }
+  return n;
+}
 function jsonOnly(v, path, depth = 0) {
   switch (typeof v) {
     case "string":
       if (!wellFormed(v)) throw notWellFormed(v, path);
-      return v.length + 2;
+      return jsonStringBytes(v);
     case "number":
       if (!Number.isFinite(v)) throw invalid(`${path} is ${v}: numbers must be finite`);
       return String(v).length;
@@ -257,7 +275,7 @@ function jsonOnly(v, path, depth = 0) {
   }
   for (const k of Object.keys(v)) {
     if (!wellFormed(k)) throw notWellFormed(k, `a key of ${path}`);
-    size += k.length + 4 + jsonOnly(v[k], `${path}${key(k)}`, depth);
+    size += jsonStringBytes(k) + 2 + jsonOnly(v[k], `${path}${key(k)}`, depth);
   }
   return size;
 }

@@ -215,14 +215,30 @@ test("a body nobody may send is never read and takes no room: no credentials, a 
   }
 });
 
-test("an RPC call's arguments take room before they are read, sized by the JSON text they make: beside a large body they wait, then are refused as busy, nothing stored", async () => {
+/**
+ * Messages of ~30 KB of UTF-8 JSON each, together about `bytes`, in a
+ * third as many UTF-16 units: Japanese text (three bytes a unit) with
+ * quotes and line breaks (two bytes each, escaped).
+ */
+function wideMessages(bytes) {
+  const n = Math.max(1, Math.round(bytes / 30000));
+  return Array.from({ length: n }, (_, i) => ({
+    role: i % 2 ? "assistant" : "user",
+    content: `東京で"会議"\n`.repeat(1400) + ` I moved to Oslo in ${2000 + i}.`,
+  }));
+}
+
+test("an RPC call's arguments take room before they are read, sized by the UTF-8 JSON text they make: beside a large body they wait, then are refused as busy, nothing stored", async () => {
   const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", WORKING_SET_WAIT_MS: "2000" } });
   try {
-    // Arguments of ~500 KB through the service binding: the Worker's
-    // room is twice their JSON text (1 MB) and does not fit beside the
-    // slow body's 1.3 MB.
-    const { sessionId, messages } = JSON.parse(ingestBody(500 * 1024, "rpc").toString());
+    // Arguments of ~500 KB of UTF-8 JSON through the service binding (a
+    // third of that in UTF-16 units): the Worker's room is twice their
+    // JSON text (1 MB) and does not fit beside the slow body's 1.3 MB.
+    // Counted in units, or without the escapes, they would fit.
+    const sessionId = "rpc";
+    const messages = wideMessages(500 * 1024);
     const text = JSON.stringify({ sessionId, messages });
+    assert.ok(2 * text.length < 0.7 * MiB, `${text.length} units`);
     const slow = slowPost(w.url, path("slow", "/ingest"), ingestBody(650 * 1024, "slow"));
     await sleep(500);
     let err;
@@ -240,7 +256,8 @@ test("an RPC call's arguments take room before they are read, sized by the JSON 
     // twice their JSON text as the entry measured it without making it.
     const m = String(err.message).match(/no room for this call's arguments \(([\d.]+) MB of working memory\)/);
     assert.ok(m, err.message);
-    assert.ok(Math.abs(Number(m[1]) - (2 * text.length) / MiB) <= 0.1, `${m[1]} MB for arguments of ${text.length} bytes`);
+    const bytes = Buffer.byteLength(text);
+    assert.ok(Math.abs(Number(m[1]) - (2 * bytes) / MiB) <= 0.08, `${m[1]} MB for arguments of ${bytes} bytes`);
     slow.release();
     assert.equal((await slow.done).status, 200);
     assert.equal((await w.call("rpc", "stats")).messages, 0, "the refused call stored nothing");
