@@ -216,6 +216,14 @@ enum Reply {
         from_object: Response,
         filename: String,
     },
+    /// A large result the object sent in pieces, streamed between the
+    /// envelope's two ends without being read whole into the Wasm memory
+    /// (each piece passes through as it arrives).
+    Piped {
+        head: &'static str,
+        from_object: Response,
+        tail: &'static str,
+    },
 }
 
 /// An enveloped result at least this long is sent as its pieces
@@ -240,6 +248,12 @@ impl Reply {
                 headers.set("content-type", "application/json")?;
                 let pieces = e.into_parts().into_iter().map(|p| Ok::<Vec<u8>, worker::Error>(p.into_bytes()));
                 Ok(Response::from_stream(futures::stream::iter(pieces))?.with_headers(headers))
+            }
+            Reply::Piped { head, mut from_object, tail } => {
+                headers.set("content-type", "application/json")?;
+                let end = |text: &'static str| futures::stream::once(async move { Ok::<Vec<u8>, worker::Error>(text.as_bytes().to_vec()) });
+                let body = futures::StreamExt::chain(futures::StreamExt::chain(end(head), from_object.stream()?), end(tail));
+                Ok(Response::from_stream(body)?.with_headers(headers))
             }
             // The object's body goes on as the platform streams it: no
             // copy of the file is made in the Wasm memory.
@@ -293,6 +307,10 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>, room: working_se
             let args = call.take_args();
             match call_object_answer(env, &name, call.op.name(), args, call.unread(), room).await? {
                 ObjectAnswer::Json(out) => Ok(Reply::Enveloped(rest::envelope_for(&call, out))),
+                ObjectAnswer::Pieces(from_object) => match rest::envelope_ends(&call) {
+                    Some((head, tail)) => Ok(Reply::Piped { head, from_object, tail }),
+                    None => Ok(Reply::Enveloped(rest::envelope_for(&call, read_pieces(&from_object).await?))),
+                },
                 ObjectAnswer::File(from_object) => Ok(Reply::File { from_object, filename: format!("{}-{}.ndjson", call.namespace, call.profile) }),
             }
         }
@@ -352,6 +370,7 @@ fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
     match call_object_answer(env, name, op, args, false, working_set::Room::new(0)).await? {
         ObjectAnswer::Json(text) => Ok(text),
+        ObjectAnswer::Pieces(resp) => read_pieces(&resp).await,
         ObjectAnswer::File(resp) => {
             let file = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
             serde_json::to_string(&file).map_err(|e| Error::storage(format!("failed to write an export as JSON: {e}")))
@@ -363,7 +382,14 @@ pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> s
 /// file (an export), not yet read.
 enum ObjectAnswer {
     Json(String),
+    /// The result's JSON text, sent in pieces ([`rest::PIECES_HEADER`]).
+    Pieces(Response),
     File(Response),
+}
+
+/// A result the object sent in pieces, read whole.
+async fn read_pieces(resp: &Response) -> std::result::Result<String, Error> {
+    response_text(resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
 }
 
 /// Sends one operation to a profile's Durable Object; `unread`: the caller
@@ -376,6 +402,9 @@ async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread
     let resp = post_to_object(&stub, body, room).await?;
     if resp.status_code() == 200 && resp.headers().get("content-type").ok().flatten().as_deref() == Some(NDJSON) {
         return Ok(ObjectAnswer::File(resp));
+    }
+    if resp.status_code() == 200 && resp.headers().get(rest::PIECES_HEADER).ok().flatten().is_some() {
+        return Ok(ObjectAnswer::Pieces(resp));
     }
     read_object_reply(&resp).await.map(ObjectAnswer::Json)
 }
@@ -510,7 +539,7 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         let (ns, p) = rest::rpc_profile_name(&profile, namespace.as_deref())?;
         // Room for the arguments' working memory, taken before they are
         // read into the Wasm memory: `size` is the length of their JSON
-        // text as the entry measured it (in UTF-16 units), as a REST
+        // text as the entry measured it (its UTF-8 bytes), as a REST
         // body's declared length is.
         let room = rpc_room(&env, size.as_f64().map_or(0, |n| n as usize)).await?;
         let args: Value = if args.is_undefined() || args.is_null() {
@@ -520,6 +549,13 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         };
         match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op), room).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
+            // A result sent in pieces, read and parsed by the platform: it
+            // never enters the Wasm memory.
+            ObjectAnswer::Pieces(resp) => {
+                let raw: web_sys::Response = resp.into();
+                let parsed = async { wasm_bindgen_futures::JsFuture::from(raw.json()?).await };
+                parsed.await.map_err(|e| Error::storage(format!("failed to read profile object reply: {}", js_error_message(&e))))
+            }
             // An export's file, read as a string by the platform: it never
             // enters the Wasm memory.
             ObjectAnswer::File(resp) => {

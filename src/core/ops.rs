@@ -195,8 +195,28 @@ impl<'a> Profile<'a> {
                 self.check_marked(Op::Export)?;
                 Ok(Answer::File(self.spool_export(req)?))
             }
+            // An ingest's report holds every memory it stored: megabytes,
+            // written in pieces (see [`JsonPieces`]).
+            Call::Ingest(req) if !prepared.unread => {
+                self.begin(Op::Ingest)?;
+                Ok(Answer::Pieces(JsonPieces::write(&self.ingest(req).await?)?))
+            }
             call => Ok(Answer::Json(self.execute_prepared(Prepared { call, ..prepared }).await?)),
         }
+    }
+
+    /// What comes before any call runs: one a profile marked for deletion
+    /// does not answer is refused (see [`Profile::check_marked`]), and a
+    /// write that may create the profile records that it was written.
+    fn begin(&self, op: Op) -> Result<()> {
+        self.check_marked(op)?;
+        if op.creates() {
+            let store = self.store();
+            if store.meta_get(META_WRITTEN)?.is_none() {
+                store.meta_set(META_WRITTEN, "1")?;
+            }
+        }
+        Ok(())
     }
 
     /// Refuses a call a profile marked for deletion does not answer (404);
@@ -218,13 +238,7 @@ impl<'a> Profile<'a> {
     /// JSON text.
     pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
         let Prepared { call, import, unread, .. } = prepared;
-        self.check_marked(call.op())?;
-        if call.op().creates() {
-            let store = self.store();
-            if store.meta_get(META_WRITTEN)?.is_none() {
-                store.meta_set(META_WRITTEN, "1")?;
-            }
-        }
+        self.begin(call.op())?;
         match call {
             Call::Ingest(req) => to_json_unless(unread, &self.ingest(req).await?),
             Call::Remember(req) => to_json(&self.remember(req).await?),
@@ -594,9 +608,74 @@ impl<'a> Profile<'a> {
 pub enum Answer {
     /// The result as JSON text.
     Json(String),
+    /// A large result's JSON text in pieces ([`JsonPieces`]).
+    Pieces(JsonPieces),
     /// An export: the NDJSON file, spooled in parts for the object to
     /// stream out ([`portable::spool_export`]).
     File(portable::Spooled),
+}
+
+/// The most a piece of [`JsonPieces`] holds.
+pub const PIECE_BYTES: usize = 64 * 1024;
+
+/// A result's JSON text in pieces of [`PIECE_BYTES`] (the last one
+/// shorter), for a result of megabytes: written without ever being one
+/// buffer, and sent as it is. One buffer of megabytes, grown by doubling,
+/// is held at twice its size while it is copied into the next, and takes
+/// a stretch of the Wasm memory that small allocations' holes cannot
+/// give, so the memory grows for it (never to shrink). A piece may end
+/// inside a character: the pieces are bytes, UTF-8 only once joined.
+#[derive(Debug)]
+pub struct JsonPieces {
+    pieces: Vec<Vec<u8>>,
+}
+
+impl JsonPieces {
+    pub fn write<T: serde::Serialize>(result: &T) -> Result<JsonPieces> {
+        let mut w = JsonPieces { pieces: Vec::new() };
+        serde_json::to_writer(&mut w, result).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))?;
+        Ok(w)
+    }
+
+    /// The text's length in bytes.
+    pub fn len(&self) -> usize {
+        self.pieces.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn into_pieces(self) -> Vec<Vec<u8>> {
+        self.pieces
+    }
+
+    /// The text whole, for a caller that needs it as one.
+    pub fn into_text(self) -> Result<String> {
+        String::from_utf8(self.pieces.concat()).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))
+    }
+}
+
+impl std::io::Write for JsonPieces {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while !rest.is_empty() {
+            if self.pieces.last().is_none_or(|p| p.len() == PIECE_BYTES) {
+                // The first grows as it fills (a small result stays small).
+                let capacity = if self.pieces.is_empty() { 0 } else { PIECE_BYTES };
+                self.pieces.push(Vec::with_capacity(capacity));
+            }
+            let Some(piece) = self.pieces.last_mut() else { break };
+            let (now, later) = rest.split_at(rest.len().min(PIECE_BYTES.saturating_sub(piece.len())));
+            piece.extend_from_slice(now);
+            rest = later;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// [`to_json`], or `null` for a caller that reads no result.
@@ -615,6 +694,20 @@ fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_json_pieces_join_to_the_text_written_whole() {
+        // Characters of two to four bytes, so pieces end inside them.
+        let memories: Vec<String> = (0..20_000).map(|i| format!("東京 {i} \"é\" 😀\n")).collect();
+        let pieces = JsonPieces::write(&memories).unwrap();
+        let whole = serde_json::to_string(&memories).unwrap();
+        assert_eq!(pieces.len(), whole.len());
+        let parts = JsonPieces::write(&memories).unwrap().into_pieces();
+        assert!(parts.len() > 4 && parts.iter().all(|p| p.len() <= PIECE_BYTES) && parts[..parts.len() - 1].iter().all(|p| p.len() == PIECE_BYTES));
+        assert!(parts.iter().any(|p| std::str::from_utf8(p).is_err()), "a piece ends inside a character");
+        assert_eq!(pieces.into_text().unwrap(), whole);
+        assert_eq!(JsonPieces::write(&json!({"a": 1})).unwrap().into_text().unwrap(), "{\"a\":1}");
+    }
     use crate::core::local::embed::HashEmbedder;
     use crate::core::local::vector::SqlVectorIndex;
     use crate::core::model::MessageInput;

@@ -266,6 +266,12 @@ pub const CALL_HEADER: &str = "x-agent-memory-call";
 /// the object takes room for its working memory before it reads it.
 pub const CALL_BYTES_HEADER: &str = "x-agent-memory-call-bytes";
 
+/// On an object's successful reply whose body is the result's JSON text
+/// itself, sent in pieces ([`crate::core::ops::JsonPieces`]) rather than
+/// inside `{"ok": …}`: the Worker streams it into its envelope unread
+/// ([`envelope_ends`]).
+pub const PIECES_HEADER: &str = "x-agent-memory-pieces";
+
 /// Splits a profile name as RPC callers give it: `"ns/profile"`, or
 /// `"profile"` in `namespace` (the binding's `props.namespace`, else
 /// `default`). Both parts follow the REST name rules; a binding scoped to
@@ -841,6 +847,9 @@ fn envelope_messages(notes: &str) -> String {
 /// the last page); everything else, and every result of the original
 /// prefix, as [`envelope_ok_text`].
 pub fn envelope_for(call: &ProfileCall, result: String) -> Enveloped {
+    if let Some((head, tail)) = envelope_ends(call) {
+        return Enveloped { head, result, tail };
+    }
     if call.dialect == Dialect::Original {
         return envelope_ok_owned(call.op.name(), result);
     }
@@ -866,6 +875,16 @@ pub fn envelope_for(call: &ProfileCall, result: String) -> Enveloped {
         }
         _ => envelope_ok_owned(call.op.name(), result),
     }
+}
+
+/// What [`envelope_for`] writes before and after `call`'s result when it
+/// reads nothing of it and writes it as it is: the Worker can then stream
+/// a large result into its envelope without reading it. `None` where the
+/// envelope reads the result (recall's notes, a list's paging) or stands
+/// in for it (`null`, where the published API gives no result).
+pub fn envelope_ends(call: &ProfileCall) -> Option<(&'static str, &'static str)> {
+    let as_it_is = !envelope_reads_result(call.op.name()) && (call.dialect == Dialect::Original || !call.op.publishes_no_result());
+    as_it_is.then_some((PLAIN_HEAD, PLAIN_TAIL))
 }
 
 /// The envelope of a namespace call's result (JSON text, as the catalog

@@ -30,6 +30,7 @@
 mod support;
 
 use agent_memory::core::op::Call;
+use agent_memory::core::ops::Answer;
 use agent_memory::core::rest::{self, Incoming, ObjectCall, Route};
 use support::heap::{self, live, peak, reset_peak};
 use support::*;
@@ -97,21 +98,38 @@ fn main() {
         let call = Call::decode(op, decoded.args).expect("decode");
         let prepared = p.prepare_as(call, false).expect("prepare");
         p.admit(&prepared).expect("admit");
-        block_on(p.execute_prepared(prepared)).expect("the call")
+        block_on(p.answer_prepared(prepared)).expect("the call")
     });
-    step(&mut rows, &format!("object: {what} run (result as JSON text)"));
-    let mut reply = out;
-    reply.insert_str(0, "{\"ok\":");
-    reply.push('}');
-    step(&mut rows, "object: reply written");
-    let reply_len = reply.len();
-
-    // 3. The Worker reads the reply and answers.
-    let result = reply.clone();
-    drop(reply);
-    let enveloped = rest::envelope_for(&call, result).into_parts();
-    step(&mut rows, "worker: reply enveloped");
-    drop((enveloped, call));
+    let reply_len;
+    match out {
+        // An ingest's report: its text in pieces, sent as they are; the
+        // Worker streams each between its envelope's ends as it arrives
+        // (a copy of one piece at a time).
+        Answer::Pieces(pieces) => {
+            step(&mut rows, &format!("object: {what} run (result as JSON text in pieces)"));
+            reply_len = pieces.len();
+            assert!(rest::envelope_ends(&call).is_some(), "the Worker streams this result");
+            for piece in pieces.into_pieces() {
+                drop(piece.clone());
+            }
+            step(&mut rows, "worker: pieces streamed into the envelope");
+        }
+        Answer::Json(mut reply) => {
+            step(&mut rows, &format!("object: {what} run (result as JSON text)"));
+            reply.insert_str(0, "{\"ok\":");
+            reply.push('}');
+            step(&mut rows, "object: reply written");
+            reply_len = reply.len();
+            // 3. The Worker reads the reply and answers.
+            let result = reply.clone();
+            drop(reply);
+            let enveloped = rest::envelope_for(&call, result).into_parts();
+            step(&mut rows, "worker: reply enveloped");
+            drop(enveloped);
+        }
+        Answer::File(_) => panic!("not an export"),
+    }
+    drop(call);
     step(&mut rows, "all dropped");
 
     let overall = rows.iter().map(|r| r.2).max().unwrap_or(0);

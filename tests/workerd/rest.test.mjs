@@ -224,6 +224,33 @@ test("ingesting the same messages twice stores each message once", async () => {
   assert.equal((await stats("dedup-nosession")).messages, CONVERSATION.length);
 });
 
+test("an ingest's report many pieces long arrives whole, over REST and over MCP", async () => {
+  // ~1,300 memories: a report of several hundred KB, which the profile
+  // object sends in pieces of 64 KiB and the Worker streams into its
+  // envelope unread.
+  const messages = Array.from({ length: 40 }, (_, i) => ({
+    role: "user",
+    content: Array.from({ length: 32 }, (_, j) => `My colleague number ${i * 32 + j} moved to Oslo in ${1900 + ((i * 32 + j) % 120)} and loves "café" 東京.`).join(" "),
+  }));
+  const r = await api.post(T.ingest, { profile: "pieces" }, { sessionId: "s1", messages });
+  assert.ok(Buffer.byteLength(r.text) > 4 * 65536, `${Buffer.byteLength(r.text)} bytes`);
+  const report = ok(r);
+  assert.ok(report.memoriesStored > 1000, `${report.memoriesStored} memories`);
+  assert.equal(report.memories.length, report.memoriesStored);
+  assert.equal(new Set(report.memories.map((m) => m.id)).size, report.memoriesStored);
+  assert.equal((await stats("pieces")).memories, report.memoriesStored);
+  for (const m of [report.memories[0], report.memories.at(-1)]) assert.equal(ok(await api.get(T.memory, { profile: "pieces", id: m.id })).content, m.content);
+  assert.ok(report.memories.some((m) => m.content.includes('"café" 東京')), "text outside ASCII arrives whole");
+  // The MCP tool reads the same pieces whole.
+  const headers = { accept: "application/json, text/event-stream" };
+  const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ingest", arguments: { sessionId: "s1", messages } } };
+  const m = await api.post(T.mcp, { profile: "pieces-mcp" }, call, { headers });
+  assert.equal(m.status, 200);
+  const viaMcp = m.body.result.structuredContent;
+  assert.equal(viaMcp.memoriesStored, report.memoriesStored);
+  assert.deepEqual(viaMcp.memories.map((x) => x.content).sort(), report.memories.map((x) => x.content).sort());
+});
+
 // ---------------------------------------------------------------------------
 // Every route
 
