@@ -59,7 +59,7 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     let incoming = Incoming { method: "POST", path: PATH, query: "", content_type: Some("application/json"), body: &body };
     let Ok(Route::Profile(mut call)) = rest::route(&incoming) else { panic!("not routed as a profile call") };
     drop(body);
-    let text = ObjectCall::write(&call.object_name(), call.op.name(), call.take_args(), call.unread()).unwrap();
+    let text = ObjectCall::write(&call.object_name(), call.op.name(), call.take_args(), rest::Asks::unread(call.unread())).unwrap();
     let held = live() - before - text.capacity();
     assert!(held < body_len / 100, "the Worker holds {held} bytes of a {body_len}-byte call besides the text it posts");
 
@@ -129,7 +129,7 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     let over = peak() - start;
     assert!(over < file.len() + 4096, "routing an import of {} bytes rose {over} bytes (more than one text of it)", file.len());
     drop(file);
-    let posted = ObjectCall::post("ns/p", "import", routed.take_args(), false).unwrap();
+    let posted = ObjectCall::post("ns/p", "import", routed.take_args(), rest::Asks::default()).unwrap();
     let (call_text, raw) = (posted.call, posted.raw.expect("the file travels beside the call"));
     let file_len = raw.len();
     let start = live();

@@ -206,8 +206,9 @@ fn not_allowed(method: &str, path: &str, allow: &str) -> Result<Response> {
     Ok(resp.with_headers(headers))
 }
 
-/// A successful reply: JSON text, or a file the profile object answered,
-/// passed on unread under the name it is offered as.
+/// A successful reply: JSON text; a result in its envelope, or streamed
+/// into it; or a file the profile object answered, passed on unread under
+/// the name it is offered as.
 enum Reply {
     Json(String),
     /// A profile's result in its envelope, sent in pieces when large.
@@ -305,12 +306,16 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>, room: working_se
             // object and dropped before it runs (what the envelope reads
             // of them stays).
             let args = call.take_args();
-            match call_object_answer(env, &name, call.op.name(), args, call.unread(), room).await? {
+            // A large result is taken in pieces where the envelope writes
+            // it as it is (an ingest's report, on the original routes).
+            let ends = rest::envelope_ends(&call);
+            let asks = rest::Asks { unread: call.unread(), pieces: ends.is_some() };
+            match call_object_answer(env, &name, call.op.name(), args, asks, room).await? {
                 ObjectAnswer::Json(out) => Ok(Reply::Enveloped(rest::envelope_for(&call, out))),
-                ObjectAnswer::Pieces(from_object) => match rest::envelope_ends(&call) {
-                    Some((head, tail)) => Ok(Reply::Piped { head, from_object, tail }),
-                    None => Ok(Reply::Enveloped(rest::envelope_for(&call, read_pieces(&from_object).await?))),
-                },
+                ObjectAnswer::Pieces(from_object) => {
+                    let (head, tail) = ends.ok_or_else(pieces_unasked)?;
+                    Ok(Reply::Piped { head, from_object, tail })
+                }
                 ObjectAnswer::File(from_object) => Ok(Reply::File { from_object, filename: format!("{}-{}.ndjson", call.namespace, call.profile) }),
             }
         }
@@ -368,9 +373,9 @@ fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result
 /// on without being parsed (an ingest's or a recall's result carries
 /// whole memories); an export's file as a JSON string.
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
-    match call_object_answer(env, name, op, args, false, working_set::Room::new(0)).await? {
+    match call_object_answer(env, name, op, args, rest::Asks::default(), working_set::Room::new(0)).await? {
         ObjectAnswer::Json(text) => Ok(text),
-        ObjectAnswer::Pieces(resp) => read_pieces(&resp).await,
+        ObjectAnswer::Pieces(_) => Err(pieces_unasked()),
         ObjectAnswer::File(resp) => {
             let file = response_text(&resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
             serde_json::to_string(&file).map_err(|e| Error::storage(format!("failed to write an export as JSON: {e}")))
@@ -378,32 +383,40 @@ pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> s
     }
 }
 
-/// What a profile object answered a call: its result's JSON text, or a
-/// file (an export), not yet read.
+/// What a profile object answered a call: its result's JSON text, that
+/// text in pieces, or a file (an export), the last two not yet read.
 enum ObjectAnswer {
     Json(String),
-    /// The result's JSON text, sent in pieces ([`rest::PIECES_HEADER`]).
+    /// The result's JSON text, sent in pieces ([`rest::PIECES_HEADER`]),
+    /// only to a call that asked for them ([`rest::Asks::pieces`]).
     Pieces(Response),
     File(Response),
 }
 
-/// A result the object sent in pieces, read whole.
-async fn read_pieces(resp: &Response) -> std::result::Result<String, Error> {
-    response_text(resp).await.map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
+/// An object's answer in pieces to a caller that did not ask for them.
+fn pieces_unasked() -> Error {
+    Error::storage("internal error: the profile answered in pieces unasked")
 }
 
 /// Sends one operation to a profile's Durable Object; `unread`: the caller
 /// reads no result, and the object writes none.
-async fn call_object_answer(env: &Env, name: &str, op: &str, args: Value, unread: bool, room: working_set::Room) -> std::result::Result<ObjectAnswer, Error> {
+async fn call_object_answer(
+    env: &Env,
+    name: &str,
+    op: &str,
+    args: Value,
+    asks: rest::Asks,
+    room: working_set::Room,
+) -> std::result::Result<ObjectAnswer, Error> {
     let stub =
         env.durable_object("PROFILES").and_then(|ns| ns.get_by_name(name)).map_err(|e| Error::config(format!("failed to address profile object: {e}")))?;
     // The arguments are consumed here, before the object is awaited.
-    let body = rest::ObjectCall::post(name, op, args, unread)?;
+    let body = rest::ObjectCall::post(name, op, args, asks)?;
     let resp = post_to_object(&stub, body, room).await?;
     if resp.status_code() == 200 && resp.headers().get("content-type").ok().flatten().as_deref() == Some(NDJSON) {
         return Ok(ObjectAnswer::File(resp));
     }
-    if resp.status_code() == 200 && resp.headers().get(rest::PIECES_HEADER).ok().flatten().is_some() {
+    if asks.pieces && resp.status_code() == 200 && resp.headers().get(rest::PIECES_HEADER).ok().flatten().is_some() {
         return Ok(ObjectAnswer::Pieces(resp));
     }
     read_object_reply(&resp).await.map(ObjectAnswer::Json)
@@ -547,15 +560,9 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
-        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::rpc_reads_no_result(&op), room).await? {
+        match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::Asks::unread(rest::rpc_reads_no_result(&op)), room).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
-            // A result sent in pieces, read and parsed by the platform: it
-            // never enters the Wasm memory.
-            ObjectAnswer::Pieces(resp) => {
-                let raw: web_sys::Response = resp.into();
-                let parsed = async { wasm_bindgen_futures::JsFuture::from(raw.json()?).await };
-                parsed.await.map_err(|e| Error::storage(format!("failed to read profile object reply: {}", js_error_message(&e))))
-            }
+            ObjectAnswer::Pieces(_) => Err(pieces_unasked()),
             // An export's file, read as a string by the platform: it never
             // enters the Wasm memory.
             ObjectAnswer::File(resp) => {

@@ -26,6 +26,7 @@ use std::rc::{Rc, Weak};
 use worker::*;
 
 /// The internal request a Worker sends its profile object.
+use crate::core::rest::Asks;
 use crate::core::rest::ObjectCall as Call;
 
 #[durable_object]
@@ -219,8 +220,8 @@ fn admit(name: &str, limit: usize, estimate: usize) -> bool {
     admitted
 }
 
-/// Forgets what profile `name` held, or was refused for, before: it was
-/// wiped, and is judged by what its rows say from now on.
+/// Forgets what profile `name` held, or was refused for, before: it
+/// shrank, and is judged by what its rows say from now on.
 fn forget_past(name: &str) {
     ISOLATE.with(|i| {
         if let Ok(mut i) = i.try_borrow_mut() {
@@ -306,14 +307,38 @@ impl ProfileObject {
         let name = call.name.clone();
         let warm = self.resident.is_warm();
         let asks_warmth = !warm && wants_state(&call.op) && may_fit(&name);
+        let before = (!read_only(&call.op)).then(|| self.highest_rowids()).flatten();
         let busy = Busy::new(&self.resident);
         let out = self.run_call(call, warm).await;
         drop(busy);
+        self.forget_if_shrunk(&name, before);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         if asks_warmth && out.is_ok() {
             self.ask_warmth().await?;
         }
         out
+    }
+
+    /// The profile's highest message and memory rowids, what its state's
+    /// estimate reads (`None` when they do not read: nothing is then
+    /// forgotten).
+    fn highest_rowids(&self) -> Option<(u64, u64)> {
+        crate::core::store::Store::new(&self.sql, now()).highest_rowids().ok()
+    }
+
+    /// After a write or a drain that lowered the highest rowids from
+    /// `before` (a wipe: a purge, a write into a deleted profile, which
+    /// purges first; or the newest rows deleted), the isolate forgets what
+    /// the profile held or was refused for: it is judged by its estimate
+    /// from now on, not kept cold for up to [`KNOWN_FOR_MILLIS`]. A purge
+    /// whose drain then failed counts too.
+    ///
+    /// [`KNOWN_FOR_MILLIS`]: crate::core::resident::KNOWN_FOR_MILLIS
+    fn forget_if_shrunk(&self, name: &str, before: Option<(u64, u64)>) {
+        let (Some((messages, memories)), Some((m, n))) = (before, before.and_then(|_| self.highest_rowids())) else { return };
+        if m < messages || n < memories {
+            forget_past(name);
+        }
     }
 
     /// Asks the next alarm, set to ring at once unless one is due sooner,
@@ -338,7 +363,7 @@ impl ProfileObject {
         }
         let out = match self.bench_call(&profile, &call).await {
             Some(out) => out.map(Answer::Json),
-            None => self.checked_then_run(&profile, &call.name, &call.op, call.args, call.unread).await,
+            None => self.checked_then_run(&profile, &call.name, &call.op, call.args, Asks { unread: call.unread, pieces: call.pieces }).await,
         };
         let after = self.after_call(&profile, &call.name, &call.op, out.is_ok()).await;
         if let (Err(_), Ok(Answer::File(spooled))) = (&after, &out) {
@@ -373,24 +398,22 @@ impl ProfileObject {
     /// what it adds) before anything is written, then (for a write that
     /// may create the profile) records it in the catalog, then runs it: a
     /// call refused with 4xx creates no namespace and purges nothing.
-    async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value, unread: bool) -> std::result::Result<Answer, Error> {
+    async fn checked_then_run(&self, profile: &Profile<'_>, name: &str, op: &str, args: Value, asks: Asks) -> std::result::Result<Answer, Error> {
         let op = Op::parse(op).ok_or_else(|| Error::not_found(format!("no operation named {}", crate::core::api::quoted(op))))?;
         let call = crate::core::op::Call::decode(op, args)?;
         let purge_pending = op.creates() && self.purge_pending(profile, name).await?;
         let mut prepared = profile.prepare_as(call, purge_pending)?;
-        if unread {
+        if asks.unread {
             prepared = prepared.unread();
+        }
+        if asks.pieces {
+            prepared = prepared.in_pieces();
         }
         profile.admit(&prepared)?;
         if op.creates() {
             self.catalog(profile, name).await?;
         }
-        let wipes = prepared.wipes_first() || op == Op::Purge;
-        let answered = profile.answer_prepared(prepared).await;
-        if wipes {
-            forget_past(name);
-        }
-        answered
+        profile.answer_prepared(prepared).await
     }
 
     /// Whether the catalog will have a write purge this profile first (its
@@ -426,7 +449,6 @@ impl ProfileObject {
             serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
         if registration.purge_first {
             profile.purge_now()?;
-            forget_past(name);
         }
         store.meta_set(META_CATALOGED, "1")
     }
@@ -596,15 +618,14 @@ impl DurableObject for ProfileObject {
             .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
         let was_warm = self.resident.is_warm();
         let warm = was_warm || (self.resident.warm_wanted.replace(false) && self.resident.may_warm() && self.admit(&name)?);
+        let before = self.highest_rowids();
         let busy = Busy::new(&self.resident);
         let report = self.drain(&name, warm).await;
         drop(busy);
         if warm && !was_warm {
             self.measure(&name);
         }
-        if report.as_ref().is_ok_and(|r| r.purged) {
-            forget_past(&name);
-        }
+        self.forget_if_shrunk(&name, before);
         settle(&name, &self.resident, self.config.memory_budget_bytes);
         match report {
             Ok(report) => {
@@ -722,9 +743,11 @@ impl ProfileObject {
 
 /// The reply to the Worker: `{"ok": result}` (the result's JSON text
 /// spliced in as it is) or `{"error": {code, message}}`.
-/// A profile call's reply: [`reply`], or for an export the NDJSON file
-/// as it is (typed `application/x-ndjson`, which the Worker passes on
-/// unread; see [`crate::core::ops::Answer`]), streamed from the spool.
+/// A profile call's reply: [`reply`]; for an export the NDJSON file as it
+/// is (typed `application/x-ndjson`, which the Worker passes on unread;
+/// see [`crate::core::ops::Answer`]), streamed from the spool; for a
+/// result in pieces, the pieces as they are, marked by
+/// [`crate::core::rest::PIECES_HEADER`].
 fn answer(out: std::result::Result<Answer, Error>, state: &State) -> Result<Response> {
     match out {
         Ok(Answer::File(spooled)) => {

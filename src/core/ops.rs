@@ -34,6 +34,8 @@ pub struct Prepared {
     empty_first: bool,
     /// Its caller reads no result ([`Prepared::unread`]).
     unread: bool,
+    /// Its caller takes a large result in pieces ([`Prepared::in_pieces`]).
+    pieces: bool,
 }
 
 impl Prepared {
@@ -50,11 +52,11 @@ impl Prepared {
         self.call.op()
     }
 
-    /// Whether the write wipes the profile before it runs (see
-    /// `empty_first`): what the profile held before says nothing of it
-    /// afterwards.
-    pub fn wipes_first(&self) -> bool {
-        self.empty_first
+    /// Marks a call whose caller streams a large result on as it arrives
+    /// (the Worker, into its REST envelope): an ingest's report of 64 KiB
+    /// or more is then answered in pieces ([`Answer::Pieces`]).
+    pub fn in_pieces(self) -> Prepared {
+        Prepared { pieces: true, ..self }
     }
 }
 
@@ -135,7 +137,7 @@ impl<'a> Profile<'a> {
             Call::Import { data } => (Call::Import { data: String::new() }, Some(self.prepare_import(&data, empty_first)?)),
             call => (call, None),
         };
-        Ok(Prepared { call, import, empty_first, unread: false })
+        Ok(Prepared { call, import, empty_first, unread: false, pieces: false })
     }
 
     /// Whether the profile has room for what a prepared call adds: an
@@ -188,7 +190,8 @@ impl<'a> Profile<'a> {
     /// [`Profile::execute_prepared`], an export's file given as it is: the
     /// Durable Object answers it as NDJSON, and the Worker passes that on
     /// without reading it (a JSON string of it would be a second copy, and
-    /// reading it a third, in a Wasm memory the profiles share).
+    /// reading it a third, in a Wasm memory the profiles share); and an
+    /// ingest's large report in pieces, for a caller that asked for them.
     pub async fn answer_prepared(&self, prepared: Prepared) -> Result<Answer> {
         match prepared.call {
             Call::Export(req) => {
@@ -196,10 +199,12 @@ impl<'a> Profile<'a> {
                 Ok(Answer::File(self.spool_export(req)?))
             }
             // An ingest's report holds every memory it stored: megabytes,
-            // written in pieces (see [`JsonPieces`]).
-            Call::Ingest(req) if !prepared.unread => {
+            // written in pieces (see [`JsonPieces`]) for a caller that
+            // takes them.
+            Call::Ingest(req) if prepared.pieces && !prepared.unread => {
                 self.begin(Op::Ingest)?;
-                Ok(Answer::Pieces(JsonPieces::write(&self.ingest(req).await?)?))
+                let pieces = JsonPieces::write(&self.ingest(req).await?)?;
+                Ok(if pieces.len() < PIECE_BYTES { Answer::Json(pieces.into_text()?) } else { Answer::Pieces(pieces) })
             }
             call => Ok(Answer::Json(self.execute_prepared(Prepared { call, ..prepared }).await?)),
         }

@@ -198,21 +198,28 @@ pub struct ObjectCall {
     /// object answers `null` and never writes one.
     #[serde(default)]
     pub unread: bool,
+    /// The caller streams a large result on into its envelope unread: the
+    /// object may answer it in pieces ([`PIECES_HEADER`]). Asked, never
+    /// assumed: a Worker of an earlier version reads every reply whole.
+    #[serde(default)]
+    pub pieces: bool,
 }
 
 impl ObjectCall {
     /// The call's JSON text, its arguments consumed: the Worker hands the
     /// text to the platform and keeps no copy while the object runs (the
     /// two may share one Wasm memory, and a call may carry 16 MB).
-    pub fn write(name: &str, op: &str, args: Value, unread: bool) -> Result<String> {
+    pub fn write(name: &str, op: &str, args: Value, asks: Asks) -> Result<String> {
         #[derive(serde::Serialize)]
         struct Out<'a> {
             name: &'a str,
             op: &'a str,
             args: &'a Value,
             unread: bool,
+            pieces: bool,
         }
-        serde_json::to_string(&Out { name, op, args: &args, unread }).map_err(|e| Error::storage(format!("failed to write an internal call: {e}")))
+        let out = Out { name, op, args: &args, unread: asks.unread, pieces: asks.pieces };
+        serde_json::to_string(&out).map_err(|e| Error::storage(format!("failed to write an internal call: {e}")))
     }
 
     /// A call as [`ObjectCall::write`] wrote it; its text is not kept.
@@ -224,7 +231,7 @@ impl ObjectCall {
     /// to travel beside the call as it is: written into the call as a JSON
     /// string it would be escaped into a second, larger copy, and read
     /// back through a third.
-    pub fn post(name: &str, op: &str, mut args: Value, unread: bool) -> Result<Posted> {
+    pub fn post(name: &str, op: &str, mut args: Value, asks: Asks) -> Result<Posted> {
         let raw = match (Op::parse(op), &mut args) {
             (Some(Op::Import), Value::Object(o)) if matches!(o.get("data"), Some(Value::String(_))) => match o.remove("data") {
                 Some(Value::String(data)) => Some(data),
@@ -232,7 +239,7 @@ impl ObjectCall {
             },
             _ => None,
         };
-        Ok(Posted { call: ObjectCall::write(name, op, args, unread)?, raw })
+        Ok(Posted { call: ObjectCall::write(name, op, args, asks)?, raw })
     }
 
     /// A call as [`ObjectCall::post`] sent it: the text that travelled
@@ -246,6 +253,21 @@ impl ObjectCall {
             }
             _ => Err(Error::invalid("bad internal call: a text beside arguments that are not an object without data")),
         }
+    }
+}
+
+/// How a caller takes an internal call's result ([`ObjectCall::unread`],
+/// [`ObjectCall::pieces`]); the default reads it whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Asks {
+    pub unread: bool,
+    pub pieces: bool,
+}
+
+impl Asks {
+    /// A caller that reads no result, or reads it whole.
+    pub fn unread(unread: bool) -> Asks {
+        Asks { unread, pieces: false }
     }
 }
 
@@ -769,7 +791,8 @@ const PLAIN_TAIL: &str = ",\"success\":true}";
 
 /// An envelope written around a result's text without copying it: the
 /// text before the result, the result, the text after it. A result may be
-/// megabytes (an ingest's report of every memory it stored); the Worker
+/// megabytes (a list page of a thousand memories; an ingest's report,
+/// larger still, is streamed instead: [`envelope_ends`]); the Worker
 /// sends the three pieces as they are ([`Enveloped::into_parts`]), so it
 /// holds the result once, never beside an enveloped copy.
 #[derive(Debug)]
@@ -1032,19 +1055,19 @@ mod tests {
     #[test]
     fn test_an_imports_file_travels_beside_its_call_unescaped_and_returns_to_its_arguments() {
         let file = "{\"kind\":\"header\"}\n".to_string();
-        let posted = ObjectCall::post("ns/p", "import", json!({ "data": file.clone() }), false).unwrap();
+        let posted = ObjectCall::post("ns/p", "import", json!({ "data": file.clone() }), Asks::default()).unwrap();
         assert_eq!(posted.raw.as_deref(), Some(file.as_str()), "the file as it is");
         assert!(!posted.call.contains("header"), "the call does not carry it: {}", posted.call);
         let read = ObjectCall::read_posted(&posted.call, posted.raw.unwrap()).unwrap();
         assert_eq!((read.name.as_str(), read.op.as_str(), read.args), ("ns/p", "import", json!({ "data": file })));
         // Any other call, or an import whose data is not a text, travels whole.
         for (op, args) in [("ingest", json!({ "messages": [] })), ("import", json!({ "data": 1 })), ("recall", json!({ "query": "x" }))] {
-            let posted = ObjectCall::post("ns/p", op, args.clone(), true).unwrap();
+            let posted = ObjectCall::post("ns/p", op, args.clone(), Asks::unread(true)).unwrap();
             assert!(posted.raw.is_none(), "{op}");
             assert_eq!(ObjectCall::read(&posted.call).unwrap().args, args);
         }
         // A text beside arguments that already hold data is refused.
-        let call = ObjectCall::write("ns/p", "import", json!({ "data": "x" }), false).unwrap();
+        let call = ObjectCall::write("ns/p", "import", json!({ "data": "x" }), Asks::default()).unwrap();
         assert!(ObjectCall::read_posted(&call, "y".into()).unwrap_err().is_invalid());
     }
 

@@ -76,7 +76,9 @@ fn main() {
     drop(body);
     step(&mut rows, "worker: body routed (parsed), dropped");
     let args = call.take_args();
-    let internal = ObjectCall::post(&call.object_name(), call.op.name(), args, call.unread()).expect("internal call");
+    let internal =
+        ObjectCall::post(&call.object_name(), call.op.name(), args, rest::Asks { unread: call.unread(), pieces: rest::envelope_ends(&call).is_some() })
+            .expect("internal call");
     step(&mut rows, "worker: internal call written");
     // Handed to the platform (JavaScript strings, off the Wasm memory),
     // and read by the object as strings of its own: the call, and an
@@ -96,7 +98,13 @@ fn main() {
     let out = with_profile(&sql, APRIL_15, |p| {
         let op = agent_memory::core::op::Op::parse(&decoded.op).expect("op");
         let call = Call::decode(op, decoded.args).expect("decode");
-        let prepared = p.prepare_as(call, false).expect("prepare");
+        let mut prepared = p.prepare_as(call, false).expect("prepare");
+        if decoded.unread {
+            prepared = prepared.unread();
+        }
+        if decoded.pieces {
+            prepared = prepared.in_pieces();
+        }
         p.admit(&prepared).expect("admit");
         block_on(p.answer_prepared(prepared)).expect("the call")
     });
