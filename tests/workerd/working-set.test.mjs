@@ -216,8 +216,8 @@ test("a body nobody may send is never read and takes no room: no credentials, a 
 });
 
 /**
- * Messages of ~30 KB of UTF-8 JSON each, together about `bytes`, in a
- * third as many UTF-16 units: Japanese text (three bytes a unit) with
+ * Messages of ~30 KB of UTF-8 JSON each, together about `bytes`, in
+ * 2.6 times fewer UTF-16 units: Japanese text (three bytes a unit) with
  * quotes and line breaks (two bytes each, escaped).
  */
 function wideMessages(bytes) {
