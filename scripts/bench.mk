@@ -105,3 +105,11 @@ bench-multi: build-bench
 .PHONY: bench-peaks
 bench-peaks: build-bench
 	@$(ENV) $(if $(PEAKS_SIZES),PEAKS_SIZES="$(PEAKS_SIZES)") $(if $(PEAKS_SOURCE_INGESTS),PEAKS_SOURCE_INGESTS="$(PEAKS_SOURCE_INGESTS)") $(if $(PEAKS_PROSE_MESSAGES),PEAKS_PROSE_MESSAGES="$(PEAKS_PROSE_MESSAGES)") node tests/bench/peaks.mjs
+
+# `make bench-sequential` (not part of make test): the Wasm memory's mark
+# after each of SEQ_INGESTS (default 4) large prose ingests run one after
+# another, a profile each, drained in between (tests/bench/sequential.mjs;
+# writes docs/bench/sequential.md, BENCH_OUT elsewhere).
+.PHONY: bench-sequential
+bench-sequential: build
+	@$(ENV) $(if $(SEQ_INGESTS),SEQ_INGESTS="$(SEQ_INGESTS)") $(if $(SEQ_MESSAGES),SEQ_MESSAGES="$(SEQ_MESSAGES)") $(if $(SEQ_SETTLE),SEQ_SETTLE="$(SEQ_SETTLE)") node tests/bench/sequential.mjs

@@ -1,5 +1,6 @@
 //! The one parser of JSON text a caller sent: a request body, a filter
-//! given as text, a line of an import. An object that names a key twice
+//! given as text, a line of an import; and [`to_string_exact`], the
+//! writer of a large text in a buffer of its length. An object that names a key twice
 //! is refused: parsers disagree on which one wins, so a proxy or a log and
 //! this service could read different things from the same bytes (and the
 //! loser would be silently dropped). serde_json's nesting limit (128)
@@ -16,6 +17,36 @@ pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
     let v = StrictValue.deserialize(&mut de)?;
     de.end()?;
     Ok(v)
+}
+
+/// `value` as JSON text, in a buffer of exactly its length: the text is
+/// measured first (written to a counter, nothing kept), then written. A
+/// buffer grown by doubling holds up to twice a text's length, and the old
+/// and the new one at once while it grows: for a text of megabytes, a
+/// stretch of the Wasm memory (which never shrinks) that the holes small
+/// blocks leave cannot give, so the memory grows for it. Writes the text
+/// twice: for small texts, `serde_json::to_string` is as good.
+pub fn to_string_exact<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut length = Length(0);
+    serde_json::to_writer(&mut length, value)?;
+    let mut text = Vec::with_capacity(length.0);
+    serde_json::to_writer(&mut text, value)?;
+    // serde_json writes UTF-8 only.
+    String::from_utf8(text).map_err(|e| serde_json::Error::io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+/// A writer that keeps only the number of bytes written to it.
+struct Length(usize);
+
+impl std::io::Write for Length {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A `serde_json::Value` seed whose objects refuse duplicate keys.
@@ -78,6 +109,14 @@ impl<'de> Visitor<'de> for StrictValue {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn test_an_exact_text_is_the_text_in_a_buffer_of_its_length() {
+        let value = json!({"a": vec!["東京 \"é\" 😀\n"; 3000], "b": 1.5, "c": null});
+        let text = to_string_exact(&value).unwrap();
+        assert_eq!(text, serde_json::to_string(&value).unwrap());
+        assert_eq!(text.capacity(), text.len());
+    }
 
     #[test]
     fn test_a_key_given_twice_is_refused_at_any_depth() {

@@ -219,7 +219,10 @@ impl ObjectCall {
             pieces: bool,
         }
         let out = Out { name, op, args: &args, unread: asks.unread, pieces: asks.pieces };
-        serde_json::to_string(&out).map_err(|e| Error::storage(format!("failed to write an internal call: {e}")))
+        // A call of 16 MB written into a buffer grown by doubling left the
+        // Wasm memory 20 MiB higher after a few such calls (`make
+        // bench-sequential`).
+        crate::core::json::to_string_exact(&out).map_err(|e| Error::storage(format!("failed to write an internal call: {e}")))
     }
 
     /// A call as [`ObjectCall::write`] wrote it; its text is not kept.
