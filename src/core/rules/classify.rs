@@ -57,6 +57,9 @@ const IMPERATIVES: &[&str] = &[
     "configure",
 ];
 
+/// The longest subject a copula statement's key is made from.
+const COPULA_SUBJECT_MAX_CHARS: usize = 60;
+
 fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
     crate::core::text::constant_regex(cell, p)
 }
@@ -230,7 +233,16 @@ fn copula_subject(body: &str) -> Option<String> {
         return None;
     }
     static COPULA: OnceLock<Regex> = OnceLock::new();
-    let c = re(&COPULA, r"(?i)^\s*(?:my|our|the|his|her|their|your)\s+([\w' -]{3,60}?)\s+(?:is|are|was|were|has been|have been)\b").captures(body)?;
+    // The subject is 3 to 60 characters, its upper bound checked here: as
+    // `{3,60}?` the pattern compiled to an automaton of ~2 MB, kept for the
+    // isolate's life and built in the middle of its first ingest, where it
+    // splits the Wasm memory's free space. The match is the same: the
+    // shortest subject of at least 3 characters, refused past 60 (a
+    // longer one means no shorter one followed by the verb).
+    let c = re(&COPULA, r"(?i)^\s*(?:my|our|the|his|her|their|your)\s+([\w' -]{3,}?)\s+(?:is|are|was|were|has been|have been)\b").captures(body)?;
+    if c[1].chars().count() > COPULA_SUBJECT_MAX_CHARS {
+        return None;
+    }
     let words = key_words(&c[1]);
     (2..=3).contains(&words.len()).then(|| words.join("_"))
 }
