@@ -40,11 +40,12 @@ bench-native: setup
 # import of its export) holds, natively, step by step along the Worker's
 # and its profile object's path (tests/bench/heap.rs; a counting allocator).
 # Where `make bench-peaks` reads the Wasm memory's mark in workerd, this
-# says which copy of the call makes it.
+# says which copy of the call makes it. HEAP_BIG_REALLOCS=1 prints each
+# reallocation of 1 MiB or more and the frames that made it.
 .PHONY: bench-heap
 HEAP_MESSAGES ?= 500
 bench-heap: setup
-	@$(ENV) $(if $(HEAP_CASE),HEAP_CASE="$(HEAP_CASE)") cargo bench --quiet --bench heap -- $(HEAP_MESSAGES)
+	@$(ENV) $(if $(HEAP_CASE),HEAP_CASE="$(HEAP_CASE)") $(if $(HEAP_BIG_REALLOCS),HEAP_BIG_REALLOCS=1) cargo bench --quiet --bench heap -- $(HEAP_MESSAGES)
 
 # `make bench-key-holders [KEY_HOLDERS_CALLS=2000]`: one key an agent says
 # in every call (a support agent's refund reference), natively: ingest

@@ -30,6 +30,9 @@ unsafe impl GlobalAlloc for Counting {
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
     }
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= BIG_BYTES {
+            trace_big(layout.size(), new_size);
+        }
         let q = unsafe { System.realloc(p, layout, new_size) };
         if !q.is_null() {
             // A block that moves exists twice for a moment: the mark counts both.
@@ -39,6 +42,27 @@ unsafe impl GlobalAlloc for Counting {
         }
         q
     }
+}
+
+/// A reallocation at least this large is a buffer grown (or shrunk) in
+/// one piece of a megabyte or more: in the Wasm memory, a stretch the
+/// holes small blocks leave cannot give.
+const BIG_BYTES: usize = 1 << 20;
+
+/// With `HEAP_BIG_REALLOCS` set, prints a reallocation of [`BIG_BYTES`]
+/// or more to stderr with the crate's frames that made it (`make
+/// bench-heap HEAP_BIG_REALLOCS=1`): where a buffer grows by doubling.
+fn trace_big(from: usize, to: usize) {
+    thread_local!(static TRACING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    // The trace allocates: not traced itself.
+    if std::env::var_os("HEAP_BIG_REALLOCS").is_none() || TRACING.with(|t| t.replace(true)) {
+        return;
+    }
+    let trace = std::backtrace::Backtrace::force_capture().to_string();
+    let frames: Vec<&str> =
+        trace.lines().map(str::trim).filter(|l| (l.contains("agent_memory::") || l.contains("regex")) && !l.contains("heap::")).take(6).collect();
+    eprintln!("realloc {from} -> {to} bytes: {}", frames.join(" < "));
+    TRACING.with(|t| t.set(false));
 }
 
 /// Bytes allocated and not yet freed.
