@@ -1,6 +1,7 @@
 //! The one parser of JSON text a caller sent: a request body, a filter
-//! given as text, a line of an import; and [`to_string_exact`], the
-//! writer of a large text in a buffer of its length. An object that names a key twice
+//! given as text, a line of an import; and the writers of a large text
+//! that never grow a buffer by doubling: [`to_string_exact`] (one buffer
+//! of its length) and [`JsonPieces`] (pieces of 64 KiB). An object that names a key twice
 //! is refused: parsers disagree on which one wins, so a proxy or a log and
 //! this service could read different things from the same bytes (and the
 //! loser would be silently dropped). serde_json's nesting limit (128)
@@ -33,6 +34,69 @@ pub fn to_string_exact<T: serde::Serialize + ?Sized>(value: &T) -> Result<String
     serde_json::to_writer(&mut text, value)?;
     // serde_json writes UTF-8 only.
     String::from_utf8(text).map_err(|e| serde_json::Error::io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+/// The most a piece of [`JsonPieces`] holds.
+pub const PIECE_BYTES: usize = 64 * 1024;
+
+/// A result's JSON text in pieces of [`PIECE_BYTES`] (the last one
+/// shorter), for a result of megabytes: written without ever being one
+/// buffer, and sent as it is. One buffer of megabytes, grown by doubling,
+/// is held at twice its size while it is copied into the next, and takes
+/// a stretch of the Wasm memory that small allocations' holes cannot
+/// give, so the memory grows for it (never to shrink). A piece may end
+/// inside a character: the pieces are bytes, UTF-8 only once joined.
+#[derive(Debug)]
+pub struct JsonPieces {
+    pieces: Vec<Vec<u8>>,
+}
+
+impl JsonPieces {
+    pub fn write<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsonPieces, serde_json::Error> {
+        let mut w = JsonPieces { pieces: Vec::new() };
+        serde_json::to_writer(&mut w, value)?;
+        Ok(w)
+    }
+
+    /// The text's length in bytes.
+    pub fn len(&self) -> usize {
+        self.pieces.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn into_pieces(self) -> Vec<Vec<u8>> {
+        self.pieces
+    }
+
+    /// The text whole, for a caller that needs it as one.
+    pub fn into_text(self) -> Result<String, std::string::FromUtf8Error> {
+        String::from_utf8(self.pieces.concat())
+    }
+}
+
+impl std::io::Write for JsonPieces {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while !rest.is_empty() {
+            if self.pieces.last().is_none_or(|p| p.len() == PIECE_BYTES) {
+                // The first grows as it fills (a small result stays small).
+                let capacity = if self.pieces.is_empty() { 0 } else { PIECE_BYTES };
+                self.pieces.push(Vec::with_capacity(capacity));
+            }
+            let Some(piece) = self.pieces.last_mut() else { break };
+            let (now, later) = rest.split_at(rest.len().min(PIECE_BYTES.saturating_sub(piece.len())));
+            piece.extend_from_slice(now);
+            rest = later;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A writer that keeps only the number of bytes written to it.
@@ -109,6 +173,20 @@ impl<'de> Visitor<'de> for StrictValue {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn test_json_pieces_join_to_the_text_written_whole() {
+        // Characters of two to four bytes, so pieces end inside them.
+        let memories: Vec<String> = (0..20_000).map(|i| format!("東京 {i} \"é\" 😀\n")).collect();
+        let pieces = JsonPieces::write(&memories).unwrap();
+        let whole = serde_json::to_string(&memories).unwrap();
+        assert_eq!(pieces.len(), whole.len());
+        let parts = JsonPieces::write(&memories).unwrap().into_pieces();
+        assert!(parts.len() > 4 && parts.iter().all(|p| p.len() <= PIECE_BYTES) && parts[..parts.len() - 1].iter().all(|p| p.len() == PIECE_BYTES));
+        assert!(parts.iter().any(|p| std::str::from_utf8(p).is_err()), "a piece ends inside a character");
+        assert_eq!(pieces.into_text().unwrap(), whole);
+        assert_eq!(JsonPieces::write(&json!({"a": 1})).unwrap().into_text().unwrap(), "{\"a\":1}");
+    }
 
     #[test]
     fn test_an_exact_text_is_the_text_in_a_buffer_of_its_length() {

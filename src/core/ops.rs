@@ -9,6 +9,7 @@
 use crate::core::api::{self, IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest, DEFAULT_PAGE_SIZE};
 pub use crate::core::context::{Limits, MemoryView, Profile, DEFAULT_DELETE_GRACE_MILLIS};
 use crate::core::error::{Error, Result};
+use crate::core::json::{JsonPieces, PIECE_BYTES};
 use crate::core::model::{
     DeleteReport, IngestReport, ListPage, Memory, MemoryDetail, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport, Stats, Summary,
 };
@@ -203,8 +204,8 @@ impl<'a> Profile<'a> {
             // takes them.
             Call::Ingest(req) if prepared.pieces && !prepared.unread => {
                 self.begin(Op::Ingest)?;
-                let pieces = JsonPieces::write(&self.ingest(req).await?)?;
-                Ok(if pieces.len() < PIECE_BYTES { Answer::Json(pieces.into_text()?) } else { Answer::Pieces(pieces) })
+                let pieces = JsonPieces::write(&self.ingest(req).await?).map_err(encode_failed)?;
+                Ok(if pieces.len() < PIECE_BYTES { Answer::Json(pieces.into_text().map_err(encode_failed)?) } else { Answer::Pieces(pieces) })
             }
             call => Ok(Answer::Json(self.execute_prepared(Prepared { call, ..prepared }).await?)),
         }
@@ -620,67 +621,9 @@ pub enum Answer {
     File(portable::Spooled),
 }
 
-/// The most a piece of [`JsonPieces`] holds.
-pub const PIECE_BYTES: usize = 64 * 1024;
-
-/// A result's JSON text in pieces of [`PIECE_BYTES`] (the last one
-/// shorter), for a result of megabytes: written without ever being one
-/// buffer, and sent as it is. One buffer of megabytes, grown by doubling,
-/// is held at twice its size while it is copied into the next, and takes
-/// a stretch of the Wasm memory that small allocations' holes cannot
-/// give, so the memory grows for it (never to shrink). A piece may end
-/// inside a character: the pieces are bytes, UTF-8 only once joined.
-#[derive(Debug)]
-pub struct JsonPieces {
-    pieces: Vec<Vec<u8>>,
-}
-
-impl JsonPieces {
-    pub fn write<T: serde::Serialize>(result: &T) -> Result<JsonPieces> {
-        let mut w = JsonPieces { pieces: Vec::new() };
-        serde_json::to_writer(&mut w, result).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))?;
-        Ok(w)
-    }
-
-    /// The text's length in bytes.
-    pub fn len(&self) -> usize {
-        self.pieces.iter().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn into_pieces(self) -> Vec<Vec<u8>> {
-        self.pieces
-    }
-
-    /// The text whole, for a caller that needs it as one.
-    pub fn into_text(self) -> Result<String> {
-        String::from_utf8(self.pieces.concat()).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))
-    }
-}
-
-impl std::io::Write for JsonPieces {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut rest = buf;
-        while !rest.is_empty() {
-            if self.pieces.last().is_none_or(|p| p.len() == PIECE_BYTES) {
-                // The first grows as it fills (a small result stays small).
-                let capacity = if self.pieces.is_empty() { 0 } else { PIECE_BYTES };
-                self.pieces.push(Vec::with_capacity(capacity));
-            }
-            let Some(piece) = self.pieces.last_mut() else { break };
-            let (now, later) = rest.split_at(rest.len().min(PIECE_BYTES.saturating_sub(piece.len())));
-            piece.extend_from_slice(now);
-            rest = later;
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// A result that could not be written as JSON.
+fn encode_failed(e: impl std::fmt::Display) -> Error {
+    Error::storage(format!("failed to encode a result: {e}"))
 }
 
 /// [`to_json`], or `null` for a caller that reads no result.
@@ -700,19 +643,6 @@ fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn test_json_pieces_join_to_the_text_written_whole() {
-        // Characters of two to four bytes, so pieces end inside them.
-        let memories: Vec<String> = (0..20_000).map(|i| format!("東京 {i} \"é\" 😀\n")).collect();
-        let pieces = JsonPieces::write(&memories).unwrap();
-        let whole = serde_json::to_string(&memories).unwrap();
-        assert_eq!(pieces.len(), whole.len());
-        let parts = JsonPieces::write(&memories).unwrap().into_pieces();
-        assert!(parts.len() > 4 && parts.iter().all(|p| p.len() <= PIECE_BYTES) && parts[..parts.len() - 1].iter().all(|p| p.len() == PIECE_BYTES));
-        assert!(parts.iter().any(|p| std::str::from_utf8(p).is_err()), "a piece ends inside a character");
-        assert_eq!(pieces.into_text().unwrap(), whole);
-        assert_eq!(JsonPieces::write(&json!({"a": 1})).unwrap().into_text().unwrap(), "{\"a\":1}");
-    }
     use crate::core::local::embed::HashEmbedder;
     use crate::core::local::vector::SqlVectorIndex;
     use crate::core::model::MessageInput;

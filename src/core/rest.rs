@@ -292,7 +292,7 @@ pub const CALL_HEADER: &str = "x-agent-memory-call";
 pub const CALL_BYTES_HEADER: &str = "x-agent-memory-call-bytes";
 
 /// On an object's successful reply whose body is the result's JSON text
-/// itself, sent in pieces ([`crate::core::ops::JsonPieces`]) rather than
+/// itself, sent in pieces ([`crate::core::json::JsonPieces`]) rather than
 /// inside `{"ok": …}`: the Worker streams it into its envelope unread
 /// ([`envelope_ends`]).
 pub const PIECES_HEADER: &str = "x-agent-memory-pieces";
