@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 use worker::*;
 
-/// The internal request a Worker sends its profile object.
 use crate::core::rest::Asks;
+/// The internal request a Worker sends its profile object.
 use crate::core::rest::ObjectCall as Call;
 
 #[durable_object]
@@ -220,14 +220,9 @@ fn admit(name: &str, limit: usize, estimate: usize) -> bool {
     admitted
 }
 
-/// Forgets what profile `name` held, or was refused for, before: it
-/// shrank, and is judged by what its rows say from now on.
-fn forget_past(name: &str) {
-    ISOLATE.with(|i| {
-        if let Ok(mut i) = i.try_borrow_mut() {
-            i.budget.forget_past(name);
-        }
-    });
+/// Whether the isolate knows what profile `name` held, or was refused for.
+fn known(name: &str) -> bool {
+    ISOLATE.with(|i| i.try_borrow().is_ok_and(|i| i.budget.knows(name, isolate_millis())))
 }
 
 /// Sets the isolate's budget to `limit`, updates its residents, asks the
@@ -307,7 +302,7 @@ impl ProfileObject {
         let name = call.name.clone();
         let warm = self.resident.is_warm();
         let asks_warmth = !warm && wants_state(&call.op) && may_fit(&name);
-        let before = (!read_only(&call.op)).then(|| self.highest_rowids()).flatten();
+        let before = (!read_only(&call.op)).then(|| self.rowids_if_known(&name)).flatten();
         let busy = Busy::new(&self.resident);
         let out = self.run_call(call, warm).await;
         drop(busy);
@@ -319,26 +314,29 @@ impl ProfileObject {
         out
     }
 
-    /// The profile's highest message and memory rowids, what its state's
-    /// estimate reads (`None` when they do not read: nothing is then
-    /// forgotten).
+    /// The profile's highest message and memory rowids (what its state's
+    /// estimate reads) before a write or a drain, read only when the
+    /// isolate knows something of it to forget; `None` otherwise, or when
+    /// they do not read.
+    fn rowids_if_known(&self, name: &str) -> Option<(u64, u64)> {
+        known(name).then(|| self.highest_rowids()).flatten()
+    }
+
     fn highest_rowids(&self) -> Option<(u64, u64)> {
         crate::core::store::Store::new(&self.sql, now()).highest_rowids().ok()
     }
 
-    /// After a write or a drain that lowered the highest rowids from
-    /// `before` (a wipe: a purge, a write into a deleted profile, which
-    /// purges first; or the newest rows deleted), the isolate forgets what
-    /// the profile held or was refused for: it is judged by its estimate
-    /// from now on, not kept cold for up to [`KNOWN_FOR_MILLIS`]. A purge
-    /// whose drain then failed counts too.
-    ///
-    /// [`KNOWN_FOR_MILLIS`]: crate::core::resident::KNOWN_FOR_MILLIS
+    /// After a write or a drain from rowids `before` ([`Self::rowids_if_known`]):
+    /// one that lowered them (a wipe, even one whose drain then failed; the
+    /// newest rows deleted) has the budget forget what the profile held
+    /// ([`crate::core::resident::Budget::forget_if_lowered`]).
     fn forget_if_shrunk(&self, name: &str, before: Option<(u64, u64)>) {
-        let (Some((messages, memories)), Some((m, n))) = (before, before.and_then(|_| self.highest_rowids())) else { return };
-        if m < messages || n < memories {
-            forget_past(name);
-        }
+        let (Some(before), Some(after)) = (before, before.and_then(|_| self.highest_rowids())) else { return };
+        ISOLATE.with(|i| {
+            if let Ok(mut i) = i.try_borrow_mut() {
+                i.budget.forget_if_lowered(name, before, after);
+            }
+        });
     }
 
     /// Asks the next alarm, set to ring at once unless one is due sooner,
@@ -618,7 +616,7 @@ impl DurableObject for ProfileObject {
             .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
         let was_warm = self.resident.is_warm();
         let warm = was_warm || (self.resident.warm_wanted.replace(false) && self.resident.may_warm() && self.admit(&name)?);
-        let before = self.highest_rowids();
+        let before = self.rowids_if_known(&name);
         let busy = Busy::new(&self.resident);
         let report = self.drain(&name, warm).await;
         drop(busy);

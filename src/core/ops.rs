@@ -636,7 +636,7 @@ fn to_json_unless<T: serde::Serialize>(unread: bool, result: &T) -> Result<Strin
 
 /// An operation's result as JSON text.
 fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
-    serde_json::to_string(result).map_err(|e| Error::storage(format!("failed to encode a result: {e}")))
+    serde_json::to_string(result).map_err(encode_failed)
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

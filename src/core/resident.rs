@@ -524,12 +524,23 @@ impl Budget {
         evicted
     }
 
-    /// Forgets what `name` held, or was refused for, before: it was wiped,
-    /// and will build what its rows say from now on. A resident state is
-    /// still counted (its writes keep it in step; the next [`Budget::touch`]
-    /// says its size).
-    pub fn forget_past(&mut self, name: &str) {
-        self.last.remove(name);
+    /// Whether anything of `name` is known at `now` (what it held, or was
+    /// refused for): what [`Budget::forget_if_lowered`] would forget.
+    pub fn knows(&self, name: &str, now: u64) -> bool {
+        self.known(name, now).is_some()
+    }
+
+    /// After a write or a drain of `name` that took its highest message and
+    /// memory rowids (what its estimate reads) from `before` to `after`:
+    /// when either went down (a wipe, or its newest rows deleted), forgets
+    /// what it held or was refused for, so it is judged by what its rows
+    /// say from now on, not kept cold for up to [`KNOWN_FOR_MILLIS`]. A
+    /// resident state is still counted (its writes keep it in step; the
+    /// next [`Budget::touch`] says its size).
+    pub fn forget_if_lowered(&mut self, name: &str, before: (u64, u64), after: (u64, u64)) {
+        if after.0 < before.0 || after.1 < before.1 {
+            self.last.remove(name);
+        }
     }
 
     /// What `name` keeps, as last reported.
@@ -684,8 +695,11 @@ mod tests {
         assert_eq!(b.make_room("evicted", MB, 2, idle), Some(vec!["other".to_string()]), "room made for its old 8 MB");
         b.touch("evicted", 0, 3, idle);
         b.touch("third", 6 * MB, 4, idle);
+        assert!(b.knows("huge", 4) && b.knows("evicted", 4));
+        b.forget_if_lowered("huge", (500, 900), (500, 900));
+        assert!(!b.may_fit("huge", 4), "rows that did not go down forget nothing");
         for name in ["huge", "evicted"] {
-            b.forget_past(name);
+            b.forget_if_lowered(name, (500, 900), (3, 40));
         }
         assert!(b.may_fit("huge", 5), "a wipe is not a refusal");
         assert_eq!(b.make_room("huge", MB, 5, idle), Some(vec![]));
