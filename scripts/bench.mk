@@ -24,7 +24,9 @@ bench: build-bench
 # recall and of one ingested message, ingest throughput, on a generated
 # profile of BENCH_NATIVE_N memories (default 10000). A profiling aid; the
 # published figures come from `make bench`. BENCH_NATIVE_PART runs one
-# part: recall, ingest, first-pass (the vector index's first-pass sizes)
+# part: recall, ingest, first-pass (the vector index's first-pass sizes),
+# filtered (recall with make bench's filters beside unfiltered), cold (recall
+# on SQLite alone, as a profile over the memory budget answers)
 # or text-batch (a full-text row's cost by batch size).
 .PHONY: bench-native
 BENCH_NATIVE_N ?= 10000
@@ -93,6 +95,18 @@ bench-path: build-bench
 .PHONY: bench-multi
 bench-multi: build-bench
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") $(if $(MEMORY_BUDGET_MB),MEMORY_BUDGET_MB="$(MEMORY_BUDGET_MB)") node tests/bench/multi.mjs
+
+# `make bench-many` (not part of make test): MANY_PROFILES (2,000) small
+# profiles in one workerd, each given a short conversation and recalled,
+# then recalled again MANY_ROUNDS - 1 (2) more times, round robin; then
+# MANY_LARGE (4) ingests at the documented limits at once: the Wasm memory's
+# high-water mark every MANY_STEP (250) profiles, the profiles the budget
+# keeps warm, recall p50/p95 per round (tests/bench/many.mjs; writes
+# docs/bench/many/many.md and many.json, BENCH_OUT elsewhere).
+# MEMORY_BUDGET_MB overrides the budget.
+.PHONY: bench-many
+bench-many: build
+	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") $(if $(MEMORY_BUDGET_MB),MEMORY_BUDGET_MB="$(MEMORY_BUDGET_MB)") node tests/bench/many.mjs
 
 # `make bench-peaks` (not part of make test): the Wasm memory one large
 # request leaves behind, each case in a fresh workerd: an ingest at the

@@ -1,14 +1,15 @@
 // Writes the data `make bench-native` profiles: the same generated
 // LoCoMo-style corpus as `make bench` (tests/bench/corpus.mjs), as files a
 // native Rust program can read:
-//   fill.ndjson    an export file of N memories and their messages
+//   fill.ndjson    an export file of N memories (with make bench's metadata)
+//                  and their messages
 //   queries.json   250 varied questions
 //   ingest.json    ~1,000 messages of fresh sessions, as ingest requests
 // Usage: node tests/bench/native-data.mjs DIR [N]
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "../workerd/helpers.mjs";
-import { Corpus, loadLocomo, locomoPath } from "./corpus.mjs";
+import { Corpus, benchMetadata, loadLocomo, locomoPath } from "./corpus.mjs";
 
 const dir = path.resolve(process.argv[2] || "target/bench-native");
 const N = Number(process.argv[3] || 10000);
@@ -24,7 +25,8 @@ for (const { variant: v, session: s } of corpus.stream()) {
   variant = v + 1;
   const take = s.memories.slice(0, N - memories.length);
   const cited = new Set(take.flatMap((m) => m.sourceMessageIds));
-  memories.push(...take);
+  // The metadata `make bench` gives each memory, for filtered recall.
+  memories.push(...take.map((m) => ({ ...m, metadata: benchMetadata(m.id) })));
   messages.push(...s.messages.filter((m) => cited.has(m.id)));
 }
 const header = { kind: "header", format: "agent-memory-export", version: 1, profile: "default/bench", exportedAt: new Date(0).toISOString() };

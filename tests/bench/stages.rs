@@ -9,10 +9,11 @@
 //! native code, so the figures are for finding where time goes, not the
 //! published ones (`make bench` measures the built Worker in workerd).
 //!
-//! Usage: `cargo bench --bench stages -- DIR [recall|ingest|first-pass|text-batch]`
+//! Usage: `cargo bench --bench stages -- DIR [recall|ingest|first-pass|filtered|cold|text-batch]`
 //! (DIR holds `fill.ndjson`, `queries.json`, `ingest.json`; the second
 //! argument runs one part only: `first-pass` measures the local vector
-//! index's recall and time for several first-pass sizes, `text-batch`
+//! index's recall and time for several first-pass sizes, `filtered` recall
+//! with `make bench`'s filters, `cold` recall on SQLite alone (no turn directory, no codes in memory), `text-batch`
 //! what a full-text row costs written in batches of several sizes).
 
 #[path = "../support/mod.rs"]
@@ -44,7 +45,11 @@ impl Sql for Counted<'_> {
         let t = Instant::now();
         let rows = self.inner.query(sql, params);
         let ms = t.elapsed().as_secs_f64() * 1000.0;
-        let shape: String = sql.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(100).collect();
+        let mut shape: String = sql.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(100).collect();
+        if sql.contains("+rowid IN") {
+            // A full-text query over given rows: the memories' stop words.
+            shape.insert_str(0, "[rows] ");
+        }
         let mut stats = self.stats.borrow_mut();
         let e = stats.entry(shape).or_default();
         e.0 += 1;
@@ -128,6 +133,14 @@ fn main() {
         text_batch(&sql);
         return;
     }
+    if only == Some("filtered") {
+        recall_filtered(&sql, &packed, &queries, &profile);
+        return;
+    }
+    if only == Some("cold") {
+        recall_cold(&sql, &queries, now);
+        return;
+    }
     if only != Some("ingest") {
         recall_all(&sql, &packed, &queries, &profile);
     }
@@ -160,6 +173,95 @@ fn recall_all(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String], pro
     let counted = Counted { inner: sql, stats: RefCell::new(HashMap::new()) };
     let index = CachedVectorIndex { sql: &counted, packed };
     profile(&counted, &index, &mut |p| {
+        for q in queries.iter().take(TRACED_QUERIES) {
+            block_on(bench::stage(p, q, "recall", 1)).expect("recall");
+        }
+    });
+    counted.print(TRACED_QUERIES as f64, "recall");
+}
+
+/// Whole recalls with `make bench`'s filters beside the same recalls
+/// unfiltered (state resident), and the statements of each.
+fn recall_filtered(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String], profile: &WithProfile<'_>) {
+    let filters = [
+        ("unfiltered", None),
+        ("agentId agent-3 (indexed)", Some(json!({"agentId": "agent-3"}))),
+        ("priority >= 3 (not indexed)", Some(json!({"priority": {"gte": 3}}))),
+    ];
+    let request = |q: &str, f: &Option<Value>| match f {
+        Some(f) => json!({ "query": q, "filter": f }),
+        None => json!({ "query": q }),
+    };
+    let index = CachedVectorIndex { sql, packed };
+    profile(sql, &index, &mut |p| {
+        // Warm: the codes and the directory loaded.
+        block_on(p.dispatch("recall", request(&queries[0], &None))).expect("recall");
+        for (name, f) in &filters {
+            let mut xs = Vec::new();
+            for q in queries {
+                let t = Instant::now();
+                block_on(p.dispatch("recall", request(q, f))).expect("recall");
+                xs.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            eprintln!("  {name:>28}: p50 {:6.2} ms  p95 {:6.2} ms", pct(&mut xs, 50.0), pct(&mut xs, 95.0));
+        }
+    });
+    for (name, f) in &filters {
+        eprintln!("statements of one recall, {name} ({TRACED_QUERIES} questions):");
+        let counted = Counted { inner: sql, stats: RefCell::new(HashMap::new()) };
+        let index = CachedVectorIndex { sql: &counted, packed };
+        profile(&counted, &index, &mut |p| {
+            for q in queries.iter().take(TRACED_QUERIES) {
+                block_on(p.dispatch("recall", request(q, f))).expect("recall");
+            }
+        });
+        counted.print(TRACED_QUERIES as f64, "recall");
+    }
+}
+
+/// Recall on SQLite alone, as a profile over the memory budget answers:
+/// no turn directory, the vector codes streamed from their snapshot on
+/// every query. The same stages and statement counts as [`recall_all`].
+fn recall_cold(sql: &NativeSql, queries: &[String], now: i64) {
+    use agent_memory::core::local::vector::SqlVectorIndex;
+    let run = |sql: &dyn Sql, f: &mut dyn FnMut(&Profile<'_>)| {
+        let index = SqlVectorIndex { sql };
+        with_profile(&NativeSql::memory(), now, |base| {
+            f(&Profile {
+                sql,
+                index: &index,
+                turns: None,
+                name: base.name,
+                reasoner: base.reasoner,
+                embedder: base.embedder,
+                now,
+                limits: base.limits,
+                memory: base.memory.clone(),
+            })
+        })
+    };
+    // The snapshot the alarm keeps: the codes stream from it, not the rows.
+    run(sql, &mut |p| {
+        block_on(p.index.maintain()).expect("snapshot");
+    });
+    eprintln!("recall stages on SQLite alone over {} questions (each: one run minus the same call with nothing to repeat):", queries.len());
+    run(sql, &mut |p| {
+        for stage in ["key", "turns", "fts", "messages", "vector", "hyde", "fuse", "recall"] {
+            let mut xs = Vec::new();
+            for q in queries {
+                let t = Instant::now();
+                block_on(bench::stage(p, q, stage, 1)).expect("stage");
+                let whole = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                block_on(bench::stage(p, q, stage, 0)).expect("stage");
+                xs.push((whole - t.elapsed().as_secs_f64()) * 1000.0);
+            }
+            eprintln!("  {stage:>9}: p50 {:6.2} ms  p95 {:6.2} ms", pct(&mut xs, 50.0), pct(&mut xs, 95.0));
+        }
+    });
+    eprintln!("statements of one recall on SQLite alone ({TRACED_QUERIES} questions):");
+    let counted = Counted { inner: sql, stats: RefCell::new(HashMap::new()) };
+    run(&counted, &mut |p| {
         for q in queries.iter().take(TRACED_QUERIES) {
             block_on(bench::stage(p, q, "recall", 1)).expect("recall");
         }
