@@ -589,3 +589,70 @@ fn test_a_filter_integer_beyond_i64_is_refused_and_huge_stored_integers_agree_on
         }
     });
 }
+
+#[test]
+fn test_ordered_comparisons_agree_with_matches_across_every_kind_a_field_holds() {
+    // One memory per stored value of `v`: numbers (integers, reals, the
+    // ends of the range), booleans, texts (empty, digits, letters), a
+    // JSON-looking text, and none at all. Each ordered comparison against
+    // bounds of both kinds selects in SQL (`list`) exactly the memories
+    // `Filter::matches` passes.
+    let stored = [
+        json!(-1e300),
+        json!(-3),
+        json!(0),
+        json!(false),
+        json!(true),
+        json!(2),
+        json!(2.5),
+        json!(3),
+        json!(i64::MAX),
+        json!(1e300),
+        json!(""),
+        json!("2"),
+        json!("3"),
+        json!("10"),
+        json!("abc"),
+        json!("{\"a\":1}"),
+        Value::Null,
+    ];
+    let held = Held::new();
+    let mut memories: Vec<Memory> = Vec::new();
+    held.with(APRIL_15, |p| {
+        for (i, v) in stored.iter().enumerate() {
+            let metadata = match v {
+                Value::Null => json!({ "other": i }),
+                v => json!({ "v": v, "other": i }),
+            };
+            memories.push(
+                block_on(p.remember(RememberRequest {
+                    content: format!("Stored value number {i} of the ordered comparison test."),
+                    session_id: None,
+                    kind: None,
+                    // A topic each: none supersedes another.
+                    key: Some(format!("ordered.value{i}")),
+                    expires_at: None,
+                    ttl_seconds: None,
+                    sensitive: None,
+                    metadata: serde_json::from_value(metadata).unwrap(),
+                }))
+                .unwrap(),
+            );
+        }
+        assert_eq!(list_all(p, &json!({"other": {"gte": 0}})).len(), stored.len(), "every memory is stored");
+        let bounds = [json!(-5), json!(0), json!(2), json!(2.5), json!(3), json!(1e300), json!(""), json!("2"), json!("3"), json!("abc")];
+        let mut checked = 0;
+        for op in ["gt", "gte", "lt", "lte"] {
+            for b in &bounds {
+                for fv in [json!({ "v": { op: b } }), json!({ "NOT": { "v": { op: b } } })] {
+                    let filter = Filter::parse(&fv).unwrap();
+                    let mut want: Vec<String> = memories.iter().filter(|m| filter.matches(m)).map(|m| m.id.clone()).collect();
+                    want.sort_unstable_by(|a, b| b.cmp(a));
+                    assert_eq!(list_all(p, &fv), want, "list with filter {fv}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 80);
+    });
+}

@@ -286,24 +286,47 @@ impl Filter {
                 *at = at.saturating_add(1);
                 let e = column_of(field);
                 let v = format!("(?{param} ->> '$[{i}]')");
-                let kind = match values.first() {
-                    Some(Scalar::Int(_) | Scalar::Real(_)) => format!("typeof({e}) IN ('integer', 'real')"),
-                    _ => format!("typeof({e}) = 'text'"),
+                let numeric = matches!(values.first(), Some(Scalar::Int(_) | Scalar::Real(_)));
+                let kind = match numeric {
+                    true => format!("typeof({e}) IN ('integer', 'real')"),
+                    false => format!("typeof({e}) = 'text'"),
                 };
+                // A metadata field is parsed from its JSON at each reading
+                // (a filter over every memory read it twice). For one,
+                // `BETWEEN` the value and the end of its kind in SQLite's
+                // order (numbers, then text, then blobs) tests the kind and
+                // the bound with one reading. Not for a column: one of TEXT
+                // affinity would turn a number it is compared with into text.
+                let (lowest, highest) = match numeric {
+                    true => (NUMBER_LOWEST, NUMBER_HIGHEST),
+                    false => (TEXT_LOWEST, TEXT_HIGHEST),
+                };
+                let metadata = !BUILT_INS.contains(&field.as_str());
                 match cmp {
                     Cmp::Eq => format!("({e} IS {v})"),
                     Cmp::Ne => format!("({e} IS NOT {v})"),
                     Cmp::In => format!("EXISTS (SELECT 1 FROM json_each(?{param}, '$[{i}]') f WHERE f.value IS {e})"),
                     Cmp::Nin => format!("(NOT EXISTS (SELECT 1 FROM json_each(?{param}, '$[{i}]') f WHERE f.value IS {e}))"),
                     Cmp::Gt => format!("COALESCE({kind} AND {e} > {v}, 0)"),
+                    Cmp::Gte if metadata => format!("COALESCE({e} BETWEEN {v} AND {highest}, 0)"),
                     Cmp::Gte => format!("COALESCE({kind} AND {e} >= {v}, 0)"),
                     Cmp::Lt => format!("COALESCE({kind} AND {e} < {v}, 0)"),
+                    Cmp::Lte if metadata => format!("COALESCE({e} BETWEEN {lowest} AND {v}, 0)"),
                     Cmp::Lte => format!("COALESCE({kind} AND {e} <= {v}, 0)"),
                 }
             }
         }
     }
 }
+
+/// The least and the greatest number in SQLite's order: the literals
+/// overflow to negative and positive infinity.
+const NUMBER_LOWEST: &str = "-9e999";
+const NUMBER_HIGHEST: &str = "9e999";
+/// The least text (every number sorts before it) and the least blob
+/// (every text sorts before it; a field read from JSON is never a blob).
+const TEXT_LOWEST: &str = "''";
+const TEXT_HIGHEST: &str = "x''";
 
 /// The SQL expression reading `field` of the memory row `m`.
 fn column_of(field: &str) -> String {
