@@ -249,7 +249,13 @@ fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         let session = |s: &str, messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some(s.into()), metadata: Default::default() };
-        let speakers = || p.turns.unwrap().sync(p.sql).unwrap().speakers().to_vec();
+        // The directory's, and SQLite's alone (a cold profile's): the same.
+        let speakers = || {
+            let held = p.turns.unwrap().sync(p.sql).unwrap().speakers().to_vec();
+            let read = agent_memory::core::recall::places::Source::Sql.speakers(p.sql).unwrap().to_vec();
+            assert_eq!(held, read, "the directory's speakers and SQLite's");
+            held
+        };
         block_on(p.ingest(session("a", vec![msg("Maria", "I baked a lemon tart for the fair."), msg("user", "Lemon tarts are my favourite dessert.")])))
             .unwrap();
         assert_eq!(speakers(), vec!["Maria", "user"]);

@@ -215,12 +215,21 @@ impl Source<'_> {
 
     /// The roles that speak in the profile's messages, in order, the
     /// first [`SPEAKERS_READ`] of them.
+    ///
+    /// On SQLite, one step of the role index per role (the next role
+    /// after the last, by `min`): `SELECT DISTINCT role` read the whole
+    /// index, a row per message (1.8 ms natively at 40,000 messages, for
+    /// the two or three roles a profile has).
     pub fn speakers(&self, sql: &dyn Sql) -> Result<std::borrow::Cow<'_, [String]>> {
         match self {
             Source::Resident(dir) => Ok(std::borrow::Cow::Borrowed(dir.speakers())),
             Source::Sql => Ok(std::borrow::Cow::Owned(json_rows(
                 sql,
-                "SELECT json_group_array(role) FROM (SELECT DISTINCT role FROM messages ORDER BY role LIMIT ?1)",
+                "WITH RECURSIVE r(role, n) AS ( \
+                   SELECT (SELECT min(role) FROM messages), 1 \
+                   UNION ALL \
+                   SELECT (SELECT min(role) FROM messages WHERE role > r.role), r.n + 1 FROM r WHERE r.role IS NOT NULL AND r.n < ?1) \
+                 SELECT json_group_array(role) FROM r WHERE role IS NOT NULL",
                 &[SqlValue::Integer(SPEAKERS_READ as i64)],
             )?)),
         }
