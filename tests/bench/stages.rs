@@ -109,21 +109,7 @@ fn main() {
     let packed = RefCell::new(Packed::new());
     // So does the turn directory.
     let turns = TurnDirectory::new();
-    let profile = |sql: &'_ dyn Sql, index: &'_ CachedVectorIndex<'_>, f: &mut dyn FnMut(&Profile<'_>)| {
-        with_profile(&NativeSql::memory(), now, |base| {
-            f(&Profile {
-                sql,
-                index,
-                turns: Some(&turns),
-                name: base.name,
-                reasoner: base.reasoner,
-                embedder: base.embedder,
-                now,
-                limits: base.limits,
-                memory: base.memory.clone(),
-            })
-        })
-    };
+    let profile = |sql: &'_ dyn Sql, index: &'_ CachedVectorIndex<'_>, f: &mut dyn FnMut(&Profile<'_>)| profile_over(sql, index, Some(&turns), now, f);
 
     if only == Some("first-pass") {
         first_pass(&sql, &queries, &profile);
@@ -149,35 +135,60 @@ fn main() {
     }
 }
 
+/// A profile over `sql` with the local defaults, this `index` and the
+/// turn directory `turns` (`None`: SQLite alone).
+fn profile_over(sql: &dyn Sql, index: &dyn agent_memory::core::ports::VectorIndex, turns: Option<&TurnDirectory>, now: i64, f: &mut dyn FnMut(&Profile<'_>)) {
+    with_profile(&NativeSql::memory(), now, |base| {
+        f(&Profile {
+            sql,
+            index,
+            turns,
+            name: base.name,
+            reasoner: base.reasoner,
+            embedder: base.embedder,
+            now,
+            limits: base.limits,
+            memory: base.memory.clone(),
+        })
+    })
+}
+
 type WithProfile<'p> = dyn Fn(&dyn Sql, &CachedVectorIndex<'_>, &mut dyn FnMut(&Profile<'_>)) + 'p;
 
 fn recall_all(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String], profile: &WithProfile<'_>) {
     eprintln!("recall stages over {} questions (each: one run minus the same call with nothing to repeat):", queries.len());
     let index = CachedVectorIndex { sql, packed };
-    profile(sql, &index, &mut |p| {
-        for stage in ["analyze", "key", "turns", "fts", "messages", "vector", "hyde", "fuse", "recall"] {
-            let mut xs = Vec::new();
-            for q in queries {
-                let t = Instant::now();
-                block_on(bench::stage(p, q, stage, 1)).expect("stage");
-                let whole = t.elapsed().as_secs_f64();
-                let t = Instant::now();
-                block_on(bench::stage(p, q, stage, 0)).expect("stage");
-                xs.push((whole - t.elapsed().as_secs_f64()) * 1000.0);
-            }
-            eprintln!("  {stage:>9}: p50 {:6.2} ms  p95 {:6.2} ms", pct(&mut xs, 50.0), pct(&mut xs, 95.0));
-        }
-    });
+    profile(sql, &index, &mut |p| print_stages(p, queries, &["analyze", "key", "turns", "fts", "messages", "vector", "hyde", "fuse", "recall"]));
 
     eprintln!("statements of one recall ({TRACED_QUERIES} questions):");
     let counted = Counted { inner: sql, stats: RefCell::new(HashMap::new()) };
     let index = CachedVectorIndex { sql: &counted, packed };
-    profile(&counted, &index, &mut |p| {
-        for q in queries.iter().take(TRACED_QUERIES) {
-            block_on(bench::stage(p, q, "recall", 1)).expect("recall");
-        }
-    });
+    profile(&counted, &index, &mut |p| trace_recalls(p, queries));
     counted.print(TRACED_QUERIES as f64, "recall");
+}
+
+/// Each stage's p50 and p95 over `queries`: one run of the stage minus
+/// the same call with nothing to repeat.
+fn print_stages(p: &Profile<'_>, queries: &[String], stages: &[&str]) {
+    for stage in stages {
+        let mut xs = Vec::new();
+        for q in queries {
+            let t = Instant::now();
+            block_on(bench::stage(p, q, stage, 1)).expect("stage");
+            let whole = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            block_on(bench::stage(p, q, stage, 0)).expect("stage");
+            xs.push((whole - t.elapsed().as_secs_f64()) * 1000.0);
+        }
+        eprintln!("  {stage:>9}: p50 {:6.2} ms  p95 {:6.2} ms", pct(&mut xs, 50.0), pct(&mut xs, 95.0));
+    }
+}
+
+/// The first [`TRACED_QUERIES`] recalls, for their statements to be counted.
+fn trace_recalls(p: &Profile<'_>, queries: &[String]) {
+    for q in queries.iter().take(TRACED_QUERIES) {
+        block_on(bench::stage(p, q, "recall", 1)).expect("recall");
+    }
 }
 
 /// Whole recalls with `make bench`'s filters beside the same recalls
@@ -224,48 +235,16 @@ fn recall_filtered(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String]
 /// every query. The same stages and statement counts as [`recall_all`].
 fn recall_cold(sql: &NativeSql, queries: &[String], now: i64) {
     use agent_memory::core::local::vector::SqlVectorIndex;
-    let run = |sql: &dyn Sql, f: &mut dyn FnMut(&Profile<'_>)| {
-        let index = SqlVectorIndex { sql };
-        with_profile(&NativeSql::memory(), now, |base| {
-            f(&Profile {
-                sql,
-                index: &index,
-                turns: None,
-                name: base.name,
-                reasoner: base.reasoner,
-                embedder: base.embedder,
-                now,
-                limits: base.limits,
-                memory: base.memory.clone(),
-            })
-        })
-    };
+    let run = |sql: &dyn Sql, f: &mut dyn FnMut(&Profile<'_>)| profile_over(sql, &SqlVectorIndex { sql }, None, now, f);
     // The snapshot the alarm keeps: the codes stream from it, not the rows.
     run(sql, &mut |p| {
         block_on(p.index.maintain()).expect("snapshot");
     });
     eprintln!("recall stages on SQLite alone over {} questions (each: one run minus the same call with nothing to repeat):", queries.len());
-    run(sql, &mut |p| {
-        for stage in ["key", "turns", "fts", "messages", "vector", "hyde", "fuse", "recall"] {
-            let mut xs = Vec::new();
-            for q in queries {
-                let t = Instant::now();
-                block_on(bench::stage(p, q, stage, 1)).expect("stage");
-                let whole = t.elapsed().as_secs_f64();
-                let t = Instant::now();
-                block_on(bench::stage(p, q, stage, 0)).expect("stage");
-                xs.push((whole - t.elapsed().as_secs_f64()) * 1000.0);
-            }
-            eprintln!("  {stage:>9}: p50 {:6.2} ms  p95 {:6.2} ms", pct(&mut xs, 50.0), pct(&mut xs, 95.0));
-        }
-    });
+    run(sql, &mut |p| print_stages(p, queries, &["key", "turns", "fts", "messages", "vector", "hyde", "fuse", "recall"]));
     eprintln!("statements of one recall on SQLite alone ({TRACED_QUERIES} questions):");
     let counted = Counted { inner: sql, stats: RefCell::new(HashMap::new()) };
-    run(&counted, &mut |p| {
-        for q in queries.iter().take(TRACED_QUERIES) {
-            block_on(bench::stage(p, q, "recall", 1)).expect("recall");
-        }
-    });
+    run(&counted, &mut |p| trace_recalls(p, queries));
     counted.print(TRACED_QUERIES as f64, "recall");
 }
 
