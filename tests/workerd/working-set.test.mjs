@@ -271,6 +271,44 @@ test("an RPC call's arguments take room before they are read, sized by the UTF-8
   }
 });
 
+test("an RPC call's room counts two-byte and four-byte characters and escaped control characters at their UTF-8 JSON length", async () => {
+  const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", WORKING_SET_WAIT_MS: "300" } });
+  try {
+    const slow = slowPost(w.url, path("slow", "/ingest"), ingestBody(650 * 1024, "slow"));
+    slow.done.catch(() => {});
+    await sleep(500);
+    // Each about 500 KB of UTF-8 JSON in fewer units (or, for the
+    // controls, fewer bytes of text): counted by units, by raw UTF-8 or
+    // without the escapes, each would be sized far from its JSON text.
+    const kinds = {
+      "two-byte (é, ß, Ж)": "éßЖ",
+      "four-byte (surrogate pairs)": "😀𝄞",
+      "control characters (\\u0001, \\u001f: six bytes each)": "\u0001\u001f",
+    };
+    for (const [name, piece] of Object.entries(kinds)) {
+      // ~30 KB of JSON a message (the piece's escaped bytes, quotes aside).
+      const content = piece.repeat(Math.ceil(30000 / (Buffer.byteLength(JSON.stringify(piece)) - 2))) + " I moved to Oslo.";
+      const messages = Array.from({ length: 17 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content }));
+      const bytes = Buffer.byteLength(JSON.stringify({ sessionId: "rpc", messages }));
+      let err;
+      try {
+        await w.call("rpc", "ingest", messages, { sessionId: "rpc" });
+      } catch (e) {
+        err = e;
+      }
+      assert.ok(err, `${name}: refused`);
+      const m = String(err.message).match(/no room for this call's arguments \(([\d.]+) MB of working memory\)/);
+      assert.ok(m, `${name}: ${err.message}`);
+      assert.ok(Math.abs(Number(m[1]) - (2 * bytes) / MiB) <= 0.08, `${name}: ${m[1]} MB for arguments of ${bytes} bytes`);
+    }
+    slow.release();
+    assert.equal((await slow.done).status, 200);
+    assert.equal((await w.call("rpc", "stats")).messages, 0, "the refused calls stored nothing");
+  } finally {
+    await w.dispose();
+  }
+});
+
 test("a body that holds room must arrive in time: one sent too slowly is answered 408, nothing stored, its room given back; a small one is not timed", async () => {
   // 500 ms of grace plus the body's length at 128 KiB a second.
   const w = await startWorker({ vars: { MEMORY_WORKING_SET_MB: "2", BODY_GRACE_MS: "500" } });
