@@ -13,8 +13,9 @@
 //! (DIR holds `fill.ndjson`, `queries.json`, `ingest.json`; the second
 //! argument runs one part only: `first-pass` measures the local vector
 //! index's recall and time for several first-pass sizes, `filtered` recall
-//! with `make bench`'s filters, `cold` recall on SQLite alone (no turn directory, no codes in memory), `text-batch`
-//! what a full-text row costs written in batches of several sizes).
+//! with `make bench`'s filters, `cold` recall on SQLite alone (no turn
+//! directory, no codes in memory), `text-batch` what a full-text row costs
+//! written in batches of several sizes).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -47,7 +48,8 @@ impl Sql for Counted<'_> {
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         let mut shape: String = sql.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(100).collect();
         if sql.contains("+rowid IN") {
-            // A full-text query over given rows: the memories' stop words.
+            // A full-text query over given rows: the memories' stop words
+            // for a recall's candidates, or a narrowed recall's passing set.
             shape.insert_str(0, "[rows] ");
         }
         let mut stats = self.stats.borrow_mut();
