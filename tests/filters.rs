@@ -14,7 +14,7 @@
 //! a memory's bm25 order does not depend on the profile's average length
 //! or the word's rarity; vectors are ranked by the same shortlist over the
 //! passing memories as over a profile holding them alone
-//! (`Packed::shortlist_in`). A filter applied after ranking (a filtered-out
+//! (`Packed::shortlist_passing`). A filter applied after ranking (a filtered-out
 //! memory taking a slot), one ignored by a channel, or a channel over-
 //! or under-fetching fails it.
 
@@ -27,6 +27,7 @@ use agent_memory::core::local::vector::{CachedVectorIndex, Packed};
 use agent_memory::core::model::{Memory, MemoryType, Status};
 use agent_memory::core::ops::Profile;
 use agent_memory::core::recall::directory::TurnDirectory;
+use agent_memory::core::recall::{Narrowing, RecallScope};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use support::{block_on, database, msg, NativeSql, APRIL_15, DAY};
@@ -45,6 +46,11 @@ impl Held {
     }
 
     fn with<T>(&self, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+        self.with_turns(now, Some(&self.turns), f)
+    }
+
+    /// [`Held::with`], with the turn directory or (`None`) on SQLite alone.
+    fn with_turns<T>(&self, now: i64, turns: Option<&TurnDirectory>, f: impl FnOnce(&Profile<'_>) -> T) -> T {
         let index = CachedVectorIndex { sql: &self.sql, packed: &self.packed };
         let p = Profile {
             name: "test/p",
@@ -52,7 +58,7 @@ impl Held {
             reasoner: &agent_memory::core::rules::Rules,
             embedder: &agent_memory::core::local::embed::HashEmbedder,
             index: &index,
-            turns: Some(&self.turns),
+            turns,
             now,
             limits: agent_memory::core::ops::Limits::default(),
             memory: Default::default(),
@@ -244,13 +250,24 @@ fn list_all(p: &Profile<'_>, filter: &Value) -> Vec<String> {
 }
 
 fn recall_ids(p: &Profile<'_>, query: &str, filter: Option<&Value>) -> Vec<String> {
-    let req = RecallRequest { query: query.into(), options: RecallOptions { limit: Some(20), filter: filter.cloned(), ..RecallOptions::default() } };
-    block_on(p.recall(req)).expect("recall").candidates.into_iter().map(|c| c.id).collect()
+    block_on(p.recall(recall_request(query, filter))).expect("recall").candidates.into_iter().map(|c| c.id).collect()
+}
+
+fn recall_request(query: &str, filter: Option<&Value>) -> RecallRequest {
+    RecallRequest { query: query.into(), options: RecallOptions { limit: Some(20), filter: filter.cloned(), ..RecallOptions::default() } }
+}
+
+/// [`recall_ids`], narrowed `how` rather than as the sample decides.
+fn recall_ids_by(p: &Profile<'_>, query: &str, filter: &Value, how: Narrowing) -> Vec<String> {
+    let scope = RecallScope::new(&recall_request(query, Some(filter)), p.now).narrow(p.sql, how).expect("narrow");
+    block_on(agent_memory::core::recall::run_in(p, scope)).expect("recall").candidates.into_iter().map(|c| c.id).collect()
 }
 
 #[test]
 fn test_random_filters_hold_in_every_channel_and_equal_a_profile_of_the_passing_memories() {
-    const MEMORIES: usize = 2000;
+    // More than the vector index's first pass (2,000): its walk in
+    // Hamming order tests the nearest a batch at a time.
+    const MEMORIES: usize = 2500;
     const FILTERS: usize = 200;
     let mut r = Rng(0x5eed_f117);
     let all = random_memories(&mut r, MEMORIES);
@@ -277,6 +294,15 @@ fn test_random_filters_hold_in_every_channel_and_equal_a_profile_of_the_passing_
         }
         if !got.is_empty() {
             nonempty += 1;
+        }
+        // Each way of narrowing, with the directory and on SQLite alone
+        // (which ranks the memories' words itself, FTS5 asked for more
+        // until enough pass): the same hits.
+        for how in [Narrowing::Walk, Narrowing::Ahead] {
+            let resident = full.with(APRIL_15, |p| recall_ids_by(p, query, &fv, how));
+            assert_eq!(resident, got, "recall of {query:?} with filter {fv}, narrowed {how:?}");
+            let on_sql = full.with_turns(APRIL_15, None, |p| recall_ids_by(p, query, &fv, how));
+            assert_eq!(on_sql, got, "recall of {query:?} with filter {fv} on SQLite alone, narrowed {how:?}");
         }
         // The equality check on a fresh profile costs an import: every
         // other filter.
@@ -655,4 +681,36 @@ fn test_ordered_comparisons_agree_with_matches_across_every_kind_a_field_holds()
         }
         assert_eq!(checked, 80);
     });
+}
+
+#[test]
+fn test_the_sample_sees_the_share_that_passes_and_walks_only_where_it_pays() {
+    use agent_memory::core::recall::scope::{Sampled, SAMPLE};
+    const MEMORIES: usize = 2500;
+    let mut r = Rng(0x5a3b_1e00);
+    let all = random_memories(&mut r, MEMORIES);
+    let full = Held::new();
+    full.import(&export_of(all.iter().map(|(_, l)| l)));
+    for fv in [json!({"agentId": "coder"}), json!({"draft": {"eq": true}}), json!({"priority": {"gte": 3}}), json!({"NOT": {"team": "ops"}})] {
+        let filter = Filter::parse(&fv).unwrap();
+        let share = all.iter().filter(|(m, _)| filter.matches(m)).count() as f64 / MEMORIES as f64;
+        let s = full.with(APRIL_15, |p| RecallScope::new(&recall_request("fox", Some(&fv)), p.now).sample(p.sql).expect("sample"));
+        assert_eq!((s.tested, s.span), (SAMPLE as i64, MEMORIES as i64), "{fv}");
+        let seen = s.passed as f64 / s.tested as f64;
+        assert!((seen - share).abs() < 0.1, "{fv}: the sample saw {seen:.3} pass, {share:.3} do");
+    }
+    // An empty profile has nothing to sample: read ahead (nothing).
+    let empty = Held::new();
+    let s = empty.with(APRIL_15, |p| RecallScope::new(&recall_request("fox", Some(&json!({"agentId": "coder"}))), p.now).sample(p.sql).expect("sample"));
+    assert_eq!(s, Sampled { tested: 0, passed: 0, span: 0 });
+    assert!(!s.walk_pays(2000));
+    // Walking 2,000 deep tests about 2000 / share memories, each costing
+    // TEST_COST (3) rows read ahead; reading ahead reads at least the
+    // share x span that pass.
+    let walks = |passed: i64, span: i64| Sampled { tested: 256, passed, span }.walk_pays(2000);
+    assert!(walks(256, 100_000), "all pass at 100k: 6,000 against 100,000");
+    assert!(walks(103, 100_000), "40% at 100k: 14,900 against 40,200");
+    assert!(!walks(26, 100_000), "10% at 100k: 59,000 against 10,200");
+    assert!(!walks(256, 5_000), "all pass at 5k: 6,000 against 5,000");
+    assert!(!walks(0, 100_000), "none pass");
 }

@@ -41,7 +41,7 @@
 
 use crate::core::error::{Error, Result};
 use crate::core::filter::{Cmp, Filter, Scalar};
-use crate::core::ports::{Hits, IndexFilter, LocalBoxFuture, VectorIndex, VectorMeta};
+use crate::core::ports::{Hits, IndexFilter, KnownPassing, LocalBoxFuture, VectorIndex, VectorMeta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
@@ -275,7 +275,8 @@ impl VectorIndex for &VectorizeIndex {
     }
 
     /// The filter's part Vectorize can apply goes with each query
-    /// ([`pushdown`]); every match is then checked against `only.passes`.
+    /// ([`pushdown`]); every match is then checked against `only.passing`,
+    /// each once.
     /// A query asks for `top_k` when the filter went whole, else for
     /// [`MAX_TOP_K`]; one that kept fewer than `top_k` of a full answer is
     /// asked again for [`MAX_TOP_K`].
@@ -290,16 +291,22 @@ impl VectorIndex for &VectorizeIndex {
             };
             let first = if whole { top_k } else { MAX_TOP_K }.min(MAX_TOP_K);
             let filter = filter.as_ref();
-            let one = |v: &'a [f32]| async move {
-                let mut k = first;
-                loop {
-                    let hits = self.query_with(v, k, filter).await?;
-                    let full = hits.len() >= k;
-                    let kept: Hits = hits.into_iter().filter(|(id, _)| (only.passes)(id)).take(top_k).collect();
-                    if kept.len() >= top_k || !full || k >= MAX_TOP_K {
-                        return Ok::<Hits, Error>(kept);
+            let known = std::cell::RefCell::new(KnownPassing::default());
+            let one = |v: &'a [f32]| {
+                let known = &known;
+                async move {
+                    let mut k = first;
+                    loop {
+                        let hits = self.query_with(v, k, filter).await?;
+                        let full = hits.len() >= k;
+                        let mut known = known.borrow_mut();
+                        known.test(hits.iter().map(|(id, _)| id.as_str()), only)?;
+                        let kept: Hits = hits.into_iter().filter(|(id, _)| known.passes(id)).take(top_k).collect();
+                        if kept.len() >= top_k || !full || k >= MAX_TOP_K {
+                            return Ok::<Hits, Error>(kept);
+                        }
+                        k = MAX_TOP_K;
                     }
-                    k = MAX_TOP_K;
                 }
             };
             futures::future::try_join_all(vectors.iter().map(|v| one(v.as_slice()))).await

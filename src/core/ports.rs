@@ -234,20 +234,90 @@ pub trait VectorIndex {
     /// for each vector, its `top_k` nearest among those, so a memory
     /// filtered out never takes a place. By default it asks for more
     /// neighbours each round ([`OVERFETCH`] times as many, up to
-    /// [`MAX_OVERFETCH`]) until `top_k` pass or the index has no more.
+    /// [`MAX_OVERFETCH`]) until `top_k` pass or the index has no more,
+    /// testing each neighbour once.
     fn query_many_in<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize, only: &'a IndexFilter<'a>) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(async move {
             let mut k = top_k.saturating_mul(OVERFETCH).max(1);
+            let mut known = KnownPassing::default();
             loop {
                 let hits = self.query_many(vectors, k).await?;
                 let exhausted = hits.iter().all(|h| h.len() < k);
-                let kept: Vec<Hits> = hits.into_iter().map(|h| h.into_iter().filter(|(id, _)| (only.passes)(id)).take(top_k).collect()).collect();
+                known.test(hits.iter().flatten().map(|(id, _)| id.as_str()), only)?;
+                let kept: Vec<Hits> = hits.into_iter().map(|h| h.into_iter().filter(|(id, _)| known.passes(id)).take(top_k).collect()).collect();
                 if exhausted || k >= MAX_OVERFETCH || kept.iter().all(|h| h.len() >= top_k) {
                     return Ok(kept);
                 }
                 k = k.saturating_mul(OVERFETCH).min(MAX_OVERFETCH);
             }
         })
+    }
+}
+
+/// Candidates a narrowed recall tests at once, at first: a ranking is
+/// walked best first, and its candidates are tested against the scope a
+/// batch at a time until enough pass ([`first_passing`]). Each batch
+/// after the first is [`BATCH_GROWTH`] times larger, up to [`MAX_BATCH`].
+pub const FIRST_BATCH: usize = 256;
+/// How much larger each batch of candidates is than the last.
+pub const BATCH_GROWTH: usize = 4;
+/// The most candidates tested in one statement: their ids, as one JSON
+/// parameter, stay far below the platform's 2 MB cap on a value.
+pub const MAX_BATCH: usize = 16_384;
+
+/// The first `limit` of `ranked` (in its order) whose keys `passing`
+/// lets through, testing the ranking's head a batch at a time: what
+/// ranking only the passing items would give, without reading what
+/// passes ahead of time. Batches start at `limit` (at least
+/// [`FIRST_BATCH`]) and grow by [`BATCH_GROWTH`].
+pub fn first_passing<T, K>(
+    ranked: Vec<T>,
+    limit: usize,
+    key: impl Fn(&T) -> K,
+    mut passing: impl FnMut(&[K]) -> Result<rustc_hash::FxHashSet<K>>,
+) -> Result<Vec<T>>
+where
+    K: Eq + std::hash::Hash,
+{
+    let mut kept = Vec::new();
+    let mut batch = limit.max(FIRST_BATCH);
+    let mut rest = ranked.into_iter().peekable();
+    while kept.len() < limit && rest.peek().is_some() {
+        let head: Vec<T> = rest.by_ref().take(batch.min(MAX_BATCH)).collect();
+        let keys: Vec<K> = head.iter().map(&key).collect();
+        let pass = passing(&keys)?;
+        kept.extend(head.into_iter().zip(keys).filter(|(_, k)| pass.contains(k)).map(|(t, _)| t).take(limit.saturating_sub(kept.len())));
+        batch = batch.saturating_mul(BATCH_GROWTH);
+    }
+    Ok(kept)
+}
+
+/// The ids an [`IndexFilter`] has been asked about, and its answers: each
+/// id is tested once however many rounds or vectors it comes up in.
+#[derive(Default)]
+pub struct KnownPassing {
+    tested: rustc_hash::FxHashSet<String>,
+    passing: rustc_hash::FxHashSet<String>,
+}
+
+impl KnownPassing {
+    /// Tests the ids among `ids` not tested before, in one call of
+    /// `only.passing`.
+    pub fn test<'i>(&mut self, ids: impl Iterator<Item = &'i str>, only: &IndexFilter<'_>) -> Result<()> {
+        let mut fresh: Vec<String> = ids.filter(|id| !self.tested.contains(*id)).map(str::to_string).collect();
+        fresh.sort_unstable();
+        fresh.dedup();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        self.passing.extend((only.passing)(&fresh)?);
+        self.tested.extend(fresh);
+        Ok(())
+    }
+
+    /// Whether `id` was tested and passes.
+    pub fn passes(&self, id: &str) -> bool {
+        self.passing.contains(id)
     }
 }
 
@@ -261,13 +331,15 @@ pub const MAX_OVERFETCH: usize = 4096;
 pub type VectorMeta = serde_json::Map<String, serde_json::Value>;
 
 /// What a narrowed vector query may return ([`VectorIndex::query_many_in`]).
+/// Unless the caller read the passing memories ahead, the index ranks
+/// first and asks about the memories it would return, a batch at a time.
 pub struct IndexFilter<'a> {
-    /// Whether the memory with this id passes (the recall's whole
-    /// condition: status, `asOf` and the filter).
-    pub passes: &'a dyn Fn(&str) -> bool,
-    /// The passing ids themselves, when the caller has them (an index
-    /// may test its own keys against them faster than through `passes`).
-    pub ids: Option<&'a rustc_hash::FxHashSet<String>>,
+    /// Which of these memory ids pass (the recall's whole condition:
+    /// status, `asOf` and the filter), in one read of their rows.
+    pub passing: &'a dyn Fn(&[String]) -> Result<rustc_hash::FxHashSet<String>>,
+    /// Every passing id, when the caller read them ahead of ranking (an
+    /// index may then test its own keys against them, not walk).
+    pub ahead: Option<&'a rustc_hash::FxHashSet<String>>,
     /// The caller's filter, for an index that can apply part of it itself
     /// (Vectorize, on the fields in [`VectorMeta`]).
     pub filter: Option<&'a crate::core::filter::Filter>,

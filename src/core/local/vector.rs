@@ -50,7 +50,7 @@
 #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 use crate::core::error::{Error, Result};
-use crate::core::ports::{Hits, LocalBoxFuture, Sql, SqlValue, VectorIndex};
+use crate::core::ports::{first_passing, Hits, IndexFilter, KnownPassing, LocalBoxFuture, Sql, SqlValue, VectorIndex};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -685,27 +685,21 @@ impl Packed {
         best(scored, keep).into_iter().map(|(score, s)| (self.id_of(s), score)).collect()
     }
 
-    /// The slots of the memories `only` lets pass, in slot order: by key
-    /// when the caller gives the passing ids, else by each slot's id.
-    pub fn slots_in(&self, only: &crate::core::ports::IndexFilter<'_>) -> Vec<usize> {
-        match only.ids {
-            Some(ids) => {
-                let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
-                (0..self.len)
-                    .filter(|&s| {
-                        let k = self.key(s);
-                        match self.odd.get(&k) {
-                            Some(id) => ids.contains(id),
-                            None => keys.contains(&k),
-                        }
-                    })
-                    .collect()
-            }
-            None => (0..self.len).filter(|&s| (only.passes)(&self.id_of(s))).collect(),
-        }
+    /// The slots of the memories `ids`, in slot order, found by key.
+    pub fn slots_of(&self, ids: &FxHashSet<String>) -> Vec<usize> {
+        let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
+        (0..self.len)
+            .filter(|&s| {
+                let k = self.key(s);
+                match self.odd.get(&k) {
+                    Some(id) => ids.contains(id),
+                    None => keys.contains(&k),
+                }
+            })
+            .collect()
     }
 
-    /// [`Packed::shortlist`] over `slots` only ([`Packed::slots_in`]): the
+    /// [`Packed::shortlist`] over `slots` only ([`Packed::slots_of`]): the
     /// same two passes the index would make holding those slots alone.
     pub fn shortlist_in(&mut self, q: &[f32], first_pass: usize, keep: usize, slots: &[usize]) -> Vec<(String, f32)> {
         if self.len == 0 || q.len() != self.dims {
@@ -720,6 +714,61 @@ impl Packed {
         };
         self.rescore(q, candidates, keep)
     }
+
+    /// [`Packed::shortlist`] over the memories `passing` lets through:
+    /// the first `first_pass` of them in Hamming order (ties by slot, as
+    /// [`nearest`] breaks them), which is the shortlist the index would
+    /// draw holding those memories alone. Nothing is read ahead: the
+    /// slots are walked nearest first and tested a batch at a time
+    /// ([`first_passing`]); `known` keeps the answers for the next query.
+    pub fn shortlist_passing(
+        &mut self,
+        q: &[f32],
+        first_pass: usize,
+        keep: usize,
+        known: &mut KnownPassing,
+        only: &IndexFilter<'_>,
+    ) -> Result<Vec<(String, f32)>> {
+        if self.len == 0 || q.len() != self.dims {
+            return Ok(vec![]);
+        }
+        let qh = simhash(q);
+        self.dist.clear();
+        for b in &self.blocks {
+            self.dist.extend(b.simhash.chunks_exact(CODE_WORDS).map(|c| hamming(c, &qh)));
+        }
+        let order = by_distance(&self.dist);
+        let mut candidates = first_passing(
+            order,
+            first_pass,
+            |&s| s,
+            |slots: &[usize]| {
+                let ids: Vec<String> = slots.iter().map(|&s| self.id_of(s)).collect();
+                known.test(ids.iter().map(String::as_str), only)?;
+                Ok(slots.iter().zip(&ids).filter(|(_, id)| known.passes(id)).map(|(&s, _)| s).collect())
+            },
+        )?;
+        candidates.sort_unstable();
+        Ok(self.rescore(q, candidates, keep))
+    }
+}
+
+/// Every slot, nearest first by the distances `dist` (one per slot), ties
+/// by slot: a counting sort over the [`CODE_BITS`] + 1 distances.
+fn by_distance(dist: &[u16]) -> Vec<usize> {
+    let mut start = [0usize; CODE_BITS + 2];
+    for &d in dist {
+        start[d as usize + 1] += 1;
+    }
+    for d in 1..start.len() {
+        start[d] += start[d - 1];
+    }
+    let mut order = vec![0usize; dist.len()];
+    for (s, &d) in dist.iter().enumerate() {
+        order[start[d as usize]] = s;
+        start[d as usize] += 1;
+    }
+    order
 }
 
 /// Fills `packed`: from the snapshot and the rows written after it when a
@@ -1780,20 +1829,35 @@ pub struct CachedVectorIndex<'a> {
     pub packed: &'a RefCell<Packed>,
 }
 
-/// [`search`] over the memories `passes` lets through only: the answer
-/// the index would give holding those alone (the shortlist is drawn from
-/// them; the exact rescoring reads their vectors).
-pub fn search_in(sql: &dyn Sql, packed: &mut Packed, q: &[f32], top_k: usize, first_pass: usize, slots: &[usize]) -> Result<Vec<(String, f32)>> {
+/// [`search`] for each of `qs` over the memories `only` lets through:
+/// the answer the index would give holding those alone (the shortlist is
+/// drawn from them: from their slots when they were read ahead,
+/// [`Packed::shortlist_in`], else walking, [`Packed::shortlist_passing`];
+/// the exact rescoring reads their vectors). Each memory is tested once
+/// for all of `qs`.
+pub fn search_passing(sql: &dyn Sql, packed: &mut Packed, qs: &[Vec<f32>], top_k: usize, first_pass: usize, only: &IndexFilter<'_>) -> Result<Vec<Hits>> {
     if top_k == 0 {
-        return Ok(vec![]);
+        return Ok(vec![Vec::new(); qs.len()]);
+    }
+    if !packed.loaded {
+        load(sql, packed)?;
     }
     let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
-    let short = packed.shortlist_in(q, first_pass.max(keep), keep, slots);
-    let ids: Vec<String> = short.iter().map(|(id, _)| id.clone()).collect();
-    let mut hits: Vec<(String, f32)> = read_vectors(sql, &ids)?.into_iter().map(|(id, v)| (id, cosine(q, &v))).collect();
-    sort_hits(&mut hits);
-    hits.truncate(top_k);
-    Ok(hits)
+    let mut known = KnownPassing::default();
+    let ahead = only.ahead.map(|ids| packed.slots_of(ids));
+    let mut out = Vec::with_capacity(qs.len());
+    for q in qs {
+        let short = match &ahead {
+            Some(slots) => packed.shortlist_in(q, first_pass.max(keep), keep, slots),
+            None => packed.shortlist_passing(q, first_pass.max(keep), keep, &mut known, only)?,
+        };
+        let ids: Vec<String> = short.iter().map(|(id, _)| id.clone()).collect();
+        let mut hits: Vec<(String, f32)> = read_vectors(sql, &ids)?.into_iter().map(|(id, v)| (id, cosine(q, &v))).collect();
+        sort_hits(&mut hits);
+        hits.truncate(top_k);
+        out.push(hits);
+    }
+    Ok(out)
 }
 
 impl VectorIndex for CachedVectorIndex<'_> {
@@ -1810,21 +1874,9 @@ impl VectorIndex for CachedVectorIndex<'_> {
         Box::pin(async move { search_many(self.sql, &mut self.packed.borrow_mut(), vectors, top_k, FIRST_PASS) })
     }
     /// The shortlist is drawn from the passing memories only
-    /// ([`search_in`]).
-    fn query_many_in<'a>(
-        &'a self,
-        vectors: &'a [Vec<f32>],
-        top_k: usize,
-        only: &'a crate::core::ports::IndexFilter<'a>,
-    ) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
-        Box::pin(async move {
-            let mut packed = self.packed.borrow_mut();
-            if !packed.loaded {
-                load(self.sql, &mut packed)?;
-            }
-            let slots = packed.slots_in(only);
-            vectors.iter().map(|q| search_in(self.sql, &mut packed, q, top_k, FIRST_PASS, &slots)).collect()
-        })
+    /// ([`search_passing`]).
+    fn query_many_in<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize, only: &'a IndexFilter<'a>) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
+        Box::pin(async move { search_passing(self.sql, &mut self.packed.borrow_mut(), vectors, top_k, FIRST_PASS, only) })
     }
     /// Nothing while the copy is loaded (it takes its own snapshots as it
     /// is written); else as [`SqlVectorIndex`], without loading it.

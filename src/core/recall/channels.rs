@@ -63,7 +63,7 @@ use crate::core::error::{Error, Result};
 use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::directory::MEMORY_WEIGHTS;
 use crate::core::recall::fuse::{self, Channel, Explanation, Ranking};
-use crate::core::recall::places::{quoted, Source};
+use crate::core::recall::places::{quoted, Narrowed, Source};
 use crate::core::recall::scope::RecallScope;
 use crate::core::store::{json_ids, json_param, json_rows};
 use crate::core::text;
@@ -374,8 +374,12 @@ fn memory_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScop
         if phrases.is_empty() {
             continue;
         }
-        let passing = scope.passing.as_ref().map(|p| &p.rowids);
-        let best = src.memory_hits(sql, &phrases, MEMORY_WEIGHTS, scope.fts_pool().saturating_mul(2), passing)?;
+        let tested = |rowids: &[i64]| scope.passing_rowids(sql, rowids);
+        let narrowed = match &scope.passing {
+            Some(ahead) => Some(Narrowed::Ahead(&ahead.rowids)),
+            None => scope.narrowed().then_some(Narrowed::Tested(&tested)),
+        };
+        let best = src.memory_hits(sql, &phrases, MEMORY_WEIGHTS, scope.fts_pool().saturating_mul(2), narrowed)?;
         // The live rows among them, best first (their place in the list
         // stands for their score).
         let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
@@ -853,9 +857,15 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
             [SqlValue::Text(k), SqlValue::Text(id), SqlValue::Null] => (k, id, None),
             _ => return Err(Error::storage("failed to read a key holder's key, id and sources")),
         };
-        if scope.passes_id(id) {
-            by_key.entry(key.clone()).or_default().push((id.clone(), sources));
-        }
+        by_key.entry(key.clone()).or_default().push((id.clone(), sources));
+    }
+    if scope.filter.is_some() {
+        // The filter is tested apart, over the holders: in the statement
+        // above, an indexed filter field would draw the planner to the
+        // wrong index.
+        let holders: Vec<String> = by_key.values().flatten().map(|(id, _)| id.clone()).collect();
+        let passing = scope.passing_ids(sql, &holders)?;
+        by_key.values_mut().for_each(|h| h.retain(|(id, _)| passing.contains(id)));
     }
     let depth = scope.channel_depth();
     let mut ranking = Ranking::new(Channel::Key, Vec::new());
@@ -1119,14 +1129,14 @@ pub async fn vector(channel: Channel, sql: &dyn Sql, index: &dyn VectorIndex, em
 pub async fn vectors(sql: &dyn Sql, index: &dyn VectorIndex, asked: &[(Channel, Vec<f32>)], scope: &RecallScope) -> Result<Vec<Ranking>> {
     let explain = scope.explain;
     let embeddings: Vec<Vec<f32>> = asked.iter().map(|(_, e)| e.clone()).collect();
-    let hits = match &scope.passing {
+    let hits = match scope.narrowed() {
         // Narrowed: the index ranks the passing memories only.
-        Some(passing) => {
-            let passes = |id: &str| passing.ids.contains(id);
-            let only = crate::core::ports::IndexFilter { passes: &passes, ids: Some(&passing.ids), filter: scope.filter.as_ref() };
+        true => {
+            let passing = |ids: &[String]| scope.passing_ids(sql, ids);
+            let only = crate::core::ports::IndexFilter { passing: &passing, ahead: scope.passing.as_ref().map(|p| &p.ids), filter: scope.filter.as_ref() };
             index.query_many_in(&embeddings, scope.channel_depth(), &only).await?
         }
-        None => index.query_many(&embeddings, scope.channel_depth()).await?,
+        false => index.query_many(&embeddings, scope.channel_depth()).await?,
     };
     let all: Vec<String> = hits.iter().flatten().map(|(id, _)| id.clone()).collect::<HashSet<_>>().into_iter().collect();
     let live = live_sources(sql, &all, scope)?;

@@ -20,7 +20,7 @@ use crate::core::error::Result;
 use crate::core::model::{Memory, MemoryType};
 use crate::core::provider::{QueryAnalysis, SynthesisInput};
 use crate::core::recall::places::Source;
-pub use crate::core::recall::scope::RecallScope;
+pub use crate::core::recall::scope::{Narrowing, RecallScope};
 use crate::core::time::date_of;
 use fuse::{Channel, Contribution, Explanation, Ranking};
 use serde::{Deserialize, Serialize};
@@ -154,7 +154,12 @@ impl Gathered {
 /// The recall pipeline (SPEC.md section 4): analyze, embed, the five
 /// channels, fuse, temporal facts, synthesis.
 pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
-    let scope = narrow(p, RecallScope::new(&req, p.now))?;
+    run_in(p, RecallScope::new(&req, p.now).narrow(p.sql, Narrowing::Sampled)?).await
+}
+
+/// [`run`] in a scope already decided (a test's, to hold each way of
+/// narrowing to the same answer).
+pub async fn run_in(p: &Profile<'_>, scope: RecallScope) -> Result<RecallResponse> {
     let mut got = Gathered { rankings: Vec::new(), reports: Vec::new(), notes: Vec::new(), weights: fuse::Weights::new(p.embedder.kind()) };
     let analysis = analyze(p, &scope, &mut got.notes).await;
     let embeddings = embed(p, &scope, &analysis, &mut got.notes).await;
@@ -174,46 +179,6 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
     let computed = temporal_facts(&scope, &ranked);
     let answer = synthesize(p, &scope, &ranked, &computed, &mut got.notes).await;
     Ok(respond(scope, analysis, answer, ranked, computed, got))
-}
-
-/// Memories read per statement when a narrowed recall reads those passing.
-const PASSING_PAGE: usize = 20_000;
-
-/// 0. With a filter or `asOf`, every memory the recall may return, read
-///    once for the channels that rank before they read memory rows.
-fn narrow(p: &Profile<'_>, mut scope: RecallScope) -> Result<RecallScope> {
-    if !scope.narrowed() {
-        return Ok(scope);
-    }
-    let (cond, mut params) = scope.visible(2);
-    params.insert(0, crate::core::ports::SqlValue::Integer(0));
-    let mut passing = scope::Passing::default();
-    // Paged by rowid, so one page's JSON stays far below the platform's
-    // 2 MB cap on a value.
-    loop {
-        let rows: Vec<(i64, String)> = crate::core::store::json_rows(
-            p.sql,
-            &format!(
-                "SELECT json_group_array(json_array(rowid, id)) FROM (SELECT m.rowid AS rowid, m.id AS id FROM memories m \
-                 WHERE m.rowid > ?1 AND {cond} ORDER BY m.rowid LIMIT {PASSING_PAGE})"
-            ),
-            &params,
-        )?;
-        let Some(&(last, _)) = rows.last() else { break };
-        let full = rows.len() >= PASSING_PAGE;
-        for (rowid, id) in rows {
-            passing.rowids.insert(rowid);
-            passing.ids.insert(id);
-        }
-        if !full {
-            break;
-        }
-        if let Some(after) = params.first_mut() {
-            *after = crate::core::ports::SqlValue::Integer(last);
-        }
-    }
-    scope.passing = Some(std::rc::Rc::new(passing));
-    Ok(scope)
 }
 
 /// 1. The reasoner's analysis of the query (terms, keys, HyDE); the raw

@@ -19,11 +19,22 @@
 //! anything between recalls.
 
 use crate::core::error::Result;
-use crate::core::ports::{Sql, SqlValue};
+use crate::core::ports::{first_passing, Sql, SqlValue, BATCH_GROWTH, FIRST_BATCH};
 use crate::core::recall::directory::{Directory, Turn, TurnDirectory, SPEAKERS_READ, TEXT_READ_CHARS};
 use crate::core::recall::temporal::mentions_time;
 use crate::core::store::{json_param, json_rows, FullText};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+/// The memories a narrowed recall may return, as the full-text ranking
+/// learns them.
+#[derive(Clone, Copy)]
+pub enum Narrowed<'a> {
+    /// Every one, read ahead (their rowids).
+    Ahead(&'a HashSet<i64>),
+    /// Which of some rowids pass, asked a batch at a time
+    /// ([`crate::core::recall::scope::RecallScope::passing_rowids`]).
+    Tested(&'a dyn Fn(&[i64]) -> Result<HashSet<i64>>),
+}
 
 /// Where one recall reads messages' places and full-text scores.
 #[derive(Clone, Copy)]
@@ -149,19 +160,43 @@ impl Source<'_> {
     }
 
     /// [`Source::message_hits`] for memories (`memories_fts`).
-    /// With `passing`, only the memories stored under those rowids rank.
-    pub fn memory_hits(&self, sql: &dyn Sql, phrases: &[String], weights: [f64; 3], limit: usize, passing: Option<&HashSet<i64>>) -> Result<Vec<(i64, f64)>> {
+    /// Narrowed, only the memories that pass rank: those read ahead, or
+    /// the best tested a batch at a time ([`first_passing`]), FTS5 asked
+    /// for [`BATCH_GROWTH`] times more until `limit` pass or none are left.
+    pub fn memory_hits(&self, sql: &dyn Sql, phrases: &[String], weights: [f64; 3], limit: usize, narrowed: Option<Narrowed<'_>>) -> Result<Vec<(i64, f64)>> {
         if let Source::Resident(dir) = self {
             let words = dir.memories();
-            let best = match passing {
-                Some(p) => words.text().bm25_of(phrases, weights, limit, |doc| p.contains(&words.rowid(doc))),
+            let best = match narrowed {
+                Some(Narrowed::Ahead(p)) => words.text().bm25_of(phrases, weights, limit, |doc| p.contains(&words.rowid(doc))),
+                Some(Narrowed::Tested(passing)) => match words.text().bm25(phrases, weights, usize::MAX) {
+                    Some(all) => Some(first_passing(all, limit, |&(doc, _)| words.rowid(doc), passing)?),
+                    None => None,
+                },
                 None => words.text().bm25(phrases, weights, limit),
             };
             if let Some(best) = best {
                 return Ok(best.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect());
             }
         }
-        fts5_best_of(sql, FullText::Memories, &weights, phrases, limit, passing)
+        let passing = match narrowed {
+            None => return fts5_best(sql, FullText::Memories, &weights, phrases, limit),
+            Some(Narrowed::Ahead(p)) => return fts5_best_of(sql, FullText::Memories, &weights, phrases, limit, Some(p)),
+            Some(Narrowed::Tested(passing)) => passing,
+        };
+        let (mut kept, mut tested, mut depth) = (Vec::new(), 0, limit.max(FIRST_BATCH));
+        loop {
+            let best = fts5_best(sql, FullText::Memories, &weights, phrases, depth)?;
+            let full = best.len() >= depth;
+            // The same order each time (bm25, then rowid): the rows tested
+            // already are the head of this answer.
+            let fresh: Vec<(i64, f64)> = best.into_iter().skip(tested).collect();
+            tested = tested.saturating_add(fresh.len());
+            kept.extend(first_passing(fresh, limit.saturating_sub(kept.len()), |&(rowid, _)| rowid, passing)?);
+            if kept.len() >= limit || !full {
+                return Ok(kept);
+            }
+            depth = depth.saturating_mul(BATCH_GROWTH);
+        }
     }
 
     /// The bm25 of `phrases` of each memory stored under `rowids` that
