@@ -13,7 +13,8 @@
 //! (DIR holds `fill.ndjson`, `queries.json`, `ingest.json`; the second
 //! argument runs one part only: `first-pass` measures the local vector
 //! index's recall and time for several first-pass sizes, `filtered` recall
-//! with `make bench`'s filters, `cold` recall on SQLite alone (no turn
+//! with `make bench`'s filters (as the sample narrows it, then each way of
+//! narrowing forced, with the Rust heap one recall holds), `cold` recall on SQLite alone (no turn
 //! directory, no codes in memory), `text-batch` what a full-text row costs
 //! written in batches of several sizes).
 
@@ -31,6 +32,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Instant;
 use support::*;
+
+#[global_allocator]
+static ALLOC: heap::Counting = heap::Counting;
 
 /// Questions whose statements are counted.
 const TRACED_QUERIES: usize = 60;
@@ -209,14 +213,51 @@ fn recall_filtered(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String]
     profile(sql, &index, &mut |p| {
         // Warm: the codes and the directory loaded.
         block_on(p.dispatch("recall", request(&queries[0], &None))).expect("recall");
+        eprintln!("  (heap: the most Rust heap one recall holds above what was live before it, a counting allocator)");
         for (name, f) in &filters {
             let mut xs = Vec::new();
+            let mut heap = Vec::new();
             for q in queries {
+                heap::reset_peak();
+                let before = heap::live();
                 let t = Instant::now();
                 block_on(p.dispatch("recall", request(q, f))).expect("recall");
                 xs.push(t.elapsed().as_secs_f64() * 1000.0);
+                heap.push((heap::peak() - before) as f64 / 1e6);
             }
-            eprintln!("  {name:>28}: p50 {:6.2} ms  p95 {:6.2} ms", pct(&mut xs, 50.0), pct(&mut xs, 95.0));
+            eprintln!(
+                "  {name:>28}: p50 {:6.2} ms  p95 {:6.2} ms  heap p50 {:5.2} MB  max {:5.2} MB",
+                pct(&mut xs, 50.0),
+                pct(&mut xs, 95.0),
+                pct(&mut heap, 50.0),
+                pct(&mut heap, 100.0)
+            );
+        }
+        // Each way of narrowing forced, beside the sampled choice above.
+        use agent_memory::core::recall::{run_in, Narrowing, RecallScope};
+        for (name, f) in filters.iter().filter(|(_, f)| f.is_some()) {
+            for how in [Narrowing::Walk, Narrowing::Ahead] {
+                let mut xs = Vec::new();
+                let mut heap = Vec::new();
+                for q in queries {
+                    let req: agent_memory::core::api::RecallRequest = serde_json::from_value(request(q, f)).expect("a request");
+                    heap::reset_peak();
+                    let before = heap::live();
+                    let t = Instant::now();
+                    let scope = RecallScope::new(&req, p.now).narrow(p.sql, how).expect("narrow");
+                    block_on(run_in(p, scope)).expect("recall");
+                    xs.push(t.elapsed().as_secs_f64() * 1000.0);
+                    heap.push((heap::peak() - before) as f64 / 1e6);
+                }
+                let label = format!("{name}, {how:?}");
+                eprintln!(
+                    "  {label:>36}: p50 {:6.2} ms  p95 {:6.2} ms  heap p50 {:5.2} MB  max {:5.2} MB",
+                    pct(&mut xs, 50.0),
+                    pct(&mut xs, 95.0),
+                    pct(&mut heap, 50.0),
+                    pct(&mut heap, 100.0)
+                );
+            }
         }
     });
     for (name, f) in &filters {
