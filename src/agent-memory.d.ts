@@ -567,6 +567,13 @@ export interface MemoryRecallExplanation {
   k: number;
   temporalFacts: string[];
   referenceDate: string;
+  /**
+   * With a filter or `asOf`: how the channels learned which memories pass
+   * (`walk`: each ranked first and tested its best a batch at a time;
+   * `ahead`: every passing memory was read before ranking), and the sample
+   * of the profile that chose it.
+   */
+  narrowing?: { way: "walk" | "ahead"; sample?: { tested: number; passed: number; span: number } };
 }
 
 /** Response from recall(), with this service's extensions. */

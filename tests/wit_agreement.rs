@@ -42,6 +42,7 @@ use agent_memory::core::model::{
 use agent_memory::core::portable::ImportReport;
 use agent_memory::core::provider::QueryAnalysis;
 use agent_memory::core::recall::fuse::{Channel, Contribution, ExplanationNode};
+use agent_memory::core::recall::scope::{NarrowingReport, NarrowingWay, Sampled};
 use agent_memory::core::recall::{ChannelReport, Explain, RecallCandidate, RecallResponse};
 use agent_memory::core::rest::{self, Incoming, Route};
 use serde::Serialize;
@@ -617,7 +618,7 @@ fn candidate(full: bool) -> RecallCandidate {
     }
 }
 
-fn explain() -> Explain {
+fn explain(full: bool) -> Explain {
     Explain {
         analysis: QueryAnalysis {
             keys: vec!["user.package_manager".into()],
@@ -628,6 +629,7 @@ fn explain() -> Explain {
         k: 60.0,
         temporal_facts: vec!["2026-04-14 was a Tuesday.".into()],
         reference_date: "2026-04-15".into(),
+        narrowing: full.then_some(NarrowingReport { way: NarrowingWay::Walk, sample: Some(Sampled { tested: 256, passed: 250, span: 8000 }) }),
     }
 }
 
@@ -637,7 +639,7 @@ fn recall_response(full: bool) -> RecallResponse {
         answer: "The user prefers pnpm over npm.".into(),
         count: 1,
         candidates: vec![candidate(full)],
-        explain: full.then(explain),
+        explain: full.then(|| explain(true)),
         messages: if full { vec!["channel vector failed: down".into()] } else { vec![] },
     }
 }
@@ -810,8 +812,10 @@ fn test_recall_candidate_record_fields_match_wit() {
 #[test]
 fn test_recall_result_record_fields_match_wit() {
     assert_record("recall-result", &recall_response(true), &recall_response(false));
-    assert_record("explain", &explain(), &explain());
-    let a = explain().analysis;
+    assert_record("explain", &explain(true), &explain(false));
+    let n = |full: bool| NarrowingReport { way: NarrowingWay::Ahead, sample: full.then_some(Sampled { tested: 256, passed: 3, span: 8000 }) };
+    assert_record("narrowing-report", &n(true), &n(false));
+    let a = explain(true).analysis;
     assert_record("query-analysis", &a, &a);
     let c = |full: bool| ChannelReport { channel: Channel::Fts, weight: 1.0, ids: vec![ID.into()], error: some(full, "x") };
     assert_record("channel-report", &c(true), &c(false));
@@ -1374,8 +1378,8 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_schema(&doc, "RecallCandidate", &candidate(true), &candidate(false));
     assert_schema(&doc, "RecallResult", &recall_response(true), &recall_response(false));
     assert_schema(&doc, "Contribution", &contribution(), &contribution());
-    assert_schema(&doc, "Explain", &explain(), &explain());
-    assert_schema(&doc, "QueryAnalysis", &explain().analysis, &explain().analysis);
+    assert_schema(&doc, "Explain", &explain(true), &explain(false));
+    assert_schema(&doc, "QueryAnalysis", &explain(true).analysis, &explain(true).analysis);
     let page = |full: bool| MemoryList { memories: vec![], cursor: some(full, ID) };
     assert_schema(&doc, "MemoryList", &page(true), &page(false));
     assert_schema(&doc, "MemoryEntry", &entry(true), &entry(false));

@@ -546,6 +546,44 @@ test("2d. the published routes (/client/v4/...) take the same filter: list with 
   assert.deepEqual(ids, own, "the published and the original recall route answer the same");
 });
 
+test("2e. a broad filter over 8,000 memories walks the channels' rankings, a narrow one reads what passes ahead (explain says which and why); each recall equals one over a profile holding only the passing memories", async () => {
+  const r = rng(0xb20ad);
+  const N = 8000;
+  // One memory in eighty is bo's, the rest ana's: {userId: "ana"} passes
+  // ~99% (walking ~2,000 deep tests ~2,030, fewer than the ~7,900 rows
+  // read ahead counted at a third), {userId: "bo"} ~1%.
+  const all = randomMemories(r, N).map((m, i) => ({ ...m, metadata: { userId: i % 80 === 7 ? "bo" : "ana" } }));
+  const fill = async (p, memories) => {
+    const header = { kind: "header", format: "agent-memory-export", version: 1, profile: `${NS}/${p}` };
+    const raw = [header, ...memories.map((m) => ({ kind: "memory", ...m }))].map((l) => JSON.stringify(l)).join("\n") + "\n";
+    const report = await rest("POST", p, "/import", { raw, headers: { "content-type": "application/x-ndjson" } });
+    assert.equal(report.memories, memories.length, JSON.stringify(report));
+    await drained(p);
+  };
+  await fill("filters-broad", all);
+  const unfiltered = await rest("POST", "filters-broad", "/recall", { body: { query: "heron", limit: 20, explain: true } });
+  assert.equal(unfiltered.explain.narrowing, undefined, "an unfiltered recall is not narrowed");
+  for (const [user, way] of [["ana", "walk"], ["bo", "ahead"]]) {
+    const passing = all.filter((m) => m.metadata.userId === user);
+    const alone = `filters-alone-${user}`;
+    await fill(alone, passing);
+    for (const query of ["heron", "cedar", "tide"]) {
+      const filter = { userId: user };
+      const got = await rest("POST", "filters-broad", "/recall", { body: { query, limit: 20, filter, explain: true } });
+      const { narrowing } = got.explain;
+      assert.equal(narrowing?.way, way, `${JSON.stringify(filter)}: ${JSON.stringify(narrowing)}`);
+      assert.equal(narrowing.sample.tested, 256, JSON.stringify(narrowing));
+      assert.equal(narrowing.sample.span, N, JSON.stringify(narrowing));
+      const share = narrowing.sample.passed / narrowing.sample.tested;
+      assert.ok(Math.abs(share - passing.length / N) < 0.05, `the sample saw ${share} pass, ${passing.length / N} do`);
+      const ids = got.candidates.map((c) => c.id);
+      assert.ok(ids.length > 0, `${query} with ${JSON.stringify(filter)} finds something`);
+      const want = (await rest("POST", alone, "/recall", { body: { query, limit: 20 } })).candidates.map((c) => c.id);
+      assert.deepEqual(ids, want, `${query} with ${JSON.stringify(filter)} (${way}) against a profile of the ${passing.length} passing memories`);
+    }
+  }
+});
+
 // ---------------------------------------------------------------------------
 // asOf
 

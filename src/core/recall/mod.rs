@@ -85,6 +85,11 @@ pub struct Explain {
     pub k: f64,
     pub temporal_facts: Vec<String>,
     pub reference_date: String,
+    /// With a filter or `asOf`: how the channels learned which memories
+    /// pass (walking their rankings, or reading every passing memory
+    /// ahead) and the sample of the profile that chose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narrowing: Option<scope::NarrowingReport>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -397,6 +402,7 @@ fn respond(
             k: got.weights.k(),
             temporal_facts: computed.facts,
             reference_date: scope.reference.format("%Y-%m-%d").to_string(),
+            narrowing: scope.narrowing.clone(),
         }),
         messages: got.notes,
     }

@@ -45,6 +45,9 @@ pub struct RecallScope {
     /// time ([`RecallScope::narrow`]); the tests then read it instead of
     /// the rows.
     pub passing: Option<std::rc::Rc<Passing>>,
+    /// With a filter or `asOf`: how the channels learn what passes, and
+    /// why ([`RecallScope::narrow`]).
+    pub narrowing: Option<NarrowingReport>,
 }
 
 /// The memories a narrowed recall may return, read ahead of ranking.
@@ -80,11 +83,35 @@ const PASSING_PAGE: usize = 20_000;
 
 /// What [`SAMPLE`] memories said: how many were tested, how many passed,
 /// and the span of the profile's rowids.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Sampled {
+    /// Memories tested (fewer than [`SAMPLE`] only in a smaller profile).
     pub tested: i64,
+    /// Those that passed.
     pub passed: i64,
+    /// The profile's greatest memory rowid less its least, plus one: about
+    /// how many memories it holds.
     pub span: i64,
+}
+
+/// How a narrowed recall learned what passes, as `explain` shows it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NarrowingReport {
+    /// `walk`: each channel ranked first and tested its best a batch at a
+    /// time; `ahead`: every passing memory was read before ranking.
+    pub way: NarrowingWay,
+    /// The sample that chose the way (absent when it was forced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Sampled>,
+}
+
+/// The two ways a narrowed recall learns what passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NarrowingWay {
+    Walk,
+    Ahead,
 }
 
 impl Sampled {
@@ -93,7 +120,8 @@ impl Sampled {
     /// pass, `deepest` memories) tests about `deepest / share` memories
     /// walking its ranking; reading ahead reads at least the `share x
     /// span` that pass (all of the span when no index serves the filter).
-    /// Walking pays when it tests fewer than [`TEST_COST`] times fewer.
+    /// Walking pays when its tests, each counted as [`TEST_COST`] rows,
+    /// come to no more than the rows read ahead.
     /// With a narrow filter on an indexed field (one agent of many),
     /// reading ahead wins; with a broad one on a large profile (a field
     /// most memories have), walking does.
@@ -137,6 +165,7 @@ impl RecallScope {
             filter: filter_of(opts),
             as_of: opts.as_of.as_deref().and_then(crate::core::time::parse_millis).map(iso),
             passing: None,
+            narrowing: None,
         }
     }
 
@@ -177,15 +206,22 @@ impl RecallScope {
     /// time, or every passing memory is read here, once, and the tests
     /// read that.
     pub fn narrow(mut self, sql: &dyn Sql, how: Narrowing) -> Result<RecallScope> {
-        let walk = match how {
-            Narrowing::Sampled => self.narrowed() && self.sample(sql)?.walk_pays(crate::core::local::vector::FIRST_PASS),
-            Narrowing::Walk => true,
-            Narrowing::Ahead => false,
-        };
-        if !self.narrowed() || walk {
+        if !self.narrowed() {
             return Ok(self);
         }
-        self.passing = Some(std::rc::Rc::new(self.read_passing(sql)?));
+        let (way, sample) = match how {
+            Narrowing::Sampled => {
+                let sample = self.sample(sql)?;
+                let way = if sample.walk_pays(crate::core::local::vector::FIRST_PASS) { NarrowingWay::Walk } else { NarrowingWay::Ahead };
+                (way, Some(sample))
+            }
+            Narrowing::Walk => (NarrowingWay::Walk, None),
+            Narrowing::Ahead => (NarrowingWay::Ahead, None),
+        };
+        if way == NarrowingWay::Ahead {
+            self.passing = Some(std::rc::Rc::new(self.read_passing(sql)?));
+        }
+        self.narrowing = Some(NarrowingReport { way, sample });
         Ok(self)
     }
 
