@@ -190,6 +190,22 @@ fn print_stages(p: &Profile<'_>, queries: &[String], stages: &[&str]) {
     }
 }
 
+/// Runs `recall` for each of `queries` and prints its time's p50 and p95
+/// and the most Rust heap one call held above what was live before it.
+fn timed(label: &str, queries: &[String], recall: &mut dyn FnMut(&str)) {
+    let (mut xs, mut heap) = (Vec::new(), Vec::new());
+    for q in queries {
+        heap::reset_peak();
+        let before = heap::live();
+        let t = Instant::now();
+        recall(q);
+        xs.push(t.elapsed().as_secs_f64() * 1000.0);
+        heap.push((heap::peak() - before) as f64 / 1e6);
+    }
+    let (p50, p95, h50, hmax) = (pct(&mut xs, 50.0), pct(&mut xs, 95.0), pct(&mut heap, 50.0), pct(&mut heap, 100.0));
+    eprintln!("  {label:>36}: p50 {p50:6.2} ms  p95 {p95:6.2} ms  heap p50 {h50:5.2} MB  max {hmax:5.2} MB");
+}
+
 /// The first [`TRACED_QUERIES`] recalls, for their statements to be counted.
 fn trace_recalls(p: &Profile<'_>, queries: &[String]) {
     for q in queries.iter().take(TRACED_QUERIES) {
@@ -215,48 +231,19 @@ fn recall_filtered(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String]
         block_on(p.dispatch("recall", request(&queries[0], &None))).expect("recall");
         eprintln!("  (heap: the most Rust heap one recall holds above what was live before it, a counting allocator)");
         for (name, f) in &filters {
-            let mut xs = Vec::new();
-            let mut heap = Vec::new();
-            for q in queries {
-                heap::reset_peak();
-                let before = heap::live();
-                let t = Instant::now();
+            timed(name, queries, &mut |q| {
                 block_on(p.dispatch("recall", request(q, f))).expect("recall");
-                xs.push(t.elapsed().as_secs_f64() * 1000.0);
-                heap.push((heap::peak() - before) as f64 / 1e6);
-            }
-            eprintln!(
-                "  {name:>28}: p50 {:6.2} ms  p95 {:6.2} ms  heap p50 {:5.2} MB  max {:5.2} MB",
-                pct(&mut xs, 50.0),
-                pct(&mut xs, 95.0),
-                pct(&mut heap, 50.0),
-                pct(&mut heap, 100.0)
-            );
+            });
         }
         // Each way of narrowing forced, beside the sampled choice above.
         use agent_memory::core::recall::{run_in, Narrowing, RecallScope};
         for (name, f) in filters.iter().filter(|(_, f)| f.is_some()) {
             for how in [Narrowing::Walk, Narrowing::Ahead] {
-                let mut xs = Vec::new();
-                let mut heap = Vec::new();
-                for q in queries {
+                timed(&format!("{name}, {how:?}"), queries, &mut |q| {
                     let req: agent_memory::core::api::RecallRequest = serde_json::from_value(request(q, f)).expect("a request");
-                    heap::reset_peak();
-                    let before = heap::live();
-                    let t = Instant::now();
                     let scope = RecallScope::new(&req, p.now).narrow(p.sql, how).expect("narrow");
                     block_on(run_in(p, scope)).expect("recall");
-                    xs.push(t.elapsed().as_secs_f64() * 1000.0);
-                    heap.push((heap::peak() - before) as f64 / 1e6);
-                }
-                let label = format!("{name}, {how:?}");
-                eprintln!(
-                    "  {label:>36}: p50 {:6.2} ms  p95 {:6.2} ms  heap p50 {:5.2} MB  max {:5.2} MB",
-                    pct(&mut xs, 50.0),
-                    pct(&mut xs, 95.0),
-                    pct(&mut heap, 50.0),
-                    pct(&mut heap, 100.0)
-                );
+                });
             }
         }
     });
