@@ -570,10 +570,11 @@ export interface MemoryRecallExplanation {
   /**
    * With a filter or `asOf`: how the channels learned which memories pass
    * (`walk`: each ranked first and tested its best a batch at a time;
-   * `ahead`: every passing memory was read before ranking), and the sample
-   * of the profile that chose it.
+   * `ahead`: every passing memory was read before ranking), the sample of
+   * the profile that chose it, and for a walk that went past its budget the
+   * memories it had tested when it read ahead instead.
    */
-  narrowing?: { way: "walk" | "ahead"; sample?: { tested: number; passed: number; span: number } };
+  narrowing?: { way: "walk" | "ahead"; sample?: { tested: number; passed: number; span: number }; readAheadAfter?: number };
 }
 
 /** Response from recall(), with this service's extensions. */

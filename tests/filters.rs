@@ -298,7 +298,8 @@ fn test_random_filters_hold_in_every_channel_and_equal_a_profile_of_the_passing_
         // Each way of narrowing, with the directory and on SQLite alone
         // (which ranks the memories' words itself, FTS5 asked for more
         // until enough pass): the same hits.
-        for how in [Narrowing::Walk, Narrowing::Ahead] {
+        // A walk bounded at 300 tests reads ahead part way through.
+        for how in [Narrowing::Walk, Narrowing::WalkWithin(300), Narrowing::Ahead] {
             let resident = full.with(APRIL_15, |p| recall_ids_by(p, query, &fv, how));
             assert_eq!(resident, got, "recall of {query:?} with filter {fv}, narrowed {how:?}");
             let on_sql = full.with_turns(APRIL_15, None, |p| recall_ids_by(p, query, &fv, how));
@@ -713,4 +714,42 @@ fn test_the_sample_sees_the_share_that_passes_and_walks_only_where_it_pays() {
     assert!(!walks(26, 100_000), "10% at 100k: 59,000 against 10,200");
     assert!(!walks(256, 5_000), "all pass at 5k: 6,000 against 5,000");
     assert!(!walks(0, 100_000), "none pass");
+}
+
+#[test]
+fn test_a_walk_past_its_budget_reads_ahead_and_explain_says_when() {
+    use agent_memory::core::recall::scope::{NarrowingWay, Sampled};
+    let mut r = Rng(0xb0d6_e700);
+    let all = random_memories(&mut r, 1500);
+    let full = Held::new();
+    full.import(&export_of(all.iter().map(|(_, l)| l)));
+    let fv = json!({"priority": {"gte": 3}});
+    let recall = |how: Narrowing| {
+        full.with(APRIL_15, |p| {
+            let req = RecallRequest {
+                options: RecallOptions { explain: Some(true), ..recall_request("cedar", Some(&fv)).options },
+                ..recall_request("cedar", Some(&fv))
+            };
+            let scope = RecallScope::new(&req, p.now).narrow(p.sql, how).expect("narrow");
+            let got = block_on(agent_memory::core::recall::run_in(p, scope)).expect("recall");
+            let ids: Vec<String> = got.candidates.into_iter().map(|c| c.id).collect();
+            (ids, got.explain.expect("explain").narrowing.expect("narrowed"))
+        })
+    };
+    let (walked, unbounded) = recall(Narrowing::Walk);
+    assert_eq!((unbounded.way, unbounded.read_ahead_after), (NarrowingWay::Walk, None), "an unbounded walk never reads ahead");
+    let (ahead, read) = recall(Narrowing::Ahead);
+    assert_eq!((read.way, read.read_ahead_after), (NarrowingWay::Ahead, None));
+    for budget in [0, 300, 1000] {
+        let (ids, report) = recall(Narrowing::WalkWithin(budget));
+        assert_eq!(ids, walked, "a walk bounded at {budget} finds what an unbounded one does");
+        assert_eq!(report.way, NarrowingWay::Walk);
+        let after = report.read_ahead_after.unwrap_or_else(|| panic!("a walk bounded at {budget} reads ahead: {report:?}"));
+        assert!(after as usize <= budget, "it read ahead after {after} tests, within its budget of {budget}");
+    }
+    assert_eq!(ahead, walked, "reading ahead finds the same");
+    assert!(!walked.is_empty());
+    // A walk's budget: twice the 2,000 / share tests the sample predicts.
+    assert_eq!(Sampled { tested: 256, passed: 128, span: 100_000 }.walk_budget(2000), 8000);
+    assert_eq!(Sampled { tested: 256, passed: 256, span: 100_000 }.walk_budget(2000), 4000);
 }

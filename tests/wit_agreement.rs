@@ -629,7 +629,11 @@ fn explain(full: bool) -> Explain {
         k: 60.0,
         temporal_facts: vec!["2026-04-14 was a Tuesday.".into()],
         reference_date: "2026-04-15".into(),
-        narrowing: full.then_some(NarrowingReport { way: NarrowingWay::Walk, sample: Some(Sampled { tested: 256, passed: 250, span: 8000 }) }),
+        narrowing: full.then_some(NarrowingReport {
+            way: NarrowingWay::Walk,
+            sample: Some(Sampled { tested: 256, passed: 250, span: 8000 }),
+            read_ahead_after: Some(9000),
+        }),
     }
 }
 
@@ -813,7 +817,11 @@ fn test_recall_candidate_record_fields_match_wit() {
 fn test_recall_result_record_fields_match_wit() {
     assert_record("recall-result", &recall_response(true), &recall_response(false));
     assert_record("explain", &explain(true), &explain(false));
-    let n = |full: bool| NarrowingReport { way: NarrowingWay::Ahead, sample: full.then_some(Sampled { tested: 256, passed: 3, span: 8000 }) };
+    let n = |full: bool| NarrowingReport {
+        way: NarrowingWay::Walk,
+        sample: full.then_some(Sampled { tested: 256, passed: 3, span: 8000 }),
+        read_ahead_after: full.then_some(9000),
+    };
     assert_record("narrowing-report", &n(true), &n(false));
     let a = explain(true).analysis;
     assert_record("query-analysis", &a, &a);

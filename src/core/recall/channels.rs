@@ -375,7 +375,7 @@ fn memory_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScop
             continue;
         }
         let tested = |rowids: &[i64]| scope.passing_rowids(sql, rowids);
-        let narrowed = match &scope.passing {
+        let narrowed = match scope.ahead() {
             Some(ahead) => Some(Narrowed::Ahead(&ahead.rowids)),
             None => scope.narrowed().then_some(Narrowed::Tested(&tested)),
         };
@@ -1133,7 +1133,7 @@ pub async fn vectors(sql: &dyn Sql, index: &dyn VectorIndex, asked: &[(Channel, 
         // Narrowed: the index ranks the passing memories only.
         true => {
             let passing = |ids: &[String]| scope.passing_ids(sql, ids);
-            let only = crate::core::ports::IndexFilter { passing: &passing, ahead: scope.passing.as_ref().map(|p| &p.ids), filter: scope.filter.as_ref() };
+            let only = crate::core::ports::IndexFilter { passing: &passing, ahead: scope.ahead().map(|p| &p.ids), filter: scope.filter.as_ref() };
             index.query_many_in(&embeddings, scope.channel_depth(), &only).await?
         }
         false => index.query_many(&embeddings, scope.channel_depth()).await?,

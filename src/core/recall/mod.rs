@@ -402,7 +402,7 @@ fn respond(
             k: got.weights.k(),
             temporal_facts: computed.facts,
             reference_date: scope.reference.format("%Y-%m-%d").to_string(),
-            narrowing: scope.narrowing.clone(),
+            narrowing: scope.narrowing_report(),
         }),
         messages: got.notes,
     }

@@ -42,9 +42,15 @@ pub struct RecallScope {
     pub as_of: Option<String>,
     /// Every memory a narrowed recall may return, read ahead of ranking
     /// when that is cheaper than testing the channels' best a batch at a
-    /// time ([`RecallScope::narrow`]); the tests then read it instead of
-    /// the rows.
-    pub passing: Option<std::rc::Rc<Passing>>,
+    /// time ([`RecallScope::narrow`]), or once a walk has tested more than
+    /// its budget; the tests then read it instead of the rows
+    /// ([`RecallScope::ahead`]).
+    pub passing: std::cell::OnceCell<std::rc::Rc<Passing>>,
+    /// The memories a walk may test before it reads what passes ahead
+    /// instead (`None`: no bound).
+    pub walk_budget: Option<usize>,
+    /// The memories the walk has tested so far.
+    pub walked: std::cell::Cell<usize>,
     /// With a filter or `asOf`: how the channels learn what passes, and
     /// why ([`RecallScope::narrow`]).
     pub narrowing: Option<NarrowingReport>,
@@ -66,6 +72,9 @@ pub enum Narrowing {
     Sampled,
     /// Each channel ranks first and tests its best a batch at a time.
     Walk,
+    /// As [`Narrowing::Walk`], reading every passing memory ahead once
+    /// this many have been tested.
+    WalkWithin(usize),
     /// Every passing memory is read ahead of ranking.
     Ahead,
 }
@@ -78,6 +87,9 @@ pub const SAMPLE: usize = 256;
 /// (`make bench-native BENCH_NATIVE_PART=filtered`): 2.1-3.8 us a test
 /// against 0.7-0.8 us a row read.
 pub const TEST_COST: f64 = 3.0;
+/// How many times the tests a sample predicts a walk may make before it
+/// reads ahead instead ([`Sampled::walk_budget`]).
+pub const WALK_SLACK: f64 = 2.0;
 /// Memories read per statement when the passing memories are read ahead.
 const PASSING_PAGE: usize = 20_000;
 
@@ -104,6 +116,10 @@ pub struct NarrowingReport {
     /// The sample that chose the way (absent when it was forced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample: Option<Sampled>,
+    /// A walk that went past its budget: the memories it had tested when
+    /// it read every passing memory ahead instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_after: Option<i64>,
 }
 
 /// The two ways a narrowed recall learns what passes.
@@ -126,11 +142,25 @@ impl Sampled {
     /// reading ahead wins; with a broad one on a large profile (a field
     /// most memories have), walking does.
     pub fn walk_pays(&self, deepest: usize) -> bool {
-        if self.tested <= 0 || self.passed <= 0 {
-            return false;
+        match self.share() {
+            Some(share) => deepest as f64 / share * TEST_COST <= share * self.span as f64,
+            None => false,
         }
-        let share = self.passed as f64 / self.tested as f64;
-        deepest as f64 / share * TEST_COST <= share * self.span as f64
+    }
+
+    /// The memories a walk that pays may test before it reads ahead
+    /// instead: [`WALK_SLACK`] times the `deepest / share` the sample
+    /// predicts. A walk that goes past it meets fewer passing memories
+    /// than the sample said (they lie far from the query), and reading
+    /// ahead then bounds its cost.
+    pub fn walk_budget(&self, deepest: usize) -> usize {
+        let share = self.share().unwrap_or(1.0);
+        (deepest as f64 / share * WALK_SLACK).ceil() as usize
+    }
+
+    /// The share of the sample that passed (`None` when none did).
+    fn share(&self) -> Option<f64> {
+        (self.tested > 0 && self.passed > 0).then(|| self.passed as f64 / self.tested as f64)
     }
 }
 
@@ -164,7 +194,9 @@ impl RecallScope {
             thinking: opts.thinking_level.unwrap_or_default(),
             filter: filter_of(opts),
             as_of: opts.as_of.as_deref().and_then(crate::core::time::parse_millis).map(iso),
-            passing: None,
+            passing: Default::default(),
+            walk_budget: None,
+            walked: Default::default(),
             narrowing: None,
         }
     }
@@ -209,20 +241,62 @@ impl RecallScope {
         if !self.narrowed() {
             return Ok(self);
         }
+        let deepest = crate::core::local::vector::FIRST_PASS;
         let (way, sample) = match how {
             Narrowing::Sampled => {
                 let sample = self.sample(sql)?;
-                let way = if sample.walk_pays(crate::core::local::vector::FIRST_PASS) { NarrowingWay::Walk } else { NarrowingWay::Ahead };
+                let way = if sample.walk_pays(deepest) { NarrowingWay::Walk } else { NarrowingWay::Ahead };
+                self.walk_budget = Some(sample.walk_budget(deepest));
                 (way, Some(sample))
             }
             Narrowing::Walk => (NarrowingWay::Walk, None),
+            Narrowing::WalkWithin(budget) => {
+                self.walk_budget = Some(budget);
+                (NarrowingWay::Walk, None)
+            }
             Narrowing::Ahead => (NarrowingWay::Ahead, None),
         };
         if way == NarrowingWay::Ahead {
-            self.passing = Some(std::rc::Rc::new(self.read_passing(sql)?));
+            self.read_ahead(sql)?;
         }
-        self.narrowing = Some(NarrowingReport { way, sample });
+        self.narrowing = Some(NarrowingReport { way, sample, read_ahead_after: None });
         Ok(self)
+    }
+
+    /// The memories read ahead, if they were.
+    pub fn ahead(&self) -> Option<&Passing> {
+        self.passing.get().map(|p| &**p)
+    }
+
+    /// How the channels learned what passes, as `explain` shows it: with
+    /// the tests after which a walk read ahead, if it did.
+    pub fn narrowing_report(&self) -> Option<NarrowingReport> {
+        let mut report = self.narrowing.clone()?;
+        if report.way == NarrowingWay::Walk && self.ahead().is_some() {
+            report.read_ahead_after = Some(self.walked.get() as i64);
+        }
+        Some(report)
+    }
+
+    /// Reads every passing memory ahead, unless it was.
+    fn read_ahead(&self, sql: &dyn Sql) -> Result<&Passing> {
+        if self.passing.get().is_none() {
+            let _ = self.passing.set(std::rc::Rc::new(self.read_passing(sql)?));
+        }
+        self.ahead().ok_or_else(|| crate::core::error::Error::storage("the passing memories were not kept"))
+    }
+
+    /// The memories read ahead, reading them now if `more` tests would
+    /// take the walk past its budget; `None` while it walks on.
+    fn ahead_or_over(&self, sql: &dyn Sql, more: usize) -> Result<Option<&Passing>> {
+        if self.ahead().is_none() {
+            let walked = self.walked.get().saturating_add(more);
+            if self.walk_budget.is_none_or(|b| walked <= b) {
+                self.walked.set(walked);
+                return Ok(None);
+            }
+        }
+        self.read_ahead(sql).map(Some)
     }
 
     /// Tests [`SAMPLE`] memories spread evenly over the rowids (the first
@@ -282,10 +356,10 @@ impl RecallScope {
     }
 
     /// Which of the memories stored under `rowids` the recall may return
-    /// ([`RecallScope::visible`]): from the memories read ahead, else read
-    /// a batch of [`MAX_BATCH`](crate::core::ports::MAX_BATCH) at a time.
+    /// ([`RecallScope::visible`]): from the memories read ahead (now, if
+    /// these tests would take a walk past its budget), else read a batch of [`MAX_BATCH`](crate::core::ports::MAX_BATCH) at a time.
     pub fn passing_rowids(&self, sql: &dyn Sql, rowids: &[i64]) -> Result<HashSet<i64>> {
-        match &self.passing {
+        match self.ahead_or_over(sql, rowids.len())? {
             Some(p) => Ok(rowids.iter().copied().filter(|r| p.rowids.contains(r)).collect()),
             None => self.passing_of(sql, rowids, "rowid"),
         }
@@ -293,7 +367,7 @@ impl RecallScope {
 
     /// Which of the memories `ids` the recall may return.
     pub fn passing_ids(&self, sql: &dyn Sql, ids: &[String]) -> Result<HashSet<String>> {
-        match &self.passing {
+        match self.ahead_or_over(sql, ids.len())? {
             Some(p) => Ok(ids.iter().filter(|id| p.ids.contains(*id)).cloned().collect()),
             None => self.passing_of(sql, ids, "id"),
         }
