@@ -257,10 +257,15 @@ pub trait VectorIndex {
 /// Candidates a narrowed recall tests at once, at first: a ranking is
 /// walked best first, and its candidates are tested against the scope a
 /// batch at a time until enough pass ([`first_passing`]). Each batch
-/// after the first is [`BATCH_GROWTH`] times larger, up to [`MAX_BATCH`].
+/// after the first is sized by the share that passed so far, up to
+/// [`MAX_BATCH`].
 pub const FIRST_BATCH: usize = 256;
-/// How much larger each batch of candidates is than the last.
+/// How much larger each batch of candidates is than the last while none
+/// has passed yet.
 pub const BATCH_GROWTH: usize = 4;
+/// How many more candidates a batch holds than the share passed so far
+/// says are needed: a little more, so that one more batch usually does.
+pub const BATCH_MARGIN: f64 = 1.25;
 /// The most candidates tested in one statement: their ids, as one JSON
 /// parameter, stay far below the platform's 2 MB cap on a value.
 pub const MAX_BATCH: usize = 16_384;
@@ -268,8 +273,10 @@ pub const MAX_BATCH: usize = 16_384;
 /// The first `limit` of `ranked` (in its order) whose keys `passing`
 /// lets through, testing the ranking's head a batch at a time: what
 /// ranking only the passing items would give, without reading what
-/// passes ahead of time. Batches start at `limit` (at least
-/// [`FIRST_BATCH`]) and grow by [`BATCH_GROWTH`].
+/// passes ahead of time. The first batch is `limit` (at least
+/// [`FIRST_BATCH`]); each after it holds what the share passed so far
+/// says the rest needs, [`BATCH_MARGIN`] times over ([`BATCH_GROWTH`]
+/// times the last while none has passed).
 pub fn first_passing<T, K>(
     ranked: Vec<T>,
     limit: usize,
@@ -280,14 +287,20 @@ where
     K: Eq + std::hash::Hash,
 {
     let mut kept = Vec::new();
-    let mut batch = limit.max(FIRST_BATCH);
+    let (mut batch, mut tested, mut passed) = (limit.max(FIRST_BATCH), 0usize, 0usize);
     let mut rest = ranked.into_iter().peekable();
     while kept.len() < limit && rest.peek().is_some() {
-        let head: Vec<T> = rest.by_ref().take(batch.min(MAX_BATCH)).collect();
+        let head: Vec<T> = rest.by_ref().take(batch.clamp(1, MAX_BATCH)).collect();
         let keys: Vec<K> = head.iter().map(&key).collect();
         let pass = passing(&keys)?;
+        tested = tested.saturating_add(keys.len());
+        passed = passed.saturating_add(pass.len());
         kept.extend(head.into_iter().zip(keys).filter(|(_, k)| pass.contains(k)).map(|(t, _)| t).take(limit.saturating_sub(kept.len())));
-        batch = batch.saturating_mul(BATCH_GROWTH);
+        batch = match passed {
+            0 => batch.saturating_mul(BATCH_GROWTH),
+            _ => (limit.saturating_sub(kept.len()) as f64 * tested as f64 / passed as f64 * BATCH_MARGIN).ceil() as usize,
+        }
+        .max(FIRST_BATCH);
     }
     Ok(kept)
 }
