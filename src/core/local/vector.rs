@@ -1154,23 +1154,33 @@ pub fn search_many(sql: &dyn Sql, packed: &mut Packed, qs: &[Vec<f32>], top_k: u
     }
     let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
     let shortlists: Vec<Vec<String>> = qs.iter().map(|q| packed.shortlist(q, first_pass.max(keep), keep).into_iter().map(|(id, _)| id).collect()).collect();
+    match rescore_exactly(sql, qs, &shortlists, top_k)? {
+        (hits, true) => Ok(hits),
+        (_, false) => one_by_one(packed),
+    }
+}
+
+/// Pass 3 for several queries at once: each of `qs` scored by cosine
+/// against the vectors of its shortlist, read for all of them in one
+/// statement; best first, `top_k` at most. The flag says whether every
+/// shortlisted vector was found (one missing is left out).
+fn rescore_exactly(sql: &dyn Sql, qs: &[Vec<f32>], shortlists: &[Vec<String>], top_k: usize) -> Result<(Vec<Hits>, bool)> {
     let mut union: Vec<String> = shortlists.concat();
     union.sort_unstable();
     union.dedup();
-    let vectors: std::collections::HashMap<String, Vec<f32>> = read_vectors(sql, &union)?.into_iter().collect();
-    if vectors.len() < union.len() {
-        return one_by_one(packed);
-    }
-    Ok(qs
+    let vectors: FxHashMap<String, Vec<f32>> = read_vectors(sql, &union)?.into_iter().collect();
+    let whole = vectors.len() == union.len();
+    let hits = qs
         .iter()
-        .zip(&shortlists)
+        .zip(shortlists)
         .map(|(q, ids)| {
-            let mut hits: Vec<(String, f32)> = ids.iter().map(|id| (id.clone(), cosine(q, &vectors[id]))).collect();
+            let mut hits: Vec<(String, f32)> = ids.iter().filter_map(|id| vectors.get(id).map(|v| (id.clone(), cosine(q, v)))).collect();
             sort_hits(&mut hits);
             hits.truncate(top_k);
             hits
         })
-        .collect())
+        .collect();
+    Ok((hits, whole))
 }
 
 // The lean path: the three passes of `search` without a memory copy, for
@@ -1845,19 +1855,15 @@ pub fn search_passing(sql: &dyn Sql, packed: &mut Packed, qs: &[Vec<f32>], top_k
     let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
     let mut known = KnownPassing::default();
     let ahead = only.ahead.map(|ids| packed.slots_of(ids));
-    let mut out = Vec::with_capacity(qs.len());
+    let mut shortlists = Vec::with_capacity(qs.len());
     for q in qs {
         let short = match &ahead {
             Some(slots) => packed.shortlist_in(q, first_pass.max(keep), keep, slots),
             None => packed.shortlist_passing(q, first_pass.max(keep), keep, &mut known, only)?,
         };
-        let ids: Vec<String> = short.iter().map(|(id, _)| id.clone()).collect();
-        let mut hits: Vec<(String, f32)> = read_vectors(sql, &ids)?.into_iter().map(|(id, v)| (id, cosine(q, &v))).collect();
-        sort_hits(&mut hits);
-        hits.truncate(top_k);
-        out.push(hits);
+        shortlists.push(short.into_iter().map(|(id, _)| id).collect::<Vec<_>>());
     }
-    Ok(out)
+    Ok(rescore_exactly(sql, qs, &shortlists, top_k)?.0)
 }
 
 impl VectorIndex for CachedVectorIndex<'_> {

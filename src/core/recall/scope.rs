@@ -45,7 +45,7 @@ pub struct RecallScope {
     /// time ([`RecallScope::narrow`]), or once a walk has tested more than
     /// its budget; the tests then read it instead of the rows
     /// ([`RecallScope::ahead`]).
-    pub passing: std::cell::OnceCell<std::rc::Rc<Passing>>,
+    pub passing: std::cell::OnceCell<Passing>,
     /// The memories a walk may test before it reads what passes ahead
     /// instead (`None`: no bound).
     pub walk_budget: Option<usize>,
@@ -265,7 +265,7 @@ impl RecallScope {
 
     /// The memories read ahead, if they were.
     pub fn ahead(&self) -> Option<&Passing> {
-        self.passing.get().map(|p| &**p)
+        self.passing.get()
     }
 
     /// How the channels learned what passes, as `explain` shows it: with
@@ -280,10 +280,11 @@ impl RecallScope {
 
     /// Reads every passing memory ahead, unless it was.
     fn read_ahead(&self, sql: &dyn Sql) -> Result<&Passing> {
-        if self.passing.get().is_none() {
-            let _ = self.passing.set(std::rc::Rc::new(self.read_passing(sql)?));
+        if let Some(p) = self.passing.get() {
+            return Ok(p);
         }
-        self.ahead().ok_or_else(|| crate::core::error::Error::storage("the passing memories were not kept"))
+        let read = self.read_passing(sql)?;
+        Ok(self.passing.get_or_init(|| read))
     }
 
     /// The memories read ahead, reading them now if `more` tests would
@@ -356,8 +357,10 @@ impl RecallScope {
     }
 
     /// Which of the memories stored under `rowids` the recall may return
-    /// ([`RecallScope::visible`]): from the memories read ahead (now, if
-    /// these tests would take a walk past its budget), else read a batch of [`MAX_BATCH`](crate::core::ports::MAX_BATCH) at a time.
+    /// ([`RecallScope::visible`]): from the memories read ahead (read now
+    /// if these tests would take a walk past its budget), else from their
+    /// rows, a batch of [`MAX_BATCH`](crate::core::ports::MAX_BATCH) at a
+    /// time.
     pub fn passing_rowids(&self, sql: &dyn Sql, rowids: &[i64]) -> Result<HashSet<i64>> {
         match self.ahead_or_over(sql, rowids.len())? {
             Some(p) => Ok(rowids.iter().copied().filter(|r| p.rowids.contains(r)).collect()),
