@@ -23,7 +23,7 @@ mod support;
 
 use agent_memory::core::api::{ListRequest, RecallOptions, RecallRequest, RememberRequest};
 use agent_memory::core::filter::Filter;
-use agent_memory::core::local::vector::{CachedVectorIndex, Packed};
+use agent_memory::core::local::vector::{CachedVectorIndex, Packed, SqlVectorIndex};
 use agent_memory::core::model::{Memory, MemoryType, Status};
 use agent_memory::core::ops::Profile;
 use agent_memory::core::recall::directory::TurnDirectory;
@@ -52,12 +52,28 @@ impl Held {
     /// [`Held::with`], with the turn directory or (`None`) on SQLite alone.
     fn with_turns<T>(&self, now: i64, turns: Option<&TurnDirectory>, f: impl FnOnce(&Profile<'_>) -> T) -> T {
         let index = CachedVectorIndex { sql: &self.sql, packed: &self.packed };
+        self.with_state(now, turns, &index, f)
+    }
+
+    /// [`Held::with`] with nothing resident, as a cold profile answers:
+    /// SQLite alone, the vector codes streamed from it for each query.
+    fn with_nothing<T>(&self, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+        self.with_state(now, None, &SqlVectorIndex { sql: &self.sql }, f)
+    }
+
+    fn with_state<T>(
+        &self,
+        now: i64,
+        turns: Option<&TurnDirectory>,
+        index: &dyn agent_memory::core::ports::VectorIndex,
+        f: impl FnOnce(&Profile<'_>) -> T,
+    ) -> T {
         let p = Profile {
             name: "test/p",
             sql: &self.sql,
             reasoner: &agent_memory::core::rules::Rules,
             embedder: &agent_memory::core::local::embed::HashEmbedder,
-            index: &index,
+            index,
             turns,
             now,
             limits: agent_memory::core::ops::Limits::default(),
@@ -297,13 +313,17 @@ fn test_random_filters_hold_in_every_channel_and_equal_a_profile_of_the_passing_
         }
         // Each way of narrowing, with the directory and on SQLite alone
         // (which ranks the memories' words itself, FTS5 asked for more
-        // until enough pass): the same hits.
+        // until enough pass), and with nothing resident (the vector codes
+        // streamed, the first pass drawn from the passing memories as the
+        // copy draws it): the same hits.
         // A walk bounded at 300 tests reads ahead part way through.
         for how in [Narrowing::Walk, Narrowing::WalkWithin(300), Narrowing::Ahead] {
             let resident = full.with(APRIL_15, |p| recall_ids_by(p, query, &fv, how));
             assert_eq!(resident, got, "recall of {query:?} with filter {fv}, narrowed {how:?}");
             let on_sql = full.with_turns(APRIL_15, None, |p| recall_ids_by(p, query, &fv, how));
             assert_eq!(on_sql, got, "recall of {query:?} with filter {fv} on SQLite alone, narrowed {how:?}");
+            let cold = full.with_nothing(APRIL_15, |p| recall_ids_by(p, query, &fv, how));
+            assert_eq!(cold, got, "recall of {query:?} with filter {fv} with nothing resident, narrowed {how:?}");
         }
         // The equality check on a fresh profile costs an import: every
         // other filter.

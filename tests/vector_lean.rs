@@ -10,9 +10,11 @@ mod support;
 
 use agent_memory::core::error::Result;
 use agent_memory::core::local::vector::{
-    exact_scan, load, maintain_snapshot_lean, search, search_lean, search_many, search_many_lean, CachedVectorIndex, Packed, SqlVectorIndex, LEAN_SNAPSHOT_MIN,
+    exact_scan, load, maintain_snapshot_lean, search, search_lean, search_many, search_many_lean, search_many_lean_in, search_passing, CachedVectorIndex,
+    Packed, SqlVectorIndex, LEAN_SNAPSHOT_MIN,
 };
-use agent_memory::core::ports::{Hits, LocalBoxFuture, Row, Sql, SqlValue, VectorIndex};
+use agent_memory::core::ports::{Hits, IndexFilter, LocalBoxFuture, Row, Sql, SqlValue, VectorIndex};
+use rustc_hash::FxHashSet;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
 use support::{block_on, database, NativeSql, Rng};
@@ -334,6 +336,101 @@ fn test_lean_snapshot_upkeep_writes_what_a_loaded_copy_writes() {
     block_on(cached.query(&data.vector(), 1)).unwrap();
     sql.execute("DELETE FROM vector_snapshot", &[]).unwrap();
     assert!(!block_on(cached.maintain()).unwrap(), "loaded: its own snapshots");
+}
+
+/// `search_passing` on a copy loaded now, over the memories `passing`
+/// holds: read ahead, or (`ahead` false) tested as the walk asks.
+fn fresh_in(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, passing: &FxHashSet<String>, ahead: bool) -> Vec<Hits> {
+    let mut packed = Packed::new();
+    load(sql, &mut packed).unwrap();
+    let test = |ids: &[String]| Ok(ids.iter().filter(|id| passing.contains(*id)).cloned().collect());
+    let only = IndexFilter { passing: &test, ahead: ahead.then_some(passing), filter: None };
+    search_passing(sql, &mut packed, qs, top_k, FIRST_PASS, &only).unwrap()
+}
+
+/// [`search_many_lean_in`] over the memories `passing` holds, and how
+/// many ids the walk asked about (each must be asked once).
+fn lean_in(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, passing: &FxHashSet<String>, ahead: bool) -> (Vec<Hits>, usize) {
+    let asked = Cell::new(0usize);
+    let test = |ids: &[String]| {
+        asked.set(asked.get() + ids.len());
+        Ok(ids.iter().filter(|id| passing.contains(*id)).cloned().collect())
+    };
+    let only = IndexFilter { passing: &test, ahead: ahead.then_some(passing), filter: None };
+    let hits = search_many_lean_in(sql, qs, top_k, FIRST_PASS, &only).unwrap();
+    (hits, asked.get())
+}
+
+#[test]
+fn test_a_narrowed_lean_search_answers_as_the_copy_does_walking_and_reading_ahead() {
+    let sql = database();
+    let mut data = Data::new(0x1ea_0007);
+    let items = data.items(0..N);
+    let mut qs = data.queries(&items);
+    qs.push(vec![1.0, 0.0, 0.5]); // another dimension count: nothing, as the copy
+                                  // Memories passing: every 97th (1%), every 10th, half, all but every
+                                  // 100th; an id that is not hex (stored later) passes with the first two.
+    let shares: [(&str, fn(usize) -> bool); 4] = [("1%", |i| i % 97 == 0), ("10%", |i| i % 10 == 3), ("50%", |i| i % 2 == 1), ("99%", |i| i % 100 != 0)];
+    let passing_of = |keep: fn(usize) -> bool| -> FxHashSet<String> {
+        let mut p: FxHashSet<String> = (0..N + 150).filter(|&i| keep(i)).map(id).collect();
+        if keep(0) || keep(3) {
+            p.insert("note-about-coffee".into());
+        }
+        p
+    };
+    let check = |sql: &dyn Sql, stage: &str| {
+        for (share, keep) in shares {
+            let passing = passing_of(keep);
+            for top_k in [10, 50] {
+                let want = fresh_in(sql, &qs, top_k, &passing, true);
+                assert_eq!(fresh_in(sql, &qs, top_k, &passing, false), want, "the copy walks as it reads ahead");
+                for ahead in [true, false] {
+                    let (got, asked) = lean_in(sql, &qs, top_k, &passing, ahead);
+                    assert_eq!(got, want, "{share} passing, top {top_k}, {stage}, read ahead: {ahead}");
+                    assert!(got.iter().flatten().all(|(id, _)| passing.contains(id)));
+                    assert!(asked <= N + 152, "each memory asked about once at most: {asked}");
+                    assert_eq!(asked == 0, ahead, "a walk asks, a read ahead does not");
+                }
+                // However narrow, the answers are full.
+                assert!(want.iter().take(8).all(|h| h.len() == top_k), "{share} passing, top {top_k}, {stage}");
+                assert!(want.last().unwrap().is_empty());
+            }
+        }
+    };
+    // From the rows.
+    store(&sql, &items);
+    check(&sql, "from the rows");
+    // A profile holding only the passing memories draws the same answer.
+    let passing = passing_of(shares[0].1);
+    let alone = database();
+    store(&alone, &items.iter().filter(|(i, _)| passing.contains(i)).cloned().collect::<Vec<_>>());
+    let mut alone_hits = lean(&alone, &qs, 10);
+    *alone_hits.last_mut().unwrap() = Vec::new(); // (the unnarrowed scan answers another dimension count)
+    assert_eq!(lean_in(&sql, &qs, 10, &passing, false).0, alone_hits, "as an index of the 1% alone");
+    // From the snapshot, and with rows after it (new, rewritten, not hex).
+    maintain_snapshot_lean(&sql).unwrap(); // (loading a copy above may have written it)
+    assert!(snapshot_parts(&sql).len() > 2);
+    let reads = Reads::new(&sql);
+    lean_in(&reads, &qs, 10, &passing, false);
+    assert_eq!(reads.take(), (2 * (snapshot_parts(&sql).len() - 1), 0), "two streams over the snapshot, no row");
+    check(&sql, "from the snapshot");
+    let mut more = data.items(N..N + 150);
+    for i in (0..N).step_by(40) {
+        more.push((id(i), data.vector()));
+    }
+    more.push(("note-about-coffee".into(), qs[4].clone()));
+    store(&sql, &more);
+    check(&sql, "with rows after the snapshot");
+    let (hits, _) = lean_in(&sql, &qs[4..5], 10, &passing_of(shares[0].1), false);
+    assert_eq!(hits[0][0].0, "note-about-coffee", "an id that is not hex is found under its own text");
+
+    // Through the trait: what a profile over the memory budget asks.
+    let passing = passing_of(shares[0].1);
+    let test = |ids: &[String]| Ok(ids.iter().filter(|id| passing.contains(*id)).cloned().collect());
+    let only = IndexFilter { passing: &test, ahead: None, filter: None };
+    let through = block_on(SqlVectorIndex { sql: &sql }.query_many_in(&qs, 10, &only)).unwrap();
+    assert_eq!(through, search_many_lean_in(&sql, &qs, 10, agent_memory::core::local::vector::FIRST_PASS, &only).unwrap());
+    assert!(through.iter().take(8).all(|h| h.len() == 10));
 }
 
 /// An index that only answers queries: the default upkeep does nothing.

@@ -69,12 +69,29 @@ async function tool(client, name, args) {
 }
 
 /** A REST call that must answer 200 with the success envelope; returns result. */
-async function rest(method, profile, suffix, opts = {}) {
-  const r = await api.send(method, NS, profile, suffix, opts);
+async function rest(method, profile, suffix, opts = {}, client = api) {
+  const r = await client.send(method, NS, profile, suffix, opts);
   assert.equal(r.status, 200, `${method} ${suffix} ${JSON.stringify(opts)} -> ${r.status} ${r.text.slice(0, 400)}`);
   assert.equal(r.body?.success, true, r.text.slice(0, 400));
   return r.body.result;
 }
+
+/** Fills `p` with `memories` by one NDJSON import, and waits for its outbox to drain. */
+async function fill(p, memories, client = api) {
+  const header = { kind: "header", format: "agent-memory-export", version: 1, profile: `${NS}/${p}` };
+  const raw = [header, ...memories.map((m) => ({ kind: "memory", ...m }))].map((l) => JSON.stringify(l)).join("\n") + "\n";
+  const report = await rest("POST", p, "/import", { raw, headers: { "content-type": "application/x-ndjson" } }, client);
+  assert.equal(report.memories, memories.length, JSON.stringify(report));
+  await drained(p, client);
+}
+
+/** Each channel's hits, as `explain` lists them. */
+function channelIds(recall) {
+  return recall.explain.channels.map((c) => [c.channel, c.ids]);
+}
+
+/** 2e's profile and recalls, which 2f asks again with nothing resident. */
+const broad = { all: [], recalls: [] };
 
 /** The error envelope with `status`; returns errors[0]. */
 function failsWith(r, status, what) {
@@ -93,10 +110,10 @@ function failsWith(r, status, what) {
 }
 
 /** Waits until the profile's background work is done. */
-async function drained(profile) {
+async function drained(profile, client = api) {
   return waitFor(
     async () => {
-      const s = await rest("GET", profile, "/stats");
+      const s = await rest("GET", profile, "/stats", {}, client);
       return s.pendingJobs === 0 ? s : null;
     },
     { timeoutMs: 30_000, intervalMs: 100, what: `${profile}: pendingJobs 0` },
@@ -553,13 +570,7 @@ test("2e. a broad filter over 8,000 memories walks the channels' rankings, a nar
   // ~99% (walking ~2,000 deep tests ~2,030, fewer than the ~7,900 rows
   // read ahead counted at a third), {userId: "bo"} ~1%.
   const all = randomMemories(r, N).map((m, i) => ({ ...m, metadata: { userId: i % 80 === 7 ? "bo" : "ana" } }));
-  const fill = async (p, memories) => {
-    const header = { kind: "header", format: "agent-memory-export", version: 1, profile: `${NS}/${p}` };
-    const raw = [header, ...memories.map((m) => ({ kind: "memory", ...m }))].map((l) => JSON.stringify(l)).join("\n") + "\n";
-    const report = await rest("POST", p, "/import", { raw, headers: { "content-type": "application/x-ndjson" } });
-    assert.equal(report.memories, memories.length, JSON.stringify(report));
-    await drained(p);
-  };
+  broad.all = all;
   await fill("filters-broad", all);
   const unfiltered = await rest("POST", "filters-broad", "/recall", { body: { query: "heron", limit: 20, explain: true } });
   assert.equal(unfiltered.explain.narrowing, undefined, "an unfiltered recall is not narrowed");
@@ -580,7 +591,31 @@ test("2e. a broad filter over 8,000 memories walks the channels' rankings, a nar
       assert.ok(ids.length > 0, `${query} with ${JSON.stringify(filter)} finds something`);
       const want = (await rest("POST", alone, "/recall", { body: { query, limit: 20 } })).candidates.map((c) => c.id);
       assert.deepEqual(ids, want, `${query} with ${JSON.stringify(filter)} (${way}) against a profile of the ${passing.length} passing memories`);
+      broad.recalls.push({ query, filter, way, ids, channels: channelIds(got) });
     }
+  }
+});
+
+test("2f. with nothing resident (MEMORY_BUDGET_MB=0: SQLite alone, the vector codes streamed for each query) the filtered recalls of 2e answer the same, walking and reading ahead", async () => {
+  assert.equal(broad.recalls.length, 6, "2e ran");
+  const cold = await startWorker({ vars: { MEMORY_BUDGET_MB: "0" } });
+  try {
+    const client = restClient(cold, TOKEN);
+    await fill("filters-broad", broad.all, client);
+    for (const { query, filter, way, ids, channels } of broad.recalls) {
+      const got = await rest("POST", "filters-broad", "/recall", { body: { query, limit: 20, filter, explain: true } }, client);
+      assert.equal(got.explain.narrowing?.way, way, JSON.stringify(got.explain.narrowing));
+      const what = `${query} with ${JSON.stringify(filter)} (${way}) with nothing resident`;
+      // Each channel's own hits too: the vector channel's first pass is
+      // drawn from the passing memories, as the resident copy draws it.
+      assert.deepEqual(channelIds(got), channels, `${what}: each channel's hits`);
+      assert.ok(channels.find(([c]) => c === "vector")[1].length >= 50, `${what}: the vector channel fills its depth`);
+      assert.deepEqual(got.candidates.map((c) => c.id), ids, what);
+    }
+    const stats = await rest("GET", "filters-broad", "/stats", {}, client);
+    assert.equal(stats.residentBytes, 0, "nothing was resident");
+  } finally {
+    await cold.dispose();
   }
 });
 

@@ -39,6 +39,9 @@
 //! first read keeps only each vector's Hamming distance (2 bytes a
 //! vector: ~200 KB at 100k), the second scores only the candidates it
 //! chose. A request holds a few MB at 100k vectors, never every code.
+//! A narrowed query ([`search_many_lean_in`]) also keeps each vector's
+//! key in the first read (16 bytes a vector), to draw its first pass
+//! from the passing memories as the copy does ([`search_passing`]).
 //! Without a copy to take them, snapshots are written by
 //! [`maintain_snapshot_lean`] (from the rows, a part at a time), which
 //! the service runs between requests ([`VectorIndex::maintain`]).
@@ -1537,7 +1540,7 @@ fn lean(sql: &dyn Sql, qs: &[&[f32]], top_k: usize, first_pass: usize) -> Result
         return Ok(none());
     }
     let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
-    let Some(mut pass) = hamming_pass(sql, qs)? else { return Ok(none()) };
+    let Some(mut pass) = hamming_pass(sql, qs, None)? else { return Ok(none()) };
     if pass.slots == 0 {
         return Ok(none());
     }
@@ -1573,8 +1576,9 @@ struct HammingPass {
 
 /// Pass 1: each slot's Hamming distance to each query of the codes'
 /// dimension count, 2 bytes a slot; from the snapshot if `load` would use
-/// it, else from the rows. `None` when there are no codes.
-fn hamming_pass(sql: &dyn Sql, qs: &[&[f32]]) -> Result<Option<HammingPass>> {
+/// it, else from the rows. `None` when there are no codes. With `keys`,
+/// each slot's key as well (16 bytes a slot), for a narrowed search.
+fn hamming_pass(sql: &dyn Sql, qs: &[&[f32]], mut keys: Option<&mut SlotKeys>) -> Result<Option<HammingPass>> {
     let mut source = match open_snapshot(sql)? {
         Some(snap) => Source::Snapshot(Box::new(snap)),
         None => Source::rows(sql)?,
@@ -1584,12 +1588,18 @@ fn hamming_pass(sql: &dyn Sql, qs: &[&[f32]]) -> Result<Option<HammingPass>> {
         let qh: Vec<Option<[u64; CODE_WORDS]>> = qs.iter().map(|q| (q.len() == dims).then(|| simhash(q))).collect();
         let hint = source.slots_hint();
         let mut dist: Vec<Vec<u16>> = qh.iter().map(|h| Vec::with_capacity(if h.is_some() { hint } else { 0 })).collect();
-        let streamed = source.stream(sql, &mut |_, _, body| {
+        if let Some(k) = keys.as_deref_mut() {
+            *k = SlotKeys { keys: Vec::with_capacity(hint), odd: FxHashMap::default() };
+        }
+        let streamed = source.stream(sql, &mut |key, odd, body| {
             let h = body_simhash(body);
             for (d, qh) in dist.iter_mut().zip(&qh) {
                 if let Some(qh) = qh {
                     d.push(hamming(&h, qh));
                 }
+            }
+            if let Some(k) = keys.as_deref_mut() {
+                k.push(key, odd);
             }
         })?;
         match (streamed, &source) {
@@ -1701,6 +1711,128 @@ pub fn search_lean(sql: &dyn Sql, q: &[f32], top_k: usize, first_pass: usize) ->
 pub fn search_many_lean(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, first_pass: usize) -> Result<Vec<Hits>> {
     let qs: Vec<&[f32]> = qs.iter().map(Vec::as_slice).collect();
     lean(sql, &qs, top_k, first_pass)
+}
+
+/// Each slot's key as pass 1 streamed it, and the text of every id that
+/// is not 32 hex characters: what a narrowed lean search tests slots by.
+#[derive(Default)]
+struct SlotKeys {
+    keys: Vec<u128>,
+    odd: FxHashMap<u128, String>,
+}
+
+impl SlotKeys {
+    fn push(&mut self, key: u128, odd: Option<&str>) {
+        self.keys.push(key);
+        if let Some(id) = odd {
+            self.odd.insert(key, id.to_string());
+        }
+    }
+
+    fn id_of(&self, slot: usize) -> String {
+        let k = self.keys[slot];
+        self.odd.get(&k).cloned().unwrap_or_else(|| crate::core::ids::id_of_key(k))
+    }
+
+    /// The slots of the memories `ids`, in slot order, as
+    /// [`Packed::slots_of`] finds them.
+    fn slots_of(&self, ids: &FxHashSet<String>) -> Vec<usize> {
+        let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
+        (0..self.keys.len())
+            .filter(|&s| {
+                let k = self.keys[s];
+                match self.odd.get(&k) {
+                    Some(id) => ids.contains(id),
+                    None => keys.contains(&k),
+                }
+            })
+            .collect()
+    }
+}
+
+/// [`search_passing`] without a memory copy: for each of `qs`, the
+/// answer the index would give holding the memories `only` lets through
+/// alone, so the same answer as `search_passing` on a freshly loaded copy
+/// (the conditions of [`search_lean`]). Pass 1 also keeps each slot's key
+/// (16 bytes a vector: ~1.6 MB at 100k). The first pass is then drawn
+/// from the passing slots: those of the memories read ahead when they
+/// were, else the slots in Hamming order (ties by slot) tested a batch at
+/// a time ([`first_passing`]), each memory once for all of `qs`. Pass 2
+/// scores those candidates, pass 3 rescores the shortlists exactly; a
+/// stale entry is left out, as `search_passing` leaves it.
+///
+/// Before this, a lean index answered a narrowed query by asking for
+/// more neighbours of the whole index, at most 4,096
+/// ([`VectorIndex::query_many_in`]'s default): under a narrow filter
+/// the passing memories past them were never found.
+pub fn search_many_lean_in(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, first_pass: usize, only: &IndexFilter<'_>) -> Result<Vec<Hits>> {
+    let none = || vec![Vec::new(); qs.len()];
+    if top_k == 0 || qs.is_empty() {
+        return Ok(none());
+    }
+    let refs: Vec<&[f32]> = qs.iter().map(Vec::as_slice).collect();
+    let keep = top_k + RESCORE_MARGIN.max(top_k / 2);
+    let budget = first_pass.max(keep);
+    let mut slots = SlotKeys::default();
+    let Some(mut pass) = hamming_pass(sql, &refs, Some(&mut slots))? else { return Ok(none()) };
+    let dims = pass.dims;
+    let mut candidates: Vec<Vec<usize>> = Vec::with_capacity(qs.len());
+    // One distance list a query (empty for one of another dimension count).
+    let dists = std::mem::take(&mut pass.dist);
+    let searched = qs.iter().zip(&dists).map(|(q, d)| (q.len() == dims).then_some(d));
+    match only.ahead {
+        Some(ids) => {
+            let inside = slots.slots_of(ids);
+            for dist in searched {
+                candidates.push(match dist {
+                    None => Vec::new(),
+                    Some(_) if inside.len() <= budget => inside.clone(),
+                    Some(d) => {
+                        let near: Vec<u16> = inside.iter().map(|&s| d[s]).collect();
+                        nearest(&near, budget).into_iter().map(|i| inside[i]).collect()
+                    }
+                });
+            }
+        }
+        None => {
+            let mut known = KnownPassing::default();
+            for dist in searched {
+                let Some(d) = dist else {
+                    candidates.push(Vec::new());
+                    continue;
+                };
+                let mut walked = first_passing(
+                    by_distance(d),
+                    budget,
+                    |&s| s,
+                    |batch: &[usize]| {
+                        let ids: Vec<String> = batch.iter().map(|&s| slots.id_of(s)).collect();
+                        known.test(ids.iter().map(String::as_str), only)?;
+                        Ok(batch.iter().zip(&ids).filter(|(_, id)| known.passes(id)).map(|(&s, _)| s).collect())
+                    },
+                )?;
+                walked.sort_unstable();
+                candidates.push(walked);
+            }
+        }
+    }
+    drop((slots, dists));
+    let Some(shortlists) = quantized_pass(sql, &mut pass, &refs, &candidates, keep)? else {
+        // The codes changed between the two passes, which nothing between
+        // them writes: exact answers over the passing memories.
+        return qs.iter().map(|q| exact_scan_in(sql, q, top_k, only)).collect();
+    };
+    Ok(rescore_exactly(sql, qs, &shortlists, top_k)?.0)
+}
+
+/// [`exact_scan`] over the memories `only` lets through: every stored
+/// vector ranked, the passing ones kept (a fallback; it holds every id).
+fn exact_scan_in(sql: &dyn Sql, q: &[f32], top_k: usize, only: &IndexFilter<'_>) -> Result<Hits> {
+    let ranked = exact_scan(sql, q, usize::MAX)?;
+    match only.ahead {
+        Some(ids) => Ok(ranked.into_iter().filter(|(id, _)| ids.contains(id)).take(top_k).collect()),
+        None => first_passing(ranked, top_k, |h| h.0.clone(), |ids: &[String]| (only.passing)(ids)),
+    }
 }
 
 /// Snapshot upkeep without a memory copy. When the table holds at least
@@ -1826,6 +1958,11 @@ impl VectorIndex for SqlVectorIndex<'_> {
     }
     fn query_many<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
         Box::pin(async move { search_many_lean(self.sql, vectors, top_k, FIRST_PASS) })
+    }
+    /// The shortlist is drawn from the passing memories only
+    /// ([`search_many_lean_in`]), as the copy draws it.
+    fn query_many_in<'a>(&'a self, vectors: &'a [Vec<f32>], top_k: usize, only: &'a IndexFilter<'a>) -> LocalBoxFuture<'a, Result<Vec<Hits>>> {
+        Box::pin(async move { search_many_lean_in(self.sql, vectors, top_k, FIRST_PASS, only) })
     }
     fn maintain<'a>(&'a self) -> LocalBoxFuture<'a, Result<bool>> {
         Box::pin(async move { maintain_snapshot_lean(self.sql) })
