@@ -26,7 +26,8 @@ bench: build-bench
 # published figures come from `make bench`. BENCH_NATIVE_PART runs one
 # part: recall, ingest, first-pass (the vector index's first-pass sizes),
 # filtered (recall with make bench's filters beside unfiltered), cold (recall
-# on SQLite alone, as a profile over the memory budget answers)
+# on SQLite alone, as a profile over the memory budget answers, with and
+# without make bench's filters)
 # or text-batch (a full-text row's cost by batch size).
 .PHONY: bench-native
 BENCH_NATIVE_N ?= 10000
