@@ -773,3 +773,85 @@ fn test_a_walk_past_its_budget_reads_ahead_and_explain_says_when() {
     assert_eq!(Sampled { tested: 256, passed: 128, span: 100_000 }.walk_budget(2000), 8000);
     assert_eq!(Sampled { tested: 256, passed: 256, span: 100_000 }.walk_budget(2000), 4000);
 }
+
+/// SQL that keeps the statements reading what passes ahead of ranking,
+/// with their parameters, to ask SQLite how it runs them.
+struct Recording<'a> {
+    inner: &'a NativeSql,
+    read_ahead: RefCell<Vec<(String, Vec<agent_memory::core::ports::SqlValue>)>>,
+}
+
+impl agent_memory::core::ports::Sql for Recording<'_> {
+    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
+        if sql.contains("json_array(rowid, id)") {
+            self.read_ahead.borrow_mut().push((sql.to_string(), params.to_vec()));
+        }
+        self.inner.query(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
+        self.inner.transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        self.inner.database_size()
+    }
+}
+
+#[test]
+fn test_what_passes_is_read_ahead_whole_across_pages_and_a_pinned_scope_key_from_its_index() {
+    use agent_memory::core::ports::Sql;
+    const MEMORIES: usize = 700;
+    let mut r = Rng(0x5eed_a4ead);
+    let all = random_memories(&mut r, MEMORIES);
+    let held = Held::new();
+    held.import(&export_of(all.iter().map(|(_, l)| l)));
+    // Some memories superseded, some expired, some expiring later: a
+    // read ahead keeps what is live.
+    let sql = &held.sql;
+    sql.execute("UPDATE memories SET status = 'superseded' WHERE rowid % 7 = 0", &[]).unwrap();
+    sql.execute("UPDATE memories SET expires_at = ? WHERE rowid % 11 = 0", &[agent_memory::core::time::iso(APRIL_15 - DAY).as_str().into()]).unwrap();
+    sql.execute("UPDATE memories SET expires_at = ? WHERE rowid % 13 = 0", &[agent_memory::core::time::iso(APRIL_15 + DAY).as_str().into()]).unwrap();
+    let live: std::collections::HashSet<String> = sql
+        .query(
+            "SELECT id FROM memories WHERE status = 'active' AND (expires_at IS NULL OR expires_at > ?)",
+            &[agent_memory::core::time::iso(APRIL_15).as_str().into()],
+        )
+        .unwrap()
+        .into_iter()
+        .map(|row| row[0].opt_string().unwrap())
+        .collect();
+    assert!(live.len() > MEMORIES / 2 && live.len() < MEMORIES);
+    let filters = [
+        (json!({"agentId": AGENTS[1]}), true),
+        (json!({"AND": [{"userId": USERS[0]}, {"priority": {"gte": 2}}]}), true),
+        (json!({"agentId": {"in": [AGENTS[0], AGENTS[2]]}}), false),
+        (json!({"priority": {"gte": 3}}), false),
+        (json!({"OR": [{"agentId": AGENTS[1]}, {"team": TEAMS[0]}]}), false),
+    ];
+    for (fv, pinned) in &filters {
+        let filter = Filter::parse(fv).unwrap();
+        assert_eq!(filter.pins_scope_key(), *pinned, "{fv}");
+        let mut want: Vec<String> = all.iter().filter(|(m, _)| live.contains(&m.id) && filter.matches(m)).map(|(m, _)| m.id.clone()).collect();
+        want.sort_unstable();
+        assert!(want.len() > 20, "{fv}: {} pass", want.len());
+        let scope = RecallScope::new(&recall_request("heron", Some(fv)), APRIL_15);
+        for page in [1, 7, want.len(), 20_000] {
+            let passing = scope.read_passing_paged(sql, page).unwrap();
+            let mut got: Vec<String> = passing.ids.iter().cloned().collect();
+            got.sort_unstable();
+            assert_eq!(got, want, "{fv}, pages of {page}");
+            assert_eq!(passing.rowids.len(), want.len(), "{fv}, pages of {page}");
+        }
+        // How SQLite reads it: a pinned scope key through its index, in
+        // id order (no sort); anything else in the table's own order.
+        let recording = Recording { inner: sql, read_ahead: RefCell::new(Vec::new()) };
+        scope.read_passing_paged(&recording, 20_000).unwrap();
+        let (statement, params) = recording.read_ahead.borrow()[0].clone();
+        let plan: Vec<String> =
+            sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), &params).unwrap().iter().filter_map(|row| row.last().and_then(|v| v.opt_string())).collect();
+        let key = if fv.to_string().contains("userId") { "memories_by_user (user_id=? AND id>?)" } else { "memories_by_agent (agent_id=? AND id>?)" };
+        match pinned {
+            true => assert!(plan.iter().any(|s| s.contains(key)) && !plan.iter().any(|s| s.contains("TEMP B-TREE")), "{fv}: {plan:#?}"),
+            false => assert!(plan.iter().any(|s| s.contains("USING INTEGER PRIMARY KEY (rowid>?)")), "{fv}: {plan:#?}"),
+        }
+    }
+}

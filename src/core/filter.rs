@@ -251,6 +251,18 @@ impl Filter {
         self.sql_at(param, &mut at)
     }
 
+    /// Whether every memory passing holds one value of a scope key
+    /// (`agentId` or `userId` `eq`, alone or in the top-level
+    /// conjunction): an index on that key, then the id, reads exactly
+    /// those memories in id order (schema version 16).
+    pub fn pins_scope_key(&self) -> bool {
+        match self {
+            Filter::Leaf { field, cmp: Cmp::Eq, .. } => SCOPE_KEYS.contains(&field.as_str()),
+            Filter::All(fs) => fs.iter().any(Filter::pins_scope_key),
+            _ => false,
+        }
+    }
+
     /// The JSON array of the values [`Filter::sql`] reads, as text.
     pub fn param(&self) -> String {
         let mut out = Vec::new();

@@ -355,6 +355,20 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
         ) WITHOUT ROWID",
         ],
     ),
+    (
+        16,
+        &[
+            // A filter pinning a scope key (core::filter::Filter::
+            // pins_scope_key) reads its memories from the index alone, in
+            // id order: the id, status and expiry beside the key. A recall
+            // reading what passes ahead of ranking (one agent's tenth of
+            // 100k memories) read every row of them for those three.
+            "DROP INDEX IF EXISTS memories_by_agent",
+            "DROP INDEX IF EXISTS memories_by_user",
+            "CREATE INDEX IF NOT EXISTS memories_by_agent ON memories(agent_id, id, status, expires_at)",
+            "CREATE INDEX IF NOT EXISTS memories_by_user ON memories(user_id, id, status, expires_at)",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.

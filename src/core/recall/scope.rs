@@ -325,23 +325,39 @@ impl RecallScope {
         Ok(Sampled { tested, passed, span })
     }
 
-    /// Every memory the recall may return, paged by rowid so that one
-    /// page's JSON stays far below the platform's 2 MB cap on a value.
+    /// Every memory the recall may return, paged so that one page's JSON
+    /// stays far below the platform's 2 MB cap on a value: by id when the
+    /// filter pins a scope key (its index holds the id, status and expiry
+    /// beside the key, so a page is read from the index alone), else by
+    /// rowid (the table in its own order; by id it would be read a row at
+    /// a time through the id's index, twice as long natively).
     fn read_passing(&self, sql: &dyn Sql) -> Result<Passing> {
+        self.read_passing_paged(sql, PASSING_PAGE)
+    }
+
+    /// [`RecallScope::read_passing`] `page` memories a statement (tests
+    /// read in small pages to cross their bounds).
+    pub fn read_passing_paged(&self, sql: &dyn Sql, page: usize) -> Result<Passing> {
+        let page = page.max(1);
         let (cond, mut params) = self.visible(2);
-        params.insert(0, SqlValue::Integer(0));
+        let by_id = self.filter.as_ref().is_some_and(Filter::pins_scope_key);
+        let (order, start) = match by_id {
+            true => ("m.id", SqlValue::from("")),
+            false => ("m.rowid", SqlValue::Integer(0)),
+        };
+        params.insert(0, start);
         let mut passing = Passing::default();
         loop {
             let rows: Vec<(i64, String)> = json_rows(
                 sql,
                 &format!(
                     "SELECT json_group_array(json_array(rowid, id)) FROM (SELECT m.rowid AS rowid, m.id AS id FROM memories m \
-                     WHERE m.rowid > ?1 AND {cond} ORDER BY m.rowid LIMIT {PASSING_PAGE})"
+                     WHERE {order} > ?1 AND {cond} ORDER BY {order} LIMIT {page})"
                 ),
                 &params,
             )?;
-            let Some(&(last, _)) = rows.last() else { break };
-            let full = rows.len() >= PASSING_PAGE;
+            let Some((last_rowid, last_id)) = rows.last().cloned() else { break };
+            let full = rows.len() >= page;
             for (rowid, id) in rows {
                 passing.rowids.insert(rowid);
                 passing.ids.insert(id);
@@ -350,7 +366,7 @@ impl RecallScope {
                 break;
             }
             if let Some(after) = params.first_mut() {
-                *after = SqlValue::Integer(last);
+                *after = if by_id { SqlValue::from(last_id) } else { SqlValue::Integer(last_rowid) };
             }
         }
         Ok(passing)
