@@ -774,28 +774,6 @@ fn test_a_walk_past_its_budget_reads_ahead_and_explain_says_when() {
     assert_eq!(Sampled { tested: 256, passed: 256, span: 100_000 }.walk_budget(2000), 4000);
 }
 
-/// SQL that keeps the statements reading what passes ahead of ranking,
-/// with their parameters, to ask SQLite how it runs them.
-struct Recording<'a> {
-    inner: &'a NativeSql,
-    read_ahead: RefCell<Vec<(String, Vec<agent_memory::core::ports::SqlValue>)>>,
-}
-
-impl agent_memory::core::ports::Sql for Recording<'_> {
-    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
-        if sql.contains("json_array(rowid, id)") {
-            self.read_ahead.borrow_mut().push((sql.to_string(), params.to_vec()));
-        }
-        self.inner.query(sql, params)
-    }
-    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
-        self.inner.transaction(f)
-    }
-    fn database_size(&self) -> i64 {
-        self.inner.database_size()
-    }
-}
-
 #[test]
 fn test_what_passes_is_read_ahead_whole_across_pages_and_a_pinned_scope_key_from_its_index() {
     use agent_memory::core::ports::Sql;
@@ -843,9 +821,9 @@ fn test_what_passes_is_read_ahead_whole_across_pages_and_a_pinned_scope_key_from
         }
         // How SQLite reads it: a pinned scope key through its index, in
         // id order (no sort); anything else in the table's own order.
-        let recording = Recording { inner: sql, read_ahead: RefCell::new(Vec::new()) };
+        let recording = support::Recorded::new(sql, |s| s.contains("json_array(rowid, id)"));
         scope.read_passing_paged(&recording, 20_000).unwrap();
-        let (statement, params) = recording.read_ahead.borrow()[0].clone();
+        let (statement, params) = recording.seen.borrow()[0].clone();
         let plan: Vec<String> =
             sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), &params).unwrap().iter().filter_map(|row| row.last().and_then(|v| v.opt_string())).collect();
         let key = if fv.to_string().contains("userId") { "memories_by_user (user_id=? AND id>?)" } else { "memories_by_agent (agent_id=? AND id>?)" };

@@ -326,14 +326,15 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
         .unwrap();
     }
     // The same copy, its snapshot writes counted.
-    let counting = CountingSnapshots { inner: &sql, parts: Default::default() };
+    // The snapshot parts written (the header is part 0).
+    let counting = support::Recorded::new(&sql, |s| s.contains("INTO vector_snapshot") && !s.contains("VALUES (0,"));
     let index = CachedVectorIndex { sql: &counting, packed: &packed };
     block_on(index.delete(&[id(5), id(6)])).unwrap();
     // Replaced vectors, then enough new ones for the next snapshot.
     block_on(index.upsert(&[(id(7), random_vector(&mut rng)), (id(8), random_vector(&mut rng))])).unwrap();
     let more = random_items(&mut rng, n..n + 2100);
     block_on(index.upsert(&more)).unwrap();
-    assert_eq!(counting.parts.get(), 2, "the first part (removals, replacements) and the last (new vectors, moved slots) only");
+    assert_eq!(counting.seen.borrow().len(), 2, "the first part (removals, replacements) and the last (new vectors, moved slots) only");
 
     let after = stored(&sql);
     let bytes = |parts: &[(i64, Vec<u8>)]| parts.iter().map(|p| p.1.len()).sum::<usize>();
@@ -362,27 +363,6 @@ fn test_a_snapshot_rewrites_only_the_parts_that_changed_and_loads_as_the_rows_do
     block_on(index.upsert(&again)).unwrap();
     let slots = n + 4700 - 2;
     assert_eq!(bytes(&stored(&sql)), slots * (16 + 4 + 64 + 8), "every slot's 92-byte record is stored");
-}
-
-/// SQL that counts the snapshot parts written through it.
-struct CountingSnapshots<'a> {
-    inner: &'a dyn Sql,
-    parts: std::cell::Cell<usize>,
-}
-
-impl Sql for CountingSnapshots<'_> {
-    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
-        if sql.contains("INTO vector_snapshot") && !sql.contains("VALUES (0,") {
-            self.parts.set(self.parts.get() + 1);
-        }
-        self.inner.query(sql, params)
-    }
-    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
-        self.inner.transaction(f)
-    }
-    fn database_size(&self) -> i64 {
-        self.inner.database_size()
-    }
 }
 
 #[test]

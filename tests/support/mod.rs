@@ -151,6 +151,35 @@ impl agent_memory::core::ports::Sql for FailingAt<'_> {
     }
 }
 
+/// SQL that keeps the statements `keep` picks, with their parameters
+/// (to count them, or to ask SQLite how it runs them).
+pub struct Recorded<'a> {
+    pub inner: &'a dyn agent_memory::core::ports::Sql,
+    pub keep: fn(&str) -> bool,
+    pub seen: std::cell::RefCell<Vec<(String, Vec<agent_memory::core::ports::SqlValue>)>>,
+}
+
+impl<'a> Recorded<'a> {
+    pub fn new(inner: &'a dyn agent_memory::core::ports::Sql, keep: fn(&str) -> bool) -> Recorded<'a> {
+        Recorded { inner, keep, seen: Default::default() }
+    }
+}
+
+impl agent_memory::core::ports::Sql for Recorded<'_> {
+    fn query(&self, sql: &str, params: &[agent_memory::core::ports::SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
+        if (self.keep)(sql) {
+            self.seen.borrow_mut().push((sql.to_string(), params.to_vec()));
+        }
+        self.inner.query(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
+        self.inner.transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        self.inner.database_size()
+    }
+}
+
 /// Every row of every table but the migration record, as text: what
 /// "nothing changed" compares.
 pub fn snapshot(sql: &NativeSql) -> String {

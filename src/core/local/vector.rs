@@ -690,16 +690,7 @@ impl Packed {
 
     /// The slots of the memories `ids`, in slot order, found by key.
     pub fn slots_of(&self, ids: &FxHashSet<String>) -> Vec<usize> {
-        let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
-        (0..self.len)
-            .filter(|&s| {
-                let k = self.key(s);
-                match self.odd.get(&k) {
-                    Some(id) => ids.contains(id),
-                    None => keys.contains(&k),
-                }
-            })
-            .collect()
+        slots_among(self.len, |s| self.key(s), |k| self.odd.get(k), ids)
     }
 
     /// [`Packed::shortlist`] over `slots` only ([`Packed::slots_of`]): the
@@ -740,20 +731,43 @@ impl Packed {
         for b in &self.blocks {
             self.dist.extend(b.simhash.chunks_exact(CODE_WORDS).map(|c| hamming(c, &qh)));
         }
-        let order = by_distance(&self.dist);
-        let mut candidates = first_passing(
-            order,
-            first_pass,
-            |&s| s,
-            |slots: &[usize]| {
-                let ids: Vec<String> = slots.iter().map(|&s| self.id_of(s)).collect();
-                known.test(ids.iter().map(String::as_str), only)?;
-                Ok(slots.iter().zip(&ids).filter(|(_, id)| known.passes(id)).map(|(&s, _)| s).collect())
-            },
-        )?;
-        candidates.sort_unstable();
+        let candidates = walk_passing(&self.dist, first_pass, |s| self.id_of(s), known, only)?;
         Ok(self.rescore(q, candidates, keep))
     }
+}
+
+/// The slots (of `n`, each with its `key`) of the memories `ids`, in slot
+/// order; `odd` gives the text of an id that is not 32 hex characters.
+fn slots_among<'o>(n: usize, key: impl Fn(usize) -> u128, odd: impl Fn(&u128) -> Option<&'o String>, ids: &FxHashSet<String>) -> Vec<usize> {
+    let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
+    (0..n)
+        .filter(|&s| {
+            let k = key(s);
+            match odd(&k) {
+                Some(id) => ids.contains(id),
+                None => keys.contains(&k),
+            }
+        })
+        .collect()
+}
+
+/// The first `first_pass` slots in Hamming order (`dist`, one per slot;
+/// ties by slot) whose memories `only` lets through, tested a batch at a
+/// time ([`first_passing`]); in slot order. `known` keeps the answers for
+/// the next query.
+fn walk_passing(dist: &[u16], first_pass: usize, id_of: impl Fn(usize) -> String, known: &mut KnownPassing, only: &IndexFilter<'_>) -> Result<Vec<usize>> {
+    let mut walked = first_passing(
+        by_distance(dist),
+        first_pass,
+        |&s| s,
+        |batch: &[usize]| {
+            let ids: Vec<String> = batch.iter().map(|&s| id_of(s)).collect();
+            known.test(ids.iter().map(String::as_str), only)?;
+            Ok(batch.iter().zip(&ids).filter(|(_, id)| known.passes(id)).map(|(&s, _)| s).collect())
+        },
+    )?;
+    walked.sort_unstable();
+    Ok(walked)
 }
 
 /// Every slot, nearest first by the distances `dist` (one per slot), ties
@@ -1737,16 +1751,7 @@ impl SlotKeys {
     /// The slots of the memories `ids`, in slot order, as
     /// [`Packed::slots_of`] finds them.
     fn slots_of(&self, ids: &FxHashSet<String>) -> Vec<usize> {
-        let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
-        (0..self.keys.len())
-            .filter(|&s| {
-                let k = self.keys[s];
-                match self.odd.get(&k) {
-                    Some(id) => ids.contains(id),
-                    None => keys.contains(&k),
-                }
-            })
-            .collect()
+        slots_among(self.keys.len(), |s| self.keys[s], |k| self.odd.get(k), ids)
     }
 }
 
@@ -1801,17 +1806,7 @@ pub fn search_many_lean_in(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, first_p
                     candidates.push(Vec::new());
                     continue;
                 };
-                let mut walked = first_passing(
-                    by_distance(d),
-                    budget,
-                    |&s| s,
-                    |batch: &[usize]| {
-                        let ids: Vec<String> = batch.iter().map(|&s| slots.id_of(s)).collect();
-                        known.test(ids.iter().map(String::as_str), only)?;
-                        Ok(batch.iter().zip(&ids).filter(|(_, id)| known.passes(id)).map(|(&s, _)| s).collect())
-                    },
-                )?;
-                walked.sort_unstable();
+                let walked = walk_passing(d, budget, |s| slots.id_of(s), &mut known, only)?;
                 candidates.push(walked);
             }
         }
