@@ -248,16 +248,16 @@ impl Filter {
     /// [`Filter::param`]): a single parameter, whatever the filter holds.
     pub fn sql(&self, param: usize) -> String {
         let mut at = 0usize;
-        self.sql_at(param, &mut at)
+        self.sql_at(param, &mut at, true)
     }
 
-    /// Whether every memory passing holds one value of a scope key
-    /// (`agentId` or `userId` `eq`, alone or in the top-level
+    /// Whether every memory passing holds one of a few values of a scope
+    /// key (`agentId` or `userId` `eq` or `in`, alone or in the top-level
     /// conjunction): an index on that key, then the id, reads exactly
-    /// those memories in id order (schema version 16).
+    /// those memories, in id order for one value (schema version 16).
     pub fn pins_scope_key(&self) -> bool {
         match self {
-            Filter::Leaf { field, cmp: Cmp::Eq, .. } => SCOPE_KEYS.contains(&field.as_str()),
+            Filter::Leaf { field, cmp: Cmp::Eq | Cmp::In, .. } => SCOPE_KEYS.contains(&field.as_str()),
             Filter::All(fs) => fs.iter().any(Filter::pins_scope_key),
             _ => false,
         }
@@ -281,18 +281,20 @@ impl Filter {
         }
     }
 
-    fn sql_at(&self, param: usize, at: &mut usize) -> String {
+    /// `positive`: not under a `NOT`, where an expression that is NULL
+    /// (unknown) and one that is false reject a memory alike.
+    fn sql_at(&self, param: usize, at: &mut usize, positive: bool) -> String {
         let join = |fs: &[Filter], op: &str, empty: &str, at: &mut usize| {
             if fs.is_empty() {
                 return empty.to_string();
             }
-            let parts: Vec<String> = fs.iter().map(|f| f.sql_at(param, at)).collect();
+            let parts: Vec<String> = fs.iter().map(|f| f.sql_at(param, at, positive)).collect();
             format!("({})", parts.join(op))
         };
         match self {
             Filter::All(fs) => join(fs, " AND ", "1", at),
             Filter::Any(fs) => join(fs, " OR ", "0", at),
-            Filter::Not(f) => format!("(NOT {})", f.sql_at(param, at)),
+            Filter::Not(f) => format!("(NOT {})", f.sql_at(param, at, !positive)),
             Filter::Leaf { field, cmp, values } => {
                 let i = *at;
                 *at = at.saturating_add(1);
@@ -317,6 +319,10 @@ impl Filter {
                 match cmp {
                     Cmp::Eq => format!("({e} IS {v})"),
                     Cmp::Ne => format!("({e} IS NOT {v})"),
+                    // `IN` lets an index on the field serve it (a scope key's);
+                    // it is NULL for a memory without the field, which only a
+                    // `NOT` would turn into a match: there, `EXISTS`.
+                    Cmp::In if positive => format!("({e} IN (SELECT value FROM json_each(?{param}, '$[{i}]')))"),
                     Cmp::In => format!("EXISTS (SELECT 1 FROM json_each(?{param}, '$[{i}]') f WHERE f.value IS {e})"),
                     Cmp::Nin => format!("(NOT EXISTS (SELECT 1 FROM json_each(?{param}, '$[{i}]') f WHERE f.value IS {e}))"),
                     Cmp::Gt => format!("COALESCE({kind} AND {e} > {v}, 0)"),
