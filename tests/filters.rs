@@ -839,3 +839,40 @@ fn test_what_passes_is_read_ahead_whole_across_pages_and_a_pinned_scope_key_from
         }
     }
 }
+
+#[test]
+fn test_migration_16_widens_the_scope_key_indexes_of_a_filled_profile() {
+    use agent_memory::core::ports::Sql;
+    use agent_memory::core::schema::MIGRATIONS;
+    let sql = NativeSql::memory();
+    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
+    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v <= 15) {
+        for s in statements.iter() {
+            sql.execute(s, &[]).unwrap();
+        }
+        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
+    }
+    let columns = |index: &str| -> Vec<String> {
+        sql.query(&format!("SELECT name FROM pragma_index_info('{index}') ORDER BY seqno"), &[]).unwrap().iter().filter_map(|r| r[0].opt_string()).collect()
+    };
+    assert_eq!(columns("memories_by_agent"), vec!["agent_id"]);
+    // Memories of three agents, some superseded, stored at version 15.
+    for i in 0..90 {
+        let (agent, status) = (AGENTS[i % 3], if i % 4 == 0 { "superseded" } else { "active" });
+        sql.execute(
+            "INSERT INTO memories (id, type, summary, content, session_id, source_message_ids, search_queries, status, fingerprint, created_at, updated_at, metadata) \
+             VALUES (?1, 'fact', 's', 'c', 's1', '[]', '[]', ?2, ?1, '2026-04-01T00:00:00.000Z', '2026-04-01T00:00:00.000Z', ?3)",
+            &[format!("m{i:03}").as_str().into(), status.into(), json!({"agentId": agent, "userId": USERS[i % 2]}).to_string().as_str().into()],
+        )
+        .unwrap();
+    }
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    assert_eq!(columns("memories_by_agent"), vec!["agent_id", "id", "status", "expires_at"]);
+    assert_eq!(columns("memories_by_user"), vec!["user_id", "id", "status", "expires_at"]);
+    // What passes is read from the new index: every live memory of the agent.
+    let scope = RecallScope::new(&recall_request("c", Some(&json!({"agentId": AGENTS[1]}))), APRIL_15);
+    let mut got: Vec<String> = scope.read_passing_paged(&sql, 7).unwrap().ids.into_iter().collect();
+    got.sort_unstable();
+    let want: Vec<String> = (0..90).filter(|i| i % 3 == 1 && i % 4 != 0).map(|i| format!("m{i:03}")).collect();
+    assert_eq!(got, want);
+}
