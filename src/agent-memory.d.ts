@@ -634,7 +634,7 @@ export interface MemoryIsolateStats {
   /** Requests that waited for room, and those refused as busy (code 10014), since the isolate started. */
   workingSetWaits: number;
   busyRefusals: number;
-  /** Profiles not let build their in-memory state (expected over the budget, beside busy ones, or evicting others while their last state was evicted unused) since the isolate started: they answer from SQLite alone. */
+  /** Profiles not let build their in-memory state (expected over the budget, or beside busy ones) since the isolate started: they answer from SQLite alone. */
   warmupsRefused: number;
 }
 

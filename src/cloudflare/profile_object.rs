@@ -183,7 +183,7 @@ fn isolate_millis() -> u64 {
 /// After a request of profile `name`: records what it keeps now, and
 /// clears the least recently used profiles' state (its own too, when it
 /// alone is over the budget) until the isolate's total fits `limit`.
-fn settle(name: &str, resident: &Rc<Resident>, limit: usize, used: bool) {
+fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
     let bytes = resident.heap_bytes();
     evict(
         limit,
@@ -191,12 +191,7 @@ fn settle(name: &str, resident: &Rc<Resident>, limit: usize, used: bool) {
             residents.retain(|_, r| r.strong_count() > 0);
             residents.insert(name.to_string(), Rc::downgrade(resident));
         },
-        |budget, busy| {
-            if used {
-                budget.used(name);
-            }
-            budget.touch(name, bytes, isolate_millis(), busy)
-        },
+        |budget, busy| budget.touch(name, bytes, isolate_millis(), busy),
     );
 }
 
@@ -305,7 +300,6 @@ impl ProfileObject {
             return Err(e.clone());
         }
         let name = call.name.clone();
-        let call_op = call.op.clone();
         let warm = self.resident.is_warm();
         let asks_warmth = !warm && wants_state(&call.op) && may_fit(&name);
         let before = (!read_only(&call.op)).then(|| self.rowids_if_known(&name)).flatten();
@@ -313,8 +307,7 @@ impl ProfileObject {
         let out = self.run_call(call, warm).await;
         drop(busy);
         self.forget_if_shrunk(&name, before);
-        // A request that found the state built and wanted it used it.
-        settle(&name, &self.resident, self.config.memory_budget_bytes, warm && wants_state(&call_op));
+        settle(&name, &self.resident, self.config.memory_budget_bytes);
         if asks_warmth && out.is_ok() {
             self.ask_warmth().await?;
         }
@@ -631,7 +624,7 @@ impl DurableObject for ProfileObject {
             self.measure(&name);
         }
         self.forget_if_shrunk(&name, before);
-        settle(&name, &self.resident, self.config.memory_budget_bytes, false);
+        settle(&name, &self.resident, self.config.memory_budget_bytes);
         match report {
             Ok(report) => {
                 if let Some(trouble) = report.trouble() {

@@ -374,12 +374,6 @@ pub struct Budget {
     /// Known for [`KNOWN_FOR_MILLIS`]; a cold request, holding nothing,
     /// leaves it as it is.
     last: std::collections::HashMap<String, (usize, u64)>,
-    /// Resident profiles a request has used the state of since it was
-    /// built ([`Budget::used`]).
-    used: std::collections::HashSet<String>,
-    /// When each profile's state was last evicted unused: built, then
-    /// cleared before any request used it ([`Budget::make_room`]).
-    wasted: std::collections::HashMap<String, u64>,
     evictions: u64,
     warmups_refused: u64,
 }
@@ -408,9 +402,8 @@ pub struct IsolateMemory {
     pub busy_refusals: u64,
     /// Profiles not let build their state since the isolate started: it
     /// was expected over the budget, or beside the profiles busy with
-    /// requests, or it would evict others while its last state was
-    /// evicted before any request used it. They answer from SQLite; one
-    /// too large is not asked about again for ten minutes.
+    /// requests. They answer from SQLite; one too large is not asked
+    /// about again for ten minutes.
     pub warmups_refused: u64,
 }
 
@@ -435,12 +428,7 @@ impl Budget {
     /// the total is still over with every other profile busy, `name`
     /// itself is evicted, as it is when it alone is over the budget.
     pub fn touch(&mut self, name: &str, bytes: usize, now: u64, busy: impl Fn(&str) -> bool) -> Vec<String> {
-        let was_resident = self.entries.iter().any(|(n, _)| n == name);
         self.entries.retain(|(n, _)| n != name);
-        if !was_resident || bytes == 0 {
-            // Built just now (nothing has used it yet), or cold.
-            self.used.remove(name);
-        }
         if bytes == 0 {
             // A cold request: what it held, or was refused for, still
             // says what it would build.
@@ -462,22 +450,6 @@ impl Budget {
         }
         self.evictions = self.evictions.saturating_add(evicted.len() as u64);
         evicted
-    }
-
-    /// Records that a request of `name` used its resident state (before
-    /// its [`Budget::touch`]): its state is not wasted if evicted, and an
-    /// earlier waste is forgotten.
-    pub fn used(&mut self, name: &str) {
-        if self.entries.iter().any(|(n, _)| n == name) {
-            self.used.insert(name.to_string());
-            self.wasted.remove(name);
-        }
-    }
-
-    /// Whether `name`'s state was evicted unused within
-    /// [`KNOWN_FOR_MILLIS`] of `now`.
-    fn wasted_lately(&self, name: &str, now: u64) -> bool {
-        self.wasted.get(name).is_some_and(|at| now.saturating_sub(*at) < KNOWN_FOR_MILLIS)
     }
 
     /// Records what `name` holds or would build, as of `now`, and forgets
@@ -514,15 +486,6 @@ impl Budget {
         if self.entries.iter().any(|(n, _)| n == name) {
             return Some(Vec::new());
         }
-        // Its last state was evicted before anything used it: the profiles
-        // come back further apart than the budget holds (a round robin
-        // over more than fit), and building it again would evict another
-        // for nothing, which would in turn be built again. It takes free
-        // room only, until that is forgotten.
-        if self.wasted_lately(name, now) && self.resident_bytes().saturating_add(coming) > self.limit {
-            self.warmups_refused = self.warmups_refused.saturating_add(1);
-            return None;
-        }
         // Room that only busy profiles could give is not there: the
         // profile stays on its SQLite paths this time, and nobody is
         // evicted for nothing.
@@ -539,9 +502,7 @@ impl Budget {
     /// Whether `name` may still fit at `now`: not known to need more than
     /// the budget (what it held, or was refused for, lately).
     pub fn may_fit(&self, name: &str, now: u64) -> bool {
-        let known = self.known(name, now);
-        let deferred = self.wasted_lately(name, now) && self.resident_bytes().saturating_add(known.unwrap_or(0)) > self.limit;
-        !deferred && known.is_none_or(|b| b <= self.limit)
+        self.known(name, now).is_none_or(|b| b <= self.limit)
     }
 
     /// Removes the least recently used profiles but `keep` and the busy
@@ -555,12 +516,6 @@ impl Budget {
             if evictable {
                 let (n, b) = self.entries.remove(i);
                 self.last.insert(n.clone(), (b, now));
-                if !self.used.remove(&n) {
-                    if self.wasted.len() > self.entries.len().saturating_mul(2).saturating_add(64) {
-                        self.wasted.retain(|_, at| now.saturating_sub(*at) < KNOWN_FOR_MILLIS);
-                    }
-                    self.wasted.insert(n.clone(), now);
-                }
                 evicted.push(n);
             } else {
                 i = i.saturating_add(1);
@@ -683,8 +638,6 @@ mod tests {
     fn test_room_is_made_before_a_profile_builds_its_state_again() {
         let mut b = Budget::new(10 * MB);
         b.touch("a", 4 * MB, 0, idle);
-        b.used("a"); // a request used a's state (else see the round robin below)
-        b.touch("a", 4 * MB, 0, idle);
         b.touch("b", 4 * MB, 0, idle);
         b.touch("c", 4 * MB, 0, idle);
         assert_eq!(b.resident_profiles(), 2, "a was evicted for c");
@@ -694,71 +647,6 @@ mod tests {
         assert_eq!(b.make_room("c", 0, 0, idle), Some(vec![]), "c is resident");
         assert!(b.touch("a", 4 * MB, 0, idle).is_empty());
         assert_eq!(b.evictions(), 2);
-    }
-
-    #[test]
-    fn test_a_round_robin_wider_than_the_budget_stops_evicting_after_one_round() {
-        // Room for 3 of 4 profiles of 3 MB, asked in turn: under plain LRU
-        // every request finds its profile evicted and builds it again,
-        // evicting the next one asked.
-        let mut b = Budget::new(10 * MB);
-        let names = ["p0", "p1", "p2", "p3"];
-        let (mut builds, mut warm) = (0, 0);
-        let mut resident: std::collections::HashSet<&str> = Default::default();
-        for round in 0..6u64 {
-            for (i, n) in names.iter().enumerate() {
-                let now = round * 100 + i as u64;
-                if resident.contains(n) {
-                    // A warm request uses the state.
-                    warm += 1;
-                    b.used(n);
-                    b.touch(n, 3 * MB, now, idle);
-                } else if let Some(evicted) = b.make_room(n, 3 * MB, now, idle) {
-                    // Cold: answered from SQLite, then built.
-                    builds += 1;
-                    evicted.iter().for_each(|e| drop(resident.remove(e.as_str())));
-                    b.touch(n, 0, now, idle);
-                    b.touch(n, 3 * MB, now, idle);
-                    resident.insert(n);
-                }
-            }
-        }
-        // Round 1 builds all four (p0 is evicted unused for p3); then p0
-        // stays on SQLite and the other three stay warm.
-        assert_eq!(builds, 4, "{builds} builds");
-        assert_eq!(warm, 15, "{warm} warm requests of 24");
-        assert_eq!(b.evictions(), 1);
-        assert!(b.report(0, &WorkingSet::new(0)).warmups_refused >= 5);
-        assert!(!b.may_fit("p0", 600), "not asked to build while the budget is full");
-        // Forgotten in time: it may evict again.
-        assert!(b.may_fit("p0", 3 + KNOWN_FOR_MILLIS));
-        assert_eq!(b.make_room("p0", 3 * MB, 3 + KNOWN_FOR_MILLIS, idle), Some(vec!["p1".to_string()]));
-    }
-
-    #[test]
-    fn test_a_state_evicted_unused_still_takes_free_room_and_a_used_one_is_rebuilt_at_once() {
-        let mut b = Budget::new(10 * MB);
-        b.touch("a", 4 * MB, 0, idle);
-        b.touch("b", 4 * MB, 1, idle);
-        b.touch("c", 4 * MB, 2, idle); // a evicted, never used
-        assert_eq!(b.make_room("a", 4 * MB, 3, idle), None, "it would evict another");
-        assert!(!b.may_fit("a", 3));
-        b.touch("c", 0, 4, idle); // c's state is gone (a cold request)
-        assert!(b.may_fit("a", 5));
-        assert_eq!(b.make_room("a", 4 * MB, 5, idle), Some(vec![]), "free room is taken");
-        // A request used a's state: evicted, it is rebuilt as before.
-        b.touch("a", 4 * MB, 5, idle);
-        b.used("a");
-        b.touch("a", 4 * MB, 6, idle);
-        b.touch("d", 4 * MB, 7, idle); // b evicted, never used
-        b.touch("e", 4 * MB, 8, idle); // a evicted, used
-        assert_eq!(b.bytes_of("a"), 0);
-        assert_eq!(b.make_room("a", 4 * MB, 9, idle), Some(vec!["d".to_string()]));
-        b.touch("a", 4 * MB, 9, idle);
-        assert_eq!(b.make_room("b", 4 * MB, 10, idle), None, "b's was evicted unused");
-        // A use of a profile that is not resident marks nothing.
-        b.used("zzz");
-        assert_eq!(b.bytes_of("zzz"), 0);
     }
 
     #[test]
@@ -792,7 +680,6 @@ mod tests {
         // What an evicted profile held is known through its cold requests
         // too, from when it was evicted.
         b.touch("a", 6 * MB, 0, idle);
-        b.used("a");
         b.touch("b", 6 * MB, KNOWN_FOR_MILLIS - 1, idle);
         assert_eq!(b.bytes_of("a"), 0, "a was evicted for b");
         b.touch("a", 0, KNOWN_FOR_MILLIS + 1, idle);
@@ -804,7 +691,6 @@ mod tests {
         let mut b = Budget::new(10 * MB);
         assert_eq!(b.make_room("huge", 40 * MB, 0, idle), None);
         b.touch("evicted", 8 * MB, 0, idle);
-        b.used("evicted");
         b.touch("other", 8 * MB, 1, idle);
         assert_eq!(b.make_room("evicted", MB, 2, idle), Some(vec!["other".to_string()]), "room made for its old 8 MB");
         b.touch("evicted", 0, 3, idle);

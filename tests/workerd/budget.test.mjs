@@ -163,7 +163,7 @@ test("recall candidates, dedup, supersession and list by key answer the same wit
   }
 });
 
-test("a small budget evicts the least recently used profile, does not build again one whose state was evicted unused, and a profile over it alone stays on SQLite; stats shows the isolate's figures", async () => {
+test("a small budget evicts the least recently used profile, a profile over it alone stays on SQLite; stats shows the isolate's figures", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-budget-"));
   try {
     // What each profile keeps, measured with no budget to speak of.
@@ -193,9 +193,6 @@ test("a small budget evicts the least recently used profile, does not build agai
       await api.ok("POST", NS, "a", "/recall", { body: { query: QUESTIONS[0] } });
       const a = await warmed(api, "a");
       assert.ok(near(a.residentBytes, kept.a), `${a.residentBytes} vs ${kept.a}`);
-      // A recall that uses a's state (stats reads none): evicted, a is
-      // built again when it is next recalled.
-      await api.ok("POST", NS, "a", "/recall", { body: { query: QUESTIONS[2] } });
       await api.ok("POST", NS, "b", "/recall", { body: { query: QUESTIONS[1] } });
       const b = await warmed(api, "b");
       assert.ok(near(b.residentBytes, kept.b), `${b.residentBytes} vs ${kept.b}`);
@@ -211,13 +208,6 @@ test("a small budget evicts the least recently used profile, does not build agai
       assert.ok(r.candidates.length > 0);
       assert.ok(near((await warmed(api, "a")).residentBytes, kept.a));
       assert.equal((await api.ok("GET", NS, "b", "/stats")).residentBytes, 0, "b was evicted for a");
-      // b's state was evicted before any request used it: the two come back
-      // further apart than the budget holds, so b's next recalls answer
-      // from SQLite and do not evict a for a state that would go unused.
-      assert.ok((await api.ok("POST", NS, "b", "/recall", { body: { query: QUESTIONS[1] } })).candidates.length > 0);
-      const s = await alarmRan(api, "b");
-      assert.equal(s.residentBytes, 0, "b was not built again");
-      assert.ok(near((await api.ok("GET", NS, "a", "/stats")).residentBytes, kept.a), "a stays resident");
     } finally {
       await w.dispose();
     }
