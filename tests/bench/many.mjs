@@ -74,6 +74,8 @@ async function main() {
       wasmMiB: Number(mib(s.isolate?.wasmMemoryBytes ?? 0)),
       residentProfiles: s.isolate?.residentProfiles ?? null,
       residentMiB: s.isolate?.residentBytes === undefined ? null : Number(mib(s.isolate.residentBytes)),
+      evictions: s.isolate?.evictions ?? null,
+      warmupsRefused: s.isolate?.warmupsRefused ?? null,
       msPerProfile: Number(((performance.now() - t0) / STEP).toFixed(1)),
       rssMiB: Number(mib(processMemory(pid).rss)),
     };
