@@ -843,15 +843,7 @@ fn test_what_passes_is_read_ahead_whole_across_pages_and_a_pinned_scope_key_from
 #[test]
 fn test_migration_16_widens_the_scope_key_indexes_of_a_filled_profile() {
     use agent_memory::core::ports::Sql;
-    use agent_memory::core::schema::MIGRATIONS;
-    let sql = NativeSql::memory();
-    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
-    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v <= 15) {
-        for s in statements.iter() {
-            sql.execute(s, &[]).unwrap();
-        }
-        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
-    }
+    let sql = support::database_at(15);
     let columns = |index: &str| -> Vec<String> {
         sql.query(&format!("SELECT name FROM pragma_index_info('{index}') ORDER BY seqno"), &[]).unwrap().iter().filter_map(|r| r[0].opt_string()).collect()
     };

@@ -373,15 +373,7 @@ fn test_a_filtered_export_imports_into_an_empty_profile() {
 
 #[test]
 fn test_migration_13_ends_no_validity_before_it_begins() {
-    use agent_memory::core::schema::MIGRATIONS;
-    let sql = NativeSql::memory();
-    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
-    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v <= 12) {
-        for s in statements.iter() {
-            sql.execute(s, &[]).unwrap();
-        }
-        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
-    }
+    let sql = support::database_at(12);
     // Valid from day 10 until day 1; from day 1 until day 10; open.
     let rows = [
         ("m1", "2026-03-26T10:00:00.000Z", Some("2026-03-17T10:00:00.000Z")),

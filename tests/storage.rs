@@ -816,15 +816,7 @@ fn test_a_deleted_message_leaves_its_citations_waiting_not_pointing_at_a_reused_
 #[test]
 fn test_migration_5_moves_every_source_into_citations_or_waiting() {
     use agent_memory::core::ports::Sql;
-    use agent_memory::core::schema::MIGRATIONS;
-    let sql = support::NativeSql::memory();
-    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
-    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v <= 4) {
-        for s in statements.iter() {
-            sql.execute(s, &[]).unwrap();
-        }
-        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*version).into()]).unwrap();
-    }
+    let sql = support::database_at(4);
     // Two stored messages and one that is not; three memories citing them.
     for (id, position) in [("a", 0), ("b", 1)] {
         sql.execute(

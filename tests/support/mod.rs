@@ -28,6 +28,21 @@ pub fn database() -> NativeSql {
     sql
 }
 
+/// A profile database migrated up to schema `version` only, as a
+/// version before it left it (to test the migrations after).
+pub fn database_at(version: i64) -> NativeSql {
+    use agent_memory::core::ports::Sql;
+    let sql = NativeSql::memory();
+    sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", &[]).unwrap();
+    for (v, statements) in agent_memory::core::schema::MIGRATIONS.iter().filter(|(v, _)| *v <= version) {
+        for s in statements.iter() {
+            sql.execute(s, &[]).unwrap();
+        }
+        sql.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", &[(*v).into()]).unwrap();
+    }
+    sql
+}
+
 /// Runs `f` with a profile over `sql` at time `now` (epoch millis).
 pub fn with_profile<T>(sql: &dyn agent_memory::core::ports::Sql, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     with_profile_in(sql, now, &TurnDirectory::new(), f)

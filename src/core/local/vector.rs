@@ -651,11 +651,7 @@ impl Packed {
     }
 
     fn id_of(&self, slot: usize) -> String {
-        let k = self.key(slot);
-        match self.odd.get(&k) {
-            Some(s) => s.clone(),
-            None => crate::core::ids::id_of_key(k),
-        }
+        id_of_slot_key(self.key(slot), |k| self.odd.get(k))
     }
 
     /// Passes 1 and 2: the `keep` ids whose 4-bit vectors score best
@@ -699,13 +695,8 @@ impl Packed {
         if self.len == 0 || q.len() != self.dims {
             return vec![];
         }
-        let candidates: Vec<usize> = if slots.len() <= first_pass {
-            slots.to_vec()
-        } else {
-            let qh = simhash(q);
-            let dist: Vec<u16> = slots.iter().map(|&s| hamming(self.simhash_of(s), &qh)).collect();
-            nearest(&dist, first_pass).into_iter().filter_map(|i| slots.get(i).copied()).collect()
-        };
+        let qh = simhash(q);
+        let candidates = nearest_among(slots, |s| hamming(self.simhash_of(s), &qh), first_pass);
         self.rescore(q, candidates, keep)
     }
 
@@ -734,6 +725,22 @@ impl Packed {
         let candidates = walk_passing(&self.dist, first_pass, |s| self.id_of(s), known, only)?;
         Ok(self.rescore(q, candidates, keep))
     }
+}
+
+/// [`nearest`] over `slots` only (in slot order), each at `dist_of` its
+/// slot: every one of them when there are no more than `first_pass`.
+fn nearest_among(slots: &[usize], dist_of: impl Fn(usize) -> u16, first_pass: usize) -> Vec<usize> {
+    if slots.len() <= first_pass {
+        return slots.to_vec();
+    }
+    let dist: Vec<u16> = slots.iter().map(|&s| dist_of(s)).collect();
+    nearest(&dist, first_pass).into_iter().filter_map(|i| slots.get(i).copied()).collect()
+}
+
+/// The id of the slot key `k`: the text kept in `odd` for an id that is
+/// not 32 hex characters, else the key's own.
+fn id_of_slot_key<'o>(k: u128, odd: impl FnOnce(&u128) -> Option<&'o String>) -> String {
+    odd(&k).cloned().unwrap_or_else(|| crate::core::ids::id_of_key(k))
 }
 
 /// The slots (of `n`, each with its `key`) of the memories `ids`, in slot
@@ -1744,8 +1751,7 @@ impl SlotKeys {
     }
 
     fn id_of(&self, slot: usize) -> String {
-        let k = self.keys[slot];
-        self.odd.get(&k).cloned().unwrap_or_else(|| crate::core::ids::id_of_key(k))
+        id_of_slot_key(self.keys[slot], |k| self.odd.get(k))
     }
 
     /// The slots of the memories `ids`, in slot order, as
@@ -1791,11 +1797,7 @@ pub fn search_many_lean_in(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, first_p
             for dist in searched {
                 candidates.push(match dist {
                     None => Vec::new(),
-                    Some(_) if inside.len() <= budget => inside.clone(),
-                    Some(d) => {
-                        let near: Vec<u16> = inside.iter().map(|&s| d[s]).collect();
-                        nearest(&near, budget).into_iter().map(|i| inside[i]).collect()
-                    }
+                    Some(d) => nearest_among(&inside, |s| d[s], budget),
                 });
             }
         }
