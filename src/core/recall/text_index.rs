@@ -47,6 +47,141 @@ struct Posting<const C: usize> {
     count: [u16; C],
 }
 
+/// A term's postings, in the order their documents were added. Most terms
+/// of a small profile occur in one document: that posting is kept in
+/// place, with no block of its own on the heap.
+#[derive(Clone, Debug)]
+enum List<const C: usize> {
+    One(Posting<C>),
+    Many(Vec<Posting<C>>),
+}
+
+impl<const C: usize> List<C> {
+    const EMPTY: List<C> = List::Many(Vec::new());
+
+    fn as_slice(&self) -> &[Posting<C>] {
+        match self {
+            List::One(p) => std::slice::from_ref(p),
+            List::Many(v) => v,
+        }
+    }
+
+    /// Postings the list has room for on the heap (none when kept in place).
+    fn capacity(&self) -> usize {
+        match self {
+            List::One(_) => 0,
+            List::Many(v) => v.capacity(),
+        }
+    }
+
+    fn last(&self) -> Option<&Posting<C>> {
+        self.as_slice().last()
+    }
+
+    fn push(&mut self, p: Posting<C>) {
+        match self {
+            List::Many(v) if v.is_empty() && v.capacity() == 0 => *self = List::One(p),
+            List::Many(v) => v.push(p),
+            List::One(first) => {
+                let mut v = Vec::with_capacity(2);
+                v.extend([*first, p]);
+                *self = List::Many(v);
+            }
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            List::Many(v) if v.len() == 1 => *self = List::One(v[0]),
+            List::Many(v) => v.shrink_to_fit(),
+            List::One(_) => {}
+        }
+    }
+}
+
+impl<const C: usize> PartialEq for List<C> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+/// The index's terms: each one's bytes, one after another in one buffer,
+/// numbered in the order they were first seen, and a table finding a
+/// term's number by its bytes. No term has a block of its own.
+#[derive(Default)]
+struct Terms {
+    table: hashbrown::HashTable<u32>,
+    text: Vec<u8>,
+    /// Where each term's bytes end in `text`.
+    ends: Vec<u32>,
+}
+
+impl std::fmt::Debug for Terms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terms").field("terms", &self.ends.len()).field("bytes", &self.text.len()).finish()
+    }
+}
+
+/// Two term sets are equal when they number the same terms alike.
+impl PartialEq for Terms {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.text, &self.ends) == (&other.text, &other.ends)
+    }
+}
+
+fn term_hash(term: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(term);
+    h.finish()
+}
+
+impl Terms {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn bytes(&self, id: u32) -> &[u8] {
+        let start = if id == 0 { 0 } else { self.ends[id as usize - 1] as usize };
+        &self.text[start..self.ends[id as usize] as usize]
+    }
+
+    fn find(&self, term: &[u8]) -> Option<u32> {
+        self.table.find(term_hash(term), |&id| self.bytes(id) == term).copied()
+    }
+
+    /// The number of `term`, and whether it is new (numbered next).
+    fn intern(&mut self, term: &[u8]) -> (u32, bool) {
+        if let Some(id) = self.find(term) {
+            return (id, false);
+        }
+        let id = self.ends.len() as u32;
+        self.text.extend_from_slice(term);
+        self.ends.push(self.text.len() as u32);
+        let Terms { table, text, ends } = self;
+        let bytes = |id: u32| {
+            let start = if id == 0 { 0 } else { ends[id as usize - 1] as usize };
+            &text[start..ends[id as usize] as usize]
+        };
+        table.insert_unique(term_hash(term), id, |&i| term_hash(bytes(i)));
+        (id, true)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.table.capacity() * (std::mem::size_of::<u32>() + 1) + self.text.capacity() + self.ends.capacity() * std::mem::size_of::<u32>()
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        let Terms { table, text, ends } = self;
+        table.shrink_to_fit(|&i| {
+            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
+            term_hash(&text[start..ends[i as usize] as usize])
+        });
+    }
+}
+
 /// Postings (a term in a document) an index holds at most: ~50 MB of
 /// three-column postings, with the vector index's codes and the turn
 /// directory well under a Durable Object's 128 MB. About 280,000
@@ -63,15 +198,12 @@ pub struct TextIndex<const C: usize> {
     /// scores nothing.
     off: bool,
     postings_held: usize,
-    /// The postings' lists' capacities, summed (what they hold on the
-    /// heap, room they grew into included).
+    /// The postings' lists' capacities on the heap, summed (room they grew
+    /// into included).
     postings_capacity: usize,
-    terms: HashMap<Box<[u8]>, u32>,
-    /// The bytes of every term in `terms` (for [`TextIndex::heap_bytes`]
-    /// without walking them).
-    term_bytes: usize,
+    terms: Terms,
     /// Per term, its documents in the order they were added.
-    postings: Vec<Vec<Posting<C>>>,
+    postings: Vec<List<C>>,
     /// Per document, its tokens in all columns.
     lengths: Vec<u32>,
     total: u64,
@@ -81,24 +213,14 @@ pub struct TextIndex<const C: usize> {
 /// their lists grew into, which depends on how they were built, aside.
 impl<const C: usize> PartialEq for TextIndex<C> {
     fn eq(&self, other: &Self) -> bool {
-        let TextIndex { off, postings_held, postings_capacity: _, terms, term_bytes, postings, lengths, total } = self;
-        (*off, *postings_held, terms, *term_bytes, postings, lengths, *total)
-            == (other.off, other.postings_held, &other.terms, other.term_bytes, &other.postings, &other.lengths, other.total)
+        let TextIndex { off, postings_held, postings_capacity: _, terms, postings, lengths, total } = self;
+        (*off, *postings_held, terms, postings, lengths, *total) == (other.off, other.postings_held, &other.terms, &other.postings, &other.lengths, other.total)
     }
 }
 
 impl<const C: usize> Default for TextIndex<C> {
     fn default() -> Self {
-        TextIndex {
-            off: false,
-            postings_held: 0,
-            postings_capacity: 0,
-            terms: HashMap::default(),
-            term_bytes: 0,
-            postings: Vec::new(),
-            lengths: Vec::new(),
-            total: 0,
-        }
+        TextIndex { off: false, postings_held: 0, postings_capacity: 0, terms: Terms::default(), postings: Vec::new(), lengths: Vec::new(), total: 0 }
     }
 }
 
@@ -109,9 +231,8 @@ impl<const C: usize> TextIndex<C> {
     /// The memory budget counts it ([`crate::core::resident`]).
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
-        let terms = self.terms.capacity() * (size_of::<(Box<[u8]>, u32)>() + 1) + self.term_bytes;
-        let postings = self.postings.capacity() * size_of::<Vec<Posting<C>>>() + self.postings_capacity * size_of::<Posting<C>>();
-        terms + postings + self.lengths.capacity() * size_of::<u32>()
+        let postings = self.postings.capacity() * size_of::<List<C>>() + self.postings_capacity * size_of::<Posting<C>>();
+        self.terms.heap_bytes() + postings + self.lengths.capacity() * size_of::<u32>()
     }
 
     /// Adds document number `doc` (the next one: documents are numbered
@@ -126,16 +247,10 @@ impl<const C: usize> TextIndex<C> {
         let mut length = 0u32;
         for (c, text) in columns.iter().enumerate() {
             length += porter::tokens(text, |t| {
-                let term = match self.terms.get(t) {
-                    Some(&i) => i,
-                    None => {
-                        let i = self.terms.len() as u32;
-                        self.terms.insert(t.into(), i);
-                        self.term_bytes += t.len();
-                        self.postings.push(Vec::new());
-                        i
-                    }
-                };
+                let (term, fresh) = self.terms.intern(t);
+                if fresh {
+                    self.postings.push(List::EMPTY);
+                }
                 tokens.push((term, c as u8));
             }) as u32;
         }
@@ -180,13 +295,10 @@ impl<const C: usize> TextIndex<C> {
     /// their lengths) to a snapshot stream.
     pub fn write_since(&self, w: &mut PartWriter<'_>, first: u32) -> Result<()> {
         w.u8(self.off as u8)?;
-        let mut terms: Vec<(&[u8], u32)> = self.terms.iter().map(|(t, &i)| (&t[..], i)).collect();
-        terms.sort_unstable_by_key(|&(_, i)| i);
-        let tails: Vec<(&[u8], &[Posting<C>])> = terms
-            .into_iter()
-            .map(|(t, i)| {
-                let list = &self.postings[i as usize];
-                (t, &list[list.partition_point(|p| p.doc < first)..])
+        let tails: Vec<(&[u8], &[Posting<C>])> = (0..self.terms.len() as u32)
+            .map(|i| {
+                let list = self.postings[i as usize].as_slice();
+                (self.terms.bytes(i), &list[list.partition_point(|p| p.doc < first)..])
             })
             .filter(|(_, tail)| !tail.is_empty())
             .collect();
@@ -221,18 +333,25 @@ impl<const C: usize> TextIndex<C> {
         let mut last_doc: Option<u32> = None;
         for _ in 0..terms {
             let term = r.text()?;
-            let term_len = term.len();
-            let next = self.terms.len() as u32;
-            let i = *self.terms.entry(term.into()).or_insert(next);
-            if i == next {
-                self.term_bytes += term_len;
-                self.postings.push(Vec::new());
+            let (i, fresh) = self.terms.intern(&term);
+            if fresh {
+                self.postings.push(List::EMPTY);
             }
             let n = r.u32()? as usize;
             let list = &mut self.postings[i as usize];
             let room = list.capacity();
-            // A count read from storage bounds nothing: reserve modestly.
-            list.reserve(n.min(1 << 16));
+            if n > 1 {
+                // A count read from storage bounds nothing: reserve modestly.
+                let more = n.min(1 << 16);
+                match list {
+                    List::Many(v) => v.reserve(more),
+                    List::One(p) => {
+                        let mut v = Vec::with_capacity(1 + more);
+                        v.push(*p);
+                        *list = List::Many(v);
+                    }
+                }
+            }
             for _ in 0..n {
                 let doc = r.u32()?;
                 let mut count = [0u16; C];
@@ -266,8 +385,9 @@ impl<const C: usize> TextIndex<C> {
 
     /// Gives back the room lists grew into.
     pub fn shrink_to_fit(&mut self) {
-        self.postings.iter_mut().for_each(Vec::shrink_to_fit);
-        self.postings_capacity = self.postings.iter().map(Vec::capacity).sum();
+        self.postings.iter_mut().for_each(List::shrink_to_fit);
+        self.postings_capacity = self.postings.iter().map(List::capacity).sum();
+        self.terms.shrink_to_fit();
         self.postings.shrink_to_fit();
         self.lengths.shrink_to_fit();
     }
@@ -345,7 +465,7 @@ impl<const C: usize> TextIndex<C> {
             if porter::tokens(p, |t| token = Some(t.to_vec())) != 1 {
                 return None;
             }
-            terms.push(token.and_then(|t| self.terms.get(t.as_slice()).copied()));
+            terms.push(token.and_then(|t| self.terms.find(&t)));
         }
         let rows = self.lengths.len() as i64;
         if rows == 0 {
@@ -416,12 +536,12 @@ mod tests {
         for doc in 0..1000u32 {
             ix.add(doc, ["user", if doc % 3 == 0 { "common words here" } else { "common other words" }]);
         }
-        let walked: usize = ix.postings.iter().map(Vec::capacity).sum();
+        let walked: usize = ix.postings.iter().map(List::capacity).sum();
         assert!(walked > ix.postings_held, "the lists grew past what they hold: {walked} for {}", ix.postings_held);
         assert_eq!(ix.postings_capacity, walked);
         let grown = ix.heap_bytes();
         ix.shrink_to_fit();
-        assert_eq!(ix.postings_capacity, ix.postings.iter().map(Vec::capacity).sum::<usize>());
+        assert_eq!(ix.postings_capacity, ix.postings.iter().map(List::capacity).sum::<usize>());
         assert!(ix.heap_bytes() < grown, "giving the room back is seen: {} then {grown}", ix.heap_bytes());
     }
 }
