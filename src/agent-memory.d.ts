@@ -636,6 +636,10 @@ export interface MemoryIsolateStats {
   busyRefusals: number;
   /** Profiles not let build their in-memory state (expected over the budget, or beside busy ones) since the isolate started: they answer from SQLite alone. */
   warmupsRefused: number;
+  /** The allocator's bytes live now, the most live at once since the isolate started, and the blocks live now (wasmMemoryBytes beside heapPeakBytes: what fragmentation costs). */
+  heapLiveBytes: number;
+  heapPeakBytes: number;
+  heapBlocks: number;
 }
 
 /** Profile statistics. */

@@ -674,6 +674,9 @@ fn stats_of(full: bool) -> Stats {
             working_set_waits: 3,
             busy_refusals: 1,
             warmups_refused: 2,
+            heap_live_bytes: 1 << 22,
+            heap_peak_bytes: 1 << 23,
+            heap_blocks: 5000,
         }),
     }
 }

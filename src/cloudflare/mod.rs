@@ -5,6 +5,7 @@
 mod catalog_object;
 mod config;
 mod do_sql;
+mod heap;
 mod models;
 mod profile_object;
 mod providers;

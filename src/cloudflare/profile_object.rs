@@ -185,14 +185,21 @@ fn isolate_millis() -> u64 {
 /// alone is over the budget) until the isolate's total fits `limit`.
 fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
     let bytes = resident.heap_bytes();
-    evict(
-        limit,
-        |residents| {
-            residents.retain(|_, r| r.strong_count() > 0);
-            residents.insert(name.to_string(), Rc::downgrade(resident));
-        },
-        |budget, busy| budget.touch(name, bytes, isolate_millis(), busy),
-    );
+    evict(limit, |residents| claim(residents, name, resident), |budget, busy| budget.touch(name, bytes, isolate_millis(), busy));
+}
+
+/// Records `resident` as profile `name`'s state. An earlier object of the
+/// same name still holding one was destroyed by the runtime (an isolate
+/// runs one object per name) and waits for the garbage collector to free
+/// it: its state, which the budget no longer counts, is cleared now.
+fn claim(residents: &mut HashMap<String, Weak<Resident>>, name: &str, resident: &Rc<Resident>) {
+    if let Some(earlier) = residents.get(name).and_then(Weak::upgrade) {
+        if !Rc::ptr_eq(&earlier, resident) {
+            earlier.clear();
+        }
+    }
+    residents.retain(|_, r| r.strong_count() > 0);
+    residents.insert(name.to_string(), Rc::downgrade(resident));
 }
 
 /// Whether profile `name` may still be warmed: not known to need more than
@@ -204,11 +211,11 @@ fn may_fit(name: &str) -> bool {
 /// Before profile `name` builds its state, estimated at `estimate` bytes:
 /// whether it may (it fits the budget alone); if so, the least recently
 /// used profiles' state is cleared first so that it fits beside the rest.
-fn admit(name: &str, limit: usize, estimate: usize) -> bool {
+fn admit(name: &str, resident: &Rc<Resident>, limit: usize, estimate: usize) -> bool {
     let mut admitted = false;
     evict(
         limit,
-        |_| {},
+        |residents| claim(residents, name, resident),
         |budget, busy| match budget.make_room(name, estimate, isolate_millis(), busy) {
             Some(evicted) => {
                 admitted = true;
@@ -234,6 +241,8 @@ fn evict(limit: usize, update: impl FnOnce(&mut HashMap<String, Weak<Resident>>)
         let Isolate { budget, residents } = &mut *isolate;
         budget.set_limit(limit);
         update(residents);
+        // Objects the garbage collector freed took their state with them.
+        budget.release(isolate_millis(), |n| residents.get(n).is_none_or(|r| r.strong_count() == 0));
         let busy = |n: &str| residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > 0);
         for evicted in decide(budget, &busy) {
             if let Some(r) = residents.get(&evicted).and_then(Weak::upgrade) {
@@ -246,7 +255,7 @@ fn evict(limit: usize, update: impl FnOnce(&mut HashMap<String, Weak<Resident>>)
 /// The isolate's figures and what `resident` keeps, for `stats`.
 fn memory_view(resident: &Resident, working_set_limit: usize) -> MemoryView {
     let working = crate::cloudflare::working_set::report(working_set_limit);
-    let isolate = ISOLATE.with(|i| i.try_borrow().ok().map(|i| i.budget.report(wasm_memory_bytes(), &working)));
+    let isolate = ISOLATE.with(|i| i.try_borrow().ok().map(|i| i.budget.report(wasm_memory_bytes(), crate::cloudflare::heap::counts(), &working)));
     MemoryView { resident_bytes: resident.heap_bytes() as u64, isolate }
 }
 
@@ -690,7 +699,7 @@ impl ProfileObject {
             Some(m) => crate::core::resident::expected(messages, memories, Some(m), codes),
             None => self.unmeasured_estimate(name, &store, messages, memories),
         };
-        Ok(admit(name, self.config.memory_budget_bytes, expected))
+        Ok(admit(name, &self.resident, self.config.memory_budget_bytes, expected))
     }
 
     /// A never-measured profile's state, from its counts and its texts'

@@ -405,6 +405,22 @@ pub struct IsolateMemory {
     /// requests. They answer from SQLite; one too large is not asked
     /// about again for ten minutes.
     pub warmups_refused: u64,
+    /// What the allocator has handed out and not had back, the most at
+    /// once since the isolate started, and the blocks live now: the Wasm
+    /// memory's size beside the peak is what fragmentation and the
+    /// allocator's bookkeeping cost; the live bytes beside
+    /// `resident_bytes` what the budget's figures miss.
+    pub heap_live_bytes: u64,
+    pub heap_peak_bytes: u64,
+    pub heap_blocks: u64,
+}
+
+/// The allocator's counts ([`IsolateMemory`]'s `heap_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HeapCounts {
+    pub live: u64,
+    pub peak: u64,
+    pub blocks: u64,
 }
 
 impl Budget {
@@ -543,6 +559,20 @@ impl Budget {
         }
     }
 
+    /// Stops counting the profiles `gone` says no longer hold anything
+    /// (their object was freed, and its state with it), remembering what
+    /// each held as of `now`. Not evictions: nothing is cleared.
+    pub fn release(&mut self, now: u64, gone: impl Fn(&str) -> bool) {
+        let Budget { entries, last, .. } = self;
+        entries.retain(|(n, b)| {
+            let keep = !gone(n);
+            if !keep {
+                last.insert(n.clone(), (*b, now));
+            }
+            keep
+        });
+    }
+
     /// What `name` keeps, as last reported.
     pub fn bytes_of(&self, name: &str) -> usize {
         self.entries.iter().find(|(n, _)| n == name).map_or(0, |(_, b)| *b)
@@ -562,7 +592,7 @@ impl Budget {
 
     /// The isolate's figures, with the Wasm memory's size read by the
     /// caller.
-    pub fn report(&self, wasm_memory_bytes: u64, working: &WorkingSet) -> IsolateMemory {
+    pub fn report(&self, wasm_memory_bytes: u64, heap: HeapCounts, working: &WorkingSet) -> IsolateMemory {
         IsolateMemory {
             wasm_memory_bytes,
             budget_bytes: self.limit as u64,
@@ -574,6 +604,9 @@ impl Budget {
             working_set_waits: working.waits,
             busy_refusals: working.refusals,
             warmups_refused: self.warmups_refused,
+            heap_live_bytes: heap.live,
+            heap_peak_bytes: heap.peak,
+            heap_blocks: heap.blocks,
         }
     }
 }
@@ -596,6 +629,17 @@ mod tests {
         assert_eq!(b.touch("c", 4 * MB, 0, idle), vec!["b".to_string()]);
         assert_eq!((b.resident_bytes(), b.resident_profiles(), b.evictions()), (8 * MB, 2, 1));
         assert_eq!(b.bytes_of("b"), 0);
+    }
+
+    #[test]
+    fn test_a_released_profile_is_no_longer_counted_nor_evicted_and_its_size_is_known() {
+        let mut b = Budget::new(10 * MB);
+        b.touch("a", 4 * MB, 0, idle);
+        b.touch("b", 4 * MB, 0, idle);
+        b.release(5, |n| n == "a");
+        assert_eq!((b.resident_bytes(), b.resident_profiles(), b.evictions()), (4 * MB, 1, 0));
+        assert!(b.touch("c", 4 * MB, 6, idle).is_empty(), "a's room is free: nobody is evicted for c");
+        assert_eq!(b.known("a", 6), Some(4 * MB), "what a held says what it would build again");
     }
 
     #[test]
@@ -628,7 +672,7 @@ mod tests {
         // And d is not let build beside them: it stays on SQLite.
         assert_eq!(b.make_room("d", 2 * MB, 0, busy), None);
         assert_eq!((b.resident_profiles(), b.evictions()), (2, 1), "nobody evicted for d");
-        assert_eq!(b.report(0, &WorkingSet::new(0)).warmups_refused, 1);
+        assert_eq!(b.report(0, HeapCounts::default(), &WorkingSet::new(0)).warmups_refused, 1);
         // Once they are idle, room is made as usual.
         assert_eq!(b.make_room("d", 2 * MB, 0, idle), Some(vec!["a".to_string()]));
         assert!(b.may_fit("d", 0), "refused while others were busy is not refused for good");
@@ -673,7 +717,7 @@ mod tests {
             assert!(!b.may_fit("huge", at), "still refused at {at}");
         }
         assert!(!b.may_fit("huge", KNOWN_FOR_MILLIS - 1));
-        assert_eq!(b.report(0, &WorkingSet::new(0)).warmups_refused, 1);
+        assert_eq!(b.report(0, HeapCounts::default(), &WorkingSet::new(0)).warmups_refused, 1);
         // In time it is judged by its estimate again (it may have shrunk).
         assert!(b.may_fit("huge", KNOWN_FOR_MILLIS));
         assert_eq!(b.make_room("huge", 2 * MB, KNOWN_FOR_MILLIS, idle), Some(vec![]));
@@ -874,7 +918,7 @@ mod tests {
         assert!(w.try_take(t, 2 * MB, 0));
         w.note_wait();
         w.note_refusal();
-        let r = Budget::new(MB).report(7, &w);
+        let r = Budget::new(MB).report(7, HeapCounts::default(), &w);
         assert_eq!((r.working_set_bytes, r.working_set_limit_bytes, r.working_set_waits, r.busy_refusals), (2 * MB as u64, 8 * MB as u64, 1, 1));
     }
 

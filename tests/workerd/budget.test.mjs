@@ -202,6 +202,11 @@ test("a small budget evicts the least recently used profile, a profile over it a
       assert.equal(a2.isolate.residentProfiles, 1);
       assert.ok(a2.isolate.residentBytes <= a2.isolate.budgetBytes);
       assert.ok(a2.isolate.wasmMemoryBytes > a2.isolate.residentBytes);
+      // The allocator's own counts: the resident state lives in the heap,
+      // the heap in the Wasm memory.
+      const i = a2.isolate;
+      assert.ok(i.heapBlocks > 0 && i.heapLiveBytes >= i.residentBytes, JSON.stringify(i));
+      assert.ok(i.heapPeakBytes >= i.heapLiveBytes && i.wasmMemoryBytes >= i.heapPeakBytes, JSON.stringify(i));
       // a answers again, from SQLite alone, and its alarm makes it
       // resident again (evicting b).
       const r = await api.ok("POST", NS, "a", "/recall", { body: { query: QUESTIONS[0] } });
