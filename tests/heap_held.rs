@@ -9,16 +9,12 @@
 mod support;
 
 use agent_memory::core::api::IngestRequest;
-use agent_memory::core::local::embed::HashEmbedder;
-use agent_memory::core::local::vector::SqlVectorIndex;
-use agent_memory::core::ops::{Limits, Profile};
 use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::recall::text_index::TextIndex;
-use agent_memory::core::rules::Rules;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
-use support::{block_on, database, msg, APRIL_15};
+use support::{block_on, database, msg, with_profile, APRIL_15};
 
 /// Bytes and blocks handed out and not yet returned. The counts are the
 /// whole process's: the tests that read them run one at a time (`SERIAL`).
@@ -78,22 +74,12 @@ fn test_a_small_profiles_directory_is_a_few_blocks_per_row_and_counted_as_held()
     for style in STYLES {
         for n in [1usize, 4, 32] {
             let sql = database();
-            let index = SqlVectorIndex { sql: &sql };
-            let profile = Profile {
-                name: "test/p",
-                sql: &sql,
-                reasoner: &Rules,
-                embedder: &HashEmbedder,
-                index: &index,
-                turns: None,
-                now: APRIL_15,
-                limits: Limits::default(),
-                memory: Default::default(),
-            };
-            for (k, session) in sessions(style, n).into_iter().enumerate() {
-                let messages = session.iter().map(|(role, content)| msg(role, content)).collect();
-                block_on(profile.ingest(IngestRequest { messages, session_id: Some(format!("s{k}")), metadata: Default::default() })).unwrap();
-            }
+            with_profile(&sql, APRIL_15, |profile| {
+                for (k, session) in sessions(style, n).into_iter().enumerate() {
+                    let messages = session.iter().map(|(role, content)| msg(role, content)).collect();
+                    block_on(profile.ingest(IngestRequest { messages, session_id: Some(format!("s{k}")), metadata: Default::default() })).unwrap();
+                }
+            });
             let turns = TurnDirectory::new();
             let ((), bytes, blocks) = held(|| drop(turns.sync(&sql).unwrap()));
             let (messages, memories) = turns.read_up_to().unwrap();
