@@ -836,3 +836,55 @@ fn test_a_directory_fed_by_ingest_equals_one_read_from_the_rows() {
     assert!(kept.sync(&sql).unwrap().memories().text().len() >= 6, "memories were stored");
     assert_eq!(*kept.sync(&sql).unwrap(), *TurnDirectory::new().sync(&sql).unwrap());
 }
+
+#[test]
+fn test_a_word_said_a_thousand_times_in_a_memory_scores_as_fts5_scores_it_and_survives_a_snapshot() {
+    use agent_memory::core::recall::directory::{TurnDirectory, MEMORY_WEIGHTS, SNAPSHOT_MIN};
+    // A posting keeps ten bits a column of a memory (content, key,
+    // search queries): counts at and past 1,023 are kept whole beside it.
+    let sql = database();
+    let mut rng = Rng(0x0f1e_4c07_7a11_0b5e);
+    let mut mems = memories(&mut rng, SNAPSHOT_MIN + 100);
+    let said = |word: &str, n: usize| vec![word; n].join(" ");
+    for (i, (content_n, query_n)) in [(1022, 0), (1023, 1), (1024, 1023), (1500, 2000), (3000, 5), (7, 1100)].into_iter().enumerate() {
+        let m = &mut mems[i * 37];
+        m.content = format!("{} zephyr {}", said("parrot", content_n), m.content);
+        m.summary = m.content.clone();
+        m.search_queries = vec![said("parrot", query_n), "quokka".into()];
+    }
+    let built = TurnDirectory::new();
+    support::with_profile_in(&sql, APRIL_15, &built, |p| {
+        let items: Vec<(&agent_memory::core::model::Memory, &str)> = mems.iter().map(|m| (m, m.id.as_str())).collect();
+        p.store().insert_memories(&items).unwrap();
+        FullText::Memories.catch_up(p.sql).unwrap();
+        assert!(p.turns.unwrap().maintain(p.sql).unwrap(), "a snapshot is written");
+    });
+    let cold = TurnDirectory::new();
+    assert!(*cold.sync(&sql).unwrap() == *built.sync(&sql).unwrap() && cold.from_snapshot(), "the snapshot keeps the whole counts");
+    for dir in [&built, &cold] {
+        let dir = dir.sync(&sql).unwrap();
+        for words in [vec!["parrot"], vec!["parrot", "zephyr"], vec!["quokka", "parrot"]] {
+            let words: Vec<String> = words.into_iter().map(String::from).collect();
+            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let mut ours: Vec<(i64, f64)> =
+                dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX).unwrap().into_iter().map(|(d, s)| (dir.memories().rowid(d), s)).collect();
+            ours.sort_by_key(|h| h.0);
+            let theirs: Vec<(i64, f64)> = sql
+                .query(
+                    "SELECT rowid, bm25(memories_fts, ?2, ?3, ?4) FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid",
+                    &[
+                        SqlValue::Text(agent_memory::core::recall::channels::match_expr(&words).unwrap()),
+                        SqlValue::Real(MEMORY_WEIGHTS[0]),
+                        SqlValue::Real(MEMORY_WEIGHTS[1]),
+                        SqlValue::Real(MEMORY_WEIGHTS[2]),
+                    ],
+                )
+                .unwrap()
+                .into_iter()
+                .map(|r| (r[0].as_i64().unwrap(), r[1].as_f64().unwrap()))
+                .collect();
+            assert_eq!(theirs.len(), 6, "{words:?}");
+            assert_eq!(ours, theirs, "{words:?}");
+        }
+    }
+}

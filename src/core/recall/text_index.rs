@@ -40,11 +40,42 @@ use rustc_hash::FxHashMap as HashMap;
 /// FTS5's bm25 constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
-/// A term's count in each of the `C` columns of one document.
+/// A term's count in each of the `C` columns of one document, packed in
+/// 32 bits: `32 / C` bits a column (10 with three columns, 16 with two).
+/// A count that fills its bits (1,023 or more with three columns) is kept
+/// whole in the index's `overflow`, its bits all set: eight bytes a
+/// posting, where three columns of `u16` took twelve.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Posting<const C: usize> {
     doc: u32,
-    count: [u16; C],
+    packed: u32,
+}
+
+impl<const C: usize> Posting<C> {
+    const BITS: u32 = 32 / C as u32;
+    /// A column's bits all set: its count is in `overflow`.
+    const FULL: u32 = if Self::BITS >= 32 { u32::MAX } else { (1 << Self::BITS) - 1 };
+
+    /// The posting of `counts` in `doc`, and whether a count filled its
+    /// bits (the caller keeps it whole).
+    fn new(doc: u32, counts: [u16; C]) -> (Posting<C>, bool) {
+        let mut packed = 0u32;
+        let mut full = false;
+        for (c, &n) in counts.iter().enumerate() {
+            let v = u32::from(n).min(Self::FULL);
+            full |= v == Self::FULL;
+            packed |= v << (c as u32 * Self::BITS);
+        }
+        (Posting { doc, packed }, full)
+    }
+
+    fn field(&self, c: usize) -> u32 {
+        (self.packed >> (c as u32 * Self::BITS)) & Self::FULL
+    }
+
+    fn is_full(&self) -> bool {
+        (0..C).any(|c| self.field(c) == Self::FULL)
+    }
 }
 
 /// A term's postings, in the order their documents were added. Most terms
@@ -188,8 +219,8 @@ impl Terms {
 /// LoCoMo-like memories, or 160,000 messages.
 pub const MAX_POSTINGS: usize = 5_000_000;
 
-/// A query term's postings and its idf.
-type TermPostings<'a, const C: usize> = (&'a [Posting<C>], f64);
+/// A query term's number, its postings and its idf.
+type TermPostings<'a, const C: usize> = (u32, &'a [Posting<C>], f64);
 
 /// Documents of `C` columns.
 #[derive(Debug)]
@@ -204,6 +235,10 @@ pub struct TextIndex<const C: usize> {
     terms: Terms,
     /// Per term, its documents in the order they were added.
     postings: Vec<List<C>>,
+    /// The counts of the postings whose bits they fill, by (term,
+    /// document): none but in documents that say one word a thousand
+    /// times.
+    overflow: HashMap<(u32, u32), [u16; C]>,
     /// Per document, its tokens in all columns.
     lengths: Vec<u32>,
     total: u64,
@@ -213,14 +248,24 @@ pub struct TextIndex<const C: usize> {
 /// their lists grew into, which depends on how they were built, aside.
 impl<const C: usize> PartialEq for TextIndex<C> {
     fn eq(&self, other: &Self) -> bool {
-        let TextIndex { off, postings_held, postings_capacity: _, terms, postings, lengths, total } = self;
-        (*off, *postings_held, terms, postings, lengths, *total) == (other.off, other.postings_held, &other.terms, &other.postings, &other.lengths, other.total)
+        let TextIndex { off, postings_held, postings_capacity: _, terms, postings, overflow, lengths, total } = self;
+        (*off, *postings_held, terms, postings, overflow, lengths, *total)
+            == (other.off, other.postings_held, &other.terms, &other.postings, &other.overflow, &other.lengths, other.total)
     }
 }
 
 impl<const C: usize> Default for TextIndex<C> {
     fn default() -> Self {
-        TextIndex { off: false, postings_held: 0, postings_capacity: 0, terms: Terms::default(), postings: Vec::new(), lengths: Vec::new(), total: 0 }
+        TextIndex {
+            off: false,
+            postings_held: 0,
+            postings_capacity: 0,
+            terms: Terms::default(),
+            postings: Vec::new(),
+            overflow: HashMap::default(),
+            lengths: Vec::new(),
+            total: 0,
+        }
     }
 }
 
@@ -232,7 +277,8 @@ impl<const C: usize> TextIndex<C> {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let postings = self.postings.capacity() * size_of::<List<C>>() + self.postings_capacity * size_of::<Posting<C>>();
-        self.terms.heap_bytes() + postings + self.lengths.capacity() * size_of::<u32>()
+        let overflow = self.overflow.capacity() * (size_of::<((u32, u32), [u16; C])>() + 1);
+        self.terms.heap_bytes() + postings + overflow + self.lengths.capacity() * size_of::<u32>()
     }
 
     /// Adds document number `doc` (the next one: documents are numbered
@@ -267,12 +313,16 @@ impl<const C: usize> TextIndex<C> {
                 };
                 *to = v;
             }
-            let count = narrow;
-            let list = &mut self.postings[run[0].0 as usize];
+            let term = run[0].0;
+            let list = &mut self.postings[term as usize];
             let room = list.capacity();
-            list.push(Posting { doc, count });
+            let (posting, full) = Posting::new(doc, narrow);
+            list.push(posting);
             self.postings_capacity += list.capacity() - room;
             self.postings_held += 1;
+            if full {
+                self.overflow.insert((term, doc), narrow);
+            }
         }
         self.lengths.push(length);
         self.total += length as u64;
@@ -295,20 +345,20 @@ impl<const C: usize> TextIndex<C> {
     /// their lengths) to a snapshot stream.
     pub fn write_since(&self, w: &mut PartWriter<'_>, first: u32) -> Result<()> {
         w.u8(self.off as u8)?;
-        let tails: Vec<(&[u8], &[Posting<C>])> = (0..self.terms.len() as u32)
+        let tails: Vec<(u32, &[Posting<C>])> = (0..self.terms.len() as u32)
             .map(|i| {
                 let list = self.postings[i as usize].as_slice();
-                (self.terms.bytes(i), &list[list.partition_point(|p| p.doc < first)..])
+                (i, &list[list.partition_point(|p| p.doc < first)..])
             })
             .filter(|(_, tail)| !tail.is_empty())
             .collect();
         w.u32(tails.len() as u32)?;
         for (term, tail) in tails {
-            w.text(term)?;
+            w.text(self.terms.bytes(term))?;
             w.u32(tail.len() as u32)?;
             for p in tail {
                 w.u32(p.doc)?;
-                for c in p.count {
+                for c in self.counts(term, p) {
                     w.u16(c)?;
                 }
             }
@@ -362,8 +412,12 @@ impl<const C: usize> TextIndex<C> {
                     return Err(bad("postings out of order"));
                 }
                 last_doc = last_doc.max(Some(doc));
-                list.push(Posting { doc, count });
+                let (posting, full) = Posting::new(doc, count);
+                list.push(posting);
                 self.postings_held += 1;
+                if full {
+                    self.overflow.insert((i, doc), count);
+                }
             }
             self.postings_capacity += list.capacity() - room;
         }
@@ -415,9 +469,9 @@ impl<const C: usize> TextIndex<C> {
     pub fn bm25_of(&self, phrases: &[String], weights: [f64; C], limit: usize, keep: impl Fn(u32) -> bool) -> Option<Vec<(u32, f64)>> {
         let (terms, avgdl) = self.query_terms(phrases)?;
         let mut scores: HashMap<u32, f64> = HashMap::default();
-        for (list, idf) in terms {
+        for (term, list, idf) in terms {
             for p in list.iter().filter(|p| keep(p.doc)) {
-                *scores.entry(p.doc).or_insert(0.0) += self.share(p, weights, idf, avgdl);
+                *scores.entry(p.doc).or_insert(0.0) += self.share(term, p, weights, idf, avgdl);
             }
         }
         let mut best: Vec<(u32, f64)> = scores.into_iter().map(|(d, s)| (d, -s)).collect();
@@ -435,14 +489,14 @@ impl<const C: usize> TextIndex<C> {
     pub fn bm25_for(&self, phrases: &[String], weights: [f64; C], docs: &[u32]) -> Option<Vec<(u32, f64)>> {
         let (terms, avgdl) = self.query_terms(phrases)?;
         let mut scores: HashMap<u32, f64> = HashMap::default();
-        for (list, idf) in terms {
+        for (term, list, idf) in terms {
             // `docs` ascend, so each search starts where the last ended.
             let mut from = 0;
             for &doc in docs {
                 let rest = list.get(from..).unwrap_or_default();
                 match rest.binary_search_by_key(&doc, |p| p.doc) {
                     Ok(at) => {
-                        *scores.entry(doc).or_insert(0.0) += self.share(&rest[at], weights, idf, avgdl);
+                        *scores.entry(doc).or_insert(0.0) += self.share(term, &rest[at], weights, idf, avgdl);
                         from += at + 1;
                     }
                     Err(at) => from += at,
@@ -479,18 +533,29 @@ impl<const C: usize> TextIndex<C> {
                 let list = self.postings[term as usize].as_slice();
                 let hits = list.len() as i64;
                 let idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
-                (list, if idf <= 0.0 { 1e-6 } else { idf })
+                (term, list, if idf <= 0.0 { 1e-6 } else { idf })
             })
             .collect();
         Some((lists, avgdl))
     }
 
+    /// The counts of `term`'s posting `p`: from its bits, or whole from
+    /// `overflow` when they fill them.
+    fn counts(&self, term: u32, p: &Posting<C>) -> [u16; C] {
+        if p.is_full() {
+            if let Some(counts) = self.overflow.get(&(term, p.doc)) {
+                return *counts;
+            }
+        }
+        std::array::from_fn(|c| p.field(c) as u16)
+    }
+
     /// A posting's share of its document's bm25 (positive), by FTS5's
     /// formula.
-    fn share(&self, p: &Posting<C>, weights: [f64; C], idf: f64, avgdl: f64) -> f64 {
+    fn share(&self, term: u32, p: &Posting<C>, weights: [f64; C], idf: f64, avgdl: f64) -> f64 {
         // Instance by instance, as FTS5 sums them.
         let mut f = 0.0f64;
-        for (c, &n) in p.count.iter().enumerate() {
+        for (c, &n) in self.counts(term, p).iter().enumerate() {
             for _ in 0..n {
                 f += weights[c];
             }
