@@ -191,10 +191,12 @@ fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
 /// Records `resident` as profile `name`'s state. An earlier object of the
 /// same name still holding one was destroyed by the runtime (an isolate
 /// runs one object per name) and waits for the garbage collector to free
-/// it: its state, which the budget no longer counts, is cleared now.
+/// it: its state, which the budget no longer counts, is cleared now,
+/// unless a request of its own is still under way (as the budget never
+/// clears a busy profile's).
 fn claim(residents: &mut HashMap<String, Weak<Resident>>, name: &str, resident: &Rc<Resident>) {
     if let Some(earlier) = residents.get(name).and_then(Weak::upgrade) {
-        if !Rc::ptr_eq(&earlier, resident) {
+        if !Rc::ptr_eq(&earlier, resident) && earlier.busy.get() == 0 {
             earlier.clear();
         }
     }
