@@ -525,6 +525,32 @@ fn memories(rng: &mut Rng, n: usize) -> Vec<agent_memory::core::model::Memory> {
         .collect()
 }
 
+/// `bm25(memories_fts)` at the recall's column weights for every memory
+/// matching any of `words`, by rowid.
+fn fts5_memory_scores(sql: &dyn Sql, words: &[String]) -> Vec<(i64, f64)> {
+    use agent_memory::core::recall::directory::MEMORY_WEIGHTS;
+    sql.query(
+        "SELECT rowid, bm25(memories_fts, ?2, ?3, ?4) FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid",
+        &[
+            SqlValue::Text(agent_memory::core::recall::channels::match_expr(words).unwrap()),
+            SqlValue::Real(MEMORY_WEIGHTS[0]),
+            SqlValue::Real(MEMORY_WEIGHTS[1]),
+            SqlValue::Real(MEMORY_WEIGHTS[2]),
+        ],
+    )
+    .unwrap()
+    .into_iter()
+    .map(|r| (r[0].as_i64().unwrap(), r[1].as_f64().unwrap()))
+    .collect()
+}
+
+/// The memory index's hits (document, score) as (rowid, score), by rowid.
+fn by_rowid(dir: &agent_memory::core::recall::directory::Directory, hits: Vec<(u32, f64)>) -> Vec<(i64, f64)> {
+    let mut hits: Vec<(i64, f64)> = hits.into_iter().map(|(doc, s)| (dir.memories().rowid(doc), s)).collect();
+    hits.sort_by_key(|h| h.0);
+    hits
+}
+
 #[test]
 fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
     use agent_memory::core::recall::directory::MEMORY_WEIGHTS;
@@ -547,22 +573,8 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
             let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
             let phrases = agent_memory::core::recall::channels::phrases(&words);
             let Some(ours) = dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX) else { continue };
-            let theirs: Vec<(i64, f64)> = sql
-                .query(
-                    "SELECT rowid, bm25(memories_fts, ?2, ?3, ?4) FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid",
-                    &[
-                        SqlValue::Text(agent_memory::core::recall::channels::match_expr(&words).unwrap()),
-                        SqlValue::Real(MEMORY_WEIGHTS[0]),
-                        SqlValue::Real(MEMORY_WEIGHTS[1]),
-                        SqlValue::Real(MEMORY_WEIGHTS[2]),
-                    ],
-                )
-                .unwrap()
-                .into_iter()
-                .map(|r| (r[0].as_i64().unwrap(), r[1].as_f64().unwrap()))
-                .collect();
-            let mut ours: Vec<(i64, f64)> = ours.into_iter().map(|(doc, s)| (dir.memories().rowid(doc), s)).collect();
-            ours.sort_by_key(|h| h.0);
+            let theirs: Vec<(i64, f64)> = fts5_memory_scores(&sql, &words);
+            let ours = by_rowid(&dir, ours);
             assert_eq!(ours.len(), theirs.len(), "{words:?}: the same memories match");
             for ((a, x), (b, y)) in ours.iter().zip(&theirs) {
                 assert_eq!(a, b);
@@ -866,23 +878,8 @@ fn test_a_word_said_a_thousand_times_in_a_memory_scores_as_fts5_scores_it_and_su
         for words in [vec!["parrot"], vec!["parrot", "zephyr"], vec!["quokka", "parrot"]] {
             let words: Vec<String> = words.into_iter().map(String::from).collect();
             let phrases = agent_memory::core::recall::channels::phrases(&words);
-            let mut ours: Vec<(i64, f64)> =
-                dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX).unwrap().into_iter().map(|(d, s)| (dir.memories().rowid(d), s)).collect();
-            ours.sort_by_key(|h| h.0);
-            let theirs: Vec<(i64, f64)> = sql
-                .query(
-                    "SELECT rowid, bm25(memories_fts, ?2, ?3, ?4) FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid",
-                    &[
-                        SqlValue::Text(agent_memory::core::recall::channels::match_expr(&words).unwrap()),
-                        SqlValue::Real(MEMORY_WEIGHTS[0]),
-                        SqlValue::Real(MEMORY_WEIGHTS[1]),
-                        SqlValue::Real(MEMORY_WEIGHTS[2]),
-                    ],
-                )
-                .unwrap()
-                .into_iter()
-                .map(|r| (r[0].as_i64().unwrap(), r[1].as_f64().unwrap()))
-                .collect();
+            let ours = by_rowid(&dir, dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX).unwrap());
+            let theirs: Vec<(i64, f64)> = fts5_memory_scores(&sql, &words);
             assert_eq!(theirs.len(), 6, "{words:?}");
             assert_eq!(ours, theirs, "{words:?}");
         }

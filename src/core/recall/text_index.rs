@@ -167,14 +167,20 @@ fn term_hash(term: &[u8]) -> u64 {
     h.finish()
 }
 
+/// Term `id`'s bytes in `text`, whose terms end at `ends` (a free
+/// function, so the table can be rehashed while it is borrowed mutably).
+fn term_bytes<'a>(text: &'a [u8], ends: &[u32], id: u32) -> &'a [u8] {
+    let start = if id == 0 { 0 } else { ends[id as usize - 1] as usize };
+    &text[start..ends[id as usize] as usize]
+}
+
 impl Terms {
     fn len(&self) -> usize {
         self.ends.len()
     }
 
     fn bytes(&self, id: u32) -> &[u8] {
-        let start = if id == 0 { 0 } else { self.ends[id as usize - 1] as usize };
-        &self.text[start..self.ends[id as usize] as usize]
+        term_bytes(&self.text, &self.ends, id)
     }
 
     fn find(&self, term: &[u8]) -> Option<u32> {
@@ -190,11 +196,7 @@ impl Terms {
         self.text.extend_from_slice(term);
         self.ends.push(self.text.len() as u32);
         let Terms { table, text, ends } = self;
-        let bytes = |id: u32| {
-            let start = if id == 0 { 0 } else { ends[id as usize - 1] as usize };
-            &text[start..ends[id as usize] as usize]
-        };
-        table.insert_unique(term_hash(term), id, |&i| term_hash(bytes(i)));
+        table.insert_unique(term_hash(term), id, |&i| term_hash(term_bytes(text, ends, i)));
         (id, true)
     }
 
@@ -206,10 +208,7 @@ impl Terms {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
         let Terms { table, text, ends } = self;
-        table.shrink_to_fit(|&i| {
-            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
-            term_hash(&text[start..ends[i as usize] as usize])
-        });
+        table.shrink_to_fit(|&i| term_hash(term_bytes(text, ends, i)));
     }
 }
 
