@@ -36,7 +36,7 @@ enum Keeping {
 
 const PEOPLE: &[&str] = &["Ana", "Bruno", "Chen", "Dara", "Emil"];
 const THINGS: &[&str] = &["the staging cluster", "the billing service", "the mobile app", "the data warehouse", "the design system"];
-const FACTS: &[&str] = &["runs on port 5433", "moved to Oslo", "is owned by the platform team", "deploys every Thursday", "uses pnpm, not npm"];
+const FACTS: &[&str] = &["runs on port 5433", "moved to Oslo two weeks ago", "is owned by the platform team", "deploys every Thursday", "uses pnpm, not npm"];
 
 /// Every answer of a fixed script of calls, as text.
 fn run_script(keeping: Keeping) -> Vec<String> {
@@ -110,6 +110,8 @@ fn run_script(keeping: Keeping) -> Vec<String> {
         "Who said the billing service moved to Oslo?",
         "What package manager does the team use?",
         "When does the design system deploy?",
+        // A question about a time: turns that mention one weigh more.
+        "When did the billing service move to Oslo?",
         "What did Chen say about the data warehouse in session 3?",
         "on-call rotation",
     ] {

@@ -929,7 +929,9 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     let explain = scope.explain;
     let hits = turn_hits(sql, src, q, scope)?;
     let rowids: Vec<i64> = hits.keys().copied().collect();
-    let places = src.places(sql, &rowids, NEIGHBOUR_WINDOW)?;
+    // A turn's mention of a time counts for a question about one only
+    // ([`Boosts::of`]).
+    let places = src.places(sql, &rowids, NEIGHBOUR_WINDOW, q.temporal)?;
     // Each hit with its own score, in rowid order (a hit that is not a
     // stored message has no place and is left out).
     let mut split: Vec<(u32, Words)> = hits.into_iter().filter_map(|(rowid, s)| places.by_rowid(rowid).map(|i| (i, s))).collect();
