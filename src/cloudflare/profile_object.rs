@@ -17,12 +17,11 @@ use crate::core::ops::{Answer, Limits, Op, Profile};
 use crate::core::portable::SpooledParts;
 use crate::core::ports::VectorIndex;
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::resident::{Budget, Measured};
+use crate::core::resident::{Budget, Measured, ProfileState, Residents};
 use crate::core::store::{META_CATALOGED, META_NAME};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use worker::*;
 
 use crate::core::rest::Asks;
@@ -153,16 +152,19 @@ impl Drop for Busy {
     }
 }
 
-/// Every profile object of this isolate (they share the Wasm memory and
-/// so this value): the budget, and where each one's resident state is.
-#[derive(Default)]
-struct Isolate {
-    budget: Budget,
-    residents: HashMap<String, Weak<Resident>>,
+impl ProfileState for Resident {
+    fn busy(&self) -> bool {
+        self.busy.get() > 0
+    }
+    fn clear(&self) {
+        Resident::clear(self)
+    }
 }
 
 thread_local! {
-    static ISOLATE: RefCell<Isolate> = RefCell::new(Isolate::default());
+    /// Every profile object of this isolate (they share the Wasm memory
+    /// and so this value): the budget, and where each one's state is.
+    static ISOLATE: RefCell<Residents<Resident>> = RefCell::new(Residents::default());
 }
 
 /// The size of the Wasm linear memory (its high-water mark: it never
@@ -185,23 +187,7 @@ fn isolate_millis() -> u64 {
 /// alone is over the budget) until the isolate's total fits `limit`.
 fn settle(name: &str, resident: &Rc<Resident>, limit: usize) {
     let bytes = resident.heap_bytes();
-    evict(limit, |residents| claim(residents, name, resident), |budget, busy| budget.touch(name, bytes, isolate_millis(), busy));
-}
-
-/// Records `resident` as profile `name`'s state. An earlier object of the
-/// same name still holding one was destroyed by the runtime (an isolate
-/// runs one object per name) and waits for the garbage collector to free
-/// it: its state, which the budget no longer counts, is cleared now,
-/// unless a request of its own is still under way (as the budget never
-/// clears a busy profile's).
-fn claim(residents: &mut HashMap<String, Weak<Resident>>, name: &str, resident: &Rc<Resident>) {
-    if let Some(earlier) = residents.get(name).and_then(Weak::upgrade) {
-        if !Rc::ptr_eq(&earlier, resident) && earlier.busy.get() == 0 {
-            earlier.clear();
-        }
-    }
-    residents.retain(|_, r| r.strong_count() > 0);
-    residents.insert(name.to_string(), Rc::downgrade(resident));
+    evict(limit, name, resident, |budget, busy| budget.touch(name, bytes, isolate_millis(), busy));
 }
 
 /// Whether profile `name` may still be warmed: not known to need more than
@@ -215,17 +201,13 @@ fn may_fit(name: &str) -> bool {
 /// used profiles' state is cleared first so that it fits beside the rest.
 fn admit(name: &str, resident: &Rc<Resident>, limit: usize, estimate: usize) -> bool {
     let mut admitted = false;
-    evict(
-        limit,
-        |residents| claim(residents, name, resident),
-        |budget, busy| match budget.make_room(name, estimate, isolate_millis(), busy) {
-            Some(evicted) => {
-                admitted = true;
-                evicted
-            }
-            None => Vec::new(),
-        },
-    );
+    evict(limit, name, resident, |budget, busy| match budget.make_room(name, estimate, isolate_millis(), busy) {
+        Some(evicted) => {
+            admitted = true;
+            evicted
+        }
+        None => Vec::new(),
+    });
     admitted
 }
 
@@ -234,22 +216,14 @@ fn known(name: &str) -> bool {
     ISOLATE.with(|i| i.try_borrow().is_ok_and(|i| i.budget.knows(name, isolate_millis())))
 }
 
-/// Sets the isolate's budget to `limit`, updates its residents, asks the
-/// budget which profiles to evict (`decide`, told which are busy: a
-/// request of theirs is under way) and clears their state.
-fn evict(limit: usize, update: impl FnOnce(&mut HashMap<String, Weak<Resident>>), decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>) {
+/// Records `resident` as profile `name`'s state in the isolate's
+/// registry, asks the budget (at `limit`) which profiles to evict
+/// (`decide`, told which are busy: a request of theirs is under way) and
+/// clears their state ([`Residents::settle`]).
+fn evict(limit: usize, name: &str, resident: &Rc<Resident>, decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>) {
     ISOLATE.with(|isolate| {
-        let Ok(mut isolate) = isolate.try_borrow_mut() else { return };
-        let Isolate { budget, residents } = &mut *isolate;
-        budget.set_limit(limit);
-        update(residents);
-        // Objects the garbage collector freed took their state with them.
-        budget.release(isolate_millis(), |n| residents.get(n).is_none_or(|r| r.strong_count() == 0));
-        let busy = |n: &str| residents.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy.get() > 0);
-        for evicted in decide(budget, &busy) {
-            if let Some(r) = residents.get(&evicted).and_then(Weak::upgrade) {
-                r.clear();
-            }
+        if let Ok(mut isolate) = isolate.try_borrow_mut() {
+            isolate.settle(limit, name, resident, isolate_millis(), decide);
         }
     });
 }

@@ -611,6 +611,75 @@ impl Budget {
     }
 }
 
+/// A profile's state as [`Residents`] sees it: its owner (a profile
+/// object) holds it, the registry only a weak reference.
+pub trait ProfileState {
+    /// Whether a request (or alarm) of the profile is under way: its
+    /// state is never cleared then.
+    fn busy(&self) -> bool;
+    /// Frees what the state keeps (rebuilt from SQLite when needed).
+    fn clear(&self);
+}
+
+/// The profiles' states of one isolate by name, under one [`Budget`]:
+/// what its profile objects share (on Cloudflare, a thread-local).
+///
+/// An isolate runs one object per name, but an object the runtime
+/// destroyed (Cloudflare's after ten seconds idle) is freed, with its
+/// state, only when the garbage collector takes it. Until then a new
+/// object of the name may build a second state. So the registry clears
+/// a destroyed object's state when the next object of its name claims the
+/// name, and stops counting the states of objects already freed.
+pub struct Residents<S> {
+    pub budget: Budget,
+    by_name: std::collections::HashMap<String, std::rc::Weak<S>>,
+}
+
+impl<S> Default for Residents<S> {
+    fn default() -> Residents<S> {
+        Residents { budget: Budget::default(), by_name: std::collections::HashMap::new() }
+    }
+}
+
+impl<S: ProfileState> Residents<S> {
+    /// After (or before) a request of profile `name`, whose object holds
+    /// `state`: records it as the name's, clearing the state of an earlier
+    /// object of the name (destroyed, waiting for the collector, and no
+    /// longer counted), unless a request of that object is still under
+    /// way; stops counting the states of freed objects; sets the limit;
+    /// then clears the states `decide` evicts, told which profiles are
+    /// busy.
+    pub fn settle(
+        &mut self,
+        limit: usize,
+        name: &str,
+        state: &std::rc::Rc<S>,
+        now: u64,
+        decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>,
+    ) {
+        self.claim(name, state);
+        let Residents { budget, by_name } = self;
+        budget.set_limit(limit);
+        budget.release(now, |n| by_name.get(n).is_none_or(|r| r.strong_count() == 0));
+        let busy = |n: &str| by_name.get(n).and_then(std::rc::Weak::upgrade).is_some_and(|r| r.busy());
+        for evicted in decide(budget, &busy) {
+            if let Some(r) = by_name.get(&evicted).and_then(std::rc::Weak::upgrade) {
+                r.clear();
+            }
+        }
+    }
+
+    fn claim(&mut self, name: &str, state: &std::rc::Rc<S>) {
+        if let Some(earlier) = self.by_name.get(name).and_then(std::rc::Weak::upgrade) {
+            if !std::rc::Rc::ptr_eq(&earlier, state) && !earlier.busy() {
+                earlier.clear();
+            }
+        }
+        self.by_name.retain(|_, r| r.strong_count() > 0);
+        self.by_name.insert(name.to_string(), std::rc::Rc::downgrade(state));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -618,6 +687,78 @@ mod tests {
     const MB: usize = 1024 * 1024;
     fn idle(_: &str) -> bool {
         false
+    }
+
+    /// A profile object's state: whether a request of it is under way,
+    /// and how often it was cleared.
+    #[derive(Default)]
+    struct Object {
+        busy: std::cell::Cell<bool>,
+        cleared: std::cell::Cell<u32>,
+    }
+
+    impl ProfileState for Object {
+        fn busy(&self) -> bool {
+            self.busy.get()
+        }
+        fn clear(&self) {
+            self.cleared.set(self.cleared.get() + 1);
+        }
+    }
+
+    /// `name`'s request on `object`, keeping `bytes` after it.
+    fn request(r: &mut Residents<Object>, name: &str, object: &std::rc::Rc<Object>, bytes: usize) {
+        r.settle(10 * MB, name, object, 0, |budget, busy| budget.touch(name, bytes, 0, busy));
+    }
+
+    #[test]
+    fn test_a_new_object_of_a_name_clears_the_state_the_destroyed_one_still_holds() {
+        let mut r = Residents::default();
+        let first = std::rc::Rc::new(Object::default());
+        request(&mut r, "a", &first, 4 * MB);
+        request(&mut r, "a", &first, 4 * MB);
+        assert_eq!(first.cleared.get(), 0, "an object's own next request clears nothing");
+        // The runtime destroyed `first`; the collector has not freed it yet.
+        let second = std::rc::Rc::new(Object::default());
+        request(&mut r, "a", &second, 4 * MB);
+        assert_eq!((first.cleared.get(), second.cleared.get()), (1, 0));
+        assert_eq!((r.budget.resident_bytes(), r.budget.resident_profiles()), (4 * MB, 1), "the name is counted once");
+        assert_eq!(r.budget.evictions(), 0, "a claim is not an eviction");
+    }
+
+    #[test]
+    fn test_a_destroyed_object_with_a_request_under_way_keeps_its_state() {
+        let mut r = Residents::default();
+        let first = std::rc::Rc::new(Object::default());
+        request(&mut r, "a", &first, 4 * MB);
+        first.busy.set(true);
+        let second = std::rc::Rc::new(Object::default());
+        request(&mut r, "a", &second, 4 * MB);
+        assert_eq!(first.cleared.get(), 0);
+    }
+
+    #[test]
+    fn test_a_freed_objects_state_is_no_longer_counted() {
+        let mut r = Residents::default();
+        let (a, b) = (std::rc::Rc::new(Object::default()), std::rc::Rc::new(Object::default()));
+        request(&mut r, "a", &a, 4 * MB);
+        request(&mut r, "b", &b, 4 * MB);
+        assert_eq!(r.budget.resident_bytes(), 8 * MB);
+        drop(a);
+        request(&mut r, "b", &b, 4 * MB);
+        assert_eq!((r.budget.resident_bytes(), r.budget.resident_profiles(), r.budget.evictions()), (4 * MB, 1, 0));
+    }
+
+    #[test]
+    fn test_the_profiles_evicted_are_cleared_and_a_busy_one_is_passed_over() {
+        let mut r = Residents::default();
+        let (a, b, c) = (std::rc::Rc::new(Object::default()), std::rc::Rc::new(Object::default()), std::rc::Rc::new(Object::default()));
+        request(&mut r, "a", &a, 4 * MB);
+        request(&mut r, "b", &b, 4 * MB);
+        a.busy.set(true);
+        request(&mut r, "c", &c, 4 * MB);
+        assert_eq!((a.cleared.get(), b.cleared.get(), c.cleared.get()), (0, 1, 0), "a, the oldest, is busy: b goes");
+        assert_eq!((r.budget.resident_bytes(), r.budget.evictions()), (8 * MB, 1));
     }
 
     #[test]
