@@ -2,6 +2,7 @@
 //! environment. Local (embedded) implementations are the default.
 
 use crate::core::error::Error;
+use std::rc::Rc;
 use worker::Env;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -68,6 +69,11 @@ pub struct Config {
     pub auth_tokens: Option<String>,
 }
 
+thread_local! {
+    /// The isolate's configuration ([`Config::shared`]).
+    static SHARED: std::cell::RefCell<Option<Rc<Config>>> = const { std::cell::RefCell::new(None) };
+}
+
 fn text(env: &Env, name: &str) -> Option<String> {
     env.var(name).map(|v| v.to_string()).ok().or_else(|| env.secret(name).map(|s| s.to_string()).ok()).filter(|s| !s.trim().is_empty())
 }
@@ -105,6 +111,23 @@ impl Config {
     /// not parse never becomes its default.
     pub fn from_env(env: &Env) -> Result<Config, Error> {
         Config::read(&|name| text(env, name))
+    }
+
+    /// [`Config::from_env`], read by the isolate's first caller and shared
+    /// by the rest: an isolate runs one Worker, whose environment does not
+    /// change while it lives. Every request asked the environment for each
+    /// setting (most unset, so twice: as a variable, then as a secret), and
+    /// each of the thousands of profile objects an isolate may hold kept a
+    /// copy of every setting, the token map included, until the garbage
+    /// collector freed it. One that does not read is read again by each
+    /// caller, which reports it.
+    pub fn shared(env: &Env) -> Result<Rc<Config>, Error> {
+        if let Some(config) = SHARED.with(|c| c.borrow().clone()) {
+            return Ok(config);
+        }
+        let config = Rc::new(Config::from_env(env)?);
+        SHARED.with(|c| *c.borrow_mut() = Some(config.clone()));
+        Ok(config)
     }
 
     fn read(var: &dyn Fn(&str) -> Option<String>) -> Result<Config, Error> {

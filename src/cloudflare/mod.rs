@@ -171,7 +171,7 @@ fn body_too_slow(held: usize, length: Option<usize>, allowed_millis: u64) -> Err
 /// refuses the request: a configuration that does not read refuses every
 /// call; missing or wrong credentials on the MCP endpoint say `Bearer`.
 fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Result<std::result::Result<Grant, Response>> {
-    let config = match config::Config::from_env(env) {
+    let config = match config::Config::shared(env) {
         Ok(config) => config,
         Err(e) => return Ok(Err(error_response(&e)?)),
     };
@@ -525,7 +525,7 @@ struct Limits {
 /// configuration that does not read: the call is refused for that where
 /// it is read whole).
 fn working_set_limits(env: &Env) -> Limits {
-    match config::Config::from_env(env) {
+    match config::Config::shared(env) {
         Ok(c) => Limits { bytes: c.working_set_bytes, wait_millis: c.working_set_wait_millis, body_grace_millis: c.body_grace_millis },
         Err(_) => Limits {
             bytes: crate::core::resident::DEFAULT_WORKING_SET_BYTES,

@@ -36,7 +36,7 @@ pub struct ProfileObject {
     /// Set when the configuration does not read or migrations failed:
     /// every call reports it, and the alarm drains nothing.
     broken: Option<Error>,
-    /// Read once per isolate and shared by its objects ([`shared_config`]).
+    /// Read once per isolate and shared by its objects ([`Config::shared`]).
     config: Rc<Config>,
     /// What the profile keeps in memory between requests, within the
     /// isolate's budget (see [`Resident`]).
@@ -159,26 +159,6 @@ impl ProfileState for Resident {
     fn clear(&self) {
         Resident::clear(self)
     }
-}
-
-thread_local! {
-    /// The configuration every profile object of this isolate reads.
-    static CONFIG: RefCell<Option<Rc<Config>>> = const { RefCell::new(None) };
-}
-
-/// The configuration, read from `env` by the isolate's first object and
-/// shared by the rest: an isolate runs one Worker, whose environment does
-/// not change while it lives, and the thousands of objects it may hold
-/// would each keep a copy of every setting (the token map included) until
-/// the garbage collector frees them. One that does not read is read again
-/// by each object, which reports it.
-fn shared_config(env: &Env) -> std::result::Result<Rc<Config>, Error> {
-    if let Some(config) = CONFIG.with(|c| c.borrow().clone()) {
-        return Ok(config);
-    }
-    let config = Rc::new(Config::from_env(env)?);
-    CONFIG.with(|c| *c.borrow_mut() = Some(config.clone()));
-    Ok(config)
 }
 
 thread_local! {
@@ -558,7 +538,7 @@ impl DurableObject for ProfileObject {
         let migrated = crate::core::schema::migrate(&sql).and_then(|()| crate::core::store::Store::new(&sql, now()).clear_export_spool());
         // A configuration that does not read refuses every call, with its
         // error; the defaults only stand in for it.
-        let (config, broken) = match shared_config(&env) {
+        let (config, broken) = match Config::shared(&env) {
             Ok(config) => (config, migrated.err()),
             Err(e) => (Rc::new(Config::defaults()), Some(e)),
         };
