@@ -252,7 +252,7 @@ fn test_speakers_follow_the_messages_and_leave_with_their_last_one() {
         // The directory's, and SQLite's alone (a cold profile's): the same.
         let speakers = || {
             let held = p.turns.unwrap().sync(p.sql).unwrap().speakers().to_vec();
-            let read = agent_memory::core::recall::places::Source::Sql.speakers(p.sql).unwrap().to_vec();
+            let read = agent_memory::core::recall::places::Source::Sql(&Default::default()).speakers(p.sql).unwrap().to_vec();
             assert_eq!(held, read, "the directory's speakers and SQLite's");
             held
         };

@@ -589,7 +589,7 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
 #[test]
 fn test_scores_read_for_a_few_memories_are_those_ranking_them_all_gives() {
     use agent_memory::core::recall::directory::MEMORY_WEIGHTS;
-    use agent_memory::core::recall::places::Source;
+    use agent_memory::core::recall::places::{CaughtUp, Source};
     let sql = database();
     let mut rng = Rng(0x5eed_0f_f00d_2026);
     let stored = memories(&mut rng, 600);
@@ -613,7 +613,7 @@ fn test_scores_read_for_a_few_memories_are_those_ranking_them_all_gives() {
                 few.extend((0..rng.below(20)).map(|_| matching[rng.below(matching.len())]));
             }
             let expected: std::collections::BTreeMap<i64, f64> = few.iter().filter_map(|r| all.get(r).map(|s| (*r, *s))).collect();
-            for src in [Source::Resident(&dir), Source::Sql] {
+            for src in [Source::Resident(&dir), Source::Sql(&CaughtUp::default())] {
                 let got: std::collections::BTreeMap<i64, f64> = src.memory_scores(p.sql, &phrases, MEMORY_WEIGHTS, &few).unwrap().into_iter().collect();
                 assert_eq!(got.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "{words:?}: the same memories match");
                 for (r, s) in &got {
@@ -739,7 +739,7 @@ fn test_an_index_over_its_bounds_turns_off_and_leaves_scoring_to_sqlite() {
 #[test]
 fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
     use agent_memory::core::recall::channels::{score_turns, TextQuery};
-    use agent_memory::core::recall::places::Source;
+    use agent_memory::core::recall::places::{CaughtUp, Source};
     let sql = database();
     let day = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).unwrap();
     with_profile(&sql, APRIL_15, |p| {
@@ -770,7 +770,7 @@ fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
         assert_eq!(waiting, Some(0), "two messages are fewer than a batch");
         // A phrase of two tokens is searched by FTS5, not in memory.
         let q = TextQuery::new("Which editor?", &["vs code".to_string()], day);
-        for src in [Source::Sql, Source::Resident(&p.turns.unwrap().sync(p.sql).unwrap())] {
+        for src in [Source::Sql(&CaughtUp::default()), Source::Resident(&p.turns.unwrap().sync(p.sql).unwrap())] {
             let found = score_turns(p.sql, src, &q, &agent_memory::core::recall::RecallScope::live_at(APRIL_15)).unwrap();
             let ids: Vec<&str> = found.plain.iter().map(|(id, _)| id.as_str()).collect();
             assert_eq!(ids, ["msg_a"], "the phrase matches the first message only");
@@ -884,4 +884,66 @@ fn test_a_word_said_a_thousand_times_in_a_memory_scores_as_fts5_scores_it_and_su
             assert_eq!(ours, theirs, "{words:?}");
         }
     }
+}
+
+/// SQL that counts the full-text tables' catch-up checks
+/// (`FullText::catch_up` asks for each table's highest indexed rowid).
+struct CatchUps<'a> {
+    inner: &'a dyn Sql,
+    checks: std::cell::RefCell<Vec<String>>,
+}
+
+impl Sql for CatchUps<'_> {
+    fn query(&self, sql: &str, params: &[SqlValue]) -> agent_memory::core::error::Result<Vec<agent_memory::core::ports::Row>> {
+        for table in ["messages_fts", "memories_fts"] {
+            if sql.contains(&format!("SELECT rowid FROM {table} ORDER BY rowid DESC LIMIT 1")) {
+                self.checks.borrow_mut().push(table.to_string());
+            }
+        }
+        self.inner.query(sql, params)
+    }
+    fn transaction(&self, f: &mut dyn FnMut() -> agent_memory::core::error::Result<()>) -> agent_memory::core::error::Result<()> {
+        self.inner.transaction(f)
+    }
+    fn database_size(&self) -> i64 {
+        self.inner.database_size()
+    }
+}
+
+#[test]
+fn test_a_recall_on_sqlite_alone_catches_each_full_text_table_up_once_and_sees_what_waited() {
+    use agent_memory::core::api::{IngestRequest, RecallRequest};
+    use agent_memory::core::ops::{Limits, Profile};
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let messages = ["I moved the billing service to Oslo last week.", "Which editor do you use?", "I use VS Code for the frontend and Vim on servers."]
+            .iter()
+            .map(|c| support::msg("user", c))
+            .collect();
+        support::block_on(p.ingest(IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
+    });
+    // Nothing drained: the ingest's rows wait for their full-text rows.
+    let waiting = sql.query("SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM messages_fts)", &[]).unwrap()[0][0].as_i64();
+    assert!(waiting.is_some_and(|n| n > 0), "the messages wait for their full-text rows");
+    let counted = CatchUps { inner: &sql, checks: Default::default() };
+    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &counted };
+    let p = Profile {
+        name: "test/p",
+        sql: &counted,
+        reasoner: &agent_memory::core::rules::Rules,
+        embedder: &agent_memory::core::local::embed::HashEmbedder,
+        index: &index,
+        turns: None,
+        now: APRIL_15,
+        limits: Limits::default(),
+        memory: Default::default(),
+    };
+    // Own words, an expansion ("city"), stop words: up to six full-text
+    // queries, two tables.
+    let req: RecallRequest = serde_json::from_value(serde_json::json!({ "query": "Which city did I move the billing service to?" })).unwrap();
+    let r = support::block_on(p.recall(req)).unwrap();
+    assert!(r.candidates.iter().any(|c| c.summary.contains("Oslo")), "what waited is found: {:?}", r.candidates);
+    let mut checks = counted.checks.borrow().clone();
+    checks.sort();
+    assert_eq!(checks, ["memories_fts", "messages_fts"], "each table is caught up once");
 }

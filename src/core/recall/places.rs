@@ -41,8 +41,31 @@ pub enum Narrowed<'a> {
 pub enum Source<'a> {
     /// The profile's turn directory, in step with SQLite.
     Resident(&'a Directory),
-    /// SQLite alone: nothing in memory beyond this recall.
-    Sql,
+    /// SQLite alone: nothing in memory beyond this recall, whose
+    /// full-text reads each table is brought in step for once.
+    Sql(&'a CaughtUp),
+}
+
+/// The full-text tables one recall on SQLite alone has indexed the
+/// waiting rows of ([`FullText::catch_up`]): each before its first read
+/// only, where every query asked again (one statement each, three to six
+/// a recall; nothing is written between them).
+#[derive(Debug, Default)]
+pub struct CaughtUp(std::cell::Cell<(bool, bool)>);
+
+impl CaughtUp {
+    fn catch_up(&self, sql: &dyn Sql, which: FullText) -> Result<()> {
+        let (messages, memories) = self.0.get();
+        let (done, now) = match which {
+            FullText::Messages => (messages, (true, memories)),
+            FullText::Memories => (memories, (messages, true)),
+        };
+        if !done {
+            which.catch_up(sql)?;
+            self.0.set(now);
+        }
+        Ok(())
+    }
 }
 
 /// A message's place, for one recall.
@@ -142,11 +165,33 @@ pub fn with_source<T>(sql: &dyn Sql, turns: Option<&TurnDirectory>, f: impl FnOn
             let dir = turns.sync(sql)?;
             f(Source::Resident(&dir))
         }
-        None => f(Source::Sql),
+        None => f(Source::Sql(&CaughtUp::default())),
     }
 }
 
 impl Source<'_> {
+    /// [`fts5_best_of`], each full-text table caught up once a recall on
+    /// SQLite alone (the directory's reads, which need FTS5 only for a
+    /// phrase of several words, catch up each time).
+    fn fts5(
+        &self,
+        sql: &dyn Sql,
+        which: FullText,
+        weights: &[f64],
+        phrases: &[String],
+        limit: usize,
+        passing: Option<&HashSet<i64>>,
+    ) -> Result<Vec<(i64, f64)>> {
+        match self {
+            Source::Sql(_) if phrases.is_empty() => Ok(Vec::new()),
+            Source::Sql(caught) => {
+                caught.catch_up(sql, which)?;
+                fts5_query(sql, which, weights, phrases, limit, passing)
+            }
+            Source::Resident(_) => fts5_best_of(sql, which, weights, phrases, limit, passing),
+        }
+    }
+
     /// The best `limit` messages matching any of `phrases`, by FTS5's
     /// `bm25()` over `messages_fts` with the column `weights`: `(rowid,
     /// bm25)`, best first, ties by rowid.
@@ -156,7 +201,7 @@ impl Source<'_> {
                 return Ok(best.into_iter().map(|(i, s)| (dir.turn(i).rowid, s)).collect());
             }
         }
-        fts5_best(sql, FullText::Messages, &weights, phrases, limit)
+        self.fts5(sql, FullText::Messages, &weights, phrases, limit, None)
     }
 
     /// [`Source::message_hits`] for memories (`memories_fts`).
@@ -179,13 +224,13 @@ impl Source<'_> {
             }
         }
         let passing = match narrowed {
-            None => return fts5_best(sql, FullText::Memories, &weights, phrases, limit),
-            Some(Narrowed::Ahead(p)) => return fts5_best_of(sql, FullText::Memories, &weights, phrases, limit, Some(p)),
+            None => return self.fts5(sql, FullText::Memories, &weights, phrases, limit, None),
+            Some(Narrowed::Ahead(p)) => return self.fts5(sql, FullText::Memories, &weights, phrases, limit, Some(p)),
             Some(Narrowed::Tested(passing)) => passing,
         };
         let (mut kept, mut tested, mut depth) = (Vec::new(), 0, limit.max(FIRST_BATCH));
         loop {
-            let best = fts5_best(sql, FullText::Memories, &weights, phrases, depth)?;
+            let best = self.fts5(sql, FullText::Memories, &weights, phrases, depth, None)?;
             let full = best.len() >= depth;
             // The same order each time (bm25, then rowid): the rows tested
             // already are the head of this answer.
@@ -214,7 +259,7 @@ impl Source<'_> {
                 return Ok(scored.into_iter().map(|(doc, s)| (words.rowid(doc), s)).collect());
             }
         }
-        fts5_best_of(sql, FullText::Memories, &weights, phrases, rowids.len(), Some(rowids))
+        self.fts5(sql, FullText::Memories, &weights, phrases, rowids.len(), Some(rowids))
     }
 
     /// The places of the messages stored under `rowids` and of every
@@ -227,7 +272,7 @@ impl Source<'_> {
     pub fn places(&self, sql: &dyn Sql, rowids: &[i64], window: usize, times: bool) -> Result<Places<'_>> {
         Ok(match self {
             Source::Resident(dir) => Places::Resident(dir),
-            Source::Sql => Places::Read(places_by_sql(sql, rowids, window, times)?),
+            Source::Sql(_) => Places::Read(places_by_sql(sql, rowids, window, times)?),
         })
     }
 
@@ -237,7 +282,7 @@ impl Source<'_> {
             Source::Resident(dir) => {
                 Ok(ids.iter().filter_map(|id| dir.by_id(id).map(|i| ((*id).clone(), dir.role_name(dir.turn(i).role).to_string()))).collect())
             }
-            Source::Sql => {
+            Source::Sql(_) => {
                 if ids.is_empty() {
                     return Ok(HashMap::default());
                 }
@@ -261,7 +306,7 @@ impl Source<'_> {
     pub fn speakers(&self, sql: &dyn Sql) -> Result<std::borrow::Cow<'_, [String]>> {
         match self {
             Source::Resident(dir) => Ok(std::borrow::Cow::Borrowed(dir.speakers())),
-            Source::Sql => Ok(std::borrow::Cow::Owned(json_rows(
+            Source::Sql(_) => Ok(std::borrow::Cow::Owned(json_rows(
                 sql,
                 "WITH RECURSIVE r(role, n) AS ( \
                    SELECT (SELECT min(role) FROM messages), 1 \
@@ -360,8 +405,17 @@ pub fn fts5_best_of(
     limit: usize,
     passing: Option<&HashSet<i64>>,
 ) -> Result<Vec<(i64, f64)>> {
-    let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
+    if phrases.is_empty() {
+        return Ok(Vec::new());
+    }
     which.catch_up(sql)?;
+    fts5_query(sql, which, weights, phrases, limit, passing)
+}
+
+/// [`fts5_best_of`] over the full-text table as it is (its waiting rows
+/// not indexed first).
+fn fts5_query(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String], limit: usize, passing: Option<&HashSet<i64>>) -> Result<Vec<(i64, f64)>> {
+    let Some(expr) = quoted(phrases) else { return Ok(Vec::new()) };
     let table = which.table();
     let slots: Vec<String> = weights.iter().zip(3usize..).map(|(_, i)| format!("?{i}")).collect();
     let mut params = vec![SqlValue::Text(expr), SqlValue::Integer(limit as i64)];
