@@ -17,6 +17,7 @@
 //! middle of a request is never evicted (its owner says which are busy).
 
 use serde::{Deserialize, Serialize};
+use std::rc::{Rc, Weak};
 
 /// Heap bytes a profile's state holds per stored memory, measured
 /// (docs/bench/multi/): its vector code (a 512-bit SimHash, a 4-bit
@@ -632,7 +633,7 @@ pub trait ProfileState {
 /// name, and stops counting the states of objects already freed.
 pub struct Residents<S> {
     pub budget: Budget,
-    by_name: std::collections::HashMap<String, std::rc::Weak<S>>,
+    by_name: std::collections::HashMap<String, Weak<S>>,
 }
 
 impl<S> Default for Residents<S> {
@@ -649,34 +650,27 @@ impl<S: ProfileState> Residents<S> {
     /// way; stops counting the states of freed objects; sets the limit;
     /// then clears the states `decide` evicts, told which profiles are
     /// busy.
-    pub fn settle(
-        &mut self,
-        limit: usize,
-        name: &str,
-        state: &std::rc::Rc<S>,
-        now: u64,
-        decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>,
-    ) {
+    pub fn settle(&mut self, limit: usize, name: &str, state: &Rc<S>, now: u64, decide: impl FnOnce(&mut Budget, &dyn Fn(&str) -> bool) -> Vec<String>) {
         self.claim(name, state);
         let Residents { budget, by_name } = self;
         budget.set_limit(limit);
         budget.release(now, |n| by_name.get(n).is_none_or(|r| r.strong_count() == 0));
-        let busy = |n: &str| by_name.get(n).and_then(std::rc::Weak::upgrade).is_some_and(|r| r.busy());
+        let busy = |n: &str| by_name.get(n).and_then(Weak::upgrade).is_some_and(|r| r.busy());
         for evicted in decide(budget, &busy) {
-            if let Some(r) = by_name.get(&evicted).and_then(std::rc::Weak::upgrade) {
+            if let Some(r) = by_name.get(&evicted).and_then(Weak::upgrade) {
                 r.clear();
             }
         }
     }
 
-    fn claim(&mut self, name: &str, state: &std::rc::Rc<S>) {
-        if let Some(earlier) = self.by_name.get(name).and_then(std::rc::Weak::upgrade) {
-            if !std::rc::Rc::ptr_eq(&earlier, state) && !earlier.busy() {
+    fn claim(&mut self, name: &str, state: &Rc<S>) {
+        if let Some(earlier) = self.by_name.get(name).and_then(Weak::upgrade) {
+            if !Rc::ptr_eq(&earlier, state) && !earlier.busy() {
                 earlier.clear();
             }
         }
         self.by_name.retain(|_, r| r.strong_count() > 0);
-        self.by_name.insert(name.to_string(), std::rc::Rc::downgrade(state));
+        self.by_name.insert(name.to_string(), Rc::downgrade(state));
     }
 }
 
@@ -707,19 +701,19 @@ mod tests {
     }
 
     /// `name`'s request on `object`, keeping `bytes` after it.
-    fn request(r: &mut Residents<Object>, name: &str, object: &std::rc::Rc<Object>, bytes: usize) {
+    fn request(r: &mut Residents<Object>, name: &str, object: &Rc<Object>, bytes: usize) {
         r.settle(10 * MB, name, object, 0, |budget, busy| budget.touch(name, bytes, 0, busy));
     }
 
     #[test]
     fn test_a_new_object_of_a_name_clears_the_state_the_destroyed_one_still_holds() {
         let mut r = Residents::default();
-        let first = std::rc::Rc::new(Object::default());
+        let first = Rc::new(Object::default());
         request(&mut r, "a", &first, 4 * MB);
         request(&mut r, "a", &first, 4 * MB);
         assert_eq!(first.cleared.get(), 0, "an object's own next request clears nothing");
         // The runtime destroyed `first`; the collector has not freed it yet.
-        let second = std::rc::Rc::new(Object::default());
+        let second = Rc::new(Object::default());
         request(&mut r, "a", &second, 4 * MB);
         assert_eq!((first.cleared.get(), second.cleared.get()), (1, 0));
         assert_eq!((r.budget.resident_bytes(), r.budget.resident_profiles()), (4 * MB, 1), "the name is counted once");
@@ -729,10 +723,10 @@ mod tests {
     #[test]
     fn test_a_destroyed_object_with_a_request_under_way_keeps_its_state() {
         let mut r = Residents::default();
-        let first = std::rc::Rc::new(Object::default());
+        let first = Rc::new(Object::default());
         request(&mut r, "a", &first, 4 * MB);
         first.busy.set(true);
-        let second = std::rc::Rc::new(Object::default());
+        let second = Rc::new(Object::default());
         request(&mut r, "a", &second, 4 * MB);
         assert_eq!(first.cleared.get(), 0);
     }
@@ -740,7 +734,7 @@ mod tests {
     #[test]
     fn test_a_freed_objects_state_is_no_longer_counted() {
         let mut r = Residents::default();
-        let (a, b) = (std::rc::Rc::new(Object::default()), std::rc::Rc::new(Object::default()));
+        let (a, b) = (Rc::new(Object::default()), Rc::new(Object::default()));
         request(&mut r, "a", &a, 4 * MB);
         request(&mut r, "b", &b, 4 * MB);
         assert_eq!(r.budget.resident_bytes(), 8 * MB);
@@ -752,7 +746,7 @@ mod tests {
     #[test]
     fn test_the_profiles_evicted_are_cleared_and_a_busy_one_is_passed_over() {
         let mut r = Residents::default();
-        let (a, b, c) = (std::rc::Rc::new(Object::default()), std::rc::Rc::new(Object::default()), std::rc::Rc::new(Object::default()));
+        let (a, b, c) = (Rc::new(Object::default()), Rc::new(Object::default()), Rc::new(Object::default()));
         request(&mut r, "a", &a, 4 * MB);
         request(&mut r, "b", &b, 4 * MB);
         a.busy.set(true);

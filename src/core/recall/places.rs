@@ -66,6 +66,23 @@ impl CaughtUp {
         }
         Ok(())
     }
+
+    /// [`fts5_best_of`] with `which` caught up first unless it was.
+    fn fts5(
+        &self,
+        sql: &dyn Sql,
+        which: FullText,
+        weights: &[f64],
+        phrases: &[String],
+        limit: usize,
+        passing: Option<&HashSet<i64>>,
+    ) -> Result<Vec<(i64, f64)>> {
+        if phrases.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.catch_up(sql, which)?;
+        fts5_query(sql, which, weights, phrases, limit, passing)
+    }
 }
 
 /// A message's place, for one recall.
@@ -182,14 +199,12 @@ impl Source<'_> {
         limit: usize,
         passing: Option<&HashSet<i64>>,
     ) -> Result<Vec<(i64, f64)>> {
-        match self {
-            Source::Sql(_) if phrases.is_empty() => Ok(Vec::new()),
-            Source::Sql(caught) => {
-                caught.catch_up(sql, which)?;
-                fts5_query(sql, which, weights, phrases, limit, passing)
-            }
-            Source::Resident(_) => fts5_best_of(sql, which, weights, phrases, limit, passing),
-        }
+        let fresh = CaughtUp::default();
+        let caught = match self {
+            Source::Sql(caught) => caught,
+            Source::Resident(_) => &fresh,
+        };
+        caught.fts5(sql, which, weights, phrases, limit, passing)
     }
 
     /// The best `limit` messages matching any of `phrases`, by FTS5's
@@ -405,11 +420,7 @@ pub fn fts5_best_of(
     limit: usize,
     passing: Option<&HashSet<i64>>,
 ) -> Result<Vec<(i64, f64)>> {
-    if phrases.is_empty() {
-        return Ok(Vec::new());
-    }
-    which.catch_up(sql)?;
-    fts5_query(sql, which, weights, phrases, limit, passing)
+    CaughtUp::default().fts5(sql, which, weights, phrases, limit, passing)
 }
 
 /// [`fts5_best_of`] over the full-text table as it is (its waiting rows
