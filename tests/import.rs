@@ -611,3 +611,128 @@ fn test_a_wipe_removes_spooled_exports_and_never_reuses_their_numbers() {
         assert_eq!(spooled_parts(&sql), second.parts);
     });
 }
+
+// ---------------------------------------------------------------------------
+// Every export imports: what the service stores, by any way in, is what
+// import accepts, and an export holds all of it.
+
+/// Exports `sql`'s profile, imports the file into a fresh one, and checks
+/// that the file held every record and that the fresh profile took them.
+fn exports_whole_and_imports(sql: &NativeSql) {
+    let (file, stored) = with_profile(sql, APRIL_15, |p| (p.export(ExportRequest::default()).unwrap(), counts(p)));
+    let held = |kind: &str| file.lines().skip(1).filter(|l| serde_json::from_str::<Value>(l).unwrap()["kind"] == kind).count() as i64;
+    assert_eq!((held("message"), held("memory")), stored, "the export left records out");
+    let fresh = database();
+    with_profile(&fresh, APRIL_15, |p| {
+        p.import(&file).unwrap_or_else(|e| panic!("the export does not import: {e}"));
+        assert_eq!(counts(p), stored);
+    });
+}
+
+fn session_of(tag: &str, session: &str, n: usize) -> IngestRequest {
+    IngestRequest {
+        messages: (0..n).map(|i| MessageInput { role: "user".into(), content: format!("{tag} wrote line {i} of the notes."), timestamp: None }).collect(),
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    }
+}
+
+#[test]
+fn test_export_keeps_every_message_of_a_session_whose_positions_repeat() {
+    // Two profiles with a session "chat" of their own: importing one's
+    // export into the other gives each position of "chat" two messages,
+    // and the export's pages (32 messages) end between them.
+    let other = database();
+    let file = with_profile(&other, APRIL_15, |p| {
+        block_on(p.ingest(session_of("Bob", "chat", 40))).unwrap();
+        p.export(ExportRequest::default()).unwrap()
+    });
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(session_of("Ann", "aaa", 1))).unwrap();
+        block_on(p.ingest(session_of("Ann", "chat", 40))).unwrap();
+        p.import(&file).unwrap();
+        assert_eq!(counts(p).0, 81);
+    });
+    exports_whole_and_imports(&sql);
+}
+
+#[test]
+fn test_a_remembered_day_off_the_calendar_is_no_event_date() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let m = block_on(p.dispatch("remember", json!({ "content": "The invoice is dated 2023-02-30 by mistake." }))).unwrap();
+        assert_eq!(m["eventDate"], Value::Null, "{m}");
+        let m = block_on(p.dispatch("remember", json!({ "content": "The invoice of 2023-02-30 was paid on 2023-03-02." }))).unwrap();
+        assert_eq!(m["eventDate"], "2023-03-02", "{m}");
+    });
+    exports_whole_and_imports(&sql);
+}
+
+#[test]
+fn test_a_remembered_text_its_dates_would_take_past_the_limit_is_stored_as_sent() {
+    let sql = database();
+    let sent = "We meet tonight. ".repeat(1900).trim().to_string();
+    assert!(sent.len() <= agent_memory::core::api::MAX_MESSAGE_BYTES);
+    with_profile(&sql, APRIL_15, |p| {
+        let m = block_on(p.dispatch("remember", json!({ "content": sent }))).unwrap();
+        assert_eq!(m["content"], sent.as_str());
+        // A short one still has its dates written out.
+        let m = block_on(p.dispatch("remember", json!({ "content": "We meet tonight." }))).unwrap();
+        assert_ne!(m["content"], "We meet tonight.", "{m}");
+    });
+    exports_whole_and_imports(&sql);
+}
+
+#[test]
+fn test_a_sentence_of_a_message_at_the_limit_becomes_a_memory_import_accepts() {
+    // One sentence of 32 KB: its memory says who said it ("User: ...")
+    // and writes "today" out, both past the limit a memory is held to.
+    let limit = agent_memory::core::api::MAX_MESSAGE_BYTES;
+    let mut content = String::from("I deployed the billing service today and the ");
+    while content.len() < limit - 40 {
+        content.push_str("queue ");
+    }
+    content.push_str("drained today.");
+    assert!(content.len() <= limit);
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(IngestRequest { messages: vec![support::msg("user", &content)], session_id: Some("s1".into()), metadata: Default::default() }))
+            .unwrap();
+        let stored = all(p);
+        assert!(!stored.is_empty());
+        assert!(stored.iter().all(|m| m.content.len() <= limit && m.summary.len() <= limit));
+    });
+    exports_whole_and_imports(&sql);
+}
+
+#[test]
+fn test_import_refuses_a_position_past_the_largest() {
+    let largest = agent_memory::core::api::MAX_POSITION;
+    let e = refused(&file(&[header(), message("Hello.", json!({ "position": largest + 1 }))]));
+    assert!(e.to_string().contains("position"), "{e}");
+    refused(&file(&[header(), message("Hello.", json!({ "position": i64::MAX }))]));
+}
+
+#[test]
+fn test_ingest_continues_a_session_imported_near_the_largest_position_up_to_it() {
+    let largest = agent_memory::core::api::MAX_POSITION;
+    let sql = database();
+    let two = |a: &str, b: &str| IngestRequest {
+        messages: vec![support::msg("user", a), support::msg("user", b)],
+        session_id: Some("s1".into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), message("Hello.", json!({ "position": largest - 2 }))])).unwrap();
+        block_on(p.ingest(two("My name is Ann.", "I live in Oslo."))).unwrap();
+        let positions: Vec<i64> = p.store().session_messages("s1").unwrap().iter().map(|m| m.position).collect();
+        assert_eq!(positions, [largest - 2, largest - 1, largest]);
+        // Past it: refused, and nothing of the call is stored.
+        let before = snapshot(&sql);
+        let e = block_on(p.ingest(two("I work at Acme.", "I like tea."))).unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+        assert_eq!(snapshot(&sql), before);
+    });
+    exports_whole_and_imports(&sql);
+}

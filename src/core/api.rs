@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 /// Most messages in one ingest call.
 pub const MAX_MESSAGES_PER_INGEST: usize = 500;
+/// The largest position a message may be imported at: 2^53 - 1, a whole
+/// number every JSON reader holds exactly, and far enough below i64::MAX
+/// that a session's later ingests continue it.
+pub const MAX_POSITION: i64 = (1 << 53) - 1;
 /// Most bytes in one message's content.
 pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
 /// Most bytes in a recall query.

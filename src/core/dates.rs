@@ -210,11 +210,13 @@ pub fn undated(text: &str) -> String {
     re.replace_all(text, "#").to_lowercase()
 }
 
-/// The first absolute date a resolved text names, if any (`YYYY-MM-DD`).
+/// The first absolute date a resolved text names, if any (`YYYY-MM-DD`):
+/// the first that is a day of the calendar ("2023-02-30" is not one, and
+/// is no memory's event date: filters and import could not read it).
 pub fn first_date(text: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = crate::core::text::constant_regex(&RE, r"\b(\d{4}-\d{2}-\d{2})\b");
-    re.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str().to_string())
+    re.captures_iter(text).filter_map(|c| c.get(1)).map(|m| m.as_str()).find(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok()).map(str::to_string)
 }
 
 #[cfg(test)]
@@ -234,6 +236,13 @@ mod tests {
         assert_eq!(undated("Planned for March 2024 and 2023-04-01."), "planned for # and #.");
         assert_ne!(undated("The refund reference is RF-286359."), undated("The refund reference is RF-152866."));
         assert_ne!(undated("Your card ending in 1258."), undated("Your card ending in 8821."));
+    }
+
+    #[test]
+    fn test_the_first_date_is_the_first_day_of_the_calendar_a_text_names() {
+        assert_eq!(first_date("Dated 2023-02-30 by mistake, paid 2023-03-02."), Some("2023-03-02".into()));
+        assert_eq!(first_date("Dated 2023-02-30 by mistake."), None);
+        assert_eq!(first_date("On 2024-02-29 and 2024-03-01."), Some("2024-02-29".into()));
     }
 
     #[test]

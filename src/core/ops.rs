@@ -287,10 +287,14 @@ impl<'a> Profile<'a> {
         let req = prepare_ingest(req)?;
         // A full profile refuses new conversations (409) before anything is
         // stored; re-sending one already stored stays a harmless no-op.
-        if !self.has_new_messages(&req)? {
+        let new = self.new_messages(&req)?;
+        if new == 0 {
             return ingest::run(self, req).await;
         }
         self.check_capacity(1)?;
+        let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(&req));
+        let store = self.store();
+        store.check_room(&session_id, new)?;
         // Ingest stores the raw messages, then awaits the judging stages,
         // then stores memories. Should the object die in between (restart,
         // eviction, deploy), a client's retry finds the messages stored and
@@ -298,8 +302,6 @@ impl<'a> Profile<'a> {
         // re-extraction job, written before and removed after, covers that
         // gap: it survives only a call that did not finish or failed, and
         // the alarm then judges the session's uncited messages.
-        let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(&req));
-        let store = self.store();
         let guard = store.transaction(|| {
             store.enqueue_at(&crate::core::jobs::Work::Extract { session_id: session_id.clone() }, self.now.saturating_add(INGEST_GUARD_MILLIS))
         })?;
@@ -533,15 +535,22 @@ impl<'a> Profile<'a> {
         store.clear_deletion_mark()
     }
 
-    /// Deletes every row of the profile, then every vector.
+    /// Deletes every row of the profile, then every vector: those of its
+    /// memories, and those a removal job still waited to take out (a
+    /// memory deleted before, whose removal had not gone through yet: the
+    /// wipe empties the outbox with the rest).
     pub fn wipe(&self) -> Result<Value> {
         let store = self.store();
         let ids = store.all_memory_ids()?;
+        let memories = ids.len();
+        let mut ids: Vec<String> = ids.into_iter().chain(store.removals_pending()?).collect();
+        ids.sort_unstable();
+        ids.dedup();
         store.transaction(|| {
             store.wipe()?;
             store.enqueue_many(crate::core::jobs::JobKind::Unvector, &ids.iter().map(String::as_str).collect::<Vec<_>>())
         })?;
-        Ok(json!({ "deleted": true, "memories": ids.len() }))
+        Ok(json!({ "deleted": true, "memories": memories }))
     }
 
     /// Runs due background jobs once (the alarm calls this). A profile
@@ -589,11 +598,12 @@ impl<'a> Profile<'a> {
     }
 
     /// Whether an ingest call carries a message not stored yet.
-    fn has_new_messages(&self, req: &IngestRequest) -> Result<bool> {
+    /// How many distinct messages of `req` are not stored yet.
+    fn new_messages(&self, req: &IngestRequest) -> Result<usize> {
         let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(req));
         let ids = crate::core::ids::message_ids(&session_id, req.messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
         let existing = self.store().existing_message_ids(&ids)?;
-        Ok(ids.iter().any(|id| !existing.contains(id)))
+        Ok(ids.iter().filter(|id| !existing.contains(*id)).collect::<std::collections::HashSet<_>>().len())
     }
 
     /// The 409 of a profile holding `count` memories with no room left.

@@ -171,13 +171,13 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
             store.keep_for_export(export, Kept::Message, passing.iter().flat_map(|m| m.source_message_ids.iter().map(String::as_str)))
         })?;
     }
-    let mut after: Option<(String, i64)> = None;
+    let mut after: Option<(String, i64, i64)> = None;
     loop {
-        let page = store.messages_after(after.as_ref().map(|(s, p)| (s.as_str(), *p)), EXPORT_MESSAGE_PAGE)?;
-        let Some(last) = page.last() else { break };
-        after = Some((last.session_id.clone(), last.position));
-        let kept = filter.map(|_| store.kept_by_export(export, Kept::Message, page.iter().map(|m| m.id.as_str()))).transpose()?;
-        for m in page.iter().filter(|m| kept.as_ref().is_none_or(|k| k.contains(&m.id))) {
+        let page = store.messages_after(after.as_ref().map(|(s, p, r)| (s.as_str(), *p, *r)), EXPORT_MESSAGE_PAGE)?;
+        let Some((rowid, last)) = page.last() else { break };
+        after = Some((last.session_id.clone(), last.position, *rowid));
+        let kept = filter.map(|_| store.kept_by_export(export, Kept::Message, page.iter().map(|(_, m)| m.id.as_str()))).transpose()?;
+        for (_, m) in page.iter().filter(|(_, m)| kept.as_ref().is_none_or(|k| k.contains(&m.id))) {
             out.push_str(&tagged("message", m)?)?;
         }
     }
@@ -493,8 +493,8 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
     api::validate_message_content("content", &m.content)?;
     api::validate_date("timestamp", &m.timestamp)?;
     api::validate_date("createdAt", &Some(m.created_at.clone()))?;
-    if m.position < 0 {
-        return Err(Error::invalid("position must not be negative"));
+    if !(0..=api::MAX_POSITION).contains(&m.position) {
+        return Err(Error::invalid(format!("position must be from 0 to {}", api::MAX_POSITION)));
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
     let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)

@@ -26,10 +26,14 @@ impl SqlValue {
             _ => None,
         }
     }
+    /// An integer, or a REAL that is one exactly (a whole number within
+    /// i64's range); `None` otherwise, where a cast would round or
+    /// saturate (`MAX(position) + 1` past i64::MAX is a REAL).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             SqlValue::Integer(i) => Some(*i),
-            SqlValue::Real(f) => Some(*f as i64),
+            // 2^63 as f64 is the first whole number past i64::MAX.
+            SqlValue::Real(f) if f.fract() == 0.0 && *f >= -9_223_372_036_854_775_808.0 && *f < 9_223_372_036_854_775_808.0 => Some(*f as i64),
             _ => None,
         }
     }

@@ -18,7 +18,11 @@ pub const NO_SESSION: &str = "";
 pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let session_id = req.session_id.clone().unwrap_or_else(|| NO_SESSION.to_string());
     let today = chrono::DateTime::from_timestamp_millis(p.now).unwrap_or_default().date_naive();
-    let content = dates::resolve(req.content.trim(), today);
+    // Its relative dates written out, unless that would take it past the
+    // limit it was checked against: then as sent (import, and an export's
+    // round trip, hold every memory to that limit).
+    let sent = req.content.trim();
+    let content = Some(dates::resolve(sent, today)).filter(|c| c.len() <= crate::core::api::MAX_MESSAGE_BYTES).unwrap_or_else(|| sent.to_string());
     let transcript = Transcript {
         session_id: session_id.clone(),
         lines: vec![Line {

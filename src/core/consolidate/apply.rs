@@ -88,8 +88,15 @@ fn supersede(store: &Store<'_>, run_id: &str, g: &Group, reason: &str) -> Result
     record(store, run_id, "supersede", &newest.id, g, &[], reason)
 }
 
+/// Folds the group into one new memory of `content`. A content no memory
+/// may hold ([`crate::core::api::validate_content`]: longer than a
+/// message may be, as several long members joined can be, or nothing
+/// visible) keeps the group as it is.
 fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str, seq: u64) -> Result<Option<ConsolidationRecord>> {
     let Some(first) = g.members.first() else { return Ok(None) };
+    if crate::core::api::validate_content("content", content).is_err() {
+        return Ok(None);
+    }
     let members: Vec<&Memory> = g.members.iter().collect();
     let kind = first.kind;
     let metadata = shared_metadata(&g.members);

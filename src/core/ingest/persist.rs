@@ -7,6 +7,8 @@
 //! queues vector work (the store queues an embedding for every active
 //! non-task memory and a removal for every superseded one).
 
+use crate::core::api::{self, MAX_MESSAGE_BYTES};
+use crate::core::background::truncated;
 use crate::core::dates;
 use crate::core::error::{Error, Result};
 use crate::core::ids;
@@ -29,12 +31,21 @@ pub struct Pending {
     pub authority: u8,
 }
 
-/// Turns classified candidates into memory records.
+/// Turns classified candidates into memory records that hold what
+/// `remember` and import accept ([`crate::core::api::validate_content`]):
+/// a candidate with no visible character states nothing and is left out,
+/// and a content or summary longer than [`MAX_MESSAGE_BYTES`] (a sentence
+/// of a message at the limit, with its speaker and its dates written out,
+/// or a model's answer) is cut at a character's boundary. The messages
+/// keep the whole text.
 pub fn build(session_id: &str, messages: &[Message], items: Vec<(Candidate, Classification, Rc<Transcript>)>, metadata: &Metadata, now: i64) -> Vec<Pending> {
     items
         .into_iter()
         .enumerate()
-        .map(|(seq, (c, cls, t))| {
+        .filter(|(_, (c, _, _))| c.content.chars().any(|ch| !api::is_invisible(ch)))
+        .map(|(seq, (mut c, mut cls, t))| {
+            c.content = truncated(std::mem::take(&mut c.content), MAX_MESSAGE_BYTES);
+            cls.summary = truncated(std::mem::take(&mut cls.summary), MAX_MESSAGE_BYTES);
             let mut lines = c.lines.clone();
             lines.sort_unstable();
             lines.dedup();

@@ -2,6 +2,7 @@
 //! their session), reading them back by id, session or rowid, deleting them.
 
 use super::*;
+use crate::core::api::MAX_POSITION;
 
 impl<'a> Store<'a> {
     /// Which of `ids` are already stored.
@@ -33,6 +34,27 @@ impl<'a> Store<'a> {
         Ok(roles)
     }
 
+    /// The position a session's next message takes: one past its last
+    /// (added here, not in SQL, which past i64::MAX answers a REAL).
+    fn next_position(&self, session_id: &str) -> Result<i64> {
+        let last = self.sql.query("SELECT MAX(position) FROM messages WHERE session_id = ?", &[session_id.into()])?;
+        match last.first().and_then(|r| r.first()) {
+            Some(SqlValue::Null) => Ok(0),
+            v => v.and_then(SqlValue::as_i64).and_then(|p| p.checked_add(1)).ok_or_else(|| Error::storage("failed to read a session's next position")),
+        }
+    }
+
+    /// Refuses (400) `count` new messages in a session whose positions
+    /// would pass [`MAX_POSITION`] (only an import can bring a session
+    /// near it): before anything of the call is written.
+    pub fn check_room(&self, session_id: &str, count: usize) -> Result<()> {
+        let last = i64::try_from(count).ok().and_then(|n| self.next_position(session_id).ok()?.checked_add(n.saturating_sub(1)));
+        match last {
+            Some(p) if p <= MAX_POSITION => Ok(()),
+            _ => Err(no_room(session_id)),
+        }
+    }
+
     /// Stores the messages of one call, all of session `session_id`, with
     /// `INSERT OR IGNORE`, as they are but for their positions, which
     /// continue the session's sequence. Returns the ones that were new, in
@@ -42,13 +64,7 @@ impl<'a> Store<'a> {
     pub fn insert_messages(&self, session_id: &str, messages: &[Message]) -> Result<Vec<Inserted>> {
         let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
         let existing = self.existing_message_ids(&ids)?;
-        let base = self
-            .sql
-            .query("SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?", &[session_id.into()])?
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_i64)
-            .ok_or_else(|| Error::storage("failed to read a session's next position"))?;
+        let base = self.next_position(session_id)?;
         let mut seen = std::collections::HashSet::new();
         let mut fresh: Vec<(usize, i64)> = Vec::new();
         for (index, m) in messages.iter().enumerate() {
@@ -59,7 +75,7 @@ impl<'a> Store<'a> {
                 continue;
             }
             let position =
-                i64::try_from(fresh.len()).ok().and_then(|n| base.checked_add(n)).ok_or_else(|| Error::storage("a session's positions are out of range"))?;
+                i64::try_from(fresh.len()).ok().and_then(|n| base.checked_add(n)).filter(|p| *p <= MAX_POSITION).ok_or_else(|| no_room(session_id))?;
             fresh.push((index, position));
         }
         let rows = fresh.iter().filter_map(|&(index, position)| Some((messages.get(index)?, position)));
@@ -101,7 +117,7 @@ impl<'a> Store<'a> {
     pub fn messages_by_ids(&self, ids: &[String]) -> Result<Vec<Message>> {
         let mut out = Vec::new();
         for chunk in ids.chunks(MAX_SQL_PARAMS) {
-            let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({}) ORDER BY session_id, position", placeholders(chunk.len()));
+            let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({}) ORDER BY session_id, position, rowid", placeholders(chunk.len()));
             let params: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
             for r in self.sql.query(&sql, &params)? {
                 out.push(message_from_row(r)?);
@@ -125,7 +141,7 @@ impl<'a> Store<'a> {
     /// Every message of a session, in order.
     pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>> {
         self.sql
-            .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY position"), &[session_id.into()])?
+            .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY position, rowid"), &[session_id.into()])?
             .into_iter()
             .map(message_from_row)
             .collect()
@@ -133,21 +149,40 @@ impl<'a> Store<'a> {
 
     /// Every message, by session then position.
     pub fn all_messages(&self) -> Result<Vec<Message>> {
-        self.sql.query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position"), &[])?.into_iter().map(message_from_row).collect()
+        self.sql
+            .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position, rowid"), &[])?
+            .into_iter()
+            .map(message_from_row)
+            .collect()
     }
 
-    /// Up to `limit` messages after `after` (a session id and position),
-    /// by session then position: the whole profile a page at a time
-    /// (export), never all of it at once.
-    pub fn messages_after(&self, after: Option<(&str, i64)>, limit: usize) -> Result<Vec<Message>> {
+    /// Up to `limit` messages after `after` (a session id, position and
+    /// rowid), by session, position, then rowid, each with its rowid: the
+    /// whole profile a page at a time (export), never all of it at once.
+    /// The rowid makes the order total: two messages of a session may
+    /// share a position (an import keeps the positions a file gives), and
+    /// a page ending between them must not skip the second.
+    pub fn messages_after(&self, after: Option<(&str, i64, i64)>, limit: usize) -> Result<Vec<(i64, Message)>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = match after {
-            None => self.sql.query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position LIMIT ?"), &[limit.into()])?,
-            Some((session, position)) => self.sql.query(
-                &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE (session_id, position) > (?, ?) ORDER BY session_id, position LIMIT ?"),
-                &[session.into(), position.into(), limit.into()],
+            None => self.sql.query(&format!("SELECT rowid, {MESSAGE_COLUMNS} FROM messages ORDER BY session_id, position, rowid LIMIT ?"), &[limit.into()])?,
+            Some((session, position, rowid)) => self.sql.query(
+                &format!(
+                    "SELECT rowid, {MESSAGE_COLUMNS} FROM messages WHERE (session_id, position, rowid) > (?, ?, ?) ORDER BY session_id, position, rowid LIMIT ?"
+                ),
+                &[session.into(), position.into(), rowid.into(), limit.into()],
             )?,
         };
-        rows.into_iter().map(message_from_row).collect()
+        rows.into_iter()
+            .map(|mut r| {
+                let rowid = (!r.is_empty()).then(|| r.remove(0)).and_then(|v| v.as_i64()).ok_or_else(|| Error::storage("failed to read a message's rowid"))?;
+                Ok((rowid, message_from_row(r)?))
+            })
+            .collect()
     }
+}
+
+/// The 400 of a session with no positions left.
+fn no_room(session_id: &str) -> Error {
+    Error::invalid(format!("session {session_id} has no positions left: its messages run to the largest position a message may have ({MAX_POSITION})"))
 }

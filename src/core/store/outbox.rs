@@ -46,6 +46,16 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
+    /// The memories whose vectors a removal job (due, backing off or
+    /// parked) is still to take out of the index, each once.
+    pub fn removals_pending(&self) -> Result<Vec<String>> {
+        self.sql
+            .query("SELECT DISTINCT memory_id FROM outbox WHERE kind = ? ORDER BY memory_id", &[JobKind::Unvector.as_str().into()])?
+            .into_iter()
+            .map(|r| r.first().and_then(|v| v.opt_string()).ok_or_else(|| Error::storage("an outbox row has no memory id")))
+            .collect()
+    }
+
     /// Queues a job due at `due` (epoch millis); returns its id.
     pub fn enqueue_at(&self, work: &Work, due: i64) -> Result<i64> {
         let rows = self.sql.query(
