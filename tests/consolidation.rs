@@ -556,3 +556,169 @@ fn test_two_support_calls_refund_references_are_not_a_contradiction() {
         assert_eq!(refs(p), 2, "both refunds stay findable");
     });
 }
+
+/// A profile of `memories` active facts imported into `sql` (their ids in
+/// order), as [`counted`] fills it.
+fn imported(sql: &support::NativeSql, memories: usize) {
+    let header = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p", "exportedAt": "2026-01-01T00:00:00.000Z" });
+    let lines = (0..memories).map(|i| {
+        let content = format!("Shelf {i} in the archive holds ledgers.");
+        json!({
+            "kind": "memory", "id": format!("{i:032x}"), "type": "fact", "summary": content, "content": content, "sessionId": null,
+            "sourceMessageIds": [], "searchQueries": [], "status": "active",
+            "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"
+        })
+    });
+    let file: String = std::iter::once(header).chain(lines).map(|l| format!("{l}\n")).collect();
+    with_profile(sql, APRIL_15, |p| {
+        p.import(&file).unwrap();
+        // Their embeddings, queued by the import, done.
+        while p.stats().unwrap().pending_jobs > 0 {
+            block_on(p.drain()).unwrap();
+        }
+    });
+}
+
+/// The rule-based reasoner whose first consolidation call lets a
+/// `consolidate` call of the same profile run the whole run meanwhile (a
+/// model call awaits; the object serves other requests).
+struct Interleaving<'s> {
+    sql: &'s support::NativeSql,
+    fired: std::cell::Cell<bool>,
+}
+
+impl Reasoner for Interleaving<'_> {
+    fn extract<'a>(&'a self, t: &'a provider::Transcript, pass: provider::Pass) -> LocalBoxFuture<'a, Result<Vec<provider::Candidate>>> {
+        Rules.extract(t, pass)
+    }
+    fn verify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Verdict>>> {
+        Rules.verify(t, c)
+    }
+    fn classify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Classification>>> {
+        Rules.classify(t, c)
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
+        Box::pin(async move {
+            if !self.fired.replace(true) {
+                let index = SqlVectorIndex { sql: self.sql };
+                let turns = TurnDirectory::new();
+                let p = Profile {
+                    name: "test/p",
+                    sql: self.sql,
+                    reasoner: &Rules,
+                    embedder: &HashEmbedder,
+                    index: &index,
+                    turns: Some(&turns),
+                    now: APRIL_15 + 2,
+                    limits: Default::default(),
+                    memory: Default::default(),
+                };
+                let report = p.consolidate(serde_json::from_value(json!({ "maxWindows": 100 })).unwrap()).await.unwrap();
+                assert!(report.done, "{report:?}");
+            }
+            Rules.consolidate(g).await
+        })
+    }
+}
+
+fn run_record(sql: &support::NativeSql) -> String {
+    use agent_memory::core::ports::Sql;
+    sql.query("SELECT value FROM meta WHERE key = 'consolidation_run'", &[]).unwrap().first().and_then(|r| r[0].opt_string()).unwrap_or_default()
+}
+
+fn consolidate_jobs(sql: &support::NativeSql, parked: bool) -> i64 {
+    use agent_memory::core::ports::Sql;
+    sql.query("SELECT COUNT(*) FROM outbox WHERE kind = 'consolidate' AND parked = ?", &[i64::from(parked).into()]).unwrap()[0][0].as_i64().unwrap()
+}
+
+/// The alarm's job awaits the reasoner while a `consolidate` call runs the
+/// same run to its end: the job's window is not carried out, the run
+/// stays ended (its record is not written back), and the schedule begins
+/// the next run when the profile has grown again.
+#[test]
+fn test_a_run_another_call_ended_while_the_job_awaited_stays_ended() {
+    let sql = database();
+    imported(&sql, 5 * WINDOW + 1);
+    let limits = agent_memory::core::ops::Limits { consolidate_every: Some(1), ..Default::default() };
+    let drain = |now: i64, reasoner: &dyn Reasoner| {
+        let index = SqlVectorIndex { sql: &sql };
+        let turns = TurnDirectory::new();
+        let p = Profile {
+            name: "test/p",
+            sql: &sql,
+            reasoner,
+            embedder: &HashEmbedder,
+            index: &index,
+            turns: Some(&turns),
+            now,
+            limits: limits.clone(),
+            memory: Default::default(),
+        };
+        block_on(p.drain()).unwrap()
+    };
+    // The schedule begins a run (its job is due next).
+    drain(APRIL_15 + 1, &Rules);
+    assert!(!run_record(&sql).is_empty());
+    let model = Interleaving { sql: &sql, fired: Default::default() };
+    let report = drain(APRIL_15 + 2, &model);
+    assert!(model.fired.get());
+    assert_eq!(report.failed, 0, "{report:?}");
+    // Ended by the call: no record, no job, whatever the job's stale
+    // window held.
+    assert_eq!((run_record(&sql), consolidate_jobs(&sql, false), consolidate_jobs(&sql, true)), (String::new(), 0, 0));
+    // The next run begins once the profile grew by `consolidate_every`.
+    with_profile(&sql, APRIL_15 + 3, |p| remember(p, "The archive opens at nine.", "archive.hours", MemoryType::Fact));
+    drain(APRIL_15 + 4, &Rules);
+    assert!(!run_record(&sql).is_empty() || consolidate_jobs(&sql, false) == 0, "a run record with no job behind it");
+}
+
+/// A run whose job was parked (its reasoner kept failing) is taken up by
+/// a `consolidate` call; one that stops before the end makes the job due
+/// again, as its report says the alarm does the rest.
+#[test]
+fn test_a_consolidate_call_that_stops_early_revives_its_parked_job() {
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    imported(&sql, 3 * WINDOW + 1);
+    let first = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({ "maxWindows": 1 })));
+    assert!(!first.done);
+    sql.execute("UPDATE outbox SET parked = 1, attempts = 8, last_error = 'parked after 8 attempts: the model is down' WHERE kind = 'consolidate'", &[])
+        .unwrap();
+    let second = with_profile(&sql, APRIL_15 + 1, |p| consolidate(p, json!({ "maxWindows": 1 })));
+    assert!(!second.done);
+    assert_eq!(second.run_id, first.run_id);
+    assert_eq!((consolidate_jobs(&sql, false), consolidate_jobs(&sql, true)), (1, 0));
+    with_profile(&sql, APRIL_15 + 2, |p| {
+        for _ in 0..5 {
+            block_on(p.drain()).unwrap();
+        }
+    });
+    assert_eq!((run_record(&sql), consolidate_jobs(&sql, false)), (String::new(), 0), "the alarm ended the run");
+}
+
+/// A fold whose content no memory may hold (members near the limit
+/// joined past it, or nothing visible) keeps the group: nothing is
+/// stored that `remember` or import would refuse.
+#[test]
+fn test_a_fold_past_the_content_limit_keeps_its_group() {
+    use agent_memory::core::consolidate::apply::{apply, Current};
+    use agent_memory::core::provider::{Consolidation, Group, GroupKind};
+    let sql = database();
+    let long = |c: char| format!("{} happened.", c.to_string().repeat(20_000));
+    let members = with_profile(&sql, APRIL_15, |p| vec![remember(p, &long('a'), "", MemoryType::Event), remember(p, &long('b'), "", MemoryType::Event)]);
+    let group = Group { kind: GroupKind::Events, members: members.clone(), why: "one day".into() };
+    let store = agent_memory::core::store::Store::new(&sql, APRIL_15);
+    let ids: Vec<String> = members.iter().map(|m| m.id.clone()).collect();
+    let current = Current::read(&store, &ids).unwrap();
+    for content in [agent_memory::core::rules::consolidate::folded(&group), "\u{200B} ".to_string()] {
+        let fold = Consolidation::Fold { content, reason: "same day".into() };
+        assert_eq!(apply(&store, "c-test", &group, &fold, 0, &current).unwrap(), None);
+    }
+    with_profile(&sql, APRIL_15, |p| assert_eq!(active(p).len(), 2, "the group was kept"));
+}

@@ -7,7 +7,11 @@
 mod support;
 
 use agent_memory::core::api::RememberRequest;
-use agent_memory::core::ports::{Sql, SqlValue};
+use agent_memory::core::local::embed::HashEmbedder;
+use agent_memory::core::ops::{Limits, Profile};
+use agent_memory::core::ports::{LocalBoxFuture, Sql, SqlValue, VectorIndex};
+use agent_memory::core::recall::directory::TurnDirectory;
+use agent_memory::core::rules::Rules;
 use serde_json::json;
 use support::{block_on, database, with_profile, FailingAt, APRIL_15};
 
@@ -51,4 +55,78 @@ fn test_a_failed_drain_is_shown_by_stats_until_one_runs_clean() {
         assert_eq!((report.embedded, report.pending), (1, 0), "the next drain does the work");
         assert_eq!(p.stats().unwrap().drain_error, None, "cleared once a drain runs clean");
     });
+}
+
+/// The local vector index with a delete that fails: a vector index that
+/// is down for removals.
+struct FailingDelete<'a>(agent_memory::core::local::vector::SqlVectorIndex<'a>);
+
+impl VectorIndex for FailingDelete<'_> {
+    fn upsert<'a>(&'a self, items: &'a [(String, Vec<f32>)]) -> LocalBoxFuture<'a, agent_memory::core::error::Result<()>> {
+        self.0.upsert(items)
+    }
+    fn delete<'a>(&'a self, _ids: &'a [String]) -> LocalBoxFuture<'a, agent_memory::core::error::Result<()>> {
+        Box::pin(async { Err(agent_memory::core::error::Error::provider("the index is down")) })
+    }
+    fn query<'a>(&'a self, v: &'a [f32], k: usize) -> LocalBoxFuture<'a, agent_memory::core::error::Result<Vec<(String, f32)>>> {
+        self.0.query(v, k)
+    }
+}
+
+/// A profile over `sql` at `now` whose index fails removals, when `down`.
+fn with_index<T>(sql: &dyn Sql, now: i64, down: bool, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    use agent_memory::core::local::vector::SqlVectorIndex;
+    let turns = TurnDirectory::new();
+    let up = SqlVectorIndex { sql };
+    let failing = FailingDelete(SqlVectorIndex { sql });
+    let index: &dyn VectorIndex = if down { &failing } else { &up };
+    let p = Profile {
+        name: "test/p",
+        sql,
+        reasoner: &Rules,
+        embedder: &HashEmbedder,
+        index,
+        turns: Some(&turns),
+        now,
+        limits: Limits::default(),
+        memory: Default::default(),
+    };
+    f(&p)
+}
+
+fn vectors(sql: &dyn Sql) -> i64 {
+    sql.query("SELECT COUNT(*) FROM vectors", &[]).unwrap()[0][0].as_i64().unwrap()
+}
+
+#[test]
+fn test_a_removal_retried_after_its_memory_came_back_leaves_the_new_vector() {
+    let sql = database();
+    let m = with_index(&sql, APRIL_15, false, |p| block_on(p.remember(remember("The staging cluster runs in Oslo.")))).unwrap();
+    with_index(&sql, APRIL_15, false, |p| assert_eq!(block_on(p.drain()).unwrap().embedded, 1));
+    let before = with_index(&sql, APRIL_15 + 1, false, |p| p.get(&m.id)).unwrap();
+    with_index(&sql, APRIL_15 + 1, false, |p| p.forget(&m.id)).unwrap();
+    // The index fails the removal, which backs off.
+    assert_eq!(with_index(&sql, APRIL_15 + 2, true, |p| block_on(p.drain())).unwrap().failed, 1);
+    // The memory comes back, as a consolidation's undo brings it, and its
+    // new vector is written before the removal is due again.
+    agent_memory::core::store::Store::new(&sql, APRIL_15 + 3).restore_memory(&before.memory).unwrap();
+    assert_eq!(with_index(&sql, APRIL_15 + 4, false, |p| block_on(p.drain())).unwrap().embedded, 1);
+    let r = with_index(&sql, APRIL_15 + 3_600_000, false, |p| block_on(p.drain())).unwrap();
+    assert_eq!(r.failed, 0, "{r:?}");
+    assert_eq!(vectors(&sql), 1, "the removal took the vector of a memory that wants it");
+    assert_eq!(sql.query("SELECT COUNT(*) FROM outbox", &[]).unwrap()[0][0].as_i64(), Some(0));
+}
+
+#[test]
+fn test_a_wipe_keeps_the_removals_of_memories_deleted_before_it() {
+    let sql = database();
+    let m = with_index(&sql, APRIL_15, false, |p| block_on(p.remember(remember("Backups are kept for thirty days.")))).unwrap();
+    with_index(&sql, APRIL_15, false, |p| assert_eq!(block_on(p.drain()).unwrap().embedded, 1));
+    // Deleted for good; its vector's removal waits in the outbox (the
+    // index is down).
+    with_index(&sql, APRIL_15 + 1, false, |p| p.delete(&m.id)).unwrap();
+    assert_eq!(with_index(&sql, APRIL_15 + 2, true, |p| block_on(p.drain())).unwrap().failed, 1);
+    with_index(&sql, APRIL_15 + 3, false, |p| p.wipe()).unwrap();
+    with_index(&sql, APRIL_15 + 3_600_000, false, |p| block_on(p.drain())).unwrap();
+    assert_eq!(vectors(&sql), 0, "the deleted memory's vector outlived the wipe");
 }

@@ -241,10 +241,21 @@ async fn run_extracts(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -
     Ok(())
 }
 
+/// Vector removals. A memory that wants its vector again by the time its
+/// removal runs (restored by a consolidation's undo while the removal
+/// backed off, its new vector written since) keeps it: the job finishes
+/// without touching the index.
 async fn run_unvectors(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
     for group in isolate_suspects(jobs, |_| 0, usize::MAX, DRAIN_BATCH) {
         let ids = memory_ids(&group);
-        let work = async { p.index.delete(&ids).await.map(|()| ids.len()) };
+        let wanted = p.store().wanting_vectors(&ids)?;
+        let ids: Vec<String> = ids.into_iter().filter(|id| !wanted.contains(id)).collect();
+        let work = async {
+            if !ids.is_empty() {
+                p.index.delete(&ids).await?;
+            }
+            Ok(ids.len())
+        };
         tally(report, attempt(p, &group, work).await?, |r, n| r.removed = r.removed.saturating_add(n), group.len());
     }
     Ok(())

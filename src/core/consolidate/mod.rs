@@ -70,12 +70,11 @@ pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<Consolidati
     }
     let (mut run, replaced_run) = begin(p)?;
     let mut report = ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, replaced_run, ..ConsolidationReport::default() };
-    for _ in 0..windows {
-        if !step(p, &mut run, &mut report).await? {
-            finish(p, &run)?;
-            report.done = true;
-            break;
-        }
+    report.done = go_on(p, &mut run, windows, &mut report).await?;
+    if !report.done {
+        // The alarm does the rest: its job is due, even one parked after
+        // failing (this call just went through windows of the run).
+        p.store().revive_work(&Work::Consolidate { run_id: run.id.clone() })?;
     }
     report.active_after = p.store().active_count()?;
     Ok(report)
@@ -85,14 +84,38 @@ pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<Consolidati
 /// progress; whether the run is done.
 pub async fn resume(p: &Profile<'_>, run_id: &str) -> Result<bool> {
     let Some(mut run) = current(p)?.filter(|r| r.id == run_id) else { return Ok(true) };
-    let mut report = ConsolidationReport::default();
-    for _ in 0..WINDOWS_PER_DRAIN {
-        if !step(p, &mut run, &mut report).await? {
-            finish(p, &run)?;
-            return Ok(true);
+    go_on(p, &mut run, WINDOWS_PER_DRAIN as u64, &mut ConsolidationReport::default()).await
+}
+
+/// Up to `windows` windows of `run`; whether it is done. Two callers may
+/// go on with one run at once (the alarm's job, and a `consolidate` call
+/// while the job awaits the reasoner): a window whose run moved meanwhile
+/// is not carried out, and the caller goes on from where the other left
+/// the run, or stops if the other ended it.
+async fn go_on(p: &Profile<'_>, run: &mut Run, windows: u64, report: &mut ConsolidationReport) -> Result<bool> {
+    for _ in 0..windows {
+        match step(p, run, report).await? {
+            Stepped::Went => {}
+            Stepped::Nothing => {
+                finish(p, run)?;
+                return Ok(true);
+            }
+            Stepped::Moved(Some(now)) if now.id == run.id => *run = now,
+            Stepped::Moved(_) => return Ok(true),
         }
     }
     Ok(false)
+}
+
+/// What one [`step`] did.
+enum Stepped {
+    /// Went through a window.
+    Went,
+    /// Found nothing left: the run is done.
+    Nothing,
+    /// Found the run's record not as it read it (another caller went on
+    /// with it, or ended it): changed nothing. The record as it is.
+    Moved(Option<Run>),
 }
 
 /// The `meta` key holding how many memories the profile held when its
@@ -155,17 +178,22 @@ fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>)> {
 }
 
 /// One window: plan, decide, carry out with the cursor in one
-/// transaction. `false` when nothing was left.
-async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) -> Result<bool> {
+/// transaction, if the run's record is still as `run` (the reasoner's
+/// call may have let another caller move it).
+async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) -> Result<Stepped> {
     let store = p.store();
     let window = store.active_window_until(&run.cursor, &run.end, WINDOW)?;
-    let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(false) };
+    let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(Stepped::Nothing) };
     report.examined = report.examined.saturating_add(window.len());
     let groups = plan::groups(&window, p.now, &authorities(&store, &window)?);
     let decisions = p.reasoner.consolidate(&groups).await?;
     let mut next = run.clone();
     next.cursor = last;
-    let done: Vec<ConsolidationRecord> = store.transaction(|| {
+    let done: std::result::Result<Vec<ConsolidationRecord>, Option<Run>> = store.transaction(|| {
+        let now = current(p)?;
+        if now.as_ref() != Some(&*run) {
+            return Ok(Err(now));
+        }
         // The members as they are now, read once: the reasoner's call may
         // have let another request change one. Groups share no member, so
         // carrying one out changes no other's.
@@ -176,11 +204,16 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
             done.extend(apply::apply(&store, &run.id, g, d, seq, &current)?);
         }
         store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&next)?)?;
-        Ok(done)
+        Ok(Ok(done))
     })?;
-    *run = next;
-    report.actions.extend(done);
-    Ok(true)
+    match done {
+        Ok(done) => {
+            *run = next;
+            report.actions.extend(done);
+            Ok(Stepped::Went)
+        }
+        Err(now) => Ok(Stepped::Moved(now)),
+    }
 }
 
 /// Ends a run: its state and its job go.

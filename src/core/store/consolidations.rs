@@ -142,6 +142,20 @@ impl<'a> Store<'a> {
         self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[work.kind().as_str().into(), work.subject().into()])
     }
 
+    /// Makes the job doing `work` due now, its attempts forgotten and
+    /// unparked, or queues one if there is none: what an explicit call
+    /// that leaves the rest to the alarm needs to be true.
+    pub fn revive_work(&self, work: &Work) -> Result<()> {
+        let revived = self.sql.query(
+            "UPDATE outbox SET parked = 0, attempts = 0, next_attempt_at = ?, last_error = NULL WHERE kind = ? AND memory_id = ? RETURNING id",
+            &[SqlValue::Integer(self.now), work.kind().as_str().into(), work.subject().into()],
+        )?;
+        if revived.is_empty() {
+            self.enqueue(work)?;
+        }
+        Ok(())
+    }
+
     /// Makes a claimed job due again now, its attempts forgotten: it
     /// yielded, it did not fail.
     pub fn requeue_job(&self, id: i64) -> Result<()> {
