@@ -513,6 +513,10 @@ impl Budget {
         }
         let evicted = self.evict_until(self.limit.saturating_sub(coming), name, now, busy);
         self.evictions = self.evictions.saturating_add(evicted.len() as u64);
+        // The room is held for it until it settles ([`Budget::touch`] says
+        // what it built): another profile admitted while this one awaits
+        // (its drain calls the index, the embedder, a model) counts it.
+        self.entries.push((name.to_string(), coming));
         Some(evicted)
     }
 
@@ -822,10 +826,28 @@ mod tests {
         assert_eq!(b.resident_profiles(), 2, "a was evicted for c");
         // a comes back: room for its 4 MB is made before it builds them.
         assert_eq!(b.make_room("a", 0, 0, idle), Some(vec!["b".to_string()]));
-        assert_eq!(b.resident_bytes(), 4 * MB);
+        assert_eq!(b.resident_bytes(), 8 * MB, "c's, and the room held for a");
         assert_eq!(b.make_room("c", 0, 0, idle), Some(vec![]), "c is resident");
         assert!(b.touch("a", 4 * MB, 0, idle).is_empty());
         assert_eq!(b.evictions(), 2);
+    }
+
+    #[test]
+    fn test_warm_ups_admitted_at_once_each_count_the_room_held_for_the_others() {
+        let mut b = Budget::new(32 * MB);
+        // a and b are admitted and await their drains (busy) before they
+        // build: the second is refused the room the first holds.
+        let busy = |n: &str| n == "a" || n == "b";
+        assert_eq!(b.make_room("a", 30 * MB, 0, busy), Some(vec![]));
+        assert_eq!(b.resident_bytes(), 30 * MB);
+        assert_eq!(b.make_room("b", 30 * MB, 1, busy), None);
+        // a built less than it was held room for: the rest is free again.
+        assert!(b.touch("a", 20 * MB, 2, idle).is_empty());
+        assert_eq!(b.resident_bytes(), 20 * MB);
+        // c is admitted and settles having built nothing: its room goes.
+        assert_eq!(b.make_room("c", 10 * MB, 3, idle), Some(vec![]));
+        assert!(b.touch("c", 0, 4, idle).is_empty());
+        assert_eq!(b.resident_bytes(), 20 * MB);
     }
 
     #[test]
