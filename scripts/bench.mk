@@ -129,3 +129,12 @@ bench-peaks: build-bench
 .PHONY: bench-sequential
 bench-sequential: build
 	@$(ENV) $(if $(SEQ_INGESTS),SEQ_INGESTS="$(SEQ_INGESTS)") $(if $(SEQ_MESSAGES),SEQ_MESSAGES="$(SEQ_MESSAGES)") $(if $(SEQ_SETTLE),SEQ_SETTLE="$(SEQ_SETTLE)") node tests/bench/sequential.mjs
+
+# `make bench-first` (not part of make test): what a fresh isolate's first
+# calls cost (the runtime's first Durable Object and database, the Wasm
+# code each path runs for the first time, the patterns compiled on first
+# use), beside the same calls once paid for: FIRST_RUNS (5) fresh workerds
+# (tests/bench/first.mjs; writes docs/bench/first.md, BENCH_OUT elsewhere).
+.PHONY: bench-first
+bench-first: build
+	@$(ENV) $(if $(FIRST_RUNS),FIRST_RUNS="$(FIRST_RUNS)") node tests/bench/first.mjs
