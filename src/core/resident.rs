@@ -444,7 +444,12 @@ impl Budget {
     /// hold nothing from now on). `busy` profiles are passed over; when
     /// the total is still over with every other profile busy, `name`
     /// itself is evicted, as it is when it alone is over the budget.
+    /// While another call of `name` is still under way (`busy(name)`: the
+    /// alarm building the state [`Budget::make_room`] held room for), what
+    /// `name` is counted for does not shrink: that call settles it.
     pub fn touch(&mut self, name: &str, bytes: usize, now: u64, busy: impl Fn(&str) -> bool) -> Vec<String> {
+        let held = self.entries.iter().find(|(n, _)| n == name).map_or(0, |(_, b)| *b);
+        let bytes = if busy(name) { bytes.max(held) } else { bytes };
         self.entries.retain(|(n, _)| n != name);
         if bytes == 0 {
             // A cold request: what it held, or was refused for, still
@@ -841,6 +846,10 @@ mod tests {
         assert_eq!(b.make_room("a", 30 * MB, 0, busy), Some(vec![]));
         assert_eq!(b.resident_bytes(), 30 * MB);
         assert_eq!(b.make_room("b", 30 * MB, 1, busy), None);
+        // A request of a that ends while a's alarm still builds (a is
+        // busy) holds nothing yet: the room stays held.
+        assert!(b.touch("a", 0, 1, busy).is_empty());
+        assert_eq!(b.resident_bytes(), 30 * MB);
         // a built less than it was held room for: the rest is free again.
         assert!(b.touch("a", 20 * MB, 2, idle).is_empty());
         assert_eq!(b.resident_bytes(), 20 * MB);
