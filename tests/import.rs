@@ -275,6 +275,25 @@ fn test_import_naming_a_version_the_file_or_the_profile_holds_is_taken() {
     });
 }
 
+/// A copy of a profile, and later that profile's export: the file's new
+/// version of a memory the copy holds active supersedes it there, as the
+/// ingest that made it did in the original (not two active versions).
+#[test]
+fn test_an_imported_version_supersedes_the_one_the_profile_holds_active() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({}))])).unwrap();
+        let old = memory(FIRST, "Alpha lives in Oslo.", json!({ "status": "superseded", "supersededBy": SECOND }));
+        let new = memory(SECOND, "Alpha lives in Rome.", json!({ "supersedes": FIRST, "validFrom": "2026-03-01T00:00:00.000Z" }));
+        assert_eq!(p.import(&file(&[header(), old, new])).unwrap().memories, 1);
+        let held = p.get(FIRST).unwrap().memory;
+        assert_eq!((held.status, held.superseded_by.as_deref()), (Status::Superseded, Some(SECOND)));
+        assert_eq!(held.valid_to.as_deref(), Some("2026-03-01T00:00:00.000Z"));
+        let active: Vec<String> = all(p).into_iter().filter(|m| m.status == Status::Active).map(|m| m.id).collect();
+        assert_eq!(active, [SECOND]);
+    });
+}
+
 #[test]
 fn test_import_into_a_profile_marked_for_deletion_counts_it_empty_and_purges_nothing() {
     let sql = database();

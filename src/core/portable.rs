@@ -7,7 +7,8 @@
 //! ```
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
-//! they are (`INSERT OR IGNORE`). A file is taken only when it is
+//! they are (`INSERT OR IGNORE`), but for one held active that a new
+//! active version in the file supersedes: it is superseded by it. A file is taken only when it is
 //! consistent: each line as strict as a request body, each record once,
 //! each passing its write route's checks, its dates as the service writes
 //! them, its links to other versions held by the file or the profile.
@@ -606,5 +607,16 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content, &m.metadata)).collect();
     // insert_memories queues an embedding for active, non-task memories.
     let memories = store.insert_memories(&p.memories.iter().zip(&fingerprints).map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
+    // A new active version of a memory the profile holds active (the file
+    // a later export of a profile this one was copied from): the held one
+    // is superseded by it, as ingest would have left them, not two active
+    // versions of one thing. The file's own record of the held one was
+    // skipped with the rest already present.
+    let written: HashSet<&str> = memories.iter().map(|(_, id)| id.as_str()).collect();
+    for m in p.memories.iter().filter(|m| m.status == crate::core::model::Status::Active && written.contains(m.id.as_str())) {
+        if let Some(old) = m.supersedes.as_deref().filter(|old| !written.contains(old)) {
+            store.supersede_if_active(old, &m.id)?;
+        }
+    }
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })
 }

@@ -391,6 +391,17 @@ impl<'a> Store<'a> {
         self.enqueue(&Work::Unvector { memory_id: old.to_string() })
     }
 
+    /// [`Store::supersede`] of `old` by `new` when `old` is active and
+    /// superseded by nothing; whether it was.
+    pub fn supersede_if_active(&self, old: &str, new: &str) -> Result<bool> {
+        let active = self.sql.query("SELECT 1 FROM memories WHERE id = ? AND status = 'active' AND superseded_by IS NULL", &[old.into()])?;
+        if active.is_empty() {
+            return Ok(false);
+        }
+        self.supersede(old, new)?;
+        Ok(true)
+    }
+
     /// Marks a memory forgotten. Returns the updated memory.
     pub fn forget(&self, id: &str) -> Result<Memory> {
         let m = self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
