@@ -989,3 +989,40 @@ fn test_a_rest_body_with_a_huge_unknown_field_name_is_refused_with_a_short_messa
         assert_eq!(p.stats().unwrap().memories, 0, "nothing was stored");
     });
 }
+
+// ---------------------------------------------------------------------------
+// What a route does not read is refused, not dropped.
+
+#[test]
+fn test_a_post_that_reads_no_body_refuses_one_and_takes_none_or_an_empty_object() {
+    let base = "/accounts/a/agent-memory/namespaces/ns/profiles/p";
+    for path in [format!("{base}/memories/01abc/forget"), format!("{base}/restore"), format!("{base}/consolidations/5/undo")] {
+        let routed = |body: &[u8]| rest::route(&Incoming { method: "POST", path: &path, query: "", content_type: Some("application/json"), body });
+        let e = routed(br#"{"dryRun": true}"#).err().unwrap_or_else(|| panic!("{path} took a body"));
+        assert_eq!(e.status(), 400, "{path}: {e}");
+        for none in [&b""[..], b"  ", b"{}", b" { } "] {
+            assert!(routed(none).is_ok(), "{path} refused {:?}", String::from_utf8_lossy(none));
+        }
+    }
+}
+
+#[test]
+fn test_the_import_limit_is_the_import_routes_not_an_mcp_endpoint_of_a_profile_named_import() {
+    assert_eq!(rest::body_limit("/accounts/a/agent-memory/namespaces/ns/profiles/p/import"), api::MAX_IMPORT_BYTES);
+    assert_eq!(rest::body_limit("/mcp/namespaces/ns/profiles/import"), rest::MAX_BODY_BYTES);
+    assert_eq!(rest::body_limit("/mcp/namespaces/profiles/profiles/import"), rest::MAX_BODY_BYTES);
+    assert_eq!(rest::body_limit("/accounts/a/agent-memory/namespaces/ns/profiles/p/ingest"), rest::MAX_BODY_BYTES);
+}
+
+#[test]
+fn test_list_refuses_a_key_no_memory_can_hold() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for key in ["Not A Key!", "package-manager", &"k".repeat(5000)] {
+            let req = ListRequest { key: Some(key.to_string()), ..Default::default() };
+            let e = p.list(req).err().unwrap_or_else(|| panic!("{key:.40} listed"));
+            assert_eq!(e.status(), 400, "{e}");
+        }
+        assert!(p.list(ListRequest { key: Some("user.package_manager".into()), ..Default::default() }).is_ok());
+    });
+}

@@ -524,8 +524,8 @@ pub struct RememberArgs {
     /// The statement to remember (not blank; at most 32 KB).
     #[schemars(length(min = 1, max = 32768))]
     pub content: String,
-    /// The conversation it came from (at most 64 characters); defaults to
-    /// "default".
+    /// The conversation it came from (at most 64 characters); without
+    /// one, the memory belongs to no session.
     #[serde(default)]
     #[schemars(length(min = 1, max = 64))]
     pub session_id: Option<String>,
@@ -533,8 +533,9 @@ pub struct RememberArgs {
     /// work; task: current work. Inferred when omitted.
     #[serde(default, rename = "type")]
     pub kind: Option<crate::core::model::MemoryType>,
-    /// Stable topic key such as "package-manager"; a later memory with the
-    /// same key replaces this one. Inferred when omitted.
+    /// Stable topic key in stored form, lowercase words joined by "_" and
+    /// segments by ".", such as "user.package_manager"; a later memory
+    /// with the same key replaces this one. Inferred when omitted.
     #[serde(default)]
     #[schemars(length(min = 1, max = 128))]
     pub key: Option<String>,

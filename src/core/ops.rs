@@ -330,6 +330,12 @@ impl<'a> Profile<'a> {
     /// ([`api::seal_cursor`]).
     pub fn list(&self, req: ListRequest) -> Result<ListPage> {
         req.validate()?;
+        // A key no memory can hold (not in the form keys are stored in) is
+        // refused, as remember refuses it, not answered with an empty page.
+        if let Some(key) = &req.key {
+            api::validate_key("key", key)?;
+            crate::core::text::check_key_as_given(key, None)?;
+        }
         let status = req.status_filter();
         let mut page = self.store().list(&ListFilter {
             limit: req.limit.map_or(DEFAULT_PAGE_SIZE, api::count),

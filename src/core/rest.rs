@@ -28,10 +28,12 @@ pub const MAX_BODY_BYTES: usize = 17 * 1024 * 1024;
 /// the import route, [`MAX_BODY_BYTES`] on every other. The Worker reads a
 /// body through a [`BodyReader`] held to it.
 pub fn body_limit(path: &str) -> usize {
-    if path.ends_with("/import") {
-        MAX_IMPORT_BYTES
-    } else {
-        MAX_BODY_BYTES
+    // `…/profiles/{name}/import`, not the MCP endpoint of a profile named
+    // "import" (`/mcp/namespaces/{ns}/profiles/import`).
+    let segments: Vec<&str> = path.trim_end_matches('/').rsplit('/').take(3).collect();
+    match segments.as_slice() {
+        ["import", _, "profiles"] if !path.starts_with("/mcp/") => MAX_IMPORT_BYTES,
+        _ => MAX_BODY_BYTES,
     }
 }
 
@@ -439,7 +441,23 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
     if !matches!((req.method, rest), ("GET", ["memories"] | ["summary"] | ["export"])) {
         no_query(req)?;
     }
+    // Nor does a POST that reads no body take one (`{"dryRun": true}` on
+    // an undo would otherwise be dropped, and the undo run for real).
+    if matches!((req.method, rest), ("POST", ["memories", _, "forget"] | ["restore"] | ["consolidations", _, "undo"])) {
+        no_body(req)?;
+    }
     Ok(Route::Profile(ProfileCall { namespace, profile, op, args, dialect }))
+}
+
+/// Refuses a body on a route that reads none. An empty or blank body is
+/// none, and so is `{}` (what a client posting JSON sends for "nothing").
+fn no_body(req: &Incoming<'_>) -> Result<()> {
+    let blank = req.body.iter().all(u8::is_ascii_whitespace);
+    if blank || serde_json::from_slice::<Value>(req.body).is_ok_and(|v| v == json!({})) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!("{} {} takes no body", req.method, req.path)))
+    }
 }
 
 /// Refuses a query string on a route that reads none.
