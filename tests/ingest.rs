@@ -739,3 +739,109 @@ fn test_the_cap_counts_each_statement_once_across_overlapping_chunks_and_only_fo
     });
     assert_eq!(memories.iter().filter(|m| m.source_message_ids.contains(&new_id)).count(), MAX_MEMORIES_PER_MESSAGE);
 }
+
+// ---------------------------------------------------------------------------
+// What happens while the judging stages await the model.
+
+/// The rule-based reasoner whose extraction fails while `down`, and which
+/// runs `meanwhile` on its first extraction (another request of the
+/// object, served while the model call awaits).
+struct Awaiting<'s> {
+    down: Cell<bool>,
+    meanwhile: Cell<Option<Box<dyn FnOnce() + 's>>>,
+}
+
+impl Reasoner for Awaiting<'_> {
+    fn extract<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        pass: agent_memory::core::provider::Pass,
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
+        if let Some(f) = self.meanwhile.take() {
+            f();
+        }
+        if self.down.get() {
+            return Box::pin(async { Err(Error::provider("the model is down")) });
+        }
+        Rules.extract(t, pass)
+    }
+    fn verify<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
+        Rules.verify(t, c)
+    }
+    fn classify<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
+        Rules.classify(t, c)
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
+        Rules.consolidate(g)
+    }
+}
+
+fn with_reasoner<T>(sql: &NativeSql, now: i64, reasoner: &dyn Reasoner, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    let index = SqlVectorIndex { sql };
+    let turns = TurnDirectory::new();
+    let p = Profile {
+        name: "test/p",
+        sql,
+        reasoner,
+        embedder: &HashEmbedder,
+        index: &index,
+        turns: Some(&turns),
+        now,
+        limits: Limits::default(),
+        memory: Default::default(),
+    };
+    f(&p)
+}
+
+fn one_message(session: &str, content: &str) -> IngestRequest {
+    IngestRequest { messages: vec![msg("user", content)], session_id: Some(session.into()), metadata: Default::default() }
+}
+
+#[test]
+fn test_a_session_deleted_while_its_ingest_awaits_the_model_leaves_no_memory_of_it() {
+    let sql = database();
+    let model = Awaiting { down: Cell::new(false), meanwhile: Cell::new(None) };
+    let other = &sql;
+    model.meanwhile.set(Some(Box::new(move || {
+        with_profile(other, APRIL_15 + 1, |p| p.delete_session("s").unwrap());
+    })));
+    with_reasoner(&sql, APRIL_15, &model, |p| {
+        let report = block_on(p.ingest(one_message("s", "Use pnpm, not npm."))).unwrap();
+        assert_eq!(report.memories_stored, 0, "{report:?}");
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.messages, stats.memories), (0, 0));
+    });
+}
+
+#[test]
+fn test_a_message_sent_without_a_timestamp_is_dated_when_it_was_stored_when_the_alarm_judges_it_again() {
+    let sql = database();
+    let model = Awaiting { down: Cell::new(true), meanwhile: Cell::new(None) };
+    with_reasoner(&sql, APRIL_15, &model, |p| block_on(p.ingest(one_message("deploys", "I deployed the billing service yesterday."))).unwrap());
+    model.down.set(false);
+    let retried = with_reasoner(&sql, APRIL_15 + 3 * DAY, &model, |p| {
+        for _ in 0..3 {
+            block_on(p.drain()).unwrap();
+        }
+        p.list(ListRequest::default()).unwrap().memories
+    });
+    let control =
+        with_profile(&database(), APRIL_15, |p| block_on(p.ingest(one_message("deploys", "I deployed the billing service yesterday."))).unwrap().memories);
+    assert_eq!(retried.len(), 1);
+    let dated = |m: &Memory| (m.content.clone(), m.event_date.clone(), m.valid_from.clone());
+    assert_eq!(dated(&retried[0]), dated(&control[0]));
+}

@@ -184,12 +184,15 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
     if fresh.is_empty() {
         return Ok(0);
     }
-    // Line indices are positions in this list, as on first ingest.
+    // Line indices are positions in this list, as on first ingest; a
+    // message sent without a timestamp is dated when it was stored, as the
+    // first ingest dated it (not when the retry runs).
     let messages: Vec<Message> = messages
         .into_iter()
         .enumerate()
         .map(|(i, mut m)| {
             m.position = i as i64;
+            m.timestamp = m.timestamp.take().or_else(|| Some(m.created_at.clone()));
             m
         })
         .collect();

@@ -106,6 +106,20 @@ pub struct Outcome {
 pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pending>) -> Result<Outcome> {
     let (outcome, written) = store.transaction(|| {
         let mut outcome = Outcome::default();
+        // Only what the messages still stored say: the judging stages
+        // awaited the model, and a session or a message may have been
+        // deleted meanwhile. A memory keeps the sources that remain, and
+        // one drawn from deleted messages alone is not stored.
+        let cited: Vec<String> = pending.iter().flat_map(|p| p.memory.source_message_ids.iter().cloned()).collect();
+        let remaining = store.existing_message_ids(&cited)?;
+        let pending: Vec<Pending> = pending
+            .into_iter()
+            .filter_map(|mut p| {
+                let had = p.memory.source_message_ids.len();
+                p.memory.source_message_ids.retain(|id| remaining.contains(id));
+                (had == 0 || !p.memory.source_message_ids.is_empty()).then_some(p)
+            })
+            .collect();
         // At most all of them: a Vec grown by doubling held 7 MB and its
         // half at once for 16,000 (`make bench-heap HEAP_BIG_REALLOCS=1`).
         let mut fresh = Vec::with_capacity(pending.len());
