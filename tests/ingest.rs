@@ -845,3 +845,29 @@ fn test_a_message_sent_without_a_timestamp_is_dated_when_it_was_stored_when_the_
     let dated = |m: &Memory| (m.content.clone(), m.event_date.clone(), m.valid_from.clone());
     assert_eq!(dated(&retried[0]), dated(&control[0]));
 }
+
+/// A session's two calls, with metadata of their own, both met a model
+/// fault; the alarm judges them together, and the later statement of the
+/// key holds (not the one whose metadata sorts last).
+#[test]
+fn test_the_alarms_retry_of_two_calls_keeps_the_later_statement_of_a_key() {
+    let sql = database();
+    let model = Awaiting { down: Cell::new(true), meanwhile: Cell::new(None) };
+    let said = |content: &str, at: &str, tag: &str| IngestRequest {
+        messages: vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }],
+        session_id: Some("s".into()),
+        metadata: serde_json::from_value(serde_json::json!({ "tag": tag })).unwrap(),
+    };
+    with_reasoner(&sql, APRIL_15, &model, |p| block_on(p.ingest(said("Use pnpm, not npm.", "2026-04-15T09:00:00Z", "z"))).unwrap());
+    with_reasoner(&sql, APRIL_15 + 1000, &model, |p| {
+        block_on(p.ingest(said("Actually, switch to npm for this project.", "2026-04-15T09:30:00Z", "a"))).unwrap()
+    });
+    model.down.set(false);
+    with_reasoner(&sql, APRIL_15 + DAY, &model, |p| {
+        for _ in 0..4 {
+            block_on(p.drain()).unwrap();
+        }
+        let active: Vec<String> = p.list(ListRequest::default()).unwrap().memories.into_iter().filter(|m| m.key.is_some()).map(|m| m.content).collect();
+        assert_eq!(active, ["User: Actually, switch to npm for this project."]);
+    });
+}

@@ -166,7 +166,13 @@ fn build_by_message(
         let metadata = first_new.map(|m| m.metadata.clone()).unwrap_or_default();
         groups.entry(serde_json::to_string(&metadata)?).or_insert_with(|| (metadata, Vec::new())).1.push(item);
     }
-    Ok(groups.into_values().flat_map(|(metadata, items)| persist::build(session_id, messages, items, &metadata, now)).collect())
+    let mut built: Vec<persist::Pending> =
+        groups.into_values().flat_map(|(metadata, items)| persist::build(session_id, messages, items, &metadata, now)).collect();
+    // In the order they were said, as supersession reads them (the last
+    // statement of a key wins), not grouped by their metadata's text.
+    let at: std::collections::HashMap<&str, usize> = messages.iter().enumerate().map(|(i, m)| (m.id.as_str(), i)).collect();
+    built.sort_by_key(|p| p.memory.source_message_ids.iter().filter_map(|id| at.get(id.as_str()).copied()).min().unwrap_or(usize::MAX));
+    Ok(built)
 }
 
 /// Re-runs the judging stages over a stored session, for the messages no
