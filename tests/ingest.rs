@@ -871,3 +871,27 @@ fn test_the_alarms_retry_of_two_calls_keeps_the_later_statement_of_a_key() {
         assert_eq!(active, ["User: Actually, switch to npm for this project."]);
     });
 }
+
+/// Two owners' values of one key, each said in a call of session "s"
+/// that met a model fault: judged together by the alarm, both hold, as
+/// when each call is judged on its own.
+#[test]
+fn test_the_alarms_retry_of_two_owners_calls_supersedes_neither() {
+    let sql = database();
+    let model = Awaiting { down: Cell::new(true), meanwhile: Cell::new(None) };
+    let said = |content: &str, owner: &str| IngestRequest {
+        messages: vec![msg("user", content)],
+        session_id: Some("s".into()),
+        metadata: serde_json::from_value(serde_json::json!({ "userId": owner })).unwrap(),
+    };
+    with_reasoner(&sql, APRIL_15, &model, |p| block_on(p.ingest(said("Use pnpm, not npm.", "alice"))).unwrap());
+    with_reasoner(&sql, APRIL_15 + 1000, &model, |p| block_on(p.ingest(said("Actually, switch to npm for this project.", "bob"))).unwrap());
+    model.down.set(false);
+    with_reasoner(&sql, APRIL_15 + DAY, &model, |p| {
+        for _ in 0..4 {
+            block_on(p.drain()).unwrap();
+        }
+        let keyed = p.list(ListRequest::default()).unwrap().memories.into_iter().filter(|m| m.key.is_some()).count();
+        assert_eq!(keyed, 2, "one owner's value superseded the other's");
+    });
+}

@@ -138,9 +138,12 @@ impl Reaching<'_> {
 /// memories that replace something.
 pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str, &Metadata, Said<'_>, Reach) -> Vec<String>) -> Plan {
     let mut out = Plan::default();
-    let mut holder: std::collections::HashMap<String, (String, u8)> = std::collections::HashMap::new();
+    // The key's holder so far in this call, per owner: a retry of a
+    // session may judge calls of several owners at once.
+    let mut holder: std::collections::HashMap<(String, crate::core::model::Owner), (String, u8)> = std::collections::HashMap::new();
     for (i, m) in new.iter_mut().enumerate() {
         let Some(key) = m.key.clone() else { continue };
+        let key = (key, crate::core::model::Owner::of(&m.metadata));
         let weight = authority.get(i).copied().unwrap_or(PERSON);
         let previous: Vec<String> = match holder.get(&key) {
             Some((id, held)) if weight < *held => {
@@ -148,7 +151,7 @@ pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str,
                 continue;
             }
             Some((id, _)) => vec![id.clone()],
-            None => existing_by_key(&key, &m.metadata, Said { session: &m.session_id, content: &m.content }, Reach::of(weight)),
+            None => existing_by_key(&key.0, &m.metadata, Said { session: &m.session_id, content: &m.content }, Reach::of(weight)),
         };
         for old in &previous {
             out.replacements.push(Replacement { old: old.clone(), new: m.id.clone() });
