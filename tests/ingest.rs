@@ -895,3 +895,21 @@ fn test_the_alarms_retry_of_two_owners_calls_supersedes_neither() {
         assert_eq!(keyed, 2, "one owner's value superseded the other's");
     });
 }
+
+/// "Yesterday" said at 21:00 in UTC-5 on April 14 is April 13 there,
+/// whatever the date in UTC.
+#[test]
+fn test_a_relative_date_is_reckoned_from_the_day_where_it_was_said() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let said = MessageInput {
+            role: "user".into(),
+            content: "I deployed the billing service yesterday.".into(),
+            timestamp: Some("2026-04-14T21:00:00-05:00".into()),
+        };
+        let report = block_on(p.ingest(IngestRequest { messages: vec![said], session_id: Some("s".into()), metadata: Default::default() })).unwrap();
+        let m = &report.memories[0];
+        assert_eq!(m.event_date.as_deref(), Some("2026-04-13"), "{m:?}");
+        assert!(m.content.contains("2026-04-13"), "{}", m.content);
+    });
+}

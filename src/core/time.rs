@@ -57,9 +57,31 @@ pub fn date_of(s: &str) -> Option<NaiveDate> {
     parse_datetime(s).map(|d| d.date_naive())
 }
 
+/// The day a date-time was in where it was said: the date of its own
+/// offset (`2026-04-14T21:00:00-05:00` is April 14, where [`date_of`] gives
+/// the UTC date, April 15), or [`date_of`] for one without an offset. What
+/// "yesterday" said at that time means is reckoned from this day.
+pub fn local_date_of(s: &str) -> Option<NaiveDate> {
+    match DateTime::parse_from_rfc3339(s.trim()) {
+        Ok(d) => parse_datetime(s).map(|_| d.date_naive()),
+        Err(_) => date_of(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_the_local_date_is_the_date_of_the_timestamps_own_offset() {
+        let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        assert_eq!(local_date_of("2026-04-14T21:00:00-05:00"), Some(d("2026-04-14")));
+        assert_eq!(date_of("2026-04-14T21:00:00-05:00"), Some(d("2026-04-15")));
+        assert_eq!(local_date_of("2026-04-15T01:00:00+09:00"), Some(d("2026-04-15")));
+        assert_eq!(local_date_of("2026-04-14T21:00:00Z"), Some(d("2026-04-14")));
+        assert_eq!(local_date_of("2026-04-14"), Some(d("2026-04-14")));
+        assert_eq!(local_date_of("not a date"), None);
+    }
 
     #[test]
     fn test_iso_round_trips() {

@@ -16,7 +16,9 @@ pub fn lines(messages: &[Message], session_date: Option<&str>) -> Vec<Line> {
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let anchor = m.timestamp.as_deref().or(session_date).and_then(crate::core::time::date_of);
+            // The day where it was said: "yesterday" at 21:00 in UTC-5 is
+            // reckoned from that evening's date, not the UTC one.
+            let anchor = m.timestamp.as_deref().or(session_date).and_then(crate::core::time::local_date_of);
             Line {
                 index: i,
                 message_id: m.id.clone(),

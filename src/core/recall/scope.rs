@@ -15,7 +15,7 @@ use crate::core::error::Result;
 use crate::core::filter::Filter;
 use crate::core::ports::{Sql, SqlValue};
 use crate::core::store::{json_param, json_rows};
-use crate::core::time::{date_of, iso};
+use crate::core::time::{iso, local_date_of};
 use rustc_hash::FxHashSet as HashSet;
 
 /// The scope of one recall.
@@ -187,7 +187,7 @@ impl RecallScope {
             query: req.query.clone(),
             include_inactive: opts.include_inactive.unwrap_or(false),
             limit: opts.limit.map_or(crate::core::api::DEFAULT_RECALL_LIMIT, crate::core::api::count),
-            reference: opts.reference_date.as_deref().and_then(date_of).unwrap_or(today),
+            reference: opts.reference_date.as_deref().and_then(local_date_of).unwrap_or(today),
             now_iso: iso(now),
             explain: opts.explain.unwrap_or(false),
             length: opts.response_length.unwrap_or_default(),
