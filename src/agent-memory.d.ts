@@ -594,7 +594,7 @@ export interface MemoryListOptions extends AgentMemoryListMemoriesOptions {
   limit?: number;
   /** Exact-match status filter: active memories when absent (with `asOf`, every status), `"all"` for every status. */
   status?: MemoryStatus | "all";
-  /** Exact-match topic-key filter. */
+  /** Exact-match topic-key filter, in the key's stored form (`user.package_manager`); any other form is refused. */
   key?: string;
   /** Only memories passing this filter. */
   filter?: MemoryFilter;

@@ -250,6 +250,8 @@ pub struct ListRequest {
     /// asks what held then), every state with `all`.
     #[serde(default)]
     pub status: Option<ListStatus>,
+    /// Only memories of this topic key, given in its stored form
+    /// (`user.package_manager`); any other form is refused.
     #[serde(default)]
     pub key: Option<String>,
     /// A filter as for recall: an object, or its JSON text (a query
