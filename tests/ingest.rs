@@ -913,3 +913,50 @@ fn test_a_relative_date_is_reckoned_from_the_day_where_it_was_said() {
         assert!(m.content.contains("2026-04-13"), "{}", m.content);
     });
 }
+
+/// A call that states a new value of a key and then, later in the same
+/// call, the stored value again word for word: the last word holds. The
+/// stored memory stays active and the call's new value is stored
+/// superseded by it; a value said after the repeat replaces it as usual.
+#[test]
+fn test_the_stored_value_said_again_after_a_new_one_in_a_call_holds() {
+    const NPM: &str = "Actually, switch to npm for this project.";
+    const PNPM: &str = "Use pnpm, not npm.";
+    let sql = database();
+    let keyed = |p: &Profile<'_>| -> Vec<(String, Status)> {
+        let mut v: Vec<(String, Status)> = p
+            .list(ListRequest { status: Some(agent_memory::core::api::ListStatus::All), ..Default::default() })
+            .unwrap()
+            .memories
+            .into_iter()
+            .filter(|m| m.key.is_some())
+            .map(|m| (m.content, m.status))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    with_profile(&sql, APRIL_15, |p| block_on(p.ingest(one_message("one", NPM))).unwrap());
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let call = IngestRequest {
+            messages: vec![msg("user", PNPM), msg("assistant", "OK."), msg("user", NPM)],
+            session_id: Some("two".into()),
+            metadata: Default::default(),
+        };
+        block_on(p.ingest(call)).unwrap();
+        assert_eq!(keyed(p), [(format!("User: {NPM}"), Status::Active), (format!("User: {PNPM}"), Status::Superseded)]);
+        let npm = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.key.is_some()).unwrap();
+        let pnpm = p.list(ListRequest { status: Some(agent_memory::core::api::ListStatus::Superseded), ..Default::default() }).unwrap().memories;
+        assert_eq!(p.get(&pnpm[0].id).unwrap().memory.superseded_by.as_deref(), Some(npm.id.as_str()));
+    });
+    // Said after the repeat, a new value replaces the stored one.
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let call = IngestRequest {
+            messages: vec![msg("user", NPM), msg("user", "Switch to yarn for this project.")],
+            session_id: Some("three".into()),
+            metadata: Default::default(),
+        };
+        block_on(p.ingest(call)).unwrap();
+        let active: Vec<(String, Status)> = keyed(p).into_iter().filter(|(_, s)| *s == Status::Active).collect();
+        assert_eq!(active, [("User: Switch to yarn for this project.".to_string(), Status::Active)]);
+    });
+}

@@ -125,9 +125,18 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         let mut fresh = Vec::with_capacity(pending.len());
         let fingerprints: Vec<&str> = pending.iter().map(|p| p.fingerprint.as_str()).collect();
         let stored = store.active_by_fingerprints(&fingerprints)?;
+        // A stored memory said again keeps its place among the call's
+        // statements of its key (supersede::plan_with_repeats).
+        let mut repeats: Vec<supersede::Repeat> = Vec::new();
         for p in pending {
             match stored.get(&p.fingerprint) {
-                Some(id) => outcome.existing.push(id.clone()),
+                Some(id) => {
+                    if let Some(key) = &p.memory.key {
+                        let owner = crate::core::model::Owner::of(&p.memory.metadata);
+                        repeats.push(supersede::Repeat { at: fresh.len(), id: id.clone(), key: key.clone(), owner, weight: p.authority });
+                    }
+                    outcome.existing.push(id.clone());
+                }
                 None => fresh.push(p),
             }
         }
@@ -159,7 +168,7 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             let within = |h: &&crate::core::store::KeyHolder| reaching.reaches(supersede::Said { session: &h.session_id, content: &h.content });
             held.into_iter().flatten().filter(within).map(|h| h.id.clone()).collect()
         };
-        let plan = supersede::plan(&mut memories, &authority, &lookup);
+        let plan = supersede::plan_with_repeats(&mut memories, &authority, &repeats, &lookup);
         let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fresh_prints).collect();
         fold_restatements(&mut items, &plan.restatements);
         outcome.restated = plan.restatements.len();
@@ -174,8 +183,11 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             if let Some(next) = superseded_in_call.get(&m.id) {
                 m.status = Status::Superseded;
                 m.superseded_by = Some(next.clone());
-                // Until its successor was said, never before it was.
-                m.valid_to = valid_from.get(next).cloned().flatten().map(|to| to.max(m.valid_from.clone().unwrap_or_else(|| m.created_at.clone())));
+                // Until its successor was said, never before it was; one
+                // that a stored memory said again replaced held not at
+                // all (an empty interval).
+                let since = m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
+                m.valid_to = Some(valid_from.get(next).cloned().flatten().map_or(since.clone(), |to| to.max(since)));
             }
         }
         let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;

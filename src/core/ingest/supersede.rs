@@ -137,11 +137,43 @@ impl Reaching<'_> {
 /// current holder: then it is a restatement. Sets `supersedes` on the new
 /// memories that replace something.
 pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str, &Metadata, Said<'_>, Reach) -> Vec<String>) -> Plan {
+    plan_with_repeats(new, authority, &[], existing_by_key)
+}
+
+/// A statement of the call that is a stored, active memory said again
+/// word for word (not stored again): where it was said, among the new
+/// memories, and what it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Repeat {
+    /// How many of the new memories were said before it.
+    pub at: usize,
+    /// The stored memory it repeats.
+    pub id: String,
+    pub key: String,
+    pub owner: crate::core::model::Owner,
+    /// Its speaker's weight ([`AGENT`], [`PERSON`]).
+    pub weight: u8,
+}
+
+/// [`plan`], with the call's `repeats` of stored memories taking their
+/// place in it: a new memory of the call that replaced a stored one which
+/// the call then says again is itself replaced by it (the last word
+/// holds), and the stored one stays.
+pub fn plan_with_repeats(
+    new: &mut [Memory],
+    authority: &[u8],
+    repeats: &[Repeat],
+    existing_by_key: &dyn Fn(&str, &Metadata, Said<'_>, Reach) -> Vec<String>,
+) -> Plan {
     let mut out = Plan::default();
     // The key's holder so far in this call, per owner: a retry of a
     // session may judge calls of several owners at once.
     let mut holder: std::collections::HashMap<(String, crate::core::model::Owner), (String, u8)> = std::collections::HashMap::new();
-    for (i, m) in new.iter_mut().enumerate() {
+    for i in 0..=new.len() {
+        for r in repeats.iter().filter(|r| r.at == i) {
+            said_again(new, &mut out, &mut holder, r);
+        }
+        let Some(m) = new.get_mut(i) else { break };
         let Some(key) = m.key.clone() else { continue };
         let key = (key, crate::core::model::Owner::of(&m.metadata));
         let weight = authority.get(i).copied().unwrap_or(PERSON);
@@ -162,6 +194,24 @@ pub fn plan(new: &mut [Memory], authority: &[u8], existing_by_key: &dyn Fn(&str,
         holder.insert(key, (m.id.clone(), weight));
     }
     out
+}
+
+/// A stored memory said again in the call: when a new memory of the call
+/// replaced it, that replacement is undone and the call's holder of the
+/// key (that memory, or a later one of the call that replaced it) is
+/// replaced by the stored memory, which holds the key again.
+fn said_again(new: &mut [Memory], out: &mut Plan, holder: &mut std::collections::HashMap<(String, crate::core::model::Owner), (String, u8)>, r: &Repeat) {
+    let slot = (r.key.clone(), r.owner.clone());
+    let Some((current, _)) = holder.get(&slot).cloned() else { return };
+    if current == r.id || !out.replacements.iter().any(|x| x.old == r.id) {
+        return;
+    }
+    out.replacements.retain(|x| x.old != r.id);
+    for m in new.iter_mut().filter(|m| m.supersedes.as_deref() == Some(r.id.as_str())) {
+        m.supersedes = None;
+    }
+    out.replacements.push(Replacement { old: current, new: r.id.clone() });
+    holder.insert(slot, (r.id.clone(), r.weight));
 }
 
 #[cfg(test)]
