@@ -751,6 +751,10 @@ struct Awaiting<'s> {
     meanwhile: Cell<Option<Box<dyn FnOnce() + 's>>>,
 }
 
+/// The rule-based reasoner keying a project's topic as the user's (as a
+/// model may key an agent's statement of it): "project.x" is "user.x".
+struct OneSubject;
+
 impl Reasoner for Awaiting<'_> {
     fn extract<'a>(
         &'a self,
@@ -958,5 +962,67 @@ fn test_the_stored_value_said_again_after_a_new_one_in_a_call_holds() {
         block_on(p.ingest(call)).unwrap();
         let active: Vec<(String, Status)> = keyed(p).into_iter().filter(|(_, s)| *s == Status::Active).collect();
         assert_eq!(active, [("User: Switch to yarn for this project.".to_string(), Status::Active)]);
+    });
+}
+
+impl Reasoner for OneSubject {
+    fn extract<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        pass: agent_memory::core::provider::Pass,
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
+        Rules.extract(t, pass)
+    }
+    fn verify<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
+        Rules.verify(t, c)
+    }
+    fn classify<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
+        Box::pin(async move {
+            let mut out = Rules.classify(t, c).await?;
+            for cls in &mut out {
+                cls.key = cls.key.take().map(|k| k.replace("project.", "user."));
+            }
+            Ok(out)
+        })
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
+        Rules.consolidate(g)
+    }
+}
+
+/// An agent's statement of a key, then the user's, in one call: the
+/// user's replaces the holder from another session too (the agent's
+/// reaches its own session only), as it does said alone.
+#[test]
+fn test_a_person_after_an_agent_in_one_call_replaces_the_holder_from_another_session() {
+    let sql = database();
+    with_reasoner(&sql, APRIL_15, &OneSubject, |p| block_on(p.ingest(one_message("one", "Actually, switch to npm for this project."))).unwrap());
+    with_reasoner(&sql, APRIL_15 + DAY, &OneSubject, |p| {
+        let call = IngestRequest {
+            messages: vec![msg("assistant", "I set the monorepo up with yarn workspaces."), msg("user", "Use pnpm, not npm.")],
+            session_id: Some("two".into()),
+            metadata: Default::default(),
+        };
+        block_on(p.ingest(call)).unwrap();
+        let keys: Vec<String> = p.list(ListRequest::default()).unwrap().memories.into_iter().filter_map(|m| m.key).collect();
+        let mut seen = std::collections::HashSet::new();
+        assert!(keys.iter().all(|k| seen.insert(k)), "two active holders of one key: {keys:?}");
+        let active: Vec<String> = p.list(ListRequest::default()).unwrap().memories.into_iter().map(|m| m.content).collect();
+        assert!(active.iter().any(|c| c.contains("pnpm")), "{active:?}");
+        assert!(!active.iter().any(|c| c.contains("switch to npm")), "{active:?}");
     });
 }

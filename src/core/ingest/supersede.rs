@@ -182,6 +182,14 @@ pub fn plan_with_repeats(
                 out.restatements.push(Restatement { id: m.id.clone(), kept: id.clone() });
                 continue;
             }
+            // A weightier speaker after the call's holder reaches further
+            // than it did (a person after an agent): the stored holders
+            // only it reaches are replaced too, not left active beside it.
+            Some((id, held)) if Reach::of(weight) == Reach::AnySession && Reach::of(*held) != Reach::AnySession => {
+                let beyond = existing_by_key(&key.0, &m.metadata, Said { session: &m.session_id, content: &m.content }, Reach::of(weight));
+                let fresh = beyond.into_iter().filter(|old| old != id && !out.replacements.iter().any(|r| r.old == *old));
+                std::iter::once(id.clone()).chain(fresh).collect()
+            }
             Some((id, _)) => vec![id.clone()],
             None => existing_by_key(&key.0, &m.metadata, Said { session: &m.session_id, content: &m.content }, Reach::of(weight)),
         };
