@@ -1026,3 +1026,25 @@ fn test_a_person_after_an_agent_in_one_call_replaces_the_holder_from_another_ses
         assert!(!active.iter().any(|c| c.contains("switch to npm")), "{active:?}");
     });
 }
+
+/// A memory moved by `update` to an owner that holds its key already is
+/// refused (409) and left as it was; to an owner that does not, it moves.
+#[test]
+fn test_update_does_not_give_an_owner_a_second_holder_of_a_key() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let city = |content: &str, user: &str| -> Memory {
+            block_on(p.remember(serde_json::from_value(serde_json::json!({ "content": content, "key": "user.city", "metadata": { "userId": user } })).unwrap()))
+                .unwrap()
+        };
+        city("I live in Lisbon.", "ana");
+        let ben = city("I live in Porto.", "ben");
+        let to = |user: &str| p.update(serde_json::from_value(serde_json::json!({ "id": ben.id, "metadata": { "userId": user } })).unwrap());
+        let e = to("ana").unwrap_err();
+        assert_eq!(e.status(), 409, "{e}");
+        assert_eq!(p.get(&ben.id).unwrap().memory.metadata, ben.metadata, "the refused update changed it");
+        assert!(to("carl").is_ok());
+        // Its own owner again, or other metadata beside the same owner: no conflict.
+        assert!(p.update(serde_json::from_value(serde_json::json!({ "id": ben.id, "metadata": { "userId": "carl", "label": "x" } })).unwrap()).is_ok());
+    });
+}

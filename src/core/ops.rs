@@ -374,10 +374,36 @@ impl<'a> Profile<'a> {
 
     /// Replaces a memory's metadata; its vector is written again, so an
     /// index filtering by metadata sees the change.
+    /// New metadata for a memory. An active keyed memory is not moved to
+    /// an owner (`agentId`, `userId`) whose active memory holds its key
+    /// already (409): the owner would hold two values of one key.
     pub fn update(&self, req: api::UpdateRequest) -> Result<Memory> {
         req.validate()?;
         let store = self.store();
-        store.transaction(|| store.set_metadata(&req.id, &req.metadata))
+        store.transaction(|| {
+            if let Some(m) = store.get_memory(&req.id)? {
+                let owner = crate::core::model::Owner::of(&req.metadata);
+                if let (crate::core::model::Status::Active, Some(key)) = (m.status, m.key.as_deref()) {
+                    if owner != crate::core::model::Owner::of(&m.metadata) {
+                        let probe = crate::core::store::KeyProbe {
+                            key,
+                            session_id: &m.session_id,
+                            undated_digest: crate::core::ids::undated_digest(&m.content),
+                            any_session: true,
+                        };
+                        let holders = store.active_key_holders(&[probe])?;
+                        if let Some(h) = holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| h.id != m.id) {
+                            return Err(Error::conflict(format!(
+                                "the memory's new owner holds its key {} already (memory {}): forget or update that one first",
+                                api::quoted(key),
+                                h.id
+                            )));
+                        }
+                    }
+                }
+            }
+            store.set_metadata(&req.id, &req.metadata)
+        })
     }
 
     pub fn forget(&self, id: &str) -> Result<Memory> {
