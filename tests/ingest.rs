@@ -538,17 +538,27 @@ fn test_llm_verdicts_correct_and_drop_candidates() {
     assert_eq!(reasons, vec!["inferred", "echo"]);
 }
 
-/// The rule-based reasoner, except that extraction fails while `down`.
-struct Outage {
+/// The rule-based reasoner, except that extraction fails while `down`;
+/// `meanwhile` runs on its first extraction (another request of the
+/// object, served while the model call awaits); with `one_subject` it keys
+/// a project's topic as the user's, as a model may key an agent's
+/// statement of it ("project.x" is "user.x").
+#[derive(Default)]
+struct Outage<'s> {
     down: Cell<bool>,
+    meanwhile: Cell<Option<Box<dyn FnOnce() + 's>>>,
+    one_subject: bool,
 }
 
-impl Reasoner for Outage {
+impl Reasoner for Outage<'_> {
     fn extract<'a>(
         &'a self,
         t: &'a agent_memory::core::provider::Transcript,
         pass: agent_memory::core::provider::Pass,
     ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
+        if let Some(f) = self.meanwhile.take() {
+            f();
+        }
         if self.down.get() {
             return Box::pin(async { Err(Error::provider("model unavailable")) });
         }
@@ -566,7 +576,15 @@ impl Reasoner for Outage {
         t: &'a agent_memory::core::provider::Transcript,
         c: &'a [agent_memory::core::provider::Candidate],
     ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
-        Rules.classify(t, c)
+        Box::pin(async move {
+            let mut out = Rules.classify(t, c).await?;
+            if self.one_subject {
+                for cls in &mut out {
+                    cls.key = cls.key.take().map(|k| k.replace("project.", "user."));
+                }
+            }
+            Ok(out)
+        })
     }
     fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
         Rules.analyze(q)
@@ -579,14 +597,14 @@ impl Reasoner for Outage {
     }
 }
 
-fn outage_profile<T>(sql: &NativeSql, reasoner: &Outage, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+fn outage_profile<T>(sql: &NativeSql, reasoner: &Outage<'_>, now: i64, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     with_parts(sql, now, reasoner, &HashEmbedder, f)
 }
 
 #[test]
 fn test_failed_extraction_is_queued_and_the_alarm_retries_it_until_it_succeeds() {
     let sql = database();
-    let model = Outage { down: Cell::new(true) };
+    let model = Outage { down: Cell::new(true), ..Default::default() };
     let report = outage_profile(&sql, &model, APRIL_15, |p| block_on(p.ingest(spec_conversation())).unwrap());
     assert_eq!(report.messages_stored, 4, "raw messages are kept whatever the model does");
     assert_eq!(report.memories_stored, 0);
@@ -743,74 +761,6 @@ fn test_the_cap_counts_each_statement_once_across_overlapping_chunks_and_only_fo
 // ---------------------------------------------------------------------------
 // What happens while the judging stages await the model.
 
-/// The rule-based reasoner whose extraction fails while `down`, and which
-/// runs `meanwhile` on its first extraction (another request of the
-/// object, served while the model call awaits).
-struct Awaiting<'s> {
-    down: Cell<bool>,
-    meanwhile: Cell<Option<Box<dyn FnOnce() + 's>>>,
-}
-
-/// The rule-based reasoner keying a project's topic as the user's (as a
-/// model may key an agent's statement of it): "project.x" is "user.x".
-struct OneSubject;
-
-impl Reasoner for Awaiting<'_> {
-    fn extract<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        pass: agent_memory::core::provider::Pass,
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
-        if let Some(f) = self.meanwhile.take() {
-            f();
-        }
-        if self.down.get() {
-            return Box::pin(async { Err(Error::provider("the model is down")) });
-        }
-        Rules.extract(t, pass)
-    }
-    fn verify<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
-        Rules.verify(t, c)
-    }
-    fn classify<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
-        Rules.classify(t, c)
-    }
-    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
-        Rules.analyze(q)
-    }
-    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Rules.synthesize(i)
-    }
-    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
-        Rules.consolidate(g)
-    }
-}
-
-fn with_reasoner<T>(sql: &NativeSql, now: i64, reasoner: &dyn Reasoner, f: impl FnOnce(&Profile<'_>) -> T) -> T {
-    let index = SqlVectorIndex { sql };
-    let turns = TurnDirectory::new();
-    let p = Profile {
-        name: "test/p",
-        sql,
-        reasoner,
-        embedder: &HashEmbedder,
-        index: &index,
-        turns: Some(&turns),
-        now,
-        limits: Limits::default(),
-        memory: Default::default(),
-    };
-    f(&p)
-}
-
 fn one_message(session: &str, content: &str) -> IngestRequest {
     IngestRequest { messages: vec![msg("user", content)], session_id: Some(session.into()), metadata: Default::default() }
 }
@@ -818,12 +768,12 @@ fn one_message(session: &str, content: &str) -> IngestRequest {
 #[test]
 fn test_a_session_deleted_while_its_ingest_awaits_the_model_leaves_no_memory_of_it() {
     let sql = database();
-    let model = Awaiting { down: Cell::new(false), meanwhile: Cell::new(None) };
+    let model = Outage::default();
     let other = &sql;
     model.meanwhile.set(Some(Box::new(move || {
         with_profile(other, APRIL_15 + 1, |p| p.delete_session("s").unwrap());
     })));
-    with_reasoner(&sql, APRIL_15, &model, |p| {
+    outage_profile(&sql, &model, APRIL_15, |p| {
         let report = block_on(p.ingest(one_message("s", "Use pnpm, not npm."))).unwrap();
         assert_eq!(report.memories_stored, 0, "{report:?}");
         let stats = p.stats().unwrap();
@@ -834,10 +784,10 @@ fn test_a_session_deleted_while_its_ingest_awaits_the_model_leaves_no_memory_of_
 #[test]
 fn test_a_message_sent_without_a_timestamp_is_dated_when_it_was_stored_when_the_alarm_judges_it_again() {
     let sql = database();
-    let model = Awaiting { down: Cell::new(true), meanwhile: Cell::new(None) };
-    with_reasoner(&sql, APRIL_15, &model, |p| block_on(p.ingest(one_message("deploys", "I deployed the billing service yesterday."))).unwrap());
+    let model = Outage { down: Cell::new(true), ..Default::default() };
+    outage_profile(&sql, &model, APRIL_15, |p| block_on(p.ingest(one_message("deploys", "I deployed the billing service yesterday."))).unwrap());
     model.down.set(false);
-    let retried = with_reasoner(&sql, APRIL_15 + 3 * DAY, &model, |p| {
+    let retried = outage_profile(&sql, &model, APRIL_15 + 3 * DAY, |p| {
         for _ in 0..3 {
             block_on(p.drain()).unwrap();
         }
@@ -856,18 +806,18 @@ fn test_a_message_sent_without_a_timestamp_is_dated_when_it_was_stored_when_the_
 #[test]
 fn test_the_alarms_retry_of_two_calls_keeps_the_later_statement_of_a_key() {
     let sql = database();
-    let model = Awaiting { down: Cell::new(true), meanwhile: Cell::new(None) };
+    let model = Outage { down: Cell::new(true), ..Default::default() };
     let said = |content: &str, at: &str, tag: &str| IngestRequest {
         messages: vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }],
         session_id: Some("s".into()),
         metadata: serde_json::from_value(serde_json::json!({ "tag": tag })).unwrap(),
     };
-    with_reasoner(&sql, APRIL_15, &model, |p| block_on(p.ingest(said("Use pnpm, not npm.", "2026-04-15T09:00:00Z", "z"))).unwrap());
-    with_reasoner(&sql, APRIL_15 + 1000, &model, |p| {
+    outage_profile(&sql, &model, APRIL_15, |p| block_on(p.ingest(said("Use pnpm, not npm.", "2026-04-15T09:00:00Z", "z"))).unwrap());
+    outage_profile(&sql, &model, APRIL_15 + 1000, |p| {
         block_on(p.ingest(said("Actually, switch to npm for this project.", "2026-04-15T09:30:00Z", "a"))).unwrap()
     });
     model.down.set(false);
-    with_reasoner(&sql, APRIL_15 + DAY, &model, |p| {
+    outage_profile(&sql, &model, APRIL_15 + DAY, |p| {
         for _ in 0..4 {
             block_on(p.drain()).unwrap();
         }
@@ -882,16 +832,16 @@ fn test_the_alarms_retry_of_two_calls_keeps_the_later_statement_of_a_key() {
 #[test]
 fn test_the_alarms_retry_of_two_owners_calls_supersedes_neither() {
     let sql = database();
-    let model = Awaiting { down: Cell::new(true), meanwhile: Cell::new(None) };
+    let model = Outage { down: Cell::new(true), ..Default::default() };
     let said = |content: &str, owner: &str| IngestRequest {
         messages: vec![msg("user", content)],
         session_id: Some("s".into()),
         metadata: serde_json::from_value(serde_json::json!({ "userId": owner })).unwrap(),
     };
-    with_reasoner(&sql, APRIL_15, &model, |p| block_on(p.ingest(said("Use pnpm, not npm.", "alice"))).unwrap());
-    with_reasoner(&sql, APRIL_15 + 1000, &model, |p| block_on(p.ingest(said("Actually, switch to npm for this project.", "bob"))).unwrap());
+    outage_profile(&sql, &model, APRIL_15, |p| block_on(p.ingest(said("Use pnpm, not npm.", "alice"))).unwrap());
+    outage_profile(&sql, &model, APRIL_15 + 1000, |p| block_on(p.ingest(said("Actually, switch to npm for this project.", "bob"))).unwrap());
     model.down.set(false);
-    with_reasoner(&sql, APRIL_15 + DAY, &model, |p| {
+    outage_profile(&sql, &model, APRIL_15 + DAY, |p| {
         for _ in 0..4 {
             block_on(p.drain()).unwrap();
         }
@@ -965,53 +915,15 @@ fn test_the_stored_value_said_again_after_a_new_one_in_a_call_holds() {
     });
 }
 
-impl Reasoner for OneSubject {
-    fn extract<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        pass: agent_memory::core::provider::Pass,
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
-        Rules.extract(t, pass)
-    }
-    fn verify<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
-        Rules.verify(t, c)
-    }
-    fn classify<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
-        Box::pin(async move {
-            let mut out = Rules.classify(t, c).await?;
-            for cls in &mut out {
-                cls.key = cls.key.take().map(|k| k.replace("project.", "user."));
-            }
-            Ok(out)
-        })
-    }
-    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
-        Rules.analyze(q)
-    }
-    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Rules.synthesize(i)
-    }
-    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
-        Rules.consolidate(g)
-    }
-}
-
 /// An agent's statement of a key, then the user's, in one call: the
 /// user's replaces the holder from another session too (the agent's
 /// reaches its own session only), as it does said alone.
 #[test]
 fn test_a_person_after_an_agent_in_one_call_replaces_the_holder_from_another_session() {
     let sql = database();
-    with_reasoner(&sql, APRIL_15, &OneSubject, |p| block_on(p.ingest(one_message("one", "Actually, switch to npm for this project."))).unwrap());
-    with_reasoner(&sql, APRIL_15 + DAY, &OneSubject, |p| {
+    let model = Outage { one_subject: true, ..Default::default() };
+    outage_profile(&sql, &model, APRIL_15, |p| block_on(p.ingest(one_message("one", "Actually, switch to npm for this project."))).unwrap());
+    outage_profile(&sql, &model, APRIL_15 + DAY, |p| {
         let call = IngestRequest {
             messages: vec![msg("assistant", "I set the monorepo up with yarn workspaces."), msg("user", "Use pnpm, not npm.")],
             session_id: Some("two".into()),
