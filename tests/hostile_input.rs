@@ -1026,3 +1026,11 @@ fn test_list_refuses_a_key_no_memory_can_hold() {
         assert!(p.list(ListRequest { key: Some("user.package_manager".into()), ..Default::default() }).is_ok());
     });
 }
+
+#[test]
+fn test_rpc_reaches_the_published_methods_and_not_the_drain_or_the_purge() {
+    assert!(rest::rpc_op("recall").is_ok() && rest::rpc_op("deleteSession").is_ok());
+    for name in ["drain", "purge", "benchDrain", "constructor", ""] {
+        assert_eq!(rest::rpc_op(name).err().map(|e| e.status()), Some(404), "{name}");
+    }
+}

@@ -551,11 +551,7 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
             None => return Err(Error::invalid("the binding's props.namespace must be a string")),
         };
         let (ns, p) = rest::rpc_profile_name(&profile, namespace.as_deref())?;
-        // Only what callers may call: the drain is the alarm's and the
-        // purge the catalog's, whatever name the shim forwards.
-        if !crate::core::op::Op::parse(&op).is_some_and(crate::core::op::Op::is_public) {
-            return Err(Error::not_found(format!("no profile method {}", crate::core::api::quoted(&op))));
-        }
+        rest::rpc_op(&op)?;
         // Room for the arguments' working memory, taken before they are
         // read into the Wasm memory: `size` is the length of their JSON
         // text as the entry measured it (its UTF-8 bytes), as a REST

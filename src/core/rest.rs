@@ -299,6 +299,13 @@ pub const CALL_BYTES_HEADER: &str = "x-agent-memory-call-bytes";
 /// ([`envelope_ends`]).
 pub const PIECES_HEADER: &str = "x-agent-memory-pieces";
 
+/// The operation an RPC caller names, if callers may call it (404
+/// otherwise): the drain is the alarm's and the purge the catalog's,
+/// whatever name the JS shim forwards.
+pub fn rpc_op(name: &str) -> Result<Op> {
+    Op::parse(name).filter(|op| op.is_public()).ok_or_else(|| Error::not_found(format!("no profile method {}", api::quoted(name))))
+}
+
 /// Splits a profile name as RPC callers give it: `"ns/profile"`, or
 /// `"profile"` in `namespace` (the binding's `props.namespace`, else
 /// `default`). Both parts follow the REST name rules; a binding scoped to
