@@ -960,3 +960,62 @@ fn test_update_does_not_give_an_owner_a_second_holder_of_a_key() {
         assert!(p.update(serde_json::from_value(serde_json::json!({ "id": ben.id, "metadata": { "userId": "carl", "label": "x" } })).unwrap()).is_ok());
     });
 }
+
+fn said_in(session: &str, content: &str) -> IngestRequest {
+    IngestRequest { messages: vec![msg("user", content)], session_id: Some(session.into()), metadata: Default::default() }
+}
+
+/// Deleting the session that replaced a value puts the value back: the
+/// replacement was drawn from the deleted messages, so nothing of it
+/// stays, its supersession included. The older memory is active again,
+/// valid with no end, and wants its vector back.
+#[test]
+fn test_deleting_the_session_that_replaced_a_value_makes_the_old_value_active_again() {
+    let sql = database();
+    let old = with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        pnpm_memory(p)
+    });
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        block_on(p.ingest(switch_to_npm())).unwrap();
+        assert_eq!(p.get(&old.id).unwrap().memory.status, Status::Superseded);
+        block_on(p.drain()).unwrap();
+        assert!(!vector_ids(&sql).contains(&old.id), "a superseded memory has no vector");
+        p.delete_session("later").unwrap();
+        let back = p.get(&old.id).unwrap().memory;
+        assert_eq!(back.status, Status::Active, "its replacement is gone: it holds again");
+        assert_eq!(back.superseded_by, None);
+        assert_eq!(back.valid_to, None);
+        assert_eq!(pnpm_memory(p).id, old.id);
+        block_on(p.drain()).unwrap();
+        assert!(vector_ids(&sql).contains(&old.id), "and is found by meaning again");
+    });
+}
+
+/// A deleted version in the middle of a chain is spliced out: the one
+/// before it is superseded by the one after it, which supersedes it.
+#[test]
+fn test_deleting_a_middle_version_links_its_neighbours() {
+    let sql = database();
+    let ids = with_profile(&sql, APRIL_15, |p| {
+        let mut ids = Vec::new();
+        for (s, tool) in [("one", "pnpm"), ("two", "npm"), ("three", "yarn")] {
+            let r = block_on(p.ingest(said_in(s, &format!("I use {tool} as the package manager for this project.")))).unwrap();
+            ids.push(r.memories.iter().find(|m| m.content.contains(tool)).expect("a memory of it").id.clone());
+        }
+        ids
+    });
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        assert_eq!(p.get(&ids[1]).unwrap().memory.superseded_by.as_deref(), Some(ids[2].as_str()), "each replaces the one before");
+        p.delete_session("two").unwrap();
+        let first = p.get(&ids[0]).unwrap().memory;
+        let last = p.get(&ids[2]).unwrap().memory;
+        assert_eq!(first.status, Status::Superseded);
+        assert_eq!(first.superseded_by.as_deref(), Some(ids[2].as_str()));
+        assert_eq!(first.valid_to, last.valid_from, "valid until the next remaining version");
+        assert_eq!(last.supersedes.as_deref(), Some(ids[0].as_str()));
+        assert_eq!(last.status, Status::Active);
+        let chain: Vec<String> = p.get(&ids[2]).unwrap().versions.into_iter().map(|m| m.id).collect();
+        assert_eq!(chain, vec![ids[0].clone(), ids[2].clone()]);
+    });
+}

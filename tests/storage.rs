@@ -1220,3 +1220,58 @@ fn test_json_parameters_are_made_one_at_a_time_and_a_row_that_does_not_serialize
     let bad: Vec<std::collections::HashMap<(i32, i32), i32>> = vec![[((1, 2), 3)].into_iter().collect()];
     assert!(json_chunks(&bad).unwrap_err().is_storage());
 }
+
+/// A statement said again word for word in another session is stored once,
+/// citing where it was first said; the later session's words are recorded
+/// as a restatement. Deleting the first session leaves the memory, now
+/// citing the restatement's message and in its session (nothing of the
+/// deleted messages stays); deleting that one too removes it.
+#[test]
+fn test_a_memory_said_again_in_another_session_outlives_the_deletion_of_the_first() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let said = "The build server runs on Debian twelve.";
+        for s in ["a", "b"] {
+            block_on(p.ingest(IngestRequest { messages: vec![msg("user", said)], session_id: Some(s.into()), metadata: Default::default() })).unwrap();
+        }
+        let debian = |p: &agent_memory::core::ops::Profile<'_>| {
+            p.list(ListRequest::default()).unwrap().memories.into_iter().filter(|m| m.content.contains("Debian")).collect::<Vec<_>>()
+        };
+        let before = debian(p);
+        assert_eq!(before.len(), 1, "said twice, stored once");
+        assert_eq!(before[0].session_id, "a");
+        let b_message = p.store().session_messages("b").unwrap().remove(0).id;
+        p.delete_session("a").unwrap();
+        let after = debian(p);
+        assert_eq!(after.len(), 1, "the memory outlives the first session: session b says it too");
+        assert_eq!(after[0].id, before[0].id);
+        assert_eq!(after[0].status, Status::Active);
+        assert_eq!(after[0].session_id, "b");
+        assert_eq!(after[0].source_message_ids, vec![b_message.clone()]);
+        let cited: Vec<String> = p.store().memories_citing(&[b_message]).unwrap();
+        assert_eq!(cited, vec![after[0].id.clone()], "its citation is b's message");
+        let found = block_on(p.recall(serde_json::from_value(json!({ "query": "Which OS does the build server run?" })).unwrap())).unwrap();
+        assert!(found.candidates.iter().any(|m| m.id == after[0].id), "recall still finds it");
+        p.delete_session("b").unwrap();
+        assert!(debian(p).is_empty(), "with the last session that says it, it goes");
+        assert_eq!(p.sql.query("SELECT COUNT(*) FROM restatements", &[]).unwrap()[0][0].as_i64(), Some(0));
+    });
+}
+
+/// Deleting a memory by id deletes it however many sessions said it: the
+/// caller asked for that memory to go.
+#[test]
+fn test_deleting_a_restated_memory_by_id_removes_it() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let said = "The build server runs on Debian twelve.";
+        for s in ["a", "b"] {
+            block_on(p.ingest(IngestRequest { messages: vec![msg("user", said)], session_id: Some(s.into()), metadata: Default::default() })).unwrap();
+        }
+        let id = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.content.contains("Debian")).unwrap().id;
+        block_on(p.dispatch("delete", json!({ "id": id }))).unwrap();
+        assert!(!p.list(ListRequest::default()).unwrap().memories.iter().any(|m| m.content.contains("Debian")));
+        assert_eq!(p.store().session_messages("b").unwrap().len(), 1, "b's message is no source of it: it stays");
+        assert_eq!(p.sql.query("SELECT COUNT(*) FROM restatements", &[]).unwrap()[0][0].as_i64(), Some(0));
+    });
+}

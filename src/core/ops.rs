@@ -421,12 +421,19 @@ impl<'a> Profile<'a> {
         let memory = store.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
         store.transaction(|| {
             let mut memory_ids = store.memories_citing(&memory.source_message_ids)?;
+            store.delete_messages(&memory.source_message_ids)?;
+            // Another that a remaining message said again stays, moved to
+            // it; the memory asked for goes, however often it was said.
+            memory_ids.retain(|id| *id != memory.id);
+            let moved = store.rehome(&memory_ids)?;
+            memory_ids.retain(|id| !moved.contains(id));
             memory_ids.push(memory.id.clone());
             memory_ids.sort();
             memory_ids.dedup();
+            store.splice_out(&memory_ids)?;
             store.delete_memories(&memory_ids)?;
             store.erase_consolidations_of(&memory_ids)?;
-            store.delete_messages(&memory.source_message_ids)?;
+            store.erase_consolidations_of(&moved)?;
             store.purge_deleted_text()?;
             let deleted_messages = memory.source_message_ids.clone();
             Ok(DeleteReport { memory: memory.clone(), deleted_memories: memory_ids, deleted_messages })
@@ -462,9 +469,14 @@ impl<'a> Profile<'a> {
             memory_ids.extend(store.memories_citing(&messages)?);
             memory_ids.sort();
             memory_ids.dedup();
+            store.delete_messages(&messages)?;
+            // One that another session said again stays, moved to it.
+            let moved = store.rehome(&memory_ids)?;
+            memory_ids.retain(|id| !moved.contains(id));
+            store.splice_out(&memory_ids)?;
             store.delete_memories(&memory_ids)?;
             store.erase_consolidations_of(&memory_ids)?;
-            store.delete_messages(&messages)?;
+            store.erase_consolidations_of(&moved)?;
             store.delete_session_jobs(session_id)?;
             store.purge_deleted_text()?;
             let report =

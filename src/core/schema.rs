@@ -369,6 +369,28 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX IF NOT EXISTS memories_by_user ON memories(user_id, id, status, expires_at)",
         ],
     ),
+    (
+        17,
+        &[
+            // A statement said again word for word in a later message is not
+            // stored again (core::ingest::persist): the memory keeps citing
+            // where it was first said, so recall scores it as before, and the
+            // later message is recorded here. When the messages a memory
+            // cites are deleted but one that said it again is not, the memory
+            // moves to that one (Store::rehome) instead of going with them.
+            // Rows leave with their memory or their message.
+            "CREATE TABLE IF NOT EXISTS restatements (
+            memory_id TEXT NOT NULL,
+            message_rowid INTEGER NOT NULL,
+            PRIMARY KEY (memory_id, message_rowid)
+        ) WITHOUT ROWID",
+            "CREATE INDEX IF NOT EXISTS restatements_by_message ON restatements(message_rowid)",
+            "CREATE TRIGGER IF NOT EXISTS restatements_unstored AFTER DELETE ON messages BEGIN \
+         DELETE FROM restatements WHERE message_rowid = old.rowid; END",
+            "CREATE TRIGGER IF NOT EXISTS restatements_of_deleted AFTER DELETE ON memories BEGIN \
+         DELETE FROM restatements WHERE memory_id = old.id; END",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.

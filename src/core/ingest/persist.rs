@@ -128,9 +128,13 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         // A stored memory said again keeps its place among the call's
         // statements of its key (supersede::plan_with_repeats).
         let mut repeats: Vec<supersede::Repeat> = Vec::new();
+        // Its messages are recorded as restatements of it: should the
+        // messages it cites be deleted, it moves to these.
+        let mut restated: Vec<(String, String)> = Vec::new();
         for p in pending {
             match stored.get(&p.fingerprint) {
                 Some(id) => {
+                    restated.extend(p.memory.source_message_ids.iter().map(|m| (id.clone(), m.clone())));
                     if let Some(key) = &p.memory.key {
                         let owner = crate::core::model::Owner::of(&p.memory.metadata);
                         repeats.push(supersede::Repeat { at: fresh.len(), id: id.clone(), key: key.clone(), owner, weight: p.authority });
@@ -140,6 +144,7 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
                 None => fresh.push(p),
             }
         }
+        store.record_restatements(&restated.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect::<Vec<_>>())?;
         free_ids(store, &mut fresh)?;
         // Taken apart, not copied: a call may store tens of thousands.
         let mut memories: Vec<Memory> = Vec::with_capacity(fresh.len());

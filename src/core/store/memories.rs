@@ -412,6 +412,83 @@ impl<'a> Store<'a> {
         self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
     }
 
+    /// Takes the memories `deleted` (about to be hard-deleted) out of their
+    /// version chains, as if they had never been said: a remaining version
+    /// they superseded is superseded by the next remaining one after them
+    /// (valid until it was said, never ending before it starts), or, with
+    /// none, is active again (valid with no end, its vector wanted back);
+    /// a remaining version that superseded them supersedes the one before
+    /// them that remains, or nothing.
+    pub fn splice_out(&self, deleted: &[String]) -> Result<()> {
+        if deleted.is_empty() {
+            return Ok(());
+        }
+        // id, supersedes, superseded_by of each deleted one
+        type Links = (String, Option<String>, Option<String>);
+        let mut links: std::collections::HashMap<String, (Option<String>, Option<String>)> = std::collections::HashMap::new();
+        for chunk in json_chunks(deleted)? {
+            let rows: Vec<Links> = json_rows(
+                self.sql,
+                "SELECT json_group_array(json_array(m.id, m.supersedes, m.superseded_by)) FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
+                &[chunk],
+            )?;
+            links.extend(rows.into_iter().map(|(id, before, after)| (id, (before, after))));
+        }
+        // The first remaining version along a chain from `start` (bounded:
+        // a chain through the deleted ones visits each at most once).
+        let remaining = |start: Option<&String>, next: fn(&(Option<String>, Option<String>)) -> Option<&String>| -> Option<String> {
+            let mut at = start?;
+            for _ in 0..=links.len() {
+                match links.get(at) {
+                    Some(l) => at = next(l)?,
+                    None => return Some(at.clone()),
+                }
+            }
+            None
+        };
+        let mut reinstated: Vec<String> = Vec::new();
+        for chunk in json_chunks(deleted)? {
+            // Remaining versions linked to a deleted one: (id, which link, deleted id)
+            let rows: Vec<(String, String, String)> = json_rows(
+                self.sql,
+                "SELECT json_group_array(json_array(m.id, m.link, m.target)) FROM (\
+                 SELECT p.id, 'after' AS link, p.superseded_by AS target FROM json_each(?1) j CROSS JOIN memories p ON p.superseded_by = j.value \
+                 UNION ALL SELECT n.id, 'before', n.supersedes FROM json_each(?1) j CROSS JOIN memories n ON n.supersedes = j.value) m",
+                &[chunk],
+            )?;
+            for (id, link, target) in rows {
+                if links.contains_key(&id) {
+                    continue;
+                }
+                let Some(l) = links.get(&target) else { continue };
+                if link == "after" {
+                    match remaining(l.1.as_ref(), |l| l.1.as_ref()) {
+                        Some(next) => self.sql.execute(
+                            "UPDATE memories SET superseded_by = ?1, updated_at = ?2, \
+                             valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
+                             WHERE id = ?3",
+                            &[next.into(), iso(self.now).into(), id.as_str().into()],
+                        )?,
+                        None => {
+                            self.sql.execute(
+                                "UPDATE memories SET status = 'active', superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'superseded'",
+                                &[iso(self.now).into(), id.as_str().into()],
+                            )?;
+                            reinstated.push(id);
+                        }
+                    }
+                } else {
+                    let before = remaining(l.0.as_ref(), |l| l.0.as_ref());
+                    self.sql
+                        .execute("UPDATE memories SET supersedes = ?1 WHERE id = ?2", &[before.map_or(SqlValue::Null, SqlValue::from), id.as_str().into()])?;
+                }
+            }
+        }
+        let wanting = self.wanting_vectors(&reinstated)?;
+        let embed: Vec<&str> = reinstated.iter().filter(|id| wanting.contains(*id)).map(String::as_str).collect();
+        self.enqueue_many(JobKind::Embed, &embed)
+    }
+
     /// Hard-deletes memories and every trace of them the store holds: rows,
     /// sources, FTS rows and pending jobs. Their vectors are the vector
     /// index's: an `unvector` job is queued in the same transaction (the

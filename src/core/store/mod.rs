@@ -14,7 +14,8 @@
 //!   placeholders stay under [`MAX_SQL_PARAMS`].
 //!
 //! One file per thing stored: `messages`, `memories` (with their
-//! citations), `outbox`, `fulltext`, `spool` (exports being read out); `rows` decodes rows, `sql` holds the
+//! citations), `outbox`, `fulltext`, `spool` (exports being read out), `restatements`
+//! (later messages that said a memory again); `rows` decodes rows, `sql` holds the
 //! statement helpers. This file: the store itself, its transactions,
 //! `meta`, statistics and the wipe.
 
@@ -75,6 +76,7 @@ mod fulltext;
 mod memories;
 mod messages;
 mod outbox;
+mod restatements;
 mod rows;
 mod spool;
 mod sql;
@@ -153,6 +155,7 @@ impl<'a> Store<'a> {
         for t in [
             "citations",
             "citations_waiting",
+            "restatements",
             "messages",
             "messages_fts",
             "memories",

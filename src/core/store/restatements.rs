@@ -1,0 +1,87 @@
+//! Restatements: later messages that said again, word for word, what a
+//! stored memory says. Ingest stores such a statement once, citing where
+//! it was first said (so recall scores it as before); the later messages
+//! are recorded here, and a memory whose cited messages are deleted moves
+//! to them instead of going with the rest ([`Store::rehome`]).
+//!
+//! Rows leave with their memory or their message (triggers, schema
+//! version 17). An export does not carry them: a profile imported from a
+//! file has none until its messages are said again.
+
+use super::*;
+
+impl<'a> Store<'a> {
+    /// Records that these messages said again what a stored memory says:
+    /// pairs of (memory id, message id). A message the memory cites is no
+    /// restatement of it, and an unstored message is left out.
+    pub fn record_restatements(&self, pairs: &[(&str, &str)]) -> Result<()> {
+        for chunk in json_chunks(pairs)? {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO restatements (memory_id, message_rowid) SELECT j.value ->> 0, m.rowid \
+                 FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 1 \
+                 WHERE NOT EXISTS (SELECT 1 FROM citations c WHERE c.memory_id = j.value ->> 0 AND c.message_rowid = m.rowid)",
+                &[chunk],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Moves each of the memories `ids` that a stored message said again to
+    /// those messages: they become its sources (its citations of the
+    /// messages it cited go), its session is the first one's, and it is
+    /// valid from when they were said (until no earlier than that). Called
+    /// after the messages a deletion removes are gone, on the memories that
+    /// would go with them; returns the ids moved, which stay.
+    ///
+    /// An active memory's vector is written again (its metadata names the
+    /// session).
+    pub fn rehome(&self, ids: &[String]) -> Result<Vec<String>> {
+        // memory id, message id, session, when said (timestamp, else stored)
+        type Said = (String, String, String, Option<String>, String);
+        let mut moved: Vec<(String, Vec<Said>)> = Vec::new();
+        for chunk in json_chunks(ids)? {
+            let rows = self.sql.query(
+                "SELECT r.memory_id, g.id, g.session_id, g.timestamp, g.created_at FROM json_each(?1) j \
+                 CROSS JOIN restatements r ON r.memory_id = j.value CROSS JOIN messages g ON g.rowid = r.message_rowid \
+                 ORDER BY r.memory_id, g.rowid",
+                &[chunk],
+            )?;
+            for row in rows {
+                let [memory, message, session, timestamp, stored]: [SqlValue; 5] =
+                    row.try_into().map_err(|_| Error::storage("a restatement row that is not five columns"))?;
+                let said: Said = (
+                    text(memory, "a restatement's memory id")?,
+                    text(message, "a restatement's message id")?,
+                    text(session, "a restatement's session")?,
+                    opt_text(timestamp, "a restatement's timestamp")?,
+                    text(stored, "a restatement's stored time")?,
+                );
+                match moved.last_mut() {
+                    Some((id, all)) if *id == said.0 => all.push(said),
+                    _ => moved.push((said.0.clone(), vec![said])),
+                }
+            }
+        }
+        let mut vectors: Vec<&str> = Vec::new();
+        for (id, said) in &moved {
+            let sources: Vec<String> = said.iter().map(|s| s.1.clone()).collect();
+            let session = said.first().map(|s| s.2.clone()).ok_or_else(|| Error::storage("a restated memory with no message"))?;
+            let when = said.iter().filter_map(|s| s.3.as_deref().and_then(crate::core::time::parse_millis)).min();
+            let when = when.or_else(|| said.iter().filter_map(|s| crate::core::time::parse_millis(&s.4)).min()).unwrap_or(self.now);
+            self.set_sources(id, &sources)?;
+            let from = iso(when);
+            self.sql.execute(
+                "UPDATE memories SET session_id = ?1, valid_from = ?2, valid_to = CASE WHEN valid_to IS NULL THEN NULL ELSE MAX(valid_to, ?2) END, \
+                 updated_at = ?3 WHERE id = ?4",
+                &[session.into(), from.as_str().into(), iso(self.now).into(), id.as_str().into()],
+            )?;
+            self.sql.execute("DELETE FROM restatements WHERE memory_id = ?", &[id.as_str().into()])?;
+            vectors.push(id);
+        }
+        let ids: Vec<String> = moved.iter().map(|(id, _)| id.clone()).collect();
+        let wanting = self.wanting_vectors(&ids)?;
+        vectors.retain(|id| wanting.contains(*id));
+        self.enqueue_many(JobKind::Embed, &vectors)?;
+        Ok(ids)
+    }
+}
