@@ -423,11 +423,11 @@ impl<'a> Store<'a> {
         if deleted.is_empty() {
             return Ok(());
         }
-        // id, supersedes, superseded_by of each deleted one
-        type Links = (String, Option<String>, Option<String>);
-        let mut links: std::collections::HashMap<String, (Option<String>, Option<String>)> = std::collections::HashMap::new();
+        // What each deleted one supersedes and is superseded by.
+        type Links = (Option<String>, Option<String>);
+        let mut links: std::collections::HashMap<String, Links> = std::collections::HashMap::new();
         for chunk in json_chunks(deleted)? {
-            let rows: Vec<Links> = json_rows(
+            let rows: Vec<(String, Option<String>, Option<String>)> = json_rows(
                 self.sql,
                 "SELECT json_group_array(json_array(m.id, m.supersedes, m.superseded_by)) FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
                 &[chunk],
@@ -436,7 +436,7 @@ impl<'a> Store<'a> {
         }
         // The first remaining version along a chain from `start` (bounded:
         // a chain through the deleted ones visits each at most once).
-        let remaining = |start: Option<&String>, next: fn(&(Option<String>, Option<String>)) -> Option<&String>| -> Option<String> {
+        let remaining = |start: Option<&String>, next: fn(&Links) -> Option<&String>| -> Option<String> {
             let mut at = start?;
             for _ in 0..=links.len() {
                 match links.get(at) {
