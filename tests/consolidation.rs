@@ -20,14 +20,19 @@ use serde_json::json;
 use support::{block_on, database, with_profile, with_profile_limits, FailingAt, APRIL_15, DAY};
 
 fn remember(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType) -> agent_memory::core::model::Memory {
+    remember_with(p, content, key, kind, "s1", None)
+}
+
+/// [`remember`] in `session`, with a TTL in seconds when given.
+fn remember_with(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType, session: &str, ttl_seconds: Option<u64>) -> agent_memory::core::model::Memory {
     block_on(p.remember(RememberRequest {
         content: content.into(),
-        session_id: Some("s1".into()),
+        session_id: Some(session.into()),
         kind: Some(kind),
         // Tasks and events take no key.
         key: kind.is_keyed().then(|| key.into()),
         expires_at: None,
-        ttl_seconds: None,
+        ttl_seconds,
         sensitive: None,
         metadata: Default::default(),
     }))
@@ -673,7 +678,7 @@ fn test_a_consolidate_call_that_stops_early_revives_its_parked_job() {
 /// stored that `remember` or import would refuse.
 #[test]
 fn test_a_fold_past_the_content_limit_keeps_its_group() {
-    use agent_memory::core::consolidate::apply::{apply, Current};
+    use agent_memory::core::consolidate::apply::{apply, Current, Run};
     use agent_memory::core::provider::{Consolidation, Group, GroupKind};
     let sql = database();
     let long = |c: char| format!("{} happened.", c.to_string().repeat(20_000));
@@ -684,7 +689,278 @@ fn test_a_fold_past_the_content_limit_keeps_its_group() {
     let current = Current::read(&store, &ids).unwrap();
     for content in [agent_memory::core::rules::consolidate::folded(&group), "\u{200B} ".to_string()] {
         let fold = Consolidation::Fold { content, reason: "same day".into() };
-        assert_eq!(apply(&store, "c-test", &group, &fold, 0, &current).unwrap(), None);
+        let run = Run { id: "c-test", max_memories: i64::MAX };
+        assert_eq!(apply(&store, &run, &group, &fold, 0, &current).unwrap(), None);
     }
     with_profile(&sql, APRIL_15, |p| assert_eq!(active(p).len(), 2, "the group was kept"));
+}
+
+// ---- expiries, undo against later writes, deletion, validity ----
+
+/// A permanent fact and a reworded copy said with a one-day TTL merge
+/// into the fuller (TTL'd) wording: the survivor holds as long as any of
+/// its wordings did, here for ever, so the permanent fact is not lost when
+/// the TTL passes.
+#[test]
+fn test_a_merge_keeps_the_latest_expiry_of_its_wordings_none_being_never() {
+    let sql = database();
+    let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+    let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| {
+        remember_with(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact, "s1", Some(86_400))
+    });
+    assert!(a.expires_at.is_none() && b.expires_at.is_some());
+    let report = with_profile(&sql, APRIL_15 + 2 * 3_600_000, |p| consolidate(p, json!({})));
+    let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+    assert_eq!(merge.target, b.id, "the TTL'd wording survives");
+    with_profile(&sql, APRIL_15 + 3 * DAY, |p| {
+        block_on(p.drain()).unwrap();
+        let left = active(p);
+        assert!(
+            left.iter().any(|m| m.content.contains("dark mode")),
+            "the permanent statement (memory {}, no expiry) was lost: survivor expired at {:?}; active now: {:?}",
+            a.id,
+            p.get(&b.id).unwrap().memory.expires_at,
+            left.iter().map(|m| &m.content).collect::<Vec<_>>()
+        );
+    });
+}
+
+/// Events remembered with a TTL (50 days) fold, 40 days later, into one
+/// memory that expires when the last of them would have: their words do
+/// not outlive their TTL in the fold.
+#[test]
+fn test_a_fold_expires_when_the_last_of_its_members_would() {
+    let sql = database();
+    let ttl = Some(50 * 86_400);
+    let events = with_profile(&sql, APRIL_15 - 40 * DAY, |p| {
+        [
+            "On 2026-03-01 the user moved the servers to Oslo.",
+            "On 2026-03-01 the user renewed the TLS certificates.",
+            "On 2026-03-01 the user rotated the API keys.",
+        ]
+        .iter()
+        .map(|c| remember_with(p, c, "", MemoryType::Event, "s1", ttl))
+        .collect::<Vec<_>>()
+    });
+    assert!(events.iter().all(|m| m.expires_at.is_some()));
+    let report = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({})));
+    let fold = report.actions.iter().find(|r| r.action == "fold").expect("a fold");
+    with_profile(&sql, APRIL_15 + 20 * DAY, |p| {
+        block_on(p.drain()).unwrap();
+        let folded = p.get(&fold.target).unwrap().memory;
+        assert!(
+            !(folded.status == Status::Active && folded.content.contains("Oslo")),
+            "every member expired on {:?}, yet their words are active in fold {} (expiresAt {:?}): {:?}",
+            events[0].expires_at,
+            folded.id,
+            folded.expires_at,
+            folded.content
+        );
+    });
+}
+
+/// A reasoner of rules whose first `classify` lets a `consolidate` call of
+/// the profile, at `at`, run before it answers (a `remember` awaits the
+/// classifier; the object serves other requests meanwhile).
+struct ConsolidatesMeanwhile<'s> {
+    sql: &'s support::NativeSql,
+    at: i64,
+    done: std::cell::Cell<bool>,
+}
+
+impl Reasoner for ConsolidatesMeanwhile<'_> {
+    fn extract<'a>(&'a self, t: &'a provider::Transcript, pass: provider::Pass) -> LocalBoxFuture<'a, Result<Vec<provider::Candidate>>> {
+        Rules.extract(t, pass)
+    }
+    fn verify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Verdict>>> {
+        Rules.verify(t, c)
+    }
+    fn classify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Classification>>> {
+        Box::pin(async move {
+            if !self.done.replace(true) {
+                let index = SqlVectorIndex { sql: self.sql };
+                let turns = TurnDirectory::new();
+                let p = Profile {
+                    name: "test/p",
+                    sql: self.sql,
+                    reasoner: &Rules,
+                    embedder: &HashEmbedder,
+                    index: &index,
+                    turns: Some(&turns),
+                    now: self.at,
+                    limits: Default::default(),
+                    memory: Default::default(),
+                };
+                let report = p.consolidate(serde_json::from_value(json!({})).unwrap()).await.unwrap();
+                assert!(report.actions.iter().any(|a| a.action == "merge"), "{report:?}");
+            }
+            Rules.classify(t, c).await
+        })
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
+        Rules.consolidate(g)
+    }
+}
+
+/// A `remember` that began before a consolidation (it awaited its
+/// classifier while the merge ran) supersedes the merge's survivor by key
+/// after it. Its change is stamped with the remember's own time, before
+/// the record's: the undo sees the change all the same (a memory counts
+/// as unchanged only when it is as the consolidation left it) and is
+/// refused, rather than putting the superseded survivor back active
+/// beside its successor.
+#[test]
+fn test_an_undo_refuses_a_supersession_by_a_call_begun_before_the_consolidation() {
+    let sql = database();
+    let _a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+    let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+    // The remember starts at +1 day; the consolidation runs at +1 day + 1 s
+    // while the remember awaits its classifier.
+    let model = ConsolidatesMeanwhile { sql: &sql, at: APRIL_15 + DAY + 1_000, done: Default::default() };
+    let index = SqlVectorIndex { sql: &sql };
+    let turns = TurnDirectory::new();
+    let p = Profile {
+        name: "test/p",
+        sql: &sql,
+        reasoner: &model,
+        embedder: &HashEmbedder,
+        index: &index,
+        turns: Some(&turns),
+        now: APRIL_15 + DAY,
+        limits: Default::default(),
+        memory: Default::default(),
+    };
+    let light = remember_with(&p, "The user now prefers the light theme in the code editor.", "user.theme", MemoryType::Fact, "s1", None);
+    let merge_id = with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let survivor = p.get(&b.id).unwrap();
+        assert_eq!(survivor.memory.status, Status::Superseded, "the remember superseded the merge's survivor");
+        assert_eq!(survivor.memory.superseded_by.as_deref(), Some(light.id.as_str()));
+        survivor.consolidations.iter().find(|c| c.action == "merge").expect("the merge").id
+    });
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let undone = p.undo_consolidation(merge_id);
+        let holders: Vec<String> = active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.theme")).map(|m| m.content).collect();
+        assert!(
+            undone.is_err(),
+            "the undo overwrote the later supersession: {} active holders of user.theme: {holders:?}; {} supersededBy {:?}",
+            holders.len(),
+            b.id,
+            p.get(&b.id).unwrap().memory.superseded_by
+        );
+    });
+}
+
+/// A merged memory's key gets a new value while the memory is retired
+/// (no active holder, so nothing is superseded); the merge's undo is then
+/// refused (409), since it would put the old value back active beside the
+/// new one: two active holders of one key for one owner.
+#[test]
+fn test_an_undo_refuses_to_revive_a_key_value_said_again_since() {
+    let sql = database();
+    let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+    with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+    assert!(merge.members.contains(&a.id) && merge.target != a.id);
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| remember(p, "The user switched to the light theme in the editor.", "user.editor_theme", MemoryType::Fact));
+    with_profile(&sql, APRIL_15 + 3 * DAY, |p| {
+        let undone = p.undo_consolidation(merge.id);
+        let holders: Vec<String> = active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.editor_theme")).map(|m| m.content).collect();
+        assert!(
+            undone.is_err() || holders.len() == 1,
+            "undo {:?} left {} active holders of user.editor_theme: {holders:?}",
+            undone.map(|r| r.id),
+            holders.len()
+        );
+    });
+}
+
+/// A fact said in session s2 merges into its rewording from session s1.
+/// Deleting session s1 deletes the survivor (and erases the record, so
+/// no undo); s2's memory, superseded by nothing that remains, is active
+/// again (Store::splice_out), as it would be without the consolidation.
+#[test]
+fn test_deleting_the_survivors_session_makes_a_merged_fact_of_another_session_active_again() {
+    let sql = database();
+    let a =
+        with_profile(&sql, APRIL_15, |p| remember_with(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact, "s2", None));
+    let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| {
+        remember_with(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact, "s1", None)
+    });
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    assert!(report.actions.iter().any(|r| r.action == "merge" && r.target == b.id), "{report:?}");
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        p.delete_session("s1").unwrap();
+        let left = p.get(&a.id).unwrap().memory;
+        assert_eq!(
+            left.status,
+            Status::Active,
+            "session s2's memory {} is {:?}, superseded by {:?}, after only session s1 was deleted; active: {:?}",
+            a.id,
+            left.status,
+            left.superseded_by,
+            active(p).iter().map(|m| &m.content).collect::<Vec<_>>()
+        );
+    });
+}
+
+/// The profile's memory limit counts every stored memory, and a fold adds
+/// one while its members stay (superseded): in a full profile the group
+/// is kept as it is; with room for one more it folds.
+#[test]
+fn test_a_full_profile_keeps_a_group_it_has_no_room_to_fold() {
+    let events = [
+        "On 2026-03-01 the user moved the servers to Oslo.",
+        "On 2026-03-01 the user renewed the TLS certificates.",
+        "On 2026-03-01 the user rotated the API keys.",
+    ];
+    for (max, folds) in [(3, false), (4, true)] {
+        let sql = database();
+        let limits = agent_memory::core::ops::Limits { max_memories: max, ..Default::default() };
+        let turns = TurnDirectory::new();
+        with_profile_limits(&sql, APRIL_15 - 40 * DAY, &turns, limits.clone(), |p| {
+            for c in events {
+                remember(p, c, "", MemoryType::Event);
+            }
+        });
+        with_profile_limits(&sql, APRIL_15, &turns, limits, |p| {
+            let report = consolidate(p, json!({}));
+            assert_eq!(report.actions.iter().any(|r| r.action == "fold"), folds, "limit {max}");
+            let stats = p.stats().unwrap();
+            assert!(stats.memories <= max, "the limit is {max} memories; stored after consolidating: {} ({:?})", stats.memories, stats.by_status);
+            assert_eq!(active(p).len(), if folds { 1 } else { 3 });
+        });
+    }
+}
+
+/// A merge whose survivor is the older wording retires the later one
+/// valid at no instant (an empty interval, as ingest gives a repeat), so
+/// no `asOf` read lists the merged copy beside its survivor.
+#[test]
+fn test_a_merged_later_wording_is_valid_at_no_instant() {
+    let sql = database();
+    let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor at night.", "user.editor_theme", MemoryType::Fact));
+    let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+    assert_eq!(merge.target, a.id, "the fuller, older wording survives");
+    with_profile(&sql, APRIL_15 + 30 * DAY, |p| {
+        let merged = p.get(&b.id).unwrap().memory;
+        let as_of = agent_memory::core::time::iso(APRIL_15 + 20 * DAY);
+        let listed: Vec<String> =
+            p.list(ListRequest { as_of: Some(as_of.clone()), limit: Some(100), ..Default::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
+        assert!(
+            !listed.contains(&b.id),
+            "asOf {as_of} lists the merged copy {} (status {:?}, validTo {:?}) beside its survivor: {listed:?}",
+            b.id,
+            merged.status,
+            merged.valid_to
+        );
+    });
 }

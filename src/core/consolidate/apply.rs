@@ -11,7 +11,7 @@ use crate::core::error::{Error, Result};
 use crate::core::ids;
 use crate::core::model::{ConsolidationRecord, Memory, MemoryType, Metadata, Status};
 use crate::core::provider::{Consolidation, Group};
-use crate::core::store::{NewConsolidation, Store};
+use crate::core::store::{KeyProbe, NewConsolidation, Store};
 use crate::core::time::iso;
 
 /// Search queries a folded memory keeps at most.
@@ -35,10 +35,19 @@ impl Current {
     }
 }
 
-/// Carries out `decision` for `g` in run `run_id`; the record, or `None`
+/// What a window's changes are written under: the run, and the most
+/// memories the profile may store (a fold adds one; its members stay).
+pub struct Run<'r> {
+    pub id: &'r str,
+    pub max_memories: i64,
+}
+
+/// Carries out `decision` for `g` in run `run`; the record, or `None`
 /// when it changes nothing (a keep, a member changed meanwhile, a merge
-/// naming no member). `seq` tells apart the memories one run creates.
-pub fn apply(store: &Store<'_>, run_id: &str, g: &Group, decision: &Consolidation, seq: u64, current: &Current) -> Result<Option<ConsolidationRecord>> {
+/// naming no member, a fold with no room). `seq` tells apart the memories
+/// one run creates.
+pub fn apply(store: &Store<'_>, run: &Run<'_>, g: &Group, decision: &Consolidation, seq: u64, current: &Current) -> Result<Option<ConsolidationRecord>> {
+    let run_id = run.id;
     if !current.unchanged(g) {
         return Ok(None);
     }
@@ -46,7 +55,11 @@ pub fn apply(store: &Store<'_>, run_id: &str, g: &Group, decision: &Consolidatio
         Consolidation::Keep { .. } => Ok(None),
         Consolidation::Merge { survivor, reason } => merge(store, run_id, g, survivor, reason),
         Consolidation::Supersede { reason } => supersede(store, run_id, g, reason),
-        Consolidation::Fold { content, reason } => fold(store, run_id, g, content, reason, seq),
+        Consolidation::Fold { content, reason } => match store.memory_count_near(run.max_memories, 1)? {
+            // The profile is full: the group stays as it is.
+            Some(count) if count.saturating_add(1) > run.max_memories => Ok(None),
+            _ => fold(store, run_id, g, content, reason, seq),
+        },
         Consolidation::Retire { reason } => retire(store, run_id, g, reason),
     }
 }
@@ -68,6 +81,11 @@ fn merge(store: &Store<'_>, run_id: &str, g: &Group, survivor: &str, reason: &st
     let mut order: Vec<&Memory> = vec![keep];
     order.extend(g.members.iter().filter(|m| m.id != survivor));
     store.set_sources(survivor, &sources_of(&order))?;
+    // The merged statement holds as long as any of its wordings did.
+    let until = latest_expiry(&g.members);
+    if until != keep.expires_at {
+        store.set_expiry(survivor, until.as_deref())?;
+    }
     let until = keep.valid_from.clone();
     for m in g.members.iter().filter(|m| m.id != survivor) {
         store.retire_into(&m.id, survivor, until.as_deref().filter(|u| m.valid_from.as_deref().is_some_and(|f| f < *u)))?;
@@ -130,7 +148,7 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
         event_date: g.members.iter().filter_map(|m| m.event_date.clone()).min(),
         created_at: iso(now),
         updated_at: iso(now),
-        expires_at: None,
+        expires_at: latest_expiry(&g.members),
         metadata,
         valid_from: Some(iso(since)),
         valid_to: None,
@@ -141,6 +159,11 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
         store.retire_into(&m.id, &folded.id, m.valid_from.as_deref())?;
     }
     record(store, run_id, "fold", &folded.id, g, std::slice::from_ref(&folded.id), reason)
+}
+
+/// The latest of `members`' expiries, none being never.
+fn latest_expiry(members: &[Memory]) -> Option<String> {
+    members.iter().map(|m| m.expires_at.clone()).collect::<Option<Vec<String>>>()?.into_iter().max()
 }
 
 fn retire(store: &Store<'_>, run_id: &str, g: &Group, reason: &str) -> Result<Option<ConsolidationRecord>> {
@@ -156,12 +179,19 @@ fn shared_metadata(members: &[Memory]) -> Metadata {
 }
 
 /// Refuses (409) when a memory `rec` involved is gone or was changed after
-/// it: every change to a memory sets its `updatedAt`.
-fn unchanged_since(store: &Store<'_>, rec: &ConsolidationRecord, involved: &[String]) -> Result<()> {
+/// it: every change to a memory sets its `updatedAt`, so one is unchanged
+/// only when its stamp is the consolidation's (it changed it) or the one
+/// it had before (it did not). A later-or-earlier comparison would miss a
+/// call begun before the consolidation that wrote after it (its stamp is
+/// its own start).
+fn unchanged_since(store: &Store<'_>, rec: &ConsolidationRecord, involved: &[String], before: &[Memory]) -> Result<()> {
     for id in involved {
+        // What the consolidation left: its own stamp on what it changed,
+        // the stamp as it was on what it did not.
+        let left = |m: &Memory| m.updated_at == rec.at || before.iter().any(|b| b.id == m.id && b.updated_at == m.updated_at);
         match store.get_memory(id)? {
             None => return Err(Error::conflict(format!("memory {id} was deleted after consolidation {}; it cannot be undone", rec.id))),
-            Some(m) if m.updated_at > rec.at => {
+            Some(m) if !left(&m) => {
                 return Err(Error::conflict(format!(
                     "memory {id} changed after consolidation {} (now {}); undoing it would overwrite that",
                     rec.id,
@@ -169,6 +199,28 @@ fn unchanged_since(store: &Store<'_>, rec: &ConsolidationRecord, involved: &[Str
                 )));
             }
             Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Refuses (409) to put back an active keyed memory whose owner holds its
+/// key in another active memory now (a value said after the
+/// consolidation, while this one was retired and superseded nothing): the
+/// owner would hold two values of one key, as `update` refuses too.
+fn no_other_holder(store: &Store<'_>, before: &[Memory], involved: &[String]) -> Result<()> {
+    for m in before.iter().filter(|m| m.status == Status::Active) {
+        let Some(key) = m.key.as_deref() else { continue };
+        let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: ids::undated_digest(&m.content), any_session: true };
+        let holders = store.active_key_holders(&[probe])?;
+        let owner = crate::core::model::Owner::of(&m.metadata);
+        if let Some(h) = holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| !involved.contains(&h.id)) {
+            return Err(Error::conflict(format!(
+                "memory {} holds the key {} of memory {} now; undoing would leave two values of it: forget that one first",
+                h.id,
+                crate::core::api::quoted(key),
+                m.id
+            )));
         }
     }
     Ok(())
@@ -195,7 +247,8 @@ pub fn undo(store: &Store<'_>, id: i64) -> Result<ConsolidationRecord> {
     if let Some(later) = store.later_consolidations(id, &involved)?.first() {
         return Err(Error::invalid(format!("consolidation {later} changed these memories since; undo it first")));
     }
-    unchanged_since(store, &rec, &involved)?;
+    unchanged_since(store, &rec, &involved, &before)?;
+    no_other_holder(store, &before, &involved)?;
     if !created.is_empty() {
         store.delete_memories(&created)?;
     }

@@ -200,8 +200,9 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
         let ids: Vec<String> = groups.iter().flat_map(|g| g.members.iter().map(|m| m.id.clone())).collect();
         let current = apply::Current::read(&store, &ids)?;
         let mut done = Vec::new();
+        let under = apply::Run { id: &run.id, max_memories: p.limits.max_memories };
         for (seq, (g, d)) in (0u64..).zip(groups.iter().zip(&decisions)) {
-            done.extend(apply::apply(&store, &run.id, g, d, seq, &current)?);
+            done.extend(apply::apply(&store, &under, g, d, seq, &current)?);
         }
         store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&next)?)?;
         Ok(Ok(done))

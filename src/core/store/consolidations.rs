@@ -206,7 +206,7 @@ impl<'a> Store<'a> {
     pub fn retire_into(&self, id: &str, into: &str, until: Option<&str>) -> Result<()> {
         self.sql.execute(
             "UPDATE memories SET status = 'superseded', superseded_by = ?1, \
-             valid_to = MAX(?2, COALESCE(valid_from, created_at)), updated_at = ?3 WHERE id = ?4",
+             valid_to = MAX(COALESCE(?2, valid_from, created_at), COALESCE(valid_from, created_at)), updated_at = ?3 WHERE id = ?4",
             &[into.into(), until.map(SqlValue::from).unwrap_or(SqlValue::Null), iso(self.now).into(), id.into()],
         )?;
         self.enqueue(&Work::Unvector { memory_id: id.to_string() })
