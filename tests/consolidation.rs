@@ -17,7 +17,7 @@ use agent_memory::core::provider::{self, Reasoner};
 use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::rules::Rules;
 use serde_json::json;
-use support::{block_on, database, with_profile, with_profile_limits, FailingAt, APRIL_15, DAY};
+use support::{block_on, database, with_profile, with_profile_limits, with_reasoner, FailingAt, APRIL_15, DAY};
 
 fn remember(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType) -> agent_memory::core::model::Memory {
     remember_with(p, content, key, kind, "s1", None)
@@ -134,14 +134,25 @@ fn before_jobs(p: &Profile<'_>) -> i64 {
 }
 
 /// The rule-based reasoner, counting its consolidation calls: one a
-/// window, each a model call when a model decides. With `meanwhile`, its
-/// first call lets a `consolidate` call of that profile run the whole run
-/// before it answers (a model call awaits; the object serves other
-/// requests).
+/// window, each a model call when a model decides. With `meanwhile`, a
+/// call of the profile runs while one of its own is awaited (a model call
+/// awaits; the object serves other requests).
 #[derive(Default)]
 struct Counting<'s> {
     calls: std::cell::Cell<usize>,
-    meanwhile: Option<&'s support::NativeSql>,
+    meanwhile: Option<Meanwhile<'s>>,
+    classified: std::cell::Cell<bool>,
+}
+
+/// What [`Counting`] lets run while it is awaited.
+#[derive(Clone, Copy)]
+enum Meanwhile<'s> {
+    /// A `consolidate` call running a whole run, during its first
+    /// `consolidate`.
+    WholeRun(&'s support::NativeSql),
+    /// A `consolidate` call at `at`, during its first `classify` (a
+    /// `remember` or an ingest awaiting its classifier).
+    ConsolidateWhileClassifying(&'s support::NativeSql, i64),
 }
 
 impl Reasoner for Counting<'_> {
@@ -152,7 +163,13 @@ impl Reasoner for Counting<'_> {
         Rules.verify(t, c)
     }
     fn classify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Classification>>> {
-        Rules.classify(t, c)
+        Box::pin(async move {
+            if let Some(Meanwhile::ConsolidateWhileClassifying(sql, at)) = self.meanwhile.filter(|_| !self.classified.replace(true)) {
+                let report = consolidated_at(sql, at, json!({})).await;
+                assert!(report.actions.iter().any(|a| a.action == "merge"), "{report:?}");
+            }
+            Rules.classify(t, c).await
+        })
     }
     fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<provider::QueryAnalysis>> {
         Rules.analyze(q)
@@ -163,26 +180,32 @@ impl Reasoner for Counting<'_> {
     fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
         self.calls.set(self.calls.get() + 1);
         Box::pin(async move {
-            if let Some(sql) = self.meanwhile.filter(|_| self.calls.get() == 1) {
-                let index = SqlVectorIndex { sql };
-                let turns = TurnDirectory::new();
-                let p = Profile {
-                    name: "test/p",
-                    sql,
-                    reasoner: &Rules,
-                    embedder: &HashEmbedder,
-                    index: &index,
-                    turns: Some(&turns),
-                    now: APRIL_15 + 2,
-                    limits: Default::default(),
-                    memory: Default::default(),
-                };
-                let report = p.consolidate(serde_json::from_value(json!({ "maxWindows": 100 })).unwrap()).await.unwrap();
+            if let Some(Meanwhile::WholeRun(sql)) = self.meanwhile.filter(|_| self.calls.get() == 1) {
+                let report = consolidated_at(sql, APRIL_15 + 2, json!({ "maxWindows": 100 })).await;
                 assert!(report.done, "{report:?}");
             }
             Rules.consolidate(g).await
         })
     }
+}
+
+/// A `consolidate` call of `body` at `now` with the rules, awaited (within
+/// a reasoner's own await).
+async fn consolidated_at(sql: &support::NativeSql, now: i64, body: serde_json::Value) -> agent_memory::core::model::ConsolidationReport {
+    let index = SqlVectorIndex { sql };
+    let turns = TurnDirectory::new();
+    let p = Profile {
+        name: "test/p",
+        sql,
+        reasoner: &Rules,
+        embedder: &HashEmbedder,
+        index: &index,
+        turns: Some(&turns),
+        now,
+        limits: Default::default(),
+        memory: Default::default(),
+    };
+    p.consolidate(serde_json::from_value(body).unwrap()).await.unwrap()
 }
 
 /// `body`'s report and how many reasoner calls it made, over a profile of
@@ -191,20 +214,7 @@ fn counted(memories: usize, body: serde_json::Value) -> (agent_memory::core::mod
     let sql = database();
     imported(&sql, memories);
     let model = Counting::default();
-    let index = SqlVectorIndex { sql: &sql };
-    let turns = TurnDirectory::new();
-    let p = Profile {
-        name: "test/p",
-        sql: &sql,
-        reasoner: &model,
-        embedder: &HashEmbedder,
-        index: &index,
-        turns: Some(&turns),
-        now: APRIL_15,
-        limits: Default::default(),
-        memory: Default::default(),
-    };
-    let report = consolidate(&p, body);
+    let report = with_reasoner(&sql, APRIL_15, Default::default(), &model, |p| consolidate(p, body));
     (report, model.calls.get())
 }
 
@@ -439,22 +449,11 @@ fn test_a_window_cut_inside_its_transaction_leaves_nothing_and_the_run_ends_as_a
     assert!(full.actions.len() >= 10, "{} merges", full.actions.len());
     let before = with_profile(&cut, APRIL_15, export_body);
     let failing = FailingAt { inner: &cut, pattern: "INSERT INTO consolidations", n: std::cell::Cell::new(5) };
-    let turns = Default::default();
-    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &failing };
-    let p = Profile {
-        name: "test/p",
-        sql: &failing,
-        reasoner: &agent_memory::core::rules::Rules,
-        embedder: &agent_memory::core::local::embed::HashEmbedder,
-        index: &index,
-        turns: Some(&turns),
-        now: APRIL_15,
-        limits: Default::default(),
-        memory: Default::default(),
-    };
-    let e = block_on(p.consolidate(ConsolidateRequest::default())).unwrap_err();
-    assert!(e.message().contains("injected failure"), "{e}");
-    let run = agent_memory::core::consolidate::current(&p).unwrap().expect("the run begun before the window");
+    let run = with_reasoner(&failing, APRIL_15, Default::default(), &Rules, |p| {
+        let e = block_on(p.consolidate(ConsolidateRequest::default())).unwrap_err();
+        assert!(e.message().contains("injected failure"), "{e}");
+        agent_memory::core::consolidate::current(p).unwrap().expect("the run begun before the window")
+    });
     assert_eq!(run.cursor, "", "the cursor did not move");
     assert_eq!(with_profile(&cut, APRIL_15, export_body), before, "no memory or record of the window was kept");
     let resumed = with_profile(&cut, APRIL_15, |p| consolidate(p, json!({})));
@@ -617,26 +616,11 @@ fn test_a_run_another_call_ended_while_the_job_awaited_stays_ended() {
     let sql = database();
     imported(&sql, 5 * WINDOW + 1);
     let limits = agent_memory::core::ops::Limits { consolidate_every: Some(1), ..Default::default() };
-    let drain = |now: i64, reasoner: &dyn Reasoner| {
-        let index = SqlVectorIndex { sql: &sql };
-        let turns = TurnDirectory::new();
-        let p = Profile {
-            name: "test/p",
-            sql: &sql,
-            reasoner,
-            embedder: &HashEmbedder,
-            index: &index,
-            turns: Some(&turns),
-            now,
-            limits: limits.clone(),
-            memory: Default::default(),
-        };
-        block_on(p.drain()).unwrap()
-    };
+    let drain = |now: i64, reasoner: &dyn Reasoner| with_reasoner(&sql, now, limits.clone(), reasoner, |p| block_on(p.drain()).unwrap());
     // The schedule begins a run (its job is due next).
     drain(APRIL_15 + 1, &Rules);
     assert!(!run_record(&sql).is_empty());
-    let model = Counting { meanwhile: Some(&sql), ..Counting::default() };
+    let model = Counting { meanwhile: Some(Meanwhile::WholeRun(&sql)), ..Counting::default() };
     let report = drain(APRIL_15 + 2, &model);
     assert!(model.calls.get() >= 1);
     assert_eq!(report.failed, 0, "{report:?}");
@@ -759,55 +743,6 @@ fn test_a_fold_expires_when_the_last_of_its_members_would() {
     });
 }
 
-/// A reasoner of rules whose first `classify` lets a `consolidate` call of
-/// the profile, at `at`, run before it answers (a `remember` awaits the
-/// classifier; the object serves other requests meanwhile).
-struct ConsolidatesMeanwhile<'s> {
-    sql: &'s support::NativeSql,
-    at: i64,
-    done: std::cell::Cell<bool>,
-}
-
-impl Reasoner for ConsolidatesMeanwhile<'_> {
-    fn extract<'a>(&'a self, t: &'a provider::Transcript, pass: provider::Pass) -> LocalBoxFuture<'a, Result<Vec<provider::Candidate>>> {
-        Rules.extract(t, pass)
-    }
-    fn verify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Verdict>>> {
-        Rules.verify(t, c)
-    }
-    fn classify<'a>(&'a self, t: &'a provider::Transcript, c: &'a [provider::Candidate]) -> LocalBoxFuture<'a, Result<Vec<provider::Classification>>> {
-        Box::pin(async move {
-            if !self.done.replace(true) {
-                let index = SqlVectorIndex { sql: self.sql };
-                let turns = TurnDirectory::new();
-                let p = Profile {
-                    name: "test/p",
-                    sql: self.sql,
-                    reasoner: &Rules,
-                    embedder: &HashEmbedder,
-                    index: &index,
-                    turns: Some(&turns),
-                    now: self.at,
-                    limits: Default::default(),
-                    memory: Default::default(),
-                };
-                let report = p.consolidate(serde_json::from_value(json!({})).unwrap()).await.unwrap();
-                assert!(report.actions.iter().any(|a| a.action == "merge"), "{report:?}");
-            }
-            Rules.classify(t, c).await
-        })
-    }
-    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<provider::QueryAnalysis>> {
-        Rules.analyze(q)
-    }
-    fn synthesize<'a>(&'a self, i: &'a provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Rules.synthesize(i)
-    }
-    fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
-        Rules.consolidate(g)
-    }
-}
-
 /// A `remember` that began before a consolidation (it awaited its
 /// classifier while the merge ran) supersedes the merge's survivor by key
 /// after it. Its change is stamped with the remember's own time, before
@@ -822,21 +757,10 @@ fn test_an_undo_refuses_a_supersession_by_a_call_begun_before_the_consolidation(
     let b = with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
     // The remember starts at +1 day; the consolidation runs at +1 day + 1 s
     // while the remember awaits its classifier.
-    let model = ConsolidatesMeanwhile { sql: &sql, at: APRIL_15 + DAY + 1_000, done: Default::default() };
-    let index = SqlVectorIndex { sql: &sql };
-    let turns = TurnDirectory::new();
-    let p = Profile {
-        name: "test/p",
-        sql: &sql,
-        reasoner: &model,
-        embedder: &HashEmbedder,
-        index: &index,
-        turns: Some(&turns),
-        now: APRIL_15 + DAY,
-        limits: Default::default(),
-        memory: Default::default(),
-    };
-    let light = remember_with(&p, "The user now prefers the light theme in the code editor.", "user.theme", MemoryType::Fact, "s1", None);
+    let model = Counting { meanwhile: Some(Meanwhile::ConsolidateWhileClassifying(&sql, APRIL_15 + DAY + 1_000)), ..Counting::default() };
+    let light = with_reasoner(&sql, APRIL_15 + DAY, Default::default(), &model, |p| {
+        remember_with(p, "The user now prefers the light theme in the code editor.", "user.theme", MemoryType::Fact, "s1", None)
+    });
     let merge_id = with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
         let survivor = p.get(&b.id).unwrap();
         assert_eq!(survivor.memory.status, Status::Superseded, "the remember superseded the merge's survivor");

@@ -80,6 +80,21 @@ pub fn with_profile_embedding<T>(
     f(&p)
 }
 
+/// [`with_profile`] deciding with `reasoner`, under `limits`, over any
+/// [`Sql`](agent_memory::core::ports::Sql) (a fault-injecting one too).
+pub fn with_reasoner<T>(
+    sql: &dyn agent_memory::core::ports::Sql,
+    now: i64,
+    limits: Limits,
+    reasoner: &dyn agent_memory::core::provider::Reasoner,
+    f: impl FnOnce(&Profile<'_>) -> T,
+) -> T {
+    let index = SqlVectorIndex { sql };
+    let turns = TurnDirectory::new();
+    let p = Profile { name: "test/p", sql, reasoner, embedder: &HashEmbedder, index: &index, turns: Some(&turns), now, limits, memory: Default::default() };
+    f(&p)
+}
+
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     futures::executor::block_on(f)
 }
