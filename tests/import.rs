@@ -755,3 +755,48 @@ fn test_ingest_continues_a_session_imported_near_the_largest_position_up_to_it()
     });
     exports_whole_and_imports(&sql);
 }
+
+/// A statement said again in a second session is recorded as a
+/// restatement; the export carries it, an import writes it back, and in
+/// the imported profile deleting the first session moves the memory to
+/// the second, as in the profile exported.
+#[test]
+fn test_a_restatement_travels_through_export_and_import() {
+    let said = "The build server runs on Debian twelve.";
+    let from = database();
+    let export = with_profile(&from, APRIL_15, |p| {
+        for s in ["a", "b"] {
+            let messages = vec![MessageInput { role: "user".into(), content: said.into(), timestamp: None }];
+            block_on(p.ingest(IngestRequest { messages, session_id: Some(s.into()), metadata: Default::default() })).unwrap();
+        }
+        p.export(ExportRequest::default()).unwrap()
+    });
+    let restatements: Vec<Value> = export.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["kind"] == "restatement").collect();
+    assert_eq!(restatements.len(), 1, "{export}");
+    let to = database();
+    with_profile(&to, APRIL_15 + DAY, |p| {
+        p.import(&export).unwrap();
+        assert_eq!(p.export(ExportRequest::default()).unwrap().lines().skip(1).collect::<Vec<_>>(), export.lines().skip(1).collect::<Vec<_>>());
+        p.delete_session("a").unwrap();
+        let kept: Vec<_> = p.list(ListRequest::default()).unwrap().memories.into_iter().filter(|m| m.content.contains("Debian")).collect();
+        assert_eq!(kept.len(), 1, "moved to session b, not deleted");
+        assert_eq!(kept[0].session_id, "b");
+        assert_eq!(Value::String(kept[0].id.clone()), restatements[0]["memoryId"]);
+    });
+}
+
+#[test]
+fn test_import_of_a_restatement_naming_what_neither_the_file_nor_the_profile_holds_is_refused() {
+    let m = memory(FIRST, "The build server runs on Debian twelve.", json!({}));
+    let g = message("The build server runs on Debian twelve.", json!({}));
+    let id = agent_memory::core::ids::message_id("s1", "user", "The build server runs on Debian twelve.");
+    let restated = |memory: &str, message: &str| json!({ "kind": "restatement", "memoryId": memory, "messageId": message }).to_string();
+    let e = refused(&file(&[header(), m.clone(), restated(FIRST, "0123456789abcdef0123456789abcdee")]));
+    assert!(e.message().contains("messageId names message 0123456789abcdef0123456789abcdee"), "{e}");
+    let e = refused(&file(&[header(), g.clone(), restated(SECOND, &id)]));
+    assert!(e.message().contains(&format!("memoryId names memory {SECOND}")), "{e}");
+    let e = refused(&file(&[header(), m.clone(), g.clone(), restated(FIRST, &id), restated(FIRST, &id)]));
+    assert!(e.message().contains("repeats line 4"), "{e}");
+    let e = refused(&file(&[header(), m, g, json!({ "kind": "restatement", "memoryId": FIRST, "messageId": id, "at": 1 }).to_string()]));
+    assert!(e.message().contains("at"), "{e}");
+}

@@ -4,7 +4,11 @@
 //! {"kind":"header","format":"agent-memory-export","version":1,"profile":"ns/p","exportedAt":"..."}
 //! {"kind":"message", ...Message}
 //! {"kind":"memory", ...Memory}
+//! {"kind":"restatement","memoryId":"...","messageId":"..."}
 //! ```
+//! A restatement records that a message said a memory again word for
+//! word (core::store::restatements): deleting the messages the memory
+//! cites then moves it to that message.
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
 //! they are (`INSERT OR IGNORE`), but for one held active that a new
@@ -191,7 +195,33 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
         }
         Ok(())
     })?;
+    // The restatements whose memory and message are both in the file.
+    let mut after: Option<(String, i64)> = None;
+    loop {
+        let page = store.restatements_after(after.as_ref().map(|(m, r)| (m.as_str(), *r)), EXPORT_MEMORY_PAGE)?;
+        let Some((memory, rowid, _)) = page.last() else { break };
+        after = Some((memory.clone(), *rowid));
+        let kept = match filter {
+            Some(_) => Some((
+                store.kept_by_export(export, Kept::Memory, page.iter().map(|r| r.0.as_str()))?,
+                store.kept_by_export(export, Kept::Message, page.iter().map(|r| r.2.as_str()))?,
+            )),
+            None => None,
+        };
+        for (memory_id, _, message_id) in page.iter().filter(|r| kept.as_ref().is_none_or(|(m, g)| m.contains(&r.0) && g.contains(&r.2))) {
+            out.push_str(&tagged("restatement", &Restatement { memory_id: memory_id.clone(), message_id: message_id.clone() })?)?;
+        }
+    }
     store.drop_export_kept(export)
+}
+
+/// A message that said a memory again word for word (an export's
+/// `restatement` record).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Restatement {
+    pub memory_id: String,
+    pub message_id: String,
 }
 
 /// Text written to the spool in parts of [`EXPORT_PART_BYTES`], one part
@@ -272,6 +302,10 @@ fn tagged<T: Serialize>(kind: &str, v: &T) -> Result<String> {
 pub struct Parsed {
     pub messages: Vec<Message>,
     pub memories: Vec<Memory>,
+    pub restatements: Vec<Restatement>,
+    /// The memories and messages its restatements name that the file does
+    /// not hold: the profile must ([`check_links`]).
+    pub outside_restated: Vec<Link>,
     /// The versions its memories name (`supersedes`, `supersededBy`) that
     /// the file does not hold: the profile must ([`check_links`]).
     pub outside: Vec<Link>,
@@ -328,6 +362,7 @@ struct Reader {
     /// The fields each kind of record has.
     message_fields: HashSet<String>,
     memory_fields: HashSet<String>,
+    restatement_fields: HashSet<String>,
     header_fields: HashSet<String>,
     parsed: Parsed,
     saw_header: bool,
@@ -338,6 +373,8 @@ struct Reader {
     memory_lines: HashMap<String, usize>,
     /// The line of each memory in `parsed.memories`, in order.
     lines: Vec<usize>,
+    /// The line of each restatement read, by its (memory, message).
+    restatement_lines: HashMap<(String, String), usize>,
 }
 
 impl Reader {
@@ -345,6 +382,7 @@ impl Reader {
         Reader {
             message_fields: fields_of::<Message>(),
             memory_fields: fields_of::<Memory>(),
+            restatement_fields: fields_of::<Restatement>(),
             header_fields: HEADER_FIELDS.iter().map(|f| f.to_string()).collect(),
             parsed: Parsed::default(),
             saw_header: false,
@@ -352,6 +390,7 @@ impl Reader {
             message_lines: HashMap::new(),
             memory_lines: HashMap::new(),
             lines: Vec::new(),
+            restatement_lines: HashMap::new(),
         }
     }
 
@@ -375,6 +414,7 @@ impl Reader {
             }
             "message" => self.message(line, v)?,
             "memory" => self.memory(line, v)?,
+            "restatement" => self.restatement(line, v)?,
             other => return Err(Error::invalid(format!("unknown record kind {}", api::quoted(other)))),
         }
         Ok(())
@@ -405,6 +445,22 @@ impl Reader {
         Ok(())
     }
 
+    fn restatement(&mut self, line: usize, v: Value) -> Result<()> {
+        known_fields(&v, &self.restatement_fields)?;
+        let r: Restatement = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid restatement: {}", serde_message(&e))))?;
+        if !ids::is_id(&r.memory_id) || !ids::is_hex_id(&r.message_id) {
+            return Err(Error::invalid("a restatement names a memory id and a message id"));
+        }
+        if let Some(first) = self.restatement_lines.insert((r.memory_id.clone(), r.message_id.clone()), line) {
+            return Err(Error::invalid(format!(
+                "the restatement of memory {} by message {} repeats line {first}: a file holds each record once",
+                r.memory_id, r.message_id
+            )));
+        }
+        self.parsed.restatements.push(r);
+        Ok(())
+    }
+
     /// The file, its citations following the redactions and its links to
     /// versions it does not hold listed.
     fn finish(mut self) -> Result<Parsed> {
@@ -416,6 +472,18 @@ impl Reader {
                 if let Some(new) = self.renamed.get(id) {
                     id.clone_from(new);
                 }
+            }
+        }
+        for r in &mut self.parsed.restatements {
+            let line = self.restatement_lines.get(&(r.memory_id.clone(), r.message_id.clone())).copied().unwrap_or(0);
+            if let Some(new) = self.renamed.get(&r.message_id) {
+                r.message_id.clone_from(new);
+            }
+            if !self.memory_lines.contains_key(&r.memory_id) {
+                self.parsed.outside_restated.push(Link { line, field: "memoryId", id: r.memory_id.clone() });
+            }
+            if !self.message_lines.contains_key(&r.message_id) {
+                self.parsed.outside_restated.push(Link { line, field: "messageId", id: r.message_id.clone() });
             }
         }
         for (m, &line) in self.parsed.memories.iter().zip(&self.lines) {
@@ -455,12 +523,32 @@ fn check_header(v: &Value) -> Result<()> {
 /// `None` for a profile that counts as empty (one the import will purge
 /// first).
 pub fn check_links(store: Option<&Store<'_>>, p: &Parsed) -> Result<()> {
-    let present = match store {
-        Some(store) => store.existing_memory_ids(&p.outside.iter().map(|l| l.id.as_str()).collect::<Vec<_>>())?,
+    let memories = |links: &mut dyn Iterator<Item = &Link>| -> Result<HashSet<String>> {
+        match store {
+            Some(store) => store.existing_memory_ids(&links.map(|l| l.id.as_str()).collect::<Vec<_>>()),
+            None => Ok(Default::default()),
+        }
+    };
+    let present = memories(&mut p.outside.iter())?;
+    if let Some(l) = p.outside.iter().find(|l| !present.contains(&l.id)) {
+        return Err(Error::invalid(format!("import line {}: {} names memory {}, which is neither in the file nor in the profile", l.line, l.field, l.id)));
+    }
+    // A restatement's memory and message, likewise.
+    let restated = memories(&mut p.outside_restated.iter().filter(|l| l.field == "memoryId"))?;
+    let messages: Vec<String> = p.outside_restated.iter().filter(|l| l.field == "messageId").map(|l| l.id.clone()).collect();
+    let said = match store {
+        Some(store) => store.existing_message_ids(&messages)?,
         None => Default::default(),
     };
-    match p.outside.iter().find(|l| !present.contains(&l.id)) {
-        Some(l) => Err(Error::invalid(format!("import line {}: {} names memory {}, which is neither in the file nor in the profile", l.line, l.field, l.id))),
+    let held = |l: &&Link| if l.field == "memoryId" { restated.contains(&l.id) } else { said.contains(&l.id) };
+    match p.outside_restated.iter().find(|l| !held(l)) {
+        Some(l) => {
+            let what = if l.field == "memoryId" { "memory" } else { "message" };
+            Err(Error::invalid(format!(
+                "import line {}: the restatement's {} names {what} {}, which is neither in the file nor in the profile",
+                l.line, l.field, l.id
+            )))
+        }
         None => Ok(()),
     }
 }
@@ -618,5 +706,7 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
             store.supersede_if_active(old, &m.id)?;
         }
     }
+    let restated: Vec<(&str, &str)> = p.restatements.iter().map(|r| (r.memory_id.as_str(), r.message_id.as_str())).collect();
+    store.record_restatements(&restated)?;
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })
 }

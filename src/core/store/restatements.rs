@@ -5,8 +5,8 @@
 //! to them instead of going with the rest ([`Store::rehome`]).
 //!
 //! Rows leave with their memory or their message (triggers, schema
-//! version 17). An export does not carry them: a profile imported from a
-//! file has none until its messages are said again.
+//! version 17). An export carries them as `restatement` records, which
+//! import writes back.
 
 use super::*;
 
@@ -24,6 +24,24 @@ impl<'a> Store<'a> {
             )?;
         }
         Ok(())
+    }
+
+    /// A page of restatements in (memory id, message rowid) order, after
+    /// `after`: each one's memory id, its message's rowid and id.
+    pub fn restatements_after(&self, after: Option<(&str, i64)>, limit: usize) -> Result<Vec<(String, i64, String)>> {
+        let (memory, rowid) = after.unwrap_or(("", i64::MIN));
+        let rows = self.sql.query(
+            "SELECT r.memory_id, r.message_rowid, g.id FROM restatements r CROSS JOIN messages g ON g.rowid = r.message_rowid \
+             WHERE (r.memory_id, r.message_rowid) > (?1, ?2) ORDER BY r.memory_id, r.message_rowid LIMIT ?3",
+            &[memory.into(), SqlValue::Integer(rowid), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX))],
+        )?;
+        rows.into_iter()
+            .map(|row| {
+                let [memory, rowid, message]: [SqlValue; 3] = row.try_into().map_err(|_| Error::storage("a restatement row that is not three columns"))?;
+                let rowid = rowid.as_i64().ok_or_else(|| Error::storage("a restatement's message rowid that is not a number"))?;
+                Ok((text(memory, "a restatement's memory id")?, rowid, text(message, "a restatement's message id")?))
+            })
+            .collect()
     }
 
     /// Moves each of the memories `ids` that a stored message said again to
