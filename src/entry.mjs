@@ -76,7 +76,12 @@ export class MemoryService extends WorkerEntrypoint {
   }
   getProfile(name) {
     takes("getProfile", arguments);
-    return new Profile(rust(this.ctx, this.env), this.env, name, this.#namespace);
+    // A name no profile may have rejects here, as the published types say
+    // ("validated against naming rules"), not at the profile's first call.
+    profileName(name);
+    const worker = rust(this.ctx, this.env);
+    worker.checkProfileName(name, this.#namespace);
+    return new Profile(worker, this.env, name, this.#namespace);
   }
   async deleteProfile(name) {
     takes("deleteProfile", arguments);

@@ -541,16 +541,7 @@ fn working_set_limits(env: &Env) -> Limits {
 #[wasm_bindgen]
 pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespace: JsValue, size: JsValue) -> std::result::Result<JsValue, JsValue> {
     let out = async {
-        // Taken as a JsValue: a caller may send anything, and a name that is
-        // not a string is an invalid argument, not a trap.
-        let profile = profile.as_string().ok_or_else(|| Error::invalid("profile name must be a string"))?;
-        // The binding's `props.namespace`, when its consumer gave one.
-        let namespace = match namespace.as_string() {
-            Some(ns) => Some(ns),
-            None if namespace.is_undefined() || namespace.is_null() => None,
-            None => return Err(Error::invalid("the binding's props.namespace must be a string")),
-        };
-        let (ns, p) = rest::rpc_profile_name(&profile, namespace.as_deref())?;
+        let (ns, p) = rpc_names(&profile, &namespace)?;
         rest::rpc_op(&op)?;
         // Room for the arguments' working memory, taken before they are
         // read into the Wasm memory: `size` is the length of their JSON
@@ -575,16 +566,42 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         }
     }
     .await;
-    match out {
-        Ok(value) => Ok(value),
-        Err(e) => {
-            let err = js_sys::Error::new(&format!("{} ({})", e.message(), e.code()));
-            err.set_name("MemoryError");
-            // The message carries the code whatever happens; a property
-            // that cannot be set is that error, thrown instead.
-            js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from(e.code()))?;
-            js_sys::Reflect::set(&err, &JsValue::from_str("status"), &JsValue::from(e.status()))?;
-            Err(err.into())
-        }
+    out.map_err(|e| memory_error(&e))
+}
+
+/// Checks a profile name as [`rpc`] reads it, throwing the error a call
+/// on it would: `getProfile` calls it, so that a name no profile may have
+/// rejects there, as the published types say (the name is "validated
+/// against naming rules"), and not at the profile's first call.
+#[wasm_bindgen(js_name = checkProfileName)]
+pub fn check_profile_name(profile: JsValue, namespace: JsValue) -> std::result::Result<(), JsValue> {
+    rpc_names(&profile, &namespace).map(|_| ()).map_err(|e| memory_error(&e))
+}
+
+/// A caller's profile name and the binding's `props.namespace`, as the
+/// RPC entry takes them: the namespace and profile they name.
+fn rpc_names(profile: &JsValue, namespace: &JsValue) -> std::result::Result<(String, String), Error> {
+    // Taken as a JsValue: a caller may send anything, and a name that is
+    // not a string is an invalid argument, not a trap.
+    let profile = profile.as_string().ok_or_else(|| Error::invalid("profile name must be a string"))?;
+    let namespace = match namespace.as_string() {
+        Some(ns) => Some(ns),
+        None if namespace.is_undefined() || namespace.is_null() => None,
+        None => return Err(Error::invalid("the binding's props.namespace must be a string")),
+    };
+    rest::rpc_profile_name(&profile, namespace.as_deref())
+}
+
+/// The `Error` the binding throws: named `MemoryError`, its message
+/// ending in the code, with `code` and `status` beside it.
+fn memory_error(e: &Error) -> JsValue {
+    let err = js_sys::Error::new(&format!("{} ({})", e.message(), e.code()));
+    err.set_name("MemoryError");
+    // The message carries the code whatever happens; a property that
+    // cannot be set is that error, thrown instead.
+    let set = |key: &str, value: JsValue| js_sys::Reflect::set(&err, &JsValue::from_str(key), &value);
+    match set("code", JsValue::from(e.code())).and_then(|_| set("status", JsValue::from(e.status()))) {
+        Ok(_) => err.into(),
+        Err(thrown) => thrown,
     }
 }

@@ -437,7 +437,8 @@ fn validate_name_of(what: &str, name: &str, max: usize, extra: &[u8]) -> Result<
         return Err(Error::invalid(format!("{what} name must be at most {max} characters")));
     }
     if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') || extra.contains(&b)) {
-        let class = format!("[A-Za-z0-9._-{}]", String::from_utf8_lossy(extra));
+        // The hyphen last: `[A-Za-z0-9._-@+]` would read as a range.
+        let class = format!("[A-Za-z0-9._{}-]", String::from_utf8_lossy(extra));
         return Err(Error::invalid(format!("{what} name must match {class}")));
     }
     if name == "." || name == ".." {

@@ -365,6 +365,15 @@ test("get of an unknown id throws an Error", async () => {
   assert.equal(e.isError, true, `instanceof Error: ${JSON.stringify(e)}`);
 });
 
+test("getProfile of a name no profile may have rejects at getProfile itself (400's code); a valid name resolves", async () => {
+  for (const bad of ["auth0|65f2a1", "Alice Smith", "x".repeat(101), ".."]) {
+    const e = await threw("consumer-a", "/get-profile", { profile: bad });
+    assert.equal(e.isError, true, `${JSON.stringify(bad)}: instanceof Error: ${JSON.stringify(e)}`);
+    assert.match(e.message, /10001/, `${JSON.stringify(bad)}: ${e.message}`);
+  }
+  assert.equal(value(await A("/get-profile", { profile: "user@example.com" })), "resolved");
+});
+
 test("delete(id) returns the deleted memory (with content and Dates); then get and delete of it throw", async () => {
   const profile = "pub-delete";
   const made = assertMemory(await A("/remember", { profile, content: "I cycle to work every day.", sessionId: "sess-d" }), "remember");

@@ -130,6 +130,11 @@ function listOptions(body: Body): AgentMemoryListMemoriesOptions {
 
 async function step(route: string, body: Body, env: Env): Promise<unknown> {
   if (route === "/delete-profile") return env.MEMORY.deleteProfile(body.profile);
+  if (route === "/get-profile") {
+    // getProfile alone: its name is "validated against naming rules".
+    await env.MEMORY.getProfile(body.profile);
+    return "resolved";
+  }
   const profile: AgentMemoryProfile = await env.MEMORY.getProfile(body.profile);
   switch (route) {
     case "/ingest": {
@@ -188,7 +193,7 @@ async function step(route: string, body: Body, env: Env): Promise<unknown> {
 
 const ROUTES = new Set([
   "/ingest", "/remember", "/recall", "/list", "/list-all", "/get", "/delete",
-  "/summary", "/delete-session", "/delete-profile",
+  "/summary", "/delete-session", "/delete-profile", "/get-profile",
 ]);
 
 export default {
