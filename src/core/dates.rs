@@ -6,6 +6,7 @@
 //! "I deployed yesterday" becomes "I deployed on 2026-04-14". Phrases it
 //! does not recognise are left as they are; it never guesses.
 
+use crate::core::text::{case_folded, holds_any};
 use chrono::{Datelike, Duration, Months, NaiveDate, Weekday};
 use regex::{Captures, Regex};
 use std::sync::OnceLock;
@@ -13,6 +14,20 @@ use std::sync::OnceLock;
 /// Month names and their abbreviations, as a regex alternation.
 pub const MONTHS: &str =
     "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
+/// The three letters every one of [`MONTHS`] opens with: a text naming a
+/// month holds one.
+const MONTH_STEMS: &[&str] = &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+
+/// Whether a text ([`case_folded`]) may name a month: checked before a
+/// pattern naming one is compiled or run.
+pub fn may_name_a_month(folded: &str) -> bool {
+    holds_any(folded, MONTH_STEMS)
+}
+
+/// Words one of which every phrase [`resolve`] rewrites holds (each
+/// weekday's name, "yesterday" and "today" hold "day").
+const RELATIVE_WORDS: &[&str] = &["day", "tomorrow", "tonight", "morning", "afternoon", "evening", "week", "month", "year"];
+
 const WEEKDAYS: &str = "monday|tuesday|wednesday|thursday|friday|saturday|sunday";
 const NUMBERS: &str = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few";
 
@@ -191,6 +206,9 @@ pub fn resolve(text: &str, anchor: NaiveDate) -> String {
     let Some(anchor) = in_calendar(anchor) else {
         return text.to_string();
     };
+    if !holds_any(&case_folded(text), RELATIVE_WORDS) {
+        return text.to_string();
+    }
     pattern()
         .replace_all(text, |c: &Captures| replacement(c, anchor).unwrap_or_else(|| c.get(0).map_or_else(String::new, |m| m.as_str().to_string())))
         .into_owned()
@@ -206,6 +224,9 @@ pub fn resolve(text: &str, anchor: NaiveDate) -> String {
 /// NULL.
 pub fn undated(text: &str) -> String {
     static RE: OnceLock<Regex> = OnceLock::new();
+    if !text.contains('-') && !may_name_a_month(&case_folded(text)) {
+        return text.to_lowercase();
+    }
     let re = crate::core::text::constant_regex(&RE, &format!(r"(?i)\b(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS}) \d{{4}})\b"));
     re.replace_all(text, "#").to_lowercase()
 }
@@ -215,6 +236,9 @@ pub fn undated(text: &str) -> String {
 /// is no memory's event date: filters and import could not read it).
 pub fn first_date(text: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    if !text.contains('-') {
+        return None;
+    }
     let re = crate::core::text::constant_regex(&RE, r"\b(\d{4}-\d{2}-\d{2})\b");
     re.captures_iter(text).filter_map(|c| c.get(1)).map(|m| m.as_str()).find(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok()).map(str::to_string)
 }

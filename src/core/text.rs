@@ -229,6 +229,24 @@ pub fn constant_regex(cell: &'static std::sync::OnceLock<regex::Regex>, pattern:
     cell.get_or_init(|| regex::Regex::new(pattern).expect("a constant pattern compiles"))
 }
 
+/// `text` as a case-insensitive pattern's literals may be looked for in
+/// it: lowercased, and the long s (`ſ`, which Unicode case folding takes
+/// for `s`, and which is lowercase already) written `s`. (The Kelvin sign,
+/// folded to `k`, lowercases to `k`.) Every ASCII letter a `(?i)` pattern
+/// matches in `text` is then that letter here.
+pub fn case_folded(text: &str) -> String {
+    text.to_lowercase().replace('\u{17F}', "s")
+}
+
+/// Whether `folded` ([`case_folded`]) holds any of `words`: checked before
+/// a pattern every match of which holds one of them, so that a text that
+/// cannot match never compiles it. A pattern's first use in an isolate
+/// compiles it (a few milliseconds in Wasm), and a first recall or ingest
+/// paid that for every pattern it tried (`make bench-first`).
+pub fn holds_any(folded: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| folded.contains(w))
+}
+
 /// `"User / Package Manager"` -> `user.package_manager`. A key longer
 /// than the write routes accept ([`crate::core::api::MAX_KEY_CHARS`]) is
 /// no topic key: `None`.

@@ -8,7 +8,8 @@
 //! ("April 10", "2026-04-10", "10 April 2026") or, failing that, from the
 //! dates of the best matching memories.
 
-use crate::core::dates::MONTHS;
+use crate::core::dates::{may_name_a_month, MONTHS};
+use crate::core::text::{case_folded, holds_any};
 use chrono::{Datelike, NaiveDate};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -54,7 +55,8 @@ fn unit_of(s: &str) -> Unit {
     }
 }
 
-/// Classifies a question, if it is temporal.
+/// Classifies a question, if it is temporal. Each pattern is tried only
+/// when the question holds a word every match of it holds.
 pub fn detect(q: &str) -> Option<Question> {
     static BETWEEN: OnceLock<Regex> = OnceLock::new();
     static AGO: OnceLock<Regex> = OnceLock::new();
@@ -63,24 +65,32 @@ pub fn detect(q: &str) -> Option<Question> {
     static ORDER: OnceLock<Regex> = OnceLock::new();
     static LAST_PERIOD: OnceLock<Regex> = OnceLock::new();
     static WHEN: OnceLock<Regex> = OnceLock::new();
-    if let Some(c) = re(&BETWEEN, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(between|from)\b").captures(q) {
+    let folded = case_folded(q);
+    let how_many = holds_any(&folded, &["how many"]);
+    if let Some(c) = how_many.then(|| re(&BETWEEN, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(between|from)\b").captures(q)).flatten() {
         return Some(Question::Between(unit_of(group(&c, 1))));
     }
-    if let Some(c) = re(&AGO, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(ago|since|before|until|till|left|passed|elapsed)\b").captures(q) {
+    if let Some(c) =
+        how_many.then(|| re(&AGO, r"(?i)how many (days?|weeks?|months?|years?)\b.*\b(ago|since|before|until|till|left|passed|elapsed)\b").captures(q)).flatten()
+    {
         return Some(Question::Ago(unit_of(group(&c, 1))));
     }
-    if re(&LONG_AGO, r"(?i)\bhow long (ago|since|has it been)\b").is_match(q) {
+    if holds_any(&folded, &["how long"]) && re(&LONG_AGO, r"(?i)\bhow long (ago|since|has it been)\b").is_match(q) {
         return Some(Question::Ago(Unit::Days));
     }
-    if re(&WEEKDAY, r"(?i)\b(what|which) (day of the week|weekday)\b").is_match(q) {
+    if holds_any(&folded, &["week"]) && re(&WEEKDAY, r"(?i)\b(what|which) (day of the week|weekday)\b").is_match(q) {
         return Some(Question::Weekday);
     }
     // "What happened last week?" names a period, not an order.
-    let names_a_period = re(&LAST_PERIOD, r"(?i)\b(came|happened|was) last (week|weekend|month|year|night|time)\b").is_match(q);
-    if !names_a_period && re(&ORDER, r"(?i)\b(which|what) (came|happened|was) (first|earlier|later|last)\b|\bbefore or after\b").is_match(q) {
+    let names_a_period =
+        holds_any(&folded, &["last"]) && re(&LAST_PERIOD, r"(?i)\b(came|happened|was) last (week|weekend|month|year|night|time)\b").is_match(q);
+    if !names_a_period
+        && holds_any(&folded, &["came", "happened", "was", "before or after"])
+        && re(&ORDER, r"(?i)\b(which|what) (came|happened|was) (first|earlier|later|last)\b|\bbefore or after\b").is_match(q)
+    {
         return Some(Question::Order);
     }
-    if re(&WHEN, r"(?i)^\s*(when|what (date|day|year|month|time))\b|\bon what date\b|\bwhat year\b").is_match(q) {
+    if holds_any(&folded, &["when", "what"]) && re(&WHEN, r"(?i)^\s*(when|what (date|day|year|month|time))\b|\bon what date\b|\bwhat year\b").is_match(q) {
         return Some(Question::When);
     }
     None
@@ -98,9 +108,21 @@ fn month_num(s: &str) -> Option<u32> {
 pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
     static ISO: OnceLock<Regex> = OnceLock::new();
     static MD: OnceLock<Regex> = OnceLock::new();
-    let iso = re(&ISO, r"\b(\d{4})-(\d{2})-(\d{2})\b");
-    let md = re(&MD, &format!(r"(?i)\b(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))\b(?:,? (\d{{4}}))?"));
     let mut found: Vec<(usize, NaiveDate)> = Vec::new();
+    if text.contains('-') {
+        found.extend(iso_dates(re(&ISO, r"\b(\d{4})-(\d{2})-(\d{2})\b"), text));
+    }
+    if may_name_a_month(&case_folded(text)) {
+        let md = re(&MD, &format!(r"(?i)\b(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))\b(?:,? (\d{{4}}))?"));
+        found.extend(month_day_dates(md, text, reference));
+    }
+    found.sort_by_key(|(pos, _)| *pos);
+    found.into_iter().map(|(_, d)| d).collect()
+}
+
+/// The `YYYY-MM-DD` dates of a text, each with where it starts.
+fn iso_dates(iso: &Regex, text: &str) -> Vec<(usize, NaiveDate)> {
+    let mut found = Vec::new();
     for c in iso.captures_iter(text) {
         if let (Ok(y), Ok(m), Ok(d)) = (group(&c, 1).parse(), group(&c, 2).parse(), group(&c, 3).parse()) {
             if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
@@ -108,6 +130,13 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
             }
         }
     }
+    found
+}
+
+/// The dates a text names by month and day ("March 3", "3rd of March",
+/// "March 3, 2024"), each with where it starts.
+fn month_day_dates(md: &Regex, text: &str, reference: NaiveDate) -> Vec<(usize, NaiveDate)> {
+    let mut found = Vec::new();
     for c in md.captures_iter(text) {
         let (month, day) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
             (Some(m), Some(d), _, _) => (month_num(m.as_str()), d.as_str().parse().ok()),
@@ -129,8 +158,7 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
             found.push((c.get(0).map_or(0, |m| m.start()), date));
         }
     }
-    found.sort_by_key(|(pos, _)| *pos);
-    found.into_iter().map(|(_, d)| d).collect()
+    found
 }
 
 /// Days either side of a date a question names within which a message
@@ -147,8 +175,8 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
     // A date at the edge of the calendar has no range: it is left out.
     let mut out: Vec<(NaiveDate, NaiveDate)> =
         dates_in(text, reference).into_iter().filter_map(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?))).collect();
-    let my = re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"));
-    for c in my.captures_iter(text) {
+    let months = if may_name_a_month(&case_folded(text)) { Some(re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"))) } else { None };
+    for c in months.into_iter().flat_map(|my| my.captures_iter(text)) {
         let (Some(m), Ok(y)) = (month_num(group(&c, 1)), group(&c, 2).parse::<i32>()) else { continue };
         let Some(first) = NaiveDate::from_ymd_opt(y, m, 1) else { continue };
         let next = if m == 12 {
@@ -173,6 +201,10 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
 /// period that would leave the calendar is left out.
 pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate)> {
     static RELATIVE: OnceLock<Regex> = OnceLock::new();
+    // Every period it reads holds one of these words.
+    if !holds_any(&case_folded(text), &["yesterday", "today", "last", "this", "past", "ago"]) {
+        return Vec::new();
+    }
     let n = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few";
     let rx = re(
         &RELATIVE,
@@ -421,6 +453,26 @@ mod tests {
 
     fn d(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    /// The words checked before a pattern is tried are looked for as the
+    /// pattern's case-insensitive literals match: in any case, and with
+    /// the characters Unicode folds to an ASCII letter (the long s, the
+    /// Kelvin sign) taken for it.
+    #[test]
+    fn test_a_pattern_is_tried_whenever_its_case_insensitive_words_are_there() {
+        let r = d("2026-04-20");
+        assert_eq!(detect("HOW MANY DAYS AGO did we ship?"), Some(Question::Ago(Unit::Days)));
+        assert_eq!(detect("How long \u{17F}ince the move?"), Some(Question::Ago(Unit::Days)));
+        assert_eq!(detect("Which came fir\u{17F}t, the trip or the move?"), Some(Question::Order));
+        assert_eq!(detect("What wa\u{17F} fir\u{17F}t?"), Some(Question::Order));
+        assert_eq!(detect("WHAT DAY OF THE WEE\u{212A} was it?"), Some(Question::Weekday));
+        assert_eq!(detect("What did she paint?"), None);
+        assert_eq!(dates_in("On MARCH 3 and on Augu\u{17F}t 4", r), vec![d("2026-03-03"), d("2025-08-04")]);
+        assert_eq!(periods_in("in SEPT 2025", r), vec![(d("2025-09-01"), d("2025-09-30"))]);
+        assert_eq!(relative_periods("LA\u{17F}T WEEK", r), vec![(d("2026-04-13"), d("2026-04-19"))]);
+        assert_eq!(crate::core::dates::resolve("I left YESTERDAY", r), "I left on 2026-04-19");
+        assert_eq!(crate::core::dates::resolve("Wait a wee\u{212A}", r), "Wait a wee\u{212A}");
     }
 
     #[test]

@@ -74,22 +74,31 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     static HOW_TO_ANSWER: OnceLock<Regex> = OnceLock::new();
     static PAST: OnceLock<Regex> = OnceLock::new();
     let lower = body.to_lowercase();
-    if re(&TASK, r"\b(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))\b").is_match(&lower) {
+    // Each pattern is tried only when the text holds a word every match
+    // of it holds (text::holds_any): most statements compile none.
+    let task = ["working on", "todo", "to-do", "next i", "need to", "going to", "in progress", "currently"];
+    if text::holds_any(&lower, &task)
+        && re(&TASK, r"\b(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))\b")
+            .is_match(&lower)
+    {
         return MemoryType::Task;
     }
     let first = text::tokens(&lower).into_iter().find(|w| !LEAD_INS.contains(&w.as_str()));
+    let instruction = ["always", "never", "make sure", "by default", ", run", "must", "from now on", "going forward"];
     if first.as_deref().is_some_and(|w| IMPERATIVES.contains(&w))
-        || re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower)
-        || re(
-            &HOW_TO_ANSWER,
-            r"\b(prefers?|wants?|likes?|asks? for)\b[^.!?]*\b(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)\b",
-        )
-        .is_match(&lower)
+        || (text::holds_any(&lower, &instruction)
+            && re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower))
+        || (text::holds_any(&lower, &["prefer", "want", "like", "ask"])
+            && re(
+                &HOW_TO_ANSWER,
+                r"\b(prefers?|wants?|likes?|asks? for)\b[^.!?]*\b(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)\b",
+            )
+            .is_match(&lower))
     {
         return MemoryType::Instruction;
     }
-    if re(&PAST, r"\b(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)\b").is_match(&lower)
-        && (dated || lower.contains(" ago") || lower.contains("last ") || names_a_day(&lower))
+    if (dated || lower.contains(" ago") || lower.contains("last ") || names_a_day(&lower))
+        && re(&PAST, r"\b(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)\b").is_match(&lower)
     {
         return MemoryType::Event;
     }
@@ -100,6 +109,9 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
 /// "3 May"), which dates a past action as firmly as an ISO date.
 fn names_a_day(lower: &str) -> bool {
     static DAY: OnceLock<Regex> = OnceLock::new();
+    if !crate::core::dates::may_name_a_month(lower) {
+        return false;
+    }
     let months = crate::core::dates::MONTHS;
     re(&DAY, &format!(r"\b(?:(?:{months})\.? \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{months}))\b")).is_match(lower)
 }
@@ -180,6 +192,10 @@ fn identifiers(body: &str) -> Vec<String> {
     // and `\s` (Cargo.toml), so "capitalized" is checked on the capture;
     // after a word that is not, the search resumes at the space before
     // its number, which may itself be a version.
+    // Every match holds a digit (`\d` is a numeric character).
+    if !body.chars().any(char::is_numeric) {
+        return out;
+    }
     let pattern = re(&ID, r"(?:^|[^\w.])(?:(#\d+)|(v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})|(\w+) (\d+))\b");
     let mut at = 0;
     while let Some(c) = pattern.captures_at(body, at).filter(|_| out.len() < MAX_KEY_IDENTIFIERS) {
