@@ -888,3 +888,100 @@ fn test_a_merged_later_wording_is_valid_at_no_instant() {
         );
     });
 }
+
+/// A merged memory that superseded a value of another session; that
+/// session is deleted (the version spliced out of the chain, a change of
+/// the memory), then the merge's undo is refused (409) rather than putting
+/// back a link to the deleted memory, and the profile's export imports.
+#[test]
+fn test_an_undo_after_a_splice_is_refused_and_puts_back_no_link_to_a_deleted_memory() {
+    let sql = database();
+    let old = with_profile(&sql, APRIL_15, |p| {
+        remember_with(p, "The user prefers light mode in the code editor.", "user.editor_theme", MemoryType::Fact, "s1", None)
+    });
+    let mid = with_profile(&sql, APRIL_15 + 3_600_000, |p| {
+        remember_with(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact, "s2", None)
+    });
+    with_profile(&sql, APRIL_15 + 7_200_000, |p| {
+        remember_with(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact, "s3", None)
+    });
+    let merge = with_profile(&sql, APRIL_15 + DAY, |p| {
+        assert_eq!(p.get(&mid.id).unwrap().memory.supersedes.as_deref(), Some(old.id.as_str()));
+        consolidate(p, json!({}))
+    })
+    .actions
+    .into_iter()
+    .find(|r| r.action == "merge")
+    .expect("a merge");
+    let file = with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        p.delete_session("s1").unwrap();
+        assert_eq!(p.get(&mid.id).unwrap().memory.supersedes, None, "spliced out");
+        let undone = p.undo_consolidation(merge.id).unwrap_err();
+        assert!(undone.is_conflict(), "the splice changed a memory the merge copied: {undone}");
+        let back = p.get(&mid.id).unwrap().memory;
+        let dangling = back.supersedes.clone().filter(|id| p.get(id).is_err());
+        (p.export(Default::default()).unwrap(), dangling)
+    });
+    let fresh = database();
+    with_profile(&fresh, APRIL_15 + 3 * DAY, |p| {
+        let imported = p.import(&file.0);
+        assert!(imported.is_ok() && file.1.is_none(), "supersedes a deleted memory: {:?}; import into a fresh profile: {:?}", file.1, imported.err());
+    });
+}
+
+/// Two sessions said one thing in two wordings; consolidation merged them
+/// (the survivor cites both messages). Deleting the merged wording's
+/// session leaves the survivor, which its own session said, citing what
+/// remains (Store::keep_merged).
+#[test]
+fn test_deleting_the_merged_wordings_session_keeps_what_the_survivors_session_said() {
+    let sql = database();
+    let said = |s: &str, content: &str| agent_memory::core::api::IngestRequest {
+        messages: vec![support::msg("user", content)],
+        session_id: Some(s.into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(said("s1", "The office coffee machine stands on the third floor beside the lifts at the back."))).unwrap()
+    });
+    with_profile(&sql, APRIL_15 + 3_600_000, |p| {
+        block_on(p.ingest(said("s2", "Beside the lifts on the third floor stands the office coffee machine."))).unwrap()
+    });
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let survivor = p.get(&merge.target).unwrap().memory;
+        let other = if survivor.session_id == "s1" { "s2" } else { "s1" };
+        let kept_session = survivor.session_id.clone();
+        p.delete_session(other).unwrap();
+        let left: Vec<_> = active(p).into_iter().filter(|m| m.content.contains("coffee")).collect();
+        assert_eq!(p.store().session_messages(&kept_session).unwrap().len(), 1, "session {kept_session} still says it");
+        assert_eq!(left.len(), 1, "session {kept_session}'s statement is gone with session {other}: {left:#?}");
+    });
+}
+
+/// The merged wording's key is said again with a new value while it is
+/// merged away (the new value supersedes nothing); deleting the survivor's
+/// session leaves the merged wording superseded by the new value, not
+/// active beside it (undo refuses that state too, 409).
+#[test]
+fn test_deleting_the_survivors_session_does_not_revive_a_value_said_again_since() {
+    let sql = database();
+    let a =
+        with_profile(&sql, APRIL_15, |p| remember_with(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact, "s2", None));
+    with_profile(&sql, APRIL_15 + 3_600_000, |p| {
+        remember_with(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact, "s1", None)
+    });
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    assert!(report.actions.iter().any(|r| r.action == "merge"), "{report:?}");
+    let c = with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        remember_with(p, "The user now prefers light mode in the code editor.", "user.editor_theme", MemoryType::Fact, "s3", None)
+    });
+    with_profile(&sql, APRIL_15 + 3 * DAY, |p| {
+        assert_eq!(p.get(&c.id).unwrap().memory.status, Status::Active);
+        p.delete_session("s1").unwrap();
+        let holders: Vec<(String, String)> =
+            active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.editor_theme")).map(|m| (m.id, m.content)).collect();
+        assert_eq!(holders.len(), 1, "two active holders of user.editor_theme ({} revived): {holders:#?}", a.id);
+    });
+}

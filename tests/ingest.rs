@@ -1019,3 +1019,30 @@ fn test_deleting_a_middle_version_links_its_neighbours() {
         assert_eq!(chain, vec![ids[0].clone(), ids[2].clone()]);
     });
 }
+
+/// A forgotten replacement no longer holds its key, so a later value is
+/// stored without superseding anything; hard-deleting the forgotten
+/// replacement's session leaves the oldest value superseded by that later
+/// one, not active beside it.
+#[test]
+fn test_deleting_a_forgotten_replacement_leaves_the_old_value_replaced_by_the_current_one() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let said = |s: &str, tool: &str| {
+            let r = block_on(p.ingest(said_in(s, &format!("I use {tool} as the package manager for this project.")))).unwrap();
+            r.memories.iter().find(|m| m.content.contains(tool)).expect("a memory of it").clone()
+        };
+        let pnpm = said("one", "pnpm");
+        let npm = said("two", "npm");
+        assert_eq!(p.get(&pnpm.id).unwrap().memory.superseded_by.as_deref(), Some(npm.id.as_str()));
+        p.forget(&npm.id).unwrap();
+        let yarn = said("three", "yarn");
+        assert_eq!(p.get(&yarn.id).unwrap().memory.status, Status::Active);
+        p.delete_session("two").unwrap();
+        let holders: Vec<Memory> = active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.package_manager")).collect();
+        assert_eq!(holders.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), vec![yarn.id.as_str()], "one active holder of the key: yarn");
+        let old = p.get(&pnpm.id).unwrap().memory;
+        assert_eq!((old.status, old.superseded_by.as_deref()), (Status::Superseded, Some(yarn.id.as_str())));
+        assert_eq!(old.valid_to, p.get(&yarn.id).unwrap().memory.valid_from, "valid until the current value was said");
+    });
+}

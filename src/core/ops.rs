@@ -425,7 +425,10 @@ impl<'a> Profile<'a> {
             // Another that a remaining message said again stays, moved to
             // it; the memory asked for goes, however often it was said.
             memory_ids.retain(|id| *id != memory.id);
-            let moved = store.rehome(&memory_ids)?;
+            let mut moved = store.rehome(&memory_ids)?;
+            memory_ids.retain(|id| !moved.contains(id));
+            // A merge's survivor whose own messages remain stays.
+            moved.extend(store.keep_merged(&memory_ids)?);
             memory_ids.retain(|id| !moved.contains(id));
             memory_ids.push(memory.id.clone());
             memory_ids.sort();
@@ -465,13 +468,19 @@ impl<'a> Profile<'a> {
         let store = self.store();
         store.transaction(|| {
             let messages: Vec<String> = store.session_messages(session_id)?.into_iter().map(|m| m.id).collect();
-            let mut memory_ids = store.session_memory_ids(session_id)?;
-            memory_ids.extend(store.memories_citing(&messages)?);
+            let of_session = store.session_memory_ids(session_id)?;
+            let mut memory_ids = store.memories_citing(&messages)?;
+            memory_ids.extend(of_session.iter().cloned());
             memory_ids.sort();
             memory_ids.dedup();
             store.delete_messages(&messages)?;
-            // One that another session said again stays, moved to it.
-            let moved = store.rehome(&memory_ids)?;
+            // One that another session said again stays, moved to it; a
+            // merge's survivor of another session whose own messages
+            // remain stays where it is.
+            let mut moved = store.rehome(&memory_ids)?;
+            memory_ids.retain(|id| !moved.contains(id));
+            let other_sessions: Vec<String> = memory_ids.iter().filter(|id| !of_session.contains(id)).cloned().collect();
+            moved.extend(store.keep_merged(&other_sessions)?);
             memory_ids.retain(|id| !moved.contains(id));
             store.splice_out(&memory_ids)?;
             store.delete_memories(&memory_ids)?;

@@ -192,6 +192,44 @@ impl<'a> Store<'a> {
         self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
     }
 
+    /// Of the memories `ids`, which a deletion would take with the messages
+    /// it removed, keeps each that is the survivor of a merge and cites all
+    /// its own messages still (those it cited before its first merge):
+    /// only a merged wording's messages went, and what remains was said
+    /// apart from them. It keeps the sources that remain. Call after the
+    /// messages are deleted, on memories not of a deleted session; returns
+    /// the ids kept.
+    pub fn keep_merged(&self, ids: &[String]) -> Result<Vec<String>> {
+        let mut kept = Vec::new();
+        for id in ids {
+            let first = self.sql.query(
+                "SELECT c.id FROM consolidation_members m CROSS JOIN consolidations c ON c.id = m.consolidation_id \
+                 WHERE m.memory_id = ?1 AND c.target = ?1 AND c.action = 'merge' AND c.undone_at IS NULL ORDER BY c.id LIMIT 1",
+                &[id.as_str().into()],
+            )?;
+            let Some(record) = first
+                .first()
+                .and_then(|r| r.first())
+                .map(|v| v.as_i64().ok_or_else(|| Error::storage("a consolidation id that is not a number")))
+                .transpose()?
+            else {
+                continue;
+            };
+            let Some((_, before, _)) = self.consolidation(record)? else { continue };
+            let Some(own) = before.iter().find(|m| m.id == *id) else { continue };
+            let stored = self.existing_message_ids(&own.source_message_ids)?;
+            if own.source_message_ids.iter().any(|m| !stored.contains(m)) {
+                continue;
+            }
+            let Some(now) = self.get_memory(id)? else { continue };
+            let remaining = self.existing_message_ids(&now.source_message_ids)?;
+            let sources: Vec<String> = now.source_message_ids.into_iter().filter(|m| remaining.contains(m)).collect();
+            self.set_sources(id, &sources)?;
+            kept.push(id.clone());
+        }
+        Ok(kept)
+    }
+
     /// Rewrites a memory's sources: the JSON column and its citations.
     pub fn set_sources(&self, id: &str, sources: &[String]) -> Result<()> {
         self.sql.execute("UPDATE memories SET source_message_ids = ? WHERE id = ?", &[SqlValue::Text(serde_json::to_string(sources)?), id.into()])?;

@@ -463,30 +463,60 @@ impl<'a> Store<'a> {
                 let Some(l) = links.get(&target) else { continue };
                 if link == "after" {
                     match remaining(l.1.as_ref(), |l| l.1.as_ref()) {
-                        Some(next) => self.sql.execute(
-                            "UPDATE memories SET superseded_by = ?1, updated_at = ?2, \
-                             valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
-                             WHERE id = ?3",
-                            &[next.into(), iso(self.now).into(), id.as_str().into()],
-                        )?,
-                        None => {
-                            self.sql.execute(
-                                "UPDATE memories SET status = 'active', superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'superseded'",
-                                &[iso(self.now).into(), id.as_str().into()],
-                            )?;
-                            reinstated.push(id);
-                        }
+                        Some(next) => self.supersede_quietly(&id, &next)?,
+                        // Its owner holds its key in another active memory
+                        // (a value said while this one was replaced, which
+                        // replaced nothing): superseded by that one, never a
+                        // second active value of the key.
+                        None => match self.other_holder(&id, &links)? {
+                            Some(holder) => self.supersede_quietly(&id, &holder)?,
+                            None => {
+                                self.sql.execute(
+                                    "UPDATE memories SET status = 'active', superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'superseded'",
+                                    &[iso(self.now).into(), id.as_str().into()],
+                                )?;
+                                reinstated.push(id);
+                            }
+                        },
                     }
                 } else {
+                    // A changed link is a change: an undo of a consolidation
+                    // that copied the memory before it sees it (409), rather
+                    // than writing back a link to a deleted memory.
                     let before = remaining(l.0.as_ref(), |l| l.0.as_ref());
-                    self.sql
-                        .execute("UPDATE memories SET supersedes = ?1 WHERE id = ?2", &[before.map_or(SqlValue::Null, SqlValue::from), id.as_str().into()])?;
+                    self.sql.execute(
+                        "UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3",
+                        &[before.map_or(SqlValue::Null, SqlValue::from), iso(self.now).into(), id.as_str().into()],
+                    )?;
                 }
             }
         }
         let wanting = self.wanting_vectors(&reinstated)?;
         let embed: Vec<&str> = reinstated.iter().filter(|id| wanting.contains(*id)).map(String::as_str).collect();
         self.enqueue_many(JobKind::Embed, &embed)
+    }
+
+    /// Marks `id` superseded by `by`, valid until `by` was said (never
+    /// ending before it starts). Its vector is gone already: it was
+    /// superseded before.
+    fn supersede_quietly(&self, id: &str, by: &str) -> Result<()> {
+        self.sql.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?1, updated_at = ?2, \
+             valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
+             WHERE id = ?3",
+            &[by.into(), iso(self.now).into(), id.into()],
+        )
+    }
+
+    /// An active memory, not among `leaving`, by which `id`'s owner holds
+    /// `id`'s key, if it has one.
+    fn other_holder<V>(&self, id: &str, leaving: &std::collections::HashMap<String, V>) -> Result<Option<String>> {
+        let Some(m) = self.get_memory(id)? else { return Ok(None) };
+        let Some(key) = m.key.as_deref() else { return Ok(None) };
+        let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session: true };
+        let holders = self.active_key_holders(&[probe])?;
+        let owner = crate::core::model::Owner::of(&m.metadata);
+        Ok(holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| h.id != id && !leaving.contains_key(&h.id)).map(|h| h.id.clone()))
     }
 
     /// Hard-deletes memories and every trace of them the store holds: rows,
