@@ -1275,3 +1275,24 @@ fn test_deleting_a_restated_memory_by_id_removes_it() {
         assert_eq!(p.sql.query("SELECT COUNT(*) FROM restatements", &[]).unwrap()[0][0].as_i64(), Some(0));
     });
 }
+
+/// A memory moved to the message that said it again takes that message's
+/// time: valid from when it was said there, and its event date (its words
+/// name none) that day, not the deleted message's.
+#[test]
+fn test_a_moved_memory_is_dated_by_the_message_it_moved_to() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let said = "The build server runs on Debian twelve.";
+        for (s, at) in [("a", "2026-03-01T09:00:00.000Z"), ("b", "2026-04-02T09:00:00.000Z")] {
+            let messages = vec![MessageInput { role: "user".into(), content: said.into(), timestamp: Some(at.into()) }];
+            block_on(p.ingest(IngestRequest { messages, session_id: Some(s.into()), metadata: Default::default() })).unwrap();
+        }
+        let id = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.content.contains("Debian")).unwrap().id;
+        let before = p.get(&id).unwrap().memory;
+        assert_eq!((before.event_date.as_deref(), before.valid_from.as_deref()), (Some("2026-03-01"), Some("2026-03-01T09:00:00.000Z")));
+        p.delete_session("a").unwrap();
+        let after = p.get(&id).unwrap().memory;
+        assert_eq!((after.event_date.as_deref(), after.valid_from.as_deref()), (Some("2026-04-02"), Some("2026-04-02T09:00:00.000Z")));
+    });
+}

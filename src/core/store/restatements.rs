@@ -46,8 +46,9 @@ impl<'a> Store<'a> {
 
     /// Moves each of the memories `ids` that a stored message said again to
     /// those messages: they become its sources (its citations of the
-    /// messages it cited go), its session is the first one's, and it is
-    /// valid from when they were said (until no earlier than that). Called
+    /// messages it cited go), its session is the first one's, it is valid
+    /// from when they were said (until no earlier than that), and an event
+    /// date its words do not name is the day the first one was said. Called
     /// after the messages a deletion removes are gone, on the memories that
     /// would go with them; returns the ids moved, which stay.
     ///
@@ -86,12 +87,20 @@ impl<'a> Store<'a> {
             let session = said.first().map(|s| s.2.clone()).ok_or_else(|| Error::storage("a restated memory with no message"))?;
             let when = said.iter().filter_map(|s| s.3.as_deref().and_then(crate::core::time::parse_millis)).min();
             let when = when.or_else(|| said.iter().filter_map(|s| crate::core::time::parse_millis(&s.4)).min()).unwrap_or(self.now);
+            // A memory whose words name no date took its event date from
+            // when its message was said: now the first of these.
+            let memory = self.get_memory(id)?.ok_or_else(|| Error::storage("a restated memory that is not stored"))?;
+            let said_on = said.first().and_then(|s| crate::core::time::local_date_of(s.3.as_deref().unwrap_or(&s.4))).map(|d| d.format("%Y-%m-%d").to_string());
+            let event_date = match crate::core::dates::first_date(&memory.content) {
+                Some(named) => Some(named),
+                None => memory.event_date.and(said_on),
+            };
             self.set_sources(id, &sources)?;
             let from = iso(when);
             self.sql.execute(
                 "UPDATE memories SET session_id = ?1, valid_from = ?2, valid_to = CASE WHEN valid_to IS NULL THEN NULL ELSE MAX(valid_to, ?2) END, \
-                 updated_at = ?3 WHERE id = ?4",
-                &[session.into(), from.as_str().into(), iso(self.now).into(), id.as_str().into()],
+                 updated_at = ?3, event_date = ?4 WHERE id = ?5",
+                &[session.into(), from.as_str().into(), iso(self.now).into(), event_date.map_or(SqlValue::Null, SqlValue::from), id.as_str().into()],
             )?;
             self.sql.execute("DELETE FROM restatements WHERE memory_id = ?", &[id.as_str().into()])?;
             vectors.push(id);
