@@ -286,7 +286,7 @@ fn test_old_sibling_statements_fold_into_one_memory_that_keeps_every_source() {
     let sql = database();
     with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
         block_on(p.ingest(agent_memory::core::api::IngestRequest {
-            messages: vec![support::msg("user", "I paint landscapes on weekends. I sell my prints at the Saturday market. My studio is in Leith.")],
+            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
             session_id: Some("s1".into()),
             metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
         }))

@@ -1046,3 +1046,123 @@ fn test_deleting_a_forgotten_replacement_leaves_the_old_value_replaced_by_the_cu
         assert_eq!(old.valid_to, p.get(&yarn.id).unwrap().memory.valid_from, "valid until the current value was said");
     });
 }
+
+// ---- model replies that must not read as "nothing to remember" ----
+
+#[test]
+fn test_a_cut_off_extraction_reply_is_a_fault_not_an_empty_answer() {
+    let sql = database();
+    // The reply hit its token budget mid-list: not one well-formed
+    // `{"memories": [...]}` in it, only its first item.
+    let cut = "{\"memories\": [{\"content\": \"The user wants the project set up with React and TypeScript.\", \"lines\": [0]}, \
+{\"content\": \"The user prefers pnpm over npm.\", \"lines\": [2]}, {\"content\": \"The user wants dark mo";
+    let model = Scripted::default().on("extract", &[cut, cut]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert_eq!(r.messages_stored, 4);
+    assert!(
+        r.dropped.iter().any(|d| d.reason.starts_with("extraction failed")),
+        "a cut-off reply must be recorded as a failed extraction (and retried by the alarm); report: memories {} dropped {:?}, extract calls {}",
+        r.memories_stored,
+        r.dropped,
+        model.calls_to("extract")
+    );
+}
+
+#[test]
+fn test_a_bracketed_line_number_before_the_json_does_not_empty_the_extraction() {
+    let sql = database();
+    // A reasoning model's reply: its thinking, then the JSON (unfenced).
+    let json = EXTRACTED.split("```json\n").nth(1).unwrap().split("\n```").next().unwrap();
+    let reply = format!("<think>Line [0] asks for React; line [2] states a preference.</think>\n{json}");
+    let model = Scripted::default().on("extract", &[reply.as_str()]).on("verify", &[VERIFIED]).on("classify", &[CLASSIFIED]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert!(
+        r.memories_stored > 0,
+        "the reply's memories after its reasoning were not stored: memories {} dropped {:?}, extract calls {}",
+        r.memories_stored,
+        r.dropped,
+        model.calls_to("extract")
+    );
+}
+
+#[test]
+fn test_a_reasoning_models_thoughts_are_not_the_recall_answer() {
+    let sql = database();
+    with_parts(&sql, APRIL_15, &Rules, &HashEmbedder, |p| block_on(p.ingest(spec_conversation())).unwrap());
+    // A reasoning model whose chat template opens the thinking block in the
+    // prompt: its reply carries only the closing tag.
+    let thoughts = "Okay, the memories list the user's setup; one says pnpm over npm, the assistant confirmed it. So the answer is pnpm.\n</think>\n\nThe user prefers pnpm.";
+    let model = Scripted::default()
+        .on("analyze", &["{\"keys\": [\"user.package_manager\"], \"terms\": [\"pnpm\"], \"hyde\": \"The user prefers pnpm.\"}"])
+        .on("synthesize", &[thoughts]);
+    let reasoner = LlmReasoner { model: &model };
+    let r = with_parts(&sql, APRIL_15, &reasoner, &HashEmbedder, |p| {
+        block_on(p.recall(agent_memory::core::api::RecallRequest { query: "Which package manager does the user prefer?".into(), options: Default::default() }))
+            .unwrap()
+    });
+    assert_eq!(model.calls_to("synthesize"), 1);
+    assert!(!r.answer.contains("</think>") && !r.answer.contains("Okay, the memories"), "the answer carries the model's reasoning: {:?}", r.answer);
+}
+
+#[test]
+fn test_a_thinking_block_cut_off_by_the_token_budget_is_not_the_recall_answer() {
+    let sql = database();
+    with_parts(&sql, APRIL_15, &Rules, &HashEmbedder, |p| block_on(p.ingest(spec_conversation())).unwrap());
+    // SYNTHESIS_TOKENS ran out while the model was still thinking.
+    let cut = "<think>The user asks which package manager. Memory 1 says the user prefers pnpm over npm; memory 2 says";
+    let model = Scripted::default()
+        .on("analyze", &["{\"keys\": [\"user.package_manager\"], \"terms\": [\"pnpm\"], \"hyde\": \"The user prefers pnpm.\"}"])
+        .on("synthesize", &[cut, cut]);
+    let reasoner = LlmReasoner { model: &model };
+    let r = with_parts(&sql, APRIL_15, &reasoner, &HashEmbedder, |p| {
+        block_on(p.recall(agent_memory::core::api::RecallRequest { query: "Which package manager does the user prefer?".into(), options: Default::default() }))
+            .unwrap()
+    });
+    assert!(
+        !r.answer.contains("<think>"),
+        "the answer is the model's unfinished reasoning: {:?} (synthesize calls {})",
+        r.answer,
+        model.calls_to("synthesize")
+    );
+}
+
+/// The feature-hashing embedder, except that a text about dark mode gets
+/// a vector of 8 dimensions (a ragged reply: `{"shape": [n, 256]}` is
+/// checked against the first row only).
+struct RaggedEmbedder;
+
+impl Embedder for RaggedEmbedder {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> LocalBoxFuture<'a, Result<Vec<Vec<f32>>>> {
+        let out = texts.iter().map(|t| if t.contains("dark mode") { vec![0.5; 8] } else { agent_memory::core::local::embed::embed_one(t) }).collect();
+        Box::pin(async move { Ok(out) })
+    }
+}
+
+#[test]
+fn test_a_ragged_workers_ai_embedding_reply_is_refused() {
+    use agent_memory::core::llm::parse_workers_ai_embed_response;
+    let reply = serde_json::json!({"shape": [2, 3], "data": [[0.1, 0.2, 0.3], [0.4]]});
+    assert!(parse_workers_ai_embed_response(&reply).is_err(), "a row of 1 dimension in a [2, 3] reply was accepted");
+}
+
+#[test]
+fn test_a_vector_of_another_dimension_does_not_finish_its_embedding_job() {
+    let sql = database();
+    with_parts(&sql, APRIL_15, &Rules, &RaggedEmbedder, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        let r = block_on(p.drain()).unwrap();
+        let dims: Vec<(String, i64)> = sql
+            .query("SELECT m.content, length(v.vector) FROM vectors v JOIN memories m ON m.id = v.memory_id", &[])
+            .unwrap()
+            .into_iter()
+            .map(|row| (row[0].opt_string().unwrap_or_default(), row[1].as_i64().unwrap_or(0)))
+            .collect();
+        let odd: Vec<&(String, i64)> = dims.iter().filter(|(c, _)| c.to_lowercase().contains("dark mode")).collect();
+        assert!(
+            odd.is_empty() || r.failed > 0,
+            "a vector whose dimension differs from its batch's was written and its job finished (failed {}): {:?}",
+            r.failed,
+            dims
+        );
+    });
+}

@@ -382,6 +382,10 @@ pub async fn embed_memories(p: &Profile<'_>, ids: &[String]) -> Result<usize> {
     if vectors.iter().any(|v| v.is_empty() || v.iter().any(|x| !x.is_finite())) {
         return Err(Error::provider("embedder returned an empty or non-finite vector"));
     }
+    // Vectors of two dimensions cannot be compared: fail the batch (it is
+    // retried, and parked if it keeps failing) rather than finish a job
+    // whose vector no query of the other dimension can reach.
+    let vectors = crate::core::llm::protocol::one_dimension(vectors)?;
     // The embedder call yields: a memory may have been forgotten or
     // deleted meanwhile (its removal job is already queued behind this
     // one). Upsert only memories that still want a vector, so no vector

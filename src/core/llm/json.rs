@@ -67,9 +67,23 @@ fn scan(s: &str) -> Option<Value> {
         .find_map(|(start, _)| serde_json::from_str(s.get(start..=matching_end(s, start)?)?).ok())
 }
 
-/// The first well-formed JSON object or array in a reply: inside the first
-/// code fence if there is one, else anywhere in the text.
+/// A reply without its reasoning: what follows the last `</think>` when
+/// there is one (a chat template may open the block in the prompt, so the
+/// reply holds only its end); `None` when a `<think>` is never closed (the
+/// reply ran out mid-thought and holds no answer).
+pub fn without_reasoning(reply: &str) -> Option<&str> {
+    match reply.rsplit_once("</think>") {
+        Some((_, after)) => Some(after),
+        None if reply.contains("<think>") => None,
+        None => Some(reply),
+    }
+}
+
+/// The first well-formed JSON object or array in a reply, its reasoning
+/// left out ([`without_reasoning`]): inside the first code fence if there
+/// is one, else anywhere in the text.
 pub fn first_json(reply: &str) -> Option<Value> {
+    let reply = without_reasoning(reply)?;
     let fenced = strip_fences(reply);
     scan(fenced).or_else(|| if fenced.len() != reply.len() { scan(reply) } else { None })
 }
@@ -93,6 +107,14 @@ pub fn list<'a>(v: &'a Value, names: &[&str]) -> Option<&'a Vec<Value>> {
         (Some(only), None) => Some(only),
         _ => None,
     }
+}
+
+/// The list a reply names: the value itself when it is an array, else the
+/// first of `names` that is an array. Unlike [`list`], no other field is
+/// taken for it: in a reply cut off mid-list, the first complete value is
+/// an item, whose only array (its cited lines) is no list of items.
+pub fn named_list<'a>(v: &'a Value, names: &[&str]) -> Option<&'a Vec<Value>> {
+    v.as_array().or_else(|| field(v, names).and_then(Value::as_array))
 }
 
 /// A text field (numbers and booleans are written out); `None` for

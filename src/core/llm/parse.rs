@@ -27,10 +27,18 @@ fn iso_date(s: &str) -> Option<String> {
 }
 
 /// Extracted candidates. Items without content are skipped; items without
-/// cited lines are kept (ingest drops them with a record).
+/// cited lines are kept (ingest drops them with a record). A list not
+/// named as one, or holding an item that is neither a statement nor an
+/// object, is unparseable: it is no list of statements (a reply cut off
+/// mid-list, read from its first complete item; a line number quoted
+/// before the JSON), and reading it as "nothing to remember" would lose
+/// the reply's statements without a record.
 pub fn candidates(reply: &str) -> Result<Vec<Candidate>> {
     let v = reply_json(reply)?;
-    let items = json::list(&v, &["memories", "items", "candidates", "facts"]).ok_or_else(|| unparseable("no memories list"))?;
+    let items = json::named_list(&v, &["memories", "items", "candidates", "facts", "statements"]).ok_or_else(|| unparseable("no memories list"))?;
+    if items.iter().any(|item| !item.is_string() && !item.is_object()) {
+        return Err(unparseable("the memories list holds an item that is no statement"));
+    }
     Ok(items
         .iter()
         .filter_map(|item| {
@@ -175,13 +183,12 @@ pub fn analysis(reply: &str) -> Result<QueryAnalysis> {
     Ok(QueryAnalysis { keys, terms, hyde })
 }
 
-/// A synthesized answer: the reply's text without a leading reasoning
-/// block (`<think>...</think>`); empty is unparseable.
+/// A synthesized answer: the reply's text without its reasoning
+/// ([`json::without_reasoning`]: what follows the last `</think>`); empty,
+/// or a reasoning block never closed (the reply ran out mid-thought), is
+/// unparseable.
 pub fn answer(reply: &str) -> Result<String> {
-    let text = match (reply.find("<think>"), reply.split_once("</think>")) {
-        (Some(open), Some((before, after))) if open < before.len() => after,
-        _ => reply,
-    };
+    let text = json::without_reasoning(reply).ok_or_else(|| unparseable("the reply is reasoning cut off before an answer"))?;
     let text = text.trim();
     if text.is_empty() {
         return Err(unparseable("the answer is empty"));

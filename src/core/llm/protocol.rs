@@ -92,7 +92,7 @@ pub fn workers_ai_embed_request(texts: &[String]) -> Value {
 pub fn parse_workers_ai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
     let inner = v.get("result").filter(|r| r.is_object()).unwrap_or(v);
     let data = inner.get("data").and_then(Value::as_array).ok_or_else(|| Error::provider(format!("embedding reply has no data: {}", brief(v))))?;
-    let vectors = data.iter().map(vector).collect::<Result<Vec<_>>>()?;
+    let vectors = one_dimension(data.iter().map(vector).collect::<Result<Vec<_>>>()?)?;
     if let Some(shape) = inner.get("shape").and_then(Value::as_array) {
         let want: Vec<u64> = shape.iter().filter_map(Value::as_u64).collect();
         let dims = vectors.first().map_or(0, Vec::len) as u64;
@@ -101,6 +101,15 @@ pub fn parse_workers_ai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
         }
     }
     Ok(vectors)
+}
+
+/// `vectors`, when they are all of one dimension: a reply whose rows
+/// differ in length is no batch of one model's vectors.
+pub fn one_dimension(vectors: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>> {
+    match vectors.iter().map(Vec::len).find(|n| Some(*n) != vectors.first().map(Vec::len)) {
+        Some(other) => Err(Error::provider(format!("embedding reply mixes vectors of {} and {other} dimensions", vectors.first().map_or(0, Vec::len)))),
+        None => Ok(vectors),
+    }
 }
 
 /// The OpenAI-compatible embeddings body.
@@ -121,7 +130,7 @@ pub fn parse_openai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
         })
         .collect::<Result<Vec<_>>>()?;
     items.sort_by_key(|(i, _)| *i);
-    Ok(items.into_iter().map(|(_, v)| v).collect())
+    one_dimension(items.into_iter().map(|(_, v)| v).collect())
 }
 
 fn vector(v: &Value) -> Result<Vec<f32>> {
