@@ -985,3 +985,27 @@ fn test_deleting_the_survivors_session_does_not_revive_a_value_said_again_since(
         assert_eq!(holders.len(), 1, "two active holders of user.editor_theme ({} revived): {holders:#?}", a.id);
     });
 }
+
+/// Keyed siblings fold (a fold holds no key). A later value of one of
+/// their keys reopens the fold (its undo), so it supersedes the old value
+/// as it would have without the fold, and the other members come back
+/// active (the next run may fold them again).
+#[test]
+fn test_a_later_value_of_a_folded_members_key_reopens_the_fold_and_supersedes_it() {
+    let sql = database();
+    let ingest = |p: &Profile<'_>, text: &str| {
+        let messages = vec![support::msg("user", text)];
+        block_on(p.ingest(agent_memory::core::api::IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap()
+    };
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| ingest(p, "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer."));
+    let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let r = ingest(p, "My favorite color is green now.");
+        assert_eq!(r.memories_superseded, 1, "the folded value is superseded");
+        let active = active(p);
+        let still: Vec<&str> = active.iter().filter(|m| m.content.contains("blue")).map(|m| m.content.as_str()).collect();
+        assert!(still.is_empty(), "the old favorite color is still active beside the new one: {still:?}");
+        assert!(active.iter().any(|m| m.content.contains("Acme")), "the fold's other member is back");
+        assert!(p.get(&fold.target).is_err(), "the fold is undone");
+    });
+}

@@ -369,7 +369,7 @@ impl<'a> Profile<'a> {
     /// Undoes one consolidation: its memories back exactly as they were.
     pub fn undo_consolidation(&self, id: i64) -> Result<crate::core::model::ConsolidationRecord> {
         let store = self.store();
-        store.transaction(|| crate::core::consolidate::apply::undo(&store, id))
+        store.transaction(|| store.undo_consolidation(id))
     }
 
     /// Replaces a memory's metadata; its vector is written again, so an

@@ -1,17 +1,17 @@
-//! Carrying out a consolidation decision, and undoing one. Each change is
-//! written with its record (the memories as they were, those it created)
-//! in the caller's transaction; undo puts the memories back exactly and
-//! deletes what the change created.
+//! Carrying out a consolidation decision. Each change is written with its
+//! record (the memories as they were, those it created) in the caller's
+//! transaction; `Store::undo_consolidation` puts the memories back exactly
+//! and deletes what the change created.
 //!
 //! A decision is carried out only on members still as the window read
 //! them: the reasoner's call may have let another request change one.
 
 use crate::core::consolidate::plan::said_at;
-use crate::core::error::{Error, Result};
+use crate::core::error::Result;
 use crate::core::ids;
 use crate::core::model::{ConsolidationRecord, Memory, MemoryType, Metadata, Status};
 use crate::core::provider::{Consolidation, Group};
-use crate::core::store::{KeyProbe, NewConsolidation, Store};
+use crate::core::store::{NewConsolidation, Store};
 use crate::core::time::iso;
 
 /// Search queries a folded memory keeps at most.
@@ -178,84 +178,7 @@ fn shared_metadata(members: &[Memory]) -> Metadata {
     first.metadata.iter().filter(|(k, v)| members.iter().all(|m| m.metadata.get(*k) == Some(*v))).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-/// Refuses (409) when a memory `rec` involved is gone or was changed after
-/// it: every change to a memory sets its `updatedAt`, so one is unchanged
-/// only when its stamp is the consolidation's (it changed it) or the one
-/// it had before (it did not). A later-or-earlier comparison would miss a
-/// call begun before the consolidation that wrote after it (its stamp is
-/// its own start).
-fn unchanged_since(store: &Store<'_>, rec: &ConsolidationRecord, involved: &[String], before: &[Memory]) -> Result<()> {
-    for id in involved {
-        // What the consolidation left: its own stamp on what it changed,
-        // the stamp as it was on what it did not.
-        let left = |m: &Memory| m.updated_at == rec.at || before.iter().any(|b| b.id == m.id && b.updated_at == m.updated_at);
-        match store.get_memory(id)? {
-            None => return Err(Error::conflict(format!("memory {id} was deleted after consolidation {}; it cannot be undone", rec.id))),
-            Some(m) if !left(&m) => {
-                return Err(Error::conflict(format!(
-                    "memory {id} changed after consolidation {} (now {}); undoing it would overwrite that",
-                    rec.id,
-                    m.status.as_str()
-                )));
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
-}
-
-/// Refuses (409) to put back an active keyed memory whose owner holds its
-/// key in another active memory now (a value said after the
-/// consolidation, while this one was retired and superseded nothing): the
-/// owner would hold two values of one key, as `update` refuses too.
-fn no_other_holder(store: &Store<'_>, before: &[Memory], involved: &[String]) -> Result<()> {
-    for m in before.iter().filter(|m| m.status == Status::Active) {
-        let Some(key) = m.key.as_deref() else { continue };
-        let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: ids::undated_digest(&m.content), any_session: true };
-        let holders = store.active_key_holders(&[probe])?;
-        let owner = crate::core::model::Owner::of(&m.metadata);
-        if let Some(h) = holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| !involved.contains(&h.id)) {
-            return Err(Error::conflict(format!(
-                "memory {} holds the key {} of memory {} now; undoing would leave two values of it: forget that one first",
-                h.id,
-                crate::core::api::quoted(key),
-                m.id
-            )));
-        }
-    }
-    Ok(())
-}
-
 fn record(store: &Store<'_>, run_id: &str, action: &str, target: &str, g: &Group, created: &[String], reason: &str) -> Result<Option<ConsolidationRecord>> {
     let members: Vec<String> = g.members.iter().map(|m| m.id.clone()).collect();
     Ok(Some(store.record_consolidation(&NewConsolidation { run_id, action, target, members: &members, created, reason, before: &g.members })?))
-}
-
-/// Undoes consolidation `id`: its memories back exactly as they were, what
-/// it created deleted. Refused while a later consolidation that involves
-/// them stands (undo that one first), when one of them changed since in
-/// another way (forgotten, deleted, superseded, expired, its metadata
-/// updated: putting it back would overwrite that), and when already undone.
-pub fn undo(store: &Store<'_>, id: i64) -> Result<ConsolidationRecord> {
-    let (mut rec, before, created) = store.consolidation(id)?.ok_or_else(|| Error::not_found(format!("no consolidation with id {id}")))?;
-    if rec.undone_at.is_some() {
-        return Err(Error::invalid(format!("consolidation {id} is already undone")));
-    }
-    let mut involved: Vec<String> = rec.members.clone();
-    involved.extend(created.iter().cloned());
-    involved.push(rec.target.clone());
-    if let Some(later) = store.later_consolidations(id, &involved)?.first() {
-        return Err(Error::invalid(format!("consolidation {later} changed these memories since; undo it first")));
-    }
-    unchanged_since(store, &rec, &involved, &before)?;
-    no_other_holder(store, &before, &involved)?;
-    if !created.is_empty() {
-        store.delete_memories(&created)?;
-    }
-    for m in &before {
-        store.restore_memory(m)?;
-    }
-    store.mark_undone(id)?;
-    rec.undone_at = Some(iso(store.now()));
-    Ok(rec)
 }

@@ -164,6 +164,11 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
                 Some(KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session })
             })
             .collect();
+        // A value of a key whose last value a fold took in reopens the fold
+        // first, so that it supersedes that value.
+        let keyed: Vec<(&str, crate::core::model::Owner)> =
+            memories.iter().filter_map(|m| Some((m.key.as_deref()?, crate::core::model::Owner::of(&m.metadata)))).collect();
+        store.open_folds_of(&keyed)?;
         let holders = store.active_key_holders(&probes)?;
         // Only holders of the same owner (another user's value of a key is
         // not replaced by this one's), within the speaker's reach.

@@ -230,6 +230,130 @@ impl<'a> Store<'a> {
         Ok(kept)
     }
 
+    /// Undoes consolidation `id`: its memories back exactly as they were, what
+    /// it created deleted. Refused while a later consolidation that involves
+    /// them stands (undo that one first), when one of them changed since in
+    /// another way (forgotten, deleted, superseded, expired, its metadata
+    /// updated: putting it back would overwrite that), and when already undone.
+    pub fn undo_consolidation(&self, id: i64) -> Result<ConsolidationRecord> {
+        let (mut rec, before, created) = self.consolidation(id)?.ok_or_else(|| Error::not_found(format!("no consolidation with id {id}")))?;
+        if rec.undone_at.is_some() {
+            return Err(Error::invalid(format!("consolidation {id} is already undone")));
+        }
+        let mut involved: Vec<String> = rec.members.clone();
+        involved.extend(created.iter().cloned());
+        involved.push(rec.target.clone());
+        if let Some(later) = self.later_consolidations(id, &involved)?.first() {
+            return Err(Error::invalid(format!("consolidation {later} changed these memories since; undo it first")));
+        }
+        self.unchanged_since(&rec, &involved, &before)?;
+        self.no_other_holder(&before, &involved)?;
+        if !created.is_empty() {
+            self.delete_memories(&created)?;
+        }
+        for m in &before {
+            self.restore_memory(m)?;
+        }
+        self.mark_undone(id)?;
+        rec.undone_at = Some(iso(self.now));
+        Ok(rec)
+    }
+
+    /// Refuses (409) when a memory `rec` involved is gone or was changed after
+    /// it: every change to a memory sets its `updatedAt`, so one is unchanged
+    /// only when its stamp is the consolidation's (it changed it) or the one
+    /// it had before (it did not). A later-or-earlier comparison would miss a
+    /// call begun before the consolidation that wrote after it (its stamp is
+    /// its own start).
+    fn unchanged_since(&self, rec: &ConsolidationRecord, involved: &[String], before: &[Memory]) -> Result<()> {
+        for id in involved {
+            // What the consolidation left: its own stamp on what it changed,
+            // the stamp as it was on what it did not.
+            let left = |m: &Memory| m.updated_at == rec.at || before.iter().any(|b| b.id == m.id && b.updated_at == m.updated_at);
+            match self.get_memory(id)? {
+                None => return Err(Error::conflict(format!("memory {id} was deleted after consolidation {}; it cannot be undone", rec.id))),
+                Some(m) if !left(&m) => {
+                    return Err(Error::conflict(format!(
+                        "memory {id} changed after consolidation {} (now {}); undoing it would overwrite that",
+                        rec.id,
+                        m.status.as_str()
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses (409) to put back an active keyed memory whose owner holds its
+    /// key in another active memory now (a value said after the
+    /// consolidation, while this one was retired and superseded nothing): the
+    /// owner would hold two values of one key, as `update` refuses too.
+    fn no_other_holder(&self, before: &[Memory], involved: &[String]) -> Result<()> {
+        for m in before.iter().filter(|m| m.status == Status::Active) {
+            let Some(key) = m.key.as_deref() else { continue };
+            let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session: true };
+            let holders = self.active_key_holders(&[probe])?;
+            let owner = crate::core::model::Owner::of(&m.metadata);
+            if let Some(h) = holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| !involved.contains(&h.id)) {
+                return Err(Error::conflict(format!(
+                    "memory {} holds the key {} of memory {} now; undoing would leave two values of it: forget that one first",
+                    h.id,
+                    crate::core::api::quoted(key),
+                    m.id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes each live fold holding a member that states one of `keys`
+    /// for its owner (pairs of key and owner): a new value of a key whose
+    /// last value a fold took in must supersede that value, which it could
+    /// not while the fold (which holds no key) kept the value's words
+    /// active. The fold's members come back, to be superseded as usual; the
+    /// next run may fold the others again. A fold that cannot be undone (a
+    /// later consolidation involves it, or it changed since) stays as it
+    /// is. Returns how many were undone.
+    pub fn open_folds_of(&self, keys: &[(&str, crate::core::model::Owner)]) -> Result<usize> {
+        let mut distinct: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut folds: Vec<i64> = Vec::new();
+        for chunk in json_chunks(&distinct)? {
+            let rows: Vec<(i64, String, Option<String>)> = json_rows(
+                self.sql,
+                "SELECT json_group_array(json_array(c.id, m.key, m.metadata)) FROM json_each(?1) k \
+                 CROSS JOIN memories m ON m.key = k.value CROSS JOIN consolidation_members cm ON cm.memory_id = m.id \
+                 CROSS JOIN consolidations c ON c.id = cm.consolidation_id \
+                 WHERE m.status = 'superseded' AND c.action = 'fold' AND c.undone_at IS NULL AND c.target = m.superseded_by",
+                &[chunk],
+            )?;
+            for (fold, key, metadata) in rows {
+                let metadata: crate::core::model::Metadata = match metadata {
+                    Some(m) => serde_json::from_str(&m).map_err(|e| Error::storage(format!("a memory's metadata does not read: {e}")))?,
+                    None => Default::default(),
+                };
+                let owner = crate::core::model::Owner::of(&metadata);
+                if keys.iter().any(|(k, o)| *k == key && *o == owner) {
+                    folds.push(fold);
+                }
+            }
+        }
+        folds.sort_unstable();
+        folds.dedup();
+        let mut opened: usize = 0;
+        // Latest first: an earlier fold's undo waits for a later one's.
+        for fold in folds.into_iter().rev() {
+            match self.undo_consolidation(fold) {
+                Ok(_) => opened = opened.saturating_add(1),
+                Err(e) if e.is_conflict() || e.is_invalid() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(opened)
+    }
+
     /// Rewrites a memory's sources: the JSON column and its citations.
     pub fn set_sources(&self, id: &str, sources: &[String]) -> Result<()> {
         self.sql.execute("UPDATE memories SET source_message_ids = ? WHERE id = ?", &[SqlValue::Text(serde_json::to_string(sources)?), id.into()])?;
