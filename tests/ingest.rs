@@ -1166,3 +1166,84 @@ fn test_a_vector_of_another_dimension_does_not_finish_its_embedding_job() {
         );
     });
 }
+
+/// Extracts 17 statements from the first line (16 fillers, then the dark
+/// mode one), so verification takes two batches; the batch holding dark
+/// mode fails while `down`. Its message gave the first batch's memories,
+/// so it is cited, yet the alarm's retry judges it again (it is marked).
+struct SplitBatches {
+    down: Cell<bool>,
+}
+
+impl Reasoner for SplitBatches {
+    fn extract<'a>(
+        &'a self,
+        _t: &'a agent_memory::core::provider::Transcript,
+        _pass: agent_memory::core::provider::Pass,
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
+        let c = |s: String| agent_memory::core::provider::Candidate { content: s, lines: vec![0], event_date: None };
+        let mut out: Vec<_> = (0..16).map(|i| c(format!("The user mentioned setting number {i} for the project."))).collect();
+        out.push(c("The user wants dark mode by default.".into()));
+        Box::pin(async move { Ok(out) })
+    }
+    fn verify<'a>(
+        &'a self,
+        _t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
+        let fail = self.down.get() && c.iter().any(|c| c.content.contains("dark mode"));
+        Box::pin(async move {
+            if fail {
+                return Err(Error::provider("model unavailable"));
+            }
+            Ok(c.iter().map(|_| agent_memory::core::provider::Verdict::Pass).collect())
+        })
+    }
+    fn classify<'a>(
+        &'a self,
+        _t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
+        let out = c
+            .iter()
+            .map(|c| agent_memory::core::provider::Classification { kind: MemoryType::Fact, key: None, summary: c.content.clone(), search_queries: vec![] })
+            .collect();
+        Box::pin(async move { Ok(out) })
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
+        Rules.consolidate(g)
+    }
+}
+
+#[test]
+fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_gave_other_memories() {
+    let sql = database();
+    let model = SplitBatches { down: Cell::new(true) };
+    let req = IngestRequest {
+        messages: vec![msg("user", "Lots of project settings, and I want dark mode by default.")],
+        session_id: Some("s".into()),
+        metadata: Default::default(),
+    };
+    let r = with_parts(&sql, APRIL_15, &model, &HashEmbedder, |p| block_on(p.ingest(req)).unwrap());
+    assert_eq!(r.memories_stored, 16);
+    assert!(r.dropped.iter().any(|d| d.content.contains("dark mode") && d.reason.starts_with("verification failed")), "{:?}", r.dropped);
+    // The model is back: the alarm's re-extraction job runs.
+    model.down.set(false);
+    with_parts(&sql, APRIL_15 + 60_000, &model, &HashEmbedder, |p| {
+        for _ in 0..3 {
+            block_on(p.drain()).unwrap();
+        }
+        let stats = p.stats().unwrap();
+        let dark = active(p).into_iter().any(|m| m.content.contains("dark mode"));
+        assert!(dark, "the statement whose verification failed was never retried: pending jobs {}, parked {}", stats.pending_jobs, stats.parked_jobs);
+        assert_eq!(active(p).len(), 17, "the sixteen stored first are found stored, not stored twice");
+        assert_eq!(sql.query("SELECT COUNT(*) FROM rejudge", &[]).unwrap()[0][0].as_i64(), Some(0), "judged without a fault: no mark left");
+        assert_eq!(stats.pending_jobs, 0);
+    });
+}

@@ -391,6 +391,21 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
          DELETE FROM restatements WHERE memory_id = old.id; END",
         ],
     ),
+    (
+        18,
+        &[
+            // Messages a model fault left partly judged (a batch of their
+            // candidates failed verification or classification, or a chunk
+            // holding them failed extraction): the alarm's `extract` job
+            // judges them again even when another of their candidates was
+            // stored, which made them look done (core::ingest::retry_session).
+            // A row leaves with its message, or once a retry judges it
+            // without a fault.
+            "CREATE TABLE IF NOT EXISTS rejudge (message_rowid INTEGER PRIMARY KEY)",
+            "CREATE TRIGGER IF NOT EXISTS rejudge_unstored AFTER DELETE ON messages BEGIN \
+         DELETE FROM rejudge WHERE message_rowid = old.rowid; END",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.

@@ -7,6 +7,25 @@
 use crate::core::provider::{Candidate, Transcript};
 use std::rc::Rc;
 
+/// The candidates of the batches a model fault failed: each dropped with
+/// the fault as its reason, and the lines they cite (whose messages a
+/// retry judges again).
+#[derive(Debug, Default)]
+pub struct Faults {
+    pub dropped: Vec<crate::core::model::Dropped>,
+    pub lines: Vec<usize>,
+}
+
+impl Faults {
+    /// Records a failed batch's candidates, each dropped for `reason`.
+    pub fn add(&mut self, candidates: Vec<Candidate>, reason: &str) {
+        for c in candidates {
+            self.lines.extend(c.lines.iter().copied());
+            self.dropped.push(crate::core::model::Dropped { content: c.content, reason: reason.to_string() });
+        }
+    }
+}
+
 /// Most candidates judged in one reasoner call.
 pub const BATCH_SIZE: usize = 16;
 

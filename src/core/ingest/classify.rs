@@ -6,16 +6,15 @@
 //! classification fails is dropped with the error as the reason; the
 //! failure is reported, not raised.
 
-use crate::core::ingest::batch;
-use crate::core::model::Dropped;
+use crate::core::ingest::batch::{self, Faults};
 use crate::core::provider::{Candidate, Classification, Reasoner, Transcript};
 use std::rc::Rc;
 
 /// Classified candidates, and the ones whose classification failed (a
 /// model fault: worth retrying later).
-pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)>) -> (Vec<(Candidate, Classification, Rc<Transcript>)>, Vec<Dropped>) {
+pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)>) -> (Vec<(Candidate, Classification, Rc<Transcript>)>, Faults) {
     let mut out = Vec::new();
-    let mut dropped = Vec::new();
+    let mut failed = Faults::default();
     for (t, candidates) in batch::batches(items, batch::BATCH_SIZE) {
         match reasoner.classify(&t, &candidates).await {
             Ok(classes) => {
@@ -23,14 +22,14 @@ pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)
                 for c in candidates {
                     match classes.next() {
                         Some(cls) => out.push((c, normalize(cls), t.clone())),
-                        None => dropped.push(Dropped { content: c.content, reason: "the classifier returned nothing for it".into() }),
+                        None => failed.add(vec![c], "the classifier returned nothing for it"),
                     }
                 }
             }
-            Err(e) => dropped.extend(candidates.into_iter().map(|c| Dropped { content: c.content, reason: format!("classification failed: {e}") })),
+            Err(e) => failed.add(candidates, &format!("classification failed: {e}")),
         }
     }
-    (out, dropped)
+    (out, failed)
 }
 
 /// Keeps keys only on keyed types, lowercased `a.b_c`; keeps at most five

@@ -37,6 +37,8 @@ pub struct Extracted {
     /// Each chunk whose extraction failed (a model fault: a retry may do
     /// better).
     pub failed: Vec<Dropped>,
+    /// The lines of the chunks whose extraction failed.
+    pub faulted: Vec<usize>,
     /// Each new message that gave more than [`MAX_MEMORIES_PER_MESSAGE`],
     /// and how many more.
     pub capped: Vec<Dropped>,
@@ -68,6 +70,7 @@ pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]
         .buffered(MAX_CONCURRENT_CHUNKS);
     let mut merged = Merged::new(MAX_MEMORIES_PER_MESSAGE);
     let mut failed = Vec::new();
+    let mut faulted = Vec::new();
     let fresh = |i: usize| messages.get(i).is_some_and(|m| fresh_ids.contains(&m.id));
     let group = |lines: &[usize]| lines.iter().copied().filter(|&i| fresh(i)).min().or_else(|| lines.iter().copied().filter(|&i| i < messages.len()).min());
     while let Some((t, pass, result)) = results.next().await {
@@ -78,11 +81,14 @@ pub async fn run(reasoner: &dyn Reasoner, session_id: &str, messages: &[Message]
                 let g = group(&c.lines);
                 merged.add(c, &t, g)
             }),
-            Err(e) => failed.push(Dropped { content: describe(&t, pass), reason: format!("extraction failed: {e}") }),
+            Err(e) => {
+                faulted.extend(t.lines.iter().map(|l| l.index));
+                failed.push(Dropped { content: describe(&t, pass), reason: format!("extraction failed: {e}") })
+            }
         }
     }
     let (found, capped) = merged.finish(messages, fresh);
-    Extracted { found, failed, capped }
+    Extracted { found, failed, faulted, capped }
 }
 
 /// `"messages 0-3 (full pass)"`: what a failed extraction job covered.

@@ -72,8 +72,12 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     // 3-6. Judge and store.
     let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, MetadataOf::Call(&metadata)).await?;
     if judged.faults > 0 {
-        // A model stage failed: the alarm retries the session later.
-        store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.clone() })?;
+        // A model stage failed: the alarm judges the messages it touched
+        // again later.
+        store.transaction(|| {
+            store.mark_rejudge(&judged.faulted)?;
+            store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.clone() })
+        })?;
     }
     report.dropped = judged.dropped;
     report.memories_stored = judged.outcome.stored.len();
@@ -89,6 +93,8 @@ pub struct Judged {
     pub dropped: Vec<Dropped>,
     /// How many drops were model faults (a retry may do better).
     pub faults: usize,
+    /// The messages judged that a fault touched (ids).
+    pub faulted: Vec<String>,
 }
 
 /// The metadata the memories of a judging take.
@@ -108,7 +114,7 @@ pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Mess
 
     // 3. Extract (full + detail passes), merged, at most
     //    MAX_MEMORIES_PER_MESSAGE a message.
-    let extract::Extracted { found, failed: failed_extract, capped } = extract::run(p.reasoner, session_id, messages, fresh_ids).await;
+    let extract::Extracted { found, failed: failed_extract, faulted, capped } = extract::run(p.reasoner, session_id, messages, fresh_ids).await;
     dropped.extend(capped);
     let (extracted, uncited) = cited_and_new(found, messages, fresh_ids);
     dropped.extend(uncited);
@@ -120,8 +126,17 @@ pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Mess
     // 5. Classify: type, key, summary, search queries.
     let (classified, failed_classify) = classify::run(p.reasoner, verified).await;
 
-    let faults = failed_extract.len().saturating_add(failed_verify.len()).saturating_add(failed_classify.len());
-    dropped.extend(failed_extract.into_iter().chain(failed_verify).chain(failed_classify));
+    let faults = failed_extract.len().saturating_add(failed_verify.dropped.len()).saturating_add(failed_classify.dropped.len());
+    // The new messages a fault touched: a retry judges them again, even
+    // those another of their candidates was stored from.
+    let faulted: HashSet<String> = faulted
+        .into_iter()
+        .chain(failed_verify.lines)
+        .chain(failed_classify.lines)
+        .filter_map(|i| messages.get(i).map(|m| m.id.clone()))
+        .filter(|id| fresh_ids.contains(id))
+        .collect();
+    dropped.extend(failed_extract.into_iter().chain(failed_verify.dropped).chain(failed_classify.dropped));
 
     // 6. Build memories, plan supersession, store in one transaction.
     let memories = match metadata {
@@ -131,7 +146,7 @@ pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Mess
     let (memories, no_room) = within_room(p, memories)?;
     dropped.extend(no_room);
     let outcome = persist::store(&p.store(), p.turns, memories)?;
-    Ok(Judged { outcome, dropped, faults })
+    Ok(Judged { outcome, dropped, faults, faulted: faulted.into_iter().collect() })
 }
 
 /// The memories that fit under the profile's limit (`MAX_MEMORIES`), in
@@ -176,7 +191,9 @@ fn build_by_message(
 }
 
 /// Re-runs the judging stages over a stored session, for the messages no
-/// memory cites yet (the `extract` job). Returns how many model faults
+/// memory cites yet and those a model fault left partly judged (marked by
+/// [`Store::mark_rejudge`]; what was stored from them already is found
+/// stored and kept) (the `extract` job). Returns how many model faults
 /// remain; zero means the job is done.
 pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
     let store = p.store();
@@ -186,7 +203,8 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
     }
     let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
     let cited = store.cited_messages(&ids)?;
-    let fresh: HashSet<String> = ids.into_iter().filter(|id| !cited.contains(id)).collect();
+    let marked = store.marked_rejudge(&ids)?;
+    let fresh: HashSet<String> = ids.into_iter().filter(|id| !cited.contains(id) || marked.contains(id)).collect();
     if fresh.is_empty() {
         return Ok(0);
     }
@@ -204,7 +222,15 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
         .collect();
     // The memories take the metadata their new messages were stored with
     // (calls of one session may have carried different metadata).
-    Ok(judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages).await?.faults)
+    let judged = judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages).await?;
+    // The marks follow this judging: cleared, and set again where a fault
+    // touched a message once more.
+    let marked: Vec<String> = marked.into_iter().collect();
+    store.transaction(|| {
+        store.clear_rejudge(&marked)?;
+        store.mark_rejudge(&judged.faulted)
+    })?;
+    Ok(judged.faults)
 }
 
 /// Keeps candidates that cite a line of this conversation and rest on at

@@ -7,17 +7,17 @@
 //! is dropped with the error as the reason: unverified text is never
 //! stored, and the failure is reported, not raised.
 
-use crate::core::ingest::batch;
+use crate::core::ingest::batch::{self, Faults};
 use crate::core::model::Dropped;
 use crate::core::provider::{Candidate, Reasoner, Transcript, Verdict};
 use std::rc::Rc;
 
 /// Verified candidates, the ones verification dropped, and the ones whose
 /// verification failed (a model fault: worth retrying later).
-pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)>) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>, Vec<Dropped>) {
+pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)>) -> (Vec<(Candidate, Rc<Transcript>)>, Vec<Dropped>, Faults) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
-    let mut failed = Vec::new();
+    let mut failed = Faults::default();
     for (t, candidates) in batch::batches(items, batch::BATCH_SIZE) {
         match reasoner.verify(&t, &candidates).await {
             Ok(verdicts) => {
@@ -29,7 +29,7 @@ pub async fn run(reasoner: &dyn Reasoner, items: Vec<(Candidate, Rc<Transcript>)
                     }
                 }
             }
-            Err(e) => failed.extend(candidates.into_iter().map(|c| Dropped { content: c.content, reason: format!("verification failed: {e}") })),
+            Err(e) => failed.add(candidates, &format!("verification failed: {e}")),
         }
     }
     (kept, dropped, failed)

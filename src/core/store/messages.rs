@@ -20,6 +20,44 @@ impl<'a> Store<'a> {
         Ok(found)
     }
 
+    /// Marks these stored messages to be judged again by the session's
+    /// `extract` job (schema version 18): a model fault left them partly
+    /// judged.
+    pub fn mark_rejudge(&self, ids: &[String]) -> Result<()> {
+        for chunk in json_chunks(ids)? {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO rejudge (message_rowid) SELECT m.rowid FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value",
+                &[chunk],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Which of `ids` are marked to be judged again.
+    pub fn marked_rejudge(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        let mut found = std::collections::HashSet::new();
+        for chunk in json_chunks(ids)? {
+            for row in self
+                .sql
+                .query("SELECT m.id FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value CROSS JOIN rejudge r ON r.message_rowid = m.rowid", &[chunk])?
+            {
+                found.insert(id_of_row(&row)?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Clears the marks of `ids` ([`Store::mark_rejudge`]).
+    pub fn clear_rejudge(&self, ids: &[String]) -> Result<()> {
+        for chunk in json_chunks(ids)? {
+            self.sql.execute(
+                "DELETE FROM rejudge WHERE message_rowid IN (SELECT m.rowid FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value)",
+                &[chunk],
+            )?;
+        }
+        Ok(())
+    }
+
     /// The role of each stored message among `ids`, by id.
     pub fn message_roles(&self, ids: &[&String]) -> Result<std::collections::HashMap<String, String>> {
         let mut roles = std::collections::HashMap::new();

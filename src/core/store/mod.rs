@@ -156,6 +156,7 @@ impl<'a> Store<'a> {
             "citations",
             "citations_waiting",
             "restatements",
+            "rejudge",
             "messages",
             "messages_fts",
             "memories",
