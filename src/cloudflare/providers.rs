@@ -53,7 +53,10 @@ impl Providers {
     pub fn index<'a>(&'a self, sql: &'a dyn Sql, packed: &'a RefCell<Packed>, warm: bool) -> Box<dyn VectorIndex + 'a> {
         match (&self.index, &self.vectorize) {
             (IndexKind::Vectorize, Some(v)) => Box::new(v),
-            _ if warm => Box::new(CachedVectorIndex { sql, packed }),
+            // Codes still held (a profile let go while they were lent
+            // out) are kept in step too: a write past them would leave
+            // them stale for when the profile is warm again.
+            _ if warm || packed.try_borrow().is_ok_and(|p| p.is_loaded()) => Box::new(CachedVectorIndex { sql, packed }),
             _ => Box::new(SqlVectorIndex { sql }),
         }
     }
