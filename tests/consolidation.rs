@@ -1009,3 +1009,63 @@ fn test_a_later_value_of_a_folded_members_key_reopens_the_fold_and_supersedes_it
         assert!(p.get(&fold.target).is_err(), "the fold is undone");
     });
 }
+
+/// An agent's statement reaches only its own session's holder of a key
+/// (two support calls' refund references are two refunds), so a new
+/// call's refund reference supersedes nothing in another session: it must
+/// not undo that session's fold either.
+#[test]
+fn test_an_agents_value_in_another_session_does_not_reopen_a_fold() {
+    let sql = database();
+    let call = |session: &str, text: &str| agent_memory::core::api::IngestRequest {
+        messages: vec![support::msg("user", "I returned the item two weeks ago and still have not seen the money back."), support::msg("assistant", text)],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(call("lamp-call", "The refund reference is RF-100001. Your order number is 55512."))).unwrap()
+    });
+    let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let r = block_on(p.ingest(call("kettle-call", "The refund reference is RF-200002."))).unwrap();
+        assert_eq!(r.memories_superseded, 0, "another call's refund is not replaced");
+        assert!(p.get(&fold.target).is_ok(), "the lamp call's fold was undone by a statement that supersedes none of its members");
+    });
+}
+
+/// Many support calls, each one's statements folded: one more call's
+/// refund reference (an agent's, reaching only its own session) tries to
+/// undo none of the folds holding the key, so its ingest costs a handful
+/// of statements, not several for each fold, on every later statement of
+/// the key.
+#[test]
+fn test_a_keyed_statement_does_not_cost_a_statement_per_fold_of_its_key() {
+    const CALLS: usize = 300;
+    let sql = database();
+    let call = |session: String, text: String| agent_memory::core::api::IngestRequest {
+        messages: vec![support::msg("assistant", &text)],
+        session_id: Some(session),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        for i in 0..CALLS {
+            block_on(p.ingest(call(format!("call-{i}"), format!("The refund reference is RF-{}. Your order number is {}.", 100_000 + i, 50_000 + i)))).unwrap();
+        }
+    });
+    let folds = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({"maxWindows": 10}))).actions.iter().filter(|r| r.action == "fold").count();
+    assert!(folds >= CALLS, "{folds} folds");
+    let mut seen = Vec::new();
+    for (n, at) in [(1, APRIL_15 + DAY), (2, APRIL_15 + 2 * DAY)] {
+        let recorded = support::Recorded::new(&sql, |_| true);
+        let started = std::time::Instant::now();
+        with_profile(&recorded, at, |p| block_on(p.ingest(call(format!("new-call-{n}"), format!("The refund reference is RF-99999{n}.")))).unwrap());
+        let statements = recorded.seen.borrow().len();
+        let undo_reads = recorded.seen.borrow().iter().filter(|(s, _)| s.contains("FROM consolidations WHERE id = ?")).count();
+        println!("ingest {n}: {statements} statements, {undo_reads} folds tried, {:?}", started.elapsed());
+        seen.push((n, statements, undo_reads));
+    }
+    assert!(
+        seen.iter().all(|&(_, statements, undo_reads)| undo_reads <= 1 && statements < 100),
+        "ingests of one statement (n, statements, folds tried): {seen:?}"
+    );
+}

@@ -1247,3 +1247,177 @@ fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_g
         assert_eq!(stats.pending_jobs, 0);
     });
 }
+
+/// Like [`SplitBatches`], with a keyed statement in the batch that passes:
+/// line "Lots ..." gives the favorite color (blue) first, 15 fillers, then
+/// dark mode (whose verification batch fails while `down`); a line with
+/// "green" gives the new favorite color.
+struct StaleRetry {
+    down: Cell<bool>,
+}
+
+impl Reasoner for StaleRetry {
+    fn extract<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        _pass: agent_memory::core::provider::Pass,
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
+        let c = |s: String, i: usize| agent_memory::core::provider::Candidate { content: s, lines: vec![i], event_date: None };
+        let mut out = Vec::new();
+        for l in &t.lines {
+            if l.text.contains("Lots") {
+                out.push(c("The user's favorite color is blue.".into(), l.index));
+                out.extend((0..15).map(|i| c(format!("The user mentioned setting number {i} for the project."), l.index)));
+                out.push(c("The user wants dark mode by default.".into(), l.index));
+            } else if l.text.contains("green") {
+                out.push(c("The user's favorite color is green.".into(), l.index));
+            }
+        }
+        Box::pin(async move { Ok(out) })
+    }
+    fn verify<'a>(
+        &'a self,
+        _t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
+        let fail = self.down.get() && c.iter().any(|c| c.content.contains("dark mode"));
+        Box::pin(async move {
+            if fail {
+                return Err(Error::provider("model unavailable"));
+            }
+            Ok(c.iter().map(|_| agent_memory::core::provider::Verdict::Pass).collect())
+        })
+    }
+    fn classify<'a>(
+        &'a self,
+        _t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
+        let out = c
+            .iter()
+            .map(|c| agent_memory::core::provider::Classification {
+                kind: MemoryType::Fact,
+                key: c.content.contains("favorite color").then(|| "user.favorite_color".to_string()),
+                summary: c.content.clone(),
+                search_queries: vec![],
+            })
+            .collect();
+        Box::pin(async move { Ok(out) })
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
+        Rules.consolidate(g)
+    }
+}
+
+/// The retry of a marked message judges all of it again, but a statement
+/// the message gave before is not stored again, whatever its state now:
+/// one stored and since superseded by a later value stays superseded,
+/// rather than coming back as the newest value.
+#[test]
+fn test_a_retry_of_a_marked_message_does_not_revive_a_value_superseded_since() {
+    let sql = database();
+    let model = StaleRetry { down: Cell::new(true) };
+    let first = IngestRequest {
+        messages: vec![msg("user", "Lots of project settings; my favorite color is blue; dark mode please.")],
+        session_id: Some("s".into()),
+        metadata: Default::default(),
+    };
+    let r = with_parts(&sql, APRIL_15, &model, &HashEmbedder, |p| block_on(p.ingest(first)).unwrap());
+    assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
+    // Before the alarm's retry, the user changes the value.
+    let later = IngestRequest { messages: vec![msg("user", "My favorite color is green now.")], session_id: Some("s".into()), metadata: Default::default() };
+    let r = with_parts(&sql, APRIL_15 + 1_000, &model, &HashEmbedder, |p| block_on(p.ingest(later)).unwrap());
+    assert_eq!(r.memories_superseded, 1);
+    model.down.set(false);
+    with_parts(&sql, APRIL_15 + 60_000, &model, &HashEmbedder, |p| {
+        for _ in 0..3 {
+            block_on(p.drain()).unwrap();
+        }
+        assert!(active(p).iter().any(|m| m.content.contains("dark mode")), "dark mode retried");
+        let colors: Vec<String> = active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.favorite_color")).map(|m| m.content).collect();
+        assert_eq!(colors.len(), 1, "{colors:?}");
+        assert!(colors[0].contains("green"), "the retry revived the value the user changed since: active {colors:?}");
+    });
+}
+
+/// A model that names its list otherwise than the prompt asked
+/// (`{"results": [...]}`, the reply's only list) still gave statements,
+/// and they are read (an object's only array, unless the object is itself
+/// a statement).
+#[test]
+fn test_an_extraction_list_under_another_name_is_read() {
+    let sql = database();
+    let results = EXTRACTED.replace("{\"memories\":", "{\"results\":");
+    let model = Scripted::default().on("extract", &[&results, &results]).on("verify", &[VERIFIED]).on("classify", &[CLASSIFIED]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert!(r.memories_stored > 0, "a reply of four statements stored nothing: {:?}", r.dropped);
+}
+
+/// A conversation about reasoning models' tags: the statement quotes
+/// `</think>`. Read from after the tag, the reply's JSON is cut in two;
+/// read whole, it holds the statement, which is stored.
+#[test]
+fn test_a_statement_quoting_a_closing_think_tag_is_read() {
+    let sql = database();
+    let reply = "{\"memories\": [{\"content\": \"The user's proxy strips everything before </think> from model replies.\", \"lines\": [0]}]}";
+    let model = Scripted::default()
+        .on("extract", &[reply, reply])
+        .on("verify", &["{\"verdicts\": [{\"index\": 0, \"verdict\": \"pass\"}]}"])
+        .on("classify", &["{\"items\": [{\"index\": 0, \"type\": \"fact\", \"key\": \"project.proxy\", \"summary\": \"Proxy strips reasoning\", \"searchQueries\": [\"proxy?\"]}]}"]);
+    let req = IngestRequest {
+        messages: vec![msg("user", "My proxy strips everything before </think> from model replies.")],
+        session_id: Some("s".into()),
+        metadata: Default::default(),
+    };
+    let r = ingest_with(&sql, &model, req);
+    assert_eq!(r.memories_stored, 1, "{:?}", r.dropped);
+}
+
+/// The marks are written in the memories' transaction: an ingest cut
+/// while writing them (the object restarted or evicted; here the mark's
+/// statement fails) stores none of the call's memories, and the guard
+/// job's retry judges the message whole, dark mode with the rest. Written
+/// after the memories, the marks were lost with the cut, and the message,
+/// cited by the sixteen stored, was never judged again.
+#[test]
+fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
+    let sql = database();
+    let model = SplitBatches { down: Cell::new(true) };
+    let req = IngestRequest {
+        messages: vec![msg("user", "Lots of project settings, and I want dark mode by default.")],
+        session_id: Some("s".into()),
+        metadata: Default::default(),
+    };
+    let cut = support::FailingAt { inner: &sql, pattern: "INTO rejudge", n: Cell::new(1) };
+    {
+        let index = SqlVectorIndex { sql: &sql };
+        let p = Profile {
+            name: "test/p",
+            sql: &cut,
+            reasoner: &model,
+            embedder: &HashEmbedder,
+            index: &index,
+            turns: None,
+            now: APRIL_15,
+            limits: Limits::default(),
+            memory: Default::default(),
+        };
+        assert!(block_on(p.ingest(req)).is_err(), "the cut call answers 500");
+    }
+    model.down.set(false);
+    with_parts(&sql, APRIL_15 + agent_memory::core::ops::INGEST_GUARD_MILLIS + 60_000, &model, &HashEmbedder, |p| {
+        for _ in 0..3 {
+            block_on(p.drain()).unwrap();
+        }
+        // The cut undid the call's memories with its marks (one
+        // transaction): the guard's retry judged the message whole.
+        assert_eq!(active(p).len(), 17, "every statement stored once");
+        assert!(active(p).iter().any(|m| m.content.contains("dark mode")), "the statement whose verification failed is lost");
+    });
+}

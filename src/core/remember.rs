@@ -62,7 +62,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     }
     let store = p.store();
     room_unless_repeated(p, &store, &pending)?;
-    let outcome = persist::store(&store, p.turns, pending)?;
+    let outcome = persist::store(&store, p.turns, pending, &Default::default())?;
     // Read back what was stored: its status is derived on read (a memory
     // stored with an expiry already past reads as expired).
     let id = match (outcome.stored.first(), outcome.existing.first()) {

@@ -69,16 +69,8 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
         m.timestamp = m.timestamp.take().or_else(|| Some(iso(p.now)));
     }
 
-    // 3-6. Judge and store.
-    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, MetadataOf::Call(&metadata)).await?;
-    if judged.faults > 0 {
-        // A model stage failed: the alarm judges the messages it touched
-        // again later.
-        store.transaction(|| {
-            store.mark_rejudge(&judged.faulted)?;
-            store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.clone() })
-        })?;
-    }
+    // 3-6. Judge and store (a model fault queues the session's retry).
+    let judged = judge_and_store(p, &session_id, &messages, &fresh_ids, MetadataOf::Call(&metadata), Judging::First).await?;
     report.dropped = judged.dropped;
     report.memories_stored = judged.outcome.stored.len();
     report.memories_superseded = judged.outcome.superseded;
@@ -106,10 +98,29 @@ pub enum MetadataOf<'a> {
     Messages,
 }
 
+/// Which judging of the messages this is.
+pub enum Judging<'a> {
+    /// An ingest's: a model fault marks the messages it touched and queues
+    /// the session's `extract` job.
+    First,
+    /// The `extract` job's: `marked` are the marks it judges again (they
+    /// are cleared, and set anew where a fault touches a message again),
+    /// and what a message gave before, in whatever state it is now (a
+    /// value superseded since, a memory forgotten), is not given again.
+    Retry { marked: &'a [String] },
+}
+
 /// Extracts, verifies, classifies and stores memories from `messages`,
 /// keeping only those resting on a message in `fresh_ids`. Model faults
-/// are counted, not raised: the caller decides whether to retry.
-pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Message], fresh_ids: &HashSet<String>, metadata: MetadataOf<'_>) -> Result<Judged> {
+/// are counted, not raised, and left for the alarm ([`Judging`]).
+pub async fn judge_and_store(
+    p: &Profile<'_>,
+    session_id: &str,
+    messages: &[Message],
+    fresh_ids: &HashSet<String>,
+    metadata: MetadataOf<'_>,
+    judging: Judging<'_>,
+) -> Result<Judged> {
     let mut dropped = Vec::new();
 
     // 3. Extract (full + detail passes), merged, at most
@@ -143,10 +154,29 @@ pub async fn judge_and_store(p: &Profile<'_>, session_id: &str, messages: &[Mess
         MetadataOf::Call(m) => persist::build(session_id, messages, classified, m, p.now),
         MetadataOf::Messages => build_by_message(session_id, messages, fresh_ids, classified, p.now)?,
     };
+    let memories = match judging {
+        Judging::First => memories,
+        Judging::Retry { .. } => not_given_before(&p.store(), memories)?,
+    };
     let (memories, no_room) = within_room(p, memories)?;
     dropped.extend(no_room);
-    let outcome = persist::store(&p.store(), p.turns, memories)?;
-    Ok(Judged { outcome, dropped, faults, faulted: faulted.into_iter().collect() })
+    let faulted: Vec<String> = faulted.into_iter().collect();
+    let followup = match judging {
+        Judging::First => persist::Followup { cleared: &[], marked: &faulted, retry_session: (faults > 0).then_some(session_id) },
+        Judging::Retry { marked } => persist::Followup { cleared: marked, marked: &faulted, retry_session: None },
+    };
+    let outcome = persist::store(&p.store(), p.turns, memories, &followup)?;
+    Ok(Judged { outcome, dropped, faults, faulted })
+}
+
+/// The memories a retry would store that their messages did not give
+/// before: a statement a message gave already (stored then, and since
+/// superseded, forgotten or folded) is not stored again, or a value the
+/// user changed since would come back as the latest.
+fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist::Pending>) -> Result<Vec<persist::Pending>> {
+    let cited: Vec<String> = memories.iter().flat_map(|m| m.memory.source_message_ids.iter().cloned()).collect();
+    let given = store.fingerprints_citing(&cited)?;
+    Ok(memories.into_iter().filter(|m| !given.contains(&m.fingerprint)).collect())
 }
 
 /// The memories that fit under the profile's limit (`MAX_MEMORIES`), in
@@ -222,15 +252,8 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
         .collect();
     // The memories take the metadata their new messages were stored with
     // (calls of one session may have carried different metadata).
-    let judged = judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages).await?;
-    // The marks follow this judging: cleared, and set again where a fault
-    // touched a message once more.
     let marked: Vec<String> = marked.into_iter().collect();
-    store.transaction(|| {
-        store.clear_rejudge(&marked)?;
-        store.mark_rejudge(&judged.faulted)
-    })?;
-    Ok(judged.faults)
+    Ok(judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages, Judging::Retry { marked: &marked }).await?.faults)
 }
 
 /// Keeps candidates that cite a line of this conversation and rest on at

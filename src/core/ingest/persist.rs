@@ -85,6 +85,34 @@ pub fn build(session_id: &str, messages: &[Message], items: Vec<(Candidate, Clas
         .collect()
 }
 
+/// Reopens (undoes) each live fold holding a member that one of
+/// `memories` would supersede: the same key and owner, within the
+/// speaker's reach (an agent's statement reaches its own session's). A
+/// fold holds no key, so a new value could not supersede the old one
+/// folded away, whose words stayed active in the fold. The fold's members
+/// come back, to be superseded as usual; the next run may fold the others
+/// again.
+fn reopen_folds(store: &Store<'_>, memories: &[Memory], authority: &[u8]) -> Result<()> {
+    let keys: Vec<&str> = memories.iter().filter_map(|m| m.key.as_deref()).collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let folded = store.folds_holding(&keys)?;
+    let reached = |f: &crate::core::store::FoldedMember| {
+        memories.iter().zip(authority).any(|(m, &weight)| {
+            m.key.as_deref() == Some(f.key.as_str())
+                && crate::core::model::Owner::of(&m.metadata) == f.owner
+                && supersede::Reach::of(weight)
+                    .reaches(supersede::Said { session: &m.session_id, content: &m.content }, supersede::Said { session: &f.session_id, content: &f.content })
+        })
+    };
+    let folds: Vec<i64> = folded.iter().filter(|f| reached(f)).map(|f| f.fold).collect();
+    if !folds.is_empty() {
+        store.open_folds(folds)?;
+    }
+    Ok(())
+}
+
 /// What [`store`] did.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Outcome {
@@ -103,7 +131,19 @@ pub struct Outcome {
 /// The stored memories sharing a pending memory's fingerprint or topic key
 /// are found by SQL (the columns' indexes); `turns`, when its owner keeps
 /// it, takes the memories written instead of reading them back.
-pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pending>) -> Result<Outcome> {
+/// What a judging leaves for the alarm, written with its memories: the
+/// messages a model fault touched, marked to be judged again (those a
+/// retry judged cleared first), and the session's `extract` job. In one
+/// transaction with the memories, a call cut between the two leaves no
+/// memory whose message's other statements are never judged again.
+#[derive(Debug, Default)]
+pub struct Followup<'a> {
+    pub cleared: &'a [String],
+    pub marked: &'a [String],
+    pub retry_session: Option<&'a str>,
+}
+
+pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pending>, followup: &Followup<'_>) -> Result<Outcome> {
     let (outcome, written) = store.transaction(|| {
         let mut outcome = Outcome::default();
         // Only what the messages still stored say: the judging stages
@@ -164,11 +204,7 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
                 Some(KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session })
             })
             .collect();
-        // A value of a key whose last value a fold took in reopens the fold
-        // first, so that it supersedes that value.
-        let keyed: Vec<(&str, crate::core::model::Owner)> =
-            memories.iter().filter_map(|m| Some((m.key.as_deref()?, crate::core::model::Owner::of(&m.metadata)))).collect();
-        store.open_folds_of(&keyed)?;
+        reopen_folds(store, &memories, &authority)?;
         let holders = store.active_key_holders(&probes)?;
         // Only holders of the same owner (another user's value of a key is
         // not replaced by this one's), within the speaker's reach.
@@ -207,6 +243,11 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         outcome.superseded = plan.replacements.len();
         let (stored, _): (Vec<Memory>, Vec<String>) = items.into_iter().unzip();
         outcome.stored = stored;
+        store.clear_rejudge(followup.cleared)?;
+        store.mark_rejudge(followup.marked)?;
+        if let Some(session_id) = followup.retry_session {
+            store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.to_string() })?;
+        }
         Ok((outcome, written))
     })?;
     // The directory takes them as written instead of reading them back.

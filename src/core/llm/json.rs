@@ -67,23 +67,51 @@ fn scan(s: &str) -> Option<Value> {
         .find_map(|(start, _)| serde_json::from_str(s.get(start..=matching_end(s, start)?)?).ok())
 }
 
-/// A reply without its reasoning: what follows the last `</think>` when
-/// there is one (a chat template may open the block in the prompt, so the
-/// reply holds only its end); `None` when a `<think>` is never closed (the
-/// reply ran out mid-thought and holds no answer).
+/// A reply without its reasoning: what follows the first `</think>`, and
+/// then any further block that opens what is left (a chat template may
+/// open the first block in the prompt, so the reply holds only its end);
+/// `None` when a `<think>` is never closed (the reply ran out
+/// mid-thought and holds no answer). A statement that quotes the tag is
+/// cut too: [`readings`] gives the reply whole as well.
 pub fn without_reasoning(reply: &str) -> Option<&str> {
-    match reply.rsplit_once("</think>") {
-        Some((_, after)) => Some(after),
-        None if reply.contains("<think>") => None,
-        None => Some(reply),
+    let mut rest = reply;
+    loop {
+        match rest.split_once("</think>") {
+            Some((_, after)) => {
+                rest = after;
+                if !rest.trim_start().starts_with("<think>") {
+                    return Some(rest);
+                }
+            }
+            None if rest.contains("<think>") => return None,
+            None => return Some(rest),
+        }
     }
+}
+
+/// The texts a reply may be read from, in order: without its reasoning
+/// ([`without_reasoning`]), then whole (a statement that quotes `</think>`
+/// is cut by the first).
+pub fn readings(reply: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = without_reasoning(reply).into_iter().collect();
+    if out.first() != Some(&reply) {
+        out.push(reply);
+    }
+    out
 }
 
 /// The first well-formed JSON object or array in a reply, its reasoning
 /// left out ([`without_reasoning`]): inside the first code fence if there
 /// is one, else anywhere in the text.
 pub fn first_json(reply: &str) -> Option<Value> {
-    let reply = without_reasoning(reply)?;
+    readings(reply).into_iter().find_map(first_json_in)
+}
+
+/// The first well-formed JSON object or array in `text` as it is (no
+/// reasoning left out): inside the first code fence if there is one, else
+/// anywhere in the text.
+pub fn first_json_in(text: &str) -> Option<Value> {
+    let reply = text;
     let fenced = strip_fences(reply);
     scan(fenced).or_else(|| if fenced.len() != reply.len() { scan(reply) } else { None })
 }

@@ -27,15 +27,32 @@ fn iso_date(s: &str) -> Option<String> {
 }
 
 /// Extracted candidates. Items without content are skipped; items without
-/// cited lines are kept (ingest drops them with a record). A list not
-/// named as one, or holding an item that is neither a statement nor an
-/// object, is unparseable: it is no list of statements (a reply cut off
-/// mid-list, read from its first complete item; a line number quoted
-/// before the JSON), and reading it as "nothing to remember" would lose
-/// the reply's statements without a record.
+/// cited lines are kept (ingest drops them with a record). The reply is
+/// read without its reasoning, else whole ([`json::readings`]). Its list
+/// is the value, a field of one of the usual names, or the object's only
+/// array unless the object is itself a statement; a list holding an item
+/// that is neither a statement nor an object is no list of statements. A
+/// reply cut off mid-list (read from its first complete item, whose cited
+/// lines would pass for the list) or a line number quoted in the reasoning
+/// is unparseable then, not "nothing to remember", which would lose the
+/// reply's statements without a record.
 pub fn candidates(reply: &str) -> Result<Vec<Candidate>> {
-    let v = reply_json(reply)?;
-    let items = json::named_list(&v, &["memories", "items", "candidates", "facts", "statements"]).ok_or_else(|| unparseable("no memories list"))?;
+    let mut last = unparseable("no JSON object in it");
+    for text in json::readings(reply) {
+        match json::first_json_in(text).ok_or_else(|| unparseable("no JSON object in it")).and_then(|v| candidates_of(&v)) {
+            Ok(found) => return Ok(found),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+const CONTENT_FIELDS: [&str; 5] = ["content", "text", "memory", "fact", "statement"];
+
+fn candidates_of(v: &Value) -> Result<Vec<Candidate>> {
+    let named = json::named_list(v, &["memories", "items", "candidates", "facts", "statements"]);
+    let is_a_statement = CONTENT_FIELDS.iter().any(|f| v.get(*f).is_some());
+    let items = named.or_else(|| if is_a_statement { None } else { json::list(v, &[]) }).ok_or_else(|| unparseable("no memories list"))?;
     if items.iter().any(|item| !item.is_string() && !item.is_object()) {
         return Err(unparseable("the memories list holds an item that is no statement"));
     }
@@ -45,7 +62,7 @@ pub fn candidates(reply: &str) -> Result<Vec<Candidate>> {
             if let Value::String(s) = item {
                 return (!s.trim().is_empty()).then(|| Candidate { content: s.trim().into(), lines: vec![], event_date: None });
             }
-            let content = json::text(item, &["content", "text", "memory", "fact", "statement"])?;
+            let content = json::text(item, &CONTENT_FIELDS)?;
             let lines = json::field(item, &["lines", "line", "sourceLines", "source_lines", "sources", "indices"]).map(json::indices).unwrap_or_default();
             let event_date = json::text(item, &["eventDate", "event_date", "date"]).and_then(|d| iso_date(&d));
             Some(Candidate { content, lines, event_date })

@@ -5,6 +5,17 @@
 use super::*;
 use crate::core::model::ConsolidationRecord;
 
+/// A member of a live fold stating a key ([`Store::folds_holding`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoldedMember {
+    /// The fold's consolidation record.
+    pub fold: i64,
+    pub key: String,
+    pub owner: crate::core::model::Owner,
+    pub session_id: String,
+    pub content: String,
+}
+
 /// The `meta` key holding the consolidation run in progress (JSON).
 pub const META_CONSOLIDATION: &str = "consolidation_run";
 
@@ -307,43 +318,42 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
-    /// Undoes each live fold holding a member that states one of `keys`
-    /// for its owner (pairs of key and owner): a new value of a key whose
-    /// last value a fold took in must supersede that value, which it could
-    /// not while the fold (which holds no key) kept the value's words
-    /// active. The fold's members come back, to be superseded as usual; the
-    /// next run may fold the others again. A fold that cannot be undone (a
-    /// later consolidation involves it, or it changed since) stays as it
-    /// is. Returns how many were undone.
-    pub fn open_folds_of(&self, keys: &[(&str, crate::core::model::Owner)]) -> Result<usize> {
-        let mut distinct: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
+    /// The members of live folds that state one of `keys`: each with its
+    /// fold's record, its key, owner, session and words (for the caller to
+    /// weigh its reach against a new statement of the key).
+    pub fn folds_holding(&self, keys: &[&str]) -> Result<Vec<FoldedMember>> {
+        let mut distinct: Vec<&str> = keys.to_vec();
         distinct.sort_unstable();
         distinct.dedup();
-        let mut folds: Vec<i64> = Vec::new();
+        let mut out = Vec::new();
         for chunk in json_chunks(&distinct)? {
-            let rows: Vec<(i64, String, Option<String>)> = json_rows(
+            let rows: Vec<(i64, String, Option<String>, String, String)> = json_rows(
                 self.sql,
-                "SELECT json_group_array(json_array(c.id, m.key, m.metadata)) FROM json_each(?1) k \
+                "SELECT json_group_array(json_array(c.id, m.key, m.metadata, m.session_id, m.content)) FROM json_each(?1) k \
                  CROSS JOIN memories m ON m.key = k.value CROSS JOIN consolidation_members cm ON cm.memory_id = m.id \
                  CROSS JOIN consolidations c ON c.id = cm.consolidation_id \
                  WHERE m.status = 'superseded' AND c.action = 'fold' AND c.undone_at IS NULL AND c.target = m.superseded_by",
                 &[chunk],
             )?;
-            for (fold, key, metadata) in rows {
+            for (fold, key, metadata, session_id, content) in rows {
                 let metadata: crate::core::model::Metadata = match metadata {
                     Some(m) => serde_json::from_str(&m).map_err(|e| Error::storage(format!("a memory's metadata does not read: {e}")))?,
                     None => Default::default(),
                 };
-                let owner = crate::core::model::Owner::of(&metadata);
-                if keys.iter().any(|(k, o)| *k == key && *o == owner) {
-                    folds.push(fold);
-                }
+                out.push(FoldedMember { fold, key, owner: crate::core::model::Owner::of(&metadata), session_id, content });
             }
         }
+        Ok(out)
+    }
+
+    /// Undoes the folds `folds` (their records' ids), latest first (an
+    /// earlier fold's undo waits for a later one's), leaving as it is each
+    /// that cannot be undone (a later consolidation involves it, or it
+    /// changed since). Returns how many were undone.
+    pub fn open_folds(&self, mut folds: Vec<i64>) -> Result<usize> {
         folds.sort_unstable();
         folds.dedup();
         let mut opened: usize = 0;
-        // Latest first: an earlier fold's undo waits for a later one's.
         for fold in folds.into_iter().rev() {
             match self.undo_consolidation(fold) {
                 Ok(_) => opened = opened.saturating_add(1),

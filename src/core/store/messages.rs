@@ -47,6 +47,22 @@ impl<'a> Store<'a> {
         Ok(found)
     }
 
+    /// The fingerprints of the memories, in any state, that cite any of
+    /// these messages: what they gave.
+    pub fn fingerprints_citing(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        let mut found = std::collections::HashSet::new();
+        for chunk in json_chunks(ids)? {
+            for row in self.sql.query(
+                "SELECT DISTINCT m.fingerprint FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
+                 CROSS JOIN citations c ON c.message_rowid = g.rowid CROSS JOIN memories m ON m.id = c.memory_id",
+                &[chunk],
+            )? {
+                found.insert(id_of_row(&row)?);
+            }
+        }
+        Ok(found)
+    }
+
     /// Clears the marks of `ids` ([`Store::mark_rejudge`]).
     pub fn clear_rejudge(&self, ids: &[String]) -> Result<()> {
         for chunk in json_chunks(ids)? {

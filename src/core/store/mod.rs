@@ -81,7 +81,7 @@ mod rows;
 mod spool;
 mod sql;
 
-pub use consolidations::{NewConsolidation, META_CONSOLIDATION};
+pub use consolidations::{FoldedMember, NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
 pub use memories::{KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY};
 use rows::*;
