@@ -1069,3 +1069,35 @@ fn test_a_keyed_statement_does_not_cost_a_statement_per_fold_of_its_key() {
         "ingests of one statement (n, statements, folds tried): {seen:?}"
     );
 }
+
+/// Two support calls' refund references are both active (an agent's key
+/// reaches its own session). A new refund reference in the first call
+/// reopens that call's fold and supersedes its old reference: the
+/// other call's reference is no value of this call's key.
+#[test]
+fn test_an_agents_new_value_reopens_its_own_sessions_fold_while_another_session_holds_the_key() {
+    let sql = database();
+    let call = |session: &str, user: &str, text: &str| agent_memory::core::api::IngestRequest {
+        messages: vec![support::msg("user", user), support::msg("assistant", text)],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    let user = "I returned the item two weeks ago and still have not seen the money back.";
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(call("lamp-call", user, "The refund reference is RF-100001. Your order number is 55512."))).unwrap()
+    });
+    let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        let r = block_on(p.ingest(call("kettle-call", user, "The refund reference is RF-200002."))).unwrap();
+        assert_eq!(r.memories_superseded, 0, "another call's refund is not replaced");
+    });
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let r = block_on(p.ingest(call("lamp-call", "Was the refund reissued?", "The refund reference is RF-100009."))).unwrap();
+        let refunds: Vec<(String, String)> = active(p).into_iter().filter(|m| m.content.contains("RF-")).map(|m| (m.session_id, m.content)).collect();
+        assert!(
+            p.get(&fold.target).is_err() && r.memories_superseded == 1,
+            "the lamp call's fold stayed, its old RF-100001 active in it beside RF-100009 (superseded {}): {refunds:#?}",
+            r.memories_superseded
+        );
+    });
+}

@@ -1421,3 +1421,151 @@ fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
         assert!(active(p).iter().any(|m| m.content.contains("dark mode")), "the statement whose verification failed is lost");
     });
 }
+
+// ---- review rev7 ----------------------------------------------------
+
+/// Line "Lots": the favorite color (blue), 15 fillers, then dark mode (a
+/// second verification batch). Line "green": green. Line "Back": blue
+/// again, with a wish whose verification fails while `down`.
+struct BackToBlue {
+    down: Cell<bool>,
+}
+
+impl Reasoner for BackToBlue {
+    fn extract<'a>(
+        &'a self,
+        t: &'a agent_memory::core::provider::Transcript,
+        _pass: agent_memory::core::provider::Pass,
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
+        let c = |s: String, i: usize| agent_memory::core::provider::Candidate { content: s, lines: vec![i], event_date: None };
+        let mut out = Vec::new();
+        for l in &t.lines {
+            if l.text.contains("Lots") {
+                out.push(c("The user's favorite color is blue.".into(), l.index));
+                out.extend((0..15).map(|i| c(format!("The user mentioned setting number {i} for the project."), l.index)));
+                out.push(c("The user wants dark mode by default.".into(), l.index));
+            } else if l.text.contains("green") {
+                out.push(c("The user's favorite color is green.".into(), l.index));
+            } else if l.text.contains("Back") {
+                out.push(c("The user's favorite color is blue.".into(), l.index));
+                out.push(c("The user wants a flaky verifier.".into(), l.index));
+            }
+        }
+        Box::pin(async move { Ok(out) })
+    }
+    fn verify<'a>(
+        &'a self,
+        _t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
+        let fail = self.down.get() && c.iter().any(|c| c.content.contains("dark mode") || c.content.contains("flaky"));
+        Box::pin(async move {
+            if fail {
+                return Err(Error::provider("model unavailable"));
+            }
+            Ok(c.iter().map(|_| agent_memory::core::provider::Verdict::Pass).collect())
+        })
+    }
+    fn classify<'a>(
+        &'a self,
+        _t: &'a agent_memory::core::provider::Transcript,
+        c: &'a [agent_memory::core::provider::Candidate],
+    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
+        let out = c
+            .iter()
+            .map(|c| agent_memory::core::provider::Classification {
+                kind: MemoryType::Fact,
+                key: c.content.contains("favorite color").then(|| "user.favorite_color".to_string()),
+                summary: c.content.clone(),
+                search_queries: vec![],
+            })
+            .collect();
+        Box::pin(async move { Ok(out) })
+    }
+    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
+        Rules.analyze(q)
+    }
+    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
+        Rules.synthesize(i)
+    }
+    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
+        Rules.consolidate(g)
+    }
+}
+
+/// blue (message 1, marked: its dark mode batch failed), green (message 2),
+/// blue again (message 3, never stored: its batch failed, marked). The
+/// retry judges messages 1 and 3; message 3's "blue" was never given by
+/// message 3, and is the user's latest value.
+#[test]
+fn test_a_retry_keeps_a_statement_another_marked_message_gave_before() {
+    let sql = database();
+    let model = BackToBlue { down: Cell::new(true) };
+    let call = |text: &str| IngestRequest { messages: vec![msg("user", text)], session_id: Some("s".into()), metadata: Default::default() };
+    let r = with_parts(&sql, APRIL_15, &model, &HashEmbedder, |p| {
+        block_on(p.ingest(call("Lots of project settings; my favorite color is blue; dark mode please."))).unwrap()
+    });
+    assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
+    let r = with_parts(&sql, APRIL_15 + 1_000, &model, &HashEmbedder, |p| block_on(p.ingest(call("My favorite color is green now."))).unwrap());
+    assert_eq!(r.memories_superseded, 1);
+    let r = with_parts(&sql, APRIL_15 + 2_000, &model, &HashEmbedder, |p| {
+        block_on(p.ingest(call("Back to blue as my favorite color, and a flaky verifier."))).unwrap()
+    });
+    assert_eq!(r.memories_stored, 0, "the batch holding blue failed: {:?}", r.dropped);
+    model.down.set(false);
+    with_parts(&sql, APRIL_15 + 60_000, &model, &HashEmbedder, |p| {
+        for _ in 0..3 {
+            block_on(p.drain()).unwrap();
+        }
+        assert!(active(p).iter().any(|m| m.content.contains("flaky")), "message 3 retried");
+        let colors: Vec<String> = active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.favorite_color")).map(|m| m.content).collect();
+        assert_eq!(colors.len(), 1, "{colors:?}");
+        assert!(colors[0].contains("blue"), "the user's latest value (blue, said after green) was dropped by the retry: active {colors:?}");
+    });
+}
+
+/// A reasoning model that ran out of tokens mid-thought (its `<think>`
+/// never closed) gave no answer: the extraction failed, with a record and
+/// a retry. Its reasoning mentions the empty list it would give were
+/// there nothing to remember; that draft is no answer.
+#[test]
+fn test_a_reply_cut_off_mid_thought_is_no_empty_extraction() {
+    let sql = database();
+    let cut = "<think>The user sets up a project. Were nothing worth keeping I would answer {\"memories\": []}. \
+               But line 2 says the user prefers pnpm over npm, and line 2 also asks for dark mode, so the list";
+    let model = Scripted::default().on("extract", &[cut, cut]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert_eq!(r.memories_stored, 0);
+    assert!(
+        r.dropped.iter().any(|d| d.reason.starts_with("extraction failed")),
+        "a reply cut off mid-thought was read as nothing to remember (no record, no retry): {:?}",
+        r.dropped
+    );
+}
+
+/// The same with the reasoning closed and the answer cut off mid-list:
+/// the draft in the reasoning is not the answer.
+#[test]
+fn test_an_answer_cut_off_mid_list_is_not_replaced_by_a_draft_in_the_reasoning() {
+    let sql = database();
+    let cut = "<think>An empty reply would be {\"memories\": []}; here there is plenty.</think>\n\
+               {\"memories\": [{\"content\": \"The user prefers pnpm over npm.\", \"lines\": [2]}, {\"content\": \"The user wants dark";
+    let model = Scripted::default().on("extract", &[cut, cut]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert!(
+        r.dropped.iter().any(|d| d.reason.starts_with("extraction failed")),
+        "an answer cut off mid-list was read as nothing to remember (no record, no retry): {:?}",
+        r.dropped
+    );
+}
+
+/// A model without reasoning blocks answers a question about one: the
+/// answer mentions the tags, and is read whole.
+#[test]
+fn test_an_answer_mentioning_the_reasoning_tags_is_read_whole() {
+    use agent_memory::core::llm::parse::answer;
+    let a = "Your proxy drops everything before </think>, so the reasoning never reaches the UI.";
+    assert_eq!(answer(a).ok().as_deref(), Some(a), "read as {:?}", answer(a));
+    let b = "Your model opens its reasoning with <think> and your proxy strips it.";
+    assert_eq!(answer(b).ok().as_deref(), Some(b), "read as {:?}", answer(b).map_err(|e| e.to_string()));
+}

@@ -156,7 +156,7 @@ pub async fn judge_and_store(
     };
     let memories = match judging {
         Judging::First => memories,
-        Judging::Retry { .. } => not_given_before(&p.store(), memories)?,
+        Judging::Retry { .. } => not_given_before(&p.store(), memories, fresh_ids)?,
     };
     let (memories, no_room) = within_room(p, memories)?;
     dropped.extend(no_room);
@@ -169,14 +169,20 @@ pub async fn judge_and_store(
     Ok(Judged { outcome, dropped, faults, faulted })
 }
 
-/// The memories a retry would store that their messages did not give
-/// before: a statement a message gave already (stored then, and since
-/// superseded, forgotten or folded) is not stored again, or a value the
-/// user changed since would come back as the latest.
-fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist::Pending>) -> Result<Vec<persist::Pending>> {
-    let cited: Vec<String> = memories.iter().flat_map(|m| m.memory.source_message_ids.iter().cloned()).collect();
-    let given = store.fingerprints_citing(&cited)?;
-    Ok(memories.into_iter().filter(|m| !given.contains(&m.fingerprint)).collect())
+/// The memories a retry would store that the messages it judges did not
+/// give before: a statement a message gave already (stored then, and
+/// since superseded, forgotten or folded) is not stored again from it, or
+/// a value the user changed since would come back as the latest. A memory
+/// stays when one of its messages being judged (`fresh`) did not give it
+/// (one message may say again what another gave: its own statement
+/// counts).
+fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist::Pending>, fresh: &HashSet<String>) -> Result<Vec<persist::Pending>> {
+    let judged: Vec<String> = memories.iter().flat_map(|m| m.memory.source_message_ids.iter().filter(|id| fresh.contains(*id)).cloned()).collect();
+    let given = store.given_by(&judged)?;
+    Ok(memories
+        .into_iter()
+        .filter(|m| m.memory.source_message_ids.iter().any(|id| fresh.contains(id) && !given.contains(&(id.clone(), m.fingerprint.clone()))))
+        .collect())
 }
 
 /// The memories that fit under the profile's limit (`MAX_MEMORIES`), in

@@ -108,7 +108,14 @@ fn reopen_folds(store: &Store<'_>, memories: &[Memory], authority: &[u8]) -> Res
     };
     let folds: Vec<i64> = folded.iter().filter(|f| reached(f)).map(|f| f.fold).collect();
     if !folds.is_empty() {
-        store.open_folds(folds)?;
+        // A member put back is weighed against the holders its own speaker
+        // reaches: another session's agent may hold its own value.
+        let any_session = |m: &Memory| -> Result<bool> {
+            let roles = store.message_roles(&m.source_message_ids.iter().collect::<Vec<_>>())?;
+            let weight = supersede::authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)));
+            Ok(supersede::Reach::of(weight) == supersede::Reach::AnySession)
+        };
+        store.open_folds(folds, &any_session)?;
     }
     Ok(())
 }

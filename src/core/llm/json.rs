@@ -67,34 +67,37 @@ fn scan(s: &str) -> Option<Value> {
         .find_map(|(start, _)| serde_json::from_str(s.get(start..=matching_end(s, start)?)?).ok())
 }
 
-/// A reply without its reasoning: what follows the first `</think>`, and
-/// then any further block that opens what is left (a chat template may
-/// open the first block in the prompt, so the reply holds only its end);
-/// `None` when a `<think>` is never closed (the reply ran out
-/// mid-thought and holds no answer). A statement that quotes the tag is
-/// cut too: [`readings`] gives the reply whole as well.
+/// A reply without its reasoning: the blocks that open it
+/// (`<think>…</think>`, one after another), and, when a chat template
+/// opened the first block in the prompt so the reply holds only its end,
+/// the text up to a `</think>` that stands at the end of a line before
+/// the answer. `None` when a block that opens the reply is never closed
+/// (it ran out mid-thought and holds no answer). A `</think>` quoted in
+/// running text ("everything before </think>, so …") is no block's end.
 pub fn without_reasoning(reply: &str) -> Option<&str> {
     let mut rest = reply;
-    loop {
-        match rest.split_once("</think>") {
-            Some((_, after)) => {
+    if !rest.contains("<think>") {
+        if let Some((_, after)) = rest.split_once("</think>") {
+            let line_end = after.trim_start_matches([' ', '\t']);
+            if line_end.is_empty() || line_end.starts_with(['\n', '\r']) {
                 rest = after;
-                if !rest.trim_start().starts_with("<think>") {
-                    return Some(rest);
-                }
             }
-            None if rest.contains("<think>") => return None,
-            None => return Some(rest),
         }
     }
+    while rest.trim_start().starts_with("<think>") {
+        rest = rest.split_once("</think>")?.1;
+    }
+    Some(rest)
 }
 
 /// The texts a reply may be read from, in order: without its reasoning
-/// ([`without_reasoning`]), then whole (a statement that quotes `</think>`
-/// is cut by the first).
+/// ([`without_reasoning`]), then whole when it holds no reasoning block
+/// (a statement that quotes `</think>` at a line's end is cut by the
+/// first). A reply with a block is read without it only: a draft inside
+/// the reasoning is no answer.
 pub fn readings(reply: &str) -> Vec<&str> {
     let mut out: Vec<&str> = without_reasoning(reply).into_iter().collect();
-    if out.first() != Some(&reply) {
+    if out.first() != Some(&reply) && !reply.contains("<think>") {
         out.push(reply);
     }
     out

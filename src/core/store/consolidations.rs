@@ -247,6 +247,15 @@ impl<'a> Store<'a> {
     /// another way (forgotten, deleted, superseded, expired, its metadata
     /// updated: putting it back would overwrite that), and when already undone.
     pub fn undo_consolidation(&self, id: i64) -> Result<ConsolidationRecord> {
+        self.undo_consolidation_within(id, &|_| Ok(true))
+    }
+
+    /// [`Store::undo_consolidation`], a memory it puts back active checked
+    /// against the other holders of its key that its speaker reaches:
+    /// `any_session` says whether a member's holders in other sessions
+    /// count (a person's do; an agent's statement reaches its own
+    /// session's, and another session's agent may hold its own value).
+    pub fn undo_consolidation_within(&self, id: i64, any_session: &dyn Fn(&Memory) -> Result<bool>) -> Result<ConsolidationRecord> {
         let (mut rec, before, created) = self.consolidation(id)?.ok_or_else(|| Error::not_found(format!("no consolidation with id {id}")))?;
         if rec.undone_at.is_some() {
             return Err(Error::invalid(format!("consolidation {id} is already undone")));
@@ -258,7 +267,7 @@ impl<'a> Store<'a> {
             return Err(Error::invalid(format!("consolidation {later} changed these memories since; undo it first")));
         }
         self.unchanged_since(&rec, &involved, &before)?;
-        self.no_other_holder(&before, &involved)?;
+        self.no_other_holder(&before, &involved, any_session)?;
         if !created.is_empty() {
             self.delete_memories(&created)?;
         }
@@ -300,10 +309,10 @@ impl<'a> Store<'a> {
     /// key in another active memory now (a value said after the
     /// consolidation, while this one was retired and superseded nothing): the
     /// owner would hold two values of one key, as `update` refuses too.
-    fn no_other_holder(&self, before: &[Memory], involved: &[String]) -> Result<()> {
+    fn no_other_holder(&self, before: &[Memory], involved: &[String], any_session: &dyn Fn(&Memory) -> Result<bool>) -> Result<()> {
         for m in before.iter().filter(|m| m.status == Status::Active) {
             let Some(key) = m.key.as_deref() else { continue };
-            let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session: true };
+            let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session: any_session(m)? };
             let holders = self.active_key_holders(&[probe])?;
             let owner = crate::core::model::Owner::of(&m.metadata);
             if let Some(h) = holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| !involved.contains(&h.id)) {
@@ -347,15 +356,16 @@ impl<'a> Store<'a> {
     }
 
     /// Undoes the folds `folds` (their records' ids), latest first (an
-    /// earlier fold's undo waits for a later one's), leaving as it is each
-    /// that cannot be undone (a later consolidation involves it, or it
-    /// changed since). Returns how many were undone.
-    pub fn open_folds(&self, mut folds: Vec<i64>) -> Result<usize> {
+    /// earlier fold's undo waits for a later one's; members weighed as in
+    /// [`Store::undo_consolidation_within`]), leaving as it is each that
+    /// cannot be undone (a later consolidation involves it, or it changed
+    /// since). Returns how many were undone.
+    pub fn open_folds(&self, mut folds: Vec<i64>, any_session: &dyn Fn(&Memory) -> Result<bool>) -> Result<usize> {
         folds.sort_unstable();
         folds.dedup();
         let mut opened: usize = 0;
         for fold in folds.into_iter().rev() {
-            match self.undo_consolidation(fold) {
+            match self.undo_consolidation_within(fold, any_session) {
                 Ok(_) => opened = opened.saturating_add(1),
                 Err(e) if e.is_conflict() || e.is_invalid() => {}
                 Err(e) => return Err(e),

@@ -47,17 +47,17 @@ impl<'a> Store<'a> {
         Ok(found)
     }
 
-    /// The fingerprints of the memories, in any state, that cite any of
-    /// these messages: what they gave.
-    pub fn fingerprints_citing(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+    /// What each of these messages gave: (message id, fingerprint) of
+    /// every memory, in any state, that cites it.
+    pub fn given_by(&self, ids: &[String]) -> Result<std::collections::HashSet<(String, String)>> {
         let mut found = std::collections::HashSet::new();
         for chunk in json_chunks(ids)? {
             for row in self.sql.query(
-                "SELECT DISTINCT m.fingerprint FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
+                "SELECT DISTINCT g.id, m.fingerprint FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
                  CROSS JOIN citations c ON c.message_rowid = g.rowid CROSS JOIN memories m ON m.id = c.memory_id",
                 &[chunk],
             )? {
-                found.insert(id_of_row(&row)?);
+                found.insert(two_texts(&row, "a message's id and a memory's fingerprint")?);
             }
         }
         Ok(found)
