@@ -1167,64 +1167,14 @@ fn test_a_vector_of_another_dimension_does_not_finish_its_embedding_job() {
     });
 }
 
-/// Extracts 17 statements from the first line (16 fillers, then the dark
-/// mode one), so verification takes two batches; the batch holding dark
-/// mode fails while `down`. Its message gave the first batch's memories,
-/// so it is cited, yet the alarm's retry judges it again (it is marked).
-struct SplitBatches {
-    down: Cell<bool>,
-}
-
-impl Reasoner for SplitBatches {
-    fn extract<'a>(
-        &'a self,
-        _t: &'a agent_memory::core::provider::Transcript,
-        _pass: agent_memory::core::provider::Pass,
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
-        let c = |s: String| agent_memory::core::provider::Candidate { content: s, lines: vec![0], event_date: None };
-        let mut out: Vec<_> = (0..16).map(|i| c(format!("The user mentioned setting number {i} for the project."))).collect();
-        out.push(c("The user wants dark mode by default.".into()));
-        Box::pin(async move { Ok(out) })
-    }
-    fn verify<'a>(
-        &'a self,
-        _t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
-        let fail = self.down.get() && c.iter().any(|c| c.content.contains("dark mode"));
-        Box::pin(async move {
-            if fail {
-                return Err(Error::provider("model unavailable"));
-            }
-            Ok(c.iter().map(|_| agent_memory::core::provider::Verdict::Pass).collect())
-        })
-    }
-    fn classify<'a>(
-        &'a self,
-        _t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
-        let out = c
-            .iter()
-            .map(|c| agent_memory::core::provider::Classification { kind: MemoryType::Fact, key: None, summary: c.content.clone(), search_queries: vec![] })
-            .collect();
-        Box::pin(async move { Ok(out) })
-    }
-    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
-        Rules.analyze(q)
-    }
-    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Rules.synthesize(i)
-    }
-    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
-        Rules.consolidate(g)
-    }
-}
-
+/// Dark mode's verification batch fails (`Flaky`) while the other batch
+/// of its message is stored: the message is cited, yet the alarm's retry
+/// judges it again (it is marked), stores dark mode, and stores nothing
+/// twice.
 #[test]
 fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_gave_other_memories() {
     let sql = database();
-    let model = SplitBatches { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true) };
     let req = IngestRequest {
         messages: vec![msg("user", "Lots of project settings, and I want dark mode by default.")],
         session_id: Some("s".into()),
@@ -1248,73 +1198,6 @@ fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_g
     });
 }
 
-/// Like [`SplitBatches`], with a keyed statement in the batch that passes:
-/// line "Lots ..." gives the favorite color (blue) first, 15 fillers, then
-/// dark mode (whose verification batch fails while `down`); a line with
-/// "green" gives the new favorite color.
-struct StaleRetry {
-    down: Cell<bool>,
-}
-
-impl Reasoner for StaleRetry {
-    fn extract<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        _pass: agent_memory::core::provider::Pass,
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
-        let c = |s: String, i: usize| agent_memory::core::provider::Candidate { content: s, lines: vec![i], event_date: None };
-        let mut out = Vec::new();
-        for l in &t.lines {
-            if l.text.contains("Lots") {
-                out.push(c("The user's favorite color is blue.".into(), l.index));
-                out.extend((0..15).map(|i| c(format!("The user mentioned setting number {i} for the project."), l.index)));
-                out.push(c("The user wants dark mode by default.".into(), l.index));
-            } else if l.text.contains("green") {
-                out.push(c("The user's favorite color is green.".into(), l.index));
-            }
-        }
-        Box::pin(async move { Ok(out) })
-    }
-    fn verify<'a>(
-        &'a self,
-        _t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
-        let fail = self.down.get() && c.iter().any(|c| c.content.contains("dark mode"));
-        Box::pin(async move {
-            if fail {
-                return Err(Error::provider("model unavailable"));
-            }
-            Ok(c.iter().map(|_| agent_memory::core::provider::Verdict::Pass).collect())
-        })
-    }
-    fn classify<'a>(
-        &'a self,
-        _t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
-        let out = c
-            .iter()
-            .map(|c| agent_memory::core::provider::Classification {
-                kind: MemoryType::Fact,
-                key: c.content.contains("favorite color").then(|| "user.favorite_color".to_string()),
-                summary: c.content.clone(),
-                search_queries: vec![],
-            })
-            .collect();
-        Box::pin(async move { Ok(out) })
-    }
-    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
-        Rules.analyze(q)
-    }
-    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Rules.synthesize(i)
-    }
-    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
-        Rules.consolidate(g)
-    }
-}
-
 /// The retry of a marked message judges all of it again, but a statement
 /// the message gave before is not stored again, whatever its state now:
 /// one stored and since superseded by a later value stays superseded,
@@ -1322,7 +1205,7 @@ impl Reasoner for StaleRetry {
 #[test]
 fn test_a_retry_of_a_marked_message_does_not_revive_a_value_superseded_since() {
     let sql = database();
-    let model = StaleRetry { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true) };
     let first = IngestRequest {
         messages: vec![msg("user", "Lots of project settings; my favorite color is blue; dark mode please.")],
         session_id: Some("s".into()),
@@ -1388,7 +1271,7 @@ fn test_a_statement_quoting_a_closing_think_tag_is_read() {
 #[test]
 fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
     let sql = database();
-    let model = SplitBatches { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true) };
     let req = IngestRequest {
         messages: vec![msg("user", "Lots of project settings, and I want dark mode by default.")],
         session_id: Some("s".into()),
@@ -1422,16 +1305,16 @@ fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
     });
 }
 
-// ---- review rev7 ----------------------------------------------------
-
-/// Line "Lots": the favorite color (blue), 15 fillers, then dark mode (a
-/// second verification batch). Line "green": green. Line "Back": blue
-/// again, with a wish whose verification fails while `down`.
-struct BackToBlue {
+/// A model whose verifier fails while `down` for the batches holding dark
+/// mode or the flaky verifier. Line "Lots": the favorite color (blue), 15
+/// fillers, then dark mode (17 statements: verification takes two
+/// batches, and the first is stored, so the message is cited). Line
+/// "green": green. Line "Back": blue again, and the flaky verifier.
+struct Flaky {
     down: Cell<bool>,
 }
 
-impl Reasoner for BackToBlue {
+impl Reasoner for Flaky {
     fn extract<'a>(
         &'a self,
         t: &'a agent_memory::core::provider::Transcript,
@@ -1500,7 +1383,7 @@ impl Reasoner for BackToBlue {
 #[test]
 fn test_a_retry_keeps_a_statement_another_marked_message_gave_before() {
     let sql = database();
-    let model = BackToBlue { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true) };
     let call = |text: &str| IngestRequest { messages: vec![msg("user", text)], session_id: Some("s".into()), metadata: Default::default() };
     let r = with_parts(&sql, APRIL_15, &model, &HashEmbedder, |p| {
         block_on(p.ingest(call("Lots of project settings; my favorite color is blue; dark mode please."))).unwrap()
