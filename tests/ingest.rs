@@ -1217,16 +1217,27 @@ fn test_a_retry_of_a_marked_message_does_not_revive_a_value_superseded_since() {
     let later = IngestRequest { messages: vec![msg("user", "My favorite color is green now.")], session_id: Some("s".into()), metadata: Default::default() };
     let r = with_parts(&sql, APRIL_15 + 1_000, &model, &HashEmbedder, |p| block_on(p.ingest(later)).unwrap());
     assert_eq!(r.memories_superseded, 1);
+    let active = after_the_retry(&sql, &model);
+    assert!(active.iter().any(|m| m.content.contains("dark mode")), "dark mode retried");
+    let colors = favorite_colors(&active);
+    assert_eq!(colors.len(), 1, "{colors:?}");
+    assert!(colors[0].contains("green"), "the retry revived the value the user changed since: active {colors:?}");
+}
+
+/// The model back up, the alarm's drains a minute later: what is active
+/// then.
+fn after_the_retry(sql: &NativeSql, model: &Flaky) -> Vec<Memory> {
     model.down.set(false);
-    with_parts(&sql, APRIL_15 + 60_000, &model, &HashEmbedder, |p| {
+    with_parts(sql, APRIL_15 + 60_000, model, &HashEmbedder, |p| {
         for _ in 0..3 {
             block_on(p.drain()).unwrap();
         }
-        assert!(active(p).iter().any(|m| m.content.contains("dark mode")), "dark mode retried");
-        let colors: Vec<String> = active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.favorite_color")).map(|m| m.content).collect();
-        assert_eq!(colors.len(), 1, "{colors:?}");
-        assert!(colors[0].contains("green"), "the retry revived the value the user changed since: active {colors:?}");
-    });
+        active(p)
+    })
+}
+
+fn favorite_colors(active: &[Memory]) -> Vec<String> {
+    active.iter().filter(|m| m.key.as_deref() == Some("user.favorite_color")).map(|m| m.content.clone()).collect()
 }
 
 /// A model that names its list otherwise than the prompt asked
@@ -1395,51 +1406,31 @@ fn test_a_retry_keeps_a_statement_another_marked_message_gave_before() {
         block_on(p.ingest(call("Back to blue as my favorite color, and a flaky verifier."))).unwrap()
     });
     assert_eq!(r.memories_stored, 0, "the batch holding blue failed: {:?}", r.dropped);
-    model.down.set(false);
-    with_parts(&sql, APRIL_15 + 60_000, &model, &HashEmbedder, |p| {
-        for _ in 0..3 {
-            block_on(p.drain()).unwrap();
-        }
-        assert!(active(p).iter().any(|m| m.content.contains("flaky")), "message 3 retried");
-        let colors: Vec<String> = active(p).into_iter().filter(|m| m.key.as_deref() == Some("user.favorite_color")).map(|m| m.content).collect();
-        assert_eq!(colors.len(), 1, "{colors:?}");
-        assert!(colors[0].contains("blue"), "the user's latest value (blue, said after green) was dropped by the retry: active {colors:?}");
-    });
+    let active = after_the_retry(&sql, &model);
+    assert!(active.iter().any(|m| m.content.contains("flaky")), "message 3 retried");
+    let colors = favorite_colors(&active);
+    assert_eq!(colors.len(), 1, "{colors:?}");
+    assert!(colors[0].contains("blue"), "the user's latest value (blue, said after green) was dropped by the retry: active {colors:?}");
 }
 
-/// A reasoning model that ran out of tokens mid-thought (its `<think>`
-/// never closed) gave no answer: the extraction failed, with a record and
-/// a retry. Its reasoning mentions the empty list it would give were
-/// there nothing to remember; that draft is no answer.
+/// A reasoning model's reply cut off by its token budget gave no answer,
+/// whether mid-thought (its `<think>` never closed) or after it, mid-list:
+/// the extraction failed, with a record and a retry. The draft its
+/// reasoning mentions (the empty list it would give were there nothing to
+/// remember) is no answer.
 #[test]
-fn test_a_reply_cut_off_mid_thought_is_no_empty_extraction() {
-    let sql = database();
-    let cut = "<think>The user sets up a project. Were nothing worth keeping I would answer {\"memories\": []}. \
-               But line 2 says the user prefers pnpm over npm, and line 2 also asks for dark mode, so the list";
-    let model = Scripted::default().on("extract", &[cut, cut]);
-    let r = ingest_with(&sql, &model, spec_conversation());
-    assert_eq!(r.memories_stored, 0);
-    assert!(
-        r.dropped.iter().any(|d| d.reason.starts_with("extraction failed")),
-        "a reply cut off mid-thought was read as nothing to remember (no record, no retry): {:?}",
-        r.dropped
-    );
-}
-
-/// The same with the reasoning closed and the answer cut off mid-list:
-/// the draft in the reasoning is not the answer.
-#[test]
-fn test_an_answer_cut_off_mid_list_is_not_replaced_by_a_draft_in_the_reasoning() {
-    let sql = database();
-    let cut = "<think>An empty reply would be {\"memories\": []}; here there is plenty.</think>\n\
-               {\"memories\": [{\"content\": \"The user prefers pnpm over npm.\", \"lines\": [2]}, {\"content\": \"The user wants dark";
-    let model = Scripted::default().on("extract", &[cut, cut]);
-    let r = ingest_with(&sql, &model, spec_conversation());
-    assert!(
-        r.dropped.iter().any(|d| d.reason.starts_with("extraction failed")),
-        "an answer cut off mid-list was read as nothing to remember (no record, no retry): {:?}",
-        r.dropped
-    );
+fn test_a_reasoning_reply_cut_off_is_a_fault_not_its_draft() {
+    let mid_thought = "<think>The user sets up a project. Were nothing worth keeping I would answer {\"memories\": []}. \
+                       But line 2 says the user prefers pnpm over npm, and line 2 also asks for dark mode, so the list";
+    let mid_list = "<think>An empty reply would be {\"memories\": []}; here there is plenty.</think>\n\
+                    {\"memories\": [{\"content\": \"The user prefers pnpm over npm.\", \"lines\": [2]}, {\"content\": \"The user wants dark";
+    for cut in [mid_thought, mid_list] {
+        let sql = database();
+        let model = Scripted::default().on("extract", &[cut, cut]);
+        let r = ingest_with(&sql, &model, spec_conversation());
+        assert_eq!(r.memories_stored, 0);
+        assert!(r.dropped.iter().any(|d| d.reason.starts_with("extraction failed")), "a cut-off reply was read as nothing to remember: {:?}", r.dropped);
+    }
 }
 
 /// A model without reasoning blocks answers a question about one: the
