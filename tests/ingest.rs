@@ -1443,3 +1443,25 @@ fn test_an_answer_mentioning_the_reasoning_tags_is_read_whole() {
     let b = "Your model opens its reasoning with <think> and your proxy strips it.";
     assert_eq!(answer(b).ok().as_deref(), Some(b), "read as {:?}", answer(b).map_err(|e| e.to_string()));
 }
+
+/// A model whose chat template opened the reasoning in the prompt (the
+/// reply holds only its end, `</think>` on a line of its own): its answer
+/// cut off mid-list is a fault, not the draft in its reasoning; and an
+/// answer quoting `<think>` is still read without the reasoning before it.
+#[test]
+fn test_a_template_opened_reasoning_is_no_answer_however_the_answer_reads() {
+    let cut = "An empty reply would be {\"memories\": []}; here there is plenty.\n</think>\n\
+               {\"memories\": [{\"content\": \"The user prefers pnpm over npm.\", \"lines\": [2]}, {\"content\": \"The user wants dark";
+    let sql = database();
+    let model = Scripted::default().on("extract", &[cut, cut]);
+    let r = ingest_with(&sql, &model, spec_conversation());
+    assert!(
+        r.dropped.iter().any(|d| d.reason.starts_with("extraction failed")),
+        "a template-opened reply's draft was read as nothing to remember: {:?}",
+        r.dropped
+    );
+    let quoting = "An empty reply would be {\"memories\": []}, but line 2 has a statement.\n</think>\n\
+                   {\"memories\": [{\"content\": \"The user's proxy strips <think> blocks.\", \"lines\": [2]}]}";
+    let cs = agent_memory::core::llm::parse::candidates(quoting).map_err(|e| e.to_string());
+    assert_eq!(cs.as_ref().map(|c| c.len()), Ok(1), "read as {cs:?}");
+}

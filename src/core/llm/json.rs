@@ -76,7 +76,7 @@ fn scan(s: &str) -> Option<Value> {
 /// running text ("everything before </think>, so …") is no block's end.
 pub fn without_reasoning(reply: &str) -> Option<&str> {
     let mut rest = reply;
-    if !rest.contains("<think>") {
+    if !rest.trim_start().starts_with("<think>") {
         if let Some((_, after)) = rest.split_once("</think>") {
             let line_end = after.trim_start_matches([' ', '\t']);
             if line_end.is_empty() || line_end.starts_with(['\n', '\r']) {
@@ -91,13 +91,15 @@ pub fn without_reasoning(reply: &str) -> Option<&str> {
 }
 
 /// The texts a reply may be read from, in order: without its reasoning
-/// ([`without_reasoning`]), then whole when it holds no reasoning block
-/// (a statement that quotes `</think>` at a line's end is cut by the
-/// first). A reply with a block is read without it only: a draft inside
-/// the reasoning is no answer.
+/// ([`without_reasoning`]), then whole when what was left out holds no
+/// JSON and no `<think>` (a statement that quotes `</think>` at a line's
+/// end is cut by the first). A reasoning block, or a template-opened one
+/// holding a draft, is never read: a draft inside the reasoning is no
+/// answer.
 pub fn readings(reply: &str) -> Vec<&str> {
     let mut out: Vec<&str> = without_reasoning(reply).into_iter().collect();
-    if out.first() != Some(&reply) && !reply.contains("<think>") {
+    let left_out = out.first().and_then(|kept| reply.get(..reply.len().saturating_sub(kept.len())));
+    if out.first() != Some(&reply) && !reply.contains("<think>") && left_out.is_none_or(|b| first_json_in(b).is_none()) {
         out.push(reply);
     }
     out
