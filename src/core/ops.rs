@@ -385,18 +385,12 @@ impl<'a> Profile<'a> {
                 let owner = crate::core::model::Owner::of(&req.metadata);
                 if let (crate::core::model::Status::Active, Some(key)) = (m.status, m.key.as_deref()) {
                     if owner != crate::core::model::Owner::of(&m.metadata) {
-                        let probe = crate::core::store::KeyProbe {
-                            key,
-                            session_id: &m.session_id,
-                            undated_digest: crate::core::ids::undated_digest(&m.content),
-                            any_session: true,
-                        };
-                        let holders = store.active_key_holders(&[probe])?;
-                        if let Some(h) = holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| h.id != m.id) {
+                        // The memory as it would be, under its new owner.
+                        let moved = Memory { metadata: req.metadata.clone(), ..m.clone() };
+                        if let Some(h) = store.holder_beside(&moved, true, &|_| false)? {
                             return Err(Error::conflict(format!(
-                                "the memory's new owner holds its key {} already (memory {}): forget or update that one first",
-                                api::quoted(key),
-                                h.id
+                                "the memory's new owner holds its key {} already (memory {h}): forget or update that one first",
+                                api::quoted(key)
                             )));
                         }
                     }

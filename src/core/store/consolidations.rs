@@ -312,13 +312,9 @@ impl<'a> Store<'a> {
     fn no_other_holder(&self, before: &[Memory], involved: &[String], any_session: &dyn Fn(&Memory) -> Result<bool>) -> Result<()> {
         for m in before.iter().filter(|m| m.status == Status::Active) {
             let Some(key) = m.key.as_deref() else { continue };
-            let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session: any_session(m)? };
-            let holders = self.active_key_holders(&[probe])?;
-            let owner = crate::core::model::Owner::of(&m.metadata);
-            if let Some(h) = holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| !involved.contains(&h.id)) {
+            if let Some(h) = self.holder_beside(m, any_session(m)?, &|h| involved.iter().any(|i| i == h))? {
                 return Err(Error::conflict(format!(
-                    "memory {} holds the key {} of memory {} now; undoing would leave two values of it: forget that one first",
-                    h.id,
+                    "memory {h} holds the key {} of memory {} now; undoing would leave two values of it: forget that one first",
                     crate::core::api::quoted(key),
                     m.id
                 )));

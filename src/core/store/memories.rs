@@ -468,7 +468,7 @@ impl<'a> Store<'a> {
                         // (a value said while this one was replaced, which
                         // replaced nothing): superseded by that one, never a
                         // second active value of the key.
-                        None => match self.other_holder(&id, &links)? {
+                        None => match self.get_memory(&id)?.map(|m| self.holder_beside(&m, true, &|h| links.contains_key(h))).transpose()?.flatten() {
                             Some(holder) => self.supersede_quietly(&id, &holder)?,
                             None => {
                                 self.sql.execute(
@@ -508,15 +508,16 @@ impl<'a> Store<'a> {
         )
     }
 
-    /// An active memory, not among `leaving`, by which `id`'s owner holds
-    /// `id`'s key, if it has one.
-    fn other_holder<V>(&self, id: &str, leaving: &std::collections::HashMap<String, V>) -> Result<Option<String>> {
-        let Some(m) = self.get_memory(id)? else { return Ok(None) };
+    /// An active memory, not `m` and not one `skip` names, by which `m`'s
+    /// owner holds `m`'s key, if it has one: from any session, or only from
+    /// those `m`'s speaker reaches (`any_session` false: its own session's,
+    /// and those saying its words dates aside).
+    pub fn holder_beside(&self, m: &Memory, any_session: bool, skip: &dyn Fn(&str) -> bool) -> Result<Option<String>> {
         let Some(key) = m.key.as_deref() else { return Ok(None) };
-        let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session: true };
+        let probe = KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session };
         let holders = self.active_key_holders(&[probe])?;
         let owner = crate::core::model::Owner::of(&m.metadata);
-        Ok(holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| h.id != id && !leaving.contains_key(&h.id)).map(|h| h.id.clone()))
+        Ok(holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| h.id != m.id && !skip(&h.id)).map(|h| h.id.clone()))
     }
 
     /// Hard-deletes memories and every trace of them the store holds: rows,
