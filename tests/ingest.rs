@@ -1175,12 +1175,7 @@ fn test_a_vector_of_another_dimension_does_not_finish_its_embedding_job() {
 fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_gave_other_memories() {
     let sql = database();
     let model = Flaky { down: Cell::new(true) };
-    let req = IngestRequest {
-        messages: vec![msg("user", "Lots of project settings, and I want dark mode by default.")],
-        session_id: Some("s".into()),
-        metadata: Default::default(),
-    };
-    let r = with_parts(&sql, APRIL_15, &model, &HashEmbedder, |p| block_on(p.ingest(req)).unwrap());
+    let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings, and I want dark mode by default.");
     assert_eq!(r.memories_stored, 16);
     assert!(r.dropped.iter().any(|d| d.content.contains("dark mode") && d.reason.starts_with("verification failed")), "{:?}", r.dropped);
     // The model is back: the alarm's re-extraction job runs.
@@ -1206,16 +1201,10 @@ fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_g
 fn test_a_retry_of_a_marked_message_does_not_revive_a_value_superseded_since() {
     let sql = database();
     let model = Flaky { down: Cell::new(true) };
-    let first = IngestRequest {
-        messages: vec![msg("user", "Lots of project settings; my favorite color is blue; dark mode please.")],
-        session_id: Some("s".into()),
-        metadata: Default::default(),
-    };
-    let r = with_parts(&sql, APRIL_15, &model, &HashEmbedder, |p| block_on(p.ingest(first)).unwrap());
+    let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings; my favorite color is blue; dark mode please.");
     assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
     // Before the alarm's retry, the user changes the value.
-    let later = IngestRequest { messages: vec![msg("user", "My favorite color is green now.")], session_id: Some("s".into()), metadata: Default::default() };
-    let r = with_parts(&sql, APRIL_15 + 1_000, &model, &HashEmbedder, |p| block_on(p.ingest(later)).unwrap());
+    let r = flaky_ingest(&sql, &model, APRIL_15 + 1_000, "My favorite color is green now.");
     assert_eq!(r.memories_superseded, 1);
     let active = after_the_retry(&sql, &model);
     assert!(active.iter().any(|m| m.content.contains("dark mode")), "dark mode retried");
@@ -1234,6 +1223,12 @@ fn after_the_retry(sql: &NativeSql, model: &Flaky) -> Vec<Memory> {
         }
         active(p)
     })
+}
+
+/// `text` ingested into session "s" at `at` with `model` deciding.
+fn flaky_ingest(sql: &NativeSql, model: &Flaky, at: i64, text: &str) -> IngestReport {
+    let req = IngestRequest { messages: vec![msg("user", text)], session_id: Some("s".into()), metadata: Default::default() };
+    with_parts(sql, at, model, &HashEmbedder, |p| block_on(p.ingest(req)).unwrap())
 }
 
 fn favorite_colors(active: &[Memory]) -> Vec<String> {
@@ -1395,16 +1390,11 @@ impl Reasoner for Flaky {
 fn test_a_retry_keeps_a_statement_another_marked_message_gave_before() {
     let sql = database();
     let model = Flaky { down: Cell::new(true) };
-    let call = |text: &str| IngestRequest { messages: vec![msg("user", text)], session_id: Some("s".into()), metadata: Default::default() };
-    let r = with_parts(&sql, APRIL_15, &model, &HashEmbedder, |p| {
-        block_on(p.ingest(call("Lots of project settings; my favorite color is blue; dark mode please."))).unwrap()
-    });
+    let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings; my favorite color is blue; dark mode please.");
     assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
-    let r = with_parts(&sql, APRIL_15 + 1_000, &model, &HashEmbedder, |p| block_on(p.ingest(call("My favorite color is green now."))).unwrap());
+    let r = flaky_ingest(&sql, &model, APRIL_15 + 1_000, "My favorite color is green now.");
     assert_eq!(r.memories_superseded, 1);
-    let r = with_parts(&sql, APRIL_15 + 2_000, &model, &HashEmbedder, |p| {
-        block_on(p.ingest(call("Back to blue as my favorite color, and a flaky verifier."))).unwrap()
-    });
+    let r = flaky_ingest(&sql, &model, APRIL_15 + 2_000, "Back to blue as my favorite color, and a flaky verifier.");
     assert_eq!(r.memories_stored, 0, "the batch holding blue failed: {:?}", r.dropped);
     let active = after_the_retry(&sql, &model);
     assert!(active.iter().any(|m| m.content.contains("flaky")), "message 3 retried");

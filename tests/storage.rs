@@ -1221,6 +1221,21 @@ fn test_json_parameters_are_made_one_at_a_time_and_a_row_that_does_not_serialize
     assert!(json_chunks(&bad).unwrap_err().is_storage());
 }
 
+const DEBIAN: &str = "The build server runs on Debian twelve.";
+
+/// [`DEBIAN`] said in each session, at its timestamp if given.
+fn say_debian_in(p: &agent_memory::core::ops::Profile<'_>, sessions: &[(&str, Option<&str>)]) {
+    for (s, at) in sessions {
+        let messages = vec![MessageInput { role: "user".into(), content: DEBIAN.into(), timestamp: at.map(str::to_string) }];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some((*s).into()), metadata: Default::default() })).unwrap();
+    }
+}
+
+/// The memories saying [`DEBIAN`], as `list` gives them.
+fn debian(p: &agent_memory::core::ops::Profile<'_>) -> Vec<agent_memory::core::model::Memory> {
+    p.list(ListRequest::default()).unwrap().memories.into_iter().filter(|m| m.content.contains("Debian")).collect()
+}
+
 /// A statement said again word for word in another session is stored once,
 /// citing where it was first said; the later session's words are recorded
 /// as a restatement. Deleting the first session leaves the memory, now
@@ -1230,13 +1245,7 @@ fn test_json_parameters_are_made_one_at_a_time_and_a_row_that_does_not_serialize
 fn test_a_memory_said_again_in_another_session_outlives_the_deletion_of_the_first() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let said = "The build server runs on Debian twelve.";
-        for s in ["a", "b"] {
-            block_on(p.ingest(IngestRequest { messages: vec![msg("user", said)], session_id: Some(s.into()), metadata: Default::default() })).unwrap();
-        }
-        let debian = |p: &agent_memory::core::ops::Profile<'_>| {
-            p.list(ListRequest::default()).unwrap().memories.into_iter().filter(|m| m.content.contains("Debian")).collect::<Vec<_>>()
-        };
+        say_debian_in(p, &[("a", None), ("b", None)]);
         let before = debian(p);
         assert_eq!(before.len(), 1, "said twice, stored once");
         assert_eq!(before[0].session_id, "a");
@@ -1264,13 +1273,10 @@ fn test_a_memory_said_again_in_another_session_outlives_the_deletion_of_the_firs
 fn test_deleting_a_restated_memory_by_id_removes_it() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let said = "The build server runs on Debian twelve.";
-        for s in ["a", "b"] {
-            block_on(p.ingest(IngestRequest { messages: vec![msg("user", said)], session_id: Some(s.into()), metadata: Default::default() })).unwrap();
-        }
-        let id = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.content.contains("Debian")).unwrap().id;
+        say_debian_in(p, &[("a", None), ("b", None)]);
+        let id = debian(p).remove(0).id;
         block_on(p.dispatch("delete", json!({ "id": id }))).unwrap();
-        assert!(!p.list(ListRequest::default()).unwrap().memories.iter().any(|m| m.content.contains("Debian")));
+        assert!(debian(p).is_empty());
         assert_eq!(p.store().session_messages("b").unwrap().len(), 1, "b's message is no source of it: it stays");
         assert_eq!(p.sql.query("SELECT COUNT(*) FROM restatements", &[]).unwrap()[0][0].as_i64(), Some(0));
     });
@@ -1283,12 +1289,8 @@ fn test_deleting_a_restated_memory_by_id_removes_it() {
 fn test_a_moved_memory_is_dated_by_the_message_it_moved_to() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
-        let said = "The build server runs on Debian twelve.";
-        for (s, at) in [("a", "2026-03-01T09:00:00.000Z"), ("b", "2026-04-02T09:00:00.000Z")] {
-            let messages = vec![MessageInput { role: "user".into(), content: said.into(), timestamp: Some(at.into()) }];
-            block_on(p.ingest(IngestRequest { messages, session_id: Some(s.into()), metadata: Default::default() })).unwrap();
-        }
-        let id = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.content.contains("Debian")).unwrap().id;
+        say_debian_in(p, &[("a", Some("2026-03-01T09:00:00.000Z")), ("b", Some("2026-04-02T09:00:00.000Z"))]);
+        let id = debian(p).remove(0).id;
         let before = p.get(&id).unwrap().memory;
         assert_eq!((before.event_date.as_deref(), before.valid_from.as_deref()), (Some("2026-03-01"), Some("2026-03-01T09:00:00.000Z")));
         p.delete_session("a").unwrap();
