@@ -1085,39 +1085,38 @@ fn test_a_bracketed_line_number_before_the_json_does_not_empty_the_extraction() 
     );
 }
 
-#[test]
-fn test_a_reasoning_models_thoughts_are_not_the_recall_answer() {
+/// The example conversation ingested by the rules, then a recall of the
+/// package manager whose synthesis replies `replies` in turn; the answer,
+/// and the model (to count its calls).
+fn recalled_with_synthesis(replies: &[&str]) -> (agent_memory::core::recall::RecallResponse, Scripted) {
     let sql = database();
     with_parts(&sql, APRIL_15, &Rules, &HashEmbedder, |p| block_on(p.ingest(spec_conversation())).unwrap());
-    // A reasoning model whose chat template opens the thinking block in the
-    // prompt: its reply carries only the closing tag.
-    let thoughts = "Okay, the memories list the user's setup; one says pnpm over npm, the assistant confirmed it. So the answer is pnpm.\n</think>\n\nThe user prefers pnpm.";
     let model = Scripted::default()
         .on("analyze", &["{\"keys\": [\"user.package_manager\"], \"terms\": [\"pnpm\"], \"hyde\": \"The user prefers pnpm.\"}"])
-        .on("synthesize", &[thoughts]);
+        .on("synthesize", replies);
     let reasoner = LlmReasoner { model: &model };
     let r = with_parts(&sql, APRIL_15, &reasoner, &HashEmbedder, |p| {
         block_on(p.recall(agent_memory::core::api::RecallRequest { query: "Which package manager does the user prefer?".into(), options: Default::default() }))
             .unwrap()
     });
+    (r, model)
+}
+
+#[test]
+fn test_a_reasoning_models_thoughts_are_not_the_recall_answer() {
+    // A reasoning model whose chat template opens the thinking block in the
+    // prompt: its reply carries only the closing tag.
+    let thoughts = "Okay, the memories list the user's setup; one says pnpm over npm, the assistant confirmed it. So the answer is pnpm.\n</think>\n\nThe user prefers pnpm.";
+    let (r, model) = recalled_with_synthesis(&[thoughts]);
     assert_eq!(model.calls_to("synthesize"), 1);
     assert!(!r.answer.contains("</think>") && !r.answer.contains("Okay, the memories"), "the answer carries the model's reasoning: {:?}", r.answer);
 }
 
 #[test]
 fn test_a_thinking_block_cut_off_by_the_token_budget_is_not_the_recall_answer() {
-    let sql = database();
-    with_parts(&sql, APRIL_15, &Rules, &HashEmbedder, |p| block_on(p.ingest(spec_conversation())).unwrap());
     // SYNTHESIS_TOKENS ran out while the model was still thinking.
     let cut = "<think>The user asks which package manager. Memory 1 says the user prefers pnpm over npm; memory 2 says";
-    let model = Scripted::default()
-        .on("analyze", &["{\"keys\": [\"user.package_manager\"], \"terms\": [\"pnpm\"], \"hyde\": \"The user prefers pnpm.\"}"])
-        .on("synthesize", &[cut, cut]);
-    let reasoner = LlmReasoner { model: &model };
-    let r = with_parts(&sql, APRIL_15, &reasoner, &HashEmbedder, |p| {
-        block_on(p.recall(agent_memory::core::api::RecallRequest { query: "Which package manager does the user prefer?".into(), options: Default::default() }))
-            .unwrap()
-    });
+    let (r, model) = recalled_with_synthesis(&[cut, cut]);
     assert!(
         !r.answer.contains("<think>"),
         "the answer is the model's unfinished reasoning: {:?} (synthesize calls {})",
