@@ -294,6 +294,85 @@ fn test_an_imported_version_supersedes_the_one_the_profile_holds_active() {
     });
 }
 
+/// A message record of `session` said by `role`, and a keyed memory
+/// record citing it, said at `valid_from`.
+fn said_by(session: &str, role: &str, id: &str, content: &str, key: &str, valid_from: &str) -> [String; 2] {
+    let message_id = agent_memory::core::ids::message_id(session, role, content);
+    let message =
+        json!({ "kind": "message", "id": message_id, "sessionId": session, "role": role, "content": content, "position": 0, "createdAt": valid_from });
+    let extra = json!({ "key": key, "sessionId": session, "sourceMessageIds": [message_id], "validFrom": valid_from });
+    [message.to_string(), memory(id, content, extra)]
+}
+
+fn active_ids(p: &Profile<'_>) -> Vec<String> {
+    let mut ids: Vec<String> = all(p).into_iter().filter(|m| m.status == Status::Active).map(|m| m.id).collect();
+    ids.sort();
+    ids
+}
+
+/// A file's value of a key the profile holds under another id (no
+/// version link between them: another profile heard it) ends with one
+/// active value, the one said later, whichever side holds it, as ingest
+/// would have left them.
+#[test]
+fn test_an_imported_value_of_a_held_key_leaves_the_later_one_active() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "key": "user.city", "validFrom": "2026-02-01T00:00:00.000Z" }))])).unwrap();
+        p.import(&file(&[header(), memory(SECOND, "Alpha lives in Rome.", json!({ "key": "user.city", "validFrom": "2026-03-01T00:00:00.000Z" }))])).unwrap();
+        let (oslo, rome) = (p.get(FIRST).unwrap().memory, p.get(SECOND).unwrap().memory);
+        assert_eq!((oslo.status, oslo.superseded_by.as_deref()), (Status::Superseded, Some(SECOND)));
+        assert_eq!(oslo.valid_to.as_deref(), Some("2026-03-01T00:00:00.000Z"));
+        assert_eq!(rome.supersedes.as_deref(), Some(FIRST));
+        // An older value arriving after: it is the one superseded.
+        let third = "01m8wd82f91ktpz8e5mx00g5ws";
+        p.import(&file(&[header(), memory(third, "Alpha lives in Lima.", json!({ "key": "user.city", "validFrom": "2026-01-01T00:00:00.000Z" }))])).unwrap();
+        let lima = p.get(third).unwrap().memory;
+        assert_eq!((lima.status, lima.superseded_by.as_deref()), (Status::Superseded, Some(SECOND)));
+        assert_eq!(active_ids(p), [SECOND]);
+    });
+}
+
+/// Two values of a key in one file, neither naming the other, and
+/// another owner's value: one active value per owner.
+#[test]
+fn test_an_import_holding_two_values_of_a_key_keeps_the_later_one_per_owner() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let third = "01m8wd82f91ktpz8e5mx00g5ws";
+        let lines = [
+            header(),
+            memory(SECOND, "Alpha lives in Rome.", json!({ "key": "user.city", "validFrom": "2026-03-01T00:00:00.000Z" })),
+            memory(FIRST, "Alpha lives in Oslo.", json!({ "key": "user.city", "validFrom": "2026-02-01T00:00:00.000Z" })),
+            memory(third, "Beta lives in Lima.", json!({ "key": "user.city", "metadata": { "userId": "beta" } })),
+        ];
+        assert_eq!(p.import(&file(&lines)).unwrap().memories, 3);
+        assert_eq!(p.get(FIRST).unwrap().memory.superseded_by.as_deref(), Some(SECOND));
+        assert_eq!(active_ids(p), [SECOND, third]);
+    });
+}
+
+/// An agent's value reaches its own session only (a refund reference of
+/// one support call is not another call's): an imported agent's value
+/// from another session leaves the profile's active beside it, and a
+/// person's later word replaces both.
+#[test]
+fn test_an_imported_agents_value_from_another_session_stays_beside_the_profiles() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let key = "project.refund_reference";
+        let one = said_by("call-1", "assistant", FIRST, "The refund reference is RF-1.", key, "2026-02-01T00:00:00.000Z");
+        let two = said_by("call-2", "assistant", SECOND, "The refund reference is RF-2.", key, "2026-03-01T00:00:00.000Z");
+        p.import(&file(&[header(), one[0].clone(), one[1].clone()])).unwrap();
+        p.import(&file(&[header(), two[0].clone(), two[1].clone()])).unwrap();
+        assert_eq!(active_ids(p), [FIRST, SECOND]);
+        let third = "01m8wd82f91ktpz8e5mx00g5ws";
+        let person = said_by("call-3", "user", third, "The refund reference is RF-3.", key, "2026-04-01T00:00:00.000Z");
+        p.import(&file(&[header(), person[0].clone(), person[1].clone()])).unwrap();
+        assert_eq!(active_ids(p), [third]);
+    });
+}
+
 #[test]
 fn test_import_into_a_profile_marked_for_deletion_counts_it_empty_and_purges_nothing() {
     let sql = database();

@@ -207,6 +207,15 @@ pub struct Memory {
     pub valid_to: Option<String>,
 }
 
+impl Memory {
+    /// When it was said, in milliseconds: the start of its validity, else
+    /// when it was stored (0 for neither readable). Versions are ordered
+    /// by it.
+    pub fn said_at(&self) -> i64 {
+        self.valid_from.as_deref().or(Some(self.created_at.as_str())).and_then(crate::core::time::parse_millis).unwrap_or(0)
+    }
+}
+
 #[cfg(test)]
 impl Memory {
     /// An active, unkeyed fact with this id and content; unit tests adjust

@@ -12,7 +12,9 @@
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
 //! they are (`INSERT OR IGNORE`), but for one held active that a new
-//! active version in the file supersedes: it is superseded by it. A file is taken only when it is
+//! active version in the file supersedes: it is superseded by it; and a
+//! file's active memory meeting another active holder of its key by key
+//! alone ends as ingest would have left them ([`settle_keys`]). A file is taken only when it is
 //! consistent: each line as strict as a request body, each record once,
 //! each passing its write route's checks, its dates as the service writes
 //! them, its links to other versions held by the file or the profile.
@@ -686,6 +688,49 @@ fn redact(text: &mut String) {
     }
 }
 
+/// Leaves one active value of each key per owner, as far as its speaker
+/// reaches, where the file's active memories meet the profile's (or each
+/// other) by key rather than by a version link: the one said later
+/// supersedes the other, when its speaker reaches it (a person's word
+/// any session's, an agent's its own session's:
+/// [`crate::core::ingest::supersede::Reach`]), as ingest would have left
+/// them had the two been said to this profile in that order. At the same
+/// instant the profile's own stays. `written`: the file's memories this
+/// import wrote; the others were present already and are left as they
+/// are.
+fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> Result<()> {
+    use crate::core::ingest::supersede::{authority_of, Reach, Said};
+    let mut arriving: Vec<&Memory> =
+        file.iter().filter(|m| m.status == crate::core::model::Status::Active && m.key.is_some() && written.contains(m.id.as_str())).collect();
+    arriving.sort_by(|a, b| a.said_at().cmp(&b.said_at()).then_with(|| a.id.cmp(&b.id)));
+    let reach = |m: &Memory| -> Result<Reach> {
+        let roles = store.message_roles(&m.source_message_ids.iter().collect::<Vec<_>>())?;
+        Ok(Reach::of(authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)))))
+    };
+    // Later in the order: said later, or at the same instant the
+    // profile's own, or the file's with the greater id.
+    let order = |m: &Memory| (m.said_at(), !written.contains(m.id.as_str()), m.id.clone());
+    for m in arriving {
+        let Some(key) = m.key.as_deref() else { continue };
+        let probe = crate::core::store::KeyProbe { key, session_id: &m.session_id, undated_digest: ids::undated_digest(&m.content), any_session: true };
+        let owner = crate::core::model::Owner::of(&m.metadata);
+        let holders = store.active_key_holders(&[probe])?.remove(&(key.to_string(), owner)).unwrap_or_default();
+        for h in holders.iter().filter(|h| h.id != m.id) {
+            let (Some(held), Some(now)) = (store.get_memory(&h.id)?, store.get_memory(&m.id)?) else { continue };
+            if now.status != crate::core::model::Status::Active {
+                break;
+            }
+            let (newer, older) = if order(&held) > order(&now) { (&held, &now) } else { (&now, &held) };
+            let (said_newer, said_older) =
+                (Said { session: &newer.session_id, content: &newer.content }, Said { session: &older.session_id, content: &older.content });
+            if reach(newer)?.reaches(said_newer, said_older) && store.supersede_if_active(&older.id, &newer.id)? {
+                store.link_versions(&older.id, &newer.id)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes a parsed file, its links checked against the profile as it is
 /// now. Call inside a transaction.
 pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
@@ -706,6 +751,7 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
             store.supersede_if_active(old, &m.id)?;
         }
     }
+    settle_keys(store, &p.memories, &written)?;
     let restated: Vec<(&str, &str)> = p.restatements.iter().map(|r| (r.memory_id.as_str(), r.message_id.as_str())).collect();
     store.record_restatements(&restated)?;
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })

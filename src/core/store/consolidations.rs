@@ -391,9 +391,12 @@ impl<'a> Store<'a> {
     }
 
     /// Marks `newer` as the version after `older` (a supersession the
-    /// topic keys missed).
+    /// topic keys missed, or an import's) unless it names one already.
     pub fn link_versions(&self, older: &str, newer: &str) -> Result<()> {
-        self.sql.execute("UPDATE memories SET supersedes = ?1 WHERE id = ?2 AND supersedes IS NULL", &[older.into(), newer.into()])
+        self.sql.execute(
+            "UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3 AND supersedes IS NULL",
+            &[older.into(), iso(self.now).into(), newer.into()],
+        )
     }
 
     /// Retires a task: expired now.
