@@ -493,6 +493,29 @@ fn test_rewordings_of_two_owners_are_not_merged_but_of_one_owner_are() {
     });
 }
 
+/// "Likes" and "does not like" share every stem ("not" is a stop word),
+/// yet they are two values, not two wordings of one: never merged. Said
+/// the same day both stay; a day apart, the later replaces the earlier as
+/// a contradiction.
+#[test]
+fn test_a_statement_and_its_negation_are_a_contradiction_not_a_duplicate() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        remember(p, "The user likes spicy food.", "user.spicy_food", MemoryType::Fact);
+        remember(p, "The user does not like spicy food.", "user.food_spice", MemoryType::Fact);
+        remember(p, "The user likes jazz music.", "user.jazz", MemoryType::Fact);
+    });
+    let later = with_profile(&sql, APRIL_15 + DAY, |p| remember(p, "The user does not like jazz music.", "user.music_jazz", MemoryType::Fact));
+    let report = with_profile(&sql, APRIL_15 + 2 * DAY, |p| consolidate(p, json!({})));
+    let actions: Vec<(&str, &str)> = report.actions.iter().map(|a| (a.action.as_str(), a.target.as_str())).collect();
+    assert_eq!(actions, [("supersede", later.id.as_str())], "{:#?}", report.actions);
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        let mut left: Vec<String> = active(p).into_iter().map(|m| m.content).collect();
+        left.sort();
+        assert_eq!(left, ["The user does not like jazz music.", "The user does not like spicy food.", "The user likes spicy food."]);
+    });
+}
+
 /// An undo never overwrites what happened after the consolidation: with
 /// the surviving memory forgotten it is refused (409) and changes nothing;
 /// with a merged one deleted the record went with it (404).

@@ -1173,7 +1173,7 @@ fn test_a_vector_of_another_dimension_does_not_finish_its_embedding_job() {
 #[test]
 fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_gave_other_memories() {
     let sql = database();
-    let model = Flaky { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true), ..Default::default() };
     let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings, and I want dark mode by default.");
     assert_eq!(r.memories_stored, 16);
     assert!(r.dropped.iter().any(|d| d.content.contains("dark mode") && d.reason.starts_with("verification failed")), "{:?}", r.dropped);
@@ -1192,6 +1192,23 @@ fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_g
     });
 }
 
+/// A retry judges a marked message whole, and a model words its
+/// statements anew each time: what the message gave before, in other words
+/// saying the same thing, is not stored a second time.
+#[test]
+fn test_a_retry_stores_no_rewording_of_what_the_message_gave() {
+    let sql = database();
+    let model = Flaky { down: Cell::new(true), ..Default::default() };
+    let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings, and I want dark mode by default.");
+    assert_eq!(r.memories_stored, 16);
+    model.reworded.set(true);
+    let active = after_the_retry(&sql, &model);
+    assert!(active.iter().any(|m| m.content.contains("dark mode")), "dark mode retried");
+    let settings: Vec<&str> = active.iter().map(|m| m.content.as_str()).filter(|c| c.contains("setting number")).collect();
+    assert_eq!(settings.len(), 15, "each setting once: {settings:#?}");
+    assert!(settings.iter().all(|c| c.ends_with("for the project.")), "the first wordings stay: {settings:#?}");
+}
+
 /// The retry of a marked message judges all of it again, but a statement
 /// the message gave before is not stored again, whatever its state now:
 /// one stored and since superseded by a later value stays superseded,
@@ -1199,7 +1216,7 @@ fn test_a_statement_whose_verification_failed_is_retried_even_when_its_message_g
 #[test]
 fn test_a_retry_of_a_marked_message_does_not_revive_a_value_superseded_since() {
     let sql = database();
-    let model = Flaky { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true), ..Default::default() };
     let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings; my favorite color is blue; dark mode please.");
     assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
     // Before the alarm's retry, the user changes the value.
@@ -1276,7 +1293,7 @@ fn test_a_statement_quoting_a_closing_think_tag_is_read() {
 #[test]
 fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
     let sql = database();
-    let model = Flaky { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true), ..Default::default() };
     let req = IngestRequest {
         messages: vec![msg("user", "Lots of project settings, and I want dark mode by default.")],
         session_id: Some("s".into()),
@@ -1315,8 +1332,11 @@ fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
 /// fillers, then dark mode (17 statements: verification takes two
 /// batches, and the first is stored, so the message is cited). Line
 /// "green": green. Line "Back": blue again, and the flaky verifier.
+#[derive(Default)]
 struct Flaky {
     down: Cell<bool>,
+    /// Words the project settings otherwise (a model asked again).
+    reworded: Cell<bool>,
 }
 
 impl Reasoner for Flaky {
@@ -1330,7 +1350,11 @@ impl Reasoner for Flaky {
         for l in &t.lines {
             if l.text.contains("Lots") {
                 out.push(c("The user's favorite color is blue.".into(), l.index));
-                out.extend((0..15).map(|i| c(format!("The user mentioned setting number {i} for the project."), l.index)));
+                let setting = |i| match self.reworded.get() {
+                    false => format!("The user mentioned setting number {i} for the project."),
+                    true => format!("The user mentioned the setting number {i} for this project."),
+                };
+                out.extend((0..15).map(|i| c(setting(i), l.index)));
                 out.push(c("The user wants dark mode by default.".into(), l.index));
             } else if l.text.contains("green") {
                 out.push(c("The user's favorite color is green.".into(), l.index));
@@ -1388,7 +1412,7 @@ impl Reasoner for Flaky {
 #[test]
 fn test_a_retry_keeps_a_statement_another_marked_message_gave_before() {
     let sql = database();
-    let model = Flaky { down: Cell::new(true) };
+    let model = Flaky { down: Cell::new(true), ..Default::default() };
     let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings; my favorite color is blue; dark mode please.");
     assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
     let r = flaky_ingest(&sql, &model, APRIL_15 + 1_000, "My favorite color is green now.");

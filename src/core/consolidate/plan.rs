@@ -6,8 +6,9 @@
 //! The groups, in the order they are looked for (a memory joins one):
 //! * **duplicates**: memories of one type whose content words (numbers
 //!   aside) overlap by at least [`DUPLICATE_SIMILARITY`] (Jaccard, over
-//!   stems) and state the same numbers;
-//! * **contradictions**: two such memories whose numbers differ, said on
+//!   stems) and state one value: the same numbers, both or neither turned
+//!   around by a "not" ([`text::statement_value`]);
+//! * **contradictions**: two such memories whose values differ, said on
 //!   different days ("The limit is 100" / a week later "The limit is
 //!   200"): the later replaces the earlier, which supersession by topic
 //!   key missed. More than [`MAX_SIMILAR`] alike are a template ("Rack 3
@@ -30,15 +31,7 @@ use crate::core::model::{Memory, MemoryType, Owner};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-/// Jaccard similarity of content stems from which two memories of one
-/// type say the same thing. Swept on the LoCoMo development split
-/// (`docs/bench/consolidation.txt`): at 0.6 merges cost recall@10 0.018,
-/// at 0.7 0.010, at 0.8 0.003 (when first chosen). Swept again after
-/// later full-text changes (the whole run's cost: 0.8 0.007, 0.85 0.003,
-/// 0.9 and 0.95 0.004, no merges 0.004); a merged memory cites every
-/// source of its group, and a looser match merges statements a question
-/// tells apart.
-pub const DUPLICATE_SIMILARITY: f64 = 0.85;
+pub use crate::core::text::DUPLICATE_SIMILARITY;
 /// Memories alike in a group at most: more are a template, not one thing
 /// restated.
 pub const MAX_SIMILAR: usize = 8;
@@ -65,30 +58,17 @@ pub use crate::core::provider::{Group, GroupKind};
 /// When a memory was said, in epoch milliseconds (its validity's start,
 /// else its creation).
 pub fn said_at(m: &Memory) -> i64 {
-    m.valid_from.as_deref().or(Some(m.created_at.as_str())).and_then(crate::core::time::parse_millis).unwrap_or(0)
+    m.said_at()
 }
 
-/// The stems of a memory's content words, numbers left out (they decide
-/// between a duplicate and a contradiction, [`numbers`]).
 fn stems(m: &Memory) -> HashSet<String> {
-    text::content_words(&m.content).iter().filter(|w| !w.bytes().any(|b| b.is_ascii_digit())).map(|w| text::stem(w)).collect()
+    text::statement_stems(&m.content)
 }
 
-fn numbers(m: &Memory) -> Vec<String> {
-    let mut v: Vec<String> = text::tokens(&m.content).into_iter().filter(|t| t.bytes().any(|b| b.is_ascii_digit())).collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
-    let inter = a.iter().filter(|w| b.contains(*w)).count();
-    let union = a.len().saturating_add(b.len()).saturating_sub(inter);
-    if union == 0 {
-        0.0
-    } else {
-        inter as f64 / union as f64
-    }
+/// Its numbers and whether it is turned around ([`text::statement_value`]):
+/// alike in stems, memories that differ in it contradict each other.
+fn value(m: &Memory) -> (Vec<String>, bool) {
+    text::statement_value(&m.content)
 }
 
 /// The weight of each memory's word, by id
@@ -171,7 +151,7 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
                 if a.kind == b.kind
                     && a.kind != MemoryType::Task
                     && Owner::of(&a.metadata) == Owner::of(&b.metadata)
-                    && sets.get(j).is_some_and(|t| jaccard(s, t) >= DUPLICATE_SIMILARITY)
+                    && sets.get(j).is_some_and(|t| text::jaccard(s, t) >= DUPLICATE_SIMILARITY)
                 {
                     let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
                     if let Some(slot) = parent.get_mut(rj) {
@@ -192,14 +172,14 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
 }
 
 /// A cluster of alike memories as a group: duplicates when they hold the
-/// same numbers; a contradiction when two keyed memories said on
+/// same value ([`value`]); a contradiction when two keyed memories said on
 /// different days hold different ones; otherwise none. Not when the
 /// earlier is out of the later's [`Reach`], as at ingest: an agent
 /// speaks about its conversation's matter, and two support calls' refund
 /// references are two refunds.
 fn duplicates_or_contradiction(ms: Vec<Memory>, authority: &Authorities) -> Option<Group> {
-    let first = ms.first().map(numbers).unwrap_or_default();
-    if ms.iter().all(|m| numbers(m) == first) {
+    let first = ms.first().map(value).unwrap_or_default();
+    if ms.iter().all(|m| value(m) == first) {
         let why = format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len());
         return Some(Group { kind: GroupKind::Duplicates, why, members: ms });
     }

@@ -171,18 +171,20 @@ pub async fn judge_and_store(
 
 /// The memories a retry would store that the messages it judges did not
 /// give before: a statement a message gave already (stored then, and
-/// since superseded, forgotten or folded) is not stored again from it, or
-/// a value the user changed since would come back as the latest. A memory
-/// stays when one of its messages being judged (`fresh`) did not give it
-/// (one message may say again what another gave: its own statement
-/// counts).
+/// since superseded, forgotten or folded), in the same words or in others
+/// saying the same thing ([`crate::core::text::says_the_same`]: a model
+/// words a statement anew each time it is asked), is not stored again
+/// from it, or a value the user changed since would come back as the
+/// latest and a statement would be kept in two wordings. A memory stays
+/// when one of its messages being judged (`fresh`) did not give it (one
+/// message may say again what another gave: its own statement counts).
 fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist::Pending>, fresh: &HashSet<String>) -> Result<Vec<persist::Pending>> {
     let judged: Vec<String> = memories.iter().flat_map(|m| m.memory.source_message_ids.iter().filter(|id| fresh.contains(*id)).cloned()).collect();
     let given = store.given_by(&judged)?;
-    Ok(memories
-        .into_iter()
-        .filter(|m| m.memory.source_message_ids.iter().any(|id| fresh.contains(id) && !given.contains(&(id.clone(), m.fingerprint.clone()))))
-        .collect())
+    let gave = |message: &String, m: &persist::Pending| {
+        given.get(message).is_some_and(|g| g.iter().any(|(f, content)| *f == m.fingerprint || crate::core::text::says_the_same(content, &m.memory.content)))
+    };
+    Ok(memories.into_iter().filter(|m| m.memory.source_message_ids.iter().any(|id| fresh.contains(id) && !gave(id, m))).collect())
 }
 
 /// The memories that fit under the profile's limit (`MAX_MEMORIES`), in

@@ -47,17 +47,22 @@ impl<'a> Store<'a> {
         Ok(found)
     }
 
-    /// What each of these messages gave: (message id, fingerprint) of
-    /// every memory, in any state, that cites it.
-    pub fn given_by(&self, ids: &[String]) -> Result<std::collections::HashSet<(String, String)>> {
-        let mut found = std::collections::HashSet::new();
+    /// What each of these messages gave: by message id, the fingerprint
+    /// and content of every memory, in any state, that cites it.
+    pub fn given_by(&self, ids: &[String]) -> Result<std::collections::HashMap<String, Vec<(String, String)>>> {
+        let mut found: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
         for chunk in json_chunks(ids)? {
             for row in self.sql.query(
-                "SELECT DISTINCT g.id, m.fingerprint FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
+                "SELECT DISTINCT g.id, m.fingerprint, m.content FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
                  CROSS JOIN citations c ON c.message_rowid = g.rowid CROSS JOIN memories m ON m.id = c.memory_id",
                 &[chunk],
             )? {
-                found.insert(two_texts(&row, "a message's id and a memory's fingerprint")?);
+                match row.as_slice() {
+                    [SqlValue::Text(message), SqlValue::Text(fingerprint), SqlValue::Text(content)] => {
+                        found.entry(message.clone()).or_default().push((fingerprint.clone(), content.clone()))
+                    }
+                    _ => return Err(Error::storage("failed to read a message's id and a memory's fingerprint and content")),
+                }
             }
         }
         Ok(found)
