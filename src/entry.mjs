@@ -238,14 +238,15 @@ function jsonStringBytes(s) {
   }
   return n;
 }
-function jsonOnly(v, path, depth = 0) {
+function jsonOnly(v, path, budget, depth = 0) {
+  if (--budget.values < 0) throw overBudget(budget, "values");
   switch (typeof v) {
     case "string":
       if (!wellFormed(v)) throw notWellFormed(v, path);
-      return jsonStringBytes(v);
+      return spend(budget, jsonStringBytes(v));
     case "number":
       if (!Number.isFinite(v)) throw invalid(`${path} is ${v}: numbers must be finite`);
-      return String(v).length;
+      return spend(budget, String(v).length);
     case "bigint":
       throw invalid(`${path} is a BigInt (${v}n): numbers must be JavaScript numbers`);
     case "function":
@@ -264,7 +265,7 @@ function jsonOnly(v, path, depth = 0) {
     for (let i = 0; i < v.length; i++) {
       if (!Object.hasOwn(v, i)) throw invalid(`${path}[${i}] is a hole: an array must hold a value at every index`);
       if (v[i] === undefined) throw invalid(`${path}[${i}] is undefined: an array must hold a value at every index`);
-      size += jsonOnly(v[i], `${path}[${i}]`, depth) + 1;
+      size += jsonOnly(v[i], `${path}[${i}]`, budget, depth) + 1;
     }
     const keys = Object.keys(v);
     if (keys.length !== v.length) {
@@ -280,9 +281,30 @@ function jsonOnly(v, path, depth = 0) {
   }
   for (const k of Object.keys(v)) {
     if (!wellFormed(k)) throw notWellFormed(k, `a key of ${path}`);
-    size += jsonStringBytes(k) + 2 + jsonOnly(v[k], `${path}${key(k)}`, depth);
+    size += spend(budget, jsonStringBytes(k)) + 2 + jsonOnly(v[k], `${path}${key(k)}`, budget, depth);
   }
   return size;
+}
+// What the walk may still read: `values` (serde_json values, as Rust's
+// parse_strict counts them for a REST body) and `bytes` (of strings and
+// numbers as JSON). Workers RPC keeps shared references, so an object
+// referenced twice crosses once yet is read (here, and by
+// serde_wasm_bindgen into the Wasm memory) as often as it is referenced:
+// {l: v, r: v} nested forty times is a few hundred bytes on the wire and
+// 2^40 values read. The walk stops as soon as either runs out, refused as
+// too large (10006), as REST refuses a body over its limit.
+const rpcBudget = ([bytes, values]) => ({ bytes, values, limits: { bytes, values } });
+function spend(budget, n) {
+  if ((budget.bytes -= n) < 0) throw overBudget(budget, "bytes");
+  return n;
+}
+function overBudget(budget, what) {
+  const { bytes, values } = budget.limits;
+  const message =
+    what === "values"
+      ? `the arguments hold more than ${values} values (an object referenced in several places counts each time): a call holds at most ${values}`
+      : `the arguments are over ${bytes} bytes as JSON (an object referenced in several places counts each time)`;
+  return Object.assign(new Error(`${message} (10006)`), { name: "MemoryError", code: 10006, status: 413 });
 }
 // A profile name a caller gives: any value Rust refuses as it is, but a
 // string that is not well-formed would reach it as U+FFFD.
@@ -322,7 +344,7 @@ class Profile extends RpcTarget {
     let size;
     try {
       profileName(this.#name);
-      size = jsonOnly(args, op);
+      size = jsonOnly(args, op, rpcBudget(this.#rust.rpcLimits()));
     } catch (e) {
       return Promise.reject(e);
     }

@@ -1006,6 +1006,73 @@ fn test_a_post_that_reads_no_body_refuses_one_and_takes_none_or_an_empty_object(
     }
 }
 
+/// A GET or DELETE reads no body: `{"dryRun": true}` sent with a DELETE
+/// is refused (400) before anything is deleted, never dropped.
+#[test]
+fn test_a_get_or_delete_refuses_a_body_and_takes_none_or_an_empty_object() {
+    let base = "/accounts/a/agent-memory/namespaces/ns";
+    let routes = [
+        ("DELETE", format!("{base}/profiles/p/memories/01abc")),
+        ("DELETE", format!("{base}/profiles/p/sessions/s1")),
+        ("DELETE", format!("{base}/profiles/p")),
+        ("DELETE", base.to_string()),
+        ("GET", format!("{base}/profiles/p/stats")),
+        ("GET", format!("{base}/profiles/p/memories/01abc")),
+        ("GET", base.to_string()),
+    ];
+    for (method, path) in &routes {
+        let routed = |body: &[u8]| rest::route(&Incoming { method, path, query: "", content_type: Some("application/json"), body });
+        let e = routed(br#"{"dryRun": true}"#).err().unwrap_or_else(|| panic!("{method} {path} took a body"));
+        assert_eq!(e.status(), 400, "{method} {path}: {e}");
+        assert!(e.message().contains("takes no body"), "{e}");
+        for none in [&b""[..], b" \r\n", b"{}", b" { } "] {
+            assert!(routed(none).is_ok(), "{method} {path} refused {:?}", String::from_utf8_lossy(none));
+        }
+    }
+}
+
+/// Control characters show nothing: content made only of them is blank,
+/// refused by remember, and an ingest whose every message is such is
+/// refused whole; a NUL inside visible text stays.
+#[test]
+fn test_content_of_control_characters_alone_is_blank_and_refused() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for content in ["\u{0}", "\u{1}\u{2}\u{3}", "\u{7f}", "\u{85}\u{0} \u{7}", "\u{9b}"] {
+            let e = block_on(p.remember(remember(content))).err().unwrap_or_else(|| panic!("{content:?} remembered"));
+            assert_eq!(e.status(), 400, "{content:?}: {e}");
+        }
+        let blank = IngestRequest {
+            messages: vec![msg("user", "\u{0}", None), msg("assistant", "\u{1}\u{2}", None)],
+            session_id: Some("c".into()),
+            metadata: Default::default(),
+        };
+        assert_eq!(block_on(p.ingest(blank)).unwrap_err().status(), 400);
+        assert_eq!((p.stats().unwrap().messages, p.stats().unwrap().memories), (0, 0), "nothing was stored");
+        let kept = block_on(p.remember(remember("The build log holds a \u{0} byte at offset 12."))).unwrap();
+        assert!(kept.content.contains('\u{0}'));
+    });
+}
+
+/// A JSON text's tree takes far more memory than its text where its values
+/// are small: a call holds at most MAX_JSON_VALUES values, refused as soon
+/// as it passes them, whatever its size in bytes.
+#[test]
+fn test_a_body_of_more_values_than_a_call_holds_is_refused_before_its_tree_is_built() {
+    use agent_memory::core::json::MAX_JSON_VALUES;
+    let arrays = |n: usize| format!("{{\"query\": \"a\", \"filter\": [{}]}}", vec!["[]"; n].join(","));
+    // The object, its two members' values (the filter's array among them)
+    // and the arrays in it: three values besides these.
+    assert!(rest::parse_strict(&arrays(MAX_JSON_VALUES - 3)).is_ok(), "as many values as a call holds");
+    let Err(e) = rest::parse_strict(&arrays(MAX_JSON_VALUES - 2)) else { panic!("one value over was taken") };
+    assert_eq!(e.status(), 400);
+    assert!(e.message().contains(&format!("more than {MAX_JSON_VALUES} values")), "{e}");
+    // 17 MB of empty arrays: refused, not built (about 190 MB as a tree).
+    let body = arrays((rest::MAX_BODY_BYTES - 40) / 3);
+    assert!(body.len() <= rest::MAX_BODY_BYTES);
+    assert!(rest::parse_strict(&body).is_err(), "17 MB of empty arrays was taken");
+}
+
 #[test]
 fn test_the_import_limit_is_the_import_routes_not_an_mcp_endpoint_of_a_profile_named_import() {
     assert_eq!(rest::body_limit("/accounts/a/agent-memory/namespaces/ns/profiles/p/import"), api::MAX_IMPORT_BYTES);

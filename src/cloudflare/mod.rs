@@ -90,8 +90,8 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     }
 }
 
-/// The body of a POST, PUT or PATCH (none of another method, nor of a
-/// request that does not `take` one), read chunk by chunk through the
+/// The body of a request (none of a HEAD, nor of a request that does not
+/// `take` one: a GET or DELETE's is read to be refused), read chunk by chunk through the
 /// route's [`rest::BodyReader`]: refused (413) before anything is read when
 /// its `Content-Length` is over the limit, and as soon as what arrived
 /// passes it when it came without one.
@@ -104,7 +104,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take: bool) -> Result<std::result::Result<(Vec<u8>, working_set::Room), Error>> {
     use crate::core::resident::worker_room;
     use futures::StreamExt;
-    if !take || !matches!(method, "POST" | "PUT" | "PATCH") || req.inner().body().is_none() {
+    if !take || method == "HEAD" || req.inner().body().is_none() {
         return Ok(Ok((Vec::new(), working_set::Room::new(0))));
     }
     let declared = req.headers().get("content-length")?;
@@ -547,12 +547,15 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
         // read into the Wasm memory: `size` is the length of their JSON
         // text as the entry measured it (its UTF-8 bytes), as a REST
         // body's declared length is.
-        let room = rpc_room(&env, size.as_f64().map_or(0, |n| n as usize)).await?;
+        let size = size.as_f64().map_or(0, |n| n as usize);
+        rest::rpc_size_fits(size)?;
+        let room = rpc_room(&env, size).await?;
         let args: Value = if args.is_undefined() || args.is_null() {
             Value::Null
         } else {
             serde_wasm_bindgen::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))?
         };
+        rest::rpc_import_fits(&op, &args)?;
         match call_object_answer(&env, &rest::object_name(&ns, &p), &op, args, rest::Asks::unread(rest::rpc_reads_no_result(&op)), room).await? {
             ObjectAnswer::Json(text) => js_sys::JSON::parse(&text).map_err(|_| Error::storage("failed to encode result")),
             ObjectAnswer::Pieces(_) => Err(pieces_unasked()),
@@ -567,6 +570,14 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
     }
     .await;
     out.map_err(|e| memory_error(&e))
+}
+
+/// What the RPC entry's walk of a call's arguments may read, as REST
+/// reads a body: `[bytes of JSON, values]` ([`rest::MAX_BODY_BYTES`],
+/// [`crate::core::json::MAX_JSON_VALUES`]).
+#[wasm_bindgen(js_name = rpcLimits)]
+pub fn rpc_limits() -> Vec<f64> {
+    vec![rest::MAX_BODY_BYTES as f64, crate::core::json::MAX_JSON_VALUES as f64]
 }
 
 /// Checks a profile name as [`rpc`] reads it, throwing the error a call

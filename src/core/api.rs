@@ -473,11 +473,15 @@ pub fn validate_session_id(s: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether `c` shows nothing: white space, or a zero-width or formatting
-/// mark (zero-width space and joiners, direction marks and controls, word
-/// joiner, byte-order mark, soft hyphen).
+/// Whether `c` shows nothing: white space, a control character (C0, DEL,
+/// C1: a NUL is no text), or a zero-width or formatting mark (zero-width
+/// space and joiners, direction marks and controls, word joiner,
+/// byte-order mark, soft hyphen).
 pub fn is_invisible(c: char) -> bool {
-    c.is_whitespace() || is_bidi_control(c) || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
+    c.is_whitespace()
+        || c.is_control()
+        || is_bidi_control(c)
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
 }
 
 /// Whether `c` overrides or embeds a text direction (it can make one id

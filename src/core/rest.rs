@@ -306,6 +306,25 @@ pub fn rpc_op(name: &str) -> Result<Op> {
     Op::parse(name).filter(|op| op.is_public()).ok_or_else(|| Error::not_found(format!("no profile method {}", api::quoted(name))))
 }
 
+/// Refuses (413) a call's arguments whose JSON, as the RPC entry measured
+/// it, is over a REST body's limit ([`MAX_BODY_BYTES`]).
+pub fn rpc_size_fits(size: usize) -> Result<()> {
+    if size > MAX_BODY_BYTES {
+        return Err(Error::too_large(format!("the arguments are over {MAX_BODY_BYTES} bytes as JSON")));
+    }
+    Ok(())
+}
+
+/// Refuses (413) an `import` whose file is over [`MAX_IMPORT_BYTES`], as
+/// the REST route refuses its body.
+pub fn rpc_import_fits(op: &str, args: &Value) -> Result<()> {
+    let file = args.get("data").and_then(Value::as_str).map_or(0, str::len);
+    if Op::parse(op) == Some(Op::Import) && file > MAX_IMPORT_BYTES {
+        return Err(Error::too_large(format!("the import's file is over {MAX_IMPORT_BYTES} bytes")));
+    }
+    Ok(())
+}
+
 /// Splits a profile name as RPC callers give it: `"ns/profile"`, or
 /// `"profile"` in `namespace` (the binding's `props.namespace`, else
 /// `default`). Both parts follow the REST name rules; a binding scoped to
@@ -382,6 +401,12 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         no_query(req)?;
         return Ok(Route::Mcp { namespace, profile });
     }
+    // A GET or DELETE reads no body: one sent is refused, never dropped
+    // (`{"dryRun": true}` on a DELETE would otherwise be dropped, and the
+    // deletion run for real).
+    if matches!(req.method, "GET" | "DELETE") {
+        no_body(req)?;
+    }
     let (dialect, account, rest) = api_path(&segments).ok_or_else(|| no_route(req))?;
     let account = decode(account)?;
     let catalog = match (req.method, rest) {
@@ -457,10 +482,13 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
 }
 
 /// Refuses a body on a route that reads none. An empty or blank body is
-/// none, and so is `{}` (what a client posting JSON sends for "nothing").
+/// none, and so is `{}` (what a client posting JSON sends for "nothing"),
+/// told apart without parsing: a body of megabytes is never read into a
+/// tree only to be refused.
 fn no_body(req: &Incoming<'_>) -> Result<()> {
-    let blank = req.body.iter().all(u8::is_ascii_whitespace);
-    if blank || serde_json::from_slice::<Value>(req.body).is_ok_and(|v| v == json!({})) {
+    let mut shown = req.body.iter().filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    let nothing = matches!((shown.next(), shown.next(), shown.next()), (None, _, _) | (Some(b'{'), Some(b'}'), None));
+    if nothing {
         Ok(())
     } else {
         Err(Error::invalid(format!("{} {} takes no body", req.method, req.path)))

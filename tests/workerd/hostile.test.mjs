@@ -120,15 +120,17 @@ describe("far-range timestamps while other tenants are busy", () => {
 });
 
 /** A request sent byte for byte as written (node:http does not normalise paths). */
-function rawRequest(url, method, path) {
+function rawRequest(url, method, path, payload) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path, headers: { authorization: `Bearer ${TOKEN}` } }, (res) => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    if (payload !== undefined) Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(payload) });
+    const req = http.request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
       let body = "";
       res.on("data", (c) => (body += c));
       res.on("end", () => resolve({ status: res.statusCode, body }));
     });
     req.on("error", reject);
-    req.end();
+    req.end(payload);
   });
 }
 
@@ -157,6 +159,43 @@ describe("deletion that cannot be reached by accident", () => {
     }
     const s = await api.ok("GET", "safe", "p", "/stats");
     assert.equal(s.memories, 1, "the profile is intact");
+  });
+
+  // A GET or DELETE reads no body: before, `{"dryRun": true}` sent with a
+  // DELETE was never read, and the deletion ran for real.
+  test("a body sent with a DELETE or GET is refused (400) and deletes nothing", async () => {
+    const m = await api.ok("POST", "bodies", "p", "/remember", { body: { content: "The deploy target is us-east-1." } });
+    await api.ok("POST", "bodies", "p", "/ingest", { body: { sessionId: "s1", messages: [{ role: "user", content: "I moved to Lisbon and I prefer pnpm." }] } });
+    const held = async () => {
+      const s = await api.ok("GET", "bodies", "p", "/stats");
+      return [s.messages, s.memories];
+    };
+    const before = await held();
+    const dryRun = JSON.stringify({ dryRun: true });
+    for (const [method, suffix] of [["DELETE", `/memories/${m.id}`], ["DELETE", "/sessions/s1"], ["DELETE", ""], ["GET", "/stats"], ["GET", `/memories/${m.id}`]]) {
+      const r = await rawRequest(w.url, method, profilePath("bodies", "p", suffix), dryRun);
+      assert.equal(r.status, 400, `${method} …${suffix}: ${r.status} ${r.body}`);
+      const e = JSON.parse(r.body);
+      assert.equal(e.errors[0].code, 10001);
+      assert.match(e.errors[0].message, /takes no body/);
+    }
+    const del = await api.del("bodies", "p", `/memories/${m.id}`, { body: { dryRun: true } });
+    assert.equal(del.status, 400, del.text);
+    assert.deepEqual(await held(), before, "nothing was deleted");
+    // An empty object is no body: the deletion runs.
+    const ok = await rawRequest(w.url, "DELETE", profilePath("bodies", "p", `/memories/${m.id}`), "{}");
+    assert.equal(ok.status, 200, ok.body);
+  });
+
+  test("content of control characters alone is blank: remember and an ingest of only such messages are refused (400), nothing stored", async () => {
+    for (const content of ["\u0000", "\u0001\u0002\u0003", "\u007f", "\u0085\u0000 \u0007"]) {
+      const r = await api.post("blank", "p", "/remember", { content });
+      assert.equal(r.status, 400, `${JSON.stringify(content)}: ${r.text}`);
+    }
+    const r = await api.post("blank", "p", "/ingest", { sessionId: "c", messages: [{ role: "user", content: "\u0000" }, { role: "assistant", content: "\u0001\u0002" }] });
+    assert.equal(r.status, 400, r.text);
+    const s = await api.ok("GET", "blank", "p", "/stats");
+    assert.deepEqual([s.messages, s.memories], [0, 0]);
   });
 
   test("`.` and `..` are refused as session ids", async () => {

@@ -338,3 +338,63 @@ test("arguments nested deeper than the service reads JSON (serde_json's 128 leve
   assert.doesNotMatch(String(filter.message), /is nested more than/);
   assert.deepEqual(await state(p), before, "nothing changed");
 });
+
+// ---------------------------------------------------------------------------
+// Size, as the arguments are read
+
+/** `leaf` under `depth` levels of {l: v, r: v}, one object twice a level (built by the consumer). */
+const shared = (depth, leaf = 1) => ({ $shared: [depth, leaf] });
+const wasmMemory = async () => (await w.call("args-size-probe", "stats")).isolate.wasmMemoryBytes;
+
+// Workers RPC keeps shared references: an object referenced twice crosses
+// once, and is read (by the entry's walk, then into the Wasm memory) as
+// often as it is referenced. 2^20 leaves took 460 MiB of Wasm memory, 2^24
+// trapped the Wasm (out of memory), 2^40 never answered.
+test("arguments whose objects share references are refused as too large (10006) as soon as their reading passes a call's values, and change nothing", async (t) => {
+  const p = "args-shared";
+  await seed(p);
+  const before = await state(p);
+  const memory = await wasmMemory();
+  for (const depth of [20, 24, 40]) {
+    await t.test(`2^${depth} leaves in remember's metadata`, async () => {
+      const started = Date.now();
+      const err = await rpcRejects(w.call(p, "remember", { content: CONTENT, metadata: { n: shared(depth) } }));
+      assert.equal(rpcCode(err), CODE.tooLarge, `${err.name}: ${err.message}`);
+      assert.match(String(err.message), /more than 100000 values \(an object referenced in several places counts each time\)/);
+      assert.ok(Date.now() - started < 5_000, `refused in ${Date.now() - started} ms`);
+    });
+  }
+  await t.test("2^24 leaves as an ingest's metadata, beside calls on other profiles", async () => {
+    const bystanders = [0, 1, 2].map((i) => w.call(`args-bystander-${i}`, "remember", { content: `Bystander ${i} deploys on Fridays.` }));
+    const err = await rpcRejects(w.call(p, "ingest", MESSAGES, { sessionId: "sh", metadata: { n: shared(24) } }));
+    assert.equal(rpcCode(err), CODE.tooLarge, `${err.name}: ${err.message}`);
+    for (const b of await Promise.all(bystanders)) assert.ok(b.id, JSON.stringify(b));
+  });
+  const grown = (await wasmMemory()) - memory;
+  assert.ok(grown < 16 * 2 ** 20, `the Wasm memory grew by ${(grown / 2 ** 20).toFixed(1)} MiB`);
+  assert.deepEqual(await state(p), before, "nothing changed");
+  // Positive control: the same call within the values a call holds is
+  // taken.
+  const ok = await w.call(p, "remember", { content: CONTENT, metadata: { team: "core", size: 3 } });
+  assert.ok(ok.id, JSON.stringify(ok));
+});
+
+test("an import over RPC is held to the import route's 8 MiB, refused as too large (10006) as REST refuses it (413), and imports nothing", async () => {
+  const p = "args-import-size";
+  const file = HEADER + " ".repeat(8 * 1024 * 1024) + "\n";
+  const err = await rpcRejects(w.call(p, "import", file));
+  assert.equal(rpcCode(err), CODE.tooLarge, `${err.name}: ${err.message}`);
+  assert.match(String(err.message), /import's file is over 8388608 bytes/);
+  const stats = await w.call(p, "stats");
+  assert.deepEqual([stats.memories, stats.messages], [0, 0], "nothing imported");
+  // The same file within the limit is taken.
+  const within = HEADER + " ".repeat(1024) + "\n";
+  assert.deepEqual(await w.call(p, "import", within), { messages: 0, memories: 0 });
+});
+
+test("arguments over a REST body's 17 MiB as JSON are refused as too large (10006) before they are read into the service", async () => {
+  const p = "args-over-body";
+  const err = await rpcRejects(w.call(p, "recall", "q".repeat(18 * 1024 * 1024)));
+  assert.equal(rpcCode(err), CODE.tooLarge, `${err.name}: ${err.message}`);
+  assert.match(String(err.message), /over 17825792 bytes as JSON/);
+});

@@ -16,11 +16,22 @@
 // {"$function": true} a function, {"$error": "message"} an Error,
 // {"$deep": [depth, leaf, "array"?]} `leaf` inside `depth` objects {a: …}
 // (or arrays […]), built here: thousands of levels deep, more than the
-// recursion of `revive` (or a long JSON body) would carry.
+// recursion of `revive` (or a long JSON body) would carry; {"$shared":
+// [depth, leaf]} `leaf` under `depth` objects whose two properties are one
+// object (below).
 const TAGS = {
   $deep: ([depth, leaf, kind]) => {
     let v = revive(leaf);
     for (let i = 0; i < depth; i++) v = kind === "array" ? [v] : { a: v };
+    return v;
+  },
+  // {"$shared": [depth, leaf]}: `leaf` under `depth` levels of {l: v, r: v},
+  // each level's two properties one object: Workers RPC keeps shared
+  // references, so it crosses in a few hundred bytes and is 2^depth
+  // leaves read out.
+  $shared: ([depth, leaf]) => {
+    let v = revive(leaf);
+    for (let i = 0; i < depth; i++) v = { l: v, r: v };
     return v;
   },
   // Dates cross the test's HTTP hop as {"$date": "<ISO>"} and go on over
