@@ -373,6 +373,37 @@ fn test_an_imported_agents_value_from_another_session_stays_beside_the_profiles(
     });
 }
 
+/// An agent's key said in each of thousands of support calls has as
+/// many active holders: an import of them weighs each against the
+/// holders it may reach (its own call's), not against every other, so it
+/// costs a few statements for the key, not a few for each pair.
+#[test]
+fn test_an_import_of_an_agents_key_held_in_many_sessions_costs_statements_by_key_not_by_pair() {
+    const CALLS: usize = 2_000;
+    let sql = database();
+    let mut lines = vec![header()];
+    for i in 0..CALLS {
+        let id = format!("01m8wd82f91ktpz8e5m{i:07}");
+        let valid_from = format!("2026-02-01T00:{:02}:{:02}.000Z", i / 60 % 60, i % 60);
+        lines.extend(said_by(
+            &format!("call-{i}"),
+            "assistant",
+            &id,
+            &format!("The refund reference is RF-{}.", 100_000 + i),
+            "project.refund_reference",
+            &valid_from,
+        ));
+    }
+    let recorded = support::Recorded::new(&sql, |_| true);
+    with_profile(&recorded, APRIL_15, |p| assert_eq!(p.import(&file(&lines)).unwrap().memories, CALLS));
+    let statements = recorded.seen.borrow().len();
+    let active = sql.query("SELECT COUNT(*) FROM memories WHERE status = 'active'", &[]).unwrap()[0][0].as_i64();
+    assert_eq!(active, Some(CALLS as i64), "each call's reference stays active");
+    // 42 when written; the first version weighed every pair: over five
+    // minutes, millions of statements.
+    assert!(statements < 100, "{statements} statements");
+}
+
 #[test]
 fn test_import_into_a_profile_marked_for_deletion_counts_it_empty_and_purges_nothing() {
     let sql = database();

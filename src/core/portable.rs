@@ -692,43 +692,127 @@ fn redact(text: &mut String) {
 /// reaches, where the file's active memories meet the profile's (or each
 /// other) by key rather than by a version link: the one said later
 /// supersedes the other, when its speaker reaches it (a person's word
-/// any session's, an agent's its own session's:
-/// [`crate::core::ingest::supersede::Reach`]), as ingest would have left
-/// them had the two been said to this profile in that order. At the same
-/// instant the profile's own stays. `written`: the file's memories this
-/// import wrote; the others were present already and are left as they
-/// are.
+/// any session's, an agent's its own session's or its own words said
+/// again, dates aside: [`crate::core::ingest::supersede::Reach`]), as
+/// ingest would have left them had the two been said to this profile in
+/// that order. At the same instant the profile's own stays. `written`:
+/// the file's memories this import wrote; the others were present already
+/// and are left as they are.
+///
+/// A key's holders are read once for all the file's values of it, and
+/// each value is weighed against the holders its reach or theirs can
+/// join (found by session and by words), not against every holder: an
+/// agent's key said in each of thousands of support calls has as many
+/// active holders.
 fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> Result<()> {
-    use crate::core::ingest::supersede::{authority_of, Reach, Said};
-    let mut arriving: Vec<&Memory> =
-        file.iter().filter(|m| m.status == crate::core::model::Status::Active && m.key.is_some() && written.contains(m.id.as_str())).collect();
-    arriving.sort_by(|a, b| a.said_at().cmp(&b.said_at()).then_with(|| a.id.cmp(&b.id)));
-    let reach = |m: &Memory| -> Result<Reach> {
-        let roles = store.message_roles(&m.source_message_ids.iter().collect::<Vec<_>>())?;
-        Ok(Reach::of(authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)))))
-    };
-    // Later in the order: said later, or at the same instant the
-    // profile's own, or the file's with the greater id.
-    let order = |m: &Memory| (m.said_at(), !written.contains(m.id.as_str()), m.id.clone());
-    for m in arriving {
-        let Some(key) = m.key.as_deref() else { continue };
-        let probe = crate::core::store::KeyProbe { key, session_id: &m.session_id, undated_digest: ids::undated_digest(&m.content), any_session: true };
-        let owner = crate::core::model::Owner::of(&m.metadata);
-        let holders = store.active_key_holders(&[probe])?.remove(&(key.to_string(), owner)).unwrap_or_default();
-        for h in holders.iter().filter(|h| h.id != m.id) {
-            let (Some(held), Some(now)) = (store.get_memory(&h.id)?, store.get_memory(&m.id)?) else { continue };
-            if now.status != crate::core::model::Status::Active {
-                break;
-            }
-            let (newer, older) = if order(&held) > order(&now) { (&held, &now) } else { (&now, &held) };
-            let (said_newer, said_older) =
-                (Said { session: &newer.session_id, content: &newer.content }, Said { session: &older.session_id, content: &older.content });
-            if reach(newer)?.reaches(said_newer, said_older) && store.supersede_if_active(&older.id, &newer.id)? {
-                store.link_versions(&older.id, &newer.id)?;
-            }
+    use crate::core::model::{Owner, Status};
+    let mut groups: std::collections::BTreeMap<(&str, Owner), Vec<&str>> = Default::default();
+    for m in file.iter().filter(|m| m.status == Status::Active && written.contains(m.id.as_str())) {
+        if let Some(key) = m.key.as_deref() {
+            groups.entry((key, Owner::of(&m.metadata))).or_default().push(&m.id);
+        }
+    }
+    for ((key, owner), arriving) in groups {
+        let probe = crate::core::store::KeyProbe { key, session_id: "", undated_digest: String::new(), any_session: true };
+        let held: Vec<String> = store.active_key_holders(&[probe])?.remove(&(key.to_string(), owner)).unwrap_or_default().into_iter().map(|h| h.id).collect();
+        let versions = Versions::read(store, store.memories_by_ids(&held)?, written)?;
+        let mut arriving: Vec<usize> = arriving.iter().filter_map(|id| versions.at.get(*id).copied()).collect();
+        arriving.sort_by(|&a, &b| versions.order(a).cmp(&versions.order(b)));
+        for m in arriving {
+            versions.settle(store, m)?;
         }
     }
     Ok(())
+}
+
+/// The active holders of one key and owner, as [`settle_keys`] weighs
+/// them: who said each (a person reaches any session), and where to find
+/// those an agent's word reaches (its session, its words undated).
+struct Versions<'w> {
+    memories: Vec<Memory>,
+    person: Vec<bool>,
+    undated: Vec<String>,
+    active: Vec<std::cell::Cell<bool>>,
+    at: HashMap<String, usize>,
+    by_session: HashMap<String, Vec<usize>>,
+    by_words: HashMap<String, Vec<usize>>,
+    persons: Vec<usize>,
+    written: &'w HashSet<&'w str>,
+}
+
+impl<'w> Versions<'w> {
+    fn read(store: &Store<'_>, memories: Vec<Memory>, written: &'w HashSet<&'w str>) -> Result<Versions<'w>> {
+        use crate::core::ingest::supersede::{authority_of, Reach};
+        let sources: Vec<&String> = memories.iter().flat_map(|m| &m.source_message_ids).collect();
+        let roles = store.message_roles(&sources)?;
+        let person: Vec<bool> = memories
+            .iter()
+            .map(|m| Reach::of(authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)))) == Reach::AnySession)
+            .collect();
+        let undated: Vec<String> = memories.iter().map(|m| ids::undated_digest(&m.content)).collect();
+        let (mut by_session, mut by_words): (HashMap<String, Vec<usize>>, HashMap<String, Vec<usize>>) = Default::default();
+        for (i, (m, words)) in memories.iter().zip(&undated).enumerate() {
+            by_session.entry(m.session_id.clone()).or_default().push(i);
+            by_words.entry(words.clone()).or_default().push(i);
+        }
+        Ok(Versions {
+            at: memories.iter().enumerate().map(|(i, m)| (m.id.clone(), i)).collect(),
+            active: memories.iter().map(|_| std::cell::Cell::new(true)).collect(),
+            persons: person.iter().enumerate().filter(|(_, &p)| p).map(|(i, _)| i).collect(),
+            memories,
+            person,
+            undated,
+            by_session,
+            by_words,
+            written,
+        })
+    }
+
+    /// Later in the order: said later, or at the same instant the
+    /// profile's own, or the file's with the greater id.
+    fn order(&self, i: usize) -> (i64, bool, &str) {
+        self.memories.get(i).map_or((0, false, ""), |m| (m.said_at(), !self.written.contains(m.id.as_str()), m.id.as_str()))
+    }
+
+    /// Whether the word of `newer` reaches `older`.
+    fn reaches(&self, newer: usize, older: usize) -> bool {
+        let (Some(n), Some(o)) = (self.memories.get(newer), self.memories.get(older)) else { return false };
+        self.person.get(newer).copied().unwrap_or(true) || n.session_id == o.session_id || self.undated.get(newer) == self.undated.get(older)
+    }
+
+    /// Weighs the file's value `m` against the holders either may reach.
+    fn settle(&self, store: &Store<'_>, m: usize) -> Result<()> {
+        let (Some(memory), Some(words)) = (self.memories.get(m), self.undated.get(m)) else { return Ok(()) };
+        let all: Vec<usize>;
+        let candidates: Vec<&usize> = if self.person.get(m).copied().unwrap_or(true) {
+            all = (0..self.memories.len()).collect();
+            all.iter().collect()
+        } else {
+            let mut c: Vec<&usize> =
+                [self.by_session.get(&memory.session_id), self.by_words.get(words), Some(&self.persons)].into_iter().flatten().flatten().collect();
+            c.sort_unstable();
+            c.dedup();
+            c
+        };
+        for &other in candidates {
+            let is_active = |i: usize| self.active.get(i).is_some_and(std::cell::Cell::get);
+            if !is_active(m) {
+                break;
+            }
+            if other == m || !is_active(other) {
+                continue;
+            }
+            let (newer, older) = if self.order(other) > self.order(m) { (other, m) } else { (m, other) };
+            let (Some(n), Some(o)) = (self.memories.get(newer), self.memories.get(older)) else { continue };
+            if self.reaches(newer, older) && store.supersede_if_active(&o.id, &n.id)? {
+                store.link_versions(&o.id, &n.id)?;
+                if let Some(a) = self.active.get(older) {
+                    a.set(false);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes a parsed file, its links checked against the profile as it is
