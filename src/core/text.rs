@@ -169,7 +169,25 @@ pub fn jaccard(a: &rustc_hash::FxHashSet<String>, b: &rustc_hash::FxHashSet<Stri
 /// ([`statement_value`]). Consolidation merges such memories; a retried
 /// judging does not store one again from the message that gave the other.
 pub fn says_the_same(a: &str, b: &str) -> bool {
-    statement_value(a) == statement_value(b) && jaccard(&statement_stems(a), &statement_stems(b)) >= DUPLICATE_SIMILARITY
+    Statement::of(a).says_the_same(&Statement::of(b))
+}
+
+/// A statement read once for [`says_the_same`], to weigh it against many.
+#[derive(Clone, Debug)]
+pub struct Statement {
+    value: (Vec<String>, bool),
+    stems: rustc_hash::FxHashSet<String>,
+}
+
+impl Statement {
+    pub fn of(s: &str) -> Statement {
+        Statement { value: statement_value(s), stems: statement_stems(s) }
+    }
+
+    /// [`says_the_same`] of the two statements read.
+    pub fn says_the_same(&self, other: &Statement) -> bool {
+        self.value == other.value && jaccard(&self.stems, &other.stems) >= DUPLICATE_SIMILARITY
+    }
 }
 
 /// The endings [`stem`] strips, longest first within a family, each with

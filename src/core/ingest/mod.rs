@@ -180,11 +180,20 @@ pub async fn judge_and_store(
 /// message may say again what another gave: its own statement counts).
 fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist::Pending>, fresh: &HashSet<String>) -> Result<Vec<persist::Pending>> {
     let judged: Vec<String> = memories.iter().flat_map(|m| m.memory.source_message_ids.iter().filter(|id| fresh.contains(*id)).cloned()).collect();
-    let given = store.given_by(&judged)?;
-    let gave = |message: &String, m: &persist::Pending| {
-        given.get(message).is_some_and(|g| g.iter().any(|(f, content)| *f == m.fingerprint || crate::core::text::says_the_same(content, &m.memory.content)))
+    use crate::core::text::Statement;
+    // Each statement read once, then weighed against the others.
+    let given: std::collections::HashMap<String, Vec<(String, Statement)>> =
+        store.given_by(&judged)?.into_iter().map(|(message, g)| (message, g.into_iter().map(|(f, content)| (f, Statement::of(&content))).collect())).collect();
+    let gave = |message: &String, m: &persist::Pending, said: &Statement| {
+        given.get(message).is_some_and(|g| g.iter().any(|(f, other)| *f == m.fingerprint || said.says_the_same(other)))
     };
-    Ok(memories.into_iter().filter(|m| m.memory.source_message_ids.iter().any(|id| fresh.contains(id) && !gave(id, m))).collect())
+    Ok(memories
+        .into_iter()
+        .filter(|m| {
+            let said = Statement::of(&m.memory.content);
+            m.memory.source_message_ids.iter().any(|id| fresh.contains(id) && !gave(id, m, &said))
+        })
+        .collect())
 }
 
 /// The memories that fit under the profile's limit (`MAX_MEMORIES`), in
