@@ -239,14 +239,14 @@ function jsonStringBytes(s) {
   return n;
 }
 function jsonOnly(v, path, budget, depth = 0) {
-  if (--budget.values < 0) throw overBudget(budget, "values");
+  budget.charge(budget.costs.value);
   switch (typeof v) {
     case "string":
       if (!wellFormed(v)) throw notWellFormed(v, path);
-      return spend(budget, jsonStringBytes(v));
+      return budget.spend(jsonStringBytes(v));
     case "number":
       if (!Number.isFinite(v)) throw invalid(`${path} is ${v}: numbers must be finite`);
-      return spend(budget, String(v).length);
+      return budget.spend(String(v).length);
     case "bigint":
       throw invalid(`${path} is a BigInt (${v}n): numbers must be JavaScript numbers`);
     case "function":
@@ -279,30 +279,46 @@ function jsonOnly(v, path, budget, depth = 0) {
     const type = Object.prototype.toString.call(v).slice(8, -1);
     throw invalid(`${path} is ${/^[AEIO]/.test(type) ? "an" : "a"} ${type}: only JSON data (plain objects, arrays, strings, finite numbers, booleans, null) is taken`);
   }
+  budget.charge(budget.costs.object);
   for (const k of Object.keys(v)) {
     if (!wellFormed(k)) throw notWellFormed(k, `a key of ${path}`);
-    size += spend(budget, jsonStringBytes(k)) + 2 + jsonOnly(v[k], `${path}${key(k)}`, budget, depth);
+    budget.charge(budget.costs.member);
+    size += budget.spend(jsonStringBytes(k)) + 2 + jsonOnly(v[k], `${path}${key(k)}`, budget, depth);
   }
   return size;
 }
-// What the walk may still read: `values` (serde_json values, as Rust's
-// parse_strict counts them for a REST body) and `bytes` (of strings and
-// numbers as JSON). Workers RPC keeps shared references, so an object
-// referenced twice crosses once yet is read (here, and by
-// serde_wasm_bindgen into the Wasm memory) as often as it is referenced:
-// {l: v, r: v} nested forty times is a few hundred bytes on the wire and
-// 2^40 values read. The walk stops as soon as either runs out, refused as
-// too large (10006), as REST refuses a body over its limit.
-const rpcBudget = ([bytes, values]) => ({ bytes, values, limits: { bytes, values } });
-function spend(budget, n) {
-  if ((budget.bytes -= n) < 0) throw overBudget(budget, "bytes");
-  return n;
+// What the walk may still read, as Rust's parse_strict reads a REST body:
+// `bytes` of JSON text (strings and numbers), and `tree`, what the values
+// would take as serde_json's tree (`costs` a value, an object, a member).
+// Workers RPC keeps shared references, so an object referenced twice
+// crosses once yet is read (here, and by serde_wasm_bindgen into the Wasm
+// memory) as often as it is referenced: {l: v, r: v} nested forty times
+// is a few hundred bytes on the wire and 2^40 values read. The walk stops
+// as soon as either runs out, refused as too large (10006), as REST
+// refuses a body over its limit.
+function rpcBudget([bytes, tree, value, object, member]) {
+  return {
+    bytes,
+    tree,
+    costs: { value, object, member },
+    limits: { bytes, tree },
+    // `n` bytes of JSON text; returns them.
+    spend(n) {
+      if ((this.bytes -= n) < 0) throw overBudget(this, "bytes");
+      return n;
+    },
+    // `n` bytes of tree.
+    charge(n) {
+      if ((this.tree -= n) < 0) throw overBudget(this, "tree");
+    },
+  };
 }
 function overBudget(budget, what) {
-  const { bytes, values } = budget.limits;
+  const { bytes, tree } = budget.limits;
+  const { value, object } = budget.costs;
   const message =
-    what === "values"
-      ? `the arguments hold more than ${values} values (an object referenced in several places counts each time): a call holds at most ${values}`
+    what === "tree"
+      ? `the arguments hold too many values: as read, they would take more than ${tree} bytes (${value} a value, ${object} more an object; an object referenced in several places counts each time)`
       : `the arguments are over ${bytes} bytes as JSON (an object referenced in several places counts each time)`;
   return Object.assign(new Error(`${message} (10006)`), { name: "MemoryError", code: 10006, status: 413 });
 }

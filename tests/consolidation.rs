@@ -516,6 +516,23 @@ fn test_a_statement_and_its_negation_are_a_contradiction_not_a_duplicate() {
     });
 }
 
+/// Two statements whose stems match but whose stop words say different
+/// things (each clause negated, "before" / "after") are never merged as
+/// wordings of one.
+#[test]
+fn test_statements_differing_in_negated_clauses_or_bearing_words_are_not_merged() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        remember(p, "The user has cats and dogs at home.", "user.pets", MemoryType::Fact);
+        remember(p, "The user has no cats and no dogs at home.", "user.animals", MemoryType::Fact);
+        remember(p, "The user walks the dog before work.", "user.walk_time", MemoryType::Fact);
+        remember(p, "The user walks the dog after work.", "user.walks", MemoryType::Fact);
+    });
+    let report = with_profile(&sql, APRIL_15 + DAY / 2, |p| consolidate(p, json!({})));
+    assert!(report.actions.is_empty(), "{:#?}", report.actions);
+    with_profile(&sql, APRIL_15 + DAY / 2, |p| assert_eq!(active(p).len(), 4));
+}
+
 /// An undo never overwrites what happened after the consolidation: with
 /// the surviving memory forgotten it is refused (409) and changes nothing;
 /// with a merged one deleted the record went with it (404).

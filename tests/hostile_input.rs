@@ -1055,22 +1055,30 @@ fn test_content_of_control_characters_alone_is_blank_and_refused() {
 }
 
 /// A JSON text's tree takes far more memory than its text where its values
-/// are small: a call holds at most MAX_JSON_VALUES values, refused as soon
-/// as it passes them, whatever its size in bytes.
+/// are small: a body is refused as soon as its reading passes what it may
+/// take as a tree, whatever its size in bytes, and the largest calls the
+/// service takes fit.
 #[test]
-fn test_a_body_of_more_values_than_a_call_holds_is_refused_before_its_tree_is_built() {
-    use agent_memory::core::json::MAX_JSON_VALUES;
+fn test_a_body_whose_tree_would_pass_its_memory_is_refused_before_it_is_built() {
+    use agent_memory::core::json::{MAX_JSON_TREE_BYTES, TREE_VALUE_BYTES};
     let arrays = |n: usize| format!("{{\"query\": \"a\", \"filter\": [{}]}}", vec!["[]"; n].join(","));
-    // The object, its two members' values (the filter's array among them)
-    // and the arrays in it: three values besides these.
-    assert!(rest::parse_strict(&arrays(MAX_JSON_VALUES - 3)).is_ok(), "as many values as a call holds");
-    let Err(e) = rest::parse_strict(&arrays(MAX_JSON_VALUES - 2)) else { panic!("one value over was taken") };
+    assert!(rest::parse_strict(&arrays(MAX_JSON_TREE_BYTES / TREE_VALUE_BYTES - 40)).is_ok(), "just under");
+    let Err(e) = rest::parse_strict(&arrays(MAX_JSON_TREE_BYTES / TREE_VALUE_BYTES)) else { panic!("a tree over the limit was taken") };
     assert_eq!(e.status(), 400);
-    assert!(e.message().contains(&format!("more than {MAX_JSON_VALUES} values")), "{e}");
-    // 17 MB of empty arrays: refused, not built (about 190 MB as a tree).
+    assert!(e.message().contains(&format!("would take more than {MAX_JSON_TREE_BYTES} bytes")), "{e}");
+    // 17 MB of empty arrays (about 190 MB as a tree) and 2 MB of one-key
+    // objects (about 170 MB): refused, not built.
     let body = arrays((rest::MAX_BODY_BYTES - 40) / 3);
     assert!(body.len() <= rest::MAX_BODY_BYTES);
     assert!(rest::parse_strict(&body).is_err(), "17 MB of empty arrays was taken");
+    assert!(rest::parse_strict(&format!("[{}]", vec![r#"{"a":0}"#; 262_144].join(","))).is_err(), "one-key objects were taken");
+    // The largest ingest: 500 messages at the content limit, with metadata.
+    let messages: Vec<serde_json::Value> = (0..api::MAX_MESSAGES_PER_INGEST)
+        .map(|i| json!({ "role": "user", "content": format!("{i} {}", "x".repeat(30_000)), "timestamp": "2026-04-15T10:00:00Z" }))
+        .collect();
+    let metadata: serde_json::Map<String, serde_json::Value> = (0..32).map(|k| (format!("key{k}"), json!("value"))).collect();
+    let ingest = json!({ "sessionId": "s", "messages": messages, "metadata": metadata }).to_string();
+    assert!(rest::parse_strict(&ingest).is_ok(), "the largest ingest, {} bytes", ingest.len());
 }
 
 #[test]

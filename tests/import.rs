@@ -333,22 +333,36 @@ fn test_an_imported_value_of_a_held_key_leaves_the_later_one_active() {
     });
 }
 
-/// Two values of a key in one file, neither naming the other, and
-/// another owner's value: one active value per owner.
+/// Two active values of a key in one file are as the file records them:
+/// an export's are as ingest left them, which decided by the order they
+/// arrived in, not by their dates. An export of a profile where an
+/// agent's backdated value arrived after a person's in another session
+/// (ingest keeps both) imports with both active.
 #[test]
-fn test_an_import_holding_two_values_of_a_key_keeps_the_later_one_per_owner() {
-    let sql = database();
-    with_profile(&sql, APRIL_15, |p| {
-        let third = "01m8wd82f91ktpz8e5mx00g5ws";
-        let lines = [
-            header(),
-            memory(SECOND, "Alpha lives in Rome.", json!({ "key": "user.city", "validFrom": "2026-03-01T00:00:00.000Z" })),
-            memory(FIRST, "Alpha lives in Oslo.", json!({ "key": "user.city", "validFrom": "2026-02-01T00:00:00.000Z" })),
-            memory(third, "Beta lives in Lima.", json!({ "key": "user.city", "metadata": { "userId": "beta" } })),
-        ];
-        assert_eq!(p.import(&file(&lines)).unwrap().memories, 3);
-        assert_eq!(p.get(FIRST).unwrap().memory.superseded_by.as_deref(), Some(SECOND));
-        assert_eq!(active_ids(p), [SECOND, third]);
+fn test_an_export_imports_with_its_key_holders_as_ingest_left_them() {
+    let source = database();
+    with_profile(&source, APRIL_15, |p| {
+        let r = serde_json::from_value(json!({ "content": "The refund reference is RF-200002.", "key": "project.refund_reference", "sessionId": "call-2" }));
+        block_on(p.remember(r.unwrap())).unwrap();
+    });
+    let backdated = IngestRequest {
+        messages: vec![MessageInput {
+            role: "assistant".into(),
+            content: "The refund reference is RF-100001.".into(),
+            timestamp: Some("2026-03-01T10:00:00Z".into()),
+        }],
+        session_id: Some("call-1".into()),
+        metadata: Default::default(),
+    };
+    let (export, before) = with_profile(&source, APRIL_15 + DAY, |p| {
+        block_on(p.ingest(backdated)).unwrap();
+        (p.export(Default::default()).unwrap(), active_ids(p))
+    });
+    assert_eq!(before.len(), 2, "ingest keeps both: an agent's word reaches its own session");
+    let copy = database();
+    with_profile(&copy, APRIL_15 + 2 * DAY, |p| {
+        p.import(&export).unwrap();
+        assert_eq!(active_ids(p), before);
     });
 }
 

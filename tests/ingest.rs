@@ -1209,6 +1209,21 @@ fn test_a_retry_stores_no_rewording_of_what_the_message_gave() {
     assert!(settings.iter().all(|c| c.ends_with("for the project.")), "the first wordings stay: {settings:#?}");
 }
 
+/// What a message gave is weighed by meaning, not by its content words
+/// alone: "after work" is not a rewording of "before work" (both stop
+/// words), so a retry stores it when only the other was stored.
+#[test]
+fn test_a_retry_stores_a_statement_that_differs_from_what_the_message_gave_in_a_stop_word() {
+    let sql = database();
+    let model = Flaky { down: Cell::new(true), ..Default::default() };
+    let r = flaky_ingest(&sql, &model, APRIL_15, "I walk the dog before work and again after work; also settings and dark mode.");
+    assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
+    let active = after_the_retry(&sql, &model);
+    assert!(active.iter().any(|m| m.content.contains("dark mode")), "dark mode retried");
+    assert!(active.iter().any(|m| m.content.contains("after work")), "a statement the message never gave was dropped");
+    assert_eq!(active.len(), 18);
+}
+
 /// The retry of a marked message judges all of it again, but a statement
 /// the message gave before is not stored again, whatever its state now:
 /// one stored and since superseded by a later value stays superseded,
@@ -1355,6 +1370,11 @@ impl Reasoner for Flaky {
                     true => format!("The user mentioned the setting number {i} for this project."),
                 };
                 out.extend((0..15).map(|i| c(setting(i), l.index)));
+                out.push(c("The user wants dark mode by default.".into(), l.index));
+            } else if l.text.contains("walk") {
+                out.extend((0..15).map(|i| c(format!("The user mentioned setting number {i} for the project."), l.index)));
+                out.push(c("The user walks the dog before work.".into(), l.index));
+                out.push(c("The user walks the dog after work.".into(), l.index));
                 out.push(c("The user wants dark mode by default.".into(), l.index));
             } else if l.text.contains("green") {
                 out.push(c("The user's favorite color is green.".into(), l.index));

@@ -564,3 +564,23 @@ fn test_a_query_string_on_the_mcp_endpoint_is_refused_not_ignored() {
         assert!(at(query).unwrap_err().is_invalid(), "{query}");
     }
 }
+
+/// A batch is read as one body: its calls together may take what a body
+/// may as a tree (core::json::MAX_JSON_TREE_BYTES). Twenty ingests of 500
+/// messages are read; a hundred are refused as one body with too many
+/// values, never read into memory whole.
+#[test]
+fn test_a_batch_of_large_calls_is_read_up_to_what_a_body_may_take_as_a_tree() {
+    let batch = |calls: usize| {
+        let call = |id: usize| {
+            let messages: Vec<Value> = (0..500).map(|i| json!({ "role": "user", "content": format!("Note {i} of call {id}.") })).collect();
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "ingest", "arguments": { "messages": messages, "sessionId": format!("s{id}") } } })
+        };
+        Value::Array((0..calls).map(call).collect()).to_string()
+    };
+    let accept = Some("application/json, text/event-stream");
+    assert!(mcp::read(batch(20).as_bytes(), accept).is_ok(), "twenty ingests of 500 messages");
+    let Err(refused) = mcp::read(batch(mcp::MAX_BATCH).as_bytes(), accept) else { panic!("a hundred ingests of 500 messages were read") };
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains("too many values"), "{}", refused.body);
+}

@@ -11,19 +11,30 @@
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-/// The values (objects, arrays, strings, numbers, booleans, nulls, at any
-/// depth) one JSON text the service reads may hold. A request's tree takes
-/// far more memory than its text where the values are small: 17 MB of
-/// `[[],[],...]` is 5.9 million arrays, about 190 MB as a tree, past an
-/// isolate's 128 MB. The largest call the service takes holds about
-/// 19,000 (500 messages of four fields and 32 metadata keys each).
-pub const MAX_JSON_VALUES: usize = 100_000;
+/// The memory one JSON text the service reads may take as a tree, beside
+/// its strings (which take about their length, as the text does: the
+/// body's own limit holds them). A tree of small values takes far more
+/// than its text: 17 MB of `[[],[],...]` is 5.9 million arrays, about 190
+/// MB, and 390 KB of `{"a":0},...` 33 MB (a map's first node holds room
+/// for eleven members), past an isolate's 128 MB. Charged as the text is
+/// read ([`TREE_VALUE_BYTES`], [`TREE_OBJECT_BYTES`],
+/// [`TREE_MEMBER_BYTES`]), measured natively. An ingest of 500 messages
+/// takes about 380 KB; an MCP batch of twenty such fits, one of a hundred
+/// does not.
+pub const MAX_JSON_TREE_BYTES: usize = 8 * 1024 * 1024;
+/// What each value takes in its parent (an array's slot, a member's value).
+pub const TREE_VALUE_BYTES: usize = 32;
+/// What an object's map takes besides its members (its first node).
+pub const TREE_OBJECT_BYTES: usize = 600;
+/// What each member's key takes besides its text.
+pub const TREE_MEMBER_BYTES: usize = 32;
 
 /// Parses `text` as one JSON value (nothing after it but whitespace),
-/// refusing a key given twice in any object, however deep, and a text of
-/// more than [`MAX_JSON_VALUES`] values, as soon as it passes them.
+/// refusing a key given twice in any object, however deep, and a text
+/// whose tree would take more than [`MAX_JSON_TREE_BYTES`], as soon as
+/// its reading passes them.
 pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
-    let left = std::cell::Cell::new(MAX_JSON_VALUES);
+    let left = std::cell::Cell::new(MAX_JSON_TREE_BYTES);
     let mut de = serde_json::Deserializer::from_str(text);
     let v = StrictValue { left: &left }.deserialize(&mut de)?;
     de.end()?;
@@ -124,19 +135,30 @@ impl std::io::Write for Length {
 }
 
 /// A `serde_json::Value` seed whose objects refuse duplicate keys, and
-/// which refuses a value past the `left` it may still read.
+/// which refuses a tree past the bytes `left` ([`MAX_JSON_TREE_BYTES`]).
 #[derive(Clone, Copy)]
 struct StrictValue<'l> {
     left: &'l std::cell::Cell<usize>,
 }
 
+impl StrictValue<'_> {
+    fn spend<E: serde::de::Error>(self, bytes: usize) -> Result<(), E> {
+        match self.left.get().checked_sub(bytes) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => Err(E::custom(format!(
+                "too many values: as read, they would take more than {MAX_JSON_TREE_BYTES} bytes ({TREE_VALUE_BYTES} a value, {TREE_OBJECT_BYTES} more an object)"
+            ))),
+        }
+    }
+}
+
 impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        match self.left.get().checked_sub(1) {
-            Some(left) => self.left.set(left),
-            None => return Err(D::Error::custom(format!("more than {MAX_JSON_VALUES} values: a call holds at most {MAX_JSON_VALUES}"))),
-        }
+        self.spend(TREE_VALUE_BYTES)?;
         d.deserialize_any(self)
     }
 }
@@ -175,8 +197,10 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
         Ok(Value::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.spend(TREE_OBJECT_BYTES)?;
         let mut out = Map::new();
         while let Some(k) = map.next_key::<String>()? {
+            self.spend(TREE_MEMBER_BYTES)?;
             if out.contains_key(&k) {
                 return Err(A::Error::custom(format!("duplicate key {}", crate::core::error::quoted(&k))));
             }

@@ -689,8 +689,9 @@ fn redact(text: &mut String) {
 }
 
 /// Leaves one active value of each key per owner, as far as its speaker
-/// reaches, where the file's active memories meet the profile's (or each
-/// other) by key rather than by a version link: the one said later
+/// reaches, where the file's active memories meet the profile's by key
+/// rather than by a version link (the file's own are left as it records
+/// them: an export's are as ingest left them): the one said later
 /// supersedes the other, when its speaker reaches it (a person's word
 /// any session's, an agent's its own session's or its own words said
 /// again, dates aside: [`crate::core::ingest::supersede::Reach`]), as
@@ -769,7 +770,7 @@ impl<'w> Versions<'w> {
     }
 
     /// Later in the order: said later, or at the same instant the
-    /// profile's own, or the file's with the greater id.
+    /// profile's own.
     fn order(&self, i: usize) -> (i64, bool, &str) {
         self.memories.get(i).map_or((0, false, ""), |m| (m.said_at(), !self.written.contains(m.id.as_str()), m.id.as_str()))
     }
@@ -799,7 +800,10 @@ impl<'w> Versions<'w> {
             if !is_active(m) {
                 break;
             }
-            if other == m || !is_active(other) {
+            // Two of the file's own are as its profile left them: an
+            // export records what ingest decided, by the order the two
+            // arrived in, which their dates need not tell.
+            if other == m || !is_active(other) || self.memories.get(other).is_some_and(|o| self.written.contains(o.id.as_str())) {
                 continue;
             }
             let (newer, older) = if self.order(other) > self.order(m) { (other, m) } else { (m, other) };

@@ -131,26 +131,47 @@ pub fn statement_stems(s: &str) -> rustc_hash::FxHashSet<String> {
     content_words(s).iter().filter(|w| !w.bytes().any(|b| b.is_ascii_digit())).map(|w| stem(w)).collect()
 }
 
-/// Words that turn a statement around. They are stop words, so
-/// [`statement_stems`] does not see them: "likes spicy food" and "does not
-/// like spicy food" have one set of stems.
+/// Words that turn a statement around. "not", "no", "nor" and "dont"
+/// are stop words, so [`statement_stems`] does not see them: "likes spicy
+/// food" and "does not like spicy food" have one set of stems.
 const NEGATORS: [&str; 30] = [
     "not", "no", "never", "nor", "neither", "none", "nobody", "nothing", "nowhere", "cannot", "dont", "doesnt", "didnt", "isnt", "wasnt", "arent", "werent",
     "wont", "cant", "couldnt", "shouldnt", "wouldnt", "hasnt", "havent", "hadnt", "mustnt", "neednt", "aint", "without", "nt",
 ];
 
+/// Stop words that still say which way, when, how much or who: two
+/// statements whose stems match but that hold different ones of these
+/// ("walks the dog before work" / "after work", "he" / "she", "all" /
+/// "some") say different things.
+const BEARINGS: [&str; 30] = [
+    "after", "again", "all", "any", "before", "both", "each", "few", "he", "her", "hers", "him", "his", "in", "into", "many", "more", "most", "much", "off",
+    "on", "once", "only", "out", "over", "she", "some", "too", "under", "up",
+];
+
 /// What a statement asserts beyond its words' stems: its numbers (sorted,
-/// each once), and whether it is turned around (an odd number of
-/// [`NEGATORS`]). Two statements alike in stems but not in this are one
-/// thing with two values ("The limit is 100" / "The limit is 200", "The
-/// user likes tea" / "The user does not like tea"), never duplicates.
-pub fn statement_value(s: &str) -> (Vec<String>, bool) {
+/// each once), how many [`NEGATORS`] turn it around, and which
+/// [`BEARINGS`] it holds. Two statements alike in stems but not in this
+/// are one matter with two values ("The limit is 100" / "The limit is
+/// 200", "The user likes tea" / "The user does not like tea", "... no cats
+/// and no dogs" / "... cats and dogs", "before work" / "after work"),
+/// never two wordings of one.
+pub fn statement_value(s: &str) -> StatementValue {
     let words = tokens(s);
     let mut numbers: Vec<String> = words.iter().filter(|t| t.bytes().any(|b| b.is_ascii_digit())).cloned().collect();
     numbers.sort();
     numbers.dedup();
-    let negated = words.iter().filter(|t| NEGATORS.contains(&t.as_str())).count() % 2 == 1;
-    (numbers, negated)
+    let negators = words.iter().filter(|t| NEGATORS.contains(&t.as_str())).count();
+    let mut bearings: Vec<&'static str> = BEARINGS.iter().copied().filter(|b| words.iter().any(|t| t == b)).collect();
+    bearings.dedup();
+    StatementValue { numbers, negators, bearings }
+}
+
+/// What [`statement_value`] reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatementValue {
+    pub numbers: Vec<String>,
+    pub negators: usize,
+    pub bearings: Vec<&'static str>,
 }
 
 /// |a ∩ b| / |a ∪ b|; 0 for two empty sets.
@@ -175,7 +196,7 @@ pub fn says_the_same(a: &str, b: &str) -> bool {
 /// A statement read once for [`says_the_same`], to weigh it against many.
 #[derive(Clone, Debug)]
 pub struct Statement {
-    value: (Vec<String>, bool),
+    value: StatementValue,
     stems: rustc_hash::FxHashSet<String>,
 }
 

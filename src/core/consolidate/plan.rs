@@ -6,8 +6,8 @@
 //! The groups, in the order they are looked for (a memory joins one):
 //! * **duplicates**: memories of one type whose content words (numbers
 //!   aside) overlap by at least [`DUPLICATE_SIMILARITY`] (Jaccard, over
-//!   stems) and state one value: the same numbers, both or neither turned
-//!   around by a "not" ([`text::statement_value`]);
+//!   stems) and state one value: the same numbers, as many "not"s, the
+//!   same "before"/"after"-like words ([`text::statement_value`]);
 //! * **contradictions**: two such memories whose values differ, said on
 //!   different days ("The limit is 100" / a week later "The limit is
 //!   200"): the later replaces the earlier, which supersession by topic
@@ -65,9 +65,9 @@ fn stems(m: &Memory) -> HashSet<String> {
     text::statement_stems(&m.content)
 }
 
-/// Its numbers and whether it is turned around ([`text::statement_value`]):
+/// Its numbers, negations and bearings ([`text::statement_value`]):
 /// alike in stems, memories that differ in it contradict each other.
-fn value(m: &Memory) -> (Vec<String>, bool) {
+fn value(m: &Memory) -> text::StatementValue {
     text::statement_value(&m.content)
 }
 
