@@ -366,6 +366,67 @@ fn test_an_export_imports_with_its_key_holders_as_ingest_left_them() {
     });
 }
 
+/// A copy of a profile that takes the original's later export ends as the
+/// original, when one of the two values the export records active came
+/// with an earlier export: two values the file records active are left
+/// so, whichever import wrote them.
+#[test]
+fn test_a_copy_taking_the_originals_later_export_keeps_its_key_holders_as_the_original() {
+    let source = database();
+    let first = with_profile(&source, APRIL_15, |p| {
+        let r = serde_json::from_value(json!({ "content": "The refund reference is RF-200002.", "key": "project.refund_reference", "sessionId": "call-2" }));
+        block_on(p.remember(r.unwrap())).unwrap();
+        p.export(Default::default()).unwrap()
+    });
+    let copy = database();
+    with_profile(&copy, APRIL_15, |p| p.import(&first).map(|_| ())).unwrap();
+    let backdated = IngestRequest {
+        messages: vec![MessageInput {
+            role: "assistant".into(),
+            content: "The refund reference is RF-100001.".into(),
+            timestamp: Some("2026-03-01T10:00:00Z".into()),
+        }],
+        session_id: Some("call-1".into()),
+        metadata: Default::default(),
+    };
+    let (later, original) = with_profile(&source, APRIL_15 + DAY, |p| {
+        block_on(p.ingest(backdated)).unwrap();
+        (p.export(Default::default()).unwrap(), active_ids(p))
+    });
+    assert_eq!(original.len(), 2);
+    with_profile(&copy, APRIL_15 + 2 * DAY, |p| {
+        p.import(&later).unwrap();
+        assert_eq!(active_ids(p), original);
+    });
+}
+
+/// An imported value is weighed against the holders it meets oldest
+/// first, as they were said: what stays active never depends on the
+/// holders' ids.
+#[test]
+fn test_an_imported_value_settles_the_same_whatever_the_holders_ids() {
+    const NEW: &str = "01m8wd82f91ktpz8e5mx00g5ws";
+    let key = "project.refund_reference";
+    let settle = |person_id: &str, agent_id: &str| {
+        let sql = database();
+        with_profile(&sql, APRIL_15, |p| {
+            let person = said_by("call-2", "user", person_id, "The refund reference is RF-2.", key, "2026-04-01T00:00:00.000Z");
+            let agent = said_by("call-1", "assistant", agent_id, "The refund reference is RF-1.", key, "2026-03-01T00:00:00.000Z");
+            p.import(&file(&[&[header()][..], &person, &agent].concat())).unwrap();
+            assert_eq!(active_ids(p).len(), 2, "a file's two values are left as it records them");
+            let newer = said_by("call-1", "assistant", NEW, "The refund reference is RF-1B.", key, "2026-03-15T00:00:00.000Z");
+            p.import(&file(&[&[header()][..], &newer].concat())).unwrap();
+            let status = |id: &str| p.get(id).unwrap().memory.status;
+            (status(person_id), status(agent_id), status(NEW))
+        })
+    };
+    let one = settle(SECOND, FIRST);
+    assert_eq!(one, settle(FIRST, SECOND), "the statuses differ by the holders' ids alone");
+    // The new value replaces its call's older one; the person's later
+    // word, reaching any session, replaces it.
+    assert_eq!(one, (Status::Active, Status::Superseded, Status::Superseded));
+}
+
 /// An agent's value reaches its own session only (a refund reference of
 /// one support call is not another call's): an imported agent's value
 /// from another session leaves the profile's active beside it, and a

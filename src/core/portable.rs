@@ -690,8 +690,9 @@ fn redact(text: &mut String) {
 
 /// Leaves one active value of each key per owner, as far as its speaker
 /// reaches, where the file's active memories meet the profile's by key
-/// rather than by a version link (the file's own are left as it records
-/// them: an export's are as ingest left them): the one said later
+/// rather than by a version link (two the file records active are left
+/// so, whether this import or an earlier one wrote them: an export's are
+/// as ingest left them, by the order they arrived in): the one said later
 /// supersedes the other, when its speaker reaches it (a person's word
 /// any session's, an agent's its own session's or its own words said
 /// again, dates aside: [`crate::core::ingest::supersede::Reach`]), as
@@ -713,10 +714,11 @@ fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> R
             groups.entry((key, Owner::of(&m.metadata))).or_default().push(&m.id);
         }
     }
+    let recorded: HashSet<&str> = file.iter().filter(|m| m.status == Status::Active).map(|m| m.id.as_str()).collect();
     for ((key, owner), arriving) in groups {
         let probe = crate::core::store::KeyProbe { key, session_id: "", undated_digest: String::new(), any_session: true };
         let held: Vec<String> = store.active_key_holders(&[probe])?.remove(&(key.to_string(), owner)).unwrap_or_default().into_iter().map(|h| h.id).collect();
-        let versions = Versions::read(store, store.memories_by_ids(&held)?, written)?;
+        let versions = Versions::read(store, store.memories_by_ids(&held)?, written, &recorded)?;
         let mut arriving: Vec<usize> = arriving.iter().filter_map(|id| versions.at.get(*id).copied()).collect();
         arriving.sort_by(|&a, &b| versions.order(a).cmp(&versions.order(b)));
         for m in arriving {
@@ -739,10 +741,12 @@ struct Versions<'w> {
     by_words: HashMap<String, Vec<usize>>,
     persons: Vec<usize>,
     written: &'w HashSet<&'w str>,
+    /// The memories the file records active.
+    recorded: &'w HashSet<&'w str>,
 }
 
 impl<'w> Versions<'w> {
-    fn read(store: &Store<'_>, memories: Vec<Memory>, written: &'w HashSet<&'w str>) -> Result<Versions<'w>> {
+    fn read(store: &Store<'_>, memories: Vec<Memory>, written: &'w HashSet<&'w str>, recorded: &'w HashSet<&'w str>) -> Result<Versions<'w>> {
         use crate::core::ingest::supersede::{authority_of, Reach};
         let sources: Vec<&String> = memories.iter().flat_map(|m| &m.source_message_ids).collect();
         let roles = store.message_roles(&sources)?;
@@ -766,6 +770,7 @@ impl<'w> Versions<'w> {
             by_session,
             by_words,
             written,
+            recorded,
         })
     }
 
@@ -781,29 +786,25 @@ impl<'w> Versions<'w> {
         self.person.get(newer).copied().unwrap_or(true) || n.session_id == o.session_id || self.undated.get(newer) == self.undated.get(older)
     }
 
-    /// Weighs the file's value `m` against the holders either may reach.
+    /// Weighs the file's value `m` against the holders either may reach,
+    /// oldest first, as they would have been said: it supersedes the older
+    /// ones it reaches, then a newer one that reaches it supersedes it.
     fn settle(&self, store: &Store<'_>, m: usize) -> Result<()> {
         let (Some(memory), Some(words)) = (self.memories.get(m), self.undated.get(m)) else { return Ok(()) };
-        let all: Vec<usize>;
-        let candidates: Vec<&usize> = if self.person.get(m).copied().unwrap_or(true) {
-            all = (0..self.memories.len()).collect();
-            all.iter().collect()
+        let mut candidates: Vec<usize> = if self.person.get(m).copied().unwrap_or(true) {
+            (0..self.memories.len()).collect()
         } else {
-            let mut c: Vec<&usize> =
-                [self.by_session.get(&memory.session_id), self.by_words.get(words), Some(&self.persons)].into_iter().flatten().flatten().collect();
-            c.sort_unstable();
-            c.dedup();
-            c
+            [self.by_session.get(&memory.session_id), self.by_words.get(words), Some(&self.persons)].into_iter().flatten().flatten().copied().collect()
         };
-        for &other in candidates {
-            let is_active = |i: usize| self.active.get(i).is_some_and(std::cell::Cell::get);
+        candidates.sort_by(|&a, &b| self.order(a).cmp(&self.order(b)));
+        candidates.dedup();
+        let is_active = |i: usize| self.active.get(i).is_some_and(std::cell::Cell::get);
+        for other in candidates {
             if !is_active(m) {
                 break;
             }
-            // Two of the file's own are as its profile left them: an
-            // export records what ingest decided, by the order the two
-            // arrived in, which their dates need not tell.
-            if other == m || !is_active(other) || self.memories.get(other).is_some_and(|o| self.written.contains(o.id.as_str())) {
+            // Two the file records active are as its profile left them.
+            if other == m || !is_active(other) || self.memories.get(other).is_some_and(|o| self.recorded.contains(o.id.as_str())) {
                 continue;
             }
             let (newer, older) = if self.order(other) > self.order(m) { (other, m) } else { (m, other) };
