@@ -333,17 +333,15 @@ fn test_an_imported_value_of_a_held_key_leaves_the_later_one_active() {
     });
 }
 
-/// Two active values of a key in one file are as the file records them:
-/// an export's are as ingest left them, which decided by the order they
-/// arrived in, not by their dates. An export of a profile where an
-/// agent's backdated value arrived after a person's in another session
-/// (ingest keeps both) imports with both active.
-#[test]
-fn test_an_export_imports_with_its_key_holders_as_ingest_left_them() {
-    let source = database();
-    with_profile(&source, APRIL_15, |p| {
+/// A profile where an agent's backdated value arrived after a person's
+/// in another session (ingest keeps both: an agent's word reaches its own
+/// session): its export after the person's value, and after the agent's,
+/// with the ids then active.
+fn person_then_backdated_agent(source: &NativeSql) -> (String, String, Vec<String>) {
+    let first = with_profile(source, APRIL_15, |p| {
         let r = serde_json::from_value(json!({ "content": "The refund reference is RF-200002.", "key": "project.refund_reference", "sessionId": "call-2" }));
         block_on(p.remember(r.unwrap())).unwrap();
+        p.export(Default::default()).unwrap()
     });
     let backdated = IngestRequest {
         messages: vec![MessageInput {
@@ -354,11 +352,20 @@ fn test_an_export_imports_with_its_key_holders_as_ingest_left_them() {
         session_id: Some("call-1".into()),
         metadata: Default::default(),
     };
-    let (export, before) = with_profile(&source, APRIL_15 + DAY, |p| {
+    let (later, active) = with_profile(source, APRIL_15 + DAY, |p| {
         block_on(p.ingest(backdated)).unwrap();
         (p.export(Default::default()).unwrap(), active_ids(p))
     });
-    assert_eq!(before.len(), 2, "ingest keeps both: an agent's word reaches its own session");
+    assert_eq!(active.len(), 2, "ingest keeps both");
+    (first, later, active)
+}
+
+/// Two active values of a key in one file are as the file records them:
+/// an export's are as ingest left them, which decided by the order they
+/// arrived in, not by their dates.
+#[test]
+fn test_an_export_imports_with_its_key_holders_as_ingest_left_them() {
+    let (_, export, before) = person_then_backdated_agent(&database());
     let copy = database();
     with_profile(&copy, APRIL_15 + 2 * DAY, |p| {
         p.import(&export).unwrap();
@@ -372,28 +379,9 @@ fn test_an_export_imports_with_its_key_holders_as_ingest_left_them() {
 /// so, whichever import wrote them.
 #[test]
 fn test_a_copy_taking_the_originals_later_export_keeps_its_key_holders_as_the_original() {
-    let source = database();
-    let first = with_profile(&source, APRIL_15, |p| {
-        let r = serde_json::from_value(json!({ "content": "The refund reference is RF-200002.", "key": "project.refund_reference", "sessionId": "call-2" }));
-        block_on(p.remember(r.unwrap())).unwrap();
-        p.export(Default::default()).unwrap()
-    });
+    let (first, later, original) = person_then_backdated_agent(&database());
     let copy = database();
     with_profile(&copy, APRIL_15, |p| p.import(&first).map(|_| ())).unwrap();
-    let backdated = IngestRequest {
-        messages: vec![MessageInput {
-            role: "assistant".into(),
-            content: "The refund reference is RF-100001.".into(),
-            timestamp: Some("2026-03-01T10:00:00Z".into()),
-        }],
-        session_id: Some("call-1".into()),
-        metadata: Default::default(),
-    };
-    let (later, original) = with_profile(&source, APRIL_15 + DAY, |p| {
-        block_on(p.ingest(backdated)).unwrap();
-        (p.export(Default::default()).unwrap(), active_ids(p))
-    });
-    assert_eq!(original.len(), 2);
     with_profile(&copy, APRIL_15 + 2 * DAY, |p| {
         p.import(&later).unwrap();
         assert_eq!(active_ids(p), original);
