@@ -1230,18 +1230,25 @@ fn test_a_retry_stores_a_statement_that_differs_from_what_the_message_gave_in_a_
 /// rather than coming back as the newest value.
 #[test]
 fn test_a_retry_of_a_marked_message_does_not_revive_a_value_superseded_since() {
-    let sql = database();
-    let model = Flaky { down: Cell::new(true), ..Default::default() };
-    let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings; my favorite color is blue; dark mode please.");
-    assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
-    // Before the alarm's retry, the user changes the value.
-    let r = flaky_ingest(&sql, &model, APRIL_15 + 1_000, "My favorite color is green now.");
-    assert_eq!(r.memories_superseded, 1);
+    let (sql, model) = blue_then_green();
     let active = after_the_retry(&sql, &model);
     assert!(active.iter().any(|m| m.content.contains("dark mode")), "dark mode retried");
     let colors = favorite_colors(&active);
     assert_eq!(colors.len(), 1, "{colors:?}");
     assert!(colors[0].contains("green"), "the retry revived the value the user changed since: active {colors:?}");
+}
+
+/// Blue said with settings and dark mode while dark mode's verification
+/// fails (the message marked), then green before the alarm's retry: the
+/// user changes the value.
+fn blue_then_green() -> (NativeSql, Flaky) {
+    let sql = database();
+    let model = Flaky { down: Cell::new(true), ..Default::default() };
+    let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings; my favorite color is blue; dark mode please.");
+    assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
+    let r = flaky_ingest(&sql, &model, APRIL_15 + 1_000, "My favorite color is green now.");
+    assert_eq!(r.memories_superseded, 1);
+    (sql, model)
 }
 
 /// The model back up, the alarm's drains a minute later: what is active
@@ -1431,12 +1438,7 @@ impl Reasoner for Flaky {
 /// message 3, and is the user's latest value.
 #[test]
 fn test_a_retry_keeps_a_statement_another_marked_message_gave_before() {
-    let sql = database();
-    let model = Flaky { down: Cell::new(true), ..Default::default() };
-    let r = flaky_ingest(&sql, &model, APRIL_15, "Lots of project settings; my favorite color is blue; dark mode please.");
-    assert_eq!(r.memories_stored, 16, "{:?}", r.dropped);
-    let r = flaky_ingest(&sql, &model, APRIL_15 + 1_000, "My favorite color is green now.");
-    assert_eq!(r.memories_superseded, 1);
+    let (sql, model) = blue_then_green();
     let r = flaky_ingest(&sql, &model, APRIL_15 + 2_000, "Back to blue as my favorite color, and a flaky verifier.");
     assert_eq!(r.memories_stored, 0, "the batch holding blue failed: {:?}", r.dropped);
     let active = after_the_retry(&sql, &model);

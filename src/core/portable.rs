@@ -720,7 +720,7 @@ fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> R
         let held: Vec<String> = store.active_key_holders(&[probe])?.remove(&(key.to_string(), owner)).unwrap_or_default().into_iter().map(|h| h.id).collect();
         let versions = Versions::read(store, store.memories_by_ids(&held)?, written, &recorded)?;
         let mut arriving: Vec<usize> = arriving.iter().filter_map(|id| versions.at.get(*id).copied()).collect();
-        arriving.sort_by(|&a, &b| versions.order(a).cmp(&versions.order(b)));
+        arriving.sort_by_key(|&i| versions.rank(i));
         for m in arriving {
             versions.settle(store, m)?;
         }
@@ -740,7 +740,10 @@ struct Versions<'w> {
     by_session: HashMap<String, Vec<usize>>,
     by_words: HashMap<String, Vec<usize>>,
     persons: Vec<usize>,
-    written: &'w HashSet<&'w str>,
+    /// All of them in the order they were said ([`Versions::read`]), and
+    /// each one's place in it.
+    ordered: Vec<usize>,
+    ranks: Vec<usize>,
     /// The memories the file records active.
     recorded: &'w HashSet<&'w str>,
 }
@@ -760,6 +763,17 @@ impl<'w> Versions<'w> {
             by_session.entry(m.session_id.clone()).or_default().push(i);
             by_words.entry(words.clone()).or_default().push(i);
         }
+        // Said later, or at the same instant the profile's own (one this
+        // import did not write); then by id.
+        let said: Vec<(i64, bool, &str)> = memories.iter().map(|m| (m.said_at(), !written.contains(m.id.as_str()), m.id.as_str())).collect();
+        let mut ordered: Vec<usize> = (0..memories.len()).collect();
+        ordered.sort_by(|&a, &b| said.get(a).cmp(&said.get(b)));
+        let mut ranks = vec![0; memories.len()];
+        for (rank, &i) in ordered.iter().enumerate() {
+            if let Some(r) = ranks.get_mut(i) {
+                *r = rank;
+            }
+        }
         Ok(Versions {
             at: memories.iter().enumerate().map(|(i, m)| (m.id.clone(), i)).collect(),
             active: memories.iter().map(|_| std::cell::Cell::new(true)).collect(),
@@ -769,15 +783,15 @@ impl<'w> Versions<'w> {
             undated,
             by_session,
             by_words,
-            written,
+            ordered,
+            ranks,
             recorded,
         })
     }
 
-    /// Later in the order: said later, or at the same instant the
-    /// profile's own.
-    fn order(&self, i: usize) -> (i64, bool, &str) {
-        self.memories.get(i).map_or((0, false, ""), |m| (m.said_at(), !self.written.contains(m.id.as_str()), m.id.as_str()))
+    /// Its place in the order they were said.
+    fn rank(&self, i: usize) -> usize {
+        self.ranks.get(i).copied().unwrap_or(0)
     }
 
     /// Whether the word of `newer` reaches `older`.
@@ -791,13 +805,15 @@ impl<'w> Versions<'w> {
     /// ones it reaches, then a newer one that reaches it supersedes it.
     fn settle(&self, store: &Store<'_>, m: usize) -> Result<()> {
         let (Some(memory), Some(words)) = (self.memories.get(m), self.undated.get(m)) else { return Ok(()) };
-        let mut candidates: Vec<usize> = if self.person.get(m).copied().unwrap_or(true) {
-            (0..self.memories.len()).collect()
+        let candidates: Vec<usize> = if self.person.get(m).copied().unwrap_or(true) {
+            self.ordered.clone()
         } else {
-            [self.by_session.get(&memory.session_id), self.by_words.get(words), Some(&self.persons)].into_iter().flatten().flatten().copied().collect()
+            let mut near: Vec<usize> =
+                [self.by_session.get(&memory.session_id), self.by_words.get(words), Some(&self.persons)].into_iter().flatten().flatten().copied().collect();
+            near.sort_by_key(|&i| self.rank(i));
+            near.dedup();
+            near
         };
-        candidates.sort_by(|&a, &b| self.order(a).cmp(&self.order(b)));
-        candidates.dedup();
         let is_active = |i: usize| self.active.get(i).is_some_and(std::cell::Cell::get);
         for other in candidates {
             if !is_active(m) {
@@ -807,7 +823,7 @@ impl<'w> Versions<'w> {
             if other == m || !is_active(other) || self.memories.get(other).is_some_and(|o| self.recorded.contains(o.id.as_str())) {
                 continue;
             }
-            let (newer, older) = if self.order(other) > self.order(m) { (other, m) } else { (m, other) };
+            let (newer, older) = if self.rank(other) > self.rank(m) { (other, m) } else { (m, other) };
             let (Some(n), Some(o)) = (self.memories.get(newer), self.memories.get(older)) else { continue };
             if self.reaches(newer, older) && store.supersede_if_active(&o.id, &n.id)? {
                 store.link_versions(&o.id, &n.id)?;

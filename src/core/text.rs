@@ -116,7 +116,7 @@ pub fn content_words(s: &str) -> Vec<String> {
 
 /// Jaccard similarity of content stems ([`statement_stems`]) from which
 /// two statements of one value ([`statement_value`]) say the same thing
-/// ([`says_the_same`]). Swept on the LoCoMo development split as
+/// ([`Statement::says_the_same`]). Swept on the LoCoMo development split as
 /// consolidation's merge threshold (`docs/bench/consolidation.txt`): at 0.6
 /// merges cost recall@10 0.018, at 0.7 0.010, at 0.8 0.003 (when first
 /// chosen). Swept again after later full-text changes (the whole run's
@@ -185,15 +185,8 @@ pub fn jaccard(a: &rustc_hash::FxHashSet<String>, b: &rustc_hash::FxHashSet<Stri
     }
 }
 
-/// Whether two statements say the same thing: their stems overlap by at
-/// least [`DUPLICATE_SIMILARITY`] and they hold one value
-/// ([`statement_value`]). Consolidation merges such memories; a retried
-/// judging does not store one again from the message that gave the other.
-pub fn says_the_same(a: &str, b: &str) -> bool {
-    Statement::of(a).says_the_same(&Statement::of(b))
-}
-
-/// A statement read once for [`says_the_same`], to weigh it against many.
+/// A statement as [`Statement::says_the_same`] weighs it, read once to be
+/// weighed against many.
 #[derive(Clone, Debug)]
 pub struct Statement {
     value: StatementValue,
@@ -205,7 +198,11 @@ impl Statement {
         Statement { value: statement_value(s), stems: statement_stems(s) }
     }
 
-    /// [`says_the_same`] of the two statements read.
+    /// Whether two statements say the same thing: their stems overlap by
+    /// at least [`DUPLICATE_SIMILARITY`] and they hold one value
+    /// ([`statement_value`]). Consolidation merges such memories; a
+    /// retried judging does not store one again from the message that
+    /// gave the other.
     pub fn says_the_same(&self, other: &Statement) -> bool {
         self.value == other.value && jaccard(&self.stems, &other.stems) >= DUPLICATE_SIMILARITY
     }

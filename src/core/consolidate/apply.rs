@@ -6,7 +6,6 @@
 //! A decision is carried out only on members still as the window read
 //! them: the reasoner's call may have let another request change one.
 
-use crate::core::consolidate::plan::said_at;
 use crate::core::error::Result;
 use crate::core::ids;
 use crate::core::model::{ConsolidationRecord, Memory, MemoryType, Metadata, Status};
@@ -126,7 +125,7 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
             queries.push(q.clone());
         }
     }
-    let since = g.members.iter().map(said_at).min().unwrap_or(now);
+    let since = g.members.iter().map(Memory::said_at).min().unwrap_or(now);
     // The id its words and time give, unless a memory holds it already (a
     // fold of the same words in an earlier window of this run).
     let mut id = ids::memory_id(now, &fingerprint, seq);

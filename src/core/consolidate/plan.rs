@@ -55,12 +55,6 @@ const DAY_MILLIS: i64 = 86_400_000;
 
 pub use crate::core::provider::{Group, GroupKind};
 
-/// When a memory was said, in epoch milliseconds (its validity's start,
-/// else its creation).
-pub fn said_at(m: &Memory) -> i64 {
-    m.said_at()
-}
-
 fn stems(m: &Memory) -> HashSet<String> {
     text::statement_stems(&m.content)
 }
@@ -85,7 +79,7 @@ pub fn groups(window: &[Memory], now: i64, authority: &Authorities) -> Vec<Group
     out.extend(events(window, now, &mut taken));
     out.extend(stale_tasks(window, now, &mut taken));
     for g in &mut out {
-        g.members.sort_by(|a, b| said_at(a).cmp(&said_at(b)).then_with(|| a.id.cmp(&b.id)));
+        g.members.sort_by(|a, b| a.said_at().cmp(&b.said_at()).then_with(|| a.id.cmp(&b.id)));
     }
     out
 }
@@ -185,11 +179,11 @@ fn duplicates_or_contradiction(ms: Vec<Memory>, authority: &Authorities) -> Opti
     }
     let [a, b] = ms.as_slice() else { return None };
     // A value restated differently on a later day: the later holds.
-    let days = said_at(a).abs_diff(said_at(b)).checked_div(DAY_MILLIS.unsigned_abs()).unwrap_or(0);
+    let days = a.said_at().abs_diff(b.said_at()).checked_div(DAY_MILLIS.unsigned_abs()).unwrap_or(0);
     if !a.kind.is_keyed() || days < 1 {
         return None;
     }
-    let later = if said_at(b) >= said_at(a) { b } else { a };
+    let later = if b.said_at() >= a.said_at() { b } else { a };
     let earlier = if std::ptr::eq(later, a) { b } else { a };
     fn said(m: &Memory) -> Said<'_> {
         Said { session: &m.session_id, content: &m.content }
@@ -207,7 +201,7 @@ fn siblings(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Grou
     // a sibling's).
     let mut by_source: HashMap<(MemoryType, Vec<String>, Owner), Vec<usize>> = HashMap::default();
     for (i, m) in window.iter().enumerate() {
-        if taken.contains(&i) || m.kind == MemoryType::Task || m.source_message_ids.is_empty() || said_at(m) > old {
+        if taken.contains(&i) || m.kind == MemoryType::Task || m.source_message_ids.is_empty() || m.said_at() > old {
             continue;
         }
         let mut sources = m.source_message_ids.clone();
@@ -225,7 +219,7 @@ fn events(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group>
     // One session, one date, one owner.
     let mut by_day: HashMap<(String, String, Owner), Vec<usize>> = HashMap::default();
     for (i, m) in window.iter().enumerate() {
-        if taken.contains(&i) || m.kind != MemoryType::Event || said_at(m) > old {
+        if taken.contains(&i) || m.kind != MemoryType::Event || m.said_at() > old {
             continue;
         }
         if let Some(d) = &m.event_date {
@@ -282,7 +276,7 @@ fn stale_tasks(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<G
             continue;
         }
         let done = text::tokens(&m.content).iter().any(|t| DONE_WORDS.contains(&t.as_str()));
-        if done || said_at(m) <= old {
+        if done || m.said_at() <= old {
             taken.insert(i);
             let why = if done { "the task says it is done".to_string() } else { format!("an open task said more than {TASK_STALE_DAYS} days ago") };
             out.push(Group { kind: GroupKind::StaleTask, members: vec![m.clone()], why });

@@ -85,8 +85,6 @@ pub struct Judged {
     pub dropped: Vec<Dropped>,
     /// How many drops were model faults (a retry may do better).
     pub faults: usize,
-    /// The messages judged that a fault touched (ids).
-    pub faulted: Vec<String>,
 }
 
 /// The metadata the memories of a judging take.
@@ -166,13 +164,13 @@ pub async fn judge_and_store(
         Judging::Retry { marked } => persist::Followup { cleared: marked, marked: &faulted, retry_session: None },
     };
     let outcome = persist::store(&p.store(), p.turns, memories, &followup)?;
-    Ok(Judged { outcome, dropped, faults, faulted })
+    Ok(Judged { outcome, dropped, faults })
 }
 
 /// The memories a retry would store that the messages it judges did not
 /// give before: a statement a message gave already (stored then, and
 /// since superseded, forgotten or folded), in the same words or in others
-/// saying the same thing ([`crate::core::text::says_the_same`]: a model
+/// saying the same thing ([`crate::core::text::Statement::says_the_same`]: a model
 /// words a statement anew each time it is asked), is not stored again
 /// from it, or a value the user changed since would come back as the
 /// latest and a statement would be kept in two wordings. A memory stays
