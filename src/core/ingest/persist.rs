@@ -131,13 +131,6 @@ pub struct Outcome {
     pub restated: usize,
 }
 
-/// Stores memories in one transaction: drops those whose meaning is
-/// already stored and active, folds restatements, supersedes by key,
-/// inserts, queues vectors.
-///
-/// The stored memories sharing a pending memory's fingerprint or topic key
-/// are found by SQL (the columns' indexes); `turns`, when its owner keeps
-/// it, takes the memories written instead of reading them back.
 /// What a judging leaves for the alarm, written with its memories: the
 /// messages a model fault touched, marked to be judged again (those a
 /// retry judged cleared first), and the session's `extract` job. In one
@@ -150,120 +143,169 @@ pub struct Followup<'a> {
     pub retry_session: Option<&'a str>,
 }
 
+/// Stores memories in one transaction: drops those whose meaning is
+/// already stored and active, folds restatements, supersedes by key,
+/// inserts, queues vectors, and records the [`Followup`].
+///
+/// The stored memories sharing a pending memory's fingerprint or topic key
+/// are found by SQL (the columns' indexes); `turns`, when its owner keeps
+/// it, takes the memories written instead of reading them back.
 pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pending>, followup: &Followup<'_>) -> Result<Outcome> {
     let (outcome, written) = store.transaction(|| {
-        let mut outcome = Outcome::default();
-        // Only what the messages still stored say: the judging stages
-        // awaited the model, and a session or a message may have been
-        // deleted meanwhile. A memory keeps the sources that remain, and
-        // one drawn from deleted messages alone is not stored.
-        let cited: Vec<String> = pending.iter().flat_map(|p| p.memory.source_message_ids.iter().cloned()).collect();
-        let remaining = store.existing_message_ids(&cited)?;
-        let pending: Vec<Pending> = pending
-            .into_iter()
-            .filter_map(|mut p| {
-                let had = p.memory.source_message_ids.len();
-                p.memory.source_message_ids.retain(|id| remaining.contains(id));
-                (had == 0 || !p.memory.source_message_ids.is_empty()).then_some(p)
-            })
-            .collect();
-        // At most all of them: a Vec grown by doubling held 7 MB and its
-        // half at once for 16,000 (`make bench-heap HEAP_BIG_REALLOCS=1`).
-        let mut fresh = Vec::with_capacity(pending.len());
-        let fingerprints: Vec<&str> = pending.iter().map(|p| p.fingerprint.as_str()).collect();
-        let stored = store.active_by_fingerprints(&fingerprints)?;
-        // A stored memory said again keeps its place among the call's
-        // statements of its key (supersede::plan_with_repeats).
-        let mut repeats: Vec<supersede::Repeat> = Vec::new();
-        // Its messages are recorded as restatements of it: should the
-        // messages it cites be deleted, it moves to these.
-        let mut restated: Vec<(String, String)> = Vec::new();
-        for p in pending {
-            match stored.get(&p.fingerprint) {
-                Some(id) => {
-                    restated.extend(p.memory.source_message_ids.iter().map(|m| (id.clone(), m.clone())));
-                    if let Some(key) = &p.memory.key {
-                        let owner = crate::core::model::Owner::of(&p.memory.metadata);
-                        repeats.push(supersede::Repeat { at: fresh.len(), id: id.clone(), key: key.clone(), owner, weight: p.authority });
-                    }
-                    outcome.existing.push(id.clone());
-                }
-                None => fresh.push(p),
-            }
-        }
-        store.record_restatements(&restated.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect::<Vec<_>>())?;
+        let pending = still_cited(store, pending)?;
+        let Sorted { mut fresh, repeats, existing } = set_apart_stored(store, pending)?;
         free_ids(store, &mut fresh)?;
-        // Taken apart, not copied: a call may store tens of thousands.
-        let mut memories: Vec<Memory> = Vec::with_capacity(fresh.len());
-        let mut authority: Vec<u8> = Vec::with_capacity(fresh.len());
-        let mut fresh_prints: Vec<String> = Vec::with_capacity(fresh.len());
-        for p in fresh {
-            memories.push(p.memory);
-            authority.push(p.authority);
-            fresh_prints.push(p.fingerprint);
-        }
-        let probes: Vec<KeyProbe<'_>> = memories
-            .iter()
-            .zip(&authority)
-            .filter_map(|(m, &weight)| {
-                let key = m.key.as_deref()?;
-                let any_session = supersede::Reach::of(weight) == supersede::Reach::AnySession;
-                Some(KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session })
-            })
-            .collect();
+        let Fresh { mut memories, authority, fingerprints } = Fresh::take_apart(fresh);
         reopen_folds(store, &memories, &authority)?;
-        let holders = store.active_key_holders(&probes)?;
-        // Only holders of the same owner (another user's value of a key is
-        // not replaced by this one's), within the speaker's reach.
-        let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {
-            let held = holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata)));
-            let reaching = reach.from(new);
-            let within = |h: &&crate::core::store::KeyHolder| reaching.reaches(supersede::Said { session: &h.session_id, content: &h.content });
-            held.into_iter().flatten().filter(within).map(|h| h.id.clone()).collect()
-        };
-        let plan = supersede::plan_with_repeats(&mut memories, &authority, &repeats, &lookup);
-        let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fresh_prints).collect();
+        let plan = plan_supersession(store, &mut memories, &authority, &repeats)?;
+        let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fingerprints).collect();
         fold_restatements(&mut items, &plan.restatements);
-        outcome.restated = plan.restatements.len();
-
-        // Within one call, an earlier memory replaced by a later one is
-        // stored already superseded.
-        let new_ids: HashSet<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
-        let superseded_in_call: HashMap<String, String> =
-            plan.replacements.iter().filter(|r| new_ids.contains(r.old.as_str())).map(|r| (r.old.clone(), r.new.clone())).collect();
-        let valid_from: HashMap<String, Option<String>> = items.iter().map(|(m, _)| (m.id.clone(), m.valid_from.clone())).collect();
-        for (m, _) in items.iter_mut() {
-            if let Some(next) = superseded_in_call.get(&m.id) {
-                m.status = Status::Superseded;
-                m.superseded_by = Some(next.clone());
-                // Until its successor was said, never before it was; one
-                // that a stored memory said again replaced held not at
-                // all (an empty interval).
-                let since = m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
-                m.valid_to = Some(valid_from.get(next).cloned().flatten().map_or(since.clone(), |to| to.max(since)));
-            }
-        }
+        let in_call = close_in_call(&mut items, &plan.replacements);
         let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
-        for r in plan.replacements.iter().filter(|r| !superseded_in_call.contains_key(&r.old)) {
+        for r in plan.replacements.iter().filter(|r| !in_call.contains(r.old.as_str())) {
             store.supersede(&r.old, &r.new)?;
         }
-        outcome.superseded = plan.replacements.len();
-        let (stored, _): (Vec<Memory>, Vec<String>) = items.into_iter().unzip();
-        outcome.stored = stored;
-        store.clear_rejudge(followup.cleared)?;
-        store.mark_rejudge(followup.marked)?;
-        if let Some(session_id) = followup.retry_session {
-            store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.to_string() })?;
-        }
-        Ok((outcome, written))
+        record_followup(store, followup)?;
+        let stored = items.into_iter().map(|(m, _)| m).collect();
+        Ok((Outcome { stored, existing, superseded: plan.replacements.len(), restated: plan.restatements.len() }, written))
     })?;
-    // The directory takes them as written instead of reading them back.
-    let by_id: HashMap<&str, &Memory> = outcome.stored.iter().map(|m| (m.id.as_str(), m)).collect();
-    let fed: Vec<(i64, &Memory)> = written.iter().filter_map(|(rowid, id)| by_id.get(id.as_str()).map(|&m| (*rowid, m))).collect();
     if let Some(turns) = turns {
+        // The directory takes them as written instead of reading them back.
+        let by_id: HashMap<&str, &Memory> = outcome.stored.iter().map(|m| (m.id.as_str(), m)).collect();
+        let fed: Vec<(i64, &Memory)> = written.iter().filter_map(|(rowid, id)| by_id.get(id.as_str()).map(|&m| (*rowid, m))).collect();
         turns.feed_memories(&fed);
     }
     Ok(outcome)
+}
+
+/// Only what the messages still stored say: the judging stages awaited
+/// the model, and a session or a message may have been deleted meanwhile.
+/// A memory keeps the sources that remain, and one drawn from deleted
+/// messages alone is not stored.
+fn still_cited(store: &Store<'_>, pending: Vec<Pending>) -> Result<Vec<Pending>> {
+    let cited: Vec<String> = pending.iter().flat_map(|p| p.memory.source_message_ids.iter().cloned()).collect();
+    let remaining = store.existing_message_ids(&cited)?;
+    Ok(pending
+        .into_iter()
+        .filter_map(|mut p| {
+            let had = p.memory.source_message_ids.len();
+            p.memory.source_message_ids.retain(|id| remaining.contains(id));
+            (had == 0 || !p.memory.source_message_ids.is_empty()).then_some(p)
+        })
+        .collect())
+}
+
+/// The pending memories, sorted by whether an active memory already says
+/// them ([`set_apart_stored`]).
+struct Sorted {
+    /// Not stored yet, in the call's order.
+    fresh: Vec<Pending>,
+    /// Stored keyed memories said again: each keeps its place among the
+    /// call's statements of its key (`supersede::plan_with_repeats`).
+    repeats: Vec<supersede::Repeat>,
+    /// The ids of the stored memories said again.
+    existing: Vec<String>,
+}
+
+/// Sets apart the pending memories an active memory already says (the
+/// same fingerprint), recording their messages as restatements of it:
+/// should the messages it cites be deleted, it moves to these.
+fn set_apart_stored(store: &Store<'_>, pending: Vec<Pending>) -> Result<Sorted> {
+    // At most all of them: a Vec grown by doubling held 7 MB and its
+    // half at once for 16,000 (`make bench-heap HEAP_BIG_REALLOCS=1`).
+    let mut sorted = Sorted { fresh: Vec::with_capacity(pending.len()), repeats: Vec::new(), existing: Vec::new() };
+    let fingerprints: Vec<&str> = pending.iter().map(|p| p.fingerprint.as_str()).collect();
+    let stored = store.active_by_fingerprints(&fingerprints)?;
+    let mut restated: Vec<(String, String)> = Vec::new();
+    for p in pending {
+        let Some(id) = stored.get(&p.fingerprint) else {
+            sorted.fresh.push(p);
+            continue;
+        };
+        restated.extend(p.memory.source_message_ids.iter().map(|m| (id.clone(), m.clone())));
+        if let Some(key) = &p.memory.key {
+            let owner = crate::core::model::Owner::of(&p.memory.metadata);
+            sorted.repeats.push(supersede::Repeat { at: sorted.fresh.len(), id: id.clone(), key: key.clone(), owner, weight: p.authority });
+        }
+        sorted.existing.push(id.clone());
+    }
+    store.record_restatements(&restated.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect::<Vec<_>>())?;
+    Ok(sorted)
+}
+
+/// The fresh memories taken apart, not copied: a call may store tens of
+/// thousands.
+struct Fresh {
+    memories: Vec<Memory>,
+    authority: Vec<u8>,
+    fingerprints: Vec<String>,
+}
+
+impl Fresh {
+    fn take_apart(fresh: Vec<Pending>) -> Fresh {
+        let mut out =
+            Fresh { memories: Vec::with_capacity(fresh.len()), authority: Vec::with_capacity(fresh.len()), fingerprints: Vec::with_capacity(fresh.len()) };
+        for p in fresh {
+            out.memories.push(p.memory);
+            out.authority.push(p.authority);
+            out.fingerprints.push(p.fingerprint);
+        }
+        out
+    }
+}
+
+/// Which stored memories the new ones supersede by key, and which new
+/// ones only restate another of the call: only holders of the same owner
+/// (another user's value of a key is not replaced by this one's), within
+/// the speaker's reach.
+fn plan_supersession(store: &Store<'_>, memories: &mut [Memory], authority: &[u8], repeats: &[supersede::Repeat]) -> Result<supersede::Plan> {
+    let probes: Vec<KeyProbe<'_>> = memories
+        .iter()
+        .zip(authority)
+        .filter_map(|(m, &weight)| {
+            let key = m.key.as_deref()?;
+            let any_session = supersede::Reach::of(weight) == supersede::Reach::AnySession;
+            Some(KeyProbe { key, session_id: &m.session_id, undated_digest: crate::core::ids::undated_digest(&m.content), any_session })
+        })
+        .collect();
+    let holders = store.active_key_holders(&probes)?;
+    drop(probes);
+    let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {
+        let held = holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata)));
+        let reaching = reach.from(new);
+        let within = |h: &&crate::core::store::KeyHolder| reaching.reaches(supersede::Said { session: &h.session_id, content: &h.content });
+        held.into_iter().flatten().filter(within).map(|h| h.id.clone()).collect()
+    };
+    Ok(supersede::plan_with_repeats(memories, authority, repeats, &lookup))
+}
+
+/// Within one call, an earlier memory replaced by a later one is stored
+/// already superseded: until its successor was said, never before it was;
+/// one that a stored memory said again replaced held not at all (an empty
+/// interval). The ids so closed.
+fn close_in_call(items: &mut [(Memory, String)], replacements: &[supersede::Replacement]) -> HashSet<String> {
+    let new_ids: HashSet<&str> = items.iter().map(|(m, _)| m.id.as_str()).collect();
+    let in_call: HashMap<String, String> = replacements.iter().filter(|r| new_ids.contains(r.old.as_str())).map(|r| (r.old.clone(), r.new.clone())).collect();
+    let valid_from: HashMap<String, Option<String>> = items.iter().map(|(m, _)| (m.id.clone(), m.valid_from.clone())).collect();
+    for (m, _) in items.iter_mut() {
+        if let Some(next) = in_call.get(&m.id) {
+            m.status = Status::Superseded;
+            m.superseded_by = Some(next.clone());
+            let since = m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
+            m.valid_to = Some(valid_from.get(next).cloned().flatten().map_or(since.clone(), |to| to.max(since)));
+        }
+    }
+    in_call.into_keys().collect()
+}
+
+/// Records what the judging left for the alarm ([`Followup`]).
+fn record_followup(store: &Store<'_>, followup: &Followup<'_>) -> Result<()> {
+    store.clear_rejudge(followup.cleared)?;
+    store.mark_rejudge(followup.marked)?;
+    if let Some(session_id) = followup.retry_session {
+        store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.to_string() })?;
+    }
+    Ok(())
 }
 
 /// Most other ids [`free_ids`] tries for one memory.
