@@ -629,6 +629,58 @@ fn test_failed_extraction_is_queued_and_the_alarm_retries_it_until_it_succeeds()
     });
 }
 
+/// `text` ingested into `session` at `at`, with `model` deciding.
+fn outage_ingest(sql: &NativeSql, model: &Outage<'_>, at: i64, session: &str, text: &str) -> IngestReport {
+    let req = IngestRequest { messages: vec![msg("user", text)], session_id: Some(session.into()), metadata: Default::default() };
+    outage_profile(sql, model, at, |p| block_on(p.ingest(req)).unwrap())
+}
+
+/// A later call in `session` meets a model fault (the session's extract
+/// job is queued), then the model is back and the alarm drains.
+fn fault_then_retry(sql: &NativeSql, model: &Outage<'_>, at: i64, session: &str) {
+    model.down.set(true);
+    let r = outage_ingest(sql, model, at, session, "The build server is in Frankfurt.");
+    assert!(r.dropped.iter().any(|d| d.reason.contains("extraction failed")), "{r:?}");
+    model.down.set(false);
+    for h in 1..4 {
+        outage_profile(sql, model, at + h * 3_600_000, |p| block_on(p.drain()).unwrap());
+    }
+    outage_profile(sql, model, at + 4 * 3_600_000, |p| {
+        assert!(active(p).iter().any(|m| m.content.contains("Frankfurt")), "the retry judged the faulted message")
+    });
+}
+
+#[test]
+fn test_a_retry_does_not_bring_back_a_forgotten_statement_a_later_session_said_again() {
+    let sql = database();
+    let model = Outage::default();
+    let said = "My favourite editor is Helix.";
+    let first = outage_ingest(&sql, &model, APRIL_15, "s1", said);
+    assert_eq!(outage_ingest(&sql, &model, APRIL_15 + 1_000, "s2", said).memories_stored, 0, "said again: recorded as a restatement");
+    outage_profile(&sql, &model, APRIL_15 + 2_000, |p| p.forget(&first.memories[0].id)).unwrap();
+    fault_then_retry(&sql, &model, APRIL_15 + 3_000, "s2");
+    outage_profile(&sql, &model, APRIL_15 + 5 * 3_600_000, |p| {
+        let back: Vec<String> = active(p).into_iter().filter(|m| m.content.contains("Helix")).map(|m| m.content).collect();
+        assert!(back.is_empty(), "the forgotten statement is active again: {back:?}");
+    });
+}
+
+#[test]
+fn test_a_retry_does_not_bring_back_an_old_value_a_later_session_said_again() {
+    let sql = database();
+    let model = Outage::default();
+    outage_ingest(&sql, &model, APRIL_15, "s1", "Use pnpm, not npm.");
+    assert_eq!(outage_ingest(&sql, &model, APRIL_15 + 1_000, "s2", "Use pnpm, not npm.").memories_stored, 0);
+    let changed = outage_ingest(&sql, &model, APRIL_15 + 2_000, "s3", "Actually, switch to npm for this project.");
+    assert_eq!(changed.memories_superseded, 1, "{changed:?}");
+    fault_then_retry(&sql, &model, APRIL_15 + 3_000, "s2");
+    outage_profile(&sql, &model, APRIL_15 + 5 * 3_600_000, |p| {
+        assert_eq!(p.get(&changed.memories[0].id).unwrap().memory.status, Status::Active, "the current value holds");
+        let old: Vec<String> = active(p).into_iter().filter(|m| m.content.contains("pnpm")).map(|m| m.content).collect();
+        assert!(old.is_empty(), "the old value is active again: {old:?}");
+    });
+}
+
 /// A turn that said nothing (the published chat example ingests
 /// `assistantMessage || ""`) is a turn of the conversation: stored as sent,
 /// nothing extracted from it, and the rest of the call is not lost.

@@ -599,7 +599,8 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
-    /// Which of these messages some memory cites.
+    /// Which of these messages gave something: some memory cites it, or
+    /// it said again what a stored memory says (a restatement).
     pub fn cited_messages(&self, message_ids: &[String]) -> Result<std::collections::HashSet<String>> {
         let mut out = std::collections::HashSet::new();
         for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
@@ -607,7 +608,8 @@ impl<'a> Store<'a> {
             let rows = self.sql.query(
                 &format!(
                     "SELECT m.id FROM messages m WHERE m.id IN ({ph}) \
-                     AND EXISTS (SELECT 1 FROM citations c WHERE c.message_rowid = m.rowid) \
+                     AND (EXISTS (SELECT 1 FROM citations c WHERE c.message_rowid = m.rowid) \
+                          OR EXISTS (SELECT 1 FROM restatements r WHERE r.message_rowid = m.rowid)) \
                      UNION SELECT message_id FROM citations_waiting WHERE message_id IN ({ph})",
                     ph = numbered_placeholders(chunk.len())
                 ),

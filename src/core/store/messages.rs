@@ -48,13 +48,16 @@ impl<'a> Store<'a> {
     }
 
     /// What each of these messages gave: by message id, the fingerprint
-    /// and content of every memory, in any state, that cites it.
+    /// and content of every memory, in any state, that cites it or that it
+    /// said again (a restatement).
     pub fn given_by(&self, ids: &[String]) -> Result<std::collections::HashMap<String, Vec<(String, String)>>> {
         let mut found: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
         for chunk in json_chunks(ids)? {
             for row in self.sql.query(
                 "SELECT DISTINCT g.id, m.fingerprint, m.content FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
-                 CROSS JOIN citations c ON c.message_rowid = g.rowid CROSS JOIN memories m ON m.id = c.memory_id",
+                 CROSS JOIN citations c ON c.message_rowid = g.rowid CROSS JOIN memories m ON m.id = c.memory_id \
+                 UNION SELECT g.id, m.fingerprint, m.content FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
+                 CROSS JOIN restatements r ON r.message_rowid = g.rowid CROSS JOIN memories m ON m.id = r.memory_id",
                 &[chunk],
             )? {
                 match row.as_slice() {
