@@ -71,8 +71,17 @@ fn counts(p: &Profile<'_>) -> (i64, i64) {
     (s.messages, s.memories)
 }
 
+/// Every memory, in any state, newest first (every page).
 fn all(p: &Profile<'_>) -> Vec<agent_memory::core::model::Memory> {
-    p.list(ListRequest { status: Some(ListStatus::All), limit: Some(1000), ..Default::default() }).unwrap().memories
+    let (mut out, mut cursor) = (Vec::new(), None);
+    loop {
+        let page = p.list(ListRequest { status: Some(ListStatus::All), limit: Some(1000), cursor: cursor.take(), ..Default::default() }).unwrap();
+        out.extend(page.memories);
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => return out,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -668,6 +677,33 @@ fn test_an_export_read_in_pages_holds_every_record_once_in_order() {
         assert_eq!(ids(&export, "memory"), kept_ids);
         assert_eq!(ids(&export, "message"), messages.iter().filter(|id| cited.contains(id)).cloned().collect::<Vec<_>>());
         assert_eq!(cited.len(), 300, "the filter kept session s2's memories, citing its 300 messages");
+    });
+}
+
+/// An export reads memories a page at a time, each page cut at
+/// `PAGE_TEXT_BYTES` of their texts: large memories take more pages, and
+/// every one is in the file once, in id order.
+#[test]
+fn test_an_export_of_large_memories_holds_every_one_once_in_order() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for i in 0..80 {
+            let words: String = (0..3_000).map(|w| format!("w{i}x{w} ")).collect();
+            let req = serde_json::from_value(json!({ "content": format!("Record {i}: {words}") })).unwrap();
+            block_on(p.remember(req)).unwrap();
+        }
+        let mut expected: Vec<String> = all(p).into_iter().map(|m| m.id).collect();
+        expected.sort();
+        assert_eq!(expected.len(), 80);
+        let export = p.export(Default::default()).unwrap();
+        let got: Vec<String> = export
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["kind"] == "memory")
+            .map(|v| v["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(got, expected);
     });
 }
 

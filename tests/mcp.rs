@@ -434,6 +434,42 @@ fn test_batch_answers_each_request_in_order() {
     assert_eq!(msgs[4]["result"]["isError"], false);
 }
 
+/// A statement of about 30 KB, distinct for each `i`.
+fn long_statement(i: usize) -> String {
+    let words: String = (0..3_000).map(|w| format!("w{i}x{w} ")).collect();
+    format!("Record {i}: {words}")
+}
+
+/// A batch holds every reply until its last is made: once its replies
+/// reach `MAX_BATCH_REPLY_BYTES`, each request left is answered with
+/// `BATCH_REPLY_FULL`, its id echoed, and not run.
+#[test]
+fn test_a_batch_whose_replies_reach_their_limit_answers_the_rest_unrun() {
+    let sql = database();
+    for i in 0..40 {
+        call(&sql, APRIL_15 + i as i64, "remember", json!({ "content": long_statement(i) }));
+    }
+    let mut batch: Vec<Value> = (0..10).map(|i| request(i, "tools/call", json!({ "name": "list", "arguments": { "limit": 100 } }))).collect();
+    batch.push(request(10, "tools/call", json!({ "name": "remember", "arguments": { "content": "The deploy key rotates every month." } })));
+    batch.push(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let reply = post_raw(&sql, APRIL_15 + 100, Value::Array(batch).to_string().as_bytes());
+    assert_eq!(reply.status, 200);
+    let msgs = reply.message().unwrap();
+    let msgs = msgs.as_array().unwrap();
+    let ids: Vec<Value> = msgs.iter().map(|m| m["id"].clone()).collect();
+    assert_eq!(ids, (0..11).map(|i| json!(i)).collect::<Vec<_>>(), "every request answered, in order");
+    let ran = msgs.iter().take_while(|m| m.get("result").is_some()).count();
+    assert!((1..10).contains(&ran), "some lists ran, not all: {ran}");
+    for m in &msgs[ran..] {
+        assert_eq!(m["error"]["code"], mcp::BATCH_REPLY_FULL, "{}", m);
+    }
+    let replies: usize = msgs[..ran].iter().map(mcp::json_bytes).sum();
+    assert!(replies >= mcp::MAX_BATCH_REPLY_BYTES, "stopped only once the replies reached the limit: {replies}");
+    let recalled = call(&sql, APRIL_15 + 200, "recall", json!({ "query": "When does the deploy key rotate?" }));
+    assert_eq!(recalled["isError"], false, "{recalled}");
+    assert!(!text(&recalled).contains("deploy key"), "the remember left unrun stored nothing: {}", text(&recalled));
+}
+
 fn http<'a>(method: &'a str, content_type: Option<&'a str>, accept: Option<&'a str>, version: Option<&'a str>, body: &'a [u8]) -> McpRequest<'a> {
     McpRequest { method, content_type, accept, protocol_version: version, body }
 }

@@ -117,6 +117,44 @@ fn test_list_pages_with_a_cursor_and_filters() {
     });
 }
 
+/// A statement of about 30 KB, distinct for each `i`.
+fn long_statement(i: i64) -> String {
+    let words: String = (0..3_000).map(|w| format!("w{i}x{w} ")).collect();
+    format!("Record {i}: {words}")
+}
+
+/// A page holds at most `PAGE_TEXT_BYTES` of memories' texts, however
+/// high its limit: one cut short ends with a cursor, and the pages hold
+/// every memory once, newest first.
+#[test]
+fn test_a_list_page_of_large_memories_stops_at_its_byte_budget_and_pages_through_all() {
+    let sql = database();
+    for i in 0..80 {
+        with_profile(&sql, APRIL_15 + i, |p| block_on(p.remember(remember(&long_statement(i)))).unwrap());
+    }
+    with_profile(&sql, APRIL_15 + 1_000, |p| {
+        let (mut seen, mut cursor, mut pages) = (Vec::new(), None, 0);
+        loop {
+            let page = p.list(ListRequest { limit: Some(1000), cursor: cursor.take(), ..ListRequest::default() }).unwrap();
+            let bytes: usize = page.memories.iter().map(|m| m.content.len() + m.summary.len()).sum();
+            assert!(bytes <= agent_memory::core::store::PAGE_TEXT_BYTES, "a page of {bytes} bytes");
+            assert!(!page.memories.is_empty());
+            pages += 1;
+            seen.extend(page.memories.into_iter().map(|m| m.id));
+            match page.cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert!(pages >= 3, "80 memories of 30 KB take several pages of 1 MB: {pages}");
+        let mut newest_first = seen.clone();
+        newest_first.sort_by(|a, b| b.cmp(a));
+        assert_eq!(seen, newest_first, "newest first");
+        newest_first.dedup();
+        assert_eq!(newest_first.len(), 80, "every memory once");
+    });
+}
+
 #[test]
 fn test_a_list_given_the_empty_cursor_of_a_last_page_starts_again_and_others_are_refused() {
     let sql = database();

@@ -35,7 +35,19 @@ pub const MAX_BATCH: usize = 100;
 /// `serverInfo.name`.
 pub const SERVER_NAME: &str = "agent-memory";
 
+/// Most bytes of replies one batch gathers ([`json_bytes`]) before its
+/// remaining requests are answered with [`BATCH_REPLY_FULL`] instead of
+/// being run: a batch holds every reply until the last is made, and a
+/// few hundred bytes of `list` calls would otherwise gather gigabytes in
+/// the Wasm memory the isolate's profiles share (a hundred pages of 32 KB
+/// memories trapped it). A single call's reply is bounded by its page
+/// (`store::PAGE_TEXT_BYTES`), so a batch holds at most this and one more.
+pub const MAX_BATCH_REPLY_BYTES: usize = 4 << 20;
+
 /// JSON-RPC error codes.
+/// A request of a batch left unrun: the batch's replies reached
+/// [`MAX_BATCH_REPLY_BYTES`] (a server error, in JSON-RPC's range for them).
+pub const BATCH_REPLY_FULL: i64 = -32000;
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
@@ -224,8 +236,14 @@ pub async fn answer(read: std::result::Result<McpMessage, McpReply>, backend: &d
                 return reply(bad_request, &error_response(Value::Null, INVALID_REQUEST, &format!("invalid request: at most {MAX_BATCH} messages per batch")));
             }
             let mut out = Vec::new();
+            let mut gathered = 0usize;
             for m in batch {
+                if gathered >= MAX_BATCH_REPLY_BYTES && runs_something(&m) {
+                    out.push(error_response(echo_id(&m), BATCH_REPLY_FULL, &batch_full_message()));
+                    continue;
+                }
                 if let Some(r) = process(m, backend).await {
+                    gathered = gathered.saturating_add(json_bytes(&r));
                     out.push(r);
                 }
             }
@@ -243,6 +261,39 @@ pub async fn answer(read: std::result::Result<McpMessage, McpReply>, backend: &d
                 reply(status, &r)
             }
         },
+    }
+}
+
+fn batch_full_message() -> String {
+    format!("not run: this batch's replies reached {MAX_BATCH_REPLY_BYTES} bytes before its turn; send it again (nothing of it was done)")
+}
+
+/// Whether a batch's message would run something: anything but a
+/// notification (which needs no action) or a response to the server.
+fn runs_something(m: &Value) -> bool {
+    match m.get("method").and_then(Value::as_str) {
+        Some(method) => m.get("id").is_some() || !method.starts_with("notifications/"),
+        None => !(m.get("result").is_some() || m.get("error").is_some()),
+    }
+}
+
+/// A message's id when it is one a reply may echo, else null.
+fn echo_id(m: &Value) -> Value {
+    match m.get("id") {
+        Some(id @ Value::String(_)) => id.clone(),
+        Some(id) if id.is_i64() || id.is_u64() => id.clone(),
+        _ => Value::Null,
+    }
+}
+
+/// About how many bytes `v` holds as text: its strings and keys, and a
+/// few for every other value (no copy made to count them).
+pub fn json_bytes(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len().saturating_add(2),
+        Value::Array(a) => a.iter().fold(2usize, |n, x| n.saturating_add(json_bytes(x)).saturating_add(1)),
+        Value::Object(o) => o.iter().fold(2usize, |n, (k, x)| n.saturating_add(k.len()).saturating_add(4).saturating_add(json_bytes(x))),
+        _ => 8,
     }
 }
 

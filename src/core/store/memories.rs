@@ -684,25 +684,51 @@ impl<'a> Store<'a> {
             sql.push_str(&format!(" AND {}", filter.sql(params.len())));
         }
         sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", f.limit.saturating_add(1)));
-        let mut memories = self.memories_where(&sql, &params)?;
-        let cursor = if memories.len() > f.limit {
-            memories.truncate(f.limit);
-            memories.last().map(|m| m.id.clone())
-        } else {
-            None
-        };
-        Ok(ListPage { memories, cursor })
+        let sized = self.sized_ids(&sql, &params)?;
+        let kept = within_page(&sized, f.limit, PAGE_TEXT_BYTES);
+        let cursor = (kept < sized.len()).then(|| kept.checked_sub(1).and_then(|i| sized.get(i)).map(|(id, _)| id.clone())).flatten();
+        let ids: Vec<String> = sized.into_iter().take(kept).map(|(id, _)| id).collect();
+        Ok(ListPage { memories: self.memories_in_order(&ids)?, cursor })
+    }
+
+    /// The ids `clause` (with its order and limit) selects, in its order,
+    /// each with the bytes of its memory's texts ([`PAGE_TEXT_BYTES`]).
+    fn sized_ids(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<(String, usize)>> {
+        let rows = self.sql.query(
+            &format!(
+                "SELECT m.id, length(CAST(m.content AS BLOB)) + length(CAST(m.summary AS BLOB)) + length(CAST(m.source_message_ids AS BLOB)) \
+                 + ifnull(length(CAST(m.search_queries AS BLOB)), 0) + ifnull(length(CAST(m.metadata AS BLOB)), 0) FROM memories m WHERE {clause}"
+            ),
+            params,
+        )?;
+        rows.into_iter()
+            .map(|r| match r.as_slice() {
+                [SqlValue::Text(id), SqlValue::Integer(bytes)] => Ok((id.clone(), usize::try_from(*bytes).unwrap_or(usize::MAX))),
+                _ => Err(Error::storage("failed to read a memory's id and size")),
+            })
+            .collect()
+    }
+
+    /// The memories `ids`, in that order.
+    fn memories_in_order(&self, ids: &[String]) -> Result<Vec<Memory>> {
+        let mut by_id: std::collections::HashMap<String, Memory> = self.memories_by_ids(ids)?.into_iter().map(|m| (m.id.clone(), m)).collect();
+        ids.iter().map(|id| by_id.remove(id).ok_or_else(|| Error::storage(format!("memory {id} went while its page was read")))).collect()
     }
 
     /// Every memory, oldest first (export).
     /// Up to `limit` memories with ids after `after`, in id order: every
     /// memory a page at a time (export).
+    /// A page holds at most [`PAGE_TEXT_BYTES`] of their texts (one
+    /// memory always).
     pub fn memories_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<Memory>> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        match after {
-            None => self.memories_where("1 = 1 ORDER BY id LIMIT ?", &[limit.into()]),
-            Some(id) => self.memories_where("m.id > ? ORDER BY id LIMIT ?", &[id.into(), limit.into()]),
-        }
+        let n = i64::try_from(limit).unwrap_or(i64::MAX);
+        let sized = match after {
+            None => self.sized_ids("1 = 1 ORDER BY id LIMIT ?", &[n.into()])?,
+            Some(id) => self.sized_ids("m.id > ? ORDER BY id LIMIT ?", &[id.into(), n.into()])?,
+        };
+        let kept = within_page(&sized, limit, PAGE_TEXT_BYTES);
+        let ids: Vec<String> = sized.into_iter().take(kept).map(|(id, _)| id).collect();
+        self.memories_in_order(&ids)
     }
 
     /// The id of every memory, in id order (no content read).
@@ -767,4 +793,29 @@ impl<'a> Store<'a> {
             .and_then(SqlValue::opt_string)
             .and_then(|s| crate::core::time::parse_millis(&s)))
     }
+}
+
+/// Most bytes of memories' texts (content, summary, sources, search
+/// queries, metadata) one page holds (a list page, an export's page, a
+/// summary's section): a page of the published limit (1,000) of memories
+/// at the 32 KB limit with their metadata is 36 MB, and a request holds
+/// several copies of what it answers in the Wasm memory the isolate's
+/// profiles share. A page cut short ends with a cursor, as one cut at its
+/// limit; one memory is always on the page, however large.
+pub const PAGE_TEXT_BYTES: usize = 1 << 20;
+
+/// How many of `sized` (ids and their texts' bytes, in page order) a page
+/// of at most `limit` memories and `budget` bytes holds: at least one
+/// when there is one.
+pub fn within_page(sized: &[(String, usize)], limit: usize, budget: usize) -> usize {
+    let mut bytes = 0usize;
+    let mut kept = 0usize;
+    for (_, b) in sized.iter().take(limit) {
+        if kept > 0 && bytes.saturating_add(*b) > budget {
+            break;
+        }
+        bytes = bytes.saturating_add(*b);
+        kept = kept.saturating_add(1);
+    }
+    kept
 }
