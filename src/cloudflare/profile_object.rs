@@ -362,17 +362,45 @@ impl ProfileObject {
     /// What follows a call: the profile's name stored on its first
     /// success, and its alarm set after a write.
     async fn after_call(&self, profile: &Profile<'_>, name: &str, op: &str, succeeded: bool) -> std::result::Result<(), Error> {
-        if succeeded && !self.name_saved.get() {
-            // The alarm needs the name (its providers address the
-            // profile's vectors by it): a call that cannot store it fails.
+        if succeeded {
+            self.save_name(profile, name)?;
+        }
+        if !read_only(op) {
+            self.schedule(profile).await?;
+        }
+        Ok(())
+    }
+
+    /// Stores the profile's name, once: the alarm needs it (its providers
+    /// address the profile's vectors by it), so a call that cannot store
+    /// it fails.
+    fn save_name(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
+        if !self.name_saved.get() {
             let store = profile.store();
             if store.meta_get(META_NAME)?.as_deref() != Some(name) {
                 store.meta_set(META_NAME, name)?;
             }
             self.name_saved.set(true);
         }
-        if !read_only(op) {
-            self.schedule(profile).await?;
+        Ok(())
+    }
+
+    /// Before an ingest runs: the name stored and an alarm set for no later
+    /// than its re-extraction guard falls due
+    /// ([`crate::core::ops::INGEST_GUARD_MILLIS`]). An ingest the object
+    /// does not live to finish (a restart, an eviction, a deploy) leaves
+    /// its messages stored and its guard queued, and only an alarm drains
+    /// the guard: without one set before, nothing would until another
+    /// write came.
+    async fn arm_ingest_guard(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
+        self.save_name(profile, name)?;
+        let storage = self.state.storage();
+        let alarm_error = |e: worker::Error| Error::storage(format!("failed to set the profile's alarm: {e}"));
+        let current = storage.get_alarm().await.map_err(alarm_error)?;
+        let now = now();
+        let due = now.saturating_add(crate::core::ops::INGEST_GUARD_MILLIS);
+        if let Some(at) = crate::core::background::next_alarm(due, now, current) {
+            storage.set_alarm((at - now).max(1)).await.map_err(alarm_error)?;
         }
         Ok(())
     }
@@ -395,6 +423,9 @@ impl ProfileObject {
         profile.admit(&prepared)?;
         if op.creates() {
             self.catalog(profile, name).await?;
+        }
+        if op == Op::Ingest {
+            self.arm_ingest_guard(profile, name).await?;
         }
         profile.answer_prepared(prepared).await
     }

@@ -491,6 +491,79 @@ test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a
   }
 });
 
+test("an ingest cut off mid-way, with no later write: its alarm was set before it ran, and drains the guard job that heals the session", async () => {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const path = await import("node:path");
+  const { DatabaseSync } = await import("node:sqlite");
+  const dir = mkdtempSync(path.join(tmpdir(), "agent-memory-guard-"));
+  const model = await startSilentModel();
+  const body = {
+    sessionId: "s1",
+    messages: [
+      { role: "user", content: "The staging database moved to port 5433 last week." },
+      { role: "user", content: "And the on-call rotation changes every Monday at nine." },
+    ],
+  };
+  // A first call, the profile's first ever, cut off while it awaits the model.
+  let w = await startWorker({ persistDir: dir, vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl } });
+  try {
+    let api = restClient(w, TOKEN);
+    const cutAt = Date.now();
+    const inflight = api.post("guarded", "p", "/ingest", body).then((r) => r.status, () => "connection lost");
+    await waitFor(async () => model.hits > 0, { what: "the ingest to reach the model" });
+    await w.dispose();
+    await inflight;
+
+    // On disk: the messages, the guard job due in 15 minutes, the name the
+    // alarm needs, and an alarm no later than the guard. Then the clock is
+    // moved on for both (the job and the alarm due now).
+    let found = 0;
+    for (const file of profileDatabases(dir)) {
+      const db = new DatabaseSync(file);
+      try {
+        if (db.prepare("SELECT value FROM meta WHERE key = 'name'").get()?.value !== "guarded/p") continue;
+        found++;
+        const guard = db.prepare("SELECT next_attempt_at AS at FROM outbox WHERE kind = 'extract'").get();
+        assert.ok(guard && guard.at > cutAt, "the guard job waits");
+        // workerd keeps the object's alarm in its namespace's scheduler
+        // table (nanoseconds), beside the object's own copy.
+        const scheduler = new DatabaseSync(path.join(path.dirname(file), "metadata.sqlite"));
+        try {
+          const actor = path.basename(file, ".sqlite");
+          const read = scheduler.prepare("SELECT scheduled_time AS at FROM _cf_ALARM WHERE actor_id = ?");
+          read.setReadBigInts(true);
+          const alarm = read.get(actor)?.at;
+          assert.ok(typeof alarm === "bigint", "an alarm is set");
+          assert.ok(Number(alarm / 1000000n) <= guard.at + 1000, `the alarm (${alarm / 1000000n}) rings no later than the guard (${guard.at})`);
+          const now = BigInt(Date.now()) * 1000000n;
+          scheduler.prepare("UPDATE _cf_ALARM SET scheduled_time = ? WHERE actor_id = ?").run(now, actor);
+          db.prepare("UPDATE _cf_METADATA SET value = ? WHERE typeof(value) = 'integer'").run(now);
+        } finally {
+          scheduler.close();
+        }
+        db.prepare("UPDATE outbox SET next_attempt_at = ? WHERE kind = 'extract'").run(Date.now());
+      } finally {
+        db.close();
+      }
+    }
+    assert.equal(found, 1, "the interrupted call stored the profile's name");
+
+    // The model back, and only reads from here on.
+    w = await startWorker({ persistDir: dir });
+    api = restClient(w, TOKEN);
+    const healed = await waitFor(async () => {
+      const st = await api.ok("GET", "guarded", "p", "/stats");
+      return st.memories > 0 && st.pendingJobs === 0 ? st : null;
+    }, { timeoutMs: 20000, what: "the alarm to drain the guard job with no further write" });
+    assert.equal(healed.messages, 2);
+  } finally {
+    await w.dispose();
+    await model.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("the production build answers no benchmark operation, even with BENCH=1", async () => {
   const { readFileSync } = await import("node:fs");
   const path = await import("node:path");
