@@ -142,6 +142,8 @@ struct Counting<'s> {
     calls: std::cell::Cell<usize>,
     meanwhile: Option<Meanwhile<'s>>,
     classified: std::cell::Cell<bool>,
+    /// While set, every consolidation decision fails (the model is down).
+    down: std::cell::Cell<bool>,
 }
 
 /// What [`Counting`] lets run while it is awaited.
@@ -179,6 +181,9 @@ impl Reasoner for Counting<'_> {
     }
     fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
         self.calls.set(self.calls.get() + 1);
+        if self.down.get() {
+            return Box::pin(async { Err(agent_memory::core::error::Error::provider("model unavailable")) });
+        }
         Box::pin(async move {
             if let Some(Meanwhile::WholeRun(sql)) = self.meanwhile.filter(|_| self.calls.get() == 1) {
                 let report = consolidated_at(sql, APRIL_15 + 2, json!({ "maxWindows": 100 })).await;
@@ -1140,4 +1145,33 @@ fn test_an_agents_new_value_reopens_its_own_sessions_fold_while_another_session_
             r.memories_superseded
         );
     });
+}
+
+/// The alarm's scheduled run, its job parked while the model was down, is
+/// tried once more a day later and ends: the schedule is not stopped for
+/// good (a run in progress holds it).
+#[test]
+fn test_a_scheduled_run_parked_while_the_model_was_down_ends_a_day_later() {
+    const HOUR: i64 = 3_600_000;
+    let sql = database();
+    let model = Counting::default();
+    model.down.set(true);
+    let drain = |at: i64| with_reasoner(&sql, at, every_three(), &model, |p| block_on(p.drain()).unwrap());
+    with_reasoner(&sql, APRIL_15, every_three(), &model, |p| {
+        remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact);
+        remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact);
+        remember(p, "The deploy window is Tuesday morning.", "team.deploy_window", MemoryType::Fact);
+    });
+    for h in 0..12 {
+        drain(APRIL_15 + h * HOUR);
+    }
+    let stats = with_reasoner(&sql, APRIL_15 + 12 * HOUR, every_three(), &model, |p| p.stats().unwrap());
+    assert_eq!(stats.parked_jobs, 1, "the run's job is parked: {stats:?}");
+    assert_eq!(stats.parked[0].kind, "consolidate");
+    assert!(stats.parked[0].error.contains("model unavailable"), "{:?}", stats.parked);
+    model.down.set(false);
+    let consolidated: usize = (13..40).map(|h| drain(APRIL_15 + h * HOUR).consolidated).sum();
+    assert!(consolidated > 0, "the run ended once its job was tried again");
+    let after = with_reasoner(&sql, APRIL_15 + 40 * HOUR, every_three(), &model, |p| (p.stats().unwrap(), active(p).len()));
+    assert_eq!((after.0.parked_jobs, after.1), (0, 2), "the rewordings merged: {:?}", after.0);
 }

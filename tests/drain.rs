@@ -130,3 +130,63 @@ fn test_a_wipe_keeps_the_removals_of_memories_deleted_before_it() {
     with_index(&sql, APRIL_15 + 3_600_000, false, |p| block_on(p.drain())).unwrap();
     assert_eq!(vectors(&sql), 0, "the deleted memory's vector outlived the wipe");
 }
+
+/// Drains `n` times, an hour apart from `from` (every backoff passed),
+/// the index failing removals when `down`.
+fn drain_hours(sql: &dyn Sql, from: i64, n: i64, down: bool) {
+    for i in 0..n {
+        with_index(sql, from + i * 3_600_000, down, |p| block_on(p.drain()).unwrap());
+    }
+}
+
+const HOUR: i64 = 3_600_000;
+
+/// A removal parked while the index was down is tried once more a day
+/// later, and then the deleted memory's vector goes; meanwhile `stats`
+/// shows the parked job with its error and when it is tried again.
+#[test]
+fn test_a_parked_removal_is_tried_again_a_day_later_and_shown_with_its_error_meanwhile() {
+    let sql = database();
+    let m = with_index(&sql, APRIL_15, false, |p| block_on(p.remember(remember("My bank PIN hint is the cat's birthday.")))).unwrap();
+    drain_hours(&sql, APRIL_15, 1, false);
+    assert_eq!(vectors(&sql), 1);
+    with_index(&sql, APRIL_15 + 1_000, true, |p| p.delete(&m.id)).unwrap();
+    drain_hours(&sql, APRIL_15 + HOUR, 10, true);
+    let parked_at = APRIL_15 + 11 * HOUR;
+    let stats = with_index(&sql, parked_at, false, |p| p.stats().unwrap());
+    assert_eq!(stats.parked_jobs, 1, "{stats:?}");
+    let shown = &stats.parked[0];
+    assert_eq!((shown.kind.as_str(), shown.subject.as_deref()), ("unvector", Some(m.id.as_str())));
+    assert!(shown.error.contains("parked after 8 attempts") && shown.error.contains("the index is down"), "{shown:?}");
+    assert!(shown.retry_at.is_some(), "{shown:?}");
+    // The index is back; within the day nothing is tried (no spin)...
+    let early = with_index(&sql, parked_at + 12 * HOUR, false, |p| block_on(p.drain()).unwrap());
+    assert_eq!((early.revived, early.removed), (0, 0), "{early:?}");
+    assert_eq!(vectors(&sql), 1);
+    // ...and the alarm is asked for when the day is up.
+    let next = early.next_at.expect("the alarm comes back for the parked job");
+    assert!(next > parked_at + 12 * HOUR && next <= parked_at + 25 * HOUR, "{next}");
+    drain_hours(&sql, parked_at + 25 * HOUR, 2, false);
+    assert_eq!(vectors(&sql), 0, "the deleted memory's vector went once the removal was tried again");
+    assert_eq!(with_index(&sql, parked_at + 27 * HOUR, false, |p| p.stats().unwrap().parked_jobs), 0);
+}
+
+/// A parked job that fails again is parked again for another day, with
+/// one attempt spent: never a spin.
+#[test]
+fn test_a_parked_job_that_fails_again_is_parked_for_another_day_after_one_attempt() {
+    let sql = database();
+    let m = with_index(&sql, APRIL_15, false, |p| block_on(p.remember(remember("The staging cluster runs in Oslo.")))).unwrap();
+    drain_hours(&sql, APRIL_15, 1, false);
+    with_index(&sql, APRIL_15 + 1_000, true, |p| p.delete(&m.id)).unwrap();
+    drain_hours(&sql, APRIL_15 + HOUR, 10, true);
+    let day = APRIL_15 + 36 * HOUR;
+    let revived = with_index(&sql, day, true, |p| block_on(p.drain()).unwrap());
+    assert_eq!((revived.revived, revived.failed, revived.parked, revived.pending), (1, 1, 1, 0), "tried once, parked again: {revived:?}");
+    let after = with_index(&sql, day + HOUR, true, |p| block_on(p.drain()).unwrap());
+    assert_eq!((after.revived, after.failed), (0, 0), "not tried again within the day: {after:?}");
+    let stats = with_index(&sql, day + 2 * HOUR, true, |p| p.stats().unwrap());
+    assert_eq!((stats.parked_jobs, stats.pending_jobs, stats.failed_jobs), (1, 0, 0));
+    let retry = stats.parked[0].retry_at.clone().unwrap();
+    assert!(retry.as_str() > "2026-04-17T", "a day later again: {retry}");
+}

@@ -648,6 +648,16 @@ fn recall_response(full: bool) -> RecallResponse {
     }
 }
 
+fn parked_job(full: bool) -> agent_memory::core::model::ParkedJob {
+    agent_memory::core::model::ParkedJob {
+        kind: "unvector".into(),
+        subject: some(full, ID),
+        attempts: 8,
+        retry_at: some(full, "2026-04-16T00:00:00.000Z"),
+        error: "parked after 8 attempts: the index is down".into(),
+    }
+}
+
 fn stats_of(full: bool) -> Stats {
     Stats {
         messages: 4,
@@ -657,7 +667,8 @@ fn stats_of(full: bool) -> Stats {
         by_status: Status::ALL.iter().map(|s| (s.as_str().to_string(), 1)).collect(),
         pending_jobs: 1,
         failed_jobs: 0,
-        parked_jobs: 0,
+        parked_jobs: 1,
+        parked: vec![parked_job(full)],
         drain_error: full.then(|| "2026-04-15T00:00:00.000Z: the turn directory: disk full".into()),
         vectors: 2,
         storage_bytes: 4096,
@@ -895,6 +906,7 @@ fn test_stats_record_fields_match_wit() {
     assert_record("stats", &stats_of(true), &stats_of(false));
     let isolate = stats_of(true).isolate.unwrap();
     assert_record("isolate-memory", &isolate, &isolate);
+    assert_record("parked-job", &parked_job(true), &parked_job(false));
     // The per-type and per-status counts name every case of their enum.
     let cases = |e: &str| wit().enums[e].iter().map(|c| kebab_to_camel(c)).collect::<BTreeSet<_>>();
     assert_eq!(record_keys("type-counts"), cases("memory-type"));
@@ -1406,6 +1418,7 @@ fn test_openapi_schemas_match_rust_serialization() {
     assert_schema(&doc, "Stats", &stats_of(true), &stats_of(false));
     let isolate = stats_of(true).isolate.unwrap();
     assert_schema(&doc, "IsolateMemory", &isolate, &isolate);
+    assert_schema(&doc, "ParkedJob", &parked_job(true), &parked_job(false));
     let import = ImportReport { messages: 1, memories: 1 };
     assert_schema(&doc, "ImportReport", &import, &import);
     // Request bodies: every field the Rust record accepts, none required
@@ -1493,7 +1506,10 @@ fn test_openapi_routes_reach_every_profile_function() {
                 body,
             };
             let routed = rest::route(&req).unwrap_or_else(|e| panic!("openapi {method} {path} does not route: {e}"));
-            assert!(op["responses"]["200"].is_object(), "{method} {path} documents no 200 response");
+            // A success is 200, but a namespace created is 201 (as the
+            // published API reference has it).
+            let success = if op["operationId"] == "createNamespace" { "201" } else { "200" };
+            assert!(op["responses"][success].is_object(), "{method} {path} documents no {success} response");
             match routed {
                 Route::Profile(call) => {
                     // An operation a path takes by two methods (summary: GET,

@@ -212,6 +212,8 @@ fn not_allowed(method: &str, path: &str, allow: &str) -> Result<Response> {
 /// the name it is offered as.
 enum Reply {
     Json(String),
+    /// JSON with a status other than 200 (a namespace created: 201).
+    Status(u16, String),
     /// A profile's result in its envelope, sent in pieces when large.
     Enveloped(rest::Enveloped),
     File {
@@ -243,6 +245,10 @@ impl Reply {
             Reply::Json(body) => {
                 headers.set("content-type", "application/json")?;
                 Ok(Response::ok(body)?.with_headers(headers))
+            }
+            Reply::Status(status, body) => {
+                headers.set("content-type", "application/json")?;
+                Ok(Response::ok(body)?.with_status(status).with_headers(headers))
             }
             Reply::Enveloped(e) if e.len() < SEND_IN_PIECES_BYTES => Reply::Json(e.joined()).response(),
             // Each piece is copied out as the platform reads it and dropped.
@@ -293,7 +299,7 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>, room: working_se
             let grant = grant.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
             let call = rest::scope_catalog(call, grant)?;
             let out = call_catalog(env, &call).await?;
-            Ok(Reply::json(rest::envelope_catalog(&call, &out, grant)?))
+            Ok(Reply::Status(rest::catalog_status(&call), rest::envelope_catalog(&call, &out, grant)?))
         }
         Route::Health => {
             let health = json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") });

@@ -75,6 +75,9 @@ pub struct DrainReport {
     /// this version does not know).
     #[serde(default)]
     pub parked: i64,
+    /// Parked jobs given one more attempt by this drain, their day up.
+    #[serde(default)]
+    pub revived: i64,
     /// Jobs still in the outbox.
     pub pending: i64,
     /// When the next job or expiry is due (epoch millis), if any.
@@ -168,6 +171,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     let store = p.store();
     let mut report = DrainReport { expired: store.transaction(|| store.expire_due())?, ..DrainReport::default() };
     report.parked = store.transaction(|| store.park_jobs(MAX_ATTEMPTS))?;
+    report.revived = store.transaction(|| store.revive_parked(MAX_ATTEMPTS))?;
     let jobs = store.due_jobs(DRAIN_BATCH)?;
     let of = |kind: JobKind| jobs.iter().filter(|j| j.work.kind() == kind).cloned().collect::<Vec<Job>>();
     run_extracts(p, &of(JobKind::Extract), &mut report).await?;
@@ -199,6 +203,10 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
             Err(e) => report.directory_error = Some(e.to_string()),
         }
     }
+    // A job that used its last attempt just now is parked now, not shown
+    // as waiting until the next drain.
+    let parked_now = store.transaction(|| store.park_jobs(MAX_ATTEMPTS))?;
+    report.parked = report.parked.saturating_add(parked_now);
     report.pending = store.pending_jobs()?;
     report.next_at = store.next_due()?;
     Ok(report)

@@ -265,7 +265,9 @@ pub async fn answer(read: std::result::Result<McpMessage, McpReply>, backend: &d
 }
 
 fn batch_full_message() -> String {
-    format!("not run: this batch's replies reached {MAX_BATCH_REPLY_BYTES} bytes before its turn; send it again (nothing of it was done)")
+    format!(
+        "not run: this batch's replies reached {MAX_BATCH_REPLY_BYTES} bytes before this request's turn; nothing of it was done. Send this request again, alone or in a later batch (the requests answered before it ran)"
+    )
 }
 
 /// Whether a batch's message would run something: anything but a

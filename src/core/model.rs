@@ -392,6 +392,27 @@ pub struct Dropped {
 }
 
 /// Profile statistics, for the console.
+/// Most parked jobs [`Stats::parked`] shows.
+pub const PARKED_SHOWN: usize = 10;
+
+/// A background job parked after its attempts ([`Stats::parked`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParkedJob {
+    /// `embed`, `unvector`, `extract`, `index_text`, `consolidate`, or a
+    /// kind this version does not run.
+    pub kind: String,
+    /// What it works on: a memory id, a session id, a run; none for some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    pub attempts: i64,
+    /// When it is tried once more (none: this version cannot run it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
+    /// Its last error, with how many attempts it had used when parked.
+    pub error: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
@@ -404,10 +425,15 @@ pub struct Stats {
     pub pending_jobs: i64,
     /// Of those, jobs that failed at least once and wait for a retry.
     pub failed_jobs: i64,
-    /// Jobs parked after their attempt cap, or of an unknown kind: never
-    /// retried, kept with their last error.
+    /// Jobs parked after their attempt cap (tried once more a day later,
+    /// and parked again if that fails), or of an unknown kind (never
+    /// run), kept with their last error.
     #[serde(default)]
     pub parked_jobs: i64,
+    /// The oldest parked jobs (at most [`PARKED_SHOWN`]), each with its
+    /// last error: what background work is stuck, and why.
+    #[serde(default)]
+    pub parked: Vec<ParkedJob>,
     /// Why the last background drain failed, in whole or in part beside
     /// its jobs (the time, then the error); absent once one runs clean.
     #[serde(default, skip_serializing_if = "Option::is_none")]

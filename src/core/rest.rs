@@ -989,6 +989,15 @@ pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Resu
     }
 }
 
+/// The status a namespace call succeeds with: 201 for a namespace
+/// created (the API reference's `201 Namespace created`), else 200.
+pub fn catalog_status(call: &CatalogCall) -> u16 {
+    match call {
+        CatalogCall::Create { .. } => 201,
+        _ => 200,
+    }
+}
+
 /// A namespace call as `grant` may make it, before it is sent: creating a
 /// namespace needs a token that may touch it; a list is limited to the
 /// namespaces the grant may see, in the catalog's query itself (so its

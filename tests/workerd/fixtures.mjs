@@ -290,8 +290,9 @@ function follow(doc, node) {
 export function resultSchema(doc, method, template) {
   const op = doc.paths?.[template]?.[method.toLowerCase()];
   assert.ok(op, `the document has no ${method} ${template}`);
-  const response = follow(doc, op.responses?.["200"]);
-  assert.ok(response?.content, `${method} ${template} documents no 200 body`);
+  // A success is 200; a namespace created is 201.
+  const response = follow(doc, op.responses?.["200"] ?? op.responses?.["201"]);
+  assert.ok(response?.content, `${method} ${template} documents no 200 (or 201) body`);
   const json = response.content["application/json"];
   if (json) {
     const envelope = follow(doc, json.schema);

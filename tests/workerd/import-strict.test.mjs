@@ -103,7 +103,7 @@ test("a filter given as text naming a key twice is refused by list, export and r
 });
 
 test("the namespace list refuses a cursor that is no namespace name and takes the empty one as the first page", async () => {
-  for (const name of ["cursor-a", "cursor-b"]) ok(await api.post(T.namespaces, {}, { name }));
+  for (const name of ["cursor-a", "cursor-b"]) ok(await api.post(T.namespaces, {}, { name }), 201);
   const first = await api.get(T.namespaces, {}, { query: { per_page: 1 } });
   const empty = await api.get(T.namespaces, {}, { query: { per_page: 1, cursor: "" } });
   assert.deepEqual(ok(empty), ok(first));

@@ -269,9 +269,9 @@ async function send(method, path, { body, token = TOKEN } = {}) {
   };
 }
 
-/** A success: status 200, JSON, the documented shape, the success envelope. */
-function ok(r, example) {
-  assert.equal(r.status, 200, r.what);
+/** A success: `status` (200 unless the reference documents another), JSON, the documented shape, the success envelope. */
+function ok(r, example, status = 200) {
+  assert.equal(r.status, status, r.what);
   assert.match(r.contentType, /^application\/json/, r.what);
   assert.notEqual(r.body, undefined, `not JSON: ${r.what}`);
   assertShape(r.body, example, r.what);
@@ -361,8 +361,8 @@ const flow = {};
 // ---------------------------------------------------------------------------
 // The flow, route by route (§2.1 #1-#13).
 
-test("POST /namespaces with the documented body creates the namespace and returns {id, name, created_at, updated_at}", async () => {
-  const n = ok(await send("POST", "/namespaces", { body: BODY_CREATE_NAMESPACE }), EXAMPLE_NAMESPACE);
+test("POST /namespaces with the documented body creates the namespace: 201 (the reference's 'Namespace created') with {id, name, created_at, updated_at}", async () => {
+  const n = ok(await send("POST", "/namespaces", { body: BODY_CREATE_NAMESPACE }), EXAMPLE_NAMESPACE, 201);
   assertNamespace(n, NAMESPACE);
   flow.namespace = n;
 });
@@ -382,7 +382,7 @@ test("GET /namespaces/{name} returns the created namespace", async () => {
 });
 
 test("GET /namespaces?per_page=1 pages through both namespaces, one at a time, until cursor is \"\"", async () => {
-  ok(await send("POST", "/namespaces", { body: { name: OTHER_NAMESPACE } }), EXAMPLE_NAMESPACE);
+  ok(await send("POST", "/namespaces", { body: { name: OTHER_NAMESPACE } }), EXAMPLE_NAMESPACE, 201);
   const seen = [];
   let cursor;
   let pages = 0;
@@ -621,7 +621,7 @@ test("DELETE /namespaces/{name} returns null; GET and DELETE of it are then 404"
 });
 
 test("a deleted namespace's name can be created again, and its old profiles are empty", async () => {
-  const n = ok(await send("POST", "/namespaces", { body: BODY_CREATE_NAMESPACE }), EXAMPLE_NAMESPACE);
+  const n = ok(await send("POST", "/namespaces", { body: BODY_CREATE_NAMESPACE }), EXAMPLE_NAMESPACE, 201);
   assertNamespace(n, NAMESPACE);
   assert.ok(flow.bob, "prerequisite: bob remembered before the delete");
   assert.deepEqual((await listMemories({ per_page: "50" }, "bob")).result, [], "the old profile's memories went with the namespace");
@@ -639,7 +639,7 @@ test("POST /namespaces with an invalid name format is 400 ('Not Valid!', 33 char
   assert.ok(!listed.includes("Not Valid!") && !listed.includes("a".repeat(33)), `refused names are not created: ${listed}`);
   // 32 characters is within the limit.
   const name = "a".repeat(32);
-  assertNamespace(ok(await send("POST", "/namespaces", { body: { name } }), EXAMPLE_NAMESPACE), name);
+  assertNamespace(ok(await send("POST", "/namespaces", { body: { name } }), EXAMPLE_NAMESPACE, 201), name);
 });
 
 test("GET and DELETE /namespaces/{name} of a namespace that does not exist are 404 'namespace not found'", async () => {

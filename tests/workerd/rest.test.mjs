@@ -890,7 +890,7 @@ async function allNamespaces(token, perPage) {
 
 test("namespaces: create, get, list and delete; a taken name is 409 (10008); a write creates one; deleting one purges its profiles", async () => {
   const content = "The user's favourite museum is the Rijksmuseum.";
-  const made = ok(await api.post(T.namespaces, {}, { name: "ns-made" }));
+  const made = ok(await api.post(T.namespaces, {}, { name: "ns-made" }), 201);
   assert.equal(made.name, "ns-made");
   assert.equal(made.account_id, "acct");
   assert.ok(made.id.length > 0);
@@ -933,7 +933,7 @@ test("namespaces: create, get, list and delete; a taken name is 409 (10008); a w
   assert.ok(!(await allNamespaces(TOKEN)).includes("ns-implicit"));
   assert.deepEqual(ok(await api.get(T.memories, { namespace: "ns-implicit", profile: "p" })).memories, []);
   assert.equal((await stats("p", { namespace: "ns-implicit" })).memories, 0);
-  const again = ok(await api.post(T.namespaces, {}, { name: "ns-implicit" }));
+  const again = ok(await api.post(T.namespaces, {}, { name: "ns-implicit" }), 201);
   assert.equal(again.name, "ns-implicit");
   ok(await api.del(T.namespace, { namespace: "ns-made" }));
   // Other namespaces are untouched.
@@ -944,7 +944,7 @@ test("a token granted one namespace pages through that one alone: no page, curso
   // Namespaces on both sides of `team` by name, made by the full token.
   for (const name of ["a-first", "tea", "teal", "team-b", "tel", "zz-last"]) {
     const r = await api.post(T.namespaces, {}, { name });
-    assert.ok(r.status === 200 || r.status === 409, `${name}: ${r.text}`);
+    assert.ok(r.status === 201 || r.status === 409, `${name}: ${r.text}`);
   }
   ok(await api.post(T.remember, { namespace: "team", profile: "pages" }, { content: "The team's standup is at nine." }, { token: TEAM_TOKEN }));
   const hidden = (await allNamespaces(TOKEN)).filter((n) => n !== "team");

@@ -76,6 +76,7 @@ mod fulltext;
 mod memories;
 mod messages;
 mod outbox;
+pub use outbox::PARKED_RETRY_MILLIS;
 mod restatements;
 mod rows;
 mod spool;
@@ -124,6 +125,7 @@ impl<'a> Store<'a> {
             pending_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 0")?,
             failed_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 0 AND attempts > 0")?,
             parked_jobs: one("SELECT COUNT(*) FROM outbox WHERE parked = 1")?,
+            parked: self.parked_jobs(crate::core::model::PARKED_SHOWN)?,
             vectors: one("SELECT COUNT(*) FROM vectors")?,
             storage_bytes: self.sql.database_size(),
             spooled_exports: self.spooled_exports()?,

@@ -23,6 +23,20 @@ pub(super) fn known_kinds() -> SqlValue {
     json_param(&JobKind::ALL.map(JobKind::as_str))
 }
 
+/// How long a job parked after its attempts waits for one more
+/// ([`Store::revive_parked`]): a day, so that a job that keeps failing
+/// costs one attempt a day, never a spin.
+pub const PARKED_RETRY_MILLIS: i64 = 24 * 60 * 60 * 1000;
+
+/// An outbox row that a day's wait may revive: a job of a kind this
+/// version runs that reads as one; parameter `?n` is [`known_kinds`].
+fn revivable(n: usize) -> String {
+    format!(
+        "(kind IN (SELECT value FROM json_each(?{n})) AND typeof(kind) = 'text' AND typeof(memory_id) IN ('text', 'null') \
+         AND typeof(attempts) = 'integer' AND typeof(next_attempt_at) = 'integer')"
+    )
+}
+
 impl<'a> Store<'a> {
     pub fn enqueue(&self, work: &Work) -> Result<()> {
         self.enqueue_at(work, self.now).map(|_| ())
@@ -100,14 +114,17 @@ impl<'a> Store<'a> {
     /// Parks every job that has used `max_attempts` attempts, every job of
     /// a kind this version does not run, and every row that does not read
     /// as a job, with the reason; how many.
-    /// A parked job is never due again; it stays visible
-    /// (`stats().parked_jobs`).
+    /// A parked job is not retried with the others; one that used its
+    /// attempts is tried once more [`PARKED_RETRY_MILLIS`] later
+    /// ([`Store::revive_parked`]), and parked again if that fails. Every
+    /// parked job stays visible (`stats().parked_jobs`, and the first few
+    /// with their errors in `stats().parked`).
     pub fn park_jobs(&self, max_attempts: i64) -> Result<i64> {
         let over = self.sql.query(
-            "UPDATE outbox SET parked = 1, \
+            "UPDATE outbox SET parked = 1, next_attempt_at = ?2, \
              last_error = 'parked after ' || attempts || ' attempts: ' || COALESCE(last_error, 'no error was recorded') \
              WHERE parked = 0 AND attempts >= ?1 RETURNING id",
-            &[SqlValue::Integer(max_attempts)],
+            &[SqlValue::Integer(max_attempts), SqlValue::Integer(self.now.saturating_add(PARKED_RETRY_MILLIS))],
         )?;
         let unknown = self.sql.query(
             "UPDATE outbox SET parked = 1, last_error = 'parked: this version knows no job of kind ' || quote(kind) \
@@ -123,6 +140,51 @@ impl<'a> Store<'a> {
             &[],
         )?;
         Ok(i64::try_from(over.len().saturating_add(unknown.len()).saturating_add(unreadable.len())).unwrap_or(i64::MAX))
+    }
+
+    /// Gives each parked job whose day is up one more attempt (it is due
+    /// now, one attempt short of `max_attempts`, so a failure parks it
+    /// again for another day): a removal parked while the vector index
+    /// was down would otherwise leave a deleted memory's vector in the
+    /// index for good, and a parked consolidation would stop the
+    /// profile's scheduled runs. Jobs of an unknown kind and rows that do
+    /// not read stay parked. How many.
+    pub fn revive_parked(&self, max_attempts: i64) -> Result<i64> {
+        let revived = self.sql.query(
+            &format!(
+                "UPDATE outbox SET parked = 0, attempts = max(0, ?1 - 1), next_attempt_at = ?2 \
+                 WHERE parked = 1 AND next_attempt_at <= ?2 AND {} RETURNING id",
+                revivable(3)
+            ),
+            &[SqlValue::Integer(max_attempts), SqlValue::Integer(self.now), known_kinds()],
+        )?;
+        Ok(i64::try_from(revived.len()).unwrap_or(i64::MAX))
+    }
+
+    /// The parked jobs, oldest first, at most `limit`: each one's kind,
+    /// subject, attempts, when it is tried again (none for a job this
+    /// version cannot run) and its last error.
+    pub fn parked_jobs(&self, limit: usize) -> Result<Vec<crate::core::model::ParkedJob>> {
+        let rows = self.sql.query(
+            &format!(
+                "SELECT CAST(kind AS TEXT), CAST(memory_id AS TEXT), CAST(attempts AS INTEGER), CASE WHEN {} THEN next_attempt_at END, \
+                 COALESCE(last_error, '') FROM outbox WHERE parked = 1 ORDER BY id LIMIT ?1",
+                revivable(2)
+            ),
+            &[SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)), known_kinds()],
+        )?;
+        rows.into_iter()
+            .map(|r| match r.as_slice() {
+                [kind, subject, attempts, retry, error] => Ok(crate::core::model::ParkedJob {
+                    kind: kind.opt_string().unwrap_or_default(),
+                    subject: subject.opt_string(),
+                    attempts: attempts.as_i64().unwrap_or(0),
+                    retry_at: retry.as_i64().map(iso),
+                    error: error.opt_string().unwrap_or_default(),
+                }),
+                _ => Err(Error::storage("failed to read a parked job")),
+            })
+            .collect()
     }
 
     pub fn finish_jobs(&self, ids: &[i64]) -> Result<()> {
@@ -145,9 +207,15 @@ impl<'a> Store<'a> {
         self.count("SELECT COUNT(*) FROM outbox WHERE parked = 0")
     }
 
-    /// The earliest time a job that is not parked is due, in millis.
+    /// The earliest time a job is due, in millis: a job that is not
+    /// parked, or a parked one's next try ([`Store::revive_parked`]).
     pub fn next_job_at(&self) -> Result<Option<i64>> {
-        Ok(self.sql.query("SELECT MIN(next_attempt_at) FROM outbox WHERE parked = 0", &[])?.first().and_then(|r| r.first()).and_then(SqlValue::as_i64))
+        Ok(self
+            .sql
+            .query(&format!("SELECT MIN(next_attempt_at) FROM outbox WHERE parked = 0 OR (parked = 1 AND {})", revivable(1)), &[known_kinds()])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64))
     }
 
     /// The one number a `SELECT COUNT(*) …` (or `MAX`) statement answers.

@@ -29,7 +29,9 @@ impl<'a> Store<'a> {
     /// A page of restatements in (memory id, message rowid) order, after
     /// `after`: each one's memory id, its message's rowid and id.
     pub fn restatements_after(&self, after: Option<(&str, i64)>, limit: usize) -> Result<Vec<(String, i64, String)>> {
-        let (memory, rowid) = after.unwrap_or(("", i64::MIN));
+        // Before every row: a rowid is never negative, and a bound
+        // integer beyond 2^53 would not cross to JavaScript exactly.
+        let (memory, rowid) = after.unwrap_or(("", -1));
         let rows = self.sql.query(
             "SELECT r.memory_id, r.message_rowid, g.id FROM restatements r CROSS JOIN messages g ON g.rowid = r.message_rowid \
              WHERE (r.memory_id, r.message_rowid) > (?1, ?2) ORDER BY r.memory_id, r.message_rowid LIMIT ?3",
