@@ -13,6 +13,6 @@ for (let round = 0; round < ROUNDS; round++) {
   marks.push(mb((await rt.iso()).wasmMemoryBytes));
 }
 const after = await rt.iso();
-console.log(`small ingests K=${K} x ${ROUNDS} body ${mb(body(0).length)} MiB: ${JSON.stringify(st)} ${((performance.now() - t) / 1000).toFixed(1)}s; wasm ${mb(before.wasmMemoryBytes)} -> ${mb(after.wasmMemoryBytes)} MiB (per round ${marks.join(",")}); heapPeak ${mb(after.heapPeakBytes)}; waits ${after.workingSetWaits}; rss hwm ${mb(rt.rss().hwm)}`);
+console.log(`small ingests K=${K} x ${ROUNDS} body ${mb(body(0).length)} MiB: ${JSON.stringify(st)} ${((performance.now() - t) / 1000).toFixed(1)}s; wasm ${mb(before.wasmMemoryBytes)} -> ${mb(after.wasmMemoryBytes)} MiB (per round ${marks.join(",")}); heapPeak ${mb(after.heapPeakBytes)}; heapLive after ${mb(after.heapLiveBytes)}; resident ${mb(after.residentBytes)} in ${after.residentProfiles}; waits ${after.workingSetWaits}; rss hwm ${mb(rt.rss().hwm)}`);
 if (sample) console.log(sample);
 await rt.dispose();
