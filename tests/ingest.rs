@@ -1552,3 +1552,22 @@ fn test_a_template_opened_reasoning_is_no_answer_however_the_answer_reads() {
     let cs = agent_memory::core::llm::parse::candidates(quoting).map_err(|e| e.to_string());
     assert_eq!(cs.as_ref().map(|c| c.len()), Ok(1), "read as {cs:?}");
 }
+
+/// Short facts a person states of themselves are stored, each its own
+/// memory, and a question about one finds it.
+#[test]
+fn test_short_facts_about_the_user_are_each_stored_and_recalled() {
+    let sql = database();
+    let req = IngestRequest {
+        messages: vec![msg("user", "My cat is named Tom. I deploy on Fridays. My editor is Vim.")],
+        session_id: Some("s".into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        let report = block_on(p.ingest(req)).unwrap();
+        assert_eq!(report.memories_stored, 3, "{:?}", report.memories.iter().map(|m| &m.content).collect::<Vec<_>>());
+        let query: agent_memory::core::api::RecallRequest = serde_json::from_value(serde_json::json!({ "query": "What editor do I use?" })).unwrap();
+        let r = block_on(p.recall(query)).unwrap();
+        assert!(r.candidates.first().is_some_and(|c| c.summary.contains("Vim")), "{:?}", r.candidates.iter().map(|c| &c.summary).collect::<Vec<_>>());
+    });
+}

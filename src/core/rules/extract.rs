@@ -1,7 +1,9 @@
 //! Rule-based extraction: one candidate per stating sentence.
 //!
-//! A sentence is kept when it states something: at least three content
-//! words, not a question, not a pleasantry. The full pass keeps sentences
+//! A sentence is kept when it states something: not a question, not a
+//! pleasantry, and at least three content words, or two when it speaks of
+//! its speaker and carries a concrete value ("My editor is Vim.", "I live
+//! in Lisbon."; not "Thanks, Caroline!"). The full pass keeps sentences
 //! of every speaker; the detail pass keeps only sentences carrying a
 //! concrete value (a number, a date, a capitalized name, a version).
 //!
@@ -68,7 +70,21 @@ pub fn states_something(s: &str) -> bool {
     if PLEASANTRIES.contains(&bare) {
         return false;
     }
-    text::content_words(t).len() >= MIN_CONTENT_WORDS
+    let n = text::content_words(t).len();
+    n >= MIN_CONTENT_WORDS || (n >= MIN_CONTENT_WORDS - 1 && has_concrete_value(t) && speaks_of_itself(t))
+}
+
+/// Words by which a speaker speaks of itself (or its group).
+const FIRST_PERSON: &[&str] = &["i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine", "we", "we're", "we've", "our", "us"];
+
+/// Whether a sentence speaks of its speaker ("My editor is Vim.", "I
+/// live in Lisbon.", "Our standup is at 9."): a short one doing so with a
+/// concrete value is a fact about them, where one without ("Thanks,
+/// Caroline!") is not.
+pub fn speaks_of_itself(s: &str) -> bool {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .map(|w| w.to_lowercase().replace('\u{2019}', "'"))
+        .any(|w| FIRST_PERSON.contains(&w.as_str()))
 }
 
 /// Whether a sentence carries a concrete value.
@@ -201,6 +217,15 @@ mod tests {
     fn test_person_repeating_is_kept() {
         let t = transcript(&[("assistant", "The staging cluster runs Debian twelve."), ("user", "Right, staging cluster runs Debian twelve.")]);
         assert_eq!(contents(&t).len(), 2);
+    }
+
+    #[test]
+    fn test_a_short_fact_about_the_speaker_is_kept_and_a_short_greeting_is_not() {
+        let t = transcript(&[("user", "My cat is named Tom. I deploy on Fridays. My editor is Vim."), ("assistant", "Thanks, Caroline! Great job.")]);
+        assert_eq!(contents(&t), vec!["User: My cat is named Tom.", "User: I deploy on Fridays.", "User: My editor is Vim."]);
+        assert!(states_something("Our standup is at 9."));
+        assert!(!states_something("Editor is Vim."), "two content words, but not of the speaker");
+        assert!(!states_something("I love it."), "of the speaker, but nothing concrete");
     }
 
     #[test]
