@@ -194,3 +194,33 @@ fn test_calls_read_as_the_worker_sends_them() {
     assert_eq!(v["name"], "n");
     assert!(serde_json::from_str::<CatalogCall>(r#"{"op":"drop","name":"n"}"#).is_err());
 }
+
+/// A namespace is created (explicitly, or by a profile's first write) only
+/// under the API reference's rule, `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$` and 32
+/// characters; one taken before under this service's wider rule keeps
+/// working (its profiles register, it is read and listed).
+#[test]
+fn test_a_new_namespace_takes_the_documented_name_rule_and_one_taken_before_keeps_working() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    for bad in ["-abc-", "abc-", "Support-Agent", "a.b", "a_b", "UPPER"] {
+        let e = c.create("1", bad).unwrap_err();
+        assert!(e.is_invalid() && e.message().contains("[a-z0-9]"), "{bad:?}: {e}");
+        assert!(c.register(bad, "p").unwrap_err().is_invalid(), "{bad:?}: created by a first write");
+        assert!(c.get("1", bad).unwrap_err().is_not_found(), "{bad:?}: nothing was created");
+    }
+    for good in ["a", "0", "support-agent", "a-b-c", &"x".repeat(32)] {
+        c.create("1", good).unwrap();
+    }
+    // Taken before, under the wider rule.
+    agent_memory::core::ports::Sql::execute(
+        &sql,
+        "INSERT INTO namespaces (name, id, created_at, updated_at) VALUES ('Old.Team_1', 'old-id', ?, ?)",
+        &[T0.into(), T0.into()],
+    )
+    .unwrap();
+    assert!(!c.register("Old.Team_1", "alice").unwrap().purge_first);
+    assert_eq!(c.get("1", "Old.Team_1").unwrap().name, "Old.Team_1");
+    let listed = c.list("1", Some(100), None, &Visible::All).unwrap();
+    assert!(listed.namespaces.iter().any(|n| n.name == "Old.Team_1"));
+}

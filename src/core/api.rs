@@ -414,6 +414,24 @@ pub fn validate_namespace(name: &str) -> Result<()> {
     validate_name_up_to("namespace", name, MAX_NAME_CHARS)
 }
 
+/// Checks the name of a namespace about to be created: the API
+/// reference's rule, `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$` and at most 32
+/// characters. A namespace taken before under the wider rule of
+/// [`validate_namespace`] keeps working; none is created under it.
+pub fn validate_new_namespace(name: &str) -> Result<()> {
+    validate_namespace(name)?;
+    let b = name.as_bytes();
+    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
+    let edge = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !(b.iter().all(inner) && edge(b.first()) && edge(b.last())) {
+        return Err(Error::invalid(format!(
+            "namespace name {} must match ^[a-z0-9]([a-z0-9-]*[a-z0-9])?$ (lowercase letters, digits and inner hyphens) to be created",
+            quoted(name)
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a profile name: 1-100 characters of `[A-Za-z0-9._@+-]`, and not
 /// `.` or `..`.
 pub fn validate_profile(name: &str) -> Result<()> {

@@ -196,7 +196,7 @@ impl Catalog<'_> {
 
     /// Creates a namespace; 409 (code 10008) when the name is taken.
     pub fn create(&self, account: &str, name: &str) -> Result<Namespace> {
-        api::validate_namespace(name)?;
+        api::validate_new_namespace(name)?;
         if self.row(name)?.is_some() {
             return Err(Error::already_exists("Namespace name already exists"));
         }
@@ -288,6 +288,7 @@ impl Catalog<'_> {
             purge_first = self.purge_recorded(namespace, profile)?;
             self.sql.execute("DELETE FROM purges WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])?;
             if self.row(namespace)?.is_none() {
+                api::validate_new_namespace(namespace)?;
                 self.insert(namespace)?;
             }
             self.sql.execute("INSERT INTO profiles (namespace, profile) VALUES (?, ?) ON CONFLICT DO NOTHING", &[namespace.into(), profile.into()])

@@ -631,12 +631,16 @@ test("a deleted namespace's name can be created again, and its old profiles are 
 // ---------------------------------------------------------------------------
 // Documented error cases (§2.4).
 
-test("POST /namespaces with an invalid name format is 400 ('Not Valid!', 33 chars, empty)", async () => {
-  for (const name of ["Not Valid!", "a".repeat(33), ""]) {
+test("POST /namespaces with an invalid name format is 400 ('Not Valid!', 33 chars, empty, and what the reference's pattern refuses), and a first write does not create one either", async () => {
+  const refused = ["Not Valid!", "a".repeat(33), "", "-abc-", "abc-", "Support-Agent", "a.b", "a_b"];
+  for (const name of refused) {
     fails(await send("POST", "/namespaces", { body: { name } }), 400);
   }
+  for (const name of ["Support-Agent", "a.b", "-abc-"]) {
+    fails(await send("POST", `${prof(PROFILE, name)}/remember`, { body: BODY_REMEMBER }), 400);
+  }
   const listed = ok(await send("GET", "/namespaces?per_page=50"), EXAMPLE_NAMESPACE_LIST).map((n) => n.name);
-  assert.ok(!listed.includes("Not Valid!") && !listed.includes("a".repeat(33)), `refused names are not created: ${listed}`);
+  assert.ok(!refused.some((n) => listed.includes(n)), `refused names are not created: ${listed}`);
   // 32 characters is within the limit.
   const name = "a".repeat(32);
   assertNamespace(ok(await send("POST", "/namespaces", { body: { name } }), EXAMPLE_NAMESPACE, 201), name);

@@ -477,14 +477,16 @@ describe("isolation between namespaces and profiles", () => {
   });
 
   test("names map to distinct Durable Objects (no collisions)", async () => {
-    // Pairs whose naive concatenations would collide.
+    // Pairs whose naive concatenations would collide. A namespace is
+    // created only under the documented rule (lowercase, digits, inner
+    // hyphens); a profile name keeps `.`, `_` and case.
     const pairs = [
-      [["a.b", "c"], ["a", "b.c"]],
+      [["a", "b.c"], ["ab", ".c"]],
       [["a-b", "c"], ["a", "b-c"]],
-      [["a_b", "c"], ["a", "b_c"]],
+      [["a", "b_c"], ["ab", "_c"]],
       [["ab", "c"], ["a", "bc"]],
-      [["A", "p"], ["a", "p"]], // case matters: distinct objects
-      [["x.", "y"], ["x", ".y"]],
+      [["a", "P"], ["a", "p"]], // case matters: distinct objects
+      [["x", "y.z"], ["xy", ".z"]],
     ];
     for (const [[m1, p1], [m2, p2]] of pairs) {
       // Namespaces of their own (same prefix on both sides keeps each pair
