@@ -4,7 +4,7 @@
 
 mod support;
 
-use agent_memory::core::catalog::{Catalog, CatalogCall, Visible, MAX_PURGE_ATTEMPTS};
+use agent_memory::core::catalog::{Catalog, CatalogCall, NamespaceOrder, Visible, MAX_PURGE_ATTEMPTS};
 use agent_memory::core::schema::migrate_set;
 use support::database;
 
@@ -183,7 +183,8 @@ fn test_a_failing_purge_is_retried_with_a_backoff_then_parked_and_visible() {
 #[test]
 fn test_calls_read_as_the_worker_sends_them() {
     let call: CatalogCall = serde_json::from_str(r#"{"op":"list","account":"1","perPage":5,"cursor":null,"visible":{"only":["team"]}}"#).unwrap();
-    assert_eq!(call, CatalogCall::List { account: "1".into(), per_page: Some(5), cursor: None, visible: Visible::Only(vec!["team".into()]) });
+    let order = NamespaceOrder::default();
+    assert_eq!(call, CatalogCall::List { account: "1".into(), per_page: Some(5), cursor: None, visible: Visible::Only(vec!["team".into()]), order });
     let all: CatalogCall = serde_json::from_str(r#"{"op":"list","account":"1","perPage":5,"cursor":null,"visible":"all"}"#).unwrap();
     assert!(matches!(all, CatalogCall::List { visible: Visible::All, .. }));
     assert!(serde_json::from_str::<CatalogCall>(r#"{"op":"list","account":"1"}"#).is_err(), "a list says what it may show");
@@ -223,4 +224,35 @@ fn test_a_new_namespace_takes_the_documented_name_rule_and_one_taken_before_keep
     assert_eq!(c.get("1", "Old.Team_1").unwrap().name, "Old.Team_1");
     let listed = c.list("1", Some(100), None, &Visible::All).unwrap();
     assert!(listed.namespaces.iter().any(|n| n.name == "Old.Team_1"));
+}
+
+/// `order` (id or name) and `direction` (asc or desc), as the API
+/// reference's list takes them: every page in that order, each namespace
+/// once, the cursor the last page's last name or id; other values are
+/// refused.
+#[test]
+fn test_namespaces_page_in_the_order_and_direction_asked_for() {
+    let sql = database();
+    for (i, name) in ["m", "z", "a", "q"].iter().enumerate() {
+        catalog(&sql, T0 + i as i64 * 1000).create("1", name).unwrap();
+    }
+    let c = catalog(&sql, T0 + 10_000);
+    let all = |order: NamespaceOrder| -> Vec<String> {
+        let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+        loop {
+            let page = c.list_ordered("1", Some(1), cursor.as_deref(), &Visible::All, order).unwrap();
+            seen.extend(page.namespaces.into_iter().map(|n| n.name));
+            if page.cursor.is_empty() {
+                return seen;
+            }
+            cursor = Some(page.cursor);
+        }
+    };
+    let by = |o: Option<&str>, d: Option<&str>| all(NamespaceOrder::parse(o, d).unwrap());
+    assert_eq!(by(None, None), ["a", "m", "q", "z"]);
+    assert_eq!(by(Some("name"), Some("desc")), ["z", "q", "m", "a"]);
+    assert_eq!(by(Some("id"), Some("asc")), ["m", "z", "a", "q"], "by id: the order they were created in");
+    assert_eq!(by(Some("id"), Some("desc")), ["q", "a", "z", "m"]);
+    assert!(NamespaceOrder::parse(Some("created"), None).unwrap_err().is_invalid());
+    assert!(NamespaceOrder::parse(None, Some("down")).unwrap_err().is_invalid());
 }

@@ -123,6 +123,43 @@ pub struct Registration {
     pub purge_first: bool,
 }
 
+/// The order of a page of namespaces: `order` (`id` or `name`) and
+/// `direction` (`asc` or `desc`), as the API reference's list takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceOrder {
+    pub by_id: bool,
+    pub descending: bool,
+}
+
+impl NamespaceOrder {
+    /// From the query's `order` and `direction`; a value neither names is
+    /// refused (400), never read as the default.
+    pub fn parse(order: Option<&str>, direction: Option<&str>) -> Result<NamespaceOrder> {
+        let by_id = match order {
+            None | Some("name") => false,
+            Some("id") => true,
+            Some(other) => return Err(Error::invalid(format!("order must be id or name, not {}", api::quoted(other)))),
+        };
+        let descending = match direction {
+            None | Some("asc") => false,
+            Some("desc") => true,
+            Some(other) => return Err(Error::invalid(format!("direction must be asc or desc, not {}", api::quoted(other)))),
+        };
+        Ok(NamespaceOrder { by_id, descending })
+    }
+
+    /// The column pages are ordered and cut by, and its SQL order.
+    fn sql(self) -> (&'static str, &'static str, &'static str) {
+        let column = if self.by_id { "id" } else { "name" };
+        if self.descending {
+            (column, "<", "DESC")
+        } else {
+            (column, ">", "ASC")
+        }
+    }
+}
+
 /// A call to the catalog, as the Worker sends it (`{"op": ..., ...}`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
@@ -136,6 +173,10 @@ pub enum CatalogCall {
         per_page: Option<usize>,
         cursor: Option<String>,
         visible: Visible,
+        /// The API reference's `order` and `direction` (by name, ascending
+        /// when absent).
+        #[serde(default)]
+        order: NamespaceOrder,
     },
     Get {
         account: String,
@@ -184,7 +225,9 @@ impl Catalog<'_> {
     pub fn execute(&self, call: CatalogCall) -> Result<String> {
         match call {
             CatalogCall::Create { account, name } => json(&self.create(&account, &name)?),
-            CatalogCall::List { account, per_page, cursor, visible } => json(&self.list(&account, per_page, cursor.as_deref(), &visible)?),
+            CatalogCall::List { account, per_page, cursor, visible, order } => {
+                json(&self.list_ordered(&account, per_page, cursor.as_deref(), &visible, order)?)
+            }
             CatalogCall::Get { account, name } => json(&self.get(&account, &name)?),
             CatalogCall::Delete { name } => json(&self.delete(&name)?),
             CatalogCall::Register { namespace, profile } => json(&self.register(&namespace, &profile)?),
@@ -215,21 +258,40 @@ impl Catalog<'_> {
     /// `cursor` (the last name of the previous page). Only visible names
     /// are read, so none other can be a page's cursor.
     pub fn list(&self, account: &str, per_page: Option<usize>, cursor: Option<&str>, visible: &Visible) -> Result<NamespacePage> {
+        self.list_ordered(account, per_page, cursor, visible, NamespaceOrder::default())
+    }
+
+    /// [`Catalog::list`] in `order`: by name or by id, either way; the
+    /// cursor is the last page's last name or id.
+    pub fn list_ordered(
+        &self,
+        account: &str,
+        per_page: Option<usize>,
+        cursor: Option<&str>,
+        visible: &Visible,
+        order: NamespaceOrder,
+    ) -> Result<NamespacePage> {
         let per_page = per_page.unwrap_or(DEFAULT_PAGE);
         if per_page == 0 || per_page > MAX_PAGE {
             return Err(Error::invalid(format!("per_page must be 1-{MAX_PAGE}")));
         }
         let after = page_after(cursor)?;
         let limit = SqlValue::Integer(per_page.saturating_add(1) as i64);
+        let (column, past, direction) = order.sql();
+        // The first page (no cursor) starts at either end.
+        let from = format!("(?1 = '' OR {column} {past} ?1)");
         let rows = match visible {
-            Visible::All => {
-                self.sql.query("SELECT name, id, created_at, updated_at FROM namespaces WHERE name > ? ORDER BY name LIMIT ?", &[after.into(), limit])?
-            }
+            Visible::All => self.sql.query(
+                &format!("SELECT name, id, created_at, updated_at FROM namespaces WHERE {from} ORDER BY {column} {direction} LIMIT ?2"),
+                &[after.into(), limit],
+            )?,
             // The names travel as one JSON array: a grant may name more
             // namespaces than a query may bind parameters.
             Visible::Only(names) => self.sql.query(
-                "SELECT name, id, created_at, updated_at FROM namespaces WHERE name > ? AND name IN (SELECT value FROM json_each(?)) ORDER BY name LIMIT ?",
-                &[after.into(), json(names)?.into(), limit],
+                &format!(
+                    "SELECT name, id, created_at, updated_at FROM namespaces WHERE {from} AND name IN (SELECT value FROM json_each(?3)) ORDER BY {column} {direction} LIMIT ?2"
+                ),
+                &[after.into(), limit, json(names)?.into()],
             )?,
         };
         let mut namespaces = rows
@@ -247,7 +309,8 @@ impl Catalog<'_> {
             .collect::<Result<Vec<_>>>()?;
         let more = namespaces.len() > per_page;
         namespaces.truncate(per_page);
-        let cursor = if more { namespaces.last().map(|n| n.name.clone()).unwrap_or_default() } else { String::new() };
+        let key = |n: &Namespace| if order.by_id { n.id.clone() } else { n.name.clone() };
+        let cursor = if more { namespaces.last().map(key).unwrap_or_default() } else { String::new() };
         Ok(NamespacePage { namespaces, cursor, per_page })
     }
 

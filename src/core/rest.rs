@@ -418,12 +418,13 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
             let args = query_args(req.query, &[("per_page", "perPage"), ("limit", "perPage")], &["perPage"])?;
             let per_page = args.get("perPage").and_then(Value::as_u64).map(api::count);
             let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
-            if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor"))) {
+            if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor" | "order" | "direction"))) {
                 return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));
             }
+            let order = crate::core::catalog::NamespaceOrder::parse(args.get("order").and_then(Value::as_str), args.get("direction").and_then(Value::as_str))?;
             // The router knows no token: the list shows nothing until
             // [`scope_catalog`] gives it what the caller's grant may see.
-            Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()) })
+            Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()), order })
         }
         ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
         ("DELETE", ["namespaces", ns]) => Some(CatalogCall::Delete { name: decode(ns)? }),
@@ -1006,7 +1007,7 @@ pub fn catalog_status(call: &CatalogCall) -> u16 {
 pub fn scope_catalog(call: CatalogCall, grant: &Grant) -> Result<CatalogCall> {
     match call {
         CatalogCall::Create { ref name, .. } => grant.check(name).map(|()| call),
-        CatalogCall::List { account, per_page, cursor, .. } => Ok(CatalogCall::List { account, per_page, cursor, visible: grant.visible() }),
+        CatalogCall::List { account, per_page, cursor, order, .. } => Ok(CatalogCall::List { account, per_page, cursor, visible: grant.visible(), order }),
         other => Ok(other),
     }
 }

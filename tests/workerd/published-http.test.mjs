@@ -406,6 +406,30 @@ test("GET /namespaces?per_page=1 pages through both namespaces, one at a time, u
   assert.ok(pages >= 1, "two namespaces at per_page=1 take at least two pages");
 });
 
+test("GET /namespaces takes the reference's order (id|name) and direction (asc|desc), paging in that order; other values are 400", async () => {
+  const pages = async (order, direction) => {
+    const seen = [];
+    let cursor = "";
+    for (let n = 0; n < 50; n++) {
+      const qs = new URLSearchParams({ per_page: "1", order, direction, ...(cursor && { cursor }) });
+      const r = await send("GET", `/namespaces?${qs}`);
+      seen.push(...ok(r, EXAMPLE_NAMESPACE_LIST));
+      cursor = r.body.result_info.cursor;
+      if (cursor === "") return seen;
+    }
+    assert.fail("paging reached cursor \"\"");
+  };
+  const byName = (await pages("name", "asc")).map((n) => n.name);
+  assert.deepEqual(byName, [...byName].sort(), "by name, ascending");
+  assert.deepEqual((await pages("name", "desc")).map((n) => n.name), [...byName].reverse(), "by name, descending");
+  const byId = await pages("id", "asc");
+  assert.deepEqual(byId.map((n) => n.id), byId.map((n) => n.id).sort(), "by id, ascending");
+  assert.deepEqual((await pages("id", "desc")).map((n) => n.id), byId.map((n) => n.id).reverse(), "by id, descending");
+  for (const q of ["order=created_at", "direction=down", "order=", "direction=DESC"]) {
+    fails(await send("GET", `/namespaces?${q}`), 400);
+  }
+});
+
 // Wasm's usize is 32 bits: a page size past it must be refused, not wrapped (2^32 + 1 -> 1).
 test("counts beyond 32 bits: a page size or recall limit is a 400 saying its range, never a page of one; maxWindows means every window", async () => {
   for (const path of ["/namespaces?per_page=4294967297", `/namespaces/${NAMESPACE}/profiles/${PROFILE}/memories?per_page=4294967297`, `/namespaces/${NAMESPACE}/profiles/${PROFILE}/memories?limit=4294967297`]) {
