@@ -1336,3 +1336,21 @@ fn test_a_moved_memory_is_dated_by_the_message_it_moved_to() {
         assert_eq!((after.event_date.as_deref(), after.valid_from.as_deref()), (Some("2026-04-02"), Some("2026-04-02T09:00:00.000Z")));
     });
 }
+
+/// Statements about numbered things ("project number 3") are one topic a
+/// thing: five projects' versions stay five memories, and a project's new
+/// version supersedes its old one only.
+#[test]
+fn test_numbered_things_keep_a_topic_each_and_a_new_value_supersedes_only_its_own() {
+    let sql = database();
+    for i in 1..=5 {
+        with_profile(&sql, APRIL_15 + i, |p| block_on(p.remember(remember(&format!("Project number {i} uses Rust version 1.7{i}."))))).unwrap();
+    }
+    with_profile(&sql, APRIL_15 + 100, |p| {
+        assert_eq!(p.list(ListRequest::default()).unwrap().memories.len(), 5, "five projects, five memories");
+        block_on(p.remember(remember("Project number 3 uses Rust version 1.80."))).unwrap();
+        let active: Vec<String> = p.list(ListRequest::default()).unwrap().memories.into_iter().map(|m| m.summary).collect();
+        assert_eq!(active.len(), 5, "{active:?}");
+        assert!(active.iter().any(|s| s.contains("1.80")) && !active.iter().any(|s| s.contains("1.73")), "{active:?}");
+    });
+}

@@ -180,8 +180,14 @@ fn named_subject(body: &str) -> Option<String> {
 const MAX_KEY_IDENTIFIERS: usize = 3;
 const MAX_IDENTIFIER_CHARS: usize = 20;
 
+/// Words after which a number names a thing in any case ("project
+/// number 3", "ticket 4512", "issue 42"): a number after another word
+/// in lower case may be a value ("port 8080", "version 2").
+const NAMING_WORDS: &[&str] = &["number", "no", "id", "ticket", "issue", "order", "case", "room"];
+
 /// Numbers that name a thing rather than count it: a number after a
-/// capitalized word ("Order 1234", "Room 12"), one written `#42`, or a
+/// capitalized word ("Order 1234", "Room 12") or a naming word
+/// ([`NAMING_WORDS`]: "project number 3"), one written `#42`, or a
 /// version ("v2.3.0"). Kept in a key built from a statement's words, so
 /// two orders or two releases are two topics; counts ("2 cats", "150
 /// miles") stay out, so an updated count supersedes the old one.
@@ -202,7 +208,11 @@ fn identifiers(body: &str) -> Vec<String> {
         let whole = c.get(0).map_or(body.len(), |w| w.end());
         let found = match (c.get(1).or_else(|| c.get(2)), c.get(3), c.get(4)) {
             (Some(m), _, _) => Some(m),
-            (None, Some(word), Some(number)) if word.as_str().chars().next().is_some_and(char::is_uppercase) => Some(number),
+            (None, Some(word), Some(number))
+                if word.as_str().chars().next().is_some_and(char::is_uppercase) || NAMING_WORDS.contains(&word.as_str().to_lowercase().as_str()) =>
+            {
+                Some(number)
+            }
             _ => None,
         };
         at = match (found, c.get(4)) {
@@ -259,8 +269,14 @@ fn copula_subject(body: &str) -> Option<String> {
     if c[1].chars().count() > COPULA_SUBJECT_MAX_CHARS {
         return None;
     }
-    let words = key_words(&c[1]);
-    (2..=3).contains(&words.len()).then(|| words.join("_"))
+    let mut words = key_words(&c[1]);
+    if !(2..=3).contains(&words.len()) {
+        return None;
+    }
+    // A number naming the subject ("the fix for ticket 4512 is …") keeps
+    // two subjects apart; the predicate's numbers are its value.
+    words.extend(identifiers(&c[1]));
+    Some(words.join("_"))
 }
 
 /// Whether a statement naming a category member also states a value of
@@ -387,6 +403,22 @@ mod tests {
         // One capitalized word opens any sentence: it names nothing.
         assert_eq!(key_of("user", "Use pnpm, not npm."), key_of("user", "Actually, switch to npm for this project."));
         assert_ne!(key_of("user", "Order 1234 shipped on the 3rd."), key_of("user", "Order 5678 shipped on the 3rd."));
+        assert_ne!(
+            key_of("user", "Project number 1 uses Rust version 1.71."),
+            key_of("user", "Project number 2 uses Rust version 1.72."),
+            "a naming word's number names"
+        );
+        assert_eq!(
+            key_of("user", "Project number 1 uses Rust version 1.71."),
+            key_of("user", "Project number 1 uses Rust version 1.80."),
+            "its value is updated"
+        );
+        assert_ne!(key_of("user", "The fix for ticket 4512 is merged."), key_of("user", "The fix for ticket 4513 is merged."));
+        assert_eq!(
+            key_of("user", "The build server is Ubuntu 22.04."),
+            key_of("user", "The build server is Ubuntu 24.04."),
+            "the predicate's number is its value"
+        );
         assert_ne!(key_of("user", "Release v2.3.0 is in staging."), key_of("user", "Release v2.4.0 is in staging."));
         assert_eq!(key_of("user", "I have 2 cats at home."), key_of("user", "I have 3 cats at home."), "a count is updated, not a new topic");
         assert_eq!(key_of("user", "I run 150 miles a month."), key_of("user", "I run 200 miles a month."), "so is a count of three digits");
