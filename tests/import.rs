@@ -688,8 +688,7 @@ fn test_an_export_of_large_memories_holds_every_one_once_in_order() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         for i in 0..80 {
-            let words: String = (0..3_000).map(|w| format!("w{i}x{w} ")).collect();
-            let req = serde_json::from_value(json!({ "content": format!("Record {i}: {words}") })).unwrap();
+            let req = serde_json::from_value(json!({ "content": support::long_statement(i) })).unwrap();
             block_on(p.remember(req)).unwrap();
         }
         let mut expected: Vec<String> = all(p).into_iter().map(|m| m.id).collect();

@@ -434,12 +434,6 @@ fn test_batch_answers_each_request_in_order() {
     assert_eq!(msgs[4]["result"]["isError"], false);
 }
 
-/// A statement of about 30 KB, distinct for each `i`.
-fn long_statement(i: usize) -> String {
-    let words: String = (0..3_000).map(|w| format!("w{i}x{w} ")).collect();
-    format!("Record {i}: {words}")
-}
-
 /// A batch holds every reply until its last is made: once its replies
 /// reach `MAX_BATCH_REPLY_BYTES`, each request left is answered with
 /// `BATCH_REPLY_FULL`, its id echoed, and not run.
@@ -447,7 +441,7 @@ fn long_statement(i: usize) -> String {
 fn test_a_batch_whose_replies_reach_their_limit_answers_the_rest_unrun() {
     let sql = database();
     for i in 0..40 {
-        call(&sql, APRIL_15 + i as i64, "remember", json!({ "content": long_statement(i) }));
+        call(&sql, APRIL_15 + i as i64, "remember", json!({ "content": support::long_statement(i as u64) }));
     }
     let mut batch: Vec<Value> = (0..10).map(|i| request(i, "tools/call", json!({ "name": "list", "arguments": { "limit": 100 } }))).collect();
     batch.push(request(10, "tools/call", json!({ "name": "remember", "arguments": { "content": "The deploy key rotates every month." } })));

@@ -85,7 +85,7 @@ fn test_list_pages_with_a_cursor_and_filters() {
     let sql = database();
     for i in 0..5 {
         with_profile(&sql, APRIL_15 + i * 1000, |p| {
-            block_on(p.remember(remember(&format!("Remembered fact number {i} about the deployment pipeline")))).unwrap();
+            block_on(p.remember(remember(&format!("Remembered fact {i} about the deployment pipeline")))).unwrap();
         });
     }
     // Each fact supersedes the one before (alike statements): the pages
@@ -117,12 +117,6 @@ fn test_list_pages_with_a_cursor_and_filters() {
     });
 }
 
-/// A statement of about 30 KB, distinct for each `i`.
-fn long_statement(i: i64) -> String {
-    let words: String = (0..3_000).map(|w| format!("w{i}x{w} ")).collect();
-    format!("Record {i}: {words}")
-}
-
 /// A page holds at most `PAGE_TEXT_BYTES` of memories' texts, however
 /// high its limit: one cut short ends with a cursor, and the pages hold
 /// every memory once, newest first.
@@ -130,7 +124,7 @@ fn long_statement(i: i64) -> String {
 fn test_a_list_page_of_large_memories_stops_at_its_byte_budget_and_pages_through_all() {
     let sql = database();
     for i in 0..80 {
-        with_profile(&sql, APRIL_15 + i, |p| block_on(p.remember(remember(&long_statement(i)))).unwrap());
+        with_profile(&sql, APRIL_15 + i, |p| block_on(p.remember(remember(&support::long_statement(i as u64)))).unwrap());
     }
     with_profile(&sql, APRIL_15 + 1_000, |p| {
         let (mut seen, mut cursor, mut pages) = (Vec::new(), None, 0);

@@ -222,3 +222,10 @@ pub fn snapshot(sql: &NativeSql) -> String {
         .collect();
     tables.iter().map(|t| format!("{t}: {:?}\n", sql.query(&format!("SELECT * FROM \"{t}\""), &[]).unwrap())).collect()
 }
+
+/// A statement of about 30 KB (3,000 words), distinct for each `i`: a
+/// memory near the content limit.
+pub fn long_statement(i: u64) -> String {
+    let words: String = (0..3_000).map(|w| format!("w{i}x{w} ")).collect();
+    format!("Record {i}: {words}")
+}
