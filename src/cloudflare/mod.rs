@@ -251,11 +251,10 @@ impl Reply {
                 Ok(Response::ok(body)?.with_status(status).with_headers(headers))
             }
             Reply::Enveloped(e) if e.len() < SEND_IN_PIECES_BYTES => Reply::Json(e.joined()).response(),
-            // Each piece is copied out as the platform reads it and dropped.
             Reply::Enveloped(e) => {
                 headers.set("content-type", "application/json")?;
-                let pieces = e.into_parts().into_iter().map(|p| Ok::<Vec<u8>, worker::Error>(p.into_bytes()));
-                Ok(Response::from_stream(futures::stream::iter(pieces))?.with_headers(headers))
+                let body = js_body(e.into_parts().into_iter().map(String::into_bytes).collect())?;
+                Ok(Response::builder().with_headers(headers).stream(body))
             }
             Reply::Piped { head, mut from_object, tail } => {
                 headers.set("content-type", "application/json")?;
@@ -272,6 +271,23 @@ impl Reply {
             }
         }
     }
+}
+
+/// A large result's pieces as a response body, copied out of the Wasm
+/// memory now, each dropped once copied, into one buffer the platform
+/// sends on by itself. A stream of the pieces would keep every one in the
+/// Wasm memory until the caller has read them, which under load is long
+/// after the request is done: each such answer at once, outside any room.
+pub(crate) fn js_body(pieces: Vec<Vec<u8>>) -> Result<web_sys::ReadableStream> {
+    let len = pieces.iter().map(Vec::len).sum::<usize>();
+    let buffer = js_sys::Uint8Array::new_with_length(u32::try_from(len).map_err(|_| worker::Error::RustError("a result over 4 GB".into()))?);
+    let mut at = 0;
+    for piece in pieces {
+        let end = at + piece.len() as u32;
+        buffer.subarray(at, end).copy_from(&piece);
+        at = end;
+    }
+    web_sys::Response::new_with_opt_buffer_source(Some(&buffer))?.body().ok_or_else(|| worker::Error::RustError("a response without a body".into()))
 }
 
 fn json_response(status: u16, v: &Value) -> Result<Response> {

@@ -776,14 +776,13 @@ fn answer(out: std::result::Result<Answer, Error>, state: &State) -> Result<Resp
             let stream = futures::stream::iter(parts.map(|part| part.map_err(|e| worker::Error::RustError(e.to_string()))));
             Ok(Response::from_stream(stream)?.with_headers(headers))
         }
-        // The result's text as it is, piece by piece (each copied out as
-        // the platform reads it, and dropped); the header says so.
+        // The result's text as it is, copied out of the Wasm memory now
+        // (see [`crate::cloudflare::js_body`]); the header says so.
         Ok(Answer::Pieces(pieces)) => {
             let headers = Headers::new();
             headers.set("content-type", "application/json")?;
             headers.set(crate::core::rest::PIECES_HEADER, "1")?;
-            let stream = futures::stream::iter(pieces.into_pieces().into_iter().map(Ok::<Vec<u8>, worker::Error>));
-            Ok(Response::from_stream(stream)?.with_headers(headers))
+            Ok(Response::builder().with_headers(headers).stream(crate::cloudflare::js_body(pieces.into_pieces())?))
         }
         Ok(Answer::Json(text)) => reply(Ok(text)),
         Err(e) => reply(Err(e)),
