@@ -1348,3 +1348,17 @@ fn test_numbered_things_keep_a_topic_each_and_a_new_value_supersedes_only_its_ow
         assert!(active.iter().any(|s| s.contains("1.80")) && !active.iter().any(|s| s.contains("1.73")), "{active:?}");
     });
 }
+
+/// A number after a naming word later in a statement is its value: the
+/// meeting's new room supersedes the old one.
+#[test]
+fn test_a_new_room_for_the_meeting_supersedes_the_old_room() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| block_on(p.remember(remember("The meeting is in room 12.")))).unwrap();
+    with_profile(&sql, APRIL_15 + 1_000, |p| {
+        block_on(p.remember(remember("The meeting is in room 14."))).unwrap();
+        let active: Vec<String> = p.list(ListRequest::default()).unwrap().memories.into_iter().map(|m| m.summary).collect();
+        assert_eq!(active.len(), 1, "{active:?}");
+        assert!(active[0].contains("14"), "{active:?}");
+    });
+}

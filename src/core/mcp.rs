@@ -40,8 +40,10 @@ pub const SERVER_NAME: &str = "agent-memory";
 /// being run: a batch holds every reply until the last is made, and a
 /// few hundred bytes of `list` calls would otherwise gather gigabytes in
 /// the Wasm memory the isolate's profiles share (a hundred pages of 32 KB
-/// memories trapped it). A single call's reply is bounded by its page
-/// (`store::PAGE_TEXT_BYTES`), so a batch holds at most this and one more.
+/// memories trapped it). A single call's reply is bounded (a list by its
+/// page, `store::PAGE_TEXT_BYTES`; a recall by its 100 candidates, about
+/// 3 MB of summaries at most), so a batch holds at most this and one
+/// reply more.
 pub const MAX_BATCH_REPLY_BYTES: usize = 4 << 20;
 
 /// JSON-RPC error codes.

@@ -180,18 +180,26 @@ fn named_subject(body: &str) -> Option<String> {
 const MAX_KEY_IDENTIFIERS: usize = 3;
 const MAX_IDENTIFIER_CHARS: usize = 20;
 
-/// Words after which a number names a thing in any case ("project
-/// number 3", "ticket 4512", "issue 42"): a number after another word
-/// in lower case may be a value ("port 8080", "version 2").
-const NAMING_WORDS: &[&str] = &["number", "no", "id", "ticket", "issue", "order", "case", "room"];
+/// Words after which a number names a thing in any case when they open
+/// the statement's subject, as its first or second word ("Project number
+/// 3 uses …", "ticket 4512 is …"): later in a statement such a number is
+/// its value ("the meeting is in room 12", "my phone number 5550100"), as
+/// is a number after another word in lower case ("port 8080").
+const NAMING_WORDS: &[&str] = &["number", "no", "id", "ticket", "issue", "case", "room"];
+
+/// How many words may come before a naming word ([`NAMING_WORDS`]) that
+/// names its subject.
+const NAMING_WORD_MAX_AT: usize = 1;
 
 /// Numbers that name a thing rather than count it: a number after a
-/// capitalized word ("Order 1234", "Room 12") or a naming word
-/// ([`NAMING_WORDS`]: "project number 3"), one written `#42`, or a
+/// capitalized word ("Order 1234", "Room 12") or after a naming word
+/// ([`NAMING_WORDS`]: "project number 3") with at most `naming_at` words
+/// before it (the whole of a copula's subject; the opening of any other
+/// statement), one written `#42`, or a
 /// version ("v2.3.0"). Kept in a key built from a statement's words, so
 /// two orders or two releases are two topics; counts ("2 cats", "150
 /// miles") stay out, so an updated count supersedes the old one.
-fn identifiers(body: &str) -> Vec<String> {
+fn identifiers(body: &str, naming_at: usize) -> Vec<String> {
     static ID: OnceLock<Regex> = OnceLock::new();
     let mut out: Vec<String> = Vec::new();
     // The Wasm build's regex has no Unicode classes beyond `\w`, `\d`
@@ -209,7 +217,9 @@ fn identifiers(body: &str) -> Vec<String> {
         let found = match (c.get(1).or_else(|| c.get(2)), c.get(3), c.get(4)) {
             (Some(m), _, _) => Some(m),
             (None, Some(word), Some(number))
-                if word.as_str().chars().next().is_some_and(char::is_uppercase) || NAMING_WORDS.contains(&word.as_str().to_lowercase().as_str()) =>
+                if word.as_str().chars().next().is_some_and(char::is_uppercase)
+                    || (NAMING_WORDS.contains(&word.as_str().to_lowercase().as_str())
+                        && body.get(..word.start()).is_some_and(|before| before.split_whitespace().count() <= naming_at)) =>
             {
                 Some(number)
             }
@@ -275,7 +285,7 @@ fn copula_subject(body: &str) -> Option<String> {
     }
     // A number naming the subject ("the fix for ticket 4512 is …") keeps
     // two subjects apart; the predicate's numbers are its value.
-    words.extend(identifiers(&c[1]));
+    words.extend(identifiers(&c[1], usize::MAX));
     Some(words.join("_"))
 }
 
@@ -324,7 +334,7 @@ pub fn key_of(role: &str, body: &str) -> Option<String> {
             words.truncate(FALLBACK_KEY_WORDS - 1);
             words.push(digest);
         }
-        words.extend(identifiers(body));
+        words.extend(identifiers(body, NAMING_WORD_MAX_AT));
         (!words.is_empty()).then(|| words.join("_"))
     })?;
     crate::core::text::normalize_key(&format!("{}.{attr}", subject(role)))
@@ -414,6 +424,14 @@ mod tests {
             "its value is updated"
         );
         assert_ne!(key_of("user", "The fix for ticket 4512 is merged."), key_of("user", "The fix for ticket 4513 is merged."));
+        for (a, b) in [
+            ("The meeting is in room 12.", "The meeting is in room 14."),
+            ("My seat is no 5 on the bus.", "My seat is no 9 on the bus."),
+            ("I am number 4 in the queue.", "I am number 7 in the queue."),
+            ("I changed my phone number 5550100 today.", "I changed my phone number 5550199 today."),
+        ] {
+            assert_eq!(key_of("user", a), key_of("user", b), "a naming word's number later in a statement is its value: {a}");
+        }
         assert_eq!(
             key_of("user", "The build server is Ubuntu 22.04."),
             key_of("user", "The build server is Ubuntu 24.04."),
@@ -453,9 +471,9 @@ mod tests {
 
     #[test]
     fn test_an_identifier_follows_a_capitalized_word_in_any_script() {
-        assert_eq!(identifiers("Zimmer 12 und Ärztin 7, dann raum 9."), vec!["12", "7"]);
-        assert_eq!(identifiers("Ticket #42 about v2.3.0 and 1.2.3"), vec!["42", "v2_3_0", "1_2_3"]);
-        assert!(identifiers("I have 2 cats and ran 150 miles").is_empty());
+        assert_eq!(identifiers("Zimmer 12 und Ärztin 7, dann raum 9.", NAMING_WORD_MAX_AT), vec!["12", "7"]);
+        assert_eq!(identifiers("Ticket #42 about v2.3.0 and 1.2.3", NAMING_WORD_MAX_AT), vec!["42", "v2_3_0", "1_2_3"]);
+        assert!(identifiers("I have 2 cats and ran 150 miles", NAMING_WORD_MAX_AT).is_empty());
     }
 
     #[test]

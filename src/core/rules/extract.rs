@@ -82,18 +82,22 @@ const FIRST_PERSON: &[&str] = &["i", "i'm", "i've", "i'd", "i'll", "my", "me", "
 /// concrete value is a fact about them, where one without ("Thanks,
 /// Caroline!") is not.
 pub fn speaks_of_itself(s: &str) -> bool {
-    s.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
-        .map(|w| w.to_lowercase().replace('\u{2019}', "'"))
-        .any(|w| FIRST_PERSON.contains(&w.as_str()))
+    s.split_whitespace().any(is_first_person)
 }
 
-/// Whether a sentence carries a concrete value.
+/// Whether a sentence carries a concrete value: a digit, an amount, or a
+/// capitalized word past the first that is not the speaker ("I'm", "I'll"
+/// name nobody).
 pub fn has_concrete_value(s: &str) -> bool {
     let words: Vec<&str> = s.split_whitespace().collect();
-    s.chars().any(|c| c.is_ascii_digit())
-        || words.iter().skip(1).any(|w| w.chars().next().is_some_and(char::is_uppercase) && w.len() > 1)
-        || s.contains('$')
-        || s.contains('€')
+    let names = |w: &&str| w.chars().next().is_some_and(char::is_uppercase) && w.len() > 1 && !is_first_person(w);
+    s.chars().any(|c| c.is_ascii_digit()) || words.iter().skip(1).any(names) || s.contains('$') || s.contains('€')
+}
+
+/// Whether `word` (with its punctuation) is one of [`FIRST_PERSON`].
+fn is_first_person(word: &str) -> bool {
+    let w = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}')).to_lowercase().replace('\u{2019}', "'");
+    FIRST_PERSON.contains(&w.as_str())
 }
 
 /// The sentence without a leading connective, recapitalized.
@@ -226,6 +230,10 @@ mod tests {
         assert!(states_something("Our standup is at 9."));
         assert!(!states_something("Editor is Vim."), "two content words, but not of the speaker");
         assert!(!states_something("I love it."), "of the speaker, but nothing concrete");
+        for filler in ["Sure, I'm ready.", "Wait, I'm confused.", "Ok I'm back.", "Sounds good, I'm in."] {
+            assert!(!states_something(filler), "the speaker's own 'I'm' is no value: {filler}");
+        }
+        assert!(states_something("I'm moving to Lisbon."), "a name beside it is");
     }
 
     #[test]
