@@ -211,9 +211,8 @@ fn not_allowed(method: &str, path: &str, allow: &str) -> Result<Response> {
 /// into it; or a file the profile object answered, passed on unread under
 /// the name it is offered as.
 enum Reply {
-    Json(String),
-    /// JSON with a status other than 200 (a namespace created: 201).
-    Status(u16, String),
+    /// JSON with its status (200, or 201 for a namespace created).
+    Json(u16, String),
     /// A profile's result in its envelope, sent in pieces when large.
     Enveloped(rest::Enveloped),
     File {
@@ -236,21 +235,17 @@ const SEND_IN_PIECES_BYTES: usize = 64 * 1024;
 
 impl Reply {
     fn json(body: String) -> Reply {
-        Reply::Json(body)
+        Reply::Json(200, body)
     }
 
     fn response(self) -> Result<Response> {
         let headers = Headers::new();
         match self {
-            Reply::Json(body) => {
-                headers.set("content-type", "application/json")?;
-                Ok(Response::ok(body)?.with_headers(headers))
-            }
-            Reply::Status(status, body) => {
+            Reply::Json(status, body) => {
                 headers.set("content-type", "application/json")?;
                 Ok(Response::ok(body)?.with_status(status).with_headers(headers))
             }
-            Reply::Enveloped(e) if e.len() < SEND_IN_PIECES_BYTES => Reply::Json(e.joined()).response(),
+            Reply::Enveloped(e) if e.len() < SEND_IN_PIECES_BYTES => Reply::json(e.joined()).response(),
             Reply::Enveloped(e) => {
                 headers.set("content-type", "application/json")?;
                 let body = js_body(e.into_parts().into_iter().map(String::into_bytes).collect())?;
@@ -315,7 +310,7 @@ async fn handle(env: &Env, route: Route, grant: Option<&Grant>, room: working_se
             let grant = grant.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
             let call = rest::scope_catalog(call, grant)?;
             let out = call_catalog(env, &call).await?;
-            Ok(Reply::Status(rest::catalog_status(&call), rest::envelope_catalog(&call, &out, grant)?))
+            Ok(Reply::Json(rest::catalog_status(&call), rest::envelope_catalog(&call, &out, grant)?))
         }
         Route::Health => {
             let health = json!({ "status": "ok", "service": "agent-memory", "version": env!("CARGO_PKG_VERSION") });

@@ -394,15 +394,7 @@ impl ProfileObject {
     /// write came.
     async fn arm_ingest_guard(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
         self.save_name(profile, name)?;
-        let storage = self.state.storage();
-        let alarm_error = |e: worker::Error| Error::storage(format!("failed to set the profile's alarm: {e}"));
-        let current = storage.get_alarm().await.map_err(alarm_error)?;
-        let now = now();
-        let due = now.saturating_add(crate::core::ops::INGEST_GUARD_MILLIS);
-        if let Some(at) = crate::core::background::next_alarm(due, now, current) {
-            storage.set_alarm((at - now).max(1)).await.map_err(alarm_error)?;
-        }
-        Ok(())
+        self.alarm_by(now().saturating_add(crate::core::ops::INGEST_GUARD_MILLIS)).await
     }
 
     /// Decodes and checks a call (its input, and the profile's room for
@@ -543,6 +535,13 @@ impl ProfileObject {
     /// [`crate::core::background::next_alarm`]).
     async fn schedule(&self, profile: &Profile<'_>) -> std::result::Result<(), Error> {
         let Some(due) = profile.next_due()? else { return Ok(()) };
+        self.alarm_by(due).await
+    }
+
+    /// Makes sure the alarm rings no later than `due` (epoch millis), and
+    /// no sooner than the drain delay from now
+    /// ([`crate::core::background::next_alarm`]).
+    async fn alarm_by(&self, due: i64) -> std::result::Result<(), Error> {
         let storage = self.state.storage();
         let alarm_error = |e: worker::Error| Error::storage(format!("failed to set the profile's alarm: {e}"));
         let current = storage.get_alarm().await.map_err(alarm_error)?;

@@ -416,6 +416,19 @@ async function startSilentModel() {
   }));
 }
 
+/**
+ * Sends `body` as an ingest into `namespace`/p of a workerd persisting to
+ * `dir`, with `model` as its chat model, and stops workerd once the call
+ * has reached the model: the call's outcome as its caller saw it.
+ */
+async function cutOffIngest(dir, model, namespace, body) {
+  const w = await startWorker({ persistDir: dir, vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl } });
+  const inflight = restClient(w, TOKEN).post(namespace, "p", "/ingest", body).then((r) => r.status, () => "connection lost");
+  await waitFor(async () => model.hits > 0, { what: "the ingest to reach the model" });
+  await w.dispose();
+  return inflight;
+}
+
 test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a retry is safe: each message once, the rest healed by the alarm's guard job", async () => {
   const { mkdtempSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
@@ -430,17 +443,13 @@ test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a
       { role: "user", content: "And the on-call rotation changes every Monday at nine." },
     ],
   };
-  let w = await startWorker({ persistDir: dir, vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl } });
+  let w;
   try {
-    let api = restClient(w, TOKEN);
-    const inflight = api.post("after500", "p", "/ingest", body).then((r) => r.status, () => "connection lost");
-    await waitFor(async () => model.hits > 0, { what: "the ingest to reach the model" });
-    await w.dispose();
-    const outcome = await inflight;
+    const outcome = await cutOffIngest(dir, model, "after500", body);
     assert.ok(outcome === "connection lost" || outcome >= 500, `the interrupted call answered ${outcome}`);
     // The caller cannot know what happened; it retries the same call.
     w = await startWorker({ persistDir: dir });
-    api = restClient(w, TOKEN);
+    let api = restClient(w, TOKEN);
     const retry = await api.ok("POST", "after500", "p", "/ingest", { body });
     assert.equal(retry.messageIds.length, 3);
     const again = await api.ok("POST", "after500", "p", "/ingest", { body });
@@ -485,7 +494,7 @@ test("after a failed call (workerd stopped mid-ingest, model stand-in silent), a
     const contents = await Promise.all(page.memories.map(async (m) => (await api.ok("GET", "after500", "p", `/memories/${m.id}`)).content));
     assert.ok(contents.some((c) => /5433|Monday/.test(c)), `memories of the interrupted conversation: ${JSON.stringify(contents)}`);
   } finally {
-    await w.dispose();
+    await w?.dispose();
     await model.close();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -505,15 +514,11 @@ test("an ingest cut off mid-way, with no later write: its alarm was set before i
       { role: "user", content: "And the on-call rotation changes every Monday at nine." },
     ],
   };
-  // A first call, the profile's first ever, cut off while it awaits the model.
-  let w = await startWorker({ persistDir: dir, vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl } });
+  let w;
   try {
-    let api = restClient(w, TOKEN);
+    // A first call, the profile's first ever, cut off while it awaits the model.
     const cutAt = Date.now();
-    const inflight = api.post("guarded", "p", "/ingest", body).then((r) => r.status, () => "connection lost");
-    await waitFor(async () => model.hits > 0, { what: "the ingest to reach the model" });
-    await w.dispose();
-    await inflight;
+    await cutOffIngest(dir, model, "guarded", body);
 
     // On disk: the messages, the guard job due in 15 minutes, the name the
     // alarm needs, and an alarm no later than the guard. Then the clock is
@@ -551,14 +556,14 @@ test("an ingest cut off mid-way, with no later write: its alarm was set before i
 
     // The model back, and only reads from here on.
     w = await startWorker({ persistDir: dir });
-    api = restClient(w, TOKEN);
+    const api = restClient(w, TOKEN);
     const healed = await waitFor(async () => {
       const st = await api.ok("GET", "guarded", "p", "/stats");
       return st.memories > 0 && st.pendingJobs === 0 ? st : null;
     }, { timeoutMs: 20000, what: "the alarm to drain the guard job with no further write" });
     assert.equal(healed.messages, 2);
   } finally {
-    await w.dispose();
+    await w?.dispose();
     await model.close();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -684,11 +684,21 @@ impl<'a> Store<'a> {
             sql.push_str(&format!(" AND {}", filter.sql(params.len())));
         }
         sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", f.limit.saturating_add(1)));
-        let sized = self.sized_ids(&sql, &params)?;
-        let kept = within_page(&sized, f.limit, PAGE_TEXT_BYTES);
-        let cursor = (kept < sized.len()).then(|| kept.checked_sub(1).and_then(|i| sized.get(i)).map(|(id, _)| id.clone())).flatten();
+        let (memories, more) = self.bounded_page(&sql, &params, f.limit)?;
+        let cursor = if more { memories.last().map(|m| m.id.clone()) } else { None };
+        Ok(ListPage { memories, cursor })
+    }
+
+    /// The memories `clause` (with its order, and a limit past `limit`)
+    /// selects, in its order: at most `limit`, and at most
+    /// [`PAGE_TEXT_BYTES`] of their texts (one always); and whether any
+    /// selected was left for the next page.
+    fn bounded_page(&self, clause: &str, params: &[SqlValue], limit: usize) -> Result<(Vec<Memory>, bool)> {
+        let sized = self.sized_ids(clause, params)?;
+        let kept = within_page(&sized, limit, PAGE_TEXT_BYTES);
+        let more = kept < sized.len();
         let ids: Vec<String> = sized.into_iter().take(kept).map(|(id, _)| id).collect();
-        Ok(ListPage { memories: self.memories_in_order(&ids)?, cursor })
+        Ok((self.memories_in_order(&ids)?, more))
     }
 
     /// The ids `clause` (with its order and limit) selects, in its order,
@@ -722,13 +732,11 @@ impl<'a> Store<'a> {
     /// memory always).
     pub fn memories_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<Memory>> {
         let n = i64::try_from(limit).unwrap_or(i64::MAX);
-        let sized = match after {
-            None => self.sized_ids("1 = 1 ORDER BY id LIMIT ?", &[n.into()])?,
-            Some(id) => self.sized_ids("m.id > ? ORDER BY id LIMIT ?", &[id.into(), n.into()])?,
+        let (page, _) = match after {
+            None => self.bounded_page("1 = 1 ORDER BY id LIMIT ?", &[n.into()], limit)?,
+            Some(id) => self.bounded_page("m.id > ? ORDER BY id LIMIT ?", &[id.into(), n.into()], limit)?,
         };
-        let kept = within_page(&sized, limit, PAGE_TEXT_BYTES);
-        let ids: Vec<String> = sized.into_iter().take(kept).map(|(id, _)| id).collect();
-        self.memories_in_order(&ids)
+        Ok(page)
     }
 
     /// The id of every memory, in id order (no content read).
@@ -807,7 +815,7 @@ pub const PAGE_TEXT_BYTES: usize = 1 << 20;
 /// How many of `sized` (ids and their texts' bytes, in page order) a page
 /// of at most `limit` memories and `budget` bytes holds: at least one
 /// when there is one.
-pub fn within_page(sized: &[(String, usize)], limit: usize, budget: usize) -> usize {
+fn within_page(sized: &[(String, usize)], limit: usize, budget: usize) -> usize {
     let mut bytes = 0usize;
     let mut kept = 0usize;
     for (_, b) in sized.iter().take(limit) {

@@ -84,7 +84,7 @@ mod sql;
 
 pub use consolidations::{FoldedMember, NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
-pub use memories::{within_page, KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY, PAGE_TEXT_BYTES};
+pub use memories::{KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY, PAGE_TEXT_BYTES};
 use rows::*;
 pub use rows::{memory_from_row, message_from_row};
 pub use spool::{Kept, META_NEXT_EXPORT};

@@ -167,7 +167,9 @@ impl<'a> Store<'a> {
     pub fn parked_jobs(&self, limit: usize) -> Result<Vec<crate::core::model::ParkedJob>> {
         let rows = self.sql.query(
             &format!(
-                "SELECT CAST(kind AS TEXT), CAST(memory_id AS TEXT), CAST(attempts AS INTEGER), CASE WHEN {} THEN next_attempt_at END, \
+                // Cast, as a row parked because it does not read as a job
+                // is shown too.
+                "SELECT COALESCE(CAST(kind AS TEXT), ''), CAST(memory_id AS TEXT), CAST(attempts AS INTEGER), CASE WHEN {} THEN next_attempt_at END, \
                  COALESCE(last_error, '') FROM outbox WHERE parked = 1 ORDER BY id LIMIT ?1",
                 revivable(2)
             ),
@@ -175,13 +177,15 @@ impl<'a> Store<'a> {
         )?;
         rows.into_iter()
             .map(|r| match r.as_slice() {
-                [kind, subject, attempts, retry, error] => Ok(crate::core::model::ParkedJob {
-                    kind: kind.opt_string().unwrap_or_default(),
-                    subject: subject.opt_string(),
-                    attempts: attempts.as_i64().unwrap_or(0),
-                    retry_at: retry.as_i64().map(iso),
-                    error: error.opt_string().unwrap_or_default(),
-                }),
+                [SqlValue::Text(kind), subject @ (SqlValue::Text(_) | SqlValue::Null), SqlValue::Integer(attempts), retry @ (SqlValue::Integer(_) | SqlValue::Null), SqlValue::Text(error)] => {
+                    Ok(crate::core::model::ParkedJob {
+                        kind: kind.clone(),
+                        subject: subject.opt_string(),
+                        attempts: *attempts,
+                        retry_at: retry.as_i64().map(iso),
+                        error: error.clone(),
+                    })
+                }
                 _ => Err(Error::storage("failed to read a parked job")),
             })
             .collect()
