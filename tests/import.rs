@@ -1008,3 +1008,51 @@ fn test_import_of_a_restatement_naming_what_neither_the_file_nor_the_profile_hol
     let e = refused(&file(&[header(), m, g, json!({ "kind": "restatement", "memoryId": FIRST, "messageId": id, "at": 1 }).to_string()]));
     assert!(e.message().contains("at"), "{e}");
 }
+
+/// A memory deleted by id leaves, on the message that said it again, its
+/// fingerprint (a `withheld` record): the export carries it and an import
+/// writes it back, so the imported profile's retries do not store the
+/// deleted statement anew either.
+#[test]
+fn test_a_withheld_fingerprint_travels_through_export_and_import() {
+    let said = "The build server runs on Debian twelve.";
+    let from = database();
+    let export = with_profile(&from, APRIL_15, |p| {
+        let mut first = None;
+        for s in ["a", "b"] {
+            let messages = vec![MessageInput { role: "user".into(), content: said.into(), timestamp: None }];
+            let r = block_on(p.ingest(IngestRequest { messages, session_id: Some(s.into()), metadata: Default::default() })).unwrap();
+            first = first.or(r.memories.first().map(|m| m.id.clone()));
+        }
+        p.delete(&first.unwrap()).unwrap();
+        p.export(ExportRequest::default()).unwrap()
+    });
+    let withheld: Vec<Value> = export.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["kind"] == "withheld").collect();
+    assert_eq!(withheld.len(), 1, "{export}");
+    assert!(!export.contains("\"kind\":\"memory\""), "the memory is gone: {export}");
+    let to = database();
+    with_profile(&to, APRIL_15 + DAY, |p| {
+        p.import(&export).unwrap();
+        assert_eq!(p.export(ExportRequest::default()).unwrap().lines().skip(1).collect::<Vec<_>>(), export.lines().skip(1).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn test_import_of_a_withheld_record_naming_no_message_or_no_fingerprint_is_refused() {
+    let g = message("The build server runs on Debian twelve.", json!({}));
+    let id = agent_memory::core::ids::message_id("s1", "user", "The build server runs on Debian twelve.");
+    let withheld = |message: &str, fingerprint: &str| json!({ "kind": "withheld", "messageId": message, "fingerprint": fingerprint }).to_string();
+    let fp = "00112233445566778899aabbccddeeff";
+    let e = refused(&file(&[header(), withheld("0123456789abcdef0123456789abcdee", fp)]));
+    assert!(e.message().contains("messageId names message 0123456789abcdef0123456789abcdee"), "{e}");
+    let e = refused(&file(&[header(), g.clone(), withheld(&id, "Debian")]));
+    assert!(e.message().contains("fingerprint"), "{e}");
+    let e = refused(&file(&[header(), g.clone(), withheld(&id, fp), withheld(&id, fp)]));
+    assert!(e.message().contains("repeats line 3"), "{e}");
+    let e = refused(&file(&[header(), g.clone(), json!({ "kind": "withheld", "messageId": id, "fingerprint": fp, "content": "x" }).to_string()]));
+    assert!(e.message().contains("content"), "{e}");
+    with_profile(&database(), APRIL_15, |p| {
+        p.import(&file(&[header(), g, withheld(&id, fp)])).unwrap();
+        assert!(p.export(ExportRequest::default()).unwrap().contains(&format!("\"fingerprint\":\"{fp}\"")));
+    });
+}

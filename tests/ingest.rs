@@ -666,6 +666,21 @@ fn test_a_retry_does_not_bring_back_a_forgotten_statement_a_later_session_said_a
 }
 
 #[test]
+fn test_a_retry_does_not_bring_back_a_deleted_statement_a_later_session_said_again() {
+    let sql = database();
+    let model = Outage::default();
+    let said = "My favourite editor is Helix.";
+    let first = outage_ingest(&sql, &model, APRIL_15, "s1", said);
+    assert_eq!(outage_ingest(&sql, &model, APRIL_15 + 1_000, "s2", said).memories_stored, 0, "said again: recorded as a restatement");
+    outage_profile(&sql, &model, APRIL_15 + 2_000, |p| p.delete(&first.memories[0].id)).unwrap();
+    fault_then_retry(&sql, &model, APRIL_15 + 3_000, "s2");
+    outage_profile(&sql, &model, APRIL_15 + 5 * 3_600_000, |p| {
+        let back: Vec<String> = active(p).into_iter().filter(|m| m.content.contains("Helix")).map(|m| m.content).collect();
+        assert!(back.is_empty(), "the deleted statement is active again: {back:?}");
+    });
+}
+
+#[test]
 fn test_a_retry_does_not_bring_back_an_old_value_a_later_session_said_again() {
     let sql = database();
     let model = Outage::default();

@@ -1362,3 +1362,34 @@ fn test_a_new_room_for_the_meeting_supersedes_the_old_room() {
         assert!(active[0].contains("14"), "{active:?}");
     });
 }
+
+/// A message that said again what a memory says keeps, once the memory is
+/// deleted by id, its fingerprint and no text: a retry of its session
+/// reads the message as having given that statement, and the row goes
+/// with the message.
+#[test]
+fn test_a_deleted_memorys_restating_message_keeps_its_fingerprint_not_its_text() {
+    use agent_memory::core::store::Store;
+    let sql = database();
+    let count = |q: &str| count(&sql, q);
+    let said = |session: &str| IngestRequest {
+        messages: vec![msg("user", "My favourite editor is Helix.")],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        let first = block_on(p.ingest(said("s1"))).unwrap();
+        block_on(p.ingest(said("s2"))).unwrap();
+        let store = Store::new(p.sql, APRIL_15);
+        let again: Vec<String> = store.session_messages("s2").unwrap().into_iter().map(|m| m.id).collect();
+        assert_eq!(count("SELECT COUNT(*) FROM restatements"), 1);
+        let before = store.given_by(&again).unwrap();
+        let fingerprint = before.get(&again[0]).and_then(|g| g.first()).map(|g| g.0.clone()).unwrap();
+        p.delete(&first.memories[0].id).unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM memories"), 0);
+        assert_eq!(store.given_by(&again).unwrap().get(&again[0]), Some(&vec![(fingerprint, None)]), "the fingerprint alone");
+        assert!(store.cited_messages(&again).unwrap().contains(&again[0]), "the message counts as having given it");
+        p.delete_session("s2").unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM withheld"), 0, "the row went with its message");
+    });
+}

@@ -427,6 +427,7 @@ impl<'a> Profile<'a> {
             memory_ids.push(memory.id.clone());
             memory_ids.sort();
             memory_ids.dedup();
+            store.withhold(&memory_ids)?;
             store.splice_out(&memory_ids)?;
             store.delete_memories(&memory_ids)?;
             store.erase_consolidations_of(&memory_ids)?;

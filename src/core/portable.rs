@@ -5,10 +5,13 @@
 //! {"kind":"message", ...Message}
 //! {"kind":"memory", ...Memory}
 //! {"kind":"restatement","memoryId":"...","messageId":"..."}
+//! {"kind":"withheld","messageId":"...","fingerprint":"..."}
 //! ```
 //! A restatement records that a message said a memory again word for
 //! word (core::store::restatements): deleting the messages the memory
-//! cites then moves it to that message.
+//! cites then moves it to that message. A withheld record is what such a
+//! message said of a memory since deleted by id, by its fingerprint: a
+//! retry of the message's session does not store it anew.
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
 //! they are (`INSERT OR IGNORE`), but for one held active that a new
@@ -214,7 +217,27 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
             out.push_str(&tagged("restatement", &Restatement { memory_id: memory_id.clone(), message_id: message_id.clone() })?)?;
         }
     }
+    // What messages in the file said of memories since deleted.
+    let mut after: Option<(i64, String)> = None;
+    loop {
+        let page = store.withheld_after(after.as_ref().map(|(r, f)| (*r, f.as_str())), EXPORT_MEMORY_PAGE)?;
+        let Some((rowid, _, fingerprint)) = page.last() else { break };
+        after = Some((*rowid, fingerprint.clone()));
+        let kept = filter.map(|_| store.kept_by_export(export, Kept::Message, page.iter().map(|w| w.1.as_str()))).transpose()?;
+        for (_, message_id, fingerprint) in page.iter().filter(|w| kept.as_ref().is_none_or(|k| k.contains(&w.1))) {
+            out.push_str(&tagged("withheld", &Withheld { message_id: message_id.clone(), fingerprint: fingerprint.clone() })?)?;
+        }
+    }
     store.drop_export_kept(export)
+}
+
+/// What a message said again of a memory since deleted by id, by the
+/// memory's fingerprint (an export's `withheld` record).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Withheld {
+    pub message_id: String,
+    pub fingerprint: String,
 }
 
 /// A message that said a memory again word for word (an export's
@@ -305,8 +328,9 @@ pub struct Parsed {
     pub messages: Vec<Message>,
     pub memories: Vec<Memory>,
     pub restatements: Vec<Restatement>,
-    /// The memories and messages its restatements name that the file does
-    /// not hold: the profile must ([`check_links`]).
+    pub withheld: Vec<Withheld>,
+    /// The memories and messages its restatements and withheld records
+    /// name that the file does not hold: the profile must ([`check_links`]).
     pub outside_restated: Vec<Link>,
     /// The versions its memories name (`supersedes`, `supersededBy`) that
     /// the file does not hold: the profile must ([`check_links`]).
@@ -365,6 +389,7 @@ struct Reader {
     message_fields: HashSet<String>,
     memory_fields: HashSet<String>,
     restatement_fields: HashSet<String>,
+    withheld_fields: HashSet<String>,
     header_fields: HashSet<String>,
     parsed: Parsed,
     saw_header: bool,
@@ -377,6 +402,8 @@ struct Reader {
     lines: Vec<usize>,
     /// The line of each restatement read, by its (memory, message).
     restatement_lines: HashMap<(String, String), usize>,
+    /// The line of each withheld record read, by its (message, fingerprint).
+    withheld_lines: HashMap<(String, String), usize>,
 }
 
 impl Reader {
@@ -385,6 +412,7 @@ impl Reader {
             message_fields: fields_of::<Message>(),
             memory_fields: fields_of::<Memory>(),
             restatement_fields: fields_of::<Restatement>(),
+            withheld_fields: fields_of::<Withheld>(),
             header_fields: HEADER_FIELDS.iter().map(|f| f.to_string()).collect(),
             parsed: Parsed::default(),
             saw_header: false,
@@ -393,6 +421,7 @@ impl Reader {
             memory_lines: HashMap::new(),
             lines: Vec::new(),
             restatement_lines: HashMap::new(),
+            withheld_lines: HashMap::new(),
         }
     }
 
@@ -417,6 +446,7 @@ impl Reader {
             "message" => self.message(line, v)?,
             "memory" => self.memory(line, v)?,
             "restatement" => self.restatement(line, v)?,
+            "withheld" => self.withheld(line, v)?,
             other => return Err(Error::invalid(format!("unknown record kind {}", api::quoted(other)))),
         }
         Ok(())
@@ -463,6 +493,22 @@ impl Reader {
         Ok(())
     }
 
+    fn withheld(&mut self, line: usize, v: Value) -> Result<()> {
+        known_fields(&v, &self.withheld_fields)?;
+        let w: Withheld = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid withheld record: {}", serde_message(&e))))?;
+        if !ids::is_hex_id(&w.message_id) || !ids::is_hex_id(&w.fingerprint) {
+            return Err(Error::invalid("a withheld record names a message id and a fingerprint (32 lowercase hex digits)"));
+        }
+        if let Some(first) = self.withheld_lines.insert((w.message_id.clone(), w.fingerprint.clone()), line) {
+            return Err(Error::invalid(format!(
+                "the withheld fingerprint {} of message {} repeats line {first}: a file holds each record once",
+                w.fingerprint, w.message_id
+            )));
+        }
+        self.parsed.withheld.push(w);
+        Ok(())
+    }
+
     /// The file, its citations following the redactions and its links to
     /// versions it does not hold listed.
     fn finish(mut self) -> Result<Parsed> {
@@ -486,6 +532,15 @@ impl Reader {
             }
             if !self.message_lines.contains_key(&r.message_id) {
                 self.parsed.outside_restated.push(Link { line, field: "messageId", id: r.message_id.clone() });
+            }
+        }
+        for w in &mut self.parsed.withheld {
+            let line = self.withheld_lines.get(&(w.message_id.clone(), w.fingerprint.clone())).copied().unwrap_or(0);
+            if let Some(new) = self.renamed.get(&w.message_id) {
+                w.message_id.clone_from(new);
+            }
+            if !self.message_lines.contains_key(&w.message_id) {
+                self.parsed.outside_restated.push(Link { line, field: "withheld", id: w.message_id.clone() });
             }
         }
         for (m, &line) in self.parsed.memories.iter().zip(&self.lines) {
@@ -535,15 +590,19 @@ pub fn check_links(store: Option<&Store<'_>>, p: &Parsed) -> Result<()> {
     if let Some(l) = p.outside.iter().find(|l| !present.contains(&l.id)) {
         return Err(Error::invalid(format!("import line {}: {} names memory {}, which is neither in the file nor in the profile", l.line, l.field, l.id)));
     }
-    // A restatement's memory and message, likewise.
+    // A restatement's memory and message, and a withheld record's message, likewise.
     let restated = memories(&mut p.outside_restated.iter().filter(|l| l.field == "memoryId"))?;
-    let messages: Vec<String> = p.outside_restated.iter().filter(|l| l.field == "messageId").map(|l| l.id.clone()).collect();
+    let messages: Vec<String> = p.outside_restated.iter().filter(|l| l.field != "memoryId").map(|l| l.id.clone()).collect();
     let said = match store {
         Some(store) => store.existing_message_ids(&messages)?,
         None => Default::default(),
     };
     let held = |l: &&Link| if l.field == "memoryId" { restated.contains(&l.id) } else { said.contains(&l.id) };
     match p.outside_restated.iter().find(|l| !held(l)) {
+        Some(l) if l.field == "withheld" => Err(Error::invalid(format!(
+            "import line {}: the withheld record's messageId names message {}, which is neither in the file nor in the profile",
+            l.line, l.id
+        ))),
         Some(l) => {
             let what = if l.field == "memoryId" { "memory" } else { "message" };
             Err(Error::invalid(format!(
@@ -859,5 +918,7 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     settle_keys(store, &p.memories, &written)?;
     let restated: Vec<(&str, &str)> = p.restatements.iter().map(|r| (r.memory_id.as_str(), r.message_id.as_str())).collect();
     store.record_restatements(&restated)?;
+    let withheld: Vec<(&str, &str)> = p.withheld.iter().map(|w| (w.message_id.as_str(), w.fingerprint.as_str())).collect();
+    store.record_withheld(&withheld)?;
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })
 }

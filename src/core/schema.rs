@@ -406,6 +406,24 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
          DELETE FROM rejudge WHERE message_rowid = old.rowid; END",
         ],
     ),
+    (
+        19,
+        &[
+            // What a message said again of a memory since deleted by id
+            // (Profile::delete): the memory's fingerprint, no text. The
+            // message stays, and its restatement row went with the memory,
+            // so a retry of its session would have judged it anew and stored
+            // the deleted statement again (core::ingest::retry_session). A
+            // row leaves with its message, which holds those words itself.
+            "CREATE TABLE IF NOT EXISTS withheld (
+            message_rowid INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            PRIMARY KEY (message_rowid, fingerprint)
+        ) WITHOUT ROWID",
+            "CREATE TRIGGER IF NOT EXISTS withheld_unstored AFTER DELETE ON messages BEGIN \
+         DELETE FROM withheld WHERE message_rowid = old.rowid; END",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.

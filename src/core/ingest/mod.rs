@@ -180,10 +180,14 @@ fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist
     let judged: Vec<String> = memories.iter().flat_map(|m| m.memory.source_message_ids.iter().filter(|id| fresh.contains(*id)).cloned()).collect();
     use crate::core::text::Statement;
     // Each statement read once, then weighed against the others.
-    let given: std::collections::HashMap<String, Vec<(String, Statement)>> =
-        store.given_by(&judged)?.into_iter().map(|(message, g)| (message, g.into_iter().map(|(f, content)| (f, Statement::of(&content))).collect())).collect();
+    // A deleted memory's is known by its fingerprint alone.
+    let given: std::collections::HashMap<String, Vec<(String, Option<Statement>)>> = store
+        .given_by(&judged)?
+        .into_iter()
+        .map(|(message, g)| (message, g.into_iter().map(|(f, content)| (f, content.map(|c| Statement::of(&c)))).collect()))
+        .collect();
     let gave = |message: &String, m: &persist::Pending, said: &Statement| {
-        given.get(message).is_some_and(|g| g.iter().any(|(f, other)| *f == m.fingerprint || said.says_the_same(other)))
+        given.get(message).is_some_and(|g| g.iter().any(|(f, other)| *f == m.fingerprint || other.as_ref().is_some_and(|o| said.says_the_same(o))))
     };
     Ok(memories
         .into_iter()

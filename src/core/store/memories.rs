@@ -600,7 +600,8 @@ impl<'a> Store<'a> {
     }
 
     /// Which of these messages gave something: some memory cites it, or
-    /// it said again what a stored memory says (a restatement).
+    /// it said again what a stored memory says (a restatement), or what a
+    /// memory since deleted said ([`Store::withhold`]).
     pub fn cited_messages(&self, message_ids: &[String]) -> Result<std::collections::HashSet<String>> {
         let mut out = std::collections::HashSet::new();
         for chunk in message_ids.chunks(MAX_SQL_PARAMS) {
@@ -609,7 +610,8 @@ impl<'a> Store<'a> {
                 &format!(
                     "SELECT m.id FROM messages m WHERE m.id IN ({ph}) \
                      AND (EXISTS (SELECT 1 FROM citations c WHERE c.message_rowid = m.rowid) \
-                          OR EXISTS (SELECT 1 FROM restatements r WHERE r.message_rowid = m.rowid)) \
+                          OR EXISTS (SELECT 1 FROM restatements r WHERE r.message_rowid = m.rowid) \
+                          OR EXISTS (SELECT 1 FROM withheld w WHERE w.message_rowid = m.rowid)) \
                      UNION SELECT message_id FROM citations_waiting WHERE message_id IN ({ph})",
                     ph = numbered_placeholders(chunk.len())
                 ),

@@ -4,6 +4,10 @@
 use super::*;
 use crate::core::api::MAX_POSITION;
 
+/// What a message gave: a memory's fingerprint, and its content unless
+/// it was deleted since ([`Store::given_by`]).
+pub type Given = (String, Option<String>);
+
 impl<'a> Store<'a> {
     /// Which of `ids` are already stored.
     pub fn existing_message_ids(&self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
@@ -49,21 +53,27 @@ impl<'a> Store<'a> {
 
     /// What each of these messages gave: by message id, the fingerprint
     /// and content of every memory, in any state, that cites it or that it
-    /// said again (a restatement).
-    pub fn given_by(&self, ids: &[String]) -> Result<std::collections::HashMap<String, Vec<(String, String)>>> {
-        let mut found: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
+    /// said again (a restatement), and the fingerprint alone of what it
+    /// said again of a memory since deleted ([`Store::withhold`]).
+    pub fn given_by(&self, ids: &[String]) -> Result<std::collections::HashMap<String, Vec<Given>>> {
+        let mut found: std::collections::HashMap<String, Vec<Given>> = std::collections::HashMap::new();
         for chunk in json_chunks(ids)? {
             for row in self.sql.query(
                 "SELECT DISTINCT g.id, m.fingerprint, m.content FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
                  CROSS JOIN citations c ON c.message_rowid = g.rowid CROSS JOIN memories m ON m.id = c.memory_id \
                  UNION SELECT g.id, m.fingerprint, m.content FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
-                 CROSS JOIN restatements r ON r.message_rowid = g.rowid CROSS JOIN memories m ON m.id = r.memory_id",
+                 CROSS JOIN restatements r ON r.message_rowid = g.rowid CROSS JOIN memories m ON m.id = r.memory_id \
+                 UNION SELECT g.id, w.fingerprint, NULL FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value \
+                 CROSS JOIN withheld w ON w.message_rowid = g.rowid",
                 &[chunk],
             )? {
+                let content = match row.get(2) {
+                    Some(SqlValue::Text(content)) => Some(content.clone()),
+                    Some(SqlValue::Null) => None,
+                    _ => return Err(Error::storage("failed to read a message's id and a memory's fingerprint and content")),
+                };
                 match row.as_slice() {
-                    [SqlValue::Text(message), SqlValue::Text(fingerprint), SqlValue::Text(content)] => {
-                        found.entry(message.clone()).or_default().push((fingerprint.clone(), content.clone()))
-                    }
+                    [SqlValue::Text(message), SqlValue::Text(fingerprint), _] => found.entry(message.clone()).or_default().push((fingerprint.clone(), content)),
                     _ => return Err(Error::storage("failed to read a message's id and a memory's fingerprint and content")),
                 }
             }

@@ -158,6 +158,7 @@ impl<'a> Store<'a> {
             "citations",
             "citations_waiting",
             "restatements",
+            "withheld",
             "rejudge",
             "messages",
             "messages_fts",

@@ -26,6 +26,54 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
+    /// Keeps, for each message that said one of these memories again, the
+    /// memory's fingerprint (no text): called before a deletion by id
+    /// removes them, so that a retry of the message's session does not
+    /// store the deleted statement anew ([`Store::given_by`]).
+    pub fn withhold(&self, memory_ids: &[String]) -> Result<()> {
+        for chunk in json_chunks(memory_ids)? {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO withheld (message_rowid, fingerprint) SELECT r.message_rowid, m.fingerprint \
+                 FROM json_each(?1) j CROSS JOIN restatements r ON r.memory_id = j.value CROSS JOIN memories m ON m.id = j.value",
+                &[chunk],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Writes back what messages said of memories since deleted (an
+    /// import's `withheld` records): pairs of (message id, fingerprint). An
+    /// unstored message is left out.
+    pub fn record_withheld(&self, pairs: &[(&str, &str)]) -> Result<()> {
+        for chunk in json_chunks(pairs)? {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO withheld (message_rowid, fingerprint) SELECT m.rowid, j.value ->> 1 \
+                 FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value ->> 0",
+                &[chunk],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A page of withheld fingerprints in (message rowid, fingerprint)
+    /// order, after `after`: each one's message rowid and id, and the
+    /// fingerprint.
+    pub fn withheld_after(&self, after: Option<(i64, &str)>, limit: usize) -> Result<Vec<(i64, String, String)>> {
+        let (rowid, fingerprint) = after.unwrap_or((-1, ""));
+        let rows = self.sql.query(
+            "SELECT w.message_rowid, g.id, w.fingerprint FROM withheld w CROSS JOIN messages g ON g.rowid = w.message_rowid \
+             WHERE (w.message_rowid, w.fingerprint) > (?1, ?2) ORDER BY w.message_rowid, w.fingerprint LIMIT ?3",
+            &[SqlValue::Integer(rowid), fingerprint.into(), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX))],
+        )?;
+        rows.into_iter()
+            .map(|row| {
+                let [rowid, message, fingerprint]: [SqlValue; 3] = row.try_into().map_err(|_| Error::storage("a withheld row that is not three columns"))?;
+                let rowid = rowid.as_i64().ok_or_else(|| Error::storage("a withheld row's message rowid that is not a number"))?;
+                Ok((rowid, text(message, "a withheld row's message id")?, text(fingerprint, "a withheld row's fingerprint")?))
+            })
+            .collect()
+    }
+
     /// A page of restatements in (memory id, message rowid) order, after
     /// `after`: each one's memory id, its message's rowid and id.
     pub fn restatements_after(&self, after: Option<(&str, i64)>, limit: usize) -> Result<Vec<(String, i64, String)>> {
