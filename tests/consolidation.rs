@@ -1175,3 +1175,60 @@ fn test_a_scheduled_run_parked_while_the_model_was_down_ends_a_day_later() {
     let after = with_reasoner(&sql, APRIL_15 + 40 * HOUR, every_three(), &model, |p| (p.stats().unwrap(), active(p).len()));
     assert_eq!((after.0.parked_jobs, after.1), (0, 2), "the rewordings merged: {:?}", after.0);
 }
+
+/// Two sessions' messages, each giving the same event in the same words;
+/// the first also gives a fact of its own. Imported 40 and 20 days before
+/// APRIL_15 (ids 0x301, 0x302 and 0x303, the fact).
+fn merge_fixture(sql: &support::NativeSql) -> (String, String) {
+    let iso = |days: i64| agent_memory::core::time::iso(APRIL_15 - days * DAY);
+    let cake = "The team celebrated the dashboard launch with a big chocolate cake.";
+    let office = "The design office moved to the third floor.";
+    let mut lines = vec![json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p" })];
+    let mut ids = Vec::new();
+    for (n, days, session) in [(1, 40, "sx"), (2, 20, "sy")] {
+        let said = if n == 1 { format!("{cake} {office}") } else { cake.to_string() };
+        let message = agent_memory::core::ids::message_id(session, "user", &said);
+        lines.push(json!({ "kind": "message", "id": message, "sessionId": session, "role": "user", "content": said, "timestamp": iso(days), "position": 0, "createdAt": iso(days) }));
+        let mut memories = vec![(0x300 + n, cake)];
+        if n == 1 {
+            memories.push((0x303, office));
+        }
+        for (id, content) in memories {
+            lines.push(json!({
+                "kind": "memory", "id": format!("{id:032x}"), "type": "event", "summary": content, "content": content, "sessionId": session,
+                "sourceMessageIds": [message], "searchQueries": [], "status": "active",
+                "createdAt": iso(days), "updatedAt": iso(days), "validFrom": iso(days), "metadata": { "agentId": "a1" }
+            }));
+        }
+        ids.push(message);
+    }
+    let file: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    with_profile(sql, APRIL_15, |p| p.import(&file).unwrap());
+    (ids[0].clone(), ids[1].clone())
+}
+
+/// Deleting a merge's survivor by id deletes the messages it was drawn
+/// from, not those it took from the wordings merged into it: the merged
+/// wordings go with it (they said what it says), and another session's
+/// message, with the other memories it gave, stays.
+#[test]
+fn test_deleting_a_merge_survivor_keeps_the_messages_its_merged_wordings_came_from() {
+    let sql = database();
+    let (first, second) = merge_fixture(&sql);
+    let [member, survivor, fact] = [0x301, 0x302, 0x303].map(|n: i32| format!("{n:032x}"));
+    with_profile(&sql, APRIL_15, |p| {
+        let report = consolidate(p, json!({}));
+        assert!(report.actions.iter().any(|r| r.action == "merge" && r.target == survivor), "{report:?}");
+        let deleted = p.delete(&survivor).unwrap();
+        assert_eq!(deleted.deleted_messages, vec![second.clone()]);
+        let mut gone = deleted.deleted_memories.clone();
+        gone.sort();
+        assert_eq!(gone, vec![member.clone(), survivor.clone()], "the merged wording goes with the survivor");
+        assert_eq!(p.get(&fact).unwrap().memory.status, Status::Active, "the other session's message gave it, and stays");
+        let kept: Vec<String> = p.export(Default::default()).unwrap().lines().filter(|l| l.contains("\"kind\":\"message\"")).map(String::from).collect();
+        assert!(kept.len() == 1 && kept[0].contains(&first), "{kept:?}");
+        assert!(active(p).iter().all(|m| !m.content.contains("chocolate cake")), "the deleted statement is gone");
+        let export = p.export(Default::default()).unwrap();
+        assert!(export.lines().any(|l| l.contains("\"kind\":\"withheld\"") && l.contains(&first)), "the message keeps what it gave, by fingerprint: {export}");
+    });
+}

@@ -406,25 +406,28 @@ impl<'a> Profile<'a> {
         store.transaction(|| store.forget(id))
     }
 
-    /// Hard delete: the memory, and its source messages together with every
-    /// other memory that cites them (nothing derived from a deleted message
-    /// survives it).
+    /// Hard delete: the memory, the messages it was drawn from together
+    /// with every other memory that cites them (nothing derived from a
+    /// deleted message survives it), and the memories consolidation merged
+    /// or folded into it; the messages those came from stay.
     pub fn delete(&self, id: &str) -> Result<DeleteReport> {
         api::validate_id(id)?;
         let store = self.store();
         let memory = store.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
         store.transaction(|| {
-            let mut memory_ids = store.memories_citing(&memory.source_message_ids)?;
-            store.delete_messages(&memory.source_message_ids)?;
+            let (merged, drawn_from) = store.consolidated_into(&memory.id, &memory.source_message_ids)?;
+            let mut memory_ids = store.memories_citing(&drawn_from)?;
+            store.delete_messages(&drawn_from)?;
             // Another that a remaining message said again stays, moved to
             // it; the memory asked for goes, however often it was said.
-            memory_ids.retain(|id| *id != memory.id);
+            memory_ids.retain(|id| *id != memory.id && !merged.contains(id));
             let mut moved = store.rehome(&memory_ids)?;
             memory_ids.retain(|id| !moved.contains(id));
             // A merge's survivor whose own messages remain stays.
             moved.extend(store.keep_merged(&memory_ids)?);
             memory_ids.retain(|id| !moved.contains(id));
             memory_ids.push(memory.id.clone());
+            memory_ids.extend(merged);
             memory_ids.sort();
             memory_ids.dedup();
             store.withhold(&memory_ids)?;
@@ -433,8 +436,7 @@ impl<'a> Profile<'a> {
             store.erase_consolidations_of(&memory_ids)?;
             store.erase_consolidations_of(&moved)?;
             store.purge_deleted_text()?;
-            let deleted_messages = memory.source_message_ids.clone();
-            Ok(DeleteReport { memory: memory.clone(), deleted_memories: memory_ids, deleted_messages })
+            Ok(DeleteReport { memory: memory.clone(), deleted_memories: memory_ids, deleted_messages: drawn_from })
         })
     }
 

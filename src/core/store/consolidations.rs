@@ -203,6 +203,51 @@ impl<'a> Store<'a> {
         self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))
     }
 
+    /// What a deletion of memory `id` by id takes with it, apart from what
+    /// cites its messages: the memories merged or folded into it by
+    /// consolidations not undone (and, through them, into those, down to
+    /// the first wordings), and of `sources`, its messages, those it was
+    /// drawn from itself: the ones it cited before its first merge (none
+    /// for a fold, which no message gave), not those it took from the
+    /// wordings merged or folded into it, which stay with the other
+    /// memories they gave.
+    pub fn consolidated_into(&self, id: &str, sources: &[String]) -> Result<(Vec<String>, Vec<String>)> {
+        let mut members: Vec<String> = Vec::new();
+        let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut own: Option<Vec<String>> = None;
+        let mut at = 0;
+        let mut targets = vec![id.to_string()];
+        // Each memory is a target once; a chain ends at the first wordings.
+        while let Some(target) = targets.get(at).cloned() {
+            at = at.saturating_add(1);
+            let records = self.sql.query(
+                "SELECT id FROM consolidations WHERE target = ?1 AND action IN ('merge', 'fold') AND undone_at IS NULL ORDER BY id",
+                &[target.as_str().into()],
+            )?;
+            for record in records {
+                let record = record.first().and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation id that does not read"))?;
+                let Some((_, before, _)) = self.consolidation(record)? else { continue };
+                for m in before {
+                    if m.id == target {
+                        if target == id && own.is_none() {
+                            own = Some(m.source_message_ids);
+                        }
+                        continue;
+                    }
+                    if m.id != id && !members.contains(&m.id) {
+                        targets.push(m.id.clone());
+                        members.push(m.id);
+                    }
+                    taken.extend(m.source_message_ids);
+                }
+            }
+            own.get_or_insert_with(Vec::new);
+        }
+        let own = own.unwrap_or_default();
+        let drawn = sources.iter().filter(|s| !taken.contains(*s) || own.contains(s)).cloned().collect();
+        Ok((members, drawn))
+    }
+
     /// Of the memories `ids`, which a deletion would take with the messages
     /// it removed, keeps each that is the survivor of a merge and cites all
     /// its own messages still (those it cited before its first merge):

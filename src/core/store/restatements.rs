@@ -26,15 +26,18 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
-    /// Keeps, for each message that said one of these memories again, the
-    /// memory's fingerprint (no text): called before a deletion by id
-    /// removes them, so that a retry of the message's session does not
-    /// store the deleted statement anew ([`Store::given_by`]).
+    /// Keeps, for each remaining message that gave one of these memories
+    /// or said it again, the memory's fingerprint (no text): called after
+    /// a deletion by id removed the messages it deletes and before it
+    /// removes these memories, so that a retry of such a message's session
+    /// does not store the deleted statement anew ([`Store::given_by`]).
     pub fn withhold(&self, memory_ids: &[String]) -> Result<()> {
         for chunk in json_chunks(memory_ids)? {
             self.sql.execute(
                 "INSERT OR IGNORE INTO withheld (message_rowid, fingerprint) SELECT r.message_rowid, m.fingerprint \
-                 FROM json_each(?1) j CROSS JOIN restatements r ON r.memory_id = j.value CROSS JOIN memories m ON m.id = j.value",
+                 FROM json_each(?1) j CROSS JOIN restatements r ON r.memory_id = j.value CROSS JOIN memories m ON m.id = j.value \
+                 UNION SELECT c.message_rowid, m.fingerprint \
+                 FROM json_each(?1) j CROSS JOIN citations c ON c.memory_id = j.value CROSS JOIN memories m ON m.id = j.value",
                 &[chunk],
             )?;
         }
