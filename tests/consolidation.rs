@@ -1232,3 +1232,29 @@ fn test_deleting_a_merge_survivor_keeps_the_messages_its_merged_wordings_came_fr
         assert!(export.lines().any(|l| l.contains("\"kind\":\"withheld\"") && l.contains(&first)), "the message keeps what it gave, by fingerprint: {export}");
     });
 }
+
+/// A fold was drawn from no message of its own: deleting it by id takes
+/// its members (their words are its words) and leaves the message they
+/// came from, keeping their fingerprints.
+#[test]
+fn test_deleting_a_fold_takes_its_members_and_leaves_their_message() {
+    let sql = database();
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
+        }))
+        .unwrap();
+    });
+    with_profile(&sql, APRIL_15, |p| {
+        let before = active(p);
+        let fold = consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+        let deleted = p.delete(&fold.target).unwrap();
+        assert!(deleted.deleted_messages.is_empty(), "{deleted:?}");
+        assert!(before.iter().all(|m| deleted.deleted_memories.contains(&m.id)), "its members go with it: {deleted:?}");
+        assert!(active(p).is_empty());
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.messages, stats.memories), (1, 0));
+    });
+}
