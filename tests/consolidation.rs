@@ -1258,3 +1258,55 @@ fn test_deleting_a_fold_takes_its_members_and_leaves_their_message() {
         assert_eq!((stats.messages, stats.memories), (1, 0));
     });
 }
+
+/// Forgetting a memory folded away puts it back first (the fold undone):
+/// its words leave the profile's active memories with it, and the fold's
+/// other members are active again. Before, they stayed active in the
+/// fold, which no undo could open any more.
+#[test]
+fn test_forgetting_a_folded_member_takes_its_words_out_of_the_fold() {
+    let sql = database();
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
+        }))
+        .unwrap();
+    });
+    with_profile(&sql, APRIL_15, |p| {
+        let before = active(p);
+        let fold = consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+        let edinburgh = before.iter().find(|m| m.content.contains("Edinburgh")).expect("the Edinburgh statement");
+        assert!(fold.members.contains(&edinburgh.id), "{fold:?}");
+        assert_eq!(p.forget(&edinburgh.id).unwrap().status, Status::Forgotten);
+        let now: Vec<String> = active(p).into_iter().map(|m| m.content).collect();
+        assert!(now.iter().all(|c| !c.contains("Edinburgh")), "its words are active still: {now:?}");
+        let others = before.iter().filter(|m| m.id != edinburgh.id).count();
+        assert_eq!(now.len(), others, "the fold's other members are back: {now:?}");
+    });
+}
+
+/// A fold that cannot be undone (its metadata updated since) makes
+/// forgetting one of its members a 409 that changes nothing.
+#[test]
+fn test_forgetting_a_member_of_a_fold_that_cannot_be_undone_is_refused() {
+    let sql = database();
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
+        }))
+        .unwrap();
+    });
+    let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("a fold"));
+    with_profile(&sql, APRIL_15 + DAY, |p| {
+        p.update(serde_json::from_value(json!({"id": fold.target, "metadata": {"agentId": "chat", "pinned": true}})).unwrap()).unwrap();
+        let before = export_body(p);
+        let e = p.forget(&fold.members[0]).unwrap_err();
+        assert_eq!(e.status(), 409, "{e}");
+        assert!(e.message().contains(&fold.target) || e.message().contains("consolidation"), "{e}");
+        assert_eq!(export_body(p), before, "nothing changed");
+    });
+}

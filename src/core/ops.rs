@@ -400,10 +400,26 @@ impl<'a> Profile<'a> {
         })
     }
 
+    /// Forgets memory `id`. One folded away is put back first (the folds
+    /// holding it undone), so its words leave recall with it and the
+    /// fold's other members are active again; a fold that cannot be undone
+    /// (changed since, or consolidated again) makes it a 409, changing
+    /// nothing: forget or delete the fold instead.
     pub fn forget(&self, id: &str) -> Result<Memory> {
         api::validate_id(id)?;
         let store = self.store();
-        store.transaction(|| store.forget(id))
+        store.transaction(|| {
+            let folds = store.folds_around(id)?;
+            if let Some(&outer) = folds.last() {
+                let wanted = folds.len();
+                if store.open_folds(folds, &|m| crate::core::ingest::persist::reaches_any_session(&store, m))? < wanted {
+                    return Err(Error::conflict(format!(
+                        "memory {id} is folded into another by consolidation {outer}, which cannot be undone now: forget or delete that memory instead"
+                    )));
+                }
+            }
+            store.forget(id)
+        })
     }
 
     /// Hard delete: the memory, the messages it was drawn from together

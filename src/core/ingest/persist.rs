@@ -108,16 +108,18 @@ fn reopen_folds(store: &Store<'_>, memories: &[Memory], authority: &[u8]) -> Res
     };
     let folds: Vec<i64> = folded.iter().filter(|f| reached(f)).map(|f| f.fold).collect();
     if !folds.is_empty() {
-        // A member put back is weighed against the holders its own speaker
-        // reaches: another session's agent may hold its own value.
-        let any_session = |m: &Memory| -> Result<bool> {
-            let roles = store.message_roles(&m.source_message_ids.iter().collect::<Vec<_>>())?;
-            let weight = supersede::authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)));
-            Ok(supersede::Reach::of(weight) == supersede::Reach::AnySession)
-        };
-        store.open_folds(folds, &any_session)?;
+        store.open_folds(folds, &|m| reaches_any_session(store, m))?;
     }
     Ok(())
+}
+
+/// Whether memory `m`'s speaker reaches the holders of its key in any
+/// session (a user's statement does; an agent's reaches its own
+/// session's): a member a fold's undo puts back is weighed against those.
+pub fn reaches_any_session(store: &Store<'_>, m: &Memory) -> Result<bool> {
+    let roles = store.message_roles(&m.source_message_ids.iter().collect::<Vec<_>>())?;
+    let weight = supersede::authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)));
+    Ok(supersede::Reach::of(weight) == supersede::Reach::AnySession)
 }
 
 /// What [`store`] did.

@@ -396,6 +396,35 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
+    /// The live folds holding memory `id`: the fold it was folded into,
+    /// and the fold that one was folded into, and so on (their records'
+    /// ids).
+    pub fn folds_around(&self, id: &str) -> Result<Vec<i64>> {
+        let mut folds = Vec::new();
+        let mut at = id.to_string();
+        // Each step goes to a later fold; a chain has no loop.
+        while let Some(row) = self
+            .sql
+            .query(
+                "SELECT c.id, c.target FROM memories m CROSS JOIN consolidation_members cm ON cm.memory_id = m.id \
+                 CROSS JOIN consolidations c ON c.id = cm.consolidation_id \
+                 WHERE m.id = ?1 AND m.status = 'superseded' AND c.action = 'fold' AND c.undone_at IS NULL AND c.target = m.superseded_by",
+                &[at.as_str().into()],
+            )?
+            .into_iter()
+            .next()
+        {
+            let [fold, target]: [SqlValue; 2] = row.try_into().map_err(|_| Error::storage("a fold row that is not two columns"))?;
+            let fold = fold.as_i64().ok_or_else(|| Error::storage("a consolidation id that is not a number"))?;
+            if folds.contains(&fold) {
+                break;
+            }
+            folds.push(fold);
+            at = text(target, "a fold's target")?;
+        }
+        Ok(folds)
+    }
+
     /// Undoes the folds `folds` (their records' ids), latest first (an
     /// earlier fold's undo waits for a later one's; members weighed as in
     /// [`Store::undo_consolidation_within`]), leaving as it is each that
