@@ -430,10 +430,14 @@ export interface MemoryStoredMessage {
 
 /** What get() returns: the memory, its version chain, its source messages and its consolidations. */
 export interface MemoryDetail extends Memory {
-  /** Every version of the memory, oldest first; includes this one. */
+  /** The versions of the memory, oldest first; includes this one. At most the 100 nearest it (its newer ones first) and 1 MiB of their texts. */
   versions: Memory[];
-  /** The messages the memory was extracted from. */
+  /** Whether versions were left out: get() of the oldest (or newest) given reads on from there. */
+  moreVersions: boolean;
+  /** The messages the memory was extracted from, at most 1 MiB of their texts (one always). */
   sourceMessages: MemoryStoredMessage[];
+  /** Whether source messages were left out. */
+  moreSourceMessages: boolean;
   /** The consolidations the memory took part in, oldest first: what it was consolidated from, or into (absent when none). */
   consolidations?: MemoryConsolidationRecord[];
 }

@@ -1393,3 +1393,60 @@ fn test_a_deleted_memorys_restating_message_keeps_its_fingerprint_not_its_text()
         assert_eq!(count("SELECT COUNT(*) FROM withheld"), 0, "the row went with its message");
     });
 }
+
+/// `get` answers a bounded part of a long version chain: the 100 versions
+/// nearest the memory beside it, within 1 MiB of their texts, and says
+/// so; `get` of the farthest one given reads on from there.
+#[test]
+fn test_get_of_a_long_version_chain_answers_the_nearest_versions_and_says_more() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let mut ids = Vec::new();
+        for n in 0..130 {
+            let req: RememberRequest =
+                serde_json::from_value(json!({ "content": format!("The runbook's revision is number {n}."), "key": "ops.runbook" })).unwrap();
+            ids.push(block_on(p.remember(req)).unwrap().id);
+        }
+        let last = p.get(ids.last().unwrap()).unwrap();
+        assert!(last.more_versions);
+        assert_eq!(last.versions.len(), 101, "the memory and the 100 before it");
+        assert_eq!(last.versions.iter().map(|v| v.id.clone()).collect::<Vec<_>>(), ids[29..].to_vec(), "the nearest, oldest first");
+        let on = p.get(&ids[29]).unwrap();
+        assert!(on.versions.iter().any(|v| v.id == ids[0]), "from the farthest given, the rest of the chain");
+        let first = p.get(&ids[0]).unwrap();
+        assert!(first.more_versions && first.versions.first().map(|v| &v.id) == Some(&ids[0]));
+        let other: RememberRequest = serde_json::from_value(json!({ "content": "The deploy window is on Fridays.", "key": "ops.window" })).unwrap();
+        let whole = p.get(&block_on(p.remember(other)).unwrap().id).unwrap();
+        assert!(!whole.more_versions && whole.versions.len() == 1 && !whole.more_source_messages);
+    });
+}
+
+/// A memory's source messages come within 1 MiB of their texts, and the
+/// answer says some were left out.
+#[test]
+fn test_get_of_a_memory_citing_many_long_messages_answers_a_bounded_part_of_them() {
+    let sql = database();
+    let big = |i: usize| format!("Message {i}: {}", "lorem ipsum dolor sit amet ".repeat(1_200));
+    let messages: Vec<serde_json::Value> = (0..40)
+        .map(|i| {
+            let id = agent_memory::core::ids::message_id("s1", "user", &big(i));
+            json!({ "kind": "message", "id": id, "sessionId": "s1", "role": "user", "content": big(i), "position": i, "createdAt": "2026-04-01T00:00:00.000Z" })
+        })
+        .collect();
+    let sources: Vec<serde_json::Value> = messages.iter().map(|m| m["id"].clone()).collect();
+    let memory = json!({
+        "kind": "memory", "id": format!("{:032x}", 7), "type": "fact", "summary": "Forty long notes.", "content": "Forty long notes.", "sessionId": "s1",
+        "sourceMessageIds": sources, "searchQueries": [], "status": "active", "createdAt": "2026-04-01T00:00:00.000Z", "updatedAt": "2026-04-01T00:00:00.000Z"
+    });
+    let header = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p" });
+    let file: String = std::iter::once(header).chain(messages).chain([memory]).map(|l| format!("{l}\n")).collect();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file).unwrap();
+        let d = p.get(&format!("{:032x}", 7)).unwrap();
+        assert!(d.more_source_messages);
+        let bytes: usize = d.source_messages.iter().map(|m| m.content.len()).sum();
+        assert!(!d.source_messages.is_empty() && bytes <= 1 << 20, "{} messages, {bytes} bytes", d.source_messages.len());
+        assert_eq!(d.source_messages[0].position, 0, "in the conversation's order");
+        assert!(!d.more_versions);
+    });
+}

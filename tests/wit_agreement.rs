@@ -789,7 +789,9 @@ fn detail(full: bool) -> MemoryDetail {
     MemoryDetail {
         memory: memory(full),
         versions: vec![memory(true), memory(false)],
+        more_versions: full,
         source_messages: vec![message(true), message(false)],
+        more_source_messages: !full,
         consolidations: if full { vec![consolidation_record(true), consolidation_record(false)] } else { vec![] },
     }
 }

@@ -251,9 +251,16 @@ impl Memory {
 pub struct MemoryDetail {
     #[serde(flatten)]
     pub memory: Memory,
-    /// Oldest first; includes this memory.
+    /// Oldest first; includes this memory. At most the 100 nearest it
+    /// (its newer ones first) and 1 MiB of their texts.
     pub versions: Vec<Memory>,
+    /// Whether versions were left out: `get` of the oldest (or newest)
+    /// given reads on from there.
+    pub more_versions: bool,
+    /// At most 1 MiB of their texts (one message always).
     pub source_messages: Vec<Message>,
+    /// Whether source messages were left out.
+    pub more_source_messages: bool,
     /// The consolidations this memory took part in, oldest first: what it
     /// was consolidated from, or into.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -355,10 +355,10 @@ impl<'a> Profile<'a> {
         api::validate_id(id)?;
         let store = self.store();
         let memory = store.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
-        let versions = store.version_chain(&memory)?;
-        let source_messages = store.messages_by_ids(&memory.source_message_ids)?;
+        let (versions, more_versions) = store.version_chain(&memory)?;
+        let (source_messages, more_source_messages) = store.messages_within(&memory.source_message_ids)?;
         let consolidations = store.consolidations_of(&memory.id)?;
-        Ok(MemoryDetail { memory, versions, source_messages, consolidations })
+        Ok(MemoryDetail { memory, versions, more_versions, source_messages, more_source_messages, consolidations })
     }
 
     /// Consolidates the profile (see [`crate::core::consolidate`]).

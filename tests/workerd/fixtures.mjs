@@ -63,6 +63,9 @@ export const HEX_ID = /^[0-9a-f]{32}$/;
 /** Fields of a memory that a list entry leaves out. */
 export const NOT_IN_ENTRIES = Object.freeze(["content", "sourceMessageIds", "searchQueries", "supersedes", "supersededBy", "validFrom", "validTo"]);
 
+/** Fields only a detail (`get`) has. */
+const DETAIL_ONLY = ["versions", "moreVersions", "sourceMessages", "moreSourceMessages", "consolidations"];
+
 /**
  * The list entry of a memory record (or of a detail): the record without
  * the fields `list` leaves out (and without a detail's versions and
@@ -71,7 +74,7 @@ export const NOT_IN_ENTRIES = Object.freeze(["content", "sourceMessageIds", "sea
 export function entryOf(memory) {
   const out = {};
   for (const [k, v] of Object.entries(memory)) {
-    if (!NOT_IN_ENTRIES.includes(k) && k !== "versions" && k !== "sourceMessages" && k !== "consolidations") out[k] = v;
+    if (!NOT_IN_ENTRIES.includes(k) && !DETAIL_ONLY.includes(k)) out[k] = v;
   }
   return out;
 }

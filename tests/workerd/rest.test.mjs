@@ -386,8 +386,9 @@ test("get returns the memory with its versions and source messages; an unknown i
   assert.ok(report.memories.length > 0, "the conversation yields memories");
   const m = report.memories[0];
   const detail = ok(await api.get(T.memory, { profile: "get", id: m.id }));
-  const { versions, sourceMessages, ...memory } = detail;
+  const { versions, sourceMessages, moreVersions, moreSourceMessages, ...memory } = detail;
   assert.deepEqual(memory, m);
+  assert.deepEqual([moreVersions, moreSourceMessages], [false, false], "a short chain and few messages come whole");
   assert.ok(versions.some((v) => v.id === m.id));
   assert.deepEqual(sourceMessages.map((x) => x.id).sort(), [...m.sourceMessageIds].sort());
   for (const s of sourceMessages) assert.ok(report.messageIds.includes(s.id));

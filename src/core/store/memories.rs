@@ -750,30 +750,56 @@ impl<'a> Store<'a> {
             .collect()
     }
 
-    /// The version chain through `m`, oldest first.
-    pub fn version_chain(&self, m: &Memory) -> Result<Vec<Memory>> {
+    /// The version chain through `m`, oldest first, and whether some of it
+    /// was left out: the versions nearest `m` (one older, one newer, in
+    /// turn) up to [`MAX_VERSIONS`] beside it and [`PAGE_TEXT_BYTES`] of
+    /// their texts. A chain of hundreds of 32 KB versions is tens of
+    /// megabytes, held several times over in the Wasm memory the isolate's
+    /// profiles share. `get` of the farthest version given reads on from
+    /// there.
+    pub fn version_chain(&self, m: &Memory) -> Result<(Vec<Memory>, bool)> {
         let mut seen = std::collections::HashSet::from([m.id.clone()]);
-        let mut chain = self.walk_versions(m, &mut seen, |v| v.supersedes.clone())?;
-        chain.reverse();
+        let (mut versions, mut bytes) = (MAX_VERSIONS, PAGE_TEXT_BYTES);
+        let mut cut = false;
+        // Each side: the next id to read, and the ids read, nearest first.
+        let mut older: (Option<String>, Vec<String>) = (m.supersedes.clone(), Vec::new());
+        let mut newer: (Option<String>, Vec<String>) = (m.superseded_by.clone(), Vec::new());
+        while older.0.is_some() || newer.0.is_some() {
+            for (side, next) in [(&mut older, (|l: &Link| l.before.clone()) as fn(&Link) -> Option<String>), (&mut newer, |l: &Link| l.after.clone())] {
+                let Some(id) = side.0.take() else { continue };
+                // A loop, or a link to a memory not stored, ends the side.
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                let Some(link) = self.version_link(&id)? else { continue };
+                if versions == 0 || link.bytes > bytes {
+                    cut = true;
+                    continue;
+                }
+                versions = versions.saturating_sub(1);
+                bytes = bytes.saturating_sub(link.bytes);
+                side.0 = next(&link);
+                side.1.push(id);
+            }
+        }
+        older.1.reverse();
+        let mut chain = self.memories_in_order(&older.1)?;
         chain.push(m.clone());
-        chain.extend(self.walk_versions(m, &mut seen, |v| v.superseded_by.clone())?);
-        Ok(chain)
+        chain.extend(self.memories_in_order(&newer.1)?);
+        Ok((chain, cut))
     }
 
-    /// The versions reached from `m` by following `next`, nearest first,
-    /// stopping at a missing memory or one already `seen`.
-    fn walk_versions(&self, m: &Memory, seen: &mut std::collections::HashSet<String>, next: fn(&Memory) -> Option<String>) -> Result<Vec<Memory>> {
-        let mut out = Vec::new();
-        let mut cur = next(m);
-        while let Some(id) = cur {
-            if !seen.insert(id.clone()) {
-                break;
-            }
-            let Some(v) = self.get_memory(&id)? else { break };
-            cur = next(&v);
-            out.push(v);
-        }
-        Ok(out)
+    /// A version's links and the bytes of its texts, without them.
+    fn version_link(&self, id: &str) -> Result<Option<Link>> {
+        let rows = self.sql.query(
+            "SELECT m.supersedes, m.superseded_by, length(CAST(m.content AS BLOB)) + length(CAST(m.summary AS BLOB)) + length(CAST(m.source_message_ids AS BLOB)) \
+             + ifnull(length(CAST(m.search_queries AS BLOB)), 0) + ifnull(length(CAST(m.metadata AS BLOB)), 0) FROM memories m WHERE m.id = ?",
+            &[id.into()],
+        )?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let [before, after, bytes]: [SqlValue; 3] = row.try_into().map_err(|_| Error::storage("a version row that is not three columns"))?;
+        let bytes = bytes.as_i64().and_then(|b| usize::try_from(b).ok()).ok_or_else(|| Error::storage("a version's size that is not a number"))?;
+        Ok(Some(Link { before: opt_text(before, "a version's supersedes")?, after: opt_text(after, "a version's supersededBy")?, bytes }))
     }
 
     /// Marks active memories whose `expiresAt` has passed as expired and
@@ -813,6 +839,17 @@ impl<'a> Store<'a> {
 /// profiles share. A page cut short ends with a cursor, as one cut at its
 /// limit; one memory is always on the page, however large.
 pub const PAGE_TEXT_BYTES: usize = 1 << 20;
+
+/// Most versions `get` gives beside the memory itself
+/// ([`Store::version_chain`]).
+pub const MAX_VERSIONS: usize = 100;
+
+/// A version's links to the ones before and after it, and its texts' bytes.
+struct Link {
+    before: Option<String>,
+    after: Option<String>,
+    bytes: usize,
+}
 
 /// How many of `sized` (ids and their texts' bytes, in page order) a page
 /// of at most `limit` memories and `budget` bytes holds: at least one

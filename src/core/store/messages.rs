@@ -198,6 +198,39 @@ impl<'a> Store<'a> {
         Ok(out)
     }
 
+    /// The messages `ids` as [`Store::messages_by_ids`] orders them, at
+    /// most [`PAGE_TEXT_BYTES`] of their texts (one always), and whether
+    /// some were left out: a memory that consolidation made can cite
+    /// hundreds of long messages.
+    pub fn messages_within(&self, ids: &[String]) -> Result<(Vec<Message>, bool)> {
+        let mut sized: Vec<(String, String, i64, i64, usize)> = Vec::new();
+        for chunk in json_chunks(ids)? {
+            let rows = self.sql.query(
+                "SELECT g.id, g.session_id, g.position, g.rowid, length(CAST(g.content AS BLOB)) + ifnull(length(CAST(g.metadata AS BLOB)), 0) \
+                 FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value",
+                &[chunk],
+            )?;
+            for row in rows {
+                let [id, session, position, rowid, bytes]: [SqlValue; 5] =
+                    row.try_into().map_err(|_| Error::storage("a message size row that is not five columns"))?;
+                let number = |v: SqlValue, what: &str| v.as_i64().ok_or_else(|| Error::storage(format!("a message's {what} that is not a number")));
+                let bytes = usize::try_from(number(bytes, "size")?).unwrap_or(usize::MAX);
+                sized.push((text(id, "a message id")?, text(session, "a message's session")?, number(position, "position")?, number(rowid, "rowid")?, bytes));
+            }
+        }
+        sized.sort_by(|a, b| (&a.1, a.2, a.3).cmp(&(&b.1, b.2, b.3)));
+        sized.dedup_by(|a, b| a.0 == b.0);
+        let mut bytes = 0usize;
+        let kept = sized.iter().take_while(|m| {
+            let first = bytes == 0;
+            bytes = bytes.saturating_add(m.4.max(1));
+            first || bytes <= PAGE_TEXT_BYTES
+        });
+        let ids: Vec<String> = kept.map(|m| m.0.clone()).collect();
+        let cut = ids.len() < sized.len();
+        Ok((self.messages_by_ids(&ids)?, cut))
+    }
+
     /// About how many texts full text scores against: the messages, or
     /// the memories in a profile without messages (remembered statements
     /// alone). One statement; each is the table's largest rowid, read from
