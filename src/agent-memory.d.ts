@@ -369,12 +369,12 @@ export type MemoryIncomingMemory = AgentMemoryIncomingMemory & {
   metadata?: MemoryMetadata;
 } & (
     | {
-        /** ISO-8601 instant after which the memory expires. Give this or `ttlSeconds`, not both. */
+        /** ISO-8601 instant after which the memory expires, later than now. Give this or `ttlSeconds`, not both. */
         expiresAt?: string;
         ttlSeconds?: never;
       }
     | {
-        /** Seconds to live, at most 10^10. Give this or `expiresAt`, not both. */
+        /** Seconds to live, from 1 to 10^10. Give this or `expiresAt`, not both. */
         ttlSeconds?: number;
         expiresAt?: never;
       }

@@ -1450,3 +1450,24 @@ fn test_get_of_a_memory_citing_many_long_messages_answers_a_bounded_part_of_them
         assert!(!d.more_versions);
     });
 }
+
+/// A remember whose expiry is not later than now is refused and changes
+/// nothing: stored already expired, it still superseded the key's
+/// current value, and the key was left with no active value.
+#[test]
+fn test_a_remember_already_expired_is_refused_and_the_keys_value_stays() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let current =
+            block_on(p.remember(serde_json::from_value(json!({ "content": "The user's package manager is pnpm.", "key": "user.package_manager" })).unwrap()))
+                .unwrap();
+        for late in [json!({ "expiresAt": "2001-01-01T00:00:00Z" }), json!({ "ttlSeconds": 0 })] {
+            let mut req = json!({ "content": "The user's package manager is yarn.", "key": "user.package_manager" });
+            req.as_object_mut().unwrap().extend(late.as_object().unwrap().clone());
+            let e = block_on(p.remember(serde_json::from_value(req).unwrap())).unwrap_err();
+            assert_eq!(e.status(), 400, "{e}");
+        }
+        assert_eq!(p.get(&current.id).unwrap().memory.status, Status::Active);
+        assert_eq!(p.stats().unwrap().memories, 1);
+    });
+}

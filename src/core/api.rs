@@ -171,12 +171,12 @@ pub struct RememberRequest {
     #[serde(default)]
     #[schemars(length(min = 1, max = 128))]
     pub key: Option<String>,
-    /// ISO-8601 instant after which the memory expires.
+    /// ISO-8601 instant after which the memory expires; later than now.
     #[serde(default)]
     pub expires_at: Option<String>,
     /// Seconds to live; an alternative to `expiresAt`.
     #[serde(default)]
-    #[schemars(range(max = 10_000_000_000u64))]
+    #[schemars(range(min = 1, max = 10_000_000_000u64))]
     pub ttl_seconds: Option<u64>,
     /// Content the caller marks sensitive is refused (SPEC.md section 7).
     #[serde(default)]
@@ -663,6 +663,9 @@ impl RememberRequest {
         }
         if self.ttl_seconds.is_some_and(|t| t > MAX_TTL_SECONDS) {
             return Err(Error::invalid(format!("ttlSeconds must be at most {MAX_TTL_SECONDS} (about 317 years)")));
+        }
+        if self.ttl_seconds == Some(0) {
+            return Err(Error::invalid("ttlSeconds must be at least 1: a memory remembered already expired would end the value its key holds now"));
         }
         validate_expiry("expiresAt", &self.expires_at)
     }

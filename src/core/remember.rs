@@ -63,8 +63,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     let store = p.store();
     room_unless_repeated(p, &store, &pending)?;
     let outcome = persist::store(&store, p.turns, pending, &Default::default())?;
-    // Read back what was stored: its status is derived on read (a memory
-    // stored with an expiry already past reads as expired).
+    // Read back what was stored, as a read shows it.
     let id = match (outcome.stored.first(), outcome.existing.first()) {
         (Some(m), _) => m.id.clone(),
         (None, Some(id)) => {
@@ -135,7 +134,7 @@ fn extend_expiry(store: &crate::core::store::Store<'_>, id: &str, asked: Option<
 }
 
 /// The stored `expiresAt` of a remember call: an explicit instant, or now
-/// plus the TTL. One outside the years 0000-9999 (which expiries compare
+/// plus the TTL, later than now (400 otherwise). One outside the years 0000-9999 (which expiries compare
 /// in) is refused; validation bounds both, so only a clock past the year
 /// 9600 could reach that.
 pub fn expiry(now: i64, expires_at: Option<&str>, ttl_seconds: Option<u64>) -> Result<Option<String>> {
@@ -146,6 +145,12 @@ pub fn expiry(now: i64, expires_at: Option<&str>, ttl_seconds: Option<u64>) -> R
     };
     if !(MIN_EXPIRY_MILLIS..=MAX_EXPIRY_MILLIS).contains(&millis) {
         return Err(Error::invalid("the expiry falls outside the years 0000-9999"));
+    }
+    // A memory expired on arrival would still supersede the current value
+    // of its key, which no active memory would then hold.
+    if millis <= now {
+        let what = if expires_at.is_some() { "expiresAt must be later than now" } else { "ttlSeconds must be at least 1" };
+        return Err(Error::invalid(format!("{what}: a memory remembered already expired would end the value its key holds now; to end a memory, forget it")));
     }
     Ok(Some(iso(millis)))
 }
@@ -164,5 +169,8 @@ mod tests {
         assert_eq!(expiry(now, Some("2030-01-01T05:00:00+05:00"), None).unwrap().as_deref(), Some("2030-01-01T00:00:00.000Z"));
         assert!(expiry(now, Some("9999-12-31T23:00:00-05:00"), None).unwrap_err().is_invalid());
         assert_eq!(expiry(now, None, None).unwrap(), None);
+        assert!(expiry(now, None, Some(0)).unwrap_err().is_invalid());
+        assert!(expiry(now, Some("2001-01-01T00:00:00Z"), None).unwrap_err().is_invalid());
+        assert!(expiry(now, Some(&iso(now)), None).unwrap_err().is_invalid());
     }
 }

@@ -710,10 +710,14 @@ describe("write rules (SPEC.md section 7)", () => {
   });
 
   test("TTL: expiresAt in the past, far future, both given", async () => {
-    const past = await dev.ok("POST", NS, "ttl2", "/remember", { body: { content: "This reminder was already stale when stored.", expiresAt: "2001-01-01T00:00:00Z" } });
-    assert.equal(past.status, "expired");
+    // Already expired: refused (stored, it would end the value its key holds now).
+    for (const late of [{ expiresAt: "2001-01-01T00:00:00Z" }, { ttlSeconds: 0 }]) {
+      const res = await dev.post(NS, "ttl2", "/remember", { content: "This reminder was already stale when stored.", ...late });
+      assert.equal(res.status, 400, JSON.stringify(late));
+      assert.match(JSON.stringify(res.body), /ttlSeconds|expiresAt/);
+    }
     const r = await dev.ok("POST", NS, "ttl2", "/recall", { body: { query: "stale reminder" } });
-    assert.ok(!r.candidates.some((c) => c.id === past.id));
+    assert.equal(r.candidates.length, 0, "nothing stored");
     // The longest TTL (10^10 s, about 317 years) is a far-future memory, live in recall.
     const far = await dev.ok("POST", NS, "ttl2", "/remember", { body: { content: "A practically permanent note about the archive.", ttlSeconds: 1e10 } });
     assert.ok(Date.parse(far.expiresAt) > Date.now() + 300 * 365 * 86400e3, far.expiresAt);
