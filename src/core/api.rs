@@ -275,6 +275,15 @@ pub enum ListStatus {
     All,
 }
 
+/// The media type of a `Content-Type` header (lowercase, without its
+/// parameters), and whether it is JSON: `application/json` or a
+/// `+json` type. `application/jsonx` is not.
+pub fn json_media(content_type: &str) -> (String, bool) {
+    let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let json = media == "application/json" || media.ends_with("+json");
+    (media, json)
+}
+
 /// Hex digits of the tag that ties a list cursor to its profile.
 const CURSOR_TAG_HEX: usize = 12;
 
@@ -728,6 +737,15 @@ impl ListRequest {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn test_json_media_is_the_type_before_its_parameters_not_a_prefix() {
+        assert_eq!(super::json_media("Application/JSON; charset=utf-8"), ("application/json".into(), true));
+        assert!(super::json_media("application/merge-patch+json").1);
+        for not in ["application/jsonx", "application/json-seq", "application/jsonl", "text/plain", ""] {
+            assert!(!super::json_media(not).1, "{not}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -166,10 +166,9 @@ pub fn read_http(req: &McpRequest<'_>) -> std::result::Result<McpMessage, McpRep
         return Err(reply);
     }
     if let Some(ct) = req.content_type {
-        let ct = ct.to_ascii_lowercase();
-        let media = ct.split(';').next().unwrap_or("").trim();
-        if media != JSON && !media.ends_with("+json") {
-            let e = Error::unsupported_media_type(format!("content-type must be application/json, not {}", api::quoted(media)));
+        let (media, json) = api::json_media(ct);
+        if !json {
+            let e = Error::unsupported_media_type(format!("content-type must be application/json, not {}", api::quoted(&media)));
             return Err(refused(&e, INVALID_REQUEST));
         }
     }

@@ -633,9 +633,9 @@ fn with_field(mut body: Value, field: &str, value: Value) -> Result<Value> {
 
 fn json_body(req: &Incoming<'_>) -> Result<Value> {
     if let Some(ct) = req.content_type {
-        let ct = ct.to_ascii_lowercase();
-        if !ct.starts_with("application/json") && !ct.contains("+json") {
-            return Err(Error::invalid(format!("content-type must be application/json, not {}", api::quoted(&ct))));
+        let (media, json) = api::json_media(ct);
+        if !json {
+            return Err(Error::invalid(format!("content-type must be application/json, not {}", api::quoted(&media))));
         }
     }
     if req.body.len() > MAX_BODY_BYTES {
@@ -663,7 +663,7 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
         return Err(Error::too_large(format!("import is over {MAX_IMPORT_BYTES} bytes")));
     }
     let text = std::str::from_utf8(req.body).map_err(|_| Error::invalid("import body is not valid UTF-8"))?;
-    let json_ct = req.content_type.is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"));
+    let json_ct = req.content_type.is_some_and(|c| api::json_media(c).1);
     if json_ct {
         // `{"data": "<ndjson>"}`
         // Nothing else beside `data`: another field would be ignored.

@@ -713,6 +713,7 @@ const BAD_INPUT = [
   ["text/plain remember", "POST", T.remember, {}, { body: '{"content":"The user likes long walks on the beach."}', contentType: "text/plain" }, 400, CODE.invalid],
   ["form-encoded ingest", "POST", T.ingest, {}, { body: "messages=hello", contentType: "application/x-www-form-urlencoded" }, 400, CODE.invalid],
   ["text/plain recall", "POST", T.recall, {}, { body: '{"query":"walks?"}', contentType: "text/plain" }, 400, CODE.invalid],
+  ["a media type that only begins like JSON", "POST", T.remember, {}, { body: '{"content":"The user likes long walks on the beach."}', contentType: "application/jsonx" }, 400, CODE.invalid],
   ["an unknown field in remember", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", bogus: 1 } }, 400, CODE.invalid],
   ["an unknown field in ingest", "POST", T.ingest, {}, { json: { messages: [{ role: "user", content: "I like long walks on the beach." }], tenant: "x" } }, 400, CODE.invalid],
   ["an unknown field in an ingest message", "POST", T.ingest, {}, { json: { messages: [{ role: "user", content: "I like long walks on the beach.", name: "bob" }] } }, 400, CODE.invalid],
