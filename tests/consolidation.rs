@@ -1310,3 +1310,28 @@ fn test_forgetting_a_member_of_a_fold_that_cannot_be_undone_is_refused() {
         assert_eq!(export_body(p), before, "nothing changed");
     });
 }
+
+/// Rewordings with different metadata are not merged: the survivor keeps
+/// its own metadata, so a filter on the other's would find nothing the
+/// profile still says.
+#[test]
+fn test_rewordings_with_different_metadata_are_not_merged() {
+    let sql = database();
+    let say = |p: &Profile<'_>, content: &str, priority: i64| {
+        block_on(
+            p.remember(serde_json::from_value(json!({ "content": content, "type": "event", "metadata": { "agentId": "a1", "priority": priority } })).unwrap()),
+        )
+        .unwrap()
+    };
+    with_profile(&sql, APRIL_15 - 40 * DAY, |p| say(p, "The team celebrated the dashboard launch with a big chocolate cake.", 1));
+    with_profile(&sql, APRIL_15 - 20 * DAY, |p| say(p, "The team celebrated the launch of the dashboard with a big chocolate cake.", 2));
+    with_profile(&sql, APRIL_15, |p| {
+        let report = consolidate(p, json!({}));
+        assert!(report.actions.iter().all(|r| r.action != "merge"), "{report:?}");
+        for priority in [1, 2] {
+            let filter = serde_json::from_value(json!({ "priority": priority })).unwrap();
+            let found = p.list(ListRequest { filter: Some(filter), ..Default::default() }).unwrap().memories;
+            assert_eq!(found.len(), 1, "priority {priority}");
+        }
+    });
+}

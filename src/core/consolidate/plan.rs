@@ -166,7 +166,7 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
 }
 
 /// A cluster of alike memories as a group: duplicates when they hold the
-/// same value ([`value`]); a contradiction when two keyed memories said on
+/// same value ([`value`]) and the same metadata; a contradiction when two keyed memories said on
 /// different days hold different ones; otherwise none. Not when the
 /// earlier is out of the later's [`Reach`], as at ingest: an agent
 /// speaks about its conversation's matter, and two support calls' refund
@@ -174,6 +174,11 @@ fn alike(window: &[Memory]) -> Vec<Vec<usize>> {
 fn duplicates_or_contradiction(ms: Vec<Memory>, authority: &Authorities) -> Option<Group> {
     let first = ms.first().map(value).unwrap_or_default();
     if ms.iter().all(|m| value(m) == first) {
+        // The survivor keeps its own metadata: wordings with other metadata
+        // would leave a filter on theirs finding nothing.
+        if ms.windows(2).any(|w| matches!(w, [a, b] if a.metadata != b.metadata)) {
+            return None;
+        }
         let why = format!("{} memories say the same thing (content words overlap by at least {DUPLICATE_SIMILARITY})", ms.len());
         return Some(Group { kind: GroupKind::Duplicates, why, members: ms });
     }
