@@ -1056,3 +1056,33 @@ fn test_import_of_a_withheld_record_naming_no_message_or_no_fingerprint_is_refus
         assert!(p.export(ExportRequest::default()).unwrap().contains(&format!("\"fingerprint\":\"{fp}\"")));
     });
 }
+
+/// A record whose status ended its validity but whose dates leave it open
+/// (a superseded memory without `validTo`, an expired one without
+/// `expiresAt`) is closed on import, so an `asOf` read of now agrees with
+/// the status: before, all three were valid now beside the current value.
+#[test]
+fn test_import_closes_the_validity_a_records_status_ended() {
+    let third = "01m8wd82f91ktpz8e5mx00g5ws";
+    let lines = [
+        header(),
+        memory(FIRST, "The office is in Berlin.", json!({ "status": "superseded", "supersededBy": SECOND, "validFrom": "2026-01-01T00:00:00.000Z" })),
+        memory(
+            SECOND,
+            "The office is in Munich.",
+            json!({ "supersedes": FIRST, "validFrom": "2026-02-01T00:00:00.000Z", "createdAt": "2026-02-01T00:00:00.000Z", "updatedAt": "2026-02-01T00:00:00.000Z" }),
+        ),
+        memory(third, "Renew the office lease by March.", json!({ "type": "task", "status": "expired", "updatedAt": "2026-03-01T00:00:00.000Z" })),
+    ];
+    with_profile(&database(), APRIL_15, |p| {
+        p.import(&file(&lines)).unwrap();
+        let now: ListRequest = serde_json::from_value(json!({ "asOf": "2026-04-15T10:00:00.000Z", "status": "all" })).unwrap();
+        let valid: Vec<String> = p.list(now).unwrap().memories.into_iter().map(|m| m.id).collect();
+        assert_eq!(valid, vec![SECOND.to_string()]);
+        let january: ListRequest = serde_json::from_value(json!({ "asOf": "2026-01-15T00:00:00.000Z", "status": "all" })).unwrap();
+        let mut valid: Vec<String> = p.list(january).unwrap().memories.into_iter().map(|m| m.id).collect();
+        valid.sort();
+        assert_eq!(valid, vec![FIRST.to_string(), third.to_string()], "each was valid before it ended");
+        assert_eq!(p.get(FIRST).unwrap().memory.valid_to.as_deref(), Some("2026-02-01T00:00:00.000Z"), "Berlin ends where Munich begins");
+    });
+}

@@ -543,6 +543,7 @@ impl Reader {
                 self.parsed.outside_restated.push(Link { line, field: "withheld", id: w.message_id.clone() });
             }
         }
+        closed_validity(&mut self.parsed.memories);
         for (m, &line) in self.parsed.memories.iter().zip(&self.lines) {
             for (field, id) in [("supersedes", &m.supersedes), ("supersededBy", &m.superseded_by)] {
                 match id {
@@ -734,6 +735,29 @@ fn stored_dates(m: &mut Memory) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Ends the validity a record's status says ended but its dates leave
+/// open (a file written before validity was recorded, or by hand), so an
+/// `asOf` read agrees with the status: a superseded memory without
+/// `validTo` ends where the version after it in the file begins (its
+/// `validFrom`, else its `createdAt`), else when it was last updated; an
+/// expired one without `expiresAt` expired when it was last updated.
+/// Never before the memory's own `validFrom`.
+fn closed_validity(memories: &mut [Memory]) {
+    use crate::core::model::Status;
+    let begins: HashMap<String, String> = memories.iter().map(|m| (m.id.clone(), m.valid_from.clone().unwrap_or_else(|| m.created_at.clone()))).collect();
+    for m in memories.iter_mut() {
+        match m.status {
+            Status::Superseded if m.valid_to.is_none() => {
+                let next = m.superseded_by.as_ref().and_then(|id| begins.get(id)).unwrap_or(&m.updated_at).clone();
+                // Instants as stored (ISO-8601 UTC) order as text.
+                m.valid_to = Some(m.valid_from.clone().map_or(next.clone(), |from| from.max(next)));
+            }
+            Status::Expired if m.expires_at.is_none() => m.expires_at = Some(m.updated_at.clone()),
+            _ => {}
+        }
+    }
 }
 
 /// `t` as ISO-8601 UTC with milliseconds; `what` names it in the error.
