@@ -1335,3 +1335,30 @@ fn test_rewordings_with_different_metadata_are_not_merged() {
         }
     });
 }
+
+/// Only statements with the same metadata fold: one whose metadata an
+/// update changed stays out of its siblings' fold, active, and a filter
+/// on its metadata finds it.
+#[test]
+fn test_a_sibling_with_other_metadata_stays_out_of_the_fold() {
+    let sql = database();
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
+        }))
+        .unwrap();
+    });
+    let marked = with_profile(&sql, APRIL_15 - 80 * DAY, |p| {
+        let edinburgh = active(p).into_iter().find(|m| m.content.contains("Edinburgh")).expect("the Edinburgh statement");
+        p.update(serde_json::from_value(json!({"id": edinburgh.id, "metadata": {"agentId": "chat", "team": "x"}})).unwrap()).unwrap().id
+    });
+    with_profile(&sql, APRIL_15, |p| {
+        let fold = consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("the others fold");
+        assert!(!fold.members.contains(&marked), "{fold:?}");
+        let filter = serde_json::from_value(json!({ "team": "x" })).unwrap();
+        let found: Vec<String> = p.list(ListRequest { filter: Some(filter), ..Default::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
+        assert_eq!(found, vec![marked.clone()]);
+    });
+}
