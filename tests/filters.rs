@@ -868,3 +868,42 @@ fn test_migration_16_widens_the_scope_key_indexes_of_a_filled_profile() {
     let want: Vec<String> = (0..90).filter(|i| i % 3 == 1 && i % 4 != 0).map(|i| format!("m{i:03}")).collect();
     assert_eq!(got, want);
 }
+
+/// A memory remembered without a session has no `sessionId`: like any
+/// field a memory lacks, it matches `ne` and `nin` and nothing else, on
+/// list (SQL) and recall (in memory) alike.
+#[test]
+fn test_a_memory_without_a_session_matches_only_ne_and_nin_on_session_id() {
+    let held = Held::new();
+    held.with(APRIL_15, |p| {
+        let none =
+            block_on(p.remember(serde_json::from_value(json!({ "content": "The review bot flags every TODO left in a pull request." })).unwrap())).unwrap();
+        let some = block_on(p.remember(
+            serde_json::from_value(json!({ "content": "The deploy bot posts every release note to the team channel.", "sessionId": "s1" })).unwrap(),
+        ))
+        .unwrap();
+        let cases = [
+            (json!({ "sessionId": { "lt": "zzz" } }), vec![&some.id]),
+            (json!({ "sessionId": { "gte": "" } }), vec![&some.id]),
+            (json!({ "sessionId": "" }), vec![]),
+            (json!({ "sessionId": { "in": [""] } }), vec![]),
+            (json!({ "sessionId": { "ne": "s1" } }), vec![&none.id]),
+            (json!({ "sessionId": { "nin": ["s1"] } }), vec![&none.id]),
+        ];
+        for (filter, want) in cases {
+            let listed: Vec<String> =
+                p.list(ListRequest { filter: Some(filter.clone()), ..Default::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
+            let want: Vec<String> = want.into_iter().cloned().collect();
+            assert_eq!(listed, want, "list {filter}");
+            let req = agent_memory::core::api::RecallRequest {
+                query: "Which bot flags TODO or posts release notes?".into(),
+                options: serde_json::from_value(json!({ "filter": filter, "limit": 10 })).unwrap(),
+            };
+            let mut recalled: Vec<String> = block_on(p.recall(req)).unwrap().candidates.into_iter().map(|c| c.id).collect();
+            recalled.sort();
+            let mut want = want;
+            want.sort();
+            assert_eq!(recalled, want, "recall {filter}");
+        }
+    });
+}

@@ -350,7 +350,9 @@ const TEXT_HIGHEST: &str = "x''";
 fn column_of(field: &str) -> String {
     match field {
         "type" => "m.type".into(),
-        "sessionId" => "m.session_id".into(),
+        // Stored as '' for a memory remembered without a session: such a
+        // memory has no sessionId, as it reads.
+        "sessionId" => "NULLIF(m.session_id, '')".into(),
         "agentId" => "m.agent_id".into(),
         "userId" => "m.user_id".into(),
         "createdAt" => "m.created_at".into(),
@@ -366,7 +368,7 @@ fn field_of(m: &Memory, field: &str) -> Option<Scalar> {
     let text = |s: &str| Some(Scalar::Text(s.to_string()));
     match field {
         "type" => text(m.kind.as_str()),
-        "sessionId" => text(&m.session_id),
+        "sessionId" => Some(m.session_id.as_str()).filter(|s| !s.is_empty()).and_then(text),
         "createdAt" => text(&m.created_at),
         "updatedAt" => text(&m.updated_at),
         "eventDate" => m.event_date.as_deref().and_then(text),
