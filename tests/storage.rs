@@ -182,8 +182,13 @@ fn test_a_cursor_of_another_profile_is_refused_and_one_whose_memory_went_still_p
     with_profile(&sql, APRIL_15 + 10_000, |p| {
         let first = p.list(ListRequest { limit: Some(1), ..ListRequest::default() }).unwrap();
         let cursor = first.cursor.clone().expect("more remain");
-        let elsewhere = agent_memory::core::api::seal_cursor("test/other", &first.memories[0].id);
-        for bad in [elsewhere, first.memories[0].id.clone(), format!("{}.000000000000", ids[0])] {
+        let store = agent_memory::core::store::Store::new(p.sql, APRIL_15);
+        let secret = store.cursor_secret().unwrap();
+        assert_eq!(secret.len(), 32, "128 random bits");
+        let elsewhere = agent_memory::core::api::seal_cursor(&agent_memory::core::api::cursor_key("test/other", &secret), &first.memories[0].id);
+        // Made as the code makes one, but without the profile's secret.
+        let forged = agent_memory::core::api::seal_cursor(&agent_memory::core::api::cursor_key(p.name, ""), &ids[0]);
+        for bad in [elsewhere, forged, first.memories[0].id.clone(), format!("{}.000000000000", ids[0])] {
             let e = p.list(ListRequest { limit: Some(1), cursor: Some(bad.clone()), ..ListRequest::default() }).unwrap_err();
             assert!(e.is_invalid() && e.message().contains("cursor"), "{bad}: {e}");
         }

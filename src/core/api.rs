@@ -287,19 +287,26 @@ pub fn json_media(content_type: &str) -> (String, bool) {
 /// Hex digits of the tag that ties a list cursor to its profile.
 const CURSOR_TAG_HEX: usize = 12;
 
-/// A list cursor for the page after memory `id` in profile `profile`:
-/// the id and a tag of both, so a cursor of another profile, or an id
-/// nobody was given as a cursor, is refused rather than read as a place in
-/// this profile's list (a cursor whose memory was deleted since stays good).
-pub fn seal_cursor(profile: &str, id: &str) -> String {
-    format!("{id}.{}", cursor_tag(profile, id))
+/// A list cursor for the page after memory `id` in the profile whose
+/// cursor key is `key` (its name and its secret, which is never
+/// answered): the id and a tag of both, so a cursor of another profile,
+/// or one made for an id by anyone who read this code, is refused rather
+/// than read as a place in this profile's list (a cursor whose memory was
+/// deleted since stays good).
+pub fn seal_cursor(key: &str, id: &str) -> String {
+    format!("{id}.{}", cursor_tag(key, id))
 }
 
-/// The memory id of a cursor [`seal_cursor`] made for `profile`; 400 for
+/// A profile's cursor key ([`seal_cursor`]): its name and its secret.
+pub fn cursor_key(profile: &str, secret: &str) -> String {
+    format!("{profile}\0{secret}")
+}
+
+/// The memory id of a cursor [`seal_cursor`] made with `key`; 400 for
 /// anything else.
-pub fn open_cursor(profile: &str, cursor: &str) -> Result<String> {
+pub fn open_cursor(key: &str, cursor: &str) -> Result<String> {
     let id = cursor_id(cursor)?;
-    match cursor.get(id.len().saturating_add(1)..) == Some(cursor_tag(profile, id).as_str()) {
+    match cursor.get(id.len().saturating_add(1)..) == Some(cursor_tag(key, id).as_str()) {
         true => Ok(id.to_string()),
         false => Err(not_a_cursor()),
     }
@@ -314,9 +321,9 @@ fn cursor_id(cursor: &str) -> Result<&str> {
     }
 }
 
-fn cursor_tag(profile: &str, id: &str) -> String {
+fn cursor_tag(key: &str, id: &str) -> String {
     use sha2::Digest;
-    let digest = sha2::Sha256::new().chain_update(b"list-cursor\0").chain_update(profile.as_bytes()).chain_update(b"\0").chain_update(id.as_bytes()).finalize();
+    let digest = sha2::Sha256::new().chain_update(b"list-cursor\0").chain_update(key.as_bytes()).chain_update(b"\0").chain_update(id.as_bytes()).finalize();
     digest.iter().take(CURSOR_TAG_HEX / 2).map(|b| format!("{b:02x}")).collect()
 }
 

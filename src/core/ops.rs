@@ -337,9 +337,13 @@ impl<'a> Profile<'a> {
             crate::core::text::check_key_as_given(key, None)?;
         }
         let status = req.status_filter();
-        let mut page = self.store().list(&ListFilter {
+        let store = self.store();
+        // Read (or drawn) only where a cursor is: an empty profile's list
+        // writes nothing.
+        let key = || Ok::<_, Error>(api::cursor_key(self.name, &store.cursor_secret()?));
+        let mut page = store.list(&ListFilter {
             limit: req.limit.map_or(DEFAULT_PAGE_SIZE, api::count),
-            cursor: req.after().map(|c| api::open_cursor(self.name, c)).transpose()?,
+            cursor: req.after().map(|c| api::open_cursor(&key()?, c)).transpose()?,
             session_id: req.session_id,
             kind: req.kind,
             status,
@@ -347,7 +351,7 @@ impl<'a> Profile<'a> {
             filter: req.filter.as_ref().map(crate::core::filter::from_json).transpose()?,
             as_of: req.as_of.as_deref().map(crate::core::filter::as_of).transpose()?,
         })?;
-        page.cursor = page.cursor.map(|id| api::seal_cursor(self.name, &id));
+        page.cursor = page.cursor.map(|id| Ok::<_, Error>(api::seal_cursor(&key()?, &id))).transpose()?;
         Ok(page)
     }
 

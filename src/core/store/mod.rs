@@ -27,6 +27,8 @@ use crate::core::time::iso;
 
 /// The `meta` key holding the profile's `{namespace}/{profile}` name.
 pub const META_NAME: &str = "name";
+/// The secret of the profile's list cursors ([`Store::cursor_secret`]).
+pub const META_CURSOR_SECRET: &str = "cursor_secret";
 /// Set by the profile's first write that may create it (and cleared by a
 /// wipe): a profile emptied by deletions still exists, one never written
 /// does not.
@@ -234,6 +236,17 @@ impl<'a> Store<'a> {
 
     pub fn set_state_measured(&self, measured: &crate::core::resident::Measured) -> Result<()> {
         self.meta_set(crate::core::resident::META_STATE_MEASURED, &measured.encode())
+    }
+
+    /// The profile's own secret for its list cursors' tags
+    /// ([`crate::core::api::seal_cursor`]): 128 random bits SQLite drew the
+    /// first time it was asked for (again after a purge), never answered.
+    pub fn cursor_secret(&self) -> Result<String> {
+        if let Some(secret) = self.meta_get(META_CURSOR_SECRET)? {
+            return Ok(secret);
+        }
+        self.sql.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, lower(hex(randomblob(16))))", &[META_CURSOR_SECRET.into()])?;
+        self.meta_get(META_CURSOR_SECRET)?.ok_or_else(|| Error::storage("the profile's cursor secret was not stored"))
     }
 
     pub fn meta_get(&self, key: &str) -> Result<Option<String>> {
