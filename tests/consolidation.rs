@@ -1239,14 +1239,7 @@ fn test_deleting_a_merge_survivor_keeps_the_messages_its_merged_wordings_came_fr
 #[test]
 fn test_deleting_a_fold_takes_its_members_and_leaves_their_message() {
     let sql = database();
-    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
-        block_on(p.ingest(agent_memory::core::api::IngestRequest {
-            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
-            session_id: Some("s1".into()),
-            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
-        }))
-        .unwrap();
-    });
+    old_siblings(&sql);
     with_profile(&sql, APRIL_15, |p| {
         let before = active(p);
         let fold = consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
@@ -1266,14 +1259,7 @@ fn test_deleting_a_fold_takes_its_members_and_leaves_their_message() {
 #[test]
 fn test_forgetting_a_folded_member_takes_its_words_out_of_the_fold() {
     let sql = database();
-    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
-        block_on(p.ingest(agent_memory::core::api::IngestRequest {
-            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
-            session_id: Some("s1".into()),
-            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
-        }))
-        .unwrap();
-    });
+    old_siblings(&sql);
     with_profile(&sql, APRIL_15, |p| {
         let before = active(p);
         let fold = consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
@@ -1292,14 +1278,7 @@ fn test_forgetting_a_folded_member_takes_its_words_out_of_the_fold() {
 #[test]
 fn test_forgetting_a_member_of_a_fold_that_cannot_be_undone_is_refused() {
     let sql = database();
-    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
-        block_on(p.ingest(agent_memory::core::api::IngestRequest {
-            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
-            session_id: Some("s1".into()),
-            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
-        }))
-        .unwrap();
-    });
+    old_siblings(&sql);
     let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("a fold"));
     with_profile(&sql, APRIL_15 + DAY, |p| {
         p.update(serde_json::from_value(json!({"id": fold.target, "metadata": {"agentId": "chat", "pinned": true}})).unwrap()).unwrap();
@@ -1342,14 +1321,7 @@ fn test_rewordings_with_different_metadata_are_not_merged() {
 #[test]
 fn test_a_sibling_with_other_metadata_stays_out_of_the_fold() {
     let sql = database();
-    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
-        block_on(p.ingest(agent_memory::core::api::IngestRequest {
-            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
-            session_id: Some("s1".into()),
-            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
-        }))
-        .unwrap();
-    });
+    old_siblings(&sql);
     let marked = with_profile(&sql, APRIL_15 - 80 * DAY, |p| {
         let edinburgh = active(p).into_iter().find(|m| m.content.contains("Edinburgh")).expect("the Edinburgh statement");
         p.update(serde_json::from_value(json!({"id": edinburgh.id, "metadata": {"agentId": "chat", "team": "x"}})).unwrap()).unwrap().id
@@ -1360,5 +1332,18 @@ fn test_a_sibling_with_other_metadata_stays_out_of_the_fold() {
         let filter = serde_json::from_value(json!({ "team": "x" })).unwrap();
         let found: Vec<String> = p.list(ListRequest { filter: Some(filter), ..Default::default() }).unwrap().memories.into_iter().map(|m| m.id).collect();
         assert_eq!(found, vec![marked.clone()]);
+    });
+}
+
+/// Three statements of one message of session s1, said 90 days before
+/// APRIL_15 (a consolidation then folds them).
+fn old_siblings(sql: &support::NativeSql) {
+    with_profile(sql, APRIL_15 - 90 * DAY, |p| {
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
+        }))
+        .unwrap();
     });
 }
