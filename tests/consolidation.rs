@@ -83,7 +83,10 @@ fn test_a_merge_of_two_wordings_undoes_to_the_exact_originals() {
     with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
         let undone = p.undo_consolidation(merge.id).unwrap();
         assert!(undone.undone_at.is_some());
-        assert_eq!(export_body(p), before, "the export after the undo is the export before the merge");
+        // The record stays, undone (an export carries it, as `get` shows it).
+        let (records, rest): (Vec<String>, Vec<String>) = export_body(p).into_iter().partition(|l| l.contains("\"kind\":\"consolidation\""));
+        assert_eq!(rest, before, "the export after the undo is the export before the merge, with the record of both");
+        assert!(records.len() == 1 && records[0].contains("\"undoneAt\""), "{records:?}");
         let again = p.undo_consolidation(merge.id).unwrap_err();
         assert_eq!(again.status(), 400);
     });
@@ -1345,5 +1348,42 @@ fn old_siblings(sql: &support::NativeSql) {
             metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
         }))
         .unwrap();
+    });
+}
+
+/// An export carries the consolidations (with the memories as they were
+/// before each), and an import writes them back: in the copy a later
+/// value of a folded member's key reopens the fold as in the original,
+/// and the fold can be undone. Before, the copy kept the fold's old value
+/// active beside the new one, and no undo.
+#[test]
+fn test_consolidations_travel_through_export_and_import() {
+    let sql = database();
+    old_siblings(&sql);
+    let (fold, export) = with_profile(&sql, APRIL_15, |p| {
+        let fold = consolidate(p, json!({})).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+        (fold, p.export(Default::default()).unwrap())
+    });
+    assert_eq!(export.lines().filter(|l| l.contains("\"kind\":\"consolidation\"")).count(), 1, "{export}");
+    let copy = database();
+    with_profile(&copy, APRIL_15 + DAY, |p| {
+        p.import(&export).unwrap();
+        assert_eq!(p.export(Default::default()).unwrap().lines().skip(1).collect::<Vec<_>>(), export.lines().skip(1).collect::<Vec<_>>());
+        assert_eq!(p.get(&fold.target).unwrap().consolidations.len(), 1);
+        block_on(p.ingest(agent_memory::core::api::IngestRequest {
+            messages: vec![support::msg("user", "My favorite color is green now.")],
+            session_id: Some("s1".into()),
+            metadata: serde_json::from_value(json!({"agentId": "chat"})).unwrap(),
+        }))
+        .unwrap();
+        let now: Vec<String> = active(p).into_iter().map(|m| m.content).collect();
+        assert!(now.iter().all(|c| !c.contains("blue")), "the fold's old value is active beside the new one: {now:?}");
+        assert!(now.iter().any(|c| c.contains("Acme")), "the fold's other member is back: {now:?}");
+    });
+    let again = database();
+    with_profile(&again, APRIL_15 + DAY, |p| {
+        p.import(&export).unwrap();
+        p.undo_consolidation(fold.id).unwrap();
+        assert_eq!(active(p).len(), fold.members.len(), "the members are back");
     });
 }

@@ -1086,3 +1086,37 @@ fn test_import_closes_the_validity_a_records_status_ended() {
         assert_eq!(p.get(FIRST).unwrap().memory.valid_to.as_deref(), Some("2026-02-01T00:00:00.000Z"), "Berlin ends where Munich begins");
     });
 }
+
+#[test]
+fn test_import_of_a_consolidation_record_that_does_not_hold_is_refused() {
+    let m = memory(FIRST, "The build server runs on Debian twelve.", json!({}));
+    let record = |extra: Value| {
+        let mut c = json!({
+            "kind": "consolidation", "id": 1, "runId": "c-1", "action": "merge", "target": FIRST, "members": [FIRST], "created": [],
+            "reason": "alike", "at": "2026-04-15T10:00:00.000Z", "before": []
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        c.to_string()
+    };
+    let e = refused(&file(&[header(), m.clone(), record(json!({ "action": "shuffle" }))]));
+    assert!(e.message().contains("action"), "{e}");
+    let e = refused(&file(&[header(), m.clone(), record(json!({ "members": [FIRST, SECOND] }))]));
+    assert!(e.message().contains(&format!("members names memory {SECOND}")), "{e}");
+    let e = refused(&file(&[header(), m.clone(), record(json!({})), record(json!({}))]));
+    assert!(e.message().contains("repeats line 3"), "{e}");
+    let e = refused(&file(&[header(), m.clone(), record(json!({ "undone": true }))]));
+    assert!(e.message().contains("undone"), "{e}");
+    let mut stranger: Value = serde_json::from_str(&memory(SECOND, "Another memory entirely.", json!({}))).unwrap();
+    stranger.as_object_mut().unwrap().remove("kind");
+    let e = refused(&file(&[header(), m.clone(), record(json!({ "before": [stranger] }))]));
+    assert!(e.message().contains("neither its target nor a member"), "{e}");
+    let mut misspelt: Value = serde_json::from_str(&memory(FIRST, "The build server runs on Debian twelve.", json!({}))).unwrap();
+    misspelt.as_object_mut().unwrap().remove("kind");
+    misspelt["expiresAtt"] = json!("2030-01-01T00:00:00Z");
+    let e = refused(&file(&[header(), m.clone(), record(json!({ "before": [misspelt] }))]));
+    assert!(e.message().contains("expiresAtt"), "{e}");
+    let e = refused(&file(&[header(), m, record(json!({ "at": "yesterday" }))]));
+    assert!(e.message().contains("at"), "{e}");
+}

@@ -6,12 +6,16 @@
 //! {"kind":"memory", ...Memory}
 //! {"kind":"restatement","memoryId":"...","messageId":"..."}
 //! {"kind":"withheld","messageId":"...","fingerprint":"..."}
+//! {"kind":"consolidation","id":1,"action":"fold",...,"before":[...Memory]}
 //! ```
 //! A restatement records that a message said a memory again word for
 //! word (core::store::restatements): deleting the messages the memory
 //! cites then moves it to that message. A withheld record is what such a
 //! message said of a memory since deleted by id, by its fingerprint: a
-//! retry of the message's session does not store it anew.
+//! retry of the message's session does not store it anew. A consolidation
+//! record is a change consolidation made, with the memories as they were
+//! before it: an imported profile can undo it, and a later value of a
+//! folded member's key reopens the fold, as in the profile exported.
 //! Import validates the whole file before writing anything, then writes
 //! everything in one transaction; records already present are left as
 //! they are (`INSERT OR IGNORE`), but for one held active that a new
@@ -228,7 +232,108 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
             out.push_str(&tagged("withheld", &Withheld { message_id: message_id.clone(), fingerprint: fingerprint.clone() })?)?;
         }
     }
+    // The consolidations whose memories are all in the file.
+    let mut after = 0;
+    loop {
+        let ids = store.consolidation_ids_after(after, EXPORT_CONSOLIDATION_PAGE)?;
+        let Some(&last) = ids.last() else { break };
+        after = last;
+        for id in ids {
+            let Some((record, before, created)) = store.consolidation(id)? else { continue };
+            let involved = record.members.iter().chain(&created).chain(std::iter::once(&record.target));
+            if let Some(f) = filter.map(|_| store.kept_by_export(export, Kept::Memory, involved.clone().map(String::as_str))).transpose()? {
+                if !involved.clone().all(|m| f.contains(m)) {
+                    continue;
+                }
+            }
+            out.push_str(&tagged("consolidation", &ConsolidationEntry::of(record, before, created))?)?;
+        }
+    }
     store.drop_export_kept(export)
+}
+
+/// Consolidation records an export reads at a time: each holds copies of
+/// its memories as they were (a fold's up to its size limit).
+const EXPORT_CONSOLIDATION_PAGE: usize = 16;
+
+/// A change consolidation made, with the memories as they were before it
+/// and those it created (an export's `consolidation` record).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsolidationEntry {
+    pub id: i64,
+    pub run_id: String,
+    pub action: String,
+    pub target: String,
+    pub members: Vec<String>,
+    #[serde(default)]
+    pub created: Vec<String>,
+    pub reason: String,
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undone_at: Option<String>,
+    pub before: Vec<Memory>,
+}
+
+impl ConsolidationEntry {
+    fn of(r: crate::core::model::ConsolidationRecord, before: Vec<Memory>, created: Vec<String>) -> ConsolidationEntry {
+        ConsolidationEntry {
+            id: r.id,
+            run_id: r.run_id,
+            action: r.action,
+            target: r.target,
+            members: r.members,
+            created,
+            reason: r.reason,
+            at: r.at,
+            undone_at: r.undone_at,
+            before,
+        }
+    }
+
+    fn record(&self) -> crate::core::model::ConsolidationRecord {
+        crate::core::model::ConsolidationRecord {
+            id: self.id,
+            run_id: self.run_id.clone(),
+            action: self.action.clone(),
+            target: self.target.clone(),
+            members: self.members.clone(),
+            reason: self.reason.clone(),
+            at: self.at.clone(),
+            undone_at: self.undone_at.clone(),
+        }
+    }
+}
+
+/// Longest `runId` and `reason` of an imported consolidation record.
+const MAX_CONSOLIDATION_TEXT: usize = 4096;
+
+/// An imported consolidation record as the service writes one: a known
+/// action, ids, dates as stored, its memories before it each checked as a
+/// memory record, and none of them beside its members and target.
+fn checked_consolidation(mut c: ConsolidationEntry) -> Result<ConsolidationEntry> {
+    if c.id < 1 {
+        return Err(Error::invalid("a consolidation's id is a positive integer"));
+    }
+    if !["merge", "supersede", "fold", "retire"].contains(&c.action.as_str()) {
+        return Err(Error::invalid("a consolidation's action is merge, supersede, fold or retire"));
+    }
+    if [&c.run_id, &c.reason].iter().any(|t| t.is_empty() || t.len() > MAX_CONSOLIDATION_TEXT) {
+        return Err(Error::invalid(format!("a consolidation's runId and reason hold 1 to {MAX_CONSOLIDATION_TEXT} bytes")));
+    }
+    if !std::iter::once(&c.target).chain(&c.members).chain(&c.created).all(|id| ids::is_id(id)) {
+        return Err(Error::invalid("a consolidation's target, members and created are memory ids"));
+    }
+    if c.members.len() > api::MAX_SOURCES || c.created.len() > api::MAX_SOURCES || c.before.len() > api::MAX_SOURCES {
+        return Err(Error::invalid(format!("a consolidation names at most {} memories in each list", api::MAX_SOURCES)));
+    }
+    c.at = instant("at", &c.at)?;
+    c.undone_at = c.undone_at.as_deref().map(|t| instant("undoneAt", t)).transpose()?;
+    c.before = c.before.into_iter().map(checked_memory).collect::<Result<_>>()?;
+    if let Some(m) = c.before.iter().find(|m| m.id != c.target && !c.members.contains(&m.id)) {
+        return Err(Error::invalid(format!("a consolidation's memories before it name {}, neither its target nor a member", m.id)));
+    }
+    Ok(c)
 }
 
 /// What a message said again of a memory since deleted by id, by the
@@ -329,6 +434,7 @@ pub struct Parsed {
     pub memories: Vec<Memory>,
     pub restatements: Vec<Restatement>,
     pub withheld: Vec<Withheld>,
+    pub consolidations: Vec<ConsolidationEntry>,
     /// The memories and messages its restatements and withheld records
     /// name that the file does not hold: the profile must ([`check_links`]).
     pub outside_restated: Vec<Link>,
@@ -390,6 +496,7 @@ struct Reader {
     memory_fields: HashSet<String>,
     restatement_fields: HashSet<String>,
     withheld_fields: HashSet<String>,
+    consolidation_fields: HashSet<String>,
     header_fields: HashSet<String>,
     parsed: Parsed,
     saw_header: bool,
@@ -404,6 +511,8 @@ struct Reader {
     restatement_lines: HashMap<(String, String), usize>,
     /// The line of each withheld record read, by its (message, fingerprint).
     withheld_lines: HashMap<(String, String), usize>,
+    /// The line of each consolidation record read, by its id.
+    consolidation_lines: HashMap<i64, usize>,
 }
 
 impl Reader {
@@ -413,6 +522,7 @@ impl Reader {
             memory_fields: fields_of::<Memory>(),
             restatement_fields: fields_of::<Restatement>(),
             withheld_fields: fields_of::<Withheld>(),
+            consolidation_fields: fields_of::<ConsolidationEntry>(),
             header_fields: HEADER_FIELDS.iter().map(|f| f.to_string()).collect(),
             parsed: Parsed::default(),
             saw_header: false,
@@ -422,6 +532,7 @@ impl Reader {
             lines: Vec::new(),
             restatement_lines: HashMap::new(),
             withheld_lines: HashMap::new(),
+            consolidation_lines: HashMap::new(),
         }
     }
 
@@ -447,6 +558,7 @@ impl Reader {
             "memory" => self.memory(line, v)?,
             "restatement" => self.restatement(line, v)?,
             "withheld" => self.withheld(line, v)?,
+            "consolidation" => self.consolidation(line, v)?,
             other => return Err(Error::invalid(format!("unknown record kind {}", api::quoted(other)))),
         }
         Ok(())
@@ -509,6 +621,21 @@ impl Reader {
         Ok(())
     }
 
+    fn consolidation(&mut self, line: usize, v: Value) -> Result<()> {
+        known_fields(&v, &self.consolidation_fields)?;
+        // Each copy as strict as a memory record.
+        for m in v.get("before").and_then(Value::as_array).into_iter().flatten() {
+            known_fields(m, &self.memory_fields)?;
+        }
+        let c: ConsolidationEntry = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid consolidation: {}", serde_message(&e))))?;
+        let c = checked_consolidation(c)?;
+        if let Some(first) = self.consolidation_lines.insert(c.id, line) {
+            return Err(Error::invalid(format!("consolidation {} repeats line {first}: a file holds each record once", c.id)));
+        }
+        self.parsed.consolidations.push(c);
+        Ok(())
+    }
+
     /// The file, its citations following the redactions and its links to
     /// versions it does not hold listed.
     fn finish(mut self) -> Result<Parsed> {
@@ -544,6 +671,25 @@ impl Reader {
             }
         }
         closed_validity(&mut self.parsed.memories);
+        for c in &self.parsed.consolidations {
+            let line = self.consolidation_lines.get(&c.id).copied().unwrap_or(0);
+            let named = std::iter::once(("target", &c.target)).chain(c.members.iter().map(|m| ("members", m))).chain(c.created.iter().map(|m| ("created", m)));
+            for (field, id) in named {
+                if !self.memory_lines.contains_key(id) {
+                    self.parsed.outside.push(Link { line, field, id: id.clone() });
+                }
+            }
+        }
+        // The copies name messages as the file's memories do.
+        for c in &mut self.parsed.consolidations {
+            for m in &mut c.before {
+                for id in &mut m.source_message_ids {
+                    if let Some(new) = self.renamed.get(id) {
+                        id.clone_from(new);
+                    }
+                }
+            }
+        }
         for (m, &line) in self.parsed.memories.iter().zip(&self.lines) {
             for (field, id) in [("supersedes", &m.supersedes), ("supersededBy", &m.superseded_by)] {
                 match id {
@@ -944,5 +1090,8 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     store.record_restatements(&restated)?;
     let withheld: Vec<(&str, &str)> = p.withheld.iter().map(|w| (w.message_id.as_str(), w.fingerprint.as_str())).collect();
     store.record_withheld(&withheld)?;
+    for c in &p.consolidations {
+        store.put_consolidation(&c.record(), &c.before, &c.created)?;
+    }
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })
 }

@@ -123,6 +123,57 @@ impl<'a> Store<'a> {
         Ok(Some((consolidation_from_row(r)?, before, created)))
     }
 
+    /// The ids of the consolidations after `after`, in order, at most
+    /// `limit` (an export reads them a page at a time).
+    pub fn consolidation_ids_after(&self, after: i64, limit: usize) -> Result<Vec<i64>> {
+        let rows = self.sql.query(
+            "SELECT id FROM consolidations WHERE id > ?1 ORDER BY id LIMIT ?2",
+            &[SqlValue::Integer(after), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX))],
+        )?;
+        rows.iter().map(|r| r.first().and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation id does not read"))).collect()
+    }
+
+    /// Writes back a consolidation an export recorded (an import's
+    /// `consolidation` record), unless the profile holds it already (the
+    /// same run, action, target and time): under its own id when that is
+    /// free, else a new one. Returns whether it was written.
+    pub fn put_consolidation(&self, r: &ConsolidationRecord, before: &[Memory], created: &[String]) -> Result<bool> {
+        let held = self.count_params(
+            "SELECT COUNT(*) FROM consolidations WHERE run_id = ?1 AND action = ?2 AND target = ?3 AND at = ?4",
+            &[r.run_id.as_str().into(), r.action.as_str().into(), r.target.as_str().into(), r.at.as_str().into()],
+        )?;
+        if held > 0 {
+            return Ok(false);
+        }
+        let taken = self.count_params("SELECT COUNT(*) FROM consolidations WHERE id = ?", &[SqlValue::Integer(r.id)])? > 0;
+        let rows = self.sql.query(
+            "INSERT INTO consolidations (id, run_id, action, target, members, created, reason, before, at, undone_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            &[
+                if taken { SqlValue::Null } else { SqlValue::Integer(r.id) },
+                r.run_id.as_str().into(),
+                r.action.as_str().into(),
+                r.target.as_str().into(),
+                json_param(&r.members),
+                json_param(created),
+                r.reason.as_str().into(),
+                SqlValue::Text(serde_json::to_string(before)?),
+                r.at.as_str().into(),
+                r.undone_at.as_deref().map_or(SqlValue::Null, SqlValue::from),
+            ],
+        )?;
+        let id = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation was not recorded"))?;
+        let mut involved: Vec<&str> = r.members.iter().chain(created).map(String::as_str).collect();
+        involved.push(&r.target);
+        involved.sort();
+        involved.dedup();
+        self.sql.execute(
+            "INSERT OR IGNORE INTO consolidation_members (memory_id, consolidation_id) SELECT value, ?2 FROM json_each(?1)",
+            &[json_param(&involved), SqlValue::Integer(id)],
+        )?;
+        Ok(true)
+    }
+
     /// The later consolidations, not undone, that involve any of `ids`.
     pub fn later_consolidations(&self, after: i64, ids: &[String]) -> Result<Vec<i64>> {
         let rows = self.sql.query(

@@ -224,7 +224,17 @@ impl<'a> Store<'a> {
 
     /// The one number a `SELECT COUNT(*) …` (or `MAX`) statement answers.
     pub(super) fn count(&self, statement: &str) -> Result<i64> {
-        self.sql.query(statement, &[])?.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a count returned no number"))
+        self.count_params(statement, &[])
+    }
+
+    /// [`Store::count`] of a statement with parameters.
+    pub(super) fn count_params(&self, statement: &str, params: &[SqlValue]) -> Result<i64> {
+        self.sql
+            .query(statement, params)?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64)
+            .ok_or_else(|| Error::storage("a count returned no number"))
     }
 
     /// When background work is next due (epoch millis): the earliest
