@@ -614,3 +614,16 @@ fn test_a_batch_of_large_calls_is_read_up_to_what_a_body_may_take_as_a_tree() {
     assert_eq!(refused.status, 400);
     assert!(refused.body.contains("too many values"), "{}", refused.body);
 }
+
+/// `ping` and `tools/list` take no key but the protocol's `_meta` (and a
+/// cursor tools/list never gave is refused): a key they would ignore is
+/// an invalid-params error, as `tools/call` refuses one.
+#[test]
+fn test_ping_and_tools_list_refuse_keys_they_would_ignore() {
+    let sql = database();
+    assert_eq!(rpc(&sql, APRIL_15, "ping", json!({ "_meta": { "progressToken": 1 } })), json!({}));
+    for (method, params) in [("ping", json!({ "junk": 1 })), ("tools/list", json!({ "cursor": "zzz" })), ("tools/list", json!({ "page": 2 }))] {
+        let msg = post(&sql, request(1, method, params.clone())).message().unwrap();
+        assert_eq!(msg["error"]["code"], -32602, "{method} {params}: {msg}");
+    }
+}

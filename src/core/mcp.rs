@@ -409,10 +409,26 @@ type RpcResult = std::result::Result<Value, (i64, String)>;
 async fn request(method: &str, params: Map<String, Value>, backend: &dyn Backend) -> RpcResult {
     match method {
         "initialize" => initialize(&params),
-        "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({ "tools": tools() })),
+        "ping" => only(&params, &[]).map(|()| json!({})),
+        "tools/list" => match params.get("cursor") {
+            // One page holds every tool: this server gives no cursor.
+            Some(c) => {
+                Err((INVALID_PARAMS, format!("invalid params: cursor {} is not one this server gave (tools/list has one page)", api::quoted(&c.to_string()))))
+            }
+            None => only(&params, &[]).map(|()| json!({ "tools": tools() })),
+        },
         "tools/call" => call_tool(params, backend).await,
         other => Err((METHOD_NOT_FOUND, format!("method not found: {}", api::quoted(other)))),
+    }
+}
+
+/// Refuses a key of `params` other than `allowed` and the protocol's own
+/// `_meta`: it would be ignored. (`initialize` takes what later protocol
+/// versions add.)
+fn only(params: &Map<String, Value>, allowed: &[&str]) -> std::result::Result<(), (i64, String)> {
+    match params.keys().find(|k| k.as_str() != "_meta" && !allowed.contains(&k.as_str())) {
+        Some(k) => Err((INVALID_PARAMS, format!("invalid params: unknown key {}", api::quoted(k)))),
+        None => Ok(()),
     }
 }
 
