@@ -1120,3 +1120,24 @@ fn test_import_of_a_consolidation_record_that_does_not_hold_is_refused() {
     let e = refused(&file(&[header(), m, record(json!({ "at": "yesterday" }))]));
     assert!(e.message().contains("at"), "{e}");
 }
+
+/// A consolidation record touching a memory the profile held before the
+/// import is left out: the held memory stays as it is, and an undo of the
+/// record would have written the file's copy of it over the profile's.
+#[test]
+fn test_an_imported_consolidation_record_never_reaches_a_memory_held_before() {
+    let held = memory(FIRST, "The build server runs on Debian twelve.", json!({}));
+    let mut copy: Value = serde_json::from_str(&memory(FIRST, "Words the profile never held.", json!({}))).unwrap();
+    copy.as_object_mut().unwrap().remove("kind");
+    let record = json!({
+        "kind": "consolidation", "id": 7, "runId": "c-1", "action": "retire", "target": FIRST, "members": [FIRST], "created": [],
+        "reason": "stale", "at": "2026-01-01T00:00:00.000Z", "before": [copy]
+    })
+    .to_string();
+    with_profile(&database(), APRIL_15, |p| {
+        p.import(&file(&[header(), held.clone()])).unwrap();
+        p.import(&file(&[header(), held, record])).unwrap();
+        assert_eq!(p.undo_consolidation(7).unwrap_err().status(), 404, "the record was not written");
+        assert_eq!(p.get(FIRST).unwrap().memory.content, "The build server runs on Debian twelve.");
+    });
+}

@@ -291,6 +291,11 @@ impl ConsolidationEntry {
         }
     }
 
+    /// Every memory it names: its target, members and those it created.
+    fn involved(&self) -> impl Iterator<Item = &String> + Clone {
+        std::iter::once(&self.target).chain(&self.members).chain(&self.created)
+    }
+
     fn record(&self) -> crate::core::model::ConsolidationRecord {
         crate::core::model::ConsolidationRecord {
             id: self.id,
@@ -1090,7 +1095,11 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     store.record_restatements(&restated)?;
     let withheld: Vec<(&str, &str)> = p.withheld.iter().map(|w| (w.message_id.as_str(), w.fingerprint.as_str())).collect();
     store.record_withheld(&withheld)?;
-    for c in &p.consolidations {
+    // A record is written back with the memories it involves: one touching
+    // a memory the profile held already (left as it is, so perhaps not as
+    // the record's copies have it) is left out, or an undo would write the
+    // file's copy over the profile's memory.
+    for c in p.consolidations.iter().filter(|c| c.involved().all(|id| written.contains(id.as_str()))) {
         store.put_consolidation(&c.record(), &c.before, &c.created)?;
     }
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })
