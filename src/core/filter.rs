@@ -316,7 +316,7 @@ impl Filter {
                     false => (TEXT_LOWEST, TEXT_HIGHEST),
                 };
                 let metadata = !BUILT_INS.contains(&field.as_str());
-                match cmp {
+                let test = match cmp {
                     Cmp::Eq => format!("({e} IS {v})"),
                     Cmp::Ne => format!("({e} IS NOT {v})"),
                     // `IN` lets an index on the field serve it (a scope key's);
@@ -331,6 +331,14 @@ impl Filter {
                     Cmp::Lt => format!("COALESCE({kind} AND {e} < {v}, 0)"),
                     Cmp::Lte if metadata => format!("COALESCE({e} BETWEEN {lowest} AND {v}, 0)"),
                     Cmp::Lte => format!("COALESCE({kind} AND {e} <= {v}, 0)"),
+                };
+                // A memory remembered without a session holds '' as its
+                // session: it has no sessionId, which only `ne` and `nin`
+                // match. The column stays bare, for its index.
+                match (field.as_str(), cmp) {
+                    ("sessionId", Cmp::Ne | Cmp::Nin) => format!("({test} OR {e} = '')"),
+                    ("sessionId", _) => format!("({test} AND {e} <> '')"),
+                    _ => test,
                 }
             }
         }
@@ -350,9 +358,7 @@ const TEXT_HIGHEST: &str = "x''";
 fn column_of(field: &str) -> String {
     match field {
         "type" => "m.type".into(),
-        // Stored as '' for a memory remembered without a session: such a
-        // memory has no sessionId, as it reads.
-        "sessionId" => "NULLIF(m.session_id, '')".into(),
+        "sessionId" => "m.session_id".into(),
         "agentId" => "m.agent_id".into(),
         "userId" => "m.user_id".into(),
         "createdAt" => "m.created_at".into(),
