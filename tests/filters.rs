@@ -911,5 +911,5 @@ fn test_a_memory_without_a_session_matches_only_ne_and_nin_on_session_id() {
     let f = agent_memory::core::filter::from_json(&json!({ "sessionId": "s1" })).unwrap();
     let statement = format!("EXPLAIN QUERY PLAN SELECT m.id FROM memories m WHERE {}", f.sql(1));
     let plan: Vec<String> = held.sql.query(&statement, &[f.param().into()]).unwrap().iter().filter_map(|row| row.last().and_then(|v| v.opt_string())).collect();
-    assert!(plan.iter().any(|s| s.contains("memories_by_session")), "{plan:#?}");
+    assert!(plan.iter().any(|s| s.contains("SEARCH") && s.contains("memories_by_session (session_id=?")), "{plan:#?}");
 }
