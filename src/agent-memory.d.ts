@@ -430,7 +430,7 @@ export interface MemoryStoredMessage {
 
 /** What get() returns: the memory, its version chain, its source messages and its consolidations. */
 export interface MemoryDetail extends Memory {
-  /** The versions of the memory, oldest first; includes this one. At most the 100 nearest it (its newer ones first) and 1 MiB of their texts. */
+  /** The versions of the memory, oldest first; includes this one. At most the 100 nearest it (one older, one newer, in turn) and 1 MiB of their texts. */
   versions: Memory[];
   /** Whether versions were left out: get() of the oldest (or newest) given reads on from there. */
   moreVersions: boolean;

@@ -252,7 +252,7 @@ pub struct MemoryDetail {
     #[serde(flatten)]
     pub memory: Memory,
     /// Oldest first; includes this memory. At most the 100 nearest it
-    /// (its newer ones first) and 1 MiB of their texts.
+    /// (one older, one newer, in turn) and 1 MiB of their texts.
     pub versions: Vec<Memory>,
     /// Whether versions were left out: `get` of the oldest (or newest)
     /// given reads on from there.
