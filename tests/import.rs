@@ -1090,10 +1090,15 @@ fn test_import_closes_the_validity_a_records_status_ended() {
 #[test]
 fn test_import_of_a_consolidation_record_that_does_not_hold_is_refused() {
     let m = memory(FIRST, "The build server runs on Debian twelve.", json!({}));
+    let copy = |id: &str| {
+        let mut c: Value = serde_json::from_str(&memory(id, "The build server runs on Debian twelve.", json!({}))).unwrap();
+        c.as_object_mut().unwrap().remove("kind");
+        c
+    };
     let record = |extra: Value| {
         let mut c = json!({
             "kind": "consolidation", "id": 1, "runId": "c-1", "action": "merge", "target": FIRST, "members": [FIRST], "created": [],
-            "reason": "alike", "at": "2026-04-15T10:00:00.000Z", "before": []
+            "reason": "alike", "at": "2026-04-15T10:00:00.000Z", "before": [copy(FIRST)]
         });
         for (k, v) in extra.as_object().unwrap() {
             c[k] = v.clone();
@@ -1102,8 +1107,18 @@ fn test_import_of_a_consolidation_record_that_does_not_hold_is_refused() {
     };
     let e = refused(&file(&[header(), m.clone(), record(json!({ "action": "shuffle" }))]));
     assert!(e.message().contains("action"), "{e}");
-    let e = refused(&file(&[header(), m.clone(), record(json!({ "members": [FIRST, SECOND] }))]));
+    let e = refused(&file(&[header(), m.clone(), record(json!({ "members": [FIRST, SECOND], "before": [copy(FIRST), copy(SECOND)] }))]));
     assert!(e.message().contains(&format!("members names memory {SECOND}")), "{e}");
+    // What the record says it did must be what the file's memories show:
+    // a merged member superseded by the target, a fold's creation its
+    // target, a retirement creating nothing.
+    let active_second = memory(SECOND, "The build server is in Frankfurt.", json!({}));
+    let e = refused(&file(&[header(), m.clone(), active_second.clone(), record(json!({ "members": [FIRST, SECOND], "before": [copy(FIRST), copy(SECOND)] }))]));
+    assert!(e.message().contains("not superseded by its target"), "{e}");
+    let e = refused(&file(&[header(), m.clone(), active_second, record(json!({ "action": "retire", "created": [SECOND] }))]));
+    assert!(e.message().contains("created nothing"), "{e}");
+    let e = refused(&file(&[header(), m.clone(), record(json!({ "before": [copy(FIRST), copy(FIRST)] }))]));
+    assert!(e.message().contains("one copy of each member"), "{e}");
     let e = refused(&file(&[header(), m.clone(), record(json!({})), record(json!({}))]));
     assert!(e.message().contains("repeats line 3"), "{e}");
     let e = refused(&file(&[header(), m.clone(), record(json!({ "undone": true }))]));

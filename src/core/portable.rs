@@ -13,7 +13,7 @@
 //! cites then moves it to that message. A withheld record is what such a
 //! message said of a memory since deleted by id, by its fingerprint: a
 //! retry of the message's session does not store it anew. A consolidation
-//! record is a change consolidation made, with the memories as they were
+//! record is a change consolidation made and not undone, with the memories as they were
 //! before it: an imported profile can undo it, and a later value of a
 //! folded member's key reopens the fold, as in the profile exported.
 //! Import validates the whole file before writing anything, then writes
@@ -232,14 +232,15 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
             out.push_str(&tagged("withheld", &Withheld { message_id: message_id.clone(), fingerprint: fingerprint.clone() })?)?;
         }
     }
-    // The consolidations whose memories are all in the file.
+    // The consolidations that stand (not undone), whose memories are all
+    // in the file: an undone one is history whose creations are gone.
     let mut after = 0;
     loop {
         let ids = store.consolidation_ids_after(after, EXPORT_CONSOLIDATION_PAGE)?;
         let Some(&last) = ids.last() else { break };
         after = last;
         for id in ids {
-            let Some((record, before, created)) = store.consolidation(id)? else { continue };
+            let Some((record, before, created)) = store.consolidation(id)?.filter(|(r, _, _)| r.undone_at.is_none()) else { continue };
             let involved = record.members.iter().chain(&created).chain(std::iter::once(&record.target));
             if let Some(f) = filter.map(|_| store.kept_by_export(export, Kept::Memory, involved.clone().map(String::as_str))).transpose()? {
                 if !involved.clone().all(|m| f.contains(m)) {
@@ -270,25 +271,12 @@ pub struct ConsolidationEntry {
     pub created: Vec<String>,
     pub reason: String,
     pub at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub undone_at: Option<String>,
     pub before: Vec<Memory>,
 }
 
 impl ConsolidationEntry {
     fn of(r: crate::core::model::ConsolidationRecord, before: Vec<Memory>, created: Vec<String>) -> ConsolidationEntry {
-        ConsolidationEntry {
-            id: r.id,
-            run_id: r.run_id,
-            action: r.action,
-            target: r.target,
-            members: r.members,
-            created,
-            reason: r.reason,
-            at: r.at,
-            undone_at: r.undone_at,
-            before,
-        }
+        ConsolidationEntry { id: r.id, run_id: r.run_id, action: r.action, target: r.target, members: r.members, created, reason: r.reason, at: r.at, before }
     }
 
     /// Every memory it names: its target, members and those it created.
@@ -305,7 +293,7 @@ impl ConsolidationEntry {
             members: self.members.clone(),
             reason: self.reason.clone(),
             at: self.at.clone(),
-            undone_at: self.undone_at.clone(),
+            undone_at: None,
         }
     }
 }
@@ -333,12 +321,49 @@ fn checked_consolidation(mut c: ConsolidationEntry) -> Result<ConsolidationEntry
         return Err(Error::invalid(format!("a consolidation names at most {} memories in each list", api::MAX_SOURCES)));
     }
     c.at = instant("at", &c.at)?;
-    c.undone_at = c.undone_at.as_deref().map(|t| instant("undoneAt", t)).transpose()?;
     c.before = c.before.into_iter().map(checked_memory).collect::<Result<_>>()?;
     if let Some(m) = c.before.iter().find(|m| m.id != c.target && !c.members.contains(&m.id)) {
         return Err(Error::invalid(format!("a consolidation's memories before it name {}, neither its target nor a member", m.id)));
     }
     Ok(c)
+}
+
+/// A consolidation record as its action leaves the memories: a merge's
+/// or a supersession's target among its members, a fold's the one memory
+/// it created, a retirement's its one member; its copies before it one of
+/// each member; and each member but the target superseded by the target
+/// in the file (one the file does not hold is not written:
+/// [`import`]). Undo, forget and delete read a record as what it did: one
+/// that did not would reach memories it never touched.
+fn consolidation_holds(c: &ConsolidationEntry, held: &HashMap<&str, &Memory>) -> Result<()> {
+    let shape = match c.action.as_str() {
+        "merge" | "supersede" => c.members.contains(&c.target) && c.created.is_empty(),
+        "fold" => !c.members.contains(&c.target) && c.created == [c.target.clone()],
+        _ => c.members == [c.target.clone()] && c.created.is_empty(),
+    };
+    if !shape {
+        return Err(Error::invalid(format!(
+            "consolidation {}: a {} names its target among its members{}",
+            c.id,
+            c.action,
+            if c.action == "fold" { " never, and created only its target" } else { ", and created nothing" }
+        )));
+    }
+    let mut copies: Vec<&str> = c.before.iter().map(|m| m.id.as_str()).collect();
+    let mut members: Vec<&str> = c.members.iter().map(String::as_str).collect();
+    copies.sort_unstable();
+    members.sort_unstable();
+    if copies != members || members.windows(2).any(|w| matches!(w, [a, b] if a == b)) {
+        return Err(Error::invalid(format!("consolidation {}: its memories before it are one copy of each member", c.id)));
+    }
+    if c.action != "retire" {
+        for m in c.members.iter().filter(|m| **m != c.target) {
+            if let Some(memory) = held.get(m.as_str()).filter(|memory| memory.superseded_by.as_deref() != Some(c.target.as_str())) {
+                return Err(Error::invalid(format!("consolidation {}: member {} is not superseded by its target {}", c.id, memory.id, c.target)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What a message said again of a memory since deleted by id, by the
@@ -676,6 +701,11 @@ impl Reader {
             }
         }
         closed_validity(&mut self.parsed.memories);
+        let held: HashMap<&str, &Memory> = self.parsed.memories.iter().map(|m| (m.id.as_str(), m)).collect();
+        for c in &self.parsed.consolidations {
+            let line = self.consolidation_lines.get(&c.id).copied().unwrap_or(0);
+            consolidation_holds(c, &held).map_err(|e| Error::invalid(format!("import line {line}: {}", e.message())))?;
+        }
         for c in &self.parsed.consolidations {
             let line = self.consolidation_lines.get(&c.id).copied().unwrap_or(0);
             let named = std::iter::once(("target", &c.target)).chain(c.members.iter().map(|m| ("members", m))).chain(c.created.iter().map(|m| ("created", m)));
@@ -1099,7 +1129,9 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     // a memory the profile held already (left as it is, so perhaps not as
     // the record's copies have it) is left out, or an undo would write the
     // file's copy over the profile's memory.
-    for c in p.consolidations.iter().filter(|c| c.involved().all(|id| written.contains(id.as_str()))) {
+    let mut standing: Vec<&ConsolidationEntry> = p.consolidations.iter().filter(|c| c.involved().all(|id| written.contains(id.as_str()))).collect();
+    standing.sort_by_key(|c| c.id);
+    for c in standing {
         store.put_consolidation(&c.record(), &c.before, &c.created)?;
     }
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })

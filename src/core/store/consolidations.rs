@@ -136,7 +136,9 @@ impl<'a> Store<'a> {
     /// Writes back a consolidation an export recorded (an import's
     /// `consolidation` record), unless the profile holds it already (the
     /// same run, action, target and time): under its own id when that is
-    /// free, else a new one. Returns whether it was written.
+    /// after every id the profile holds, else the next one. Called in the
+    /// file's id order, so the records keep the order they were made in,
+    /// which undo, forget and delete read them by.
     pub fn put_consolidation(&self, r: &ConsolidationRecord, before: &[Memory], created: &[String]) -> Result<bool> {
         let held = self.count_params(
             "SELECT COUNT(*) FROM consolidations WHERE run_id = ?1 AND action = ?2 AND target = ?3 AND at = ?4",
@@ -145,7 +147,8 @@ impl<'a> Store<'a> {
         if held > 0 {
             return Ok(false);
         }
-        let taken = self.count_params("SELECT COUNT(*) FROM consolidations WHERE id = ?", &[SqlValue::Integer(r.id)])? > 0;
+        let last = self.count("SELECT COALESCE(MAX(id), 0) FROM consolidations")?;
+        let taken = r.id <= last;
         let rows = self.sql.query(
             "INSERT INTO consolidations (id, run_id, action, target, members, created, reason, before, at, undone_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
