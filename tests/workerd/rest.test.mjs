@@ -981,7 +981,8 @@ test("a token granted one namespace pages through that one alone: no page, curso
 
 test("update replaces a memory's metadata; consolidate merges two wordings, and undo restores them", async () => {
   const profile = "p-consolidate";
-  const first = ok(await remember(profile, { content: "The user prefers dark mode in the code editor.", key: "user.editor_theme", metadata: { agentId: "chat" } }));
+  // The same metadata once the second is updated: only such wordings merge.
+  const first = ok(await remember(profile, { content: "The user prefers dark mode in the code editor.", key: "user.editor_theme", metadata: { agentId: "chat", priority: 2 } }));
   await new Promise((r) => setTimeout(r, 5));
   const second = ok(await remember(profile, { content: "In the code editor, the user prefers the dark mode.", key: "user.theme" }));
   const updated = ok(await api.patch(T.memory, { profile, id: second.id }, { metadata: { agentId: "chat", priority: 2 } }));
