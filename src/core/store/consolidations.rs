@@ -75,15 +75,7 @@ impl<'a> Store<'a> {
                 at.as_str().into(),
             ],
         )?;
-        let id = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation was not recorded"))?;
-        let mut involved: Vec<&str> = c.members.iter().chain(c.created).map(String::as_str).collect();
-        involved.push(c.target);
-        involved.sort();
-        involved.dedup();
-        self.sql.execute(
-            "INSERT OR IGNORE INTO consolidation_members (memory_id, consolidation_id) SELECT value, ?2 FROM json_each(?1)",
-            &[json_param(&involved), SqlValue::Integer(id)],
-        )?;
+        let id = self.index_consolidation(&rows, c.target, c.members, c.created)?;
         Ok(ConsolidationRecord {
             id,
             run_id: c.run_id.to_string(),
@@ -165,16 +157,23 @@ impl<'a> Store<'a> {
                 r.undone_at.as_deref().map_or(SqlValue::Null, SqlValue::from),
             ],
         )?;
+        self.index_consolidation(&rows, &r.target, &r.members, created)?;
+        Ok(true)
+    }
+
+    /// The id an insert of a consolidation returned (`rows`), with every
+    /// memory it involves indexed to it (`consolidation_members`).
+    fn index_consolidation(&self, rows: &[Row], target: &str, members: &[String], created: &[String]) -> Result<i64> {
         let id = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation was not recorded"))?;
-        let mut involved: Vec<&str> = r.members.iter().chain(created).map(String::as_str).collect();
-        involved.push(&r.target);
+        let mut involved: Vec<&str> = members.iter().chain(created).map(String::as_str).collect();
+        involved.push(target);
         involved.sort();
         involved.dedup();
         self.sql.execute(
             "INSERT OR IGNORE INTO consolidation_members (memory_id, consolidation_id) SELECT value, ?2 FROM json_each(?1)",
             &[json_param(&involved), SqlValue::Integer(id)],
         )?;
-        Ok(true)
+        Ok(id)
     }
 
     /// The later consolidations, not undone, that involve any of `ids`.
