@@ -627,3 +627,21 @@ fn test_ping_and_tools_list_refuse_keys_they_would_ignore() {
         assert_eq!(msg["error"]["code"], -32602, "{method} {params}: {msg}");
     }
 }
+
+/// An ingest's text lists at most 100 created memories and says how many
+/// more the structured result holds; the structured result lists all.
+#[test]
+fn test_an_ingests_text_lists_a_bounded_part_of_what_it_created() {
+    let sql = database();
+    let cities = ["Lisbon", "Porto", "Madrid", "Seville", "Lyon", "Turin", "Bergen", "Ghent", "Krakow", "Tallinn", "Riga", "Vilnius"];
+    let messages: Vec<Value> = (0..150)
+        .map(|i| json!({ "role": "user", "content": format!("My colleague Person{i} moved to {} in {} and works on the Project{i} launch.", cities[i % cities.len()], 1990 + i) }))
+        .collect();
+    let r = ok("ingest", call(&sql, APRIL_15, "ingest", json!({ "messages": messages, "sessionId": "many" })));
+    let created = r["structuredContent"]["memories"].as_array().unwrap().len();
+    assert!(created > 100, "the fixture creates more than the text lists: {created}");
+    let rendered = text(&r);
+    assert!(rendered.contains("\n100. ["), "{rendered}");
+    assert!(!rendered.contains("\n101. ["), "{rendered}");
+    assert!(rendered.contains(&format!("... and {} more (the structured result lists all {created}).", created - 100)), "{rendered}");
+}

@@ -951,14 +951,28 @@ fn render_ingest(v: &Value) -> String {
     let memories = items(v, "memories");
     if !memories.is_empty() {
         out.push_str("\nCreated:\n");
-        numbered(&mut out, memories, false);
+        numbered(&mut out, memories.get(..MAX_RENDERED_ITEMS).unwrap_or(memories), false);
+        more_than_rendered(&mut out, memories.len());
     }
     let dropped = items(v, "dropped");
     if !dropped.is_empty() {
         out.push_str("\nDropped:\n");
-        for d in dropped {
+        for d in dropped.iter().take(MAX_RENDERED_ITEMS) {
             let _ = writeln!(out, "- {} ({})", s(d, "content"), s(d, "reason"));
         }
+        more_than_rendered(&mut out, dropped.len());
     }
     out.trim_end().to_string()
+}
+
+/// Most items of one list an ingest's text gives the model; the
+/// structured result holds them all. The largest ingest can create
+/// thousands, and the text is one more copy of them in the Wasm memory.
+const MAX_RENDERED_ITEMS: usize = 100;
+
+/// The line saying how many of `n` items the text left out, if any.
+fn more_than_rendered(out: &mut String, n: usize) {
+    if n > MAX_RENDERED_ITEMS {
+        let _ = writeln!(out, "... and {} more (the structured result lists all {n}).", n.saturating_sub(MAX_RENDERED_ITEMS));
+    }
 }
