@@ -241,13 +241,13 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
         after = last;
         for id in ids {
             let Some((record, before, created)) = store.consolidation(id)?.filter(|(r, _, _)| r.undone_at.is_none()) else { continue };
-            let involved = record.members.iter().chain(&created).chain(std::iter::once(&record.target));
-            if let Some(f) = filter.map(|_| store.kept_by_export(export, Kept::Memory, involved.clone().map(String::as_str))).transpose()? {
-                if !involved.clone().all(|m| f.contains(m)) {
+            let entry = ConsolidationEntry::of(record, before, created);
+            if let Some(f) = filter.map(|_| store.kept_by_export(export, Kept::Memory, entry.involved().map(String::as_str))).transpose()? {
+                if !entry.involved().all(|m| f.contains(m)) {
                     continue;
                 }
             }
-            out.push_str(&tagged("consolidation", &ConsolidationEntry::of(record, before, created))?)?;
+            out.push_str(&tagged("consolidation", &entry)?)?;
         }
     }
     store.drop_export_kept(export)
@@ -280,7 +280,7 @@ impl ConsolidationEntry {
     }
 
     /// Every memory it names: its target, members and those it created.
-    fn involved(&self) -> impl Iterator<Item = &String> + Clone {
+    fn involved(&self) -> impl Iterator<Item = &String> {
         std::iter::once(&self.target).chain(&self.members).chain(&self.created)
     }
 
@@ -314,7 +314,7 @@ fn checked_consolidation(mut c: ConsolidationEntry) -> Result<ConsolidationEntry
     if [&c.run_id, &c.reason].iter().any(|t| t.is_empty() || t.len() > MAX_CONSOLIDATION_TEXT) {
         return Err(Error::invalid(format!("a consolidation's runId and reason hold 1 to {MAX_CONSOLIDATION_TEXT} bytes")));
     }
-    if !std::iter::once(&c.target).chain(&c.members).chain(&c.created).all(|id| ids::is_id(id)) {
+    if !c.involved().all(|id| ids::is_id(id)) {
         return Err(Error::invalid("a consolidation's target, members and created are memory ids"));
     }
     if c.members.len() > api::MAX_SOURCES || c.created.len() > api::MAX_SOURCES || c.before.len() > api::MAX_SOURCES {
@@ -705,9 +705,6 @@ impl Reader {
         for c in &self.parsed.consolidations {
             let line = self.consolidation_lines.get(&c.id).copied().unwrap_or(0);
             consolidation_holds(c, &held).map_err(|e| Error::invalid(format!("import line {line}: {}", e.message())))?;
-        }
-        for c in &self.parsed.consolidations {
-            let line = self.consolidation_lines.get(&c.id).copied().unwrap_or(0);
             let named = std::iter::once(("target", &c.target)).chain(c.members.iter().map(|m| ("members", m))).chain(c.created.iter().map(|m| ("created", m)));
             for (field, id) in named {
                 if !self.memory_lines.contains_key(id) {

@@ -267,7 +267,6 @@ impl<'a> Store<'a> {
     pub fn consolidated_into(&self, id: &str, sources: &[String]) -> Result<(Vec<String>, Vec<String>)> {
         let mut members: Vec<String> = Vec::new();
         let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut own: Option<Vec<String>> = None;
         let mut at = 0;
         let mut targets = vec![id.to_string()];
         // Each memory is a target once; a chain ends at the first wordings.
@@ -280,13 +279,7 @@ impl<'a> Store<'a> {
             for record in records {
                 let record = record.first().and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation id that does not read"))?;
                 let Some((_, before, _)) = self.consolidation(record)? else { continue };
-                for m in before {
-                    if m.id == target {
-                        if target == id && own.is_none() {
-                            own = Some(m.source_message_ids);
-                        }
-                        continue;
-                    }
+                for m in before.into_iter().filter(|m| m.id != target) {
                     if m.id != id && !members.contains(&m.id) {
                         targets.push(m.id.clone());
                         members.push(m.id);
@@ -294,11 +287,28 @@ impl<'a> Store<'a> {
                     taken.extend(m.source_message_ids);
                 }
             }
-            own.get_or_insert_with(Vec::new);
         }
-        let own = own.unwrap_or_default();
+        let own = self.own_sources(id)?.unwrap_or_default();
         let drawn = sources.iter().filter(|s| !taken.contains(*s) || own.contains(s)).cloned().collect();
         Ok((members, drawn))
+    }
+
+    /// The messages memory `id` cited before its first merge (a merge not
+    /// undone whose survivor it is), as that merge's record copied it;
+    /// `None` when it survived no merge.
+    fn own_sources(&self, id: &str) -> Result<Option<Vec<String>>> {
+        let first = self.sql.query(
+            "SELECT c.id FROM consolidation_members m CROSS JOIN consolidations c ON c.id = m.consolidation_id \
+             WHERE m.memory_id = ?1 AND c.target = ?1 AND c.action = 'merge' AND c.undone_at IS NULL ORDER BY c.id LIMIT 1",
+            &[id.into()],
+        )?;
+        let Some(record) =
+            first.first().and_then(|r| r.first()).map(|v| v.as_i64().ok_or_else(|| Error::storage("a consolidation id that is not a number"))).transpose()?
+        else {
+            return Ok(None);
+        };
+        let Some((_, before, _)) = self.consolidation(record)? else { return Ok(None) };
+        Ok(before.into_iter().find(|m| m.id == id).map(|m| m.source_message_ids))
     }
 
     /// Of the memories `ids`, which a deletion would take with the messages
@@ -311,23 +321,9 @@ impl<'a> Store<'a> {
     pub fn keep_merged(&self, ids: &[String]) -> Result<Vec<String>> {
         let mut kept = Vec::new();
         for id in ids {
-            let first = self.sql.query(
-                "SELECT c.id FROM consolidation_members m CROSS JOIN consolidations c ON c.id = m.consolidation_id \
-                 WHERE m.memory_id = ?1 AND c.target = ?1 AND c.action = 'merge' AND c.undone_at IS NULL ORDER BY c.id LIMIT 1",
-                &[id.as_str().into()],
-            )?;
-            let Some(record) = first
-                .first()
-                .and_then(|r| r.first())
-                .map(|v| v.as_i64().ok_or_else(|| Error::storage("a consolidation id that is not a number")))
-                .transpose()?
-            else {
-                continue;
-            };
-            let Some((_, before, _)) = self.consolidation(record)? else { continue };
-            let Some(own) = before.iter().find(|m| m.id == *id) else { continue };
-            let stored = self.existing_message_ids(&own.source_message_ids)?;
-            if own.source_message_ids.iter().any(|m| !stored.contains(m)) {
+            let Some(own) = self.own_sources(id)? else { continue };
+            let stored = self.existing_message_ids(&own)?;
+            if own.iter().any(|m| !stored.contains(m)) {
                 continue;
             }
             let Some(now) = self.get_memory(id)? else { continue };

@@ -67,13 +67,10 @@ impl<'a> Store<'a> {
                  CROSS JOIN withheld w ON w.message_rowid = g.rowid",
                 &[chunk],
             )? {
-                let content = match row.get(2) {
-                    Some(SqlValue::Text(content)) => Some(content.clone()),
-                    Some(SqlValue::Null) => None,
-                    _ => return Err(Error::storage("failed to read a message's id and a memory's fingerprint and content")),
-                };
                 match row.as_slice() {
-                    [SqlValue::Text(message), SqlValue::Text(fingerprint), _] => found.entry(message.clone()).or_default().push((fingerprint.clone(), content)),
+                    [SqlValue::Text(message), SqlValue::Text(fingerprint), content @ (SqlValue::Text(_) | SqlValue::Null)] => {
+                        found.entry(message.clone()).or_default().push((fingerprint.clone(), content.opt_string()))
+                    }
                     _ => return Err(Error::storage("failed to read a message's id and a memory's fingerprint and content")),
                 }
             }
@@ -203,7 +200,8 @@ impl<'a> Store<'a> {
     /// some were left out: a memory that consolidation made can cite
     /// hundreds of long messages.
     pub fn messages_within(&self, ids: &[String]) -> Result<(Vec<Message>, bool)> {
-        let mut sized: Vec<(String, String, i64, i64, usize)> = Vec::new();
+        // Id, then the order keys (session, position, rowid), then bytes.
+        let mut sized: Vec<(String, (String, i64, i64), usize)> = Vec::new();
         for chunk in json_chunks(ids)? {
             let rows = self.sql.query(
                 "SELECT g.id, g.session_id, g.position, g.rowid, length(CAST(g.content AS BLOB)) + ifnull(length(CAST(g.metadata AS BLOB)), 0) \
@@ -215,20 +213,15 @@ impl<'a> Store<'a> {
                     row.try_into().map_err(|_| Error::storage("a message size row that is not five columns"))?;
                 let number = |v: SqlValue, what: &str| v.as_i64().ok_or_else(|| Error::storage(format!("a message's {what} that is not a number")));
                 let bytes = usize::try_from(number(bytes, "size")?).unwrap_or(usize::MAX);
-                sized.push((text(id, "a message id")?, text(session, "a message's session")?, number(position, "position")?, number(rowid, "rowid")?, bytes));
+                sized.push((text(id, "a message id")?, (text(session, "a message's session")?, number(position, "position")?, number(rowid, "rowid")?), bytes));
             }
         }
-        sized.sort_by(|a, b| (&a.1, a.2, a.3).cmp(&(&b.1, b.2, b.3)));
+        sized.sort_by(|a, b| a.1.cmp(&b.1));
         sized.dedup_by(|a, b| a.0 == b.0);
-        let mut bytes = 0usize;
-        let kept = sized.iter().take_while(|m| {
-            let first = bytes == 0;
-            bytes = bytes.saturating_add(m.4.max(1));
-            first || bytes <= PAGE_TEXT_BYTES
-        });
-        let ids: Vec<String> = kept.map(|m| m.0.clone()).collect();
-        let cut = ids.len() < sized.len();
-        Ok((self.messages_by_ids(&ids)?, cut))
+        let sized: Vec<(String, usize)> = sized.into_iter().map(|(id, _, bytes)| (id, bytes)).collect();
+        let kept = super::memories::within_page(&sized, usize::MAX, PAGE_TEXT_BYTES);
+        let ids: Vec<String> = sized.iter().take(kept).map(|(id, _)| id.clone()).collect();
+        Ok((self.messages_by_ids(&ids)?, kept < sized.len()))
     }
 
     /// About how many texts full text scores against: the messages, or
