@@ -27,7 +27,7 @@ fn request(id: i64, method: &str, params: Value) -> Value {
 /// Runs a request that must succeed at the JSON-RPC level; returns `result`.
 fn rpc(sql: &NativeSql, now: i64, method: &str, params: Value) -> Value {
     let reply = post_raw(sql, now, request(1, method, params).to_string().as_bytes());
-    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.status, 200, "{}", reply.body_text());
     assert_eq!(reply.content_type, Some("application/json"));
     let msg = reply.message().expect("a JSON body");
     assert_eq!(msg["jsonrpc"], "2.0");
@@ -44,7 +44,7 @@ fn call(sql: &NativeSql, now: i64, tool: &str, arguments: Value) -> Value {
 /// Calls a tool that must fail at the protocol level; returns the error.
 fn call_error(sql: &NativeSql, tool: &str, arguments: Value) -> Value {
     let reply = post(sql, request(7, "tools/call", json!({ "name": tool, "arguments": arguments })));
-    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.status, 200, "{}", reply.body_text());
     let msg = reply.message().unwrap();
     assert_eq!(msg["id"], 7);
     assert!(msg.get("result").is_none(), "expected an error: {msg}");
@@ -112,7 +112,7 @@ fn test_notifications_get_202_without_body() {
     let sql = database();
     for method in ["notifications/initialized", "notifications/cancelled", "notifications/whatever"] {
         let reply = post(&sql, json!({ "jsonrpc": "2.0", "method": method }));
-        assert_eq!((reply.status, reply.body.as_str(), reply.content_type), (202, "", None), "{method}");
+        assert_eq!((reply.status, reply.body_text().as_str(), reply.content_type), (202, "", None), "{method}");
     }
     // A batch of notifications, and a client's response, are accepted too.
     let reply = post(
@@ -122,7 +122,7 @@ fn test_notifications_get_202_without_body() {
             { "jsonrpc": "2.0", "id": "s-1", "result": {} }
         ]),
     );
-    assert_eq!((reply.status, reply.body.as_str()), (202, ""));
+    assert_eq!((reply.status, reply.body_text().as_str()), (202, ""));
 }
 
 #[test]
@@ -457,7 +457,7 @@ fn test_a_batch_whose_replies_reach_their_limit_answers_the_rest_unrun() {
     for m in &msgs[ran..] {
         assert_eq!(m["error"]["code"], mcp::BATCH_REPLY_FULL, "{}", m);
     }
-    let replies: usize = msgs[..ran].iter().map(mcp::json_bytes).sum();
+    let replies: usize = msgs[..ran].iter().map(|m| m.to_string().len()).sum();
     assert!(replies >= mcp::MAX_BATCH_REPLY_BYTES, "stopped only once the replies reached the limit: {replies}");
     let recalled = call(&sql, APRIL_15 + 200, "recall", json!({ "query": "When does the deploy key rotate?" }));
     assert_eq!(recalled["isError"], false, "{recalled}");
@@ -505,12 +505,12 @@ fn test_event_stream_only_clients_get_one_sse_event() {
     let body = request(1, "ping", json!({})).to_string();
     let reply = with_profile(&sql, APRIL_15, |p| block_on(handle(body.as_bytes(), Some(SSE_ONLY), p)));
     assert_eq!((reply.status, reply.content_type), (200, Some("text/event-stream")));
-    assert_eq!(reply.body, "event: message\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{}}\n\n");
+    assert_eq!(reply.body_text(), "event: message\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{}}\n\n");
     assert_eq!(reply.message().unwrap()["result"], json!({}));
     // Notifications stay a bodiless 202.
     let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string();
     let reply = with_profile(&sql, APRIL_15, |p| block_on(handle(note.as_bytes(), Some(SSE_ONLY), p)));
-    assert_eq!((reply.status, reply.body.as_str()), (202, ""));
+    assert_eq!((reply.status, reply.body_text().as_str()), (202, ""));
 }
 
 #[test]
@@ -559,7 +559,7 @@ fn test_a_request_without_an_id_or_with_an_unknown_member_is_refused_and_stores_
     assert!(msg["error"]["message"].as_str().unwrap().contains("needs an id"), "{msg}");
     let batch =
         post(&sql, json!([{ "jsonrpc": "2.0", "method": "tools/call", "params": remember }, { "jsonrpc": "2.0", "method": "notifications/initialized" }]));
-    assert_eq!(batch.status, 200, "{}", batch.body);
+    assert_eq!(batch.status, 200, "{}", batch.body_text());
     assert_eq!(batch.message().unwrap()[0]["error"]["code"], -32600);
     let extra = post(&sql, json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": remember, "extra": { "sensitive": true } }));
     let msg = extra.message().expect("a JSON body");
@@ -568,7 +568,7 @@ fn test_a_request_without_an_id_or_with_an_unknown_member_is_refused_and_stores_
     with_profile(&sql, APRIL_15, |p| assert_eq!(p.stats().unwrap().memories, 0, "nothing stored"));
     // The same call with its id is answered.
     let ok = post(&sql, json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": remember }));
-    assert!(ok.message().unwrap().get("error").is_none(), "{}", ok.body);
+    assert!(ok.message().unwrap().get("error").is_none(), "{}", ok.body_text());
 }
 
 #[test]
@@ -612,7 +612,7 @@ fn test_a_batch_of_large_calls_is_read_up_to_what_a_body_may_take_as_a_tree() {
     assert!(mcp::read(batch(20).as_bytes(), accept).is_ok(), "twenty ingests of 500 messages");
     let Err(refused) = mcp::read(batch(mcp::MAX_BATCH).as_bytes(), accept) else { panic!("a hundred ingests of 500 messages were read") };
     assert_eq!(refused.status, 400);
-    assert!(refused.body.contains("too many values"), "{}", refused.body);
+    assert!(refused.body_text().contains("too many values"), "{}", refused.body_text());
 }
 
 /// `ping` and `tools/list` take no key but the protocol's `_meta` (and a

@@ -362,8 +362,13 @@ async fn serve_mcp(env: &Env, namespace: &str, profile: &str, read: std::result:
     for (k, v) in &reply.headers {
         headers.set(k, v)?;
     }
-    let resp = if reply.body.is_empty() { Response::empty()? } else { Response::ok(reply.body)? };
-    Ok(resp.with_status(reply.status).with_headers(headers))
+    if reply.body.is_empty() {
+        return Ok(Response::empty()?.with_status(reply.status).with_headers(headers));
+    }
+    // The pieces copied out one after the other: a tool's result (an
+    // ingest's report) is never joined into one more buffer of the reply.
+    let pieces = reply.body.into_pieces().into_iter().map(String::into_bytes).collect();
+    Ok(Response::builder().with_status(reply.status).with_headers(headers).stream(js_body(pieces)?))
 }
 
 /// MCP's view of a profile: operations sent to its Durable Object.
@@ -373,23 +378,15 @@ struct ObjectBackend<'a> {
 }
 
 impl mcp::Backend for ObjectBackend<'_> {
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, std::result::Result<Value, Error>> {
-        Box::pin(call_object(self.env, &self.name, op, args))
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, std::result::Result<String, Error>> {
+        Box::pin(call_object_text(self.env, &self.name, op, args))
     }
 }
 
-/// Sends one operation to a profile's Durable Object.
-pub async fn call_object(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<Value, Error> {
-    read_reply(&call_object_text(env, name, op, args).await?)
-}
-
-fn read_reply<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, Error> {
-    serde_json::from_str(text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
-}
-
-/// [`call_object`], its result as the JSON text the object wrote, passed
-/// on without being parsed (an ingest's or a recall's result carries
-/// whole memories); an export's file as a JSON string.
+/// Sends one operation to a profile's Durable Object: its result as the
+/// JSON text the object wrote, passed on without being parsed (an
+/// ingest's or a recall's result carries whole memories); an export's
+/// file as a JSON string.
 pub async fn call_object_text(env: &Env, name: &str, op: &str, args: Value) -> std::result::Result<String, Error> {
     match call_object_answer(env, name, op, args, rest::Asks::default(), working_set::Room::new(0)).await? {
         ObjectAnswer::Json(text) => Ok(text),

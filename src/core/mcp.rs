@@ -23,7 +23,10 @@ use crate::core::error::{Error, Result};
 use crate::core::ops::{Op, Profile};
 use crate::core::ports::LocalBoxFuture;
 use crate::core::rest::MAX_BODY_BYTES;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Protocol versions this server speaks, newest first.
@@ -63,13 +66,16 @@ const SSE: &str = "text/event-stream";
 /// [`Profile`] implements it directly.
 pub trait Backend {
     /// Runs operation `op` (a name of `Profile::dispatch`) with JSON
-    /// arguments and returns its JSON result.
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Value>>;
+    /// arguments and returns its result as the JSON text the profile
+    /// wrote. The endpoint reads of it only what its text for the model
+    /// needs and passes the rest on as it is (an ingest's result can hold
+    /// thousands of memories).
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<String>>;
 }
 
 impl Backend for Profile<'_> {
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Value>> {
-        Box::pin(self.dispatch(op, args))
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<String>> {
+        Box::pin(self.dispatch_json(op, args))
     }
 }
 
@@ -95,34 +101,89 @@ pub struct McpReply {
     pub content_type: Option<&'static str>,
     /// Further headers (`Allow`, `Cache-Control`).
     pub headers: Vec<(&'static str, String)>,
-    /// Empty when there is no body.
-    pub body: String,
+    /// The body in pieces, sent one after the other; none when there is
+    /// no body.
+    pub body: Pieces,
+}
+
+/// A text in pieces, joined only as it is sent: a tool's result goes into
+/// the reply as the text the profile wrote (an ingest's report of 16,000
+/// memories is 13 MB), never copied into one buffer of the whole reply
+/// in the Wasm memory the isolate's profiles share.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pieces(Vec<String>);
+
+impl Pieces {
+    fn one(text: String) -> Pieces {
+        Pieces(vec![text])
+    }
+
+    /// These pieces between `head` and `tail`.
+    fn between(mut self, head: String, tail: &str) -> Pieces {
+        self.0.insert(0, head);
+        self.0.push(tail.to_string());
+        self
+    }
+
+    /// The text's length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(String::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn into_pieces(self) -> Vec<String> {
+        self.0
+    }
+
+    /// The text whole.
+    pub fn text(&self) -> String {
+        self.0.concat()
+    }
 }
 
 impl McpReply {
     fn json(status: u16, v: &Value) -> McpReply {
-        McpReply { status, content_type: Some(JSON), headers: vec![], body: v.to_string() }
+        McpReply::text(status, Pieces::one(v.to_string()), false)
     }
 
-    fn sse(status: u16, v: &Value) -> McpReply {
-        McpReply { status, content_type: Some(SSE), headers: vec![("Cache-Control", "no-cache".into())], body: format!("event: message\ndata: {v}\n\n") }
+    /// A body of JSON text `json`, as it is or as one SSE event.
+    fn text(status: u16, json: Pieces, as_sse: bool) -> McpReply {
+        if as_sse {
+            McpReply {
+                status,
+                content_type: Some(SSE),
+                headers: vec![("Cache-Control", "no-cache".into())],
+                body: json.between("event: message\ndata: ".into(), "\n\n"),
+            }
+        } else {
+            McpReply { status, content_type: Some(JSON), headers: vec![], body: json }
+        }
     }
 
     fn accepted() -> McpReply {
-        McpReply { status: 202, content_type: None, headers: vec![], body: String::new() }
+        McpReply { status: 202, content_type: None, headers: vec![], body: Pieces::default() }
+    }
+
+    /// The body whole.
+    pub fn body_text(&self) -> String {
+        self.body.text()
     }
 
     /// The JSON-RPC payload of the body (plain JSON or the data of the
     /// single SSE event); `None` without a body.
     pub fn message(&self) -> Option<Value> {
-        if self.body.is_empty() {
+        let body = self.body.text();
+        if body.is_empty() {
             return None;
         }
         if self.content_type == Some(SSE) {
-            let data: String = self.body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect::<Vec<_>>().join("\n");
+            let data: String = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect::<Vec<_>>().join("\n");
             return serde_json::from_str(&data).ok();
         }
-        serde_json::from_str(&self.body).ok()
+        serde_json::from_str(&body).ok()
     }
 
     /// A header's value (case-insensitive name), including `Content-Type`.
@@ -198,7 +259,7 @@ pub fn read(body: &[u8], accept: Option<&str>) -> std::result::Result<McpMessage
     let Some(as_sse) = negotiate(accept) else {
         return Err(refused(&Error::not_acceptable("the client must accept application/json or text/event-stream"), INVALID_REQUEST));
     };
-    let reply = |status: u16, v: &Value| if as_sse { McpReply::sse(status, v) } else { McpReply::json(status, v) };
+    let reply = |status: u16, v: &Value| McpReply::text(status, Pieces::one(v.to_string()), as_sse);
     if body.len() > MAX_BODY_BYTES {
         return Err(refused(&Error::too_large(format!("request body is over {MAX_BODY_BYTES} bytes")), INVALID_REQUEST));
     }
@@ -226,40 +287,41 @@ pub async fn answer(read: std::result::Result<McpMessage, McpReply>, backend: &d
         Ok(message) => message,
         Err(refusal) => return refusal,
     };
-    let reply = |status: u16, v: &Value| if as_sse { McpReply::sse(status, v) } else { McpReply::json(status, v) };
     let bad_request = Error::invalid("").status();
+    let refuse = |message: &str| McpReply::text(bad_request, Pieces::one(error_response(Value::Null, INVALID_REQUEST, message).to_string()), as_sse);
     match message {
         Value::Array(batch) => {
             if batch.is_empty() {
-                return reply(bad_request, &error_response(Value::Null, INVALID_REQUEST, "invalid request: empty batch"));
+                return refuse("invalid request: empty batch");
             }
             if batch.len() > MAX_BATCH {
-                return reply(bad_request, &error_response(Value::Null, INVALID_REQUEST, &format!("invalid request: at most {MAX_BATCH} messages per batch")));
+                return refuse(&format!("invalid request: at most {MAX_BATCH} messages per batch"));
             }
-            let mut out = Vec::new();
+            let mut out: Vec<String> = Vec::new();
             let mut gathered = 0usize;
             for m in batch {
                 if gathered >= MAX_BATCH_REPLY_BYTES && runs_something(&m) {
-                    out.push(error_response(echo_id(&m), BATCH_REPLY_FULL, &batch_full_message()));
+                    out.push(Response::error(echo_id(&m), BATCH_REPLY_FULL, &batch_full_message()).json.text());
                     continue;
                 }
                 if let Some(r) = process(m, backend).await {
-                    gathered = gathered.saturating_add(json_bytes(&r));
-                    out.push(r);
+                    gathered = gathered.saturating_add(r.json.len());
+                    // Held until the batch is answered: joined (the
+                    // replies are bounded, see MAX_BATCH_REPLY_BYTES).
+                    out.push(r.json.text());
                 }
             }
             if out.is_empty() {
                 McpReply::accepted()
             } else {
-                reply(200, &Value::Array(out))
+                McpReply::text(200, Pieces::one(format!("[{}]", out.join(","))), as_sse)
             }
         }
         single => match process(single, backend).await {
             None => McpReply::accepted(),
             Some(r) => {
-                let code = r.pointer("/error/code").and_then(Value::as_i64);
-                let status = if matches!(code, Some(PARSE_ERROR | INVALID_REQUEST)) { bad_request } else { 200 };
-                reply(status, &r)
+                let status = if matches!(r.error, Some(PARSE_ERROR | INVALID_REQUEST)) { bad_request } else { 200 };
+                McpReply::text(status, r.json, as_sse)
             }
         },
     }
@@ -286,17 +348,6 @@ fn echo_id(m: &Value) -> Value {
         Some(id @ Value::String(_)) => id.clone(),
         Some(id) if id.is_i64() || id.is_u64() => id.clone(),
         _ => Value::Null,
-    }
-}
-
-/// About how many bytes `v` holds as text: its strings and keys, and a
-/// few for every other value (no copy made to count them).
-pub fn json_bytes(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.len().saturating_add(2),
-        Value::Array(a) => a.iter().fold(2usize, |n, x| n.saturating_add(json_bytes(x)).saturating_add(1)),
-        Value::Object(o) => o.iter().fold(2usize, |n, (k, x)| n.saturating_add(k.len()).saturating_add(4).saturating_add(json_bytes(x))),
-        _ => 8,
     }
 }
 
@@ -346,43 +397,57 @@ fn error_response(id: Value, code: i64, message: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 
-fn result_response(id: Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+/// One JSON-RPC response as it is sent: its JSON text, and its error
+/// code if it is an error.
+struct Response {
+    json: Pieces,
+    error: Option<i64>,
+}
+
+impl Response {
+    fn error(id: Value, code: i64, message: &str) -> Response {
+        Response { json: Pieces::one(error_response(id, code, message).to_string()), error: Some(code) }
+    }
+
+    /// A result given as JSON text, which goes in as it is.
+    fn result(id: &Value, result: Pieces) -> Response {
+        Response { json: result.between(format!("{{\"id\":{id},\"jsonrpc\":\"2.0\",\"result\":"), "}"), error: None }
+    }
 }
 
 /// Processes one message; `None` for notifications and responses.
-async fn process(message: Value, backend: &dyn Backend) -> Option<Value> {
+async fn process(message: Value, backend: &dyn Backend) -> Option<Response> {
     let Value::Object(mut m) = message else {
-        return Some(error_response(Value::Null, INVALID_REQUEST, "invalid request: a message must be a JSON object"));
+        return Some(Response::error(Value::Null, INVALID_REQUEST, "invalid request: a message must be a JSON object"));
     };
     let id = m.remove("id");
     let id_ok = matches!(&id, Some(Value::String(_))) || id.as_ref().is_some_and(|v| v.is_i64() || v.is_u64());
     let echo = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
     if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some(error_response(echo, INVALID_REQUEST, "invalid request: jsonrpc must be \"2.0\""));
+        return Some(Response::error(echo, INVALID_REQUEST, "invalid request: jsonrpc must be \"2.0\""));
     }
     let method = match m.remove("method") {
         Some(Value::String(s)) => s,
-        Some(_) => return Some(error_response(echo, INVALID_REQUEST, "invalid request: method must be a string")),
+        Some(_) => return Some(Response::error(echo, INVALID_REQUEST, "invalid request: method must be a string")),
         None => {
             // A response to a request of ours: this server sends none, so
             // there is nothing to match it with; accept it.
             if id_ok && (m.contains_key("result") || m.contains_key("error")) {
                 return None;
             }
-            return Some(error_response(echo, INVALID_REQUEST, "invalid request: method is required"));
+            return Some(Response::error(echo, INVALID_REQUEST, "invalid request: method is required"));
         }
     };
     // Members past jsonrpc, id, method and params would be ignored.
     if let Some(k) = m.keys().find(|k| !matches!(k.as_str(), "jsonrpc" | "params")) {
-        return Some(error_response(echo, INVALID_REQUEST, &format!("invalid request: unknown member {}", crate::core::api::quoted(k))));
+        return Some(Response::error(echo, INVALID_REQUEST, &format!("invalid request: unknown member {}", crate::core::api::quoted(k))));
     }
     let Some(id) = id else {
         // A notification: `notifications/initialized`, `notifications/cancelled`
         // and the rest need no action from a stateless server. A request
         // sent without its id would be dropped unanswered: refused.
         if !method.starts_with("notifications/") {
-            return Some(error_response(
+            return Some(Response::error(
                 Value::Null,
                 INVALID_REQUEST,
                 &format!("invalid request: {} is a request and needs an id", crate::core::api::quoted(&method)),
@@ -391,31 +456,32 @@ async fn process(message: Value, backend: &dyn Backend) -> Option<Value> {
         return None;
     };
     if !id_ok {
-        return Some(error_response(Value::Null, INVALID_REQUEST, "invalid request: id must be a string or an integer"));
+        return Some(Response::error(Value::Null, INVALID_REQUEST, "invalid request: id must be a string or an integer"));
     }
     let params = match m.remove("params") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p,
-        Some(_) => return Some(error_response(id, INVALID_PARAMS, "invalid params: params must be an object")),
+        Some(_) => return Some(Response::error(id, INVALID_PARAMS, "invalid params: params must be an object")),
     };
     Some(match request(&method, params, backend).await {
-        Ok(result) => result_response(id, result),
-        Err((code, message)) => error_response(id, code, &message),
+        Ok(result) => Response::result(&id, result),
+        Err((code, message)) => Response::error(id, code, &message),
     })
 }
 
-type RpcResult = std::result::Result<Value, (i64, String)>;
+/// A request's result as JSON text, or its JSON-RPC error.
+type RpcResult = std::result::Result<Pieces, (i64, String)>;
 
 async fn request(method: &str, params: Map<String, Value>, backend: &dyn Backend) -> RpcResult {
     match method {
-        "initialize" => initialize(&params),
-        "ping" => only(&params, &[]).map(|()| json!({})),
+        "initialize" => initialize(&params).map(|v| Pieces::one(v.to_string())),
+        "ping" => only(&params, &[]).map(|()| Pieces::one("{}".to_string())),
         "tools/list" => match params.get("cursor") {
             // One page holds every tool: this server gives no cursor.
             Some(c) => {
                 Err((INVALID_PARAMS, format!("invalid params: cursor {} is not one this server gave (tools/list has one page)", api::quoted(&c.to_string()))))
             }
-            None => only(&params, &[]).map(|()| json!({ "tools": tools() })),
+            None => only(&params, &[]).map(|()| Pieces::one(json!({ "tools": tools() }).to_string())),
         },
         "tools/call" => call_tool(params, backend).await,
         other => Err((METHOD_NOT_FOUND, format!("method not found: {}", api::quoted(other)))),
@@ -432,7 +498,7 @@ fn only(params: &Map<String, Value>, allowed: &[&str]) -> std::result::Result<()
     }
 }
 
-fn initialize(params: &Map<String, Value>) -> RpcResult {
+fn initialize(params: &Map<String, Value>) -> std::result::Result<Value, (i64, String)> {
     let asked = params
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -803,14 +869,25 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     args.retain(|_, v| !v.is_null());
     let args = Value::Object(args);
     decode_args(tool.name, &args).map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {}: {e}", tool.name)))?;
-    Ok(match backend.call(tool.op.name(), args).await {
-        Ok(result) => {
-            let text = render(tool.name, &result);
-            let structured = if result.is_object() { result } else { json!({ "result": result }) };
-            json!({ "content": [{ "type": "text", "text": text }], "structuredContent": structured, "isError": false })
-        }
-        Err(e) => tool_error(&e),
-    })
+    let done = match backend.call(tool.op.name(), args).await {
+        Ok(result) => tool_result(tool.name, result),
+        Err(e) => Err(e),
+    };
+    Ok(done.unwrap_or_else(|e| Pieces::one(tool_error(&e).to_string())))
+}
+
+/// A tool's result for the model: the text rendered from `result` (the
+/// operation's JSON text), and `result` itself, as it is, for
+/// `structuredContent`. No JSON tree of the whole result is made: an
+/// ingest's can hold 16,000 memories, and a tree of them is several times
+/// their text in the Wasm memory the isolate's profiles share.
+fn tool_result(tool: &str, result: String) -> Result<Pieces> {
+    let text = render(tool, &result)?;
+    let text = serde_json::to_string(&text).map_err(|e| Error::storage(format!("failed to write a tool's text: {e}")))?;
+    let bare = !result.trim_start().starts_with('{');
+    let head =
+        format!("{{\"content\":[{{\"text\":{text},\"type\":\"text\"}}],\"isError\":false,\"structuredContent\":{}", if bare { "{\"result\":" } else { "" });
+    Ok(Pieces::one(result).between(head, if bare { "}}" } else { "}" }))
 }
 
 fn tool_error(e: &Error) -> Value {
@@ -843,19 +920,55 @@ fn s<'v>(v: &'v Value, key: &str) -> &'v str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn items<'v>(v: &'v Value, key: &str) -> &'v [Value] {
-    v.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+/// A tool's result read from its JSON text only as far as its text for
+/// the model needs: the members of the top-level object as raw text, a
+/// list's items each parsed when it is rendered.
+struct Fields<'a>(BTreeMap<String, &'a RawValue>);
+
+impl<'a> Fields<'a> {
+    /// `result`'s members; none when it is not an object. Reading checks
+    /// that the whole text is JSON.
+    fn read(result: &'a str) -> Result<Fields<'a>> {
+        let raw: &RawValue = serde_json::from_str(result).map_err(unreadable)?;
+        Ok(Fields(serde_json::from_str(raw.get()).unwrap_or_default()))
+    }
+
+    /// Member `key` read as a `T`, if it is one.
+    fn get<T: Deserialize<'a>>(&self, key: &str) -> Option<T> {
+        let raw: &'a RawValue = self.0.get(key)?;
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    /// Member `key` as a string; empty if it is none.
+    fn str(&self, key: &str) -> String {
+        self.get(key).unwrap_or_default()
+    }
+
+    /// The items of array member `key`, unparsed; none if it is no array.
+    fn items(&self, key: &str) -> Vec<&'a RawValue> {
+        self.get(key).unwrap_or_default()
+    }
 }
 
-fn render(tool: &str, v: &Value) -> String {
-    match tool {
-        "recall" => render_recall(v),
-        "remember" => render_memory("Remembered", v),
-        "forget" => render_memory("Forgot", v),
-        "list" => render_list(v),
-        "ingest" => render_ingest(v),
-        _ => v.to_string(),
-    }
+/// One item of a result, parsed to be rendered.
+fn parsed(item: &RawValue) -> Result<Value> {
+    serde_json::from_str(item.get()).map_err(unreadable)
+}
+
+fn unreadable(e: serde_json::Error) -> Error {
+    Error::storage(format!("failed to read an operation's result: {e}"))
+}
+
+fn render(tool: &str, result: &str) -> Result<String> {
+    let v = Fields::read(result)?;
+    Ok(match tool {
+        "recall" => render_recall(&v)?,
+        "remember" => render_memory("Remembered", &serde_json::from_str(result).map_err(unreadable)?),
+        "forget" => render_memory("Forgot", &serde_json::from_str(result).map_err(unreadable)?),
+        "list" => render_list(&v)?,
+        "ingest" => render_ingest(&v)?,
+        _ => result.to_string(),
+    })
 }
 
 /// `[fact] The user prefers pnpm. (id …, session …)`, one memory.
@@ -875,17 +988,18 @@ fn memory_line(m: &Value, with_status: bool) -> String {
     line
 }
 
-fn numbered(out: &mut String, memories: &[Value], with_status: bool) {
+fn numbered(out: &mut String, memories: &[&RawValue], with_status: bool) -> Result<()> {
     for (i, m) in memories.iter().enumerate() {
-        let _ = writeln!(out, "{}. {}", i.saturating_add(1), memory_line(m, with_status));
+        let _ = writeln!(out, "{}. {}", i.saturating_add(1), memory_line(&parsed(m)?, with_status));
     }
+    Ok(())
 }
 
-fn render_recall(v: &Value) -> String {
+fn render_recall(v: &Fields<'_>) -> Result<String> {
     let mut out = String::new();
-    let answer = s(v, "answer");
-    let answer = if answer.is_empty() { s(v, "result") } else { answer };
-    let candidates = items(v, "candidates");
+    let answer = v.str("answer");
+    let answer = if answer.is_empty() { v.str("result") } else { answer };
+    let candidates = v.items("candidates");
     if answer.trim().is_empty() && candidates.is_empty() {
         out.push_str("No stored memory matches this query.\n");
     } else {
@@ -893,13 +1007,13 @@ fn render_recall(v: &Value) -> String {
             let _ = writeln!(out, "{}\n", answer.trim());
         }
         let _ = writeln!(out, "Memories ({}):", candidates.len());
-        numbered(&mut out, candidates, false);
+        numbered(&mut out, &candidates, false)?;
     }
-    let notes: Vec<&str> = items(v, "messages").iter().filter_map(Value::as_str).collect();
+    let notes: Vec<String> = v.get::<Vec<Value>>("messages").unwrap_or_default().into_iter().filter_map(|n| n.as_str().map(str::to_string)).collect();
     if !notes.is_empty() {
         let _ = writeln!(out, "\nNotes: {}", notes.join("; "));
     }
-    out.trim_end().to_string()
+    Ok(out.trim_end().to_string())
 }
 
 fn render_memory(verb: &str, m: &Value) -> String {
@@ -923,46 +1037,47 @@ fn render_memory(verb: &str, m: &Value) -> String {
     out
 }
 
-fn render_list(v: &Value) -> String {
-    let memories = items(v, "memories");
+fn render_list(v: &Fields<'_>) -> Result<String> {
+    let memories = v.items("memories");
     let mut out = String::new();
     if memories.is_empty() {
         out.push_str("No memories match.\n");
     } else {
         let _ = writeln!(out, "{} memories, newest first:", memories.len());
-        numbered(&mut out, memories, true);
+        numbered(&mut out, &memories, true)?;
     }
-    if let Some(c) = v.get("cursor").and_then(Value::as_str) {
+    if let Some(c) = v.get::<String>("cursor") {
         let _ = writeln!(out, "\nMore remain: call list again with cursor \"{c}\".");
     }
-    out.trim_end().to_string()
+    Ok(out.trim_end().to_string())
 }
 
-fn render_ingest(v: &Value) -> String {
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+fn render_ingest(v: &Fields<'_>) -> Result<String> {
+    let n = |k: &str| v.get::<u64>(k).unwrap_or(0);
     let mut out = format!(
         "Ingested {} messages into session {} ({} new). {} memories created, {} superseded.\n",
-        items(v, "messageIds").len(),
-        s(v, "sessionId"),
+        v.items("messageIds").len(),
+        v.str("sessionId"),
         n("messagesStored"),
         n("memoriesStored"),
         n("memoriesSuperseded"),
     );
-    let memories = items(v, "memories");
+    let memories = v.items("memories");
     if !memories.is_empty() {
         out.push_str("\nCreated:\n");
-        numbered(&mut out, memories.get(..MAX_RENDERED_ITEMS).unwrap_or(memories), false);
+        numbered(&mut out, memories.get(..MAX_RENDERED_ITEMS).unwrap_or(&memories), false)?;
         more_than_rendered(&mut out, memories.len());
     }
-    let dropped = items(v, "dropped");
+    let dropped = v.items("dropped");
     if !dropped.is_empty() {
         out.push_str("\nDropped:\n");
         for d in dropped.iter().take(MAX_RENDERED_ITEMS) {
-            let _ = writeln!(out, "- {} ({})", s(d, "content"), s(d, "reason"));
+            let d = parsed(d)?;
+            let _ = writeln!(out, "- {} ({})", s(&d, "content"), s(&d, "reason"));
         }
         more_than_rendered(&mut out, dropped.len());
     }
-    out.trim_end().to_string()
+    Ok(out.trim_end().to_string())
 }
 
 /// Most items of one list an ingest's text gives the model; the

@@ -714,9 +714,11 @@ fn to_json_unless<T: serde::Serialize>(unread: bool, result: &T) -> Result<Strin
     to_json(result)
 }
 
-/// An operation's result as JSON text.
+/// An operation's result as JSON text, in a buffer of its length
+/// ([`crate::core::json::to_string_exact`]): an ingest's report or a
+/// recall's can be megabytes.
 fn to_json<T: serde::Serialize>(result: &T) -> Result<String> {
-    serde_json::to_string(result).map_err(encode_failed)
+    crate::core::json::to_string_exact(result).map_err(encode_failed)
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
