@@ -367,8 +367,7 @@ async fn serve_mcp(env: &Env, namespace: &str, profile: &str, read: std::result:
     }
     // The pieces copied out one after the other: a tool's result (an
     // ingest's report) is never joined into one more buffer of the reply.
-    let pieces = reply.body.into_pieces().into_iter().map(String::into_bytes).collect();
-    Ok(Response::builder().with_status(reply.status).with_headers(headers).stream(js_body(pieces)?))
+    Ok(Response::builder().with_status(reply.status).with_headers(headers).stream(js_body(reply.body.into_pieces())?))
 }
 
 /// MCP's view of a profile: operations sent to its Durable Object.
@@ -378,8 +377,18 @@ struct ObjectBackend<'a> {
 }
 
 impl mcp::Backend for ObjectBackend<'_> {
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, std::result::Result<String, Error>> {
-        Box::pin(call_object_text(self.env, &self.name, op, args))
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, std::result::Result<mcp::Pieces, Error>> {
+        Box::pin(async move {
+            // An ingest's large report comes in pieces, read in pieces.
+            let asks = rest::Asks { unread: false, pieces: true };
+            match call_object_answer(self.env, &self.name, op, args, asks, working_set::Room::new(0)).await? {
+                ObjectAnswer::Json(text) => Ok(mcp::Pieces::one(text)),
+                ObjectAnswer::Pieces(resp) => {
+                    response_pieces(&resp).await.map(mcp::Pieces::from_pieces).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
+                }
+                ObjectAnswer::File(_) => Err(Error::storage("internal error: the profile answered a file to a tool")),
+            }
+        })
     }
 }
 
@@ -506,6 +515,28 @@ pub(crate) async fn response_text(resp: &Response) -> std::result::Result<String
         ResponseBody::Empty => Vec::new(),
     };
     String::from_utf8(bytes).map_err(|e| e.to_string())
+}
+
+/// A fetched response's body in pieces of at most
+/// [`crate::core::json::PIECE_BYTES`], read by the platform in one step
+/// and copied into the Wasm memory a piece at a time: a body of megabytes
+/// (an ingest's report) is never one stretch of the memory.
+async fn response_pieces(resp: &Response) -> std::result::Result<Vec<Vec<u8>>, String> {
+    let buffer = match resp.body() {
+        ResponseBody::Stream(stream) => {
+            let read = async {
+                let raw = web_sys::Response::new_with_opt_readable_stream(Some(stream))?;
+                let buffer = wasm_bindgen_futures::JsFuture::from(raw.array_buffer()?).await?;
+                Ok::<_, JsValue>(js_sys::Uint8Array::new(&buffer))
+            };
+            read.await.map_err(|e| js_error_message(&e))?
+        }
+        ResponseBody::Body(bytes) => return Ok(vec![bytes.clone()]),
+        ResponseBody::Empty => return Ok(Vec::new()),
+    };
+    let len = buffer.length();
+    let step = u32::try_from(crate::core::json::PIECE_BYTES).unwrap_or(u32::MAX);
+    Ok((0..len).step_by(step as usize).map(|at| buffer.subarray(at, at.saturating_add(step).min(len)).to_vec()).collect())
 }
 
 /// The message of a thrown JavaScript value: an `Error`'s message (not its

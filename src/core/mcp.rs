@@ -23,11 +23,10 @@ use crate::core::error::{Error, Result};
 use crate::core::ops::{Op, Profile};
 use crate::core::ports::LocalBoxFuture;
 use crate::core::rest::MAX_BODY_BYTES;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+
+mod render;
+pub use render::MAX_RENDERED_ITEMS;
 
 /// Protocol versions this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
@@ -70,12 +69,12 @@ pub trait Backend {
     /// wrote. The endpoint reads of it only what its text for the model
     /// needs and passes the rest on as it is (an ingest's result can hold
     /// thousands of memories).
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<String>>;
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Pieces>>;
 }
 
 impl Backend for Profile<'_> {
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<String>> {
-        Box::pin(self.dispatch_json(op, args))
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Pieces>> {
+        Box::pin(async move { self.dispatch_json(op, args).await.map(Pieces::one) })
     }
 }
 
@@ -106,41 +105,74 @@ pub struct McpReply {
     pub body: Pieces,
 }
 
-/// A text in pieces, joined only as it is sent: a tool's result goes into
-/// the reply as the text the profile wrote (an ingest's report of 16,000
-/// memories is 13 MB), never copied into one buffer of the whole reply
-/// in the Wasm memory the isolate's profiles share.
+/// A text in pieces of bytes, never joined in the Wasm memory: a tool's
+/// result is read from the pieces it arrived in (an ingest's report of
+/// 16,000 memories is 13 MB, which one buffer would take as one stretch
+/// of a memory that never shrinks) and goes into the reply as they are,
+/// copied out one after the other. A piece may end inside a character:
+/// the text is UTF-8 only once joined.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Pieces(Vec<String>);
+pub struct Pieces(Vec<Vec<u8>>);
 
 impl Pieces {
-    fn one(text: String) -> Pieces {
-        Pieces(vec![text])
+    pub fn one(text: String) -> Pieces {
+        Pieces(vec![text.into_bytes()])
+    }
+
+    pub fn from_pieces(pieces: Vec<Vec<u8>>) -> Pieces {
+        Pieces(pieces)
     }
 
     /// These pieces between `head` and `tail`.
     fn between(mut self, head: String, tail: &str) -> Pieces {
-        self.0.insert(0, head);
-        self.0.push(tail.to_string());
+        self.0.insert(0, head.into_bytes());
+        self.0.push(tail.as_bytes().to_vec());
         self
     }
 
     /// The text's length in bytes.
     pub fn len(&self) -> usize {
-        self.0.iter().map(String::len).sum()
+        self.0.iter().map(Vec::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub fn into_pieces(self) -> Vec<String> {
+    pub fn into_pieces(self) -> Vec<Vec<u8>> {
         self.0
     }
 
-    /// The text whole.
+    /// The text whole (what is not UTF-8 replaced).
     pub fn text(&self) -> String {
-        self.0.concat()
+        String::from_utf8_lossy(&self.0.concat()).into_owned()
+    }
+
+    /// The first byte that is not JSON whitespace.
+    fn first_byte(&self) -> Option<u8> {
+        self.0.iter().flatten().copied().find(|b| !b.is_ascii_whitespace())
+    }
+
+    /// A reader of the text, piece after piece.
+    fn reader(&self) -> PiecesReader<'_> {
+        PiecesReader { rest: &self.0, at: &[] }
+    }
+}
+
+/// Reads [`Pieces`] one after the other.
+struct PiecesReader<'a> {
+    rest: &'a [Vec<u8>],
+    at: &'a [u8],
+}
+
+impl std::io::Read for PiecesReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at.is_empty() {
+            let Some((next, rest)) = self.rest.split_first() else { return Ok(0) };
+            self.at = next;
+            self.rest = rest;
+        }
+        self.at.read(buf)
     }
 }
 
@@ -881,13 +913,13 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
 /// `structuredContent`. No JSON tree of the whole result is made: an
 /// ingest's can hold 16,000 memories, and a tree of them is several times
 /// their text in the Wasm memory the isolate's profiles share.
-fn tool_result(tool: &str, result: String) -> Result<Pieces> {
-    let text = render(tool, &result)?;
+fn tool_result(tool: &str, result: Pieces) -> Result<Pieces> {
+    let text = render::render(tool, &result)?;
     let text = serde_json::to_string(&text).map_err(|e| Error::storage(format!("failed to write a tool's text: {e}")))?;
-    let bare = !result.trim_start().starts_with('{');
+    let bare = result.first_byte() != Some(b'{');
     let head =
         format!("{{\"content\":[{{\"text\":{text},\"type\":\"text\"}}],\"isError\":false,\"structuredContent\":{}", if bare { "{\"result\":" } else { "" });
-    Ok(Pieces::one(result).between(head, if bare { "}}" } else { "}" }))
+    Ok(result.between(head, if bare { "}}" } else { "}" }))
 }
 
 fn tool_error(e: &Error) -> Value {
@@ -911,183 +943,5 @@ fn error_label(e: &Error) -> &'static str {
         10012 => "misconfigured",
         10014 => "busy, retry",
         _ => "storage failure",
-    }
-}
-
-// ---- Rendering results for the model ----
-
-fn s<'v>(v: &'v Value, key: &str) -> &'v str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// A tool's result read from its JSON text only as far as its text for
-/// the model needs: the members of the top-level object as raw text, a
-/// list's items each parsed when it is rendered.
-struct Fields<'a>(BTreeMap<String, &'a RawValue>);
-
-impl<'a> Fields<'a> {
-    /// `result`'s members; none when it is not an object. Reading checks
-    /// that the whole text is JSON.
-    fn read(result: &'a str) -> Result<Fields<'a>> {
-        let raw: &RawValue = serde_json::from_str(result).map_err(unreadable)?;
-        Ok(Fields(serde_json::from_str(raw.get()).unwrap_or_default()))
-    }
-
-    /// Member `key` read as a `T`, if it is one.
-    fn get<T: Deserialize<'a>>(&self, key: &str) -> Option<T> {
-        let raw: &'a RawValue = self.0.get(key)?;
-        serde_json::from_str(raw.get()).ok()
-    }
-
-    /// Member `key` as a string; empty if it is none.
-    fn str(&self, key: &str) -> String {
-        self.get(key).unwrap_or_default()
-    }
-
-    /// The items of array member `key`, unparsed; none if it is no array.
-    fn items(&self, key: &str) -> Vec<&'a RawValue> {
-        self.get(key).unwrap_or_default()
-    }
-}
-
-/// One item of a result, parsed to be rendered.
-fn parsed(item: &RawValue) -> Result<Value> {
-    serde_json::from_str(item.get()).map_err(unreadable)
-}
-
-fn unreadable(e: serde_json::Error) -> Error {
-    Error::storage(format!("failed to read an operation's result: {e}"))
-}
-
-fn render(tool: &str, result: &str) -> Result<String> {
-    let v = Fields::read(result)?;
-    Ok(match tool {
-        "recall" => render_recall(&v)?,
-        "remember" => render_memory("Remembered", &serde_json::from_str(result).map_err(unreadable)?),
-        "forget" => render_memory("Forgot", &serde_json::from_str(result).map_err(unreadable)?),
-        "list" => render_list(&v)?,
-        "ingest" => render_ingest(&v)?,
-        _ => result.to_string(),
-    })
-}
-
-/// `[fact] The user prefers pnpm. (id …, session …)`, one memory.
-fn memory_line(m: &Value, with_status: bool) -> String {
-    let mut line =
-        if with_status { format!("[{}, {}] {}", s(m, "type"), s(m, "status"), s(m, "summary")) } else { format!("[{}] {}", s(m, "type"), s(m, "summary")) };
-    let _ = write!(line, " (id {}, session {}", s(m, "id"), s(m, "sessionId"));
-    if let Some(d) = m.get("eventDate").and_then(Value::as_str) {
-        let _ = write!(line, ", date {d}");
-    }
-    if let Some(score) = m.get("score").and_then(Value::as_f64) {
-        let _ = write!(line, ", score {score:.3}");
-    } else if let Some(created) = m.get("createdAt").and_then(Value::as_str) {
-        let _ = write!(line, ", created {}", created.get(..10).unwrap_or(created));
-    }
-    line.push(')');
-    line
-}
-
-fn numbered(out: &mut String, memories: &[&RawValue], with_status: bool) -> Result<()> {
-    for (i, m) in memories.iter().enumerate() {
-        let _ = writeln!(out, "{}. {}", i.saturating_add(1), memory_line(&parsed(m)?, with_status));
-    }
-    Ok(())
-}
-
-fn render_recall(v: &Fields<'_>) -> Result<String> {
-    let mut out = String::new();
-    let answer = v.str("answer");
-    let answer = if answer.is_empty() { v.str("result") } else { answer };
-    let candidates = v.items("candidates");
-    if answer.trim().is_empty() && candidates.is_empty() {
-        out.push_str("No stored memory matches this query.\n");
-    } else {
-        if !answer.trim().is_empty() {
-            let _ = writeln!(out, "{}\n", answer.trim());
-        }
-        let _ = writeln!(out, "Memories ({}):", candidates.len());
-        numbered(&mut out, &candidates, false)?;
-    }
-    let notes: Vec<String> = v.get::<Vec<Value>>("messages").unwrap_or_default().into_iter().filter_map(|n| n.as_str().map(str::to_string)).collect();
-    if !notes.is_empty() {
-        let _ = writeln!(out, "\nNotes: {}", notes.join("; "));
-    }
-    Ok(out.trim_end().to_string())
-}
-
-fn render_memory(verb: &str, m: &Value) -> String {
-    let mut out = format!("{verb} {} memory {}", s(m, "type"), s(m, "id"));
-    if let Some(k) = m.get("key").and_then(Value::as_str) {
-        let _ = write!(out, " (key {k})");
-    }
-    match m.get("sessionId").and_then(Value::as_str) {
-        Some(session) => {
-            let _ = write!(out, " in session {session}");
-        }
-        None => out.push_str(" in no session"),
-    }
-    let _ = write!(out, ", status {}: {}", s(m, "status"), s(m, "summary"));
-    if let Some(old) = m.get("supersedes").and_then(Value::as_str) {
-        let _ = write!(out, "\nIt supersedes memory {old}.");
-    }
-    if let Some(new) = m.get("supersededBy").and_then(Value::as_str) {
-        let _ = write!(out, "\nIt is superseded by memory {new}.");
-    }
-    out
-}
-
-fn render_list(v: &Fields<'_>) -> Result<String> {
-    let memories = v.items("memories");
-    let mut out = String::new();
-    if memories.is_empty() {
-        out.push_str("No memories match.\n");
-    } else {
-        let _ = writeln!(out, "{} memories, newest first:", memories.len());
-        numbered(&mut out, &memories, true)?;
-    }
-    if let Some(c) = v.get::<String>("cursor") {
-        let _ = writeln!(out, "\nMore remain: call list again with cursor \"{c}\".");
-    }
-    Ok(out.trim_end().to_string())
-}
-
-fn render_ingest(v: &Fields<'_>) -> Result<String> {
-    let n = |k: &str| v.get::<u64>(k).unwrap_or(0);
-    let mut out = format!(
-        "Ingested {} messages into session {} ({} new). {} memories created, {} superseded.\n",
-        v.items("messageIds").len(),
-        v.str("sessionId"),
-        n("messagesStored"),
-        n("memoriesStored"),
-        n("memoriesSuperseded"),
-    );
-    let memories = v.items("memories");
-    if !memories.is_empty() {
-        out.push_str("\nCreated:\n");
-        numbered(&mut out, memories.get(..MAX_RENDERED_ITEMS).unwrap_or(&memories), false)?;
-        more_than_rendered(&mut out, memories.len());
-    }
-    let dropped = v.items("dropped");
-    if !dropped.is_empty() {
-        out.push_str("\nDropped:\n");
-        for d in dropped.iter().take(MAX_RENDERED_ITEMS) {
-            let d = parsed(d)?;
-            let _ = writeln!(out, "- {} ({})", s(&d, "content"), s(&d, "reason"));
-        }
-        more_than_rendered(&mut out, dropped.len());
-    }
-    Ok(out.trim_end().to_string())
-}
-
-/// Most items of one list an ingest's text gives the model; the
-/// structured result holds them all. The largest ingest can create
-/// thousands, and the text is one more copy of them in the Wasm memory.
-const MAX_RENDERED_ITEMS: usize = 100;
-
-/// The line saying how many of `n` items the text left out, if any.
-fn more_than_rendered(out: &mut String, n: usize) {
-    if n > MAX_RENDERED_ITEMS {
-        let _ = writeln!(out, "... and {} more (the structured result lists all {n}).", n.saturating_sub(MAX_RENDERED_ITEMS));
     }
 }

@@ -117,6 +117,39 @@ test("MCP SDK client over real HTTP: ingest, and a failing operation is a tool e
   assert.match(bad.content[0].text, /^Error 10004 \(not found\)/);
 });
 
+test("MCP SDK client over real HTTP: an ingest's report of hundreds of memories, sent in pieces, arrives whole and is the REST report's twin", async () => {
+  // Sentences the rule-based extractor keeps one memory each; 24 messages
+  // of about 4 KB make a report well over the 64 KiB the object sends in
+  // pieces, which the Worker reads in pieces.
+  const prose = (i) =>
+    Array.from({ length: 40 }, (_, j) => `The server host${i}q${j} runs service svc${i}r${j} on port ${1000 + j} in region zone${i}z${j}.`).join(" ");
+  const messages = Array.from({ length: 24 }, (_, i) => ({ role: "user", content: prose(i) }));
+  const client = await connect("default", "mcp-pieces");
+  const ingested = await client.callTool({ name: "ingest", arguments: { sessionId: "big", messages } });
+  assert.equal(ingested.isError, false, ingested.content[0].text);
+  const report = ingested.structuredContent;
+  assert.ok(JSON.stringify(report).length > 64 * 1024, `a report over 64 KiB: ${JSON.stringify(report).length}`);
+  assert.equal(report.messageIds.length, 24);
+  assert.ok(report.memoriesStored > 100, `memories stored: ${report.memoriesStored}`);
+  assert.equal(report.memories.length, report.memoriesStored, "every memory in the structured result");
+  const text = ingested.content[0].text;
+  assert.match(text, new RegExp(`^Ingested 24 messages into session big \\(24 new\\)\\. ${report.memoriesStored} memories created`));
+  assert.ok(text.includes(`... and ${report.memoriesStored - 100} more (the structured result lists all ${report.memoriesStored}).`), text.slice(-300));
+  assert.ok(text.includes(`100. [`), "the text lists the first hundred");
+  assert.ok(text.includes(report.memories[99].id) && !text.includes(report.memories[100].id), "and only those");
+
+  // The same call by REST, in another profile: the same report but for ids and times.
+  const rest = await fetch(new URL("accounts/acct/agent-memory/namespaces/default/profiles/rest-pieces/ingest", w.url), {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer dev-token" },
+    body: JSON.stringify({ sessionId: "big", messages }),
+  });
+  assert.equal(rest.status, 200);
+  const restReport = (await rest.json()).result;
+  const shape = (r) => r.memories.map((m) => [m.type, m.summary, m.content]);
+  assert.deepEqual(shape(report), shape(restReport));
+});
+
 test("MCP over real HTTP: a request without a valid token is refused (401)", async () => {
   // The SDK surfaces the HTTP status as the error code (StreamableHTTPError).
   await assert.rejects(connect("default", "mcp-sdk", null), { code: 401, message: /missing bearer token/ });
