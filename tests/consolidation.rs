@@ -1479,3 +1479,159 @@ fn test_an_export_made_after_a_fold_was_undone_imports() {
     assert!(!export.contains("\"kind\":\"consolidation\""), "{export}");
     with_profile(&database(), APRIL_15 + DAY, |p| p.import(&export).unwrap());
 }
+
+/// A profile of active facts imported into `sql`, `content(i)` each, with
+/// the ids `id(i)`, made `created` (their embeddings done).
+fn imported_as(sql: &support::NativeSql, memories: usize, content: impl Fn(usize) -> String, id: impl Fn(usize) -> String) {
+    let header = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p", "exportedAt": "2026-01-01T00:00:00.000Z" });
+    let lines = (0..memories).map(|i| {
+        let content = content(i);
+        json!({
+            "kind": "memory", "id": id(i), "type": "fact", "summary": content.chars().take(100).collect::<String>(), "content": content, "sessionId": null,
+            "sourceMessageIds": [], "searchQueries": [], "status": "active",
+            "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"
+        })
+    });
+    let file: String = std::iter::once(header).chain(lines).map(|l| format!("{l}\n")).collect();
+    with_profile(sql, APRIL_15, |p| {
+        p.import(&file).unwrap();
+        while p.stats().unwrap().pending_jobs > 0 {
+            block_on(p.drain()).unwrap();
+        }
+    });
+}
+
+/// A window reads at most `WINDOW_BYTES` of memories' content (and the
+/// one that crosses it): planning holds every memory's stems and pairs
+/// them, and a thousand memories of 30 KB took a window to 235 MiB of the
+/// Wasm memory the isolate's profiles share. The run goes on with the
+/// rest, and the windows together read every memory once.
+#[test]
+fn test_a_window_reads_at_most_its_bytes_of_memories() {
+    use agent_memory::core::consolidate::WINDOW_BYTES;
+    let sql = database();
+    let size = 30 * 1024;
+    // Words of their own in every memory (letters only).
+    let word = |i: usize, j: usize| -> String { (0..4u32).map(|k| char::from(b'a' + ((i * 7919 + j * 104_729) / 26usize.pow(k) % 26) as u8)).collect() };
+    let content = |i: usize| {
+        let mut s = String::new();
+        let mut j = 0;
+        while s.len() < size {
+            s.push_str(&word(i, j));
+            s.push_str(if j % 12 == 11 { ". " } else { " " });
+            j += 1;
+        }
+        s
+    };
+    let n = 40;
+    imported_as(&sql, n, content, |i| format!("{i:032x}"));
+    let per_window = WINDOW_BYTES / size + 1;
+    let first = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({"maxWindows": 1})));
+    assert_eq!(first.examined, per_window, "{size}-byte memories, {WINDOW_BYTES} bytes a window");
+    assert!(!first.done);
+    let rest = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({"maxWindows": 10})));
+    assert_eq!(first.examined + rest.examined, n, "every memory read once");
+    assert!(rest.done);
+}
+
+/// A call whose windows went through every memory says the run is done
+/// (and ends it), though it could have gone through more.
+#[test]
+fn test_a_run_whose_windows_read_everything_is_done() {
+    let sql = database();
+    imported(&sql, 200);
+    let report = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({"maxWindows": 1})));
+    assert_eq!(report.examined, 200);
+    assert!(report.done, "{report:?}");
+    assert_eq!(run_record(&sql), "", "the run ended");
+    assert_eq!(consolidate_jobs(&sql, false) + consolidate_jobs(&sql, true), 0, "and its job with it");
+}
+
+/// A run reads the memories written before it began, whatever their ids:
+/// an import keeps ids that sort after every id the service makes, and
+/// with one of them the newest id no longer marks where the run stops.
+/// Memories written while it goes are left to the next run, and count
+/// toward beginning it.
+#[test]
+fn test_a_run_reads_only_memories_written_before_it_began_and_the_others_count_toward_the_next() {
+    let sql = database();
+    let turns = Default::default();
+    let limits = || agent_memory::core::ops::Limits { consolidate_every: Some(10), ..Default::default() };
+    // Ten facts, one of them with an id past every ULID.
+    imported_as(&sql, 10, |i| format!("Shelf {i} in the archive holds ledgers."), |i| if i == 9 { format!("f{:031x}", 1) } else { format!("{i:032x}") });
+    with_profile_limits(&sql, APRIL_15, &turns, limits(), |p| {
+        assert!(agent_memory::core::consolidate::schedule(p, 10).unwrap(), "ten written: a run begins");
+    });
+    // Twelve more while the run goes.
+    with_profile_limits(&sql, APRIL_15 + 60_000, &turns, limits(), |p| {
+        for i in 0..12 {
+            remember(p, &format!("Cabinet {i} in the hall holds maps of the coast."), &format!("hall.cabinet_{i}"), MemoryType::Fact);
+        }
+    });
+    let report = with_profile_limits(&sql, APRIL_15 + 120_000, &turns, limits(), |p| consolidate(p, json!({})));
+    assert!(report.done);
+    assert_eq!(report.examined, 10, "the run reads what was written before it began: {report:?}");
+    with_profile_limits(&sql, APRIL_15 + 180_000, &turns, limits(), |p| {
+        assert!(agent_memory::core::consolidate::schedule(p, 10).unwrap(), "twelve written since the last run began: the next begins");
+    });
+}
+
+/// A fold holds from when its last member was said: before, a read at an
+/// instant shows each member as it was then, and nothing said later.
+#[test]
+fn test_a_fold_shows_in_point_in_time_reads_only_once_its_last_member_was_said() {
+    let sql = database();
+    let said = [APRIL_15 - 60 * DAY, APRIL_15 - 50 * DAY, APRIL_15 - 40 * DAY];
+    let texts =
+        ["On 2026-02-01 the team chose project Falcon.", "On 2026-02-01 the team hired two designers.", "On 2026-02-01 the team cancelled project Falcon."];
+    let events: Vec<_> = said.iter().zip(texts).map(|(&at, c)| with_profile(&sql, at, |p| remember_with(p, c, "", MemoryType::Event, "s1", None))).collect();
+    let report = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({})));
+    let fold = report.actions.iter().find(|r| r.action == "fold").expect("a fold");
+    let at = |instant: i64| -> Vec<String> {
+        with_profile(&sql, APRIL_15, |p| {
+            let mut ids: Vec<String> = p
+                .list(ListRequest { as_of: Some(agent_memory::core::time::iso(instant)), limit: Some(100), ..Default::default() })
+                .unwrap()
+                .memories
+                .into_iter()
+                .map(|m| m.id)
+                .collect();
+            ids.sort();
+            ids
+        })
+    };
+    assert_eq!(at(APRIL_15 - 55 * DAY), vec![events[0].id.clone()], "55 days ago only the first was said");
+    let mut two = vec![events[0].id.clone(), events[1].id.clone()];
+    two.sort();
+    assert_eq!(at(APRIL_15 - 45 * DAY), two);
+    assert_eq!(at(APRIL_15 - 30 * DAY), vec![fold.target.clone()], "once all were said, the fold");
+}
+
+/// Statements of one message fold only with those that expire when they
+/// do: a fold expires as a whole, so a statement meant to expire would
+/// live on in a fold with one that never does.
+#[test]
+fn test_a_statement_that_expires_is_not_folded_with_one_that_does_not() {
+    let sql = database();
+    let ttl = Some(50 * 86_400);
+    let (temporary, _) = with_profile(&sql, APRIL_15 - 40 * DAY, |p| {
+        let temporary = remember_with(p, "On 2026-03-01 the temporary door code was 4711.", "", MemoryType::Event, "s1", ttl);
+        let lasting = [
+            "On 2026-03-01 the user moved the servers to Oslo.",
+            "On 2026-03-01 the user renewed the TLS certificates.",
+            "On 2026-03-01 the user rotated the API keys.",
+        ]
+        .iter()
+        .map(|c| remember_with(p, c, "", MemoryType::Event, "s1", None).id)
+        .collect::<Vec<_>>();
+        (temporary, lasting)
+    });
+    let report = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({})));
+    let fold = report.actions.iter().find(|r| r.action == "fold").expect("the lasting ones fold");
+    assert!(!fold.members.contains(&temporary.id), "{fold:?}");
+    with_profile(&sql, APRIL_15 + 20 * DAY, |p| {
+        block_on(p.drain()).unwrap();
+        let listed = p.list(ListRequest { limit: Some(100), ..Default::default() }).unwrap().memories;
+        assert!(listed.iter().all(|m| !m.content.contains("4711")), "the door code expired with its memory: {listed:#?}");
+    });
+}

@@ -125,7 +125,9 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
             queries.push(q.clone());
         }
     }
-    let since = g.members.iter().map(Memory::said_at).min().unwrap_or(now);
+    // What the fold says holds once its last member was said: before, an
+    // `asOf` read shows each member as it was, and nothing said later.
+    let since = iso(g.members.iter().map(Memory::said_at).max().unwrap_or(now));
     // The id its words and time give, unless a memory holds it already (a
     // fold of the same words in an earlier window of this run).
     let mut id = ids::memory_id(now, &fingerprint, seq);
@@ -149,13 +151,13 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
         updated_at: iso(now),
         expires_at: latest_expiry(&g.members),
         metadata,
-        valid_from: Some(iso(since)),
+        valid_from: Some(since.clone()),
         valid_to: None,
     };
     store.insert_memories(&[(&folded, fingerprint.as_str())])?;
     for m in &g.members {
-        // What the fold says held from when its members were said.
-        store.retire_into(&m.id, &folded.id, m.valid_from.as_deref())?;
+        // Each member holds until the fold does (the last one, never).
+        store.retire_into(&m.id, &folded.id, Some(&since))?;
     }
     record(store, run_id, "fold", &folded.id, g, std::slice::from_ref(&folded.id), reason)
 }

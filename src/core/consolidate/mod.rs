@@ -9,8 +9,11 @@
 //! transaction that writes its changes, their records and the run's
 //! cursor together. A run cut short (a restart, an eviction, a
 //! `maxWindows`) loses and repeats nothing; the alarm goes on from the
-//! cursor. A run stops at the newest memory that existed when it began,
-//! so it never consolidates what it created itself.
+//! cursor. A run stops at the last memory written when it began (by row,
+//! not by id: an import keeps ids that sort anywhere), so it never
+//! consolidates what it created itself, nor what came while it ran; that
+//! counts toward the next run. A window is bounded by its memories' bytes
+//! as well as their number: what planning holds grows with the words.
 //!
 //! What it does *not* do: touch memories that are not active (forgotten
 //! and deleted ones stay gone), rewrite a memory's words with rules, or
@@ -35,6 +38,12 @@ use serde::{Deserialize, Serialize};
 
 /// Active memories read per window (one transaction each).
 pub const WINDOW: usize = 1000;
+/// Bytes of content a window reads at most (and the memory that crosses
+/// it). Planning holds each memory's stems and pairs them: a thousand
+/// memories of 30 KB took a window to 235 MiB of the Wasm memory the
+/// isolate's profiles share, and 110 s. A thousand memories of a few
+/// hundred bytes, the usual, fit whole.
+pub const WINDOW_BYTES: usize = 512 * 1024;
 /// Windows one background run of the job goes through before it yields.
 pub const WINDOWS_PER_DRAIN: usize = 4;
 /// Windows a `consolidate` call goes through when it names no
@@ -54,7 +63,19 @@ pub struct Run {
     pub cursor: String,
     /// The newest memory id when the run began: where it stops.
     pub end: String,
+    /// The last memory row written when the run began: what it reads
+    /// at most (absent from runs begun before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_row: Option<i64>,
     pub active_before: i64,
+}
+
+impl Run {
+    /// The window after the cursor: at most `limit` memories and
+    /// [`WINDOW_BYTES`] of content.
+    fn window(&self, store: &crate::core::store::Store<'_>, limit: usize) -> Result<Vec<Memory>> {
+        store.active_window(&self.cursor, &self.end, self.end_row, limit, WINDOW_BYTES)
+    }
 }
 
 /// `consolidate`: a dry run reports what a run would do over the first
@@ -93,7 +114,13 @@ pub async fn resume(p: &Profile<'_>, run_id: &str) -> Result<bool> {
 /// is not carried out, and the caller goes on from where the other left
 /// the run, or stops if the other ended it.
 async fn go_on(p: &Profile<'_>, run: &mut Run, windows: u64, report: &mut ConsolidationReport) -> Result<bool> {
-    for _ in 0..windows {
+    for went in 0..=windows {
+        if went == windows {
+            // Whether a window is left: one memory read, no reasoner call.
+            if !run.window(&p.store(), 1)?.is_empty() {
+                return Ok(false);
+            }
+        }
         match step(p, run, report).await? {
             Stepped::Went => {}
             Stepped::Nothing => {
@@ -118,13 +145,13 @@ enum Stepped {
     Moved(Option<Run>),
 }
 
-/// The `meta` key holding how many memories the profile held when its
-/// last run ended.
+/// The `meta` key holding the last memory row the last run read: the
+/// memories written since count toward the next.
 const META_LAST_END: &str = "consolidation_last_end";
 
-/// The alarm's schedule: begins a run when `every` memories were added
-/// since the last one ended (or since the profile began) and none is in
-/// progress. Whether it began one.
+/// The alarm's schedule: begins a run when `every` memories were written
+/// since the last run began (or since the profile began; deleted ones
+/// count) and none is in progress. Whether it began one.
 pub fn schedule(p: &Profile<'_>, every: i64) -> Result<bool> {
     if current(p)?.is_some() {
         return Ok(false);
@@ -134,7 +161,7 @@ pub fn schedule(p: &Profile<'_>, every: i64) -> Result<bool> {
         None => 0,
         Some(v) => v.parse::<i64>().map_err(|e| Error::storage(format!("the count at the last consolidation's end does not read ({e}): {v:?}")))?,
     };
-    if store.memory_count()? < last.saturating_add(every) {
+    if store.last_memory_row()? < last.saturating_add(every) {
         return Ok(false);
     }
     begin(p)?;
@@ -168,9 +195,10 @@ fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>)> {
         Err(_) => raw,
     };
     store.transaction(|| {
-        let end = store.newest_memory_id()?.unwrap_or_default();
+        let (end, end_row) = store.newest_memory()?;
+        let end = end.unwrap_or_default();
         let id = format!("c-{}", crate::core::ids::memory_id(p.now, &end, 0));
-        let run = Run { id: id.clone(), cursor: String::new(), end, active_before: store.active_count()? };
+        let run = Run { id: id.clone(), cursor: String::new(), end, end_row: Some(end_row), active_before: store.active_count()? };
         store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&run)?)?;
         store.enqueue(&Work::Consolidate { run_id: id })?;
         Ok((run, replaced))
@@ -182,7 +210,7 @@ fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>)> {
 /// call may have let another caller move it).
 async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) -> Result<Stepped> {
     let store = p.store();
-    let window = store.active_window_until(&run.cursor, &run.end, WINDOW)?;
+    let window = run.window(&store, WINDOW)?;
     let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(Stepped::Nothing) };
     report.examined = report.examined.saturating_add(window.len());
     let groups = plan::groups(&window, p.now, &authorities(&store, &window)?);
@@ -222,7 +250,12 @@ fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
     let store = p.store();
     store.transaction(|| {
         store.meta_set(META_CONSOLIDATION, "")?;
-        store.meta_set(META_LAST_END, &store.memory_count()?.to_string())?;
+        // What the run read; what came meanwhile counts toward the next.
+        let read = match run.end_row {
+            Some(row) => row,
+            None => store.last_memory_row()?,
+        };
+        store.meta_set(META_LAST_END, &read.to_string())?;
         store.finish_work(&Work::Consolidate { run_id: run.id.clone() })
     })
 }
@@ -233,15 +266,15 @@ fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
 /// only (a larger `maxWindows` previews more).
 async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
     let store = p.store();
-    let end = store.newest_memory_id()?.unwrap_or_default();
+    let (end, end_row) = store.newest_memory()?;
     let active = store.active_count()?;
     let mut report = ConsolidationReport { run_id: "dry-run".into(), dry_run: true, active_before: active, ..ConsolidationReport::default() };
-    let mut cursor = String::new();
+    let mut walk = Run { id: String::new(), cursor: String::new(), end: end.unwrap_or_default(), end_row: Some(end_row), active_before: active };
     let mut retired = 0i64;
     for _ in 0..windows {
-        let window = store.active_window_until(&cursor, &end, WINDOW)?;
+        let window = walk.window(&store, WINDOW)?;
         let Some(last) = window.last() else { break };
-        cursor = last.id.clone();
+        walk.cursor = last.id.clone();
         report.examined = report.examined.saturating_add(window.len());
         let groups = plan::groups(&window, p.now, &authorities(&store, &window)?);
         let decisions = p.reasoner.consolidate(&groups).await?;
@@ -262,7 +295,7 @@ async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
         }
     }
     // Whether a window is left: one memory read, no reasoner call.
-    report.done = store.active_window_until(&cursor, &end, 1)?.is_empty();
+    report.done = walk.window(&store, 1)?.is_empty();
     report.active_after = active.saturating_sub(retired);
     Ok(report)
 }

@@ -199,20 +199,24 @@ fn duplicates_or_contradiction(ms: Vec<Memory>, authority: &Authorities) -> Opti
     Some(Group { kind: GroupKind::Contradiction, why: format!("the same statement with a different value, {days} days later"), members: ms })
 }
 
+/// What siblings share: type, sources, metadata (as text) and expiry.
+type SiblingKey = (MemoryType, Vec<String>, String, Option<String>);
+
 /// Siblings: one type, exactly the same source messages, said long ago.
 fn siblings(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group> {
     let old = now.saturating_sub(FOLD_AGE_DAYS.saturating_mul(DAY_MILLIS));
     // One type, one set of sources, one metadata (an update may have
     // changed a sibling's): the fold keeps the metadata, so a filter that
-    // found a member finds it.
-    let mut by_source: HashMap<(MemoryType, Vec<String>, String), Vec<usize>> = HashMap::default();
+    // found a member finds it. One expiry: a fold expires as a whole, so
+    // words meant to expire would live on in one that never does.
+    let mut by_source: HashMap<SiblingKey, Vec<usize>> = HashMap::default();
     for (i, m) in window.iter().enumerate() {
         if taken.contains(&i) || m.kind == MemoryType::Task || m.source_message_ids.is_empty() || m.said_at() > old {
             continue;
         }
         let mut sources = m.source_message_ids.clone();
         sources.sort();
-        by_source.entry((m.kind, sources, metadata_text(m))).or_default().push(i);
+        by_source.entry((m.kind, sources, metadata_text(m), m.expires_at.clone())).or_default().push(i);
     }
     folds(window, by_source.into_values().collect(), 2, GroupKind::Siblings, taken, |n| {
         format!("{n} statements drawn from the same message, said more than {FOLD_AGE_DAYS} days ago")
@@ -222,14 +226,14 @@ fn siblings(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Grou
 /// Events of one session and date, said long ago.
 fn events(window: &[Memory], now: i64, taken: &mut HashSet<usize>) -> Vec<Group> {
     let old = now.saturating_sub(FOLD_AGE_DAYS.saturating_mul(DAY_MILLIS));
-    // One session, one date, one metadata.
-    let mut by_day: HashMap<(String, String, String), Vec<usize>> = HashMap::default();
+    // One session, one date, one metadata, one expiry.
+    let mut by_day: HashMap<(String, String, String, Option<String>), Vec<usize>> = HashMap::default();
     for (i, m) in window.iter().enumerate() {
         if taken.contains(&i) || m.kind != MemoryType::Event || m.said_at() > old {
             continue;
         }
         if let Some(d) = &m.event_date {
-            by_day.entry((m.session_id.clone(), d.clone(), metadata_text(m))).or_default().push(i);
+            by_day.entry((m.session_id.clone(), d.clone(), metadata_text(m), m.expires_at.clone())).or_default().push(i);
         }
     }
     folds(window, by_day.into_values().collect(), EVENTS_TO_FOLD, GroupKind::Events, taken, |n| {

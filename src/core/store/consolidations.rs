@@ -190,15 +190,38 @@ impl<'a> Store<'a> {
         self.sql.execute("UPDATE consolidations SET undone_at = ? WHERE id = ?", &[iso(self.now).into(), SqlValue::Integer(id)])
     }
 
-    /// Up to `limit` active memories after the id `after` and up to the id
-    /// `end`, in id order (a consolidation window).
-    pub fn active_window_until(&self, after: &str, end: &str, limit: usize) -> Result<Vec<Memory>> {
-        self.memories_where(&format!("m.status = 'active' AND m.id > ? AND m.id <= ? ORDER BY m.id LIMIT {limit}"), &[after.into(), end.into()])
+    /// A consolidation window: up to `limit` active memories after the id
+    /// `after`, up to the id `end` and, given `end_row`, written no later
+    /// than the row `end_row` (ids need not sort by time: an import keeps
+    /// any id), in id order, whose contents take `bytes` at most (the one
+    /// that crosses it is the last; the first is always read).
+    pub fn active_window(&self, after: &str, end: &str, end_row: Option<i64>, limit: usize, bytes: usize) -> Result<Vec<Memory>> {
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.memories_where(
+            &format!(
+                "m.id IN (SELECT id FROM (SELECT id, LENGTH(CAST(content AS BLOB)) AS len, \
+                 SUM(LENGTH(CAST(content AS BLOB))) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS upto \
+                 FROM memories WHERE status = 'active' AND id > ?1 AND id <= ?2 AND (?3 IS NULL OR rowid <= ?3) ORDER BY id LIMIT {limit}) \
+                 WHERE upto - len < ?4) ORDER BY m.id"
+            ),
+            &[after.into(), end.into(), end_row.map_or(SqlValue::Null, SqlValue::Integer), SqlValue::Integer(bytes)],
+        )
     }
 
-    /// The newest memory's id (ids sort by time).
-    pub fn newest_memory_id(&self) -> Result<Option<String>> {
-        Ok(self.sql.query("SELECT MAX(id) FROM memories", &[])?.first().and_then(|r| r.first()).and_then(SqlValue::opt_string))
+    /// The newest memory's id (ids sort by time), and the last row
+    /// written: where a run that begins now stops.
+    pub fn newest_memory(&self) -> Result<(Option<String>, i64)> {
+        let rows = self.sql.query("SELECT MAX(id), COALESCE(MAX(rowid), 0) FROM memories", &[])?;
+        let row = rows.first().ok_or_else(|| Error::storage("the newest memory does not read"))?;
+        let id = row.first().and_then(SqlValue::opt_string);
+        let last = row.get(1).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("the last memory row does not read"))?;
+        Ok((id, last))
+    }
+
+    /// The last memory row written: how many memories the profile was
+    /// ever given, near enough (a row deleted last is written again).
+    pub fn last_memory_row(&self) -> Result<i64> {
+        self.count("SELECT COALESCE(MAX(rowid), 0) FROM memories")
     }
 
     /// Removes the queued job doing `work`, if any.
@@ -227,11 +250,6 @@ impl<'a> Store<'a> {
             "UPDATE outbox SET attempts = 0, next_attempt_at = ?, last_error = NULL WHERE id = ?",
             &[SqlValue::Integer(self.now), SqlValue::Integer(id)],
         )
-    }
-
-    /// How many memories there are, of any status.
-    pub fn memory_count(&self) -> Result<i64> {
-        self.count("SELECT COUNT(*) FROM memories")
     }
 
     /// How many memories are active.
