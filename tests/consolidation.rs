@@ -1635,3 +1635,19 @@ fn test_a_statement_that_expires_is_not_folded_with_one_that_does_not() {
         assert!(listed.iter().all(|m| !m.content.contains("4711")), "the door code expired with its memory: {listed:#?}");
     });
 }
+
+/// A grouping a person took back stays undone: a later run finds the same
+/// wordings alike again and leaves them as they are (it made them again,
+/// run after run).
+#[test]
+fn test_a_later_run_does_not_make_an_undone_merge_again() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| remember(p, "The user prefers dark mode in the code editor.", "user.editor_theme", MemoryType::Fact));
+    with_profile(&sql, APRIL_15 + 3_600_000, |p| remember(p, "In the code editor, the user prefers the dark mode.", "user.theme", MemoryType::Fact));
+    let report = with_profile(&sql, APRIL_15 + DAY, |p| consolidate(p, json!({})));
+    let merge = report.actions.iter().find(|r| r.action == "merge").expect("a merge");
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| p.undo_consolidation(merge.id).unwrap());
+    let again = with_profile(&sql, APRIL_15 + 3 * DAY, |p| consolidate(p, json!({})));
+    assert!(again.actions.is_empty(), "{again:#?}");
+    assert_eq!(with_profile(&sql, APRIL_15 + 3 * DAY, |p| active(p).len()), 2);
+}

@@ -213,7 +213,7 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
     let window = run.window(&store, WINDOW)?;
     let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(Stepped::Nothing) };
     report.examined = report.examined.saturating_add(window.len());
-    let groups = plan::groups(&window, p.now, &authorities(&store, &window)?);
+    let groups = not_undone(&store, plan::groups(&window, p.now, &authorities(&store, &window)?))?;
     let decisions = p.reasoner.consolidate(&groups).await?;
     let mut next = run.clone();
     next.cursor = last;
@@ -276,7 +276,7 @@ async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
         let Some(last) = window.last() else { break };
         walk.cursor = last.id.clone();
         report.examined = report.examined.saturating_add(window.len());
-        let groups = plan::groups(&window, p.now, &authorities(&store, &window)?);
+        let groups = not_undone(&store, plan::groups(&window, p.now, &authorities(&store, &window)?))?;
         let decisions = p.reasoner.consolidate(&groups).await?;
         for (g, d) in groups.iter().zip(&decisions) {
             if let Some((action, target, net)) = preview(g, d) {
@@ -298,6 +298,18 @@ async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
     report.done = walk.window(&store, 1)?.is_empty();
     report.active_after = active.saturating_sub(retired);
     Ok(report)
+}
+
+/// `groups` but those an undone consolidation held (all their members
+/// among its): a person took that grouping back, and a later run would
+/// make it again, window after window.
+fn not_undone(store: &crate::core::store::Store<'_>, groups: Vec<plan::Group>) -> Result<Vec<plan::Group>> {
+    let ids: Vec<String> = groups.iter().flat_map(|g| g.members.iter().map(|m| m.id.clone())).collect();
+    if ids.is_empty() {
+        return Ok(groups);
+    }
+    let undone = store.undone_groupings(&ids)?;
+    Ok(groups.into_iter().filter(|g| !undone.iter().any(|set| g.members.iter().all(|m| set.contains(&m.id)))).collect())
 }
 
 /// The weight of each memory's word in `window`, by id, as ingest

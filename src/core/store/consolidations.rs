@@ -218,6 +218,31 @@ impl<'a> Store<'a> {
         Ok((id, last))
     }
 
+    /// The members of each undone consolidation that involved one of
+    /// `ids`: groupings a person took back, which a run does not make
+    /// again.
+    pub fn undone_groupings(&self, ids: &[String]) -> Result<Vec<std::collections::HashSet<String>>> {
+        let rows = self.sql.query(
+            "SELECT x.consolidation_id, x.memory_id FROM consolidation_members x WHERE x.consolidation_id IN \
+             (SELECT DISTINCT y.consolidation_id FROM json_each(?1) j CROSS JOIN consolidation_members y ON y.memory_id = j.value \
+              CROSS JOIN consolidations c ON c.id = y.consolidation_id WHERE c.undone_at IS NOT NULL) ORDER BY 1",
+            &[json_param(ids)],
+        )?;
+        let mut out: Vec<(i64, std::collections::HashSet<String>)> = Vec::new();
+        for r in rows {
+            let (Some(id), Some(member)) = (r.first().and_then(SqlValue::as_i64), r.get(1).and_then(SqlValue::opt_string)) else {
+                return Err(Error::storage("an undone consolidation's member does not read"));
+            };
+            match out.last_mut() {
+                Some((last, set)) if *last == id => {
+                    set.insert(member);
+                }
+                _ => out.push((id, std::iter::once(member).collect())),
+            }
+        }
+        Ok(out.into_iter().map(|(_, set)| set).collect())
+    }
+
     /// The last memory row written: how many memories the profile was
     /// ever given, near enough (a row deleted last is written again).
     pub fn last_memory_row(&self) -> Result<i64> {
