@@ -53,7 +53,7 @@ pub struct Limits {
     /// further one twice as long (`JOB_RETRY_BASE_MS`).
     pub job_retry_base_millis: i64,
     /// The alarm starts a consolidation run once this many memories were
-    /// added since the last run ended (`CONSOLIDATE_EVERY`); never when
+    /// written since the last run began (`CONSOLIDATE_EVERY`); never when
     /// `None` (runs then start on demand only).
     pub consolidate_every: Option<i64>,
 }
