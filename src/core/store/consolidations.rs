@@ -199,9 +199,9 @@ impl<'a> Store<'a> {
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
         self.memories_where(
             &format!(
-                "m.id IN (SELECT id FROM (SELECT id, LENGTH(CAST(content AS BLOB)) AS len, \
-                 SUM(LENGTH(CAST(content AS BLOB))) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS upto \
-                 FROM memories WHERE status = 'active' AND id > ?1 AND id <= ?2 AND (?3 IS NULL OR rowid <= ?3) ORDER BY id LIMIT {limit}) \
+                "m.id IN (SELECT id FROM (SELECT id, len, SUM(len) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS upto FROM \
+                 (SELECT id, LENGTH(CAST(content AS BLOB)) AS len FROM memories \
+                  WHERE status = 'active' AND id > ?1 AND id <= ?2 AND (?3 IS NULL OR rowid <= ?3) ORDER BY id LIMIT {limit})) \
                  WHERE upto - len < ?4) ORDER BY m.id"
             ),
             &[after.into(), end.into(), end_row.map_or(SqlValue::Null, SqlValue::Integer), SqlValue::Integer(bytes)],
