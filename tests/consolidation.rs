@@ -624,23 +624,7 @@ fn test_two_support_calls_refund_references_are_not_a_contradiction() {
 /// A profile of `memories` active facts imported into `sql` (their ids in
 /// order), their embeddings done.
 fn imported(sql: &support::NativeSql, memories: usize) {
-    let header = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p", "exportedAt": "2026-01-01T00:00:00.000Z" });
-    let lines = (0..memories).map(|i| {
-        let content = format!("Shelf {i} in the archive holds ledgers.");
-        json!({
-            "kind": "memory", "id": format!("{i:032x}"), "type": "fact", "summary": content, "content": content, "sessionId": null,
-            "sourceMessageIds": [], "searchQueries": [], "status": "active",
-            "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"
-        })
-    });
-    let file: String = std::iter::once(header).chain(lines).map(|l| format!("{l}\n")).collect();
-    with_profile(sql, APRIL_15, |p| {
-        p.import(&file).unwrap();
-        // Their embeddings, queued by the import, done.
-        while p.stats().unwrap().pending_jobs > 0 {
-            block_on(p.drain()).unwrap();
-        }
-    });
+    imported_as(sql, memories, |i| format!("Shelf {i} in the archive holds ledgers."), |i| format!("{i:032x}"));
 }
 
 fn run_record(sql: &support::NativeSql) -> String {
