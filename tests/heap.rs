@@ -36,12 +36,12 @@ struct Recording {
 }
 
 impl Backend for Recording {
-    fn call<'a>(&'a self, _op: &'a str, args: Value) -> LocalBoxFuture<'a, agent_memory::core::error::Result<mcp::Pieces>> {
+    fn call<'a>(&'a self, _op: &'a str, args: Value) -> LocalBoxFuture<'a, agent_memory::core::error::Result<agent_memory::core::json::JsonPieces>> {
         drop(args);
         self.held.set(Some(live()));
         // What follows the call (the reply made) is counted from here.
         reset_peak();
-        let result = mcp::Pieces::one(self.result.take());
+        let result = agent_memory::core::json::JsonPieces::one(self.result.take());
         Box::pin(async { Ok(result) })
     }
 }

@@ -377,15 +377,16 @@ struct ObjectBackend<'a> {
 }
 
 impl mcp::Backend for ObjectBackend<'_> {
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, std::result::Result<mcp::Pieces, Error>> {
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, std::result::Result<crate::core::json::JsonPieces, Error>> {
         Box::pin(async move {
             // An ingest's large report comes in pieces, read in pieces.
             let asks = rest::Asks { unread: false, pieces: true };
             match call_object_answer(self.env, &self.name, op, args, asks, working_set::Room::new(0)).await? {
-                ObjectAnswer::Json(text) => Ok(mcp::Pieces::one(text)),
-                ObjectAnswer::Pieces(resp) => {
-                    response_pieces(&resp).await.map(mcp::Pieces::from_pieces).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))
-                }
+                ObjectAnswer::Json(text) => Ok(crate::core::json::JsonPieces::one(text)),
+                ObjectAnswer::Pieces(resp) => response_pieces(&resp)
+                    .await
+                    .map(crate::core::json::JsonPieces::from_pieces)
+                    .map_err(|e| Error::storage(format!("failed to read profile object reply: {e}"))),
                 ObjectAnswer::File(_) => Err(Error::storage("internal error: the profile answered a file to a tool")),
             }
         })
@@ -502,17 +503,9 @@ async fn read_object_reply(resp: &Response) -> std::result::Result<String, Error
 /// through a stream reader: several calls across the Wasm boundary per
 /// chunk.) Bytes that are not UTF-8 are an error, as they were there.
 pub(crate) async fn response_text(resp: &Response) -> std::result::Result<String, String> {
-    let bytes = match resp.body() {
-        ResponseBody::Stream(stream) => {
-            let read = async {
-                let raw = web_sys::Response::new_with_opt_readable_stream(Some(stream))?;
-                let buffer = wasm_bindgen_futures::JsFuture::from(raw.array_buffer()?).await?;
-                Ok::<_, JsValue>(js_sys::Uint8Array::new(&buffer).to_vec())
-            };
-            read.await.map_err(|e| js_error_message(&e))?
-        }
-        ResponseBody::Body(bytes) => bytes.clone(),
-        ResponseBody::Empty => Vec::new(),
+    let bytes = match response_body(resp).await? {
+        Body::Js(buffer) => buffer.to_vec(),
+        Body::Rust(bytes) => bytes,
     };
     String::from_utf8(bytes).map_err(|e| e.to_string())
 }
@@ -522,21 +515,36 @@ pub(crate) async fn response_text(resp: &Response) -> std::result::Result<String
 /// and copied into the Wasm memory a piece at a time: a body of megabytes
 /// (an ingest's report) is never one stretch of the memory.
 async fn response_pieces(resp: &Response) -> std::result::Result<Vec<Vec<u8>>, String> {
-    let buffer = match resp.body() {
+    let buffer = match response_body(resp).await? {
+        Body::Js(buffer) => buffer,
+        Body::Rust(bytes) => return Ok(vec![bytes]),
+    };
+    let len = buffer.length();
+    let step = u32::try_from(crate::core::json::PIECE_BYTES).unwrap_or(u32::MAX);
+    Ok((0..len).step_by(step as usize).map(|at| buffer.subarray(at, at.saturating_add(step).min(len)).to_vec()).collect())
+}
+
+/// A response's body as it was read: by the platform, outside the Wasm
+/// memory, or already in it.
+enum Body {
+    Js(js_sys::Uint8Array),
+    Rust(Vec<u8>),
+}
+
+/// Reads a fetched response's body in one step of the platform.
+async fn response_body(resp: &Response) -> std::result::Result<Body, String> {
+    match resp.body() {
         ResponseBody::Stream(stream) => {
             let read = async {
                 let raw = web_sys::Response::new_with_opt_readable_stream(Some(stream))?;
                 let buffer = wasm_bindgen_futures::JsFuture::from(raw.array_buffer()?).await?;
                 Ok::<_, JsValue>(js_sys::Uint8Array::new(&buffer))
             };
-            read.await.map_err(|e| js_error_message(&e))?
+            read.await.map(Body::Js).map_err(|e| js_error_message(&e))
         }
-        ResponseBody::Body(bytes) => return Ok(vec![bytes.clone()]),
-        ResponseBody::Empty => return Ok(Vec::new()),
-    };
-    let len = buffer.length();
-    let step = u32::try_from(crate::core::json::PIECE_BYTES).unwrap_or(u32::MAX);
-    Ok((0..len).step_by(step as usize).map(|at| buffer.subarray(at, at.saturating_add(step).min(len)).to_vec()).collect())
+        ResponseBody::Body(bytes) => Ok(Body::Rust(bytes.clone())),
+        ResponseBody::Empty => Ok(Body::Rust(Vec::new())),
+    }
 }
 
 /// The message of a thrown JavaScript value: an `Error`'s message (not its

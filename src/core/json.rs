@@ -60,19 +60,52 @@ pub fn to_string_exact<T: serde::Serialize + ?Sized>(value: &T) -> Result<String
 /// The most a piece of [`JsonPieces`] holds.
 pub const PIECE_BYTES: usize = 64 * 1024;
 
-/// A result's JSON text in pieces of [`PIECE_BYTES`] (the last one
-/// shorter), for a result of megabytes: written without ever being one
-/// buffer, and sent as it is. One buffer of megabytes, grown by doubling,
-/// is held at twice its size while it is copied into the next, and takes
-/// a stretch of the Wasm memory that small allocations' holes cannot
-/// give, so the memory grows for it (never to shrink). A piece may end
-/// inside a character: the pieces are bytes, UTF-8 only once joined.
-#[derive(Debug)]
+/// A result's JSON text in pieces, for a result of megabytes: written
+/// in pieces of [`PIECE_BYTES`] without ever being one buffer, read from
+/// the pieces it arrived in, and sent as it is. One buffer of megabytes,
+/// grown by doubling, is held at twice its size while it is copied into
+/// the next, and takes a stretch of the Wasm memory that small
+/// allocations' holes cannot give, so the memory grows for it (never to
+/// shrink). A piece may end inside a character: the pieces are bytes,
+/// UTF-8 only once joined.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonPieces {
     pieces: Vec<Vec<u8>>,
 }
 
 impl JsonPieces {
+    /// A text that is one piece.
+    pub fn one(text: String) -> JsonPieces {
+        JsonPieces { pieces: vec![text.into_bytes()] }
+    }
+
+    /// A text in the pieces it arrived in.
+    pub fn from_pieces(pieces: Vec<Vec<u8>>) -> JsonPieces {
+        JsonPieces { pieces }
+    }
+
+    /// These pieces between `head` and `tail`.
+    pub fn between(mut self, head: String, tail: &str) -> JsonPieces {
+        self.pieces.insert(0, head.into_bytes());
+        self.pieces.push(tail.as_bytes().to_vec());
+        self
+    }
+
+    /// The text whole, what is not UTF-8 replaced (for tests and errors).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.pieces.concat()).into_owned()
+    }
+
+    /// The first byte that is not whitespace.
+    pub fn first_byte(&self) -> Option<u8> {
+        self.pieces.iter().flatten().copied().find(|b| !b.is_ascii_whitespace())
+    }
+
+    /// A reader of the text, piece after piece.
+    pub fn reader(&self) -> impl std::io::Read + '_ {
+        PiecesReader { rest: &self.pieces, at: &[] }
+    }
+
     pub fn write<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsonPieces, serde_json::Error> {
         let mut w = JsonPieces { pieces: Vec::new() };
         serde_json::to_writer(&mut w, value)?;
@@ -98,11 +131,28 @@ impl JsonPieces {
     }
 }
 
+/// Reads [`JsonPieces`] one after the other.
+struct PiecesReader<'a> {
+    rest: &'a [Vec<u8>],
+    at: &'a [u8],
+}
+
+impl std::io::Read for PiecesReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at.is_empty() {
+            let Some((next, rest)) = self.rest.split_first() else { return Ok(0) };
+            self.at = next;
+            self.rest = rest;
+        }
+        self.at.read(buf)
+    }
+}
+
 impl std::io::Write for JsonPieces {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut rest = buf;
         while !rest.is_empty() {
-            if self.pieces.last().is_none_or(|p| p.len() == PIECE_BYTES) {
+            if self.pieces.last().is_none_or(|p| p.len() >= PIECE_BYTES) {
                 // The first grows as it fills (a small result stays small).
                 let capacity = if self.pieces.is_empty() { 0 } else { PIECE_BYTES };
                 self.pieces.push(Vec::with_capacity(capacity));

@@ -20,6 +20,7 @@
 
 use crate::core::api;
 use crate::core::error::{Error, Result};
+use crate::core::json::JsonPieces;
 use crate::core::ops::{Op, Profile};
 use crate::core::ports::LocalBoxFuture;
 use crate::core::rest::MAX_BODY_BYTES;
@@ -69,12 +70,12 @@ pub trait Backend {
     /// wrote. The endpoint reads of it only what its text for the model
     /// needs and passes the rest on as it is (an ingest's result can hold
     /// thousands of memories).
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Pieces>>;
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<JsonPieces>>;
 }
 
 impl Backend for Profile<'_> {
-    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<Pieces>> {
-        Box::pin(async move { self.dispatch_json(op, args).await.map(Pieces::one) })
+    fn call<'a>(&'a self, op: &'a str, args: Value) -> LocalBoxFuture<'a, Result<JsonPieces>> {
+        Box::pin(async move { self.dispatch_json(op, args).await.map(JsonPieces::one) })
     }
 }
 
@@ -102,87 +103,16 @@ pub struct McpReply {
     pub headers: Vec<(&'static str, String)>,
     /// The body in pieces, sent one after the other; none when there is
     /// no body.
-    pub body: Pieces,
-}
-
-/// A text in pieces of bytes, never joined in the Wasm memory: a tool's
-/// result is read from the pieces it arrived in (an ingest's report of
-/// 16,000 memories is 13 MB, which one buffer would take as one stretch
-/// of a memory that never shrinks) and goes into the reply as they are,
-/// copied out one after the other. A piece may end inside a character:
-/// the text is UTF-8 only once joined.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Pieces(Vec<Vec<u8>>);
-
-impl Pieces {
-    pub fn one(text: String) -> Pieces {
-        Pieces(vec![text.into_bytes()])
-    }
-
-    pub fn from_pieces(pieces: Vec<Vec<u8>>) -> Pieces {
-        Pieces(pieces)
-    }
-
-    /// These pieces between `head` and `tail`.
-    fn between(mut self, head: String, tail: &str) -> Pieces {
-        self.0.insert(0, head.into_bytes());
-        self.0.push(tail.as_bytes().to_vec());
-        self
-    }
-
-    /// The text's length in bytes.
-    pub fn len(&self) -> usize {
-        self.0.iter().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn into_pieces(self) -> Vec<Vec<u8>> {
-        self.0
-    }
-
-    /// The text whole (what is not UTF-8 replaced).
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.concat()).into_owned()
-    }
-
-    /// The first byte that is not JSON whitespace.
-    fn first_byte(&self) -> Option<u8> {
-        self.0.iter().flatten().copied().find(|b| !b.is_ascii_whitespace())
-    }
-
-    /// A reader of the text, piece after piece.
-    fn reader(&self) -> PiecesReader<'_> {
-        PiecesReader { rest: &self.0, at: &[] }
-    }
-}
-
-/// Reads [`Pieces`] one after the other.
-struct PiecesReader<'a> {
-    rest: &'a [Vec<u8>],
-    at: &'a [u8],
-}
-
-impl std::io::Read for PiecesReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.at.is_empty() {
-            let Some((next, rest)) = self.rest.split_first() else { return Ok(0) };
-            self.at = next;
-            self.rest = rest;
-        }
-        self.at.read(buf)
-    }
+    pub body: JsonPieces,
 }
 
 impl McpReply {
     fn json(status: u16, v: &Value) -> McpReply {
-        McpReply::text(status, Pieces::one(v.to_string()), false)
+        McpReply::text(status, JsonPieces::one(v.to_string()), false)
     }
 
     /// A body of JSON text `json`, as it is or as one SSE event.
-    fn text(status: u16, json: Pieces, as_sse: bool) -> McpReply {
+    fn text(status: u16, json: JsonPieces, as_sse: bool) -> McpReply {
         if as_sse {
             McpReply {
                 status,
@@ -196,7 +126,7 @@ impl McpReply {
     }
 
     fn accepted() -> McpReply {
-        McpReply { status: 202, content_type: None, headers: vec![], body: Pieces::default() }
+        McpReply { status: 202, content_type: None, headers: vec![], body: JsonPieces::default() }
     }
 
     /// The body whole.
@@ -291,7 +221,7 @@ pub fn read(body: &[u8], accept: Option<&str>) -> std::result::Result<McpMessage
     let Some(as_sse) = negotiate(accept) else {
         return Err(refused(&Error::not_acceptable("the client must accept application/json or text/event-stream"), INVALID_REQUEST));
     };
-    let reply = |status: u16, v: &Value| McpReply::text(status, Pieces::one(v.to_string()), as_sse);
+    let reply = |status: u16, v: &Value| McpReply::text(status, JsonPieces::one(v.to_string()), as_sse);
     if body.len() > MAX_BODY_BYTES {
         return Err(refused(&Error::too_large(format!("request body is over {MAX_BODY_BYTES} bytes")), INVALID_REQUEST));
     }
@@ -320,7 +250,7 @@ pub async fn answer(read: std::result::Result<McpMessage, McpReply>, backend: &d
         Err(refusal) => return refusal,
     };
     let bad_request = Error::invalid("").status();
-    let refuse = |message: &str| McpReply::text(bad_request, Pieces::one(error_response(Value::Null, INVALID_REQUEST, message).to_string()), as_sse);
+    let refuse = |message: &str| McpReply::text(bad_request, JsonPieces::one(error_response(Value::Null, INVALID_REQUEST, message).to_string()), as_sse);
     match message {
         Value::Array(batch) => {
             if batch.is_empty() {
@@ -346,7 +276,7 @@ pub async fn answer(read: std::result::Result<McpMessage, McpReply>, backend: &d
             if out.is_empty() {
                 McpReply::accepted()
             } else {
-                McpReply::text(200, Pieces::one(format!("[{}]", out.join(","))), as_sse)
+                McpReply::text(200, JsonPieces::one(format!("[{}]", out.join(","))), as_sse)
             }
         }
         single => match process(single, backend).await {
@@ -432,17 +362,17 @@ fn error_response(id: Value, code: i64, message: &str) -> Value {
 /// One JSON-RPC response as it is sent: its JSON text, and its error
 /// code if it is an error.
 struct Response {
-    json: Pieces,
+    json: JsonPieces,
     error: Option<i64>,
 }
 
 impl Response {
     fn error(id: Value, code: i64, message: &str) -> Response {
-        Response { json: Pieces::one(error_response(id, code, message).to_string()), error: Some(code) }
+        Response { json: JsonPieces::one(error_response(id, code, message).to_string()), error: Some(code) }
     }
 
     /// A result given as JSON text, which goes in as it is.
-    fn result(id: &Value, result: Pieces) -> Response {
+    fn result(id: &Value, result: JsonPieces) -> Response {
         Response { json: result.between(format!("{{\"id\":{id},\"jsonrpc\":\"2.0\",\"result\":"), "}"), error: None }
     }
 }
@@ -502,18 +432,18 @@ async fn process(message: Value, backend: &dyn Backend) -> Option<Response> {
 }
 
 /// A request's result as JSON text, or its JSON-RPC error.
-type RpcResult = std::result::Result<Pieces, (i64, String)>;
+type RpcResult = std::result::Result<JsonPieces, (i64, String)>;
 
 async fn request(method: &str, params: Map<String, Value>, backend: &dyn Backend) -> RpcResult {
     match method {
-        "initialize" => initialize(&params).map(|v| Pieces::one(v.to_string())),
-        "ping" => only(&params, &[]).map(|()| Pieces::one("{}".to_string())),
+        "initialize" => initialize(&params).map(|v| JsonPieces::one(v.to_string())),
+        "ping" => only(&params, &[]).map(|()| JsonPieces::one("{}".to_string())),
         "tools/list" => match params.get("cursor") {
             // One page holds every tool: this server gives no cursor.
             Some(c) => {
                 Err((INVALID_PARAMS, format!("invalid params: cursor {} is not one this server gave (tools/list has one page)", api::quoted(&c.to_string()))))
             }
-            None => only(&params, &[]).map(|()| Pieces::one(json!({ "tools": tools() }).to_string())),
+            None => only(&params, &[]).map(|()| JsonPieces::one(json!({ "tools": tools() }).to_string())),
         },
         "tools/call" => call_tool(params, backend).await,
         other => Err((METHOD_NOT_FOUND, format!("method not found: {}", api::quoted(other)))),
@@ -901,11 +831,8 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
     args.retain(|_, v| !v.is_null());
     let args = Value::Object(args);
     decode_args(tool.name, &args).map_err(|e| (INVALID_PARAMS, format!("invalid arguments for tool {}: {e}", tool.name)))?;
-    let done = match backend.call(tool.op.name(), args).await {
-        Ok(result) => tool_result(tool.name, result),
-        Err(e) => Err(e),
-    };
-    Ok(done.unwrap_or_else(|e| Pieces::one(tool_error(&e).to_string())))
+    let done = backend.call(tool.op.name(), args).await.and_then(|result| tool_result(tool.name, result));
+    Ok(done.unwrap_or_else(|e| JsonPieces::one(tool_error(&e).to_string())))
 }
 
 /// A tool's result for the model: the text rendered from `result` (the
@@ -913,7 +840,7 @@ async fn call_tool(mut params: Map<String, Value>, backend: &dyn Backend) -> Rpc
 /// `structuredContent`. No JSON tree of the whole result is made: an
 /// ingest's can hold 16,000 memories, and a tree of them is several times
 /// their text in the Wasm memory the isolate's profiles share.
-fn tool_result(tool: &str, result: Pieces) -> Result<Pieces> {
+fn tool_result(tool: &str, result: JsonPieces) -> Result<JsonPieces> {
     let text = render::render(tool, &result)?;
     let text = serde_json::to_string(&text).map_err(|e| Error::storage(format!("failed to write a tool's text: {e}")))?;
     let bare = result.first_byte() != Some(b'{');

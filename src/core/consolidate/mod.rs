@@ -114,13 +114,7 @@ pub async fn resume(p: &Profile<'_>, run_id: &str) -> Result<bool> {
 /// is not carried out, and the caller goes on from where the other left
 /// the run, or stops if the other ended it.
 async fn go_on(p: &Profile<'_>, run: &mut Run, windows: u64, report: &mut ConsolidationReport) -> Result<bool> {
-    for went in 0..=windows {
-        if went == windows {
-            // Whether a window is left: one memory read, no reasoner call.
-            if !run.window(&p.store(), 1)?.is_empty() {
-                return Ok(false);
-            }
-        }
+    for _ in 0..windows {
         match step(p, run, report).await? {
             Stepped::Went => {}
             Stepped::Nothing => {
@@ -130,6 +124,11 @@ async fn go_on(p: &Profile<'_>, run: &mut Run, windows: u64, report: &mut Consol
             Stepped::Moved(Some(now)) if now.id == run.id => *run = now,
             Stepped::Moved(_) => return Ok(true),
         }
+    }
+    // Whether a window is left: one memory read, no reasoner call.
+    if run.window(&p.store(), 1)?.is_empty() {
+        finish(p, run)?;
+        return Ok(true);
     }
     Ok(false)
 }
@@ -161,11 +160,17 @@ pub fn schedule(p: &Profile<'_>, every: i64) -> Result<bool> {
         None => 0,
         Some(v) => v.parse::<i64>().map_err(|e| Error::storage(format!("the count at the last consolidation's end does not read ({e}): {v:?}")))?,
     };
-    if store.last_memory_row()? < last.saturating_add(every) {
+    if memory_rows(&store)? < last.saturating_add(every) {
         return Ok(false);
     }
     begin(p)?;
     Ok(true)
+}
+
+/// The last memory row written: how many memories the profile was ever
+/// given, near enough (a row deleted last is written again).
+fn memory_rows(store: &crate::core::store::Store<'_>) -> Result<i64> {
+    Ok(i64::try_from(store.highest_rowids()?.1).unwrap_or(i64::MAX))
 }
 
 /// The run in progress, if any; an error if its record does not read.
@@ -253,7 +258,7 @@ fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
         // What the run read; what came meanwhile counts toward the next.
         let read = match run.end_row {
             Some(row) => row,
-            None => store.last_memory_row()?,
+            None => memory_rows(&store)?,
         };
         store.meta_set(META_LAST_END, &read.to_string())?;
         store.finish_work(&Work::Consolidate { run_id: run.id.clone() })

@@ -5,8 +5,8 @@
 //! 16,000 memories, and a tree of them is several times their text in the
 //! Wasm memory the isolate's profiles share.
 
-use super::Pieces;
 use crate::core::error::{Error, Result};
+use crate::core::json::JsonPieces;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -21,7 +21,7 @@ pub const MAX_RENDERED_ITEMS: usize = 100;
 
 /// `tool`'s text for `result` (the operation's JSON text). Reading it
 /// checks the whole text is JSON.
-pub fn render(tool: &str, result: &Pieces) -> Result<String> {
+pub fn render(tool: &str, result: &JsonPieces) -> Result<String> {
     let keep = if tool == "ingest" { MAX_RENDERED_ITEMS } else { usize::MAX };
     let v = Shallow::read(result, keep)?;
     Ok(match tool {
@@ -53,10 +53,14 @@ enum Member {
 
 impl Shallow {
     /// Reads `result`; a result that is no object has no members.
-    fn read(result: &Pieces, keep: usize) -> Result<Shallow> {
+    fn read(result: &JsonPieces, keep: usize) -> Result<Shallow> {
+        let unreadable = |e: serde_json::Error| Error::storage(format!("failed to read an operation's result: {e}"));
+        if result.first_byte() != Some(b'{') {
+            // Read through all the same: the text must be JSON.
+            return serde_json::from_reader::<_, IgnoredAny>(result.reader()).map(|_| Shallow::default()).map_err(unreadable);
+        }
         let mut de = serde_json::Deserializer::from_reader(result.reader());
-        let read = ShallowSeed { keep }.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
-        read.map_err(|e| Error::storage(format!("failed to read an operation's result: {e}")))
+        ShallowSeed { keep }.deserialize(&mut de).and_then(|v| de.end().map(|()| v)).map_err(unreadable)
     }
 
     fn get(&self, key: &str) -> Option<&Value> {
@@ -95,7 +99,7 @@ impl<'de> DeserializeSeed<'de> for ShallowSeed {
 impl<'de> Visitor<'de> for ShallowSeed {
     type Value = Shallow;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
+        f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Shallow, A::Error> {
         let mut members = BTreeMap::new();
@@ -105,29 +109,6 @@ impl<'de> Visitor<'de> for ShallowSeed {
             members.insert(key, member);
         }
         Ok(Shallow { members })
-    }
-    // Any other value: read through (checked), no members.
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Shallow, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Shallow::default())
-    }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Shallow, E> {
-        Ok(Shallow::default())
-    }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Shallow, E> {
-        Ok(Shallow::default())
-    }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Shallow, E> {
-        Ok(Shallow::default())
-    }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Shallow, E> {
-        Ok(Shallow::default())
-    }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<Shallow, E> {
-        Ok(Shallow::default())
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Shallow, E> {
-        Ok(Shallow::default())
     }
 }
 

@@ -243,12 +243,6 @@ impl<'a> Store<'a> {
         Ok(out.into_iter().map(|(_, set)| set).collect())
     }
 
-    /// The last memory row written: how many memories the profile was
-    /// ever given, near enough (a row deleted last is written again).
-    pub fn last_memory_row(&self) -> Result<i64> {
-        self.count("SELECT COALESCE(MAX(rowid), 0) FROM memories")
-    }
-
     /// Removes the queued job doing `work`, if any.
     pub fn finish_work(&self, work: &Work) -> Result<()> {
         self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[work.kind().as_str().into(), work.subject().into()])
