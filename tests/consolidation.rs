@@ -17,7 +17,7 @@ use agent_memory::core::provider::{self, Reasoner};
 use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::rules::Rules;
 use serde_json::json;
-use support::{block_on, database, with_profile, with_profile_limits, with_reasoner, FailingAt, APRIL_15, DAY};
+use support::{block_on, database, with_profile, with_profile_limits, with_reasoner, with_room, FailingAt, APRIL_15, DAY};
 
 fn remember(p: &Profile<'_>, content: &str, key: &str, kind: MemoryType) -> agent_memory::core::model::Memory {
     remember_with(p, content, key, kind, "s1", None)
@@ -145,6 +145,10 @@ struct Counting<'s> {
     classified: std::cell::Cell<bool>,
     /// While set, every consolidation decision fails (the model is down).
     down: std::cell::Cell<bool>,
+    /// The rooms held in a shared working memory ([`Shared`]), as each
+    /// consolidation call saw it.
+    rooms_seen: Option<&'s std::cell::Cell<usize>>,
+    seen: std::cell::RefCell<Vec<usize>>,
 }
 
 /// What [`Counting`] lets run while it is awaited.
@@ -182,6 +186,9 @@ impl Reasoner for Counting<'_> {
     }
     fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
         self.calls.set(self.calls.get() + 1);
+        if let Some(rooms) = self.rooms_seen {
+            self.seen.borrow_mut().push(rooms.get());
+        }
         if self.down.get() {
             return Box::pin(async { Err(agent_memory::core::error::Error::provider("model unavailable")) });
         }
@@ -210,6 +217,7 @@ async fn consolidated_at(sql: &support::NativeSql, now: i64, body: serde_json::V
         now,
         limits: Default::default(),
         memory: Default::default(),
+        room: &agent_memory::core::ports::Unshared,
     };
     p.consolidate(serde_json::from_value(body).unwrap()).await.unwrap()
 }
@@ -1634,4 +1642,147 @@ fn test_a_later_run_does_not_make_an_undone_merge_again() {
     let again = with_profile(&sql, APRIL_15 + 3 * DAY, |p| consolidate(p, json!({})));
     assert!(again.actions.is_empty(), "{again:#?}");
     assert_eq!(with_profile(&sql, APRIL_15 + 3 * DAY, |p| active(p).len()), 2);
+}
+
+/// A working memory shared with other profiles, as a Worker's isolate is:
+/// it grants `grants` takes, then has no room for more (busy). It records
+/// each take's size and counts the rooms held. With `meanwhile`, a whole
+/// run of the profile goes while its first take waits.
+struct Shared<'s> {
+    grants: std::cell::Cell<usize>,
+    taken: std::cell::RefCell<Vec<usize>>,
+    held: std::rc::Rc<std::cell::Cell<usize>>,
+    meanwhile: Option<&'s support::NativeSql>,
+}
+
+impl Shared<'_> {
+    fn granting(grants: usize) -> Shared<'static> {
+        Shared { grants: std::cell::Cell::new(grants), taken: Default::default(), held: Default::default(), meanwhile: None }
+    }
+}
+
+/// A room held in [`Shared`], given back when dropped.
+struct Release(std::rc::Rc<std::cell::Cell<usize>>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
+
+impl agent_memory::core::ports::WorkingRoom for Shared<'_> {
+    fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::ports::Held>> {
+        Box::pin(async move {
+            if let Some(sql) = self.meanwhile.filter(|_| self.taken.borrow().is_empty()) {
+                assert!(consolidated_at(sql, APRIL_15 + 2, json!({ "maxWindows": 100 })).await.done);
+            }
+            self.taken.borrow_mut().push(bytes);
+            if self.grants.get() == 0 {
+                return Err(agent_memory::core::error::Error::busy(format!("no room for {what}")));
+            }
+            self.grants.set(self.grants.get() - 1);
+            self.held.set(self.held.get() + 1);
+            Ok(agent_memory::core::ports::Held::by(Release(self.held.clone())))
+        })
+    }
+}
+
+fn outbox_job(sql: &support::NativeSql) -> (i64, i64, i64) {
+    use agent_memory::core::ports::Sql;
+    let r = &sql.query("SELECT attempts, parked, next_attempt_at FROM outbox WHERE kind = 'consolidate'", &[]).unwrap()[0];
+    (r[0].as_i64().unwrap(), r[1].as_i64().unwrap(), r[2].as_i64().unwrap())
+}
+
+/// Profiles of one isolate share its memory: each window takes its room
+/// there (`WINDOW_ROOM_BYTES`) before it is read and holds it while the
+/// reasoner decides (a model's call, when other profiles run), so those
+/// waiting on a model together hold no more than the room there is. It is
+/// given back after each window.
+#[test]
+fn test_each_window_holds_its_room_in_the_shared_memory_while_the_reasoner_decides() {
+    use agent_memory::core::consolidate::WINDOW_ROOM_BYTES;
+    let sql = database();
+    imported(&sql, 2 * WINDOW + 1);
+    let room = Shared::granting(100);
+    let model = Counting { rooms_seen: Some(&room.held), ..Counting::default() };
+    let report = with_room(&sql, APRIL_15, Default::default(), &model, &room, |p| consolidate(p, json!({ "maxWindows": 5 })));
+    assert!(report.done, "{report:?}");
+    assert_eq!(model.seen.into_inner(), vec![1, 1, 1], "one room held at each of the three windows' reasoner calls");
+    assert_eq!(room.taken.into_inner(), vec![WINDOW_ROOM_BYTES; 4], "the three windows', and the one that found none left");
+    assert_eq!(room.held.get(), 0, "every room given back");
+}
+
+/// A `consolidate` call that finds no room for its first window in time
+/// is refused as busy (503) and leaves the profile as it was: the run it
+/// would have begun, and its job, are not there.
+#[test]
+fn test_a_call_with_no_room_for_its_first_window_is_busy_and_begins_no_run() {
+    let sql = database();
+    imported(&sql, WINDOW + 1);
+    let before = with_profile(&sql, APRIL_15, |p| (export_body(p), p.stats().unwrap().pending_jobs));
+    let model = Counting::default();
+    let err = with_room(&sql, APRIL_15 + 1, Default::default(), &model, &Shared::granting(0), |p| {
+        block_on(p.consolidate(serde_json::from_value(json!({})).unwrap())).unwrap_err()
+    });
+    assert!(err.is_busy(), "{err}");
+    assert_eq!(model.calls.get(), 0);
+    assert_eq!((run_record(&sql), consolidate_jobs(&sql, false)), (String::new(), 0), "no run begun");
+    assert_eq!(with_profile(&sql, APRIL_15 + 2, |p| (export_body(p), p.stats().unwrap().pending_jobs)), before);
+}
+
+/// A call that got room for some windows and not for the next keeps what
+/// it did and says the run is not done; the alarm does the rest.
+#[test]
+fn test_a_call_refused_room_after_a_window_keeps_it_and_leaves_the_rest_to_the_alarm() {
+    let sql = database();
+    imported(&sql, 3 * WINDOW + 1);
+    let room = Shared::granting(1);
+    let report = with_room(&sql, APRIL_15, Default::default(), &Rules, &room, |p| consolidate(p, json!({ "maxWindows": 3 })));
+    assert!(!report.done);
+    assert_eq!(report.examined, WINDOW);
+    assert_eq!(consolidate_jobs(&sql, false), 1, "the rest is the alarm's");
+    with_profile(&sql, APRIL_15 + 1, |p| {
+        for _ in 0..3 {
+            block_on(p.drain()).unwrap();
+        }
+    });
+    assert_eq!((run_record(&sql), consolidate_jobs(&sql, false)), (String::new(), 0), "the alarm ended the run");
+}
+
+/// The alarm's run that finds no room (other profiles hold it) waits and
+/// asks again later: not an attempt, so it is never parked for it,
+/// however long the isolate stays busy; once room is made it goes on.
+#[test]
+fn test_a_background_run_refused_room_waits_without_an_attempt_and_is_never_parked() {
+    use agent_memory::core::background::BUSY_RETRY_MILLIS;
+    let sql = database();
+    imported(&sql, WINDOW + 1);
+    let limits = agent_memory::core::ops::Limits { consolidate_every: Some(1), ..Default::default() };
+    // The schedule begins a run; its job is due next.
+    with_reasoner(&sql, APRIL_15, limits, &Rules, |p| block_on(p.drain()).unwrap());
+    let busy = Shared::granting(0);
+    let mut at = APRIL_15 + 1;
+    for _ in 0..20 {
+        let report = with_room(&sql, at, limits, &Rules, &busy, |p| block_on(p.drain()).unwrap());
+        assert_eq!((report.waiting, report.failed, report.parked), (1, 0, 0), "{report:?}");
+        assert_eq!(outbox_job(&sql), (0, 0, at + BUSY_RETRY_MILLIS), "no attempt counted, due again later");
+        at += BUSY_RETRY_MILLIS;
+    }
+    let report = with_room(&sql, at, limits, &Rules, &Shared::granting(100), |p| block_on(p.drain()).unwrap());
+    assert_eq!((report.consolidated, report.waiting), (1, 0), "{report:?}");
+    assert_eq!(run_record(&sql), String::new());
+}
+
+/// A window that waited for room while another call ended the run reads
+/// nothing and asks the reasoner nothing (a model call wasted, before).
+#[test]
+fn test_a_window_that_waited_for_room_while_another_call_ended_the_run_asks_no_reasoner() {
+    let sql = database();
+    imported(&sql, 2 * WINDOW + 1);
+    assert!(!with_profile(&sql, APRIL_15, |p| consolidate(p, json!({ "maxWindows": 1 }))).done);
+    let room = Shared { meanwhile: Some(&sql), ..Shared::granting(100) };
+    let model = Counting::default();
+    let report = with_room(&sql, APRIL_15 + 3, Default::default(), &model, &room, |p| consolidate(p, json!({ "maxWindows": 2 })));
+    assert!(report.done, "the other call ended the run: {report:?}");
+    assert_eq!((model.calls.get(), report.examined), (0, 0));
 }

@@ -90,6 +90,7 @@ fn with_index<T>(sql: &dyn Sql, now: i64, down: bool, f: impl FnOnce(&Profile<'_
         now,
         limits: Limits::default(),
         memory: Default::default(),
+        room: &agent_memory::core::ports::Unshared,
     };
     f(&p)
 }

@@ -78,6 +78,7 @@ impl Held {
             now,
             limits: agent_memory::core::ops::Limits::default(),
             memory: Default::default(),
+            room: &agent_memory::core::ports::Unshared,
         };
         f(&p)
     }

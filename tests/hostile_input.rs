@@ -500,6 +500,7 @@ fn with_embedder<T>(sql: &NativeSql, now: i64, embedder: &dyn Embedder, f: impl 
         now,
         limits: Limits::default(),
         memory: Default::default(),
+        room: &agent_memory::core::ports::Unshared,
     };
     f(&p)
 }

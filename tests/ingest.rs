@@ -40,7 +40,18 @@ fn vector_ids(sql: &NativeSql) -> Vec<String> {
 fn with_parts<T>(sql: &NativeSql, now: i64, reasoner: &dyn Reasoner, embedder: &dyn Embedder, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     let index = SqlVectorIndex { sql };
     let turns = TurnDirectory::new();
-    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, turns: Some(&turns), now, limits: Limits::default(), memory: Default::default() };
+    let p = Profile {
+        name: "test/p",
+        sql,
+        reasoner,
+        embedder,
+        index: &index,
+        turns: Some(&turns),
+        now,
+        limits: Limits::default(),
+        memory: Default::default(),
+        room: &agent_memory::core::ports::Unshared,
+    };
     f(&p)
 }
 
@@ -1399,6 +1410,7 @@ fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
             now: APRIL_15,
             limits: Limits::default(),
             memory: Default::default(),
+            room: &agent_memory::core::ports::Unshared,
         };
         assert!(block_on(p.ingest(req)).is_err(), "the cut call answers 500");
     }

@@ -63,6 +63,7 @@ fn run_script(keeping: Keeping) -> Vec<String> {
             now: APRIL_15 + calls as i64 * 60_000,
             limits: Limits::default(),
             memory: Default::default(),
+            room: &agent_memory::core::ports::Unshared,
         };
         let answer = f(&p);
         if keeping == Keeping::Evicted && calls % 3 == 0 {
@@ -173,6 +174,7 @@ fn test_the_counts_estimate_misses_long_texts_and_a_measurement_corrects_it() {
             now,
             limits: Limits::default(),
             memory: Default::default(),
+            room: &agent_memory::core::ports::Unshared,
         };
         let sessions = questions.iter().flat_map(|q| q["haystack_sessions"].as_array().unwrap().iter());
         let (mut held_at_first, mut held_at_half) = (None, None);

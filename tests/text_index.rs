@@ -937,6 +937,7 @@ fn test_a_recall_on_sqlite_alone_catches_each_full_text_table_up_once_and_sees_w
         now: APRIL_15,
         limits: Limits::default(),
         memory: Default::default(),
+        room: &agent_memory::core::ports::Unshared,
     };
     // Own words, an expansion ("city"), stop words: up to six full-text
     // queries, two tables.

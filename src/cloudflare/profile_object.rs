@@ -41,6 +41,9 @@ pub struct ProfileObject {
     /// What the profile keeps in memory between requests, within the
     /// isolate's budget (see [`Resident`]).
     resident: Rc<Resident>,
+    /// The isolate's working set, as the pipelines take room in it
+    /// (a consolidation window while its reasoner decides).
+    room: crate::cloudflare::working_set::Isolate,
     /// Whether the profile's name is known to be stored in `meta` (saves
     /// a write, and so a storage flush, on every call).
     name_saved: Cell<bool>,
@@ -276,6 +279,7 @@ impl ProfileObject {
                 consolidate_every: self.config.consolidate_every,
             },
             memory: MemoryView::default(),
+            room: &self.room,
         }
     }
 
@@ -574,11 +578,13 @@ impl DurableObject for ProfileObject {
         };
         #[cfg(feature = "bench")]
         let bench = env.var("BENCH").map(|v| v.to_string() == "1").unwrap_or(false);
+        let room = crate::cloudflare::working_set::Isolate { limit: config.working_set_bytes, wait_millis: config.working_set_wait_millis };
         ProfileObject {
             state,
             env,
             sql,
             broken,
+            room,
             config,
             resident: Rc::new(Resident::default()),
             name_saved: Cell::new(false),

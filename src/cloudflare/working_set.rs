@@ -17,6 +17,7 @@
 //! dropped; room held past `MAX_HOLD_MILLIS` is taken back regardless.
 
 use crate::core::error::Error;
+use crate::core::ports::{Held, LocalBoxFuture};
 use crate::core::resident::{WorkingSet, DEFAULT_WORKING_SET_BYTES, WORKING_SET_FLOOR_BYTES};
 use std::cell::RefCell;
 use std::time::Duration;
@@ -108,6 +109,26 @@ pub async fn take(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> R
             return Err(busy(what, bytes, wait_millis));
         }
         worker::Delay::from(Duration::from_millis(POLL_MILLIS)).await;
+    }
+}
+
+/// The isolate's working set as a pipeline's
+/// [`WorkingRoom`](crate::core::ports::WorkingRoom): room taken with
+/// [`take`] under `limit`, waiting up to `wait_millis`, once the isolate's
+/// other work had its turn. A pipeline that takes room between the steps
+/// of a long run (a consolidation's windows) so lets the other profiles
+/// of the isolate run between them, as a model's call would.
+pub struct Isolate {
+    pub limit: usize,
+    pub wait_millis: u64,
+}
+
+impl crate::core::ports::WorkingRoom for Isolate {
+    fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<Held, Error>> {
+        Box::pin(async move {
+            worker::Delay::from(Duration::ZERO).await;
+            take(bytes, self.limit, self.wait_millis, what).await.map(Held::by)
+        })
     }
 }
 

@@ -69,6 +69,11 @@ pub struct DrainReport {
     /// Consolidation runs finished.
     #[serde(default)]
     pub consolidated: usize,
+    /// Consolidation runs left for later, no room for a window having
+    /// been made in the owner's working memory in time (not an attempt:
+    /// the run is not at fault, and is never parked for it).
+    #[serde(default)]
+    pub waiting: usize,
     pub expired: usize,
     pub failed: usize,
     /// Jobs parked by this drain (over their attempt cap, or of a kind
@@ -310,7 +315,10 @@ fn run_index_text(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Re
 /// The memories `jobs` (of embedding or vector removal) are about.
 /// A consolidation run goes on for a few windows
 /// ([`crate::core::consolidate::WINDOWS_PER_DRAIN`]); one that is not done
-/// yields and is due again at once, one that fails retries with backoff.
+/// yields and is due again at once, one that fails retries with backoff,
+/// and one that found no room for its first window (other profiles of
+/// the isolate hold it) waits [`BUSY_RETRY_MILLIS`], its attempt not
+/// counted.
 async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
     let store = p.store();
     for j in jobs {
@@ -322,6 +330,10 @@ async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainRep
                 report.consolidated = report.consolidated.saturating_add(1);
             }
             Ok(false) => store.requeue_job(j.id)?,
+            Err(e) if e.is_busy() => {
+                store.defer_job(j.id, p.now.saturating_add(BUSY_RETRY_MILLIS), &e.to_string())?;
+                report.waiting = report.waiting.saturating_add(1);
+            }
             Err(e) => {
                 store.record_failure(j.id, &e.to_string())?;
                 report.failed = report.failed.saturating_add(1);
@@ -330,6 +342,11 @@ async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainRep
     }
     Ok(())
 }
+
+/// How long a consolidation run that found no room for a window waits
+/// before it asks again (it already waited for room as long as a request
+/// does).
+pub const BUSY_RETRY_MILLIS: i64 = 30_000;
 
 fn memory_ids(jobs: &[Job]) -> Vec<String> {
     jobs.iter().filter_map(Job::memory_id).map(str::to_string).collect()

@@ -5,7 +5,7 @@
 //! module imports no pipeline.
 
 use crate::core::error::Result;
-use crate::core::ports::{Embedder, Sql, VectorIndex};
+use crate::core::ports::{Embedder, Sql, VectorIndex, WorkingRoom};
 use crate::core::provider::Reasoner;
 use crate::core::recall::directory::TurnDirectory;
 use crate::core::schema;
@@ -30,6 +30,10 @@ pub struct Profile<'a> {
     /// What the profile and its isolate hold in memory, as its owner
     /// reports it for `stats` (see [`crate::core::resident`]).
     pub memory: MemoryView,
+    /// Room in the working memory its owner shares with other profiles
+    /// ([`crate::core::ports::Unshared`] natively), taken by a pipeline
+    /// before it holds much across an await.
+    pub room: &'a dyn WorkingRoom,
 }
 
 /// What a profile keeps in memory between requests, and its isolate's

@@ -766,6 +766,7 @@ mod tests {
             now,
             limits: Limits { max_memories: max, ..Limits::default() },
             memory: MemoryView::default(),
+            room: &crate::core::ports::Unshared,
         }
     }
 

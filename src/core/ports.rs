@@ -361,3 +361,50 @@ pub struct IndexFilter<'a> {
     /// (Vectorize, on the fields in [`VectorMeta`]).
     pub filter: Option<&'a crate::core::filter::Filter>,
 }
+
+/// Room in a working memory shared with others: a Worker isolate's Wasm
+/// memory, which all its profile objects share, and which never shrinks.
+/// A pipeline takes room before it reads a large piece of data that it
+/// holds across an await (a consolidation window while its reasoner
+/// decides), so that many profiles doing so at once take turns rather
+/// than together pass the memory's size. Natively nothing is shared:
+/// [`Unshared`].
+///
+/// It does not measure anything: the caller says how much it will hold.
+pub trait WorkingRoom {
+    /// Waits for `bytes` of room for `what` (the owner's other work may
+    /// run first); the room is held until the [`Held`] is dropped. Busy
+    /// ([`crate::core::error::Error::busy`]) when none was made in time:
+    /// the caller has read nothing yet, and does nothing.
+    fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<Held>>;
+}
+
+/// Room taken from a [`WorkingRoom`]: given back when dropped.
+pub struct Held(Option<Box<dyn std::any::Any>>);
+
+impl Held {
+    /// Room held by `guard`, given back when it drops.
+    pub fn by(guard: impl std::any::Any) -> Held {
+        Held(Some(Box::new(guard)))
+    }
+
+    /// No room held (nothing is shared).
+    pub fn nothing() -> Held {
+        Held(None)
+    }
+
+    /// Whether any room is held.
+    pub fn holds(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+/// A working memory shared with no one (native runs, tests): room is
+/// always there, at once.
+pub struct Unshared;
+
+impl WorkingRoom for Unshared {
+    fn take<'a>(&'a self, _bytes: usize, _what: &'a str) -> LocalBoxFuture<'a, Result<Held>> {
+        Box::pin(async { Ok(Held::nothing()) })
+    }
+}

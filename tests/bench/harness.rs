@@ -309,6 +309,7 @@ impl Native {
             now,
             limits: agent_memory::core::ops::Limits::default(),
             memory: Default::default(),
+            room: &agent_memory::core::ports::Unshared,
         };
         f(&p)
     }

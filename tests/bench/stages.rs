@@ -155,6 +155,7 @@ fn profile_over(sql: &dyn Sql, index: &dyn agent_memory::core::ports::VectorInde
             now,
             limits: base.limits,
             memory: base.memory.clone(),
+            room: base.room,
         })
     })
 }

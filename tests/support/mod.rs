@@ -76,7 +76,18 @@ pub fn with_profile_embedding<T>(
     f: impl FnOnce(&Profile<'_>) -> T,
 ) -> T {
     let index = SqlVectorIndex { sql };
-    let p = Profile { name: "test/p", sql, reasoner: &Rules, embedder, index: &index, turns: Some(turns), now, limits, memory: Default::default() };
+    let p = Profile {
+        name: "test/p",
+        sql,
+        reasoner: &Rules,
+        embedder,
+        index: &index,
+        turns: Some(turns),
+        now,
+        limits,
+        memory: Default::default(),
+        room: &agent_memory::core::ports::Unshared,
+    };
     f(&p)
 }
 
@@ -89,9 +100,24 @@ pub fn with_reasoner<T>(
     reasoner: &dyn agent_memory::core::provider::Reasoner,
     f: impl FnOnce(&Profile<'_>) -> T,
 ) -> T {
+    with_room(sql, now, limits, reasoner, &agent_memory::core::ports::Unshared, f)
+}
+
+/// [`with_reasoner`] taking working-memory room from `room` (one shared
+/// with other profiles, as a Worker's isolate is).
+#[allow(dead_code)]
+pub fn with_room<T>(
+    sql: &dyn agent_memory::core::ports::Sql,
+    now: i64,
+    limits: Limits,
+    reasoner: &dyn agent_memory::core::provider::Reasoner,
+    room: &dyn agent_memory::core::ports::WorkingRoom,
+    f: impl FnOnce(&Profile<'_>) -> T,
+) -> T {
     let index = SqlVectorIndex { sql };
     let turns = TurnDirectory::new();
-    let p = Profile { name: "test/p", sql, reasoner, embedder: &HashEmbedder, index: &index, turns: Some(&turns), now, limits, memory: Default::default() };
+    let p =
+        Profile { name: "test/p", sql, reasoner, embedder: &HashEmbedder, index: &index, turns: Some(&turns), now, limits, memory: Default::default(), room };
     f(&p)
 }
 

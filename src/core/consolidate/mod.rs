@@ -44,6 +44,16 @@ pub const WINDOW: usize = 1000;
 /// isolate's profiles share, and 110 s. A thousand memories of a few
 /// hundred bytes, the usual, fit whole.
 pub const WINDOW_BYTES: usize = 512 * 1024;
+/// The working memory one window holds at most, from its read to its
+/// transaction, and across the reasoner's call: taken as room
+/// ([`crate::core::ports::WorkingRoom`]) before the window is read, so
+/// that the profiles of one isolate waiting on a model together hold no
+/// more than the isolate's working set. Natively, a window at
+/// [`WINDOW_BYTES`] held 2.5 MiB at most across the reasoner's call
+/// (`HEAP_CASE=consolidate make bench-heap`: 1,000 memories of 512 bytes,
+/// half of them near copies). Its peak, planning's stems (up to 9.6
+/// MiB), comes between two awaits: one profile's at a time.
+pub const WINDOW_ROOM_BYTES: usize = 3 * 1024 * 1024;
 /// Windows one background run of the job goes through before it yields.
 pub const WINDOWS_PER_DRAIN: usize = 4;
 /// Windows a `consolidate` call goes through when it names no
@@ -89,9 +99,20 @@ pub async fn run(p: &Profile<'_>, req: ConsolidateRequest) -> Result<Consolidati
     if req.dry_run == Some(true) {
         return dry_run(p, windows).await;
     }
-    let (mut run, replaced_run) = begin(p)?;
+    let (mut run, replaced_run, new) = begin(p)?;
+    let begun = new.then(|| run.clone());
     let mut report = ConsolidationReport { run_id: run.id.clone(), active_before: run.active_before, replaced_run, ..ConsolidationReport::default() };
-    report.done = go_on(p, &mut run, windows, &mut report).await?;
+    report.done = match go_on(p, &mut run, windows, &mut report).await {
+        // No room for a first window in time: the call did nothing, and
+        // a run it began is taken back with its job.
+        Err(e) if e.is_busy() => {
+            if let Some(begun) = &begun {
+                unbegin(p, begun, report.replaced_run.as_deref())?;
+            }
+            return Err(e);
+        }
+        done => done?,
+    };
     if !report.done {
         // The alarm does the rest: its job is due, even one parked after
         // failing (this call just went through windows of the run).
@@ -114,8 +135,15 @@ pub async fn resume(p: &Profile<'_>, run_id: &str) -> Result<bool> {
 /// is not carried out, and the caller goes on from where the other left
 /// the run, or stops if the other ended it.
 async fn go_on(p: &Profile<'_>, run: &mut Run, windows: u64, report: &mut ConsolidationReport) -> Result<bool> {
-    for _ in 0..windows {
-        match step(p, run, report).await? {
+    for went in 0..windows {
+        let stepped = match step(p, run, report).await {
+            // No room for another window in time: the windows gone
+            // through are kept, and the rest is left for later (only a
+            // first window's wait is the caller's error: nothing was done).
+            Err(e) if e.is_busy() && went > 0 => break,
+            stepped => stepped?,
+        };
+        match stepped {
             Stepped::Went => {}
             Stepped::Nothing => {
                 finish(p, run)?;
@@ -188,14 +216,14 @@ fn read_run(raw: Option<String>) -> Result<Option<Run>> {
     }
 }
 
-/// The run in progress, or a new one with its job queued. A record that
-/// does not read is replaced by the new run, and returned (as it was
-/// stored) to be reported.
-fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>)> {
+/// The run in progress, or a new one with its job queued (and `true`). A
+/// record that does not read is replaced by the new run, and returned (as
+/// it was stored) to be reported.
+fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>, bool)> {
     let store = p.store();
     let raw = store.meta_get(META_CONSOLIDATION)?;
     let replaced = match read_run(raw.clone()) {
-        Ok(Some(run)) => return Ok((run, None)),
+        Ok(Some(run)) => return Ok((run, None, false)),
         Ok(None) => None,
         Err(_) => raw,
     };
@@ -206,7 +234,21 @@ fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>)> {
         let run = Run { id: id.clone(), cursor: String::new(), end, end_row: Some(end_row), active_before: store.active_count()? };
         store.meta_set(META_CONSOLIDATION, &serde_json::to_string(&run)?)?;
         store.enqueue(&Work::Consolidate { run_id: id })?;
-        Ok((run, replaced))
+        Ok((run, replaced, true))
+    })
+}
+
+/// Takes back `run`, which [`begin`] made (with `replaced`, the record it
+/// replaced, put back), if it is still as it was begun: nothing else went
+/// on with it meanwhile.
+fn unbegin(p: &Profile<'_>, run: &Run, replaced: Option<&str>) -> Result<()> {
+    let store = p.store();
+    store.transaction(|| {
+        if !run.cursor.is_empty() || current(p)?.as_ref() != Some(run) {
+            return Ok(());
+        }
+        store.meta_set(META_CONSOLIDATION, replaced.unwrap_or(""))?;
+        store.finish_work(&Work::Consolidate { run_id: run.id.clone() })
     })
 }
 
@@ -214,7 +256,13 @@ fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>)> {
 /// transaction, if the run's record is still as `run` (the reasoner's
 /// call may have let another caller move it).
 async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) -> Result<Stepped> {
+    let _room = p.room.take(WINDOW_ROOM_BYTES, "a consolidation window").await?;
     let store = p.store();
+    // Another caller may have gone on with the run while this one waited.
+    let now = current(p)?;
+    if now.as_ref() != Some(&*run) {
+        return Ok(Stepped::Moved(now));
+    }
     let window = run.window(&store, WINDOW)?;
     let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(Stepped::Nothing) };
     report.examined = report.examined.saturating_add(window.len());
@@ -276,7 +324,12 @@ async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
     let mut report = ConsolidationReport { run_id: "dry-run".into(), dry_run: true, active_before: active, ..ConsolidationReport::default() };
     let mut walk = Run { id: String::new(), cursor: String::new(), end: end.unwrap_or_default(), end_row: Some(end_row), active_before: active };
     let mut retired = 0i64;
-    for _ in 0..windows {
+    for went in 0..windows {
+        let _room = match p.room.take(WINDOW_ROOM_BYTES, "a consolidation window").await {
+            // As a run: the windows previewed are reported, not done.
+            Err(e) if e.is_busy() && went > 0 => break,
+            room => room?,
+        };
         let window = walk.window(&store, WINDOW)?;
         let Some(last) = window.last() else { break };
         walk.cursor = last.id.clone();

@@ -136,6 +136,7 @@ pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value
         now: p.now,
         limits: p.limits,
         memory: p.memory.clone(),
+        room: p.room,
     };
     let req: RecallRequest = crate::core::api::parse(json!({ "query": query }))?;
     recording.recall(req).await?;

@@ -271,6 +271,16 @@ impl<'a> Store<'a> {
         )
     }
 
+    /// Puts job `id` off until `at`, with `why`, its attempt (claimed
+    /// before it ran) not counted: it did nothing, and was not at fault.
+    pub fn defer_job(&self, id: i64, at: i64, why: &str) -> Result<()> {
+        let why: String = why.chars().take(1000).collect();
+        self.sql.execute(
+            "UPDATE outbox SET attempts = max(attempts - 1, 0), next_attempt_at = ?, last_error = ? WHERE id = ?",
+            &[SqlValue::Integer(at), why.into(), SqlValue::Integer(id)],
+        )
+    }
+
     /// How many memories are active.
     pub fn active_count(&self) -> Result<i64> {
         self.count("SELECT COUNT(*) FROM memories WHERE status = 'active'")
