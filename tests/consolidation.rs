@@ -145,10 +145,10 @@ struct Counting<'s> {
     classified: std::cell::Cell<bool>,
     /// While set, every consolidation decision fails (the model is down).
     down: std::cell::Cell<bool>,
-    /// The rooms held in a shared working memory ([`Shared`]), as each
-    /// consolidation call saw it.
-    rooms_seen: Option<&'s std::cell::Cell<usize>>,
-    seen: std::cell::RefCell<Vec<usize>>,
+    /// The rooms and turns held in a shared working memory
+    /// ([`Shared`]), as each consolidation call saw them.
+    rooms_seen: Option<(&'s std::cell::Cell<usize>, &'s std::cell::Cell<usize>)>,
+    seen: std::cell::RefCell<Vec<(usize, usize)>>,
 }
 
 /// What [`Counting`] lets run while it is awaited.
@@ -186,8 +186,8 @@ impl Reasoner for Counting<'_> {
     }
     fn consolidate<'a>(&'a self, g: &'a [provider::Group]) -> LocalBoxFuture<'a, Result<Vec<provider::Consolidation>>> {
         self.calls.set(self.calls.get() + 1);
-        if let Some(rooms) = self.rooms_seen {
-            self.seen.borrow_mut().push(rooms.get());
+        if let Some((rooms, turns)) = self.rooms_seen {
+            self.seen.borrow_mut().push((rooms.get(), turns.get()));
         }
         if self.down.get() {
             return Box::pin(async { Err(agent_memory::core::error::Error::provider("model unavailable")) });
@@ -1646,22 +1646,24 @@ fn test_a_later_run_does_not_make_an_undone_merge_again() {
 
 /// A working memory shared with other profiles, as a Worker's isolate is:
 /// it grants `grants` takes, then has no room for more (busy). It records
-/// each take's size and counts the rooms held. With `meanwhile`, a whole
-/// run of the profile goes while its first take waits.
+/// each take's size and counts the rooms and turns held. With
+/// `meanwhile`, a whole run of the profile goes while its first take
+/// waits.
 struct Shared<'s> {
     grants: std::cell::Cell<usize>,
     taken: std::cell::RefCell<Vec<usize>>,
     held: std::rc::Rc<std::cell::Cell<usize>>,
+    turns: std::rc::Rc<std::cell::Cell<usize>>,
     meanwhile: Option<&'s support::NativeSql>,
 }
 
 impl Shared<'_> {
     fn granting(grants: usize) -> Shared<'static> {
-        Shared { grants: std::cell::Cell::new(grants), taken: Default::default(), held: Default::default(), meanwhile: None }
+        Shared { grants: std::cell::Cell::new(grants), taken: Default::default(), held: Default::default(), turns: Default::default(), meanwhile: None }
     }
 }
 
-/// A room held in [`Shared`], given back when dropped.
+/// A room or a turn held in [`Shared`], given back when dropped.
 struct Release(std::rc::Rc<std::cell::Cell<usize>>);
 
 impl Drop for Release {
@@ -1682,7 +1684,8 @@ impl agent_memory::core::ports::WorkingRoom for Shared<'_> {
             }
             self.grants.set(self.grants.get() - 1);
             self.held.set(self.held.get() + 1);
-            Ok(agent_memory::core::ports::Held::by(Release(self.held.clone())))
+            self.turns.set(self.turns.get() + 1);
+            Ok(agent_memory::core::ports::Held::by(Release(self.held.clone()), Release(self.turns.clone())))
         })
     }
 }
@@ -1697,19 +1700,21 @@ fn outbox_job(sql: &support::NativeSql) -> (i64, i64, i64) {
 /// there (`WINDOW_ROOM_BYTES`) before it is read and holds it while the
 /// reasoner decides (a model's call, when other profiles run), so those
 /// waiting on a model together hold no more than the room there is. It is
-/// given back after each window.
+/// given back after each window. The isolate's background turn, taken
+/// with it, is given back before the reasoner is asked: others compute
+/// while a model decides.
 #[test]
 fn test_each_window_holds_its_room_in_the_shared_memory_while_the_reasoner_decides() {
     use agent_memory::core::consolidate::WINDOW_ROOM_BYTES;
     let sql = database();
     imported(&sql, 2 * WINDOW + 1);
     let room = Shared::granting(100);
-    let model = Counting { rooms_seen: Some(&room.held), ..Counting::default() };
+    let model = Counting { rooms_seen: Some((&room.held, &room.turns)), ..Counting::default() };
     let report = with_room(&sql, APRIL_15, Default::default(), &model, &room, |p| consolidate(p, json!({ "maxWindows": 5 })));
     assert!(report.done, "{report:?}");
-    assert_eq!(model.seen.into_inner(), vec![1, 1, 1], "one room held at each of the three windows' reasoner calls");
+    assert_eq!(model.seen.into_inner(), vec![(1, 0); 3], "one room and no turn held at each of the three windows' reasoner calls");
     assert_eq!(room.taken.into_inner(), vec![WINDOW_ROOM_BYTES; 4], "the three windows', and the one that found none left");
-    assert_eq!(room.held.get(), 0, "every room given back");
+    assert_eq!((room.held.get(), room.turns.get()), (0, 0), "every room and turn given back");
 }
 
 /// A `consolidate` call that finds no room for its first window in time

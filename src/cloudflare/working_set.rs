@@ -19,6 +19,7 @@
 use crate::core::error::Error;
 use crate::core::ports::{Held, LocalBoxFuture};
 use crate::core::resident::{WorkingSet, DEFAULT_WORKING_SET_BYTES, WORKING_SET_FLOOR_BYTES};
+use crate::core::turns::Turns;
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -114,10 +115,9 @@ pub async fn take(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> R
 
 /// The isolate's working set as a pipeline's
 /// [`WorkingRoom`](crate::core::ports::WorkingRoom): room taken with
-/// [`take`] under `limit`, waiting up to `wait_millis`, once the isolate's
-/// other work had its turn. A pipeline that takes room between the steps
-/// of a long run (a consolidation's windows) so lets the other profiles
-/// of the isolate run between them, as a model's call would.
+/// [`take`] under `limit`, waiting up to `wait_millis`, then the
+/// isolate's background turn ([`crate::core::turns`]), after the
+/// isolate's other work had its turn of the event loop.
 pub struct Isolate {
     pub limit: usize,
     pub wait_millis: u64,
@@ -126,9 +126,50 @@ pub struct Isolate {
 impl crate::core::ports::WorkingRoom for Isolate {
     fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<Held, Error>> {
         Box::pin(async move {
-            worker::Delay::from(Duration::ZERO).await;
-            take(bytes, self.limit, self.wait_millis, what).await.map(Held::by)
+            let room = take(bytes, self.limit, self.wait_millis, what).await?;
+            Ok(Held::by(room, turn().await))
         })
+    }
+}
+
+thread_local! {
+    static TURNS: RefCell<Turns> = RefCell::new(Turns::default());
+}
+
+/// How often the next in line for the background turn asks for it (the
+/// others ask every [`POLL_MILLIS`]).
+const NEXT_POLL_MILLIS: u64 = 1;
+
+/// The isolate's background turn, held: given back, with its place in
+/// line, when dropped.
+struct Turn(u64);
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let ticket = self.0;
+        TURNS.with(|t| {
+            if let Ok(mut t) = t.try_borrow_mut() {
+                t.end(ticket);
+            }
+        });
+    }
+}
+
+/// Waits for the isolate's background turn, always a turn of the event
+/// loop at least (the isolate's requests run first).
+async fn turn() -> Turn {
+    let turn = Turn(TURNS.with(|t| t.borrow_mut().ticket()));
+    let mut wait = 0;
+    loop {
+        worker::Delay::from(Duration::from_millis(wait)).await;
+        let (took, next) = TURNS.with(|t| {
+            let mut t = t.borrow_mut();
+            (t.try_take(turn.0, now_millis()), t.is_next(turn.0))
+        });
+        if took {
+            return turn;
+        }
+        wait = if next { NEXT_POLL_MILLIS } else { POLL_MILLIS };
     }
 }
 

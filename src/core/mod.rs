@@ -51,4 +51,5 @@ pub mod summary;
 pub mod synthesis;
 pub mod text;
 pub mod time;
+pub mod turns;
 pub mod wire;

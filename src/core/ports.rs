@@ -370,32 +370,49 @@ pub struct IndexFilter<'a> {
 /// than together pass the memory's size. Natively nothing is shared:
 /// [`Unshared`].
 ///
+/// With the room comes the owner's turn for background work
+/// ([`crate::core::turns`]): one such stretch of computing runs at a time,
+/// and the owner's other work runs before it, so requests are not kept
+/// waiting behind many profiles' background work at once. The caller ends
+/// its turn ([`Held::end_turn`]) before it awaits anything slow.
+///
 /// It does not measure anything: the caller says how much it will hold.
 pub trait WorkingRoom {
-    /// Waits for `bytes` of room for `what` (the owner's other work may
-    /// run first); the room is held until the [`Held`] is dropped. Busy
-    /// ([`crate::core::error::Error::busy`]) when none was made in time:
-    /// the caller has read nothing yet, and does nothing.
+    /// Waits for `bytes` of room for `what`, then for the turn; the room
+    /// is held until the [`Held`] is dropped. Busy
+    /// ([`crate::core::error::Error::busy`]) when no room was made in
+    /// time: the caller has read nothing yet, and does nothing.
     fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<Held>>;
 }
 
-/// Room taken from a [`WorkingRoom`]: given back when dropped.
-pub struct Held(Option<Box<dyn std::any::Any>>);
+/// Room taken from a [`WorkingRoom`], and the turn: given back when
+/// dropped (the turn at [`Held::end_turn`] if before).
+pub struct Held {
+    room: Option<Box<dyn std::any::Any>>,
+    turn: Option<Box<dyn std::any::Any>>,
+}
 
 impl Held {
-    /// Room held by `guard`, given back when it drops.
-    pub fn by(guard: impl std::any::Any) -> Held {
-        Held(Some(Box::new(guard)))
+    /// Room held by `room`, and the turn by `turn`, each given back when
+    /// dropped.
+    pub fn by(room: impl std::any::Any, turn: impl std::any::Any) -> Held {
+        Held { room: Some(Box::new(room)), turn: Some(Box::new(turn)) }
     }
 
     /// No room held (nothing is shared).
     pub fn nothing() -> Held {
-        Held(None)
+        Held { room: None, turn: None }
     }
 
     /// Whether any room is held.
     pub fn holds(&self) -> bool {
-        self.0.is_some()
+        self.room.is_some()
+    }
+
+    /// Gives the turn back, keeping the room: before an await that lets
+    /// others run for long (a model's call).
+    pub fn end_turn(&mut self) {
+        self.turn = None;
     }
 }
 

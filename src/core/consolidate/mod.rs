@@ -256,7 +256,7 @@ fn unbegin(p: &Profile<'_>, run: &Run, replaced: Option<&str>) -> Result<()> {
 /// transaction, if the run's record is still as `run` (the reasoner's
 /// call may have let another caller move it).
 async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) -> Result<Stepped> {
-    let _room = p.room.take(WINDOW_ROOM_BYTES, "a consolidation window").await?;
+    let mut room = p.room.take(WINDOW_ROOM_BYTES, "a consolidation window").await?;
     let store = p.store();
     // Another caller may have gone on with the run while this one waited.
     let now = current(p)?;
@@ -267,6 +267,7 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
     let Some(last) = window.last().map(|m| m.id.clone()) else { return Ok(Stepped::Nothing) };
     report.examined = report.examined.saturating_add(window.len());
     let groups = not_undone(&store, plan::groups(&window, p.now, &authorities(&store, &window)?))?;
+    room.end_turn();
     let decisions = p.reasoner.consolidate(&groups).await?;
     let mut next = run.clone();
     next.cursor = last;
@@ -325,7 +326,7 @@ async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
     let mut walk = Run { id: String::new(), cursor: String::new(), end: end.unwrap_or_default(), end_row: Some(end_row), active_before: active };
     let mut retired = 0i64;
     for went in 0..windows {
-        let _room = match p.room.take(WINDOW_ROOM_BYTES, "a consolidation window").await {
+        let mut room = match p.room.take(WINDOW_ROOM_BYTES, "a consolidation window").await {
             // As a run: the windows previewed are reported, not done.
             Err(e) if e.is_busy() && went > 0 => break,
             room => room?,
@@ -335,6 +336,7 @@ async fn dry_run(p: &Profile<'_>, windows: u64) -> Result<ConsolidationReport> {
         walk.cursor = last.id.clone();
         report.examined = report.examined.saturating_add(window.len());
         let groups = not_undone(&store, plan::groups(&window, p.now, &authorities(&store, &window)?))?;
+        room.end_turn();
         let decisions = p.reasoner.consolidate(&groups).await?;
         for (g, d) in groups.iter().zip(&decisions) {
             if let Some((action, target, net)) = preview(g, d) {

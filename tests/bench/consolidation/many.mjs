@@ -34,7 +34,8 @@ try {
     await w.dispose();
     if (process.env.FILLONLY) { console.log("filled into", dir); process.exit(0); }
   }
-  const vars = { CONSOLIDATE_EVERY: "1000" };
+  const vars = { CONSOLIDATE_EVERY: process.env.EVERY || "1000" };
+  if (process.env.WS_MB) vars.MEMORY_WORKING_SET_MB = process.env.WS_MB;
   if (MODE === "model") { model = await startModel(); model.st.delayMs = DELAY; Object.assign(vars, { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" }); }
   const w = await startWorker({ persistDir: dir, vars });
   const api = restClient(w, TOKEN);
