@@ -15,12 +15,15 @@
 //   the call) before it reads it: a call whose body fits beside the slow one
 //   but whose run does not waits in the object, then runs;
 // - stats.isolate counts the waits and refusals; the room is all given back.
+// Consolidation takes room too: a window holds 3 MiB of it while the model
+// (a local stand-in for an OpenAI-compatible server) decides.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { startWorker } from "./helpers.mjs";
 import { profilePath, restClient, waitFor } from "./reliability-support.mjs";
 import { CODE, rpcCode } from "./fixtures.mjs";
+import { startModel } from "./standins/consolidation-model.mjs";
 
 const TOKEN = "dev-token";
 const NS = "working-set";
@@ -338,5 +341,76 @@ test("a body that holds room must arrive in time: one sent too slowly is answere
     assert.equal(ok.status, 200, JSON.stringify(ok.body).slice(0, 300));
   } finally {
     await w.dispose();
+  }
+});
+
+/** Imports two wordings of one fact into `profile` (a pair consolidation merges). */
+async function twoWordings(api, profile) {
+  const at = "2026-01-01T00:00:00.000Z";
+  const memory = (id, content) =>
+    JSON.stringify({ kind: "memory", id, type: "fact", summary: content, content, sessionId: "s", sourceMessageIds: [], searchQueries: [], status: "active", createdAt: at, updatedAt: at, validFrom: at });
+  const file = [
+    JSON.stringify({ kind: "header", format: "agent-memory-export", version: 1, profile: `${NS}/${profile}` }),
+    memory("0".repeat(31) + "1", "The user prefers dark mode in the code editor."),
+    memory("0".repeat(31) + "2", "In the code editor, the user prefers the dark mode."),
+  ].join("\n") + "\n";
+  const r = await api.send("POST", NS, profile, "/import", { raw: file, headers: { "content-type": "application/x-ndjson" } });
+  assert.equal(r.status, 200, r.text);
+  await waitFor(async () => ((await api.ok("GET", NS, profile, "/stats")).pendingJobs === 0 ? true : null), { what: `${profile} drained` });
+}
+
+test("a consolidation window holds room in the working set while the model (local stand-in) decides: another profile's call waits for it, is refused as busy without it, and begins no run", async () => {
+  const model = await startModel();
+  const w = await startWorker({
+    vars: { MEMORY_WORKING_SET_MB: "3", WORKING_SET_WAIT_MS: "1500", LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" },
+  });
+  try {
+    const api = restClient(w, TOKEN);
+    await twoWordings(api, "cons-a");
+    await twoWordings(api, "cons-b");
+    const stats = () => api.ok("GET", NS, "cons-a", "/stats");
+    const before = (await stats()).isolate;
+
+    // Profile a's window waits on the model, holding its room.
+    model.gate();
+    const first = api.send("POST", NS, "cons-a", "/consolidate", { body: {} });
+    await waitFor(async () => (model.st.calls >= 1 ? true : null), { what: "a's window asks the model" });
+    assert.equal((await stats()).isolate.workingSetBytes, 3 * MiB, "a window's room is held while the model decides");
+
+    // Profile b's call finds no room in time: 503 busy, and no run begun.
+    const second = await api.send("POST", NS, "cons-b", "/consolidate", { body: {} });
+    assert.equal(second.status, 503, second.text);
+    assert.equal(second.body.errors[0].code, CODE.busy);
+    assert.equal(model.st.calls, 1, "b asked the model nothing");
+    const b = await api.ok("GET", NS, "cons-b", "/stats");
+    assert.equal(b.pendingJobs, 0, "b has no run's job");
+    assert.equal(b.byStatus.active, 2);
+
+    // Once the model answers, a's window is carried out and its room given back.
+    model.release();
+    const a = await first;
+    assert.equal(a.status, 200, a.text);
+    assert.deepEqual(a.body.result.actions.map((x) => x.action), ["merge"]);
+    await roomGivenBack(stats);
+
+    // b's call again, with a's window waiting on the model: it waits for the room, then runs.
+    await twoWordings(api, "cons-c");
+    model.gate();
+    const third = api.send("POST", NS, "cons-c", "/consolidate", { body: {} });
+    await waitFor(async () => (model.st.calls >= 2 ? true : null), { what: "c's window asks the model" });
+    const retried = api.send("POST", NS, "cons-b", "/consolidate", { body: {} });
+    await sleep(300);
+    model.release();
+    assert.equal((await third).status, 200);
+    // b's window asks the model once it has c's room; gated no more.
+    const again = await retried;
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.body.result.actions.map((x) => x.action), ["merge"]);
+    const after = (await roomGivenBack(stats)).isolate;
+    assert.ok(after.workingSetWaits >= before.workingSetWaits + 2, `b waited twice: ${JSON.stringify(after)}`);
+    assert.equal(after.busyRefusals, before.busyRefusals + 1);
+  } finally {
+    await w.dispose();
+    await model.close();
   }
 });

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startWorker, restClient, importLines, memoryLine, hexId, stats, drained, waitFor, mb, DAY, TOKEN, sleep } from "./lib.mjs";
-import { startModel } from "./model.mjs";
+import { startModel } from "../../workerd/standins/consolidation-model.mjs";
 const P = Number(process.env.P || 16), N = Number(process.env.N || 1000), SIZE = Number(process.env.SIZE || 8000);
 const MODE = process.env.MODE || "rules", DELAY = Number(process.env.DELAY || 1000), VOCAB = Number(process.env.VOCAB || 20000);
 const DUP = Number(process.env.DUP || 0.5); // share of memories that are a near copy of the previous one

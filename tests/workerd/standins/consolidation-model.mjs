@@ -1,4 +1,4 @@
-// A gated OpenAI-compatible stand-in that answers consolidation prompts the way the
+// A gated OpenAI-compatible model server stand-in that answers consolidation prompts the way the
 // rules do (duplicates -> merge into the first member, contradiction -> supersede,
 // siblings/events -> fold, staleTask -> retire). `gate()` holds replies until
 // `release()`; `fail = true` answers garbage; `delayMs` delays each reply.
