@@ -10,13 +10,11 @@ use agent_memory::core::background::{EMBED_BATCH_BYTES, MAX_ATTEMPTS};
 use agent_memory::core::dates;
 use agent_memory::core::error::{Error, Result};
 use agent_memory::core::local::embed::HashEmbedder;
-use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::model::MessageInput;
 use agent_memory::core::ops::{Limits, Profile};
 use agent_memory::core::ports::{Embedder, LocalBoxFuture, Sql, SqlValue};
 use agent_memory::core::recall::directory::TurnDirectory;
 use agent_memory::core::rest::{self, Incoming};
-use agent_memory::core::rules::Rules;
 use agent_memory::core::{portable, time};
 use chrono::{Datelike, NaiveDate};
 use proptest::prelude::*;
@@ -488,21 +486,7 @@ impl Embedder for Dies {
 }
 
 fn with_embedder<T>(sql: &NativeSql, now: i64, embedder: &dyn Embedder, f: impl FnOnce(&Profile<'_>) -> T) -> T {
-    let index = SqlVectorIndex { sql };
-    let turns = TurnDirectory::new();
-    let p = Profile {
-        name: "test/p",
-        sql,
-        reasoner: &Rules,
-        embedder,
-        index: &index,
-        turns: Some(&turns),
-        now,
-        limits: Limits::default(),
-        memory: Default::default(),
-        room: &agent_memory::core::ports::Unshared,
-    };
-    f(&p)
+    support::with_profile_embedding(sql, now, &TurnDirectory::new(), Limits::default(), embedder, f)
 }
 
 /// An export of `n` memories of `bytes` each, unbroken text.

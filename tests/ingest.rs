@@ -38,21 +38,7 @@ fn vector_ids(sql: &NativeSql) -> Vec<String> {
 
 /// Runs `f` with a profile using the given reasoner and embedder.
 fn with_parts<T>(sql: &NativeSql, now: i64, reasoner: &dyn Reasoner, embedder: &dyn Embedder, f: impl FnOnce(&Profile<'_>) -> T) -> T {
-    let index = SqlVectorIndex { sql };
-    let turns = TurnDirectory::new();
-    let p = Profile {
-        name: "test/p",
-        sql,
-        reasoner,
-        embedder,
-        index: &index,
-        turns: Some(&turns),
-        now,
-        limits: Limits::default(),
-        memory: Default::default(),
-        room: &agent_memory::core::ports::Unshared,
-    };
-    f(&p)
+    support::with_parts(sql, now, &TurnDirectory::new(), Limits::default(), support::Parts { reasoner, embedder, ..Default::default() }, f)
 }
 
 fn pnpm_memory(p: &Profile<'_>) -> Memory {

@@ -75,20 +75,7 @@ pub fn with_profile_embedding<T>(
     embedder: &dyn agent_memory::core::ports::Embedder,
     f: impl FnOnce(&Profile<'_>) -> T,
 ) -> T {
-    let index = SqlVectorIndex { sql };
-    let p = Profile {
-        name: "test/p",
-        sql,
-        reasoner: &Rules,
-        embedder,
-        index: &index,
-        turns: Some(turns),
-        now,
-        limits,
-        memory: Default::default(),
-        room: &agent_memory::core::ports::Unshared,
-    };
-    f(&p)
+    with_parts(sql, now, turns, limits, Parts { embedder, ..Parts::default() }, f)
 }
 
 /// [`with_profile`] deciding with `reasoner`, under `limits`, over any
@@ -100,7 +87,7 @@ pub fn with_reasoner<T>(
     reasoner: &dyn agent_memory::core::provider::Reasoner,
     f: impl FnOnce(&Profile<'_>) -> T,
 ) -> T {
-    with_room(sql, now, limits, reasoner, &agent_memory::core::ports::Unshared, f)
+    with_parts(sql, now, &TurnDirectory::new(), limits, Parts { reasoner, ..Parts::default() }, f)
 }
 
 /// [`with_reasoner`] taking working-memory room from `room` (one shared
@@ -114,10 +101,35 @@ pub fn with_room<T>(
     room: &dyn agent_memory::core::ports::WorkingRoom,
     f: impl FnOnce(&Profile<'_>) -> T,
 ) -> T {
+    with_parts(sql, now, &TurnDirectory::new(), limits, Parts { reasoner, room, ..Parts::default() }, f)
+}
+
+/// The providers of a test's profile: the local defaults unless named.
+#[derive(Clone, Copy)]
+pub struct Parts<'a> {
+    pub reasoner: &'a dyn agent_memory::core::provider::Reasoner,
+    pub embedder: &'a dyn agent_memory::core::ports::Embedder,
+    pub room: &'a dyn agent_memory::core::ports::WorkingRoom,
+}
+
+impl Default for Parts<'_> {
+    fn default() -> Self {
+        Parts { reasoner: &Rules, embedder: &HashEmbedder, room: &agent_memory::core::ports::Unshared }
+    }
+}
+
+/// A profile over `sql` at `now` with `parts`, its vectors in `sql`.
+pub fn with_parts<T>(
+    sql: &dyn agent_memory::core::ports::Sql,
+    now: i64,
+    turns: &TurnDirectory,
+    limits: Limits,
+    parts: Parts<'_>,
+    f: impl FnOnce(&Profile<'_>) -> T,
+) -> T {
     let index = SqlVectorIndex { sql };
-    let turns = TurnDirectory::new();
-    let p =
-        Profile { name: "test/p", sql, reasoner, embedder: &HashEmbedder, index: &index, turns: Some(&turns), now, limits, memory: Default::default(), room };
+    let Parts { reasoner, embedder, room } = parts;
+    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, turns: Some(turns), now, limits, memory: Default::default(), room };
     f(&p)
 }
 
