@@ -1475,6 +1475,17 @@ fn test_an_export_made_after_a_fold_was_undone_imports() {
 /// A profile of active facts imported into `sql`, `content(i)` each, with
 /// the ids `id(i)`, made `created` (their embeddings done).
 fn imported_as(sql: &support::NativeSql, memories: usize, content: impl Fn(usize) -> String, id: impl Fn(usize) -> String) {
+    let file = facts_file(memories, content, id);
+    with_profile(sql, APRIL_15, |p| {
+        p.import(&file).unwrap();
+        while p.stats().unwrap().pending_jobs > 0 {
+            block_on(p.drain()).unwrap();
+        }
+    });
+}
+
+/// An export file of `memories` active facts.
+fn facts_file(memories: usize, content: impl Fn(usize) -> String, id: impl Fn(usize) -> String) -> String {
     let header = json!({ "kind": "header", "format": "agent-memory-export", "version": 1, "profile": "ns/p", "exportedAt": "2026-01-01T00:00:00.000Z" });
     let lines = (0..memories).map(|i| {
         let content = content(i);
@@ -1484,13 +1495,7 @@ fn imported_as(sql: &support::NativeSql, memories: usize, content: impl Fn(usize
             "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"
         })
     });
-    let file: String = std::iter::once(header).chain(lines).map(|l| format!("{l}\n")).collect();
-    with_profile(sql, APRIL_15, |p| {
-        p.import(&file).unwrap();
-        while p.stats().unwrap().pending_jobs > 0 {
-            block_on(p.drain()).unwrap();
-        }
-    });
+    std::iter::once(header).chain(lines).map(|l| format!("{l}\n")).collect()
 }
 
 /// A window reads at most `WINDOW_BYTES` of memories' content (and the
@@ -1647,19 +1652,30 @@ fn test_a_later_run_does_not_make_an_undone_merge_again() {
 /// A working memory shared with other profiles, as a Worker's isolate is:
 /// it grants `grants` takes, then has no room for more (busy). It records
 /// each take's size and counts the rooms and turns held. With
-/// `meanwhile`, a whole run of the profile goes while its first take
+/// `meanwhile`, another call goes on with the run while its first take
 /// waits.
 struct Shared<'s> {
     grants: std::cell::Cell<usize>,
     taken: std::cell::RefCell<Vec<usize>>,
     held: std::rc::Rc<std::cell::Cell<usize>>,
     turns: std::rc::Rc<std::cell::Cell<usize>>,
-    meanwhile: Option<&'s support::NativeSql>,
+    /// A call going through this many windows of the run, while the
+    /// first take waits.
+    meanwhile: Option<(&'s support::NativeSql, u64)>,
+    /// The owner's clock, as a take that waited for room ends.
+    clock: std::cell::Cell<Option<i64>>,
 }
 
 impl Shared<'_> {
     fn granting(grants: usize) -> Shared<'static> {
-        Shared { grants: std::cell::Cell::new(grants), taken: Default::default(), held: Default::default(), turns: Default::default(), meanwhile: None }
+        Shared {
+            grants: std::cell::Cell::new(grants),
+            taken: Default::default(),
+            held: Default::default(),
+            turns: Default::default(),
+            meanwhile: None,
+            clock: Default::default(),
+        }
     }
 }
 
@@ -1675,8 +1691,9 @@ impl Drop for Release {
 impl agent_memory::core::ports::WorkingRoom for Shared<'_> {
     fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::ports::Held>> {
         Box::pin(async move {
-            if let Some(sql) = self.meanwhile.filter(|_| self.taken.borrow().is_empty()) {
-                assert!(consolidated_at(sql, APRIL_15 + 2, json!({ "maxWindows": 100 })).await.done);
+            if let Some((sql, windows)) = self.meanwhile.filter(|_| self.taken.borrow().is_empty()) {
+                let report = consolidated_at(sql, APRIL_15 + 2, json!({ "maxWindows": windows })).await;
+                assert!(report.done || report.examined == windows as usize * WINDOW, "{report:?}");
             }
             self.taken.borrow_mut().push(bytes);
             if self.grants.get() == 0 {
@@ -1687,6 +1704,10 @@ impl agent_memory::core::ports::WorkingRoom for Shared<'_> {
             self.turns.set(self.turns.get() + 1);
             Ok(agent_memory::core::ports::Held::by(Release(self.held.clone()), Release(self.turns.clone())))
         })
+    }
+
+    fn now_millis(&self) -> Option<i64> {
+        self.clock.get()
     }
 }
 
@@ -1755,7 +1776,8 @@ fn test_a_call_refused_room_after_a_window_keeps_it_and_leaves_the_rest_to_the_a
 }
 
 /// The alarm's run that finds no room (other profiles hold it) waits and
-/// asks again later: not an attempt, so it is never parked for it,
+/// asks again later, counted from its refusal (it waited for room before
+/// it was refused): not an attempt, so it is never parked for it,
 /// however long the isolate stays busy; once room is made it goes on.
 #[test]
 fn test_a_background_run_refused_room_waits_without_an_attempt_and_is_never_parked() {
@@ -1768,10 +1790,13 @@ fn test_a_background_run_refused_room_waits_without_an_attempt_and_is_never_park
     let busy = Shared::granting(0);
     let mut at = APRIL_15 + 1;
     for _ in 0..20 {
+        // Refused after waiting 30 s for room: due again from then.
+        let refused = at + 30_000;
+        busy.clock.set(Some(refused));
         let report = with_room(&sql, at, limits, &Rules, &busy, |p| block_on(p.drain()).unwrap());
         assert_eq!((report.waiting, report.failed, report.parked), (1, 0, 0), "{report:?}");
-        assert_eq!(outbox_job(&sql), (0, 0, at + BUSY_RETRY_MILLIS), "no attempt counted, due again later");
-        at += BUSY_RETRY_MILLIS;
+        assert_eq!(outbox_job(&sql), (0, 0, refused + BUSY_RETRY_MILLIS), "no attempt counted, due again later");
+        at = refused + BUSY_RETRY_MILLIS;
     }
     let report = with_room(&sql, at, limits, &Rules, &Shared::granting(100), |p| block_on(p.drain()).unwrap());
     assert_eq!((report.consolidated, report.waiting), (1, 0), "{report:?}");
@@ -1785,9 +1810,65 @@ fn test_a_window_that_waited_for_room_while_another_call_ended_the_run_asks_no_r
     let sql = database();
     imported(&sql, 2 * WINDOW + 1);
     assert!(!with_profile(&sql, APRIL_15, |p| consolidate(p, json!({ "maxWindows": 1 }))).done);
-    let room = Shared { meanwhile: Some(&sql), ..Shared::granting(100) };
+    let room = Shared { meanwhile: Some((&sql, 100)), ..Shared::granting(100) };
     let model = Counting::default();
     let report = with_room(&sql, APRIL_15 + 3, Default::default(), &model, &room, |p| consolidate(p, json!({ "maxWindows": 2 })));
     assert!(report.done, "the other call ended the run: {report:?}");
     assert_eq!((model.calls.get(), report.examined), (0, 0));
+}
+
+/// A room that grants its first take; on the second, another call ends
+/// the run, more memories come, and a third call begins a new run it does
+/// not finish; then it has no room.
+struct EndsAndBegins<'s> {
+    takes: std::cell::Cell<usize>,
+    sql: &'s support::NativeSql,
+}
+
+impl agent_memory::core::ports::WorkingRoom for EndsAndBegins<'_> {
+    fn take<'a>(&'a self, _bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::ports::Held>> {
+        Box::pin(async move {
+            self.takes.set(self.takes.get() + 1);
+            if self.takes.get() == 1 {
+                return Ok(agent_memory::core::ports::Held::nothing());
+            }
+            assert!(consolidated_at(self.sql, APRIL_15 + 2, json!({})).await.done);
+            let file = facts_file(2 * WINDOW + 1, |i| format!("Drawer {i} keeps maps."), |i| format!("f{i:031x}"));
+            with_profile(self.sql, APRIL_15 + 3, |p| p.import(&file).unwrap());
+            assert!(!consolidated_at(self.sql, APRIL_15 + 4, json!({ "maxWindows": 1 })).await.done);
+            Err(agent_memory::core::error::Error::busy(format!("no room for {what}")))
+        })
+    }
+}
+
+/// A call that went through a window, then waited for room while the run
+/// was ended by another and a new one begun, leaves the new run as it is
+/// (it ended "its" run by the new one's record, which its job then found
+/// gone).
+#[test]
+fn test_a_call_refused_room_after_its_run_was_ended_leaves_the_next_run_alone() {
+    let sql = database();
+    imported(&sql, WINDOW);
+    let room = EndsAndBegins { takes: std::cell::Cell::new(0), sql: &sql };
+    let report = with_room(&sql, APRIL_15 + 1, Default::default(), &Rules, &room, |p| consolidate(p, json!({ "maxWindows": 3 })));
+    assert!(report.done, "its run was ended: {report:?}");
+    let record = run_record(&sql);
+    assert!(!record.is_empty() && !record.contains(&report.run_id), "the new run's record stays: {record}");
+    assert_eq!(consolidate_jobs(&sql, false), 1, "the new run's job, and only it");
+}
+
+/// A call whose run another call moved on while it waited for room, and
+/// that then finds no room, did nothing: busy (503), not "not done".
+#[test]
+fn test_a_call_that_only_saw_another_go_on_and_then_found_no_room_is_busy() {
+    let sql = database();
+    imported(&sql, 3 * WINDOW + 1);
+    assert!(!with_profile(&sql, APRIL_15, |p| consolidate(p, json!({ "maxWindows": 1 }))).done);
+    let room = Shared { meanwhile: Some((&sql, 1)), ..Shared::granting(1) };
+    let model = Counting::default();
+    let err = with_room(&sql, APRIL_15 + 3, Default::default(), &model, &room, |p| {
+        block_on(p.consolidate(serde_json::from_value(json!({ "maxWindows": 3 })).unwrap())).unwrap_err()
+    });
+    assert!(err.is_busy(), "{err}");
+    assert_eq!(model.calls.get(), 0);
 }

@@ -130,6 +130,10 @@ impl crate::core::ports::WorkingRoom for Isolate {
             Ok(Held::by(room, turn().await))
         })
     }
+
+    fn now_millis(&self) -> Option<i64> {
+        i64::try_from(now_millis()).ok()
+    }
 }
 
 thread_local! {

@@ -331,7 +331,9 @@ async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainRep
             }
             Ok(false) => store.requeue_job(j.id)?,
             Err(e) if e.is_busy() => {
-                store.defer_job(j.id, p.now.saturating_add(BUSY_RETRY_MILLIS), &e.to_string())?;
+                // From when it was refused: it waited for room first.
+                let refused = p.room.now_millis().unwrap_or(p.now).max(p.now);
+                store.defer_job(j.id, refused.saturating_add(BUSY_RETRY_MILLIS), &e.to_string())?;
                 report.waiting = report.waiting.saturating_add(1);
             }
             Err(e) => {
@@ -343,9 +345,9 @@ async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainRep
     Ok(())
 }
 
-/// How long a consolidation run that found no room for a window waits
-/// before it asks again (it already waited for room as long as a request
-/// does).
+/// How long a consolidation run that found no room for a window waits,
+/// from its refusal, before it asks again (it already waited for room as
+/// long as a request does).
 pub const BUSY_RETRY_MILLIS: i64 = 30_000;
 
 fn memory_ids(jobs: &[Job]) -> Vec<String> {

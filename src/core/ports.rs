@@ -383,6 +383,13 @@ pub trait WorkingRoom {
     /// ([`crate::core::error::Error::busy`]) when no room was made in
     /// time: the caller has read nothing yet, and does nothing.
     fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<Held>>;
+
+    /// The owner's clock (milliseconds since the epoch) where waiting for
+    /// room takes time: when a refusal came, which may be long after the
+    /// call's `now`. `None` where room is never waited for.
+    fn now_millis(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// Room taken from a [`WorkingRoom`], and the turn: given back when

@@ -135,16 +135,18 @@ pub async fn resume(p: &Profile<'_>, run_id: &str) -> Result<bool> {
 /// is not carried out, and the caller goes on from where the other left
 /// the run, or stops if the other ended it.
 async fn go_on(p: &Profile<'_>, run: &mut Run, windows: u64, report: &mut ConsolidationReport) -> Result<bool> {
-    for went in 0..windows {
+    let mut went = 0u64;
+    for _ in 0..windows {
         let stepped = match step(p, run, report).await {
             // No room for another window in time: the windows gone
-            // through are kept, and the rest is left for later (only a
-            // first window's wait is the caller's error: nothing was done).
+            // through are kept, and the rest is left for later (only
+            // when none went is the wait the caller's error: it did
+            // nothing).
             Err(e) if e.is_busy() && went > 0 => break,
             stepped => stepped?,
         };
         match stepped {
-            Stepped::Went => {}
+            Stepped::Went => went = went.saturating_add(1),
             Stepped::Nothing => {
                 finish(p, run)?;
                 return Ok(true);
@@ -152,6 +154,10 @@ async fn go_on(p: &Profile<'_>, run: &mut Run, windows: u64, report: &mut Consol
             Stepped::Moved(Some(now)) if now.id == run.id => *run = now,
             Stepped::Moved(_) => return Ok(true),
         }
+    }
+    // Ended by another caller while this one waited for room: done.
+    if current(p)?.is_none_or(|now| now.id != run.id) {
+        return Ok(true);
     }
     // Whether a window is left: one memory read, no reasoner call.
     if run.window(&p.store(), 1)?.is_empty() {
@@ -303,6 +309,14 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
 fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
     let store = p.store();
     store.transaction(|| {
+        // Ended by another caller while this one waited (for room, or on
+        // the reasoner), perhaps with a new run begun since: that one's
+        // record stays. (One that does not read is replaced.)
+        if let Ok(now) = current(p) {
+            if now.is_none_or(|now| now.id != run.id) {
+                return store.finish_work(&Work::Consolidate { run_id: run.id.clone() });
+            }
+        }
         store.meta_set(META_CONSOLIDATION, "")?;
         // What the run read; what came meanwhile counts toward the next.
         let read = match run.end_row {
