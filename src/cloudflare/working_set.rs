@@ -89,6 +89,16 @@ impl Drop for Room {
 /// line up to `wait_millis` for it, holding nothing meanwhile; busy (503)
 /// when none was made in time. Below the floor, no room is taken.
 pub async fn take(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> Result<Room, Error> {
+    take_by(bytes, limit, wait_millis, what, WorkingSet::try_take).await
+}
+
+/// [`take`] for background work: after requests, and within its share
+/// ([`WorkingSet::try_take_background`]).
+pub async fn take_background(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> Result<Room, Error> {
+    take_by(bytes, limit, wait_millis, what, WorkingSet::try_take_background).await
+}
+
+async fn take_by(bytes: usize, limit: usize, wait_millis: u64, what: &str, try_take: fn(&mut WorkingSet, u64, usize, u64) -> bool) -> Result<Room, Error> {
     let mut room = Room::new(limit);
     if bytes < WORKING_SET_FLOOR_BYTES {
         return Ok(room);
@@ -97,7 +107,7 @@ pub async fn take(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> R
     let mut waited = false;
     loop {
         let ticket = room.ticket;
-        if with(limit, |w| w.try_take(ticket, bytes, now_millis())) {
+        if with(limit, |w| try_take(w, ticket, bytes, now_millis())) {
             room.bytes = bytes;
             return Ok(room);
         }
@@ -115,7 +125,8 @@ pub async fn take(bytes: usize, limit: usize, wait_millis: u64, what: &str) -> R
 
 /// The isolate's working set as a pipeline's
 /// [`WorkingRoom`](crate::core::ports::WorkingRoom): room taken with
-/// [`take`] under `limit`, waiting up to `wait_millis`, then the
+/// [`take_background`] under `limit` (after requests, within background
+/// work's share), waiting up to `wait_millis`, then the
 /// isolate's background turn ([`crate::core::turns`]), after the
 /// isolate's other work had its turn of the event loop.
 pub struct Isolate {
@@ -126,7 +137,7 @@ pub struct Isolate {
 impl crate::core::ports::WorkingRoom for Isolate {
     fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<Held, Error>> {
         Box::pin(async move {
-            let room = take(bytes, self.limit, self.wait_millis, what).await?;
+            let room = take_background(bytes, self.limit, self.wait_millis, what).await?;
             Ok(Held::by(room, turn().await))
         })
     }

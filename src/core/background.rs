@@ -317,7 +317,7 @@ fn run_index_text(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Re
 /// ([`crate::core::consolidate::WINDOWS_PER_DRAIN`]); one that is not done
 /// yields and is due again at once, one that fails retries with backoff,
 /// and one that found no room for its first window (other profiles of
-/// the isolate hold it) waits [`BUSY_RETRY_MILLIS`], its attempt not
+/// the isolate hold it) waits [`BUSY_RETRY_MILLIS`] more, its attempt not
 /// counted.
 async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
     let store = p.store();
@@ -346,9 +346,11 @@ async fn run_consolidations(p: &Profile<'_>, jobs: &[Job], report: &mut DrainRep
 }
 
 /// How long a consolidation run that found no room for a window waits,
-/// from its refusal, before it asks again (it already waited for room as
-/// long as a request does).
-pub const BUSY_RETRY_MILLIS: i64 = 30_000;
+/// from its refusal, before it asks again: a moment, as it has just
+/// waited for room as long as a request does, holding nothing (a longer
+/// pause left room unused: 64 profiles consolidating with a model took
+/// 139 s at 30 s, 85 s at 1 s; docs/bench/consolidation-memory.md).
+pub const BUSY_RETRY_MILLIS: i64 = 1_000;
 
 fn memory_ids(jobs: &[Job]) -> Vec<String> {
     jobs.iter().filter_map(Job::memory_id).map(str::to_string).collect()

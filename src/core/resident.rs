@@ -276,12 +276,22 @@ pub struct WorkingSet {
     limit: usize,
     /// Room held: ticket, bytes, when taken.
     rooms: Vec<(u64, usize, u64)>,
+    /// The tickets of `rooms` taken for background work.
+    background: Vec<u64>,
     /// Requests waiting, first come first: ticket, when it last asked.
     line: std::collections::VecDeque<(u64, u64)>,
+    /// When anyone last asked for room: a line not asked of for longer
+    /// was not forgotten by its waiters, the isolate was blocked.
+    last_asked: u64,
     next_ticket: u64,
     waits: u64,
     refusals: u64,
 }
+
+/// The share of the working set background work may hold at once (one
+/// piece of it may always go when the room is free): requests of up to
+/// half the working set never wait on it.
+pub const BACKGROUND_SHARE_DIVISOR: usize = 2;
 
 impl WorkingSet {
     pub fn new(limit: usize) -> WorkingSet {
@@ -335,16 +345,48 @@ impl WorkingSet {
         true
     }
 
+    /// Takes `bytes` of room for background work (a consolidation window)
+    /// for `ticket` at `now`, if no request waits for room, the room is
+    /// free (or nothing is held), and background work would hold at most
+    /// a [`BACKGROUND_SHARE_DIVISOR`]th of the limit (or holds nothing
+    /// yet): whether it did. It takes no place in line: requests go
+    /// first, and background work asks again.
+    pub fn try_take_background(&mut self, ticket: u64, bytes: usize, now: u64) -> bool {
+        self.reclaim(now);
+        if bytes < WORKING_SET_FLOOR_BYTES {
+            return true;
+        }
+        let held = self.held();
+        let background = self.rooms.iter().filter(|(t, _, _)| self.background.contains(t)).fold(0usize, |n, (_, b, _)| n.saturating_add(*b));
+        let share = self.limit / BACKGROUND_SHARE_DIVISOR;
+        if !self.line.is_empty() || (held > 0 && held.saturating_add(bytes) > self.limit) || (background > 0 && background.saturating_add(bytes) > share) {
+            return false;
+        }
+        self.rooms.push((ticket, bytes, now));
+        self.background.push(ticket);
+        true
+    }
+
     /// Gives back all the room `ticket` holds, and its place in line.
     pub fn leave(&mut self, ticket: u64) {
         self.rooms.retain(|(t, _, _)| *t != ticket);
+        self.background.retain(|t| *t != ticket);
         self.line.retain(|(t, _)| *t != ticket);
     }
 
-    /// Forgets waiters that stopped asking and room held too long.
+    /// Forgets waiters that stopped asking (unless nobody asked for that
+    /// long: the isolate was blocked, not they gone) and room held too
+    /// long.
     fn reclaim(&mut self, now: u64) {
+        if now.saturating_sub(self.last_asked) > STALE_WAITER_MILLIS {
+            // Nobody could ask: every waiter is taken to have asked now.
+            self.line.iter_mut().for_each(|(_, seen)| *seen = now);
+        }
         self.line.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_WAITER_MILLIS);
+        self.last_asked = now;
         self.rooms.retain(|(_, _, at)| now.saturating_sub(*at) <= MAX_HOLD_MILLIS);
+        let rooms = &self.rooms;
+        self.background.retain(|t| rooms.iter().any(|(r, _, _)| r == t));
     }
 
     /// Counts a request that had to wait for room.
@@ -1026,13 +1068,56 @@ mod tests {
         assert!(w.try_take(a, 8 * MB, 0));
         assert!(!w.try_take(gone, 4 * MB, 0), "in line");
         assert!(!w.try_take(next, MB, 0));
-        // `gone` never asks again: after a while it leaves the line.
+        // `gone` never asks again while `next` goes on asking: after a
+        // while it leaves the line.
+        let mut now = 0;
+        while now < STALE_WAITER_MILLIS {
+            now += 500;
+            assert!(!w.try_take(next, MB, now), "behind `gone` at {now}");
+        }
         assert!(w.try_take(next, MB, STALE_WAITER_MILLIS + 1), "the line moved on");
         // `a` never gave its room back.
         let late = w.ticket();
         assert!(!w.try_take(late, 5 * MB, MAX_HOLD_MILLIS));
         assert!(w.try_take(late, 5 * MB, MAX_HOLD_MILLIS + 1), "held too long: taken back");
         assert_eq!(w.held(), 6 * MB);
+    }
+
+    #[test]
+    fn test_waiters_are_not_forgotten_while_the_isolate_was_blocked() {
+        let mut w = WorkingSet::new(10 * MB);
+        let (a, first, second) = (w.ticket(), w.ticket(), w.ticket());
+        assert!(w.try_take(a, 8 * MB, 0));
+        assert!(!w.try_take(first, 4 * MB, 1));
+        assert!(!w.try_take(second, MB, 2));
+        // Nobody could ask for 5 s (a long synchronous stretch): `first`
+        // keeps its place.
+        w.leave(a);
+        assert!(!w.try_take(second, MB, 5_000), "first asked first");
+        assert!(w.try_take(first, 4 * MB, 5_001));
+    }
+
+    #[test]
+    fn test_background_work_takes_room_after_requests_and_at_most_half_of_it() {
+        let mut w = WorkingSet::new(10 * MB);
+        let (b1, b2, b3, request) = (w.ticket(), w.ticket(), w.ticket(), w.ticket());
+        assert!(w.try_take_background(b1, 3 * MB, 0));
+        assert!(!w.try_take_background(b2, 3 * MB, 0), "6 MB of background would pass half of 10");
+        assert!(w.try_take_background(b2, 2 * MB, 0), "5 MB is half");
+        // A request that does not fit waits in line; background work does
+        // not pass it.
+        assert!(!w.try_take(request, 6 * MB, 1));
+        w.leave(b2);
+        assert!(!w.try_take_background(b3, MB, 2), "a request waits");
+        assert!(w.try_take(request, 6 * MB, 3));
+        // One piece of background work may always go when the room is
+        // free, however large.
+        w.leave(b1);
+        w.leave(request);
+        assert!(w.try_take_background(b3, 12 * MB, 4));
+        assert_eq!(w.held(), 12 * MB);
+        w.leave(b3);
+        assert_eq!(w.held(), 0);
     }
 
     #[test]

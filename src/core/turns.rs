@@ -34,6 +34,9 @@ pub struct Turns {
     holder: Option<(u64, u64)>,
     /// Waiting, first come first: ticket, when it last asked.
     line: VecDeque<(u64, u64)>,
+    /// When anyone last asked: a line not asked of for longer was not
+    /// left by its waiters, the isolate was blocked.
+    last_asked: u64,
     next_ticket: u64,
 }
 
@@ -48,6 +51,11 @@ impl Turns {
     /// in line and nobody holds the turn: whether it did. One that did not
     /// is in line, and asks again.
     pub fn try_take(&mut self, ticket: u64, now: u64) -> bool {
+        if now.saturating_sub(self.last_asked) > STALE_TURN_WAITER_MILLIS {
+            // Nobody could ask: every waiter is taken to have asked now.
+            self.line.iter_mut().for_each(|(_, seen)| *seen = now);
+        }
+        self.last_asked = now;
         self.line.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_TURN_WAITER_MILLIS);
         if self.holder.is_some_and(|(_, at)| now.saturating_sub(at) > STALE_TURN_MILLIS) {
             self.holder = None;
@@ -103,6 +111,19 @@ mod tests {
         assert!(turns.try_take(b, 5));
         turns.end(b);
         assert!(!turns.held());
+    }
+
+    #[test]
+    fn test_waiters_keep_their_places_while_the_isolate_was_blocked() {
+        let mut turns = Turns::default();
+        let (a, first, second) = (turns.ticket(), turns.ticket(), turns.ticket());
+        assert!(turns.try_take(a, 0));
+        assert!(!turns.try_take(first, 1));
+        assert!(!turns.try_take(second, 2));
+        // `a`'s stretch blocked the isolate for 5 s.
+        turns.end(a);
+        assert!(!turns.try_take(second, 5_000), "first asked first");
+        assert!(turns.try_take(first, 5_001));
     }
 
     #[test]
