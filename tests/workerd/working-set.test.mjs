@@ -414,3 +414,42 @@ test("a consolidation window holds room in the working set while the model (loca
     await model.close();
   }
 });
+
+test("consolidation holds at most half the working set: a second profile's window waits, while a large import runs beside the first", async () => {
+  const model = await startModel();
+  const w = await startWorker({
+    vars: { MEMORY_WORKING_SET_MB: "8", WORKING_SET_WAIT_MS: "1500", LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" },
+  });
+  try {
+    const api = restClient(w, TOKEN);
+    await twoWordings(api, "half-a");
+    await twoWordings(api, "half-b");
+    const stats = () => api.ok("GET", NS, "half-a", "/stats");
+    model.gate();
+    const first = api.send("POST", NS, "half-a", "/consolidate", { body: {} });
+    await waitFor(async () => (model.st.calls >= 1 ? true : null), { what: "a's window asks the model" });
+    // Two windows (6 MiB) would pass half of 8 MiB: b's waits, then is busy.
+    const second = await api.send("POST", NS, "half-b", "/consolidate", { body: {} });
+    assert.equal(second.status, 503, second.text);
+    // A 1 MiB import (its object takes 3 MiB) runs beside a's window at
+    // once: 6 MiB held. Beside two windows (9 MiB) it would have waited.
+    const at = "2026-01-01T00:00:00.000Z";
+    const lines = [JSON.stringify({ kind: "header", format: "agent-memory-export", version: 1, profile: `${NS}/half-c` })];
+    for (let i = 0; lines.join("\n").length < MiB; i++) {
+      const content = `Shelf ${i} in the archive holds ledgers of ${"ledger ".repeat(60)}`;
+      lines.push(JSON.stringify({ kind: "memory", id: i.toString(16).padStart(32, "0"), type: "fact", summary: content.slice(0, 100), content, sessionId: "s", sourceMessageIds: [], searchQueries: [], status: "active", createdAt: at, updatedAt: at, validFrom: at }));
+    }
+    const file = lines.join("\n") + "\n";
+    assert.ok(file.length >= MiB && 3 * file.length <= 5 * MiB, `${file.length} bytes`);
+    const waitsBefore = (await stats()).isolate.workingSetWaits;
+    const imported = await api.send("POST", NS, "half-c", "/import", { raw: file, headers: { "content-type": "application/x-ndjson" } });
+    assert.equal(imported.status, 200, imported.text.slice(0, 300));
+    assert.equal((await stats()).isolate.workingSetWaits, waitsBefore, "the import did not wait");
+    model.release();
+    assert.equal((await first).status, 200);
+    await roomGivenBack(stats);
+  } finally {
+    await w.dispose();
+    await model.close();
+  }
+});
