@@ -250,6 +250,11 @@ fn room_over_floor(bytes: usize) -> usize {
 /// nothing done).
 pub const WORKING_SET_WAIT_MILLIS: u64 = 30_000;
 
+/// How long nobody may ask for room (waiters ask every 25 ms) before the
+/// isolate is taken to have been blocked, and the time not counted
+/// against the waiters.
+pub const BLOCKED_MILLIS: u64 = STALE_WAITER_MILLIS / 4;
+
 /// A request that waits for room must ask again within this long, or it
 /// loses its place in line (its request ended without saying so).
 pub const STALE_WAITER_MILLIS: u64 = 2_000;
@@ -346,10 +351,10 @@ impl WorkingSet {
     }
 
     /// Takes `bytes` of room for background work (a consolidation window)
-    /// for `ticket` at `now`, if no request waits for room, the room is
-    /// free (or nothing is held), and background work would hold at most
-    /// a [`BACKGROUND_SHARE_DIVISOR`]th of the limit (or holds nothing
-    /// yet): whether it did. It takes no place in line: requests go
+    /// for `ticket` at `now`, if no request waits for room and either
+    /// nothing is held or the room is free and background work would hold
+    /// at most a [`BACKGROUND_SHARE_DIVISOR`]th of the limit: whether it
+    /// did. It takes no place in line: requests go
     /// first, and background work asks again.
     pub fn try_take_background(&mut self, ticket: u64, bytes: usize, now: u64) -> bool {
         self.reclaim(now);
@@ -359,7 +364,9 @@ impl WorkingSet {
         let held = self.held();
         let background = self.rooms.iter().filter(|(t, _, _)| self.background.contains(t)).fold(0usize, |n, (_, b, _)| n.saturating_add(*b));
         let share = self.limit / BACKGROUND_SHARE_DIVISOR;
-        if !self.line.is_empty() || (held > 0 && held.saturating_add(bytes) > self.limit) || (background > 0 && background.saturating_add(bytes) > share) {
+        // One piece goes alone when nothing is held, whatever its size;
+        // beside anything held, background work keeps within its share.
+        if !self.line.is_empty() || (held > 0 && (held.saturating_add(bytes) > self.limit || background.saturating_add(bytes) > share)) {
             return false;
         }
         self.rooms.push((ticket, bytes, now));
@@ -378,9 +385,11 @@ impl WorkingSet {
     /// long: the isolate was blocked, not they gone) and room held too
     /// long.
     fn reclaim(&mut self, now: u64) {
-        if now.saturating_sub(self.last_asked) > STALE_WAITER_MILLIS {
-            // Nobody could ask: every waiter is taken to have asked now.
-            self.line.iter_mut().for_each(|(_, seen)| *seen = now);
+        let gap = now.saturating_sub(self.last_asked);
+        if gap > BLOCKED_MILLIS {
+            // Nobody could ask (the isolate was blocked): that time is
+            // not counted against a waiter.
+            self.line.iter_mut().for_each(|(_, seen)| *seen = seen.saturating_add(gap).min(now));
         }
         self.line.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_WAITER_MILLIS);
         self.last_asked = now;
@@ -439,8 +448,8 @@ pub struct IsolateMemory {
     /// they may hold at once ([`WorkingSet`]).
     pub working_set_bytes: u64,
     pub working_set_limit_bytes: u64,
-    /// Requests that waited for room, and those refused as busy after
-    /// waiting, since the isolate started.
+    /// Requests (and consolidation windows) that waited for room, and
+    /// those refused as busy after waiting, since the isolate started.
     pub working_set_waits: u64,
     pub busy_refusals: u64,
     /// Profiles not let build their state since the isolate started: it
@@ -1095,6 +1104,18 @@ mod tests {
         w.leave(a);
         assert!(!w.try_take(second, MB, 5_000), "first asked first");
         assert!(w.try_take(first, 4 * MB, 5_001));
+        assert!(w.try_take(second, MB, 5_002));
+        w.leave(first);
+        w.leave(second);
+        // Nor over two stretches of 1.5 s with an ask between them.
+        let (b, c, d) = (w.ticket(), w.ticket(), w.ticket());
+        assert!(w.try_take(b, 7 * MB, 6_000));
+        assert!(!w.try_take(c, 4 * MB, 6_001));
+        assert!(!w.try_take(d, 4 * MB, 6_002));
+        assert!(!w.try_take(d, 4 * MB, 7_500));
+        w.leave(b);
+        assert!(!w.try_take(d, 4 * MB, 9_000), "c asked first");
+        assert!(w.try_take(c, 4 * MB, 9_001));
     }
 
     #[test]
@@ -1110,13 +1131,19 @@ mod tests {
         w.leave(b2);
         assert!(!w.try_take_background(b3, MB, 2), "a request waits");
         assert!(w.try_take(request, 6 * MB, 3));
-        // One piece of background work may always go when the room is
-        // free, however large.
+        // Beside a request, background work keeps within its share even
+        // when it holds nothing.
         w.leave(b1);
-        w.leave(request);
-        assert!(w.try_take_background(b3, 12 * MB, 4));
-        assert_eq!(w.held(), 12 * MB);
+        assert!(!w.try_take_background(b3, 6 * MB, 4), "beside 6 MB held, 6 more would pass half");
+        assert!(w.try_take_background(b3, 4 * MB, 4));
         w.leave(b3);
+        // One piece of background work may go alone when nothing is held,
+        // however large.
+        w.leave(request);
+        let big = w.ticket();
+        assert!(w.try_take_background(big, 12 * MB, 5));
+        assert_eq!(w.held(), 12 * MB);
+        w.leave(big);
         assert_eq!(w.held(), 0);
     }
 

@@ -51,9 +51,11 @@ impl Turns {
     /// in line and nobody holds the turn: whether it did. One that did not
     /// is in line, and asks again.
     pub fn try_take(&mut self, ticket: u64, now: u64) -> bool {
-        if now.saturating_sub(self.last_asked) > STALE_TURN_WAITER_MILLIS {
-            // Nobody could ask: every waiter is taken to have asked now.
-            self.line.iter_mut().for_each(|(_, seen)| *seen = now);
+        let gap = now.saturating_sub(self.last_asked);
+        if gap > STALE_TURN_WAITER_MILLIS / 4 {
+            // Nobody could ask (a stretch blocked the isolate): that time
+            // is not counted against a waiter.
+            self.line.iter_mut().for_each(|(_, seen)| *seen = seen.saturating_add(gap).min(now));
         }
         self.last_asked = now;
         self.line.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_TURN_WAITER_MILLIS);
@@ -124,6 +126,17 @@ mod tests {
         turns.end(a);
         assert!(!turns.try_take(second, 5_000), "first asked first");
         assert!(turns.try_take(first, 5_001));
+        // Nor over stretches of 1.5 s one after the other, the next in
+        // line asking between them (it asks every millisecond).
+        let (third, fourth) = (turns.ticket(), turns.ticket());
+        assert!(!turns.try_take(second, 5_002));
+        assert!(!turns.try_take(third, 5_003));
+        assert!(!turns.try_take(fourth, 5_004));
+        turns.end(first);
+        assert!(turns.try_take(second, 6_500), "after first's stretch");
+        turns.end(second);
+        assert!(!turns.try_take(fourth, 8_000), "third asked first");
+        assert!(turns.try_take(third, 8_001));
     }
 
     #[test]

@@ -309,9 +309,10 @@ async fn step(p: &Profile<'_>, run: &mut Run, report: &mut ConsolidationReport) 
 fn finish(p: &Profile<'_>, run: &Run) -> Result<()> {
     let store = p.store();
     store.transaction(|| {
-        // Ended by another caller while this one waited (for room, or on
-        // the reasoner), perhaps with a new run begun since: that one's
-        // record stays. (One that does not read is replaced.)
+        // A safeguard (both callers read the record just before, with no
+        // await since): a run ended by another caller, perhaps with a
+        // new one begun since, leaves that one's record. (One that does
+        // not read is replaced.)
         if let Ok(now) = current(p) {
             if now.is_none_or(|now| now.id != run.id) {
                 return store.finish_work(&Work::Consolidate { run_id: run.id.clone() });
