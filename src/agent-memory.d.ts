@@ -635,7 +635,7 @@ export interface MemoryIsolateStats {
   /** Room requests hold now for their working memory, and the most they may hold at once. */
   workingSetBytes: number;
   workingSetLimitBytes: number;
-  /** Requests that waited for room, and those refused as busy (code 10014), since the isolate started. */
+  /** Requests (and consolidation windows) that waited for room, and those refused as busy (code 10014), since the isolate started. */
   workingSetWaits: number;
   busyRefusals: number;
   /** Profiles not let build their in-memory state (expected over the budget, or beside busy ones) since the isolate started: they answer from SQLite alone. */

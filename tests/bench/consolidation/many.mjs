@@ -34,7 +34,8 @@ try {
     await w.dispose();
     if (process.env.FILLONLY) { console.log("filled into", dir); process.exit(0); }
   }
-  const vars = { CONSOLIDATE_EVERY: process.env.EVERY || "1000" };
+  // EVERY=off: no consolidation (WAKEN memories a wake: the drains alone).
+  const vars = process.env.EVERY === "off" ? {} : { CONSOLIDATE_EVERY: process.env.EVERY || "1000" };
   if (process.env.WS_MB) vars.MEMORY_WORKING_SET_MB = process.env.WS_MB;
   if (MODE === "model") { model = await startModel(); model.st.delayMs = DELAY; Object.assign(vars, { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" }); }
   const w = await startWorker({ persistDir: dir, vars });
@@ -43,7 +44,9 @@ try {
   const t0 = Date.now();
   let fails = 0;
   const WAKE = Number(process.env.WAKE || P);
-  await Promise.all(Array.from({ length: WAKE }, async (_, p) => { try { await importLines(api, NS, `p${p}`, [memoryLine({ id: hexId(0x900000), content: "A wake-up note.", createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), validFrom: new Date().toISOString() })]); } catch (e) { fails++; log("wake", p, e.message.slice(0, 200)); } }));
+  const WAKEN = Number(process.env.WAKEN || 1);
+  const note = (p, i) => (WAKEN === 1 ? "A wake-up note." : zipf(Math.min(SIZE, 2000), 7_000_000 + p * 1000 + i));
+  await Promise.all(Array.from({ length: WAKE }, async (_, p) => { try { await importLines(api, NS, `p${p}`, Array.from({ length: WAKEN }, (_, i) => memoryLine({ id: hexId(0x900000 + i), content: note(p, i), createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), validFrom: new Date().toISOString() }))); } catch (e) { fails++; log("wake", p, e.message.slice(0, 200)); } }));
   let maxWasm = 0, maxLat = 0, stop = false;
   const poller = (async () => { while (!stop) { const t = Date.now(); try { const s = await stats(api, NS, "probe"); maxWasm = Math.max(maxWasm, s.isolate.wasmMemoryBytes); } catch {} maxLat = Math.max(maxLat, Date.now() - t); await sleep(500); } })();
   const res = [];
