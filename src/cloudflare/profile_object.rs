@@ -578,7 +578,7 @@ impl DurableObject for ProfileObject {
         };
         #[cfg(feature = "bench")]
         let bench = env.var("BENCH").map(|v| v.to_string() == "1").unwrap_or(false);
-        let room = crate::cloudflare::working_set::Isolate { limit: config.working_set_bytes, wait_millis: config.working_set_wait_millis };
+        let room = crate::cloudflare::working_set::Isolate::new(config.working_set_bytes, config.working_set_wait_millis);
         ProfileObject {
             state,
             env,

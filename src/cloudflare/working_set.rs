@@ -20,7 +20,8 @@ use crate::core::error::Error;
 use crate::core::ports::{Held, LocalBoxFuture};
 use crate::core::resident::{WorkingSet, DEFAULT_WORKING_SET_BYTES, WORKING_SET_FLOOR_BYTES};
 use crate::core::turns::Turns;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::time::Duration;
 
 thread_local! {
@@ -129,16 +130,46 @@ async fn take_by(bytes: usize, limit: usize, wait_millis: u64, what: &str, try_t
 /// work's share), waiting up to `wait_millis`, then the
 /// isolate's background turn ([`crate::core::turns`]), after the
 /// isolate's other work had its turn of the event loop.
+/// One profile object's, which lends one piece at a time: a second
+/// caller of the profile (a `consolidate` call beside the alarm's run)
+/// waits for the first's piece to be given back, then finds the run moved
+/// on rather than read and decide the same window again.
 pub struct Isolate {
     pub limit: usize,
     pub wait_millis: u64,
+    lent: Rc<Cell<bool>>,
+}
+
+impl Isolate {
+    pub fn new(limit: usize, wait_millis: u64) -> Isolate {
+        Isolate { limit, wait_millis, lent: Rc::default() }
+    }
+}
+
+/// The profile's piece, lent: given back when dropped.
+struct Lent(Rc<Cell<bool>>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
 }
 
 impl crate::core::ports::WorkingRoom for Isolate {
     fn take<'a>(&'a self, bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<Held, Error>> {
         Box::pin(async move {
-            let room = take_background(bytes, self.limit, self.wait_millis, what).await?;
-            Ok(Held::by(room, turn().await))
+            let started = now_millis();
+            while self.lent.get() {
+                if now_millis().saturating_sub(started) >= self.wait_millis {
+                    return Err(Error::busy(format!("another call of this profile holds {what}; nothing was done, retry")));
+                }
+                worker::Delay::from(Duration::from_millis(POLL_MILLIS)).await;
+            }
+            self.lent.set(true);
+            let lent = Lent(self.lent.clone());
+            let left = self.wait_millis.saturating_sub(now_millis().saturating_sub(started));
+            let room = take_background(bytes, self.limit, left, what).await?;
+            Ok(Held::by((lent, room), turn().await))
         })
     }
 

@@ -376,6 +376,10 @@ pub struct IndexFilter<'a> {
 /// waiting behind many profiles' background work at once. The caller ends
 /// its turn ([`Held::end_turn`]) before it awaits anything slow.
 ///
+/// One profile's: it may lend one piece at a time, so that a second
+/// caller of the profile waits for the first's piece (and then finds its
+/// consolidation run moved on, rather than decide a window twice).
+///
 /// It does not measure anything: the caller says how much it will hold.
 pub trait WorkingRoom {
     /// Waits for `bytes` of room for `what`, then for the turn; the room

@@ -453,3 +453,30 @@ test("consolidation holds at most half the working set: a second profile's windo
     await model.close();
   }
 });
+
+test("two calls consolidating one profile at once ask the model (local stand-in) once per window: the second waits for the first's window, then finds the run moved on", async () => {
+  const model = await startModel();
+  const w = await startWorker({ vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" } });
+  try {
+    const api = restClient(w, TOKEN);
+    await twoWordings(api, "twice");
+    model.gate();
+    const first = api.send("POST", NS, "twice", "/consolidate", { body: {} });
+    await waitFor(async () => (model.st.calls >= 1 ? true : null), { what: "the first call's window asks the model" });
+    const second = api.send("POST", NS, "twice", "/consolidate", { body: {} });
+    await sleep(500);
+    assert.equal(model.st.calls, 1, "the second call waits for the first's window");
+    model.release();
+    const [a, b] = await Promise.all([first, second]);
+    assert.equal(a.status, 200, a.text);
+    assert.equal(b.status, 200, b.text);
+    assert.deepEqual(a.body.result.actions.map((x) => x.action), ["merge"]);
+    assert.equal(b.body.result.done, true);
+    assert.deepEqual(b.body.result.actions, []);
+    assert.equal(model.st.calls, 1, "one window, one model call");
+    assert.equal((await api.ok("GET", NS, "twice", "/stats")).byStatus.active, 1);
+  } finally {
+    await w.dispose();
+    await model.close();
+  }
+});
