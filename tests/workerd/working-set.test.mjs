@@ -359,13 +359,34 @@ async function twoWordings(api, profile) {
   await waitFor(async () => ((await api.ok("GET", NS, profile, "/stats")).pendingJobs === 0 ? true : null), { what: `${profile} drained` });
 }
 
-test("a consolidation window holds room in the working set while the model (local stand-in) decides: another profile's call waits for it, is refused as busy without it, and begins no run", async () => {
+/**
+ * Runs `fn(api, model)` against a worker whose consolidation a model
+ * decides (the local stand-in, gated by `model.gate()`), under `vars`;
+ * stops both after.
+ */
+async function withModel(vars, fn) {
   const model = await startModel();
-  const w = await startWorker({
-    vars: { MEMORY_WORKING_SET_MB: "3", WORKING_SET_WAIT_MS: "1500", LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" },
-  });
+  const w = await startWorker({ vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m", ...vars } });
   try {
-    const api = restClient(w, TOKEN);
+    await fn(restClient(w, TOKEN), model);
+  } finally {
+    await w.dispose();
+    await model.close();
+  }
+}
+
+/**
+ * Sends a consolidate call of `profile` and waits until the model has been
+ * asked `calls` times in all; `{ reply }`, the call's reply to come.
+ */
+async function consolidateUntilAsked(api, model, profile, calls) {
+  const reply = api.send("POST", NS, profile, "/consolidate", { body: {} });
+  await waitFor(async () => (model.st.calls >= calls ? true : null), { what: `${profile}'s window asks the model` });
+  return { reply };
+}
+
+test("a consolidation window holds room in the working set while the model (local stand-in) decides: another profile's call waits for it, is refused as busy without it, and begins no run", () =>
+  withModel({ MEMORY_WORKING_SET_MB: "3", WORKING_SET_WAIT_MS: "1500" }, async (api, model) => {
     await twoWordings(api, "cons-a");
     await twoWordings(api, "cons-b");
     const stats = () => api.ok("GET", NS, "cons-a", "/stats");
@@ -373,8 +394,7 @@ test("a consolidation window holds room in the working set while the model (loca
 
     // Profile a's window waits on the model, holding its room.
     model.gate();
-    const first = api.send("POST", NS, "cons-a", "/consolidate", { body: {} });
-    await waitFor(async () => (model.st.calls >= 1 ? true : null), { what: "a's window asks the model" });
+    const { reply: first } = await consolidateUntilAsked(api, model, "cons-a", 1);
     assert.equal((await stats()).isolate.workingSetBytes, 3 * MiB, "a window's room is held while the model decides");
 
     // Profile b's call finds no room in time: 503 busy, and no run begun.
@@ -396,8 +416,7 @@ test("a consolidation window holds room in the working set while the model (loca
     // b's call again, with a's window waiting on the model: it waits for the room, then runs.
     await twoWordings(api, "cons-c");
     model.gate();
-    const third = api.send("POST", NS, "cons-c", "/consolidate", { body: {} });
-    await waitFor(async () => (model.st.calls >= 2 ? true : null), { what: "c's window asks the model" });
+    const { reply: third } = await consolidateUntilAsked(api, model, "cons-c", 2);
     const retried = api.send("POST", NS, "cons-b", "/consolidate", { body: {} });
     await sleep(300);
     model.release();
@@ -409,25 +428,15 @@ test("a consolidation window holds room in the working set while the model (loca
     const after = (await roomGivenBack(stats)).isolate;
     assert.ok(after.workingSetWaits >= before.workingSetWaits + 2, `b waited twice: ${JSON.stringify(after)}`);
     assert.equal(after.busyRefusals, before.busyRefusals + 1);
-  } finally {
-    await w.dispose();
-    await model.close();
-  }
-});
+  }));
 
-test("consolidation holds at most half the working set: a second profile's window waits, while a large import runs beside the first", async () => {
-  const model = await startModel();
-  const w = await startWorker({
-    vars: { MEMORY_WORKING_SET_MB: "8", WORKING_SET_WAIT_MS: "1500", LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" },
-  });
-  try {
-    const api = restClient(w, TOKEN);
+test("consolidation holds at most half the working set: a second profile's window waits, while a large import runs beside the first", () =>
+  withModel({ MEMORY_WORKING_SET_MB: "8", WORKING_SET_WAIT_MS: "1500" }, async (api, model) => {
     await twoWordings(api, "half-a");
     await twoWordings(api, "half-b");
     const stats = () => api.ok("GET", NS, "half-a", "/stats");
     model.gate();
-    const first = api.send("POST", NS, "half-a", "/consolidate", { body: {} });
-    await waitFor(async () => (model.st.calls >= 1 ? true : null), { what: "a's window asks the model" });
+    const { reply: first } = await consolidateUntilAsked(api, model, "half-a", 1);
     // Two windows (6 MiB) would pass half of 8 MiB: b's waits, then is busy.
     const second = await api.send("POST", NS, "half-b", "/consolidate", { body: {} });
     assert.equal(second.status, 503, second.text);
@@ -448,21 +457,13 @@ test("consolidation holds at most half the working set: a second profile's windo
     model.release();
     assert.equal((await first).status, 200);
     await roomGivenBack(stats);
-  } finally {
-    await w.dispose();
-    await model.close();
-  }
-});
+  }));
 
-test("two calls consolidating one profile at once ask the model (local stand-in) once per window: the second waits for the first's window, then finds the run moved on", async () => {
-  const model = await startModel();
-  const w = await startWorker({ vars: { LLM_PROVIDER: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "m" } });
-  try {
-    const api = restClient(w, TOKEN);
+test("two calls consolidating one profile at once ask the model (local stand-in) once per window: the second waits for the first's window, then finds the run moved on", () =>
+  withModel({}, async (api, model) => {
     await twoWordings(api, "twice");
     model.gate();
-    const first = api.send("POST", NS, "twice", "/consolidate", { body: {} });
-    await waitFor(async () => (model.st.calls >= 1 ? true : null), { what: "the first call's window asks the model" });
+    const { reply: first } = await consolidateUntilAsked(api, model, "twice", 1);
     const second = api.send("POST", NS, "twice", "/consolidate", { body: {} });
     await sleep(500);
     assert.equal(model.st.calls, 1, "the second call waits for the first's window");
@@ -475,8 +476,4 @@ test("two calls consolidating one profile at once ask the model (local stand-in)
     assert.deepEqual(b.body.result.actions, []);
     assert.equal(model.st.calls, 1, "one window, one model call");
     assert.equal((await api.ok("GET", NS, "twice", "/stats")).byStatus.active, 1);
-  } finally {
-    await w.dispose();
-    await model.close();
-  }
-});
+  }));
