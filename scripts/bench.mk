@@ -38,10 +38,12 @@ bench-native: setup
 	@$(ENV) $(if $(LOCOMO),LOCOMO="$(LOCOMO)") node tests/bench/native-data.mjs "$(BENCH_NATIVE_DIR)" "$(BENCH_NATIVE_N)"
 	@$(ENV) cargo bench --features bench --bench stages -- "$(BENCH_NATIVE_DIR)" $(BENCH_NATIVE_PART)
 
-# `make bench-heap [HEAP_MESSAGES=500] [HEAP_CASE=ingest|prose|import]`:
+# `make bench-heap [HEAP_MESSAGES=500] [HEAP_CASE=ingest|prose|import|consolidate]`:
 # the Rust heap one ingest at the published limits (or of prose, or an
 # import of its export) holds, natively, step by step along the Worker's
-# and its profile object's path (tests/bench/heap.rs; a counting allocator).
+# and its profile object's path (tests/bench/heap.rs; a counting allocator);
+# HEAP_CASE=consolidate: what one consolidation window holds while its
+# reasoner decides, against the room it takes (consolidate::WINDOW_ROOM_BYTES).
 # Where `make bench-peaks` reads the Wasm memory's mark in workerd, this
 # says which copy of the call makes it. HEAP_BIG_REALLOCS=1 prints each
 # reallocation of 1 MiB or more and the frames that made it.
