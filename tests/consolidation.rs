@@ -1872,3 +1872,32 @@ fn test_a_call_that_only_saw_another_go_on_and_then_found_no_room_is_busy() {
     assert!(err.is_busy(), "{err}");
     assert_eq!(model.calls.get(), 0);
 }
+
+/// A room that, while its first take waits, lets the alarm claim the
+/// run's job (its window is being decided), then has no room.
+struct ClaimedMeanwhile<'s>(&'s support::NativeSql);
+
+impl agent_memory::core::ports::WorkingRoom for ClaimedMeanwhile<'_> {
+    fn take<'a>(&'a self, _bytes: usize, what: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::ports::Held>> {
+        Box::pin(async move {
+            use agent_memory::core::ports::Sql;
+            self.0.execute("UPDATE outbox SET attempts = attempts + 1 WHERE kind = 'consolidate'", &[]).unwrap();
+            Err(agent_memory::core::error::Error::busy(format!("no room for {what}")))
+        })
+    }
+}
+
+/// A call refused room for the first window of a run it began leaves the
+/// run when the alarm took it up meanwhile (the alarm may be deciding its
+/// first window): it is busy, and the run goes on.
+#[test]
+fn test_a_call_refused_room_leaves_a_run_it_began_that_the_alarm_took_up() {
+    let sql = database();
+    imported(&sql, WINDOW + 1);
+    let err = with_room(&sql, APRIL_15 + 1, Default::default(), &Rules, &ClaimedMeanwhile(&sql), |p| {
+        block_on(p.consolidate(serde_json::from_value(json!({})).unwrap())).unwrap_err()
+    });
+    assert!(err.is_busy(), "{err}");
+    assert!(!run_record(&sql).is_empty(), "the run stays");
+    assert_eq!(consolidate_jobs(&sql, false), 1, "with its job");
+}

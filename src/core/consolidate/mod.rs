@@ -245,16 +245,19 @@ fn begin(p: &Profile<'_>) -> Result<(Run, Option<String>, bool)> {
 }
 
 /// Takes back `run`, which [`begin`] made (with `replaced`, the record it
-/// replaced, put back), if it is still as it was begun: nothing else went
-/// on with it meanwhile.
+/// replaced, put back), if it is still as it was begun and its job was
+/// never claimed: nothing else went on with it meanwhile.
 fn unbegin(p: &Profile<'_>, run: &Run, replaced: Option<&str>) -> Result<()> {
     let store = p.store();
+    let job = Work::Consolidate { run_id: run.id.clone() };
     store.transaction(|| {
-        if !run.cursor.is_empty() || current(p)?.as_ref() != Some(run) {
+        // Its job claimed: the alarm took the run up meanwhile, and may be
+        // deciding its first window now.
+        if !run.cursor.is_empty() || current(p)?.as_ref() != Some(run) || store.work_claimed(&job)? {
             return Ok(());
         }
         store.meta_set(META_CONSOLIDATION, replaced.unwrap_or(""))?;
-        store.finish_work(&Work::Consolidate { run_id: run.id.clone() })
+        store.finish_work(&job)
     })
 }
 

@@ -244,6 +244,15 @@ impl<'a> Store<'a> {
     }
 
     /// Removes the queued job doing `work`, if any.
+    /// Whether `work`'s job was ever claimed to run (an attempt counted):
+    /// the alarm may be running it now.
+    pub fn work_claimed(&self, work: &Work) -> Result<bool> {
+        Ok(self.count_params(
+            "SELECT COUNT(*) FROM outbox WHERE kind = ? AND memory_id = ? AND attempts > 0",
+            &[work.kind().as_str().into(), work.subject().into()],
+        )? > 0)
+    }
+
     pub fn finish_work(&self, work: &Work) -> Result<()> {
         self.sql.execute("DELETE FROM outbox WHERE kind = ? AND memory_id = ?", &[work.kind().as_str().into(), work.subject().into()])
     }
