@@ -399,7 +399,8 @@ pub trait WorkingRoom {
 /// Room taken from a [`WorkingRoom`], and the turn: given back when
 /// dropped (the turn at [`Held::end_turn`] if before).
 pub struct Held {
-    room: Option<Box<dyn std::any::Any>>,
+    /// Kept for its drop, which gives the room back.
+    _room: Option<Box<dyn std::any::Any>>,
     turn: Option<Box<dyn std::any::Any>>,
 }
 
@@ -407,17 +408,12 @@ impl Held {
     /// Room held by `room`, and the turn by `turn`, each given back when
     /// dropped.
     pub fn by(room: impl std::any::Any, turn: impl std::any::Any) -> Held {
-        Held { room: Some(Box::new(room)), turn: Some(Box::new(turn)) }
+        Held { _room: Some(Box::new(room)), turn: Some(Box::new(turn)) }
     }
 
     /// No room held (nothing is shared).
     pub fn nothing() -> Held {
-        Held { room: None, turn: None }
-    }
-
-    /// Whether any room is held.
-    pub fn holds(&self) -> bool {
-        self.room.is_some()
+        Held { _room: None, turn: None }
     }
 
     /// Gives the turn back, keeping the room: before an await that lets

@@ -16,6 +16,7 @@
 //! (a request's temporary working set), and a profile that is in the
 //! middle of a request is never evicted (its owner says which are busy).
 
+use crate::core::turns::Line;
 use serde::{Deserialize, Serialize};
 use std::rc::{Rc, Weak};
 
@@ -250,14 +251,10 @@ fn room_over_floor(bytes: usize) -> usize {
 /// nothing done).
 pub const WORKING_SET_WAIT_MILLIS: u64 = 30_000;
 
-/// How long nobody may ask for room (waiters ask every 25 ms) before the
-/// isolate is taken to have been blocked, and the time not counted
-/// against the waiters.
-pub const BLOCKED_MILLIS: u64 = STALE_WAITER_MILLIS / 4;
-
 /// A request that waits for room must ask again within this long, or it
-/// loses its place in line (its request ended without saying so).
-pub const STALE_WAITER_MILLIS: u64 = 2_000;
+/// loses its place in line (its request ended without saying so; see
+/// [`Line`]).
+pub use crate::core::turns::STALE_WAITER_MILLIS;
 
 /// Room held longer than this is taken back: its request cannot still be
 /// running, and a request that ended without giving it back (a promise
@@ -279,15 +276,10 @@ pub const MAX_HOLD_MILLIS: u64 = 15 * 60_000;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkingSet {
     limit: usize,
-    /// Room held: ticket, bytes, when taken.
-    rooms: Vec<(u64, usize, u64)>,
-    /// The tickets of `rooms` taken for background work.
-    background: Vec<u64>,
-    /// Requests waiting, first come first: ticket, when it last asked.
-    line: std::collections::VecDeque<(u64, u64)>,
-    /// When anyone last asked for room: a line not asked of for longer
-    /// was not forgotten by its waiters, the isolate was blocked.
-    last_asked: u64,
+    /// Room held: ticket, bytes, when taken, whether for background work.
+    rooms: Vec<(u64, usize, u64, bool)>,
+    /// Requests waiting for room.
+    line: Line,
     next_ticket: u64,
     waits: u64,
     refusals: u64,
@@ -322,17 +314,13 @@ impl WorkingSet {
         if bytes < WORKING_SET_FLOOR_BYTES {
             return true;
         }
-        match self.line.iter_mut().find(|(t, _)| *t == ticket) {
-            Some(waiting) => waiting.1 = now,
-            None => self.line.push_back((ticket, now)),
-        }
-        let first = self.line.front().is_some_and(|(t, _)| *t == ticket);
+        let first = self.line.ask(ticket, now);
         let held = self.held();
         if !first || (held > 0 && held.saturating_add(bytes) > self.limit) {
             return false;
         }
-        self.line.pop_front();
-        self.rooms.push((ticket, bytes, now));
+        self.line.serve_first();
+        self.rooms.push((ticket, bytes, now, false));
         true
     }
 
@@ -342,11 +330,11 @@ impl WorkingSet {
     pub fn try_grow(&mut self, ticket: u64, more: usize, now: u64) -> bool {
         self.reclaim(now);
         let held = self.held();
-        let own = self.rooms.iter().filter(|(t, _, _)| *t == ticket).fold(0usize, |n, (_, b, _)| n.saturating_add(*b));
+        let own = self.rooms.iter().filter(|r| r.0 == ticket).fold(0usize, |n, r| n.saturating_add(r.1));
         if held > own && held.saturating_add(more) > self.limit {
             return false;
         }
-        self.rooms.push((ticket, more, now));
+        self.rooms.push((ticket, more, now, false));
         true
     }
 
@@ -362,40 +350,28 @@ impl WorkingSet {
             return true;
         }
         let held = self.held();
-        let background = self.rooms.iter().filter(|(t, _, _)| self.background.contains(t)).fold(0usize, |n, (_, b, _)| n.saturating_add(*b));
+        let background = self.rooms.iter().filter(|r| r.3).fold(0usize, |n, r| n.saturating_add(r.1));
         let share = self.limit / BACKGROUND_SHARE_DIVISOR;
         // One piece goes alone when nothing is held, whatever its size;
         // beside anything held, background work keeps within its share.
         if !self.line.is_empty() || (held > 0 && (held.saturating_add(bytes) > self.limit || background.saturating_add(bytes) > share)) {
             return false;
         }
-        self.rooms.push((ticket, bytes, now));
-        self.background.push(ticket);
+        self.rooms.push((ticket, bytes, now, true));
         true
     }
 
     /// Gives back all the room `ticket` holds, and its place in line.
     pub fn leave(&mut self, ticket: u64) {
-        self.rooms.retain(|(t, _, _)| *t != ticket);
-        self.background.retain(|t| *t != ticket);
-        self.line.retain(|(t, _)| *t != ticket);
+        self.rooms.retain(|r| r.0 != ticket);
+        self.line.leave(ticket);
     }
 
-    /// Forgets waiters that stopped asking (unless nobody asked for that
-    /// long: the isolate was blocked, not they gone) and room held too
-    /// long.
+    /// Forgets waiters that stopped asking ([`Line::forget_stale`]) and
+    /// room held too long.
     fn reclaim(&mut self, now: u64) {
-        let gap = now.saturating_sub(self.last_asked);
-        if gap > BLOCKED_MILLIS {
-            // Nobody could ask (the isolate was blocked): that time is
-            // not counted against a waiter.
-            self.line.iter_mut().for_each(|(_, seen)| *seen = seen.saturating_add(gap).min(now));
-        }
-        self.line.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_WAITER_MILLIS);
-        self.last_asked = now;
-        self.rooms.retain(|(_, _, at)| now.saturating_sub(*at) <= MAX_HOLD_MILLIS);
-        let rooms = &self.rooms;
-        self.background.retain(|t| rooms.iter().any(|(r, _, _)| r == t));
+        self.line.forget_stale(now);
+        self.rooms.retain(|r| now.saturating_sub(r.2) <= MAX_HOLD_MILLIS);
     }
 
     /// Counts a request that had to wait for room.
@@ -410,7 +386,7 @@ impl WorkingSet {
 
     /// The room held now.
     pub fn held(&self) -> usize {
-        self.rooms.iter().fold(0usize, |n, (_, b, _)| n.saturating_add(*b))
+        self.rooms.iter().fold(0usize, |n, r| n.saturating_add(r.1))
     }
 }
 

@@ -25,18 +25,75 @@ pub const STALE_TURN_MILLIS: u64 = 10_000;
 
 /// A waiter that has not asked for this long has left the line (its work
 /// ended without saying so).
-pub const STALE_TURN_WAITER_MILLIS: u64 = 2_000;
+pub const STALE_WAITER_MILLIS: u64 = 2_000;
+
+/// How long nobody may ask (waiters ask every 25 ms at most) before the
+/// isolate is taken to have been blocked, and that time not counted
+/// against the waiters.
+pub const BLOCKED_MILLIS: u64 = STALE_WAITER_MILLIS / 4;
+
+/// Waiters in line, first come first served: the isolate's background
+/// turn's, and its working set's
+/// ([`crate::core::resident::WorkingSet`]). A waiter asks again every
+/// little while, or leaves the line after [`STALE_WAITER_MILLIS`]; time
+/// when nobody asked at all (the isolate blocked, even in several
+/// stretches) is not counted against it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Line {
+    /// Ticket, and when it last asked.
+    waiting: VecDeque<(u64, u64)>,
+    /// When anyone last asked.
+    last_asked: u64,
+}
+
+impl Line {
+    /// Forgets the waiters that stopped asking, as of `now`.
+    pub fn forget_stale(&mut self, now: u64) {
+        let gap = now.saturating_sub(self.last_asked);
+        if gap > BLOCKED_MILLIS {
+            self.waiting.iter_mut().for_each(|(_, seen)| *seen = seen.saturating_add(gap).min(now));
+        }
+        self.last_asked = now;
+        self.waiting.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_WAITER_MILLIS);
+    }
+
+    /// `ticket` asks at `now`, joining the line at its end if it is not in
+    /// it: whether it is first.
+    pub fn ask(&mut self, ticket: u64, now: u64) -> bool {
+        self.forget_stale(now);
+        match self.waiting.iter_mut().find(|(t, _)| *t == ticket) {
+            Some(waiting) => waiting.1 = now,
+            None => self.waiting.push_back((ticket, now)),
+        }
+        self.is_first(ticket)
+    }
+
+    /// Whether `ticket` is first in line.
+    pub fn is_first(&self, ticket: u64) -> bool {
+        self.waiting.front().is_some_and(|(t, _)| *t == ticket)
+    }
+
+    /// The first in line leaves it, served.
+    pub fn serve_first(&mut self) {
+        self.waiting.pop_front();
+    }
+
+    /// `ticket` leaves the line.
+    pub fn leave(&mut self, ticket: u64) {
+        self.waiting.retain(|(t, _)| *t != ticket);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
 
 /// The isolate's background turn: who holds it, and who waits for it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Turns {
     /// Ticket and when it took the turn.
     holder: Option<(u64, u64)>,
-    /// Waiting, first come first: ticket, when it last asked.
-    line: VecDeque<(u64, u64)>,
-    /// When anyone last asked: a line not asked of for longer was not
-    /// left by its waiters, the isolate was blocked.
-    last_asked: u64,
+    line: Line,
     next_ticket: u64,
 }
 
@@ -51,26 +108,13 @@ impl Turns {
     /// in line and nobody holds the turn: whether it did. One that did not
     /// is in line, and asks again.
     pub fn try_take(&mut self, ticket: u64, now: u64) -> bool {
-        let gap = now.saturating_sub(self.last_asked);
-        if gap > STALE_TURN_WAITER_MILLIS / 4 {
-            // Nobody could ask (a stretch blocked the isolate): that time
-            // is not counted against a waiter.
-            self.line.iter_mut().for_each(|(_, seen)| *seen = seen.saturating_add(gap).min(now));
-        }
-        self.last_asked = now;
-        self.line.retain(|(_, seen)| now.saturating_sub(*seen) <= STALE_TURN_WAITER_MILLIS);
         if self.holder.is_some_and(|(_, at)| now.saturating_sub(at) > STALE_TURN_MILLIS) {
             self.holder = None;
         }
-        match self.line.iter_mut().find(|(t, _)| *t == ticket) {
-            Some(waiting) => waiting.1 = now,
-            None => self.line.push_back((ticket, now)),
-        }
-        let first = self.line.front().is_some_and(|(t, _)| *t == ticket);
-        if !first || self.holder.is_some() {
+        if !self.line.ask(ticket, now) || self.holder.is_some() {
             return false;
         }
-        self.line.pop_front();
+        self.line.serve_first();
         self.holder = Some((ticket, now));
         true
     }
@@ -80,12 +124,12 @@ impl Turns {
         if self.holder.is_some_and(|(t, _)| t == ticket) {
             self.holder = None;
         }
-        self.line.retain(|(t, _)| *t != ticket);
+        self.line.leave(ticket);
     }
 
     /// Whether `ticket` is next: first in line (it asks again soonest).
     pub fn is_next(&self, ticket: u64) -> bool {
-        self.line.front().is_some_and(|(t, _)| *t == ticket)
+        self.line.is_first(ticket)
     }
 
     /// Whether anyone holds the turn.

@@ -307,6 +307,17 @@ def rule_d4(q, n=10):
     return done(q, order_of(sc))
 
 
+def message_ranks(q, ch):
+    """Channel ch's best rank of each source message (through any memory
+    citing it), and the memories it ranked."""
+    best, own = {}, set()
+    for h in v.hits_of(q, ch):
+        own.add(h['id'])
+        for m in h['src'] or []:
+            best[m] = min(best.get(m, 1e9), h['rank'])
+    return best, own
+
+
 def rule_d5(q, share):
     """Sibling credit (draws-experiments.txt §9, replayed here over the
     32 draws): a memory a channel did not rank takes share x that
@@ -318,11 +329,7 @@ def rule_d5(q, share):
     for ch in FUSED:
         if ch == 'key':
             continue
-        best, own = {}, set()
-        for h in v.hits_of(q, ch):
-            own.add(h['id'])
-            for m in h['src'] or []:
-                best[m] = min(best.get(m, 1e9), h['rank'])
+        best, own = message_ranks(q, ch)
         for i, ss in src.items():
             if i in own:
                 continue
@@ -347,11 +354,7 @@ def rule_d6(q, share):
     for ch in FUSED:
         if ch == 'key':
             continue
-        best, own = {}, set()
-        for h in v.hits_of(q, ch):
-            own.add(h['id'])
-            for m in h['src'] or []:
-                best[m] = min(best.get(m, 1e9), h['rank'])
+        best, own = message_ranks(q, ch)
         for m, r in best.items():
             others = [i for i in of_msg[m] if i not in own]
             if others:
