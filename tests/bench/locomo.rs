@@ -30,6 +30,7 @@
 
 mod harness;
 mod longmemeval;
+mod one_profile;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -152,6 +153,40 @@ fn load(data: &Value) -> Vec<Conversation> {
 
 // ---- scoring ----------------------------------------------------------
 
+/// Prints recall@5/10/20 by category and overall, pipeline beside bm25;
+/// the overall tallies.
+fn print_categories(pipe: &HashMap<u64, Tally>, base: &HashMap<u64, Tally>) -> (Tally, Tally) {
+    println!();
+    println!("{:<16} {:>5}   {:>7} {:>7} {:>7}   {:>7} {:>7} {:>7}", "category", "n", "pipe@5", "pipe@10", "pipe@20", "bm25@5", "bm25@10", "bm25@20");
+    let row = |label: &str, p: &Tally, b: &Tally| {
+        println!(
+            "{:<16} {:>5}   {:>7.3} {:>7.3} {:>7.3}   {:>7.3} {:>7.3} {:>7.3}",
+            label,
+            p.n,
+            p.mean(0),
+            p.mean(1),
+            p.mean(2),
+            b.mean(0),
+            b.mean(1),
+            b.mean(2)
+        );
+    };
+    let (mut all_p, mut all_b) = (Tally::default(), Tally::default());
+    for (c, name) in CATEGORIES {
+        let p = pipe.get(&c).cloned().unwrap_or_default();
+        let b = base.get(&c).cloned().unwrap_or_default();
+        row(&format!("{c} {name}"), &p, &b);
+        all_p.n += p.n;
+        all_b.n += b.n;
+        for i in 0..3 {
+            all_p.sums[i] += p.sums[i];
+            all_b.sums[i] += b.sums[i];
+        }
+    }
+    row("overall", &all_p, &all_b);
+    (all_p, all_b)
+}
+
 // ---- the run ------------------------------------------------------------
 
 fn main() {
@@ -181,6 +216,15 @@ fn main() {
         return;
     }
     let conversations = load(&data);
+    if std::env::var("LOCOMO_ONE_PROFILE").is_ok_and(|v| !v.is_empty() && v != "0") {
+        if live.is_some() {
+            panic!("LOCOMO_ONE_PROFILE with a LoCoMo file runs natively only");
+        }
+        println!("LoCoMo evidence recall, every conversation in one profile: {} ({} conversations)", path.display(), conversations.len());
+        println!("{embedder_line}");
+        one_profile::run(&conversations, &embedding);
+        return;
+    }
     let verbose = std::env::var("LOCOMO_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0");
     println!("LoCoMo evidence recall: {} ({} conversations)", path.display(), conversations.len());
     println!("pipeline: {}", live.as_deref().map_or("native profile, local rule-based provider".to_string(), |u| format!("live Worker at {u}")));
@@ -303,34 +347,7 @@ fn main() {
         );
     }
 
-    println!();
-    println!("{:<16} {:>5}   {:>7} {:>7} {:>7}   {:>7} {:>7} {:>7}", "category", "n", "pipe@5", "pipe@10", "pipe@20", "bm25@5", "bm25@10", "bm25@20");
-    let row = |label: &str, p: &Tally, b: &Tally| {
-        println!(
-            "{:<16} {:>5}   {:>7.3} {:>7.3} {:>7.3}   {:>7.3} {:>7.3} {:>7.3}",
-            label,
-            p.n,
-            p.mean(0),
-            p.mean(1),
-            p.mean(2),
-            b.mean(0),
-            b.mean(1),
-            b.mean(2)
-        );
-    };
-    let (mut all_p, mut all_b) = (Tally::default(), Tally::default());
-    for (c, name) in CATEGORIES {
-        let p = pipe.get(&c).cloned().unwrap_or_default();
-        let b = base.get(&c).cloned().unwrap_or_default();
-        row(&format!("{c} {name}"), &p, &b);
-        all_p.n += p.n;
-        all_b.n += b.n;
-        for i in 0..3 {
-            all_p.sums[i] += p.sums[i];
-            all_b.sums[i] += b.sums[i];
-        }
-    }
-    row("overall", &all_p, &all_b);
+    let (all_p, all_b) = print_categories(&pipe, &base);
     for (name, t) in &channel_tallies {
         println!("channel {name:<10} alone: recall@5={:.3} @10={:.3} @20={:.3}", t.mean(0), t.mean(1), t.mean(2));
     }
