@@ -51,6 +51,16 @@
 #                                 recall latency at that size (its recall
 #                                 figures mix the sets' facts; read the
 #                                 timing line).
+#   make locomo-together          LoCoMo's conversations in ONE native
+#                                 profile beside the generated styles'
+#                                 sessions (the committed draw and the draws
+#                                 of FILLER_SEEDS, default 1-7: ~45k turns no
+#                                 question asks for), every LoCoMo question
+#                                 asked of all of it at each thinking level
+#                                 (tests/bench/one_profile.rs;
+#                                 docs/bench/generalization/names.txt).
+#                                 FILLER_SEEDS= (empty) leaves the five
+#                                 conversations alone together.
 #
 # Knobs: LOCOMO_VERBOSE=1 (one line per question), LOCOMO_ONE_PROFILE=1
 # (every question's haystack in one profile, as locomo-one-profile), LOCOMO_CHANNELS=1 (each
@@ -79,12 +89,13 @@ LOCOMO ?=
 LOCOMO_STYLES ?= tests/fixtures/longmemeval-mini.json $(wildcard tests/fixtures/dev-styles/*.json)
 
 DRAW_SEEDS ?= 1 2 3
+FILLER_SEEDS ?= 1 2 3 4 5 6 7
 # DRAW_DEV=0 leaves out the committed draw: the seeds' draws alone (e.g.
 # seeds held out from a choice made on the others).
 DRAW_DEV ?= 1
 DRAW_STYLES := coding-agent knowledge-updates long-answers support-chat
 
-.PHONY: locomo locomo-styles locomo-draws locomo-one-profile
+.PHONY: locomo locomo-styles locomo-draws locomo-one-profile locomo-together
 
 locomo:
 	@$(ENV) LOCOMO="$(LOCOMO)" cargo bench --bench locomo
@@ -108,3 +119,13 @@ locomo-one-profile:
 	@mkdir -p target
 	@python3 -c 'import json,sys; json.dump([q for f in sys.argv[1:] for q in json.load(open(f))], open("target/all-styles.json","w"))' $(wildcard tests/fixtures/dev-styles/*.json)
 	@$(ENV) LOCOMO=target/all-styles.json LOCOMO_ONE_PROFILE=1 cargo bench --quiet --bench locomo
+
+locomo-together:
+	@set -eo pipefail; for s in $(FILLER_SEEDS); do \
+		python3 tests/fixtures/dev-styles/generate.py --seed $$s --out target/draws/seed-$$s > /dev/null; \
+	done; \
+	filler="$(if $(strip $(FILLER_SEEDS)),$(wildcard tests/fixtures/dev-styles/*.json) $(foreach s,$(FILLER_SEEDS),$(foreach t,$(DRAW_STYLES),target/draws/seed-$(s)/$(t).json)))"; \
+	for level in low medium high; do \
+		echo "== thinkingLevel $$level"; \
+		$(ENV) LOCOMO="$(LOCOMO)" LOCOMO_ONE_PROFILE=1 LOCOMO_FILLER="$$filler" LOCOMO_THINKING=$$level cargo bench --quiet --bench locomo; \
+	done

@@ -254,6 +254,51 @@ fn test_the_speaker_a_question_names_comes_first() {
 }
 
 #[test]
+fn test_a_name_finds_its_speakers_conversation_among_many() {
+    // Four conversations about one picnic. The answer is said to Ben, not
+    // by him: no speaker boost reaches it. Ben said one message of eight,
+    // so his name is searched as a word and picks his conversation out.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (date, turns) in [
+            ("2026-04-01", [("Ana", "Ben, your sourdough at the picnic was the best bread there."), ("Ben", "Thanks! It took two days to rise.")]),
+            ("2026-04-02", [("Cleo", "The bread at the picnic went fast, everyone loved the bread."), ("Dan", "I only got the last slice.")]),
+            ("2026-04-03", [("Eva", "Who baked the bread for the picnic? The bread was still warm."), ("Finn", "No idea, I brought the lemonade.")]),
+            ("2026-04-04", [("Gus", "We ran out of bread at the picnic, more bread next time."), ("Hal", "I will bake two loaves.")]),
+        ] {
+            block_on(p.ingest(chat(&turns, date))).unwrap();
+        }
+        block_on(p.drain()).unwrap();
+        let r = recall(p, json!({ "query": "What bread did Ben bake for the picnic?", "limit": 3 }));
+        let said = summaries(&r);
+        assert!(said[0].starts_with("Ben:") || said[0].starts_with("Ana:"), "{said:?}");
+        assert!(said.iter().any(|s| s.contains("sourdough")), "{said:?}");
+    });
+}
+
+#[test]
+fn test_a_name_is_searched_by_its_speakers_share_alike_warm_and_cold() {
+    use agent_memory::core::recall::directory::TurnDirectory;
+    use agent_memory::core::recall::places::with_source;
+    use agent_memory::core::recall::text_query;
+    // Ben said two of eight messages (a quarter), Ana four (half): Ben's
+    // name is searched, Ana's is left out, with the directory resident or
+    // on SQLite alone.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let said =
+            [("Ana", "Hi"), ("Ben", "Hello"), ("Ana", "The lake?"), ("Cleo", "Cold"), ("Ana", "Swim?"), ("Ben", "No"), ("Ana", "Skate?"), ("Dan", "Yes")];
+        block_on(p.ingest(chat(&said, "2026-04-01"))).unwrap();
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).unwrap();
+        let resident = TurnDirectory::new();
+        for turns in [Some(&resident), None] {
+            let q = with_source(&sql, turns, |src| text_query(&sql, src, "What did Ana tell Ben about the lake?", &[], day)).unwrap();
+            assert!(q.speakers.contains("ana") && !q.speakers.contains("ben"), "resident: {}: {:?}", turns.is_some(), q.speakers);
+        }
+    });
+}
+
+#[test]
 fn test_a_question_naming_a_date_prefers_what_was_said_then() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

@@ -151,6 +151,8 @@ pub struct Directory {
     sessions: HashMap<String, u32>,
     roles: Vec<String>,
     role_index: HashMap<String, u32>,
+    /// How many of `turns` each role (numbered as `roles`) said.
+    said: Vec<u32>,
     /// The first [`SPEAKERS_READ`] roles in order.
     speakers: Vec<String>,
     /// The messages' words, numbered as `turns`.
@@ -184,6 +186,7 @@ impl Directory {
             + self.roles.capacity() * size_of::<String>()
             + strings(&self.roles)
             + map_bytes(&self.role_index)
+            + self.said.capacity() * size_of::<u32>()
             + self.speakers.capacity() * size_of::<String>()
             + strings(&self.speakers)
             + self.text.heap_bytes()
@@ -224,6 +227,12 @@ impl Directory {
         &self.roles[role as usize]
     }
 
+    /// How many of the messages known `role` said (0 for a role that
+    /// speaks in none).
+    pub fn said(&self, role: &str) -> usize {
+        self.role_index.get(role).and_then(|&r| self.said.get(r as usize)).map_or(0, |&n| n as usize)
+    }
+
     /// Messages known.
     pub fn len(&self) -> usize {
         self.turns.len()
@@ -237,6 +246,17 @@ impl Directory {
     /// first [`SPEAKERS_READ`] of them.
     pub fn speakers(&self) -> &[String] {
         &self.speakers
+    }
+
+    /// Counts one more message said by `role`.
+    fn count_said(&mut self, role: u32) {
+        let role = role as usize;
+        if self.said.len() <= role {
+            self.said.resize(role.saturating_add(1), 0);
+        }
+        if let Some(n) = self.said.get_mut(role) {
+            *n = n.saturating_add(1);
+        }
     }
 
     fn refresh_speakers(&mut self) {
@@ -267,6 +287,7 @@ impl Directory {
         let head = content.char_indices().nth(TEXT_READ_CHARS).map_or(content.len(), |(i, _)| i);
         let session = Directory::intern(&mut self.sessions, None, session);
         let role = Directory::intern(&mut self.role_index, Some(&mut self.roles), role);
+        self.count_said(role);
         let i = self.turns.len() as u32;
         self.by_id.insert(id.clone(), i);
         self.at.insert((session, position), i);
@@ -794,6 +815,7 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
             dir.by_id.insert(id.clone(), i);
             dir.at.insert((session, position), i);
             dir.turns.push(Turn { rowid, id, session, position, role, date, mentions_time });
+            dir.count_said(role);
         }
         for _ in 0..r.u32()? {
             let name = text(&mut r)?;

@@ -118,7 +118,9 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// What the full-text channels search for: the query's words and the
-/// analyzer's `terms`, in a profile whose speakers `src` knows.
+/// analyzer's `terms`, in a profile whose speakers `src` knows (the names
+/// of those it names who said little of the profile searched too:
+/// [`channels::NAME_SEARCH_SHARE`]).
 pub fn text_query(
     sql: &dyn crate::core::ports::Sql,
     src: Source<'_>,
@@ -126,7 +128,16 @@ pub fn text_query(
     terms: &[String],
     reference: chrono::NaiveDate,
 ) -> Result<channels::TextQuery> {
-    Ok(channels::TextQuery::new(query, terms, reference).with_speakers(&src.speakers(sql)?))
+    let roles = src.speakers(sql)?;
+    let q = channels::TextQuery::new(query, terms, reference).with_speakers(&roles);
+    let mut minor: Vec<&str> = Vec::new();
+    for role in roles.iter().filter(|r| q.names_speaker_by_name(r)) {
+        let (said, all) = src.said(sql, role)?;
+        if said as f64 <= channels::NAME_SEARCH_SHARE * all as f64 {
+            minor.push(role);
+        }
+    }
+    Ok(if minor.is_empty() { q } else { q.searching_names_of(&roles, &minor) })
 }
 
 /// The channels' rankings and what each reported, with the notes of

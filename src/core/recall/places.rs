@@ -18,7 +18,7 @@
 //! does, by the memory budget: [`crate::core::resident`]), or keep
 //! anything between recalls.
 
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::ports::{first_passing, Sql, SqlValue, BATCH_GROWTH, FIRST_BATCH};
 use crate::core::recall::directory::{Directory, Turn, TurnDirectory, SPEAKERS_READ, TEXT_READ_CHARS};
 use crate::core::recall::temporal::mentions_time;
@@ -307,6 +307,29 @@ impl Source<'_> {
                     &[json_param(ids)],
                 )?;
                 Ok(rows.into_iter().collect())
+            }
+        }
+    }
+
+    /// How many messages `role` said, and how many the profile holds.
+    ///
+    /// On SQLite, two counts over the role index (the profile's through
+    /// its smallest index): asked only for a speaker a query names by
+    /// name.
+    pub fn said(&self, sql: &dyn Sql, role: &str) -> Result<(usize, usize)> {
+        match self {
+            Source::Resident(dir) => Ok((dir.said(role), dir.len())),
+            Source::Sql(_) => {
+                let rows =
+                    sql.query("SELECT (SELECT count(*) FROM messages WHERE role = ?1), (SELECT count(*) FROM messages)", &[SqlValue::Text(role.to_string())])?;
+                let count = |i: usize| {
+                    rows.first()
+                        .and_then(|r| r.get(i))
+                        .and_then(SqlValue::as_i64)
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or_else(|| Error::storage("a message count that is not a count"))
+                };
+                Ok((count(0)?, count(1)?))
             }
         }
     }
