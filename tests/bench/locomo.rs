@@ -187,6 +187,20 @@ fn print_categories(pipe: &HashMap<u64, Tally>, base: &HashMap<u64, Tally>) -> (
     (all_p, all_b)
 }
 
+/// The timing line: ingest throughput, and recall's p50 and p95.
+fn print_timing(ingested: usize, ingest_time: Duration, latencies: &mut [Duration]) {
+    latencies.sort();
+    let pct = |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
+    println!(
+        "timing: ingest {ingested} msgs in {:.1} s ({:.0} msgs/s, drain included); recall p50 {:.1} ms, p95 {:.1} ms over {} queries",
+        ingest_time.as_secs_f64(),
+        ingested as f64 / ingest_time.as_secs_f64().max(1e-9),
+        pct(0.5).as_secs_f64() * 1000.0,
+        pct(0.95).as_secs_f64() * 1000.0,
+        latencies.len()
+    );
+}
+
 // ---- the run ------------------------------------------------------------
 
 fn main() {
@@ -373,16 +387,7 @@ fn main() {
     if skipped > 0 {
         println!("({skipped} questions without a readable evidence id skipped)");
     }
-    latencies.sort();
-    let pct = |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
-    println!(
-        "timing: ingest {ingested} msgs in {:.1} s ({:.0} msgs/s, drain included); recall p50 {:.1} ms, p95 {:.1} ms over {} queries",
-        ingest_time.as_secs_f64(),
-        ingested as f64 / ingest_time.as_secs_f64().max(1e-9),
-        pct(0.5).as_secs_f64() * 1000.0,
-        pct(0.95).as_secs_f64() * 1000.0,
-        latencies.len()
-    );
+    print_timing(ingested, ingest_time, &mut latencies);
     if let Some((requests, texts, cached)) = embedding.usage() {
         println!("embeddings: {texts} texts in {requests} requests, {cached} from the cache file");
     }

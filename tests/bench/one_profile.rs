@@ -71,16 +71,7 @@ pub fn run(conversations: &[Conversation], embedding: &Embedding) {
     }
     let statuses: Vec<String> = memory.statuses().into_iter().map(|(s, n)| format!("{n} {s}")).collect();
     println!("profile: {} sessions, {ingested} messages; memories: {}", sessions.len(), statuses.join(", "));
-    latencies.sort();
-    let pct = |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
-    println!(
-        "timing: ingest {ingested} msgs in {:.1} s ({:.0} msgs/s, drain included); recall p50 {:.1} ms, p95 {:.1} ms over {} queries",
-        ingest_time.as_secs_f64(),
-        ingested as f64 / ingest_time.as_secs_f64().max(1e-9),
-        pct(0.5).as_secs_f64() * 1000.0,
-        pct(0.95).as_secs_f64() * 1000.0,
-        latencies.len()
-    );
+    crate::print_timing(ingested, ingest_time, &mut latencies);
     println!("recall@10 pipeline={:.3} bm25={:.3}", all_p.mean(1), all_b.mean(1));
 }
 
