@@ -130,13 +130,12 @@ pub fn text_query(
 ) -> Result<channels::TextQuery> {
     let roles = src.speakers(sql)?;
     let q = channels::TextQuery::new(query, terms, reference).with_speakers(&roles);
-    let mut minor: Vec<&str> = Vec::new();
-    for role in roles.iter().filter(|r| q.names_speaker_by_name(r)) {
-        let (said, all) = src.said(sql, role)?;
-        if said as f64 <= channels::NAME_SEARCH_SHARE * all as f64 {
-            minor.push(role);
-        }
+    let named: Vec<&str> = roles.iter().map(String::as_str).filter(|r| q.names_speaker_by_name(r)).collect();
+    if named.is_empty() {
+        return Ok(q);
     }
+    let (said, all) = src.said(sql, &named)?;
+    let minor: Vec<&str> = named.into_iter().zip(said).filter(|(_, n)| *n as f64 <= channels::NAME_SEARCH_SHARE * all as f64).map(|(r, _)| r).collect();
     Ok(if minor.is_empty() { q } else { q.searching_names_of(&roles, &minor) })
 }
 

@@ -311,25 +311,27 @@ impl Source<'_> {
         }
     }
 
-    /// How many messages `role` said, and how many the profile holds.
+    /// How many messages each of `roles` said, in order, and how many the
+    /// profile holds.
     ///
-    /// On SQLite, two counts over the role index (the profile's through
-    /// its smallest index): asked only for a speaker a query names by
-    /// name.
-    pub fn said(&self, sql: &dyn Sql, role: &str) -> Result<(usize, usize)> {
+    /// On SQLite, one statement: a count over the role index for each
+    /// role, and the profile's (through its smallest index) once. Asked
+    /// only for the speakers a query names by name.
+    pub fn said(&self, sql: &dyn Sql, roles: &[&str]) -> Result<(Vec<usize>, usize)> {
         match self {
-            Source::Resident(dir) => Ok((dir.said(role), dir.len())),
+            Source::Resident(dir) => Ok((roles.iter().map(|r| dir.said(r)).collect(), dir.len())),
             Source::Sql(_) => {
-                let rows =
-                    sql.query("SELECT (SELECT count(*) FROM messages WHERE role = ?1), (SELECT count(*) FROM messages)", &[SqlValue::Text(role.to_string())])?;
-                let count = |i: usize| {
-                    rows.first()
-                        .and_then(|r| r.get(i))
-                        .and_then(SqlValue::as_i64)
-                        .and_then(|n| usize::try_from(n).ok())
-                        .ok_or_else(|| Error::storage("a message count that is not a count"))
-                };
-                Ok((count(0)?, count(1)?))
+                let rows: Vec<(usize, usize, usize)> = json_rows(
+                    sql,
+                    "SELECT json_group_array(json_array(j.key, (SELECT count(*) FROM messages WHERE role = j.value), (SELECT count(*) FROM messages))) \
+                     FROM json_each(?1) j",
+                    &[json_param(roles)],
+                )?;
+                let mut said = vec![0; roles.len()];
+                for (i, n, _) in &rows {
+                    *said.get_mut(*i).ok_or_else(|| Error::storage("a count for a role not asked about"))? = *n;
+                }
+                Ok((said, rows.first().map_or(0, |r| r.2)))
             }
         }
     }
