@@ -299,6 +299,41 @@ fn test_a_name_is_searched_by_its_speakers_share_alike_warm_and_cold() {
 }
 
 #[test]
+fn test_a_turn_the_speaker_correction_lifts_is_found_in_a_large_profile() {
+    // 2,008 messages. Ben says "lantern" in 250 short turns, each better
+    // by plain bm25 than Ana's one longer turn about it; Ana says most of
+    // the profile, so her name is not searched and the question naming
+    // her reaches her turn through the speaker correction alone. That
+    // correction re-ranks the pool plain bm25 drew: the best hundred (a
+    // small profile's) leave her turn out, a pool grown with the profile
+    // holds it.
+    use agent_memory::core::recall::scope::{FTS_POOL, POOL_PROFILE_MESSAGES};
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let filler = |s: usize, i: usize| ("Ana".to_string(), format!("We chatted about errand number {s} {i} before lunch."));
+        for s in 0..250 {
+            let turns: Vec<(String, String)> =
+                (0..8).map(|i| if i == 4 { ("Ben".to_string(), format!("The lantern again, time {s}.")) } else { filler(s, i) }).collect();
+            ingest_session(p, &format!("s{s}"), &turns);
+        }
+        let said = "After the long trip I put the old lantern away in the garden shed, on the top shelf by the door.";
+        let turns: Vec<(String, String)> = (0..8).map(|i| if i == 3 { ("Ana".to_string(), said.to_string()) } else { filler(999, i) }).collect();
+        ingest_session(p, "evidence", &turns);
+        block_on(p.drain()).unwrap();
+        assert!(2008 / (POOL_PROFILE_MESSAGES / FTS_POOL as u64) > 251, "the pool must grow past Ben's turns");
+        let r = recall(p, json!({ "query": "What did Ana say about the lantern?", "limit": 5 }));
+        let said = summaries(&r);
+        assert!(said.first().is_some_and(|s| s.contains("garden shed")), "{said:?}");
+    });
+}
+
+fn ingest_session(p: &Profile<'_>, session: &str, turns: &[(String, String)]) {
+    let messages =
+        turns.iter().map(|(role, content)| MessageInput { role: role.clone(), content: content.clone(), timestamp: Some("2026-04-01".into()) }).collect();
+    block_on(p.ingest(IngestRequest { messages, session_id: Some(session.into()), metadata: Default::default() })).unwrap();
+}
+
+#[test]
 fn test_a_question_naming_a_date_prefers_what_was_said_then() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

@@ -152,7 +152,7 @@ pub async fn replay(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value
 
 /// Runs one recall stage `repeat` times, its inputs prepared once.
 pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> Result<Value> {
-    let scope = crate::core::recall::RecallScope::live_at(p.now);
+    let scope = crate::core::recall::RecallScope::live_at(p.now).sized(p.store().texts_stored_about()?);
     let analysis = p.reasoner.analyze(query).await?;
     let texts = vec![query.to_string(), if analysis.hyde.is_empty() { query.to_string() } else { analysis.hyde.clone() }];
     let embeddings = p.embedder.embed(&texts).await?;
@@ -222,7 +222,7 @@ pub async fn stage(p: &Profile<'_>, query: &str, stage: &str, repeat: usize) -> 
                 channels::vector(fuse::Channel::Vector, p.sql, p.index, &embeddings[0], &scope).await?,
                 channels::vector(fuse::Channel::Hyde, p.sql, p.index, &embeddings[1], &scope).await?,
             ];
-            let weights = fuse::Weights::new(p.embedder.kind()).with_lexical_match(crate::core::recall::lexical_match(p, &rankings)?);
+            let weights = fuse::Weights::new(p.embedder.kind()).with_lexical_match(crate::core::recall::lexical_match(p, &scope, &rankings));
             for _ in 0..repeat {
                 let mut fused = fuse::fuse(&rankings, weights);
                 fused.truncate(crate::core::api::DEFAULT_RECALL_LIMIT);

@@ -1037,7 +1037,7 @@ struct Words {
 }
 
 /// The messages' full-text scores ([`Words`]): bm25 of the best
-/// [`FTS_POOL`] messages for each of the query's words, its expansions
+/// [`RecallScope::message_pool`] messages for each of the query's words, its expansions
 /// and its stop words, summed per message (by rowid).
 fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, Words>> {
     let mut scores: HashMap<i64, Words> = HashMap::default();
@@ -1047,7 +1047,7 @@ fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope)
         if phrases.is_empty() {
             continue;
         }
-        for (rowid, bm25) in src.message_hits(sql, &phrases, MESSAGE_WEIGHTS, scope.fts_pool())? {
+        for (rowid, bm25) in src.message_hits(sql, &phrases, MESSAGE_WEIGHTS, scope.message_pool())? {
             // bm25() is negative, lower is better.
             let words = scores.entry(rowid).or_default();
             let part = if function { &mut words.function } else { &mut words.content };

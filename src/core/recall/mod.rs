@@ -175,13 +175,14 @@ pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> 
 /// [`run`] in a scope already decided (a test's, to hold each way of
 /// narrowing to the same answer).
 pub async fn run_in(p: &Profile<'_>, scope: RecallScope) -> Result<RecallResponse> {
+    let scope = scope.sized(p.store().texts_stored_about()?);
     let mut got = Gathered { rankings: Vec::new(), reports: Vec::new(), notes: Vec::new(), weights: fuse::Weights::new(p.embedder.kind()) };
     let analysis = analyze(p, &scope, &mut got.notes).await;
     let embeddings = embed(p, &scope, &analysis, &mut got.notes).await;
     let key = channels::key(p.sql, &analysis.keys, &scope);
     got.record(Channel::Key, key);
     text_channels(p, &scope, &analysis, &mut got);
-    got.weights = got.weights.with_lexical_match(lexical_match(p, &got.rankings)?);
+    got.weights = got.weights.with_lexical_match(lexical_match(p, &scope, &got.rankings));
     vector_channels(p, &scope, embeddings.as_ref(), &mut got).await;
     let ranked = match fuse::shows_a_match(&got.rankings, p.embedder.match_floor()) {
         true => fuse_and_load(p, &scope, &got.rankings, got.weights)?,
@@ -253,12 +254,12 @@ fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis,
 /// the vector channels' weights lean by with a semantic embedder; `None`
 /// when the full-text channel failed, and with a lexical embedder, whose
 /// weights never lean (nothing is read for it).
-pub fn lexical_match(p: &Profile<'_>, rankings: &[Ranking]) -> Result<Option<fuse::LexicalMatch>> {
+pub fn lexical_match(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> Option<fuse::LexicalMatch> {
     if p.embedder.kind() == crate::core::ports::EmbeddingKind::Lexical {
-        return Ok(None);
+        return None;
     }
-    let Some(fts) = rankings.iter().find(|r| r.channel == Channel::Fts) else { return Ok(None) };
-    Ok(Some(fuse::LexicalMatch { best: fts.best_score.unwrap_or(0.0), documents: p.store().texts_stored_about()? }))
+    let fts = rankings.iter().find(|r| r.channel == Channel::Fts)?;
+    Some(fuse::LexicalMatch { best: fts.best_score.unwrap_or(0.0), documents: scope.profile_texts })
 }
 
 /// 4. The two vector channels, in one call to the index. A HyDE statement

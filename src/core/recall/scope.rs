@@ -11,6 +11,24 @@ pub const CHANNEL_DEPTH: usize = 50;
 /// default thinking level: deeper than [`CHANNEL_DEPTH`] so a boosted or
 /// neighbour-lifted hit can rise into it.
 pub const FTS_POOL: usize = 100;
+/// The profile size, in messages, up to which each query word draws
+/// [`FTS_POOL`] messages from full text ([`RecallScope::message_pool`]).
+/// In a larger profile a word's best hundred hold a smaller share of it,
+/// and a turn that matches several of the query's common words, none of
+/// them best, fell out of every word's pool: the pool grows with the
+/// profile, one message in `POOL_PROFILE_MESSAGES / FTS_POOL` (7), up to
+/// [`MAX_POOL_GROWTH`] times. Chosen so that every profile the pool was
+/// measured on keeps it (LoCoMo's conversations, 369-680 messages; the
+/// generated styles' haystacks); measured where it grows in
+/// docs/bench/generalization/pools.txt: LoCoMo's five conversations in one
+/// profile (2,760 messages) full text 0.751 -> 0.766, fused 0.745 ->
+/// 0.753; beside 45,735 turns of the styles 0.725 -> 0.735 and 0.719 ->
+/// 0.729; recall p50 at 100k memories 12.3 -> 14.3 ms natively.
+pub const POOL_PROFILE_MESSAGES: u64 = 700;
+/// How many times [`FTS_POOL`] a word's message pool grows at most with
+/// the profile ([`POOL_PROFILE_MESSAGES`]), before the thinking level's
+/// breadth.
+pub const MAX_POOL_GROWTH: u64 = 4;
 use crate::core::error::Result;
 use crate::core::filter::Filter;
 use crate::core::ports::{Sql, SqlValue};
@@ -36,6 +54,10 @@ pub struct RecallScope {
     pub length: ResponseLength,
     /// How widely the channels search.
     pub thinking: ThinkingLevel,
+    /// About how many messages the profile holds
+    /// (`MessageStore::texts_stored_about`; 0 until [`RecallScope::sized`]):
+    /// what the message pool grows with.
+    pub profile_texts: u64,
     /// Only memories passing this filter.
     pub filter: Option<Filter>,
     /// What was active at this instant (ISO-8601 UTC, as stored).
@@ -192,6 +214,7 @@ impl RecallScope {
             explain: opts.explain.unwrap_or(false),
             length: opts.response_length.unwrap_or_default(),
             thinking: opts.thinking_level.unwrap_or_default(),
+            profile_texts: 0,
             filter: filter_of(opts),
             as_of: opts.as_of.as_deref().and_then(crate::core::time::parse_millis).map(iso),
             passing: Default::default(),
@@ -423,9 +446,41 @@ impl RecallScope {
         FTS_POOL.saturating_mul(self.thinking.breadth())
     }
 
+    /// This scope in a profile of about `texts` messages.
+    pub fn sized(self, texts: u64) -> RecallScope {
+        RecallScope { profile_texts: texts, ..self }
+    }
+
+    /// Messages each query word draws from full text: [`FTS_POOL`], one
+    /// message in `POOL_PROFILE_MESSAGES / FTS_POOL` of a profile larger
+    /// than [`POOL_PROFILE_MESSAGES`] up to [`MAX_POOL_GROWTH`] times
+    /// that, times the thinking level's breadth.
+    pub fn message_pool(&self) -> usize {
+        let floor = FTS_POOL as u64;
+        let per = POOL_PROFILE_MESSAGES.checked_div(floor).unwrap_or(1).max(1);
+        let grown = self.profile_texts.checked_div(per).unwrap_or(0).clamp(floor, floor.saturating_mul(MAX_POOL_GROWTH));
+        usize::try_from(grown).unwrap_or(FTS_POOL).saturating_mul(self.thinking.breadth())
+    }
+
     /// Live memories only, at `now`, without explanations: what a stage
     /// run alone (a benchmark, a test) reads.
     pub fn live_at(now: i64) -> RecallScope {
         RecallScope { now_iso: iso(now), limit: crate::core::api::DEFAULT_RECALL_LIMIT, ..RecallScope::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_the_message_pool_grows_with_the_profile_from_its_measured_size_up_to_its_bound() {
+        let at = |texts: u64, thinking: ThinkingLevel| RecallScope { thinking, ..RecallScope::default() }.sized(texts).message_pool();
+        assert_eq!(at(0, ThinkingLevel::Low), FTS_POOL);
+        assert_eq!(at(POOL_PROFILE_MESSAGES, ThinkingLevel::Low), FTS_POOL);
+        assert_eq!(at(2_800, ThinkingLevel::Low), 400);
+        assert_eq!(at(1_000_000, ThinkingLevel::Low), FTS_POOL * MAX_POOL_GROWTH as usize);
+        assert_eq!(at(2_800, ThinkingLevel::High), 1_600);
+        assert_eq!(at(0, ThinkingLevel::Medium), 2 * FTS_POOL);
     }
 }
