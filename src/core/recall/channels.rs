@@ -1037,8 +1037,8 @@ struct Words {
 }
 
 /// The messages' full-text scores ([`Words`]): bm25 of the best
-/// [`RecallScope::message_pool`] messages for each of the query's words, its expansions
-/// and its stop words, summed per message (by rowid).
+/// [`RecallScope::message_pool`] messages for the query's words, for its
+/// expansions and for its stop words, summed per message (by rowid).
 fn turn_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScope) -> Result<HashMap<i64, Words>> {
     let mut scores: HashMap<i64, Words> = HashMap::default();
     // (terms, weight, whether they are the stop words)

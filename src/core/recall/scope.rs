@@ -11,22 +11,25 @@ pub const CHANNEL_DEPTH: usize = 50;
 /// default thinking level: deeper than [`CHANNEL_DEPTH`] so a boosted or
 /// neighbour-lifted hit can rise into it.
 pub const FTS_POOL: usize = 100;
-/// The profile size, in messages, up to which each query word draws
-/// [`FTS_POOL`] messages from full text ([`RecallScope::message_pool`]).
-/// In a larger profile a word's best hundred hold a smaller share of it,
-/// and a turn that matches several of the query's common words, none of
-/// them best, fell out of every word's pool: the pool grows with the
-/// profile, one message in `POOL_PROFILE_MESSAGES / FTS_POOL` (7), up to
-/// [`MAX_POOL_GROWTH`] times. Chosen so that every profile the pool was
-/// measured on keeps it (LoCoMo's conversations, 369-680 messages; the
-/// generated styles' haystacks); measured where it grows in
+/// The profile size, in messages, up to which full text draws
+/// [`FTS_POOL`] messages by plain bm25 for each part of the query (its
+/// words together, its expansions, its stop words;
+/// [`RecallScope::message_pool`]). The corrections (the speaker a query
+/// names, neighbouring turns, the session, dates) re-rank only that pool;
+/// in a larger profile its best hundred hold a smaller share of it, and a
+/// turn plain bm25 puts at 150 but the named speaker's boost would put
+/// first was never scored. So the pool grows with the profile, one message
+/// in `POOL_PROFILE_MESSAGES / FTS_POOL` (7), up to [`MAX_POOL_GROWTH`]
+/// times. Chosen so that every profile the pool was measured on keeps it
+/// (LoCoMo's conversations, 369-680 messages; the generated styles'
+/// haystacks, at most 205); measured where it grows in
 /// docs/bench/generalization/pools.txt: LoCoMo's five conversations in one
 /// profile (2,760 messages) full text 0.751 -> 0.766, fused 0.745 ->
 /// 0.753; beside 45,735 turns of the styles 0.725 -> 0.735 and 0.719 ->
 /// 0.729; recall p50 natively at 100k memories 12.3 -> 14.3 ms warm and
 /// 53 -> 62 ms on SQLite alone.
 pub const POOL_PROFILE_MESSAGES: u64 = 700;
-/// How many times [`FTS_POOL`] a word's message pool grows at most with
+/// How many times [`FTS_POOL`] the message pool grows at most with
 /// the profile ([`POOL_PROFILE_MESSAGES`]), before the thinking level's
 /// breadth.
 pub const MAX_POOL_GROWTH: u64 = 4;
@@ -452,7 +455,8 @@ impl RecallScope {
         RecallScope { profile_texts: texts, ..self }
     }
 
-    /// Messages each query word draws from full text: [`FTS_POOL`], one
+    /// Messages full text draws by plain bm25 for each part of the
+    /// query: [`FTS_POOL`], one
     /// message in `POOL_PROFILE_MESSAGES / FTS_POOL` of a profile larger
     /// than [`POOL_PROFILE_MESSAGES`] up to [`MAX_POOL_GROWTH`] times
     /// that, times the thinking level's breadth.
