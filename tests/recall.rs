@@ -203,12 +203,14 @@ fn test_empty_profile_recall_gives_an_empty_result_not_an_error() {
 
 /// A two-person conversation, one message per turn, dated.
 fn chat(turns: &[(&str, &str)], date: &str) -> IngestRequest {
+    session_of(turns.iter().map(|(role, content)| (role.to_string(), content.to_string())), &format!("s-{date}"), date)
+}
+
+/// One session of `turns`, all said on `date`.
+fn session_of(turns: impl Iterator<Item = (String, String)>, session: &str, date: &str) -> IngestRequest {
     IngestRequest {
-        messages: turns
-            .iter()
-            .map(|(role, content)| MessageInput { role: role.to_string(), content: content.to_string(), timestamp: Some(date.into()) })
-            .collect(),
-        session_id: Some(format!("s-{date}")),
+        messages: turns.map(|(role, content)| MessageInput { role, content, timestamp: Some(date.into()) }).collect(),
+        session_id: Some(session.into()),
         metadata: Default::default(),
     }
 }
@@ -312,25 +314,18 @@ fn test_a_turn_the_speaker_correction_lifts_is_found_in_a_large_profile() {
     with_profile(&sql, APRIL_15, |p| {
         let filler = |s: usize, i: usize| ("Ana".to_string(), format!("We chatted about errand number {s} {i} before lunch."));
         for s in 0..250 {
-            let turns: Vec<(String, String)> =
-                (0..8).map(|i| if i == 4 { ("Ben".to_string(), format!("The lantern again, time {s}.")) } else { filler(s, i) }).collect();
-            ingest_session(p, &format!("s{s}"), &turns);
+            let turns = (0..8).map(|i| if i == 4 { ("Ben".to_string(), format!("The lantern again, time {s}.")) } else { filler(s, i) });
+            block_on(p.ingest(session_of(turns, &format!("s{s}"), "2026-04-01"))).unwrap();
         }
         let said = "After the long trip I put the old lantern away in the garden shed, on the top shelf by the door.";
-        let turns: Vec<(String, String)> = (0..8).map(|i| if i == 3 { ("Ana".to_string(), said.to_string()) } else { filler(999, i) }).collect();
-        ingest_session(p, "evidence", &turns);
+        let turns = (0..8).map(|i| if i == 3 { ("Ana".to_string(), said.to_string()) } else { filler(999, i) });
+        block_on(p.ingest(session_of(turns, "evidence", "2026-04-01"))).unwrap();
         block_on(p.drain()).unwrap();
         assert!(2008 / (POOL_PROFILE_MESSAGES / FTS_POOL as u64) > 251, "the pool must grow past Ben's turns");
         let r = recall(p, json!({ "query": "What did Ana say about the lantern?", "limit": 5 }));
         let said = summaries(&r);
         assert!(said.first().is_some_and(|s| s.contains("garden shed")), "{said:?}");
     });
-}
-
-fn ingest_session(p: &Profile<'_>, session: &str, turns: &[(String, String)]) {
-    let messages =
-        turns.iter().map(|(role, content)| MessageInput { role: role.clone(), content: content.clone(), timestamp: Some("2026-04-01".into()) }).collect();
-    block_on(p.ingest(IngestRequest { messages, session_id: Some(session.into()), metadata: Default::default() })).unwrap();
 }
 
 #[test]

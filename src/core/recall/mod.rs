@@ -253,7 +253,8 @@ fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis,
 /// How well full text matched the query (`fuse::LexicalMatch`), which
 /// the vector channels' weights lean by with a semantic embedder; `None`
 /// when the full-text channel failed, and with a lexical embedder, whose
-/// weights never lean (nothing is read for it).
+/// weights never lean. The profile's size is the scope's
+/// ([`RecallScope::sized`]), read once per recall.
 pub fn lexical_match(p: &Profile<'_>, scope: &RecallScope, rankings: &[Ranking]) -> Option<fuse::LexicalMatch> {
     if p.embedder.kind() == crate::core::ports::EmbeddingKind::Lexical {
         return None;
