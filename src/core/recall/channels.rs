@@ -926,19 +926,23 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
 /// for both full-text channels.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TurnScores {
-    /// Each hit on its own, as the raw-messages channel scores it: its
-    /// bm25 over every word of the question (expansions weighed less),
-    /// boosted for a speaker named by name, a date or a time.
+    /// The best [`RecallScope::channel_depth`] hits on their own, as the
+    /// raw-messages channel scores them: each one's bm25 over every word of
+    /// the question (expansions weighed less), boosted for a speaker named
+    /// by name, a date or a time.
     pub plain: Vec<(String, f64)>,
     /// Each turn in its conversation: its own score, plus
     /// [`NEIGHBOUR_SHARE`]`^d` of the own score of each turn `d <=`
     /// [`NEIGHBOUR_WINDOW`] places away in the same session, plus
-    /// [`SESSION_SHARE`] of the best own score in the session.
+    /// [`SESSION_SHARE`] of the best own score in the session. The best
+    /// [`RecallScope::fts_pool`] first, in order; every other turn in
+    /// context after them, in no order (the full-text channel looks them
+    /// up by id).
     pub context: Vec<(String, f64)>,
     /// What each turn in `context` is made of (with `explain` only).
     pub parts: HashMap<String, TurnParts>,
-    /// Each scored turn's message rowid (every turn of `plain` and
-    /// `context`): [`citations`] reads by it.
+    /// The message rowid of each turn of `plain` and of `context`'s
+    /// ordered head: [`citations`] reads by it.
     pub rowids: HashMap<String, i64>,
 }
 
@@ -989,20 +993,18 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
     // name only.
     let mut by_name: HashMap<u32, Naming> = HashMap::default();
     let mut plain_parts: HashMap<u32, (f64, Boosts)> = HashMap::default();
-    let mut plain: Vec<(String, f64)> = Vec::with_capacity(split.len());
-    let mut rowids: HashMap<String, i64> = HashMap::default();
+    let mut plain: Vec<Scored<'_>> = Vec::with_capacity(split.len());
     for &(i, w) in &split {
         let t = place(i)?;
         let named = *by_name.entry(t.role).or_insert_with(|| q.naming(places.role_name(t.role)).by_name_only());
         let boosts = Boosts::of(q, named, t.mentions_time, t.date);
         let s = w.content + MESSAGE_FUNCTION_WEIGHT * w.function;
-        plain.push((t.id.to_string(), s * boosts.factor()));
-        rowids.insert(t.id.to_string(), t.rowid);
+        plain.push(Scored { id: t.id, score: s * boosts.factor(), rowid: t.rowid });
         if explain {
             plain_parts.insert(i, (s, boosts));
         }
     }
-    let mut in_context: Vec<(String, f64)> = Vec::with_capacity(context.len());
+    let mut in_context: Vec<Scored<'_>> = Vec::with_capacity(context.len());
     let mut parts: HashMap<String, TurnParts> = HashMap::default();
     for (i, c) in context {
         let t = place(i)?;
@@ -1010,17 +1012,50 @@ pub fn score_turns(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &Recall
         // the session's best.
         let session = SESSION_SHARE * session_best.get(&t.session).copied().unwrap_or(0.0);
         let boosts = boosts_of(&t);
-        in_context.push((t.id.to_string(), (c + session) * boosts.factor()));
-        rowids.insert(t.id.to_string(), t.rowid);
+        in_context.push(Scored { id: t.id, score: (c + session) * boosts.factor(), rowid: t.rowid });
         if explain {
             let own = own_of.get(&i).copied().unwrap_or(0.0);
             let (plain, plain_boosts) = plain_parts.get(&i).copied().unwrap_or_default();
             parts.insert(t.id.to_string(), TurnParts { own, plain, plain_boosts, neighbours: c - own, session, boosts });
         }
     }
-    sort_best_first(&mut plain);
-    sort_best_first(&mut in_context);
-    Ok(TurnScores { plain, context: in_context, parts, rowids })
+    // Only the channels' depths are read in order, and only their turns
+    // by rowid ([`citations`]); every turn in context is looked up by id.
+    let mut rowids: HashMap<String, i64> = HashMap::default();
+    let plain = Scored::best(plain, scope.channel_depth(), false, &mut rowids);
+    let context = Scored::best(in_context, scope.fts_pool(), true, &mut rowids);
+    Ok(TurnScores { plain, context, parts, rowids })
+}
+
+/// A scored turn, its id borrowed from its place while the scores are
+/// ranked (one id string is made for each turn kept, not one per turn
+/// and per map).
+struct Scored<'a> {
+    id: &'a str,
+    score: f64,
+    rowid: i64,
+}
+
+impl Scored<'_> {
+    /// The best `ordered` of `scored`, best first (ties by id, as
+    /// [`sort_best_first`]), with their rowids put in `rowids`; then, with
+    /// `rest`, the others in no order. In place of a full sort: a large
+    /// profile's pools hold thousands of turns, of which the channels read
+    /// about a hundred in order.
+    fn best(mut scored: Vec<Scored<'_>>, ordered: usize, rest: bool, rowids: &mut HashMap<String, i64>) -> Vec<(String, f64)> {
+        let cmp = |a: &Scored<'_>, b: &Scored<'_>| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(a.id));
+        let head = ordered.min(scored.len());
+        if head < scored.len() {
+            scored.select_nth_unstable_by(head, cmp);
+        }
+        let (first, _) = scored.split_at_mut(head);
+        first.sort_unstable_by(cmp);
+        for s in first.iter() {
+            rowids.insert(s.id.to_string(), s.rowid);
+        }
+        let kept = if rest { scored.len() } else { head };
+        scored.into_iter().take(kept).map(|s| (s.id.to_string(), s.score)).collect()
+    }
 }
 
 /// Column weights of `bm25()` over `messages_fts` (role, content): a word

@@ -474,8 +474,14 @@ impl<const C: usize> TextIndex<C> {
             }
         }
         let mut best: Vec<(u32, f64)> = scores.into_iter().map(|(d, s)| (d, -s)).collect();
-        best.sort_unstable_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        best.truncate(limit);
+        // The best `limit` in order, the rest dropped unsorted (stop words
+        // match most documents).
+        let cmp = |a: &(u32, f64), b: &(u32, f64)| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0));
+        if limit < best.len() {
+            best.select_nth_unstable_by(limit, cmp);
+            best.truncate(limit);
+        }
+        best.sort_unstable_by(cmp);
         Some(best)
     }
 
