@@ -256,3 +256,86 @@ fn test_namespaces_page_in_the_order_and_direction_asked_for() {
     assert!(NamespaceOrder::parse(Some("created"), None).unwrap_err().is_invalid());
     assert!(NamespaceOrder::parse(None, Some("down")).unwrap_err().is_invalid());
 }
+
+#[test]
+fn test_a_namespace_lists_its_profiles_by_name_with_when_each_was_first_recorded() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    for (i, p) in ["zed", "amy", "bob.smith@example.com"].into_iter().enumerate() {
+        Catalog { sql: &sql, now: T0 + i as i64 * 1000 }.register("team", p).unwrap();
+    }
+    // Registered again (each write asks until it is recorded): the first
+    // time stands.
+    Catalog { sql: &sql, now: T0 + 60_000 }.register("team", "zed").unwrap();
+    let page = c.list_profiles("team", None, None).unwrap();
+    let listed: Vec<(&str, &str)> = page.profiles.iter().map(|p| (p.name.as_str(), p.created_at.as_str())).collect();
+    assert_eq!(listed, [("amy", "2026-04-21T00:00:01.000Z"), ("bob.smith@example.com", "2026-04-21T00:00:02.000Z"), ("zed", "2026-04-21T00:00:00.000Z")]);
+    assert_eq!((page.cursor, page.per_page), (None, 20), "one page: no cursor");
+    assert!(c.list_profiles("nobody", None, None).unwrap_err().is_not_found(), "an unknown namespace is 404");
+    c.create("1", "empty").unwrap();
+    assert!(c.list_profiles("empty", None, None).unwrap().profiles.is_empty());
+}
+
+#[test]
+fn test_profile_pages_follow_their_cursor_and_a_cursor_the_service_never_returned_is_refused() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    let names = ["a", "a.b", "b+c", "z@x"];
+    for p in names {
+        c.register("team", p).unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let page = c.list_profiles("team", Some(1), cursor.as_deref()).unwrap();
+        seen.extend(page.profiles.iter().map(|p| p.name.clone()));
+        let Some(next) = page.cursor else { break };
+        assert!(next.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "{next}: the API schema's cursor pattern");
+        cursor = Some(next);
+    }
+    assert_eq!(seen, names);
+    assert_eq!(c.list_profiles("team", Some(3), Some("")).unwrap(), c.list_profiles("team", Some(3), None).unwrap(), "empty: the first page");
+    for bad in ["zz", "abc", "2", "20", &"61".repeat(101), "c0"] {
+        let e = c.list_profiles("team", None, Some(bad)).unwrap_err();
+        assert!(e.is_invalid() && e.message().contains("cursor"), "{bad:?}: {e}");
+    }
+    for size in [0, agent_memory::core::catalog::MAX_PAGE + 1] {
+        assert!(c.list_profiles("team", Some(size), None).unwrap_err().is_invalid(), "per_page {size}");
+    }
+}
+
+#[test]
+fn test_an_unregistered_profile_leaves_the_list_and_a_new_registration_brings_it_back_with_a_new_time() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    for p in ["amy", "zed"] {
+        c.register("team", p).unwrap();
+    }
+    c.unregister("team", "zed").unwrap();
+    c.unregister("team", "never-registered").unwrap();
+    let names = |c: &Catalog<'_>| c.list_profiles("team", None, None).unwrap().profiles.into_iter().map(|p| p.name).collect::<Vec<_>>();
+    assert_eq!(names(&c), ["amy"]);
+    let later = Catalog { sql: &sql, now: T0 + 5_000 };
+    later.register("team", "zed").unwrap();
+    assert_eq!(names(&later), ["amy", "zed"]);
+    assert_eq!(later.list_profiles("team", None, None).unwrap().profiles[1].created_at, "2026-04-21T00:00:05.000Z");
+    // Unregistered, a profile is not among those a namespace's deletion
+    // purges: its own deletion purges it.
+    c.unregister("team", "amy").unwrap();
+    assert_eq!(c.delete("team").unwrap(), ["zed"]);
+}
+
+#[test]
+fn test_profiles_recorded_before_their_creation_time_was_kept_take_their_namespaces() {
+    let sql = database();
+    // The catalog as version 1 left it: a namespace and a profile without
+    // a creation time.
+    migrate_set(&sql, agent_memory::core::catalog::MIGRATION_LOG, &agent_memory::core::catalog::MIGRATIONS[..1]).unwrap();
+    let old = Catalog { sql: &sql, now: T0 };
+    old.create("1", "team").unwrap();
+    agent_memory::core::ports::Sql::execute(&sql, "INSERT INTO profiles (namespace, profile) VALUES ('team', 'old-one')", &[]).unwrap();
+    let c = catalog(&sql, T0 + 86_400_000);
+    let page = c.list_profiles("team", None, None).unwrap();
+    assert_eq!(page.profiles.len(), 1);
+    assert_eq!((page.profiles[0].name.as_str(), page.profiles[0].created_at.as_str()), ("old-one", "2026-04-21T00:00:00.000Z"));
+}

@@ -1544,6 +1544,10 @@ fn test_openapi_routes_reach_every_profile_function() {
                             assert_eq!(name, "ns");
                             ("deleteNamespace", &["404"])
                         }
+                        CatalogCall::ListProfiles { ref namespace, per_page: None, cursor: None } => {
+                            assert_eq!(namespace, "ns");
+                            ("listProfiles", &["404"])
+                        }
                         other => panic!("openapi {method} {path} reaches the catalog's internal call {other:?}"),
                     };
                     assert_eq!(op["operationId"], name, "operationId of {method} {path}");
@@ -1562,8 +1566,8 @@ fn test_openapi_routes_reach_every_profile_function() {
     }
     assert_eq!(
         namespace_ops,
-        BTreeSet::from(["createNamespace", "listNamespaces", "getNamespace", "deleteNamespace"]),
-        "the four namespace operations are documented"
+        BTreeSet::from(["createNamespace", "listNamespaces", "getNamespace", "deleteNamespace", "listProfiles"]),
+        "the namespace operations are documented"
     );
     // A duplicate namespace's 409 is the already-exists error.
     let create = &doc["paths"]["/accounts/{account}/agent-memory/namespaces"]["post"];

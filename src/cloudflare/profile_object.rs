@@ -423,7 +423,15 @@ impl ProfileObject {
         if op == Op::Ingest {
             self.arm_ingest_guard(profile, name).await?;
         }
-        profile.answer_prepared(prepared).await
+        let answer = profile.answer_prepared(prepared).await?;
+        // A profile marked for deletion leaves its namespace's list of
+        // profiles; its restore brings it back.
+        match op {
+            Op::DeleteProfile => self.uncatalog(profile, name).await?,
+            Op::RestoreProfile => self.catalog(profile, name).await?,
+            _ => {}
+        }
+        Ok(answer)
     }
 
     /// Whether the catalog will have a write purge this profile first (its
@@ -461,6 +469,16 @@ impl ProfileObject {
             profile.purge_now()?;
         }
         store.meta_set(META_CATALOGED, "1")
+    }
+
+    /// After the profile is marked for deletion: it leaves the catalog's
+    /// list, and forgets it was recorded, so that its restore or its next
+    /// write records it again.
+    async fn uncatalog(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
+        profile.store().meta_delete(META_CATALOGED)?;
+        let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
+        let call = crate::core::catalog::CatalogCall::Unregister { namespace: namespace.to_string(), profile: profile_name.to_string() };
+        crate::cloudflare::call_catalog(&self.env, &call).await.map(drop)
     }
 
     /// A benchmark operation's answer, when `call` is one and the Worker

@@ -8,7 +8,11 @@
 //!   namespace nobody created creates it, as profiles are created by their
 //!   first write. Local development so needs no setup step.
 //! - A profile registers itself on its first write ([`Catalog::register`]),
-//!   so the catalog knows what a namespace's deletion must purge.
+//!   so the catalog knows what a namespace's deletion must purge, and
+//!   lists it ([`Catalog::list_profiles`], the API schema's "List
+//!   profiles": by name, each with when it was first recorded). A profile
+//!   marked for deletion leaves the list ([`Catalog::unregister`]) and
+//!   registers again on its next write or its restore.
 //! - Deleting a namespace removes it from the catalog at once (its name can
 //!   be created again) and records a purge for each of its profiles. The
 //!   caller purges them and reports each done ([`Catalog::purged`]); what
@@ -18,7 +22,8 @@
 //!   registration answers `purge_first`.
 //!
 //! What it does not do: it holds no memories, and no request but the
-//! namespace routes and a profile's first write ever reaches it.
+//! namespace routes (a namespace's profile list among them), a profile's
+//! first write, its deletion and its restore ever reaches it.
 
 use crate::core::api;
 use crate::core::error::{Error, Result};
@@ -30,21 +35,22 @@ use serde::{Deserialize, Serialize};
 pub const MIGRATION_LOG: &str = "catalog_migrations";
 
 /// The catalog's schema, versioned as the profiles' is.
-pub const MIGRATIONS: &[(i64, &[&str])] = &[(
-    1,
-    &[
-        "CREATE TABLE IF NOT EXISTS namespaces (
+pub const MIGRATIONS: &[(i64, &[&str])] = &[
+    (
+        1,
+        &[
+            "CREATE TABLE IF NOT EXISTS namespaces (
             name TEXT PRIMARY KEY,
             id TEXT NOT NULL,
             created_at INTEGER NOT NULL,
             updated_at INTEGER NOT NULL
         )",
-        "CREATE TABLE IF NOT EXISTS profiles (
+            "CREATE TABLE IF NOT EXISTS profiles (
             namespace TEXT NOT NULL,
             profile TEXT NOT NULL,
             PRIMARY KEY (namespace, profile)
         )",
-        "CREATE TABLE IF NOT EXISTS purges (
+            "CREATE TABLE IF NOT EXISTS purges (
             namespace TEXT NOT NULL,
             profile TEXT NOT NULL,
             attempts INTEGER NOT NULL DEFAULT 0,
@@ -52,8 +58,19 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
             last_error TEXT,
             PRIMARY KEY (namespace, profile)
         )",
-    ],
-)];
+        ],
+    ),
+    // When each profile was first recorded, for its listing. Profiles
+    // recorded before it take their namespace's creation (the earliest
+    // they can have been).
+    (
+        2,
+        &[
+            "ALTER TABLE profiles ADD COLUMN created_at INTEGER",
+            "UPDATE profiles SET created_at = (SELECT n.created_at FROM namespaces n WHERE n.name = profiles.namespace) WHERE created_at IS NULL",
+        ],
+    ),
+];
 
 /// Default and largest page of `list` (the published limits: 1 to 1,000,
 /// default 20).
@@ -97,6 +114,50 @@ pub struct NamespacePage {
     pub namespaces: Vec<Namespace>,
     pub cursor: String,
     pub per_page: usize,
+}
+
+/// A profile as the API schema's profile list shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileEntry {
+    /// The profile's name.
+    #[schemars(with = "crate::core::wire::ProfileName")]
+    pub name: String,
+    /// When the profile was first recorded in its namespace (its first
+    /// write, or its first since it was deleted).
+    pub created_at: String,
+}
+
+/// A page of a namespace's profiles, by name: `cursor` is the next page's,
+/// absent on the last one (as the API schema's `result_info` shows it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfilePage {
+    pub profiles: Vec<ProfileEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    pub per_page: usize,
+}
+
+/// A profile page's cursor: the last name of the page before, written in
+/// hex so that it fits the API schema's `^[A-Za-z0-9_-]+$` whatever the
+/// name holds (a profile name may hold `.`, `@` and `+`).
+fn profile_cursor(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The profile name a cursor of [`profile_cursor`] names; anything else is
+/// no cursor this service returned (400), never read as "from the start".
+/// Empty or absent: the first page.
+fn profile_after(cursor: Option<&str>) -> Result<String> {
+    let refused = || Error::invalid("cursor is not one this service returned");
+    let Some(c) = cursor.filter(|c| !c.is_empty()) else { return Ok(String::new()) };
+    if c.len() % 2 != 0 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(refused());
+    }
+    let bytes = c.as_bytes().chunks(2).map(|h| std::str::from_utf8(h).ok().and_then(|h| u8::from_str_radix(h, 16).ok())).collect::<Option<Vec<u8>>>();
+    let name = bytes.and_then(|b| String::from_utf8(b).ok()).ok_or_else(refused)?;
+    api::validate_profile(&name).map_err(|_| refused())?;
+    Ok(name)
 }
 
 /// The purges due now, as `(namespace, profile)`, and when the next one
@@ -189,6 +250,17 @@ pub enum CatalogCall {
         namespace: String,
         profile: String,
     },
+    /// A profile marked for deletion leaves its namespace's list.
+    Unregister {
+        namespace: String,
+        profile: String,
+    },
+    /// A page of a namespace's profiles.
+    ListProfiles {
+        namespace: String,
+        per_page: Option<usize>,
+        cursor: Option<String>,
+    },
     /// Whether [`CatalogCall::Register`] would tell the profile to purge
     /// first, changing nothing.
     PurgePending {
@@ -231,6 +303,8 @@ impl Catalog<'_> {
             CatalogCall::Get { account, name } => json(&self.get(&account, &name)?),
             CatalogCall::Delete { name } => json(&self.delete(&name)?),
             CatalogCall::Register { namespace, profile } => json(&self.register(&namespace, &profile)?),
+            CatalogCall::Unregister { namespace, profile } => json(&self.unregister(&namespace, &profile)?),
+            CatalogCall::ListProfiles { namespace, per_page, cursor } => json(&self.list_profiles(&namespace, per_page, cursor.as_deref())?),
             CatalogCall::PurgePending { namespace, profile } => json(&self.purge_pending(&namespace, &profile)?),
             CatalogCall::Purged { namespace, profile, error } => json(&self.purged(&namespace, &profile, error.as_deref())?),
             CatalogCall::DuePurges => json(&self.due_purges()?),
@@ -354,9 +428,51 @@ impl Catalog<'_> {
                 api::validate_new_namespace(namespace)?;
                 self.insert(namespace)?;
             }
-            self.sql.execute("INSERT INTO profiles (namespace, profile) VALUES (?, ?) ON CONFLICT DO NOTHING", &[namespace.into(), profile.into()])
+            self.sql.execute(
+                "INSERT INTO profiles (namespace, profile, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                &[namespace.into(), profile.into(), self.now.into()],
+            )
         })?;
         Ok(Registration { purge_first })
+    }
+
+    /// A profile marked for deletion: it leaves its namespace's list (its
+    /// data stays until its purge; a restore or a write registers it
+    /// again). A profile never recorded changes nothing.
+    pub fn unregister(&self, namespace: &str, profile: &str) -> Result<()> {
+        api::validate_namespace(namespace)?;
+        api::validate_profile(profile)?;
+        self.sql.execute("DELETE FROM profiles WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])
+    }
+
+    /// The profiles of `namespace` (404 when there is none) by name,
+    /// `per_page` at a time after `cursor` (the page before's, from
+    /// [`profile_cursor`]).
+    pub fn list_profiles(&self, namespace: &str, per_page: Option<usize>, cursor: Option<&str>) -> Result<ProfilePage> {
+        api::validate_namespace(namespace)?;
+        let per_page = per_page.unwrap_or(DEFAULT_PAGE);
+        if per_page == 0 || per_page > MAX_PAGE {
+            return Err(Error::invalid(format!("per_page must be 1-{MAX_PAGE}")));
+        }
+        let after = profile_after(cursor)?;
+        if self.row(namespace)?.is_none() {
+            return Err(Error::not_found("Namespace not found"));
+        }
+        let rows = self.sql.query(
+            "SELECT profile, created_at FROM profiles WHERE namespace = ?1 AND profile > ?2 ORDER BY profile LIMIT ?3",
+            &[namespace.into(), after.into(), SqlValue::Integer(per_page.saturating_add(1) as i64)],
+        )?;
+        let mut profiles = rows
+            .iter()
+            .map(|r| match r.as_slice() {
+                [name, created] => Ok(ProfileEntry { name: text(name)?, created_at: iso(int(created)?) }),
+                _ => Err(bad_row()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let more = profiles.len() > per_page;
+        profiles.truncate(per_page);
+        let cursor = if more { profiles.last().map(|p| profile_cursor(&p.name)) } else { None };
+        Ok(ProfilePage { profiles, cursor, per_page })
     }
 
     /// What [`Catalog::register`] would answer now, recording nothing: a

@@ -11,7 +11,7 @@
 //! committed document as it is; only native code (the test) calls this.
 
 use crate::core::api::{IngestRequest, ListRequest, RecallRequest, RememberRequest, SummaryRequest};
-use crate::core::catalog::Namespace;
+use crate::core::catalog::{Namespace, ProfileEntry};
 use crate::core::model::{
     DeleteReport, IngestReport, Memory, MemoryDetail, MemoryEntry, MemoryList, Message, ProfileDeleteReport, ProfileRestoreReport, SessionDeleteReport, Stats,
     Summary,
@@ -66,6 +66,7 @@ pub fn schemas() -> Map<String, Value> {
     responses.subschema_for::<ProfileRestoreReport>();
     responses.subschema_for::<ImportReport>();
     responses.subschema_for::<Namespace>();
+    responses.subschema_for::<ProfileEntry>();
     responses.subschema_for::<crate::core::model::ConsolidationReport>();
     let mut out = requests.take_definitions(true);
     for (name, schema) in responses.take_definitions(true) {

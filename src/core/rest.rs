@@ -415,22 +415,21 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
             Some(CatalogCall::Create { account, name: body.name })
         }
         ("GET", ["namespaces"]) => {
-            let args = query_args(req.query, &[("per_page", "perPage"), ("limit", "perPage")], &["perPage"])?;
-            let per_page = args.get("perPage").and_then(Value::as_u64).map(api::count);
-            let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
-            if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor" | "order" | "direction"))) {
-                return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));
-            }
+            let (per_page, cursor, args) = page_query(req.query, &["order", "direction"])?;
             let order = crate::core::catalog::NamespaceOrder::parse(args.get("order").and_then(Value::as_str), args.get("direction").and_then(Value::as_str))?;
             // The router knows no token: the list shows nothing until
             // [`scope_catalog`] gives it what the caller's grant may see.
             Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()), order })
         }
+        ("GET", ["namespaces", ns, "profiles"]) => {
+            let (per_page, cursor, _) = page_query(req.query, &[])?;
+            Some(CatalogCall::ListProfiles { namespace: decode(ns)?, per_page, cursor })
+        }
         ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
         ("DELETE", ["namespaces", ns]) => Some(CatalogCall::Delete { name: decode(ns)? }),
         _ => None,
     };
-    if catalog.as_ref().is_some_and(|c| !matches!(c, CatalogCall::List { .. })) {
+    if catalog.as_ref().is_some_and(|c| !matches!(c, CatalogCall::List { .. } | CatalogCall::ListProfiles { .. })) {
         no_query(req)?;
     }
     if let Some(call) = catalog {
@@ -576,6 +575,7 @@ pub fn allowed_methods(path: &str) -> Option<&'static str> {
     match api_path(&segments)?.2 {
         ["namespaces"] => Some("GET, POST"),
         ["namespaces", _] => Some("GET, DELETE"),
+        ["namespaces", _, "profiles"] => Some("GET"),
         ["namespaces", _, "profiles", _, rest @ ..] => match rest {
             [] => Some("DELETE"),
             ["ingest" | "remember" | "recall" | "import" | "restore" | "consolidate"] => Some("POST"),
@@ -947,7 +947,7 @@ pub fn envelope_for(call: &ProfileCall, result: String) -> Enveloped {
             Enveloped::whole(match serde_json::from_str::<Page<'_>>(&result) {
                 Ok(page) => {
                     let items: Vec<&str> = page.memories.iter().map(|m| m.get()).collect();
-                    let info = json!({ "cursor": page.cursor.unwrap_or_default(), "per_page": call.per_page(), "count": items.len() });
+                    let info = page_info(call.per_page(), items.len(), page.cursor.filter(|c| !c.is_empty()));
                     envelope_with_info(&format!("[{}]", items.join(",")), &info)
                 }
                 Err(_) => envelope_ok_text("", &result),
@@ -985,6 +985,12 @@ pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Resu
             let info = json!({ "cursor": page.cursor, "per_page": page.per_page, "count": page.namespaces.len() });
             Ok(envelope_with_info(&serde_json::to_string(&page.namespaces)?, &info))
         }
+        CatalogCall::ListProfiles { .. } => {
+            let page: crate::core::catalog::ProfilePage =
+                serde_json::from_str(result).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+            let info = page_info(page.per_page, page.profiles.len(), page.cursor);
+            Ok(envelope_with_info(&serde_json::to_string(&page.profiles)?, &info))
+        }
         CatalogCall::Delete { .. } => Ok(envelope_ok_text("", "null")),
         _ => Ok(envelope_ok_text("", result)),
     }
@@ -1010,6 +1016,33 @@ pub fn scope_catalog(call: CatalogCall, grant: &Grant) -> Result<CatalogCall> {
         CatalogCall::List { account, per_page, cursor, order, .. } => Ok(CatalogCall::List { account, per_page, cursor, visible: grant.visible(), order }),
         other => Ok(other),
     }
+}
+
+/// A catalog list's query: its page size (`per_page`, or `limit`), its
+/// cursor, and all it holds, of which only those and `also` are taken (any
+/// other parameter is refused, 400).
+fn page_query(query: &str, also: &[&str]) -> Result<(Option<usize>, Option<String>, Value)> {
+    let args = query_args(query, &[("per_page", "perPage"), ("limit", "perPage")], &["perPage"])?;
+    if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor") && !also.contains(&k.as_str()))) {
+        return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));
+    }
+    let per_page = args.get("perPage").and_then(Value::as_u64).map(api::count);
+    let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
+    Ok((per_page, cursor, args))
+}
+
+/// The published `result_info` of a page of memories or profiles: its
+/// `cursor` is the next page's, "omitted on the last page" (the API
+/// schema). (A page of namespaces carries `""` there instead, as wrangler
+/// reads it.)
+fn page_info(per_page: usize, count: usize, cursor: Option<String>) -> Value {
+    let mut info = Map::new();
+    if let Some(cursor) = cursor {
+        info.insert("cursor".into(), Value::String(cursor));
+    }
+    info.insert("per_page".into(), json!(per_page));
+    info.insert("count".into(), json!(count));
+    Value::Object(info)
 }
 
 /// The success envelope around `result` (JSON text) with `result_info`.

@@ -49,6 +49,7 @@ export const T = Object.freeze({
   undo: `${P}/consolidations/{consolidationId}/undo`,
   namespaces: "/accounts/{account}/agent-memory/namespaces",
   namespace: "/accounts/{account}/agent-memory/namespaces/{namespace}",
+  profiles: "/accounts/{account}/agent-memory/namespaces/{namespace}/profiles",
   mcp: "/mcp/namespaces/{namespace}/profiles/{profile}",
 });
 

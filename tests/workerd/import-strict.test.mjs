@@ -121,7 +121,7 @@ test("the memory list takes the empty cursor of a published last page as the fir
   };
   const all = await published("?per_page=10");
   assert.equal(all.status, 200);
-  assert.equal(all.body.result_info.cursor, "", "the published last page");
+  assert.ok(!("cursor" in all.body.result_info), "the published last page has no cursor");
   const again = await published("?per_page=10&cursor=");
   assert.equal(again.status, 200, JSON.stringify(again.body));
   assert.deepEqual(again.body.result, all.body.result);

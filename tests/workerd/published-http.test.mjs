@@ -122,6 +122,32 @@ const EXAMPLE_MEMORY_LIST = JSON.parse(`{
 	}
 }`);
 
+// The API schema's list profiles operation (agent-memory-profile-list):
+// its example values, in the published envelope.
+const EXAMPLE_PROFILE_LIST = JSON.parse(`{
+	"result": [
+		{
+			"name": "my-profile",
+			"createdAt": "2025-09-21T14:30:00Z"
+		}
+	],
+	"success": true,
+	"errors": [],
+	"messages": [],
+	"result_info": {
+		"count": 1,
+		"cursor": "eyJ2IjoxLCJuIjoibXktcHJvZmlsZSJ9",
+		"per_page": 20
+	}
+}`);
+
+/** A list example as its last page: the API schema's `result_info.cursor` is "omitted on the last page". */
+function lastPage(example) {
+  const copy = structuredClone(example);
+  delete copy.result_info.cursor;
+  return copy;
+}
+
 const EXAMPLE_SUMMARY = JSON.parse(`{
 	"result": {
 		"summary": "## Summary\\n\\nThe user prefers concise answers."
@@ -209,7 +235,7 @@ function assertShape(body, example, what) {
 }
 
 test("shapeOf: each documented example fits its own shape; extra keys and a null sessionId pass; missing or mistyped keys fail", () => {
-  const examples = [EXAMPLE_NAMESPACE, EXAMPLE_NAMESPACE_LIST, EXAMPLE_NULL, EXAMPLE_MEMORY, EXAMPLE_RECALL, EXAMPLE_MEMORY_LIST, EXAMPLE_SUMMARY, EXAMPLE_ERROR];
+  const examples = [EXAMPLE_NAMESPACE, EXAMPLE_NAMESPACE_LIST, EXAMPLE_NULL, EXAMPLE_MEMORY, EXAMPLE_RECALL, EXAMPLE_MEMORY_LIST, EXAMPLE_PROFILE_LIST, EXAMPLE_SUMMARY, EXAMPLE_ERROR];
   for (const ex of examples) assert.deepEqual(shapeProblems(ex, shapeOf(ex)), []);
   const shape = shapeOf(EXAMPLE_MEMORY);
   const memory = structuredClone(EXAMPLE_MEMORY);
@@ -331,7 +357,9 @@ function assertListEntry(e) {
 async function listMemories(query = {}, profile = PROFILE, name = NAMESPACE) {
   const qs = new URLSearchParams(query).toString();
   const r = await send("GET", `${prof(profile, name)}/memories${qs ? `?${qs}` : ""}`);
-  const result = ok(r, EXAMPLE_MEMORY_LIST);
+  const last = r.body?.result_info !== undefined && !("cursor" in r.body.result_info);
+  const result = ok(r, last ? lastPage(EXAMPLE_MEMORY_LIST) : EXAMPLE_MEMORY_LIST);
+  if (!last) assert.notEqual(r.body.result_info.cursor, "", `a next page's cursor is not empty: ${r.what}`);
   result.forEach(assertListEntry);
   assert.equal(r.body.result_info.count, result.length, `result_info.count is the page's size: ${r.what}`);
   if (query.per_page !== undefined) {
@@ -341,18 +369,18 @@ async function listMemories(query = {}, profile = PROFILE, name = NAMESPACE) {
   return { result, cursor: r.body.result_info.cursor };
 }
 
-/** Every page of GET .../memories, `per_page` at a time, until cursor is "". */
+/** Every page of GET .../memories, `per_page` at a time, until a page has no cursor. */
 async function listAllMemories(query, profile = PROFILE) {
   const all = [];
   let cursor;
   for (let page = 0; page < 100; page++) {
     const r = await listMemories(cursor ? { ...query, cursor } : query, profile);
     all.push(...r.result);
-    if (r.cursor === "") return all;
+    if (r.cursor === undefined) return all;
     assert.notEqual(r.cursor, cursor, "the cursor moves on");
     cursor = r.cursor;
   }
-  assert.fail("paging never reached cursor \"\"");
+  assert.fail("paging never reached a page without a cursor");
 }
 
 // State the flow builds.
@@ -505,7 +533,7 @@ test("POST .../recall with nothing matching returns an empty answer, not an erro
   assert.equal(r.answer, "");
 });
 
-test("GET .../memories?per_page=50 lists entries without content; the last page's cursor is \"\"", async () => {
+test("GET .../memories?per_page=50 lists entries without content; the last page has no cursor (the API schema: omitted on the last page)", async () => {
   // More memories: two in another session, one without a session.
   flow.other = [];
   for (const content of ["I use TypeScript for every project.", "My deadline for the billing API is Friday."]) {
@@ -515,7 +543,7 @@ test("GET .../memories?per_page=50 lists entries without content; the last page'
   assert.equal(flow.noSession.sessionId, null, "a memory remembered without a session has sessionId null (§6.2)");
 
   const { result, cursor } = await listMemories({ per_page: "50" });
-  assert.equal(cursor, "");
+  assert.equal(cursor, undefined);
   const ids = result.map((m) => m.id);
   for (const m of [flow.memory, ...flow.other, flow.noSession]) assert.ok(ids.includes(m?.id), `${m?.id} is listed`);
   const entry = result.find((m) => m.id === flow.memory.id);
@@ -650,6 +678,72 @@ test("a deleted namespace's name can be created again, and its old profiles are 
   assert.ok(flow.bob, "prerequisite: bob remembered before the delete");
   assert.deepEqual((await listMemories({ per_page: "50" }, "bob")).result, [], "the old profile's memories went with the namespace");
   fails(await send("GET", `${prof("bob")}/memories/${flow.bob.id}`), 404);
+});
+
+// ---------------------------------------------------------------------------
+// GET .../namespaces/{namespace_name}/profiles: the API schema's "List
+// profiles" (agent-memory-profile-list), newer than the reference pages:
+// "Lists the profiles of a namespace, ordered by name. A profile appears
+// once it has been used." `per_page` 1-500, `cursor` opaque
+// (^[A-Za-z0-9_-]+$, at most 256), each entry {name, createdAt}, and
+// result_info.cursor "omitted on the last page".
+
+const INDEX_NS = "profile-index";
+const CURSOR_PATTERN = /^[A-Za-z0-9_-]{1,256}$/;
+
+/** One page of GET .../profiles with `query`; checks the shape and result_info. */
+async function listProfiles(query = {}, name = INDEX_NS) {
+  const qs = new URLSearchParams(query).toString();
+  const r = await send("GET", `${ns(name)}/profiles${qs ? `?${qs}` : ""}`);
+  const last = r.body?.result_info !== undefined && !("cursor" in r.body.result_info);
+  const result = ok(r, last ? lastPage(EXAMPLE_PROFILE_LIST) : EXAMPLE_PROFILE_LIST);
+  for (const p of result) assert.match(p.createdAt, ISO_MS, `createdAt is an ISO-8601 date-time: ${r.what}`);
+  assert.equal(r.body.result_info.count, result.length, r.what);
+  assert.equal(r.body.result_info.per_page, query.per_page === undefined ? 20 : Number(query.per_page), r.what);
+  if (!last) assert.match(r.body.result_info.cursor, CURSOR_PATTERN, `the cursor fits the schema's pattern: ${r.what}`);
+  return { names: result.map((p) => p.name), entries: result, cursor: r.body.result_info.cursor };
+}
+
+test("GET .../profiles lists the namespace's profiles by name, each with createdAt; one only read is not listed; the last page has no cursor", async () => {
+  const before = Date.now();
+  for (const profile of ["zed", "amy", "mid-1"]) {
+    ok(await send("POST", `${prof(profile, INDEX_NS)}/remember`, { body: BODY_REMEMBER }), EXAMPLE_MEMORY);
+  }
+  await listMemories({ per_page: "5" }, "only-read", INDEX_NS);
+  const { names, entries, cursor } = await listProfiles();
+  assert.deepEqual(names, ["amy", "mid-1", "zed"]);
+  assert.equal(cursor, undefined);
+  for (const e of entries) {
+    const at = Date.parse(e.createdAt);
+    assert.ok(at >= before - 1000 && at <= Date.now() + 1000, `createdAt ${e.createdAt} is when the profile was first written`);
+  }
+});
+
+test("GET .../profiles?per_page=1 pages with the opaque cursor through every profile once, in order; a bad per_page or cursor is 400", async () => {
+  const seen = [];
+  let cursor;
+  for (let page = 0; page < 10; page++) {
+    const r = await listProfiles(cursor ? { per_page: "1", cursor } : { per_page: "1" });
+    assert.ok(r.names.length <= 1);
+    seen.push(...r.names);
+    if (r.cursor === undefined) break;
+    assert.notEqual(r.cursor, cursor, "the cursor moves on");
+    cursor = r.cursor;
+  }
+  assert.deepEqual(seen, ["amy", "mid-1", "zed"]);
+  assert.deepEqual((await listProfiles({ per_page: "2" })).names, ["amy", "mid-1"]);
+  for (const query of ["per_page=0", "per_page=abc", "cursor=!!", "cursor=not-a-cursor-of-ours", "order=name"]) {
+    fails(await send("GET", `${ns(INDEX_NS)}/profiles?${query}`), 400);
+  }
+});
+
+test("GET .../profiles: a deleted profile leaves the list and a write brings it back; an unknown namespace is 404", async () => {
+  ok(await send("DELETE", prof("zed", INDEX_NS)), EXAMPLE_NULL);
+  assert.deepEqual((await listProfiles()).names, ["amy", "mid-1"]);
+  ok(await send("POST", `${prof("zed", INDEX_NS)}/remember`, { body: BODY_REMEMBER }), EXAMPLE_MEMORY);
+  assert.deepEqual((await listProfiles()).names, ["amy", "mid-1", "zed"]);
+  assert.match(fails(await send("GET", `${ns("no-such-namespace")}/profiles`), 404).message, /namespace not found/i);
+  assert.match(fails(await send("POST", `${ns(INDEX_NS)}/profiles`, { body: {} }), 405).message, /.+/);
 });
 
 // ---------------------------------------------------------------------------

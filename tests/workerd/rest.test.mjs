@@ -1008,6 +1008,29 @@ test("update replaces a memory's metadata; consolidate merges two wordings, and 
   fails(await api.post(T.undo, { profile, consolidationId: 999999 }, undefined), 404, CODE.notFound);
 });
 
+test("a namespace's profiles: listed by name once written, a page at a time; a deleted one leaves the list and its restore brings it back; a token sees only its namespaces' lists", async () => {
+  const content = "The user's favourite museum is the Rijksmuseum.";
+  for (const profile of ["pl-c", "pl-a", "pl-b"]) ok(await api.post(T.remember, { namespace: "ns-profiles", profile }, { content }));
+  const names = async (query = {}) => {
+    const r = await api.get(T.profiles, { namespace: "ns-profiles" }, { query });
+    const page = ok(r);
+    assert.equal(r.body.result_info.count, page.length);
+    for (const p of page) assert.ok(!Number.isNaN(Date.parse(p.createdAt)), JSON.stringify(p));
+    return { names: page.map((p) => p.name), cursor: r.body.result_info.cursor };
+  };
+  assert.deepEqual(await names(), { names: ["pl-a", "pl-b", "pl-c"], cursor: undefined });
+  const first = await names({ per_page: 2 });
+  assert.deepEqual(first.names, ["pl-a", "pl-b"]);
+  assert.deepEqual(await names({ per_page: 2, cursor: first.cursor }), { names: ["pl-c"], cursor: undefined });
+  ok(await api.del(T.profile, { namespace: "ns-profiles", profile: "pl-b" }));
+  assert.deepEqual((await names()).names, ["pl-a", "pl-c"]);
+  ok(await api.post(T.restore, { namespace: "ns-profiles", profile: "pl-b" }, {}));
+  assert.deepEqual((await names()).names, ["pl-a", "pl-b", "pl-c"]);
+  fails(await api.get(T.profiles, { namespace: "ns-profiles" }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
+  fails(await api.get(T.profiles, { namespace: "ns-profiles-never" }), 404, CODE.notFound);
+  fails(await api.get(T.profiles, { namespace: "ns-profiles" }, { query: { cursor: "zz" } }), 400, CODE.invalid);
+});
+
 test("every documented operation was exercised and validated by this suite", () => {
   assert.ok(documentedOperations(doc).length >= 19);
   for (const op of ["GET /accounts/{account}/agent-memory/namespaces", "POST /accounts/{account}/agent-memory/namespaces",

@@ -257,6 +257,10 @@ impl<'a> Store<'a> {
         self.sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", &[key.into(), value.into()])
     }
 
+    pub fn meta_delete(&self, key: &str) -> Result<()> {
+        self.sql.execute("DELETE FROM meta WHERE key = ?", &[key.into()])
+    }
+
     /// Records why the drain failed, with when, or clears it (`None`).
     pub fn note_drain_error(&self, error: Option<&str>) -> Result<()> {
         match error {
