@@ -105,6 +105,32 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
     assert.match(report, /from 4 messages/);
   });
 
+  await t.test("the profile field suggests the namespace's profiles and opens a name over 32 characters with '@' and '+'", async () => {
+    // A profile of the namespace this browser never opened: only the
+    // namespace's list can suggest it.
+    const listed = `listed-${run}`;
+    const res = await fetch(`${origin}/accounts/local/agent-memory/namespaces/${namespace}/profiles/${listed}/remember`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ content: "The user keeps a second profile." }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    const long = `someone.with-a-long-name+${run}@example-company.com`;
+    assert.ok(long.length > 32, long);
+    await byId("scope-profile").fill(long);
+    await byId("scope-apply").click();
+    await page.waitForFunction((title) => document.title.startsWith(title), `${namespace}/${long}`);
+    await byId("scope-profile").fill(profile);
+    await byId("scope-apply").click();
+    await page.waitForFunction((title) => document.title.startsWith(title), `${namespace}/${profile}`);
+    await page.waitForFunction(
+      (name) => [...document.querySelectorAll("#recent-profiles option")].some((o) => o.value === name),
+      listed,
+    );
+    const suggested = await page.$$eval("#recent-profiles option", (os) => os.map((o) => o.value));
+    assert.ok(suggested.includes(long) && suggested.includes(profile), `the recent names stay: ${suggested}`);
+  });
+
   let pnpmIds = [];
   await t.test("the pnpm memory is in the table", async () => {
     await go("memories");

@@ -36,14 +36,21 @@ export class Client {
     this.origin = origin;
   }
 
-  get base() {
-    return `${this.origin}/accounts/${enc(this.account)}/agent-memory/namespaces/${enc(this.namespace)}/profiles/${enc(this.profile)}`;
+  /** The namespace's routes. */
+  get namespaceBase() {
+    return `${this.origin}/accounts/${enc(this.account)}/agent-memory/namespaces/${enc(this.namespace)}`;
   }
 
-  /** Sends a request; returns the raw Response for non-JSON successes
-   *  (`raw: true`), otherwise `{ result, messages, resultInfo }`. */
-  async request(method, path, { query, json, body, contentType, raw = false } = {}) {
-    let url = this.base + path;
+  /** The profile's routes. */
+  get base() {
+    return `${this.namespaceBase}/profiles/${enc(this.profile)}`;
+  }
+
+  /** Sends a request to `path` under the profile's routes (or `at`);
+   *  returns the raw Response for non-JSON successes (`raw: true`),
+   *  otherwise `{ result, messages, resultInfo }`. */
+  async request(method, path, { query, json, body, contentType, raw = false, at = this.base } = {}) {
+    let url = at + path;
     if (query) {
       const qs = new URLSearchParams();
       for (const [k, v] of Object.entries(query)) {
@@ -87,6 +94,12 @@ export class Client {
 
   stats() {
     return this.request("GET", "/stats");
+  }
+
+  /** The namespace's profiles by name, `limit` at a time: `result` is
+   *  `[{ name, createdAt }]`. */
+  profiles({ limit, cursor } = {}) {
+    return this.request("GET", "/profiles", { query: { per_page: limit, cursor }, at: this.namespaceBase });
   }
 
   /** `filter` is the JSON text of a filter, sent as it was typed (the

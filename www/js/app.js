@@ -118,10 +118,27 @@ function scopeText() {
   return c ? `${c.namespace} / ${c.profile}` : "";
 }
 
-function fillRecent() {
+/** How many of the namespace's profiles the profile field suggests. */
+const PROFILES_SUGGESTED = 100;
+
+/** The names last used as suggestions for the scope fields; the profile
+ *  field's then also the namespace's profiles (its first page, by name),
+ *  once `client` has them. */
+function fillRecent(client) {
   const r = store.recent();
   fill($("#recent-namespaces"), r.namespaces.map((n) => h("option", { value: n })));
   fill($("#recent-profiles"), r.profiles.map((n) => h("option", { value: n })));
+  if (!client) return;
+  client.profiles({ limit: PROFILES_SUGGESTED }).then(
+    ({ result }) => {
+      // Another scope may have opened meanwhile.
+      if (ctx.client !== client) return;
+      const names = [...r.profiles, ...result.map((p) => p.name).filter((n) => !r.profiles.includes(n))];
+      fill($("#recent-profiles"), names.map((n) => h("option", { value: n })));
+    },
+    // Only suggestions: the recent names stay, and the field takes any name.
+    () => {},
+  );
 }
 
 /** Back to the connect panel, saying why. */
@@ -168,7 +185,7 @@ async function connect({ token, account, namespace, profile }) {
   ctx.client = client;
   store.setToken(token);
   store.setScope({ account, namespace, profile });
-  fillRecent();
+  fillRecent(client);
   $("#connect-error").hidden = true;
   $("#view-connect").hidden = true;
   $("#sidenav").hidden = false;
