@@ -425,9 +425,10 @@ impl ProfileObject {
         }
         let answer = profile.answer_prepared(prepared).await?;
         // A profile marked for deletion leaves its namespace's list of
-        // profiles; its restore brings it back.
+        // profiles; its restore brings it back. (Over the binding, deleting
+        // a profile never written marks nothing.)
         match op {
-            Op::DeleteProfile => self.uncatalog(profile, name).await?,
+            Op::DeleteProfile if profile.store().deletion_mark()?.is_some() => self.uncatalog(profile, name).await?,
             Op::RestoreProfile => self.catalog(profile, name).await?,
             _ => {}
         }
@@ -471,14 +472,22 @@ impl ProfileObject {
         store.meta_set(META_CATALOGED, "1")
     }
 
-    /// After the profile is marked for deletion: it leaves the catalog's
+    /// Once the profile is marked for deletion: it leaves the catalog's
     /// list, and forgets it was recorded, so that its restore or its next
     /// write records it again.
     async fn uncatalog(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
         profile.store().meta_delete(META_CATALOGED)?;
         let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
         let call = crate::core::catalog::CatalogCall::Unregister { namespace: namespace.to_string(), profile: profile_name.to_string() };
-        crate::cloudflare::call_catalog(&self.env, &call).await.map(drop)
+        crate::cloudflare::call_catalog(&self.env, &call).await?;
+        // A write that came in while the catalog answered started the
+        // profile anew and recorded it, perhaps before this removal reached
+        // the catalog: it is recorded again.
+        if profile.store().deletion_mark()?.is_none() {
+            profile.store().meta_delete(META_CATALOGED)?;
+            self.catalog(profile, name).await?;
+        }
+        Ok(())
     }
 
     /// A benchmark operation's answer, when `call` is one and the Worker

@@ -122,6 +122,15 @@ async function saw(consumer, route, body) {
   assert.ok(out.ok, `${consumer} ${route} ${JSON.stringify(body)} threw: ${JSON.stringify(out.threw)}`);
   return out.saw;
 }
+/** The profiles of `namespace` as the HTTP API lists them (the API schema's List profiles). */
+async function listedProfiles(namespace) {
+  const res = await w.fetch(`/client/v4/accounts/1/agent-memory/namespaces/${namespace}/profiles?per_page=500`, {
+    headers: { authorization: "Bearer dev-token" },
+  });
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  return body.result.map((p) => p.name);
+}
 /** The error a step threw; fails if it resolved. */
 async function threw(consumer, route, body) {
   const out = await run(consumer, route, body);
@@ -409,7 +418,9 @@ test("deleteSession resolves to undefined, removes that session's memories only,
 test("deleteProfile resolves to undefined and its memories can no longer be read", async () => {
   const profile = "pub-delete-profile";
   const m = assertMemory(await A("/remember", { profile, content: "I run every morning.", sessionId: "sess-dp" }), "remember");
+  assert.ok((await listedProfiles("team-a")).includes(profile), "written: listed");
   assert.deepEqual(await A("/delete-profile", { profile }), { kind: "undefined" });
+  assert.ok(!(await listedProfiles("team-a")).includes(profile), "deleted: no longer listed");
   assert.equal((await threw("consumer-a", "/get", { profile, id: m.id })).isError, true, "get of its memory throws");
   // What list() does on a deleted profile is not documented: it may throw,
   // or resolve; if it resolves, the memory is not in it.
@@ -431,6 +442,7 @@ test("deleteProfile of a profile getProfile made and nothing wrote resolves to u
   const out = await run("consumer-a", "/list", { profile, limit: 5 });
   assert.ok(out.ok, JSON.stringify(out));
   assert.deepEqual(await A("/delete-profile", { profile }), { kind: "undefined" });
+  assert.ok(!(await listedProfiles("team-a")).includes(profile), "never written, so never listed, its deletion included");
   const again = await run("consumer-a", "/list", { profile, limit: 5 });
   assert.ok(again.ok, `still readable as the empty profile it was: ${JSON.stringify(again)}`);
 });
