@@ -318,11 +318,16 @@ fn test_an_unregistered_profile_leaves_the_list_and_a_new_registration_brings_it
     let later = Catalog { sql: &sql, now: T0 + 5_000 };
     later.register("team", "zed").unwrap();
     assert_eq!(names(&later), ["amy", "zed"]);
-    assert_eq!(later.list_profiles("team", None, None).unwrap().profiles[1].created_at, "2026-04-21T00:00:05.000Z");
-    // Unregistered, a profile is not among those a namespace's deletion
-    // purges: its own deletion purges it.
+    assert_eq!(later.list_profiles("team", None, None).unwrap().profiles[1].created_at, "2026-04-21T00:00:05.000Z", "written anew: a new profile");
+    // Restored, a profile keeps the time it was first recorded.
     c.unregister("team", "amy").unwrap();
-    assert_eq!(c.delete("team").unwrap(), ["zed"]);
+    Catalog { sql: &sql, now: T0 + 9_000 }.register_as("team", "amy", true).unwrap();
+    assert_eq!(later.list_profiles("team", None, None).unwrap().profiles[0].created_at, "2026-04-21T00:00:00.000Z", "restored: the same profile");
+    // Unlisted, a profile is still among those its namespace's deletion
+    // purges (a restore could bring it back otherwise).
+    c.unregister("team", "amy").unwrap();
+    assert_eq!(names(&c), ["zed"]);
+    assert_eq!(c.delete("team").unwrap(), ["amy", "zed"]);
 }
 
 #[test]

@@ -418,19 +418,30 @@ impl ProfileObject {
         }
         profile.admit(&prepared)?;
         if op.creates() {
-            self.catalog(profile, name).await?;
+            self.catalog(profile, name, false).await?;
+        }
+        // A restore lists the profile again (keeping when it was first
+        // recorded) before it runs, so that a failed catalog call leaves
+        // it marked, to be restored again. A profile whose namespace was
+        // deleted meanwhile is purged instead (the restore then finds
+        // nothing to restore), and its namespace is not created again.
+        if op == Op::RestoreProfile && profile.store().deletion_mark()?.is_some() {
+            if self.purge_pending(profile, name).await? {
+                profile.purge_now()?;
+            } else {
+                self.catalog(profile, name, true).await?;
+            }
         }
         if op == Op::Ingest {
             self.arm_ingest_guard(profile, name).await?;
         }
         let answer = profile.answer_prepared(prepared).await?;
         // A profile marked for deletion leaves its namespace's list of
-        // profiles; its restore brings it back. (Over the binding, deleting
-        // a profile never written marks nothing.)
-        match op {
-            Op::DeleteProfile if profile.store().deletion_mark()?.is_some() => self.uncatalog(profile, name).await?,
-            Op::RestoreProfile => self.catalog(profile, name).await?,
-            _ => {}
+        // profiles. (Over the binding, deleting a profile never written
+        // marks nothing.) A failed catalog call is an error the caller
+        // retries: the deletion again keeps its mark and unlists it.
+        if op == Op::DeleteProfile && profile.store().deletion_mark()?.is_some() {
+            self.uncatalog(profile, name).await?;
         }
         Ok(answer)
     }
@@ -452,17 +463,17 @@ impl ProfileObject {
         Ok(answer.purge_first)
     }
 
-    /// Before a write that may create the profile: records it in the
-    /// namespace catalog (which creates a namespace nobody created), once.
-    /// A profile of a deleted namespace whose purge has not run yet is
-    /// purged first.
-    async fn catalog(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
+    /// Before a write that may create the profile, or its restore
+    /// (`restored`): records it in the namespace catalog (which creates a
+    /// namespace nobody created), once. A profile of a deleted namespace
+    /// whose purge has not run yet is purged first.
+    async fn catalog(&self, profile: &Profile<'_>, name: &str, restored: bool) -> std::result::Result<(), Error> {
         let store = profile.store();
         if store.meta_get(META_CATALOGED)?.is_some() {
             return Ok(());
         }
         let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
-        let call = crate::core::catalog::CatalogCall::Register { namespace: namespace.to_string(), profile: profile_name.to_string() };
+        let call = crate::core::catalog::CatalogCall::Register { namespace: namespace.to_string(), profile: profile_name.to_string(), restored };
         let text = crate::cloudflare::call_catalog(&self.env, &call).await?;
         let registration: crate::core::catalog::Registration =
             serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
@@ -485,7 +496,7 @@ impl ProfileObject {
         // the catalog: it is recorded again.
         if profile.store().deletion_mark()?.is_none() {
             profile.store().meta_delete(META_CATALOGED)?;
-            self.catalog(profile, name).await?;
+            self.catalog(profile, name, false).await?;
         }
         Ok(())
     }

@@ -716,9 +716,10 @@ impl RecallRequest {
 
 impl ListRequest {
     /// Where the page starts: after this cursor, or at the first memory
-    /// when there is none. The empty cursor is none: the published API
-    /// ends its last page with `cursor: ""`, and a client that sends back
-    /// what it was given gets the first page, not a 400.
+    /// when there is none. The empty cursor is none: a client that sends
+    /// back an empty cursor (as the namespace list's last page gives it,
+    /// and this service's memory list gave it before the API schema said
+    /// to leave it out) gets the first page, not a 400.
     pub fn after(&self) -> Option<&str> {
         self.cursor.as_deref().filter(|c| !c.is_empty())
     }

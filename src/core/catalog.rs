@@ -11,8 +11,9 @@
 //!   so the catalog knows what a namespace's deletion must purge, and
 //!   lists it ([`Catalog::list_profiles`], the API schema's "List
 //!   profiles": by name, each with when it was first recorded). A profile
-//!   marked for deletion leaves the list ([`Catalog::unregister`]) and
-//!   registers again on its next write or its restore.
+//!   marked for deletion leaves the list ([`Catalog::unregister`]: it stays
+//!   recorded, unlisted, so that a namespace's deletion still purges it)
+//!   and is listed again on its next write or its restore.
 //! - Deleting a namespace removes it from the catalog at once (its name can
 //!   be created again) and records a purge for each of its profiles. The
 //!   caller purges them and reports each done ([`Catalog::purged`]); what
@@ -60,13 +61,15 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
         )",
         ],
     ),
-    // When each profile was first recorded, for its listing. Profiles
-    // recorded before it take their namespace's creation (the earliest
-    // they can have been).
+    // When each profile was first recorded, for its listing, and whether
+    // it is left out of it (marked for deletion). Profiles recorded before
+    // it take their namespace's creation (the earliest they can have
+    // been).
     (
         2,
         &[
             "ALTER TABLE profiles ADD COLUMN created_at INTEGER",
+            "ALTER TABLE profiles ADD COLUMN unlisted INTEGER NOT NULL DEFAULT 0",
             "UPDATE profiles SET created_at = (SELECT n.created_at FROM namespaces n WHERE n.name = profiles.namespace) WHERE created_at IS NULL",
         ],
     ),
@@ -249,6 +252,10 @@ pub enum CatalogCall {
     Register {
         namespace: String,
         profile: String,
+        /// A restore: a profile listed again keeps the time it was first
+        /// recorded (a write after its deletion starts a new profile).
+        #[serde(default)]
+        restored: bool,
     },
     /// A profile marked for deletion leaves its namespace's list.
     Unregister {
@@ -302,7 +309,7 @@ impl Catalog<'_> {
             }
             CatalogCall::Get { account, name } => json(&self.get(&account, &name)?),
             CatalogCall::Delete { name } => json(&self.delete(&name)?),
-            CatalogCall::Register { namespace, profile } => json(&self.register(&namespace, &profile)?),
+            CatalogCall::Register { namespace, profile, restored } => json(&self.register_as(&namespace, &profile, restored)?),
             CatalogCall::Unregister { namespace, profile } => json(&self.unregister(&namespace, &profile)?),
             CatalogCall::ListProfiles { namespace, per_page, cursor } => json(&self.list_profiles(&namespace, per_page, cursor.as_deref())?),
             CatalogCall::PurgePending { namespace, profile } => json(&self.purge_pending(&namespace, &profile)?),
@@ -418,6 +425,13 @@ impl Catalog<'_> {
     /// profile recorded. A profile still waiting for its purge is told to
     /// purge first (and its purge is then done).
     pub fn register(&self, namespace: &str, profile: &str) -> Result<Registration> {
+        self.register_as(namespace, profile, false)
+    }
+
+    /// [`Catalog::register`]; for a profile that was unlisted (marked for
+    /// deletion), `restored` keeps the time it was first recorded, and
+    /// otherwise (a write starting it anew) it is recorded now.
+    pub fn register_as(&self, namespace: &str, profile: &str, restored: bool) -> Result<Registration> {
         api::validate_namespace(namespace)?;
         api::validate_profile(profile)?;
         let mut purge_first = false;
@@ -429,8 +443,9 @@ impl Catalog<'_> {
                 self.insert(namespace)?;
             }
             self.sql.execute(
-                "INSERT INTO profiles (namespace, profile, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                &[namespace.into(), profile.into(), self.now.into()],
+                "INSERT INTO profiles (namespace, profile, created_at) VALUES (?1, ?2, ?3) ON CONFLICT (namespace, profile) DO UPDATE \
+                 SET created_at = CASE WHEN unlisted = 1 AND NOT ?4 THEN excluded.created_at ELSE created_at END, unlisted = 0",
+                &[namespace.into(), profile.into(), self.now.into(), SqlValue::Integer(restored.into())],
             )
         })?;
         Ok(Registration { purge_first })
@@ -438,11 +453,12 @@ impl Catalog<'_> {
 
     /// A profile marked for deletion: it leaves its namespace's list (its
     /// data stays until its purge; a restore or a write registers it
-    /// again). A profile never recorded changes nothing.
+    /// again). It stays recorded, so a deletion of its namespace purges it
+    /// too. A profile never recorded changes nothing.
     pub fn unregister(&self, namespace: &str, profile: &str) -> Result<()> {
         api::validate_namespace(namespace)?;
         api::validate_profile(profile)?;
-        self.sql.execute("DELETE FROM profiles WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])
+        self.sql.execute("UPDATE profiles SET unlisted = 1 WHERE namespace = ? AND profile = ?", &[namespace.into(), profile.into()])
     }
 
     /// The profiles of `namespace` (404 when there is none) by name,
@@ -459,7 +475,7 @@ impl Catalog<'_> {
             return Err(Error::not_found("Namespace not found"));
         }
         let rows = self.sql.query(
-            "SELECT profile, created_at FROM profiles WHERE namespace = ?1 AND profile > ?2 ORDER BY profile LIMIT ?3",
+            "SELECT profile, created_at FROM profiles WHERE namespace = ?1 AND profile > ?2 AND unlisted = 0 ORDER BY profile LIMIT ?3",
             &[namespace.into(), after.into(), SqlValue::Integer(per_page.saturating_add(1) as i64)],
         )?;
         let mut profiles = rows

@@ -923,8 +923,8 @@ fn envelope_messages(notes: &str) -> String {
 /// The envelope of a profile operation's result (JSON text) as `dialect`
 /// answers it. The published API answers `null` for ingest and the
 /// deletions of a session or profile, and a list as the array of its
-/// entries with `result_info {cursor, per_page, count}` (`cursor` empty on
-/// the last page); everything else, and every result of the original
+/// entries with `result_info {cursor, per_page, count}` (`cursor` absent
+/// on the last page); everything else, and every result of the original
 /// prefix, as [`envelope_ok_text`].
 pub fn envelope_for(call: &ProfileCall, result: String) -> Enveloped {
     if let Some((head, tail)) = envelope_ends(call) {

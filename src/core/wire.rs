@@ -42,7 +42,7 @@ impl JsonSchema for Cursor {
             "type": "string",
             "maxLength": 77,
             "pattern": "^([0-9A-Za-z]{1,64}\\.[0-9a-f]{12})?$",
-            "description": "The `cursor` of the previous page: opaque, sealed to the profile that returned it. Empty (what the published prefix's last page carries) asks for the first page; a value this profile did not return is refused."
+            "description": "The `cursor` of the previous page: opaque, sealed to the profile that returned it. Empty asks for the first page (a client that sends back an empty cursor gets it, not a 400); a value this profile did not return is refused."
         })
     }
 }

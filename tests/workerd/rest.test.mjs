@@ -1022,13 +1022,23 @@ test("a namespace's profiles: listed by name once written, a page at a time; a d
   const first = await names({ per_page: 2 });
   assert.deepEqual(first.names, ["pl-a", "pl-b"]);
   assert.deepEqual(await names({ per_page: 2, cursor: first.cursor }), { names: ["pl-c"], cursor: undefined });
+  const createdAt = async (profile) => ok(await api.get(T.profiles, { namespace: "ns-profiles" })).find((p) => p.name === profile)?.createdAt;
+  const bornB = await createdAt("pl-b");
   ok(await api.del(T.profile, { namespace: "ns-profiles", profile: "pl-b" }));
   assert.deepEqual((await names()).names, ["pl-a", "pl-c"]);
   ok(await api.post(T.restore, { namespace: "ns-profiles", profile: "pl-b" }, {}));
   assert.deepEqual((await names()).names, ["pl-a", "pl-b", "pl-c"]);
+  assert.equal(await createdAt("pl-b"), bornB, "restored: the same profile, first recorded when it was");
   fails(await api.get(T.profiles, { namespace: "ns-profiles" }, { token: TEAM_TOKEN }), 403, CODE.forbidden);
   fails(await api.get(T.profiles, { namespace: "ns-profiles-never" }), 404, CODE.notFound);
   fails(await api.get(T.profiles, { namespace: "ns-profiles" }, { query: { cursor: "zz" } }), 400, CODE.invalid);
+  // A profile marked for deletion goes with its namespace: a restore
+  // afterwards finds nothing, and does not bring the namespace back.
+  ok(await api.del(T.profile, { namespace: "ns-profiles", profile: "pl-c" }));
+  assert.equal(ok(await api.del(T.namespace, { namespace: "ns-profiles" })), null);
+  fails(await api.post(T.restore, { namespace: "ns-profiles", profile: "pl-c" }, {}), 404, CODE.notFound);
+  fails(await api.get(T.namespace, { namespace: "ns-profiles" }), 404, CODE.notFound);
+  fails(await api.get(T.profiles, { namespace: "ns-profiles" }), 404, CODE.notFound);
 });
 
 test("every documented operation was exercised and validated by this suite", () => {
