@@ -105,9 +105,16 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
     assert.match(report, /from 4 messages/);
   });
 
-  await t.test("the profile field suggests the namespace's profiles and opens a name over 32 characters with '@' and '+'", async () => {
-    // A profile of the namespace this browser never opened: only the
-    // namespace's list can suggest it.
+  await t.test("the scope fields suggest the token's namespaces and the namespace's profiles; the profile field opens a name over 32 characters with '@' and '+'", async () => {
+    // A namespace and a profile this browser never opened: only the lists
+    // can suggest them.
+    const listedNamespace = `listed-ns-${run}`;
+    const made = await fetch(`${origin}/accounts/local/agent-memory/namespaces`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: listedNamespace }),
+    });
+    assert.equal(made.status, 201, await made.text());
     const listed = `listed-${run}`;
     const res = await fetch(`${origin}/accounts/local/agent-memory/namespaces/${namespace}/profiles/${listed}/remember`, {
       method: "POST",
@@ -129,6 +136,10 @@ test("web console: connect, ingest, list, recall with trace, forget, export, imp
     );
     const suggested = await page.$$eval("#recent-profiles option", (os) => os.map((o) => o.value));
     assert.ok(suggested.includes(long) && suggested.includes(profile), `the recent names stay: ${suggested}`);
+    await page.waitForFunction(
+      (name) => [...document.querySelectorAll("#recent-namespaces option")].some((o) => o.value === name),
+      listedNamespace,
+    );
   });
 
   let pnpmIds = [];

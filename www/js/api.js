@@ -96,6 +96,12 @@ export class Client {
     return this.request("GET", "/stats");
   }
 
+  /** The namespaces the token may touch, by name, `limit` at a time:
+   *  `result` is `[{ id, name, created_at, updated_at }]`. */
+  namespaces({ limit, cursor } = {}) {
+    return this.request("GET", "/namespaces", { query: { per_page: limit, cursor }, at: `${this.origin}/accounts/${enc(this.account)}/agent-memory` });
+  }
+
   /** The namespace's profiles by name, `limit` at a time: `result` is
    *  `[{ name, createdAt }]`. */
   profiles({ limit, cursor } = {}) {

@@ -118,27 +118,30 @@ function scopeText() {
   return c ? `${c.namespace} / ${c.profile}` : "";
 }
 
-/** How many of the namespace's profiles the profile field suggests. */
-const PROFILES_SUGGESTED = 100;
+/** How many namespaces, and profiles of the namespace, the scope fields
+ *  suggest. */
+const NAMES_SUGGESTED = 100;
 
-/** The names last used as suggestions for the scope fields; the profile
- *  field's then also the namespace's profiles (its first page, by name),
- *  once `client` has them. */
+/** The names last used as suggestions for the scope fields; then also, once
+ *  `client` has them, the namespaces its token may touch and the
+ *  namespace's profiles (the first page of each, by name). */
 function fillRecent(client) {
   const r = store.recent();
-  fill($("#recent-namespaces"), r.namespaces.map((n) => h("option", { value: n })));
-  fill($("#recent-profiles"), r.profiles.map((n) => h("option", { value: n })));
+  const suggest = (list, recent, names) => fill($(list), [...recent, ...names.filter((n) => !recent.includes(n))].map((n) => h("option", { value: n })));
+  suggest("#recent-namespaces", r.namespaces, []);
+  suggest("#recent-profiles", r.profiles, []);
   if (!client) return;
-  client.profiles({ limit: PROFILES_SUGGESTED }).then(
-    ({ result }) => {
-      // Another scope may have opened meanwhile.
-      if (ctx.client !== client) return;
-      const names = [...r.profiles, ...result.map((p) => p.name).filter((n) => !r.profiles.includes(n))];
-      fill($("#recent-profiles"), names.map((n) => h("option", { value: n })));
-    },
-    // Only suggestions: the recent names stay, and the field takes any name.
-    () => {},
-  );
+  const listed = (list, recent, call) =>
+    call.then(
+      ({ result }) => {
+        // Another scope may have opened meanwhile.
+        if (ctx.client === client) suggest(list, recent, result.map((n) => n.name));
+      },
+      // Only suggestions: the recent names stay, and the fields take any name.
+      () => {},
+    );
+  listed("#recent-namespaces", r.namespaces, client.namespaces({ limit: NAMES_SUGGESTED }));
+  listed("#recent-profiles", r.profiles, client.profiles({ limit: NAMES_SUGGESTED }));
 }
 
 /** Back to the connect panel, saying why. */
