@@ -420,17 +420,8 @@ impl ProfileObject {
         if op.creates() {
             self.catalog(profile, name, false).await?;
         }
-        // A restore lists the profile again (keeping when it was first
-        // recorded) before it runs, so that a failed catalog call leaves
-        // it marked, to be restored again. A profile whose namespace was
-        // deleted meanwhile is purged instead (the restore then finds
-        // nothing to restore), and its namespace is not created again.
-        if op == Op::RestoreProfile && profile.store().deletion_mark()?.is_some() {
-            if self.purge_pending(profile, name).await? {
-                profile.purge_now()?;
-            } else {
-                self.catalog(profile, name, true).await?;
-            }
+        if op == Op::RestoreProfile {
+            self.relist(profile, name).await?;
         }
         if op == Op::Ingest {
             self.arm_ingest_guard(profile, name).await?;
@@ -444,6 +435,22 @@ impl ProfileObject {
             self.uncatalog(profile, name).await?;
         }
         Ok(answer)
+    }
+
+    /// Before a restore of a profile marked for deletion: lists it again
+    /// (keeping when it was first recorded), so that a failed catalog call
+    /// leaves it marked, to be restored again. A profile whose namespace
+    /// was deleted meanwhile is purged instead (the restore then finds
+    /// nothing to restore), and its namespace is not created again.
+    async fn relist(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
+        if profile.store().deletion_mark()?.is_none() {
+            return Ok(());
+        }
+        if self.purge_pending(profile, name).await? {
+            profile.purge_now()
+        } else {
+            self.catalog(profile, name, true).await
+        }
     }
 
     /// Whether the catalog will have a write purge this profile first (its
