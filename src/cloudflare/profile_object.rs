@@ -8,6 +8,7 @@ use crate::cloudflare::config::Config;
 use crate::cloudflare::do_sql::DoSql;
 use crate::cloudflare::providers::Providers;
 use crate::cloudflare::NDJSON;
+use crate::core::catalog::CatalogCall;
 use crate::core::error::Error;
 #[cfg(feature = "bench")]
 use crate::core::local::bench;
@@ -462,12 +463,16 @@ impl ProfileObject {
         if profile.store().meta_get(META_CATALOGED)?.is_some() {
             return Ok(false);
         }
-        let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
-        let call = crate::core::catalog::CatalogCall::PurgePending { namespace: namespace.to_string(), profile: profile_name.to_string() };
-        let text = crate::cloudflare::call_catalog(&self.env, &call).await?;
-        let answer: crate::core::catalog::Registration =
-            serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+        let answer: crate::core::catalog::Registration = self.ask_catalog(name, |namespace, profile| CatalogCall::PurgePending { namespace, profile }).await?;
         Ok(answer.purge_first)
+    }
+
+    /// The catalog's reply to `call`, made for this profile (`name` is
+    /// `{namespace}/{profile}`).
+    async fn ask_catalog<T: serde::de::DeserializeOwned>(&self, name: &str, call: impl FnOnce(String, String) -> CatalogCall) -> std::result::Result<T, Error> {
+        let (namespace, profile) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
+        let text = crate::cloudflare::call_catalog(&self.env, &call(namespace.to_string(), profile.to_string())).await?;
+        crate::core::catalog::reply(&text)
     }
 
     /// Before a write that may create the profile, or its restore
@@ -479,11 +484,8 @@ impl ProfileObject {
         if store.meta_get(META_CATALOGED)?.is_some() {
             return Ok(());
         }
-        let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
-        let call = crate::core::catalog::CatalogCall::Register { namespace: namespace.to_string(), profile: profile_name.to_string(), restored };
-        let text = crate::cloudflare::call_catalog(&self.env, &call).await?;
         let registration: crate::core::catalog::Registration =
-            serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+            self.ask_catalog(name, |namespace, profile| CatalogCall::Register { namespace, profile, restored }).await?;
         if registration.purge_first {
             profile.purge_now()?;
         }
@@ -495,9 +497,7 @@ impl ProfileObject {
     /// write records it again.
     async fn uncatalog(&self, profile: &Profile<'_>, name: &str) -> std::result::Result<(), Error> {
         profile.store().meta_delete(META_CATALOGED)?;
-        let (namespace, profile_name) = name.split_once('/').ok_or_else(|| Error::storage("a profile object's name has no namespace"))?;
-        let call = crate::core::catalog::CatalogCall::Unregister { namespace: namespace.to_string(), profile: profile_name.to_string() };
-        crate::cloudflare::call_catalog(&self.env, &call).await?;
+        self.ask_catalog::<()>(name, |namespace, profile| CatalogCall::Unregister { namespace, profile }).await?;
         // A write that came in while the catalog answered started the
         // profile anew and recorded it, perhaps before this removal reached
         // the catalog: it is recorded again.

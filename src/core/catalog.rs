@@ -581,6 +581,12 @@ impl Catalog<'_> {
     }
 }
 
+/// A call's result, read back from the JSON text [`Catalog::execute`]
+/// wrote.
+pub fn reply<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))
+}
+
 /// A result as JSON text.
 fn json<T: Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::storage(format!("failed to write a catalog result: {e}")))

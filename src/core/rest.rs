@@ -977,8 +977,7 @@ pub fn envelope_ends(call: &ProfileCall) -> Option<(&'static str, &'static str)>
 pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Result<String> {
     match call {
         CatalogCall::List { .. } => {
-            let page: crate::core::catalog::NamespacePage =
-                serde_json::from_str(result).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+            let page: crate::core::catalog::NamespacePage = crate::core::catalog::reply(result)?;
             if !page.namespaces.iter().all(|n| grant.allows(&n.name)) {
                 return Err(Error::storage("the catalog listed a namespace this token may not see"));
             }
@@ -986,8 +985,7 @@ pub fn envelope_catalog(call: &CatalogCall, result: &str, grant: &Grant) -> Resu
             Ok(envelope_with_info(&serde_json::to_string(&page.namespaces)?, &info))
         }
         CatalogCall::ListProfiles { .. } => {
-            let page: crate::core::catalog::ProfilePage =
-                serde_json::from_str(result).map_err(|e| Error::storage(format!("failed to read the catalog's reply: {e}")))?;
+            let page: crate::core::catalog::ProfilePage = crate::core::catalog::reply(result)?;
             let info = page_info(page.per_page, page.profiles.len(), page.cursor);
             Ok(envelope_with_info(&serde_json::to_string(&page.profiles)?, &info))
         }

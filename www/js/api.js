@@ -36,9 +36,14 @@ export class Client {
     this.origin = origin;
   }
 
+  /** The account's routes (its namespaces). */
+  get accountBase() {
+    return `${this.origin}/accounts/${enc(this.account)}/agent-memory`;
+  }
+
   /** The namespace's routes. */
   get namespaceBase() {
-    return `${this.origin}/accounts/${enc(this.account)}/agent-memory/namespaces/${enc(this.namespace)}`;
+    return `${this.accountBase}/namespaces/${enc(this.namespace)}`;
   }
 
   /** The profile's routes. */
@@ -99,7 +104,7 @@ export class Client {
   /** The namespaces the token may touch, by name, `limit` at a time:
    *  `result` is `[{ id, name, created_at, updated_at }]`. */
   namespaces({ limit, cursor } = {}) {
-    return this.request("GET", "/namespaces", { query: { per_page: limit, cursor }, at: `${this.origin}/accounts/${enc(this.account)}/agent-memory` });
+    return this.request("GET", "/namespaces", { query: { per_page: limit, cursor }, at: this.accountBase });
   }
 
   /** The namespace's profiles by name, `limit` at a time: `result` is
