@@ -829,3 +829,46 @@ fn test_a_profile_of_remembered_statements_measures_the_match_by_its_memories_st
         assert!(nodes.iter().any(|n| n.description.contains("/ ln(5 documents)")), "no messages: N is the five memories: {nodes:?}");
     });
 }
+
+#[test]
+fn test_a_recall_on_sqlite_alone_over_many_long_turns_reads_them_under_the_value_cap() {
+    // 1,200 turns of ~1,000 characters of three bytes each, one in seven
+    // naming the ferry: a question about a time reads the first characters
+    // of every full-text hit and of the turns around it, over 2 MB as one
+    // value (the most Cloudflare documents a string may hold, which the
+    // native stand-in holds to). The read goes again in pages.
+    use agent_memory::core::ops::{Limits, Profile};
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    let filler: String = (0..330).map(|i| if i % 10 == 9 { ' ' } else { char::from_u32(0x6771 + (i % 7)).unwrap_or('東') }).collect();
+    for session in 0..60 {
+        for position in 0..20 {
+            let said = if position % 7 == 3 { "The ferry left the harbor at dawn" } else { "A note on the weather" };
+            let content = format!("{said}, turn {position} of {session}. {filler}{filler}{filler}");
+            sql.execute(
+                "INSERT INTO messages (id, session_id, role, content, timestamp, position, created_at) VALUES (?, ?, 'user', ?, '2026-04-01T09:00:00Z', ?, 'then')",
+                &[format!("m{session}x{position}").into(), format!("s{session}").into(), content.into(), (position as i64).into()],
+            )
+            .unwrap();
+        }
+    }
+    with_profile(&sql, APRIL_15, |p| remember(p, json!({ "content": "The ferry leaves the harbor at dawn." })));
+    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
+    let p = Profile {
+        name: "test/p",
+        sql: &sql,
+        reasoner: &agent_memory::core::rules::Rules,
+        embedder: &agent_memory::core::local::embed::HashEmbedder,
+        index: &index,
+        turns: None,
+        now: APRIL_15,
+        limits: Limits::default(),
+        memory: Default::default(),
+        room: &agent_memory::core::ports::Unshared,
+    };
+    let r = recall(&p, json!({ "query": "When did the ferry leave the harbor?" }));
+    // A channel that fails is noted and left out (the full-text channels
+    // fail together): none may be.
+    assert_eq!(r.messages, Vec::<String>::new(), "no channel degraded");
+    assert!(r.candidates.iter().any(|c| c.summary.contains("ferry")), "{:?}", summaries(&r));
+}

@@ -69,7 +69,7 @@ use crate::core::recall::directory::MEMORY_WEIGHTS;
 use crate::core::recall::fuse::{self, Channel, Explanation, Ranking};
 use crate::core::recall::places::{quoted, Narrowed, Source};
 use crate::core::recall::scope::RecallScope;
-use crate::core::store::{json_ids, json_param, json_rows};
+use crate::core::store::{json_ids, json_param, json_rows, json_rows_paged};
 use crate::core::text;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -409,10 +409,10 @@ fn memory_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScop
         let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
         let mut params = vec![json_param(&rowids), SqlValue::Integer(scope.fts_pool() as i64)];
         params.extend(extra.iter().cloned());
-        let placed: Vec<PlacedRow> = json_rows(
+        let placed: Vec<PlacedRow> = json_rows_paged(
             sql,
             &format!(
-                "SELECT json_group_array(json_array(id, place, event_date, source_message_ids, content)) FROM ( \
+                "SELECT json_array(id, place, event_date, source_message_ids, content) AS r FROM ( \
                  SELECT m.id AS id, j.key AS place, m.event_date AS event_date, m.source_message_ids AS source_message_ids, \
                         CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END AS content \
                  FROM json_each(?1) j CROSS JOIN memories m ON m.rowid = j.value WHERE {cond} ORDER BY j.key LIMIT ?2)"
@@ -808,11 +808,11 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
     let (cond, extra) = scope.visible(3);
     let mut params = vec![json_param(&rowids), SqlValue::Integer(plain as i64)];
     params.extend(extra);
-    let rows: Vec<CitationRow> = json_rows(
+    let rows: Vec<CitationRow> = json_rows_paged(
         sql,
         &format!(
-            "SELECT json_group_array(json_array(j.key, m.id, m.rowid, m.source_message_ids, \
-                    CASE WHEN j.key < ?2 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END)) \
+            "SELECT json_array(j.key, m.id, m.rowid, m.source_message_ids, \
+                    CASE WHEN j.key < ?2 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END) AS r \
              FROM json_each(?1) j CROSS JOIN citations s ON s.message_rowid = j.value \
              CROSS JOIN memories m ON m.id = s.memory_id WHERE {cond}"
         ),

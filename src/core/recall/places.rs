@@ -22,7 +22,7 @@ use crate::core::error::{Error, Result};
 use crate::core::ports::{first_passing, Sql, SqlValue, BATCH_GROWTH, FIRST_BATCH};
 use crate::core::recall::directory::{Directory, Turn, TurnDirectory, SPEAKERS_READ, TEXT_READ_CHARS};
 use crate::core::recall::temporal::mentions_time;
-use crate::core::store::{json_param, json_rows, FullText};
+use crate::core::store::{json_param, json_rows, json_rows_paged, FullText};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// The memories a narrowed recall may return, as the full-text ranking
@@ -372,11 +372,11 @@ fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize, times: bool) -> R
         return Ok(out);
     }
     type Read = (i64, String, String, i64, String, Option<String>, Option<String>);
-    let mut read: Vec<Read> = json_rows(
+    let mut read: Vec<Read> = json_rows_paged(
         sql,
         &format!(
-            "SELECT json_group_array(json_array(m.rowid, m.id, m.session_id, m.position, m.role, m.timestamp, \
-                    CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END)) \
+            "SELECT json_array(m.rowid, m.id, m.session_id, m.position, m.role, m.timestamp, \
+                    CASE WHEN ?3 THEN substr(m.content, 1, {TEXT_READ_CHARS}) END) AS r \
              FROM messages m WHERE m.rowid IN ( \
                SELECT n.rowid FROM json_each(?1) j CROSS JOIN messages h ON h.rowid = j.value \
                CROSS JOIN messages n ON n.session_id = h.session_id AND n.position BETWEEN h.position - ?2 AND h.position + ?2)"

@@ -482,9 +482,9 @@ impl<'a> Store<'a> {
         distinct.dedup();
         let mut out = Vec::new();
         for chunk in json_chunks(&distinct)? {
-            let rows: Vec<(i64, String, Option<String>, String, String)> = json_rows(
+            let rows: Vec<(i64, String, Option<String>, String, String)> = json_rows_paged(
                 self.sql,
-                "SELECT json_group_array(json_array(c.id, m.key, m.metadata, m.session_id, m.content)) FROM json_each(?1) k \
+                "SELECT json_array(c.id, m.key, m.metadata, m.session_id, m.content) AS r FROM json_each(?1) k \
                  CROSS JOIN memories m ON m.key = k.value CROSS JOIN consolidation_members cm ON cm.memory_id = m.id \
                  CROSS JOIN consolidations c ON c.id = cm.consolidation_id \
                  WHERE m.status = 'superseded' AND c.action = 'fold' AND c.undone_at IS NULL AND c.target = m.superseded_by",
