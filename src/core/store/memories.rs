@@ -449,9 +449,10 @@ impl<'a> Store<'a> {
         let mut reinstated: Vec<String> = Vec::new();
         for chunk in json_chunks(deleted)? {
             // Remaining versions linked to a deleted one: (id, which link, deleted id)
-            let rows: Vec<(String, String, String)> = json_rows(
+            // (A version a fold made replaced every member: many rows an id.)
+            let rows: Vec<(String, String, String)> = json_rows_paged(
                 self.sql,
-                "SELECT json_group_array(json_array(m.id, m.link, m.target)) FROM (\
+                "SELECT json_array(m.id, m.link, m.target) AS r FROM (\
                  SELECT p.id, 'after' AS link, p.superseded_by AS target FROM json_each(?1) j CROSS JOIN memories p ON p.superseded_by = j.value \
                  UNION ALL SELECT n.id, 'before', n.supersedes FROM json_each(?1) j CROSS JOIN memories n ON n.supersedes = j.value) m",
                 &[chunk],
