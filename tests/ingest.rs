@@ -9,7 +9,6 @@ use agent_memory::core::api::{IngestRequest, ListRequest};
 use agent_memory::core::error::{Error, Result};
 use agent_memory::core::llm::{prompts, LlmReasoner};
 use agent_memory::core::local::embed::HashEmbedder;
-use agent_memory::core::local::vector::SqlVectorIndex;
 use agent_memory::core::model::{IngestReport, Memory, MemoryType, MessageInput, Status};
 use agent_memory::core::ops::{Limits, Profile};
 use agent_memory::core::ports::{ChatModel, ChatRequest, Embedder, LocalBoxFuture, Sql};
@@ -1384,22 +1383,8 @@ fn test_an_ingest_cut_before_its_marks_loses_no_statement() {
         metadata: Default::default(),
     };
     let cut = support::FailingAt { inner: &sql, pattern: "INTO rejudge", n: Cell::new(1) };
-    {
-        let index = SqlVectorIndex { sql: &sql };
-        let p = Profile {
-            name: "test/p",
-            sql: &cut,
-            reasoner: &model,
-            embedder: &HashEmbedder,
-            index: &index,
-            turns: None,
-            now: APRIL_15,
-            limits: Limits::default(),
-            memory: Default::default(),
-            room: &agent_memory::core::ports::Unshared,
-        };
-        assert!(block_on(p.ingest(req)).is_err(), "the cut call answers 500");
-    }
+    let parts = support::Parts { reasoner: &model, ..Default::default() };
+    support::with_nothing_resident(&cut, APRIL_15, parts, |p| assert!(block_on(p.ingest(req)).is_err(), "the cut call answers 500"));
     model.down.set(false);
     with_parts(&sql, APRIL_15 + agent_memory::core::ops::INGEST_GUARD_MILLIS + 60_000, &model, &HashEmbedder, |p| {
         for _ in 0..3 {

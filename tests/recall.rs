@@ -837,7 +837,6 @@ fn test_a_recall_on_sqlite_alone_over_many_long_turns_reads_them_under_the_value
     // of every full-text hit and of the turns around it, over 2 MB as one
     // value (the most Cloudflare documents a string may hold, which the
     // native stand-in holds to). The read goes again in pages.
-    use agent_memory::core::ops::{Limits, Profile};
     use agent_memory::core::ports::Sql;
     let sql = database();
     let filler: String = (0..330).map(|i| if i % 10 == 9 { ' ' } else { char::from_u32(0x6771 + (i % 7)).unwrap_or('東') }).collect();
@@ -853,20 +852,7 @@ fn test_a_recall_on_sqlite_alone_over_many_long_turns_reads_them_under_the_value
         }
     }
     with_profile(&sql, APRIL_15, |p| remember(p, json!({ "content": "The ferry leaves the harbor at dawn." })));
-    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &sql };
-    let p = Profile {
-        name: "test/p",
-        sql: &sql,
-        reasoner: &agent_memory::core::rules::Rules,
-        embedder: &agent_memory::core::local::embed::HashEmbedder,
-        index: &index,
-        turns: None,
-        now: APRIL_15,
-        limits: Limits::default(),
-        memory: Default::default(),
-        room: &agent_memory::core::ports::Unshared,
-    };
-    let r = recall(&p, json!({ "query": "When did the ferry leave the harbor?" }));
+    let r = support::with_nothing_resident(&sql, APRIL_15, Default::default(), |p| recall(p, json!({ "query": "When did the ferry leave the harbor?" })));
     // A channel that fails is noted and left out (the full-text channels
     // fail together): none may be.
     assert_eq!(r.messages, Vec::<String>::new(), "no channel degraded");

@@ -913,7 +913,6 @@ impl Sql for CatchUps<'_> {
 #[test]
 fn test_a_recall_on_sqlite_alone_catches_each_full_text_table_up_once_and_sees_what_waited() {
     use agent_memory::core::api::{IngestRequest, RecallRequest};
-    use agent_memory::core::ops::{Limits, Profile};
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {
         let messages = ["I moved the billing service to Oslo last week.", "Which editor do you use?", "I use VS Code for the frontend and Vim on servers."]
@@ -926,23 +925,10 @@ fn test_a_recall_on_sqlite_alone_catches_each_full_text_table_up_once_and_sees_w
     let waiting = sql.query("SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM messages_fts)", &[]).unwrap()[0][0].as_i64();
     assert!(waiting.is_some_and(|n| n > 0), "the messages wait for their full-text rows");
     let counted = CatchUps { inner: &sql, checks: Default::default() };
-    let index = agent_memory::core::local::vector::SqlVectorIndex { sql: &counted };
-    let p = Profile {
-        name: "test/p",
-        sql: &counted,
-        reasoner: &agent_memory::core::rules::Rules,
-        embedder: &agent_memory::core::local::embed::HashEmbedder,
-        index: &index,
-        turns: None,
-        now: APRIL_15,
-        limits: Limits::default(),
-        memory: Default::default(),
-        room: &agent_memory::core::ports::Unshared,
-    };
     // Own words, an expansion ("city"), stop words: up to six full-text
     // queries, two tables.
     let req: RecallRequest = serde_json::from_value(serde_json::json!({ "query": "Which city did I move the billing service to?" })).unwrap();
-    let r = support::block_on(p.recall(req)).unwrap();
+    let r = support::with_nothing_resident(&counted, APRIL_15, Default::default(), |p| support::block_on(p.recall(req))).unwrap();
     assert!(r.candidates.iter().any(|c| c.summary.contains("Oslo")), "what waited is found: {:?}", r.candidates);
     let mut checks = counted.checks.borrow().clone();
     checks.sort();

@@ -118,6 +118,17 @@ impl Default for Parts<'_> {
     }
 }
 
+/// A profile over `sql` at `now` with `parts` and nothing resident: no turn
+/// directory, its vectors read from `sql` (a profile over the memory
+/// budget, or just evicted, answers so).
+#[allow(dead_code)]
+pub fn with_nothing_resident<T>(sql: &dyn agent_memory::core::ports::Sql, now: i64, parts: Parts<'_>, f: impl FnOnce(&Profile<'_>) -> T) -> T {
+    let index = SqlVectorIndex { sql };
+    let Parts { reasoner, embedder, room } = parts;
+    let p = Profile { name: "test/p", sql, reasoner, embedder, index: &index, turns: None, now, limits: Limits::default(), memory: Default::default(), room };
+    f(&p)
+}
+
 /// A profile over `sql` at `now` with `parts`, its vectors in `sql`.
 pub fn with_parts<T>(
     sql: &dyn agent_memory::core::ports::Sql,
