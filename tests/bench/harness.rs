@@ -510,6 +510,9 @@ impl Memory for Native {
                 },
             };
             let r = support::block_on(p.recall(req)).unwrap_or_else(|e| panic!("recall of {question:?} failed: {e}"));
+            // A channel that failed is noted and left out: a measurement
+            // without it is not the pipeline's.
+            assert!(r.messages.is_empty(), "recall of {question:?} degraded: {:?}", r.messages);
             if explain {
                 eprintln!("== explain: {question}");
                 for (i, c) in r.candidates.iter().enumerate() {
