@@ -1476,3 +1476,37 @@ fn test_a_remember_already_expired_is_refused_and_the_keys_value_stays() {
         assert_eq!(p.stats().unwrap().memories, 1);
     });
 }
+
+#[test]
+fn test_migration_20_keys_the_members_of_folds_made_before_it() {
+    use agent_memory::core::ports::Sql;
+    let sql = support::database_at(19);
+    // A fold of two statements of one message (one keyed), made before
+    // version 20: its members indexed without their keys.
+    for (id, key, status, by) in
+        [("m1", Some("user.favorite_color"), "superseded", Some("f")), ("m2", None, "superseded", Some("f")), ("f", None, "active", None)]
+    {
+        sql.execute(
+            "INSERT INTO memories (id, type, key, summary, content, session_id, source_message_ids, search_queries, status, superseded_by, fingerprint, created_at, updated_at) \
+             VALUES (?1, 'fact', ?2, ?1, ?1, 's', '[]', '[]', ?3, ?4, ?1, 'then', 'then')",
+            &[id.into(), key.map_or(agent_memory::core::ports::SqlValue::Null, Into::into), status.into(), by.map_or(agent_memory::core::ports::SqlValue::Null, Into::into)],
+        )
+        .unwrap();
+    }
+    sql.execute(
+        "INSERT INTO consolidations (id, run_id, action, target, members, created, reason, before, at) VALUES (7, 'r', 'fold', 'f', '[\"m1\",\"m2\"]', '[\"f\"]', 'old', '[]', 'then')",
+        &[],
+    )
+    .unwrap();
+    for id in ["m1", "m2", "f"] {
+        sql.execute("INSERT INTO consolidation_members (memory_id, consolidation_id) VALUES (?, 7)", &[id.into()]).unwrap();
+    }
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    let keys = sql.query("SELECT memory_id, key FROM consolidation_members ORDER BY memory_id", &[]).unwrap();
+    let keys: Vec<(String, Option<String>)> = keys.into_iter().map(|r| (r[0].opt_string().unwrap(), r[1].opt_string())).collect();
+    assert_eq!(keys, [("f".to_string(), None), ("m1".to_string(), Some("user.favorite_color".to_string())), ("m2".to_string(), None)]);
+    // Ingest finds the fold by the key.
+    let store = agent_memory::core::store::Store::new(&sql, APRIL_15);
+    let held = store.folds_holding(&["user.favorite_color"]).unwrap();
+    assert_eq!(held.iter().map(|f| (f.fold, f.key.as_str())).collect::<Vec<_>>(), [(7, "user.favorite_color")]);
+}

@@ -424,6 +424,24 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
          DELETE FROM withheld WHERE message_rowid = old.rowid; END",
         ],
     ),
+    (
+        20,
+        &[
+            // A consolidation's members with their topic keys, as they were
+            // when it was made: ingest looks up the live folds holding a
+            // key it is about to state (Store::folds_holding) by it. Through
+            // the memories' key index it read every version of the key ever
+            // stated, superseded ones included, on each ingest. Rows before
+            // this version take their member's key now (a superseded
+            // member's key does not change); a target or a created memory
+            // has none.
+            "ALTER TABLE consolidation_members ADD COLUMN key TEXT",
+            "UPDATE consolidation_members SET key = (SELECT m.key FROM memories m WHERE m.id = consolidation_members.memory_id) \
+         WHERE EXISTS (SELECT 1 FROM consolidations c, json_each(c.members) j \
+         WHERE c.id = consolidation_members.consolidation_id AND j.value = consolidation_members.memory_id)",
+            "CREATE INDEX IF NOT EXISTS consolidation_members_by_key ON consolidation_members(key) WHERE key IS NOT NULL",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.

@@ -75,7 +75,7 @@ impl<'a> Store<'a> {
                 at.as_str().into(),
             ],
         )?;
-        let id = self.index_consolidation(&rows, c.target, c.members, c.created)?;
+        let id = self.index_consolidation(&rows, c.target, c.members, c.created, c.before)?;
         Ok(ConsolidationRecord {
             id,
             run_id: c.run_id.to_string(),
@@ -157,21 +157,25 @@ impl<'a> Store<'a> {
                 r.undone_at.as_deref().map_or(SqlValue::Null, SqlValue::from),
             ],
         )?;
-        self.index_consolidation(&rows, &r.target, &r.members, created)?;
+        self.index_consolidation(&rows, &r.target, &r.members, created, before)?;
         Ok(true)
     }
 
     /// The id an insert of a consolidation returned (`rows`), with every
-    /// memory it involves indexed to it (`consolidation_members`).
-    fn index_consolidation(&self, rows: &[Row], target: &str, members: &[String], created: &[String]) -> Result<i64> {
+    /// memory it involves indexed to it (`consolidation_members`), each
+    /// member with its topic key as it was (`before`), by which
+    /// [`Store::folds_holding`] finds it.
+    fn index_consolidation(&self, rows: &[Row], target: &str, members: &[String], created: &[String], before: &[Memory]) -> Result<i64> {
         let id = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation was not recorded"))?;
+        let key_of = |id: &str| if members.iter().any(|m| m == id) { before.iter().find(|m| m.id == id).and_then(|m| m.key.as_deref()) } else { None };
         let mut involved: Vec<&str> = members.iter().chain(created).map(String::as_str).collect();
         involved.push(target);
         involved.sort();
         involved.dedup();
+        let rows: Vec<(&str, Option<&str>)> = involved.into_iter().map(|id| (id, key_of(id))).collect();
         self.sql.execute(
-            "INSERT OR IGNORE INTO consolidation_members (memory_id, consolidation_id) SELECT value, ?2 FROM json_each(?1)",
-            &[json_param(&involved), SqlValue::Integer(id)],
+            "INSERT OR IGNORE INTO consolidation_members (memory_id, consolidation_id, key) SELECT value ->> 0, ?2, value ->> 1 FROM json_each(?1)",
+            &[json_param(&rows), SqlValue::Integer(id)],
         )?;
         Ok(id)
     }
@@ -482,12 +486,16 @@ impl<'a> Store<'a> {
         distinct.dedup();
         let mut out = Vec::new();
         for chunk in json_chunks(&distinct)? {
+            // Through the members' keys as they were folded (the index on
+            // them): through the memories' key index, every version ever
+            // stated of a key was read, and a key the user restates in every
+            // call took each ingest longer than the last.
             let rows: Vec<(i64, String, Option<String>, String, String)> = json_rows_paged(
                 self.sql,
                 "SELECT json_array(c.id, m.key, m.metadata, m.session_id, m.content) AS r FROM json_each(?1) k \
-                 CROSS JOIN memories m ON m.key = k.value CROSS JOIN consolidation_members cm ON cm.memory_id = m.id \
+                 CROSS JOIN consolidation_members cm ON cm.key = k.value CROSS JOIN memories m ON m.id = cm.memory_id \
                  CROSS JOIN consolidations c ON c.id = cm.consolidation_id \
-                 WHERE m.status = 'superseded' AND c.action = 'fold' AND c.undone_at IS NULL AND c.target = m.superseded_by",
+                 WHERE m.key = k.value AND m.status = 'superseded' AND c.action = 'fold' AND c.undone_at IS NULL AND c.target = m.superseded_by",
                 &[chunk],
             )?;
             for (fold, key, metadata, session_id, content) in rows {
