@@ -1901,3 +1901,36 @@ fn test_a_call_refused_room_leaves_a_run_it_began_that_the_alarm_took_up() {
     assert!(!run_record(&sql).is_empty(), "the run stays");
     assert_eq!(consolidate_jobs(&sql, false), 1, "with its job");
 }
+
+/// The reads of consolidation memberships that run on every keyed ingest
+/// (the live folds holding a key), on every window of a run (the
+/// groupings a person undid) and on every deletion of consolidated
+/// memories (the records to erase) find their rows through an index:
+/// none scans every membership of the profile, which grows with every
+/// fold.
+#[test]
+fn test_membership_reads_of_ingest_runs_and_deletions_use_an_index() {
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    let ingest = |p: &Profile<'_>, text: &str| {
+        let messages = vec![support::msg("user", text)];
+        block_on(p.ingest(agent_memory::core::api::IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap()
+    };
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| ingest(p, "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer."));
+    let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+    let recorded = support::Recorded::new(&sql, |s| s.contains("consolidation_members"));
+    let store = agent_memory::core::store::Store::new(&recorded, APRIL_15 + DAY);
+    let keys: Vec<String> = fold.members.iter().filter_map(|id| store.get_memory(id).unwrap()).filter_map(|m| m.key).collect();
+    assert!(!keys.is_empty(), "a folded member holds a key");
+    assert_eq!(store.folds_holding(&keys.iter().map(String::as_str).collect::<Vec<_>>()).unwrap().len(), keys.len());
+    store.undone_groupings(&fold.members).unwrap();
+    store.erase_consolidations_of(&fold.members).unwrap();
+    let seen = recorded.seen.borrow().clone();
+    assert!(seen.len() >= 4, "{seen:?}");
+    for (statement, params) in seen {
+        let plan = sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), &params).unwrap();
+        let steps: Vec<String> = plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect();
+        let scans: Vec<&String> = steps.iter().filter(|s| s.starts_with("SCAN") && !s.contains("VIRTUAL TABLE")).collect();
+        assert!(scans.is_empty(), "{statement}: {steps:#?}");
+    }
+}

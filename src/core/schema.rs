@@ -442,6 +442,18 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX IF NOT EXISTS consolidation_members_by_key ON consolidation_members(key) WHERE key IS NOT NULL",
         ],
     ),
+    (
+        21,
+        &[
+            // The memories of given consolidations: a run's check of the
+            // groupings a person undid (Store::undone_groupings, each
+            // window) and a deletion's erasing of the records holding what
+            // it deleted (Store::erase_consolidations_of) read them by
+            // consolidation, which the primary key (memory first) does not
+            // order by: each scanned every membership of the profile.
+            "CREATE INDEX IF NOT EXISTS consolidation_members_by_consolidation ON consolidation_members(consolidation_id)",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.
