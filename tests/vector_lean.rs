@@ -560,3 +560,28 @@ fn measure_search_and_search_lean_at_20k() {
 fn measure_search_and_search_lean_at_100k() {
     measure(100_000, 10_000);
 }
+
+/// Memories made since ids became ULIDs (and those imported with the
+/// earlier hex ids beside them) get a snapshot from the rows as hex ids
+/// alone do; an id of neither form keeps the profile on its rows.
+#[test]
+fn test_a_profile_of_ulid_ids_gets_its_snapshot_from_the_rows() {
+    let sql = database();
+    let mut data = Data::new(0x1ea_0005);
+    let items: Vec<(String, Vec<f32>)> = data
+        .items(0..600)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (hex, v))| if i % 3 == 0 { (hex, v) } else { (agent_memory::core::ids::memory_id(1_765_000_000_000 + i as i64, &hex, 0), v) })
+        .collect();
+    assert!(items.iter().any(|(id, _)| agent_memory::core::ids::is_ulid(id)));
+    store(&sql, &items);
+    assert!(maintain_snapshot_lean(&sql).unwrap(), "a snapshot of hex and ULID ids");
+    assert!(!snapshot_parts(&sql).is_empty());
+    let qs = data.queries(&items);
+    assert_eq!(lean(&sql, &qs, 10), fresh(&sql, &qs, 10));
+    // An id of neither form: the rows only.
+    store(&sql, &data.items(0..300).into_iter().map(|(_, v)| ("imported-7".to_string(), v)).take(1).collect::<Vec<_>>());
+    sql.execute("DELETE FROM vector_snapshot", &[]).unwrap();
+    assert!(!maintain_snapshot_lean(&sql).unwrap(), "no snapshot beside an id of neither form");
+}

@@ -28,6 +28,31 @@ impl NativeSql {
     }
 }
 
+/// With `SQL_SCAN_LOG=<file>` set (`SQL_SCAN_LOG=/tmp/scans cargo test`),
+/// every statement whose plan scans a stored table whole (a step `SCAN t`
+/// that is not a virtual table's or a subquery's; a CTE's reads as a
+/// table's) is appended to the file, one line a step: where a cost may
+/// grow with the profile. Statements that fail to plan are skipped.
+fn log_scans(conn: &rusqlite::Connection, sql: &str, params: &[SqlValue], path: &std::ffi::OsStr) {
+    use std::io::Write;
+    let Ok(mut stmt) = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")) else { return };
+    let values: Vec<Value> = params.iter().map(to_value).collect();
+    let Ok(steps) = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| r.get::<_, String>(3)) else { return };
+    let scans: Vec<String> = steps
+        .filter_map(|s| s.ok())
+        .filter(|s| s.starts_with("SCAN ") && !s.contains("VIRTUAL TABLE") && !s.contains("CONSTANT ROW") && !s.starts_with("SCAN (subquery"))
+        .collect();
+    if scans.is_empty() {
+        return;
+    }
+    let shape: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        for s in scans {
+            let _ = writeln!(f, "{s}\t{shape}");
+        }
+    }
+}
+
 fn to_value(v: &SqlValue) -> Value {
     match v {
         SqlValue::Null => Value::Null,
@@ -49,6 +74,9 @@ impl Sql for NativeSql {
             }
         }
         let conn = self.conn.borrow();
+        if let Some(path) = std::env::var_os("SQL_SCAN_LOG") {
+            log_scans(&conn, sql, params, &path);
+        }
         let mut stmt = conn.prepare_cached(sql).map_err(|e| Error::storage(format!("failed to prepare {sql}: {e}")))?;
         let n = stmt.column_count();
         let values: Vec<Value> = params.iter().map(to_value).collect();

@@ -462,7 +462,7 @@ pub struct Packed {
     len: usize,
     blocks: Vec<Block>,
     slot_of: HashMap<u128, u32>,
-    /// Ids that are not 32 hex characters, by key.
+    /// Ids that are neither hex nor ULIDs (`ids::key_of_id`), by key.
     odd: HashMap<u128, String>,
     /// Scratch for the Hamming pass.
     dist: Vec<u16>,
@@ -738,13 +738,13 @@ fn nearest_among(slots: &[usize], dist_of: impl Fn(usize) -> u16, first_pass: us
 }
 
 /// The id of the slot key `k`: the text kept in `odd` for an id that is
-/// not 32 hex characters, else the key's own.
+/// neither hex nor a ULID, else the key's own.
 fn id_of_slot_key<'o>(k: u128, odd: impl FnOnce(&u128) -> Option<&'o String>) -> String {
     odd(&k).cloned().unwrap_or_else(|| crate::core::ids::id_of_key(k))
 }
 
 /// The slots (of `n`, each with its `key`) of the memories `ids`, in slot
-/// order; `odd` gives the text of an id that is not 32 hex characters.
+/// order; `odd` gives the text of an id that is neither hex nor a ULID.
 fn slots_among<'o>(n: usize, key: impl Fn(usize) -> u128, odd: impl Fn(&u128) -> Option<&'o String>, ids: &FxHashSet<String>) -> Vec<usize> {
     let keys: FxHashSet<u128> = ids.iter().filter_map(|id| crate::core::ids::key_of_id(id)).collect();
     (0..n)
@@ -884,7 +884,7 @@ fn load_rows(sql: &dyn Sql, packed: &mut Packed, mut after: i64) -> Result<usize
 /// copy); otherwise the snapshot is written whole.
 pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     if !packed.odd.is_empty() {
-        return Ok(()); // ids that are not 32 hex characters: rows only
+        return Ok(()); // ids that are neither hex nor ULIDs: rows only
     }
     let covered = sql.query("SELECT MAX(rowid) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
     let (record, per_part, n) = (packed.record(), packed.per_part(), packed.len());
@@ -1316,7 +1316,7 @@ struct Newer {
     /// Their bodies, [`body_len`] bytes each (zeros for another dimension
     /// count).
     bodies: Vec<u8>,
-    /// Ids that are not 32 hex characters, by key.
+    /// Ids that are neither hex nor ULIDs (`ids::key_of_id`), by key.
     odd: FxHashMap<u128, String>,
     /// Whether each one's key is in the snapshot (the row then replaces
     /// that record in place); set by the first stream over the parts.
@@ -1408,7 +1408,7 @@ fn open_snapshot(sql: &dyn Sql) -> Result<Option<Snap>> {
 /// hex characters, its code's body.
 type Visit<'v> = dyn FnMut(u128, Option<&str>, &[u8]) + 'v;
 
-/// Calls `f(key, id if not 32 hex characters, body)` for each slot `load`
+/// Calls `f(key, id if neither hex nor a ULID, body)` for each slot `load`
 /// builds from the snapshot, in slot order: its records in order (a
 /// repeat of an earlier key skipped, a record whose key has a newer row
 /// replaced by that row's code in place), then the newer rows whose key
@@ -1477,7 +1477,7 @@ fn stream_snapshot(sql: &dyn Sql, snap: &mut Snap, f: &mut Visit<'_>) -> Result<
     Ok(Some(slots))
 }
 
-/// Calls `f(key, id if not 32 hex characters, body)` for every row of
+/// Calls `f(key, id if neither hex nor a ULID, body)` for every row of
 /// `vectors` in rowid order, a page at a time, leaving out the rows of
 /// another dimension count than `dims` (as a load from the rows leaves
 /// them out). Returns how many.
@@ -1541,7 +1541,7 @@ impl Source {
         }
     }
 
-    /// Calls `f(key, id if not 32 hex characters, body)` for every slot,
+    /// Calls `f(key, id if neither hex nor a ULID, body)` for every slot,
     /// in the slot order of a fresh `load`. How many slots, or `None` when
     /// the snapshot turns out unusable.
     fn stream(&mut self, sql: &dyn Sql, f: &mut Visit<'_>) -> Result<Option<usize>> {
@@ -1735,7 +1735,7 @@ pub fn search_many_lean(sql: &dyn Sql, qs: &[Vec<f32>], top_k: usize, first_pass
 }
 
 /// Each slot's key as pass 1 streamed it, and the text of every id that
-/// is not 32 hex characters: what a narrowed lean search tests slots by.
+/// is neither hex nor a ULID: what a narrowed lean search tests slots by.
 #[derive(Default)]
 struct SlotKeys {
     keys: Vec<u128>,
@@ -1845,15 +1845,24 @@ fn exact_scan_in(sql: &dyn Sql, q: &[f32], top_k: usize, only: &IndexFilter<'_>)
 /// Streams the rows in rowid order a page at a time and writes each part
 /// as it fills: one part and one page in memory. The slots are those of a
 /// load from the rows (the first row's dimension count; rows with an old
-/// code are recoded and rewritten). Writes nothing while an id is not 32
-/// hex characters (as `write_snapshot`: such ids are read from the rows).
+/// code are recoded and rewritten). Writes nothing while an id is of
+/// neither form `ids::key_of_id` reads (as `write_snapshot`: such ids are
+/// read from the rows).
 pub fn maintain_snapshot_lean(sql: &dyn Sql) -> Result<bool> {
     let total = count(sql, "SELECT COUNT(*) FROM vectors", &[])?;
     let n = usize::try_from(total).unwrap_or(0);
     if n < LEAN_SNAPSHOT_MIN || !snapshot_due_lean(sql, n)? {
         return Ok(false);
     }
-    let odd = sql.query("SELECT 1 FROM vectors WHERE length(memory_id) != 32 OR memory_id GLOB '*[^0-9a-f]*' LIMIT 1", &[])?;
+    // An id of neither form `ids::key_of_id` reads (32 hex characters of a
+    // value below 2^127, or a ULID whose top bit is clear): the rows only.
+    // (It tested for hex alone, so no profile of ULIDs got a snapshot.)
+    let odd = sql.query(
+        "SELECT 1 FROM vectors WHERE NOT ( \
+           (length(memory_id) = 32 AND memory_id NOT GLOB '*[^0-9a-f]*' AND memory_id < '8') \
+           OR (length(memory_id) = 26 AND memory_id NOT GLOB '*[^0-9a-hjkmnp-tv-z]*' AND memory_id < '4')) LIMIT 1",
+        &[],
+    )?;
     if !odd.is_empty() {
         return Ok(false);
     }
@@ -1883,7 +1892,7 @@ fn snapshot_due_lean(sql: &dyn Sql, n: usize) -> Result<bool> {
 
 /// Rewrites the snapshot whole from the rows (see
 /// [`maintain_snapshot_lean`]); whether it wrote (not for an empty table
-/// or an id that is not 32 hex characters).
+/// or an id that is neither hex nor a ULID).
 fn write_snapshot_from_rows(sql: &dyn Sql) -> Result<bool> {
     // The header goes first out and last in: a snapshot cut short has none
     // and is not read.
