@@ -191,3 +191,29 @@ fn test_a_parked_job_that_fails_again_is_parked_for_another_day_after_one_attemp
     let retry = stats.parked[0].retry_at.clone().unwrap();
     assert!(retry.as_str() > "2026-04-17T", "a day later again: {retry}");
 }
+
+/// The statements that find a job by its subject (a memory, a session, a
+/// consolidation run) read it through an index, not by scanning the
+/// outbox, which an ingest of thousands of memories fills with their
+/// embedding jobs until the alarm drains them.
+#[test]
+fn test_jobs_are_found_by_their_subject_through_an_index() {
+    use agent_memory::core::jobs::Work;
+    let sql = database();
+    let ingested = with_profile(&sql, APRIL_15, |p| block_on(p.ingest(support::spec_conversation())).unwrap());
+    let recorded = support::Recorded::new(&sql, |s| s.contains("outbox") && s.contains("memory_id"));
+    let store = agent_memory::core::store::Store::new(&recorded, APRIL_15);
+    let run = Work::Consolidate { run_id: "run-1".into() };
+    store.revive_work(&run).unwrap();
+    assert!(!store.work_claimed(&run).unwrap());
+    store.finish_work(&run).unwrap();
+    store.delete_session_jobs("s1").unwrap();
+    with_profile(&recorded, APRIL_15 + 1, |p| p.delete(&ingested.memories[0].id).unwrap());
+    let seen = recorded.seen.borrow().clone();
+    assert!(seen.len() >= 5, "{seen:?}");
+    for (statement, params) in seen {
+        let plan = sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), &params).unwrap();
+        let steps: Vec<String> = plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect();
+        assert!(steps.iter().all(|s| !s.starts_with("SCAN outbox")), "{statement}: {steps:#?}");
+    }
+}

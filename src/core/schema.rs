@@ -454,6 +454,19 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX IF NOT EXISTS consolidation_members_by_consolidation ON consolidation_members(consolidation_id)",
         ],
     ),
+    (
+        22,
+        &[
+            // Jobs by their subject: finishing, reviving or checking a
+            // consolidation's or a session's job, dropping a deleted
+            // memory's, and queuing a full-text batch unless one is queued
+            // name the subject (`memory_id`, a memory, session or table), and
+            // each scanned the whole outbox, which an ingest of thousands of
+            // memories fills with their embedding jobs until the alarm
+            // drains them.
+            "CREATE INDEX IF NOT EXISTS outbox_by_subject ON outbox(memory_id, kind)",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.
