@@ -1510,3 +1510,35 @@ fn test_migration_20_keys_the_members_of_folds_made_before_it() {
     let held = store.folds_holding(&["user.favorite_color"]).unwrap();
     assert_eq!(held.iter().map(|f| (f.fold, f.key.as_str())).collect::<Vec<_>>(), [(7, "user.favorite_color")]);
 }
+
+/// A deletion reads and clears the version links around what it deletes
+/// through indexes: none of its statements on memories scans the table
+/// (it scanned every memory three times a deletion).
+#[test]
+fn test_a_deletion_closes_the_version_chain_without_scanning_every_memory() {
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    let said = |p: &agent_memory::core::ops::Profile<'_>, text: &str| {
+        let messages = vec![msg("user", text)];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap()
+    };
+    with_profile(&sql, APRIL_15, |p| said(p, "My favorite color is blue."));
+    let newer = with_profile(&sql, APRIL_15 + 1000, |p| said(p, "My favorite color is green now."));
+    assert_eq!(newer.memories_superseded, 1);
+    let recorded = support::Recorded::new(&sql, |s| s.contains("memories"));
+    with_profile(&recorded, APRIL_15 + 2000, |p| p.delete(&newer.memories[0].id).unwrap());
+    let seen = recorded.seen.borrow().clone();
+    assert!(seen.iter().any(|(s, _)| s.contains("superseded_by IN")), "{seen:?}");
+    for (statement, params) in seen {
+        let plan = sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), &params).unwrap();
+        let steps: Vec<String> = plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect();
+        // Subqueries read as co-routines are not tables.
+        let inner: Vec<String> =
+            steps.iter().filter_map(|s| s.strip_prefix("CO-ROUTINE ").or_else(|| s.strip_prefix("MATERIALIZE "))).map(|n| format!("SCAN {n}")).collect();
+        let scans: Vec<&String> =
+            steps.iter().filter(|s| s.starts_with("SCAN") && !s.contains("VIRTUAL TABLE") && !s.contains("COVERING INDEX") && !inner.contains(s)).collect();
+        assert!(scans.is_empty(), "{statement}: {steps:#?}");
+    }
+    // The older version is active again.
+    with_profile(&sql, APRIL_15 + 3000, |p| assert!(p.list(ListRequest::default()).unwrap().memories.iter().any(|m| m.content.contains("blue"))));
+}

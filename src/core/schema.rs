@@ -467,6 +467,18 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX IF NOT EXISTS outbox_by_subject ON outbox(memory_id, kind)",
         ],
     ),
+    (
+        23,
+        &[
+            // The versions linked to a memory: a deletion closes the chain
+            // around what it deletes (Store::delete_memories reads the
+            // versions replaced by or replacing each deleted one, and
+            // clears their links), which scanned every memory of the
+            // profile three times. Only linked memories are indexed.
+            "CREATE INDEX IF NOT EXISTS memories_by_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL",
+            "CREATE INDEX IF NOT EXISTS memories_by_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version. Idempotent.
