@@ -1905,9 +1905,9 @@ fn test_a_call_refused_room_leaves_a_run_it_began_that_the_alarm_took_up() {
 /// The reads of consolidation memberships that run on every keyed ingest
 /// (the live folds holding a key), on every window of a run (the
 /// groupings a person undid) and on every deletion of consolidated
-/// memories (the records to erase) find their rows through an index:
-/// none scans every membership of the profile, which grows with every
-/// fold.
+/// memories (what a memory was consolidated from, the records to erase)
+/// find their rows through an index: none scans every membership or
+/// every record of the profile, which grow with every fold.
 #[test]
 fn test_membership_reads_of_ingest_runs_and_deletions_use_an_index() {
     use agent_memory::core::ports::Sql;
@@ -1923,6 +1923,7 @@ fn test_membership_reads_of_ingest_runs_and_deletions_use_an_index() {
     let keys: Vec<String> = fold.members.iter().filter_map(|id| store.get_memory(id).unwrap()).filter_map(|m| m.key).collect();
     assert!(!keys.is_empty(), "a folded member holds a key");
     assert_eq!(store.folds_holding(&keys.iter().map(String::as_str).collect::<Vec<_>>()).unwrap().len(), keys.len());
+    assert_eq!(store.consolidated_into(&fold.target, &[]).unwrap().0.len(), fold.members.len());
     store.undone_groupings(&fold.members).unwrap();
     store.erase_consolidations_of(&fold.members).unwrap();
     let seen = recorded.seen.borrow().clone();

@@ -1156,3 +1156,26 @@ fn test_an_imported_consolidation_record_never_reaches_a_memory_held_before() {
         assert_eq!(p.get(FIRST).unwrap().memory.content, "The build server runs on Debian twelve.");
     });
 }
+
+/// An export holding a fold imported twice writes the fold's record once.
+#[test]
+fn test_a_consolidation_record_imported_again_is_written_once() {
+    let src = database();
+    with_profile(&src, APRIL_15 - 90 * DAY, |p| {
+        let messages = vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
+    });
+    let export = with_profile(&src, APRIL_15, |p| {
+        let report = block_on(p.consolidate(serde_json::from_value(json!({})).unwrap())).unwrap();
+        assert!(report.actions.iter().any(|r| r.action == "fold"), "{report:?}");
+        p.export(Default::default()).unwrap()
+    });
+    assert!(export.contains("\"kind\":\"consolidation\""));
+    let dst = database();
+    let records = |sql: &NativeSql| sql.query("SELECT COUNT(*) FROM consolidations", &[]).unwrap()[0][0].as_i64().unwrap();
+    with_profile(&dst, APRIL_15 + DAY, |p| p.import(&export).unwrap());
+    let once = records(&dst);
+    assert!(once >= 1);
+    with_profile(&dst, APRIL_15 + 2 * DAY, |p| p.import(&export).unwrap());
+    assert_eq!(records(&dst), once, "the records imported again were written again");
+}

@@ -133,7 +133,8 @@ impl<'a> Store<'a> {
     /// which undo, forget and delete read them by.
     pub fn put_consolidation(&self, r: &ConsolidationRecord, before: &[Memory], created: &[String]) -> Result<bool> {
         let held = self.count_params(
-            "SELECT COUNT(*) FROM consolidations WHERE run_id = ?1 AND action = ?2 AND target = ?3 AND at = ?4",
+            "SELECT COUNT(*) FROM consolidation_members m CROSS JOIN consolidations c ON c.id = m.consolidation_id \
+             WHERE m.memory_id = ?3 AND c.run_id = ?1 AND c.action = ?2 AND c.target = ?3 AND c.at = ?4",
             &[r.run_id.as_str().into(), r.action.as_str().into(), r.target.as_str().into(), r.at.as_str().into()],
         )?;
         if held > 0 {
@@ -332,8 +333,12 @@ impl<'a> Store<'a> {
         // Each memory is a target once; a chain ends at the first wordings.
         while let Some(target) = targets.get(at).cloned() {
             at = at.saturating_add(1);
+            // Through the target's memberships: the records' `undone_at`
+            // sits after their copies of the memories, so a scan of the
+            // records read every copy.
             let records = self.sql.query(
-                "SELECT id FROM consolidations WHERE target = ?1 AND action IN ('merge', 'fold') AND undone_at IS NULL ORDER BY id",
+                "SELECT c.id FROM consolidation_members m CROSS JOIN consolidations c ON c.id = m.consolidation_id \
+                 WHERE m.memory_id = ?1 AND c.target = ?1 AND c.action IN ('merge', 'fold') AND c.undone_at IS NULL ORDER BY c.id",
                 &[target.as_str().into()],
             )?;
             for record in records {
