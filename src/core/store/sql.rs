@@ -38,8 +38,9 @@ pub const ROWS_PAGE_BYTES: i64 = 512 * 1024;
 /// statement builds reaches the cap (a single row over it still does). A
 /// failure for any other reason fails the second read too, and that error
 /// is returned. Pages cost more than one text (a running sum of the rows'
-/// lengths, materialized: 7.6 against 3.9 ms for 2,800 rows in a plain
-/// SQLite test), so they are the second read, not the first. The order of
+/// lengths, materialized: 7.6 against 3.9 ms for the places of 1,000
+/// hits in a plain SQLite test, `docs/bench/value-cap-pages.txt`), so
+/// they are the second read, not the first. The order of
 /// the rows is not kept: a caller that needs one reads it from a column.
 pub fn json_rows_paged<T: serde::de::DeserializeOwned>(sql: &dyn Sql, rows: &str, params: &[SqlValue]) -> Result<Vec<T>> {
     let pages = match sql.query(&format!("SELECT '[' || group_concat(r, ',') || ']' FROM ({rows})"), params) {
