@@ -1035,8 +1035,7 @@ fn test_a_later_value_of_a_folded_members_key_reopens_the_fold_and_supersedes_it
         let messages = vec![support::msg("user", text)];
         block_on(p.ingest(agent_memory::core::api::IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap()
     };
-    with_profile(&sql, APRIL_15 - 90 * DAY, |p| ingest(p, "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer."));
-    let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+    let fold = three_statements_folded(&sql);
     with_profile(&sql, APRIL_15 + DAY, |p| {
         let r = ingest(p, "My favorite color is green now.");
         assert_eq!(r.memories_superseded, 1, "the folded value is superseded");
@@ -1910,14 +1909,8 @@ fn test_a_call_refused_room_leaves_a_run_it_began_that_the_alarm_took_up() {
 /// every record of the profile, which grow with every fold.
 #[test]
 fn test_membership_reads_of_ingest_runs_and_deletions_use_an_index() {
-    use agent_memory::core::ports::Sql;
     let sql = database();
-    let ingest = |p: &Profile<'_>, text: &str| {
-        let messages = vec![support::msg("user", text)];
-        block_on(p.ingest(agent_memory::core::api::IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap()
-    };
-    with_profile(&sql, APRIL_15 - 90 * DAY, |p| ingest(p, "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer."));
-    let fold = with_profile(&sql, APRIL_15, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "fold").expect("a fold");
+    let fold = three_statements_folded(&sql);
     let recorded = support::Recorded::new(&sql, |s| s.contains("consolidation_members"));
     let store = agent_memory::core::store::Store::new(&recorded, APRIL_15 + DAY);
     let keys: Vec<String> = fold.members.iter().filter_map(|id| store.get_memory(id).unwrap()).filter_map(|m| m.key).collect();
@@ -1929,9 +1922,16 @@ fn test_membership_reads_of_ingest_runs_and_deletions_use_an_index() {
     let seen = recorded.seen.borrow().clone();
     assert!(seen.len() >= 4, "{seen:?}");
     for (statement, params) in seen {
-        let plan = sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), &params).unwrap();
-        let steps: Vec<String> = plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect();
-        let scans: Vec<&String> = steps.iter().filter(|s| s.starts_with("SCAN") && !s.contains("VIRTUAL TABLE")).collect();
-        assert!(scans.is_empty(), "{statement}: {steps:#?}");
+        assert_eq!(support::table_scans(&sql, &statement, &params), Vec::<String>::new(), "{statement}");
     }
+}
+
+/// One message's three statements, said 90 days before [`APRIL_15`] (one
+/// of them keyed: the favorite color), folded by a run at it: the fold.
+fn three_statements_folded(sql: &support::NativeSql) -> agent_memory::core::model::ConsolidationRecord {
+    with_profile(sql, APRIL_15 - 90 * DAY, |p| {
+        let messages = vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")];
+        block_on(p.ingest(agent_memory::core::api::IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap()
+    });
+    with_profile(sql, APRIL_15, |p| consolidate(p, json!({}))).actions.into_iter().find(|r| r.action == "fold").expect("a fold")
 }
