@@ -723,20 +723,25 @@ pub fn print(r: &Report, opts: &Options) {
         latencies.len()
     );
     if !r.cold_latencies.is_empty() {
-        let mut cold = r.cold_latencies.clone();
-        cold.sort();
-        let at = |q: f64| cold.get(((cold.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default().as_secs_f64() * 1000.0;
-        println!(
-            "timing: recall from SQLite alone (the state let go, as when evicted) p50 {:.1} ms, p95 {:.1} ms over {} queries; {} answered otherwise than warm{}",
-            at(0.5),
-            at(0.95),
-            cold.len(),
-            r.cold_differs.len(),
-            if r.cold_differs.is_empty() { String::new() } else { format!(" ({})", r.cold_differs.join(", ")) }
-        );
+        print_cold(&mut r.cold_latencies.clone(), &r.cold_differs);
     }
     if let Some((requests, texts, cached)) = opts.embedding.usage() {
         println!("embeddings: {texts} texts in {requests} requests, {cached} from the cache file");
     }
     println!("recall@10 pipeline={:.3} bm25={:.3}", all_p.recall(1), all_b.recall(1));
+}
+
+/// The timing line of the questions asked again from SQLite alone, and
+/// which of them were answered otherwise than warm (`differ`).
+pub fn print_cold(latencies: &mut [Duration], differ: &[String]) {
+    latencies.sort();
+    let at = |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default().as_secs_f64() * 1000.0;
+    println!(
+        "timing: recall from SQLite alone (the state let go, as when evicted) p50 {:.1} ms, p95 {:.1} ms over {} queries; {} answered otherwise than warm{}",
+        at(0.5),
+        at(0.95),
+        latencies.len(),
+        differ.len(),
+        if differ.is_empty() { String::new() } else { format!(" ({})", differ.join(", ")) }
+    );
 }

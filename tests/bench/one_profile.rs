@@ -86,7 +86,7 @@ fn cold_pass(memory: &mut Native, conversations: &[Conversation], warm: Vec<Vec<
         return;
     }
     let mut latencies: Vec<Duration> = Vec::new();
-    let mut differ = 0usize;
+    let mut differ: Vec<String> = Vec::new();
     let asked = conversations
         .iter()
         .flat_map(|c| c.sessions.last().map(|last| c.questions.iter().filter(|q| !q.evidence.is_empty()).map(move |q| (q, last))))
@@ -95,16 +95,11 @@ fn cold_pass(memory: &mut Native, conversations: &[Conversation], warm: Vec<Vec<
         let t0 = Instant::now();
         let cold = memory.recall(&q.text, last);
         latencies.push(t0.elapsed());
-        differ += usize::from(cold != warm);
+        if cold != warm {
+            differ.push(q.text.clone());
+        }
     }
-    latencies.sort();
-    let at = |p: f64| latencies.get(((latencies.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or_default().as_secs_f64() * 1000.0;
-    println!(
-        "timing: recall from SQLite alone (the state let go, as when evicted) p50 {:.1} ms, p95 {:.1} ms over {} queries; {differ} answered otherwise than warm",
-        at(0.5),
-        at(0.95),
-        latencies.len()
-    );
+    longmemeval::print_cold(&mut latencies, &differ);
 }
 
 /// Each conversation's sessions, ids prefixed with the conversation's.

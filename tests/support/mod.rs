@@ -279,15 +279,10 @@ pub fn long_statement(i: u64) -> String {
     format!("Record {i}: {words}")
 }
 
-/// The steps of `statement`'s plan that scan a stored table whole: `SCAN`
-/// steps but a virtual table's (`json_each`) and a subquery's read as a
-/// co-routine or materialized. Empty when every table is searched through
-/// an index.
-#[allow(dead_code)]
+/// The steps of `statement`'s plan that scan a stored table whole
+/// ([`native_sql::whole_table_scans`]). Empty when every table is searched
+/// through an index.
 pub fn table_scans(sql: &dyn agent_memory::core::ports::Sql, statement: &str, params: &[agent_memory::core::ports::SqlValue]) -> Vec<String> {
     let plan = sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), params).expect("a plan");
-    let steps: Vec<String> = plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect();
-    let inner: Vec<String> =
-        steps.iter().filter_map(|s| s.strip_prefix("CO-ROUTINE ").or_else(|| s.strip_prefix("MATERIALIZE "))).map(|n| format!("SCAN {n}")).collect();
-    steps.into_iter().filter(|s| s.starts_with("SCAN") && !s.contains("VIRTUAL TABLE") && !inner.contains(s)).collect()
+    native_sql::whole_table_scans(plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect())
 }

@@ -29,19 +29,15 @@ impl NativeSql {
 }
 
 /// With `SQL_SCAN_LOG=<file>` set (`SQL_SCAN_LOG=/tmp/scans cargo test`),
-/// every statement whose plan scans a stored table whole (a step `SCAN t`
-/// that is not a virtual table's or a subquery's; a CTE's reads as a
-/// table's) is appended to the file, one line a step: where a cost may
+/// every statement whose plan scans a stored table whole
+/// ([`whole_table_scans`]; a CTE's reads as a table's) is appended to the file, one line a step: where a cost may
 /// grow with the profile. Statements that fail to plan are skipped.
 fn log_scans(conn: &rusqlite::Connection, sql: &str, params: &[SqlValue], path: &std::ffi::OsStr) {
     use std::io::Write;
     let Ok(mut stmt) = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")) else { return };
     let values: Vec<Value> = params.iter().map(to_value).collect();
     let Ok(steps) = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| r.get::<_, String>(3)) else { return };
-    let scans: Vec<String> = steps
-        .filter_map(|s| s.ok())
-        .filter(|s| s.starts_with("SCAN ") && !s.contains("VIRTUAL TABLE") && !s.contains("CONSTANT ROW") && !s.starts_with("SCAN (subquery"))
-        .collect();
+    let scans = whole_table_scans(steps.filter_map(|s| s.ok()).collect());
     if scans.is_empty() {
         return;
     }
@@ -51,6 +47,26 @@ fn log_scans(conn: &rusqlite::Connection, sql: &str, params: &[SqlValue], path: 
             let _ = writeln!(f, "{s}\t{shape}");
         }
     }
+}
+
+/// The steps of a query plan (`EXPLAIN QUERY PLAN`'s last column) that
+/// scan a stored table whole: `SCAN` steps but a virtual table's
+/// (`json_each`), a `VALUES` list's and a subquery's (read as a co-routine
+/// or materialized, or unnamed).
+pub fn whole_table_scans(steps: Vec<String>) -> Vec<String> {
+    let inner: Vec<String> =
+        steps.iter().filter_map(|s| s.strip_prefix("CO-ROUTINE ").or_else(|| s.strip_prefix("MATERIALIZE "))).map(|n| format!("SCAN {n}")).collect();
+    steps
+        .into_iter()
+        .filter(|s| {
+            s.starts_with("SCAN ")
+                && !s.contains("VIRTUAL TABLE")
+                && !s.contains("CONSTANT ROW")
+                && !s.contains("VALUES CLAUSE")
+                && !s.starts_with("SCAN (subquery")
+                && !inner.contains(s)
+        })
+        .collect()
 }
 
 fn to_value(v: &SqlValue) -> Value {

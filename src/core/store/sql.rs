@@ -18,10 +18,12 @@ pub fn json_param<T: serde::Serialize + ?Sized>(items: &T) -> SqlValue {
 /// it for reads of hundreds of rows. No blobs (JSON cannot hold them).
 pub fn json_rows<T: serde::de::DeserializeOwned>(sql: &dyn Sql, statement: &str, params: &[SqlValue]) -> Result<Vec<T>> {
     let rows = sql.query(statement, params)?;
-    match rows.first().and_then(|r| r.first()).and_then(SqlValue::as_str) {
-        Some(text) => serde_json::from_str(text).map_err(|e| Error::storage(format!("failed to read rows: {e}"))),
-        None => Ok(Vec::new()),
-    }
+    rows.first().and_then(|r| r.first()).and_then(SqlValue::as_str).map_or(Ok(Vec::new()), rows_of)
+}
+
+/// The rows of one JSON array text, each read as `T`.
+fn rows_of<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
+    serde_json::from_str(text).map_err(|e| Error::storage(format!("failed to read rows: {e}")))
 }
 
 /// How many bytes of rows one page of [`json_rows_paged`] holds before the
@@ -57,7 +59,7 @@ pub fn json_rows_paged<T: serde::de::DeserializeOwned>(sql: &dyn Sql, rows: &str
     };
     let mut out = Vec::new();
     for text in pages.iter().filter_map(|page| page.first().and_then(SqlValue::as_str)) {
-        out.extend(serde_json::from_str::<Vec<T>>(text).map_err(|e| Error::storage(format!("failed to read rows: {e}")))?);
+        out.extend(rows_of::<T>(text)?);
     }
     Ok(out)
 }
