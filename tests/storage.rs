@@ -1535,3 +1535,24 @@ fn test_a_deletion_closes_the_version_chain_without_scanning_every_memory() {
     // The older version is active again.
     with_profile(&sql, APRIL_15 + 3000, |p| assert!(p.list(ListRequest::default()).unwrap().memories.iter().any(|m| m.content.contains("blue"))));
 }
+
+#[test]
+fn test_a_paged_read_gives_a_row_longer_than_a_page_a_page_of_its_own() {
+    // Forty rows of 100 KB around one of 1.9 MB: 5.9 MB as one text, over
+    // the 2 MB cap on a value, so the read goes again in pages. Paged by
+    // the running length alone, the long row shared its page with the
+    // two rows after it (2.1 MB); the native stand-in fails the test at
+    // any result value over 2 MB outside the one-text read.
+    let sql = database();
+    let rows: Vec<(i64, String)> = agent_memory::core::store::json_rows_paged(
+        &sql,
+        "SELECT json_array(i, hex(zeroblob(CASE WHEN i = 20 THEN 950000 ELSE 50000 END))) AS r \
+         FROM (WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 40) SELECT i FROM n)",
+        &[],
+    )
+    .unwrap();
+    let mut got: Vec<(i64, usize)> = rows.iter().map(|(i, text)| (*i, text.len())).collect();
+    got.sort();
+    let want: Vec<(i64, usize)> = (0..=40).map(|i| (i, if i == 20 { 1_900_000 } else { 100_000 })).collect();
+    assert_eq!(got, want, "every row once, whole");
+}

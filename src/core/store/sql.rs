@@ -27,7 +27,10 @@ fn rows_of<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
 }
 
 /// How many bytes of rows one page of [`json_rows_paged`] holds before the
-/// next page starts: a page is at most this plus its last row.
+/// next page starts. A row longer than this is a page of its own; the
+/// others share pages of less than twice this (a page's first row may
+/// start just before a boundary), so no page of rows that each fit a
+/// value reaches the cap.
 pub const ROWS_PAGE_BYTES: i64 = 512 * 1024;
 
 /// [`json_rows`] for a read whose rows can add up to more than one value
@@ -36,8 +39,9 @@ pub const ROWS_PAGE_BYTES: i64 = 512 * 1024;
 /// [`json_rows`] reads them; if that read fails (over the platform's 2 MB
 /// cap on a value: many long texts, such as the first characters of
 /// hundreds of long turns), they are read again as texts of about
-/// [`ROWS_PAGE_BYTES`] each, one result row a page, so that no value the
-/// statement builds reaches the cap (a single row over it still does). A
+/// [`ROWS_PAGE_BYTES`] each (a longer row alone), one result row a page,
+/// so that no value the statement builds reaches the cap (a single row
+/// over it still does). A
 /// failure for any other reason fails the second read too, and that error
 /// is returned. Pages cost more than one text (a running sum of the rows'
 /// lengths, materialized: 7.6 against 3.9 ms for the places of 1,000
@@ -50,7 +54,8 @@ pub fn json_rows_paged<T: serde::de::DeserializeOwned>(sql: &dyn Sql, rows: &str
         Err(e) if e.is_storage() => sql.query(
             &format!(
                 "SELECT '[' || group_concat(r, ',') || ']' FROM ( \
-                   SELECT r, sum(octet_length(r)) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) / {ROWS_PAGE_BYTES} AS page \
+                   SELECT r, CASE WHEN octet_length(r) > {ROWS_PAGE_BYTES} THEN -row_number() OVER () \
+                     ELSE sum(octet_length(r)) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) / {ROWS_PAGE_BYTES} END AS page \
                    FROM ({rows})) GROUP BY page"
             ),
             params,
