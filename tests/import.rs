@@ -1158,6 +1158,9 @@ fn test_an_imported_consolidation_record_never_reaches_a_memory_held_before() {
 }
 
 /// An export holding a fold imported twice writes the fold's record once.
+/// (The second import writes no memory, so it leaves every record out
+/// before the store's own check is asked: that check is
+/// `test_a_consolidation_record_put_again_is_not_written_twice`.)
 #[test]
 fn test_a_consolidation_record_imported_again_is_written_once() {
     let src = database();
@@ -1178,4 +1181,29 @@ fn test_a_consolidation_record_imported_again_is_written_once() {
     assert!(once >= 1);
     with_profile(&dst, APRIL_15 + 2 * DAY, |p| p.import(&export).unwrap());
     assert_eq!(records(&dst), once, "the records imported again were written again");
+}
+
+/// The store writes a consolidation record it holds already (the same
+/// run, action, target and time) no second time, and one that differs in
+/// any of those it writes.
+#[test]
+fn test_a_consolidation_record_put_again_is_not_written_twice() {
+    let sql = database();
+    with_profile(&sql, APRIL_15 - 90 * DAY, |p| {
+        let messages = vec![support::msg("user", "My favorite color is blue. I live in Edinburgh. I work at Acme as a designer.")];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some("s1".into()), metadata: Default::default() })).unwrap();
+    });
+    let id = with_profile(&sql, APRIL_15, |p| {
+        let report = block_on(p.consolidate(serde_json::from_value(json!({})).unwrap())).unwrap();
+        report.actions.iter().find(|r| r.action == "fold").expect("a fold").id
+    });
+    let records = || sql.query("SELECT COUNT(*) FROM consolidations", &[]).unwrap()[0][0].as_i64().unwrap();
+    let store = Store::new(&sql, APRIL_15 + DAY);
+    let (record, before, created) = store.consolidation(id).unwrap().expect("the fold's record");
+    let once = records();
+    assert!(!store.put_consolidation(&record, &before, &created).unwrap(), "a held record was written again");
+    assert_eq!(records(), once);
+    let later = agent_memory::core::model::ConsolidationRecord { at: "2026-04-17T00:00:00.000Z".into(), ..record };
+    assert!(store.put_consolidation(&later, &before, &created).unwrap(), "a record of another time is not the one held");
+    assert_eq!(records(), once + 1);
 }
