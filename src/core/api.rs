@@ -569,14 +569,17 @@ pub fn validate_content(what: &str, content: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks a conversation message's content: at most [`MAX_MESSAGE_BYTES`].
+/// Checks a conversation message's content: at most [`MAX_MESSAGE_BYTES`]
+/// (the limits page's "Message content size"), refused as a bad request
+/// (400), as the HTTP reference's error table has every bound on a field;
+/// 413 is for a whole request over its route's limit.
 /// It may be empty: a turn that said nothing (the published chat example
 /// ingests `assistantMessage || ""`) is still a turn of the conversation,
 /// stored as sent; nothing is extracted from it. (An ingest whose every
 /// message is blank is refused: see [`IngestRequest::validate`].)
 pub fn validate_message_content(what: &str, content: &str) -> Result<()> {
     if content.len() > MAX_MESSAGE_BYTES {
-        return Err(Error::too_large(format!("{what} is {} bytes; the limit is {MAX_MESSAGE_BYTES}", content.len())));
+        return Err(Error::invalid(format!("{what} is {} bytes; the limit is {MAX_MESSAGE_BYTES}", content.len())));
     }
     Ok(())
 }
@@ -659,7 +662,7 @@ impl IngestRequest {
 impl RememberRequest {
     pub fn validate(&self) -> Result<()> {
         if self.content.len() > MAX_MESSAGE_BYTES {
-            return Err(Error::too_large(format!("content is over {MAX_MESSAGE_BYTES} bytes")));
+            return Err(Error::invalid(format!("content is {} bytes; the limit is {MAX_MESSAGE_BYTES}", self.content.len())));
         }
         if self.content.chars().filter(|&c| !is_invisible(c)).count() < MIN_REMEMBER_CHARS {
             return Err(Error::invalid("content must not be blank"));
@@ -780,14 +783,14 @@ mod tests {
     }
 
     #[test]
-    fn test_oversized_message_is_refused_as_too_large() {
+    fn test_an_oversized_message_is_refused_as_a_bad_request() {
         let req = IngestRequest {
             messages: vec![MessageInput { role: "user".into(), content: "x".repeat(40 * 1024), timestamp: None }],
             session_id: None,
             metadata: Default::default(),
         };
         let err = req.validate().unwrap_err();
-        assert_eq!(err.status(), 413);
+        assert_eq!((err.status(), err.code()), (400, 10001), "a field's bound, as the error table lists them");
     }
 
     #[test]

@@ -415,14 +415,14 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
             Some(CatalogCall::Create { account, name: body.name })
         }
         ("GET", ["namespaces"]) => {
-            let (per_page, cursor, args) = page_query(req.query, &["order", "direction"])?;
+            let (per_page, cursor, args) = page_query(req.query, &NAMESPACES_QUERY)?;
             let order = crate::core::catalog::NamespaceOrder::parse(args.get("order").and_then(Value::as_str), args.get("direction").and_then(Value::as_str))?;
             // The router knows no token: the list shows nothing until
             // [`scope_catalog`] gives it what the caller's grant may see.
             Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()), order })
         }
         ("GET", ["namespaces", ns, "profiles"]) => {
-            let (per_page, cursor, _) = page_query(req.query, &[])?;
+            let (per_page, cursor, _) = page_query(req.query, &PROFILES_QUERY)?;
             Some(CatalogCall::ListProfiles { namespace: decode(ns)?, per_page, cursor })
         }
         ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
@@ -446,14 +446,14 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("POST", ["ingest"]) => (Op::Ingest, json_body(req)?),
         ("POST", ["remember"]) => (Op::Remember, json_body(req)?),
         ("POST", ["recall"]) => (Op::Recall, json_body(req)?),
-        ("GET", ["memories"]) => (Op::List, query_args(req.query, LIST_QUERY_NAMES, &["limit"])?),
+        ("GET", ["memories"]) => (Op::List, query_args(req.query, &LIST_QUERY)?),
         ("GET", ["memories", id]) => (Op::Get, json!({ "id": decode(id)? })),
         ("DELETE", ["memories", id]) => (Op::Delete, json!({ "id": decode(id)? })),
         ("POST", ["memories", id, "forget"]) => (Op::Forget, json!({ "id": decode(id)? })),
         ("POST", ["summary"]) => (Op::GetSummary, optional_json_body(req)?),
-        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &[("session_id", "sessionId")], &[])?),
+        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &SUMMARY_QUERY)?),
         ("DELETE", ["sessions", sid]) => (Op::DeleteSession, json!({ "sessionId": decode(sid)? })),
-        ("GET", ["export"]) => (Op::Export, query_args(req.query, &[], &[])?),
+        ("GET", ["export"]) => (Op::Export, query_args(req.query, &EXPORT_QUERY)?),
         // Moved in: `json!` would serialize the file into a copy.
         ("POST", ["import"]) => (Op::Import, Value::Object(Map::from_iter([("data".to_string(), Value::String(import_body(req)?))]))),
         ("GET", ["stats"]) => (Op::Stats, json!({})),
@@ -526,9 +526,61 @@ fn integer(s: &str) -> Option<u64> {
     canonical.then(|| s.parse().ok()).flatten()
 }
 
-/// The published query names of a list and this service's own, each read
-/// as the list request's field.
-const LIST_QUERY_NAMES: &[(&str, &str)] = &[("per_page", "limit"), ("session_id", "sessionId"), ("as_of", "asOf")];
+/// The query parameters a GET route reads: each name, as the published
+/// reference spells it, with the request field it fills (the field's own
+/// name is taken too), and the numeric fields with their largest value.
+/// Any other parameter is refused (400), naming the ones the route reads,
+/// so a misspelt one is caught rather than ignored; a bad value is
+/// refused under the name it was sent as.
+struct QuerySpec {
+    names: &'static [(&'static str, &'static str)],
+    numeric: &'static [(&'static str, usize)],
+}
+
+impl QuerySpec {
+    /// The field `name` fills, if this route reads it.
+    fn field(&self, name: &str) -> Option<&'static str> {
+        self.names.iter().find(|(q, f)| *q == name || *f == name).map(|(_, f)| *f)
+    }
+
+    /// The names a refusal lists: the published ones, each once.
+    fn listed(&self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for (q, f) in self.names {
+            if !names.iter().any(|n| self.field(n) == Some(*f)) {
+                names.push(q);
+            }
+        }
+        names.join(", ")
+    }
+}
+
+/// A memory list's query (`GET …/memories`).
+const LIST_QUERY: QuerySpec = QuerySpec {
+    names: &[
+        ("per_page", "limit"),
+        ("cursor", "cursor"),
+        ("session_id", "sessionId"),
+        ("type", "type"),
+        ("status", "status"),
+        ("key", "key"),
+        ("filter", "filter"),
+        ("as_of", "asOf"),
+    ],
+    numeric: &[("limit", api::MAX_PAGE_SIZE)],
+};
+/// `GET …/summary`'s query.
+const SUMMARY_QUERY: QuerySpec = QuerySpec { names: &[("session_id", "sessionId")], numeric: &[] };
+/// `GET …/export`'s query.
+const EXPORT_QUERY: QuerySpec = QuerySpec { names: &[("filter", "filter")], numeric: &[] };
+/// A catalog list's query (namespaces, a namespace's profiles): a page
+/// size under either name and a cursor; the namespace list also an order.
+const PROFILES_QUERY: QuerySpec =
+    QuerySpec { names: &[("per_page", "perPage"), ("limit", "perPage"), ("cursor", "cursor")], numeric: &[("perPage", crate::core::catalog::MAX_PAGE)] };
+const NAMESPACES_QUERY: QuerySpec = QuerySpec {
+    names: &[("per_page", "perPage"), ("limit", "perPage"), ("cursor", "cursor"), ("order", "order"), ("direction", "direction")],
+    numeric: &[("perPage", crate::core::catalog::MAX_PAGE)],
+};
 
 /// A 405 for a known path asked with a method it does not take, else a 404.
 fn unrouted(req: &Incoming<'_>) -> Error {
@@ -679,19 +731,24 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
     Ok(text.to_string())
 }
 
-/// Query parameters as a JSON object, each name first renamed by
-/// `renames` (`(query name, field)`); `numeric` fields are parsed as
-/// integers. A field given twice (under either name) is refused; unknown
-/// ones are refused by the request record.
-fn query_args(query: &str, renames: &[(&str, &str)], numeric: &[&str]) -> Result<Value> {
+/// Query parameters as a JSON object of the fields `spec` names them
+/// by. A parameter the route does not read, or a field given twice (under
+/// either name), is refused; numeric fields are parsed as integers of 1
+/// to their largest value.
+fn query_args(query: &str, spec: &QuerySpec) -> Result<Value> {
     let mut map = Map::new();
     for (k, v) in &query_pairs(query)? {
-        let field = renames.iter().find(|(q, _)| q == k).map_or(k.as_str(), |(_, f)| f);
+        let field = spec.field(k).ok_or_else(|| Error::invalid(format!("unknown query parameter {}; this route reads {}", api::quoted(k), spec.listed())))?;
         if map.contains_key(field) {
             return Err(Error::invalid(format!("query parameter {} is given twice", api::quoted(k))));
         }
-        let value = if numeric.contains(&field) {
-            Value::from(integer(v).ok_or_else(|| Error::invalid(format!("{} must be a positive integer, in digits", api::quoted(k))))?)
+        let value = if let Some((_, max)) = spec.numeric.iter().find(|(f, _)| *f == field) {
+            let n = integer(v).ok_or_else(|| Error::invalid(format!("{} must be a positive integer, in digits", api::quoted(k))))?;
+            if n == 0 || n > *max as u64 {
+                // `k` is one of the route's own names: no need to quote it.
+                return Err(Error::invalid(format!("{k} must be 1-{max}")));
+            }
+            Value::from(n)
         } else {
             Value::String(v.clone())
         };
@@ -1016,14 +1073,10 @@ pub fn scope_catalog(call: CatalogCall, grant: &Grant) -> Result<CatalogCall> {
     }
 }
 
-/// A catalog list's query: its page size (`per_page`, or `limit`), its
-/// cursor, and all it holds, of which only those and `also` are taken (any
-/// other parameter is refused, 400).
-fn page_query(query: &str, also: &[&str]) -> Result<(Option<usize>, Option<String>, Value)> {
-    let args = query_args(query, &[("per_page", "perPage"), ("limit", "perPage")], &["perPage"])?;
-    if let Some(k) = args.as_object().and_then(|m| m.keys().find(|k| !matches!(k.as_str(), "perPage" | "cursor") && !also.contains(&k.as_str()))) {
-        return Err(Error::invalid(format!("unknown query parameter {}", api::quoted(k))));
-    }
+/// A catalog list's query (`spec`): its page size (`per_page`, or
+/// `limit`), its cursor, and all it holds.
+fn page_query(query: &str, spec: &QuerySpec) -> Result<(Option<usize>, Option<String>, Value)> {
+    let args = query_args(query, spec)?;
     let per_page = args.get("perPage").and_then(Value::as_u64).map(api::count);
     let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
     Ok((per_page, cursor, args))
@@ -1211,7 +1264,17 @@ mod tests {
         for q in ["limit=+20", "limit=007", "limit=-1", "limit= 5", "limit=5.0", "limit=", "limit=1e2"] {
             assert!(list_with(q).unwrap_err().is_invalid(), "{q} accepted");
         }
-        assert_eq!(list_with("limit=0").unwrap(), json!({ "limit": 0 }), "read here, refused by list's range");
+        for (q, name) in [("limit=0", "limit"), ("per_page=0", "per_page"), ("per_page=1001", "per_page")] {
+            let e = list_with(q).unwrap_err();
+            assert_eq!(e.message(), format!("{name} must be 1-1000"), "{q}: refused under the name it was sent as");
+        }
+        assert_eq!(list_with("per_page=1000").unwrap(), json!({ "limit": 1000 }));
+        let unknown = list_with("page=2").unwrap_err();
+        assert_eq!(
+            unknown.message(),
+            "unknown query parameter \"page\"; this route reads per_page, cursor, session_id, type, status, key, filter, as_of",
+            "named as the reference names them"
+        );
         assert_eq!(list_with("per_page=20").unwrap(), json!({ "limit": 20 }));
         let undo = |id: &str| route(&Incoming { method: "POST", path: &format!("{BASE}/consolidations/{id}/undo"), query: "", content_type: None, body: b"" });
         for id in ["+5", "05", "-5", "99999999999999999999"] {

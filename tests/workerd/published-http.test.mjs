@@ -472,6 +472,18 @@ test("counts beyond 32 bits: a page size or recall limit is a 400 saying its ran
   assert.equal(r.status, 200, r.what);
 });
 
+test("a query parameter a list does not read is a 400 naming the ones it reads as the reference spells them, and a bad per_page is refused as per_page", async () => {
+  const memories = `/namespaces/${NAMESPACE}/profiles/${PROFILE}/memories`;
+  const unknown = fails(await send("GET", `${memories}?page=2`), 400);
+  assert.match(unknown.message, /unknown query parameter "page"; this route reads per_page, cursor, session_id, type/, unknown.message);
+  assert.doesNotMatch(unknown.message, /sessionId|limit/, "no name the reference does not use");
+  for (const q of ["per_page=0", "per_page=1001"]) {
+    assert.equal(fails(await send("GET", `${memories}?${q}`), 400).message, "per_page must be 1-1000", q);
+  }
+  assert.match(fails(await send("GET", `/namespaces/${NAMESPACE}/profiles?page=2`), 400).message, /this route reads per_page, cursor$/);
+  assert.match(fails(await send("GET", "/namespaces?page=2"), 400).message, /this route reads per_page, cursor, order, direction$/);
+});
+
 test("GET /namespaces?per_page=50 lists both namespaces on one page whose cursor is \"\"", async () => {
   const r = await send("GET", "/namespaces?per_page=50");
   const result = ok(r, EXAMPLE_NAMESPACE_LIST);

@@ -123,13 +123,13 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
     r = await raw("POST", url("/recall"), { body: JSON.stringify({ query: "x".repeat(1025) }), headers: json });
     assertClientError(r, "1025-byte query", 400);
     r = await raw("POST", url("/remember"), { body: JSON.stringify({ content: "y".repeat(32 * 1024 + 1) }), headers: json });
-    assertClientError(r, "33 KB memory", 413);
+    assertClientError(r, "33 KB memory", 400);
     conforms("POST", `${P}/remember`, r);
     r = await raw("POST", url("/ingest"), {
       body: JSON.stringify({ messages: [{ role: "user", content: "z".repeat(32 * 1024 + 1) }] }),
       headers: json,
     });
-    assertClientError(r, "33 KB message", 413);
+    assertClientError(r, "33 KB message", 400);
     // Over the 17 MB body limit, sent without a declared length (a
     // declared one over the limit is refused before the body is read:
     // hostile.test.mjs), so the Worker reads it and measures it.

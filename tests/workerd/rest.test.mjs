@@ -177,7 +177,7 @@ test("authentication comes before body validation: no token and a malformed body
 // ---------------------------------------------------------------------------
 // Limits and idempotence
 
-test("a 40 KB message in ingest is refused with 413 (10006) and stores nothing", async () => {
+test("a 40 KB message in ingest is refused with 400 (10001), as every bound on a field, and stores nothing", async () => {
   ok(await api.post(T.ingest, { profile: "big" }, { sessionId: "s1", messages: [{ role: "user", content: "I keep my passport in the top drawer." }] }));
   // The first ingest's background work done (the alarm waits the drain
   // delay), so the job count below compares a settled profile.
@@ -192,7 +192,7 @@ test("a 40 KB message in ingest is refused with 413 (10006) and stores nothing",
       { role: "user", content: bigContent(40) },
     ],
   });
-  fails(r, 413, CODE.tooLarge);
+  fails(r, 400, CODE.invalid);
   const after = await stats("big");
   assert.deepEqual(counts(after), counts(before));
   assert.equal(after.pendingJobs, before.pendingJobs);
@@ -748,7 +748,7 @@ const BAD_INPUT = [
   ["remember content marked sensitive", "POST", T.remember, {}, { json: { content: "The user's card number is on the fridge.", sensitive: true } }, 400, CODE.invalid],
   ["a bad remember type", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", type: "note" } }, 400, CODE.invalid],
   ["both expiresAt and ttlSeconds", "POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", expiresAt: "2030-01-01", ttlSeconds: 5 } }, 400, CODE.invalid],
-  ["a 40 KB remember content", "POST", T.remember, {}, { json: { content: bigContent(40) } }, 413, CODE.tooLarge],
+  ["a 40 KB remember content", "POST", T.remember, {}, { json: { content: bigContent(40) } }, 400, CODE.invalid],
   ["no ingest messages", "POST", T.ingest, {}, { json: { messages: [] } }, 400, CODE.invalid],
   ["501 ingest messages", "POST", T.ingest, {}, { json: { messages: Array.from({ length: 501 }, (_, i) => ({ role: "user", content: `Message ${i} about nothing in particular.` })) } }, 400, CODE.invalid],
   ["an ingest message without a role", "POST", T.ingest, {}, { json: { messages: [{ content: "I like long walks on the beach." }] } }, 400, CODE.invalid],

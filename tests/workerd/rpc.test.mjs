@@ -286,7 +286,7 @@ const SAME_ERRORS = [
   ["blank remember content", "errs", ["remember", { content: "  " }], ["POST", T.remember, {}, { json: { content: "  " } }], CODE.invalid],
   ["an unknown remember field", "errs", ["remember", { content: "The user likes long walks on the beach.", mood: "happy" }], ["POST", T.remember, {}, { json: { content: "The user likes long walks on the beach.", mood: "happy" } }], CODE.invalid],
   ["empty ingest messages", "errs", ["ingest", []], ["POST", T.ingest, {}, { json: { messages: [] } }], CODE.invalid],
-  ["a 40 KB ingest message", "errs", ["ingest", [{ role: "user", content: bigContent(40) }], { sessionId: "s" }], ["POST", T.ingest, {}, { json: { sessionId: "s", messages: [{ role: "user", content: bigContent(40) }] } }], CODE.tooLarge],
+  ["a 40 KB ingest message", "errs", ["ingest", [{ role: "user", content: bigContent(40) }], { sessionId: "s" }], ["POST", T.ingest, {}, { json: { sessionId: "s", messages: [{ role: "user", content: bigContent(40) }] } }], CODE.invalid],
   ["an empty ingest sessionId", "errs", ["ingest", [{ role: "user", content: "I like long walks." }], { sessionId: "" }], ["POST", T.ingest, {}, { json: { sessionId: "", messages: [{ role: "user", content: "I like long walks." }] } }], CODE.invalid],
   ["a bad id in get", "errs", ["get", "not-an-id"], ["GET", T.memory, { id: "not-an-id" }, {}], CODE.invalid],
   ["a bad id in forget", "errs", ["forget", "X.Y"], ["POST", T.forget, { id: "X.Y" }, {}], CODE.invalid],
