@@ -141,3 +141,38 @@ test("the examples and the published d.ts are verbatim copies of the docs' code"
   endsWith("tests/types/examples/dts/published-example.ts", example("tests/types/published/agent-memory.d.ts", "Namespace-level Agent Memory binding."));
   endsWith("tests/types/examples/dts/memory-service-example.ts", example("src/agent-memory.d.ts", "The `MemoryService` entrypoint"));
 });
+
+test("the get-started agent type-checks against `wrangler types`' own output once its MEMORY line is changed as README.md says, and not before", () => {
+  const example = path.join(ROOT, "docs/examples/memory-agent");
+  const readme = read("README.md");
+  const line = readme.split("\n").find((l) => l.startsWith("npx wrangler types && "));
+  assert.ok(line, "README.md gives the wrangler types command");
+  const [, fix] = line.split(" && ");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-memory-wrangler-types-"));
+  try {
+    fs.symlinkSync(path.join(example, "node_modules"), path.join(dir, "node_modules"), "dir");
+    fs.mkdirSync(path.join(dir, "src"));
+    fs.copyFileSync(path.join(example, "wrangler.toml"), path.join(dir, "wrangler.toml"));
+    fs.copyFileSync(path.join(example, "src/server.ts"), path.join(dir, "src/server.ts"));
+    // The generated file holds the runtime types: no @cloudflare/workers-types, no env.d.ts.
+    const options = JSON.parse(read("docs/examples/memory-agent/tsconfig.json").replace(/^\s*\/\/.*$/gm, "")).compilerOptions;
+    fs.writeFileSync(
+      path.join(dir, "tsconfig.json"),
+      JSON.stringify({ compilerOptions: { ...options, types: [] }, include: ["src", "worker-configuration.d.ts"] }),
+    );
+    const wrangler = spawnSync(path.join(ROOT, "node_modules/.bin/wrangler"), ["types"], { cwd: dir, encoding: "utf8", timeout: 120_000 });
+    assert.equal(wrangler.status, 0, `wrangler types failed:\n${wrangler.stdout}${wrangler.stderr}`);
+    const generated = fs.readFileSync(path.join(dir, "worker-configuration.d.ts"), "utf8");
+    assert.match(generated, /MEMORY: Service \/\* entrypoint MemoryService from agent-memory \*\/;/);
+    const before = tsc("tsconfig.json", dir);
+    assert.notEqual(before.status, 0, "wrangler's own typing passed: README.md's step is no longer needed");
+    assert.match(before.output, /Property 'getProfile' does not exist/);
+    const edit = spawnSync("sh", ["-c", fix], { cwd: dir, encoding: "utf8" });
+    assert.equal(edit.status, 0, `${fix}:\n${edit.stderr}`);
+    assert.match(fs.readFileSync(path.join(dir, "worker-configuration.d.ts"), "utf8"), /\tMEMORY: AgentMemoryNamespace;/);
+    const after = tsc("tsconfig.json", dir);
+    assert.equal(after.status, 0, `the agent does not type-check against the changed output:\n${after.output}`);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
