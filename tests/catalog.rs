@@ -255,6 +255,13 @@ fn test_namespaces_page_in_the_order_and_direction_asked_for() {
     assert_eq!(by(Some("id"), Some("desc")), ["q", "a", "z", "m"]);
     assert!(NamespaceOrder::parse(Some("created"), None).unwrap_err().is_invalid());
     assert!(NamespaceOrder::parse(None, Some("down")).unwrap_err().is_invalid());
+    // A name is no cursor of the list by id: it sorts after every id, so
+    // read as one it answered an empty last page and skipped them all.
+    for d in ["asc", "desc"] {
+        let by_id = NamespaceOrder::parse(Some("id"), Some(d)).unwrap();
+        let e = c.list_ordered("1", Some(1), Some("hz"), &Visible::All, by_id).unwrap_err();
+        assert!(e.is_invalid() && e.message().contains("by id"), "{d}: {e}");
+    }
 }
 
 #[test]

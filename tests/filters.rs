@@ -914,3 +914,18 @@ fn test_a_memory_without_a_session_matches_only_ne_and_nin_on_session_id() {
     let plan: Vec<String> = held.sql.query(&statement, &[f.param().into()]).unwrap().iter().filter_map(|row| row.last().and_then(|v| v.opt_string())).collect();
     assert!(plan.iter().any(|s| s.contains("SEARCH") && s.contains("memories_by_session (session_id=?")), "{plan:#?}");
 }
+
+#[test]
+fn test_an_integer_past_64_bits_in_a_filter_text_is_refused_not_read_as_the_float_of_a_stored_one() {
+    let held = Held::new();
+    held.with(APRIL_15, |p| {
+        let req: RememberRequest =
+            serde_json::from_value(json!({"content": "The third warehouse order shipped on Monday.", "metadata": {"orderId": u64::MAX}})).unwrap();
+        block_on(p.remember(req)).unwrap();
+        // 2^64 + 1 read as a float is 2^64, which is how the stored u64::MAX reads.
+        for text in [r#"{"orderId": 18446744073709551617}"#, r#"{"orderId": {"in": [1, 123456789012345678901234567891]}}"#] {
+            let e = p.list(ListRequest { filter: Some(Value::String(text.into())), ..Default::default() }).unwrap_err();
+            assert!(e.status() == 400 && e.message().contains("does not fit in 64 bits"), "{text}: {e}");
+        }
+    });
+}

@@ -236,6 +236,24 @@ fn test_import_stores_an_event_date_as_the_day_filters_compare() {
 }
 
 #[test]
+fn test_import_stores_an_event_date_time_as_the_day_where_it_happened() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let late = json!({ "type": "event", "eventDate": "2023-02-03T23:30:00-05:00" });
+        p.import(&file(&[header(), memory(FIRST, "The launch happened.", late)])).unwrap();
+        assert_eq!(p.get(FIRST).unwrap().memory.event_date.as_deref(), Some("2023-02-03"), "not the UTC day, 2023-02-04");
+    });
+}
+
+#[test]
+fn test_import_of_a_memory_of_private_spans_alone_is_refused_as_remember_refuses_it() {
+    for (content, summary) in [("<private>all of it</private>", "A fact."), ("A fact.", "<private>x</private> <private>y</private>")] {
+        let e = refused(&file(&[header(), memory(FIRST, content, json!({ "summary": summary }))]));
+        assert!(e.message().contains("only private spans"), "{content} / {summary}: {e}");
+    }
+}
+
+#[test]
 fn test_import_with_validity_ending_before_it_starts_is_refused() {
     let e = refused(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "validFrom": "2023-05-08T13:56:00Z", "validTo": "2020-01-01" }))]));
     assert!(e.message().contains("line 2") && e.message().contains("validTo"), "{e}");

@@ -578,6 +578,11 @@ fn test_a_memory_remembered_without_a_session_is_told_as_in_no_session() {
     assert!(text(&without).contains(" in no session, status active"), "{}", text(&without));
     let with = call(&sql, APRIL_15, "remember", json!({ "content": "The formatter is black.", "sessionId": "s1" }));
     assert!(text(&with).contains(" in session s1, status active"), "{}", text(&with));
+    // A list says so too, not "session ,".
+    let reply = call(&sql, APRIL_15, "list", json!({}));
+    let listed = text(&reply);
+    assert!(listed.contains(", no session, created") && listed.contains(", session s1, created"), "{listed}");
+    assert!(!listed.contains("session ,"), "{listed}");
 }
 
 /// The endpoint reads no query string: `…?dryRun=1` is refused (400, as

@@ -143,7 +143,7 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
                 let left = allowed.saturating_sub(working_set::now_millis().saturating_sub(since)).min(i32::MAX as u64);
                 match futures::future::select(stream.next(), worker::Delay::from(std::time::Duration::from_millis(left))).await {
                     futures::future::Either::Left((next, _)) => next,
-                    futures::future::Either::Right(_) => return Ok(Err(body_too_slow(reader.held(), length, allowed))),
+                    futures::future::Either::Right(_) => return Ok(Err(body_too_slow(reader.received(), length, allowed))),
                 }
             }
         };
@@ -157,11 +157,12 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
 }
 
 /// The answer to a body that holds room and did not arrive within
-/// `allowed_millis`.
-fn body_too_slow(held: usize, length: Option<usize>, allowed_millis: u64) -> Error {
+/// `allowed_millis`, `received` bytes of it (of `length`, if declared)
+/// having arrived.
+fn body_too_slow(received: usize, length: Option<usize>, allowed_millis: u64) -> Error {
     let of = length.map_or(String::new(), |n| format!(" of {n}"));
     Error::timeout(format!(
-        "the request's body did not arrive in time: {held} bytes{of} in {:.1} s, slower than {} KiB a second, while it held room other large requests wait for; nothing was done",
+        "the request's body did not arrive in time: {received} bytes{of} in {:.1} s, slower than {} KiB a second, while it held room other large requests wait for; nothing was done",
         allowed_millis as f64 / 1000.0,
         crate::core::resident::BODY_MIN_BYTES_PER_SECOND / 1024
     ))

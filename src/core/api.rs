@@ -130,6 +130,19 @@ pub fn only_redacted(text: &str) -> bool {
     text.split(REDACTED).all(|rest| rest.trim().is_empty())
 }
 
+/// Redacts a statement's `text` in place ([`redact_private`]), refusing
+/// one that was private spans alone: nothing of it is left to store
+/// (`remember`, and an import's memory as `remember` would take it).
+pub fn redact_statement(what: &str, text: &mut String) -> Result<()> {
+    if let std::borrow::Cow::Owned(r) = redact_private(text) {
+        if only_redacted(&r) {
+            return Err(Error::invalid(format!("{what} is only private spans: nothing is left to store once they are redacted")));
+        }
+        *text = r;
+    }
+    Ok(())
+}
+
 pub use crate::core::error::{quoted, MAX_QUOTED_CHARS};
 
 /// Parses a JSON value into a request record, mapping serde's message to
@@ -282,6 +295,17 @@ pub fn json_media(content_type: &str) -> (String, bool) {
     let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let json = media == "application/json" || media.ends_with("+json");
     (media, json)
+}
+
+/// The `charset` a content type names, other than UTF-8 (the only one a
+/// body is read in): `application/json; charset=latin1` is refused rather
+/// than read as UTF-8.
+pub fn foreign_charset(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (name, value) = param.split_once('=')?;
+        let value = value.trim().trim_matches('"').to_ascii_lowercase();
+        (name.trim().eq_ignore_ascii_case("charset") && value != "utf-8" && value != "utf8").then_some(value)
+    })
 }
 
 /// Hex digits of the tag that ties a list cursor to its profile.
@@ -556,6 +580,10 @@ fn validate_label(what: &str, s: &str, max: usize) -> Result<()> {
     if s.chars().any(char::is_control) {
         return Err(Error::invalid(format!("{what} must not contain control characters")));
     }
+    // A role is shown as a speaker's name (`Us\u{202E}er: ...`).
+    if s.chars().any(is_bidi_control) {
+        return Err(Error::invalid(format!("{what} must not contain bidirectional controls")));
+    }
     Ok(())
 }
 
@@ -615,6 +643,10 @@ pub fn validate_id(id: &str) -> Result<()> {
 /// Checks an optional ISO-8601 date argument: a date or date-time in the
 /// years 0000-9999 (see [`crate::core::time::parse_datetime`]).
 pub fn validate_date(what: &str, s: &Option<String>) -> Result<()> {
+    // Kept as sent (a message's timestamp), so nothing around it either.
+    if s.as_deref().is_some_and(|d| d.trim() != d || d.chars().any(char::is_control)) {
+        return Err(Error::invalid(format!("{what} must not have white space around it or control characters in it")));
+    }
     match s {
         Some(d) if crate::core::time::parse_datetime(d).is_none() => {
             Err(Error::invalid(format!("{what} must be an ISO-8601 date or date-time in the years 0000-9999")))
@@ -694,6 +726,10 @@ impl RecallRequest {
     pub fn validate(&self) -> Result<()> {
         if self.query.trim().is_empty() {
             return Err(Error::invalid("query must not be empty"));
+        }
+        // Zero-width and formatting marks alone ask nothing either.
+        if self.query.chars().all(is_invisible) {
+            return Err(Error::invalid("query must hold a visible character"));
         }
         if self.query.len() > MAX_QUERY_BYTES {
             return Err(Error::invalid(format!("query must be at most {MAX_QUERY_BYTES} bytes")));
@@ -791,6 +827,37 @@ mod tests {
         };
         let err = req.validate().unwrap_err();
         assert_eq!((err.status(), err.code()), (400, 10001), "a field's bound, as the error table lists them");
+    }
+
+    #[test]
+    fn test_a_recall_query_of_invisible_characters_is_refused() {
+        for q in ["", "  ", "\u{200B}\u{200D}", " \u{FEFF} \u{2060}"] {
+            let req: RecallRequest = serde_json::from_value(serde_json::json!({ "query": q })).unwrap();
+            assert!(req.validate().unwrap_err().is_invalid(), "{q:?}");
+        }
+        let req: RecallRequest = serde_json::from_value(serde_json::json!({ "query": "\u{200B}why?" })).unwrap();
+        assert!(req.validate().is_ok());
+    }
+
+    #[test]
+    fn test_a_role_or_key_with_a_bidirectional_control_is_refused() {
+        for role in ["us\u{202E}er", "\u{2066}assistant"] {
+            let e = validate_role("role", role).unwrap_err();
+            assert!(e.message().contains("bidirectional"), "{role:?}: {e}");
+        }
+        assert!(validate_key("key", "user.\u{202E}name").is_err());
+        assert!(validate_role("role", "Caroline").is_ok());
+    }
+
+    #[test]
+    fn test_a_date_with_white_space_around_it_or_a_control_character_is_refused() {
+        for d in [" 2026-01-01", "2026-01-01\n", "2026-01-01\t", "2026-01\u{0}-01"] {
+            let e = validate_date("timestamp", &Some(d.into())).unwrap_err();
+            assert!(e.message().contains("white space"), "{d:?}: {e}");
+        }
+        for d in ["2026-01-01", "2026-01-01T10:00:00Z", "1:56 pm on 8 May, 2023"] {
+            assert!(validate_date("timestamp", &Some(d.into())).is_ok(), "{d}");
+        }
     }
 
     #[test]

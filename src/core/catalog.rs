@@ -282,14 +282,18 @@ pub enum CatalogCall {
     DuePurges,
 }
 
-/// Where a page of namespaces starts: after the name `cursor` (the last
-/// of the previous page), or at the first when there is none or it is
-/// empty (the last page's, sent back). Anything else is no name this
-/// service ever returned: refused, never read as "from the start".
-fn page_after(cursor: Option<&str>) -> Result<&str> {
+/// Where a page of namespaces starts: after the name (or, `by_id`, the
+/// id) `cursor` (the last of the previous page), or at the first when
+/// there is none or it is empty (the last page's, sent back). Anything
+/// else is no name or id this service ever returned: refused, never read
+/// as "from the start" (nor a name as an id, which would sort after
+/// every id and answer an empty last page).
+fn page_after(cursor: Option<&str>, by_id: bool) -> Result<&str> {
+    let refused = || Error::invalid(format!("cursor is not one this service returned for namespaces by {}", if by_id { "id" } else { "name" }));
     match cursor {
         None | Some("") => Ok(""),
-        Some(c) => api::validate_namespace(c).map(|()| c).map_err(|_| Error::invalid("cursor is not one this service returned")),
+        Some(c) if by_id => crate::core::ids::is_id(c).then_some(c).ok_or_else(refused),
+        Some(c) => api::validate_namespace(c).map(|()| c).map_err(|_| refused()),
     }
 }
 
@@ -356,7 +360,7 @@ impl Catalog<'_> {
         if per_page == 0 || per_page > MAX_PAGE {
             return Err(Error::invalid(format!("per_page must be 1-{MAX_PAGE}")));
         }
-        let after = page_after(cursor)?;
+        let after = page_after(cursor, order.by_id)?;
         let limit = SqlValue::Integer(per_page.saturating_add(1) as i64);
         let (column, past, direction) = order.sql();
         // The first page (no cursor) starts at either end.

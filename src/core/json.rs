@@ -34,11 +34,72 @@ pub const TREE_MEMBER_BYTES: usize = 32;
 /// whose tree would take more than [`MAX_JSON_TREE_BYTES`], as soon as
 /// its reading passes them.
 pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
+    if let Some(n) = integer_past_64_bits(text) {
+        return Err(serde_json::Error::custom(format!(
+            "the integer {} does not fit in 64 bits: it would be read as the nearest float and compare equal to others; send it as a string",
+            crate::core::error::quoted(n)
+        )));
+    }
     let left = std::cell::Cell::new(MAX_JSON_TREE_BYTES);
     let mut de = serde_json::Deserializer::from_str(text);
     let v = StrictValue { left: &left }.deserialize(&mut de)?;
     de.end()?;
     Ok(v)
+}
+
+/// Most digits an integer that fits in 64 bits has (`u64::MAX`).
+const MAX_INTEGER_DIGITS: usize = 20;
+
+/// The first integer of `text`, outside its strings, below `i64::MIN` or
+/// above `u64::MAX`. serde_json reads such an integer as the nearest
+/// float, silently: `18446744073709551617` as `2^64`, equal to a stored
+/// `u64::MAX`. Only a text with a run of 19 digits (`i64::MIN`'s) anywhere
+/// is read token by token.
+fn integer_past_64_bits(text: &str) -> Option<&str> {
+    let mut run = 0usize;
+    if !text.bytes().any(|c| {
+        run = if c.is_ascii_digit() { run.saturating_add(1) } else { 0 };
+        run >= MAX_INTEGER_DIGITS.saturating_sub(1)
+    }) {
+        return None;
+    }
+    let mut bytes = text.bytes().enumerate().peekable();
+    let (mut in_string, mut escaped) = (false, false);
+    while let Some((start, c)) = bytes.next() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'-' | b'0'..=b'9' => {
+                // The number's whole token: digits, then a fraction or an
+                // exponent if it has one (a float, read as one).
+                let mut end = start.saturating_add(1);
+                let mut float = false;
+                while let Some(&(i, d)) = bytes.peek() {
+                    if !(d.is_ascii_digit() || matches!(d, b'.' | b'e' | b'E' | b'+' | b'-')) {
+                        break;
+                    }
+                    float |= matches!(d, b'.' | b'e' | b'E');
+                    end = i.saturating_add(1);
+                    bytes.next();
+                }
+                let n = text.get(start..end).unwrap_or_default();
+                let digits = n.trim_start_matches('-').len();
+                if !float && digits >= MAX_INTEGER_DIGITS.saturating_sub(1) && n.parse::<i64>().is_err() && n.parse::<u64>().is_err() {
+                    return Some(n);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `value` as JSON text, in a buffer of exactly its length: the text is
@@ -289,6 +350,26 @@ mod tests {
     }
 
     #[test]
+    fn test_an_integer_past_64_bits_is_refused_not_read_as_the_nearest_float() {
+        for text in [r#"{"n": 18446744073709551616}"#, r#"[1, {"a": [-9223372036854775809]}]"#, r#"{"s": "\\\"", "n": 123456789012345678901234567891}"#] {
+            let e = parse_strict(text).unwrap_err().to_string();
+            assert!(e.contains("does not fit in 64 bits"), "{text}: {e}");
+        }
+        for (text, n) in [
+            (r#"{"n": 18446744073709551615}"#, json!({"n": u64::MAX})),
+            (r#"{"n": -9223372036854775808}"#, json!({"n": i64::MIN})),
+            (r#"{"n": 18446744073709551616.0}"#, json!({"n": 18446744073709551616.0})),
+            (r#"{"n": 1e300}"#, json!({"n": 1e300})),
+            (
+                r#"{"s": "18446744073709551616", "t": "a\"b 99999999999999999999999"}"#,
+                json!({"s": "18446744073709551616", "t": "a\"b 99999999999999999999999"}),
+            ),
+        ] {
+            assert_eq!(parse_strict(text).unwrap(), n, "{text}");
+        }
+    }
+
+    #[test]
     fn test_a_key_given_twice_is_refused_at_any_depth() {
         for text in [r#"{"query": "a", "query": "b"}"#, r#"{"a": {"b": 1, "b": 2}}"#, r#"[{"x": [{"k": 1, "k": 1}]}]"#] {
             let e = parse_strict(text).unwrap_err();
@@ -304,7 +385,7 @@ mod tests {
 
     #[test]
     fn test_a_well_formed_text_reads_as_serde_json_reads_it() {
-        let text = r#"{"a": [1, -2, 1.5, "x", null, true], "b": {}, "big": 123456789012345678901234567890}"#;
+        let text = r#"{"a": [1, -2, 1.5, "x", null, true], "b": {}, "big": 18446744073709551615, "float": 1.2345678901234567e29}"#;
         assert_eq!(parse_strict(text).unwrap(), serde_json::from_str::<Value>(text).unwrap());
         assert_eq!(parse_strict(" 3 ").unwrap(), json!(3));
     }

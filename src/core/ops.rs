@@ -75,12 +75,7 @@ fn prepare_ingest(mut req: IngestRequest) -> Result<IngestRequest> {
 
 /// A remember request as stored: redacted, then validated.
 fn prepare_remember(mut req: RememberRequest) -> Result<RememberRequest> {
-    if let std::borrow::Cow::Owned(r) = api::redact_private(&req.content) {
-        if api::only_redacted(&r) {
-            return Err(Error::invalid("content is only private spans: nothing is left to store once they are redacted"));
-        }
-        req.content = r;
-    }
+    api::redact_statement("content", &mut req.content)?;
     req.validate()?;
     if let Some(key) = &req.key {
         crate::core::text::check_key_as_given(key, req.kind)?;

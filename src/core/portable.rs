@@ -851,8 +851,8 @@ fn checked_memory(mut m: Memory) -> Result<Memory> {
     if !m.session_id.is_empty() {
         api::validate_session_id(&m.session_id)?;
     }
-    redact(&mut m.content);
-    redact(&mut m.summary);
+    api::redact_statement("content", &mut m.content)?;
+    api::redact_statement("summary", &mut m.summary)?;
     m.search_queries.iter_mut().for_each(redact);
     api::validate_content("content", &m.content)?;
     api::validate_content("summary", &m.summary)?;
@@ -895,7 +895,8 @@ fn stored_dates(m: &mut Memory) -> Result<()> {
     api::validate_date("updatedAt", &Some(m.updated_at.clone()))?;
     api::validate_expiry("expiresAt", &m.expires_at)?;
     if let Some(d) = &m.event_date {
-        let day = crate::core::time::date_of(d).ok_or_else(|| Error::invalid("eventDate is not a date"))?;
+        // The day where it happened, as ingest reckons a message's day.
+        let day = crate::core::time::local_date_of(d).ok_or_else(|| Error::invalid("eventDate is not a date"))?;
         m.event_date = Some(day.format("%Y-%m-%d").to_string());
     }
     for (what, v) in [("expiresAt", &mut m.expires_at), ("validFrom", &mut m.valid_from), ("validTo", &mut m.valid_to)] {

@@ -91,6 +91,11 @@ impl BodyReader {
         self.bytes.capacity()
     }
 
+    /// The bytes of the body that arrived so far.
+    pub fn received(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The whole body.
     pub fn finish(self) -> Vec<u8> {
         self.bytes
@@ -688,6 +693,9 @@ fn json_body(req: &Incoming<'_>) -> Result<Value> {
         let (media, json) = api::json_media(ct);
         if !json {
             return Err(Error::invalid(format!("content-type must be application/json, not {}", api::quoted(&media))));
+        }
+        if let Some(charset) = api::foreign_charset(ct) {
+            return Err(Error::invalid(format!("a JSON body is read as UTF-8, not {}", api::quoted(&charset))));
         }
     }
     if req.body.len() > MAX_BODY_BYTES {
@@ -1301,6 +1309,20 @@ mod tests {
     fn test_wrong_content_type_is_refused() {
         let r = route(&Incoming { method: "POST", path: &format!("{BASE}/remember"), query: "", content_type: Some("text/plain"), body: b"{}" });
         assert!(r.unwrap_err().is_invalid());
+    }
+
+    #[test]
+    fn test_a_json_body_in_another_charset_is_refused_not_read_as_utf8() {
+        let with = |ct: &'static str| {
+            route(&Incoming { method: "POST", path: &format!("{BASE}/remember"), query: "", content_type: Some(ct), body: br#"{"content": "x"}"# })
+        };
+        for ct in ["application/json; charset=latin1", "application/json;charset=\"ISO-8859-1\"", "application/json; charset=utf-16"] {
+            let e = with(ct).unwrap_err();
+            assert!(e.is_invalid() && e.message().contains("read as UTF-8"), "{ct}: {e}");
+        }
+        for ct in ["application/json; charset=utf-8", "application/json; charset=UTF-8", "application/json;charset=\"utf8\"", "application/json"] {
+            assert!(with(ct).is_ok(), "{ct}");
+        }
     }
 
     #[test]

@@ -328,6 +328,10 @@ test("a body that holds room must arrive in time: one sent too slowly is answere
     assert.equal(answer.status, 408, JSON.stringify(answer.body));
     assert.equal(answer.body.errors[0].code, CODE.timeout);
     assert.match(answer.body.errors[0].message, /did not arrive in time.*nothing was done/);
+    // It says what arrived, not the room it holds (the declared length).
+    const [, received, declared] = answer.body.errors[0].message.match(/: (\d+) bytes of (\d+) in/).map(Number);
+    assert.equal(declared, Buffer.byteLength(body));
+    assert.ok(received > 0 && received < declared, `${received} of ${declared} bytes said to have arrived; half was sent`);
     assert.ok(took >= allowed - 600 && took < allowed + 5000, `answered after ${took} ms; allowed ${allowed}`);
     // The small body holds no room: it is not timed, however slow.
     small.release();

@@ -190,7 +190,14 @@ fn s<'v>(v: &'v Value, key: &str) -> &'v str {
 fn memory_line(m: &Value, with_status: bool) -> String {
     let mut line =
         if with_status { format!("[{}, {}] {}", s(m, "type"), s(m, "status"), s(m, "summary")) } else { format!("[{}] {}", s(m, "type"), s(m, "summary")) };
-    let _ = write!(line, " (id {}, session {}", s(m, "id"), s(m, "sessionId"));
+    let _ = write!(line, " (id {}", s(m, "id"));
+    match m.get("sessionId").and_then(Value::as_str) {
+        Some(session) => {
+            let _ = write!(line, ", session {session}");
+        }
+        // Remembered outside any session (`sessionId: null`).
+        None => line.push_str(", no session"),
+    }
     if let Some(d) = m.get("eventDate").and_then(Value::as_str) {
         let _ = write!(line, ", date {d}");
     }
