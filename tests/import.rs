@@ -242,6 +242,9 @@ fn test_import_stores_an_event_date_time_as_the_day_where_it_happened() {
         let late = json!({ "type": "event", "eventDate": "2023-02-03T23:30:00-05:00" });
         p.import(&file(&[header(), memory(FIRST, "The launch happened.", late)])).unwrap();
         assert_eq!(p.get(FIRST).unwrap().memory.event_date.as_deref(), Some("2023-02-03"), "not the UTC day, 2023-02-04");
+        // A filter reads the same date-time as the same day.
+        let f = json!({"eventDate": "2023-02-03T23:30:00-05:00"});
+        assert_eq!(p.list(ListRequest { filter: Some(f), ..Default::default() }).unwrap().memories.len(), 1);
     });
 }
 

@@ -482,6 +482,9 @@ fn test_http_framing() {
     }
     let reply = run(http("POST", Some("text/plain"), Some(ACCEPT), None, ping.as_bytes()));
     assert_eq!(reply.status, 415);
+    // JSON in another charset is not read as UTF-8, as REST refuses it too.
+    let reply = run(http("POST", Some("application/json; charset=latin1"), Some(ACCEPT), None, ping.as_bytes()));
+    assert_eq!(reply.status, 415);
     let reply = run(http("POST", Some("application/json"), Some(ACCEPT), Some("2023-01-01"), ping.as_bytes()));
     assert_eq!(reply.status, 400);
     assert!(reply.message().unwrap()["error"]["message"].as_str().unwrap().contains("2025-06-18"));

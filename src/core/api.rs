@@ -304,7 +304,8 @@ pub fn foreign_charset(content_type: &str) -> Option<String> {
     content_type.split(';').skip(1).find_map(|param| {
         let (name, value) = param.split_once('=')?;
         let value = value.trim().trim_matches('"').to_ascii_lowercase();
-        (name.trim().eq_ignore_ascii_case("charset") && value != "utf-8" && value != "utf8").then_some(value)
+        // ASCII is UTF-8's first half.
+        (name.trim().eq_ignore_ascii_case("charset") && !matches!(value.as_str(), "utf-8" | "utf8" | "us-ascii" | "ascii")).then_some(value)
     })
 }
 
@@ -580,15 +581,17 @@ fn validate_label(what: &str, s: &str, max: usize) -> Result<()> {
     if s.chars().any(char::is_control) {
         return Err(Error::invalid(format!("{what} must not contain control characters")));
     }
-    // A role is shown as a speaker's name (`Us\u{202E}er: ...`).
-    if s.chars().any(is_bidi_control) {
-        return Err(Error::invalid(format!("{what} must not contain bidirectional controls")));
+    // A role is shown as a speaker's name (`Us\u{202E}er: ...`). The
+    // isolates (U+2066-2069), with which interfaces wrap a right-to-left
+    // name, reorder nothing outside themselves: they stay.
+    if s.chars().any(|c| matches!(c, '\u{202A}'..='\u{202E}')) {
+        return Err(Error::invalid(format!("{what} must not contain bidirectional embeddings or overrides")));
     }
     Ok(())
 }
 
 /// Checks a message's or memory's text: not blank, at most
-/// [`MAX_MESSAGE_BYTES`] (a 413 past it).
+/// [`MAX_MESSAGE_BYTES`] (a 400 past it, as every field's bound).
 pub fn validate_content(what: &str, content: &str) -> Result<()> {
     validate_message_content(what, content)?;
     if content.chars().all(is_invisible) {
@@ -612,7 +615,8 @@ pub fn validate_message_content(what: &str, content: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks a topic key: 1-128 characters, no control characters.
+/// Checks a topic key: 1-128 characters, no control characters, no
+/// bidirectional embeddings or overrides.
 pub fn validate_key(what: &str, key: &str) -> Result<()> {
     validate_label(what, key, MAX_KEY_CHARS)
 }
@@ -841,12 +845,13 @@ mod tests {
 
     #[test]
     fn test_a_role_or_key_with_a_bidirectional_control_is_refused() {
-        for role in ["us\u{202E}er", "\u{2066}assistant"] {
+        for role in ["us\u{202E}er", "\u{202A}assistant"] {
             let e = validate_role("role", role).unwrap_err();
             assert!(e.message().contains("bidirectional"), "{role:?}: {e}");
         }
         assert!(validate_key("key", "user.\u{202E}name").is_err());
         assert!(validate_role("role", "Caroline").is_ok());
+        assert!(validate_role("role", "\u{2067}\u{0645}\u{062D}\u{0645}\u{062F}\u{2069}").is_ok(), "an isolated right-to-left name");
     }
 
     #[test]

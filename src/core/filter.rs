@@ -547,7 +547,9 @@ fn scalar(field: &str, v: &Value) -> Result<Scalar> {
             Ok(Scalar::Text(crate::core::time::iso(millis)))
         }
         "eventDate" => {
-            let day = text.and_then(crate::core::time::date_of).ok_or_else(|| Error::invalid("filter: eventDate takes an ISO-8601 date"))?;
+            // A date-time's own day, where it was said, as ingest, import
+            // and the model's reader store one.
+            let day = text.and_then(crate::core::time::local_date_of).ok_or_else(|| Error::invalid("filter: eventDate takes an ISO-8601 date"))?;
             Ok(Scalar::Text(day.format("%Y-%m-%d").to_string()))
         }
         "sessionId" | "agentId" | "userId" if text.is_none() => Err(Error::invalid(format!("filter: {field} takes a string"))),

@@ -51,9 +51,10 @@ pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
 const MAX_INTEGER_DIGITS: usize = 20;
 
 /// The first integer of `text`, outside its strings, below `i64::MIN` or
-/// above `u64::MAX`. serde_json reads such an integer as the nearest
-/// float, silently: `18446744073709551617` as `2^64`, equal to a stored
-/// `u64::MAX`. Only a text with a run of 19 digits (`i64::MIN`'s) anywhere
+/// above `u64::MAX` that is not how a float is written
+/// ([`a_float_as_written`]). serde_json reads such an integer as the
+/// nearest float, silently: `18446744073709551617` as `2^64`, equal to a
+/// stored `u64::MAX`. Only a text with a run of 19 digits (`i64::MIN`'s) anywhere
 /// is read token by token.
 fn integer_past_64_bits(text: &str) -> Option<&str> {
     let mut run = 0usize;
@@ -92,7 +93,8 @@ fn integer_past_64_bits(text: &str) -> Option<&str> {
                 }
                 let n = text.get(start..end).unwrap_or_default();
                 let digits = n.trim_start_matches('-').len();
-                if !float && digits >= MAX_INTEGER_DIGITS.saturating_sub(1) && n.parse::<i64>().is_err() && n.parse::<u64>().is_err() {
+                if !float && digits >= MAX_INTEGER_DIGITS.saturating_sub(1) && n.parse::<i64>().is_err() && n.parse::<u64>().is_err() && !a_float_as_written(n)
+                {
                     return Some(n);
                 }
             }
@@ -100,6 +102,16 @@ fn integer_past_64_bits(text: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// Whether the digits `n` are how a float is written without an exponent
+/// (its shortest digits, then zeros): JavaScript's `JSON.stringify`
+/// writes every number from 2^64 to 1e21 so (`2 ** 64` as
+/// `18446744073709552000`), and such a text means that float, which it
+/// is read as. `18446744073709551617` is no float's writing: an integer a
+/// float cannot hold.
+fn a_float_as_written(n: &str) -> bool {
+    n.parse::<f64>().is_ok_and(|f| f.is_finite() && format!("{f}") == n)
 }
 
 /// `value` as JSON text, in a buffer of exactly its length: the text is
@@ -356,6 +368,9 @@ mod tests {
             assert!(e.contains("does not fit in 64 bits"), "{text}: {e}");
         }
         for (text, n) in [
+            // JSON.stringify(2 ** 64) and JSON.stringify(1e20): floats, as written.
+            (r#"{"n": 18446744073709552000}"#, json!({"n": 18446744073709551616.0})),
+            (r#"{"n": -100000000000000000000}"#, json!({"n": -1e20})),
             (r#"{"n": 18446744073709551615}"#, json!({"n": u64::MAX})),
             (r#"{"n": -9223372036854775808}"#, json!({"n": i64::MIN})),
             (r#"{"n": 18446744073709551616.0}"#, json!({"n": 18446744073709551616.0})),

@@ -194,6 +194,10 @@ pub fn read_http(req: &McpRequest<'_>) -> std::result::Result<McpMessage, McpRep
             let e = Error::unsupported_media_type(format!("content-type must be application/json, not {}", api::quoted(&media)));
             return Err(refused(&e, INVALID_REQUEST));
         }
+        if let Some(charset) = api::foreign_charset(ct) {
+            let e = Error::unsupported_media_type(format!("a JSON body is read as UTF-8, not {}", api::quoted(&charset)));
+            return Err(refused(&e, INVALID_REQUEST));
+        }
     }
     if let Some(v) = req.protocol_version {
         if !PROTOCOL_VERSIONS.contains(&v.trim()) {

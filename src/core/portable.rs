@@ -895,7 +895,8 @@ fn stored_dates(m: &mut Memory) -> Result<()> {
     api::validate_date("updatedAt", &Some(m.updated_at.clone()))?;
     api::validate_expiry("expiresAt", &m.expires_at)?;
     if let Some(d) = &m.event_date {
-        // The day where it happened, as ingest reckons a message's day.
+        // The day where it happened (a date-time's own offset), as ingest,
+        // the model's reader and the filters reckon it.
         let day = crate::core::time::local_date_of(d).ok_or_else(|| Error::invalid("eventDate is not a date"))?;
         m.event_date = Some(day.format("%Y-%m-%d").to_string());
     }

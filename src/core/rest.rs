@@ -102,6 +102,17 @@ impl BodyReader {
     }
 }
 
+/// Refuses (415) a body sent compressed: a body is read as the bytes of
+/// its JSON or NDJSON text, so one with a `Content-Encoding` other than
+/// `identity` would be refused as text that is not UTF-8 (gzip) or, worse,
+/// read as sent while the header says otherwise.
+pub fn check_content_encoding(encoding: Option<&str>) -> Result<()> {
+    match encoding.map(str::trim).filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity")) {
+        Some(e) => Err(Error::unsupported_media_type(format!("a request body is read uncompressed: Content-Encoding {} is not taken", api::quoted(e)))),
+        None => Ok(()),
+    }
+}
+
 /// How long a caller refused as busy should wait before it retries: about
 /// one large ingest's run.
 pub const BUSY_RETRY_AFTER_SECONDS: u32 = 5;
@@ -420,14 +431,14 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
             Some(CatalogCall::Create { account, name: body.name })
         }
         ("GET", ["namespaces"]) => {
-            let (per_page, cursor, args) = page_query(req.query, &NAMESPACES_QUERY)?;
+            let (per_page, cursor, args) = page_query(req.query, &NAMESPACES_QUERY, dialect)?;
             let order = crate::core::catalog::NamespaceOrder::parse(args.get("order").and_then(Value::as_str), args.get("direction").and_then(Value::as_str))?;
             // The router knows no token: the list shows nothing until
             // [`scope_catalog`] gives it what the caller's grant may see.
             Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()), order })
         }
         ("GET", ["namespaces", ns, "profiles"]) => {
-            let (per_page, cursor, _) = page_query(req.query, &PROFILES_QUERY)?;
+            let (per_page, cursor, _) = page_query(req.query, &PROFILES_QUERY, dialect)?;
             Some(CatalogCall::ListProfiles { namespace: decode(ns)?, per_page, cursor })
         }
         ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
@@ -451,14 +462,14 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         ("POST", ["ingest"]) => (Op::Ingest, json_body(req)?),
         ("POST", ["remember"]) => (Op::Remember, json_body(req)?),
         ("POST", ["recall"]) => (Op::Recall, json_body(req)?),
-        ("GET", ["memories"]) => (Op::List, query_args(req.query, &LIST_QUERY)?),
+        ("GET", ["memories"]) => (Op::List, query_args(req.query, &LIST_QUERY, dialect)?),
         ("GET", ["memories", id]) => (Op::Get, json!({ "id": decode(id)? })),
         ("DELETE", ["memories", id]) => (Op::Delete, json!({ "id": decode(id)? })),
         ("POST", ["memories", id, "forget"]) => (Op::Forget, json!({ "id": decode(id)? })),
         ("POST", ["summary"]) => (Op::GetSummary, optional_json_body(req)?),
-        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &SUMMARY_QUERY)?),
+        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &SUMMARY_QUERY, dialect)?),
         ("DELETE", ["sessions", sid]) => (Op::DeleteSession, json!({ "sessionId": decode(sid)? })),
-        ("GET", ["export"]) => (Op::Export, query_args(req.query, &EXPORT_QUERY)?),
+        ("GET", ["export"]) => (Op::Export, query_args(req.query, &EXPORT_QUERY, dialect)?),
         // Moved in: `json!` would serialize the file into a copy.
         ("POST", ["import"]) => (Op::Import, Value::Object(Map::from_iter([("data".to_string(), Value::String(import_body(req)?))]))),
         ("GET", ["stats"]) => (Op::Stats, json!({})),
@@ -548,12 +559,15 @@ impl QuerySpec {
         self.names.iter().find(|(q, f)| *q == name || *f == name).map(|(_, f)| *f)
     }
 
-    /// The names a refusal lists: the published ones, each once.
-    fn listed(&self) -> String {
+    /// The names a refusal lists, each field once: as the published
+    /// reference spells them on its paths, as this service's OpenAPI
+    /// document does (the fields' own names) on the original ones.
+    fn listed(&self, dialect: Dialect) -> String {
         let mut names: Vec<&str> = Vec::new();
         for (q, f) in self.names {
+            let name = if dialect == Dialect::Published { q } else { f };
             if !names.iter().any(|n| self.field(n) == Some(*f)) {
-                names.push(q);
+                names.push(name);
             }
         }
         names.join(", ")
@@ -722,6 +736,9 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
     if req.body.len() > MAX_IMPORT_BYTES {
         return Err(Error::too_large(format!("import is over {MAX_IMPORT_BYTES} bytes")));
     }
+    if let Some(charset) = req.content_type.and_then(api::foreign_charset) {
+        return Err(Error::invalid(format!("an import is read as UTF-8, not {}", api::quoted(&charset))));
+    }
     let text = std::str::from_utf8(req.body).map_err(|_| Error::invalid("import body is not valid UTF-8"))?;
     let json_ct = req.content_type.is_some_and(|c| api::json_media(c).1);
     if json_ct {
@@ -743,10 +760,11 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
 /// by. A parameter the route does not read, or a field given twice (under
 /// either name), is refused; numeric fields are parsed as integers of 1
 /// to their largest value.
-fn query_args(query: &str, spec: &QuerySpec) -> Result<Value> {
+fn query_args(query: &str, spec: &QuerySpec, dialect: Dialect) -> Result<Value> {
     let mut map = Map::new();
     for (k, v) in &query_pairs(query)? {
-        let field = spec.field(k).ok_or_else(|| Error::invalid(format!("unknown query parameter {}; this route reads {}", api::quoted(k), spec.listed())))?;
+        let field =
+            spec.field(k).ok_or_else(|| Error::invalid(format!("unknown query parameter {}; this route reads {}", api::quoted(k), spec.listed(dialect))))?;
         if map.contains_key(field) {
             return Err(Error::invalid(format!("query parameter {} is given twice", api::quoted(k))));
         }
@@ -1083,8 +1101,8 @@ pub fn scope_catalog(call: CatalogCall, grant: &Grant) -> Result<CatalogCall> {
 
 /// A catalog list's query (`spec`): its page size (`per_page`, or
 /// `limit`), its cursor, and all it holds.
-fn page_query(query: &str, spec: &QuerySpec) -> Result<(Option<usize>, Option<String>, Value)> {
-    let args = query_args(query, spec)?;
+fn page_query(query: &str, spec: &QuerySpec, dialect: Dialect) -> Result<(Option<usize>, Option<String>, Value)> {
+    let args = query_args(query, spec, dialect)?;
     let per_page = args.get("perPage").and_then(Value::as_u64).map(api::count);
     let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
     Ok((per_page, cursor, args))
@@ -1277,12 +1295,13 @@ mod tests {
             assert_eq!(e.message(), format!("{name} must be 1-1000"), "{q}: refused under the name it was sent as");
         }
         assert_eq!(list_with("per_page=1000").unwrap(), json!({ "limit": 1000 }));
+        // Named as this service's OpenAPI document names them on its own
+        // paths, and as the published reference does on its.
         let unknown = list_with("page=2").unwrap_err();
-        assert_eq!(
-            unknown.message(),
-            "unknown query parameter \"page\"; this route reads per_page, cursor, session_id, type, status, key, filter, as_of",
-            "named as the reference names them"
-        );
+        assert_eq!(unknown.message(), "unknown query parameter \"page\"; this route reads limit, cursor, sessionId, type, status, key, filter, asOf");
+        let published = BASE.replacen("/accounts/", "/client/v4/accounts/", 1);
+        let e = route(&Incoming { method: "GET", path: &format!("{published}/memories"), query: "page=2", content_type: None, body: b"" }).unwrap_err();
+        assert_eq!(e.message(), "unknown query parameter \"page\"; this route reads per_page, cursor, session_id, type, status, key, filter, as_of");
         assert_eq!(list_with("per_page=20").unwrap(), json!({ "limit": 20 }));
         let undo = |id: &str| route(&Incoming { method: "POST", path: &format!("{BASE}/consolidations/{id}/undo"), query: "", content_type: None, body: b"" });
         for id in ["+5", "05", "-5", "99999999999999999999"] {
@@ -1312,6 +1331,17 @@ mod tests {
     }
 
     #[test]
+    fn test_a_compressed_body_is_refused_as_unsupported() {
+        for e in ["gzip", "br", " deflate ", "gzip, identity"] {
+            let err = check_content_encoding(Some(e)).unwrap_err();
+            assert_eq!((err.status(), err.code()), (415, 10009), "{e}");
+        }
+        for e in [None, Some(""), Some("identity"), Some("IDENTITY")] {
+            assert!(check_content_encoding(e).is_ok(), "{e:?}");
+        }
+    }
+
+    #[test]
     fn test_a_json_body_in_another_charset_is_refused_not_read_as_utf8() {
         let with = |ct: &'static str| {
             route(&Incoming { method: "POST", path: &format!("{BASE}/remember"), query: "", content_type: Some(ct), body: br#"{"content": "x"}"# })
@@ -1320,8 +1350,19 @@ mod tests {
             let e = with(ct).unwrap_err();
             assert!(e.is_invalid() && e.message().contains("read as UTF-8"), "{ct}: {e}");
         }
-        for ct in ["application/json; charset=utf-8", "application/json; charset=UTF-8", "application/json;charset=\"utf8\"", "application/json"] {
+        for ct in [
+            "application/json; charset=utf-8",
+            "application/json; charset=UTF-8",
+            "application/json;charset=\"utf8\"",
+            "application/json; charset=us-ascii",
+            "application/json",
+        ] {
             assert!(with(ct).is_ok(), "{ct}");
+        }
+        // An import reads its body as text too, as JSON or NDJSON.
+        for ct in ["application/json; charset=latin1", "application/x-ndjson; charset=latin1"] {
+            let e = route(&Incoming { method: "POST", path: &format!("{BASE}/import"), query: "", content_type: Some(ct), body: b"{}" }).unwrap_err();
+            assert!(e.is_invalid() && e.message().contains("read as UTF-8"), "{ct}: {e}");
         }
     }
 

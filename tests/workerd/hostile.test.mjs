@@ -343,6 +343,39 @@ test("a declared Content-Length over the route's limit is refused before the bod
   }
 });
 
+test("a compressed body is refused with 415 (10009), not read as its bytes, and stores nothing; one marked identity is taken", async () => {
+  const { gzipSync, brotliCompressSync } = await import("node:zlib");
+  const w = await startWorker();
+  try {
+    const api = restClient(w, TOKEN);
+    const json = JSON.stringify({ content: "The build server runs on Debian twelve." });
+    const send = (encoding, body) =>
+      new Promise((resolve, reject) => {
+        const req = http.request({
+          host: w.url.hostname, port: w.url.port, method: "POST", path: profilePath("enc", "p", "/remember"),
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-encoding": encoding, "content-length": String(body.length) },
+        }, (res) => {
+          let text = "";
+          res.on("data", (c) => (text += c));
+          res.on("end", () => resolve({ status: res.statusCode, body: JSON.parse(text) }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+    // Compressed, and plain text that only says it is (read as sent, it would be stored).
+    for (const [encoding, body] of [["gzip", gzipSync(json)], ["br", brotliCompressSync(json)], ["br", Buffer.from(json)]]) {
+      const r = await send(encoding, body);
+      assert.equal(r.status, 415, `${encoding}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.errors[0].code, 10009);
+      assert.match(r.body.errors[0].message, /read uncompressed/);
+    }
+    await assertUntouched(api, "enc", "p");
+    assert.equal((await send("identity", Buffer.from(json))).status, 200);
+  } finally {
+    await w.dispose();
+  }
+});
+
 /** A body sent chunked (no Content-Length): `chunks` in turn, then, if `hang`, never its end. */
 function chunkedBody(chunks, { hang = false } = {}) {
   const queue = [...chunks];

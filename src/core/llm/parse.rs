@@ -21,9 +21,10 @@ fn reply_json(reply: &str) -> Result<Value> {
     json::first_json(reply).ok_or_else(|| unparseable("no JSON object in it"))
 }
 
-/// An ISO date (`YYYY-MM-DD`) from a date or date-time text.
+/// An ISO date (`YYYY-MM-DD`) from a date or date-time text: a
+/// date-time's own day, where it was said (not the UTC day).
 fn iso_date(s: &str) -> Option<String> {
-    crate::core::time::date_of(s).map(|d| d.format("%Y-%m-%d").to_string())
+    crate::core::time::local_date_of(s).map(|d| d.format("%Y-%m-%d").to_string())
 }
 
 /// Extracted candidates. Items without content are skipped; items without
