@@ -1481,26 +1481,7 @@ fn test_a_remember_already_expired_is_refused_and_the_keys_value_stays() {
 fn test_migration_20_keys_the_members_of_folds_made_before_it() {
     use agent_memory::core::ports::Sql;
     let sql = support::database_at(19);
-    // A fold of two statements of one message (one keyed), made before
-    // version 20: its members indexed without their keys.
-    for (id, key, status, by) in
-        [("m1", Some("user.favorite_color"), "superseded", Some("f")), ("m2", None, "superseded", Some("f")), ("f", None, "active", None)]
-    {
-        sql.execute(
-            "INSERT INTO memories (id, type, key, summary, content, session_id, source_message_ids, search_queries, status, superseded_by, fingerprint, created_at, updated_at) \
-             VALUES (?1, 'fact', ?2, ?1, ?1, 's', '[]', '[]', ?3, ?4, ?1, 'then', 'then')",
-            &[id.into(), key.map_or(agent_memory::core::ports::SqlValue::Null, Into::into), status.into(), by.map_or(agent_memory::core::ports::SqlValue::Null, Into::into)],
-        )
-        .unwrap();
-    }
-    sql.execute(
-        "INSERT INTO consolidations (id, run_id, action, target, members, created, reason, before, at) VALUES (7, 'r', 'fold', 'f', '[\"m1\",\"m2\"]', '[\"f\"]', 'old', '[]', 'then')",
-        &[],
-    )
-    .unwrap();
-    for id in ["m1", "m2", "f"] {
-        sql.execute("INSERT INTO consolidation_members (memory_id, consolidation_id) VALUES (?, 7)", &[id.into()]).unwrap();
-    }
+    fold_without_member_keys(&sql, 7, "");
     agent_memory::core::schema::migrate(&sql).unwrap();
     let keys = sql.query("SELECT memory_id, key FROM consolidation_members ORDER BY memory_id", &[]).unwrap();
     let keys: Vec<(String, Option<String>)> = keys.into_iter().map(|r| (r[0].opt_string().unwrap(), r[1].opt_string())).collect();
@@ -1509,6 +1490,65 @@ fn test_migration_20_keys_the_members_of_folds_made_before_it() {
     let store = agent_memory::core::store::Store::new(&sql, APRIL_15);
     let held = store.folds_holding(&["user.favorite_color"]).unwrap();
     assert_eq!(held.iter().map(|f| (f.fold, f.key.as_str())).collect::<Vec<_>>(), [(7, "user.favorite_color")]);
+}
+
+/// A fold as a build before schema 20 records one (consolidation `id`):
+/// two statements of one message, one keyed, folded into `f`, its
+/// members indexed without their keys. `prefix` names the memories.
+fn fold_without_member_keys(sql: &dyn agent_memory::core::ports::Sql, id: i64, prefix: &str) {
+    use agent_memory::core::ports::SqlValue;
+    let name = |n: &str| format!("{prefix}{n}");
+    for (n, key, status, by) in
+        [("m1", Some("user.favorite_color"), "superseded", Some("f")), ("m2", None, "superseded", Some("f")), ("f", None, "active", None)]
+    {
+        sql.execute(
+            "INSERT INTO memories (id, type, key, summary, content, session_id, source_message_ids, search_queries, status, superseded_by, fingerprint, created_at, updated_at) \
+             VALUES (?1, 'fact', ?2, ?1, ?1, 's', '[]', '[]', ?3, ?4, ?1, 'then', 'then')",
+            &[name(n).into(), key.map_or(SqlValue::Null, Into::into), status.into(), by.map(name).map_or(SqlValue::Null, Into::into)],
+        )
+        .unwrap();
+    }
+    let members = serde_json::to_string(&[name("m1"), name("m2")]).unwrap();
+    let created = serde_json::to_string(&[name("f")]).unwrap();
+    sql.execute(
+        "INSERT INTO consolidations (id, run_id, action, target, members, created, reason, before, at) VALUES (?1, 'r', 'fold', ?2, ?3, ?4, 'old', '[]', 'then')",
+        &[SqlValue::Integer(id), name("f").into(), members.into(), created.into()],
+    )
+    .unwrap();
+    for n in ["m1", "m2", "f"] {
+        sql.execute("INSERT INTO consolidation_members (memory_id, consolidation_id) VALUES (?, ?)", &[name(n).into(), SqlValue::Integer(id)]).unwrap();
+    }
+}
+
+/// A fold a build before schema 20 made after this one had run (a
+/// rollback, then this build again): its members are keyed when this
+/// build starts again, as version 20 keyed those before it, and ingest
+/// finds it by the key. The folds this build has looked at already are
+/// not read again.
+#[test]
+fn test_a_fold_an_older_build_made_after_a_rollback_is_keyed_at_the_next_start() {
+    use agent_memory::core::ports::Sql;
+    let sql = database();
+    fold_without_member_keys(&sql, 7, "a-");
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    let keyed = |fold: i64| {
+        let rows = sql.query("SELECT key FROM consolidation_members WHERE consolidation_id = ? AND key IS NOT NULL", &[fold.into()]).unwrap();
+        rows.into_iter().map(|r| r[0].opt_string().unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!(keyed(7), ["user.favorite_color"]);
+    fold_without_member_keys(&sql, 8, "b-");
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    assert_eq!(keyed(8), ["user.favorite_color"]);
+    let store = agent_memory::core::store::Store::new(&sql, APRIL_15);
+    let held = store.folds_holding(&["user.favorite_color"]).unwrap();
+    let mut folds: Vec<i64> = held.iter().map(|f| f.fold).collect();
+    folds.sort();
+    assert_eq!(folds, [7, 8]);
+    // Folds up to the last one looked at are not read again.
+    sql.execute("UPDATE consolidation_members SET key = NULL WHERE consolidation_id = 7", &[]).unwrap();
+    let statements = support::Recorded::new(&sql, |s| s.contains("consolidation_members"));
+    agent_memory::core::schema::migrate(&statements).unwrap();
+    assert!(statements.seen.borrow().is_empty(), "{:?}", statements.seen.borrow());
 }
 
 /// A deletion reads and clears the version links around what it deletes

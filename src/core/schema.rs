@@ -481,9 +481,45 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
     ),
 ];
 
-/// Brings the database up to the newest schema version. Idempotent.
+/// Brings the database up to the newest schema version, and what a build
+/// older than a version wrote since (a rollback) up to what this build
+/// reads. Idempotent.
 pub fn migrate(sql: &dyn Sql) -> Result<()> {
-    migrate_set(sql, "schema_migrations", MIGRATIONS)
+    migrate_set(sql, "schema_migrations", MIGRATIONS)?;
+    key_new_fold_members(sql)
+}
+
+/// The `meta` key of the last consolidation whose members
+/// [`key_new_fold_members`] has looked at.
+pub const META_MEMBERS_KEYED_THROUGH: &str = "members_keyed_through";
+
+/// Keys the members of the consolidations recorded since this was last
+/// run, as version 20 keyed those before it: a build before version 20,
+/// run after it (a rollback), records a fold's members without their
+/// keys, and ingest would not find that fold by a later value of a key
+/// (Store::folds_holding). Reads two values at a start when nothing was
+/// recorded since; the rows since, through their index, when something was.
+fn key_new_fold_members(sql: &dyn Sql) -> Result<()> {
+    let rows = sql.query(
+        "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1), 0), COALESCE((SELECT MAX(id) FROM consolidations), 0)",
+        &[META_MEMBERS_KEYED_THROUGH.into()],
+    )?;
+    let (through, last) = match rows.first().map(Vec::as_slice) {
+        Some([through, last]) => (through.as_i64().unwrap_or(0), last.as_i64().unwrap_or(0)),
+        _ => return Err(crate::core::error::Error::storage("the consolidations' high-water mark did not read")),
+    };
+    if last <= through {
+        return Ok(());
+    }
+    sql.transaction(&mut || {
+        sql.execute(
+            "UPDATE consolidation_members SET key = (SELECT m.key FROM memories m WHERE m.id = consolidation_members.memory_id) \
+             WHERE consolidation_id > ?1 AND key IS NULL AND EXISTS (SELECT 1 FROM consolidations c, json_each(c.members) j \
+             WHERE c.id = consolidation_members.consolidation_id AND j.value = consolidation_members.memory_id)",
+            &[SqlValue::Integer(through)],
+        )?;
+        sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", &[META_MEMBERS_KEYED_THROUGH.into(), last.to_string().into()])
+    })
 }
 
 /// Runs the migrations of `set` not yet recorded in `sql`'s table `log`
