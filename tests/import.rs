@@ -1228,3 +1228,31 @@ fn test_a_consolidation_record_put_again_is_not_written_twice() {
     assert!(store.put_consolidation(&later, &before, &created).unwrap(), "a record of another time is not the one held");
     assert_eq!(records(), once + 1);
 }
+
+/// A file's active version that names, as the version before it, one the
+/// profile has since replaced (A, then B here): it follows the profile's
+/// newest, so the chain reads A, B, X, not X after A with B cut out.
+#[test]
+fn test_an_imported_version_of_one_the_profile_replaced_since_follows_the_replacement() {
+    let sql = database();
+    let remember = |p: &Profile<'_>, content: &str| {
+        let req = serde_json::from_value(json!({ "content": content, "key": "user.city", "type": "fact" })).unwrap();
+        block_on(p.remember(req)).unwrap().id
+    };
+    let a = with_profile(&sql, APRIL_15, |p| remember(p, "The user lives in Lisbon."));
+    let b = with_profile(&sql, APRIL_15 + DAY, |p| remember(p, "The user lives in Porto."));
+    with_profile(&sql, APRIL_15 + 2 * DAY, |p| {
+        assert_eq!(p.get(&b).unwrap().memory.supersedes.as_deref(), Some(a.as_str()));
+        let x = memory(
+            FIRST,
+            "The user lives in Braga.",
+            json!({ "key": "user.city", "supersedes": a, "createdAt": "2026-04-20T00:00:00.000Z", "updatedAt": "2026-04-20T00:00:00.000Z" }),
+        );
+        p.import(&file(&[header(), x])).unwrap();
+        let got = p.get(FIRST).unwrap();
+        assert_eq!(p.get(&b).unwrap().memory.superseded_by.as_deref(), Some(FIRST), "B is replaced by the imported version");
+        assert_eq!(got.memory.supersedes.as_deref(), Some(b.as_str()), "which names B as the version before it");
+        let chain: Vec<&str> = got.versions.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(chain, [a.as_str(), b.as_str(), FIRST]);
+    });
+}

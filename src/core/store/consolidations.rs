@@ -583,10 +583,18 @@ impl<'a> Store<'a> {
     }
 
     /// Marks `newer` as the version after `older` (a supersession the
-    /// topic keys missed, or an import's) unless it names one already.
+    /// topic keys missed, or an import's) unless it names one already,
+    /// other than a version `older` itself replaced (directly or through
+    /// others): an imported version whose file names A as the one before
+    /// it, where the profile has since replaced A by B, follows B (the
+    /// chain reads A, B, newer; B is not cut out of it).
     pub fn link_versions(&self, older: &str, newer: &str) -> Result<()> {
         self.sql.execute(
-            "UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3 AND supersedes IS NULL",
+            "UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3 AND (supersedes IS NULL OR ?1 IN ( \
+               WITH RECURSIVE later(id) AS ( \
+                 SELECT superseded_by FROM memories WHERE id = (SELECT supersedes FROM memories WHERE id = ?3) \
+                 UNION SELECT m.superseded_by FROM memories m JOIN later ON m.id = later.id WHERE m.superseded_by IS NOT NULL) \
+               SELECT id FROM later))",
             &[older.into(), iso(self.now).into(), newer.into()],
         )
     }
