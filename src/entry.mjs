@@ -313,6 +313,23 @@ function rpcBudget([bytes, tree, value, object, member]) {
     },
   };
 }
+// An import's file over the import route's limit (`max` bytes of UTF-8),
+// refused as REST refuses its body, before it is copied into the Wasm
+// memory (the walk's budget is a body's 17 MiB, of JSON text).
+function importFits(data, max) {
+  if (typeof data !== "string") return;
+  let n = 0;
+  for (let i = 0; i < data.length && n <= max; i++) {
+    const c = data.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < data.length) (n += 4), i++;
+    else n += 3;
+  }
+  if (n > max) {
+    throw Object.assign(new Error(`the import's file is over ${max} bytes (10006)`), { name: "MemoryError", code: 10006, status: 413 });
+  }
+}
 function overBudget(budget, what) {
   const { bytes, tree } = budget.limits;
   const { value, object } = budget.costs;
@@ -402,7 +419,11 @@ class Profile extends RpcTarget {
   async deleteSession(sessionId) { takes("deleteSession", arguments); await this.#call("deleteSession", { sessionId }); }
   async getSummary(opts) { takes("getSummary", arguments); return this.#call("getSummary", { ...options(opts, "getSummary") }); }
   async export(opts) { takes("export", arguments); return this.#call("export", { ...options(opts, "export") }); }
-  async import(data) { takes("import", arguments); return this.#call("import", { data }); }
+  async import(data) {
+    takes("import", arguments);
+    importFits(data, this.#rust.rpcLimits()[5]);
+    return this.#call("import", { data });
+  }
   async stats() { takes("stats", arguments); return this.#call("stats", null); }
   async update(id, metadata) {
     takes("update", arguments);

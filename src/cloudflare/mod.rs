@@ -634,12 +634,16 @@ pub async fn rpc(env: Env, profile: JsValue, op: String, args: JsValue, namespac
 
 /// What the RPC entry's walk of a call's arguments may read, as REST
 /// reads a body: `[bytes of JSON, bytes as a tree, a value's, an
-/// object's, a member's]` ([`rest::MAX_BODY_BYTES`],
-/// [`crate::core::json::MAX_JSON_TREE_BYTES`] and its charges).
+/// object's, a member's, an import's file]` ([`rest::MAX_BODY_BYTES`],
+/// [`crate::core::json::MAX_JSON_TREE_BYTES`] and its charges,
+/// [`crate::core::api::MAX_IMPORT_BYTES`]).
 #[wasm_bindgen(js_name = rpcLimits)]
 pub fn rpc_limits() -> Vec<f64> {
     use crate::core::json::{MAX_JSON_TREE_BYTES, TREE_MEMBER_BYTES, TREE_OBJECT_BYTES, TREE_VALUE_BYTES};
-    [rest::MAX_BODY_BYTES, MAX_JSON_TREE_BYTES, TREE_VALUE_BYTES, TREE_OBJECT_BYTES, TREE_MEMBER_BYTES].iter().map(|&n| n as f64).collect()
+    [rest::MAX_BODY_BYTES, MAX_JSON_TREE_BYTES, TREE_VALUE_BYTES, TREE_OBJECT_BYTES, TREE_MEMBER_BYTES, crate::core::api::MAX_IMPORT_BYTES]
+        .iter()
+        .map(|&n| n as f64)
+        .collect()
 }
 
 /// Checks a profile name as [`rpc`] reads it, throwing the error a call

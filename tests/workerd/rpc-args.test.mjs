@@ -385,6 +385,10 @@ test("an import over RPC is held to the import route's 8 MiB, refused as too lar
   const err = await rpcRejects(w.call(p, "import", file));
   assert.equal(rpcCode(err), CODE.tooLarge, `${err.name}: ${err.message}`);
   assert.match(String(err.message), /import's file is over 8388608 bytes/);
+  // Counted in UTF-8 bytes, as REST counts a body: 2.8 million characters of three bytes each.
+  const wide = HEADER + "€".repeat(Math.ceil((8 * 1024 * 1024) / 3)) + "\n";
+  const wideErr = await rpcRejects(w.call(p, "import", wide));
+  assert.equal(rpcCode(wideErr), CODE.tooLarge, `${wideErr.name}: ${wideErr.message}`);
   const stats = await w.call(p, "stats");
   assert.deepEqual([stats.memories, stats.messages], [0, 0], "nothing imported");
   // The same file within the limit is taken.
