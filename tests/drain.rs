@@ -216,3 +216,52 @@ fn test_jobs_are_found_by_their_subject_through_an_index() {
         assert!(scans.iter().all(|s| !s.starts_with("SCAN outbox")), "{statement}: {scans:?}");
     }
 }
+
+/// A backlog of session extractions (a model outage during a bulk
+/// ingest) does not hold back the jobs queued after it: the drain reads a
+/// few extractions, as many as it runs, beside the other jobs. (Read by id
+/// with the rest, 512 of them filled every read, and a memory remembered
+/// after them waited for its vector until fewer were left.)
+#[test]
+fn test_a_backlog_of_session_extractions_does_not_hold_back_the_jobs_queued_after_it() {
+    use agent_memory::core::background::EXTRACT_BATCH;
+    use agent_memory::core::jobs::Work;
+    let sql = database();
+    let store = agent_memory::core::store::Store::new(&sql, APRIL_15);
+    store.transaction(|| (0..600).try_for_each(|i| store.enqueue(&Work::Extract { session_id: format!("s{i}") }).map(|_| ()))).unwrap();
+    with_profile(&sql, APRIL_15, |p| block_on(p.remember(remember("The staging cluster runs in Oslo.")))).unwrap();
+    with_profile(&sql, APRIL_15, |p| {
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!((report.extracted, report.embedded), (EXTRACT_BATCH, 1), "{report:?}");
+        assert_eq!(report.pending, 600 - EXTRACT_BATCH as i64, "{report:?}");
+    });
+}
+
+/// Work queued again while the same work waits untried is queued once
+/// (faulted ingests of one session: one judging of it, which reads every
+/// message when it runs); once that one has been tried (it may be running,
+/// having read the session before the new write), another is queued.
+#[test]
+fn test_work_queued_again_while_an_untried_copy_waits_is_queued_once() {
+    use agent_memory::core::jobs::Work;
+    let sql = database();
+    let store = agent_memory::core::store::Store::new(&sql, APRIL_15);
+    let work = Work::Extract { session_id: "s1".into() };
+    let queued = || sql.query("SELECT COUNT(*) FROM outbox WHERE kind = 'extract' AND memory_id = 's1'", &[]).unwrap()[0][0].as_i64().unwrap();
+    // An ingest's guard (due later, removed by id when its call ends) is
+    // not the judging its faults need.
+    let guard = store.enqueue_at(&work, APRIL_15 + 900_000).unwrap();
+    store.enqueue_unless_waiting(&work).unwrap();
+    assert_eq!(queued(), 2);
+    store.finish_jobs(&[guard]).unwrap();
+    store.enqueue_unless_waiting(&work).unwrap();
+    store.enqueue_unless_waiting(&work).unwrap();
+    assert_eq!(queued(), 1);
+    let id = sql.query("SELECT id FROM outbox", &[]).unwrap()[0][0].as_i64().unwrap();
+    store.transaction(|| store.claim_jobs(&[id], 1000)).unwrap();
+    store.enqueue_unless_waiting(&work).unwrap();
+    assert_eq!(queued(), 2, "the one tried may have read the session already");
+    // Another session's work is its own.
+    store.enqueue_unless_waiting(&Work::Extract { session_id: "s2".into() }).unwrap();
+    assert_eq!(sql.query("SELECT COUNT(*) FROM outbox", &[]).unwrap()[0][0].as_i64(), Some(3));
+}

@@ -177,7 +177,7 @@ pub async fn drain(p: &Profile<'_>) -> Result<DrainReport> {
     let mut report = DrainReport { expired: store.transaction(|| store.expire_due())?, ..DrainReport::default() };
     report.parked = store.transaction(|| store.park_jobs(MAX_ATTEMPTS))?;
     report.revived = store.transaction(|| store.revive_parked(MAX_ATTEMPTS))?;
-    let jobs = store.due_jobs(DRAIN_BATCH)?;
+    let jobs = store.due_jobs(DRAIN_BATCH, EXTRACT_BATCH)?;
     let of = |kind: JobKind| jobs.iter().filter(|j| j.work.kind() == kind).cloned().collect::<Vec<Job>>();
     run_extracts(p, &of(JobKind::Extract), &mut report).await?;
     // Removals first, so a memory forgotten and re-embedded in one batch

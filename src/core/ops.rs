@@ -880,10 +880,10 @@ mod tests {
         let p = profile(&sql, &Rules, &index, NOW, 1_000);
         let report = futures::executor::block_on(p.ingest(conversation())).unwrap();
         assert!(report.memories_stored >= 2);
-        let jobs = p.store().due_jobs(100).unwrap();
+        let jobs = p.store().due_jobs(100, 100).unwrap();
         assert!(jobs.iter().all(|j| j.work.kind() == crate::core::jobs::JobKind::Embed), "{jobs:?}");
         let later = profile(&sql, &Rules, &index, NOW + INGEST_GUARD_MILLIS + 1_000, 1_000);
-        assert!(later.store().due_jobs(100).unwrap().iter().all(|j| j.work.kind() != crate::core::jobs::JobKind::Extract));
+        assert!(later.store().due_jobs(100, 100).unwrap().iter().all(|j| j.work.kind() != crate::core::jobs::JobKind::Extract));
     }
 
     #[test]

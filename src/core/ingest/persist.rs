@@ -305,7 +305,7 @@ fn record_followup(store: &Store<'_>, followup: &Followup<'_>) -> Result<()> {
     store.clear_rejudge(followup.cleared)?;
     store.mark_rejudge(followup.marked)?;
     if let Some(session_id) = followup.retry_session {
-        store.enqueue(&crate::core::jobs::Work::Extract { session_id: session_id.to_string() })?;
+        store.enqueue_unless_waiting(&crate::core::jobs::Work::Extract { session_id: session_id.to_string() })?;
     }
     Ok(())
 }

@@ -42,6 +42,21 @@ impl<'a> Store<'a> {
         self.enqueue_at(work, self.now).map(|_| ())
     }
 
+    /// [`Store::enqueue`], unless the same work is queued, due and not
+    /// tried yet: that one reads its subject when it runs, so it will see
+    /// what this call wrote. (One tried already may be running now, having
+    /// read its subject before this write, or backing off; one due later
+    /// is an ingest's guard, removed by id when its call ends: a new one
+    /// is queued.) Faulted ingests of one session then queue one judging
+    /// of it, not one each.
+    pub fn enqueue_unless_waiting(&self, work: &Work) -> Result<()> {
+        self.sql.execute(
+            "INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) SELECT ?1, ?2, 0, ?3, ?4 \
+             WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE memory_id = ?2 AND kind = ?1 AND attempts = 0 AND parked = 0 AND next_attempt_at <= ?3)",
+            &[work.kind().as_str().into(), work.subject().into(), SqlValue::Integer(self.now), iso(self.now).into()],
+        )
+    }
+
     /// Queues a job of `kind` for each of `memory_ids`, due now, in one
     /// statement.
     pub fn enqueue_many(&self, kind: JobKind, memory_ids: &[&str]) -> Result<()> {
@@ -81,12 +96,22 @@ impl<'a> Store<'a> {
 
     /// Jobs due now, not parked and of a kind this version runs, oldest
     /// first.
-    pub fn due_jobs(&self, limit: usize) -> Result<Vec<Job>> {
+    ///
+    /// At most `extracts` of them are session extractions (the drain runs
+    /// a few a time, each a model call): read by id with the rest, a
+    /// backlog of them (a model outage during a bulk ingest) filled every
+    /// read, and the jobs queued after it (vectors, removals, full text)
+    /// waited until fewer than `limit` were left.
+    pub fn due_jobs(&self, limit: usize, extracts: usize) -> Result<Vec<Job>> {
+        let count = |n: usize| SqlValue::Integer(i64::try_from(n).unwrap_or(i64::MAX));
         self.sql
             .query(
-                "SELECT id, kind, memory_id, attempts FROM outbox \
-                 WHERE parked = 0 AND next_attempt_at <= ?1 AND kind IN (SELECT value FROM json_each(?3)) ORDER BY id LIMIT ?2",
-                &[SqlValue::Integer(self.now), SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)), known_kinds()],
+                "SELECT * FROM (SELECT id, kind, memory_id, attempts FROM outbox \
+                   WHERE parked = 0 AND next_attempt_at <= ?1 AND kind = ?4 ORDER BY id LIMIT ?5) \
+                 UNION ALL SELECT * FROM (SELECT id, kind, memory_id, attempts FROM outbox \
+                   WHERE parked = 0 AND next_attempt_at <= ?1 AND kind <> ?4 AND kind IN (SELECT value FROM json_each(?3)) ORDER BY id LIMIT ?2) \
+                 ORDER BY id",
+                &[SqlValue::Integer(self.now), count(limit), known_kinds(), JobKind::Extract.as_str().into(), count(extracts)],
             )?
             .into_iter()
             .map(|r| job_from_row(&r))
