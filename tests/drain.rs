@@ -265,3 +265,29 @@ fn test_work_queued_again_while_an_untried_copy_waits_is_queued_once() {
     store.enqueue_unless_waiting(&Work::Extract { session_id: "s2".into() }).unwrap();
     assert_eq!(sql.query("SELECT COUNT(*) FROM outbox", &[]).unwrap()[0][0].as_i64(), Some(3));
 }
+
+/// Memories whose time is up are expired by the drain all at once, each
+/// with its vector's removal queued and run.
+#[test]
+fn test_the_drain_expires_every_memory_whose_time_is_up_and_removes_their_vectors() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (content, ttl) in
+            [("The office wifi code is ORANGE.", Some(60)), ("Parking is on level two.", Some(60)), ("Lunch is at noon.", Some(60)), ("The CEO is Dana.", None)]
+        {
+            let req: RememberRequest = serde_json::from_value(json!({ "content": content, "ttlSeconds": ttl })).unwrap();
+            block_on(p.remember(req)).unwrap();
+        }
+        block_on(p.drain()).unwrap();
+        assert_eq!(p.stats().unwrap().vectors, 4);
+    });
+    with_profile(&sql, APRIL_15 + 61_000, |p| {
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!((report.expired, report.removed), (3, 3), "{report:?}");
+        let stats = p.stats().unwrap();
+        assert_eq!((stats.vectors, stats.pending_jobs), (1, 0), "{stats:?}");
+        let left = p.list(Default::default()).unwrap().memories;
+        assert_eq!(left.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["The CEO is Dana."]);
+        assert_eq!(block_on(p.drain()).unwrap().expired, 0, "expired once");
+    });
+}

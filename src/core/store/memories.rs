@@ -805,19 +805,23 @@ impl<'a> Store<'a> {
 
     /// Marks active memories whose `expiresAt` has passed as expired and
     /// queues removal of their vectors. Returns how many.
+    ///
+    /// In three statements, whatever the number: a bulk import with one
+    /// shared `expiresAt` expires all of it at once, and read id by id
+    /// that took every id into memory and two statements each.
     pub fn expire_due(&self) -> Result<usize> {
+        const DUE: &str = "FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?1";
         let now = iso(self.now);
-        let ids: Vec<String> = self
-            .sql
-            .query("SELECT id FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?", &[now.clone().into()])?
-            .iter()
-            .map(|r| id_of_row(r))
-            .collect::<Result<_>>()?;
-        for id in &ids {
-            self.sql.execute("UPDATE memories SET status = 'expired', updated_at = ? WHERE id = ?", &[now.clone().into(), id.into()])?;
-            self.enqueue(&Work::Unvector { memory_id: id.to_string() })?;
+        let due = self.count_params(&format!("SELECT COUNT(*) {DUE}"), &[now.clone().into()])?;
+        if due == 0 {
+            return Ok(0);
         }
-        Ok(ids.len())
+        self.sql.execute(
+            &format!("INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) SELECT ?2, id, 0, ?3, ?1 {DUE}"),
+            &[now.clone().into(), JobKind::Unvector.as_str().into(), SqlValue::Integer(self.now)],
+        )?;
+        self.sql.execute(&format!("UPDATE memories SET status = 'expired', updated_at = ?1 WHERE id IN (SELECT id {DUE})"), &[now.into()])?;
+        Ok(usize::try_from(due).unwrap_or(0))
     }
 
     /// The earliest pending `expiresAt` of an active memory, in millis.
