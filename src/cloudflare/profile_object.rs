@@ -675,13 +675,24 @@ impl DurableObject for ProfileObject {
             return Response::ok("not drained: the object is broken (see any call's error)");
         }
         // Without its name the profile cannot reach its vectors: the alarm
-        // refuses to run rather than drain under an empty one.
-        let name = crate::core::store::Store::new(&self.sql, now())
-            .meta_get(META_NAME)
-            .map_err(|e| worker::Error::RustError(e.to_string()))?
-            .ok_or_else(|| worker::Error::RustError("the profile's name is not stored: nothing to drain".into()))?;
+        // refuses to run rather than drain under an empty one. A name that
+        // did not read (storage) comes back as a failed drain does.
+        let name = match crate::core::store::Store::new(&self.sql, now()).meta_get(META_NAME) {
+            Ok(Some(name)) => name,
+            Ok(None) => return Err(worker::Error::RustError("the profile's name is not stored: nothing to drain".into())),
+            Err(e) => return self.drain_later("the profile", &format!("its name did not read: {e}")).await,
+        };
         let was_warm = self.resident.is_warm();
-        let warm = was_warm || (self.resident.warm_wanted.replace(false) && self.resident.may_warm() && self.admit(&name)?);
+        let warm = if was_warm {
+            true
+        } else if self.resident.warm_wanted.replace(false) && self.resident.may_warm() {
+            match self.admit(&name) {
+                Ok(admitted) => admitted,
+                Err(e) => return self.drain_later(&name, &format!("its admission to memory failed: {e}")).await,
+            }
+        } else {
+            false
+        };
         let before = self.rowids_if_known(&name);
         let busy = Busy::new(&self.resident);
         let report = self.drain(&name, warm).await;
@@ -701,16 +712,21 @@ impl DurableObject for ProfileObject {
                 }
                 Response::ok("drained")
             }
-            Err(e) => {
-                // The platform retries a failing alarm a few times, then
-                // drops it, and only a later write would set it again: the
-                // alarm comes back on its own instead. The error is kept
-                // in the profile (`stats().drain_error`) and logged here.
-                console_error!("profile {name}: the drain failed, retried in {} s: {e}", DRAIN_RETRY_MILLIS / 1000);
-                self.state.storage().set_alarm(DRAIN_RETRY_MILLIS).await?;
-                Response::ok("not drained: retried later")
-            }
+            // The error is kept in the profile (`stats().drain_error`).
+            Err(e) => self.drain_later(&name, &format!("the drain failed: {e}")).await,
         }
+    }
+}
+
+impl ProfileObject {
+    /// The alarm's answer when it could not drain: logged, and the alarm
+    /// set again in [`DRAIN_RETRY_MILLIS`]. The platform retries a failing
+    /// alarm a few times, then drops it, and only a later write would set
+    /// it again: the alarm comes back on its own instead.
+    async fn drain_later(&self, name: &str, why: &str) -> Result<Response> {
+        console_error!("profile {name}: {why}; retried in {} s", DRAIN_RETRY_MILLIS / 1000);
+        self.state.storage().set_alarm(DRAIN_RETRY_MILLIS).await?;
+        Response::ok("not drained: retried later")
     }
 }
 
