@@ -625,6 +625,37 @@ fn test_failed_extraction_is_queued_and_the_alarm_retries_it_until_it_succeeds()
     });
 }
 
+/// A session's retry waits while an ingest of the same session runs (its
+/// guard job queued, the call judging what it stored): the two would judge
+/// the same messages, twice the model's cost and a reworded duplicate.
+/// Once the ingest has ended (its guard removed), the retry runs.
+#[test]
+fn test_a_sessions_retry_waits_while_an_ingest_of_that_session_runs() {
+    use agent_memory::core::jobs::Work;
+    let sql = database();
+    let model = Outage { down: Cell::new(true), ..Default::default() };
+    outage_profile(&sql, &model, APRIL_15, |p| block_on(p.ingest(spec_conversation())).unwrap());
+    model.down.set(false);
+    // An ingest of the same session in progress: its guard, as `ingest` queues it.
+    let at = APRIL_15 + 60_000;
+    let store = agent_memory::core::store::Store::new(&sql, at);
+    let guard = store.enqueue_at(&Work::Extract { session_id: "setup".into() }, at + 15 * 60_000).unwrap();
+    outage_profile(&sql, &model, at, |p| {
+        let r = block_on(p.drain()).unwrap();
+        assert_eq!((r.extracted, r.waiting, r.failed), (0, 1, 0), "{r:?}");
+        assert_eq!(p.stats().unwrap().memories, 0, "nothing judged twice");
+    });
+    let put_off = sql.query("SELECT attempts, next_attempt_at FROM outbox WHERE id <> ? AND kind = 'extract'", &[guard.into()]).unwrap();
+    assert_eq!((put_off[0][0].as_i64(), put_off[0][1].as_i64()), (Some(0), Some(at + 15 * 60_000)), "not an attempt; retried once the guard would fall due");
+    // The ingest ended: its guard is removed, and the retry runs when due.
+    store.finish_jobs(&[guard]).unwrap();
+    outage_profile(&sql, &model, at + 15 * 60_000, |p| {
+        let r = block_on(p.drain()).unwrap();
+        assert_eq!(r.extracted, 1, "{r:?}");
+        assert!(active(p).iter().any(|m| m.content.contains("pnpm")));
+    });
+}
+
 /// `text` ingested into `session` at `at`, with `model` deciding.
 fn outage_ingest(sql: &NativeSql, model: &Outage<'_>, at: i64, session: &str, text: &str) -> IngestReport {
     let req = IngestRequest { messages: vec![msg("user", text)], session_id: Some(session.into()), metadata: Default::default() };

@@ -69,9 +69,10 @@ pub struct DrainReport {
     /// Consolidation runs finished.
     #[serde(default)]
     pub consolidated: usize,
-    /// Consolidation runs left for later, no room for a window having
-    /// been made in the owner's working memory in time (not an attempt:
-    /// the run is not at fault, and is never parked for it).
+    /// Jobs left for later, not at fault (not an attempt; never parked for
+    /// it): consolidation runs for which no room for a window was made in
+    /// the owner's working memory in time, and session extractions while
+    /// an ingest of their session runs.
     #[serde(default)]
     pub waiting: usize,
     pub expired: usize,
@@ -241,8 +242,19 @@ async fn attempt<F: std::future::Future<Output = Result<usize>>>(p: &Profile<'_>
 /// Sessions whose model stages failed at ingest: judged again, a few per
 /// drain. Their new memories queue their own embeddings.
 async fn run_extracts(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -> Result<()> {
+    let store = p.store();
     for j in jobs.iter().take(EXTRACT_BATCH) {
         let Work::Extract { session_id } = &j.work else { continue };
+        // An ingest of the session still running judges what it stored:
+        // this waits for it (not an attempt) rather than judge it too.
+        if let Some(until) = store.ingest_running_until(session_id)? {
+            store.transaction(|| {
+                store.claim_jobs(&[j.id], p.limits.job_retry_base_millis)?;
+                store.defer_job(j.id, until, "an ingest of this session is running: retried once it has ended")
+            })?;
+            report.waiting = report.waiting.saturating_add(1);
+            continue;
+        }
         let work = async {
             match crate::core::ingest::retry_session(p, session_id).await? {
                 0 => Ok(1),

@@ -42,6 +42,21 @@ impl<'a> Store<'a> {
         self.enqueue_at(work, self.now).map(|_| ())
     }
 
+    /// When the guard of an ingest of `session` that is still running
+    /// falls due, if one is: its job of the session's extraction, queued
+    /// before its messages were stored, due later, never tried and never
+    /// put off (`Ops::ingest` removes it by id when the call ends). Such
+    /// an ingest is judging messages it stored; a retry of the session
+    /// waits for it rather than judge them too.
+    pub fn ingest_running_until(&self, session: &str) -> Result<Option<i64>> {
+        let rows = self.sql.query(
+            "SELECT MIN(next_attempt_at) FROM outbox WHERE memory_id = ?1 AND kind = ?2 \
+             AND attempts = 0 AND parked = 0 AND last_error IS NULL AND next_attempt_at > ?3",
+            &[session.into(), JobKind::Extract.as_str().into(), SqlValue::Integer(self.now)],
+        )?;
+        Ok(rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64))
+    }
+
     /// [`Store::enqueue`], unless the same work is queued, due and not
     /// tried yet: that one reads its subject when it runs, so it will see
     /// what this call wrote. (One tried already may be running now, having
