@@ -291,3 +291,18 @@ fn test_the_drain_expires_every_memory_whose_time_is_up_and_removes_their_vector
         assert_eq!(block_on(p.drain()).unwrap().expired, 0, "expired once");
     });
 }
+
+/// A job parked for a kind this build did not know (a rollback), known
+/// again, comes back with the attempts it had, not one short of the cap:
+/// it was never tried.
+#[test]
+fn test_a_job_parked_for_its_kind_is_revived_with_the_attempts_it_had() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| block_on(p.remember(remember("The staging cluster runs in Oslo.")))).unwrap();
+    sql.execute("UPDATE outbox SET parked = 1, last_error = 'parked: this version knows no job of kind ''embed'''", &[]).unwrap();
+    let store = agent_memory::core::store::Store::new(&sql, APRIL_15 + 1);
+    assert_eq!(store.revive_parked(agent_memory::core::background::MAX_ATTEMPTS).unwrap(), 1);
+    let attempts = sql.query("SELECT attempts FROM outbox", &[]).unwrap()[0][0].as_i64();
+    assert_eq!(attempts, Some(0));
+    with_profile(&sql, APRIL_15 + 1, |p| assert_eq!(block_on(p.drain()).unwrap().embedded, 1));
+}

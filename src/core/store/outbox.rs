@@ -188,11 +188,13 @@ impl<'a> Store<'a> {
     /// was down would otherwise leave a deleted memory's vector in the
     /// index for good, and a parked consolidation would stop the
     /// profile's scheduled runs. Jobs of an unknown kind and rows that do
-    /// not read stay parked. How many.
+    /// not read stay parked. One parked with attempts to spare (of a kind
+    /// an older build, after a rollback, did not know) keeps them. How
+    /// many.
     pub fn revive_parked(&self, max_attempts: i64) -> Result<i64> {
         let revived = self.sql.query(
             &format!(
-                "UPDATE outbox SET parked = 0, attempts = max(0, ?1 - 1), next_attempt_at = ?2 \
+                "UPDATE outbox SET parked = 0, attempts = max(0, min(attempts, ?1 - 1)), next_attempt_at = ?2 \
                  WHERE parked = 1 AND next_attempt_at <= ?2 AND {} RETURNING id",
                 revivable(3)
             ),
