@@ -70,11 +70,11 @@ export function skipReason(pw, url) {
  * built Worker started in workerd (tests/workerd/helpers.mjs) until `t`
  * ends. When something is missing, skips `t` (saying what) and returns null.
  */
-export async function browserTarget(t) {
+export async function browserTarget(t, workerOptions = {}) {
   const pw = await loadPlaywright();
   let origin = GIVEN_URL;
   if (!origin && pw && fs.existsSync(CHROMIUM)) {
-    const w = await startWorker();
+    const w = await startWorker(workerOptions);
     t.after(() => w.dispose());
     origin = String(w.url).replace(/\/+$/, "");
   }

@@ -430,6 +430,29 @@ test("web console: long unbroken strings wrap inside the window (memories, detai
 });
 
 // The console's pure helpers (no browser, no Worker needed).
+test("web console: opening a namespace the token may not touch is refused in place: the token stays, connected to the profile it had", async (t) => {
+  const scoped = "team-token-123";
+  const target = await browserTarget(t, { vars: { AUTH_TOKENS: JSON.stringify({ [TOKEN]: ["*"], [scoped]: ["team"] }) } });
+  if (!target) return;
+  if (process.env.MEMORY_URL) return t.skip("needs a Worker of its own, with a token scoped to one namespace");
+  const { page } = await launchBrowser(t, target.pw);
+  const byId = (id) => page.getByTestId(id);
+  await page.goto(`${target.origin}/`);
+  await byId("token-input").fill(scoped);
+  await byId("connect-namespace").fill("team");
+  await byId("connect-profile").fill("p");
+  await byId("connect-submit").click();
+  await byId("stat-memories").waitFor({ state: "visible" });
+  await byId("scope-namespace").fill("other");
+  await byId("scope-apply").click();
+  const msg = await textMatching(byId("error-banner"), /./);
+  assert.match(msg, /namespace|may not|403/i, msg);
+  assert.ok(await byId("stat-memories").isVisible(), "still connected");
+  assert.equal(await byId("scope-namespace").inputValue(), "team", "the fields say the profile still open");
+  const stored = await page.evaluate(() => Object.values(sessionStorage));
+  assert.ok(stored.includes(scoped), "the token is kept: it is good for its own namespace");
+});
+
 test("console helpers: pasted conversations parse as JSON or role lines", async () => {
   const { parseConversation, filenameFrom, isName, isProfileName } = await importFormatJs();
 

@@ -220,6 +220,8 @@ function readConnectForm() {
   const account = $("#connect-account").value.trim() || "local";
   const problems = [];
   if (!token) problems.push("Enter an API token.");
+  // A path segment: "." and ".." would be read as directory steps.
+  if (account === "." || account === ".." || !/^[A-Za-z0-9._-]{1,64}$/.test(account)) problems.push("The account must be 1–64 characters of letters, digits, '.', '_' or '-', not '.' or '..'.");
   if (!isName(namespace)) problems.push("The namespace must be 1–32 characters of letters, digits, '.', '_' or '-'.");
   if (!isProfileName(profile)) problems.push("The profile must be 1–100 characters of letters, digits, '.', '_', '-', '@' or '+'.");
   return { values: { token, account, namespace, profile }, problems };
@@ -311,11 +313,18 @@ async function start() {
       return;
     }
     const { token, account } = ctx.client;
+    const was = { namespace: ctx.client.namespace, profile: ctx.client.profile };
     try {
       await connect({ token, account, namespace, profile });
       toast(`Opened ${namespace} / ${profile}.`);
     } catch (err) {
-      showError(err);
+      // Still on the profile before: the fields say so again.
+      $("#scope-namespace").value = was.namespace;
+      $("#scope-profile").value = was.profile;
+      // A 403 here says this token may not touch that namespace, not that
+      // the token is wrong: it stays, connected to the one it may.
+      if (err instanceof ApiError && err.status === 403) showError(new Error(describeError(err)));
+      else showError(err);
     }
   });
 

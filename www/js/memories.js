@@ -92,8 +92,11 @@ export function initMemories(ctx) {
   async function loadStats() {
     const el = $("#stats");
     el.setAttribute("aria-busy", "true");
+    const client = ctx.client;
     try {
-      const { result: s } = await ctx.client.stats();
+      const { result: s } = await client.stats();
+      // Another profile may have opened meanwhile: its own load shows it.
+      if (ctx.client !== client) return;
       fill(
         el,
         statCard("Memories", formatNumber(s.memories), `${formatNumber(s.byStatus?.active || 0)} active`, "stat-memories"),
@@ -110,6 +113,7 @@ export function initMemories(ctx) {
         breakdown("By status", s.byStatus, contract.statuses, "status", "stat-by-status"),
       );
     } catch (err) {
+      if (ctx.client !== client) return;
       fill(el, h("p", { class: "muted" }, "Statistics are unavailable."));
       ctx.showError(err);
     } finally {
@@ -329,6 +333,8 @@ export function initMemories(ctx) {
       else reload({ keepPage: true });
     },
     reset() {
+      // A load of the profile before, still on its way, is not shown.
+      loading++;
       $("#f-text").value = "";
       $("#f-filter").value = "";
       filterProblem(null);

@@ -41,12 +41,16 @@ export function initRecall(ctx) {
     ctx.clearError(errBox);
     out.setAttribute("aria-busy", "true");
     await busy(form, async () => {
+      const client = ctx.client;
       try {
         const t0 = performance.now();
-        const { result, messages } = await ctx.client.recall(params);
+        const { result, messages } = await client.recall(params);
+        // Another profile may have opened meanwhile: not its answer.
+        if (ctx.client !== client) return;
         render(result, messages, performance.now() - t0);
         ctx.toast(result.count ? `Recall used ${result.count} ${result.count === 1 ? "memory" : "memories"}.` : "Recall found nothing.");
       } catch (err) {
+        if (ctx.client !== client) return;
         fill(out);
         ctx.showError(err, errBox);
       } finally {
@@ -146,7 +150,7 @@ export function initRecall(ctx) {
             " ",
             h("span", { class: "mono", title: c.id }, shortId(c.id)),
             c.eventDate ? ` · ${formatDate(c.eventDate)}` : "",
-            ` · ${c.sessionId}`,
+            c.sessionId == null ? " · no session" : ` · ${c.sessionId}`,
           ),
         ),
         order.map((ch) => cell(ch, byCh[ch], maxContribution)),
