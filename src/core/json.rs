@@ -34,16 +34,22 @@ pub const TREE_MEMBER_BYTES: usize = 32;
 /// whose tree would take more than [`MAX_JSON_TREE_BYTES`], as soon as
 /// its reading passes them.
 pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
-    if let Some(n) = integer_past_64_bits(text) {
-        return Err(serde_json::Error::custom(format!(
-            "the integer {} does not fit in 64 bits: it would be read as the nearest float and compare equal to others; send it as a string",
-            crate::core::error::quoted(n)
-        )));
-    }
     let left = std::cell::Cell::new(MAX_JSON_TREE_BYTES);
+    let huge = std::cell::Cell::new(false);
     let mut de = serde_json::Deserializer::from_str(text);
-    let v = StrictValue { left: &left }.deserialize(&mut de)?;
+    let v = StrictValue { left: &left, huge: &huge }.deserialize(&mut de)?;
     de.end()?;
+    // Only a text that gave a whole number from 2^63 up may hold an
+    // integer past 64 bits (read as such a float): it alone is read again
+    // (a pass over 17 MB took as long as the parse itself).
+    if huge.get() {
+        if let Some(n) = integer_past_64_bits(text) {
+            return Err(serde_json::Error::custom(format!(
+                "the integer {} does not fit in 64 bits: it would be read as the nearest float and compare equal to others; send it as a string",
+                crate::core::error::quoted(n)
+            )));
+        }
+    }
     Ok(v)
 }
 
@@ -258,10 +264,13 @@ impl std::io::Write for Length {
 }
 
 /// A `serde_json::Value` seed whose objects refuse duplicate keys, and
-/// which refuses a tree past the bytes `left` ([`MAX_JSON_TREE_BYTES`]).
+/// which refuses a tree past the bytes `left` ([`MAX_JSON_TREE_BYTES`]);
+/// `huge` is set by a float that is a whole number from 2^63 up, as an
+/// integer past 64 bits is read.
 #[derive(Clone, Copy)]
 struct StrictValue<'l> {
     left: &'l std::cell::Cell<usize>,
+    huge: &'l std::cell::Cell<bool>,
 }
 
 impl StrictValue<'_> {
@@ -301,6 +310,10 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
         Ok(Value::from(v))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        // 2^63: no integer of 64 bits, signed, is a float this large.
+        if v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0 {
+            self.huge.set(true);
+        }
         Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
