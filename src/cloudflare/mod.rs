@@ -52,12 +52,6 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // Only a route that takes a body, asked by a caller its credentials
     // let in, has its body read (and takes room for it).
     let takes_body = grant.is_some() && rest::method_not_allowed(&method, url.path()).is_none();
-    // A body it would read, that is (a GET's is read only to be refused).
-    if takes_body && method != "HEAD" && req.inner().body().is_some() {
-        if let Err(e) = rest::check_content_encoding(req.headers().get("content-encoding")?.as_deref()) {
-            return error_response(&e);
-        }
-    }
     let (body, room) = match read_body(&env, &mut req, &method, url.path(), takes_body).await? {
         Ok(read) => read,
         Err(e) => return error_response(&e),
@@ -112,6 +106,9 @@ async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take:
     use futures::StreamExt;
     if !take || method == "HEAD" || req.inner().body().is_none() {
         return Ok(Ok((Vec::new(), working_set::Room::new(0))));
+    }
+    if let Err(e) = rest::check_content_encoding(req.headers().get("content-encoding")?.as_deref()) {
+        return Ok(Err(e));
     }
     let declared = req.headers().get("content-length")?;
     let mut reader = match rest::BodyReader::new(path, declared.as_deref()) {
