@@ -54,10 +54,18 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let takes_body = grant.is_some() && rest::method_not_allowed(&method, url.path()).is_none();
     let (body, room) = match read_body(&env, &mut req, &method, url.path(), takes_body).await? {
         Ok(read) => read,
+        Err(e) if url.path().starts_with("/mcp/") => return mcp_response(mcp::refusal(&e)),
         Err(e) => return error_response(&e),
     };
     let incoming = Incoming { method: &method, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
-    if let Ok(Route::Mcp { namespace, profile }) = rest::route(&incoming) {
+    if url.path().starts_with("/mcp/") {
+        // Every answer on the MCP endpoint is JSON-RPC: a path or query it
+        // refuses too (a client reads `error`, not REST's envelope).
+        let (namespace, profile) = match rest::route(&incoming) {
+            Ok(Route::Mcp { namespace, profile }) => (namespace, profile),
+            Ok(_) => return mcp_response(mcp::refusal(&Error::not_found("no MCP endpoint here"))),
+            Err(e) => return mcp_response(mcp::refusal(&e)),
+        };
         let mcp = McpRequest {
             method: &method,
             content_type: content_type.as_deref(),
@@ -358,7 +366,11 @@ pub async fn call_catalog(env: &Env, call: &CatalogCall) -> std::result::Result<
 /// Object (credentials were checked in `fetch`, as for REST).
 async fn serve_mcp(env: &Env, namespace: &str, profile: &str, read: std::result::Result<mcp::McpMessage, mcp::McpReply>) -> Result<Response> {
     let backend = ObjectBackend { env, name: rest::object_name(namespace, profile) };
-    let reply = mcp::answer(read, &backend).await;
+    mcp_response(mcp::answer(read, &backend).await)
+}
+
+/// An MCP reply as the HTTP response.
+fn mcp_response(reply: mcp::McpReply) -> Result<Response> {
     let headers = Headers::new();
     if let Some(ct) = reply.content_type {
         headers.set("content-type", ct)?;

@@ -319,6 +319,12 @@ fn echo_id(m: &Value) -> Value {
 
 /// A request refused before any JSON-RPC message was read: the status
 /// `e` maps to, and a JSON-RPC error with `rpc_code` and `e`'s message.
+/// A request the endpoint refuses before reading it (its path or query):
+/// the error's status, with a JSON-RPC error of no id as the body.
+pub fn refusal(e: &Error) -> McpReply {
+    refused(e, INVALID_REQUEST)
+}
+
 fn refused(e: &Error, rpc_code: i64) -> McpReply {
     McpReply::json(e.status(), &error_response(Value::Null, rpc_code, e.message()))
 }

@@ -349,10 +349,10 @@ test("a compressed body is refused with 415 (10009), not read as its bytes, and 
   try {
     const api = restClient(w, TOKEN);
     const json = JSON.stringify({ content: "The build server runs on Debian twelve." });
-    const send = (encoding, body) =>
+    const send = (encoding, body, path = profilePath("enc", "p", "/remember")) =>
       new Promise((resolve, reject) => {
         const req = http.request({
-          host: w.url.hostname, port: w.url.port, method: "POST", path: profilePath("enc", "p", "/remember"),
+          host: w.url.hostname, port: w.url.port, method: "POST", path,
           headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-encoding": encoding, "content-length": String(body.length) },
         }, (res) => {
           let text = "";
@@ -369,6 +369,12 @@ test("a compressed body is refused with 415 (10009), not read as its bytes, and 
       assert.equal(r.body.errors[0].code, 10009);
       assert.match(r.body.errors[0].message, /read uncompressed/);
     }
+    // On the MCP endpoint the refusal is a JSON-RPC error.
+    const call = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "remember", arguments: { content: "The build server runs on Debian twelve." } } });
+    const mcp = await send("gzip", gzipSync(call), "/mcp/namespaces/enc/profiles/p");
+    assert.equal(mcp.status, 415);
+    assert.equal(mcp.body.jsonrpc, "2.0");
+    assert.match(mcp.body.error.message, /read uncompressed/);
     await assertUntouched(api, "enc", "p");
     assert.equal((await send("identity", Buffer.from(json))).status, 200);
   } finally {

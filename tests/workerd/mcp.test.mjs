@@ -177,7 +177,7 @@ test("MCP over real HTTP: a token for another namespace gets 403; in its own nam
   assert.ok(!listed.structuredContent.memories.some((m) => m.id === remembered.structuredContent.id));
 });
 
-test("MCP over real HTTP: a query string is refused (400) as REST refuses one, never ignored, and nothing is stored", async () => {
+test("MCP over real HTTP: a query string is refused (400) with a JSON-RPC error, never ignored, and nothing is stored", async () => {
   const url = endpoint("default", "mcp-query");
   url.search = "dryRun=1";
   const remember = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "remember", arguments: { content: FACT } } };
@@ -188,9 +188,10 @@ test("MCP over real HTTP: a query string is refused (400) as REST refuses one, n
   });
   assert.equal(res.status, 400);
   const body = await res.json();
-  assert.equal(body.success, false);
-  assert.equal(body.errors[0].code, 10001);
-  assert.match(body.errors[0].message, /takes no query parameters; got "dryRun"/);
+  assert.equal(body.jsonrpc, "2.0");
+  assert.equal(body.id, null);
+  assert.equal(body.error.code, -32600);
+  assert.match(body.error.message, /takes no query parameters; got "dryRun"/);
   const client = await connect("default", "mcp-query");
   const listed = await client.callTool({ name: "list", arguments: { status: "all" } });
   assert.equal(listed.isError, false);

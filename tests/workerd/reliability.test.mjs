@@ -206,6 +206,9 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
           headers: { ...json, accept: "application/json, text/event-stream" },
         });
         assert.ok(m.status >= 400 && m.status < 500, `mcp name ${n}: ${m.status}`);
+        assert.equal(m.body?.jsonrpc, "2.0", `mcp name ${n} is refused in JSON-RPC: ${m.text.slice(0, 200)}`);
+        assert.equal(m.body.id, null);
+        assert.equal(typeof m.body.error.message, "string");
       }
     }
     // Profile names may have up to 100 characters, namespace names 32.
@@ -216,6 +219,7 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
         headers: { ...json, accept: "application/json, text/event-stream" },
       });
       assert.ok(m.status >= 400 && m.status < 500, `mcp namespace name of ${n.length}: ${m.status}`);
+      assert.equal(m.body?.jsonrpc, "2.0", `mcp namespace name of ${n.length} is refused in JSON-RPC`);
     }
     // Empty segments.
     for (const p of [
