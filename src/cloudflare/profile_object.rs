@@ -48,6 +48,9 @@ pub struct ProfileObject {
     /// Whether the profile's name is known to be stored in `meta` (saves
     /// a write, and so a storage flush, on every call).
     name_saved: Cell<bool>,
+    /// Whether this instance has set its alarm for what is due (done after
+    /// every write, and on the first call of any kind).
+    alarm_checked: Cell<bool>,
     /// `BENCH=1` in a build with the `bench` feature: answer the
     /// benchmark operations (core::local::bench). The production build has
     /// neither.
@@ -370,8 +373,12 @@ impl ProfileObject {
         if succeeded {
             self.save_name(profile, name)?;
         }
-        if !read_only(op) {
+        // An instance's first call sets the alarm, a read's too: a job
+        // parked as of a kind the last build did not know (a rollback) is
+        // due again under this one, and no write may come to set it.
+        if !read_only(op) || !self.alarm_checked.get() {
             self.schedule(profile).await?;
+            self.alarm_checked.set(true);
         }
         Ok(())
     }
@@ -633,6 +640,7 @@ impl DurableObject for ProfileObject {
             config,
             resident: Rc::new(Resident::default()),
             name_saved: Cell::new(false),
+            alarm_checked: Cell::new(false),
             #[cfg(feature = "bench")]
             bench,
         }
