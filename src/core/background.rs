@@ -247,7 +247,14 @@ async fn run_extracts(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -
         let Work::Extract { session_id } = &j.work else { continue };
         // An ingest of the session still running judges what it stored:
         // this waits for it (not an attempt) rather than judge it too.
-        if let Some(until) = store.ingest_running_until(session_id)? {
+        // One running past its guard's time (a slow model) is still
+        // running in this process: its guard waits another guard's time.
+        let running_here = crate::core::running::ingest_running(p.name, session_id);
+        let until = match store.ingest_running_until(session_id)? {
+            None if running_here => Some(p.now.saturating_add(crate::core::running::INGEST_GUARD_MILLIS)),
+            until => until,
+        };
+        if let Some(until) = until {
             store.transaction(|| {
                 store.claim_jobs(&[j.id], p.limits.job_retry_base_millis)?;
                 store.defer_job(j.id, until, "an ingest of this session is running: retried once it has ended")

@@ -45,6 +45,7 @@ pub mod remember;
 pub mod resident;
 pub mod rest;
 pub mod rules;
+pub mod running;
 pub mod schema;
 pub mod store;
 pub mod summary;

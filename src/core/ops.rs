@@ -18,10 +18,7 @@ use crate::core::store::{ListFilter, META_WRITTEN};
 use crate::core::{background, ingest, portable, recall, remember, summary};
 use serde_json::{json, Value};
 
-/// How long an ingest may run before its re-extraction guard job falls
-/// due (see [`Profile::ingest`]); long enough for a 500-message call over a
-/// remote model, short enough that an interrupted one is healed soon.
-pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
+pub use crate::core::running::INGEST_GUARD_MILLIS;
 
 /// A call checked before anything is written ([`Profile::prepare`]).
 pub struct Prepared {
@@ -300,7 +297,10 @@ impl<'a> Profile<'a> {
         let guard = store.transaction(|| {
             store.enqueue_at(&crate::core::jobs::Work::Extract { session_id: session_id.clone() }, self.now.saturating_add(INGEST_GUARD_MILLIS))
         })?;
+        // Listed while it runs: a guard due before it ends waits for it.
+        let running = crate::core::running::enter(self.name, &session_id);
         let out = ingest::run(self, req).await;
+        drop(running);
         // Removed once the call finished. A call that failed keeps it: its
         // messages may be stored, and the caller's retry then finds
         // nothing new to extract (a crash never reaches this line either).
@@ -871,6 +871,29 @@ mod tests {
         let report = futures::executor::block_on(later.drain()).unwrap();
         assert_eq!(report.extracted, 1);
         assert!(later.stats().unwrap().memories >= 2, "memories extracted after the interruption");
+    }
+
+    #[test]
+    fn test_an_ingest_running_past_its_guard_is_not_judged_again_by_the_alarm() {
+        let sql = database();
+        let index = SqlVectorIndex { sql: &sql };
+        let p = profile(&sql, &Stuck, &index, NOW, 1_000);
+        // Still awaiting its model when the guard falls due.
+        let mut fut = Box::pin(p.ingest(conversation()));
+        let waker = futures::task::noop_waker();
+        assert!(matches!(fut.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Pending));
+        let due = NOW + INGEST_GUARD_MILLIS + 1_000;
+        let later = profile(&sql, &Rules, &index, due, 1_000);
+        let report = futures::executor::block_on(later.drain()).unwrap();
+        assert_eq!((report.extracted, report.waiting), (0, 1), "{report:?}");
+        assert_eq!(later.stats().unwrap().memories, 0, "the running call's messages are not judged twice");
+        assert_eq!(report.next_at, Some(due + INGEST_GUARD_MILLIS), "the guard waits another guard's time");
+        // The call dies (its future goes): the guard, due again, heals it.
+        drop(fut);
+        let healed = profile(&sql, &Rules, &index, due + INGEST_GUARD_MILLIS + 1_000, 1_000);
+        let report = futures::executor::block_on(healed.drain()).unwrap();
+        assert_eq!((report.extracted, report.waiting), (1, 0), "{report:?}");
+        assert!(healed.stats().unwrap().memories >= 2);
     }
 
     #[test]

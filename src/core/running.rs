@@ -1,0 +1,75 @@
+//! Which ingests this process is running now, by profile and session.
+//!
+//! An ingest queues a guard job before it stores its messages, due
+//! [`INGEST_GUARD_MILLIS`] later, and removes it when the call ends; only a
+//! call that died leaves it to run. A call still running when its guard
+//! falls due (a slow model) must not be judged twice, and whether a call
+//! is alive is not something SQLite can say: it dies with the process that
+//! runs it. So the process keeps a list of the ingests it runs, an entry
+//! per running call (a few at most, gone when the call's future is), and
+//! the drain reads it before it runs a guard.
+//!
+//! What this does not do: tell one process about another's calls. A Durable
+//! Object runs in one process at a time, and one that restarts has lost its
+//! calls and its list together.
+
+use std::cell::RefCell;
+
+/// How long an ingest may run before its re-extraction guard job falls
+/// due; long enough for a 500-message call over a remote model, short
+/// enough that an interrupted one is healed soon. A call that runs longer
+/// is still not judged twice: its entry here holds the guard back.
+pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
+
+thread_local! {
+    static RUNNING: RefCell<Vec<(String, String)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An ingest of one session of one profile, listed while this lives.
+#[must_use = "the ingest is listed only while this is held"]
+pub struct Ingest {
+    profile: String,
+    session: String,
+}
+
+/// Lists an ingest of `session` in `profile` until the returned value is
+/// dropped (the call ended, or its future was dropped).
+pub fn enter(profile: &str, session: &str) -> Ingest {
+    RUNNING.with(|r| r.borrow_mut().push((profile.to_string(), session.to_string())));
+    Ingest { profile: profile.to_string(), session: session.to_string() }
+}
+
+/// Whether this process is running an ingest of `session` in `profile`.
+pub fn ingest_running(profile: &str, session: &str) -> bool {
+    RUNNING.with(|r| r.borrow().iter().any(|(p, s)| p == profile && s == session))
+}
+
+impl Drop for Ingest {
+    fn drop(&mut self) {
+        RUNNING.with(|r| {
+            let mut r = r.borrow_mut();
+            if let Some(at) = r.iter().position(|(p, s)| *p == self.profile && *s == self.session) {
+                r.swap_remove(at);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_an_ingest_is_listed_while_held_and_once_per_call() {
+        assert!(!ingest_running("ns/p", "s"));
+        let a = enter("ns/p", "s");
+        let b = enter("ns/p", "s");
+        assert!(ingest_running("ns/p", "s"));
+        assert!(!ingest_running("ns/p", "t"));
+        assert!(!ingest_running("ns/q", "s"));
+        drop(a);
+        assert!(ingest_running("ns/p", "s"), "the second call still runs");
+        drop(b);
+        assert!(!ingest_running("ns/p", "s"));
+    }
+}
