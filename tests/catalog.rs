@@ -351,3 +351,14 @@ fn test_profiles_recorded_before_their_creation_time_was_kept_take_their_namespa
     assert_eq!(page.profiles.len(), 1);
     assert_eq!((page.profiles[0].name.as_str(), page.profiles[0].created_at.as_str()), ("old-one", "2026-04-21T00:00:00.000Z"));
 }
+
+#[test]
+fn test_a_purge_time_that_does_not_read_is_a_storage_error_not_nothing_due() {
+    let sql = database();
+    let c = catalog(&sql, T0);
+    c.register("ns", "p").unwrap();
+    c.delete("ns").unwrap();
+    agent_memory::core::ports::Sql::execute(&sql, "UPDATE purges SET due_at = 'soon'", &[]).unwrap();
+    let err = catalog(&sql, T0).due_purges().unwrap_err();
+    assert!(err.is_storage(), "{err:?}");
+}

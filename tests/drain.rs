@@ -306,3 +306,31 @@ fn test_a_job_parked_for_its_kind_is_revived_with_the_attempts_it_had() {
     assert_eq!(attempts, Some(0));
     with_profile(&sql, APRIL_15 + 1, |p| assert_eq!(block_on(p.drain()).unwrap().embedded, 1));
 }
+
+#[test]
+fn test_a_waiting_job_whose_time_does_not_read_is_due_at_once_then_parked_not_spun() {
+    let sql = database();
+    // The only job, its time text: never due by comparison, and a minimum
+    // that does not read. The alarm is set for now, the drain parks it,
+    // and nothing is due after.
+    sql.execute("INSERT INTO outbox (kind, memory_id, attempts, next_attempt_at, created_at) VALUES ('embed', 'm1', 0, 'soon', 'then')", &[]).unwrap();
+    with_profile(&sql, APRIL_15, |p| {
+        assert_eq!(p.next_due().unwrap(), Some(0), "due at once");
+        let report = block_on(p.drain()).unwrap();
+        assert_eq!((report.parked, report.pending, report.next_at), (1, 0, None), "{report:?}");
+        assert_eq!(p.next_due().unwrap(), None, "parked, it sets no alarm again");
+    });
+    let why = sql.query("SELECT last_error FROM outbox WHERE parked = 1", &[]).unwrap();
+    assert!(why[0][0].opt_string().unwrap().contains("text time"), "{why:?}");
+}
+
+#[test]
+fn test_an_expiry_that_does_not_read_is_a_storage_error_not_nothing_due() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| block_on(p.remember(remember("The staging cluster runs in Oslo.")))).unwrap();
+    sql.execute("UPDATE memories SET expires_at = '0000 never'", &[]).unwrap();
+    with_profile(&sql, APRIL_15, |p| {
+        let err = p.next_due().unwrap_err();
+        assert!(err.is_storage(), "{err:?}");
+    });
+}

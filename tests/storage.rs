@@ -1596,3 +1596,18 @@ fn test_a_paged_read_gives_a_row_longer_than_a_page_a_page_of_its_own() {
     let want: Vec<(i64, usize)> = (0..=40).map(|i| (i, if i == 20 { 1_900_000 } else { 100_000 })).collect();
     assert_eq!(got, want, "every row once, whole");
 }
+
+#[test]
+fn test_a_session_position_that_does_not_read_is_a_storage_error_not_the_callers() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let first =
+            IngestRequest { session_id: Some("s".into()), messages: vec![msg("user", "The deploy key rotates monthly.")], metadata: Default::default() };
+        block_on(p.ingest(first)).unwrap();
+        agent_memory::core::ports::Sql::execute(&sql, "UPDATE messages SET position = 'x' WHERE session_id = 's'", &[]).unwrap();
+        let next = IngestRequest { session_id: Some("s".into()), messages: vec![msg("user", "The staging key rotates weekly.")], metadata: Default::default() };
+        let err = block_on(p.ingest(next)).unwrap_err();
+        assert!(err.is_storage(), "{err:?}");
+        assert_eq!(err.status(), 500);
+    });
+}

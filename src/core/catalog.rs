@@ -542,12 +542,10 @@ impl Catalog<'_> {
                 _ => Err(bad_row()),
             })
             .collect::<Result<Vec<_>>>()?;
-        let next = self
-            .sql
-            .query("SELECT MIN(due_at) FROM purges WHERE attempts < ?", &[MAX_PURGE_ATTEMPTS.into()])?
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_i64);
+        let next = crate::core::ports::aggregate_i64(
+            &self.sql.query("SELECT MIN(due_at) FROM purges WHERE attempts < ?", &[MAX_PURGE_ATTEMPTS.into()])?,
+            "the next purge's time",
+        )?;
         Ok((due, next))
     }
 

@@ -95,6 +95,17 @@ impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
 /// One result row: values in select order.
 pub type Row = Vec<SqlValue>;
 
+/// The one value an aggregate statement (`SELECT MIN(…) …`) answers, as an
+/// integer: `None` when it is NULL (no row qualified), and a storage error
+/// naming `what` when it is anything else that is not one; never read as
+/// "nothing", which would stop what waits on it without a word.
+pub fn aggregate_i64(rows: &[Row], what: &str) -> Result<Option<i64>> {
+    match rows.first().and_then(|r| r.first()) {
+        None | Some(SqlValue::Null) => Ok(None),
+        Some(v) => v.as_i64().map(Some).ok_or_else(|| crate::core::error::Error::storage(format!("{what} does not read as an integer"))),
+    }
+}
+
 /// Most bound parameters one statement may carry (Durable Object SQL's
 /// limit). Multi-row writes are chunked to stay under it.
 pub const MAX_SQL_PARAMS: usize = 100;

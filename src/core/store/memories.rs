@@ -826,13 +826,15 @@ impl<'a> Store<'a> {
 
     /// The earliest pending `expiresAt` of an active memory, in millis.
     pub fn next_expiry(&self) -> Result<Option<i64>> {
-        Ok(self
-            .sql
-            .query("SELECT MIN(expires_at) FROM memories WHERE status = 'active' AND expires_at IS NOT NULL", &[])?
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::opt_string)
-            .and_then(|s| crate::core::time::parse_millis(&s)))
+        let rows = self.sql.query("SELECT MIN(expires_at) FROM memories WHERE status = 'active' AND expires_at IS NOT NULL", &[])?;
+        match rows.first().and_then(|r| r.first()) {
+            None | Some(SqlValue::Null) => Ok(None),
+            Some(v) => v
+                .as_str()
+                .and_then(crate::core::time::parse_millis)
+                .map(Some)
+                .ok_or_else(|| Error::storage(format!("a memory's expiry {v:?} does not read as a time"))),
+        }
     }
 }
 

@@ -106,18 +106,30 @@ impl<'a> Store<'a> {
     /// The position a session's next message takes: one past its last
     /// (added here, not in SQL, which past i64::MAX answers a REAL).
     fn next_position(&self, session_id: &str) -> Result<i64> {
+        match self.last_position(session_id)? {
+            None => Ok(0),
+            Some(p) => p.checked_add(1).ok_or_else(|| no_room(session_id)),
+        }
+    }
+
+    /// A session's highest position; `None` for a session with no
+    /// messages. A value that is not an integer is a storage error.
+    fn last_position(&self, session_id: &str) -> Result<Option<i64>> {
         let last = self.sql.query("SELECT MAX(position) FROM messages WHERE session_id = ?", &[session_id.into()])?;
         match last.first().and_then(|r| r.first()) {
-            Some(SqlValue::Null) => Ok(0),
-            v => v.and_then(SqlValue::as_i64).and_then(|p| p.checked_add(1)).ok_or_else(|| Error::storage("failed to read a session's next position")),
+            Some(SqlValue::Null) => Ok(None),
+            Some(SqlValue::Integer(p)) => Ok(Some(*p)),
+            _ => Err(Error::storage("failed to read a session's next position")),
         }
     }
 
     /// Refuses (400) `count` new messages in a session whose positions
     /// would pass [`MAX_POSITION`] (only an import can bring a session
-    /// near it): before anything of the call is written.
+    /// near it): before anything of the call is written. A position that
+    /// does not read is the store's error, not the caller's.
     pub fn check_room(&self, session_id: &str, count: usize) -> Result<()> {
-        let last = i64::try_from(count).ok().and_then(|n| self.next_position(session_id).ok()?.checked_add(n.saturating_sub(1)));
+        let next = self.last_position(session_id)?.map_or(Some(0), |p| p.checked_add(1));
+        let last = next.zip(i64::try_from(count).ok()).and_then(|(next, n)| next.checked_add(n.saturating_sub(1)));
         match last {
             Some(p) if p <= MAX_POSITION => Ok(()),
             _ => Err(no_room(session_id)),

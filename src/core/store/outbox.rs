@@ -175,8 +175,8 @@ impl<'a> Store<'a> {
         // falls in, and the jobs behind it with it: parked, never claimed.
         let unreadable = self.sql.query(
             "UPDATE outbox SET parked = 1, \
-             last_error = 'parked: the row does not read as a job (' || typeof(kind) || ' kind, ' || typeof(memory_id) || ' subject, ' || typeof(attempts) || ' attempts)' \
-             WHERE parked = 0 AND (typeof(kind) <> 'text' OR typeof(memory_id) NOT IN ('text', 'null') OR typeof(attempts) <> 'integer') RETURNING id",
+             last_error = 'parked: the row does not read as a job (' || typeof(kind) || ' kind, ' || typeof(memory_id) || ' subject, ' || typeof(attempts) || ' attempts, ' || typeof(next_attempt_at) || ' time)' \
+             WHERE parked = 0 AND (typeof(kind) <> 'text' OR typeof(memory_id) NOT IN ('text', 'null') OR typeof(attempts) <> 'integer' OR typeof(next_attempt_at) <> 'integer') RETURNING id",
             &[],
         )?;
         Ok(i64::try_from(over.len().saturating_add(unknown.len()).saturating_add(unreadable.len())).unwrap_or(i64::MAX))
@@ -256,12 +256,17 @@ impl<'a> Store<'a> {
     /// The earliest time a job is due, in millis: a job that is not
     /// parked, or a parked one's next try ([`Store::revive_parked`]).
     pub fn next_job_at(&self) -> Result<Option<i64>> {
-        Ok(self
-            .sql
-            .query(&format!("SELECT MIN(next_attempt_at) FROM outbox WHERE parked = 0 OR (parked = 1 AND {})", revivable(1)), &[known_kinds()])?
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_i64))
+        // A waiting row whose time is not an integer is due at once: the
+        // drain parks it as a row that does not read (it would otherwise
+        // wait unseen, never due, or make the minimum unreadable).
+        let rows = self.sql.query(
+            &format!(
+                "SELECT MIN(CASE WHEN typeof(next_attempt_at) = 'integer' THEN next_attempt_at ELSE 0 END) FROM outbox                  WHERE parked = 0 OR (parked = 1 AND {})",
+                revivable(1)
+            ),
+            &[known_kinds()],
+        )?;
+        crate::core::ports::aggregate_i64(&rows, "the outbox's next attempt time")
     }
 
     /// The one number a `SELECT COUNT(*) …` (or `MAX`) statement answers.
