@@ -783,6 +783,36 @@ fn test_a_full_profile_answers_a_resent_write_that_adds_nothing() {
     });
 }
 
+/// Memories an ingest had no room for are not lost: their messages are
+/// marked and the session's retry queued; the retry fails (409, backing
+/// off, then parked and shown) while the profile is full, and stores
+/// them once there is room.
+#[test]
+fn test_memories_with_no_room_are_judged_again_once_there_is_room() {
+    let sql = database();
+    let full = Limits { max_memories: 1, ..Limits::default() };
+    let said = "Alpha runs on port 8001. Bravo listens on port 8002. Charlie serves port 8003.";
+    let report = with_limits(&sql, APRIL_15, full, |p| {
+        block_on(p.ingest(IngestRequest { messages: vec![msg("user", said, None)], session_id: Some("s".into()), metadata: Default::default() })).unwrap()
+    });
+    assert_eq!(report.memories_stored, 1, "{report:?}");
+    assert!(!report.dropped.is_empty() && report.dropped.iter().all(|d| d.reason.starts_with("the profile is full")), "{:?}", report.dropped);
+    // Still full: the retry fails with the reason, nothing is lost.
+    let later = APRIL_15 + 60 * 60 * 1000;
+    with_limits(&sql, later, full, |p| {
+        let drained = block_on(p.drain()).unwrap();
+        assert_eq!((drained.extracted, drained.failed), (0, 1), "{drained:?}");
+        let error = sql.query("SELECT last_error FROM outbox WHERE kind = 'extract'", &[]).unwrap();
+        assert!(error[0][0].as_str().unwrap().contains("wait for room"), "{error:?}");
+    });
+    // Room: the next retry stores what had none.
+    with_limits(&sql, later + DAY, Limits::default(), |p| {
+        let drained = block_on(p.drain()).unwrap();
+        assert_eq!(drained.extracted, 1, "{drained:?}");
+        assert_eq!(p.stats().unwrap().memories, 1 + report.dropped.len() as i64);
+    });
+}
+
 /// A write refused as bad input changes nothing, not even the purge a
 /// valid write to a profile marked for deletion would make: the profile
 /// can still be restored with everything in it.

@@ -168,7 +168,10 @@ fn test_the_cycle_finder_finds_a_cycle() {
 const LAYERS: &[(&str, &[&str])] = &[
     // What everything speaks: errors, records, requests and their
     // validation, the ports, the operation and job lists, text and time.
-    ("foundation", &["error", "json", "filter", "ids", "time", "text", "dates", "wire", "model", "api", "ports", "op", "jobs", "schema", "resident", "turns", "running"]),
+    (
+        "foundation",
+        &["error", "json", "filter", "ids", "time", "text", "dates", "wire", "model", "api", "ports", "op", "jobs", "schema", "resident", "turns", "running"],
+    ),
     // Rows in and out of SQLite.
     ("storage", &["store"]),
     // Judging and embedding: the two reasoners and what they share, the

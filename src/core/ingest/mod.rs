@@ -18,7 +18,7 @@ pub mod verify;
 
 use crate::core::api::IngestRequest;
 use crate::core::context::Profile;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::ids;
 use crate::core::model::{Dropped, IngestReport, Message, MessageInput, Metadata};
 use crate::core::provider::{Candidate, Transcript};
@@ -83,8 +83,11 @@ pub struct Judged {
     pub outcome: persist::Outcome,
     /// Everything dropped, model faults included, with reasons.
     pub dropped: Vec<Dropped>,
-    /// How many drops were model faults (a retry may do better).
+    /// How many drops were model faults or memories with no room (a
+    /// retry may do better).
     pub faults: usize,
+    /// How many of those had no room in the profile.
+    pub full: usize,
 }
 
 /// The metadata the memories of a judging take.
@@ -156,15 +159,23 @@ pub async fn judge_and_store(
         Judging::First => memories,
         Judging::Retry { .. } => not_given_before(&p.store(), memories, fresh_ids)?,
     };
-    let (memories, no_room) = within_room(p, memories)?;
-    dropped.extend(no_room);
+    let (memories, over) = within_room(p, memories)?;
+    // A memory with no room is judged again once there is some: its new
+    // messages are marked, as a fault's are, and the retry queued.
+    let full = over.len();
+    let mut faulted = faulted;
+    for (drop, sources) in over {
+        faulted.extend(sources.into_iter().filter(|id| fresh_ids.contains(id)));
+        dropped.push(drop);
+    }
+    let faults = faults.saturating_add(full);
     let faulted: Vec<String> = faulted.into_iter().collect();
     let followup = match judging {
         Judging::First => persist::Followup { cleared: &[], marked: &faulted, retry_session: (faults > 0).then_some(session_id) },
         Judging::Retry { marked } => persist::Followup { cleared: marked, marked: &faulted, retry_session: None },
     };
     let outcome = persist::store(&p.store(), p.turns, memories, &followup)?;
-    Ok(Judged { outcome, dropped, faults })
+    Ok(Judged { outcome, dropped, faults, full })
 }
 
 /// The memories a retry would store that the messages it judges did not
@@ -199,11 +210,12 @@ fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist
 }
 
 /// The memories that fit under the profile's limit (`MAX_MEMORIES`), in
-/// order; the rest dropped with the reason. Counted right before they are
-/// stored, with nothing awaited in between. A memory that turns out to be
-/// one already stored counts against the room too: the limit is never
-/// passed, at the cost of a rare drop that would have fitted.
-fn within_room(p: &Profile<'_>, mut memories: Vec<persist::Pending>) -> Result<(Vec<persist::Pending>, Vec<Dropped>)> {
+/// order, and the rest as drops with the reason, beside the messages
+/// they rest on. Counted right before they are stored, with nothing
+/// awaited in between. A memory that turns out to be one already stored
+/// counts against the room too: the limit is never passed, at the cost
+/// of a rare drop that would have fitted.
+fn within_room(p: &Profile<'_>, mut memories: Vec<persist::Pending>) -> Result<(Vec<persist::Pending>, Vec<NoRoom>)> {
     let limit = p.limits.max_memories;
     let adding = i64::try_from(memories.len()).unwrap_or(i64::MAX);
     let Some(count) = p.store().memory_count_near(limit, adding)? else {
@@ -211,9 +223,15 @@ fn within_room(p: &Profile<'_>, mut memories: Vec<persist::Pending>) -> Result<(
     };
     let room = usize::try_from(limit.saturating_sub(count).max(0)).unwrap_or(0);
     let over = memories.split_off(room.min(memories.len()));
-    let reason = format!("the profile is full: it holds {count} memories and its limit is {limit}");
-    Ok((memories, over.into_iter().map(|m| Dropped { content: m.memory.content, reason: reason.clone() }).collect()))
+    let reason = format!("{FULL}: it holds {count} memories and its limit is {limit}; judged again once there is room");
+    Ok((memories, over.into_iter().map(|m| (Dropped { content: m.memory.content, reason: reason.clone() }, m.memory.source_message_ids)).collect()))
 }
+
+/// A memory with no room: its drop, and the messages it rests on.
+type NoRoom = (Dropped, Vec<String>);
+
+/// How a drop for want of room begins.
+const FULL: &str = "the profile is full";
 
 /// [`persist::build`] with each memory taking the metadata of the first
 /// new message it cites (candidates grouped by it, built group by group).
@@ -272,7 +290,17 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
     // The memories take the metadata their new messages were stored with
     // (calls of one session may have carried different metadata).
     let marked: Vec<String> = marked.into_iter().collect();
-    Ok(judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages, Judging::Retry { marked: &marked }).await?.faults)
+    let judged = judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages, Judging::Retry { marked: &marked }).await?;
+    // No room is the profile's state, not the model's: the job fails with
+    // it (backs off, is parked and shown), its messages marked meanwhile.
+    if judged.full > 0 {
+        return Err(Error::conflict(format!(
+            "{} memories wait for room: {}",
+            judged.full,
+            judged.dropped.iter().rev().find(|d| d.reason.starts_with(FULL)).map_or(FULL, |d| d.reason.as_str())
+        )));
+    }
+    Ok(judged.faults)
 }
 
 /// Keeps candidates that cite a line of this conversation and rest on at
