@@ -111,6 +111,22 @@ fn test_import_of_two_messages_that_redact_to_one_is_refused() {
 }
 
 #[test]
+fn test_import_redacts_a_private_role_and_renames_its_message() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let role = "<private>Jane Quokkason</private>";
+        let id = agent_memory::core::ids::message_id("s1", role, "I prefer dark mode.");
+        let line = json!({ "kind": "message", "id": id, "sessionId": "s1", "role": role, "content": "I prefer dark mode.", "position": 0, "createdAt": "2026-01-01T00:00:00.000Z" });
+        let report = p.import(&file(&[header(), line.to_string()])).unwrap();
+        assert_eq!(report.messages, 1);
+        assert!(!snapshot(&sql).to_lowercase().contains("quokkason"), "a private role reached storage");
+        let export = p.export(Default::default()).unwrap();
+        let renamed = agent_memory::core::ids::message_id("s1", "[private]", "I prefer dark mode.");
+        assert!(export.contains(&renamed) && export.contains(r#""role":"[private]""#), "{export}");
+    });
+}
+
+#[test]
 fn test_import_of_a_file_holding_each_record_once_counts_each() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

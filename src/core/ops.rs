@@ -62,8 +62,12 @@ impl Prepared {
 /// storage, not even as raw messages), then validated.
 fn prepare_ingest(mut req: IngestRequest) -> Result<IngestRequest> {
     for m in &mut req.messages {
-        if let std::borrow::Cow::Owned(r) = api::redact_private(&m.content) {
-            m.content = r;
+        // The role too: it is shown as the speaker's name, in memories
+        // (`Jane: ...`) and in keys drawn from it.
+        for text in [&mut m.content, &mut m.role] {
+            if let std::borrow::Cow::Owned(r) = api::redact_private(text) {
+                *text = r;
+            }
         }
     }
     req.validate()?;
@@ -1018,6 +1022,7 @@ mod tests {
         let p = profile(&sql, &Rules, &index, NOW, 1_000);
         let mut req = conversation();
         req.messages[0].content = "My door code is <private>7719</private> and I live in Lisbon.".into();
+        req.messages[1].role = "<private>Jane Quokkason</private>".into();
         futures::executor::block_on(p.ingest(req)).unwrap();
         let m = futures::executor::block_on(p.remember(RememberRequest {
             content: "The alarm PIN is <private>2468</private>; ask the owner first.".into(),
@@ -1033,5 +1038,6 @@ mod tests {
         assert!(!m.content.contains("2468"));
         let export = p.export(Default::default()).unwrap();
         assert!(!export.contains("7719") && !export.contains("2468"), "{export}");
+        assert!(!all_text(&sql).to_lowercase().contains("quokkason"), "a private role reached storage");
     }
 }

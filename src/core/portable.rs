@@ -828,8 +828,9 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
     let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
         .ok_or_else(|| Error::invalid("message id does not match its content"))?;
-    if let Cow::Owned(redacted) = api::redact_private(&m.content) {
-        m.content = redacted;
+    let (content, role) = (api::redact_private(&m.content), api::redact_private(&m.role));
+    if matches!(content, Cow::Owned(_)) || matches!(role, Cow::Owned(_)) {
+        (m.content, m.role) = (content.into_owned(), role.into_owned());
         let id = ids::repeated_message_id(&m.session_id, &m.role, &m.content, repeat);
         renamed.insert(std::mem::replace(&mut m.id, id.clone()), id);
     }
