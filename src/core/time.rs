@@ -1,6 +1,6 @@
 //! Time formatting and parsing shared by the store and the pipelines.
 
-use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, SecondsFormat, Utc};
 
 /// The years a date this service accepts or writes may have: those ISO
 /// writes with four digits, so stored dates order correctly as text and
@@ -19,15 +19,37 @@ pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
     parse_any(s).filter(|d| YEARS.contains(&d.year()))
 }
 
+/// ISO-8601 date-times with an offset (`Z` read as `+0000`) beyond RFC
+/// 3339's: minutes without seconds, an offset without its colon or its
+/// minutes, the basic format.
+const WITH_OFFSET: [&str; 4] = ["%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M%#z", "%Y%m%dT%H%M%S%.f%#z", "%Y%m%dT%H%M%#z"];
+
+/// The same without an offset (read as UTC), and with a space for the `T`.
+const WITHOUT_OFFSET: [&str; 5] = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S%.f", "%Y%m%dT%H%M%S%.f", "%Y%m%dT%H%M"];
+
+/// An ISO-8601 date-time with its offset: RFC 3339, or a [`WITH_OFFSET`]
+/// form (a lowercase `t` or `z` as RFC 3339 allows them).
+fn parse_with_offset(s: &str) -> Option<DateTime<FixedOffset>> {
+    if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
+        return Some(dt);
+    }
+    // The formats' parser passes over white space: none is in these forms.
+    if !s.is_ascii() || s.contains(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let upper = s.to_ascii_uppercase();
+    let zulu = upper.strip_suffix('Z').map(|b| format!("{b}+0000"));
+    let s = zulu.as_deref().unwrap_or(&upper);
+    WITH_OFFSET.iter().find_map(|f| DateTime::parse_from_str(s, f).ok())
+}
+
 fn parse_any(s: &str) -> Option<DateTime<Utc>> {
     let s = s.trim();
-    if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
+    if let Some(dt) = parse_with_offset(s) {
         return Some(dt.with_timezone(&Utc));
     }
-    if let Ok(ndt) = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S") {
-        return Some(ndt.and_utc());
-    }
-    if let Ok(ndt) = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S") {
+    let upper = s.to_ascii_uppercase();
+    if let Some(ndt) = WITHOUT_OFFSET.iter().find_map(|f| chrono::NaiveDateTime::parse_from_str(&upper, f).ok()) {
         return Some(ndt.and_utc());
     }
     if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
@@ -62,15 +84,44 @@ pub fn date_of(s: &str) -> Option<NaiveDate> {
 /// the UTC date, April 15), or [`date_of`] for one without an offset. What
 /// "yesterday" said at that time means is reckoned from this day.
 pub fn local_date_of(s: &str) -> Option<NaiveDate> {
-    match DateTime::parse_from_rfc3339(s.trim()) {
-        Ok(d) => parse_datetime(s).map(|_| d.date_naive()),
-        Err(_) => date_of(s),
+    match parse_with_offset(s.trim()) {
+        Some(d) => parse_datetime(s).map(|_| d.date_naive()),
+        None => date_of(s),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_iso_8601_date_times_beyond_rfc_3339_are_read() {
+        let at = |s: &str| parse_datetime(s).map(|d| d.to_rfc3339_opts(SecondsFormat::Millis, true));
+        let noon = Some("2026-04-21T12:00:00.000Z".to_string());
+        for s in [
+            "2026-04-21T12:00:00Z",
+            "2026-04-21T12:00:00.000Z",
+            "2026-04-21t12:00:00z",
+            "2026-04-21T12:00:00",
+            "2026-04-21T12:00:00.000",
+            "2026-04-21T12:00Z",
+            "2026-04-21T12:00",
+            "2026-04-21T14:00:00+0200",
+            "2026-04-21T14:00:00+02",
+            "2026-04-21T14:00+02:00",
+            "2026-04-21 12:00:00",
+            "20260421T120000Z",
+            "20260421T1200Z",
+            "20260421T140000+0200",
+        ] {
+            assert_eq!(at(s), noon, "{s}");
+        }
+        assert_eq!(at("2026-04-21T12:00:00.123456").as_deref(), Some("2026-04-21T12:00:00.123Z"));
+        for s in ["2026-04-21T25:00", "2026-04-21T12", "21/04/2026", "2026-04-21T12:00:00+2", "2026-04-21T12:00:00 Z"] {
+            assert_eq!(at(s), None, "{s}");
+        }
+        assert_eq!(local_date_of("2026-04-21T23:30:00-0500"), NaiveDate::from_ymd_opt(2026, 4, 21));
+    }
 
     #[test]
     fn test_the_local_date_is_the_date_of_the_timestamps_own_offset() {

@@ -83,6 +83,20 @@ test("referenceDate decides what last week is", async () => {
   assert.notEqual(a.body.result.answer, b.body.result.answer);
 });
 
+// d.ts AgentMemoryRecallOptions: referenceDate takes "a Date object, an ISO-8601 date string
+// (YYYY-MM-DD), or a full ISO-8601 datetime string": each ISO-8601 form of one day reads as it.
+test("referenceDate as a full ISO-8601 date-time string in its common forms reads as its day", async () => {
+  await send("POST", "/f6b/ingest", { sessionId: "x1", messages: [{ role: "user", content: "We migrated the billing database to PostgreSQL today.", timestamp: "2026-04-08T10:00:00Z" }] });
+  await send("POST", "/f6b/ingest", { sessionId: "x2", messages: [{ role: "user", content: "We launched the new onboarding flow today.", timestamp: "2026-04-20T10:00:00" }] });
+  const day = await send("POST", "/f6b/recall", { query: "What happened last week?", referenceDate: "2026-04-14" });
+  assert.equal(day.status, 200, JSON.stringify(day.body));
+  for (const referenceDate of ["2026-04-14T09:30:00Z", "2026-04-14T09:30:00.123456", "2026-04-14T09:30", "2026-04-14T09:30Z", "2026-04-14T09:30:00+0200", "20260414T093000Z"]) {
+    const r = await send("POST", "/f6b/recall", { query: "What happened last week?", referenceDate });
+    assert.equal(r.status, 200, `${referenceDate}: ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.result.answer, day.body.result.answer, referenceDate);
+  }
+});
+
 // http-api.mdx "Remember a memory": documented body -> "type": "instruction"
 test("the documented remember example is an instruction, as its example response shows", async () => {
   const r = await send("POST", "/f7/remember", { content: "The user prefers concise answers.", sessionId: "chat-2026-04-21" });
