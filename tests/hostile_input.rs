@@ -834,6 +834,31 @@ fn test_a_refused_write_to_a_profile_marked_for_deletion_purges_nothing() {
     });
 }
 
+/// An import of a file with no records (a header alone: an empty
+/// profile's export) writes nothing, so it is no write: a profile marked
+/// for deletion answers it as it answers a read (404) and stays
+/// restorable, and a profile never written stays never written.
+#[test]
+fn test_an_import_of_no_records_is_no_write() {
+    let header = r#"{"kind":"header","format":"agent-memory-export","version":1,"profile":"x/y","exportedAt":"2024-01-01T00:00:00.000Z"}"#;
+    let sql = database();
+    with_limits(&sql, APRIL_15, grace(DAY), |p| {
+        block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
+        block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
+        let e = block_on(p.dispatch("import", json!({ "data": header }))).unwrap_err();
+        assert!(e.is_not_found(), "{e}");
+        block_on(p.dispatch("restoreProfile", json!({}))).unwrap();
+        assert_eq!(p.stats().unwrap().memories, 1, "restored whole: the empty import purged nothing");
+    });
+    let fresh = database();
+    with_limits(&fresh, APRIL_15, grace(DAY), |p| {
+        let report = block_on(p.dispatch("import", json!({ "data": header }))).unwrap();
+        assert_eq!(report, json!({ "memories": 0, "messages": 0 }));
+        let e = block_on(p.dispatch("deleteProfile", json!({}))).unwrap_err();
+        assert!(e.is_not_found(), "still never written: {e}");
+    });
+}
+
 fn remember_body(p: &Profile<'_>, body: serde_json::Value) -> agent_memory::core::error::Result<serde_json::Value> {
     block_on(p.dispatch("remember", body))
 }

@@ -425,7 +425,7 @@ impl ProfileObject {
             prepared = prepared.in_pieces();
         }
         profile.admit(&prepared)?;
-        if op.creates() {
+        if prepared.creates() {
             self.catalog(profile, name, false).await?;
         }
         if op == Op::RestoreProfile {

@@ -46,6 +46,15 @@ impl Prepared {
         Prepared { unread, ..self }
     }
 
+    /// Whether it may create the profile ([`Op::creates`]): a write, but
+    /// not an import of a file that holds no records (a header alone, an
+    /// empty profile's export), which writes nothing: it neither purges a
+    /// profile marked for deletion (it is answered as a read there, 404)
+    /// nor lists the profile in its namespace.
+    pub fn creates(&self) -> bool {
+        self.call.op().creates() && !self.import.as_ref().is_some_and(portable::Parsed::is_empty)
+    }
+
     pub fn op(&self) -> Op {
         self.call.op()
     }
@@ -192,14 +201,14 @@ impl<'a> Profile<'a> {
     pub async fn answer_prepared(&self, prepared: Prepared) -> Result<Answer> {
         match prepared.call {
             Call::Export(req) => {
-                self.check_marked(Op::Export)?;
+                self.check_marked(Op::Export, false)?;
                 Ok(Answer::File(self.spool_export(req)?))
             }
             // An ingest's report holds every memory it stored: megabytes,
             // written in pieces (see [`JsonPieces`]) for a caller that
             // takes them.
             Call::Ingest(req) if prepared.pieces && !prepared.unread => {
-                self.begin(Op::Ingest)?;
+                self.begin(Op::Ingest, true)?;
                 let pieces = JsonPieces::write(&self.ingest(req).await?).map_err(encode_failed)?;
                 Ok(if pieces.len() < PIECE_BYTES { Answer::Json(pieces.into_text().map_err(encode_failed)?) } else { Answer::Pieces(pieces) })
             }
@@ -210,9 +219,9 @@ impl<'a> Profile<'a> {
     /// What comes before any call runs: one a profile marked for deletion
     /// does not answer is refused (see [`Profile::check_marked`]), and a
     /// write that may create the profile records that it was written.
-    fn begin(&self, op: Op) -> Result<()> {
-        self.check_marked(op)?;
-        if op.creates() {
+    fn begin(&self, op: Op, creates: bool) -> Result<()> {
+        self.check_marked(op, creates)?;
+        if creates {
             let store = self.store();
             if store.meta_get(META_WRITTEN)?.is_none() {
                 store.meta_set(META_WRITTEN, "1")?;
@@ -223,9 +232,9 @@ impl<'a> Profile<'a> {
 
     /// Refuses a call a profile marked for deletion does not answer (404);
     /// a write that may create the profile purges what is marked and runs.
-    fn check_marked(&self, op: Op) -> Result<()> {
+    fn check_marked(&self, op: Op, creates: bool) -> Result<()> {
         if !op.answers_while_marked() && self.store().deletion_mark()?.is_some() {
-            if !op.creates() {
+            if !creates {
                 return Err(Error::not_found("profile not found: it is marked for deletion (restoreProfile, or POST …/restore, brings it back within its grace period; a write starts it anew)"));
             }
             // A profile is created by its first write, and one deleted
@@ -239,8 +248,9 @@ impl<'a> Profile<'a> {
     /// Runs a prepared call that [`Profile::admit`] let in; its result as
     /// JSON text.
     pub async fn execute_prepared(&self, prepared: Prepared) -> Result<String> {
+        let creates = prepared.creates();
         let Prepared { call, import, unread, .. } = prepared;
-        self.begin(call.op())?;
+        self.begin(call.op(), creates)?;
         match call {
             Call::Ingest(req) => to_json_unless(unread, &self.ingest(req).await?),
             Call::Remember(req) => to_json(&self.remember(req).await?),

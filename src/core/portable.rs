@@ -473,6 +473,13 @@ pub struct Parsed {
     pub outside: Vec<Link>,
 }
 
+impl Parsed {
+    /// Whether the file holds no records (a header alone).
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.memories.is_empty() && self.restatements.is_empty() && self.withheld.is_empty() && self.consolidations.is_empty()
+    }
+}
+
 /// A memory's link to another version, as a file gives it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Link {

@@ -149,10 +149,13 @@ test("a query that does not decode exactly (invalid UTF-8, a broken escape, +20,
   assert.deepEqual((await raw("key=place.cafe&limit=20")).body.result.memories.map((x) => x.id), [m.id]);
 });
 
-test("a write refused as bad input (400) creates no namespace", async () => {
+test("a write refused as bad input (400), or an import of no records, creates no namespace", async () => {
   const where = { namespace: "never-made", profile: "p" };
   fails(await api.post(T.ingest, where, { messages: [] }), 400, CODE.invalid);
   fails(await api.post(T.remember, where, { content: "   " }), 400, CODE.invalid);
+  // An import of no records (a header alone) writes nothing: answered, and no write.
+  const header = '{"kind":"header","format":"agent-memory-export","version":1}\n';
+  assert.deepEqual(ok(await api.request("POST", T.import, where, { body: header, contentType: "application/x-ndjson" })), { memories: 0, messages: 0 });
   fails(await api.get(T.namespace, { namespace: "never-made" }), 404, CODE.notFound);
   ok(await api.post(T.remember, where, { content: "The standup is at nine thirty." }));
   ok(await api.get(T.namespace, { namespace: "never-made" }));
