@@ -239,6 +239,8 @@ pub struct RecallOptions {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecallRequest {
+    /// The question: at most 1,024 bytes of UTF-8 (`maxLength` counts
+    /// characters, so it bounds the text only loosely).
     #[schemars(length(min = 1, max = 1024))]
     pub query: String,
     #[serde(flatten)]

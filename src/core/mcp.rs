@@ -602,7 +602,8 @@ pub fn tools() -> Vec<Value> {
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecallArgs {
-    /// The question, in natural language (at most 1 KB).
+    /// The question, in natural language: at most 1,024 bytes of UTF-8
+    /// (`maxLength` counts characters, so it bounds the text only loosely).
     #[schemars(length(min = 1, max = 1024))]
     pub query: String,
     /// ISO-8601 date that relative phrases in the query ("last week",
@@ -657,7 +658,8 @@ pub struct RememberArgs {
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetArgs {
-    /// The memory id (32 lowercase hexadecimal characters).
+    /// The memory's id, as remember, list or recall gave it (a ULID; 32
+    /// hexadecimal characters for a memory made before ULIDs).
     pub id: String,
 }
 

@@ -111,7 +111,10 @@ pub enum ResponseLength {
 pub struct MessageInput {
     #[schemars(length(min = 1, max = 64))]
     pub role: String,
-    #[schemars(length(min = 1, max = 32768))]
+    /// The message's text, verbatim; it may be empty (an assistant turn
+    /// that said nothing). At most 32,768 bytes of UTF-8 (`maxLength`
+    /// counts characters, so it bounds the text only loosely).
+    #[schemars(length(max = 32768))]
     pub content: String,
     /// ISO-8601 date or date-time; relative dates in the content resolve
     /// against it.
