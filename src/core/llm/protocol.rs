@@ -118,19 +118,35 @@ pub fn openai_embed_request(texts: &[String], model: &str) -> Value {
 }
 
 /// `data[i].embedding` of an OpenAI-compatible reply, ordered by `index`.
+/// Every item gives its `index` or none does (then the items are in
+/// order); the indices must be `0..n`, each once: a reply that repeats or
+/// skips one would store vectors against the wrong texts.
 pub fn parse_openai_embed_response(v: &Value) -> Result<Vec<Vec<f32>>> {
     let data = v.get("data").and_then(Value::as_array).ok_or_else(|| Error::provider(format!("embedding reply has no data: {}", brief(v))))?;
     let mut items = data
         .iter()
         .enumerate()
         .map(|(pos, d)| {
-            let index = d.get("index").and_then(Value::as_u64).map_or(pos, crate::core::api::count);
+            let index = match d.get("index") {
+                None => None,
+                Some(i) => Some(
+                    i.as_u64()
+                        .map(crate::core::api::count)
+                        .ok_or_else(|| Error::provider(format!("embedding item {pos} has an index that is no count: {i}")))?,
+                ),
+            };
             let e = d.get("embedding").ok_or_else(|| Error::provider("embedding item has no embedding"))?;
-            Ok((index, vector(e)?))
+            Ok((index, pos, vector(e)?))
         })
         .collect::<Result<Vec<_>>>()?;
-    items.sort_by_key(|(i, _)| *i);
-    one_dimension(items.into_iter().map(|(_, v)| v).collect())
+    if items.iter().any(|(i, ..)| i.is_some()) {
+        items.sort_by_key(|(i, ..)| *i);
+        if !items.iter().enumerate().all(|(k, (i, ..))| *i == Some(k)) {
+            let got: Vec<String> = items.iter().map(|(i, ..)| i.map_or_else(|| "none".to_string(), |i| i.to_string())).collect();
+            return Err(Error::provider(format!("embedding reply's indices are not 0..{} each once: {}", items.len(), got.join(", "))));
+        }
+    }
+    one_dimension(items.into_iter().map(|(.., v)| v).collect())
 }
 
 fn vector(v: &Value) -> Result<Vec<f32>> {
@@ -203,5 +219,19 @@ mod tests {
         let oa = json!({"data": [{"index": 1, "embedding": [2.0]}, {"index": 0, "embedding": [1.0]}]});
         assert_eq!(parse_openai_embed_response(&oa).unwrap(), vec![vec![1.0], vec![2.0]]);
         assert!(parse_openai_embed_response(&json!({"data": [{"embedding": ["x"]}]})).is_err());
+    }
+
+    #[test]
+    fn test_an_embedding_reply_whose_indices_repeat_or_skip_is_refused_not_stored_against_other_texts() {
+        let reply =
+            |indices: &[Value]| json!({ "data": indices.iter().enumerate().map(|(k, i)| json!({"index": i, "embedding": [k as f64]})).collect::<Vec<_>>() });
+        for bad in [vec![json!(0), json!(0)], vec![json!(0), json!(2)], vec![json!(1), json!(2)], vec![json!(0), json!("1")], vec![json!(0), Value::Null]] {
+            let e = parse_openai_embed_response(&reply(&bad)).unwrap_err();
+            assert!(e.is_provider(), "{bad:?}: {e}");
+        }
+        // One without an index among others that have one is not in order either.
+        assert!(parse_openai_embed_response(&json!({"data": [{"index": 0, "embedding": [0.0]}, {"embedding": [1.0]}]})).is_err());
+        // None given: in order.
+        assert_eq!(parse_openai_embed_response(&json!({"data": [{"embedding": [0.0]}, {"embedding": [1.0]}]})).unwrap(), vec![vec![0.0], vec![1.0]]);
     }
 }
