@@ -127,6 +127,37 @@ fn test_import_redacts_a_private_role_and_renames_its_message() {
 }
 
 #[test]
+fn test_import_of_a_version_chain_that_is_a_cycle_is_refused() {
+    const THIRD: &str = "01m8wd82f91ktpz8e5mx00g5ws";
+    let superseded = |by: &str, of: &str| json!({ "status": "superseded", "key": "user.editor", "supersededBy": by, "supersedes": of });
+    // Two that supersede each other.
+    let e = refused(&file(&[
+        header(),
+        memory(FIRST, "The user edits in vim.", superseded(SECOND, SECOND)),
+        memory(SECOND, "The user edits in emacs.", superseded(FIRST, FIRST)),
+    ]));
+    assert!(e.message().contains("cannot be a cycle"), "{e}");
+    // Three round, one of them active.
+    let e = refused(&file(&[
+        header(),
+        memory(FIRST, "The user edits in vim.", json!({ "key": "user.editor", "supersedes": THIRD })),
+        memory(THIRD, "The user edits in nano.", json!({ "status": "superseded", "key": "user.editor", "supersededBy": FIRST, "supersedes": SECOND })),
+        memory(SECOND, "The user edits in emacs.", json!({ "status": "superseded", "key": "user.editor", "supersededBy": THIRD, "supersedes": FIRST })),
+    ]));
+    assert!(e.message().contains("cannot be a cycle"), "{e}");
+    // A chain that ends imports.
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let f = file(&[
+            header(),
+            memory(FIRST, "The user edits in vim.", json!({ "key": "user.editor", "supersedes": SECOND })),
+            memory(SECOND, "The user edits in emacs.", json!({ "status": "superseded", "key": "user.editor", "supersededBy": FIRST })),
+        ]);
+        assert_eq!(p.import(&f).unwrap().memories, 2);
+    });
+}
+
+#[test]
 fn test_import_of_a_file_holding_each_record_once_counts_each() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

@@ -707,6 +707,12 @@ impl Reader {
                 self.parsed.outside_restated.push(Link { line, field: "withheld", id: w.message_id.clone() });
             }
         }
+        for field in ["supersedes", "supersededBy"] {
+            if let Some(id) = chain_cycle(&self.parsed.memories, field) {
+                let line = self.memory_lines.get(id).copied().unwrap_or(0);
+                return Err(Error::invalid(format!("import line {line}: memory {id}'s {field} leads back to it: a version chain cannot be a cycle")));
+            }
+        }
         closed_validity(&mut self.parsed.memories);
         let held: HashMap<&str, &Memory> = self.parsed.memories.iter().map(|m| (m.id.as_str(), m)).collect();
         for c in &self.parsed.consolidations {
@@ -739,6 +745,37 @@ impl Reader {
         }
         Ok(self.parsed)
     }
+}
+
+/// A memory of `memories` from which following `field` (`supersedes` or
+/// `supersededBy`) through the file comes back to where it began, if
+/// one does: each memory names at most one, so the links form chains,
+/// and a walk that meets a memory met on its own walk is in a cycle.
+fn chain_cycle<'m>(memories: &'m [Memory], field: &str) -> Option<&'m str> {
+    let next: HashMap<&str, &str> = memories
+        .iter()
+        .filter_map(|m| if field == "supersedes" { m.supersedes.as_deref() } else { m.superseded_by.as_deref() }.map(|to| (m.id.as_str(), to)))
+        .collect();
+    // The walk each memory was first met on (a walk that meets an earlier
+    // one's memory ends: what lies ahead was walked already).
+    let mut walk_of: HashMap<&str, usize> = HashMap::new();
+    for (walk, m) in memories.iter().enumerate() {
+        let mut at = m.id.as_str();
+        loop {
+            if let Some(&met) = walk_of.get(at) {
+                if met == walk {
+                    return Some(at);
+                }
+                break;
+            }
+            walk_of.insert(at, walk);
+            match next.get(at) {
+                Some(to) => at = to,
+                None => break,
+            }
+        }
+    }
+    None
 }
 
 /// A header's values: this format and version, a profile name and an
