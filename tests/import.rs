@@ -158,6 +158,34 @@ fn test_import_of_a_version_chain_that_is_a_cycle_is_refused() {
 }
 
 #[test]
+fn test_import_of_statements_the_profile_holds_already_under_other_ids_writes_them_once() {
+    let call = || agent_memory::core::api::IngestRequest {
+        session_id: Some("s1".into()),
+        messages: vec![agent_memory::core::model::MessageInput {
+            role: "user".into(),
+            content: "Yesterday we shipped version 2.1 to production. I prefer tabs for indentation.".into(),
+            timestamp: Some("2024-05-10T10:00:00Z".into()),
+        }],
+        metadata: Default::default(),
+    };
+    let (a, b) = (database(), database());
+    let export = with_profile(&a, APRIL_15, |p| {
+        block_on(p.ingest(call())).unwrap();
+        p.export(Default::default()).unwrap()
+    });
+    // Another profile given the same conversation: its memories have other ids.
+    with_profile(&b, APRIL_15 + 1_000, |p| {
+        block_on(p.ingest(call())).unwrap();
+        let before = all(p).into_iter().filter(|m| m.status == Status::Active).count();
+        assert!(before >= 2);
+        let report = p.import(&export).unwrap();
+        assert_eq!((report.messages, report.memories), (0, 0), "every statement is held already");
+        let active: Vec<String> = all(p).into_iter().filter(|m| m.status == Status::Active).map(|m| m.content).collect();
+        assert_eq!(active.len(), before, "no statement twice: {active:?}");
+    });
+}
+
+#[test]
 fn test_import_of_a_file_holding_each_record_once_counts_each() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

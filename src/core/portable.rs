@@ -1144,6 +1144,36 @@ impl<'w> Versions<'w> {
     }
 }
 
+/// The file's memories with their fingerprints, but for an active one
+/// whose statement the profile holds active already under another id
+/// (both profiles were given the same conversation): it is not written
+/// twice, as ingest does not store a statement said again, and the
+/// messages it cites are recorded as restating the held memory. One that
+/// another record of the file names (a version, a restatement, a
+/// consolidation) is written as it is, so that what names it holds.
+#[allow(clippy::type_complexity)] // the pairs insert_memories takes, and the restatements
+fn not_held_already<'p>(store: &Store<'_>, p: &'p Parsed, fingerprints: &'p [String]) -> Result<(Vec<(&'p Memory, &'p str)>, Vec<(String, &'p str)>)> {
+    let in_file: HashSet<&str> = p.memories.iter().map(|m| m.id.as_str()).collect();
+    let named: HashSet<&str> = p
+        .memories
+        .iter()
+        .flat_map(|m| m.supersedes.iter().chain(&m.superseded_by))
+        .chain(p.restatements.iter().map(|r| &r.memory_id))
+        .chain(p.consolidations.iter().flat_map(ConsolidationEntry::involved))
+        .map(String::as_str)
+        .collect();
+    let held = store.active_by_fingerprints(&fingerprints.iter().map(String::as_str).collect::<Vec<_>>())?;
+    let (mut fresh, mut restated) = (Vec::new(), Vec::new());
+    for (m, f) in p.memories.iter().zip(fingerprints) {
+        let holder = held.get(f).filter(|h| !in_file.contains(h.as_str()) && m.status == crate::core::model::Status::Active && !named.contains(m.id.as_str()));
+        match holder {
+            Some(h) => restated.extend(m.source_message_ids.iter().map(|s| (h.clone(), s.as_str()))),
+            None => fresh.push((m, f.as_str())),
+        }
+    }
+    Ok((fresh, restated))
+}
+
 /// Writes a parsed file, its links checked against the profile as it is
 /// now. Call inside a transaction.
 pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
@@ -1151,8 +1181,9 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     let before = store.existing_message_ids(&p.messages.iter().map(|m| m.id.clone()).collect::<Vec<_>>())?;
     store.put_messages(&p.messages)?;
     let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content, &m.metadata)).collect();
+    let (fresh, restated_held) = not_held_already(store, p, &fingerprints)?;
     // insert_memories queues an embedding for active, non-task memories.
-    let memories = store.insert_memories(&p.memories.iter().zip(&fingerprints).map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
+    let memories = store.insert_memories(&fresh)?;
     // A new active version of a memory the profile holds active (the file
     // a later export of a profile this one was copied from): the held one
     // is superseded by it, as ingest would have left them, not two active
@@ -1165,7 +1196,8 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
         }
     }
     settle_keys(store, &p.memories, &written)?;
-    let restated: Vec<(&str, &str)> = p.restatements.iter().map(|r| (r.memory_id.as_str(), r.message_id.as_str())).collect();
+    let restated: Vec<(&str, &str)> =
+        p.restatements.iter().map(|r| (r.memory_id.as_str(), r.message_id.as_str())).chain(restated_held.iter().map(|(h, s)| (h.as_str(), *s))).collect();
     store.record_restatements(&restated)?;
     let withheld: Vec<(&str, &str)> = p.withheld.iter().map(|w| (w.message_id.as_str(), w.fingerprint.as_str())).collect();
     store.record_withheld(&withheld)?;
