@@ -998,6 +998,16 @@ fn test_a_keyed_statement_supersedes_only_its_own_owners_holder() {
         assert_eq!(status(&ben.id), Status::Active, "another user's value stays");
         assert_eq!(status(&ana.id), Status::Superseded);
         assert_eq!(p.get(&ana.id).unwrap().memory.superseded_by.as_deref(), Some(ana_moved.id.as_str()));
+        // Neither version of ana's chain moves to another owner: the chain
+        // would join two owners' values (409, nothing changed). Metadata
+        // that keeps the owner is taken.
+        for id in [&ana.id, &ana_moved.id] {
+            let e = p.update(serde_json::from_value(json!({"id": id, "metadata": {"userId": "ben"}})).unwrap()).unwrap_err();
+            assert_eq!(e.status(), 409, "{e}");
+            assert!(e.message().contains("cannot change"), "{e}");
+            assert_eq!(serde_json::to_value(&p.get(id).unwrap().memory.metadata).unwrap(), json!({"userId": "ana"}));
+        }
+        p.update(serde_json::from_value(json!({"id": ana.id, "metadata": {"userId": "ana", "source": "crm"}})).unwrap()).unwrap();
     });
 }
 

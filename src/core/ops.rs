@@ -389,13 +389,22 @@ impl<'a> Profile<'a> {
     /// index filtering by metadata sees the change.
     /// New metadata for a memory. An active keyed memory is not moved to
     /// an owner (`agentId`, `userId`) whose active memory holds its key
-    /// already (409): the owner would hold two values of one key.
+    /// already (409): the owner would hold two values of one key; nor is
+    /// a version in a chain (409): the chain would join two owners'.
     pub fn update(&self, req: api::UpdateRequest) -> Result<Memory> {
         req.validate()?;
         let store = self.store();
         store.transaction(|| {
             if let Some(m) = store.get_memory(&req.id)? {
                 let owner = crate::core::model::Owner::of(&req.metadata);
+                // A version chain is one owner's values of one key: a
+                // version moved to another owner would join two owners'.
+                if let Some(other) = m.supersedes.as_deref().or(m.superseded_by.as_deref()).filter(|_| owner != crate::core::model::Owner::of(&m.metadata)) {
+                    return Err(Error::conflict(format!(
+                        "memory {} is a version in a chain of its owner's values (beside memory {other}): its agentId and userId cannot change; remember the value under the new owner instead",
+                        m.id
+                    )));
+                }
                 if let (crate::core::model::Status::Active, Some(key)) = (m.status, m.key.as_deref()) {
                     if owner != crate::core::model::Owner::of(&m.metadata) {
                         // The memory as it would be, under its new owner.

@@ -145,13 +145,17 @@ impl<'a> Store<'a> {
         if fingerprints.is_empty() {
             return Ok(out);
         }
-        for r in self.sql.query(
-            "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
-             ON m.fingerprint = j.value WHERE m.status = 'active' ORDER BY m.id",
-            &[json_param(&fingerprints)],
-        )? {
-            let (f, id) = two_texts(&r, "a memory's fingerprint")?;
-            out.insert(f, id);
+        // In statements of one bound value each (an import's may be many):
+        // a fingerprint is in one of them only.
+        for chunk in json_chunks(&fingerprints)? {
+            for r in self.sql.query(
+                "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
+                 ON m.fingerprint = j.value WHERE m.status = 'active' ORDER BY m.id",
+                &[chunk],
+            )? {
+                let (f, id) = two_texts(&r, "a memory's fingerprint")?;
+                out.insert(f, id);
+            }
         }
         Ok(out)
     }
