@@ -1040,6 +1040,61 @@ fn test_a_message_repeated_within_one_ingest_is_kept_and_reingest_stays_idempote
     });
 }
 
+/// The same words said again in a later call at another time are a new
+/// message, not a re-send: "yes" to a second question is kept, and a
+/// preference stated again after it changed is the latest. Sending any of
+/// the calls again stores nothing; without timestamps the later words are
+/// the stored message, as before; an export imports whole.
+#[test]
+fn test_words_said_again_in_a_later_call_at_another_time_are_kept_and_resends_stay_idempotent() {
+    let at = |role: &str, content: &str, t: &str| MessageInput { role: role.into(), content: content.into(), timestamp: Some(t.into()) };
+    let call = |messages: Vec<MessageInput>| IngestRequest { messages, session_id: Some("prefs".into()), metadata: Default::default() };
+    let first = || call(vec![at("user", "I prefer tabs for indentation.", "2025-01-01T10:00:00Z"), at("assistant", "Noted.", "2025-01-01T10:00:05Z")]);
+    let second =
+        || call(vec![at("user", "Actually, I prefer spaces for indentation.", "2025-02-01T10:00:00Z"), at("assistant", "Noted.", "2025-02-01T10:00:05Z")]);
+    let third = || {
+        call(vec![
+            at("user", "I prefer tabs for indentation.", "2025-03-01T10:00:00Z"),
+            at("assistant", "Noted.", "2025-03-01T10:00:05Z"),
+            at("user", "yes", "2025-03-01T10:01:00Z"),
+            at("user", "yes", "2025-03-01T10:02:00Z"),
+        ])
+    };
+    let sql = database();
+    let data = with_profile(&sql, APRIL_15, |p| {
+        for c in [first(), second(), third()] {
+            block_on(p.ingest(c)).unwrap();
+        }
+        assert_eq!(p.stats().unwrap().messages, 8, "every saying kept");
+        for c in [first(), second(), third()] {
+            let again = block_on(p.ingest(c)).unwrap();
+            assert_eq!(again.messages_stored, 0, "a re-send stores nothing");
+        }
+        // The third call's "Noted." and the first's are two messages.
+        let ids = block_on(p.ingest(third())).unwrap().message_ids;
+        assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 4, "{ids:?}");
+        assert!(!block_on(p.ingest(first())).unwrap().message_ids.contains(&ids[1]));
+        let recalled = block_on(p.recall(serde_json::from_value(json!({ "query": "Does the user prefer tabs or spaces for indentation?" })).unwrap())).unwrap();
+        let top = &recalled.candidates[0];
+        assert!(top.summary.contains("tabs") && !top.summary.contains("spaces"), "the latest preference first: {:?}", recalled.candidates);
+        let export = block_on(p.dispatch("export", json!({}))).unwrap();
+        export.as_str().map(str::to_string).unwrap_or_else(|| export.to_string())
+    });
+    let copy = database();
+    with_profile(&copy, APRIL_15, |p| {
+        block_on(p.dispatch("import", json!({ "data": data }))).unwrap();
+        assert_eq!(p.stats().unwrap().messages, 8, "the export carries every saying");
+    });
+    // Without timestamps a later call's same words are the stored message.
+    let plain = database();
+    with_profile(&plain, APRIL_15, |p| {
+        let untimed = || call(vec![msg("user", "yes"), msg("assistant", "Done.")]);
+        block_on(p.ingest(untimed())).unwrap();
+        assert_eq!(block_on(p.ingest(untimed())).unwrap().messages_stored, 0);
+        assert_eq!(p.stats().unwrap().messages, 2);
+    });
+}
+
 /// Memory ids are read in either case: a client that writes ULIDs in
 /// capitals, as they usually are, gets the memory rather than a 404.
 #[test]

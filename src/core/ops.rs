@@ -689,7 +689,7 @@ impl<'a> Profile<'a> {
     /// How many distinct messages of `req` are not stored yet.
     fn new_messages(&self, req: &IngestRequest) -> Result<usize> {
         let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(req));
-        let ids = crate::core::ids::message_ids(&session_id, req.messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
+        let ids = ingest::identify::identify(&self.store(), &session_id, &req.messages)?;
         let existing = self.store().existing_message_ids(&ids)?;
         Ok(ids.iter().filter(|id| !existing.contains(*id)).collect::<std::collections::HashSet<_>>().len())
     }

@@ -870,7 +870,7 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
         return Err(Error::invalid(format!("position must be from 0 to {}", api::MAX_POSITION)));
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
-    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, api::MAX_MESSAGES_PER_INGEST)
+    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, crate::core::ingest::identify::MAX_REPEATS)
         .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     let (content, role) = (api::redact_private(&m.content), api::redact_private(&m.role));
     if matches!(content, Cow::Owned(_)) || matches!(role, Cow::Owned(_)) {

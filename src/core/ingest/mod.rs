@@ -11,6 +11,7 @@ pub mod batch;
 pub mod chunk;
 pub mod classify;
 pub mod extract;
+pub mod identify;
 pub mod persist;
 pub mod supersede;
 pub mod transcript;
@@ -46,7 +47,8 @@ pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
     // The texts are moved from the request, never copied whole: a call may
     // carry 16 MB of them, in a Wasm memory the profiles share.
     let IngestRequest { messages: sent, metadata, .. } = req;
-    let mut messages = as_stored(sent, &metadata, &session_id, p.now);
+    let ids = identify::identify(&p.store(), &session_id, &sent)?;
+    let mut messages = as_stored(sent, ids, &metadata, &session_id, p.now);
     let message_ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
 
     // 1. Raw messages first, in their own transaction: whatever happens to
@@ -330,8 +332,7 @@ pub fn cited_and_new(
 /// A call's messages as the store writes them: ids computed, line `i` at
 /// position `i` (the store moves it to the session's next free position),
 /// the timestamp as sent (none if none).
-fn as_stored(messages: Vec<MessageInput>, metadata: &Metadata, session_id: &str, now: i64) -> Vec<Message> {
-    let ids = ids::message_ids(session_id, messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
+fn as_stored(messages: Vec<MessageInput>, ids: Vec<String>, metadata: &Metadata, session_id: &str, now: i64) -> Vec<Message> {
     let created_at = iso(now);
     messages
         .into_iter()

@@ -24,6 +24,22 @@ impl<'a> Store<'a> {
         Ok(found)
     }
 
+    /// When each of these stored messages was sent, by id: its timestamp
+    /// as sent, `None` for one sent without. Ids not stored are left out.
+    pub fn message_times(&self, ids: &[String]) -> Result<std::collections::HashMap<String, Option<String>>> {
+        let mut found = std::collections::HashMap::new();
+        for chunk in json_chunks(ids)? {
+            for row in self.sql.query("SELECT m.id, m.timestamp FROM json_each(?1) j CROSS JOIN messages m ON m.id = j.value", &[chunk])? {
+                match row.as_slice() {
+                    [SqlValue::Text(id), SqlValue::Text(t)] => found.insert(id.clone(), Some(t.clone())),
+                    [SqlValue::Text(id), SqlValue::Null] => found.insert(id.clone(), None),
+                    _ => return Err(Error::storage("a message's id and timestamp do not read as text")),
+                };
+            }
+        }
+        Ok(found)
+    }
+
     /// Marks these stored messages to be judged again by the session's
     /// `extract` job (schema version 18): a model fault left them partly
     /// judged.
