@@ -183,6 +183,12 @@ fn test_import_of_statements_the_profile_holds_already_under_other_ids_writes_th
         let active: Vec<String> = all(p).into_iter().filter(|m| m.status == Status::Active).map(|m| m.content).collect();
         assert_eq!(active.len(), before, "no statement twice: {active:?}");
     });
+    // A profile full to its limit takes the file too: it adds nothing.
+    let held = with_profile(&b, APRIL_15, |p| p.stats().unwrap().memories);
+    let full = agent_memory::core::ops::Limits { max_memories: held, ..Default::default() };
+    support::with_profile_limits(&b, APRIL_15 + 2_000, &agent_memory::core::recall::directory::TurnDirectory::new(), full, |p| {
+        assert_eq!(p.import(&export).unwrap().memories, 0, "admitted: it adds nothing");
+    });
 }
 
 #[test]

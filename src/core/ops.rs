@@ -175,11 +175,10 @@ impl<'a> Profile<'a> {
         self.check_capacity(adding)
     }
 
-    /// How many of an import's memories the profile does not hold yet.
+    /// How many of an import's memories the profile does not hold yet
+    /// (by id, or an active one by its statement: [`portable::adds`]).
     fn import_adds(&self, parsed: &portable::Parsed) -> Result<usize> {
-        let ids: Vec<&str> = parsed.memories.iter().map(|m| m.id.as_str()).collect();
-        let held = self.store().existing_memory_ids(&ids)?;
-        Ok(ids.iter().filter(|id| !held.contains(**id)).count())
+        portable::adds(&self.store(), parsed)
     }
 
     /// An import parsed whole, its links to versions outside the file

@@ -1174,6 +1174,16 @@ fn not_held_already<'p>(store: &Store<'_>, p: &'p Parsed, fingerprints: &'p [Str
     Ok((fresh, restated))
 }
 
+/// How many of a parsed file's memories an import would write now: those
+/// the profile holds neither by id nor, active, by statement
+/// ([`not_held_already`]).
+pub fn adds(store: &Store<'_>, p: &Parsed) -> Result<usize> {
+    let fingerprints: Vec<String> = p.memories.iter().map(|m| ids::fingerprint(m.kind.as_str(), &m.content, &m.metadata)).collect();
+    let (fresh, _) = not_held_already(store, p, &fingerprints)?;
+    let held = store.existing_memory_ids(&fresh.iter().map(|(m, _)| m.id.as_str()).collect::<Vec<_>>())?;
+    Ok(fresh.iter().filter(|(m, _)| !held.contains(m.id.as_str())).count())
+}
+
 /// Writes a parsed file, its links checked against the profile as it is
 /// now. Call inside a transaction.
 pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
