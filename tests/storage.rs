@@ -1070,6 +1070,18 @@ fn test_words_said_again_in_a_later_call_at_another_time_are_kept_and_resends_st
             let again = block_on(p.ingest(c)).unwrap();
             assert_eq!(again.messages_stored, 0, "a re-send stores nothing");
         }
+        // A window overlapping the third call (its last "yes" again, then
+        // new turns) stores only what is new, and sent again nothing.
+        let window = || {
+            call(vec![
+                at("user", "yes", "2025-03-01T10:02:00Z"),
+                at("assistant", "Anything else?", "2025-03-01T10:03:00Z"),
+                at("user", "yes", "2025-03-01T10:04:00Z"),
+            ])
+        };
+        assert_eq!(block_on(p.ingest(window())).unwrap().messages_stored, 2);
+        assert_eq!(block_on(p.ingest(window())).unwrap().messages_stored, 0);
+        assert_eq!(block_on(p.ingest(third())).unwrap().messages_stored, 0, "the third call, sent again after the window");
         // The third call's "Noted." and the first's are two messages.
         let ids = block_on(p.ingest(third())).unwrap().message_ids;
         assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 4, "{ids:?}");
@@ -1083,7 +1095,7 @@ fn test_words_said_again_in_a_later_call_at_another_time_are_kept_and_resends_st
     let copy = database();
     with_profile(&copy, APRIL_15, |p| {
         block_on(p.dispatch("import", json!({ "data": data }))).unwrap();
-        assert_eq!(p.stats().unwrap().messages, 8, "the export carries every saying");
+        assert_eq!(p.stats().unwrap().messages, 10, "the export carries every saying");
     });
     // Without timestamps a later call's same words are the stored message.
     let plain = database();

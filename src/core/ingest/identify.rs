@@ -4,22 +4,30 @@
 //! [`ids::message_id`]), so a call sent again finds its messages stored and
 //! adds nothing. The same words said again are numbered into ids of their
 //! own ([`ids::repeated_message_id`]): within one call by their order, and
-//! across calls by their timestamps. A message whose id is stored with
-//! another timestamp was said again later (a second "yes" in a later call,
-//! a preference stated again after it changed), not sent again: it takes
-//! the next repeat number that is free, or the one stored with its own
-//! timestamp (which it is, sent again).
+//! across calls by their timestamps. For words the session holds already,
+//! each timed saying in the call takes the stored repeat with its own time
+//! (it is that message, sent again: a re-send, or a window overlapping an
+//! earlier call's); a timed saying no stored repeat has the time of was
+//! said again later (a second "yes" in a later call, a preference stated
+//! again after it changed) and takes the first repeat number that is free.
+//! An untimed saying keeps its number within the call, as it always did.
 //!
-//! What this does not do: tell a message sent without a timestamp from a
-//! repeat. Without one, the same words in a later call of the session are
-//! the stored message, as they always were.
+//! What this does not do:
+//! - tell a saying sent without a timestamp from a repeat: without one,
+//!   the same words in a later call are the stored message;
+//! - tell two sayings apart whose timestamps are equal (a date alone, the
+//!   same for a whole session);
+//! - look past the first repeat: words whose first saying was deleted
+//!   (`delete(id)` of the memory drawn from it) and later ones kept are
+//!   numbered as if the session had none, so a re-send of a later saying
+//!   is stored again.
 
 use crate::core::error::Result;
 use crate::core::ids;
 use crate::core::model::MessageInput;
 use crate::core::store::Store;
 use crate::core::time::parse_millis;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Most repeats of the same words one session numbers (an import checks
 /// a message's id against this many).
@@ -32,39 +40,117 @@ const PROBE: usize = 64;
 pub fn identify(store: &Store<'_>, session_id: &str, messages: &[MessageInput]) -> Result<Vec<String>> {
     let mut assigned = ids::message_ids(session_id, messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
     let stored = store.message_times(&assigned)?;
-    let mut taken: HashSet<String> = assigned.iter().cloned().collect();
-    for (m, id) in messages.iter().zip(assigned.iter_mut()) {
-        let Some(sent) = m.timestamp.as_deref().and_then(parse_millis) else { continue };
-        let said_before = stored.get(id.as_str()).is_some_and(|t| t.as_deref().and_then(parse_millis).is_some_and(|t| t != sent));
-        if !said_before {
+    // The call's sayings of each words, in order, when the session holds
+    // its first and one of them is timed.
+    let mut groups: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        groups.entry((m.role.as_str(), m.content.as_str())).or_default().push(i);
+    }
+    let first_stored = |(role, content): (&str, &str)| stored.contains_key(&ids::message_id(session_id, role, content));
+    for ((role, content), sayings) in groups {
+        if !first_stored((role, content)) || sayings.iter().all(|&i| time_of(messages.get(i)).is_none()) {
             continue;
         }
-        let Some(first) = ids::repeat_of(id, session_id, &m.role, &m.content, MAX_REPEATS) else { continue };
-        if let Some(free) = next_repeat(store, session_id, m, sent, first, &taken)? {
-            taken.insert(free.clone());
-            *id = free;
+        let repeats = stored_repeats(store, session_id, role, content)?;
+        for (i, n) in number(&sayings, messages, &repeats) {
+            if let Some(slot) = assigned.get_mut(i) {
+                *slot = ids::repeated_message_id(session_id, role, content, n);
+            }
         }
     }
     Ok(assigned)
 }
 
-/// The first repeat after `after` of `m`'s words that no other message
-/// of the call took and that is not stored, or stored with `sent` as its
-/// time; `None` past [`MAX_REPEATS`].
-fn next_repeat(store: &Store<'_>, session_id: &str, m: &MessageInput, sent: i64, after: usize, taken: &HashSet<String>) -> Result<Option<String>> {
-    let mut from = after.saturating_add(1);
+/// When message `m` was sent, in epoch millis, if it says.
+fn time_of(m: Option<&MessageInput>) -> Option<i64> {
+    m.and_then(|m| m.timestamp.as_deref()).and_then(parse_millis)
+}
+
+/// The repeat numbers the sayings (indices into `messages`, in order) of
+/// one words take, given the session's stored repeats of them (number to
+/// time): untimed ones their number within the call; timed ones the stored
+/// repeat with their time, not taken yet; the rest the first free number.
+fn number(sayings: &[usize], messages: &[MessageInput], repeats: &HashMap<usize, Option<i64>>) -> Vec<(usize, usize)> {
+    let mut taken: HashSet<usize> = HashSet::new();
+    let mut out = Vec::with_capacity(sayings.len());
+    let mut new = Vec::new();
+    for (k, &i) in sayings.iter().enumerate() {
+        if time_of(messages.get(i)).is_none() {
+            taken.insert(k);
+            out.push((i, k));
+        }
+    }
+    for &i in sayings {
+        let Some(sent) = time_of(messages.get(i)) else { continue };
+        let same = repeats.iter().filter(|(n, t)| **t == Some(sent) && !taken.contains(*n)).map(|(n, _)| *n).min();
+        match same {
+            Some(n) => {
+                taken.insert(n);
+                out.push((i, n));
+            }
+            None => new.push(i),
+        }
+    }
+    let mut free = (0..MAX_REPEATS).filter(|n| !repeats.contains_key(n));
+    for i in new {
+        if let Some(n) = free.by_ref().find(|n| !taken.contains(n)) {
+            taken.insert(n);
+            out.push((i, n));
+        }
+    }
+    out
+}
+
+/// The session's stored repeats of these words, number to time (`None`:
+/// stored without one), read [`PROBE`] numbers at a time until a whole
+/// probe finds none stored.
+fn stored_repeats(store: &Store<'_>, session_id: &str, role: &str, content: &str) -> Result<HashMap<usize, Option<i64>>> {
+    let mut repeats = HashMap::new();
+    let mut from = 0;
     while from < MAX_REPEATS {
         let to = from.saturating_add(PROBE).min(MAX_REPEATS);
-        let candidates: Vec<String> = (from..to).map(|n| ids::repeated_message_id(session_id, &m.role, &m.content, n)).filter(|c| !taken.contains(c)).collect();
-        let stored = store.message_times(&candidates)?;
-        let fits = |c: &String| match stored.get(c) {
-            None => true,
-            Some(t) => t.as_deref().and_then(parse_millis) == Some(sent),
-        };
-        if let Some(c) = candidates.into_iter().find(fits) {
-            return Ok(Some(c));
+        let probe: Vec<(usize, String)> = (from..to).map(|n| (n, ids::repeated_message_id(session_id, role, content, n))).collect();
+        let times = store.message_times(&probe.iter().map(|(_, id)| id.clone()).collect::<Vec<_>>())?;
+        if times.is_empty() {
+            break;
+        }
+        for (n, id) in &probe {
+            if let Some(t) = times.get(id) {
+                repeats.insert(*n, t.as_deref().and_then(parse_millis));
+            }
         }
         from = to;
     }
-    Ok(None)
+    Ok(repeats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(t: Option<&str>) -> MessageInput {
+        MessageInput { role: "user".into(), content: "yes".into(), timestamp: t.map(str::to_string) }
+    }
+
+    #[test]
+    fn test_a_window_overlapping_earlier_calls_takes_their_repeats_by_time() {
+        let t = |s: &str| parse_millis(s);
+        // Stored: r0 at t1, r1 at t2. The call: yes@t2 then yes@t3 (a window
+        // that dropped t1), at the call's own indices 1 and 3.
+        let stored: HashMap<usize, Option<i64>> = [(0, t("2025-01-01T00:00:00Z")), (1, t("2025-01-02T00:00:00Z"))].into_iter().collect();
+        let mut messages = vec![said(None); 4];
+        messages[1] = said(Some("2025-01-02T00:00:00Z"));
+        messages[3] = said(Some("2025-01-03T00:00:00Z"));
+        let got = number(&[1, 3], &messages, &stored);
+        assert_eq!(got, vec![(1, 1), (3, 2)], "t2 is r1 sent again; t3 is new, the first free number");
+        // In the other order, the same.
+        let got = number(&[3, 1], &messages, &stored);
+        assert!(got.contains(&(1, 1)) && got.contains(&(3, 2)), "{got:?}");
+        // A gap (r1 deleted) does not take a re-send of r2.
+        let gapped: HashMap<usize, Option<i64>> = [(0, t("2025-01-01T00:00:00Z")), (2, t("2025-01-03T00:00:00Z"))].into_iter().collect();
+        assert_eq!(number(&[3], &messages, &gapped), vec![(3, 2)]);
+        // Untimed sayings keep their number in the call.
+        let untimed = vec![said(None), said(Some("2025-01-09T00:00:00Z"))];
+        assert_eq!(number(&[0, 1], &untimed, &stored), vec![(0, 0), (1, 2)]);
+    }
 }
