@@ -95,6 +95,42 @@ pub fn repeat_of(id: &str, session_id: &str, role: &str, content: &str, max_repe
     (0..max_repeats).find(|&n| repeat_id(digest.clone(), n) == id)
 }
 
+/// [`repeat_of`] for many ids: each words' repeats are hashed once, however
+/// many of its ids are asked (an import of a long session's thousand
+/// "ok"s hashes a thousand ids, not half a million).
+#[derive(Default)]
+pub struct Repeats {
+    /// By the first id of some words: the later repeats' ids hashed so
+    /// far, each with its number.
+    known: std::collections::HashMap<String, std::collections::HashMap<String, usize>>,
+}
+
+impl Repeats {
+    /// Which repeat `id` is of a message with these fields, trying at most
+    /// `max_repeats`; `None` when it is none.
+    pub fn of(&mut self, id: &str, session_id: &str, role: &str, content: &str, max_repeats: usize) -> Option<usize> {
+        let digest = message_digest(session_id, role, content);
+        let first = repeat_id(digest.clone(), 0);
+        if first == id {
+            return Some(0);
+        }
+        let later = self.known.entry(first).or_default();
+        if let Some(&n) = later.get(id) {
+            return Some(n);
+        }
+        // Numbers 1..=len are hashed already.
+        for n in later.len().saturating_add(1)..max_repeats {
+            let r = repeat_id(digest.clone(), n);
+            let found = r == id;
+            later.insert(r, n);
+            if found {
+                return Some(n);
+            }
+        }
+        None
+    }
+}
+
 /// A stable fingerprint of a memory's meaning and scope: type, normalized
 /// content, and its metadata when it has any (whose it is: the same words
 /// from another agent or user are another memory). Without metadata it is
@@ -203,6 +239,18 @@ pub(crate) fn hex<'a>(bytes: impl IntoIterator<Item = &'a u8, IntoIter: ExactSiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_repeats_finds_each_repeat_as_repeat_of_does() {
+        let mut r = Repeats::default();
+        for n in [0, 5, 3, 40, 5, 0] {
+            let id = repeated_message_id("s", "user", "ok", n);
+            assert_eq!(r.of(&id, "s", "user", "ok", 100), Some(n));
+            assert_eq!(repeat_of(&id, "s", "user", "ok", 100), Some(n));
+        }
+        assert_eq!(r.of(&repeated_message_id("s", "user", "ok", 150), "s", "user", "ok", 100), None);
+        assert_eq!(r.of(&message_id("s", "user", "no"), "s", "user", "ok", 100), None);
+    }
 
     #[test]
     fn test_message_id_is_stable_and_32_hex() {

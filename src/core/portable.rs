@@ -539,6 +539,8 @@ struct Reader {
     saw_header: bool,
     /// Old message id to new, for each message a redaction renamed.
     renamed: HashMap<String, String>,
+    /// Each words' repeat ids, hashed once for the file.
+    repeats: ids::Repeats,
     /// The line of each message (by its id as stored) and memory read.
     message_lines: HashMap<String, usize>,
     memory_lines: HashMap<String, usize>,
@@ -564,6 +566,7 @@ impl Reader {
             parsed: Parsed::default(),
             saw_header: false,
             renamed: HashMap::new(),
+            repeats: ids::Repeats::default(),
             message_lines: HashMap::new(),
             memory_lines: HashMap::new(),
             lines: Vec::new(),
@@ -605,7 +608,7 @@ impl Reader {
         known_fields(&v, &self.message_fields)?;
         let m: Message = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid message: {}", serde_message(&e))))?;
         let given = m.id.clone();
-        let m = checked_message(m, &mut self.renamed)?;
+        let m = checked_message(m, &mut self.renamed, &mut self.repeats)?;
         if let Some(first) = self.message_lines.insert(m.id.clone(), line) {
             let what = if given == m.id { String::new() } else { format!(" (once redacted, message {})", m.id) };
             return Err(Error::invalid(format!("message {given}{what} repeats line {first}: a file holds each record once")));
@@ -860,7 +863,7 @@ fn known_fields(v: &Value, fields: &HashSet<String>) -> Result<()> {
 /// The id is checked last: finding which repeat of its text it is hashes
 /// the text, so the size and the other cheap checks come first (an
 /// over-size text is refused as over-size, without being hashed).
-fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Result<Message> {
+fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>, repeats: &mut ids::Repeats) -> Result<Message> {
     api::validate_session_id(&m.session_id)?;
     api::validate_role("role", &m.role)?;
     api::validate_message_content("content", &m.content)?;
@@ -870,7 +873,8 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>) -> Res
         return Err(Error::invalid(format!("position must be from 0 to {}", api::MAX_POSITION)));
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
-    let repeat = ids::repeat_of(&m.id, &m.session_id, &m.role, &m.content, crate::core::ingest::identify::MAX_REPEATS)
+    let repeat = repeats
+        .of(&m.id, &m.session_id, &m.role, &m.content, crate::core::ingest::identify::MAX_REPEATS)
         .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     let (content, role) = (api::redact_private(&m.content), api::redact_private(&m.role));
     if matches!(content, Cow::Owned(_)) || matches!(role, Cow::Owned(_)) {
