@@ -803,7 +803,7 @@ fn test_memories_with_no_room_are_judged_again_once_there_is_room() {
         let drained = block_on(p.drain()).unwrap();
         assert_eq!((drained.extracted, drained.failed), (0, 1), "{drained:?}");
         let error = sql.query("SELECT last_error FROM outbox WHERE kind = 'extract'", &[]).unwrap();
-        assert!(error[0][0].as_str().unwrap().contains("wait for room"), "{error:?}");
+        assert!(error[0][0].as_str().unwrap().contains("for room"), "{error:?}");
     });
     // Room: the next retry stores what had none.
     with_limits(&sql, later + DAY, Limits::default(), |p| {
@@ -811,6 +811,30 @@ fn test_memories_with_no_room_are_judged_again_once_there_is_room() {
         assert_eq!(drained.extracted, 1, "{drained:?}");
         assert_eq!(p.stats().unwrap().memories, 1 + report.dropped.len() as i64);
     });
+}
+
+/// A statement the profile holds active already takes no room: near the
+/// limit, an ingest that says it again beside one new statement keeps both
+/// (the held one as stored), dropping nothing.
+#[test]
+fn test_a_statement_held_already_takes_no_room() {
+    let sql = database();
+    let ingest = |p: &Profile<'_>, session: &str, said: &str| {
+        block_on(p.ingest(IngestRequest {
+            messages: vec![msg("user", said, Some("2026-04-01T10:00:00Z"))],
+            session_id: Some(session.into()),
+            metadata: Default::default(),
+        }))
+        .unwrap()
+    };
+    let held = with_limits(&sql, APRIL_15, Limits::default(), |p| {
+        ingest(p, "s1", "Alpha runs on port 8001.");
+        p.stats().unwrap().memories
+    });
+    let near = Limits { max_memories: held + 1, ..Limits::default() };
+    let report = with_limits(&sql, APRIL_15 + 1_000, near, |p| ingest(p, "s2", "Alpha runs on port 8001. Delta runs on port 8004."));
+    assert!(report.dropped.is_empty(), "{:?}", report.dropped);
+    with_limits(&sql, APRIL_15 + 2_000, near, |p| assert_eq!(p.stats().unwrap().memories, held + 1));
 }
 
 /// A write refused as bad input changes nothing, not even the purge a

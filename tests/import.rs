@@ -192,6 +192,20 @@ fn test_import_of_statements_the_profile_holds_already_under_other_ids_writes_th
 }
 
 #[test]
+fn test_import_writes_a_held_statement_that_carries_what_the_holder_does_not() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let held = block_on(p.remember(serde_json::from_value(json!({ "content": "The build server runs Debian.", "type": "fact" })).unwrap())).unwrap();
+        // The same statement plain: the holder has it.
+        assert_eq!(p.import(&file(&[header(), memory(SECOND, "The build server runs Debian.", json!({}))])).unwrap().memories, 0);
+        // With an expiry: written, not folded into the holder.
+        let expiring = memory(FIRST, "The build server runs Debian.", json!({ "expiresAt": "2027-01-01T00:00:00.000Z" }));
+        assert_eq!(p.import(&file(&[header(), expiring])).unwrap().memories, 1);
+        assert_eq!(p.get(&held.id).unwrap().memory.status, Status::Active);
+    });
+}
+
+#[test]
 fn test_import_of_a_file_holding_each_record_once_counts_each() {
     let sql = database();
     with_profile(&sql, APRIL_15, |p| {

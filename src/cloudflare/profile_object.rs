@@ -376,9 +376,17 @@ impl ProfileObject {
         // An instance's first call sets the alarm, a read's too: a job
         // parked as of a kind the last build did not know (a rollback) is
         // due again under this one, and no write may come to set it.
-        if !read_only(op) || !self.alarm_checked.get() {
+        if !read_only(op) {
             self.schedule(profile).await?;
             self.alarm_checked.set(true);
+        } else if !self.alarm_checked.get() {
+            // A read that did its work is answered: the alarm is the
+            // instance's own business, logged when it cannot be set and
+            // tried again on the next call.
+            match self.schedule(profile).await {
+                Ok(()) => self.alarm_checked.set(true),
+                Err(e) => console_error!("profile {name}: its alarm could not be set on this instance's first call ({e}); tried again on the next"),
+            }
         }
         Ok(())
     }

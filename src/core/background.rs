@@ -249,7 +249,7 @@ async fn run_extracts(p: &Profile<'_>, jobs: &[Job], report: &mut DrainReport) -
         // this waits for it (not an attempt) rather than judge it too.
         // One running past its guard's time (a slow model) is still
         // running in this process: its guard waits another guard's time.
-        let running_here = crate::core::running::ingest_running(p.name, session_id);
+        let running_here = crate::core::running::ingest_running(p.name, session_id, p.now);
         let until = match store.ingest_running_until(session_id)? {
             None if running_here => Some(p.now.saturating_add(crate::core::running::INGEST_GUARD_MILLIS)),
             until => until,

@@ -311,7 +311,7 @@ impl<'a> Profile<'a> {
             store.enqueue_at(&crate::core::jobs::Work::Extract { session_id: session_id.clone() }, self.now.saturating_add(INGEST_GUARD_MILLIS))
         })?;
         // Listed while it runs: a guard due before it ends waits for it.
-        let running = crate::core::running::enter(self.name, &session_id);
+        let running = crate::core::running::enter(self.name, &session_id, self.now);
         let out = ingest::run(self, req).await;
         drop(running);
         // Removed once the call finished. A call that failed keeps it: its

@@ -1154,7 +1154,9 @@ impl<'w> Versions<'w> {
 /// twice, as ingest does not store a statement said again, and the
 /// messages it cites are recorded as restating the held memory. One that
 /// another record of the file names (a version, a restatement, a
-/// consolidation) is written as it is, so that what names it holds.
+/// consolidation), or that carries what the holder does not (a version
+/// link, an expiry, a key it lacks; a holder that expires) is written as
+/// it is.
 #[allow(clippy::type_complexity)] // the pairs insert_memories takes, and the restatements
 fn not_held_already<'p>(store: &Store<'_>, p: &'p Parsed, fingerprints: &'p [String]) -> Result<(Vec<(&'p Memory, &'p str)>, Vec<(String, &'p str)>)> {
     let in_file: HashSet<&str> = p.memories.iter().map(|m| m.id.as_str()).collect();
@@ -1169,7 +1171,17 @@ fn not_held_already<'p>(store: &Store<'_>, p: &'p Parsed, fingerprints: &'p [Str
     let held = store.active_by_fingerprints(&fingerprints.iter().map(String::as_str).collect::<Vec<_>>())?;
     let (mut fresh, mut restated) = (Vec::new(), Vec::new());
     for (m, f) in p.memories.iter().zip(fingerprints) {
-        let holder = held.get(f).filter(|h| !in_file.contains(h.as_str()) && m.status == crate::core::model::Status::Active && !named.contains(m.id.as_str()));
+        // Only a plain statement: one with a version link, an expiry or a
+        // key the holder lacks carries what the holder does not say.
+        let plain = m.status == crate::core::model::Status::Active
+            && !named.contains(m.id.as_str())
+            && m.supersedes.is_none()
+            && m.superseded_by.is_none()
+            && m.expires_at.is_none();
+        let holder = match held.get(f).filter(|h| plain && !in_file.contains(h.as_str())) {
+            Some(h) => store.get_memory(h)?.filter(|held| (m.key.is_none() || held.key == m.key) && held.expires_at.is_none()).map(|held| held.id),
+            None => None,
+        };
         match holder {
             Some(h) => restated.extend(m.source_message_ids.iter().map(|s| (h.clone(), s.as_str()))),
             None => fresh.push((m, f.as_str())),

@@ -11,7 +11,9 @@
 //!
 //! What this does not do: tell one process about another's calls. A Durable
 //! Object runs in one process at a time, and one that restarts has lost its
-//! calls and its list together.
+//! calls and its list together. Nor does it trust an entry for ever: a call
+//! whose future is neither finished nor dropped (its request's context torn
+//! down around it) holds its guard back for at most [`MAX_HELD_MILLIS`].
 
 use std::cell::RefCell;
 
@@ -21,8 +23,13 @@ use std::cell::RefCell;
 /// is still not judged twice: its entry here holds the guard back.
 pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
 
+/// How long after a call began its entry holds its guard back: three
+/// guards' time, past which the call is taken for dead.
+pub const MAX_HELD_MILLIS: i64 = 3 * INGEST_GUARD_MILLIS;
+
 thread_local! {
-    static RUNNING: RefCell<Vec<(String, String)>> = const { RefCell::new(Vec::new()) };
+    /// Profile, session and when the call began (epoch millis).
+    static RUNNING: RefCell<Vec<(String, String, i64)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// An ingest of one session of one profile, listed while this lives.
@@ -32,23 +39,24 @@ pub struct Ingest {
     session: String,
 }
 
-/// Lists an ingest of `session` in `profile` until the returned value is
-/// dropped (the call ended, or its future was dropped).
-pub fn enter(profile: &str, session: &str) -> Ingest {
-    RUNNING.with(|r| r.borrow_mut().push((profile.to_string(), session.to_string())));
+/// Lists an ingest of `session` in `profile`, begun at `now`, until the
+/// returned value is dropped (the call ended, or its future was dropped).
+pub fn enter(profile: &str, session: &str, now: i64) -> Ingest {
+    RUNNING.with(|r| r.borrow_mut().push((profile.to_string(), session.to_string(), now)));
     Ingest { profile: profile.to_string(), session: session.to_string() }
 }
 
-/// Whether this process is running an ingest of `session` in `profile`.
-pub fn ingest_running(profile: &str, session: &str) -> bool {
-    RUNNING.with(|r| r.borrow().iter().any(|(p, s)| p == profile && s == session))
+/// Whether this process is running an ingest of `session` in `profile`
+/// begun less than [`MAX_HELD_MILLIS`] before `now`.
+pub fn ingest_running(profile: &str, session: &str, now: i64) -> bool {
+    RUNNING.with(|r| r.borrow().iter().any(|(p, s, began)| p == profile && s == session && now.saturating_sub(*began) < MAX_HELD_MILLIS))
 }
 
 impl Drop for Ingest {
     fn drop(&mut self) {
         RUNNING.with(|r| {
             let mut r = r.borrow_mut();
-            if let Some(at) = r.iter().position(|(p, s)| *p == self.profile && *s == self.session) {
+            if let Some(at) = r.iter().position(|(p, s, _)| *p == self.profile && *s == self.session) {
                 r.swap_remove(at);
             }
         });
@@ -61,15 +69,22 @@ mod tests {
 
     #[test]
     fn test_an_ingest_is_listed_while_held_and_once_per_call() {
-        assert!(!ingest_running("ns/p", "s"));
-        let a = enter("ns/p", "s");
-        let b = enter("ns/p", "s");
-        assert!(ingest_running("ns/p", "s"));
-        assert!(!ingest_running("ns/p", "t"));
-        assert!(!ingest_running("ns/q", "s"));
+        assert!(!ingest_running("ns/p", "s", 0));
+        let a = enter("ns/p", "s", 0);
+        let b = enter("ns/p", "s", 0);
+        assert!(ingest_running("ns/p", "s", 1));
+        assert!(!ingest_running("ns/p", "t", 1));
+        assert!(!ingest_running("ns/q", "s", 1));
         drop(a);
-        assert!(ingest_running("ns/p", "s"), "the second call still runs");
+        assert!(ingest_running("ns/p", "s", 1), "the second call still runs");
         drop(b);
-        assert!(!ingest_running("ns/p", "s"));
+        assert!(!ingest_running("ns/p", "s", 1));
+    }
+
+    #[test]
+    fn test_an_entry_older_than_three_guards_holds_nothing_back() {
+        let _stuck = enter("ns/p", "stuck", 0);
+        assert!(ingest_running("ns/p", "stuck", MAX_HELD_MILLIS - 1));
+        assert!(!ingest_running("ns/p", "stuck", MAX_HELD_MILLIS), "a call that never ended is taken for dead");
     }
 }

@@ -214,17 +214,31 @@ fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist
 /// The memories that fit under the profile's limit (`MAX_MEMORIES`), in
 /// order, and the rest as drops with the reason, beside the messages
 /// they rest on. Counted right before they are stored, with nothing
-/// awaited in between. A memory that turns out to be one already stored
-/// counts against the room too: the limit is never passed, at the cost
-/// of a rare drop that would have fitted.
-fn within_room(p: &Profile<'_>, mut memories: Vec<persist::Pending>) -> Result<(Vec<persist::Pending>, Vec<NoRoom>)> {
+/// awaited in between. A statement the profile holds active already
+/// (stored as it is, it adds nothing) takes no room; one that turns out
+/// to be stored otherwise (a version chain's) counts against the room:
+/// the limit is never passed, at the cost of a rare drop that would
+/// have fitted.
+fn within_room(p: &Profile<'_>, memories: Vec<persist::Pending>) -> Result<(Vec<persist::Pending>, Vec<NoRoom>)> {
     let limit = p.limits.max_memories;
     let adding = i64::try_from(memories.len()).unwrap_or(i64::MAX);
     let Some(count) = p.store().memory_count_near(limit, adding)? else {
         return Ok((memories, Vec::new()));
     };
-    let room = usize::try_from(limit.saturating_sub(count).max(0)).unwrap_or(0);
-    let over = memories.split_off(room.min(memories.len()));
+    let held = p.store().active_by_fingerprints(&memories.iter().map(|m| m.fingerprint.as_str()).collect::<Vec<_>>())?;
+    let mut room = usize::try_from(limit.saturating_sub(count).max(0)).unwrap_or(0);
+    let (mut fit, mut over) = (Vec::new(), Vec::new());
+    for m in memories {
+        if held.contains_key(&m.fingerprint) {
+            fit.push(m);
+        } else if room > 0 {
+            room = room.saturating_sub(1);
+            fit.push(m);
+        } else {
+            over.push(m);
+        }
+    }
+    let memories = fit;
     let reason = format!("{FULL}: it holds {count} memories and its limit is {limit}; judged again once there is room");
     Ok((memories, over.into_iter().map(|m| (Dropped { content: m.memory.content, reason: reason.clone() }, m.memory.source_message_ids)).collect()))
 }
@@ -291,6 +305,11 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
         .collect();
     // The memories take the metadata their new messages were stored with
     // (calls of one session may have carried different metadata).
+    // A full profile waits for room before the model is asked (each try
+    // would pay for judging what it cannot store).
+    if let Some(count) = store.memory_count_near(p.limits.max_memories, 1)?.filter(|c| *c >= p.limits.max_memories) {
+        return Err(Error::conflict(format!("{FULL}: it holds {count} memories and its limit is {}; the session waits for room", p.limits.max_memories)));
+    }
     let marked: Vec<String> = marked.into_iter().collect();
     let judged = judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages, Judging::Retry { marked: &marked }).await?;
     // No room is the profile's state, not the model's: the job fails with
