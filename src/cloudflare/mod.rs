@@ -183,9 +183,10 @@ fn body_too_slow(received: usize, length: Option<usize>, allowed_millis: u64) ->
 /// refuses the request: a configuration that does not read refuses every
 /// call; missing or wrong credentials on the MCP endpoint say `Bearer`.
 fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Result<std::result::Result<Grant, Response>> {
+    let refuse = |e: &Error| if path.starts_with("/mcp/") { mcp_response(mcp::refusal(e)) } else { error_response(e) };
     let config = match config::Config::shared(env) {
         Ok(config) => config,
-        Err(e) => return Ok(Err(error_response(&e)?)),
+        Err(e) => return Ok(Err(refuse(&e)?)),
     };
     let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.grant(auth)).and_then(|g| {
         if let Target::Namespace(ns) = target {
@@ -197,7 +198,7 @@ fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Resu
         Ok(g) => return Ok(Ok(g)),
         Err(e) => e,
     };
-    let resp = error_response(&e)?;
+    let resp = refuse(&e)?;
     if path.starts_with("/mcp/") {
         let headers = resp.headers().clone();
         headers.set("www-authenticate", "Bearer")?;

@@ -150,7 +150,7 @@ test("MCP SDK client over real HTTP: an ingest's report of hundreds of memories,
   assert.deepEqual(shape(report), shape(restReport));
 });
 
-test("MCP over real HTTP: a request without a valid token is refused (401)", async () => {
+test("MCP over real HTTP: a request without a valid token is refused (401) with a JSON-RPC error", async () => {
   // The SDK surfaces the HTTP status as the error code (StreamableHTTPError).
   await assert.rejects(connect("default", "mcp-sdk", null), { code: 401, message: /missing bearer token/ });
   await assert.rejects(connect("default", "mcp-sdk", "wrong-token-123"), { code: 401 });
@@ -158,7 +158,10 @@ test("MCP over real HTTP: a request without a valid token is refused (401)", asy
     const res = await rawPost(endpoint("default", "mcp-sdk"), headers);
     assert.equal(res.status, 401);
     assert.equal(res.headers.get("www-authenticate"), "Bearer");
-    await res.body?.cancel();
+    const body = await res.json();
+    assert.equal(body.jsonrpc, "2.0", "refused in JSON-RPC");
+    assert.equal(body.id, null);
+    assert.match(body.error.message, /bearer token|token/i);
   }
 });
 

@@ -23,7 +23,7 @@ const ASSERTING = new Set([
   "minItems", "maxItems",
 ]);
 /** Keywords that only annotate. */
-const ANNOTATING = new Set(["description", "default", "title", "format", "examples", "deprecated", "readOnly", "writeOnly"]);
+const ANNOTATING = new Set(["description", "default", "title", "format", "examples", "deprecated", "readOnly", "writeOnly", "contentMediaType"]);
 
 /** Resolves a local `$ref` ("#/components/schemas/Memory") in `doc`. */
 export function resolveRef(doc, ref) {
@@ -306,10 +306,12 @@ async function selfTest() {
       candidates: [{ id: ID, type: "fact", summary: "pnpm", sessionId: "s1", score: 0.05, sourceMessageIds: [MSG],
         trace: [{ channel: "key", rank: 1, weight: 2, contribution: 2 / 61 }] }],
     }),
-    messages: ["channel vector failed: no query embedding"],
+    messages: [{ code: 10100, message: "channel vector failed: no query embedding" }],
   });
   const { content, sourceMessageIds, searchQueries, ...entry } = memory;
-  expectOk("list page", "GET", `${BASE}/memories`, 200, ok({ memories: [entry], cursor: ID }, { result_info: { cursor: ID, count: 1 } }));
+  const CURSOR = "01kppncc00f1t2zrw2mrtmb8qx.0123456789ab"; // a sealed cursor: position and seal
+  expectOk("list page", "GET", `${BASE}/memories`, 200, ok({ memories: [entry], cursor: CURSOR }, { result_info: { cursor: CURSOR, count: 1 } }));
+  expectFail("list page, an unsealed cursor", "cursor", "GET", `${BASE}/memories`, 200, ok({ memories: [entry], cursor: ID }, { result_info: { cursor: ID, count: 1 } }));
   expectOk("last list page", "GET", `${BASE}/memories`, 200, ok({ memories: [] }, { result_info: { cursor: null, count: 0 } }));
   expectOk("not found", "GET", `${BASE}/memories/{id}`, 404, err(10004, "no memory with id x"));
   expectOk("undocumented status falls to default", "GET", `${BASE}/stats`, 404, err(10004, "no route"));

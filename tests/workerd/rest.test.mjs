@@ -668,7 +668,7 @@ test("DELETE of a profile nothing was ever written to is 404 (10004), and marks 
   fails(await api.post(T.restore, { profile: P }, undefined), 404, CODE.notFound);
 });
 
-test("the MCP endpoint answers JSON-RPC with the bearer token and 401 without", async () => {
+test("the MCP endpoint answers JSON-RPC with the bearer token, and 401 and 403 in JSON-RPC without", async () => {
   const headers = { accept: "application/json, text/event-stream" };
   const r = await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 1, method: "ping" }, { headers });
   assert.equal(r.status, 200);
@@ -677,8 +677,14 @@ test("the MCP endpoint answers JSON-RPC with the bearer token and 401 without", 
   const list = await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { headers });
   assert.equal(list.status, 200);
   assert.ok(list.body.result.tools.some((t) => t.name === "recall"));
-  fails(await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 3, method: "ping" }, { headers, token: null }), 401, CODE.unauthenticated);
-  fails(await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 4, method: "ping" }, { headers, token: TEAM_TOKEN }), 403, CODE.forbidden);
+  // Refused in JSON-RPC too (no id: the request was not read).
+  for (const [token, status, message] of [[null, 401, /bearer token/], [TEAM_TOKEN, 403, /may not access namespace/]]) {
+    const refused = await api.post(T.mcp, { profile: "mcp" }, { jsonrpc: "2.0", id: 3, method: "ping" }, { headers, token });
+    assert.equal(refused.status, status);
+    assert.equal(refused.body.jsonrpc, "2.0");
+    assert.equal(refused.body.id, null);
+    assert.match(refused.body.error.message, message);
+  }
 });
 
 test("result_info is sent with list pages only, never with other results", async () => {
