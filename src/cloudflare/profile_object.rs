@@ -363,8 +363,16 @@ impl ProfileObject {
                 console_error!("failed to remove an export left unanswered (the next instance clears it): {e}");
             }
         }
-        after?;
-        out
+        match (out, after) {
+            // The call's own refusal is what the caller needs (a 400 stays
+            // a 400); the alarm's failure beside it is logged, and the
+            // next write sets the alarm again.
+            (Err(e), Err(alarm)) => {
+                console_error!("profile {}: after a failed {}, its alarm could not be set either: {alarm}", call.name, call.op);
+                Err(e)
+            }
+            (out, after) => after.and(out),
+        }
     }
 
     /// What follows a call: the profile's name stored on its first
