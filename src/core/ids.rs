@@ -95,14 +95,24 @@ pub fn repeat_of(id: &str, session_id: &str, role: &str, content: &str, max_repe
     (0..max_repeats).find(|&n| repeat_id(digest.clone(), n) == id)
 }
 
+/// The ids of repeats `range` of a message with these fields, the fields
+/// hashed once for all of them.
+pub fn repeat_ids(session_id: &str, role: &str, content: &str, range: std::ops::Range<usize>) -> Vec<(usize, String)> {
+    let digest = message_digest(session_id, role, content);
+    range.map(|n| (n, repeat_id(digest.clone(), n))).collect()
+}
+
 /// [`repeat_of`] for many ids: each words' repeats are hashed once, however
 /// many of its ids are asked (an import of a long session's thousand
-/// "ok"s hashes a thousand ids, not half a million).
+/// "ok"s hashes a thousand ids, not half a million), up to
+/// [`Repeats::MAX_KEPT`] ids kept for the whole file; past that, each is
+/// hashed afresh (a file cannot make it hold more).
 #[derive(Default)]
 pub struct Repeats {
     /// By the first id of some words: the later repeats' ids hashed so
     /// far, each with its number.
     known: std::collections::HashMap<String, std::collections::HashMap<String, usize>>,
+    kept: usize,
 }
 
 impl Repeats {
@@ -114,6 +124,10 @@ impl Repeats {
         if first == id {
             return Some(0);
         }
+        if self.kept >= Self::MAX_KEPT && !self.known.contains_key(&first) {
+            return (1..max_repeats).find(|&n| repeat_id(digest.clone(), n) == id);
+        }
+        let kept = &mut self.kept;
         let later = self.known.entry(first).or_default();
         if let Some(&n) = later.get(id) {
             return Some(n);
@@ -121,14 +135,23 @@ impl Repeats {
         // Numbers 1..=len are hashed already.
         for n in later.len().saturating_add(1)..max_repeats {
             let r = repeat_id(digest.clone(), n);
-            let found = r == id;
-            later.insert(r, n);
-            if found {
+            if r == id {
+                later.insert(r, n);
+                *kept = kept.saturating_add(1);
                 return Some(n);
             }
+            if *kept >= Self::MAX_KEPT {
+                // Full: the rest of this search is not kept.
+                return (n.saturating_add(1)..max_repeats).find(|&m| repeat_id(digest.clone(), m) == id);
+            }
+            later.insert(r, n);
+            *kept = kept.saturating_add(1);
         }
         None
     }
+
+    /// Most repeat ids kept for one file (about 2 MB).
+    pub const MAX_KEPT: usize = 20_000;
 }
 
 /// A stable fingerprint of a memory's meaning and scope: type, normalized
@@ -250,6 +273,15 @@ mod tests {
         }
         assert_eq!(r.of(&repeated_message_id("s", "user", "ok", 150), "s", "user", "ok", 100), None);
         assert_eq!(r.of(&message_id("s", "user", "no"), "s", "user", "ok", 100), None);
+        // A file of many words asked at their last repeat keeps at most MAX_KEPT ids.
+        let mut r = Repeats::default();
+        for w in 0..5 {
+            let content = format!("word {w}");
+            let id = repeated_message_id("s", "user", &content, 9_000);
+            assert_eq!(r.of(&id, "s", "user", &content, 10_000), Some(9_000));
+        }
+        assert!(r.kept <= Repeats::MAX_KEPT && r.known.values().map(|m| m.len()).sum::<usize>() <= Repeats::MAX_KEPT);
+        assert_eq!(repeat_ids("s", "user", "ok", 3..5), vec![(3, repeated_message_id("s", "user", "ok", 3)), (4, repeated_message_id("s", "user", "ok", 4))]);
     }
 
     #[test]

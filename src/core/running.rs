@@ -28,35 +28,39 @@ pub const INGEST_GUARD_MILLIS: i64 = 15 * 60 * 1000;
 pub const MAX_HELD_MILLIS: i64 = 3 * INGEST_GUARD_MILLIS;
 
 thread_local! {
-    /// Profile, session and when the call began (epoch millis).
-    static RUNNING: RefCell<Vec<(String, String, i64)>> = const { RefCell::new(Vec::new()) };
+    /// Each call's own number, profile, session and when it began (epoch
+    /// millis).
+    static RUNNING: RefCell<Vec<(u64, String, String, i64)>> = const { RefCell::new(Vec::new()) };
+    /// The number the next call takes.
+    static NEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// An ingest of one session of one profile, listed while this lives.
 #[must_use = "the ingest is listed only while this is held"]
 pub struct Ingest {
-    profile: String,
-    session: String,
+    /// Its entry's number: two calls of one session each leave with their own.
+    number: u64,
 }
 
 /// Lists an ingest of `session` in `profile`, begun at `now`, until the
 /// returned value is dropped (the call ended, or its future was dropped).
 pub fn enter(profile: &str, session: &str, now: i64) -> Ingest {
-    RUNNING.with(|r| r.borrow_mut().push((profile.to_string(), session.to_string(), now)));
-    Ingest { profile: profile.to_string(), session: session.to_string() }
+    let number = NEXT.with(|n| n.replace(n.get().wrapping_add(1)));
+    RUNNING.with(|r| r.borrow_mut().push((number, profile.to_string(), session.to_string(), now)));
+    Ingest { number }
 }
 
 /// Whether this process is running an ingest of `session` in `profile`
 /// begun less than [`MAX_HELD_MILLIS`] before `now`.
 pub fn ingest_running(profile: &str, session: &str, now: i64) -> bool {
-    RUNNING.with(|r| r.borrow().iter().any(|(p, s, began)| p == profile && s == session && now.saturating_sub(*began) < MAX_HELD_MILLIS))
+    RUNNING.with(|r| r.borrow().iter().any(|(_, p, s, began)| p == profile && s == session && now.saturating_sub(*began) < MAX_HELD_MILLIS))
 }
 
 impl Drop for Ingest {
     fn drop(&mut self) {
         RUNNING.with(|r| {
             let mut r = r.borrow_mut();
-            if let Some(at) = r.iter().position(|(p, s, _)| *p == self.profile && *s == self.session) {
+            if let Some(at) = r.iter().position(|(n, ..)| *n == self.number) {
                 r.swap_remove(at);
             }
         });
@@ -79,6 +83,15 @@ mod tests {
         assert!(ingest_running("ns/p", "s", 1), "the second call still runs");
         drop(b);
         assert!(!ingest_running("ns/p", "s", 1));
+    }
+
+    #[test]
+    fn test_each_call_leaves_with_its_own_entry() {
+        let old = enter("ns/p", "two", 0);
+        let new = enter("ns/p", "two", MAX_HELD_MILLIS);
+        drop(old);
+        assert!(ingest_running("ns/p", "two", MAX_HELD_MILLIS + 1), "the later call's entry, with its own start, stays");
+        drop(new);
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! (it is that message, sent again: a re-send, or a window overlapping an
 //! earlier call's); a timed saying no stored repeat has the time of was
 //! said again later (a second "yes" in a later call, a preference stated
-//! again after it changed) and takes the first repeat number that is free.
-//! An untimed saying keeps its number within the call, as it always did.
+//! again after it changed) and takes a repeat stored untimed (it may be
+//! that saying, sent before without its time), else the first repeat
+//! number that is free. An untimed saying keeps its number within the
+//! call, as it always did, unless a timed re-send holds it.
 //!
 //! What this does not do:
 //! - tell a saying sent without a timestamp from a repeat: without one,
@@ -40,18 +42,23 @@ const PROBE: usize = 64;
 pub fn identify(store: &Store<'_>, session_id: &str, messages: &[MessageInput]) -> Result<Vec<String>> {
     let mut assigned = ids::message_ids(session_id, messages.iter().map(|m| (m.role.as_str(), m.content.as_str())));
     let stored = store.message_times(&assigned)?;
-    // The call's sayings of each words, in order, when the session holds
-    // its first and one of them is timed.
+    // The call's sayings of each words, in order.
     let mut groups: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
     for (i, m) in messages.iter().enumerate() {
         groups.entry((m.role.as_str(), m.content.as_str())).or_default().push(i);
     }
-    let first_stored = |(role, content): (&str, &str)| stored.contains_key(&ids::message_id(session_id, role, content));
     for ((role, content), sayings) in groups {
-        if !first_stored((role, content)) || sayings.iter().all(|&i| time_of(messages.get(i)).is_none()) {
+        // The session's first saying of these words, and when it was said.
+        let Some(first) = stored.get(&ids::message_id(session_id, role, content)) else { continue };
+        let first = first.as_deref().and_then(parse_millis);
+        let timed: Vec<i64> = sayings.iter().filter_map(|&i| time_of(messages.get(i))).collect();
+        // Nothing timed to tell apart, or the one saying is the first sent
+        // again (a re-sent call): each keeps its number in the call.
+        if timed.is_empty() || (sayings.len() == 1 && timed.first().copied() == first) {
             continue;
         }
-        let repeats = stored_repeats(store, session_id, role, content)?;
+        let mut repeats = stored_repeats(store, session_id, role, content)?;
+        repeats.insert(0, first);
         for (i, n) in number(&sayings, messages, &repeats) {
             if let Some(slot) = assigned.get_mut(i) {
                 *slot = ids::repeated_message_id(session_id, role, content, n);
@@ -68,32 +75,41 @@ fn time_of(m: Option<&MessageInput>) -> Option<i64> {
 
 /// The repeat numbers the sayings (indices into `messages`, in order) of
 /// one words take, given the session's stored repeats of them (number to
-/// time): untimed ones their number within the call; timed ones the stored
-/// repeat with their time, not taken yet; the rest the first free number.
+/// time, `None` for one stored untimed):
+/// 1. each timed saying the stored repeat with its time, not taken yet;
+/// 2. each untimed saying its number within the call if not taken, else
+///    the lowest stored repeat not taken;
+/// 3. each timed saying left the lowest stored untimed repeat not taken
+///    (it may be the same saying, sent untimed before), else the first
+///    number neither stored nor taken.
 fn number(sayings: &[usize], messages: &[MessageInput], repeats: &HashMap<usize, Option<i64>>) -> Vec<(usize, usize)> {
     let mut taken: HashSet<usize> = HashSet::new();
     let mut out = Vec::with_capacity(sayings.len());
-    let mut new = Vec::new();
-    for (k, &i) in sayings.iter().enumerate() {
-        if time_of(messages.get(i)).is_none() {
-            taken.insert(k);
-            out.push((i, k));
-        }
-    }
+    let lowest =
+        |taken: &HashSet<usize>, want: &dyn Fn(Option<i64>) -> bool| repeats.iter().filter(|(n, t)| want(**t) && !taken.contains(*n)).map(|(n, _)| *n).min();
+    let mut left = Vec::new();
     for &i in sayings {
         let Some(sent) = time_of(messages.get(i)) else { continue };
-        let same = repeats.iter().filter(|(n, t)| **t == Some(sent) && !taken.contains(*n)).map(|(n, _)| *n).min();
-        match same {
+        match lowest(&taken, &|t| t == Some(sent)) {
             Some(n) => {
                 taken.insert(n);
                 out.push((i, n));
             }
-            None => new.push(i),
+            None => left.push(i),
         }
     }
-    let mut free = (0..MAX_REPEATS).filter(|n| !repeats.contains_key(n));
-    for i in new {
-        if let Some(n) = free.by_ref().find(|n| !taken.contains(n)) {
+    for (k, &i) in sayings.iter().enumerate() {
+        if time_of(messages.get(i)).is_some() {
+            continue;
+        }
+        let n = if taken.contains(&k) { lowest(&taken, &|_| true) } else { Some(k) };
+        if let Some(n) = n.or_else(|| first_free(repeats, &taken)) {
+            taken.insert(n);
+            out.push((i, n));
+        }
+    }
+    for i in left {
+        if let Some(n) = lowest(&taken, &|t| t.is_none()).or_else(|| first_free(repeats, &taken)) {
             taken.insert(n);
             out.push((i, n));
         }
@@ -101,15 +117,20 @@ fn number(sayings: &[usize], messages: &[MessageInput], repeats: &HashMap<usize,
     out
 }
 
-/// The session's stored repeats of these words, number to time (`None`:
-/// stored without one), read [`PROBE`] numbers at a time until a whole
-/// probe finds none stored.
+/// The lowest repeat number neither stored nor taken.
+fn first_free(repeats: &HashMap<usize, Option<i64>>, taken: &HashSet<usize>) -> Option<usize> {
+    (0..MAX_REPEATS).find(|n| !repeats.contains_key(n) && !taken.contains(n))
+}
+
+/// The session's stored repeats of these words after the first, number to
+/// time (`None`: stored without one), read [`PROBE`] numbers at a time
+/// (the words hashed once) until a whole probe finds none stored.
 fn stored_repeats(store: &Store<'_>, session_id: &str, role: &str, content: &str) -> Result<HashMap<usize, Option<i64>>> {
     let mut repeats = HashMap::new();
-    let mut from = 0;
+    let mut from = 1;
     while from < MAX_REPEATS {
         let to = from.saturating_add(PROBE).min(MAX_REPEATS);
-        let probe: Vec<(usize, String)> = (from..to).map(|n| (n, ids::repeated_message_id(session_id, role, content, n))).collect();
+        let probe = ids::repeat_ids(session_id, role, content, from..to);
         let times = store.message_times(&probe.iter().map(|(_, id)| id.clone()).collect::<Vec<_>>())?;
         if times.is_empty() {
             break;
@@ -152,5 +173,17 @@ mod tests {
         // Untimed sayings keep their number in the call.
         let untimed = vec![said(None), said(Some("2025-01-09T00:00:00Z"))];
         assert_eq!(number(&[0, 1], &untimed, &stored), vec![(0, 0), (1, 2)]);
+        // A timed re-send comes first: an untimed saying whose number it
+        // holds takes another stored one.
+        let both = vec![said(Some("2025-01-02T00:00:00Z")), said(None)];
+        let got = number(&[0, 1], &both, &stored);
+        assert!(got.contains(&(0, 1)) && got.contains(&(1, 0)), "{got:?}");
+        // Words stored untimed and sent again with a time are that saying.
+        let untimed_first: HashMap<usize, Option<i64>> = [(0, None)].into_iter().collect();
+        assert_eq!(number(&[0], &[said(Some("2025-01-05T00:00:00Z"))], &untimed_first), vec![(0, 0)]);
+        // The same words at the same time twice in one call: two sayings.
+        let twice = vec![said(Some("2025-01-02T00:00:00Z")), said(Some("2025-01-02T00:00:00Z"))];
+        let got = number(&[0, 1], &twice, &stored);
+        assert!(got.contains(&(0, 1)) && got.contains(&(1, 2)), "{got:?}");
     }
 }
