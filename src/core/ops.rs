@@ -869,17 +869,24 @@ mod tests {
         }
     }
 
+    /// An ingest of [`conversation`] polled once: its messages stored, it
+    /// awaits its model (a [`Stuck`] reasoner's profile) until dropped.
+    fn stuck_ingest<'p>(p: &'p Profile<'_>) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<IngestReport>> + 'p>> {
+        let mut fut: std::pin::Pin<Box<dyn std::future::Future<Output = Result<IngestReport>> + 'p>> = Box::pin(p.ingest(conversation()));
+        let waker = futures::task::noop_waker();
+        assert!(matches!(fut.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Pending));
+        fut
+    }
+
     #[test]
     fn test_an_ingest_interrupted_after_storing_messages_is_extracted_by_the_alarm() {
         let sql = database();
         let index = SqlVectorIndex { sql: &sql };
         {
-            // Poll once (messages stored, extraction pending), then drop:
-            // the object died mid-call and the caller saw no answer.
+            // Polled once (messages stored, extraction pending), then
+            // dropped: the object died mid-call and the caller saw no answer.
             let p = profile(&sql, &Stuck, &index, NOW, 1_000);
-            let mut fut = Box::pin(p.ingest(conversation()));
-            let waker = futures::task::noop_waker();
-            assert!(matches!(fut.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Pending));
+            drop(stuck_ingest(&p));
         }
         let p = profile(&sql, &Rules, &index, NOW + 1_000, 1_000);
         assert_eq!(p.stats().unwrap().messages, 2, "the raw messages were stored");
@@ -901,9 +908,7 @@ mod tests {
         let index = SqlVectorIndex { sql: &sql };
         let p = profile(&sql, &Stuck, &index, NOW, 1_000);
         // Still awaiting its model when the guard falls due.
-        let mut fut = Box::pin(p.ingest(conversation()));
-        let waker = futures::task::noop_waker();
-        assert!(matches!(fut.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Pending));
+        let fut = stuck_ingest(&p);
         let due = NOW + INGEST_GUARD_MILLIS + 1_000;
         let later = profile(&sql, &Rules, &index, due, 1_000);
         let report = futures::executor::block_on(later.drain()).unwrap();
