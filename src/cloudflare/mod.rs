@@ -54,8 +54,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let takes_body = grant.is_some() && rest::method_not_allowed(&method, url.path()).is_none();
     let (body, room) = match read_body(&env, &mut req, &method, url.path(), takes_body).await? {
         Ok(read) => read,
-        Err(e) if url.path().starts_with("/mcp/") => return mcp_response(mcp::refusal(&e)),
-        Err(e) => return error_response(&e),
+        Err(e) => return refusal(url.path(), &e),
     };
     let incoming = Incoming { method: &method, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
     if url.path().starts_with("/mcp/") {
@@ -63,8 +62,8 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         // refuses too (a client reads `error`, not REST's envelope).
         let (namespace, profile) = match rest::route(&incoming) {
             Ok(Route::Mcp { namespace, profile }) => (namespace, profile),
-            Ok(_) => return mcp_response(mcp::refusal(&Error::not_found("no MCP endpoint here"))),
-            Err(e) => return mcp_response(mcp::refusal(&e)),
+            Ok(_) => return refusal(url.path(), &Error::not_found("no MCP endpoint here")),
+            Err(e) => return refusal(url.path(), &e),
         };
         let mcp = McpRequest {
             method: &method,
@@ -183,10 +182,9 @@ fn body_too_slow(received: usize, length: Option<usize>, allowed_millis: u64) ->
 /// refuses the request: a configuration that does not read refuses every
 /// call; missing or wrong credentials on the MCP endpoint say `Bearer`.
 fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Result<std::result::Result<Grant, Response>> {
-    let refuse = |e: &Error| if path.starts_with("/mcp/") { mcp_response(mcp::refusal(e)) } else { error_response(e) };
     let config = match config::Config::shared(env) {
         Ok(config) => config,
-        Err(e) => return Ok(Err(refuse(&e)?)),
+        Err(e) => return Ok(Err(refusal(path, &e)?)),
     };
     let authorized = Tokens::parse(config.auth_tokens.as_deref().unwrap_or("{}")).and_then(|t| t.grant(auth)).and_then(|g| {
         if let Target::Namespace(ns) = target {
@@ -198,13 +196,23 @@ fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Resu
         Ok(g) => return Ok(Ok(g)),
         Err(e) => e,
     };
-    let resp = refuse(&e)?;
+    let resp = refusal(path, &e)?;
     if path.starts_with("/mcp/") {
         let headers = resp.headers().clone();
         headers.set("www-authenticate", "Bearer")?;
         return Ok(Err(resp.with_headers(headers)));
     }
     Ok(Err(resp))
+}
+
+/// A request refused before it reaches a profile: a JSON-RPC error on the
+/// MCP endpoint, REST's envelope everywhere else.
+fn refusal(path: &str, e: &Error) -> Result<Response> {
+    if path.starts_with("/mcp/") {
+        mcp_response(mcp::refusal(e))
+    } else {
+        error_response(e)
+    }
 }
 
 /// 405 with the `Allow` header.

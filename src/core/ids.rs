@@ -91,8 +91,12 @@ pub fn message_ids<'a>(session_id: &str, messages: impl IntoIterator<Item = (&'a
 /// The fields are hashed once and the digest copied for each repeat, so a
 /// long content costs one pass over it, not one per repeat tried.
 pub fn repeat_of(id: &str, session_id: &str, role: &str, content: &str, max_repeats: usize) -> Option<usize> {
-    let digest = message_digest(session_id, role, content);
-    (0..max_repeats).find(|&n| repeat_id(digest.clone(), n) == id)
+    find_repeat(&message_digest(session_id, role, content), id, 0..max_repeats)
+}
+
+/// The number in `range` whose repeat id, from `digest`, is `id`.
+fn find_repeat(digest: &Sha256, id: &str, range: std::ops::Range<usize>) -> Option<usize> {
+    range.into_iter().find(|&n| repeat_id(digest.clone(), n) == id)
 }
 
 /// The ids of repeats `range` of a message with these fields, the fields
@@ -125,7 +129,7 @@ impl Repeats {
             return Some(0);
         }
         if self.kept >= Self::MAX_KEPT && !self.known.contains_key(&first) {
-            return (1..max_repeats).find(|&n| repeat_id(digest.clone(), n) == id);
+            return find_repeat(&digest, id, 1..max_repeats);
         }
         let kept = &mut self.kept;
         let later = self.known.entry(first).or_default();
@@ -142,7 +146,7 @@ impl Repeats {
             }
             if *kept >= Self::MAX_KEPT {
                 // Full: the rest of this search is not kept.
-                return (n.saturating_add(1)..max_repeats).find(|&m| repeat_id(digest.clone(), m) == id);
+                return find_repeat(&digest, id, n.saturating_add(1)..max_repeats);
             }
             later.insert(r, n);
             *kept = kept.saturating_add(1);

@@ -292,12 +292,13 @@ impl<'a> Profile<'a> {
         let req = prepare_ingest(req)?;
         // A full profile refuses new conversations (409) before anything is
         // stored; re-sending one already stored stays a harmless no-op.
-        let new = self.new_messages(&req)?;
+        let identified = ingest::identify_call(self, &req)?;
+        let new = self.new_messages(&identified.ids)?;
         if new == 0 {
-            return ingest::run(self, req).await;
+            return ingest::run(self, req, identified).await;
         }
         self.check_capacity(1)?;
-        let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(&req));
+        let session_id = identified.session_id.clone();
         let store = self.store();
         store.check_room(&session_id, new)?;
         // Ingest stores the raw messages, then awaits the judging stages,
@@ -312,7 +313,7 @@ impl<'a> Profile<'a> {
         })?;
         // Listed while it runs: a guard due before it ends waits for it.
         let running = crate::core::running::enter(self.name, &session_id, self.now);
-        let out = ingest::run(self, req).await;
+        let out = ingest::run(self, req, identified).await;
         drop(running);
         // Removed once the call finished. A call that failed keeps it: its
         // messages may be stored, and the caller's retry then finds
@@ -684,12 +685,9 @@ impl<'a> Profile<'a> {
         })
     }
 
-    /// Whether an ingest call carries a message not stored yet.
-    /// How many distinct messages of `req` are not stored yet.
-    fn new_messages(&self, req: &IngestRequest) -> Result<usize> {
-        let session_id = req.session_id.clone().unwrap_or_else(|| ingest::default_session_id(req));
-        let ids = ingest::identify::identify(&self.store(), &session_id, &req.messages)?;
-        let existing = self.store().existing_message_ids(&ids)?;
+    /// How many distinct messages of a call (their `ids`) are not stored yet.
+    fn new_messages(&self, ids: &[String]) -> Result<usize> {
+        let existing = self.store().existing_message_ids(ids)?;
         Ok(ids.iter().filter(|id| !existing.contains(*id)).collect::<std::collections::HashSet<_>>().len())
     }
 

@@ -41,13 +41,27 @@ pub fn default_session_id(req: &IngestRequest) -> String {
     format!("s-{}", id.get(..16).unwrap_or(&id))
 }
 
-/// Runs the whole pipeline for one call.
-pub async fn run(p: &Profile<'_>, req: IngestRequest) -> Result<IngestReport> {
-    let session_id = req.session_id.clone().unwrap_or_else(|| default_session_id(&req));
+/// A call's session and its messages' ids ([`identify::identify`]), found
+/// once: the caller weighs what is new before it runs the call.
+pub struct Identified {
+    pub session_id: String,
+    pub ids: Vec<String>,
+}
+
+/// The session `req` lands in and the ids its messages take there.
+pub fn identify_call(p: &Profile<'_>, req: &IngestRequest) -> Result<Identified> {
+    let session_id = req.session_id.clone().unwrap_or_else(|| default_session_id(req));
+    let ids = identify::identify(&p.store(), &session_id, &req.messages)?;
+    Ok(Identified { session_id, ids })
+}
+
+/// Runs the whole pipeline for one call, its messages identified by
+/// [`identify_call`] (no message written since).
+pub async fn run(p: &Profile<'_>, req: IngestRequest, identified: Identified) -> Result<IngestReport> {
+    let Identified { session_id, ids } = identified;
     // The texts are moved from the request, never copied whole: a call may
     // carry 16 MB of them, in a Wasm memory the profiles share.
     let IngestRequest { messages: sent, metadata, .. } = req;
-    let ids = identify::identify(&p.store(), &session_id, &sent)?;
     let mut messages = as_stored(sent, ids, &metadata, &session_id, p.now);
     let message_ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
 
