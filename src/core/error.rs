@@ -51,6 +51,28 @@ enum Kind {
     Timeout,
 }
 
+impl Kind {
+    /// Every kind, so that a code reads back to its kind by the one table
+    /// in [`Error::code`].
+    const ALL: [Kind; 15] = [
+        Kind::Invalid,
+        Kind::Unauthenticated,
+        Kind::Forbidden,
+        Kind::NotFound,
+        Kind::Conflict,
+        Kind::AlreadyExists,
+        Kind::TooLarge,
+        Kind::MethodNotAllowed,
+        Kind::NotAcceptable,
+        Kind::UnsupportedMediaType,
+        Kind::Storage,
+        Kind::Provider,
+        Kind::Config,
+        Kind::Busy,
+        Kind::Timeout,
+    ];
+}
+
 /// Longest message an error carries, in characters: a message quotes
 /// caller input at times, and an error never carries a caller's megabyte
 /// back to them (or into a log).
@@ -189,24 +211,31 @@ impl Error {
     /// [`Error::code`]), used when an error crosses a Durable Object or RPC
     /// boundary.
     pub fn from_code(code: u32, message: impl Into<String>) -> Error {
-        let kind = match code {
-            10001 => Kind::Invalid,
-            10002 => Kind::Unauthenticated,
-            10003 => Kind::Forbidden,
-            10004 => Kind::NotFound,
-            10005 => Kind::Conflict,
-            10006 => Kind::TooLarge,
-            10007 => Kind::MethodNotAllowed,
-            10008 => Kind::AlreadyExists,
-            10013 => Kind::NotAcceptable,
-            10009 => Kind::UnsupportedMediaType,
-            10011 => Kind::Provider,
-            10012 => Kind::Config,
-            10014 => Kind::Busy,
-            10015 => Kind::Timeout,
-            _ => Kind::Storage,
-        };
+        // An unknown code (a newer build's) reads as a storage failure.
+        let kind = Kind::ALL.into_iter().find(|k| Error::new(*k, "").code() == code).unwrap_or(Kind::Storage);
         Error::new(kind, message)
+    }
+
+    /// A short name of what went wrong, for text read by people or models
+    /// (MCP's tool errors), one per code.
+    pub fn label(&self) -> &'static str {
+        match self.kind {
+            Kind::Invalid => "invalid input",
+            Kind::Unauthenticated => "unauthenticated",
+            Kind::Forbidden => "forbidden",
+            Kind::NotFound => "not found",
+            Kind::Conflict => "conflict",
+            Kind::AlreadyExists => "already exists",
+            Kind::TooLarge => "too large",
+            Kind::MethodNotAllowed => "method not allowed",
+            Kind::NotAcceptable => "not acceptable",
+            Kind::UnsupportedMediaType => "unsupported media type",
+            Kind::Storage => "storage failure",
+            Kind::Provider => "provider failure",
+            Kind::Config => "misconfigured",
+            Kind::Busy => "busy, retry",
+            Kind::Timeout => "timed out",
+        }
     }
 }
 
@@ -329,4 +358,21 @@ fn debug_string(s: &str) -> Option<(String, &str)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_every_code_reads_back_to_its_kind_with_a_label_of_its_own() {
+        let mut labels = std::collections::BTreeSet::new();
+        for kind in Kind::ALL {
+            let e = Error::new(kind, "m");
+            let back = Error::from_code(e.code(), "m");
+            assert_eq!(back, e, "{kind:?}");
+            assert!(labels.insert(e.label()), "{kind:?} shares its label");
+        }
+        assert!(Error::from_code(19_999, "newer").is_storage());
+    }
 }

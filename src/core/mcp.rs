@@ -862,25 +862,10 @@ fn tool_result(tool: &str, result: JsonPieces) -> Result<JsonPieces> {
 }
 
 fn tool_error(e: &Error) -> Value {
-    let text = format!("Error {} ({}): {}", e.code(), error_label(e), e.message());
+    let text = format!("Error {} ({}): {}", e.code(), e.label(), e.message());
     json!({
         "content": [{ "type": "text", "text": text }],
         "structuredContent": { "error": { "code": e.code(), "status": e.status(), "message": e.message() } },
         "isError": true
     })
-}
-
-fn error_label(e: &Error) -> &'static str {
-    match e.code() {
-        10001 => "invalid input",
-        10002 => "unauthenticated",
-        10003 => "forbidden",
-        10004 => "not found",
-        10005 => "conflict",
-        10006 => "too large",
-        10011 => "provider failure",
-        10012 => "misconfigured",
-        10014 => "busy, retry",
-        _ => "storage failure",
-    }
 }
