@@ -276,7 +276,7 @@ fn recall_request(query: &str, filter: Option<&Value>) -> RecallRequest {
 
 /// [`recall_ids`], narrowed `how` rather than as the sample decides.
 fn recall_ids_by(p: &Profile<'_>, query: &str, filter: &Value, how: Narrowing) -> Vec<String> {
-    let scope = RecallScope::new(&recall_request(query, Some(filter)), p.now).narrow(p.sql, how).expect("narrow");
+    let scope = RecallScope::new(&recall_request(query, Some(filter)), p.now).expect("scope").narrow(p.sql, how).expect("narrow");
     block_on(agent_memory::core::recall::run_in(p, scope)).expect("recall").candidates.into_iter().map(|c| c.id).collect()
 }
 
@@ -716,14 +716,15 @@ fn test_the_sample_sees_the_share_that_passes_and_walks_only_where_it_pays() {
     for fv in [json!({"agentId": "coder"}), json!({"draft": {"eq": true}}), json!({"priority": {"gte": 3}}), json!({"NOT": {"team": "ops"}})] {
         let filter = Filter::parse(&fv).unwrap();
         let share = all.iter().filter(|(m, _)| filter.matches(m)).count() as f64 / MEMORIES as f64;
-        let s = full.with(APRIL_15, |p| RecallScope::new(&recall_request("fox", Some(&fv)), p.now).sample(p.sql).expect("sample"));
+        let s = full.with(APRIL_15, |p| RecallScope::new(&recall_request("fox", Some(&fv)), p.now).expect("scope").sample(p.sql).expect("sample"));
         assert_eq!((s.tested, s.span), (SAMPLE as i64, MEMORIES as i64), "{fv}");
         let seen = s.passed as f64 / s.tested as f64;
         assert!((seen - share).abs() < 0.1, "{fv}: the sample saw {seen:.3} pass, {share:.3} do");
     }
     // An empty profile has nothing to sample: read ahead (nothing).
     let empty = Held::new();
-    let s = empty.with(APRIL_15, |p| RecallScope::new(&recall_request("fox", Some(&json!({"agentId": "coder"}))), p.now).sample(p.sql).expect("sample"));
+    let s = empty
+        .with(APRIL_15, |p| RecallScope::new(&recall_request("fox", Some(&json!({"agentId": "coder"}))), p.now).expect("scope").sample(p.sql).expect("sample"));
     assert_eq!(s, Sampled { tested: 0, passed: 0, span: 0 });
     assert!(!s.walk_pays(2000));
     // Walking 2,000 deep tests about 2000 / share memories, each costing
@@ -751,7 +752,7 @@ fn test_a_walk_past_its_budget_reads_ahead_and_explain_says_when() {
                 options: RecallOptions { explain: Some(true), ..recall_request("cedar", Some(&fv)).options },
                 ..recall_request("cedar", Some(&fv))
             };
-            let scope = RecallScope::new(&req, p.now).narrow(p.sql, how).expect("narrow");
+            let scope = RecallScope::new(&req, p.now).expect("scope").narrow(p.sql, how).expect("narrow");
             let got = block_on(agent_memory::core::recall::run_in(p, scope)).expect("recall");
             let ids: Vec<String> = got.candidates.into_iter().map(|c| c.id).collect();
             (ids, got.explain.expect("explain").narrowing.expect("narrowed"))
@@ -813,7 +814,7 @@ fn test_what_passes_is_read_ahead_whole_across_pages_and_a_pinned_scope_key_from
         let mut want: Vec<String> = all.iter().filter(|(m, _)| live.contains(&m.id) && filter.matches(m)).map(|(m, _)| m.id.clone()).collect();
         want.sort_unstable();
         assert!(want.len() > 20, "{fv}: {} pass", want.len());
-        let scope = RecallScope::new(&recall_request("heron", Some(fv)), APRIL_15);
+        let scope = RecallScope::new(&recall_request("heron", Some(fv)), APRIL_15).expect("scope");
         for page in [1, 7, want.len(), 20_000] {
             let passing = scope.read_passing_paged(sql, page).unwrap();
             let mut got: Vec<String> = passing.ids.iter().cloned().collect();
@@ -863,7 +864,7 @@ fn test_migration_16_widens_the_scope_key_indexes_of_a_filled_profile() {
     assert_eq!(columns("memories_by_agent"), vec!["agent_id", "id", "status", "expires_at"]);
     assert_eq!(columns("memories_by_user"), vec!["user_id", "id", "status", "expires_at"]);
     // What passes is read from the new index: every live memory of the agent.
-    let scope = RecallScope::new(&recall_request("c", Some(&json!({"agentId": AGENTS[1]}))), APRIL_15);
+    let scope = RecallScope::new(&recall_request("c", Some(&json!({"agentId": AGENTS[1]}))), APRIL_15).expect("scope");
     let mut got: Vec<String> = scope.read_passing_paged(&sql, 7).unwrap().ids.into_iter().collect();
     got.sort_unstable();
     let want: Vec<String> = (0..90).filter(|i| i % 3 == 1 && i % 4 != 0).map(|i| format!("m{i:03}")).collect();

@@ -235,7 +235,7 @@ fn recall_filtered(sql: &NativeSql, packed: &RefCell<Packed>, queries: &[String]
             for how in [Narrowing::Walk, Narrowing::Ahead] {
                 timed(&format!("{name}, {how:?}"), queries, &mut |q| {
                     let req: agent_memory::core::api::RecallRequest = serde_json::from_value(request(q, f)).expect("a request");
-                    let scope = RecallScope::new(&req, p.now).narrow(p.sql, how).expect("narrow");
+                    let scope = RecallScope::new(&req, p.now).expect("scope").narrow(p.sql, how).expect("narrow");
                     block_on(run_in(p, scope)).expect("recall");
                 });
             }

@@ -169,7 +169,7 @@ impl Gathered {
 /// The recall pipeline (SPEC.md section 4): analyze, embed, the five
 /// channels, fuse, temporal facts, synthesis.
 pub async fn run(p: &Profile<'_>, req: RecallRequest) -> Result<RecallResponse> {
-    run_in(p, RecallScope::new(&req, p.now).narrow(p.sql, Narrowing::Sampled)?).await
+    run_in(p, RecallScope::new(&req, p.now)?.narrow(p.sql, Narrowing::Sampled)?).await
 }
 
 /// [`run`] in a scope already decided (a test's, to hold each way of

@@ -33,7 +33,7 @@ pub const POOL_PROFILE_MESSAGES: u64 = 700;
 /// the profile ([`POOL_PROFILE_MESSAGES`]), before the thinking level's
 /// breadth.
 pub const MAX_POOL_GROWTH: u64 = 4;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::filter::Filter;
 use crate::core::ports::{Sql, SqlValue};
 use crate::core::store::{json_param, json_rows};
@@ -192,40 +192,45 @@ impl Sampled {
 
 /// A recall's filter: its `filter`, and with `sessionId` the memories of
 /// that session only (both must hold).
-fn filter_of(opts: &crate::core::api::RecallOptions) -> Option<Filter> {
+fn filter_of(opts: &crate::core::api::RecallOptions) -> Result<Option<Filter>> {
     use crate::core::filter::{Cmp, Scalar};
-    // Checked by the request's validation: one that does not parse never
-    // reaches here.
-    let given = opts.filter.as_ref().and_then(|f| crate::core::filter::from_json(f).ok());
+    // Checked by the request's validation already; a filter that does not
+    // parse is refused again here, never run as no filter.
+    let given = opts.filter.as_ref().map(crate::core::filter::from_json).transpose()?;
     let session = opts.session_id.as_ref().map(|s| Filter::Leaf { field: "sessionId".into(), cmp: Cmp::Eq, values: vec![Scalar::Text(s.clone())] });
-    match (session, given) {
+    Ok(match (session, given) {
         (Some(s), Some(f)) => Some(Filter::All(vec![s, f])),
         (s, f) => s.or(f),
-    }
+    })
 }
 
 impl RecallScope {
     /// The scope of `req` at `now` (epoch milliseconds).
-    pub fn new(req: &RecallRequest, now: i64) -> RecallScope {
+    pub fn new(req: &RecallRequest, now: i64) -> Result<RecallScope> {
         let opts = &req.options;
         let today = chrono::DateTime::from_timestamp_millis(now).unwrap_or_default().date_naive();
-        RecallScope {
+        // Each checked by the request's validation already; one that does
+        // not read is refused again here, never dropped.
+        let unread = |what: &str| Error::invalid(format!("{what} is not a date"));
+        let reference = opts.reference_date.as_deref().map(|d| local_date_of(d).ok_or_else(|| unread("referenceDate"))).transpose()?;
+        let as_of = opts.as_of.as_deref().map(|d| crate::core::time::parse_millis(d).map(iso).ok_or_else(|| unread("asOf"))).transpose()?;
+        Ok(RecallScope {
             query: req.query.clone(),
             include_inactive: opts.include_inactive.unwrap_or(false),
             limit: opts.limit.map_or(crate::core::api::DEFAULT_RECALL_LIMIT, crate::core::api::count),
-            reference: opts.reference_date.as_deref().and_then(local_date_of).unwrap_or(today),
+            reference: reference.unwrap_or(today),
             now_iso: iso(now),
             explain: opts.explain.unwrap_or(false),
             length: opts.response_length.unwrap_or_default(),
             thinking: opts.thinking_level.unwrap_or_default(),
             profile_texts: 0,
-            filter: filter_of(opts),
-            as_of: opts.as_of.as_deref().and_then(crate::core::time::parse_millis).map(iso),
+            filter: filter_of(opts)?,
+            as_of,
             passing: Default::default(),
             walk_budget: None,
             walked: Default::default(),
             narrowing: None,
-        }
+        })
     }
 
     /// Whether the recall is narrowed (a filter or `asOf`).
