@@ -505,7 +505,10 @@ fn key_new_fold_members(sql: &dyn Sql) -> Result<()> {
         &[META_MEMBERS_KEYED_THROUGH.into()],
     )?;
     let (through, last) = match rows.first().map(Vec::as_slice) {
-        Some([through, last]) => (through.as_i64().unwrap_or(0), last.as_i64().unwrap_or(0)),
+        Some([through, last]) => match (through.as_i64(), last.as_i64()) {
+            (Some(through), Some(last)) => (through, last),
+            _ => return Err(crate::core::error::Error::storage("the consolidations' high-water mark does not read as an integer")),
+        },
         _ => return Err(crate::core::error::Error::storage("the consolidations' high-water mark did not read")),
     };
     if last <= through {
@@ -528,7 +531,9 @@ fn key_new_fold_members(sql: &dyn Sql) -> Result<()> {
 pub fn migrate_set(sql: &dyn Sql, log: &str, set: &[(i64, &[&str])]) -> Result<()> {
     sql.execute(&format!("CREATE TABLE IF NOT EXISTS {log} (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"), &[])?;
     let rows = sql.query(&format!("SELECT COALESCE(MAX(version), 0) FROM {log}"), &[])?;
-    let current = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0);
+    // Never read as 0 when it does not read: that would run every
+    // migration again over the tables they made.
+    let current = crate::core::ports::aggregate_i64(&rows, "the schema's version")?.unwrap_or(0);
     for (version, statements) in set.iter().filter(|(v, _)| *v > current) {
         sql.transaction(&mut || {
             for stmt in statements.iter() {
