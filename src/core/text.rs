@@ -390,6 +390,12 @@ pub fn check_key_as_given(key: &str, kind: Option<crate::core::model::MemoryType
     }
 }
 
+/// Whether a message role stands for the person the service remembers
+/// for (`user`, `human`).
+pub fn is_user_role(role: &str) -> bool {
+    matches!(role.trim().to_lowercase().as_str(), "user" | "human")
+}
+
 /// Whether a message role is an agent's rather than a person's.
 pub fn is_agent_role(role: &str) -> bool {
     matches!(role.trim().to_lowercase().as_str(), "assistant" | "ai" | "agent" | "model" | "bot" | "system" | "tool" | "function" | "developer")

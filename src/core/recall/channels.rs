@@ -68,6 +68,7 @@ use crate::core::ports::{Sql, SqlValue, VectorIndex};
 use crate::core::recall::directory::MEMORY_WEIGHTS;
 use crate::core::recall::fuse::{self, Channel, Explanation, Ranking};
 use crate::core::recall::places::{quoted, Narrowed, Source};
+use crate::core::recall::porter;
 use crate::core::recall::scope::RecallScope;
 use crate::core::store::{json_ids, json_param, json_rows, json_rows_paged};
 use crate::core::text;
@@ -188,10 +189,9 @@ pub use crate::core::recall::directory::TEXT_READ_CHARS;
 
 /// Words by which a question refers to its asker (the `user` role).
 const FIRST_PERSON: &[&str] = &["i", "me", "my", "mine", "myself"];
-/// The role of the person the service remembers for.
+/// The role of the person the service remembers for
+/// (`text::is_user_role` knows its other names).
 const USER_ROLE: &str = "user";
-/// Roles that stand for the person the service remembers for.
-const USER_ROLES: &[&str] = &[USER_ROLE, "human"];
 
 /// What the full-text channels search for.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -212,6 +212,39 @@ pub struct TextQuery {
     /// names ([`TextQuery::names_speaker`]): not searched (see the module
     /// docs).
     pub speakers: HashSet<String>,
+}
+
+/// Suffixes a word ending in `y` takes that the full-text index's
+/// stemmer strips without turning the `y` into an `i`: the word with one
+/// of them is indexed under the stem its derived forms have.
+const Y_KEEPING_SUFFIXES: [&str; 3] = ["ment", "ful", "ness"];
+
+/// The word that reaches the other side of the Porter stemmer's `y`/`i`
+/// split, when `word` is on one side of it: the stemmer turns a final `y`
+/// into `i` ("deploy", "deployed" -> `deploi`) but strips a derivational
+/// suffix after that step ("deployment", "employer" -> `deploy`,
+/// `employ`), so the words of one family are indexed under two stems and
+/// a query for one form misses texts with the other. For a word whose
+/// stem ends in such a `y`, its stem (which stems to the `i` form); for a
+/// word whose `y` became `i`, the word with the first of
+/// [`Y_KEEPING_SUFFIXES`] that stems to the `y` form. Searched as an
+/// expansion: a form of the asker's word, not the word.
+fn other_stem_form(word: &str) -> Option<String> {
+    let stemmed = |w: &str| {
+        let mut b = w.as_bytes().to_vec();
+        porter::stem(&mut b);
+        String::from_utf8(b).ok()
+    };
+    let stem = stemmed(word)?;
+    if let Some(base) = stem.strip_suffix('y') {
+        let i_form = format!("{base}i");
+        return (stemmed(&stem).as_deref() == Some(i_form.as_str())).then_some(stem);
+    }
+    let y_form = format!("{}y", stem.strip_suffix('i')?);
+    if !word.ends_with('y') {
+        return None;
+    }
+    Y_KEEPING_SUFFIXES.iter().map(|suffix| format!("{word}{suffix}")).find(|w| stemmed(w).as_deref() == Some(y_form.as_str()))
 }
 
 impl TextQuery {
@@ -237,6 +270,11 @@ impl TextQuery {
                 continue; // an inflection of a word already searched
             }
             expansions.push(t);
+        }
+        for w in &primary {
+            if let Some(other) = other_stem_form(w).filter(|o| !primary.contains(o) && !expansions.contains(o)) {
+                expansions.push(other);
+            }
         }
         if primary.is_empty() {
             primary = std::mem::take(&mut expansions);
@@ -307,7 +345,7 @@ impl TextQuery {
     /// is in the query ("Maria", "the user"), or the role is the user and
     /// the query speaks in the first person.
     pub fn names_speaker(&self, role: &str) -> bool {
-        self.names_speaker_by_name(role) || (USER_ROLES.contains(&role.to_lowercase().trim()) && FIRST_PERSON.iter().any(|p| self.tokens.contains(*p)))
+        self.names_speaker_by_name(role) || (crate::core::text::is_user_role(role) && FIRST_PERSON.iter().any(|p| self.tokens.contains(*p)))
     }
 
     /// Whether every word of the speaker `role` is in the query ("Maria",
@@ -1261,6 +1299,27 @@ mod tests {
         let q = TextQuery::new("What package manager does the user prefer?", &terms, day());
         assert_eq!(q.primary, vec!["package", "manager", "user", "prefer"]);
         assert_eq!(q.expansions, vec!["dependency", "like"]);
+    }
+
+    #[test]
+    fn test_a_word_on_one_side_of_the_stemmers_y_split_also_searches_the_other() {
+        let stem = |w: &str| {
+            let mut b = w.as_bytes().to_vec();
+            porter::stem(&mut b);
+            String::from_utf8(b).unwrap()
+        };
+        for (asked, said) in [("deployment", "deploy"), ("deployments", "deployed"), ("deploy", "deployment"), ("employer", "employ"), ("enjoy", "enjoyment")] {
+            assert_ne!(stem(asked), stem(said), "the split this mends: {asked} / {said}");
+            let other = other_stem_form(asked).unwrap_or_else(|| panic!("{asked} has another form"));
+            assert_eq!(stem(&other), stem(said), "{asked} -> {other} reaches {said}");
+        }
+        for plain in ["manager", "deployed", "city", "happy", "day", "ymca"] {
+            assert!(other_stem_form(plain).map_or(true, |o| stem(&o) != stem(plain)), "{plain}");
+        }
+        assert_eq!(other_stem_form("manager"), None);
+        let q = TextQuery::new("Summarize recent deployment events", &[], day());
+        assert!(q.expansions.contains(&"deploy".to_string()), "{:?}", q.expansions);
+        assert!(!q.primary.contains(&"deploy".to_string()), "a form of the asker's word, weighed as an expansion");
     }
 
     #[test]

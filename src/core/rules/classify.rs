@@ -240,11 +240,16 @@ fn identifiers(body: &str, naming_at: usize) -> Vec<String> {
     out
 }
 
+/// Whose a statement is, as a key's first part: the user's, the
+/// project's (what an agent, a tool or the system said), or a named
+/// speaker's.
 fn subject(role: &str) -> String {
-    match role.to_lowercase().as_str() {
-        "user" | "human" => "user".into(),
-        "assistant" | "ai" | "system" | "agent" => "project".into(),
-        other => crate::core::text::normalize_key(other).unwrap_or_else(|| "user".into()),
+    if text::is_user_role(role) {
+        "user".into()
+    } else if text::is_agent_role(role) {
+        "project".into()
+    } else {
+        text::normalize_key(role).unwrap_or_else(|| "user".into())
     }
 }
 
