@@ -194,7 +194,7 @@ test("deleteSession, getSummary, stats, export and import over RPC return their 
   const whole = await rpc(P, "getSummary");
   assert.match(whole.summary, /Volvo/);
   const session = await rpc(P, "getSummary", { sessionId: "s2" });
-  const last = session.summary.split("## Last Session (s2)")[1] ?? "";
+  const last = session.summary.split("## Last Session\nSession: s2\n")[1]?.split("\n## ")[0] ?? "";
   assert.match(last, /Volvo/, session.summary);
   assert.doesNotMatch(last, /Alice/, "the Last Session section holds that session alone");
 
