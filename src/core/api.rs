@@ -462,7 +462,8 @@ pub fn validate_namespace(name: &str) -> Result<()> {
 /// characters. A namespace taken before under the wider rule of
 /// [`validate_namespace`] keeps working; none is created under it.
 pub fn validate_new_namespace(name: &str) -> Result<()> {
-    validate_namespace(name)?;
+    // The creation rule first, so that a name it refuses is told that
+    // rule, not the wider one of names taken before.
     let b = name.as_bytes();
     let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
     let edge = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
@@ -472,7 +473,7 @@ pub fn validate_new_namespace(name: &str) -> Result<()> {
             quoted(name)
         )));
     }
-    Ok(())
+    validate_namespace(name)
 }
 
 /// Checks a profile name: 1-100 characters of `[A-Za-z0-9._@+-]`, and not
@@ -810,6 +811,12 @@ mod tests {
             assert!(validate_profile(bad).is_err(), "{bad}");
         }
         assert!(validate_namespace("team@example.com").unwrap_err().message().contains("[A-Za-z0-9._-]"));
+        for refused in ["Not Valid!", "é", "a.b", "Team", "-a", ""] {
+            let e = validate_new_namespace(refused).unwrap_err();
+            assert!(e.message().contains("^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"), "{refused:?} is told the creation rule: {}", e.message());
+        }
+        assert!(validate_new_namespace(&"a".repeat(33)).unwrap_err().message().contains("32"));
+        assert!(validate_new_namespace("my-app").is_ok());
     }
 
     #[test]
