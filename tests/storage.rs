@@ -1381,6 +1381,34 @@ fn test_a_memory_said_again_in_another_session_outlives_the_deletion_of_the_firs
     });
 }
 
+/// Said in three sessions, a memory stays while any session that said it
+/// remains, whatever order the sessions are deleted in: it moves to one
+/// remaining message at a time, and the others stay restatements of it.
+#[test]
+fn test_a_memory_said_in_three_sessions_stays_until_the_last_of_them_is_deleted_in_any_order() {
+    for order in [["a", "b", "c"], ["a", "c", "b"], ["b", "a", "c"], ["b", "c", "a"], ["c", "a", "b"], ["c", "b", "a"]] {
+        let sql = database();
+        with_profile(&sql, APRIL_15, |p| {
+            say_debian_in(p, &[("a", None), ("b", None), ("c", None)]);
+            let id = debian(p).remove(0).id;
+            for (i, gone) in order.iter().enumerate() {
+                p.delete_session(gone).unwrap();
+                let left: Vec<&str> = order.get(i + 1..).unwrap().to_vec();
+                let now = debian(p);
+                if left.is_empty() {
+                    assert!(now.is_empty(), "{order:?}: with the last session that says it, it goes");
+                    continue;
+                }
+                assert_eq!(now.len(), 1, "{order:?}: after deleting {gone}, {left:?} still say it");
+                assert_eq!(now[0].id, id);
+                assert!(left.contains(&now[0].session_id.as_str()), "{order:?}: in a remaining session, not {}", now[0].session_id);
+                assert_eq!(now[0].source_message_ids.len(), 1, "{order:?}: one message is its source");
+            }
+            assert_eq!(p.sql.query("SELECT COUNT(*) FROM restatements", &[]).unwrap()[0][0].as_i64(), Some(0));
+        });
+    }
+}
+
 /// Deleting a memory by id deletes it however many sessions said it: the
 /// caller asked for that memory to go.
 #[test]

@@ -98,12 +98,15 @@ impl<'a> Store<'a> {
     }
 
     /// Moves each of the memories `ids` that a stored message said again to
-    /// those messages: they become its sources (its citations of the
-    /// messages it cited go), its session is the first one's, it is valid
-    /// from when they were said (until no earlier than that), and an event
-    /// date its words do not name is the day the first one was said. Called
-    /// after the messages a deletion removes are gone, on the memories that
-    /// would go with them; returns the ids moved, which stay.
+    /// the first such message (the first stored): it becomes its source
+    /// (its citations of the messages it cited go), its session is that
+    /// message's, it is valid from when that was said (until no earlier
+    /// than that), and an event date its words do not name is that day. The
+    /// other messages that said it again stay restatements of it, so that a
+    /// later deletion of the new source moves it on to the next, whatever
+    /// the order sessions are deleted in. Called after the messages a
+    /// deletion removes are gone, on the memories that would go with them;
+    /// returns the ids moved, which stay.
     ///
     /// An active memory's vector is written again (its metadata names the
     /// session).
@@ -136,26 +139,29 @@ impl<'a> Store<'a> {
         }
         let mut vectors: Vec<&str> = Vec::new();
         for (id, said) in &moved {
-            let sources: Vec<String> = said.iter().map(|s| s.1.clone()).collect();
-            let session = said.first().map(|s| s.2.clone()).ok_or_else(|| Error::storage("a restated memory with no message"))?;
-            let when = said.iter().filter_map(|s| s.3.as_deref().and_then(crate::core::time::parse_millis)).min();
-            let when = when.or_else(|| said.iter().filter_map(|s| crate::core::time::parse_millis(&s.4)).min()).unwrap_or(self.now);
+            let (_, message, session, timestamp, stored) = said.first().ok_or_else(|| Error::storage("a restated memory with no message"))?;
+            let when = timestamp.as_deref().unwrap_or(stored);
+            let when = crate::core::time::parse_millis(when).unwrap_or(self.now);
             // A memory whose words name no date took its event date from
-            // when its message was said: now the first of these.
+            // when its message was said: now this one's.
             let memory = self.get_memory(id)?.ok_or_else(|| Error::storage("a restated memory that is not stored"))?;
-            let said_on = said.first().and_then(|s| crate::core::time::local_date_of(s.3.as_deref().unwrap_or(&s.4))).map(|d| d.format("%Y-%m-%d").to_string());
+            let said_on = crate::core::time::local_date_of(timestamp.as_deref().unwrap_or(stored)).map(|d| d.format("%Y-%m-%d").to_string());
             let event_date = match crate::core::dates::first_date(&memory.content) {
                 Some(named) => Some(named),
                 None => memory.event_date.and(said_on),
             };
-            self.set_sources(id, &sources)?;
+            self.set_sources(id, std::slice::from_ref(message))?;
             let from = iso(when);
             self.sql.execute(
                 "UPDATE memories SET session_id = ?1, valid_from = ?2, valid_to = CASE WHEN valid_to IS NULL THEN NULL ELSE MAX(valid_to, ?2) END, \
                  updated_at = ?3, event_date = ?4 WHERE id = ?5",
-                &[session.into(), from.as_str().into(), iso(self.now).into(), event_date.map_or(SqlValue::Null, SqlValue::from), id.as_str().into()],
+                &[session.as_str().into(), from.as_str().into(), iso(self.now).into(), event_date.map_or(SqlValue::Null, SqlValue::from), id.as_str().into()],
             )?;
-            self.sql.execute("DELETE FROM restatements WHERE memory_id = ?", &[id.as_str().into()])?;
+            // The new source is no restatement; the others stay.
+            self.sql.execute(
+                "DELETE FROM restatements WHERE memory_id = ?1 AND message_rowid = (SELECT rowid FROM messages WHERE id = ?2)",
+                &[id.as_str().into(), message.as_str().into()],
+            )?;
             vectors.push(id);
         }
         let ids: Vec<String> = moved.iter().map(|(id, _)| id.clone()).collect();
