@@ -449,12 +449,45 @@ fn test_an_imported_value_of_a_held_key_leaves_the_later_one_active() {
         assert_eq!((oslo.status, oslo.superseded_by.as_deref()), (Status::Superseded, Some(SECOND)));
         assert_eq!(oslo.valid_to.as_deref(), Some("2026-03-01T00:00:00.000Z"));
         assert_eq!(rome.supersedes.as_deref(), Some(FIRST));
-        // An older value arriving after: it is the one superseded.
+        // An older value arriving after: it is the one superseded, at its
+        // place in the chain (before Oslo, said before it).
         let third = "01m8wd82f91ktpz8e5mx00g5ws";
         p.import(&file(&[header(), memory(third, "Alpha lives in Lima.", json!({ "key": "user.city", "validFrom": "2026-01-01T00:00:00.000Z" }))])).unwrap();
         let lima = p.get(third).unwrap().memory;
-        assert_eq!((lima.status, lima.superseded_by.as_deref()), (Status::Superseded, Some(SECOND)));
+        assert_eq!((lima.status, lima.superseded_by.as_deref()), (Status::Superseded, Some(FIRST)));
+        assert_eq!(lima.valid_to.as_deref(), Some("2026-02-01T00:00:00.000Z"));
+        assert_eq!(p.get(FIRST).unwrap().memory.supersedes.as_deref(), Some(third));
         assert_eq!(active_ids(p), [SECOND]);
+    });
+}
+
+/// A value said between two versions of a key the profile holds goes in
+/// between them, as ingest in date order would have left them: one line
+/// of versions, each valid until the next was said, so `asOf` finds one
+/// value at any instant and deleting the newest brings back the one said
+/// last before it.
+#[test]
+fn test_an_imported_value_said_between_two_held_versions_goes_between_them() {
+    let sql = database();
+    const PARIS: &str = "01m8wd82f91ktpz8e5mx00g5wt";
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), memory(FIRST, "Alpha lives in Oslo.", json!({ "key": "user.city", "validFrom": "2026-02-01T00:00:00.000Z" }))])).unwrap();
+        p.import(&file(&[header(), memory(SECOND, "Alpha lives in Rome.", json!({ "key": "user.city", "validFrom": "2026-03-01T00:00:00.000Z" }))])).unwrap();
+        p.import(&file(&[header(), memory(PARIS, "Alpha lives in Paris.", json!({ "key": "user.city", "validFrom": "2026-02-15T00:00:00.000Z" }))])).unwrap();
+        let (oslo, paris, rome) = (p.get(FIRST).unwrap().memory, p.get(PARIS).unwrap().memory, p.get(SECOND).unwrap().memory);
+        assert_eq!((oslo.superseded_by.as_deref(), oslo.valid_to.as_deref()), (Some(PARIS), Some("2026-02-15T00:00:00.000Z")));
+        assert_eq!((paris.supersedes.as_deref(), paris.superseded_by.as_deref()), (Some(FIRST), Some(SECOND)));
+        assert_eq!((paris.status, paris.valid_to.as_deref()), (Status::Superseded, Some("2026-03-01T00:00:00.000Z")));
+        assert_eq!(rome.supersedes.as_deref(), Some(PARIS));
+        let as_of = |at: &str| -> Vec<String> {
+            let req: ListRequest = serde_json::from_value(json!({ "asOf": at })).unwrap();
+            p.list(req).unwrap().memories.into_iter().map(|m| m.id).collect()
+        };
+        assert_eq!(as_of("2026-02-20T00:00:00.000Z"), [PARIS]);
+        assert_eq!(as_of("2026-02-10T00:00:00.000Z"), [FIRST]);
+        block_on(p.dispatch("delete", json!({ "id": SECOND }))).unwrap();
+        assert_eq!(active_ids(p), [PARIS], "the one said last before the deleted newest");
+        assert_eq!(p.get(FIRST).unwrap().memory.status, Status::Superseded);
     });
 }
 

@@ -1137,8 +1137,16 @@ impl<'w> Versions<'w> {
             }
             let (newer, older) = if self.rank(other) > self.rank(m) { (other, m) } else { (m, other) };
             let (Some(n), Some(o)) = (self.memories.get(newer), self.memories.get(older)) else { continue };
-            if self.reaches(newer, older) && store.supersede_if_active(&o.id, &n.id)? {
-                store.link_versions(&o.id, &n.id)?;
+            if !self.reaches(newer, older) {
+                continue;
+            }
+            // The file's value said before a holder: into the holder's
+            // chain at its place, not beside a version it replaced.
+            let inserted = older == m && store.insert_version(&o.id, &n.id)?;
+            if inserted || store.supersede_if_active(&o.id, &n.id)? {
+                if !inserted {
+                    store.link_versions(&o.id, &n.id)?;
+                }
                 if let Some(a) = self.active.get(older) {
                     a.set(false);
                 }

@@ -406,6 +406,49 @@ impl<'a> Store<'a> {
         Ok(true)
     }
 
+    /// Most versions [`Store::insert_version`] walks back along a chain.
+    const MAX_CHAIN_WALK: usize = 10_000;
+
+    /// Takes `older` (active, in no chain: an imported value of a key)
+    /// into the version chain that ends in `newer` at its place in the
+    /// order they were said: after the last version said no later than it,
+    /// before the one after that (`newer` itself when that is the last
+    /// before it). It is superseded by that one, which now supersedes it,
+    /// and the version before it, if any, is superseded by it instead,
+    /// valid until it was said. A chain stays a line: two versions
+    /// superseded by one would leave a later deletion of that one to bring
+    /// back the older of them. Whether `older` was taken (not when it is in
+    /// a chain already, or no longer active).
+    pub fn insert_version(&self, older: &str, newer: &str) -> Result<bool> {
+        let Some(o) = self.get_memory(older)? else { return Ok(false) };
+        if o.status != Status::Active || o.superseded_by.is_some() || o.supersedes.is_some() {
+            return Ok(false);
+        }
+        let said = o.said_at();
+        let mut after = self.get_memory(newer)?.ok_or_else(|| Error::storage("a version that is not stored"))?;
+        let mut before: Option<Memory> = None;
+        for _ in 0..Self::MAX_CHAIN_WALK {
+            let Some(prev) = after.supersedes.as_deref() else { break };
+            let Some(p) = self.get_memory(prev)?.filter(|p| p.superseded_by.as_deref() == Some(after.id.as_str())) else { break };
+            if p.said_at() <= said {
+                before = Some(p);
+                break;
+            }
+            after = p;
+        }
+        self.supersede(older, &after.id)?;
+        self.sql
+            .execute("UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3", &[older.into(), iso(self.now).into(), after.id.as_str().into()])?;
+        if let Some(p) = before {
+            self.sql.execute(
+                "UPDATE memories SET superseded_by = ?1, updated_at = ?2, valid_to = MAX(COALESCE(valid_from, created_at), ?3) WHERE id = ?4",
+                &[older.into(), iso(self.now).into(), iso(said).into(), p.id.as_str().into()],
+            )?;
+            self.sql.execute("UPDATE memories SET supersedes = ?1 WHERE id = ?2", &[p.id.as_str().into(), older.into()])?;
+        }
+        Ok(true)
+    }
+
     /// Marks a memory forgotten. Returns the updated memory.
     pub fn forget(&self, id: &str) -> Result<Memory> {
         let m = self.get_memory(id)?.ok_or_else(|| Error::not_found(format!("no memory with id {id}")))?;
