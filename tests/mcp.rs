@@ -469,7 +469,7 @@ fn http<'a>(method: &'a str, content_type: Option<&'a str>, accept: Option<&'a s
 }
 
 #[test]
-fn test_http_framing() {
+fn test_streamable_http_takes_posts_of_utf8_json_at_a_supported_version_and_answers_json_without_a_session() {
     let sql = database();
     let ping = request(1, "ping", json!({})).to_string();
     let run = |req: McpRequest<'_>| with_profile(&sql, APRIL_15, |p| block_on(handle_http(&req, p)));

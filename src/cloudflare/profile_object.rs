@@ -316,7 +316,14 @@ impl ProfileObject {
     }
 
     fn highest_rowids(&self) -> Option<(u64, u64)> {
-        crate::core::store::Store::new(&self.sql, now()).highest_rowids().ok()
+        match crate::core::store::Store::new(&self.sql, now()).highest_rowids() {
+            Ok(rowids) => Some(rowids),
+            Err(e) => {
+                // Only the budget's check for a wipe goes without them.
+                console_error!("profile rowids do not read ({e}): the isolate's budget is not told of a wipe by this call");
+                None
+            }
+        }
     }
 
     /// After a write or a drain from rowids `before` ([`Self::rowids_if_known`]):

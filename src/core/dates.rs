@@ -275,7 +275,7 @@ mod tests {
     }
 
     #[test]
-    fn test_weekday_phrases() {
+    fn test_last_and_next_weekdays_are_written_as_dates() {
         // 2026-04-15 is a Wednesday.
         assert_eq!(resolve("last Tuesday", d("2026-04-15")), "on Tuesday 2026-04-14");
         assert_eq!(resolve("next Tuesday", d("2026-04-15")), "on Tuesday 2026-04-21");
@@ -283,14 +283,14 @@ mod tests {
     }
 
     #[test]
-    fn test_counted_offsets() {
+    fn test_counted_offsets_are_written_as_a_day_a_week_or_a_month() {
         assert_eq!(resolve("3 days ago", d("2026-04-15")), "on 2026-04-12");
         assert_eq!(resolve("in two weeks", d("2026-04-15")), "around 2026-04-29");
         assert_eq!(resolve("two months ago", d("2026-04-15")), "in February 2026");
     }
 
     #[test]
-    fn test_named_periods() {
+    fn test_named_periods_are_written_as_their_week_year_or_morning() {
         assert_eq!(resolve("next week", d("2026-04-15")), "the week of 2026-04-20");
         assert_eq!(resolve("last year", d("2026-04-15")), "in 2025");
         assert_eq!(resolve("this morning", d("2026-04-15")), "on the morning of 2026-04-15");

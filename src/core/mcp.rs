@@ -595,6 +595,8 @@ pub fn tool_ops() -> Vec<(&'static str, Op)> {
 /// The tool definitions `tools/list` returns: `src/mcp.tools.json`, what
 /// [`generate_tools`] gives (tests/contract.rs fails when they differ).
 pub fn tools() -> Vec<Value> {
+    // Built in; tests/contract.rs fails on a file that does not read (it
+    // would list no tools) as on one that differs.
     serde_json::from_str(include_str!("../mcp.tools.json")).unwrap_or_default()
 }
 

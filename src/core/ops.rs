@@ -751,7 +751,6 @@ mod tests {
     use crate::core::rules::Rules;
     use crate::core::schema;
     use crate::core::store::FullText;
-    use std::future::Future;
     use std::task::{Context, Poll};
 
     mod native_sql {

@@ -84,8 +84,12 @@ pub struct Classification {
     #[serde(default)]
     pub key: Option<String>,
     pub summary: String,
+    /// At most [`MAX_SEARCH_QUERIES`].
     pub search_queries: Vec<String>,
 }
+
+/// Most search queries a memory keeps (classification asks for 3-5).
+pub const MAX_SEARCH_QUERIES: usize = 5;
 
 /// What query analysis produces.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]

@@ -74,7 +74,7 @@ mod tests {
     }
 
     #[test]
-    fn test_degenerate_sizes_end() {
+    fn test_zero_and_huge_window_sizes_still_end() {
         assert_eq!(windows(3, 2, 0), vec![(0, 2), (1, 3)]);
         assert_eq!(split(&[usize::MAX, usize::MAX], 10, usize::MAX), vec![(0, 1), (1, 2)]);
         assert_eq!(split(&[usize::MAX, usize::MAX], usize::MAX, 0), vec![(0, 2)]);

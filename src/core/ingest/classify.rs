@@ -44,7 +44,7 @@ pub fn normalize(mut c: Classification) -> Classification {
             queries.push(q);
         }
     }
-    queries.truncate(5);
+    queries.truncate(crate::core::provider::MAX_SEARCH_QUERIES);
     c.search_queries = queries;
     c
 }

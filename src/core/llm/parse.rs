@@ -266,7 +266,7 @@ mod tests {
     }
 
     #[test]
-    fn test_analysis_and_answer() {
+    fn test_analysis_keys_are_normalized_and_answers_lose_their_thinking() {
         let a = analysis("{\"keys\": [\"User.Package_Manager\"], \"terms\": [\"pnpm\"], \"hyde\": \"The user prefers pnpm.\", \"x\": 1}").unwrap();
         assert_eq!(a.keys, vec!["user.package_manager"]);
         assert_eq!(a.hyde, "The user prefers pnpm.");

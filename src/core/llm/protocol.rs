@@ -194,7 +194,7 @@ mod tests {
     }
 
     #[test]
-    fn test_openai_chat_shapes() {
+    fn test_openai_chat_requests_ask_for_json_and_replies_yield_their_text_or_the_error() {
         let v = openai_chat_request(&req(true), "qwen2.5");
         assert_eq!(v["model"], json!("qwen2.5"));
         assert_eq!(v["messages"][1]["content"], json!("usr"));
@@ -207,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn test_embedding_shapes() {
+    fn test_embedding_replies_of_both_providers_read_in_input_order_and_bad_shapes_are_refused() {
         let texts = vec!["a".to_string(), "b".to_string()];
         assert_eq!(workers_ai_embed_request(&texts), json!({"text": ["a", "b"]}));
         let wa = json!({"shape": [2, 2], "data": [[0.5, 1.0], [0.0, -1.0]]});

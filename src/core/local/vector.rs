@@ -886,7 +886,7 @@ pub fn write_snapshot(sql: &dyn Sql, packed: &mut Packed) -> Result<()> {
     if !packed.odd.is_empty() {
         return Ok(()); // ids that are neither hex nor ULIDs: rows only
     }
-    let covered = sql.query("SELECT MAX(rowid) FROM vectors", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
+    let covered = count(sql, "SELECT MAX(rowid) FROM vectors", &[])?;
     let (record, per_part, n) = (packed.record(), packed.per_part(), packed.len());
     let parts = n.div_ceil(per_part);
     let header = header_bytes(packed.dims, n, covered, parts);
@@ -974,9 +974,10 @@ fn count_agrees(sql: &dyn Sql, slots: usize) -> Result<bool> {
     Ok((slots as i64 - actual).abs() <= (actual / 20).max(64))
 }
 
-/// The single integer a `SELECT COUNT(*)`-like statement yields (0 for none).
+/// The single integer a `SELECT COUNT(*)`-like statement yields (0 for
+/// NULL; a storage error for a value that is not an integer).
 fn count(sql: &dyn Sql, statement: &str, params: &[SqlValue]) -> Result<i64> {
-    Ok(sql.query(statement, params)?.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0))
+    Ok(crate::core::ports::aggregate_i64(&sql.query(statement, params)?, "a count of vectors")?.unwrap_or(0))
 }
 
 /// Reads the snapshot into an empty `packed`; the rowid it covers, or
@@ -1386,7 +1387,9 @@ struct Snap {
 /// cannot be read (as in `load`, the snapshot is derived data), no slot,
 /// or more rows after it than [`newer_cap`]. Reads no part.
 fn open_snapshot(sql: &dyn Sql) -> Result<Option<Snap>> {
-    let Some(head) = snapshot_head(sql).unwrap_or(None) else { return Ok(None) };
+    // A header that does not read is no snapshot (`snapshot_head`); a
+    // failed read of it is the store's error.
+    let Some(head) = snapshot_head(sql)? else { return Ok(None) };
     let after = count(sql, "SELECT COUNT(*) FROM vectors WHERE rowid > ?", &[SqlValue::Integer(head.covered)])?;
     if head.n == 0 || usize::try_from(after).unwrap_or(usize::MAX) > newer_cap(head.n) {
         return Ok(None);
@@ -1872,8 +1875,9 @@ pub fn maintain_snapshot_lean(sql: &dyn Sql) -> Result<bool> {
 /// Whether a snapshot is due for a table of `n` vectors (see
 /// [`maintain_snapshot_lean`]). Reads the header and counts, no part.
 fn snapshot_due_lean(sql: &dyn Sql, n: usize) -> Result<bool> {
-    // Derived data: a header that cannot be read is no snapshot.
-    let Some(head) = snapshot_head(sql).unwrap_or(None) else { return Ok(true) };
+    // Derived data: a header that does not read is no snapshot
+    // (`snapshot_head`); a failed read of it is the store's error.
+    let Some(head) = snapshot_head(sql)? else { return Ok(true) };
     let after = count(sql, "SELECT COUNT(*) FROM vectors WHERE rowid > ?", &[SqlValue::Integer(head.covered)])?;
     let after = usize::try_from(after).unwrap_or(0);
     if after >= lean_snapshot_growth(n) {

@@ -193,6 +193,9 @@ const FIRST_PERSON: &[&str] = &["i", "me", "my", "mine", "myself"];
 /// (`text::is_user_role` knows its other names).
 const USER_ROLE: &str = "user";
 
+/// Most of the analyzer's keys the key channel looks up.
+const MAX_KEYS_SEARCHED: usize = 20;
+
 /// What the full-text channels search for.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TextQuery {
@@ -895,7 +898,7 @@ pub fn messages(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallSco
 ///    (newest first within a key) and reads only those ones' sources: an
 ///    agent's key said in two thousand sessions is counted, not ranked.
 pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Ranking> {
-    let keys: Vec<&String> = keys.iter().take(20).collect();
+    let keys: Vec<&String> = keys.iter().take(MAX_KEYS_SEARCHED).collect();
     if keys.is_empty() {
         return Ok(Ranking::new(Channel::Key, vec![]));
     }

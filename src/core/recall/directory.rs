@@ -349,6 +349,9 @@ impl TurnDirectory {
                     self.stored.set(Some(Some(last)));
                 }
                 Ok(None) => self.stored.set(Some(None)),
+                // Derived data: a snapshot that does not read is passed
+                // over, and the directory is read from the rows below
+                // (where a failing store fails the call).
                 Err(_) => self.snapshot_unusable.set(true),
             }
         }

@@ -131,10 +131,21 @@ pub struct LexicalMatch {
     pub documents: u64,
 }
 
+/// Fewest documents [`LexicalMatch::strength`] divides by the log of:
+/// ln 3 > 1, so a profile of one or two texts neither divides by zero nor
+/// multiplies the score.
+pub const MIN_STRENGTH_DOCUMENTS: u64 = 3;
+
 impl LexicalMatch {
-    /// `best / ln(documents)`, the documents counted as at least 3.
+    /// `best / ln(documents)`, the documents counted as at least
+    /// [`MIN_STRENGTH_DOCUMENTS`].
     pub fn strength(self) -> f64 {
-        self.best / (self.documents.max(3) as f64).ln()
+        self.best / (self.counted_documents() as f64).ln()
+    }
+
+    /// The documents [`LexicalMatch::strength`] counts.
+    pub fn counted_documents(self) -> u64 {
+        self.documents.max(MIN_STRENGTH_DOCUMENTS)
     }
 }
 
@@ -250,7 +261,7 @@ impl Weights {
             )
             .with(Explanation::new(
                 m.strength(),
-                format!("full-text match: the full-text channel's best score {:.3} / ln({} documents)", m.best, m.documents.max(3)),
+                format!("full-text match: the full-text channel's best score {:.3} / ln({} documents)", m.best, m.counted_documents()),
             )),
         )
     }

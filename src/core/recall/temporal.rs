@@ -490,7 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn test_weekday_and_between() {
+    fn test_the_weekday_of_a_date_and_the_weeks_between_two_are_computed() {
         assert_eq!(compute("What day of the week was 2026-04-15?", d("2026-05-01"), &[]).answer.as_deref(), Some("Wednesday"));
         let c = compute("How many weeks between March 1, 2026 and March 29, 2026?", d("2026-05-01"), &[]);
         assert_eq!(c.answer.as_deref(), Some("4 weeks"));

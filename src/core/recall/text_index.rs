@@ -40,6 +40,12 @@ use rustc_hash::FxHashMap as HashMap;
 /// FTS5's bm25 constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
+/// What FTS5's idf adds to the counts of rows with and without a term,
+/// `ln((N - n + 0.5) / (n + 0.5))`.
+const IDF_SMOOTHING: f64 = 0.5;
+/// The idf FTS5 gives a term in half the rows or more (where the formula
+/// gives 0 or less).
+const MIN_IDF: f64 = 1e-6;
 /// A term's count in each of the `C` columns of one document, packed in
 /// 32 bits: `32 / C` bits a column (10 with three columns, 16 with two).
 /// A count that fills its bits (1,023 or more with three columns) is kept
@@ -537,8 +543,8 @@ impl<const C: usize> TextIndex<C> {
             .map(|term| {
                 let list = self.postings[term as usize].as_slice();
                 let hits = list.len() as i64;
-                let idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
-                (term, list, if idf <= 0.0 { 1e-6 } else { idf })
+                let idf = (((rows - hits) as f64 + IDF_SMOOTHING) / (hits as f64 + IDF_SMOOTHING)).ln();
+                (term, list, if idf <= 0.0 { MIN_IDF } else { idf })
             })
             .collect();
         Some((lists, avgdl))

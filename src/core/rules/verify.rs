@@ -16,6 +16,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Share of content words that must be found in the cited lines.
 pub const MIN_GROUNDING: f64 = 0.8;
+/// Share below [`MIN_GROUNDING`] at which a candidate is still corrected
+/// to its cited sentence; under it, dropped.
+pub const MIN_CORRECTABLE_GROUNDING: f64 = 0.5;
 
 /// Verifies every candidate of one transcript, stemming each cited line
 /// once (candidates of one message cite the same line).
@@ -57,7 +60,7 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
     }
     if share >= MIN_GROUNDING {
         Verdict::Pass
-    } else if share >= 0.5 {
+    } else if share >= MIN_CORRECTABLE_GROUNDING {
         let prefix = c.content.split_once(": ").map(|(p, _)| p).unwrap_or("");
         Verdict::Correct {
             content: format!("{prefix}: {}", first_cited.trim()),

@@ -18,7 +18,16 @@ pub fn json_param<T: serde::Serialize + ?Sized>(items: &T) -> SqlValue {
 /// it for reads of hundreds of rows. No blobs (JSON cannot hold them).
 pub fn json_rows<T: serde::de::DeserializeOwned>(sql: &dyn Sql, statement: &str, params: &[SqlValue]) -> Result<Vec<T>> {
     let rows = sql.query(statement, params)?;
-    rows.first().and_then(|r| r.first()).and_then(SqlValue::as_str).map_or(Ok(Vec::new()), rows_of)
+    match rows.first().and_then(|r| r.first()) {
+        None | Some(SqlValue::Null) => Ok(Vec::new()),
+        Some(cell) => rows_of(page_text(cell)?),
+    }
+}
+
+/// The text of a cell holding a JSON array of rows; a storage error for
+/// any other value, never read as no rows.
+fn page_text(cell: &SqlValue) -> Result<&str> {
+    cell.as_str().ok_or_else(|| Error::storage("rows read as one JSON text came back as another type"))
 }
 
 /// The rows of one JSON array text, each read as `T`.
@@ -63,8 +72,8 @@ pub fn json_rows_paged<T: serde::de::DeserializeOwned>(sql: &dyn Sql, rows: &str
         Err(e) => return Err(e),
     };
     let mut out = Vec::new();
-    for text in pages.iter().filter_map(|page| page.first().and_then(SqlValue::as_str)) {
-        out.extend(rows_of::<T>(text)?);
+    for cell in pages.iter().filter_map(|page| page.first()).filter(|cell| !matches!(cell, SqlValue::Null)) {
+        out.extend(rows_of::<T>(page_text(cell)?)?);
     }
     Ok(out)
 }
