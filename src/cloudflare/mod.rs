@@ -79,7 +79,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return serve_mcp(&env, &namespace, &profile, read).await;
     }
     if let Some(allow) = rest::method_not_allowed(&method, url.path()) {
-        return not_allowed(&method, url.path(), allow);
+        return not_allowed(&method, url.path(), &allow);
     }
     let route = rest::route(&incoming);
     // Routing read the body into the call. The Worker and its profile

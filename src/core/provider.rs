@@ -84,12 +84,14 @@ pub struct Classification {
     #[serde(default)]
     pub key: Option<String>,
     pub summary: String,
-    /// At most [`MAX_SEARCH_QUERIES`].
+    /// At most [`MAX_CLASSIFIED_QUERIES`].
     pub search_queries: Vec<String>,
 }
 
-/// Most search queries a memory keeps (classification asks for 3-5).
-pub const MAX_SEARCH_QUERIES: usize = 5;
+/// Most search queries classification gives a memory (it asks for 3-5);
+/// a stored memory (an import's) may carry up to
+/// [`crate::core::api::MAX_SEARCH_QUERIES`].
+pub const MAX_CLASSIFIED_QUERIES: usize = 5;
 
 /// What query analysis produces.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]

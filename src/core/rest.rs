@@ -25,15 +25,15 @@ use serde_json::{json, Map, Value};
 pub const MAX_BODY_BYTES: usize = 17 * 1024 * 1024;
 
 /// The largest body a request to `path` may carry: an import's limit on
-/// the import route, [`MAX_BODY_BYTES`] on every other. The Worker reads a
-/// body through a [`BodyReader`] held to it.
+/// a route that reads a file ([`Reads::File`]), [`MAX_BODY_BYTES`] on
+/// every other. The Worker reads a body through a [`BodyReader`] held to
+/// it.
 pub fn body_limit(path: &str) -> usize {
-    // `…/profiles/{name}/import`, not the MCP endpoint of a profile named
-    // "import" (`/mcp/namespaces/{ns}/profiles/import`).
-    let segments: Vec<&str> = path.trim_end_matches('/').rsplit('/').take(3).collect();
-    match segments.as_slice() {
-        ["import", _, "profiles"] if !path.starts_with("/mcp/") => MAX_IMPORT_BYTES,
-        _ => MAX_BODY_BYTES,
+    let file = profile_rest(path).is_some_and(|rest| PROFILE_ROUTES.iter().any(|r| matches!(r.reads, Reads::File) && r.matched(&rest).is_some()));
+    if file {
+        MAX_IMPORT_BYTES
+    } else {
+        MAX_BODY_BYTES
     }
 }
 
@@ -399,6 +399,126 @@ struct CreateNamespace {
     name: String,
 }
 
+/// What a profile route reads of a request beside its path.
+#[derive(Clone, Copy)]
+enum Reads {
+    /// Nothing more: a query string or a body is refused.
+    Nothing,
+    /// A JSON object body.
+    Body,
+    /// A JSON object body, or none (read as `{}`).
+    OptionalBody,
+    /// Its query string, as the spec reads it; a body is refused.
+    Query(&'static QuerySpec),
+    /// An import file (NDJSON) as the body, up to [`MAX_IMPORT_BYTES`].
+    File,
+}
+
+/// A segment of a profile route's path.
+#[derive(Clone, Copy)]
+enum Segment {
+    /// This word.
+    Word(&'static str),
+    /// Any segment, decoded into this field of the call's arguments.
+    Text(&'static str),
+    /// A positive integer (plain decimal digits) into this field; the
+    /// second names what it is in the refusal of another.
+    Number(&'static str, &'static str),
+}
+
+/// One route under a profile (`…/namespaces/{ns}/profiles/{name}` and
+/// what follows): its method, the rest of its path, its operation, and
+/// what it reads.
+struct ProfileRoute {
+    method: &'static str,
+    path: &'static [Segment],
+    op: Op,
+    reads: Reads,
+}
+
+/// Every route under a profile: routing, the `Allow` header, the body
+/// limit and the query and body checks all read this one table.
+const PROFILE_ROUTES: &[ProfileRoute] = {
+    use Segment::{Number, Text, Word};
+    const fn r(method: &'static str, path: &'static [Segment], op: Op, reads: Reads) -> ProfileRoute {
+        ProfileRoute { method, path, op, reads }
+    }
+    &[
+        r("POST", &[Word("ingest")], Op::Ingest, Reads::Body),
+        r("POST", &[Word("remember")], Op::Remember, Reads::Body),
+        r("POST", &[Word("recall")], Op::Recall, Reads::Body),
+        r("GET", &[Word("memories")], Op::List, Reads::Query(&LIST_QUERY)),
+        r("GET", &[Word("memories"), Text("id")], Op::Get, Reads::Nothing),
+        r("PATCH", &[Word("memories"), Text("id")], Op::Update, Reads::Body),
+        r("DELETE", &[Word("memories"), Text("id")], Op::Delete, Reads::Nothing),
+        r("POST", &[Word("memories"), Text("id"), Word("forget")], Op::Forget, Reads::Nothing),
+        r("GET", &[Word("summary")], Op::GetSummary, Reads::Query(&SUMMARY_QUERY)),
+        r("POST", &[Word("summary")], Op::GetSummary, Reads::OptionalBody),
+        r("DELETE", &[Word("sessions"), Text("sessionId")], Op::DeleteSession, Reads::Nothing),
+        r("GET", &[Word("export")], Op::Export, Reads::Query(&EXPORT_QUERY)),
+        r("POST", &[Word("import")], Op::Import, Reads::File),
+        r("GET", &[Word("stats")], Op::Stats, Reads::Nothing),
+        r("DELETE", &[], Op::DeleteProfile, Reads::Nothing),
+        r("POST", &[Word("restore")], Op::RestoreProfile, Reads::Nothing),
+        r("POST", &[Word("consolidate")], Op::Consolidate, Reads::OptionalBody),
+        r("POST", &[Word("consolidations"), Number("id", "a consolidation id"), Word("undo")], Op::UndoConsolidation, Reads::Nothing),
+    ]
+};
+
+impl ProfileRoute {
+    /// The segments of `rest` its parameters take, with their kinds, when
+    /// `rest` is this route's path.
+    fn matched<'p>(&self, rest: &[&'p str]) -> Option<Vec<(Segment, &'p str)>> {
+        if rest.len() != self.path.len() {
+            return None;
+        }
+        let mut params = Vec::new();
+        for (segment, got) in self.path.iter().zip(rest) {
+            match segment {
+                Segment::Word(w) if w == got => {}
+                Segment::Word(_) => return None,
+                param => params.push((*param, *got)),
+            }
+        }
+        Some(params)
+    }
+
+    /// The call's arguments: what it reads, with its path's parameters
+    /// (a body may not give one of them too).
+    fn args(&self, req: &Incoming<'_>, rest: &[&str], dialect: Dialect) -> Result<Value> {
+        let mut args = match self.reads {
+            Reads::Body => json_body(req)?,
+            Reads::OptionalBody => optional_json_body(req)?,
+            Reads::Query(spec) => query_args(req.query, spec, dialect)?,
+            // Moved in: `json!` would serialize the file into a copy.
+            Reads::File => Value::Object(Map::from_iter([("data".to_string(), Value::String(import_body(req)?))])),
+            Reads::Nothing => Value::Object(Map::new()),
+        };
+        for (segment, got) in self.matched(rest).unwrap_or_default() {
+            let (field, value) = match segment {
+                Segment::Text(field) => (field, json!(decode(got)?)),
+                Segment::Number(field, what) => {
+                    let n = integer(&decode(got)?).and_then(|n| i64::try_from(n).ok());
+                    (field, json!(n.ok_or_else(|| Error::invalid(format!("{what} is a positive integer")))?))
+                }
+                Segment::Word(_) => continue,
+            };
+            args = with_field(args, field, value)?;
+        }
+        Ok(args)
+    }
+}
+
+/// What follows `…/profiles/{name}` in an API path (`None` for another
+/// path).
+fn profile_rest(path: &str) -> Option<Vec<&str>> {
+    let segments = segments(path)?;
+    match api_path(&segments)?.2 {
+        ["namespaces", _, "profiles", _, rest @ ..] => Some(rest.to_vec()),
+        _ => None,
+    }
+}
+
 /// Routes a request. Errors are 4xx: unknown path (404, also for a path
 /// that no method answers), wrong method (405 as invalid), bad body.
 pub fn route(req: &Incoming<'_>) -> Result<Route> {
@@ -458,40 +578,17 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
     let profile = decode(profile)?;
     api::validate_namespace(&namespace)?;
     api::validate_profile(&profile)?;
-    let (op, args) = match (req.method, rest) {
-        ("POST", ["ingest"]) => (Op::Ingest, json_body(req)?),
-        ("POST", ["remember"]) => (Op::Remember, json_body(req)?),
-        ("POST", ["recall"]) => (Op::Recall, json_body(req)?),
-        ("GET", ["memories"]) => (Op::List, query_args(req.query, &LIST_QUERY, dialect)?),
-        ("GET", ["memories", id]) => (Op::Get, json!({ "id": decode(id)? })),
-        ("DELETE", ["memories", id]) => (Op::Delete, json!({ "id": decode(id)? })),
-        ("POST", ["memories", id, "forget"]) => (Op::Forget, json!({ "id": decode(id)? })),
-        ("POST", ["summary"]) => (Op::GetSummary, optional_json_body(req)?),
-        ("GET", ["summary"]) => (Op::GetSummary, query_args(req.query, &SUMMARY_QUERY, dialect)?),
-        ("DELETE", ["sessions", sid]) => (Op::DeleteSession, json!({ "sessionId": decode(sid)? })),
-        ("GET", ["export"]) => (Op::Export, query_args(req.query, &EXPORT_QUERY, dialect)?),
-        // Moved in: `json!` would serialize the file into a copy.
-        ("POST", ["import"]) => (Op::Import, Value::Object(Map::from_iter([("data".to_string(), Value::String(import_body(req)?))]))),
-        ("GET", ["stats"]) => (Op::Stats, json!({})),
-        ("DELETE", []) => (Op::DeleteProfile, json!({})),
-        ("POST", ["restore"]) => (Op::RestoreProfile, json!({})),
-        ("PATCH", ["memories", id]) => (Op::Update, with_field(json_body(req)?, "id", json!(decode(id)?))?),
-        ("POST", ["consolidate"]) => (Op::Consolidate, optional_json_body(req)?),
-        ("POST", ["consolidations", cid, "undo"]) => {
-            let id = integer(&decode(cid)?).and_then(|n| i64::try_from(n).ok()).ok_or_else(|| Error::invalid("a consolidation id is a positive integer"))?;
-            (Op::UndoConsolidation, json!({ "id": id }))
-        }
-        _ => return Err(unrouted(req)),
-    };
-    // Only list, the GET summary and export read a query; any other
-    // route refuses one rather than ignore it (`POST …/consolidate?dryRun=true`
-    // would otherwise consolidate for real).
-    if !matches!((req.method, rest), ("GET", ["memories"] | ["summary"] | ["export"])) {
+    let route = PROFILE_ROUTES.iter().find(|r| r.method == req.method && r.matched(rest).is_some()).ok_or_else(|| unrouted(req))?;
+    let (op, args) = (route.op, route.args(req, rest, dialect)?);
+    // A route reads a query only if it says so; any other refuses one
+    // rather than ignore it (`POST …/consolidate?dryRun=true` would
+    // otherwise consolidate for real).
+    if !matches!(route.reads, Reads::Query(_)) {
         no_query(req)?;
     }
     // Nor does a POST that reads no body take one (`{"dryRun": true}` on
     // an undo would otherwise be dropped, and the undo run for real).
-    if matches!((req.method, rest), ("POST", ["memories", _, "forget"] | ["restore"] | ["consolidations", _, "undo"])) {
+    if matches!(route.reads, Reads::Nothing) {
         no_body(req)?;
     }
     Ok(Route::Profile(ProfileCall { namespace, profile, op, args, dialect }))
@@ -638,32 +735,26 @@ pub fn target(path: &str) -> Option<Target> {
 /// The methods a known path answers (the value of an `Allow` header), or
 /// `None` for a path no route knows. A request whose method is not listed
 /// gets 405 Method Not Allowed. The MCP endpoint answers methods itself.
-pub fn allowed_methods(path: &str) -> Option<&'static str> {
+pub fn allowed_methods(path: &str) -> Option<String> {
     let segments = segments(path)?;
     if let ["health"] | ["openapi.json"] = segments.as_slice() {
-        return Some("GET");
+        return Some("GET".into());
     }
-    match api_path(&segments)?.2 {
-        ["namespaces"] => Some("GET, POST"),
-        ["namespaces", _] => Some("GET, DELETE"),
-        ["namespaces", _, "profiles"] => Some("GET"),
-        ["namespaces", _, "profiles", _, rest @ ..] => match rest {
-            [] => Some("DELETE"),
-            ["ingest" | "remember" | "recall" | "import" | "restore" | "consolidate"] => Some("POST"),
-            ["consolidations", _, "undo"] => Some("POST"),
-            ["memories" | "export" | "stats"] => Some("GET"),
-            ["summary"] => Some("GET, POST"),
-            ["memories", _] => Some("GET, PATCH, DELETE"),
-            ["memories", _, "forget"] => Some("POST"),
-            ["sessions", _] => Some("DELETE"),
-            _ => None,
-        },
-        _ => None,
-    }
+    let catalog = match api_path(&segments)?.2 {
+        ["namespaces"] => "GET, POST",
+        ["namespaces", _] => "GET, DELETE",
+        ["namespaces", _, "profiles"] => "GET",
+        ["namespaces", _, "profiles", _, rest @ ..] => {
+            let methods: Vec<&str> = PROFILE_ROUTES.iter().filter(|r| r.matched(rest).is_some()).map(|r| r.method).collect();
+            return (!methods.is_empty()).then(|| methods.join(", "));
+        }
+        _ => return None,
+    };
+    Some(catalog.into())
 }
 
 /// `Some(allow)` when `method` is not one `path` answers (a 405).
-pub fn method_not_allowed(method: &str, path: &str) -> Option<&'static str> {
+pub fn method_not_allowed(method: &str, path: &str) -> Option<String> {
     allowed_methods(path).filter(|allow| !allow.split(", ").any(|m| m == method))
 }
 
@@ -1368,14 +1459,14 @@ mod tests {
 
     #[test]
     fn test_unlisted_methods_are_405_with_allow() {
-        assert_eq!(method_not_allowed("TRACE", "/health"), Some("GET"));
-        assert_eq!(method_not_allowed("GET", "/health"), None);
-        assert_eq!(method_not_allowed("PUT", &format!("{BASE}/memories/abc")), Some("GET, PATCH, DELETE"));
-        assert_eq!(method_not_allowed("DELETE", &format!("{BASE}/memories/abc")), None);
-        assert_eq!(method_not_allowed("GET", &format!("{BASE}/remember")), Some("POST"));
-        assert_eq!(method_not_allowed("GET", BASE), Some("DELETE"));
-        assert_eq!(method_not_allowed("GET", "/nowhere"), None);
-        assert_eq!(method_not_allowed("GET", "/mcp/namespaces/a/profiles/b"), None);
+        assert_eq!(method_not_allowed("TRACE", "/health").as_deref(), Some("GET"));
+        assert_eq!(method_not_allowed("GET", "/health").as_deref(), None);
+        assert_eq!(method_not_allowed("PUT", &format!("{BASE}/memories/abc")).as_deref(), Some("GET, PATCH, DELETE"));
+        assert_eq!(method_not_allowed("DELETE", &format!("{BASE}/memories/abc")).as_deref(), None);
+        assert_eq!(method_not_allowed("GET", &format!("{BASE}/remember")).as_deref(), Some("POST"));
+        assert_eq!(method_not_allowed("GET", BASE).as_deref(), Some("DELETE"));
+        assert_eq!(method_not_allowed("GET", "/nowhere").as_deref(), None);
+        assert_eq!(method_not_allowed("GET", "/mcp/namespaces/a/profiles/b").as_deref(), None);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub fn normalize(mut c: Classification) -> Classification {
             queries.push(q);
         }
     }
-    queries.truncate(crate::core::provider::MAX_SEARCH_QUERIES);
+    queries.truncate(crate::core::provider::MAX_CLASSIFIED_QUERIES);
     c.search_queries = queries;
     c
 }

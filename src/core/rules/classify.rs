@@ -373,7 +373,7 @@ pub fn queries(kind: MemoryType, key: Option<&str>, body: &str, speaker: &str) -
     if q.len() < 3 {
         q.push(format!("{speaker} {topic}"));
     }
-    q.truncate(crate::core::provider::MAX_SEARCH_QUERIES);
+    q.truncate(crate::core::provider::MAX_CLASSIFIED_QUERIES);
     q
 }
 
