@@ -156,7 +156,7 @@ pub fn parse<T: DeserializeOwned>(v: serde_json::Value) -> Result<T> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IngestRequest {
-    #[schemars(length(min = 1, max = 500))]
+    #[schemars(length(min = 1, max = MAX_MESSAGES_PER_INGEST))]
     pub messages: Vec<MessageInput>,
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::SessionId>")]
@@ -171,7 +171,7 @@ pub struct IngestRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RememberRequest {
-    #[schemars(length(min = 1, max = 32768))]
+    #[schemars(length(min = 1, max = MAX_MESSAGE_BYTES))]
     pub content: String,
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::SessionId>")]
@@ -182,14 +182,14 @@ pub struct RememberRequest {
     /// segments by `.`); any other form is refused, as is a key on an
     /// event or a task. A memory with the same key is superseded.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 128))]
+    #[schemars(length(min = 1, max = MAX_KEY_CHARS))]
     pub key: Option<String>,
     /// ISO-8601 instant after which the memory expires; later than now.
     #[serde(default)]
     pub expires_at: Option<String>,
     /// Seconds to live; an alternative to `expiresAt`.
     #[serde(default)]
-    #[schemars(range(min = 1, max = 10_000_000_000u64))]
+    #[schemars(range(min = 1, max = MAX_TTL_SECONDS))]
     pub ttl_seconds: Option<u64>,
     /// Content the caller marks sensitive is refused (SPEC.md section 7).
     #[serde(default)]
@@ -208,7 +208,7 @@ pub struct RecallOptions {
     #[serde(default)]
     pub reference_date: Option<String>,
     #[serde(default)]
-    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
+    #[schemars(range(min = 1, max = MAX_RECALL_LIMIT), extend("default" = DEFAULT_RECALL_LIMIT))]
     pub limit: Option<u64>,
     #[serde(default)]
     pub response_length: Option<ResponseLength>,
@@ -241,7 +241,7 @@ pub struct RecallOptions {
 pub struct RecallRequest {
     /// The question: at most 1,024 bytes of UTF-8 (`maxLength` counts
     /// characters, so it bounds the text only loosely).
-    #[schemars(length(min = 1, max = 1024))]
+    #[schemars(length(min = 1, max = MAX_QUERY_BYTES))]
     pub query: String,
     #[serde(flatten)]
     pub options: RecallOptions,
@@ -251,7 +251,7 @@ pub struct RecallRequest {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListRequest {
     #[serde(default)]
-    #[schemars(range(min = 1, max = 1000), extend("default" = 20))]
+    #[schemars(range(min = 1, max = MAX_PAGE_SIZE), extend("default" = DEFAULT_PAGE_SIZE))]
     pub limit: Option<u64>,
     #[serde(default)]
     #[schemars(with = "Option<crate::core::wire::Cursor>")]

@@ -606,7 +606,7 @@ pub fn tools() -> Vec<Value> {
 pub struct RecallArgs {
     /// The question, in natural language: at most 1,024 bytes of UTF-8
     /// (`maxLength` counts characters, so it bounds the text only loosely).
-    #[schemars(length(min = 1, max = 1024))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_QUERY_BYTES))]
     pub query: String,
     /// ISO-8601 date that relative phrases in the query ("last week",
     /// "yesterday") refer to; defaults to today.
@@ -614,7 +614,7 @@ pub struct RecallArgs {
     pub reference_date: Option<String>,
     /// Most memories to return (default 10).
     #[serde(default)]
-    #[schemars(range(min = 1, max = 100))]
+    #[schemars(range(min = 1, max = crate::core::api::MAX_RECALL_LIMIT))]
     pub limit: Option<u32>,
     /// Only memories passing this filter: fields (metadata keys, or type,
     /// sessionId, agentId, userId, createdAt, updatedAt, eventDate) mapped
@@ -633,12 +633,12 @@ pub struct RecallArgs {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RememberArgs {
     /// The statement to remember (not blank; at most 32 KB).
-    #[schemars(length(min = 1, max = 32768))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_MESSAGE_BYTES))]
     pub content: String,
     /// The conversation it came from (at most 64 characters); without
     /// one, the memory belongs to no session.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 64))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_SESSION_ID_CHARS))]
     pub session_id: Option<String>,
     /// fact: true now; event: happened at a time; instruction: how to
     /// work; task: current work. Inferred when omitted.
@@ -648,7 +648,7 @@ pub struct RememberArgs {
     /// segments by ".", such as "user.package_manager"; a later memory
     /// with the same key replaces this one. Inferred when omitted.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 128))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_KEY_CHARS))]
     pub key: Option<String>,
     /// Flat metadata to attach: string keys to strings, numbers or
     /// booleans (agentId and userId are strings).
@@ -678,11 +678,11 @@ pub struct ListArgs {
     pub status: Option<crate::core::api::ListStatus>,
     /// Only memories from this conversation.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 64))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_SESSION_ID_CHARS))]
     pub session_id: Option<String>,
     /// Page size (default 20).
     #[serde(default)]
-    #[schemars(range(min = 1, max = 1000))]
+    #[schemars(range(min = 1, max = crate::core::api::MAX_PAGE_SIZE))]
     pub limit: Option<u32>,
     /// The cursor a previous list call returned.
     #[serde(default)]
@@ -700,11 +700,11 @@ pub struct ListArgs {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IngestArgs {
     /// The messages, verbatim and in order.
-    #[schemars(length(min = 1, max = 500))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_MESSAGES_PER_INGEST))]
     pub messages: Vec<crate::core::model::MessageInput>,
     /// Names the conversation (at most 64 characters); reuse it for every
     /// call about the same conversation.
-    #[schemars(length(min = 1, max = 64))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_SESSION_ID_CHARS))]
     pub session_id: String,
     /// Flat metadata attached to every memory extracted from these
     /// messages, and to the messages.

@@ -109,12 +109,12 @@ pub enum ResponseLength {
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageInput {
-    #[schemars(length(min = 1, max = 64))]
+    #[schemars(length(min = 1, max = crate::core::api::MAX_ROLE_CHARS))]
     pub role: String,
     /// The message's text, verbatim; it may be empty (an assistant turn
     /// that said nothing). At most 32,768 bytes of UTF-8 (`maxLength`
     /// counts characters, so it bounds the text only loosely).
-    #[schemars(length(max = 32768))]
+    #[schemars(length(max = crate::core::api::MAX_MESSAGE_BYTES))]
     pub content: String,
     /// ISO-8601 date or date-time; relative dates in the content resolve
     /// against it.
