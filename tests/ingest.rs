@@ -1598,3 +1598,32 @@ fn test_short_facts_about_the_user_are_each_stored_and_recalled() {
         assert!(r.candidates.first().is_some_and(|c| c.summary.contains("Vim")), "{:?}", r.candidates.iter().map(|c| &c.summary).collect::<Vec<_>>());
     });
 }
+
+/// A backdated conversation ingested after newer ones: its value, said
+/// between two held versions of a key, is the current one (the last to
+/// arrive), and no earlier version stays valid past when it was said, so
+/// `asOf` finds one value at any instant.
+#[test]
+fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value() {
+    let sql = database();
+    let say = |session: &str, content: &str, at: &str| IngestRequest {
+        messages: vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(say("x1", "My favorite fruit is apple.", "2024-01-01T10:00:00Z"))).unwrap();
+        block_on(p.ingest(say("x2", "My favorite fruit is cherry.", "2024-01-10T10:00:00Z"))).unwrap();
+        block_on(p.ingest(say("y1", "My favorite fruit is banana.", "2024-01-05T10:00:00Z"))).unwrap();
+        let at = |instant: &str| -> Vec<String> {
+            let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": instant })).unwrap();
+            p.list(req).unwrap().memories.into_iter().map(|m| m.content).collect()
+        };
+        assert_eq!(active(p).iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["User: My favorite fruit is banana."], "the last to arrive");
+        assert_eq!(at("2024-01-03T00:00:00Z"), ["User: My favorite fruit is apple."]);
+        assert_eq!(at("2024-01-07T00:00:00Z"), ["User: My favorite fruit is banana."], "one value, not apple beside banana");
+        for m in all_memories(p) {
+            assert!(m.valid_to.as_deref().is_none_or(|to| Some(to) >= m.valid_from.as_deref()), "{} never ends before it begins", m.content);
+        }
+    });
+}

@@ -166,6 +166,7 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
         for r in plan.replacements.iter().filter(|r| !in_call.contains(r.old.as_str())) {
             store.supersede(&r.old, &r.new)?;
+            store.close_earlier_versions(&r.old, &r.new)?;
         }
         record_followup(store, followup)?;
         let stored = items.into_iter().map(|(m, _)| m).collect();

@@ -395,6 +395,24 @@ impl<'a> Store<'a> {
         self.enqueue(&Work::Unvector { memory_id: old.to_string() })
     }
 
+    /// Ends, no later than `new` begins, every earlier version of `old`'s
+    /// chain still valid after that: a version said before those it
+    /// replaced (a backdated conversation ingested after newer ones) is
+    /// the value from when it was said, so no version before it holds
+    /// past then and `asOf` finds one value at any instant. A version
+    /// never ends before it begins.
+    pub fn close_earlier_versions(&self, old: &str, new: &str) -> Result<()> {
+        self.sql.execute(
+            "WITH RECURSIVE chain(id) AS (SELECT supersedes FROM memories WHERE id = ?1 AND supersedes IS NOT NULL \
+               UNION SELECT m.supersedes FROM memories m JOIN chain ON m.id = chain.id WHERE m.supersedes IS NOT NULL), \
+             starts(at) AS (SELECT COALESCE(valid_from, created_at) FROM memories WHERE id = ?2) \
+             UPDATE memories SET valid_to = MAX(COALESCE(valid_from, created_at), (SELECT at FROM starts)), updated_at = ?3 \
+             WHERE id IN (SELECT id FROM chain) AND valid_to IS NOT NULL AND valid_to > (SELECT at FROM starts)",
+            &[old.into(), new.into(), iso(self.now).into()],
+        )?;
+        Ok(())
+    }
+
     /// [`Store::supersede`] of `old` by `new` when `old` is active and
     /// superseded by nothing; whether it was.
     pub fn supersede_if_active(&self, old: &str, new: &str) -> Result<bool> {
