@@ -205,6 +205,22 @@ fn test_import_writes_a_held_statement_that_carries_what_the_holder_does_not() {
     });
 }
 
+/// Of two active holders of one statement, one plain and one that
+/// expires, the plain one holds it for a plain record: the record is not
+/// written a third time, whichever holder's id sorts last.
+#[test]
+fn test_import_finds_the_plain_holder_of_a_statement_beside_an_expiring_one() {
+    const LAST: &str = "01zzzzzzzzzzzzzzzzzzzzzzzz";
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let content = "The build server runs Debian.";
+        let both = file(&[header(), memory(FIRST, content, json!({})), memory(LAST, content, json!({ "expiresAt": "2027-01-01T00:00:00.000Z" }))]);
+        assert_eq!(p.import(&both).unwrap().memories, 2, "the expiring one carries what the plain one does not");
+        assert_eq!(p.import(&file(&[header(), memory(SECOND, content, json!({}))])).unwrap().memories, 0, "the plain holder has it");
+        assert_eq!(active_ids(p).len(), 2);
+    });
+}
+
 #[test]
 fn test_import_of_a_file_holding_each_record_once_counts_each() {
     let sql = database();

@@ -135,7 +135,8 @@ impl<'a> Store<'a> {
     }
 
     /// The ids of the active memories whose fingerprint is one of
-    /// `fingerprints`, by fingerprint (the newest when several), through
+    /// `fingerprints`, by fingerprint (when several, one that never expires before one that
+    /// does, then the newest), through
     /// the fingerprint index (schema version 9).
     pub fn active_by_fingerprints(&self, fingerprints: &[&str]) -> Result<std::collections::HashMap<String, String>> {
         let mut out = std::collections::HashMap::new();
@@ -149,8 +150,10 @@ impl<'a> Store<'a> {
         // a fingerprint is in one of them only.
         for chunk in json_chunks(&fingerprints)? {
             for r in self.sql.query(
+                // The last row of a fingerprint is kept: a holder that
+                // never expires before one that does, then by id.
                 "SELECT m.fingerprint, m.id FROM json_each(?1) j CROSS JOIN memories m \
-                 ON m.fingerprint = j.value WHERE m.status = 'active' ORDER BY m.id",
+                 ON m.fingerprint = j.value WHERE m.status = 'active' ORDER BY m.expires_at IS NULL, m.id",
                 &[chunk],
             )? {
                 let (f, id) = two_texts(&r, "a memory's fingerprint")?;
