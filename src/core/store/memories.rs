@@ -135,9 +135,9 @@ impl<'a> Store<'a> {
     }
 
     /// The ids of the active memories whose fingerprint is one of
-    /// `fingerprints`, by fingerprint (when several, one that never expires before one that
-    /// does, then the newest), through
-    /// the fingerprint index (schema version 9).
+    /// `fingerprints`, by fingerprint (when several, one that never
+    /// expires before one that does, then the newest), through the
+    /// fingerprint index (schema version 9).
     pub fn active_by_fingerprints(&self, fingerprints: &[&str]) -> Result<std::collections::HashMap<String, String>> {
         let mut out = std::collections::HashMap::new();
         let mut fingerprints = fingerprints.to_vec();
