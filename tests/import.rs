@@ -507,6 +507,45 @@ fn test_an_imported_value_said_between_two_held_versions_goes_between_them() {
     });
 }
 
+/// An export with its own history of a key, imported into a profile with
+/// another history of it: the two chains become one line in the order
+/// the values were said, whatever the order they were imported in.
+#[test]
+fn test_two_histories_of_a_key_merge_into_one_line_by_when_each_value_was_said() {
+    const LIMA: &str = "01m8wd82f91ktpz8e5mx00g5ws";
+    const PARIS: &str = "01m8wd82f91ktpz8e5mx00g5wt";
+    let city = |id: &str, content: &str, from: &str| memory(id, content, json!({ "key": "user.city", "validFrom": from }));
+    let other = database();
+    let export = with_profile(&other, APRIL_15, |p| {
+        p.import(&file(&[header(), city(LIMA, "Alpha lives in Lima.", "2026-01-01T00:00:00.000Z")])).unwrap();
+        p.import(&file(&[header(), city(PARIS, "Alpha lives in Paris.", "2026-02-15T00:00:00.000Z")])).unwrap();
+        assert_eq!(p.get(LIMA).unwrap().memory.superseded_by.as_deref(), Some(PARIS));
+        p.export(Default::default()).unwrap()
+    });
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        p.import(&file(&[header(), city(FIRST, "Alpha lives in Oslo.", "2026-02-01T00:00:00.000Z")])).unwrap();
+        p.import(&file(&[header(), city(SECOND, "Alpha lives in Rome.", "2026-03-01T00:00:00.000Z")])).unwrap();
+        p.import(&export).unwrap();
+        let line = [LIMA, FIRST, PARIS, SECOND];
+        for pair in line.windows(2) {
+            let (before, after) = (p.get(pair[0]).unwrap().memory, p.get(pair[1]).unwrap().memory);
+            assert_eq!(before.superseded_by.as_deref(), Some(pair[1]), "{pair:?}");
+            assert_eq!(after.supersedes.as_deref(), Some(pair[0]), "{pair:?}");
+            assert_eq!(before.valid_to, after.valid_from, "{pair:?}: valid until the next was said");
+            assert_eq!(before.status, Status::Superseded, "{pair:?}");
+        }
+        assert_eq!(active_ids(p), [SECOND]);
+        let as_of = |at: &str| -> Vec<String> {
+            let req: ListRequest = serde_json::from_value(json!({ "asOf": at })).unwrap();
+            p.list(req).unwrap().memories.into_iter().map(|m| m.id).collect()
+        };
+        assert_eq!(as_of("2026-02-20T00:00:00.000Z"), [PARIS], "one value at any instant");
+        block_on(p.dispatch("delete", json!({ "id": SECOND }))).unwrap();
+        assert_eq!(active_ids(p), [PARIS], "the one said last before the deleted newest");
+    });
+}
+
 /// A profile where an agent's backdated value arrived after a person's
 /// in another session (ingest keeps both: an agent's word reaches its own
 /// session): its export after the person's value, and after the agent's,

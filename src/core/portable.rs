@@ -1140,9 +1140,9 @@ impl<'w> Versions<'w> {
             if !self.reaches(newer, older) {
                 continue;
             }
-            // The file's value said before a holder: into the holder's
-            // chain at its place, not beside a version it replaced.
-            let inserted = older == m && store.insert_version(&o.id, &n.id)?;
+            // The file's value said before a holder: its chain and the
+            // holder's made one line, not left beside a version it replaced.
+            let inserted = older == m && store.merge_versions(&o.id, &n.id)?;
             if inserted || store.supersede_if_active(&o.id, &n.id)? {
                 if !inserted {
                     store.link_versions(&o.id, &n.id)?;

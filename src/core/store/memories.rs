@@ -427,45 +427,64 @@ impl<'a> Store<'a> {
         Ok(true)
     }
 
-    /// Most versions [`Store::insert_version`] walks back along a chain.
+    /// Most versions [`Store::merge_versions`] walks back along a chain.
     const MAX_CHAIN_WALK: usize = 10_000;
 
-    /// Takes `older` (active, in no chain: an imported value of a key)
-    /// into the version chain that ends in `newer` at its place in the
-    /// order they were said: after the last version said no later than it,
-    /// before the one after that (`newer` itself when that is the last
-    /// before it). It is superseded by that one, which now supersedes it,
-    /// and the version before it, if any, is superseded by it instead,
-    /// valid until it was said. A chain stays a line: two versions
-    /// superseded by one would leave a later deletion of that one to bring
-    /// back the older of them. Whether `older` was taken (not when it is in
-    /// a chain already, or no longer active).
-    pub fn insert_version(&self, older: &str, newer: &str) -> Result<bool> {
-        let Some(o) = self.get_memory(older)? else { return Ok(false) };
-        if o.status != Status::Active || o.superseded_by.is_some() || o.supersedes.is_some() {
+    /// `head` and the versions before it, newest first: each one's
+    /// `supersedes`, while that version is superseded by the one before it
+    /// (a link back that the older version does not return ends the
+    /// chain), at most [`Store::MAX_CHAIN_WALK`].
+    fn chain_back(&self, head: &str) -> Result<Vec<Memory>> {
+        let mut chain = vec![self.get_memory(head)?.ok_or_else(|| Error::storage("a version that is not stored"))?];
+        while chain.len() < Self::MAX_CHAIN_WALK {
+            let Some(last) = chain.last() else { break };
+            let Some(prev) = last.supersedes.as_deref() else { break };
+            match self.get_memory(prev)? {
+                Some(p) if p.superseded_by.as_deref() == Some(last.id.as_str()) && !chain.iter().any(|m| m.id == p.id) => chain.push(p),
+                _ => break,
+            }
+        }
+        Ok(chain)
+    }
+
+    /// Merges the version chain that ends in `older` (an imported value of
+    /// a key, superseded by nothing) into the one that ends in `newer` (the
+    /// profile's value, said later) in the order they were said: one line
+    /// of versions, each superseded by the next and valid until it was said
+    /// (never ending before it begins), `newer` last. A chain stays a line:
+    /// two versions superseded by one would leave a later deletion of that
+    /// one to bring back the older of them, and `asOf` would find two
+    /// values between. Whether they were merged (not when `older` is
+    /// superseded already, or the two chains share a version).
+    pub fn merge_versions(&self, older: &str, newer: &str) -> Result<bool> {
+        let (mine, theirs) = (self.chain_back(older)?, self.chain_back(newer)?);
+        let Some(first) = mine.first().filter(|m| m.superseded_by.is_none()) else { return Ok(false) };
+        if first.id == newer || mine.iter().any(|m| theirs.iter().any(|t| t.id == m.id)) {
             return Ok(false);
         }
-        let said = o.said_at();
-        let mut after = self.get_memory(newer)?.ok_or_else(|| Error::storage("a version that is not stored"))?;
-        let mut before: Option<Memory> = None;
-        for _ in 0..Self::MAX_CHAIN_WALK {
-            let Some(prev) = after.supersedes.as_deref() else { break };
-            let Some(p) = self.get_memory(prev)?.filter(|p| p.superseded_by.as_deref() == Some(after.id.as_str())) else { break };
-            if p.said_at() <= said {
-                before = Some(p);
-                break;
+        let (newest, earlier) = theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
+        let mut line: Vec<&Memory> = mine.iter().chain(earlier).collect();
+        line.sort_by(|a, b| (a.said_at(), &a.id).cmp(&(b.said_at(), &b.id)));
+        line.push(newest);
+        let now = iso(self.now);
+        for pair in line.windows(2) {
+            let [before, after] = pair else { continue };
+            if before.superseded_by.as_deref() != Some(after.id.as_str()) || before.status == Status::Active {
+                self.sql.execute(
+                    "UPDATE memories SET superseded_by = ?1, updated_at = ?2, \
+                     status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, \
+                     valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
+                     WHERE id = ?3",
+                    &[after.id.as_str().into(), now.as_str().into(), before.id.as_str().into()],
+                )?;
+                self.enqueue(&Work::Unvector { memory_id: before.id.clone() })?;
             }
-            after = p;
-        }
-        self.supersede(older, &after.id)?;
-        self.sql
-            .execute("UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3", &[older.into(), iso(self.now).into(), after.id.as_str().into()])?;
-        if let Some(p) = before {
-            self.sql.execute(
-                "UPDATE memories SET superseded_by = ?1, updated_at = ?2, valid_to = MAX(COALESCE(valid_from, created_at), ?3) WHERE id = ?4",
-                &[older.into(), iso(self.now).into(), iso(said).into(), p.id.as_str().into()],
-            )?;
-            self.sql.execute("UPDATE memories SET supersedes = ?1 WHERE id = ?2", &[p.id.as_str().into(), older.into()])?;
+            if after.supersedes.as_deref() != Some(before.id.as_str()) {
+                self.sql.execute(
+                    "UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3",
+                    &[before.id.as_str().into(), now.as_str().into(), after.id.as_str().into()],
+                )?;
+            }
         }
         Ok(true)
     }
