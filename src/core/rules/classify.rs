@@ -241,15 +241,17 @@ fn identifiers(body: &str, naming_at: usize) -> Vec<String> {
 }
 
 /// Whose a statement is, as a key's first part: the user's, the
-/// project's (what an agent, a tool or the system said), or a named
-/// speaker's.
+/// project's (what the assistant, an agent or the system said), or a
+/// named speaker's. Not every role `text::is_agent_role` knows: a `bot`,
+/// `model`, `tool`, `function` or `developer` speaker's keys have been
+/// stored under its own name, and a later value must find them there.
 fn subject(role: &str) -> String {
     if text::is_user_role(role) {
-        "user".into()
-    } else if text::is_agent_role(role) {
-        "project".into()
-    } else {
-        text::normalize_key(role).unwrap_or_else(|| "user".into())
+        return "user".into();
+    }
+    match role.to_lowercase().as_str() {
+        "assistant" | "ai" | "system" | "agent" => "project".into(),
+        other => text::normalize_key(other).unwrap_or_else(|| "user".into()),
     }
 }
 
@@ -389,6 +391,14 @@ pub fn classify(t: &Transcript, c: &Candidate) -> Classification {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_a_keys_subject_is_the_user_the_project_or_the_speakers_own_name() {
+        assert_eq!(subject("Human"), "user");
+        assert_eq!(subject("assistant"), "project");
+        assert_eq!(subject("tool"), "tool", "as keys were stored before");
+        assert_eq!(subject("Caroline"), "caroline");
+    }
 
     #[test]
     fn test_types_follow_surface_rules() {
