@@ -1409,6 +1409,21 @@ fn test_a_memory_said_in_three_sessions_stays_until_the_last_of_them_is_deleted_
     }
 }
 
+/// A memory whose source is deleted moves to the remaining message that
+/// said it first, not to the first stored (a backdated session stored
+/// later).
+#[test]
+fn test_a_moved_memory_goes_to_the_remaining_message_said_first() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        say_debian_in(p, &[("a", Some("2026-03-01T09:00:00.000Z")), ("b", Some("2026-04-10T09:00:00.000Z")), ("c", Some("2026-04-02T09:00:00.000Z"))]);
+        let id = debian(p).remove(0).id;
+        p.delete_session("a").unwrap();
+        let moved = p.get(&id).unwrap().memory;
+        assert_eq!((moved.session_id.as_str(), moved.valid_from.as_deref()), ("c", Some("2026-04-02T09:00:00.000Z")));
+    });
+}
+
 /// Deleting a memory by id deletes it however many sessions said it: the
 /// caller asked for that memory to go.
 #[test]

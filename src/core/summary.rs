@@ -95,7 +95,7 @@ fn section(out: &mut String, title: &str, session: Option<&str>, memories: &[Mem
         }
     }
     if more {
-        out.push_str(&format!("- …and more: the newest {MAX_PER_SECTION} stored of this kind were read (`list` shows them all)\n"));
+        out.push_str(&format!("- …and more: a section reads the newest {MAX_PER_SECTION} stored of a kind (`list` shows them all)\n"));
     }
 }
 

@@ -98,7 +98,7 @@ impl<'a> Store<'a> {
     }
 
     /// Moves each of the memories `ids` that a stored message said again to
-    /// the first such message (the first stored): it becomes its source
+    /// the first such message (the one said first): it becomes its source
     /// (its citations of the messages it cited go), its session is that
     /// message's, it is valid from when that was said (until no earlier
     /// than that), and an event date its words do not name is that day. The
@@ -139,7 +139,11 @@ impl<'a> Store<'a> {
         }
         let mut vectors: Vec<&str> = Vec::new();
         for (id, said) in &moved {
-            let (_, message, session, timestamp, stored) = said.first().ok_or_else(|| Error::storage("a restated memory with no message"))?;
+            // The one said first (by its timestamp, else when stored; the
+            // first stored of those said at one time).
+            let when_said = |s: &&Said| crate::core::time::parse_millis(s.3.as_deref().unwrap_or(&s.4)).unwrap_or(i64::MAX);
+            let (_, message, session, timestamp, stored) =
+                said.iter().min_by_key(when_said).ok_or_else(|| Error::storage("a restated memory with no message"))?;
             let when = timestamp.as_deref().unwrap_or(stored);
             let when = crate::core::time::parse_millis(when).unwrap_or(self.now);
             // A memory whose words name no date took its event date from
