@@ -15,8 +15,9 @@ pub const MAX_MESSAGES_PER_INGEST: usize = 500;
 /// number every JSON reader holds exactly, and far enough below i64::MAX
 /// that a session's later ingests continue it.
 pub const MAX_POSITION: i64 = (1 << 53) - 1;
-/// Most bytes in one message's content.
-pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+/// Most bytes in one message's content (defined with the message record,
+/// whose schema states it).
+pub use crate::core::model::MAX_MESSAGE_BYTES;
 /// Most bytes in a recall query.
 pub const MAX_QUERY_BYTES: usize = 1024;
 /// Longest session id.
@@ -55,8 +56,8 @@ pub fn count(n: u64) -> usize {
 /// moves in parts (an export with a filter imports anywhere, and an
 /// import skips what is present).
 pub const MAX_IMPORT_BYTES: usize = 8 * 1024 * 1024;
-/// Longest role of a message.
-pub const MAX_ROLE_CHARS: usize = 64;
+/// Longest role of a message (defined with the message record).
+pub use crate::core::model::MAX_ROLE_CHARS;
 /// Longest topic key.
 pub const MAX_KEY_CHARS: usize = 128;
 /// Most search queries a memory carries, each at most [`MAX_QUERY_BYTES`].

@@ -105,16 +105,21 @@ pub enum ResponseLength {
     Long,
 }
 
+/// Most bytes in one message's content.
+pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+/// Longest role of a message.
+pub const MAX_ROLE_CHARS: usize = 64;
+
 /// A message as a caller sends it: a JSON object.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageInput {
-    #[schemars(length(min = 1, max = crate::core::api::MAX_ROLE_CHARS))]
+    #[schemars(length(min = 1, max = MAX_ROLE_CHARS))]
     pub role: String,
     /// The message's text, verbatim; it may be empty (an assistant turn
     /// that said nothing). At most 32,768 bytes of UTF-8 (`maxLength`
     /// counts characters, so it bounds the text only loosely).
-    #[schemars(length(max = crate::core::api::MAX_MESSAGE_BYTES))]
+    #[schemars(length(max = MAX_MESSAGE_BYTES))]
     pub content: String,
     /// ISO-8601 date or date-time; relative dates in the content resolve
     /// against it.
