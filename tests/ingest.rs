@@ -1622,6 +1622,13 @@ fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value()
         assert_eq!(active(p).iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["User: My favorite fruit is banana."], "the last to arrive");
         assert_eq!(at("2024-01-03T00:00:00Z"), ["User: My favorite fruit is apple."]);
         assert_eq!(at("2024-01-07T00:00:00Z"), ["User: My favorite fruit is banana."], "one value, not apple beside banana");
+        // Another, said earlier still: the walk back reaches past a
+        // version that ends after it.
+        block_on(p.ingest(say("z1", "My favorite fruit is grape.", "2024-01-03T10:00:00Z"))).unwrap();
+        assert_eq!(at("2024-01-02T00:00:00Z"), ["User: My favorite fruit is apple."]);
+        for instant in ["2024-01-04T00:00:00Z", "2024-01-07T00:00:00Z", "2024-01-12T00:00:00Z"] {
+            assert_eq!(at(instant), ["User: My favorite fruit is grape."], "{instant}");
+        }
         for m in all_memories(p) {
             assert!(m.valid_to.as_deref().is_none_or(|to| Some(to) >= m.valid_from.as_deref()), "{} never ends before it begins", m.content);
         }

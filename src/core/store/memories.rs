@@ -403,14 +403,16 @@ impl<'a> Store<'a> {
     /// replaced (a backdated conversation ingested after newer ones) is
     /// the value from when it was said, so no version before it holds
     /// past then and `asOf` finds one value at any instant. A version
-    /// never ends before it begins.
+    /// never ends before it begins. The walk back stops at the first
+    /// version that ends by then (said in order, a chain's versions end in
+    /// order): a value said after the one it replaces reads one row.
     pub fn close_earlier_versions(&self, old: &str, new: &str) -> Result<()> {
         self.sql.execute(
-            "WITH RECURSIVE chain(id) AS (SELECT supersedes FROM memories WHERE id = ?1 AND supersedes IS NOT NULL \
-               UNION SELECT m.supersedes FROM memories m JOIN chain ON m.id = chain.id WHERE m.supersedes IS NOT NULL), \
-             starts(at) AS (SELECT COALESCE(valid_from, created_at) FROM memories WHERE id = ?2) \
+            "WITH RECURSIVE starts(at) AS (SELECT COALESCE(valid_from, created_at) FROM memories WHERE id = ?2), \
+             chain(id) AS (SELECT p.id FROM memories o JOIN memories p ON p.id = o.supersedes WHERE o.id = ?1 AND p.valid_to > (SELECT at FROM starts) \
+               UNION SELECT p.id FROM chain JOIN memories c ON c.id = chain.id JOIN memories p ON p.id = c.supersedes WHERE p.valid_to > (SELECT at FROM starts)) \
              UPDATE memories SET valid_to = MAX(COALESCE(valid_from, created_at), (SELECT at FROM starts)), updated_at = ?3 \
-             WHERE id IN (SELECT id FROM chain) AND valid_to IS NOT NULL AND valid_to > (SELECT at FROM starts)",
+             WHERE id IN (SELECT id FROM chain) AND valid_to > MAX(COALESCE(valid_from, created_at), (SELECT at FROM starts))",
             &[old.into(), new.into(), iso(self.now).into()],
         )?;
         Ok(())
