@@ -1439,3 +1439,67 @@ fn test_an_imported_version_of_one_the_profile_replaced_since_follows_the_replac
         assert_eq!(chain, [a.as_str(), b.as_str(), FIRST]);
     });
 }
+
+/// The version chains of one key, whatever order its values are said and
+/// imported in, and after one profile's export is imported into another,
+/// stay one line: each version superseded by at most one other and that
+/// one's `supersedes` naming it back, each valid no longer than until the
+/// next was said (never ending before it begins), one active value, and
+/// `asOf` at any instant finds at most one.
+mod chains_stay_one_line {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{HashMap, HashSet};
+
+    fn value(n: usize, day: u8) -> String {
+        let id = format!("01m8wd82f91ktpz8e5mx{n:06}");
+        memory(&id, &format!("Alpha lives in city number {n}."), json!({ "key": "user.city", "validFrom": format!("2026-02-{day:02}T00:00:00.000Z") }))
+    }
+
+    fn check_one_line(p: &Profile<'_>) -> std::result::Result<(), TestCaseError> {
+        let all = all(p);
+        let by_id: HashMap<&str, &agent_memory::core::model::Memory> = all.iter().map(|m| (m.id.as_str(), m)).collect();
+        let mut successors = HashSet::new();
+        for m in &all {
+            if let Some(next) = &m.superseded_by {
+                prop_assert!(successors.insert(next.clone()), "two versions superseded by {next}");
+                prop_assert_eq!(by_id.get(next.as_str()).and_then(|n| n.supersedes.as_deref()), Some(m.id.as_str()), "{} -> {} is not named back", m.id, next);
+                prop_assert_eq!(
+                    &m.valid_to,
+                    &by_id.get(next.as_str()).map(|n| n.valid_from.clone().unwrap_or_default().max(m.valid_from.clone().unwrap_or_default())),
+                    "{} is valid until {} was said",
+                    m.id,
+                    next
+                );
+            }
+            prop_assert!(m.valid_to.is_none() || m.valid_to >= m.valid_from, "{} ends before it begins", m.id);
+        }
+        prop_assert!(all.iter().filter(|m| m.status == Status::Active).count() <= 1);
+        for day in 1..=28 {
+            let req: ListRequest = serde_json::from_value(json!({ "asOf": format!("2026-02-{day:02}T12:00:00.000Z") })).unwrap();
+            prop_assert!(p.list(req).unwrap().memories.len() <= 1, "two values on day {}", day);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn test_histories_of_one_key_imported_in_any_order_stay_one_line(events in proptest::collection::vec((any::<bool>(), 1u8..=28), 1..10)) {
+            let (a, b) = (database(), database());
+            for (n, (in_a, day)) in events.iter().enumerate() {
+                let sql = if *in_a { &a } else { &b };
+                with_profile(sql, APRIL_15, |p| p.import(&file(&[header(), value(n, *day)])).map(|_| ())).unwrap();
+            }
+            let export = with_profile(&b, APRIL_15, |p| {
+                check_one_line(p)?;
+                Ok::<_, TestCaseError>(p.export(Default::default()).unwrap())
+            })?;
+            with_profile(&a, APRIL_15, |p| {
+                check_one_line(p)?;
+                p.import(&export).unwrap();
+                check_one_line(p)
+            })?;
+        }
+    }
+}

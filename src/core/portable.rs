@@ -1140,9 +1140,10 @@ impl<'w> Versions<'w> {
             if !self.reaches(newer, older) {
                 continue;
             }
-            // The file's value said before a holder: its chain and the
-            // holder's made one line, not left beside a version it replaced.
-            let inserted = older == m && store.merge_versions(&o.id, &n.id)?;
+            // The older one's chain and the newer one's made one line by
+            // when each version was said, not left beside a version the
+            // newer one replaced (either may carry a history).
+            let inserted = store.merge_versions(&o.id, &n.id)?;
             if inserted || store.supersede_if_active(&o.id, &n.id)? {
                 if !inserted {
                     store.link_versions(&o.id, &n.id)?;

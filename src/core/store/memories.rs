@@ -449,9 +449,9 @@ impl<'a> Store<'a> {
         Ok(chain)
     }
 
-    /// Merges the version chain that ends in `older` (an imported value of
-    /// a key, superseded by nothing) into the one that ends in `newer` (the
-    /// profile's value, said later) in the order they were said: one line
+    /// Merges the version chain that ends in `older` (a value of a key,
+    /// superseded by nothing) into the one that ends in `newer` (a value
+    /// said later: one of them imported) in the order they were said: one line
     /// of versions, each superseded by the next and valid until it was said
     /// (never ending before it begins), `newer` last. A chain stays a line:
     /// two versions superseded by one would leave a later deletion of that
@@ -465,10 +465,28 @@ impl<'a> Store<'a> {
             return Ok(false);
         }
         let (newest, earlier) = theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
-        let mut line: Vec<&Memory> = mine.iter().chain(earlier).collect();
-        line.sort_by(|a, b| (a.said_at(), &a.id).cmp(&(b.said_at(), &b.id)));
+        // Each chain in its own order, oldest first, merged by when each
+        // version was said (at one instant, `older`'s first).
+        let (mut a, mut b) = (mine.iter().rev().peekable(), earlier.iter().rev().peekable());
+        let mut line: Vec<&Memory> = Vec::with_capacity(mine.len().saturating_add(theirs.len()));
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if y.said_at() < x.said_at() => b.next(),
+                (Some(_), _) => a.next(),
+                (None, _) => b.next(),
+            };
+            match next {
+                Some(m) => line.push(m),
+                None => break,
+            }
+        }
         line.push(newest);
         let now = iso(self.now);
+        // The first keeps a link back out of the line (a chain's end that
+        // did not agree), never one into it.
+        if let Some(first) = line.first().filter(|f| f.supersedes.as_deref().is_some_and(|s| line.iter().any(|m| m.id == s))) {
+            self.sql.execute("UPDATE memories SET supersedes = NULL, updated_at = ?1 WHERE id = ?2", &[now.as_str().into(), first.id.as_str().into()])?;
+        }
         for pair in line.windows(2) {
             let [before, after] = pair else { continue };
             if before.superseded_by.as_deref() != Some(after.id.as_str()) || before.status == Status::Active {
