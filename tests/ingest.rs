@@ -1634,3 +1634,60 @@ fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value()
         }
     });
 }
+
+/// Values of one key said in any order of time, each in its own session
+/// (backdated conversations ingested after newer ones), then some of those
+/// sessions deleted: the versions stay one line (each superseded by at
+/// most one other, named back), one value is active, none ends before it
+/// begins, and `asOf` at any instant finds at most one.
+mod ingested_chains_stay_one_line {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    const FRUITS: [&str; 8] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon"];
+
+    fn check(p: &Profile<'_>) -> std::result::Result<(), TestCaseError> {
+        let all: Vec<Memory> = all_memories(p).into_iter().filter(|m| m.content.contains("favorite fruit")).collect();
+        let mut successors = HashSet::new();
+        for m in &all {
+            if let Some(next) = &m.superseded_by {
+                prop_assert!(successors.insert(next.clone()), "two versions superseded by {}", next);
+                let back = all.iter().find(|n| &n.id == next).and_then(|n| n.supersedes.clone());
+                prop_assert_eq!(back.as_deref(), Some(m.id.as_str()), "{} is not named back", m.content);
+            }
+            prop_assert!(m.valid_to.is_none() || m.valid_to >= m.valid_from, "{} ends before it begins", m.content);
+        }
+        prop_assert!(all.iter().filter(|m| m.status == Status::Active).count() <= 1, "{:?}", all.iter().map(|m| (&m.content, m.status)).collect::<Vec<_>>());
+        for day in 1..=20 {
+            let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": format!("2024-01-{day:02}T12:00:00Z") })).unwrap();
+            let values: Vec<String> = p.list(req).unwrap().memories.into_iter().filter(|m| m.content.contains("favorite fruit")).map(|m| m.content).collect();
+            prop_assert!(values.len() <= 1, "day {}: {:?}", day, values);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+        #[test]
+        fn test_values_said_in_any_order_and_sessions_deleted_stay_one_line(
+            days in proptest::collection::vec(1u8..=20, 1..7),
+            deleted in proptest::collection::vec(0usize..7, 0..4),
+        ) {
+            let sql = database();
+            with_profile(&sql, APRIL_15, |p| {
+                for (n, day) in days.iter().enumerate() {
+                    let fruit = FRUITS.get(n).copied().unwrap_or("kiwi");
+                    let messages = vec![MessageInput { role: "user".into(), content: format!("My favorite fruit is {fruit}."), timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")) }];
+                    block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+                    check(p)?;
+                }
+                for n in &deleted {
+                    p.delete_session(&format!("s{n}")).unwrap();
+                    check(p)?;
+                }
+                Ok::<_, TestCaseError>(())
+            })?;
+        }
+    }
+}

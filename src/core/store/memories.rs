@@ -554,6 +554,9 @@ impl<'a> Store<'a> {
             None
         };
         let mut reinstated: Vec<String> = Vec::new();
+        // Passing over a deleted version: to the one after it.
+        let skip = |id: &str| links.get(id).map(|l| l.1.clone());
+        let until = |by: &str| -> Result<String> { self.earliest_start_from(by, &skip)?.ok_or_else(|| Error::storage("a version that is not stored")) };
         for chunk in json_chunks(deleted)? {
             // Remaining versions linked to a deleted one: (id, which link, deleted id)
             // (A version a fold made replaced every member: many rows an id.)
@@ -571,13 +574,13 @@ impl<'a> Store<'a> {
                 let Some(l) = links.get(&target) else { continue };
                 if link == "after" {
                     match remaining(l.1.as_ref(), |l| l.1.as_ref()) {
-                        Some(next) => self.supersede_quietly(&id, &next)?,
+                        Some(next) => self.supersede_quietly(&id, &next, &until(&next)?)?,
                         // Its owner holds its key in another active memory
                         // (a value said while this one was replaced, which
                         // replaced nothing): superseded by that one, never a
                         // second active value of the key.
                         None => match self.get_memory(&id)?.map(|m| self.holder_beside(&m, true, &|h| links.contains_key(h))).transpose()?.flatten() {
-                            Some(holder) => self.supersede_quietly(&id, &holder)?,
+                            Some(holder) => self.supersede_quietly(&id, &holder, &until(&holder)?)?,
                             None => {
                                 self.sql.execute(
                                     "UPDATE memories SET status = 'active', superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'superseded'",
@@ -604,16 +607,39 @@ impl<'a> Store<'a> {
         self.enqueue_many(JobKind::Embed, &embed)
     }
 
-    /// Marks `id` superseded by `by`, valid until `by` was said (never
-    /// ending before it starts). Its vector is gone already: it was
-    /// superseded before.
-    fn supersede_quietly(&self, id: &str, by: &str) -> Result<()> {
+    /// Marks `id` superseded by `by`, valid until `until` (when `by` was
+    /// said, or a later version if that was said earlier: see
+    /// [`Store::earliest_start_from`]), never ending before it starts. Its
+    /// vector is gone already: it was superseded before.
+    fn supersede_quietly(&self, id: &str, by: &str, until: &str) -> Result<()> {
         self.sql.execute(
             "UPDATE memories SET status = 'superseded', superseded_by = ?1, updated_at = ?2, \
-             valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
-             WHERE id = ?3",
-            &[by.into(), iso(self.now).into(), id.into()],
+             valid_to = MAX(COALESCE(valid_from, created_at), ?4) WHERE id = ?3",
+            &[by.into(), iso(self.now).into(), id.into(), until.into()],
         )
+    }
+
+    /// The earliest time any of `from` and the versions after it were said
+    /// (`validFrom`, else `createdAt`), passing over those `skip` names (to
+    /// the version after each, by `after`): a version is valid only until
+    /// then, since a backdated one after it was the value from when it was
+    /// said ([`Store::close_earlier_versions`]). At most
+    /// [`Store::MAX_CHAIN_WALK`] versions are read.
+    fn earliest_start_from(&self, from: &str, skip: &dyn Fn(&str) -> Option<Option<String>>) -> Result<Option<String>> {
+        let mut at = Some(from.to_string());
+        let mut earliest: Option<String> = None;
+        for _ in 0..Self::MAX_CHAIN_WALK {
+            let Some(id) = at.take() else { break };
+            if let Some(after) = skip(&id) {
+                at = after;
+                continue;
+            }
+            let Some(m) = self.get_memory(&id)? else { break };
+            let start = m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
+            earliest = Some(earliest.map_or(start.clone(), |e| e.min(start)));
+            at = m.superseded_by;
+        }
+        Ok(earliest)
     }
 
     /// An active memory, not `m` and not one `skip` names, by which `m`'s
