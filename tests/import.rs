@@ -1503,3 +1503,60 @@ mod chains_stay_one_line {
         }
     }
 }
+
+/// Two profiles' histories of one key, each ingested in any order of time
+/// (so a chain may hold a backdated value), one exported into the other:
+/// the merged versions stay one line and `asOf` finds at most one value.
+mod ingested_histories_merge_into_one_line {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    const FRUITS: [&str; 10] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava"];
+
+    fn say(p: &Profile<'_>, n: usize, day: u8) {
+        let messages = vec![MessageInput {
+            role: "user".into(),
+            content: format!("My favorite fruit is {}.", FRUITS[n]),
+            timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")),
+        }];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+    }
+
+    fn check(p: &Profile<'_>) -> std::result::Result<(), TestCaseError> {
+        let all: Vec<_> = all(p).into_iter().filter(|m| m.content.contains("favorite fruit")).collect();
+        let mut successors = HashSet::new();
+        for m in &all {
+            if let Some(next) = &m.superseded_by {
+                prop_assert!(successors.insert(next.clone()), "two versions superseded by {}", next);
+                let back = all.iter().find(|n| &n.id == next).and_then(|n| n.supersedes.clone());
+                prop_assert_eq!(back.as_deref(), Some(m.id.as_str()), "{} is not named back", m.content);
+            }
+            prop_assert!(m.valid_to.is_none() || m.valid_to >= m.valid_from, "{} ends before it begins", m.content);
+        }
+        prop_assert!(all.iter().filter(|m| m.status == Status::Active).count() <= 1);
+        for day in 1..=20 {
+            let req: ListRequest = serde_json::from_value(json!({ "asOf": format!("2024-01-{day:02}T12:00:00Z") })).unwrap();
+            let values: Vec<String> = p.list(req).unwrap().memories.into_iter().filter(|m| m.content.contains("favorite fruit")).map(|m| m.content).collect();
+            prop_assert!(values.len() <= 1, "day {}: {:?}", day, values);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+        #[test]
+        fn test_two_ingested_histories_of_a_key_merge_into_one_line(events in proptest::collection::vec((any::<bool>(), 1u8..=20), 2..10)) {
+            let (a, b) = (database(), database());
+            for (n, (in_a, day)) in events.iter().enumerate() {
+                with_profile(if *in_a { &a } else { &b }, APRIL_15, |p| say(p, n, *day));
+            }
+            let export = with_profile(&b, APRIL_15, |p| p.export(Default::default()).unwrap());
+            with_profile(&a, APRIL_15, |p| {
+                check(p)?;
+                p.import(&export).unwrap();
+                check(p)
+            })?;
+        }
+    }
+}

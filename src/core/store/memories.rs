@@ -456,7 +456,8 @@ impl<'a> Store<'a> {
     /// (never ending before it begins), `newer` last. A chain stays a line:
     /// two versions superseded by one would leave a later deletion of that
     /// one to bring back the older of them, and `asOf` would find two
-    /// values between. Whether they were merged (not when `older` is
+    /// values between. A version is valid until the earliest of those after
+    /// it was said. Whether they were merged (not when `older` is
     /// superseded already, or the two chains share a version).
     pub fn merge_versions(&self, older: &str, newer: &str) -> Result<bool> {
         let (mine, theirs) = (self.chain_back(older)?, self.chain_back(newer)?);
@@ -487,15 +488,29 @@ impl<'a> Store<'a> {
         if let Some(first) = line.first().filter(|f| f.supersedes.as_deref().is_some_and(|s| line.iter().any(|m| m.id == s))) {
             self.sql.execute("UPDATE memories SET supersedes = NULL, updated_at = ?1 WHERE id = ?2", &[now.as_str().into(), first.id.as_str().into()])?;
         }
-        for pair in line.windows(2) {
+        // Each valid until the earliest of the versions after it was said
+        // (a chain ingest left may hold a backdated one), never ending
+        // before it begins.
+        let start = |m: &Memory| m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
+        let mut untils: Vec<String> = Vec::with_capacity(line.len());
+        let mut earliest: Option<String> = None;
+        for m in line.iter().rev() {
+            untils.push(earliest.clone().unwrap_or_default());
+            let s = start(m);
+            earliest = Some(earliest.map_or(s.clone(), |e| e.min(s)));
+        }
+        untils.reverse();
+        for (pair, until) in line.windows(2).zip(&untils) {
             let [before, after] = pair else { continue };
-            if before.superseded_by.as_deref() != Some(after.id.as_str()) || before.status == Status::Active {
+            let ends = start(before).max(until.clone());
+            if before.superseded_by.as_deref() != Some(after.id.as_str())
+                || before.status == Status::Active
+                || before.valid_to.as_deref() != Some(ends.as_str())
+            {
                 self.sql.execute(
                     "UPDATE memories SET superseded_by = ?1, updated_at = ?2, \
-                     status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, \
-                     valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
-                     WHERE id = ?3",
-                    &[after.id.as_str().into(), now.as_str().into(), before.id.as_str().into()],
+                     status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, valid_to = ?4 WHERE id = ?3",
+                    &[after.id.as_str().into(), now.as_str().into(), before.id.as_str().into(), ends.as_str().into()],
                 )?;
                 self.enqueue(&Work::Unvector { memory_id: before.id.clone() })?;
             }
