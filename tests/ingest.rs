@@ -27,6 +27,12 @@ fn all_memories(p: &Profile<'_>) -> Vec<Memory> {
     p.list(ListRequest { limit: Some(1000), ..ListRequest::default() }).unwrap().memories
 }
 
+/// Every memory, whatever its state.
+fn every_memory(p: &Profile<'_>) -> Vec<Memory> {
+    let req = ListRequest { limit: Some(1000), status: Some(agent_memory::core::api::ListStatus::All), ..ListRequest::default() };
+    p.list(req).unwrap().memories
+}
+
 fn active(p: &Profile<'_>) -> Vec<Memory> {
     all_memories(p).into_iter().filter(|m| m.status == Status::Active).collect()
 }
@@ -1629,7 +1635,7 @@ fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value()
         for instant in ["2024-01-04T00:00:00Z", "2024-01-07T00:00:00Z", "2024-01-12T00:00:00Z"] {
             assert_eq!(at(instant), ["User: My favorite fruit is grape."], "{instant}");
         }
-        for m in all_memories(p) {
+        for m in every_memory(p) {
             assert!(m.valid_to.as_deref().is_none_or(|to| Some(to) >= m.valid_from.as_deref()), "{} never ends before it begins", m.content);
         }
     });
@@ -1645,10 +1651,10 @@ mod ingested_chains_stay_one_line {
     use proptest::prelude::*;
     use std::collections::HashSet;
 
-    const FRUITS: [&str; 8] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon"];
+    const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
 
     fn check(p: &Profile<'_>) -> std::result::Result<(), TestCaseError> {
-        let all: Vec<Memory> = all_memories(p).into_iter().filter(|m| m.content.contains("favorite fruit")).collect();
+        let all: Vec<Memory> = every_memory(p).into_iter().filter(|m| m.content.contains("favorite fruit")).collect();
         let mut successors = HashSet::new();
         for m in &all {
             if let Some(next) = &m.superseded_by {
@@ -1671,14 +1677,20 @@ mod ingested_chains_stay_one_line {
         #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
         #[test]
         fn test_values_said_in_any_order_and_sessions_deleted_stay_one_line(
-            days in proptest::collection::vec(1u8..=20, 1..7),
-            deleted in proptest::collection::vec(0usize..7, 0..4),
+            calls in proptest::collection::vec(proptest::collection::vec(1u8..=20, 1..3), 1..6),
+            deleted in proptest::collection::vec(0usize..6, 0..4),
         ) {
             let sql = database();
             with_profile(&sql, APRIL_15, |p| {
-                for (n, day) in days.iter().enumerate() {
-                    let fruit = FRUITS.get(n).copied().unwrap_or("kiwi");
-                    let messages = vec![MessageInput { role: "user".into(), content: format!("My favorite fruit is {fruit}."), timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")) }];
+                let mut said = 0;
+                for (n, days) in calls.iter().enumerate() {
+                    // A call may say two values, in any order of time.
+                    let mut messages = Vec::new();
+                    for day in days {
+                        let fruit = FRUITS.get(said).copied().unwrap_or("kiwi");
+                        said += 1;
+                        messages.push(MessageInput { role: "user".into(), content: format!("My favorite fruit is {fruit}."), timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")) });
+                    }
                     block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
                     check(p)?;
                 }

@@ -166,6 +166,11 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
         for r in plan.replacements.iter().filter(|r| !in_call.contains(r.old.as_str())) {
             store.supersede(&r.old, &r.new)?;
+        }
+        // Then, in the order they were planned, each replacement ends the
+        // versions before it still valid past when its value was said (one
+        // this call said out of time order too).
+        for r in &plan.replacements {
             store.close_earlier_versions(&r.old, &r.new)?;
         }
         record_followup(store, followup)?;

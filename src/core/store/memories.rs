@@ -437,12 +437,14 @@ impl<'a> Store<'a> {
     /// (a link back that the older version does not return ends the
     /// chain), at most [`Store::MAX_CHAIN_WALK`].
     fn chain_back(&self, head: &str) -> Result<Vec<Memory>> {
-        let mut chain = vec![self.get_memory(head)?.ok_or_else(|| Error::storage("a version that is not stored"))?];
+        let first = self.get_memory(head)?.ok_or_else(|| Error::storage("a version that is not stored"))?;
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::from([first.id.clone()]);
+        let mut chain = vec![first];
         while chain.len() < Self::MAX_CHAIN_WALK {
             let Some(last) = chain.last() else { break };
             let Some(prev) = last.supersedes.as_deref() else { break };
             match self.get_memory(prev)? {
-                Some(p) if p.superseded_by.as_deref() == Some(last.id.as_str()) && !chain.iter().any(|m| m.id == p.id) => chain.push(p),
+                Some(p) if p.superseded_by.as_deref() == Some(last.id.as_str()) && seen.insert(p.id.clone()) => chain.push(p),
                 _ => break,
             }
         }
@@ -460,9 +462,21 @@ impl<'a> Store<'a> {
     /// it was said. Whether they were merged (not when `older` is
     /// superseded already, or the two chains share a version).
     pub fn merge_versions(&self, older: &str, newer: &str) -> Result<bool> {
+        let (Some(o), Some(n)) = (self.get_memory(older)?, self.get_memory(newer)?) else { return Ok(false) };
+        if older == newer || o.superseded_by.is_some() {
+            return Ok(false);
+        }
+        if n.supersedes.is_none() {
+            // `newer` has no history: `older` (and its own) goes before it,
+            // read no further than the versions that end after it begins.
+            self.supersede(older, newer)?;
+            self.sql.execute("UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3", &[older.into(), iso(self.now).into(), newer.into()])?;
+            self.close_earlier_versions(older, newer)?;
+            return Ok(true);
+        }
         let (mine, theirs) = (self.chain_back(older)?, self.chain_back(newer)?);
-        let Some(first) = mine.first().filter(|m| m.superseded_by.is_none()) else { return Ok(false) };
-        if first.id == newer || mine.iter().any(|m| theirs.iter().any(|t| t.id == m.id)) {
+        let in_theirs: std::collections::HashSet<&str> = theirs.iter().map(|t| t.id.as_str()).collect();
+        if mine.iter().any(|m| in_theirs.contains(m.id.as_str())) {
             return Ok(false);
         }
         let (newest, earlier) = theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
