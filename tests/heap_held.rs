@@ -16,28 +16,48 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use support::{block_on, database, msg, with_profile, APRIL_15};
 
-/// Bytes and blocks handed out and not yet returned. The counts are the
-/// whole process's: the tests that read them run one at a time (`SERIAL`).
+/// Bytes and blocks handed out and not yet returned by the thread that
+/// measures ([`held`] marks it): the test harness's own threads free their
+/// blocks meanwhile (a finished test's captured output), and counted with
+/// them the blocks a measurement keeps once read below zero. The tests
+/// that read them run one at a time (`SERIAL`).
 struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static BLOCKS: AtomicUsize = AtomicUsize::new(0);
 static SERIAL: Mutex<()> = Mutex::new(());
 
+thread_local! {
+    /// Whether this thread's allocations are counted.
+    static MEASURED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is the one measured (never while its
+/// thread-locals are torn down).
+fn measured() -> bool {
+    MEASURED.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
 // SAFETY: every call goes to `System` unchanged; the counts allocate nothing.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size(), Relaxed);
-        BLOCKS.fetch_add(1, Relaxed);
+        if measured() {
+            LIVE.fetch_add(l.size(), Relaxed);
+            BLOCKS.fetch_add(1, Relaxed);
+        }
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        BLOCKS.fetch_sub(1, Relaxed);
+        if measured() {
+            LIVE.fetch_sub(l.size(), Relaxed);
+            BLOCKS.fetch_sub(1, Relaxed);
+        }
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        LIVE.fetch_add(n, Relaxed);
-        LIVE.fetch_sub(l.size(), Relaxed);
+        if measured() {
+            LIVE.fetch_add(n, Relaxed);
+            LIVE.fetch_sub(l.size(), Relaxed);
+        }
         unsafe { System.realloc(p, l, n) }
     }
 }
@@ -49,7 +69,9 @@ static A: Counting = Counting;
 /// blocks.
 fn held<T>(f: impl FnOnce() -> T) -> (T, usize, usize) {
     let (l0, b0) = (LIVE.load(Relaxed), BLOCKS.load(Relaxed));
+    MEASURED.with(|m| m.set(true));
     let v = f();
+    MEASURED.with(|m| m.set(false));
     (v, LIVE.load(Relaxed).wrapping_sub(l0), BLOCKS.load(Relaxed).wrapping_sub(b0))
 }
 
