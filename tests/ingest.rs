@@ -1649,28 +1649,11 @@ fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value()
 mod ingested_chains_stay_one_line {
     use super::*;
     use proptest::prelude::*;
-    use std::collections::HashSet;
 
     const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
 
     fn check(p: &Profile<'_>) -> std::result::Result<(), TestCaseError> {
-        let all: Vec<Memory> = every_memory(p).into_iter().filter(|m| m.content.contains("favorite fruit")).collect();
-        let mut successors = HashSet::new();
-        for m in &all {
-            if let Some(next) = &m.superseded_by {
-                prop_assert!(successors.insert(next.clone()), "two versions superseded by {}", next);
-                let back = all.iter().find(|n| &n.id == next).and_then(|n| n.supersedes.clone());
-                prop_assert_eq!(back.as_deref(), Some(m.id.as_str()), "{} is not named back", m.content);
-            }
-            prop_assert!(m.valid_to.is_none() || m.valid_to >= m.valid_from, "{} ends before it begins", m.content);
-        }
-        prop_assert!(all.iter().filter(|m| m.status == Status::Active).count() <= 1, "{:?}", all.iter().map(|m| (&m.content, m.status)).collect::<Vec<_>>());
-        for day in 1..=20 {
-            let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": format!("2024-01-{day:02}T12:00:00Z") })).unwrap();
-            let values: Vec<String> = p.list(req).unwrap().memories.into_iter().filter(|m| m.content.contains("favorite fruit")).map(|m| m.content).collect();
-            prop_assert!(values.len() <= 1, "day {}: {:?}", day, values);
-        }
-        Ok(())
+        support::one_line_of(p, "favorite fruit", 1..=20).map_err(TestCaseError::fail)
     }
 
     proptest! {

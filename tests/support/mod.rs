@@ -286,3 +286,42 @@ pub fn table_scans(sql: &dyn agent_memory::core::ports::Sql, statement: &str, pa
     let plan = sql.query(&format!("EXPLAIN QUERY PLAN {statement}"), params).expect("a plan");
     native_sql::whole_table_scans(plan.iter().filter_map(|r| r.last().and_then(|v| v.opt_string())).collect())
 }
+
+/// Whether the memories of `p` whose content holds `marker` (every state:
+/// one key's versions) form one line: each superseded by at most one other
+/// and named back by it, none ending before it begins, at most one active,
+/// and `asOf` at noon of each of January 2024's `days` finding at most one.
+/// The first broken rule, said, when not.
+pub fn one_line_of(p: &Profile<'_>, marker: &str, days: std::ops::RangeInclusive<u8>) -> Result<(), String> {
+    use agent_memory::core::api::{ListRequest, ListStatus};
+    use agent_memory::core::model::Status;
+    let every = ListRequest { limit: Some(1000), status: Some(ListStatus::All), ..ListRequest::default() };
+    let all: Vec<_> = p.list(every).map_err(|e| e.to_string())?.memories.into_iter().filter(|m| m.content.contains(marker)).collect();
+    let mut successors = std::collections::HashSet::new();
+    for m in &all {
+        if let Some(next) = &m.superseded_by {
+            if !successors.insert(next.clone()) {
+                return Err(format!("two versions superseded by {next}"));
+            }
+            let back = all.iter().find(|n| &n.id == next).and_then(|n| n.supersedes.clone());
+            if back.as_deref() != Some(m.id.as_str()) {
+                return Err(format!("{} is not named back", m.content));
+            }
+        }
+        if m.valid_to.is_some() && m.valid_to < m.valid_from {
+            return Err(format!("{} ends before it begins", m.content));
+        }
+    }
+    if all.iter().filter(|m| m.status == Status::Active).count() > 1 {
+        return Err(format!("two active: {:?}", all.iter().map(|m| (&m.content, m.status)).collect::<Vec<_>>()));
+    }
+    for day in days {
+        let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": format!("2024-01-{day:02}T12:00:00Z") })).map_err(|e| e.to_string())?;
+        let values: Vec<String> =
+            p.list(req).map_err(|e| e.to_string())?.memories.into_iter().filter(|m| m.content.contains(marker)).map(|m| m.content).collect();
+        if values.len() > 1 {
+            return Err(format!("day {day}: {values:?}"));
+        }
+    }
+    Ok(())
+}
