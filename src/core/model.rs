@@ -216,11 +216,17 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// When it was said, as stored: the start of its validity, else when
+    /// it was stored.
+    pub fn said_from(&self) -> &str {
+        self.valid_from.as_deref().unwrap_or(&self.created_at)
+    }
+
     /// When it was said, in milliseconds: the start of its validity, else
     /// when it was stored (0 for neither readable). Versions are ordered
     /// by it.
     pub fn said_at(&self) -> i64 {
-        self.valid_from.as_deref().or(Some(self.created_at.as_str())).and_then(crate::core::time::parse_millis).unwrap_or(0)
+        crate::core::time::parse_millis(self.said_from()).unwrap_or(0)
     }
 }
 

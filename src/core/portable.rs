@@ -975,7 +975,7 @@ fn stored_dates(m: &mut Memory) -> Result<()> {
 /// Never before the memory's own `validFrom`.
 fn closed_validity(memories: &mut [Memory]) {
     use crate::core::model::Status;
-    let begins: HashMap<String, String> = memories.iter().map(|m| (m.id.clone(), m.valid_from.clone().unwrap_or_else(|| m.created_at.clone()))).collect();
+    let begins: HashMap<String, String> = memories.iter().map(|m| (m.id.clone(), m.said_from().to_string())).collect();
     for m in memories.iter_mut() {
         match m.status {
             Status::Superseded if m.valid_to.is_none() => {

@@ -299,7 +299,7 @@ fn close_in_call(items: &mut [(Memory, String)], replacements: &[supersede::Repl
         if let Some(next) = in_call.get(&m.id) {
             m.status = Status::Superseded;
             m.superseded_by = Some(next.clone());
-            let since = m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
+            let since = m.said_from().to_string();
             m.valid_to = Some(valid_from.get(next).cloned().flatten().map_or(since.clone(), |to| to.max(since)));
         }
     }

@@ -505,18 +505,17 @@ impl<'a> Store<'a> {
         // Each valid until the earliest of the versions after it was said
         // (a chain ingest left may hold a backdated one), never ending
         // before it begins.
-        let start = |m: &Memory| m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
         let mut untils: Vec<String> = Vec::with_capacity(line.len());
         let mut earliest: Option<String> = None;
         for m in line.iter().rev() {
             untils.push(earliest.clone().unwrap_or_default());
-            let s = start(m);
+            let s = m.said_from().to_string();
             earliest = Some(earliest.map_or(s.clone(), |e| e.min(s)));
         }
         untils.reverse();
         for (pair, until) in line.windows(2).zip(&untils) {
             let [before, after] = pair else { continue };
-            let ends = start(before).max(until.clone());
+            let ends = before.said_from().to_string().max(until.clone());
             if before.superseded_by.as_deref() != Some(after.id.as_str())
                 || before.status == Status::Active
                 || before.valid_to.as_deref() != Some(ends.as_str())
@@ -664,7 +663,7 @@ impl<'a> Store<'a> {
                 continue;
             }
             let Some(m) = self.get_memory(&id)? else { break };
-            let start = m.valid_from.clone().unwrap_or_else(|| m.created_at.clone());
+            let start = m.said_from().to_string();
             earliest = Some(earliest.map_or(start.clone(), |e| e.min(start)));
             at = m.superseded_by;
         }
