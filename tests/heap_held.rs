@@ -102,6 +102,11 @@ fn test_a_small_profiles_directory_is_a_few_blocks_per_row_and_counted_as_held()
                     block_on(profile.ingest(IngestRequest { messages, session_id: Some(format!("s{k}")), metadata: Default::default() })).unwrap();
                 }
             });
+            // The connection's prepared-statement cache holds the reads
+            // a directory makes once another has made them: no entry of it
+            // is made (nor one left by the ingest before evicted, which
+            // read as blocks freed) while this one is measured.
+            drop(TurnDirectory::new().sync(&sql).map(drop));
             let turns = TurnDirectory::new();
             let ((), bytes, blocks) = held(|| drop(turns.sync(&sql).unwrap()));
             let (messages, memories) = turns.read_up_to().unwrap();
