@@ -5,7 +5,7 @@
 
 mod support;
 
-use agent_memory::core::api::{IngestRequest, ListRequest};
+use agent_memory::core::api::{IngestRequest, ListRequest, ListStatus};
 use agent_memory::core::error::{Error, Result};
 use agent_memory::core::llm::{prompts, LlmReasoner};
 use agent_memory::core::local::embed::HashEmbedder;
@@ -1641,6 +1641,39 @@ fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value()
     });
 }
 
+/// The key's active value forgotten, then a value said before it (a
+/// backdated conversation): no active memory holds the key, and the new
+/// value goes after the forgotten one in its chain, which keeps its status
+/// and counts as no value superseded; the version before it ends when the
+/// new one was said, so `asOf` finds one value at any instant.
+#[test]
+fn test_a_value_said_after_the_active_one_was_forgotten_goes_after_it_in_its_chain() {
+    let sql = database();
+    let say = |session: &str, content: &str, at: &str| IngestRequest {
+        messages: vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    };
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(say("x1", "My favorite fruit is apple.", "2024-01-01T10:00:00Z"))).unwrap();
+        block_on(p.ingest(say("x2", "My favorite fruit is cherry.", "2024-01-10T10:00:00Z"))).unwrap();
+        let cherry = active(p).into_iter().next().unwrap();
+        p.forget(&cherry.id).unwrap();
+        let report = block_on(p.ingest(say("y1", "My favorite fruit is banana.", "2024-01-05T10:00:00Z"))).unwrap();
+        assert_eq!(report.memories_superseded, 0, "a forgotten value held nothing to supersede");
+        let banana = active(p).into_iter().next().unwrap();
+        assert_eq!(banana.supersedes.as_deref(), Some(cherry.id.as_str()));
+        let cherry = p.get(&cherry.id).unwrap().memory;
+        assert_eq!((cherry.status, cherry.superseded_by.as_deref()), (Status::Forgotten, Some(banana.id.as_str())));
+        let at = |instant: &str| -> Vec<String> {
+            let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": instant })).unwrap();
+            p.list(req).unwrap().memories.into_iter().map(|m| m.content).collect()
+        };
+        assert_eq!(at("2024-01-03T00:00:00Z"), ["User: My favorite fruit is apple."]);
+        assert_eq!(at("2024-01-07T00:00:00Z"), ["User: My favorite fruit is banana."], "one value, not apple beside banana");
+    });
+}
+
 /// Values of one key said in any order of time, each in its own session
 /// (backdated conversations ingested after newer ones), then some of those
 /// sessions deleted: the versions stay one line (each superseded by at
@@ -1680,6 +1713,69 @@ mod ingested_chains_stay_one_line {
                 for n in &deleted {
                     p.delete_session(&format!("s{n}")).unwrap();
                     check(p)?;
+                }
+                Ok::<_, TestCaseError>(())
+            })?;
+        }
+    }
+}
+
+/// As [`ingested_chains_stay_one_line`], with the active value or another
+/// version forgotten after some calls: a forgotten version leaves `asOf` and recall but
+/// stays in its chain, and a value said later (or backdated), or a
+/// session deleted, keeps the versions one line.
+mod forgotten_chains_stay_one_line {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
+
+    /// One line, and every version forgotten still forgotten.
+    fn check(p: &Profile<'_>, forgotten: &[String]) -> std::result::Result<(), TestCaseError> {
+        support::one_line_of(p, "favorite fruit", 1..=20).map_err(TestCaseError::fail)?;
+        for id in forgotten {
+            if let Ok(m) = p.get(id).map(|d| d.memory) {
+                prop_assert_eq!(m.status, Status::Forgotten, "{} was forgotten", m.content);
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn test_values_forgotten_then_said_in_any_order_stay_one_line(
+            calls in proptest::collection::vec((proptest::collection::vec(1u8..=20, 1..3), proptest::option::of(0usize..8)), 1..6),
+            deleted in proptest::collection::vec(0usize..6, 0..4),
+        ) {
+            let sql = database();
+            with_profile(&sql, APRIL_15, |p| {
+                let mut said = 0;
+                let mut forgotten: Vec<String> = Vec::new();
+                for (n, (days, forget)) in calls.iter().enumerate() {
+                    let mut messages = Vec::new();
+                    for day in days {
+                        let fruit = FRUITS.get(said).copied().unwrap_or("kiwi");
+                        said += 1;
+                        messages.push(MessageInput { role: "user".into(), content: format!("My favorite fruit is {fruit}."), timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")) });
+                    }
+                    block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+                    check(p, &forgotten)?;
+                    // The active value (0), or another version, forgotten.
+                    if let Some(which) = forget {
+                        let every = ListRequest { limit: Some(1000), status: Some(ListStatus::All), ..ListRequest::default() };
+                        let mut versions: Vec<Memory> = p.list(every).unwrap().memories.into_iter().filter(|m| m.content.contains("favorite fruit")).collect();
+                        versions.sort_by_key(|m| m.status != Status::Active);
+                        if let Some(m) = versions.get(which % versions.len().max(1)) {
+                            p.forget(&m.id).unwrap();
+                            forgotten.push(m.id.clone());
+                        }
+                        check(p, &forgotten)?;
+                    }
+                }
+                for n in &deleted {
+                    p.delete_session(&format!("s{n}")).unwrap();
+                    check(p, &forgotten)?;
                 }
                 Ok::<_, TestCaseError>(())
             })?;

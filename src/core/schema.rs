@@ -479,6 +479,16 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX IF NOT EXISTS memories_by_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL",
         ],
     ),
+    (
+        24,
+        &[
+            // The ends of chains with no active value (the last version
+            // forgotten or expired): a person's value of a key no active
+            // memory holds goes after its chain's end (Store::lapsed_ends),
+            // which through the key's index read every version of the key.
+            "CREATE INDEX IF NOT EXISTS memories_lapsed_by_key ON memories(key) WHERE superseded_by IS NULL AND status IN ('forgotten', 'expired') AND key IS NOT NULL",
+        ],
+    ),
 ];
 
 /// Brings the database up to the newest schema version, and what a build

@@ -159,7 +159,7 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         free_ids(store, &mut fresh)?;
         let Fresh { mut memories, authority, fingerprints } = Fresh::take_apart(fresh);
         reopen_folds(store, &memories, &authority)?;
-        let plan = plan_supersession(store, &mut memories, &authority, &repeats)?;
+        let (plan, lapsed) = plan_supersession(store, &mut memories, &authority, &repeats)?;
         let mut items: Vec<(Memory, String)> = memories.into_iter().zip(fingerprints).collect();
         fold_restatements(&mut items, &plan.restatements);
         let in_call = close_in_call(&mut items, &plan.replacements);
@@ -175,7 +175,10 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         }
         record_followup(store, followup)?;
         let stored = items.into_iter().map(|(m, _)| m).collect();
-        Ok((Outcome { stored, existing, superseded: plan.replacements.len(), restated: plan.restatements.len() }, written))
+        Ok((
+            Outcome { stored, existing, superseded: plan.replacements.iter().filter(|r| !lapsed.contains(&r.old)).count(), restated: plan.restatements.len() },
+            written,
+        ))
     })?;
     if let Some(turns) = turns {
         // The directory takes them as written instead of reading them back.
@@ -265,8 +268,15 @@ impl Fresh {
 /// Which stored memories the new ones supersede by key, and which new
 /// ones only restate another of the call: only holders of the same owner
 /// (another user's value of a key is not replaced by this one's), within
-/// the speaker's reach.
-fn plan_supersession(store: &Store<'_>, memories: &mut [Memory], authority: &[u8], repeats: &[supersede::Repeat]) -> Result<supersede::Plan> {
+/// the speaker's reach; with no active holder, a person's value goes after
+/// its key's lapsed end ([`Store::lapsed_ends`]), whose ids come back too
+/// (they held no value, so none is counted superseded).
+fn plan_supersession(
+    store: &Store<'_>,
+    memories: &mut [Memory],
+    authority: &[u8],
+    repeats: &[supersede::Repeat],
+) -> Result<(supersede::Plan, HashSet<String>)> {
     let probes: Vec<KeyProbe<'_>> = memories
         .iter()
         .zip(authority)
@@ -277,14 +287,24 @@ fn plan_supersession(store: &Store<'_>, memories: &mut [Memory], authority: &[u8
         })
         .collect();
     let holders = store.active_key_holders(&probes)?;
+    // A key with no active value anywhere, said to every session: its
+    // chain's lapsed end (forgotten or expired) goes before the new value.
+    let unheld: Vec<&str> = probes.iter().filter(|p| p.any_session && !holders.keys().any(|(k, _)| k == p.key)).map(|p| p.key).collect();
+    let lapsed = store.lapsed_ends(&unheld)?;
     drop(probes);
     let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {
-        let held = holders.get(&(key.to_string(), crate::core::model::Owner::of(metadata)));
+        let owned = (key.to_string(), crate::core::model::Owner::of(metadata));
         let reaching = reach.from(new);
         let within = |h: &&crate::core::store::KeyHolder| reaching.reaches(supersede::Said { session: &h.session_id, content: &h.content });
-        held.into_iter().flatten().filter(within).map(|h| h.id.clone()).collect()
+        let held: Vec<String> = holders.get(&owned).into_iter().flatten().filter(within).map(|h| h.id.clone()).collect();
+        match lapsed.get(&owned).and_then(|ends| ends.first()) {
+            Some(end) if held.is_empty() && reach == supersede::Reach::AnySession && !holders.contains_key(&owned) => vec![end.clone()],
+            _ => held,
+        }
     };
-    Ok(supersede::plan_with_repeats(memories, authority, repeats, &lookup))
+    let plan = supersede::plan_with_repeats(memories, authority, repeats, &lookup);
+    let lapsed_ids: HashSet<String> = lapsed.into_values().flatten().collect();
+    Ok((plan, lapsed_ids))
 }
 
 /// Within one call, an earlier memory replaced by a later one is stored

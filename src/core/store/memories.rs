@@ -385,12 +385,12 @@ impl<'a> Store<'a> {
     }
 
     /// Marks `old` superseded by `new` (both ids), queueing removal of the
-    /// old vector. It was valid until `new` was, but never ends before it
+    /// old vector; a value forgotten or expired keeps that status. It was valid until `new` was, but never ends before it
     /// starts: a successor said before it (ingested later, so it wins)
     /// leaves it an empty interval.
     pub fn supersede(&self, old: &str, new: &str) -> Result<()> {
         self.sql.execute(
-            "UPDATE memories SET status = 'superseded', superseded_by = ?1, updated_at = ?2, \
+            "UPDATE memories SET status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, superseded_by = ?1, updated_at = ?2, \
              valid_to = MAX(COALESCE(valid_from, created_at), (SELECT COALESCE(n.valid_from, n.created_at) FROM memories n WHERE n.id = ?1)) \
              WHERE id = ?3",
             &[new.into(), iso(self.now).into(), old.into()],
@@ -582,6 +582,8 @@ impl<'a> Store<'a> {
             None
         };
         let mut reinstated: Vec<String> = Vec::new();
+        // Chain ends left to go before another active holder of their key.
+        let mut joins: Vec<(String, String)> = Vec::new();
         // Passing over a deleted version: to the one after it.
         let skip = |id: &str| links.get(id).map(|l| l.1.clone());
         let until = |by: &str| -> Result<String> { self.earliest_start_from(by, &skip)?.ok_or_else(|| Error::storage("a version that is not stored")) };
@@ -607,8 +609,8 @@ impl<'a> Store<'a> {
                         // (a value said while this one was replaced, which
                         // replaced nothing): superseded by that one, never a
                         // second active value of the key.
-                        None => match self.get_memory(&id)?.map(|m| self.holder_beside(&m, true, &|h| links.contains_key(h))).transpose()?.flatten() {
-                            Some(holder) => self.supersede_quietly(&id, &holder, &until(&holder)?)?,
+                        None => match self.get_memory(&id)?.map(|m| self.end_beside(&m, &|h| links.contains_key(h))).transpose()?.flatten() {
+                            Some(holder) => joins.push((id, holder)),
                             None => {
                                 self.sql.execute(
                                     "UPDATE memories SET status = 'active', superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'superseded'",
@@ -630,6 +632,16 @@ impl<'a> Store<'a> {
                 }
             }
         }
+        // Once no remaining version names a deleted one, each such end's
+        // chain merges into the holder's, one line in the order they were
+        // said (the holder may have a history of its own); one that cannot
+        // (the two share a version) is superseded by the holder.
+        for (id, holder) in joins {
+            self.sql.execute("UPDATE memories SET superseded_by = NULL WHERE id = ?1", &[id.as_str().into()])?;
+            if !self.merge_versions(&id, &holder)? {
+                self.supersede_quietly(&id, &holder, &until(&holder)?)?;
+            }
+        }
         let wanting = self.wanting_vectors(&reinstated)?;
         let embed: Vec<&str> = reinstated.iter().filter(|id| wanting.contains(*id)).map(String::as_str).collect();
         self.enqueue_many(JobKind::Embed, &embed)
@@ -637,11 +649,12 @@ impl<'a> Store<'a> {
 
     /// Marks `id` superseded by `by`, valid until `until` (when `by` was
     /// said, or a later version if that was said earlier: see
-    /// [`Store::earliest_start_from`]), never ending before it starts. Its
-    /// vector is gone already: it was superseded before.
+    /// [`Store::earliest_start_from`]), never ending before it starts; a
+    /// value forgotten or expired keeps that status. Its vector is gone
+    /// already: it was superseded before.
     fn supersede_quietly(&self, id: &str, by: &str, until: &str) -> Result<()> {
         self.sql.execute(
-            "UPDATE memories SET status = 'superseded', superseded_by = ?1, updated_at = ?2, \
+            "UPDATE memories SET status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, superseded_by = ?1, updated_at = ?2, \
              valid_to = MAX(COALESCE(valid_from, created_at), ?4) WHERE id = ?3",
             &[by.into(), iso(self.now).into(), id.into(), until.into()],
         )
@@ -680,6 +693,56 @@ impl<'a> Store<'a> {
         let holders = self.active_key_holders(&[probe])?;
         let owner = crate::core::model::Owner::of(&m.metadata);
         Ok(holders.get(&(key.to_string(), owner)).into_iter().flatten().find(|h| h.id != m.id && !skip(&h.id)).map(|h| h.id.clone()))
+    }
+
+    /// The end of another chain of `m`'s key and owner, not one `skip`
+    /// names: an active holder from any session ([`Store::holder_beside`]),
+    /// else the newest lapsed end ([`Store::lapsed_ends`]). A chain end
+    /// deleted from under `m` leaves `m` to go before it: the values said
+    /// after `m` stay after it, as if the deleted one had never been said.
+    pub fn end_beside(&self, m: &Memory, skip: &dyn Fn(&str) -> bool) -> Result<Option<String>> {
+        if let Some(holder) = self.holder_beside(m, true, skip)? {
+            return Ok(Some(holder));
+        }
+        let Some(key) = m.key.as_deref() else { return Ok(None) };
+        let ends = self.lapsed_ends(&[key])?;
+        let owner = crate::core::model::Owner::of(&m.metadata);
+        Ok(ends.get(&(key.to_string(), owner)).into_iter().flatten().find(|id| **id != m.id && !skip(id)).cloned())
+    }
+
+    /// The versions of `keys` superseded by nothing whose values were
+    /// forgotten or expired (the ends of chains with no active value), by
+    /// key and owner, newest first: a value said later of such a key goes
+    /// after its end, so the key's versions stay one line (and `asOf` finds
+    /// one value at any instant) with no active holder to supersede. Found
+    /// by the key's index, reading the key's versions.
+    pub fn lapsed_ends(&self, keys: &[&str]) -> Result<std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>>> {
+        let mut out: std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>> = std::collections::HashMap::new();
+        let text = |v: &SqlValue| match v {
+            SqlValue::Null => Ok(None),
+            SqlValue::Text(t) => Ok(Some(t.clone())),
+            _ => Err(Error::storage("a memory's agentId or userId is not text")),
+        };
+        for chunk in json_chunks(keys)? {
+            let rows = self.sql.query(
+                "SELECT m.key, m.id, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+                 WHERE m.superseded_by IS NULL AND m.status IN ('forgotten', 'expired') ORDER BY m.id DESC",
+                &[chunk],
+            )?;
+            for r in rows {
+                match r.as_slice() {
+                    [SqlValue::Text(key), SqlValue::Text(id), agent, user] => {
+                        let owner = crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? };
+                        let ids = out.entry((key.clone(), owner)).or_default();
+                        if !ids.contains(id) {
+                            ids.push(id.clone());
+                        }
+                    }
+                    _ => return Err(Error::storage("failed to read a lapsed version's key, id and owner")),
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Hard-deletes memories and every trace of them the store holds: rows,
