@@ -1543,3 +1543,75 @@ mod ingested_histories_merge_into_one_line {
         }
     }
 }
+
+/// A profile's export imported back into it after it changed: values said
+/// since (in any order of time), sessions deleted and values forgotten.
+/// What the file holds that the profile lost comes back into the key's
+/// one line of versions (each superseded by at most one other, named
+/// back; one value active; `asOf` finds at most one).
+mod an_export_imported_back_stays_one_line {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
+
+    /// What happens to the profile after its export.
+    #[derive(Clone, Debug)]
+    enum Change {
+        Say(u8),
+        DeleteSession(usize),
+        ForgetActive,
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        prop_oneof![(1u8..=20).prop_map(Change::Say), (0usize..12).prop_map(Change::DeleteSession), Just(Change::ForgetActive)]
+    }
+
+    fn say(p: &Profile<'_>, n: usize, day: u8) {
+        let messages = vec![MessageInput {
+            role: "user".into(),
+            content: format!("My favorite fruit is {}.", FRUITS[n % FRUITS.len()]),
+            timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")),
+        }];
+        block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+    }
+
+    fn check(p: &Profile<'_>) -> std::result::Result<(), TestCaseError> {
+        support::one_line_of(p, "favorite fruit", 1..=20).map_err(TestCaseError::fail)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+        #[test]
+        fn test_an_export_imported_back_after_changes_stays_one_line(
+            before in proptest::collection::vec(1u8..=20, 1..5),
+            after in proptest::collection::vec(change(), 1..6),
+        ) {
+            let sql = database();
+            with_profile(&sql, APRIL_15, |p| {
+                for (n, day) in before.iter().enumerate() {
+                    say(p, n, *day);
+                }
+                let export = p.export(Default::default()).unwrap();
+                let mut n = before.len();
+                for c in &after {
+                    match c {
+                        Change::Say(day) => {
+                            say(p, n, *day);
+                            n += 1;
+                        }
+                        Change::DeleteSession(s) => drop(p.delete_session(&format!("s{s}")).unwrap()),
+                        Change::ForgetActive => {
+                            for m in p.list(ListRequest::default()).unwrap().memories.into_iter().filter(|m| m.content.contains("favorite fruit")) {
+                                p.forget(&m.id).unwrap();
+                            }
+                        }
+                    }
+                    check(p)?;
+                }
+                p.import(&export).unwrap();
+                check(p)
+            })?;
+        }
+    }
+}

@@ -1000,6 +1000,27 @@ fn redact(text: &mut String) {
     }
 }
 
+/// Names back, in the profile, each written version the file records as
+/// superseded by a memory the profile held already (an export imported
+/// back after that version was deleted here): its chain and the held
+/// one's merge into one line in the order they were said
+/// ([`Store::merge_versions`]), not a version superseded by one that
+/// supersedes another. One whose chain shares a version with the held
+/// one's is left as the file has it.
+fn join_held_successors(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> Result<()> {
+    for m in file.iter().filter(|m| written.contains(m.id.as_str())) {
+        let Some(next) = m.superseded_by.as_deref().filter(|n| !written.contains(n)) else { continue };
+        if store.get_memory(next)?.is_some_and(|n| n.supersedes.as_deref() == Some(m.id.as_str())) {
+            continue;
+        }
+        store.unlink_successor(&m.id)?;
+        if !store.merge_versions(&m.id, next)? {
+            store.link_successor(&m.id, next)?;
+        }
+    }
+    Ok(())
+}
+
 /// Leaves one active value of each key per owner, as far as its speaker
 /// reaches, where the file's active memories meet the profile's by key
 /// rather than by a version link (two the file records active are left
@@ -1012,6 +1033,10 @@ fn redact(text: &mut String) {
 /// that order. At the same instant the profile's own stays. `written`:
 /// the file's memories this import wrote; the others were present already
 /// and are left as they are.
+///
+/// With no active holder, the key's lapsed end ([`Store::lapsed_ends`])
+/// the profile held is weighed in its place: a value said before it goes
+/// before it, one said after it after it, one line either way.
 ///
 /// A key's holders are read once for all the file's values of it, and
 /// each value is weighed against the holders its reach or theirs can
@@ -1029,7 +1054,15 @@ fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> R
     let recorded: HashSet<&str> = file.iter().filter(|m| m.status == Status::Active).map(|m| m.id.as_str()).collect();
     for ((key, owner), arriving) in groups {
         let probe = crate::core::store::KeyProbe { key, session_id: "", undated_digest: String::new(), any_session: true };
-        let held: Vec<String> = store.active_key_holders(&[probe])?.remove(&(key.to_string(), owner)).unwrap_or_default().into_iter().map(|h| h.id).collect();
+        let mut held: Vec<String> =
+            store.active_key_holders(&[probe])?.remove(&(key.to_string(), owner.clone())).unwrap_or_default().into_iter().map(|h| h.id).collect();
+        if held.iter().all(|id| written.contains(id.as_str())) {
+            // No active value but the file's: the chain's lapsed end
+            // (forgotten or expired) is weighed as a holder, as ingest
+            // weighs it.
+            let lapsed = store.lapsed_ends(&[key])?.remove(&(key.to_string(), owner)).unwrap_or_default();
+            held.extend(lapsed.into_iter().find(|id| !written.contains(id.as_str())));
+        }
         let versions = Versions::read(store, store.memories_by_ids(&held)?, written, &recorded)?;
         let mut arriving: Vec<usize> = arriving.iter().filter_map(|id| versions.at.get(*id).copied()).collect();
         arriving.sort_by_key(|&i| versions.rank(i));
@@ -1230,6 +1263,7 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
             store.supersede_if_active(old, &m.id)?;
         }
     }
+    join_held_successors(store, &p.memories, &written)?;
     settle_keys(store, &p.memories, &written)?;
     let restated: Vec<(&str, &str)> =
         p.restatements.iter().map(|r| (r.memory_id.as_str(), r.message_id.as_str())).chain(restated_held.iter().map(|(h, s)| (h.as_str(), *s))).collect();

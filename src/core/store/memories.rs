@@ -452,10 +452,12 @@ impl<'a> Store<'a> {
     }
 
     /// Merges the version chain that ends in `older` (a value of a key,
-    /// superseded by nothing) into the one that ends in `newer` (a value
-    /// said later: one of them imported) in the order they were said: one line
-    /// of versions, each superseded by the next and valid until it was said
-    /// (never ending before it begins), `newer` last. A chain stays a line:
+    /// superseded by nothing) into the one through `newer` (a value said
+    /// later: one of them imported; or a chain's version that a deletion
+    /// or an import left `older` before) in the order they were said: one
+    /// line of versions, each superseded by the next and valid until it was
+    /// said (never ending before it begins), up to `newer`, then the
+    /// versions after it as they were. A chain stays a line:
     /// two versions superseded by one would leave a later deletion of that
     /// one to bring back the older of them, and `asOf` would find two
     /// values between. A version is valid until the earliest of those after
@@ -466,9 +468,10 @@ impl<'a> Store<'a> {
         if older == newer || o.superseded_by.is_some() {
             return Ok(false);
         }
-        if n.supersedes.is_none() {
-            // `newer` has no history: `older` (and its own) goes before it,
-            // read no further than the versions that end after it begins.
+        if n.supersedes.is_none() && n.superseded_by.is_none() {
+            // `newer` is a chain of its own: `older` (and its own history)
+            // goes before it, read no further than the versions that end
+            // after it begins.
             self.supersede(older, newer)?;
             self.sql.execute("UPDATE memories SET supersedes = ?1, updated_at = ?2 WHERE id = ?3", &[older.into(), iso(self.now).into(), newer.into()])?;
             self.close_earlier_versions(older, newer)?;
@@ -506,7 +509,12 @@ impl<'a> Store<'a> {
         // (a chain ingest left may hold a backdated one), never ending
         // before it begins.
         let mut untils: Vec<String> = Vec::with_capacity(line.len());
-        let mut earliest: Option<String> = None;
+        // `newer` may have versions after it (a chain's middle): none
+        // before it holds past when the earliest of those was said.
+        let mut earliest: Option<String> = match n.superseded_by.as_deref() {
+            Some(next) => self.earliest_start_from(next, &|_| None)?,
+            None => None,
+        };
         for m in line.iter().rev() {
             untils.push(earliest.clone().unwrap_or_default());
             let s = m.said_from().to_string();
@@ -535,6 +543,17 @@ impl<'a> Store<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Clears `id`'s link to the version after it, to merge its chain
+    /// into another ([`Store::merge_versions`] takes a chain's end).
+    pub fn unlink_successor(&self, id: &str) -> Result<()> {
+        self.sql.execute("UPDATE memories SET superseded_by = NULL WHERE id = ?1", &[id.into()])
+    }
+
+    /// Sets `id`'s link to the version after it, `next`, back as it was.
+    pub fn link_successor(&self, id: &str, next: &str) -> Result<()> {
+        self.sql.execute("UPDATE memories SET superseded_by = ?1 WHERE id = ?2", &[next.into(), id.into()])
     }
 
     /// Marks a memory forgotten. Returns the updated memory.
@@ -637,7 +656,7 @@ impl<'a> Store<'a> {
         // said (the holder may have a history of its own); one that cannot
         // (the two share a version) is superseded by the holder.
         for (id, holder) in joins {
-            self.sql.execute("UPDATE memories SET superseded_by = NULL WHERE id = ?1", &[id.as_str().into()])?;
+            self.unlink_successor(&id)?;
             if !self.merge_versions(&id, &holder)? {
                 self.supersede_quietly(&id, &holder, &until(&holder)?)?;
             }
