@@ -356,7 +356,7 @@ impl ProfileObject {
         let providers = Providers::new(&self.config, &self.env, &call.name)?;
         let index = providers.index(&self.sql, &self.resident.packed, warm);
         let mut profile = self.profile(&call.name, &providers, index.as_ref(), warm);
-        if call.op == "stats" {
+        if Op::parse(&call.op) == Some(Op::Stats) {
             profile.memory = memory_view(&self.resident, self.config.working_set_bytes);
         }
         let out = match self.bench_call(&profile, &call).await {

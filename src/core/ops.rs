@@ -696,9 +696,18 @@ impl<'a> Profile<'a> {
         Error::conflict(format!("profile is full: it holds {count} memories and its limit is {}", self.limits.max_memories))
     }
 
+    /// The profile's one capacity rule: when `adding` more memories might
+    /// pass its limit, how many it holds and how many more fit (below
+    /// zero when over it); `None` when they surely fit.
+    pub(crate) fn room(&self, adding: i64) -> Result<Option<(i64, i64)>> {
+        let limit = self.limits.max_memories;
+        Ok(self.store().memory_count_near(limit, adding)?.map(|count| (count, limit.saturating_sub(count))))
+    }
+
+    /// A 409 unless `adding` more memories fit ([`Profile::room`]).
     pub(crate) fn check_capacity(&self, adding: i64) -> Result<()> {
-        match self.store().memory_count_near(self.limits.max_memories, adding)? {
-            Some(count) if count.saturating_add(adding) > self.limits.max_memories => Err(self.full(count)),
+        match self.room(adding)? {
+            Some((count, room)) if adding > room => Err(self.full(count)),
             _ => Ok(()),
         }
     }

@@ -234,13 +234,13 @@ fn not_given_before(store: &crate::core::store::Store<'_>, memories: Vec<persist
 /// the limit is never passed, at the cost of a rare drop that would
 /// have fitted.
 fn within_room(p: &Profile<'_>, memories: Vec<persist::Pending>) -> Result<(Vec<persist::Pending>, Vec<NoRoom>)> {
-    let limit = p.limits.max_memories;
     let adding = i64::try_from(memories.len()).unwrap_or(i64::MAX);
-    let Some(count) = p.store().memory_count_near(limit, adding)? else {
+    let Some((count, room)) = p.room(adding)? else {
         return Ok((memories, Vec::new()));
     };
+    let limit = p.limits.max_memories;
     let held = p.store().active_by_fingerprints(&memories.iter().map(|m| m.fingerprint.as_str()).collect::<Vec<_>>())?;
-    let mut room = usize::try_from(limit.saturating_sub(count).max(0)).unwrap_or(0);
+    let mut room = usize::try_from(room.max(0)).unwrap_or(0);
     let (mut fit, mut over) = (Vec::new(), Vec::new());
     for m in memories {
         if held.contains_key(&m.fingerprint) {
