@@ -1782,3 +1782,63 @@ mod forgotten_chains_stay_one_line {
         }
     }
 }
+
+/// Values of one key said in any order of time, each call its own
+/// session, then sessions deleted: what remains is as if the deleted
+/// sessions had never been said. The same calls but those, ingested into
+/// another profile, leave each remaining value with the same status and
+/// validity (a backdated value deleted leaves no gap where it held).
+mod deleting_sessions_is_as_if_never_said {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
+
+    /// Each value's words, status and validity, by its words.
+    fn versions(p: &Profile<'_>) -> std::collections::BTreeMap<String, (Status, Option<String>, Option<String>)> {
+        let every = ListRequest { limit: Some(1000), status: Some(ListStatus::All), ..ListRequest::default() };
+        p.list(every).unwrap().memories.into_iter().map(|m| (m.content, (m.status, m.valid_from, m.valid_to))).collect()
+    }
+
+    fn ingest(p: &Profile<'_>, n: usize, values: &[(usize, u8)]) {
+        let messages = values
+            .iter()
+            .map(|(fruit, day)| MessageInput {
+                role: "user".into(),
+                content: format!("My favorite fruit is {}.", FRUITS[*fruit]),
+                timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")),
+            })
+            .collect();
+        block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+        #[test]
+        fn test_deleting_sessions_leaves_the_versions_as_if_never_said(
+            calls in proptest::collection::vec(proptest::collection::vec(1u8..=20, 1..3), 1..6),
+            deleted in proptest::collection::btree_set(0usize..6, 0..4),
+        ) {
+            // Each value its own fruit, in the order said.
+            let mut said = 0;
+            let calls: Vec<Vec<(usize, u8)>> = calls.iter().map(|days| days.iter().map(|d| { said += 1; (said - 1, *d) }).collect()).collect();
+            let (all, some) = (database(), database());
+            let after_deletion = with_profile(&all, APRIL_15, |p| {
+                for (n, values) in calls.iter().enumerate() {
+                    ingest(p, n, values);
+                }
+                for n in &deleted {
+                    p.delete_session(&format!("s{n}")).unwrap();
+                }
+                versions(p)
+            });
+            let never_said = with_profile(&some, APRIL_15, |p| {
+                for (n, values) in calls.iter().enumerate().filter(|(n, _)| !deleted.contains(n)) {
+                    ingest(p, n, values);
+                }
+                versions(p)
+            });
+            prop_assert_eq!(after_deletion, never_said);
+        }
+    }
+}

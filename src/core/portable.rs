@@ -1260,7 +1260,11 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     let written: HashSet<&str> = memories.iter().map(|(_, id)| id.as_str()).collect();
     for m in p.memories.iter().filter(|m| m.status == crate::core::model::Status::Active && written.contains(m.id.as_str())) {
         if let Some(old) = m.supersedes.as_deref().filter(|old| !written.contains(old)) {
-            store.supersede_if_active(old, &m.id)?;
+            // Said before the versions it now follows, it ends them when
+            // it was said, as ingest would have.
+            if store.supersede_if_active(old, &m.id)? {
+                store.close_earlier_versions(old, &m.id)?;
+            }
         }
     }
     join_held_successors(store, &p.memories, &written)?;

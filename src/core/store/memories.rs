@@ -577,17 +577,35 @@ impl<'a> Store<'a> {
         if deleted.is_empty() {
             return Ok(());
         }
-        // What each deleted one supersedes and is superseded by.
+        // What each deleted one supersedes and is superseded by, and when
+        // it was said.
         type Links = (Option<String>, Option<String>);
         let mut links: std::collections::HashMap<String, Links> = std::collections::HashMap::new();
+        let mut starts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
         for chunk in json_chunks(deleted)? {
-            let rows: Vec<(String, Option<String>, Option<String>)> = json_rows(
+            let rows: Vec<(String, Option<String>, Option<String>, String)> = json_rows(
                 self.sql,
-                "SELECT json_group_array(json_array(m.id, m.supersedes, m.superseded_by)) FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
+                "SELECT json_group_array(json_array(m.id, m.supersedes, m.superseded_by, COALESCE(m.valid_from, m.created_at))) FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
                 &[chunk],
             )?;
-            links.extend(rows.into_iter().map(|(id, before, after)| (id, (before, after))));
+            for (id, before, after, start) in rows {
+                starts.insert(id.clone(), start);
+                links.insert(id, (before, after));
+            }
         }
+        // The earliest any deleted version from `first` on (to the next
+        // remaining one) was said.
+        let said_from = |first: &str| -> String {
+            let mut at = Some(first.to_string());
+            let mut earliest: Option<String> = None;
+            for _ in 0..=links.len() {
+                let Some(id) = at.take() else { break };
+                let Some(start) = starts.get(&id) else { break };
+                earliest = Some(earliest.map_or(start.clone(), |e| e.min(start.clone())));
+                at = links.get(&id).and_then(|l| l.1.clone());
+            }
+            earliest.unwrap_or_default()
+        };
         // The first remaining version along a chain from `start` (bounded:
         // a chain through the deleted ones visits each at most once).
         let remaining = |start: Option<&String>, next: fn(&Links) -> Option<&String>| -> Option<String> {
@@ -603,6 +621,9 @@ impl<'a> Store<'a> {
         let mut reinstated: Vec<String> = Vec::new();
         // Chain ends left to go before another active holder of their key.
         let mut joins: Vec<(String, String)> = Vec::new();
+        // Versions spliced past deleted ones: their new end (none while
+        // active), and when the earliest deleted one was said.
+        let mut reopen: Vec<(String, Option<String>, String)> = Vec::new();
         // Passing over a deleted version: to the one after it.
         let skip = |id: &str| links.get(id).map(|l| l.1.clone());
         let until = |by: &str| -> Result<String> { self.earliest_start_from(by, &skip)?.ok_or_else(|| Error::storage("a version that is not stored")) };
@@ -623,7 +644,11 @@ impl<'a> Store<'a> {
                 let Some(l) = links.get(&target) else { continue };
                 if link == "after" {
                     match remaining(l.1.as_ref(), |l| l.1.as_ref()) {
-                        Some(next) => self.supersede_quietly(&id, &next, &until(&next)?)?,
+                        Some(next) => {
+                            let to = until(&next)?;
+                            self.supersede_quietly(&id, &next, &to)?;
+                            reopen.push((id, Some(to), said_from(&target)));
+                        }
                         // Its owner holds its key in another active memory
                         // (a value said while this one was replaced, which
                         // replaced nothing): superseded by that one, never a
@@ -635,6 +660,7 @@ impl<'a> Store<'a> {
                                     "UPDATE memories SET status = 'active', superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'superseded'",
                                     &[iso(self.now).into(), id.as_str().into()],
                                 )?;
+                                reopen.push((id.clone(), None, said_from(&target)));
                                 reinstated.push(id);
                             }
                         },
@@ -661,9 +687,46 @@ impl<'a> Store<'a> {
                 self.supersede_quietly(&id, &holder, &until(&holder)?)?;
             }
         }
+        for (id, to, deleted_from) in reopen {
+            self.reopen_before(&id, to, &deleted_from)?;
+        }
         let wanting = self.wanting_vectors(&reinstated)?;
         let embed: Vec<&str> = reinstated.iter().filter(|id| wanting.contains(*id)).map(String::as_str).collect();
         self.enqueue_many(JobKind::Embed, &embed)
+    }
+
+    /// Gives back to the versions before `id` (spliced past deleted
+    /// versions, now valid until `to`, or with no end) the time a deleted
+    /// version said from `deleted_from` took from them: each is valid
+    /// until the earliest of the remaining versions after it was said
+    /// (never ending before it begins), as if the deleted ones had never
+    /// been said. A backdated value deleted leaves no gap where it held.
+    /// The walk back stops once a remaining version was said no later
+    /// than the deleted ones: no version before it was ended by them. In
+    /// the order said, that is the first step. At most
+    /// [`Store::MAX_CHAIN_WALK`] versions are read.
+    fn reopen_before(&self, id: &str, to: Option<String>, deleted_from: &str) -> Result<()> {
+        let Some(mut at) = self.get_memory(id)? else { return Ok(()) };
+        let mut earliest = to;
+        for _ in 0..Self::MAX_CHAIN_WALK {
+            let start = at.said_from().to_string();
+            let bound = earliest.map_or(start.clone(), |e| e.min(start));
+            if bound.as_str() <= deleted_from {
+                break;
+            }
+            let Some(prev) = at.supersedes.as_deref() else { break };
+            let Some(p) = self.get_memory(prev)?.filter(|p| p.superseded_by.as_deref() == Some(at.id.as_str())) else { break };
+            let ends = p.said_from().to_string().max(bound.clone());
+            if p.valid_to.as_deref() != Some(ends.as_str()) {
+                self.sql.execute(
+                    "UPDATE memories SET valid_to = ?1, updated_at = ?2 WHERE id = ?3",
+                    &[ends.as_str().into(), iso(self.now).into(), p.id.as_str().into()],
+                )?;
+            }
+            earliest = Some(bound);
+            at = p;
+        }
+        Ok(())
     }
 
     /// Marks `id` superseded by `by`, valid until `until` (when `by` was
