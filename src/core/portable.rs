@@ -179,61 +179,95 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
     out.push_str("\n")?;
     let export = out.export;
     if let Some(f) = filter {
-        each_memory_page(store, |page| {
-            let passing: Vec<&Memory> = page.iter().filter(|m| f.matches(m)).collect();
-            store.keep_for_export(export, Kept::Memory, passing.iter().map(|m| m.id.as_str()))?;
-            store.keep_for_export(export, Kept::Message, passing.iter().flat_map(|m| m.source_message_ids.iter().map(String::as_str)))
-        })?;
+        keep_passing(store, export, f)?;
     }
+    // Without a filter, every record is kept.
+    let kept = |kind: Kept, ids: &mut dyn Iterator<Item = &str>| filter.map(|_| store.kept_by_export(export, kind, ids)).transpose();
+    write_messages(out, store, &kept)?;
+    write_memories(out, store, &kept)?;
+    write_restatements(out, store, &kept)?;
+    write_withheld(out, store, &kept)?;
+    write_consolidations(out, store, &kept)?;
+    store.drop_export_kept(export)
+}
+
+/// Which of some ids of a kind an export keeps (`None`: every one, with
+/// no filter).
+type KeptBy<'k> = dyn Fn(Kept, &mut dyn Iterator<Item = &str>) -> Result<Option<HashSet<String>>> + 'k;
+
+/// Records, for export `export`, the memories passing `f` and the
+/// messages they cite.
+fn keep_passing(store: &Store<'_>, export: i64, f: &crate::core::filter::Filter) -> Result<()> {
+    each_memory_page(store, |page| {
+        let passing: Vec<&Memory> = page.iter().filter(|m| f.matches(m)).collect();
+        store.keep_for_export(export, Kept::Memory, passing.iter().map(|m| m.id.as_str()))?;
+        store.keep_for_export(export, Kept::Message, passing.iter().flat_map(|m| m.source_message_ids.iter().map(String::as_str)))
+    })
+}
+
+/// The kept messages, by session and position.
+fn write_messages(out: &mut Spool<'_, '_>, store: &Store<'_>, kept: &KeptBy<'_>) -> Result<()> {
     let mut after: Option<(String, i64, i64)> = None;
     loop {
         let page = store.messages_after(after.as_ref().map(|(s, p, r)| (s.as_str(), *p, *r)), EXPORT_MESSAGE_PAGE)?;
         let Some((rowid, last)) = page.last() else { break };
         after = Some((last.session_id.clone(), last.position, *rowid));
-        let kept = filter.map(|_| store.kept_by_export(export, Kept::Message, page.iter().map(|(_, m)| m.id.as_str()))).transpose()?;
+        let kept = kept(Kept::Message, &mut page.iter().map(|(_, m)| m.id.as_str()))?;
         for (_, m) in page.iter().filter(|(_, m)| kept.as_ref().is_none_or(|k| k.contains(&m.id))) {
             out.push_str(&tagged("message", m)?)?;
         }
     }
+    Ok(())
+}
+
+/// The kept memories, each with its links to versions the file holds.
+fn write_memories(out: &mut Spool<'_, '_>, store: &Store<'_>, kept: &KeptBy<'_>) -> Result<()> {
     each_memory_page(store, |page| {
         // The page's memories and the versions they link to.
-        let linked = page.iter().flat_map(|m| [Some(&m.id), m.supersedes.as_ref(), m.superseded_by.as_ref()]).flatten();
-        let held = filter.map(|_| store.kept_by_export(export, Kept::Memory, linked.map(String::as_str))).transpose()?;
+        let mut linked = page.iter().flat_map(|m| [Some(&m.id), m.supersedes.as_ref(), m.superseded_by.as_ref()]).flatten().map(String::as_str);
+        let held = kept(Kept::Memory, &mut linked)?;
         for m in page.iter().filter(|m| held.as_ref().is_none_or(|h| h.contains(&m.id))) {
             out.push_str(&tagged("memory", &linked_within(m, held.as_ref()))?)?;
         }
         Ok(())
-    })?;
-    // The restatements whose memory and message are both in the file.
+    })
+}
+
+/// The restatements whose memory and message are both in the file.
+fn write_restatements(out: &mut Spool<'_, '_>, store: &Store<'_>, kept: &KeptBy<'_>) -> Result<()> {
     let mut after: Option<(String, i64)> = None;
     loop {
         let page = store.restatements_after(after.as_ref().map(|(m, r)| (m.as_str(), *r)), EXPORT_MEMORY_PAGE)?;
         let Some((memory, rowid, _)) = page.last() else { break };
         after = Some((memory.clone(), *rowid));
-        let kept = match filter {
-            Some(_) => Some((
-                store.kept_by_export(export, Kept::Memory, page.iter().map(|r| r.0.as_str()))?,
-                store.kept_by_export(export, Kept::Message, page.iter().map(|r| r.2.as_str()))?,
-            )),
-            None => None,
-        };
-        for (memory_id, _, message_id) in page.iter().filter(|r| kept.as_ref().is_none_or(|(m, g)| m.contains(&r.0) && g.contains(&r.2))) {
+        let memories = kept(Kept::Memory, &mut page.iter().map(|r| r.0.as_str()))?;
+        let messages = kept(Kept::Message, &mut page.iter().map(|r| r.2.as_str()))?;
+        let both = |r: &&(String, i64, String)| memories.as_ref().is_none_or(|m| m.contains(&r.0)) && messages.as_ref().is_none_or(|g| g.contains(&r.2));
+        for (memory_id, _, message_id) in page.iter().filter(both) {
             out.push_str(&tagged("restatement", &Restatement { memory_id: memory_id.clone(), message_id: message_id.clone() })?)?;
         }
     }
-    // What messages in the file said of memories since deleted.
+    Ok(())
+}
+
+/// What messages in the file said of memories since deleted.
+fn write_withheld(out: &mut Spool<'_, '_>, store: &Store<'_>, kept: &KeptBy<'_>) -> Result<()> {
     let mut after: Option<(i64, String)> = None;
     loop {
         let page = store.withheld_after(after.as_ref().map(|(r, f)| (*r, f.as_str())), EXPORT_MEMORY_PAGE)?;
         let Some((rowid, _, fingerprint)) = page.last() else { break };
         after = Some((*rowid, fingerprint.clone()));
-        let kept = filter.map(|_| store.kept_by_export(export, Kept::Message, page.iter().map(|w| w.1.as_str()))).transpose()?;
+        let kept = kept(Kept::Message, &mut page.iter().map(|w| w.1.as_str()))?;
         for (_, message_id, fingerprint) in page.iter().filter(|w| kept.as_ref().is_none_or(|k| k.contains(&w.1))) {
             out.push_str(&tagged("withheld", &Withheld { message_id: message_id.clone(), fingerprint: fingerprint.clone() })?)?;
         }
     }
-    // The consolidations that stand (not undone), whose memories are all
-    // in the file: an undone one is history whose creations are gone.
+    Ok(())
+}
+
+/// The consolidations that stand (not undone), whose memories are all in
+/// the file: an undone one is history whose creations are gone.
+fn write_consolidations(out: &mut Spool<'_, '_>, store: &Store<'_>, kept: &KeptBy<'_>) -> Result<()> {
     let mut after = 0;
     loop {
         let ids = store.consolidation_ids_after(after, EXPORT_CONSOLIDATION_PAGE)?;
@@ -242,7 +276,7 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
         for id in ids {
             let Some((record, before, created)) = store.consolidation(id)?.filter(|(r, _, _)| r.undone_at.is_none()) else { continue };
             let entry = ConsolidationEntry::of(record, before, created);
-            if let Some(f) = filter.map(|_| store.kept_by_export(export, Kept::Memory, entry.involved().map(String::as_str))).transpose()? {
+            if let Some(f) = kept(Kept::Memory, &mut entry.involved().map(String::as_str))? {
                 if !entry.involved().all(|m| f.contains(m)) {
                     continue;
                 }
@@ -250,7 +284,7 @@ fn write_export(out: &mut Spool<'_, '_>, store: &Store<'_>, profile: &str, filte
             out.push_str(&tagged("consolidation", &entry)?)?;
         }
     }
-    store.drop_export_kept(export)
+    Ok(())
 }
 
 /// Consolidation records an export reads at a time: each holds copies of
