@@ -717,12 +717,25 @@ impl Reader {
             return Err(Error::invalid("import: the file has no header line"));
         }
         for m in &mut self.parsed.memories {
-            for id in &mut m.source_message_ids {
-                if let Some(new) = self.renamed.get(id) {
-                    id.clone_from(new);
-                }
+            follow_renames(&self.renamed, &mut m.source_message_ids);
+        }
+        self.restated_links();
+        self.refuse_cycles()?;
+        closed_validity(&mut self.parsed.memories);
+        self.consolidation_links()?;
+        // The copies name messages as the file's memories do.
+        for c in &mut self.parsed.consolidations {
+            for m in &mut c.before {
+                follow_renames(&self.renamed, &mut m.source_message_ids);
             }
         }
+        self.version_links();
+        Ok(self.parsed)
+    }
+
+    /// The restatements' and withheld records' messages renamed by their
+    /// redactions, and those naming what the file does not hold listed.
+    fn restated_links(&mut self) {
         for r in &mut self.parsed.restatements {
             let line = self.restatement_lines.get(&(r.memory_id.clone(), r.message_id.clone())).copied().unwrap_or(0);
             if let Some(new) = self.renamed.get(&r.message_id) {
@@ -744,13 +757,22 @@ impl Reader {
                 self.parsed.outside_restated.push(Link { line, field: "withheld", id: w.message_id.clone() });
             }
         }
+    }
+
+    /// A 400 for a version chain that comes back round to where it began.
+    fn refuse_cycles(&self) -> Result<()> {
         for field in ["supersedes", "supersededBy"] {
             if let Some(id) = chain_cycle(&self.parsed.memories, field) {
                 let line = self.memory_lines.get(id).copied().unwrap_or(0);
                 return Err(Error::invalid(format!("import line {line}: memory {id}'s {field} leads back to it: a version chain cannot be a cycle")));
             }
         }
-        closed_validity(&mut self.parsed.memories);
+        Ok(())
+    }
+
+    /// Each consolidation checked against the file's memories, and the
+    /// memories it names that the file does not hold listed.
+    fn consolidation_links(&mut self) -> Result<()> {
         let held: HashMap<&str, &Memory> = self.parsed.memories.iter().map(|m| (m.id.as_str(), m)).collect();
         for c in &self.parsed.consolidations {
             let line = self.consolidation_lines.get(&c.id).copied().unwrap_or(0);
@@ -762,16 +784,11 @@ impl Reader {
                 }
             }
         }
-        // The copies name messages as the file's memories do.
-        for c in &mut self.parsed.consolidations {
-            for m in &mut c.before {
-                for id in &mut m.source_message_ids {
-                    if let Some(new) = self.renamed.get(id) {
-                        id.clone_from(new);
-                    }
-                }
-            }
-        }
+        Ok(())
+    }
+
+    /// The versions the file's memories link to that it does not hold.
+    fn version_links(&mut self) {
         for (m, &line) in self.parsed.memories.iter().zip(&self.lines) {
             for (field, id) in [("supersedes", &m.supersedes), ("supersededBy", &m.superseded_by)] {
                 match id {
@@ -780,7 +797,15 @@ impl Reader {
                 }
             }
         }
-        Ok(self.parsed)
+    }
+}
+
+/// Message ids following the redactions that renamed them.
+fn follow_renames(renamed: &HashMap<String, String>, ids: &mut [String]) {
+    for id in ids {
+        if let Some(new) = renamed.get(id) {
+            id.clone_from(new);
+        }
     }
 }
 
