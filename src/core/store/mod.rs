@@ -83,6 +83,7 @@ mod restatements;
 mod rows;
 mod spool;
 mod sql;
+mod versions;
 
 pub use consolidations::{FoldedMember, NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
