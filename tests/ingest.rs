@@ -1605,6 +1605,21 @@ fn test_short_facts_about_the_user_are_each_stored_and_recalled() {
     });
 }
 
+/// A user's message in its own session, said at `at`.
+fn said_at(session: &str, content: &str, at: &str) -> IngestRequest {
+    IngestRequest {
+        messages: vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }],
+        session_id: Some(session.into()),
+        metadata: Default::default(),
+    }
+}
+
+/// The words of the memories `list` finds valid at `instant`.
+fn as_of(p: &Profile<'_>, instant: &str) -> Vec<String> {
+    let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": instant })).unwrap();
+    p.list(req).unwrap().memories.into_iter().map(|m| m.content).collect()
+}
+
 /// A backdated conversation ingested after newer ones: its value, said
 /// between two held versions of a key, is the current one (the last to
 /// arrive), and no earlier version stays valid past when it was said, so
@@ -1612,25 +1627,17 @@ fn test_short_facts_about_the_user_are_each_stored_and_recalled() {
 #[test]
 fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value() {
     let sql = database();
-    let say = |session: &str, content: &str, at: &str| IngestRequest {
-        messages: vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }],
-        session_id: Some(session.into()),
-        metadata: Default::default(),
-    };
     with_profile(&sql, APRIL_15, |p| {
-        block_on(p.ingest(say("x1", "My favorite fruit is apple.", "2024-01-01T10:00:00Z"))).unwrap();
-        block_on(p.ingest(say("x2", "My favorite fruit is cherry.", "2024-01-10T10:00:00Z"))).unwrap();
-        block_on(p.ingest(say("y1", "My favorite fruit is banana.", "2024-01-05T10:00:00Z"))).unwrap();
-        let at = |instant: &str| -> Vec<String> {
-            let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": instant })).unwrap();
-            p.list(req).unwrap().memories.into_iter().map(|m| m.content).collect()
-        };
+        block_on(p.ingest(said_at("x1", "My favorite fruit is apple.", "2024-01-01T10:00:00Z"))).unwrap();
+        block_on(p.ingest(said_at("x2", "My favorite fruit is cherry.", "2024-01-10T10:00:00Z"))).unwrap();
+        block_on(p.ingest(said_at("y1", "My favorite fruit is banana.", "2024-01-05T10:00:00Z"))).unwrap();
+        let at = |instant: &str| as_of(p, instant);
         assert_eq!(active(p).iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["User: My favorite fruit is banana."], "the last to arrive");
         assert_eq!(at("2024-01-03T00:00:00Z"), ["User: My favorite fruit is apple."]);
         assert_eq!(at("2024-01-07T00:00:00Z"), ["User: My favorite fruit is banana."], "one value, not apple beside banana");
         // Another, said earlier still: the walk back reaches past a
         // version that ends after it.
-        block_on(p.ingest(say("z1", "My favorite fruit is grape.", "2024-01-03T10:00:00Z"))).unwrap();
+        block_on(p.ingest(said_at("z1", "My favorite fruit is grape.", "2024-01-03T10:00:00Z"))).unwrap();
         assert_eq!(at("2024-01-02T00:00:00Z"), ["User: My favorite fruit is apple."]);
         for instant in ["2024-01-04T00:00:00Z", "2024-01-07T00:00:00Z", "2024-01-12T00:00:00Z"] {
             assert_eq!(at(instant), ["User: My favorite fruit is grape."], "{instant}");
@@ -1649,29 +1656,36 @@ fn test_a_backdated_value_ends_the_versions_before_it_so_as_of_finds_one_value()
 #[test]
 fn test_a_value_said_after_the_active_one_was_forgotten_goes_after_it_in_its_chain() {
     let sql = database();
-    let say = |session: &str, content: &str, at: &str| IngestRequest {
-        messages: vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }],
-        session_id: Some(session.into()),
-        metadata: Default::default(),
-    };
     with_profile(&sql, APRIL_15, |p| {
-        block_on(p.ingest(say("x1", "My favorite fruit is apple.", "2024-01-01T10:00:00Z"))).unwrap();
-        block_on(p.ingest(say("x2", "My favorite fruit is cherry.", "2024-01-10T10:00:00Z"))).unwrap();
+        block_on(p.ingest(said_at("x1", "My favorite fruit is apple.", "2024-01-01T10:00:00Z"))).unwrap();
+        block_on(p.ingest(said_at("x2", "My favorite fruit is cherry.", "2024-01-10T10:00:00Z"))).unwrap();
         let cherry = active(p).into_iter().next().unwrap();
         p.forget(&cherry.id).unwrap();
-        let report = block_on(p.ingest(say("y1", "My favorite fruit is banana.", "2024-01-05T10:00:00Z"))).unwrap();
+        let report = block_on(p.ingest(said_at("y1", "My favorite fruit is banana.", "2024-01-05T10:00:00Z"))).unwrap();
         assert_eq!(report.memories_superseded, 0, "a forgotten value held nothing to supersede");
         let banana = active(p).into_iter().next().unwrap();
         assert_eq!(banana.supersedes.as_deref(), Some(cherry.id.as_str()));
         let cherry = p.get(&cherry.id).unwrap().memory;
         assert_eq!((cherry.status, cherry.superseded_by.as_deref()), (Status::Forgotten, Some(banana.id.as_str())));
-        let at = |instant: &str| -> Vec<String> {
-            let req: ListRequest = serde_json::from_value(serde_json::json!({ "asOf": instant })).unwrap();
-            p.list(req).unwrap().memories.into_iter().map(|m| m.content).collect()
-        };
+        let at = |instant: &str| as_of(p, instant);
         assert_eq!(at("2024-01-03T00:00:00Z"), ["User: My favorite fruit is apple."]);
         assert_eq!(at("2024-01-07T00:00:00Z"), ["User: My favorite fruit is banana."], "one value, not apple beside banana");
     });
+}
+
+/// The values the fruit property tests say, in order (then "kiwi").
+const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
+
+/// The user saying the `fruit`-th of [`FRUITS`] is their favorite, on
+/// January `day`.
+fn fruit_said(fruit: usize, day: u8) -> MessageInput {
+    let fruit = FRUITS.get(fruit).copied().unwrap_or("kiwi");
+    MessageInput { role: "user".into(), content: format!("My favorite fruit is {fruit}."), timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")) }
+}
+
+/// Call `n` of a fruit property test: its own session, `s{n}`.
+fn fruit_call(n: usize, messages: Vec<MessageInput>) -> IngestRequest {
+    IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() }
 }
 
 /// Values of one key said in any order of time, each in its own session
@@ -1682,8 +1696,6 @@ fn test_a_value_said_after_the_active_one_was_forgotten_goes_after_it_in_its_cha
 mod ingested_chains_stay_one_line {
     use super::*;
     use proptest::prelude::*;
-
-    const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
 
     fn check(p: &Profile<'_>) -> std::result::Result<(), TestCaseError> {
         support::one_line_of(p, "favorite fruit", 1..=20).map_err(TestCaseError::fail)
@@ -1703,11 +1715,10 @@ mod ingested_chains_stay_one_line {
                     // A call may say two values, in any order of time.
                     let mut messages = Vec::new();
                     for day in days {
-                        let fruit = FRUITS.get(said).copied().unwrap_or("kiwi");
+                        messages.push(fruit_said(said, *day));
                         said += 1;
-                        messages.push(MessageInput { role: "user".into(), content: format!("My favorite fruit is {fruit}."), timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")) });
                     }
-                    block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+                    block_on(p.ingest(fruit_call(n, messages))).unwrap();
                     check(p)?;
                 }
                 for n in &deleted {
@@ -1727,8 +1738,6 @@ mod ingested_chains_stay_one_line {
 mod forgotten_chains_stay_one_line {
     use super::*;
     use proptest::prelude::*;
-
-    const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
 
     /// One line, and every version forgotten still forgotten.
     fn check(p: &Profile<'_>, forgotten: &[String]) -> std::result::Result<(), TestCaseError> {
@@ -1755,11 +1764,10 @@ mod forgotten_chains_stay_one_line {
                 for (n, (days, forget)) in calls.iter().enumerate() {
                     let mut messages = Vec::new();
                     for day in days {
-                        let fruit = FRUITS.get(said).copied().unwrap_or("kiwi");
+                        messages.push(fruit_said(said, *day));
                         said += 1;
-                        messages.push(MessageInput { role: "user".into(), content: format!("My favorite fruit is {fruit}."), timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")) });
                     }
-                    block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+                    block_on(p.ingest(fruit_call(n, messages))).unwrap();
                     check(p, &forgotten)?;
                     // The active value (0), or another version, forgotten.
                     if let Some(which) = forget {
@@ -1792,8 +1800,6 @@ mod deleting_sessions_is_as_if_never_said {
     use super::*;
     use proptest::prelude::*;
 
-    const FRUITS: [&str; 12] = ["apple", "banana", "cherry", "grape", "mango", "peach", "plum", "lemon", "melon", "guava", "papaya", "lime"];
-
     /// Each value's words, status and validity, by its words.
     fn versions(p: &Profile<'_>) -> std::collections::BTreeMap<String, (Status, Option<String>, Option<String>)> {
         let every = ListRequest { limit: Some(1000), status: Some(ListStatus::All), ..ListRequest::default() };
@@ -1801,15 +1807,7 @@ mod deleting_sessions_is_as_if_never_said {
     }
 
     fn ingest(p: &Profile<'_>, n: usize, values: &[(usize, u8)]) {
-        let messages = values
-            .iter()
-            .map(|(fruit, day)| MessageInput {
-                role: "user".into(),
-                content: format!("My favorite fruit is {}.", FRUITS[*fruit]),
-                timestamp: Some(format!("2024-01-{day:02}T10:00:00Z")),
-            })
-            .collect();
-        block_on(p.ingest(IngestRequest { messages, session_id: Some(format!("s{n}")), metadata: Default::default() })).unwrap();
+        block_on(p.ingest(fruit_call(n, values.iter().map(|(fruit, day)| fruit_said(*fruit, *day)).collect()))).unwrap();
     }
 
     proptest! {
