@@ -56,7 +56,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(read) => read,
         Err(e) => return refusal(url.path(), &e),
     };
-    let incoming = Incoming { method: &method, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
+    // A HEAD is routed as its GET; the platform sends the answer's status
+    // and headers without its body.
+    let routed = if url.path().starts_with("/mcp/") { method.as_str() } else { rest::routed_method(&method) };
+    let incoming = Incoming { method: routed, path: url.path(), query: url.query().unwrap_or(""), content_type: content_type.as_deref(), body: &body };
     if url.path().starts_with("/mcp/") {
         // Every answer on the MCP endpoint is JSON-RPC: a path or query it
         // refuses too (a client reads `error`, not REST's envelope).

@@ -734,23 +734,32 @@ pub fn target(path: &str) -> Option<Target> {
 
 /// The methods a known path answers (the value of an `Allow` header), or
 /// `None` for a path no route knows. A request whose method is not listed
-/// gets 405 Method Not Allowed. The MCP endpoint answers methods itself.
+/// gets 405 Method Not Allowed. Every path that answers GET answers HEAD
+/// (the GET's status and headers, with no body). The MCP endpoint answers
+/// methods itself.
 pub fn allowed_methods(path: &str) -> Option<String> {
     let segments = segments(path)?;
-    if let ["health"] | ["openapi.json"] = segments.as_slice() {
-        return Some("GET".into());
-    }
-    let catalog = match api_path(&segments)?.2 {
-        ["namespaces"] => "GET, POST",
-        ["namespaces", _] => "GET, DELETE",
-        ["namespaces", _, "profiles"] => "GET",
-        ["namespaces", _, "profiles", _, rest @ ..] => {
-            let methods: Vec<&str> = PROFILE_ROUTES.iter().filter(|r| r.matched(rest).is_some()).map(|r| r.method).collect();
-            return (!methods.is_empty()).then(|| methods.join(", "));
-        }
-        _ => return None,
+    let methods: Vec<&str> = match segments.as_slice() {
+        ["health"] | ["openapi.json"] => vec!["GET"],
+        _ => match api_path(&segments)?.2 {
+            ["namespaces"] => vec!["GET", "POST"],
+            ["namespaces", _] => vec!["GET", "DELETE"],
+            ["namespaces", _, "profiles"] => vec!["GET"],
+            ["namespaces", _, "profiles", _, rest @ ..] => PROFILE_ROUTES.iter().filter(|r| r.matched(rest).is_some()).map(|r| r.method).collect(),
+            _ => return None,
+        },
     };
-    Some(catalog.into())
+    let with_head = methods.into_iter().flat_map(|m| if m == "GET" { vec!["GET", "HEAD"] } else { vec![m] }).collect::<Vec<_>>();
+    (!with_head.is_empty()).then(|| with_head.join(", "))
+}
+
+/// The method a request is routed by: a HEAD as the GET it mirrors.
+pub fn routed_method(method: &str) -> &str {
+    if method == "HEAD" {
+        "GET"
+    } else {
+        method
+    }
 }
 
 /// `Some(allow)` when `method` is not one `path` answers (a 405).
@@ -1458,13 +1467,17 @@ mod tests {
     }
 
     #[test]
-    fn test_unlisted_methods_are_405_with_allow() {
-        assert_eq!(method_not_allowed("TRACE", "/health").as_deref(), Some("GET"));
+    fn test_unlisted_methods_are_405_with_allow_and_head_answers_where_get_does() {
+        assert_eq!(method_not_allowed("TRACE", "/health").as_deref(), Some("GET, HEAD"));
         assert_eq!(method_not_allowed("GET", "/health").as_deref(), None);
-        assert_eq!(method_not_allowed("PUT", &format!("{BASE}/memories/abc")).as_deref(), Some("GET, PATCH, DELETE"));
+        assert_eq!(method_not_allowed("PUT", &format!("{BASE}/memories/abc")).as_deref(), Some("GET, HEAD, PATCH, DELETE"));
+        assert_eq!(method_not_allowed("HEAD", &format!("{BASE}/memories/abc")).as_deref(), None);
+        assert_eq!(method_not_allowed("HEAD", &format!("{BASE}/remember")).as_deref(), Some("POST"));
         assert_eq!(method_not_allowed("DELETE", &format!("{BASE}/memories/abc")).as_deref(), None);
         assert_eq!(method_not_allowed("GET", &format!("{BASE}/remember")).as_deref(), Some("POST"));
         assert_eq!(method_not_allowed("GET", BASE).as_deref(), Some("DELETE"));
+        assert_eq!(routed_method("HEAD"), "GET");
+        assert_eq!(routed_method("POST"), "POST");
         assert_eq!(method_not_allowed("GET", "/nowhere").as_deref(), None);
         assert_eq!(method_not_allowed("GET", "/mcp/namespaces/a/profiles/b").as_deref(), None);
     }

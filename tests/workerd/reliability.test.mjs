@@ -298,12 +298,12 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
     for (const [method, p, allow] of [
       ["PUT", url("/remember"), "POST"],
       ["GET", url("/ingest"), "POST"],
-      ["PATCH", url("/memories"), "GET"],
-      ["POST", url(`/memories/${"0".repeat(32)}`), "GET, PATCH, DELETE"],
+      ["PATCH", url("/memories"), "GET, HEAD"],
+      ["POST", url(`/memories/${"0".repeat(32)}`), "GET, HEAD, PATCH, DELETE"],
       ["GET", url(""), "DELETE"],
-      ["PROPFIND", "/health", "GET"],
-      ["PURGE", url("/memories"), "GET"],
-      ["MKCOL", url("/export"), "GET"],
+      ["PROPFIND", "/health", "GET, HEAD"],
+      ["PURGE", url("/memories"), "GET, HEAD"],
+      ["MKCOL", url("/export"), "GET, HEAD"],
     ]) {
       const r = await raw(method, p);
       assert.equal(r.status, 405, `${method} ${p}: ${r.status}`);
@@ -311,6 +311,26 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
       assert.equal(r.body.success, false);
       assert.equal(r.body.errors[0].code, 10007, "method-not-allowed");
     }
+  });
+
+  test("HEAD answers where GET does: the GET's status and headers, no body", async () => {
+    const stored = await dev.ok("POST", NS, PROFILE, "/remember", { body: { content: "The HEAD probe's memory is here." } });
+    for (const [p, status] of [
+      ["/health", 200],
+      [url("/memories"), 200],
+      [url(`/memories/${stored.id}`), 200],
+      [url(`/memories/${"0".repeat(32)}`), 404],
+    ]) {
+      const [get, head] = [await raw("GET", p), await raw("HEAD", p)];
+      assert.equal(get.status, status, `GET ${p}: ${get.status}`);
+      assert.equal(head.status, status, `HEAD ${p}: ${head.status}`);
+      assert.equal(head.text, "", `HEAD ${p} has no body`);
+      assert.equal(head.headers.get("content-type"), get.headers.get("content-type"), `HEAD ${p}: the GET's content type`);
+    }
+    const post = await raw("HEAD", url("/remember"));
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get("allow"), "POST");
+    assert.equal(post.text, "");
   });
 
   test("FTS syntax, control characters and injection text are data", async () => {
