@@ -327,6 +327,14 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
       assert.equal(head.text, "", `HEAD ${p} has no body`);
       assert.equal(head.headers.get("content-type"), get.headers.get("content-type"), `HEAD ${p}: the GET's content type`);
     }
+    // An export asked by HEAD is spooled and, its body never read, leaves
+    // the spool: asked more often than a profile spools at once, each is
+    // answered, and so is the GET after them.
+    for (let i = 0; i < 4; i++) {
+      const head = await raw("HEAD", url("/export"));
+      assert.equal(head.status, 200, `HEAD export ${i}: ${head.status}`);
+    }
+    assert.equal((await raw("GET", url("/export"))).status, 200);
     const post = await raw("HEAD", url("/remember"));
     assert.equal(post.status, 405);
     assert.equal(post.headers.get("allow"), "POST");
