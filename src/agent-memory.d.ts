@@ -623,6 +623,8 @@ export interface MemoryDeleteResult extends Memory {
 export interface MemoryImportReport {
   messages: number;
   memories: number;
+  /** The file's consolidation records not written because they touch a memory the profile held before the import (an export imported again leaves each out so). */
+  consolidationsLeftOut: number;
 }
 
 /** The memory of the isolate a profile runs in. */

@@ -1355,7 +1355,8 @@ fn test_an_imported_consolidation_record_never_reaches_a_memory_held_before() {
     .to_string();
     with_profile(&database(), APRIL_15, |p| {
         p.import(&file(&[header(), held.clone()])).unwrap();
-        p.import(&file(&[header(), held, record])).unwrap();
+        let report = p.import(&file(&[header(), held, record])).unwrap();
+        assert_eq!(report.consolidations_left_out, 1, "the record left out is counted");
         assert_eq!(p.undo_consolidation(7).unwrap_err().status(), 404, "the record was not written");
         assert_eq!(p.get(FIRST).unwrap().memory.content, "The build server runs on Debian twelve.");
     });

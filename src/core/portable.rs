@@ -529,6 +529,12 @@ pub struct Link {
 pub struct ImportReport {
     pub messages: usize,
     pub memories: usize,
+    /// The file's consolidation records not written because they touch a
+    /// memory the profile held before the import (left as it is: an undo
+    /// would write the file's copy over it). An export imported again
+    /// leaves each of its records out so.
+    #[serde(default)]
+    pub consolidations_left_out: usize,
 }
 
 /// The fields a header record has besides `kind`.
@@ -1339,8 +1345,9 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     // file's copy over the profile's memory.
     let mut standing: Vec<&ConsolidationEntry> = p.consolidations.iter().filter(|c| c.involved().all(|id| written.contains(id.as_str()))).collect();
     standing.sort_by_key(|c| c.id);
+    let consolidations_left_out = p.consolidations.len().saturating_sub(standing.len());
     for c in standing {
         store.put_consolidation(&c.record(), &c.before, &c.created)?;
     }
-    Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len() })
+    Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len(), consolidations_left_out })
 }

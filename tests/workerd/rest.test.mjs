@@ -155,7 +155,7 @@ test("a write refused as bad input (400), or an import of no records, creates no
   fails(await api.post(T.remember, where, { content: "   " }), 400, CODE.invalid);
   // An import of no records (a header alone) writes nothing: answered, and no write.
   const header = '{"kind":"header","format":"agent-memory-export","version":1}\n';
-  assert.deepEqual(ok(await api.request("POST", T.import, where, { body: header, contentType: "application/x-ndjson" })), { memories: 0, messages: 0 });
+  assert.deepEqual(ok(await api.request("POST", T.import, where, { body: header, contentType: "application/x-ndjson" })), { memories: 0, messages: 0, consolidationsLeftOut: 0 });
   fails(await api.get(T.namespace, { namespace: "never-made" }), 404, CODE.notFound);
   ok(await api.post(T.remember, where, { content: "The standup is at nine thirty." }));
   ok(await api.get(T.namespace, { namespace: "never-made" }));
@@ -495,7 +495,7 @@ test("export then NDJSON import into an empty profile reproduces every message a
   assert.equal(records.length, src.messages + src.memories);
 
   const imp = ok(await api.request("POST", T.import, { profile: "export-dst" }, { body: exp.body, contentType: "application/x-ndjson" }));
-  assert.deepEqual(imp, { messages: src.messages, memories: src.memories });
+  assert.deepEqual(imp, { messages: src.messages, memories: src.memories, consolidationsLeftOut: 0 });
   const again = (await api.get(T.export, { profile: "export-dst" })).body;
   assert.deepEqual(exportRecords(again), records);
   assert.deepEqual(counts(await stats("export-dst")), counts(src));
@@ -553,10 +553,10 @@ test("import takes the JSON {data} body too, and importing the same file again a
   const data = (await api.get(T.export, { profile: P })).body;
   const first = ok(await api.post(T.import, { profile: "import-json-dst" }, { data }));
   const src = await stats(P);
-  assert.deepEqual(first, { messages: src.messages, memories: src.memories });
+  assert.deepEqual(first, { messages: src.messages, memories: src.memories, consolidationsLeftOut: 0 });
   assert.deepEqual(exportRecords((await api.get(T.export, { profile: "import-json-dst" })).body), exportRecords(data));
   const second = ok(await api.post(T.import, { profile: "import-json-dst" }, { data }));
-  assert.deepEqual(second, { messages: 0, memories: 0 });
+  assert.deepEqual(second, { messages: 0, memories: 0, consolidationsLeftOut: 0 });
   assert.deepEqual(counts(await stats("import-json-dst")), counts(src));
   // Another field beside data would be ignored: refused, nothing written.
   fails(await api.post(T.import, { profile: "import-json-extra" }, { data, dryRun: true }), 400, CODE.invalid);
@@ -643,7 +643,7 @@ test("a write into a profile marked for deletion purges it at once and lands in 
     const after = await stats(P);
     if (what === "import") {
       // Exactly what the file holds, nothing of the old profile.
-      assert.deepEqual(r, { messages: after.messages, memories: after.memories }, what);
+      assert.deepEqual(r, { messages: after.messages, memories: after.memories, consolidationsLeftOut: 0 }, what);
       assert.deepEqual(exportRecords((await api.get(T.export, { profile: P })).body), exportRecords(ndjson), what);
     } else {
       assert.equal(after.messages, expected.messages, `${what}: only the new write's messages`);

@@ -191,7 +191,7 @@ test("an import whose records hold a lone surrogate is refused with 10001 and im
   assert.deepEqual(await state(p), before, "nothing imported");
   // Positive control: the export as it was imports whole.
   const counted = counts(await w.call(src, "stats"));
-  assert.deepEqual(await w.call(p, "import", text), { messages: counted.messages, memories: counted.memories });
+  assert.deepEqual(await w.call(p, "import", text), { messages: counted.messages, memories: counted.memories, consolidationsLeftOut: 0 });
   assert.deepEqual((await state(p)).exported, (await state(src)).exported);
 });
 
@@ -393,7 +393,7 @@ test("an import over RPC is held to the import route's 8 MiB, refused as too lar
   assert.deepEqual([stats.memories, stats.messages], [0, 0], "nothing imported");
   // The same file within the limit is taken.
   const within = HEADER + " ".repeat(1024) + "\n";
-  assert.deepEqual(await w.call(p, "import", within), { messages: 0, memories: 0 });
+  assert.deepEqual(await w.call(p, "import", within), { messages: 0, memories: 0, consolidationsLeftOut: 0 });
 });
 
 test("arguments over a REST body's 17 MiB as JSON are refused as too large (10006) before they are read into the service", async () => {

@@ -207,7 +207,7 @@ test("deleteSession, getSummary, stats, export and import over RPC return their 
   const records = exportRecords(exported);
   assert.equal(records.length, stats.messages + stats.memories);
   const imported = await rpc("rpc-profile-ops-copy", "import", exported);
-  assert.deepEqual(imported, { messages: stats.messages, memories: stats.memories });
+  assert.deepEqual(imported, { messages: stats.messages, memories: stats.memories, consolidationsLeftOut: 0 });
   assert.deepEqual(exportRecords(await rpc("rpc-profile-ops-copy", "export")), records);
 
   assert.equal(await rpc(P, "deleteSession", "s1"), null);
