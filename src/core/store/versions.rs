@@ -5,6 +5,11 @@
 //! never said, and the chain ends with no active value (forgotten or
 //! expired) that a later value follows.
 //!
+//! A chain follows its links, not its keys: consolidation's contradiction
+//! links one key's value to a later statement under another key (the
+//! later replaces the earlier, which supersession by key missed), and the
+//! walks here go along that link like any other.
+//!
 //! What it does not do: it never reads a chain whole on the hot path (a
 //! value said in order reads one row back), and never walks more than
 //! [`Store::MAX_CHAIN_WALK`] versions (a longer chain is treated as ending
