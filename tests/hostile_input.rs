@@ -773,7 +773,7 @@ fn test_a_full_profile_answers_a_resent_write_that_adds_nothing() {
         let own = block_on(p.dispatch("export", json!({}))).unwrap();
         let own = own.as_str().map(str::to_string).unwrap_or_else(|| own.to_string());
         let report = block_on(p.dispatch("import", json!({ "data": own }))).unwrap();
-        assert_eq!(report, json!({ "memories": 0, "messages": 0 }), "importing the profile's own export adds nothing");
+        assert_eq!(report, json!({ "memories": 0, "messages": 0, "consolidationsLeftOut": 0 }), "importing the profile's own export adds nothing");
         let before = snapshot(&sql);
         let e = block_on(p.dispatch("remember", json!({ "content": "Charlie serves port 8003." }))).unwrap_err();
         assert_eq!(e.status(), 409, "{e}");
@@ -877,7 +877,7 @@ fn test_an_import_of_no_records_is_no_write() {
     let fresh = database();
     with_limits(&fresh, APRIL_15, grace(DAY), |p| {
         let report = block_on(p.dispatch("import", json!({ "data": header }))).unwrap();
-        assert_eq!(report, json!({ "memories": 0, "messages": 0 }));
+        assert_eq!(report, json!({ "memories": 0, "messages": 0, "consolidationsLeftOut": 0 }));
         let e = block_on(p.dispatch("deleteProfile", json!({}))).unwrap_err();
         assert!(e.is_not_found(), "still never written: {e}");
     });
