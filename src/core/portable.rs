@@ -1071,12 +1071,21 @@ fn redact(text: &mut String) {
 /// one's merge into one line in the order they were said
 /// ([`Store::merge_versions`]), not a version superseded by one that
 /// supersedes another. One whose chain shares a version with the held
-/// one's is left as the file has it.
+/// one's is left as the file has it; one naming a held memory of another
+/// owner is refused (400), the import writing nothing.
 fn join_held_successors(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> Result<()> {
     for m in file.iter().filter(|m| written.contains(m.id.as_str())) {
         let Some(next) = m.superseded_by.as_deref().filter(|n| !written.contains(n)) else { continue };
-        if store.get_memory(next)?.is_some_and(|n| n.supersedes.as_deref() == Some(m.id.as_str())) {
+        let Some(held) = store.get_memory(next)? else { continue };
+        if held.supersedes.as_deref() == Some(m.id.as_str()) {
             continue;
+        }
+        // A chain is one owner's values (as `update` keeps it).
+        if crate::core::model::Owner::of(&held.metadata) != crate::core::model::Owner::of(&m.metadata) {
+            return Err(Error::invalid(format!(
+                "import: memory {}'s supersededBy names memory {next}, which the profile holds under another owner (agentId, userId): a version chain is one owner's values",
+                m.id
+            )));
         }
         store.unlink_successor(&m.id)?;
         if !store.merge_versions(&m.id, next)? {
@@ -1126,7 +1135,7 @@ fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> R
             // (forgotten or expired) is weighed as a holder, as ingest
             // weighs it.
             let lapsed = store.lapsed_ends(&[key])?.remove(&(key.to_string(), owner)).unwrap_or_default();
-            held.extend(lapsed.into_iter().find(|id| !written.contains(id.as_str())));
+            held.extend(lapsed.into_iter().map(|e| e.id).find(|id| !written.contains(id.as_str())));
         }
         let versions = Versions::read(store, store.memories_by_ids(&held)?, written, &recorded)?;
         let mut arriving: Vec<usize> = arriving.iter().filter_map(|id| versions.at.get(*id).copied()).collect();

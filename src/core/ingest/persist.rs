@@ -164,8 +164,15 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         fold_restatements(&mut items, &plan.restatements);
         let in_call = close_in_call(&mut items, &plan.replacements);
         let written = store.insert_memories(&items.iter().map(|(m, f)| (m, f.as_str())).collect::<Vec<_>>())?;
+        // A new value replacing several (a person's after an agent's of
+        // the call, which it reaches further than; or a held value and a
+        // chain whose last value was forgotten) names the first: the
+        // others' chains merge into its line, by when each was said.
+        let named: HashMap<&str, &str> = items.iter().filter_map(|(m, _)| m.supersedes.as_deref().map(|s| (m.id.as_str(), s))).collect();
         for r in plan.replacements.iter().filter(|r| !in_call.contains(r.old.as_str())) {
-            store.supersede(&r.old, &r.new)?;
+            if named.get(r.new.as_str()) == Some(&r.old.as_str()) || !store.merge_versions(&r.old, &r.new)? {
+                store.supersede(&r.old, &r.new)?;
+            }
         }
         // Then, in the order they were planned, each replacement ends the
         // versions before it still valid past when its value was said (one
@@ -287,23 +294,21 @@ fn plan_supersession(
         })
         .collect();
     let holders = store.active_key_holders(&probes)?;
-    // A key with no active value anywhere, said to every session: its
-    // chain's lapsed end (forgotten or expired) goes before the new value.
-    let unheld: Vec<&str> = probes.iter().filter(|p| p.any_session && !holders.keys().any(|(k, _)| k == p.key)).map(|p| p.key).collect();
-    let lapsed = store.lapsed_ends(&unheld)?;
+    // The chains of the keys whose last value was forgotten or expired:
+    // the newest such end within reach goes before the new value too.
+    let keys: Vec<&str> = probes.iter().map(|p| p.key).collect();
+    let lapsed = store.lapsed_ends(&keys)?;
     drop(probes);
     let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {
         let owned = (key.to_string(), crate::core::model::Owner::of(metadata));
         let reaching = reach.from(new);
         let within = |h: &&crate::core::store::KeyHolder| reaching.reaches(supersede::Said { session: &h.session_id, content: &h.content });
-        let held: Vec<String> = holders.get(&owned).into_iter().flatten().filter(within).map(|h| h.id.clone()).collect();
-        match lapsed.get(&owned).and_then(|ends| ends.first()) {
-            Some(end) if held.is_empty() && reach == supersede::Reach::AnySession && !holders.contains_key(&owned) => vec![end.clone()],
-            _ => held,
-        }
+        let held = holders.get(&owned).into_iter().flatten().filter(within);
+        let end = lapsed.get(&owned).into_iter().flatten().find(|e| within(e));
+        held.chain(end).map(|h| h.id.clone()).collect()
     };
     let plan = supersede::plan_with_repeats(memories, authority, repeats, &lookup);
-    let lapsed_ids: HashSet<String> = lapsed.into_values().flatten().collect();
+    let lapsed_ids: HashSet<String> = lapsed.into_values().flatten().map(|e| e.id).collect();
     Ok((plan, lapsed_ids))
 }
 

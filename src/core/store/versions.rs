@@ -87,9 +87,10 @@ struct Spliced {
 
 impl<'a> Store<'a> {
     /// Marks `old` superseded by `new` (both ids), queueing removal of the
-    /// old vector; a value forgotten or expired keeps that status. It was valid until `new` was, but never ends before it
-    /// starts: a successor said before it (ingested later, so it wins)
-    /// leaves it an empty interval.
+    /// old vector; a value forgotten or expired keeps that status. It was
+    /// valid until `new` was said, but never ends before it starts: a
+    /// successor said before it (ingested later, so it wins) leaves it an
+    /// empty interval.
     pub fn supersede(&self, old: &str, new: &str) -> Result<()> {
         self.sql.execute(
             "UPDATE memories SET status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, superseded_by = ?1, updated_at = ?2, \
@@ -334,8 +335,10 @@ impl<'a> Store<'a> {
             left.joins.push((id, end));
             return Ok(());
         }
+        // Valid with no end again; a value forgotten or expired keeps
+        // that status (its expiry still ends it).
         self.sql.execute(
-            "UPDATE memories SET status = 'active', superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'superseded'",
+            "UPDATE memories SET status = CASE WHEN status = 'superseded' THEN 'active' ELSE status END, superseded_by = NULL, valid_to = NULL, updated_at = ?1 WHERE id = ?2",
             &[iso(self.now).into(), id.as_str().into()],
         )?;
         left.reopen.push((id.clone(), None, d.said_from(target)));
@@ -457,17 +460,18 @@ impl<'a> Store<'a> {
         let Some(key) = m.key.as_deref() else { return Ok(None) };
         let ends = self.lapsed_ends(&[key])?;
         let owner = crate::core::model::Owner::of(&m.metadata);
-        Ok(ends.get(&(key.to_string(), owner)).into_iter().flatten().find(|id| **id != m.id && !skip(id)).cloned())
+        Ok(ends.get(&(key.to_string(), owner)).into_iter().flatten().find(|e| e.id != m.id && !skip(&e.id)).map(|e| e.id.clone()))
     }
 
     /// The versions of `keys` superseded by nothing whose values were
     /// forgotten or expired (the ends of chains with no active value), by
-    /// key and owner, newest first: a value said later of such a key goes
-    /// after its end, so the key's versions stay one line (and `asOf` finds
-    /// one value at any instant) with no active holder to supersede. Found
-    /// by the key's index, reading the key's versions.
-    pub fn lapsed_ends(&self, keys: &[&str]) -> Result<std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>>> {
-        let mut out: std::collections::HashMap<(String, crate::core::model::Owner), Vec<String>> = std::collections::HashMap::new();
+    /// key and owner, newest first, each with its session and words (to
+    /// weigh a speaker's reach as for active holders): a value said later
+    /// of such a key goes after its end, so the key's versions stay one
+    /// line (and `asOf` finds one value at any instant) with no active
+    /// holder to supersede. Found by a partial index of such ends alone.
+    pub fn lapsed_ends(&self, keys: &[&str]) -> Result<KeyHolders> {
+        let mut out = KeyHolders::new();
         let text = |v: &SqlValue| match v {
             SqlValue::Null => Ok(None),
             SqlValue::Text(t) => Ok(Some(t.clone())),
@@ -475,20 +479,20 @@ impl<'a> Store<'a> {
         };
         for chunk in json_chunks(keys)? {
             let rows = self.sql.query(
-                "SELECT m.key, m.id, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
+                "SELECT DISTINCT m.key, m.id, m.session_id, m.content, m.agent_id, m.user_id FROM json_each(?1) j CROSS JOIN memories m ON m.key = j.value \
                  WHERE m.superseded_by IS NULL AND m.status IN ('forgotten', 'expired') ORDER BY m.id DESC",
                 &[chunk],
             )?;
             for r in rows {
                 match r.as_slice() {
-                    [SqlValue::Text(key), SqlValue::Text(id), agent, user] => {
+                    [SqlValue::Text(key), SqlValue::Text(id), SqlValue::Text(session), SqlValue::Text(content), agent, user] => {
                         let owner = crate::core::model::Owner { agent_id: text(agent)?, user_id: text(user)? };
-                        let ids = out.entry((key.clone(), owner)).or_default();
-                        if !ids.contains(id) {
-                            ids.push(id.clone());
+                        let ends = out.entry((key.clone(), owner)).or_default();
+                        if !ends.iter().any(|e| e.id == *id) {
+                            ends.push(KeyHolder { id: id.clone(), session_id: session.clone(), content: content.clone() });
                         }
                     }
-                    _ => return Err(Error::storage("failed to read a lapsed version's key, id and owner")),
+                    _ => return Err(Error::storage("failed to read a lapsed version's key, id, session, words and owner")),
                 }
             }
         }
