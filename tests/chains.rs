@@ -161,52 +161,6 @@ fn test_a_value_moved_to_an_owner_with_a_forgotten_end_joins_its_chain() {
 
 // ---- an agent's statement keyed as the user's (as a model may key it) ----
 
-use agent_memory::core::error::Result;
-use agent_memory::core::ports::LocalBoxFuture;
-use agent_memory::core::provider::Reasoner;
-use agent_memory::core::rules::Rules;
-
-struct OneSubject;
-
-impl Reasoner for OneSubject {
-    fn extract<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        pass: agent_memory::core::provider::Pass,
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Candidate>>> {
-        Rules.extract(t, pass)
-    }
-    fn verify<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Verdict>>> {
-        Rules.verify(t, c)
-    }
-    fn classify<'a>(
-        &'a self,
-        t: &'a agent_memory::core::provider::Transcript,
-        c: &'a [agent_memory::core::provider::Candidate],
-    ) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Classification>>> {
-        Box::pin(async move {
-            let mut out = Rules.classify(t, c).await?;
-            for cls in &mut out {
-                cls.key = cls.key.take().map(|k| k.replace("project.", "user."));
-            }
-            Ok(out)
-        })
-    }
-    fn analyze<'a>(&'a self, q: &'a str) -> LocalBoxFuture<'a, Result<agent_memory::core::provider::QueryAnalysis>> {
-        Rules.analyze(q)
-    }
-    fn synthesize<'a>(&'a self, i: &'a agent_memory::core::provider::SynthesisInput) -> LocalBoxFuture<'a, Result<String>> {
-        Rules.synthesize(i)
-    }
-    fn consolidate<'a>(&'a self, g: &'a [agent_memory::core::provider::Group]) -> LocalBoxFuture<'a, Result<Vec<agent_memory::core::provider::Consolidation>>> {
-        Rules.consolidate(g)
-    }
-}
-
 fn one_subject<T>(sql: &support::NativeSql, f: impl FnOnce(&Profile<'_>) -> T) -> T {
     use agent_memory::core::local::embed::HashEmbedder;
     use agent_memory::core::ops::Limits;
@@ -216,7 +170,7 @@ fn one_subject<T>(sql: &support::NativeSql, f: impl FnOnce(&Profile<'_>) -> T) -
         APRIL_15,
         &TurnDirectory::new(),
         Limits::default(),
-        support::Parts { reasoner: &OneSubject, embedder: &HashEmbedder, ..Default::default() },
+        support::Parts { reasoner: &support::OneSubject, embedder: &HashEmbedder, ..Default::default() },
         f,
     )
 }

@@ -581,9 +581,7 @@ impl Reasoner for Outage<'_> {
         Box::pin(async move {
             let mut out = Rules.classify(t, c).await?;
             if self.one_subject {
-                for cls in &mut out {
-                    cls.key = cls.key.take().map(|k| k.replace("project.", "user."));
-                }
+                support::keyed_as_the_users(&mut out);
             }
             Ok(out)
         })

@@ -325,3 +325,70 @@ pub fn one_line_of(p: &Profile<'_>, marker: &str, days: std::ops::RangeInclusive
     }
     Ok(())
 }
+
+/// A reasoner keying agents' statements as the user's ([`OneSubject`]).
+mod one_subject {
+    use agent_memory::core::provider::Reasoner;
+    use agent_memory::core::rules::Rules;
+
+    /// The rule-based reasoner, but keying every statement as the user's
+    /// (`project.x` becomes `user.x`), as a language model may key an
+    /// agent's statement of the user's matter: an agent's and a person's
+    /// values then share keys.
+    pub struct OneSubject;
+
+    /// Classifications keyed as the user's ([`OneSubject`]).
+    pub fn keyed_as_the_users(out: &mut [agent_memory::core::provider::Classification]) {
+        for cls in out {
+            cls.key = cls.key.take().map(|k| k.replace("project.", "user."));
+        }
+    }
+
+    impl Reasoner for OneSubject {
+        fn extract<'a>(
+            &'a self,
+            t: &'a agent_memory::core::provider::Transcript,
+            pass: agent_memory::core::provider::Pass,
+        ) -> agent_memory::core::ports::LocalBoxFuture<'a, agent_memory::core::error::Result<Vec<agent_memory::core::provider::Candidate>>> {
+            Rules.extract(t, pass)
+        }
+        fn verify<'a>(
+            &'a self,
+            t: &'a agent_memory::core::provider::Transcript,
+            c: &'a [agent_memory::core::provider::Candidate],
+        ) -> agent_memory::core::ports::LocalBoxFuture<'a, agent_memory::core::error::Result<Vec<agent_memory::core::provider::Verdict>>> {
+            Rules.verify(t, c)
+        }
+        fn classify<'a>(
+            &'a self,
+            t: &'a agent_memory::core::provider::Transcript,
+            c: &'a [agent_memory::core::provider::Candidate],
+        ) -> agent_memory::core::ports::LocalBoxFuture<'a, agent_memory::core::error::Result<Vec<agent_memory::core::provider::Classification>>> {
+            Box::pin(async move {
+                let mut out = Rules.classify(t, c).await?;
+                keyed_as_the_users(&mut out);
+                Ok(out)
+            })
+        }
+        fn analyze<'a>(
+            &'a self,
+            q: &'a str,
+        ) -> agent_memory::core::ports::LocalBoxFuture<'a, agent_memory::core::error::Result<agent_memory::core::provider::QueryAnalysis>> {
+            Rules.analyze(q)
+        }
+        fn synthesize<'a>(
+            &'a self,
+            i: &'a agent_memory::core::provider::SynthesisInput,
+        ) -> agent_memory::core::ports::LocalBoxFuture<'a, agent_memory::core::error::Result<String>> {
+            Rules.synthesize(i)
+        }
+        fn consolidate<'a>(
+            &'a self,
+            g: &'a [agent_memory::core::provider::Group],
+        ) -> agent_memory::core::ports::LocalBoxFuture<'a, agent_memory::core::error::Result<Vec<agent_memory::core::provider::Consolidation>>> {
+            Rules.consolidate(g)
+        }
+    }
+}
+#[allow(unused_imports)]
+pub use one_subject::{keyed_as_the_users, OneSubject};
