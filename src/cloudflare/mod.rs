@@ -49,17 +49,9 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
             Err(refusal) => return Ok(refusal),
         }
     }
-    // A path no credentials guard reads no body: one sent is refused
-    // unread.
-    let answered = rest::method_not_allowed(&method, url.path()).is_none();
-    if grant.is_none() && answered && req.inner().body().is_some() && req.headers().get("content-length")?.as_deref() != Some("0") {
-        if let Err(e) = rest::refuse_unread_body(&method, url.path()) {
-            return refusal(url.path(), &e);
-        }
-    }
     // Only a route that takes a body, asked by a caller its credentials
     // let in, has its body read (and takes room for it).
-    let takes_body = grant.is_some() && answered;
+    let takes_body = grant.is_some() && rest::method_not_allowed(&method, url.path()).is_none();
     let (body, room) = match read_body(&env, &mut req, &method, url.path(), takes_body).await? {
         Ok(read) => read,
         Err(e) => return refusal(url.path(), &e),

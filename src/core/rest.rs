@@ -524,10 +524,8 @@ fn profile_rest(path: &str) -> Option<Vec<&str>> {
 pub fn route(req: &Incoming<'_>) -> Result<Route> {
     let segments = segments(req.path).ok_or_else(|| no_route(req))?;
     match (req.method, segments.as_slice()) {
-        // They read nothing a caller sends: a query or a body is refused,
-        // as on every route that reads none.
-        ("GET", ["health"]) => return no_query(req).and_then(|()| no_body(req)).map(|()| Route::Health),
-        ("GET", ["openapi.json"]) => return no_query(req).and_then(|()| no_body(req)).map(|()| Route::OpenApi),
+        ("GET", ["health"]) => return Ok(Route::Health),
+        ("GET", ["openapi.json"]) => return Ok(Route::OpenApi),
         _ => {}
     }
     if let ["mcp", "namespaces", namespace, "profiles", profile] = segments.as_slice() {
@@ -607,17 +605,6 @@ fn no_body(req: &Incoming<'_>) -> Result<()> {
         Ok(())
     } else {
         Err(Error::invalid(format!("{} {} takes no body", req.method, req.path)))
-    }
-}
-
-/// Refuses a body sent to a path no credentials guard (`/health`,
-/// `/openapi.json`), which the Worker never reads: refused unread (an
-/// empty object too), never ignored. Other paths' bodies are read once the caller is let in (and a
-/// GET's refused by [`route`]).
-pub fn refuse_unread_body(method: &str, path: &str) -> Result<()> {
-    match segments(path).as_deref() {
-        Some(["health"] | ["openapi.json"]) => Err(Error::invalid(format!("{method} {path} takes no body"))),
-        _ => Ok(()),
     }
 }
 
@@ -1493,17 +1480,6 @@ mod tests {
         assert_eq!(routed_method("POST"), "POST");
         assert_eq!(method_not_allowed("GET", "/nowhere").as_deref(), None);
         assert_eq!(method_not_allowed("GET", "/mcp/namespaces/a/profiles/b").as_deref(), None);
-    }
-
-    #[test]
-    fn test_health_and_the_openapi_document_refuse_a_query_or_a_body() {
-        for path in ["/health", "/openapi.json"] {
-            assert!(route(&Incoming { method: "GET", path, query: "", content_type: None, body: b"" }).is_ok());
-            assert!(route(&Incoming { method: "GET", path, query: "verbose=1", content_type: None, body: b"" }).unwrap_err().is_invalid());
-            assert!(route(&Incoming { method: "GET", path, query: "", content_type: Some("application/json"), body: b"{\"a\": 1}" }).unwrap_err().is_invalid());
-            assert!(refuse_unread_body("GET", path).unwrap_err().is_invalid());
-        }
-        assert!(refuse_unread_body("GET", "/nowhere").is_ok());
     }
 
     #[test]

@@ -187,21 +187,6 @@ describe("deletion that cannot be reached by accident", () => {
     assert.equal(ok.status, 200, ok.body);
   });
 
-  test("/health and /openapi.json refuse a query or a body (400), as every route that reads none", async () => {
-    for (const path of ["/health", "/openapi.json"]) {
-      for (const [sent, payload] of [[`${path}?verbose=1`, undefined], [path, JSON.stringify({ verbose: true })]]) {
-        const r = await rawRequest(w.url, "GET", sent, payload);
-        assert.equal(r.status, 400, `GET ${sent}: ${r.status} ${r.body.slice(0, 200)}`);
-        const e = JSON.parse(r.body);
-        assert.equal(e.success, false);
-        assert.match(e.errors[0].message, /takes no (query parameters|body)/);
-      }
-      assert.equal((await rawRequest(w.url, "GET", path)).status, 200, `GET ${path} alone`);
-    }
-    // A method the path does not answer is a 405 first, body or not.
-    assert.equal((await rawRequest(w.url, "POST", "/health", "{}")).status, 405);
-  });
-
   test("content of control characters alone is blank: remember and an ingest of only such messages are refused (400), nothing stored", async () => {
     for (const content of ["\u0000", "\u0001\u0002\u0003", "\u007f", "\u0085\u0000 \u0007"]) {
       const r = await api.post("blank", "p", "/remember", { content });
