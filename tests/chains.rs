@@ -140,25 +140,6 @@ fn test_an_import_joining_a_version_to_another_owners_chain_is_refused() {
     });
 }
 
-/// A loose value moved (by `update`) to an owner whose chain of its key
-/// ends in a forgotten value goes after that end, as a value said to the
-/// owner would: the owner's versions stay one line, one value at a time.
-#[test]
-fn test_a_value_moved_to_an_owner_with_a_forgotten_end_joins_its_chain() {
-    let sql = database();
-    with_profile(&sql, APRIL_15, |p| {
-        say_as(p, "user", "a1", Some("u1"), "My favorite fruit is apple.", "2024-01-01T10:00:00Z");
-        let cherry = say_as(p, "user", "a2", Some("u1"), "My favorite fruit is cherry.", "2024-01-10T10:00:00Z");
-        p.forget(&cherry.id).unwrap();
-        let banana = say_as(p, "user", "b1", Some("u2"), "My favorite fruit is banana.", "2024-01-05T10:00:00Z");
-        let metadata = serde_json::from_value(serde_json::json!({ "userId": "u1" })).unwrap();
-        let moved = p.update(agent_memory::core::api::UpdateRequest { id: banana.id.clone(), metadata }).unwrap();
-        assert_eq!(moved.supersedes.as_deref(), Some(cherry.id.as_str()), "after u1's forgotten end");
-        assert_eq!(moved.status, Status::Active);
-        assert_eq!(as_of(p, "2024-01-07T12:00:00Z", "fruit"), vec!["User: My favorite fruit is banana.".to_string()], "one u1 value at 01-07");
-    });
-}
-
 // ---- an agent's statement keyed as the user's (as a model may key it) ----
 
 fn one_subject<T>(sql: &support::NativeSql, f: impl FnOnce(&Profile<'_>) -> T) -> T {

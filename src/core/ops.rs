@@ -395,10 +395,8 @@ impl<'a> Profile<'a> {
         req.validate()?;
         let store = self.store();
         store.transaction(|| {
-            let mut moved = false;
             if let Some(m) = store.get_memory(&req.id)? {
                 let owner = crate::core::model::Owner::of(&req.metadata);
-                moved = owner != crate::core::model::Owner::of(&m.metadata);
                 // A version chain is one owner's values of one key: a
                 // version moved to another owner would join two owners'.
                 if let Some(other) = m.supersedes.as_deref().or(m.superseded_by.as_deref()).filter(|_| owner != crate::core::model::Owner::of(&m.metadata)) {
@@ -420,11 +418,7 @@ impl<'a> Profile<'a> {
                     }
                 }
             }
-            let updated = store.set_metadata(&req.id, &req.metadata)?;
-            if moved && join_lapsed_chain(&store, &updated)? {
-                return store.get_memory(&req.id)?.ok_or_else(|| Error::not_found(format!("no memory with id {}", req.id)));
-            }
-            Ok(updated)
+            store.set_metadata(&req.id, &req.metadata)
         })
     }
 
@@ -716,20 +710,6 @@ impl<'a> Profile<'a> {
             Some((count, room)) if adding > room => Err(self.full(count)),
             _ => Ok(()),
         }
-    }
-}
-
-/// An active keyed memory just moved to an owner whose chain of its key
-/// ends in a forgotten or expired value goes after that end, as a value
-/// said to that owner would ([`Store::lapsed_ends`]): the owner's key
-/// keeps one line of versions. Whether it did.
-fn join_lapsed_chain(store: &crate::core::store::Store<'_>, m: &Memory) -> Result<bool> {
-    let (crate::core::model::Status::Active, Some(key), None, None) = (m.status, m.key.as_deref(), &m.supersedes, &m.superseded_by) else { return Ok(false) };
-    let owner = crate::core::model::Owner::of(&m.metadata);
-    let ends = store.lapsed_ends(&[key])?;
-    match ends.get(&(key.to_string(), owner)).into_iter().flatten().find(|e| e.id != m.id) {
-        Some(end) => store.merge_versions(&end.id, &m.id),
-        None => Ok(false),
     }
 }
 
