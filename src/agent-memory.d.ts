@@ -623,7 +623,7 @@ export interface MemoryDeleteResult extends Memory {
 export interface MemoryImportReport {
   messages: number;
   memories: number;
-  /** The file's consolidation records not written because they touch a memory the profile held before the import (an export imported again leaves each out so). */
+  /** The file's consolidation records not written: those touching a memory the profile held before the import (an export imported again leaves each out so), and those recording a change held already. */
   consolidationsLeftOut: number;
 }
 

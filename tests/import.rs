@@ -1362,6 +1362,28 @@ fn test_an_imported_consolidation_record_never_reaches_a_memory_held_before() {
     });
 }
 
+/// Two records of the file recording one change (the same run, action,
+/// target and time, under two ids): the second is not written, and the
+/// report counts it left out.
+#[test]
+fn test_a_record_of_a_change_held_already_is_counted_left_out() {
+    let held = memory(FIRST, "The build server runs on Debian twelve.", json!({}));
+    let mut copy: Value = serde_json::from_str(&memory(FIRST, "The build server runs on Debian twelve.", json!({}))).unwrap();
+    copy.as_object_mut().unwrap().remove("kind");
+    let record = |id: i64| {
+        json!({
+            "kind": "consolidation", "id": id, "runId": "c-1", "action": "retire", "target": FIRST, "members": [FIRST], "created": [],
+            "reason": "stale", "at": "2026-01-01T00:00:00.000Z", "before": [copy.clone()]
+        })
+        .to_string()
+    };
+    with_profile(&database(), APRIL_15, |p| {
+        let report = p.import(&file(&[header(), held, record(7), record(8)])).unwrap();
+        assert_eq!((report.memories, report.consolidations_left_out), (1, 1));
+        assert_eq!(p.undo_consolidation(8).unwrap_err().status(), 404, "the second was not written");
+    });
+}
+
 /// An export holding a fold imported twice writes the fold's record once.
 /// (The second import writes no memory, so it leaves every record out
 /// before the store's own check is asked: that check is

@@ -529,10 +529,11 @@ pub struct Link {
 pub struct ImportReport {
     pub messages: usize,
     pub memories: usize,
-    /// The file's consolidation records not written because they touch a
+    /// The file's consolidation records not written: those touching a
     /// memory the profile held before the import (left as it is: an undo
-    /// would write the file's copy over it). An export imported again
-    /// leaves each of its records out so.
+    /// would write the file's copy over it; an export imported again
+    /// leaves each of its records out so), and those recording a change
+    /// held already (the same run, action, target and time).
     #[serde(default)]
     pub consolidations_left_out: usize,
 }
@@ -1354,9 +1355,11 @@ pub fn import(store: &Store<'_>, p: &Parsed) -> Result<ImportReport> {
     // file's copy over the profile's memory.
     let mut standing: Vec<&ConsolidationEntry> = p.consolidations.iter().filter(|c| c.involved().all(|id| written.contains(id.as_str()))).collect();
     standing.sort_by_key(|c| c.id);
-    let consolidations_left_out = p.consolidations.len().saturating_sub(standing.len());
+    let mut consolidations_left_out = p.consolidations.len().saturating_sub(standing.len());
     for c in standing {
-        store.put_consolidation(&c.record(), &c.before, &c.created)?;
+        if !store.put_consolidation(&c.record(), &c.before, &c.created)? {
+            consolidations_left_out = consolidations_left_out.saturating_add(1);
+        }
     }
     Ok(ImportReport { messages: p.messages.len().saturating_sub(before.len()), memories: memories.len(), consolidations_left_out })
 }
