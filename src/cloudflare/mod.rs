@@ -52,7 +52,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // Only a route that takes a body, asked by a caller its credentials
     // let in, has its body read (and takes room for it).
     let takes_body = grant.is_some() && rest::method_not_allowed(&method, url.path()).is_none();
-    let (body, room) = match read_body(&env, &mut req, &method, url.path(), takes_body).await? {
+    let (body, room) = match read_body(&env, &mut req, url.path(), takes_body).await? {
         Ok(read) => read,
         Err(e) => return refusal(url.path(), &e),
     };
@@ -100,8 +100,8 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     }
 }
 
-/// The body of a request (none of a HEAD, nor of a request that does not
-/// `take` one: a GET or DELETE's is read to be refused), read chunk by chunk through the
+/// The body of a request (none of a request that does not `take` one: a
+/// GET, HEAD or DELETE's is read to be refused), read chunk by chunk through the
 /// route's [`rest::BodyReader`]: refused (413) before anything is read when
 /// its `Content-Length` is over the limit, and as soon as what arrived
 /// passes it when it came without one.
@@ -111,10 +111,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 /// body of none grows its room as it arrives). The room goes with the
 /// call to [`post_to_object`], which gives it back once it has dropped its
 /// copies, before it waits on the object (which takes room of its own).
-async fn read_body(env: &Env, req: &mut Request, method: &str, path: &str, take: bool) -> Result<std::result::Result<(Vec<u8>, working_set::Room), Error>> {
+async fn read_body(env: &Env, req: &mut Request, path: &str, take: bool) -> Result<std::result::Result<(Vec<u8>, working_set::Room), Error>> {
     use crate::core::resident::worker_room;
     use futures::StreamExt;
-    if !take || method == "HEAD" || req.inner().body().is_none() {
+    if !take || req.inner().body().is_none() {
         return Ok(Ok((Vec::new(), working_set::Room::new(0))));
     }
     if let Err(e) = rest::check_content_encoding(req.headers().get("content-encoding")?.as_deref()) {

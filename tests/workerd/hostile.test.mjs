@@ -179,6 +179,9 @@ describe("deletion that cannot be reached by accident", () => {
       assert.equal(e.errors[0].code, 10001);
       assert.match(e.errors[0].message, /takes no body/);
     }
+    // A HEAD is its GET: a body sent with it is refused too (no body answers it).
+    const head = await rawRequest(w.url, "HEAD", profilePath("bodies", "p", "/stats"), dryRun);
+    assert.equal(head.status, 400, `HEAD …/stats with a body: ${head.status}`);
     const del = await api.del("bodies", "p", `/memories/${m.id}`, { body: { dryRun: true } });
     assert.equal(del.status, 400, del.text);
     assert.deepEqual(await held(), before, "nothing was deleted");
