@@ -315,9 +315,15 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
 
   test("HEAD answers where GET does: the GET's status and headers, no body", async () => {
     const stored = await dev.ok("POST", NS, PROFILE, "/remember", { body: { content: "The HEAD probe's memory is here." } });
+    const published = url("/memories").replace(/^\/accounts\//, "/client/v4/accounts/");
     for (const [p, status] of [
       ["/health", 200],
+      ["/health?_=1733550000", 200],
+      ["/openapi.json", 200],
       [url("/memories"), 200],
+      [published, 200],
+      [url("/summary"), 200],
+      [url("").replace(/\/profiles\/[^/]+$/, "/profiles"), 200],
       [url(`/memories/${stored.id}`), 200],
       [url(`/memories/${"0".repeat(32)}`), 404],
     ]) {
