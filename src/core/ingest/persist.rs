@@ -275,9 +275,10 @@ impl Fresh {
 /// Which stored memories the new ones supersede by key, and which new
 /// ones only restate another of the call: only holders of the same owner
 /// (another user's value of a key is not replaced by this one's), within
-/// the speaker's reach; with no active holder, a person's value goes after
-/// its key's lapsed end ([`Store::lapsed_ends`]), whose ids come back too
-/// (they held no value, so none is counted superseded).
+/// the speaker's reach; the newest lapsed end of its key within that reach
+/// ([`Store::lapsed_ends`]: a chain whose last value was forgotten or
+/// expired) goes before it too, and the lapsed ends' ids come back (they
+/// held no value, so none is counted superseded).
 fn plan_supersession(
     store: &Store<'_>,
     memories: &mut [Memory],
@@ -296,7 +297,9 @@ fn plan_supersession(
     let holders = store.active_key_holders(&probes)?;
     // The chains of the keys whose last value was forgotten or expired:
     // the newest such end within reach goes before the new value too.
-    let keys: Vec<&str> = probes.iter().map(|p| p.key).collect();
+    let mut keys: Vec<&str> = probes.iter().map(|p| p.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
     let lapsed = store.lapsed_ends(&keys)?;
     drop(probes);
     let lookup = |key: &str, metadata: &crate::core::model::Metadata, new: supersede::Said<'_>, reach: supersede::Reach| -> Vec<String> {
