@@ -1075,6 +1075,7 @@ fn redact(text: &mut String) {
 /// one's is left as the file has it; one naming a held memory of another
 /// owner is refused (400), the import writing nothing.
 fn join_held_successors(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> Result<()> {
+    let mut joins: Vec<(&str, &str)> = Vec::new();
     for m in file.iter().filter(|m| written.contains(m.id.as_str())) {
         let Some(next) = m.superseded_by.as_deref().filter(|n| !written.contains(n)) else { continue };
         let Some(held) = store.get_memory(next)? else { continue };
@@ -1088,12 +1089,21 @@ fn join_held_successors(store: &Store<'_>, file: &[Memory], written: &HashSet<&s
                 m.id
             )));
         }
-        store.unlink_successor(&m.id)?;
-        if !store.merge_versions(&m.id, next)? {
-            store.link_successor(&m.id, next)?;
+        joins.push((&m.id, next));
+    }
+    // Those naming one held memory are merged into its line together
+    // (each line written once, however many join it).
+    joins.sort_by_key(|&(_, next)| next);
+    let mut merges = crate::core::store::Merges::default();
+    for (id, next) in joins {
+        merges.release(store, id)?;
+        store.unlink_successor(id)?;
+        if !merges.merge(store, id, next)? {
+            merges.finish(store)?;
+            store.link_successor(id, next)?;
         }
     }
-    Ok(())
+    merges.finish(store)
 }
 
 /// Leaves one active value of each key per owner, as far as its speaker
@@ -1141,9 +1151,13 @@ fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> R
         let versions = Versions::read(store, store.memories_by_ids(&held)?, written, &recorded)?;
         let mut arriving: Vec<usize> = arriving.iter().filter_map(|id| versions.at.get(*id).copied()).collect();
         arriving.sort_by_key(|&i| versions.rank(i));
+        // Each line the key's values join is written once, whatever
+        // joins it ([`crate::core::store::Merges`]).
+        let mut merges = crate::core::store::Merges::default();
         for m in arriving {
-            versions.settle(store, m)?;
+            versions.settle(store, &mut merges, m)?;
         }
+        merges.finish(store)?;
     }
     Ok(())
 }
@@ -1151,7 +1165,7 @@ fn settle_keys(store: &Store<'_>, file: &[Memory], written: &HashSet<&str>) -> R
 /// The active holders of one key and owner, as [`settle_keys`] weighs
 /// them: who said each (a person reaches any session), and where to find
 /// those an agent's word reaches (its session, its words undated).
-struct Versions<'w> {
+struct Versions {
     memories: Vec<Memory>,
     person: Vec<bool>,
     undated: Vec<String>,
@@ -1160,16 +1174,17 @@ struct Versions<'w> {
     by_session: HashMap<String, Vec<usize>>,
     by_words: HashMap<String, Vec<usize>>,
     persons: Vec<usize>,
-    /// All of them in the order they were said ([`Versions::read`]), and
-    /// each one's place in it.
-    ordered: Vec<usize>,
+    /// Each one's place in the order they were said ([`Versions::read`]).
     ranks: Vec<usize>,
-    /// The memories the file records active.
-    recorded: &'w HashSet<&'w str>,
+    /// Those a file's value is weighed against, in the order they were
+    /// said: all but the ones the file records active (two of those are
+    /// as its profile left them). `by_session`, `by_words` and `persons`
+    /// hold only these too.
+    weighed: Vec<usize>,
 }
 
-impl<'w> Versions<'w> {
-    fn read(store: &Store<'_>, memories: Vec<Memory>, written: &'w HashSet<&'w str>, recorded: &'w HashSet<&'w str>) -> Result<Versions<'w>> {
+impl Versions {
+    fn read(store: &Store<'_>, memories: Vec<Memory>, written: &HashSet<&str>, recorded: &HashSet<&str>) -> Result<Versions> {
         use crate::core::ingest::supersede::{authority_of, Reach};
         let sources: Vec<&String> = memories.iter().flat_map(|m| &m.source_message_ids).collect();
         let roles = store.message_roles(&sources)?;
@@ -1178,8 +1193,9 @@ impl<'w> Versions<'w> {
             .map(|m| Reach::of(authority_of(m.source_message_ids.iter().filter_map(|s| roles.get(s).map(String::as_str)))) == Reach::AnySession)
             .collect();
         let undated: Vec<String> = memories.iter().map(|m| ids::undated_digest(&m.content)).collect();
+        let weighable: Vec<bool> = memories.iter().map(|m| !recorded.contains(m.id.as_str())).collect();
         let (mut by_session, mut by_words): (HashMap<String, Vec<usize>>, HashMap<String, Vec<usize>>) = Default::default();
-        for (i, (m, words)) in memories.iter().zip(&undated).enumerate() {
+        for (i, (m, words)) in memories.iter().zip(&undated).enumerate().filter(|(i, _)| weighable.get(*i) == Some(&true)) {
             by_session.entry(m.session_id.clone()).or_default().push(i);
             by_words.entry(words.clone()).or_default().push(i);
         }
@@ -1197,15 +1213,14 @@ impl<'w> Versions<'w> {
         Ok(Versions {
             at: memories.iter().enumerate().map(|(i, m)| (m.id.clone(), i)).collect(),
             active: memories.iter().map(|_| std::cell::Cell::new(true)).collect(),
-            persons: person.iter().enumerate().filter(|(_, &p)| p).map(|(i, _)| i).collect(),
+            persons: person.iter().enumerate().filter(|&(i, &p)| p && weighable.get(i) == Some(&true)).map(|(i, _)| i).collect(),
+            weighed: ordered.iter().copied().filter(|&i| weighable.get(i) == Some(&true)).collect(),
             memories,
             person,
             undated,
             by_session,
             by_words,
-            ordered,
             ranks,
-            recorded,
         })
     }
 
@@ -1223,24 +1238,23 @@ impl<'w> Versions<'w> {
     /// Weighs the file's value `m` against the holders either may reach,
     /// oldest first, as they would have been said: it supersedes the older
     /// ones it reaches, then a newer one that reaches it supersedes it.
-    fn settle(&self, store: &Store<'_>, m: usize) -> Result<()> {
+    fn settle(&self, store: &Store<'_>, merges: &mut crate::core::store::Merges, m: usize) -> Result<()> {
         let (Some(memory), Some(words)) = (self.memories.get(m), self.undated.get(m)) else { return Ok(()) };
-        let candidates: Vec<usize> = if self.person.get(m).copied().unwrap_or(true) {
-            self.ordered.clone()
+        let mut near: Vec<usize>;
+        let candidates: &[usize] = if self.person.get(m).copied().unwrap_or(true) {
+            &self.weighed
         } else {
-            let mut near: Vec<usize> =
-                [self.by_session.get(&memory.session_id), self.by_words.get(words), Some(&self.persons)].into_iter().flatten().flatten().copied().collect();
+            near = [self.by_session.get(&memory.session_id), self.by_words.get(words), Some(&self.persons)].into_iter().flatten().flatten().copied().collect();
             near.sort_by_key(|&i| self.rank(i));
             near.dedup();
-            near
+            &near
         };
         let is_active = |i: usize| self.active.get(i).is_some_and(std::cell::Cell::get);
-        for other in candidates {
+        for &other in candidates {
             if !is_active(m) {
                 break;
             }
-            // Two the file records active are as its profile left them.
-            if other == m || !is_active(other) || self.memories.get(other).is_some_and(|o| self.recorded.contains(o.id.as_str())) {
+            if other == m || !is_active(other) {
                 continue;
             }
             let (newer, older) = if self.rank(other) > self.rank(m) { (other, m) } else { (m, other) };
@@ -1251,8 +1265,11 @@ impl<'w> Versions<'w> {
             // The older one's chain and the newer one's made one line by
             // when each version was said, not left beside a version the
             // newer one replaced (either may carry a history).
-            let inserted = store.merge_versions(&o.id, &n.id)?;
-            if inserted || store.supersede_if_active(&o.id, &n.id)? {
+            let inserted = merges.merge(store, &o.id, &n.id)?;
+            if inserted || {
+                merges.finish(store)?;
+                store.supersede_if_active(&o.id, &n.id)?
+            } {
                 if !inserted {
                     store.link_versions(&o.id, &n.id)?;
                 }

@@ -169,11 +169,14 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
         // chain whose last value was forgotten) names the first: the
         // others' chains merge into its line, by when each was said.
         let named: HashMap<&str, &str> = items.iter().filter_map(|(m, _)| m.supersedes.as_deref().map(|s| (m.id.as_str(), s))).collect();
+        let mut merges = crate::core::store::Merges::default();
         for r in plan.replacements.iter().filter(|r| !in_call.contains(r.old.as_str())) {
-            if named.get(r.new.as_str()) == Some(&r.old.as_str()) || !store.merge_versions(&r.old, &r.new)? {
+            if named.get(r.new.as_str()) == Some(&r.old.as_str()) || !merges.merge(store, &r.old, &r.new)? {
+                merges.finish(store)?;
                 store.supersede(&r.old, &r.new)?;
             }
         }
+        merges.finish(store)?;
         // Then, in the order they were planned, each replacement ends the
         // versions before it still valid past when its value was said (one
         // this call said out of time order too).

@@ -76,6 +76,7 @@ pub struct Inserted {
 mod consolidations;
 mod fulltext;
 mod memories;
+mod merges;
 mod messages;
 mod outbox;
 pub use outbox::PARKED_RETRY_MILLIS;
@@ -88,6 +89,7 @@ mod versions;
 pub use consolidations::{FoldedMember, NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
 pub use memories::{KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY, PAGE_TEXT_BYTES};
+pub use merges::Merges;
 use rows::*;
 pub use rows::{memory_from_row, message_from_row};
 pub use spool::{Kept, META_NEXT_EXPORT};

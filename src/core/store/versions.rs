@@ -139,7 +139,7 @@ impl<'a> Store<'a> {
     /// `supersedes`, while that version is superseded by the one before it
     /// (a link back that the older version does not return ends the
     /// chain), at most [`Store::MAX_CHAIN_WALK`].
-    fn chain_back(&self, head: &str) -> Result<Vec<Memory>> {
+    pub(super) fn chain_back(&self, head: &str) -> Result<Vec<Memory>> {
         let first = self.get_memory(head)?.ok_or_else(|| Error::storage("a version that is not stored"))?;
         let mut seen: std::collections::HashSet<String> = std::collections::HashSet::from([first.id.clone()]);
         let mut chain = vec![first];
@@ -165,7 +165,8 @@ impl<'a> Store<'a> {
     /// one to bring back the older of them, and `asOf` would find two
     /// values between. A version is valid until the earliest of those after
     /// it was said. Whether they were merged (not when `older` is
-    /// superseded already, or the two chains share a version).
+    /// superseded already, or the two chains share a version). Many ends
+    /// going into one chain: [`super::Merges`], which writes the line once.
     pub fn merge_versions(&self, older: &str, newer: &str) -> Result<bool> {
         let (Some(o), Some(n)) = (self.get_memory(older)?, self.get_memory(newer)?) else { return Ok(false) };
         if older == newer || o.superseded_by.is_some() {
@@ -186,21 +187,17 @@ impl<'a> Store<'a> {
             return Ok(false);
         }
         let (newest, earlier) = theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
-        // Each chain in its own order, oldest first, merged by when each
-        // version was said (at one instant, `older`'s first).
-        let (mut a, mut b) = (mine.iter().rev().peekable(), earlier.iter().rev().peekable());
-        let mut line: Vec<&Memory> = Vec::with_capacity(mine.len().saturating_add(theirs.len()));
-        loop {
-            let next = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) if y.said_at() < x.said_at() => b.next(),
-                (Some(_), _) => a.next(),
-                (None, _) => b.next(),
-            };
-            match next {
-                Some(m) => line.push(m),
-                None => break,
-            }
-        }
+        self.write_line(newest, merged_line(&[mine.as_slice()], earlier))?;
+        Ok(true)
+    }
+
+    /// Writes `line` (versions oldest first, by when each was said) and
+    /// `newest` after it as one chain: each superseded by the next and
+    /// named back by it, valid until the earliest of those after it was
+    /// said (never ending before it begins), then `newest`'s successors as
+    /// they were ([`Store::merge_versions`]).
+    pub(super) fn write_line<'m>(&self, newest: &'m Memory, mut line: Vec<&'m Memory>) -> Result<()> {
+        let n = newest;
         line.push(newest);
         let now = iso(self.now);
         // The first keeps a link back out of the line (a chain's end that
@@ -245,7 +242,7 @@ impl<'a> Store<'a> {
                 )?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Clears `id`'s link to the version after it, to merge its chain
@@ -289,13 +286,18 @@ impl<'a> Store<'a> {
         // Once no remaining version names a deleted one, each such end's
         // chain merges into the other end's, one line in the order they
         // were said (it may have a history of its own); one that cannot
-        // (the two share a version) is superseded by it.
+        // (the two share a version) is superseded by it. Each end's line
+        // is written once, however many join it.
+        let mut merges = super::Merges::default();
         for (id, end) in left.joins {
+            merges.release(self, &id)?;
             self.unlink_successor(&id)?;
-            if !self.merge_versions(&id, &end)? {
+            if !merges.merge(self, &id, &end)? {
+                merges.finish(self)?;
                 self.supersede_quietly(&id, &end, &self.until(&d, &end)?)?;
             }
         }
+        merges.finish(self)?;
         for (id, to, deleted_from) in left.reopen {
             self.reopen_before(&id, to, &deleted_from)?;
         }
@@ -498,4 +500,33 @@ impl<'a> Store<'a> {
         }
         Ok(out)
     }
+}
+
+/// Chains merged into one line by when each version was said, oldest
+/// first: `chains` (each newest first, as [`Store::chain_back`] reads
+/// them) in the order they were merged in, then `earlier` (the receiving
+/// chain's versions before its newest, newest first). Each chain keeps its
+/// own order; at each step the earliest said of the chains' next versions
+/// goes, at one instant the chain merged in last first, the receiving
+/// chain last: what merging each chain in turn into the line so far
+/// ([`Store::merge_versions`]) leaves.
+pub(super) fn merged_line<'m>(chains: &[&'m [Memory]], earlier: &'m [Memory]) -> Vec<&'m Memory> {
+    use std::cmp::Reverse;
+    // Each chain oldest first, with its precedence at one instant (lower
+    // goes first): the chain merged in last is 0, the receiving one last.
+    let mut queues: Vec<std::iter::Peekable<std::iter::Rev<std::slice::Iter<'m, Memory>>>> =
+        chains.iter().rev().copied().chain([earlier]).map(|c| c.iter().rev().peekable()).collect();
+    let mut heads: std::collections::BinaryHeap<Reverse<(i64, usize)>> =
+        queues.iter_mut().enumerate().filter_map(|(q, it)| it.peek().map(|m| Reverse((m.said_at(), q)))).collect();
+    let mut line: Vec<&Memory> = Vec::with_capacity(chains.iter().map(|c| c.len()).sum::<usize>().saturating_add(earlier.len()));
+    while let Some(Reverse((_, q))) = heads.pop() {
+        let Some(queue) = queues.get_mut(q) else { continue };
+        if let Some(m) = queue.next() {
+            line.push(m);
+        }
+        if let Some(next) = queue.peek() {
+            heads.push(Reverse((next.said_at(), q)));
+        }
+    }
+    line
 }

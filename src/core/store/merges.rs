@@ -1,0 +1,143 @@
+//! Many chain ends merged into other chains' lines, each line written
+//! once: what [`Store::merge_versions`] does one end at a time, which
+//! reads both chains whole each time, so that a file (or a deletion)
+//! joining thousands of versions to one chain cost the square of them.
+//!
+//! [`Merges::merge`] gathers the ends that go into one receiving version
+//! and [`Merges::finish`] writes each line once ([`merged_line`]): what
+//! merging them in turn would leave. Merges into different lines are
+//! independent and kept open side by side; a merge that meets an open
+//! line other than its own (its end, or a version of its chain, is in
+//! that line) writes that line first, so each read sees the store as the
+//! merges before it left it.
+//!
+//! What it does not do: see the store change under it. Between calls,
+//! nothing but [`Merges`] changes a version in an open line: a caller
+//! writes its lines ([`Merges::finish`]) before any other write to the
+//! chains, or first [`Merges::release`] one version it changes.
+
+use super::versions::merged_line;
+use super::*;
+use std::collections::HashMap;
+
+/// Merges of chain ends into other chains, gathered per receiving version
+/// (see the module docs).
+#[derive(Default)]
+pub struct Merges {
+    /// The open lines, in the order they were opened.
+    open: Vec<Line>,
+    /// Each version in an open line: the receiving version of its line.
+    member: HashMap<String, String>,
+}
+
+/// One receiving version's line as gathered.
+struct Line {
+    /// The receiving version's chain, newest (itself) first.
+    theirs: Vec<Memory>,
+    /// The chains merged in, each newest first, in the order they came.
+    chains: Vec<Vec<Memory>>,
+}
+
+impl Merges {
+    /// [`Store::merge_versions`] of `older` into `newer`'s chain, gathered:
+    /// whether they will be merged (written by [`Merges::finish`]).
+    pub fn merge(&mut self, store: &Store<'_>, older: &str, newer: &str) -> Result<bool> {
+        self.release(store, older)?;
+        if self.member.get(newer).is_some_and(|line| line != newer) {
+            self.release(store, newer)?;
+        }
+        let Some(o) = store.get_memory(older)? else { return Ok(false) };
+        if older == newer || o.superseded_by.is_some() {
+            return Ok(false);
+        }
+        if !self.open.iter().any(|l| l.newer() == newer) {
+            if store.get_memory(newer)?.is_none() {
+                return Ok(false);
+            }
+            let theirs = self.current_chain(store, newer)?;
+            self.open.push(Line { theirs, chains: Vec::new() });
+        }
+        let mine = self.current_chain(store, older)?;
+        // A line the walk met and wrote may have been `newer`'s own.
+        if !self.open.iter().any(|l| l.newer() == newer) {
+            let theirs = self.current_chain(store, newer)?;
+            self.open.push(Line { theirs, chains: Vec::new() });
+        }
+        let line = self.open.iter_mut().find(|l| l.newer() == newer).ok_or_else(|| Error::storage("an open line that is not kept"))?;
+        if line.theirs.iter().any(|t| mine.iter().any(|m| m.id == t.id)) {
+            // The two chains share a version: not merged, as
+            // `merge_versions` leaves them.
+            return Ok(false);
+        }
+        for m in &mine {
+            self.member.insert(m.id.clone(), newer.to_string());
+        }
+        if line.chains.is_empty() {
+            for t in &line.theirs {
+                self.member.insert(t.id.clone(), newer.to_string());
+            }
+        }
+        line.chains.push(mine);
+        Ok(true)
+    }
+
+    /// Writes the open line holding `id`, if one does, so that `id` may
+    /// be read or changed.
+    pub fn release(&mut self, store: &Store<'_>, id: &str) -> Result<()> {
+        match self.member.get(id).cloned() {
+            Some(newer) => self.write(store, &newer),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes every open line, in the order they were opened.
+    pub fn finish(&mut self, store: &Store<'_>) -> Result<()> {
+        while let Some(newer) = self.open.first().map(|l| l.newer().to_string()) {
+            self.write(store, &newer)?;
+        }
+        Ok(())
+    }
+
+    /// `id`'s chain as the store holds it, newest first, once every open
+    /// line holding one of its versions is written.
+    fn current_chain(&mut self, store: &Store<'_>, id: &str) -> Result<Vec<Memory>> {
+        loop {
+            let chain = store.chain_back(id)?;
+            match chain.iter().find_map(|v| self.member.get(&v.id).cloned()) {
+                Some(newer) => self.write(store, &newer)?,
+                None => return Ok(chain),
+            }
+        }
+    }
+
+    /// Writes the open line of receiving version `newer`: one chain merged
+    /// in as [`Store::merge_versions`] merges it; several as one line.
+    fn write(&mut self, store: &Store<'_>, newer: &str) -> Result<()> {
+        let Some(at) = self.open.iter().position(|l| l.newer() == newer) else { return Ok(()) };
+        let line = self.open.remove(at);
+        for v in line.theirs.iter().chain(line.chains.iter().flatten()) {
+            self.member.remove(&v.id);
+        }
+        match line.chains.as_slice() {
+            [] => Ok(()),
+            [one] => {
+                let older = one.first().ok_or_else(|| Error::storage("a chain with no versions"))?;
+                match store.merge_versions(&older.id, newer)? {
+                    true => Ok(()),
+                    false => Err(Error::storage("a gathered merge of version chains no longer applies")),
+                }
+            }
+            several => {
+                let (newest, earlier) = line.theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
+                let chains: Vec<&[Memory]> = several.iter().map(Vec::as_slice).collect();
+                store.write_line(newest, merged_line(&chains, earlier))
+            }
+        }
+    }
+}
+
+impl Line {
+    fn newer(&self) -> &str {
+        self.theirs.first().map_or("", |n| n.id.as_str())
+    }
+}
