@@ -523,15 +523,21 @@ pub fn is_dot_segment(segment: &str) -> bool {
 /// a dot segment ([`is_dot_segment`]): a session is deleted by a path
 /// that names it, and such a path would name its profile instead.
 pub fn validate_session_id(s: &str) -> Result<()> {
-    validate_session_id_shape(s)?;
+    validate_session_id_as("sessionId", s)
+}
+
+/// [`validate_session_id`] of a session id sent as `what` (a query's
+/// `session_id`: refused under the name it was sent as).
+pub fn validate_session_id_as(what: &str, s: &str) -> Result<()> {
+    validate_session_id_shape_as(what, s)?;
     if is_dot_segment(s) {
-        return Err(Error::invalid("sessionId must not be . or .. (a URL path would read it as a directory step)"));
+        return Err(Error::invalid(format!("{what} must not be . or .. (a URL path would read it as a directory step)")));
     }
     if s.chars().all(is_invisible) {
-        return Err(Error::invalid("sessionId must hold a visible character"));
+        return Err(Error::invalid(format!("{what} must hold a visible character")));
     }
     if s.chars().any(is_bidi_control) {
-        return Err(Error::invalid("sessionId must not contain bidirectional controls"));
+        return Err(Error::invalid(format!("{what} must not contain bidirectional controls")));
     }
     Ok(())
 }
@@ -558,14 +564,18 @@ fn is_bidi_control(c: char) -> bool {
 /// session stored as `.` or `..` before they were refused can still be
 /// deleted.
 pub fn validate_session_id_shape(s: &str) -> Result<()> {
+    validate_session_id_shape_as("sessionId", s)
+}
+
+fn validate_session_id_shape_as(what: &str, s: &str) -> Result<()> {
     if s.is_empty() {
-        return Err(Error::invalid("sessionId must not be empty"));
+        return Err(Error::invalid(format!("{what} must not be empty")));
     }
     if s.chars().count() > MAX_SESSION_ID_CHARS {
-        return Err(Error::invalid(format!("sessionId must be at most {MAX_SESSION_ID_CHARS} characters")));
+        return Err(Error::invalid(format!("{what} must be at most {MAX_SESSION_ID_CHARS} characters")));
     }
     if s.chars().any(char::is_control) {
-        return Err(Error::invalid("sessionId must not contain control characters"));
+        return Err(Error::invalid(format!("{what} must not contain control characters")));
     }
     Ok(())
 }

@@ -876,6 +876,13 @@ fn query_args(query: &str, spec: &QuerySpec, dialect: Dialect) -> Result<Value> 
             }
             Value::from(n)
         } else {
+            // Checked here too, to be refused under the name it was sent
+            // as (the operation checks it again under its field's name).
+            match field {
+                "sessionId" => api::validate_session_id_as(k, v)?,
+                "asOf" => api::validate_date(k, &Some(v.clone()))?,
+                _ => {}
+            }
             Value::String(v.clone())
         };
         map.insert(field.to_string(), value);
@@ -1383,6 +1390,25 @@ mod tests {
             let e = list_with(q).unwrap_err();
             assert!(e.is_invalid() && e.message().contains("query"), "{q}: {e}");
         }
+    }
+
+    #[test]
+    fn test_a_bad_session_id_or_date_in_the_query_is_refused_under_the_name_it_was_sent_as() {
+        let long = "a".repeat(65);
+        for (q, message) in [
+            ("session_id=".to_string(), "session_id must not be empty"),
+            ("sessionId=".to_string(), "sessionId must not be empty"),
+            (format!("session_id={long}"), "session_id must be at most 64 characters"),
+            ("session_id=..".to_string(), "session_id must not be . or .. (a URL path would read it as a directory step)"),
+            ("as_of=bogus".to_string(), "as_of must be an ISO-8601 date or date-time in the years 0000-9999"),
+            ("asOf=bogus".to_string(), "asOf must be an ISO-8601 date or date-time in the years 0000-9999"),
+        ] {
+            assert_eq!(list_with(&q).unwrap_err().message(), message, "{q}");
+        }
+        let summary = format!("{BASE}/summary");
+        let e = route(&Incoming { method: "GET", path: &summary, query: "session_id=", content_type: None, body: b"" }).unwrap_err();
+        assert_eq!(e.message(), "session_id must not be empty");
+        assert_eq!(list_with("session_id=s1&as_of=2026-04-01").unwrap(), json!({ "sessionId": "s1", "asOf": "2026-04-01" }));
     }
 
     #[test]
