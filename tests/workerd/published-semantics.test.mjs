@@ -116,3 +116,44 @@ test("the documented remember example is an instruction, as its example response
   const r = await send("POST", "/f7/remember", { content: "The user prefers concise answers.", sessionId: "chat-2026-04-21" });
   assert.equal(r.body.result.type, "instruction");
 });
+
+// how-agent-memory-works.mdx: "when a newer fact replaces an older one on the same topic, the old
+// version is preserved but the latest surfaces in recall results"; "Instructions ... support
+// supersession when updated"; the Workers types' list(): "Superseded versions are excluded."
+// With the local defaults a relation to a named thing is one topic whatever the name.
+test("a newer fact or instruction of the same relation supersedes the older: listed alone, first in recall", async () => {
+  const cases = [
+    ["I live in Lisbon.", "I live in Berlin now.", "Where does the user live?", /Berlin/],
+    ["I work at Acme.", "I now work at Globex.", "Where does the user work?", /Globex/],
+    ["Always reply in English.", "Always reply in Portuguese.", "Which language should replies use?", /Portuguese/],
+  ];
+  for (const [i, [older, newer, query, want]] of cases.entries()) {
+    const p = `supersede-${i}`;
+    await w.call(p, "ingest", [{ role: "user", content: older }], { sessionId: "one" });
+    await w.call(p, "ingest", [{ role: "user", content: newer }], { sessionId: "two" });
+    const listed = (await w.call(p, "list")).memories.map((m) => m.summary);
+    assert.deepEqual(listed.length, 1, `${p}: ${JSON.stringify(listed)}`);
+    assert.match(listed[0], want);
+    const r = await w.call(p, "recall", query);
+    assert.match(r.candidates[0]?.summary ?? "", want, `${p}: ${JSON.stringify(r.candidates.map((c) => c.summary))}`);
+    const all = (await w.call(p, "list", { status: "all" })).memories;
+    assert.equal(all.length, 2, `${p}: the old version is preserved`);
+  }
+});
+
+// get-summary.mdx (the older page) shows these under "## Active Tasks" and "## Instructions".
+test("the summary example's tasks and instructions, remembered, are typed and summarized as shown", async () => {
+  const expected = [
+    ["task", "Investigating intermittent 500 errors on /users endpoint"],
+    ["task", "Need to update README after refactoring"],
+    ["instruction", "Use conventional commits: type: description"],
+    ["instruction", "Database migrations require approval before execution"],
+  ];
+  for (const [, content] of expected) await w.call("summary-example", "remember", { content });
+  const types = (await w.call("summary-example", "list")).memories.map((m) => [m.type, m.summary]).sort((a, b) => a[1].localeCompare(b[1]));
+  assert.deepEqual(types, [...expected].sort((a, b) => a[1].localeCompare(b[1])));
+  const { summary } = await w.call("summary-example", "getSummary");
+  const section = (title) => summary.split(/\n(?=## )/).find((s) => s.startsWith(`## ${title}`)) ?? "";
+  assert.match(section("Active Tasks"), /Investigating intermittent 500 errors/, summary);
+  assert.match(section("Instructions"), /Database migrations require approval/, summary);
+});

@@ -2,10 +2,13 @@
 //!
 //! Types, first rule that matches:
 //! * task: "working on", "TODO", "next I will", "need to", "going to",
-//!   "in progress", "currently";
+//!   "in progress", "currently", or a note that opens with work under way
+//!   or still to do and no one doing it ("Investigating the 500 errors",
+//!   "Need to update the README");
 //! * instruction: starts with an imperative verb, or says "always",
-//!   "never", "make sure", "to do X, run Y", "use X (not Y)", or states a
-//!   preference about how to answer ("prefers concise answers");
+//!   "never", "make sure", "to do X, run Y", "use X (not Y)", states a
+//!   policy ("requires approval", "is not allowed") or a preference about
+//!   how to answer ("prefers concise answers");
 //! * event: past-tense action with a date or a past time marker;
 //! * fact: everything else (stable preferences and properties).
 //!
@@ -64,6 +67,12 @@ fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
     crate::core::text::constant_regex(cell, p)
 }
 
+/// Verbs of work under way that open a note of it with no one named
+/// doing it ("Investigating intermittent 500 errors", "Refactoring the
+/// billing module"): a task.
+const WORK_UNDER_WAY: &[&str] =
+    &["investigating", "debugging", "fixing", "refactoring", "migrating", "implementing", "reviewing", "troubleshooting", "drafting"];
+
 /// Leading words skipped when looking for an imperative verb.
 const LEAD_INS: &[&str] = &["and", "but", "so", "also", "please", "then", "actually", "now", "ok", "okay", "well", "oh", "hey", "instead"];
 
@@ -74,6 +83,14 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     static HOW_TO_ANSWER: OnceLock<Regex> = OnceLock::new();
     static PAST: OnceLock<Regex> = OnceLock::new();
     let lower = body.to_lowercase();
+    let tokens = text::tokens(&lower);
+    let mut opening = tokens.iter().map(String::as_str).skip_while(|w| LEAD_INS.contains(w));
+    let first = opening.next();
+    // A note of work under way or still to do, with no one named doing it
+    // ("Investigating the 500 errors", "Need to update the README").
+    if first.is_some_and(|w| WORK_UNDER_WAY.contains(&w)) || (first == Some("need") && opening.next() == Some("to")) {
+        return MemoryType::Task;
+    }
     // Each pattern is tried only when the text holds a word every match
     // of it holds (text::holds_any): most statements compile none.
     let task = ["working on", "todo", "to-do", "next i", "need to", "going to", "in progress", "currently"];
@@ -83,11 +100,15 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     {
         return MemoryType::Task;
     }
-    let first = text::tokens(&lower).into_iter().find(|w| !LEAD_INS.contains(&w.as_str()));
-    let instruction = ["always", "never", "make sure", "by default", ", run", "must", "from now on", "going forward"];
-    if first.as_deref().is_some_and(|w| IMPERATIVES.contains(&w))
+    let instruction =
+        ["always", "never", "make sure", "by default", ", run", "must", "from now on", "going forward", "require", "allowed", "forbidden", "prohibited"];
+    if first.is_some_and(|w| IMPERATIVES.contains(&w))
         || (text::holds_any(&lower, &instruction)
-            && re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower))
+            && re(
+                &INSTR,
+                r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward|requires? (approval|review|sign-off|permission)|(is|are) not allowed|(is|are) (forbidden|prohibited))\b",
+            )
+            .is_match(&lower))
         || (text::holds_any(&lower, &["prefer", "want", "like", "ask"])
             && re(
                 &HOW_TO_ANSWER,
@@ -296,6 +317,72 @@ fn copula_subject(body: &str) -> Option<String> {
     Some(words.join("_"))
 }
 
+/// Prepositions after which a name is the value of a relation its
+/// speaker holds to one thing at a time: where they live or work, whom
+/// they work for, where they come from ("I live in Lisbon", "I work at
+/// Acme", "I work for Globex"), or a rule's one setting ("Always reply in
+/// English"). Not "with", "to", "on" or "about": one works with many
+/// people and listens to many bands, each as true as the others.
+const RELATION_PREPOSITIONS: &[&str] = &["in", "at", "for", "from"];
+
+/// Words between the speaker and a relation's verb that leave the
+/// relation as it is ("I now live in", "I'm currently based in").
+const RELATION_FILLERS: &[&str] =
+    &["now", "currently", "still", "also", "just", "actually", "mostly", "usually", "recently", "really", "am", "are", "always", "please"];
+
+/// The attribute of a statement relating its speaker to a named thing
+/// ("I live in Lisbon", "We now work at Globex", "Always reply in
+/// English"): its verb and preposition (`live_in`, `work_at`,
+/// `reply_in`), `never_` before a rule's refused setting. The speaker
+/// says "I" or "we", or gives a rule (its first word, after "always" or
+/// "please", is the verb); the verb is one word; the preposition is one
+/// of [`RELATION_PREPOSITIONS`]; the value is a capitalized word after
+/// it (after "the" too), not a month or a day of the week ("in May" is
+/// a when, not a where). A later statement of the same relation to
+/// another name supersedes it, as a copula's does ("my city is ...");
+/// anything else ("I work with Sarah", "I live near the park") keeps a
+/// key of its own words.
+fn relation(body: &str) -> Option<String> {
+    let words: Vec<String> = body
+        .split_whitespace()
+        .map(|t| t.replace('\u{2019}', "'").trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_string())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let word = |i: usize| lower.get(i).map_or("", String::as_str);
+    let mut at = lower.iter().take_while(|w| LEAD_INS.contains(&w.as_str())).count();
+    let spoken = matches!(word(at), "i" | "we" | "i'm" | "we're");
+    at += usize::from(spoken);
+    let negated = word(at) == "never";
+    at += usize::from(negated);
+    let mut ruled = negated;
+    while RELATION_FILLERS.contains(&word(at)) {
+        ruled |= matches!(word(at), "always" | "please");
+        at += 1;
+    }
+    let (verb, preposition) = (word(at), word(at + 1));
+    if !RELATION_PREPOSITIONS.contains(&preposition) || verb.is_empty() || !verb.chars().all(|c| c.is_ascii_alphabetic()) || text::is_stop(verb) {
+        return None;
+    }
+    // Without a speaker, a rule: "always", "never", "please" or an
+    // imperative verb opens it ("Coffee in Lisbon is cheap" relates
+    // nobody to anything).
+    if !spoken && !ruled && !IMPERATIVES.contains(&verb) {
+        return None;
+    }
+    let value_at = at + 2 + usize::from(word(at + 2) == "the");
+    let value = words.get(value_at)?;
+    let folded = word(value_at);
+    let a_when = crate::core::dates::MONTHS.split('|').chain(WEEKDAYS.iter().copied()).any(|w| w == folded || format!("{w}s") == folded);
+    if !value.chars().next().is_some_and(char::is_uppercase) || folded == "i" || a_when {
+        return None;
+    }
+    Some(format!("{}{}_{preposition}", if negated { "never_" } else { "" }, text::stem(verb)))
+}
+
+/// The days of the week, as a value they are a when ([`relation`]).
+const WEEKDAYS: &[&str] = &["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+
 /// Whether a statement naming a category member also states a value of
 /// something else: a number named by a word of its own ("the staging
 /// Postgres listens on *port 6432*", "the Redis cache *holds 500* MB").
@@ -324,7 +411,7 @@ pub fn key_of(role: &str, body: &str) -> Option<String> {
         Some(named) => format!("{named}_{c}"),
         None => c.to_string(),
     });
-    let attr = category.or_else(|| copula_subject(body)).or_else(|| {
+    let attr = category.or_else(|| copula_subject(body)).or_else(|| relation(body)).or_else(|| {
         // No known attribute: key by the statement's own words (stemmed,
         // sorted, up to FALLBACK_KEY_WORDS), so only a restatement of the
         // same thing supersedes it. A key from a sentence's first words
@@ -379,9 +466,24 @@ pub fn queries(kind: MemoryType, key: Option<&str>, body: &str, speaker: &str) -
     q
 }
 
+/// Who said a candidate and what, as classified: the role of the line it
+/// cites, and its words after that speaker's label ("User: I live in
+/// Lisbon", as the extractor writes a statement). A candidate citing no
+/// line (what `remember` is given) is the caller's own words, whole: a
+/// colon in them is no speaker's label ("Use conventional commits: type:
+/// description" is a rule, not "type: description" said by someone).
+fn speaker_and_body<'c>(t: &Transcript, c: &'c Candidate) -> (String, &'c str) {
+    let Some(line) = t.lines.iter().find(|l| c.lines.contains(&l.index)) else { return ("user".into(), c.content.as_str()) };
+    let body = c
+        .content
+        .split_once(": ")
+        .filter(|(label, _)| label.eq_ignore_ascii_case(&line.role) || *label == extract::speaker(&line.role))
+        .map_or(c.content.as_str(), |(_, body)| body);
+    (line.role.clone(), body)
+}
+
 pub fn classify(t: &Transcript, c: &Candidate) -> Classification {
-    let (label, body) = c.content.split_once(": ").unwrap_or(("user", c.content.as_str()));
-    let role = t.lines.iter().find(|l| c.lines.contains(&l.index)).map(|l| l.role.clone()).unwrap_or_else(|| label.to_lowercase());
+    let (role, body) = speaker_and_body(t, c);
     let kind = kind_of(body, c.event_date.is_some());
     let key = kind.is_keyed().then(|| key_of(&role, body)).flatten();
     let speaker = extract::speaker(&role);
@@ -398,6 +500,31 @@ mod tests {
         assert_eq!(subject("assistant"), "project");
         assert_eq!(subject("tool"), "tool", "as keys were stored before");
         assert_eq!(subject("Caroline"), "caroline");
+    }
+
+    /// The published getSummary page's example lists these under Active
+    /// Tasks and Instructions.
+    #[test]
+    fn test_the_published_summary_examples_tasks_and_instructions_are_so_typed() {
+        let c = |content: &str| {
+            let t = Transcript { session_id: "s".into(), lines: vec![] };
+            classify(&t, &Candidate { content: content.into(), lines: vec![], event_date: None }).kind
+        };
+        assert_eq!(c("Investigating intermittent 500 errors on /users endpoint"), MemoryType::Task);
+        assert_eq!(c("Need to update README after refactoring"), MemoryType::Task);
+        assert_eq!(c("Use conventional commits: type: description"), MemoryType::Instruction);
+        assert_eq!(c("Database migrations require approval before execution"), MemoryType::Instruction);
+        // Not every opening "-ing" or "need" is work to do.
+        assert_eq!(c("Running is my favorite hobby."), MemoryType::Fact);
+        assert_eq!(c("Needless to say, the trip was fun."), MemoryType::Fact);
+        assert_eq!(c("The recipe requires two eggs."), MemoryType::Fact);
+    }
+
+    #[test]
+    fn test_a_remembered_statement_with_a_colon_is_classified_whole() {
+        let t = Transcript { session_id: "s".into(), lines: vec![] };
+        let cls = classify(&t, &Candidate { content: "Note: the staging database is Postgres.".into(), lines: vec![], event_date: None });
+        assert!(cls.key.as_deref().is_some_and(|k| k.starts_with("user.")), "{:?}", cls.key);
     }
 
     #[test]
@@ -417,6 +544,34 @@ mod tests {
         assert_eq!(kind_of("The user prefers May for holidays.", false), MemoryType::Fact);
         assert_eq!(kind_of("The user prefers concise answers.", false), MemoryType::Instruction);
         assert_eq!(kind_of("The user prefers dark mode in the editor.", false), MemoryType::Fact);
+    }
+
+    #[test]
+    fn test_a_relation_to_a_named_thing_is_one_key_whatever_the_name() {
+        for (a, b) in [
+            ("I live in Lisbon.", "I live in Berlin now."),
+            ("I work at Acme.", "I now work at Globex."),
+            ("Always reply in English.", "Always reply in Portuguese."),
+            ("I'm based in Berlin.", "I\u{2019}m currently based in the Netherlands."),
+            ("We work for Initech.", "Actually, we now work for Hooli."),
+            ("Deploy in Frankfurt.", "Deploy in Virginia."),
+        ] {
+            let key = key_of("user", a);
+            assert!(key.as_deref().is_some_and(|k| k.starts_with("user.")), "{a}: {key:?}");
+            assert_eq!(key, key_of("user", b), "{a} / {b}");
+        }
+        assert_eq!(key_of("user", "I live in Lisbon.").as_deref(), Some("user.live_in"));
+        for (a, b) in [
+            ("I work with Sarah.", "I work with John."),
+            ("I live near the Park.", "I live near the River."),
+            ("Coffee in Lisbon is cheap.", "Coffee in Porto is cheap."),
+            ("I work in January.", "I work in March."),
+            ("I live in Lisbon.", "I work in Lisbon."),
+            ("Always reply in English.", "Never reply in French."),
+            ("I live in a flat.", "I live in a house."),
+        ] {
+            assert_ne!(key_of("user", a), key_of("user", b), "{a} / {b}");
+        }
     }
 
     #[test]
