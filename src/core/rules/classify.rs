@@ -352,15 +352,15 @@ fn relation(body: &str) -> Option<String> {
     let word = |i: usize| lower.get(i).map_or("", String::as_str);
     let mut at = lower.iter().take_while(|w| LEAD_INS.contains(&w.as_str())).count();
     let spoken = matches!(word(at), "i" | "we" | "i'm" | "we're");
-    at += usize::from(spoken);
+    at = at.saturating_add(usize::from(spoken));
     let negated = word(at) == "never";
-    at += usize::from(negated);
+    at = at.saturating_add(usize::from(negated));
     let mut ruled = negated;
     while RELATION_FILLERS.contains(&word(at)) {
         ruled |= matches!(word(at), "always" | "please");
-        at += 1;
+        at = at.saturating_add(1);
     }
-    let (verb, preposition) = (word(at), word(at + 1));
+    let (verb, preposition) = (word(at), word(at.saturating_add(1)));
     if !RELATION_PREPOSITIONS.contains(&preposition) || verb.is_empty() || !verb.chars().all(|c| c.is_ascii_alphabetic()) || text::is_stop(verb) {
         return None;
     }
@@ -370,7 +370,8 @@ fn relation(body: &str) -> Option<String> {
     if !spoken && !ruled && !IMPERATIVES.contains(&verb) {
         return None;
     }
-    let value_at = at + 2 + usize::from(word(at + 2) == "the");
+    let after = at.saturating_add(2);
+    let value_at = after.saturating_add(usize::from(word(after) == "the"));
     let value = words.get(value_at)?;
     let folded = word(value_at);
     let a_when = crate::core::dates::MONTHS.split('|').chain(WEEKDAYS.iter().copied()).any(|w| w == folded || format!("{w}s") == folded);
