@@ -440,8 +440,11 @@ fn test_batch_answers_each_request_in_order() {
 #[test]
 fn test_a_batch_whose_replies_reach_their_limit_answers_the_rest_unrun() {
     let sql = database();
+    // Ingested, a long statement is its own summary, which a list shows
+    // (a remembered note's summary is its lead).
     for i in 0..40 {
-        call(&sql, APRIL_15 + i as i64, "remember", json!({ "content": support::long_statement(i as u64) }));
+        let messages = json!([{ "role": "user", "content": support::long_statement(i as u64) }]);
+        call(&sql, APRIL_15 + i as i64, "ingest", json!({ "messages": messages, "sessionId": format!("s{i}") }));
     }
     let mut batch: Vec<Value> = (0..10).map(|i| request(i, "tools/call", json!({ "name": "list", "arguments": { "limit": 100 } }))).collect();
     batch.push(request(10, "tools/call", json!({ "name": "remember", "arguments": { "content": "The deploy key rotates every month." } })));

@@ -276,6 +276,43 @@ pub fn stems(s: &str) -> Vec<String> {
     out
 }
 
+/// The longest summary made without a model ([`lead`]): of a remembered
+/// note, of a consolidation's fold.
+pub const SUMMARY_CHARS: usize = 200;
+
+/// A text's lead, as a summary of it: its sentences from the first while
+/// they fit in `max` characters; a first sentence longer than that, cut
+/// at the last word boundary that fits, with an ellipsis. A text of at
+/// most `max` characters is its own lead, whole.
+pub fn lead(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    for sentence in sentences(s) {
+        let joined = if out.is_empty() { sentence.clone() } else { format!("{out} {sentence}") };
+        if joined.chars().count() > max {
+            break;
+        }
+        out = joined;
+    }
+    if !out.is_empty() {
+        return out;
+    }
+    // One sentence past `max`: the words that fit, and an ellipsis; or,
+    // when a word too long to fit (a URL, a token) would leave less than
+    // half of the room, as much of it as fits.
+    let room = max.saturating_sub(1);
+    let cut: String = s.chars().take(room).collect();
+    let words = match s.chars().nth(room).is_some_and(char::is_whitespace) {
+        true => cut.as_str(),
+        false => cut.rsplit_once(char::is_whitespace).map_or(cut.as_str(), |(kept, _)| kept),
+    };
+    let words = if words.chars().count() < room / 2 { cut.as_str() } else { words };
+    format!("{}\u{2026}", words.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':')))
+}
+
 /// Sentences of a text (split on `.`, `!`, `?` and newlines followed by
 /// space or end), trimmed, non-empty.
 pub fn sentences(s: &str) -> Vec<String> {
@@ -404,6 +441,19 @@ pub fn is_agent_role(role: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_a_lead_is_whole_sentences_that_fit_or_the_words_that_fit() {
+        assert_eq!(lead("Short note.", 200), "Short note.");
+        let long = "The user is a data engineer in Lisbon. They maintain the nightly ETL jobs. They prefer PostgreSQL.";
+        assert_eq!(lead(long, 80), "The user is a data engineer in Lisbon. They maintain the nightly ETL jobs.");
+        assert_eq!(lead(long, 45), "The user is a data engineer in Lisbon.");
+        assert_eq!(lead("one two three four five six", 15), "one two three\u{2026}");
+        assert!(lead(&"word ".repeat(100), 50).chars().count() <= 50);
+        let token = format!("The vault label is {}", "h".repeat(500));
+        assert_eq!(lead(&token, 40), format!("The vault label is {}\u{2026}", "h".repeat(20)), "a word too long to fit is cut, not dropped");
+        assert_eq!(lead("ééééé ééééé ééééé", 12), "ééééé ééééé\u{2026}", "counted in characters, not bytes");
+    }
 
     #[test]
     fn test_stems_match_common_inflections() {

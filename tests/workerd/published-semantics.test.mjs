@@ -157,3 +157,15 @@ test("the summary example's tasks and instructions, remembered, are typed and su
   assert.match(section("Active Tasks"), /Investigating intermittent 500 errors/, summary);
   assert.match(section("Instructions"), /Database migrations require approval/, summary);
 });
+
+// workers-api.mdx, remember(): "The service classifies and summarizes automatically"; the
+// Workers types' AgentMemoryMemory has `summary` ("Text summary.") beside `content` ("Memory text.").
+test("remember of a long note answers a summary shorter than its content, and the content whole", async () => {
+  const content = "The user is a senior data engineer based in Lisbon who works on the billing platform team. They maintain the nightly ETL jobs written in Python and Airflow, prefer PostgreSQL over MySQL for new services, and are migrating the invoicing pipeline from cron scripts to Workers. They asked that every pull request include a changelog entry and that deployment windows avoid Fridays.";
+  const m = await w.call("long-note", "remember", { content });
+  assert.equal(m.content, content);
+  assert.ok(m.summary.length < content.length && content.startsWith(m.summary), JSON.stringify(m.summary));
+  assert.equal(m.summary, "The user is a senior data engineer based in Lisbon who works on the billing platform team.");
+  const r = await w.call("long-note", "recall", "Which days should deployment windows avoid?");
+  assert.match(r.answer, /Fridays/, "recall answers from the content, not the summary");
+});

@@ -344,7 +344,7 @@ test("list pages through every memory with cursor, newest first, without repeats
   const P = "paging";
   const made = [];
   for (let i = 0; i < 22; i++) {
-    made.push(ok(await remember(P, { content: `Paging memory number ${i}: the user owns ${i + 2} houseplants.`, sessionId: `s${i}` })).id);
+    made.push(ok(await remember(P, { content: `Paging memory number ${i}: the user owns ${i + 2} houseplants named fern${i}.`, sessionId: `s${i}` })).id);
   }
   const seen = [];
   let cursor;

@@ -15,8 +15,6 @@ use crate::core::time::iso;
 
 /// Search queries a folded memory keeps at most.
 const FOLD_QUERIES: usize = crate::core::api::MAX_SEARCH_QUERIES;
-/// Characters of a folded memory's summary at most.
-const FOLD_SUMMARY_CHARS: usize = 200;
 
 /// The memories of a window's groups as they are when its changes are
 /// written.
@@ -138,7 +136,7 @@ fn fold(store: &Store<'_>, run_id: &str, g: &Group, content: &str, reason: &str,
         id,
         kind,
         key: None,
-        summary: content.chars().take(FOLD_SUMMARY_CHARS).collect(),
+        summary: crate::core::text::lead(content, crate::core::text::SUMMARY_CHARS),
         content: content.to_string(),
         session_id: first.session_id.clone(),
         source_message_ids: sources_of(&members),

@@ -488,7 +488,10 @@ pub fn classify(t: &Transcript, c: &Candidate) -> Classification {
     let kind = kind_of(body, c.event_date.is_some());
     let key = kind.is_keyed().then(|| key_of(&role, body)).flatten();
     let speaker = extract::speaker(&role);
-    Classification { kind, search_queries: queries(kind, key.as_deref(), body, &speaker), key, summary: c.content.clone() }
+    // A statement the extractor drew is its own summary; a note given
+    // whole (`remember`) is summed up by its lead.
+    let summary = if c.lines.is_empty() { text::lead(&c.content, text::SUMMARY_CHARS) } else { c.content.clone() };
+    Classification { kind, search_queries: queries(kind, key.as_deref(), body, &speaker), key, summary }
 }
 
 #[cfg(test)]
@@ -519,6 +522,20 @@ mod tests {
         assert_eq!(c("Running is my favorite hobby."), MemoryType::Fact);
         assert_eq!(c("Needless to say, the trip was fun."), MemoryType::Fact);
         assert_eq!(c("The recipe requires two eggs."), MemoryType::Fact);
+    }
+
+    #[test]
+    fn test_a_remembered_notes_summary_is_its_lead_and_a_drawn_statement_its_own() {
+        let note = format!("The user lives in Lisbon. {}", "They like long walks by the river and old bookshops. ".repeat(5));
+        let t = Transcript { session_id: "s".into(), lines: vec![] };
+        let cls = classify(&t, &Candidate { content: note.clone(), lines: vec![], event_date: None });
+        assert_eq!(cls.summary, text::lead(&note, text::SUMMARY_CHARS));
+        assert!(cls.summary.len() < note.len());
+        let line = crate::core::provider::Line { index: 0, message_id: "m".into(), role: "user".into(), date: None, text: note.as_str().into() };
+        let t = Transcript { session_id: "s".into(), lines: vec![line] };
+        let drawn = format!("User: {note}");
+        let cls = classify(&t, &Candidate { content: drawn.clone(), lines: vec![0], event_date: None });
+        assert_eq!(cls.summary, drawn);
     }
 
     #[test]
