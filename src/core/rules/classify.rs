@@ -474,13 +474,10 @@ pub fn queries(kind: MemoryType, key: Option<&str>, body: &str, speaker: &str) -
 /// colon in them is no speaker's label ("Use conventional commits: type:
 /// description" is a rule, not "type: description" said by someone).
 fn speaker_and_body<'c>(t: &Transcript, c: &'c Candidate) -> (String, &'c str) {
-    let Some(line) = t.lines.iter().find(|l| c.lines.contains(&l.index)) else { return ("user".into(), c.content.as_str()) };
-    let body = c
-        .content
-        .split_once(": ")
-        .filter(|(label, _)| label.eq_ignore_ascii_case(&line.role) || *label == extract::speaker(&line.role))
-        .map_or(c.content.as_str(), |(_, body)| body);
-    (line.role.clone(), body)
+    match t.lines.iter().find(|l| c.lines.contains(&l.index)) {
+        Some(line) => (line.role.clone(), extract::statement_body(&c.content, &line.role)),
+        None => ("user".into(), c.content.as_str()),
+    }
 }
 
 pub fn classify(t: &Transcript, c: &Candidate) -> Classification {

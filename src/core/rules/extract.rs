@@ -170,6 +170,14 @@ pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
     out
 }
 
+/// The words of a statement after the label [`extract`] writes for its
+/// speaker `role` ("User: I live in Lisbon" -> "I live in Lisbon"):
+/// `content` whole when it opens with no such label (a colon in a
+/// sentence is no speaker's: "Deploy steps: run make").
+pub fn statement_body<'c>(content: &'c str, role: &str) -> &'c str {
+    content.split_once(": ").filter(|(label, _)| label.eq_ignore_ascii_case(role) || *label == speaker(role)).map_or(content, |(_, body)| body)
+}
+
 /// `"user"` -> `"User"`; names are kept as they are.
 pub fn speaker(role: &str) -> String {
     let mut c = role.chars();
@@ -182,6 +190,14 @@ pub fn speaker(role: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_a_statements_body_follows_its_speakers_label_only() {
+        assert_eq!(statement_body("User: I live in Lisbon.", "user"), "I live in Lisbon.");
+        assert_eq!(statement_body("Caroline: I paint on weekends.", "Caroline"), "I paint on weekends.");
+        assert_eq!(statement_body("Deploy steps: run make, then wrangler deploy.", "user"), "Deploy steps: run make, then wrangler deploy.");
+        assert_eq!(statement_body("Assistant: Note: the cache is warm.", "assistant"), "Note: the cache is warm.");
+    }
 
     fn transcript(lines: &[(&str, &str)]) -> Transcript {
         Transcript {

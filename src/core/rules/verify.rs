@@ -39,14 +39,15 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
     }
     let lines: Vec<&crate::core::provider::Line> = t.lines.iter().filter(|l| c.lines.contains(&l.index)).collect();
     let cited: Vec<&str> = lines.iter().map(|l| &*l.text).collect();
-    let Some(first_cited) = cited.first() else {
+    let Some(first_line) = lines.first() else {
         return Verdict::Drop { reason: "cites lines outside its transcript".into() };
     };
+    let first_cited = &first_line.text;
     for l in &lines {
         stems.entry(l.index).or_insert_with(|| text::stems(&l.text).into_iter().collect());
     }
     let source: HashSet<&String> = lines.iter().flat_map(|l| stems.get(&l.index).into_iter().flatten()).collect();
-    let body = c.content.split_once(": ").map_or(c.content.as_str(), |(_, b)| b);
+    let body = super::extract::statement_body(&c.content, &first_line.role);
     let words = text::stems(body);
     if words.is_empty() {
         return Verdict::Drop { reason: "states nothing".into() };
@@ -61,9 +62,8 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
     if share >= MIN_GROUNDING {
         Verdict::Pass
     } else if share >= MIN_CORRECTABLE_GROUNDING {
-        let prefix = c.content.split_once(": ").map(|(p, _)| p).unwrap_or("");
         Verdict::Correct {
-            content: format!("{prefix}: {}", first_cited.trim()),
+            content: format!("{}: {}", super::extract::speaker(&first_line.role), first_cited.trim()),
             reason: format!("only {:.0}% of its words are in the source; replaced by the source sentence", share * 100.0),
         }
     } else {
