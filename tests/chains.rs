@@ -331,6 +331,74 @@ mod gathered_merges {
         (sql, ends, last)
     }
 
+    /// The chain through `id` as `supersedes` links lead back from it,
+    /// oldest first.
+    fn back_from(sql: &support::NativeSql, id: &str) -> Vec<String> {
+        let mut out = vec![id.to_string()];
+        while out.len() < 100 {
+            let r = sql.query("SELECT supersedes FROM memories WHERE id = ?1", &[out.last().unwrap().as_str().into()]).unwrap();
+            match r[0][0].opt_string() {
+                Some(t) => out.push(t),
+                None => break,
+            }
+        }
+        out.reverse();
+        out
+    }
+
+    /// `pairs` merged in turn and gathered (`finish` only at the end, a
+    /// refused merge's line left as it was): whether each merged, and
+    /// the two databases after.
+    fn both_ways(
+        days: &[Vec<u8>],
+        pairs: &[(String, String)],
+        before: impl Fn(&support::NativeSql),
+    ) -> (Vec<bool>, Vec<bool>, support::NativeSql, support::NativeSql) {
+        let (one_by_one, _, _) = chains(days);
+        let (gathered, _, _) = chains(days);
+        before(&one_by_one);
+        before(&gathered);
+        let store = Store::new(&one_by_one, APRIL_15 + DAY);
+        let in_turn: Vec<bool> = pairs.iter().map(|(o, n)| store.merge_versions(o, n).unwrap()).collect();
+        let store = Store::new(&gathered, APRIL_15 + DAY);
+        let mut merges = Merges::default();
+        let at_once: Vec<bool> = pairs.iter().map(|(o, n)| merges.merge(&store, o, n).unwrap()).collect();
+        merges.finish(&store).unwrap();
+        (in_turn, at_once, one_by_one, gathered)
+    }
+
+    fn id(i: usize) -> String {
+        format!("{i:032x}")
+    }
+
+    /// A review's input: a merge refused (the chains share a version)
+    /// left its receiving version's line open, unregistered, and a later
+    /// merge into it wrote the lines in another order.
+    #[test]
+    fn test_a_refused_merge_leaves_no_line_open() {
+        let days = vec![vec![1], vec![1, 1, 1], vec![1, 1], vec![16], vec![2]];
+        let pairs = [(id(6), id(2)), (id(4), id(2)), (id(7), id(5)), (id(8), id(2))];
+        let (in_turn, at_once, a, b) = both_ways(&days, &pairs, |_| {});
+        assert_eq!(in_turn, at_once);
+        assert_eq!(back_from(&a, &id(4)), back_from(&b, &id(4)), "the line through 2, oldest first");
+        assert_eq!(lines(&a), lines(&b));
+    }
+
+    /// A review's input: a lone receiving version takes the first chain
+    /// as `merge_versions` gives it one, ending the versions its back
+    /// links reach (one that does not link back included), then the rest.
+    #[test]
+    fn test_gathered_merges_into_a_lone_version_end_what_the_first_merge_ends() {
+        let days = vec![vec![1, 20], vec![5], vec![6], vec![10]];
+        let pairs = [(id(3), id(5)), (id(4), id(5))];
+        let one_way = |sql: &support::NativeSql| {
+            sql.query("UPDATE memories SET supersedes = ?1 WHERE id = ?2", &[id(1).as_str().into(), id(3).as_str().into()]).unwrap();
+        };
+        let (in_turn, at_once, a, b) = both_ways(&days, &pairs, one_way);
+        assert_eq!(in_turn, at_once);
+        assert_eq!(lines(&a), lines(&b));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
         /// Merging many chain ends into one chain (at its newest version
@@ -359,6 +427,21 @@ mod gathered_merges {
             merges.finish(&store).unwrap();
             prop_assert_eq!(in_turn, at_once);
             prop_assert_eq!(lines(&one_by_one), lines(&gathered));
+        }
+
+        /// Any merges, into any version (a chain's end or middle, one
+        /// merged into another line, one refused), gathered, leave what
+        /// the same merges in turn leave.
+        #[test]
+        fn any_merges_gathered_leave_what_they_leave_in_turn(
+            days in proptest::collection::vec(proptest::collection::vec(1u8..=28, 1..4), 2..6),
+            picks in proptest::collection::vec((0usize..16, 0usize..16), 1..8),
+        ) {
+            let total: usize = days.iter().map(Vec::len).sum();
+            let pairs: Vec<(String, String)> = picks.iter().map(|(o, n)| (id(o % total + 1), id(n % total + 1))).collect();
+            let (in_turn, at_once, a, b) = both_ways(&days, &pairs, |_| {});
+            prop_assert_eq!(in_turn, at_once);
+            prop_assert_eq!(lines(&a), lines(&b));
         }
     }
 }

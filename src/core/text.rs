@@ -281,13 +281,16 @@ pub fn stems(s: &str) -> Vec<String> {
 pub const SUMMARY_CHARS: usize = 200;
 
 /// A text's lead, as a summary of it: its sentences from the first while
-/// they fit in `max` characters; a first sentence longer than that, cut
-/// at the last word boundary that fits, with an ellipsis. A text of at
-/// most `max` characters is its own lead, whole.
+/// they fit in `max` characters (a quarter of them at least); else the
+/// words that fit, with an ellipsis. A text of at most `max` characters
+/// is its own lead, whole.
 pub fn lead(s: &str, max: usize) -> String {
     let s = s.trim();
     if s.chars().count() <= max {
         return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
     }
     let mut out = String::new();
     for sentence in sentences(s) {
@@ -297,7 +300,10 @@ pub fn lead(s: &str, max: usize) -> String {
         }
         out = joined;
     }
-    if !out.is_empty() {
+    // Whole sentences when they fill a quarter of the room at least: a
+    // first "sentence" shorter than that is likely an abbreviation cut
+    // off ("Prof.", "U.S.") and says too little.
+    if out.chars().count() >= max / 4 && !out.is_empty() {
         return out;
     }
     // One sentence past `max`: the words that fit, and an ellipsis; or,
@@ -450,6 +456,12 @@ mod tests {
         assert_eq!(lead(long, 45), "The user is a data engineer in Lisbon.");
         assert_eq!(lead("one two three four five six", 15), "one two three\u{2026}");
         assert!(lead(&"word ".repeat(100), 50).chars().count() <= 50);
+        assert_eq!(lead("a", 0), "");
+        let rest = "Alvarez agreed to review the grant proposal for the coastal erosion study, provided the budget section is rewritten to separate equipment from travel costs and the timeline is shortened to eighteen months.";
+        for abbr in ["Prof.", "U.S.", "The call is at 3 p.m."] {
+            let l = lead(&format!("{abbr} {rest}"), SUMMARY_CHARS);
+            assert!(l.chars().count() > SUMMARY_CHARS / 2 && l.chars().count() <= SUMMARY_CHARS, "{abbr}: {l}");
+        }
         let token = format!("The vault label is {}", "h".repeat(500));
         assert_eq!(lead(&token, 40), format!("The vault label is {}\u{2026}", "h".repeat(20)), "a word too long to fit is cut, not dropped");
         assert_eq!(lead("ééééé ééééé ééééé", 12), "ééééé ééééé\u{2026}", "counted in characters, not bytes");

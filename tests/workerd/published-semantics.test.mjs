@@ -120,12 +120,12 @@ test("the documented remember example is an instruction, as its example response
 // how-agent-memory-works.mdx: "when a newer fact replaces an older one on the same topic, the old
 // version is preserved but the latest surfaces in recall results"; "Instructions ... support
 // supersession when updated"; the Workers types' list(): "Superseded versions are excluded."
-// With the local defaults a relation to a named thing is one topic whatever the name.
-test("a newer fact or instruction of the same relation supersedes the older: listed alone, first in recall", async () => {
+// With the local defaults where a person lives and whom they work for are one topic whatever
+// the name; a relation held to several at once ("I also work at Globex") is not replaced.
+test("a newer fact of the same exclusive relation supersedes the older: listed alone, first in recall", async () => {
   const cases = [
     ["I live in Lisbon.", "I live in Berlin now.", "Where does the user live?", /Berlin/],
     ["I work at Acme.", "I now work at Globex.", "Where does the user work?", /Globex/],
-    ["Always reply in English.", "Always reply in Portuguese.", "Which language should replies use?", /Portuguese/],
   ];
   for (const [i, [older, newer, query, want]] of cases.entries()) {
     const p = `supersede-${i}`;
@@ -139,6 +139,9 @@ test("a newer fact or instruction of the same relation supersedes the older: lis
     const all = (await w.call(p, "list", { status: "all" })).memories;
     assert.equal(all.length, 2, `${p}: the old version is preserved`);
   }
+  await w.call("also", "ingest", [{ role: "user", content: "I work at Acme." }], { sessionId: "one" });
+  await w.call("also", "ingest", [{ role: "user", content: "I also work at Globex." }], { sessionId: "two" });
+  assert.equal((await w.call("also", "list")).memories.length, 2, "one more employer, not another");
 });
 
 // get-summary.mdx (the older page) shows these under "## Active Tasks" and "## Instructions".

@@ -133,14 +133,27 @@ describe("hostile input is refused with 4xx, never 5xx", () => {
     // Over the 17 MB body limit, sent without a declared length (a
     // declared one over the limit is refused before the body is read:
     // hostile.test.mjs), so the Worker reads it and measures it.
+    // The Worker answers 413 once the limit is passed, before the body
+    // ends; under load the client may still be sending then, and its
+    // fetch fails on the closed connection instead of reading the answer
+    // (seen once in a CI run sharing its two cores with a benchmark). It
+    // is sent again then, at most twice: the 413 must come back.
     const big = new TextEncoder().encode(`{"query": "${"q".repeat(18 * 1024 * 1024)}"}`);
-    const stream = new ReadableStream({
-      start(c) {
-        for (let i = 0; i < big.length; i += 1 << 20) c.enqueue(big.subarray(i, i + (1 << 20)));
-        c.close();
-      },
-    });
-    r = await raw("POST", url("/recall"), { body: stream, headers: json, duplex: "half" });
+    const streamed = () =>
+      new ReadableStream({
+        start(c) {
+          for (let i = 0; i < big.length; i += 1 << 20) c.enqueue(big.subarray(i, i + (1 << 20)));
+          c.close();
+        },
+      });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        r = await raw("POST", url("/recall"), { body: streamed(), headers: json, duplex: "half" });
+        break;
+      } catch (e) {
+        if (attempt >= 3 || !String(e?.message).includes("fetch failed")) throw e;
+      }
+    }
     assertClientError(r, "18 MB body", 413);
     r = await raw("GET", `${url("/memories")}?cursor=${"f".repeat(10000)}`);
     assertClientError(r, "10 KB cursor", 400);

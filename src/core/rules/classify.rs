@@ -73,6 +73,17 @@ fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
 const WORK_UNDER_WAY: &[&str] =
     &["investigating", "debugging", "fixing", "refactoring", "migrating", "implementing", "reviewing", "troubleshooting", "drafting"];
 
+/// Verbs that make a statement of what opens it ("Debugging *is* my
+/// favorite part", "Migrating *took* two weeks"): a note of work under
+/// way has none ([`WORK_UNDER_WAY`]).
+const FINITE_VERBS: &[&str] =
+    &["is", "are", "was", "were", "has", "have", "had", "took", "takes", "made", "makes", "became", "seems", "seemed", "will", "would", "can", "could"];
+
+/// A team's rule stated as such: something requires approval, review or
+/// sign-off, or is not allowed ("Database migrations require approval
+/// before execution"): an instruction.
+const POLICY_PATTERN: &str = r"\b(requires? (approval|review|sign-off|permission)|(is|are) not allowed|(is|are) (forbidden|prohibited))\b";
+
 /// Leading words skipped when looking for an imperative verb.
 const LEAD_INS: &[&str] = &["and", "but", "so", "also", "please", "then", "actually", "now", "ok", "okay", "well", "oh", "hey", "instead"];
 
@@ -82,13 +93,18 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     // A preference about how to answer is guidance for the assistant.
     static HOW_TO_ANSWER: OnceLock<Regex> = OnceLock::new();
     static PAST: OnceLock<Regex> = OnceLock::new();
+    static POLICY: OnceLock<Regex> = OnceLock::new();
     let lower = body.to_lowercase();
     let tokens = text::tokens(&lower);
     let mut opening = tokens.iter().map(String::as_str).skip_while(|w| LEAD_INS.contains(w));
     let first = opening.next();
     // A note of work under way or still to do, with no one named doing it
-    // ("Investigating the 500 errors", "Need to update the README").
-    if first.is_some_and(|w| WORK_UNDER_WAY.contains(&w)) || (first == Some("need") && opening.next() == Some("to")) {
+    // ("Investigating the 500 errors", "Need to update the README"): a
+    // clause of its own, with no verb after the opening one ("Debugging
+    // is my favorite part", "Migrating took two weeks" say something of
+    // the work, not that it is under way).
+    let a_note = !tokens.iter().any(|w| FINITE_VERBS.contains(&w.as_str()));
+    if a_note && (first.is_some_and(|w| WORK_UNDER_WAY.contains(&w)) || (first == Some("need") && opening.next() == Some("to"))) {
         return MemoryType::Task;
     }
     // Each pattern is tried only when the text holds a word every match
@@ -100,15 +116,15 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     {
         return MemoryType::Task;
     }
-    let instruction =
-        ["always", "never", "make sure", "by default", ", run", "must", "from now on", "going forward", "require", "allowed", "forbidden", "prohibited"];
+    let instruction = ["always", "never", "make sure", "by default", ", run", "must", "from now on", "going forward"];
+    // A policy stated of the speaker's own things is a fact about them
+    // ("My visa requires approval", "Dogs are not allowed in my building").
+    let personal = tokens.iter().any(|w| matches!(w.as_str(), "i" | "my" | "me" | "mine"));
+    let policy = !personal && text::holds_any(&lower, &["require", "allowed", "forbidden", "prohibited"]) && re(&POLICY, POLICY_PATTERN).is_match(&lower);
     if first.is_some_and(|w| IMPERATIVES.contains(&w))
+        || policy
         || (text::holds_any(&lower, &instruction)
-            && re(
-                &INSTR,
-                r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward|requires? (approval|review|sign-off|permission)|(is|are) not allowed|(is|are) (forbidden|prohibited))\b",
-            )
-            .is_match(&lower))
+            && re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower))
         || (text::holds_any(&lower, &["prefer", "want", "like", "ask"])
             && re(
                 &HOW_TO_ANSWER,
@@ -317,31 +333,47 @@ fn copula_subject(body: &str) -> Option<String> {
     Some(words.join("_"))
 }
 
-/// Prepositions after which a name is the value of a relation its
-/// speaker holds to one thing at a time: where they live or work, whom
-/// they work for, where they come from ("I live in Lisbon", "I work at
-/// Acme", "I work for Globex"), or a rule's one setting ("Always reply in
-/// English"). Not "with", "to", "on" or "about": one works with many
-/// people and listens to many bands, each as true as the others.
-const RELATION_PREPOSITIONS: &[&str] = &["in", "at", "for", "from"];
+/// Relations a person holds to one named thing at a time, as a key's
+/// attribute: where they live, whom they work for. Each is a verb as
+/// written (present tense: "I worked at Google" is a past job, not a
+/// change of the present one), its preposition and the attribute. A
+/// closed list, as the category lexicon is: most relations to a name are
+/// held to several at once ("I volunteer at the Food Bank", "I'm fluent
+/// in French", "I work with Sarah"), and without a model a missed
+/// supersession is the safer error (see the module docs).
+const EXCLUSIVE_RELATIONS: &[(&str, &str, &str)] = &[
+    ("live", "in", "home"),
+    ("lives", "in", "home"),
+    ("living", "in", "home"),
+    ("reside", "in", "home"),
+    ("resides", "in", "home"),
+    ("residing", "in", "home"),
+    ("based", "in", "home"),
+    ("work", "at", "employer"),
+    ("works", "at", "employer"),
+    ("working", "at", "employer"),
+    ("work", "for", "employer"),
+    ("works", "for", "employer"),
+    ("working", "for", "employer"),
+];
 
 /// Words between the speaker and a relation's verb that leave the
 /// relation as it is ("I now live in", "I'm currently based in").
-const RELATION_FILLERS: &[&str] =
-    &["now", "currently", "still", "also", "just", "actually", "mostly", "usually", "recently", "really", "am", "are", "always", "please"];
+const RELATION_FILLERS: &[&str] = &["now", "currently", "still", "just", "actually", "mostly", "usually", "recently", "really", "am", "are"];
 
-/// The attribute of a statement relating its speaker to a named thing
-/// ("I live in Lisbon", "We now work at Globex", "Always reply in
-/// English"): its verb and preposition (`live_in`, `work_at`,
-/// `reply_in`), `never_` before a rule's refused setting. The speaker
-/// says "I" or "we", or gives a rule (its first word, after "always" or
-/// "please", is the verb); the verb is one word; the preposition is one
-/// of [`RELATION_PREPOSITIONS`]; the value is a capitalized word after
-/// it (after "the" too), not a month or a day of the week ("in May" is
-/// a when, not a where). A later statement of the same relation to
-/// another name supersedes it, as a copula's does ("my city is ...");
-/// anything else ("I work with Sarah", "I live near the park") keeps a
-/// key of its own words.
+/// Words saying a relation is one more, not a change ("I also work at
+/// Globex", "I work at Globex too").
+const ANOTHER: &[&str] = &["also", "too", "both", "additionally"];
+
+/// The attribute of a person's statement of an exclusive relation to a
+/// named thing ([`EXCLUSIVE_RELATIONS`]: "I live in Lisbon", "We now work
+/// at Globex", "I'm based in the Netherlands"): `home`, `employer`. The
+/// speaker says "I" or "we" first; the value is a capitalized word after
+/// the preposition (after "the" too), not a month or a day of the week
+/// ("in May" is a when). A later statement of the relation to another
+/// name supersedes it, as a copula's does ("my city is ..."). Not one
+/// saying it is another ([`ANOTHER`]), nor a name written without
+/// capitals (scripts with no case): those keep a key of their own words.
 fn relation(body: &str) -> Option<String> {
     let words: Vec<String> = body
         .split_whitespace()
@@ -349,27 +381,20 @@ fn relation(body: &str) -> Option<String> {
         .filter(|w| !w.is_empty())
         .collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    if lower.iter().any(|w| ANOTHER.contains(&w.as_str())) {
+        return None;
+    }
     let word = |i: usize| lower.get(i).map_or("", String::as_str);
     let mut at = lower.iter().take_while(|w| LEAD_INS.contains(&w.as_str())).count();
-    let spoken = matches!(word(at), "i" | "we" | "i'm" | "we're");
-    at = at.saturating_add(usize::from(spoken));
-    let negated = word(at) == "never";
-    at = at.saturating_add(usize::from(negated));
-    let mut ruled = negated;
+    if !matches!(word(at), "i" | "we" | "i'm" | "we're") {
+        return None;
+    }
+    at = at.saturating_add(1);
     while RELATION_FILLERS.contains(&word(at)) {
-        ruled |= matches!(word(at), "always" | "please");
         at = at.saturating_add(1);
     }
     let (verb, preposition) = (word(at), word(at.saturating_add(1)));
-    if !RELATION_PREPOSITIONS.contains(&preposition) || verb.is_empty() || !verb.chars().all(|c| c.is_ascii_alphabetic()) || text::is_stop(verb) {
-        return None;
-    }
-    // Without a speaker, a rule: "always", "never", "please" or an
-    // imperative verb opens it ("Coffee in Lisbon is cheap" relates
-    // nobody to anything).
-    if !spoken && !ruled && !IMPERATIVES.contains(&verb) {
-        return None;
-    }
+    let (_, _, attribute) = EXCLUSIVE_RELATIONS.iter().find(|(v, p, _)| *v == verb && *p == preposition)?;
     let after = at.saturating_add(2);
     let value_at = after.saturating_add(usize::from(word(after) == "the"));
     let value = words.get(value_at)?;
@@ -378,7 +403,7 @@ fn relation(body: &str) -> Option<String> {
     if !value.chars().next().is_some_and(char::is_uppercase) || folded == "i" || a_when {
         return None;
     }
-    Some(format!("{}{}_{preposition}", if negated { "never_" } else { "" }, text::stem(verb)))
+    Some((*attribute).to_string())
 }
 
 /// The days of the week, as a value they are a when ([`relation`]).
@@ -515,10 +540,16 @@ mod tests {
         assert_eq!(c("Need to update README after refactoring"), MemoryType::Task);
         assert_eq!(c("Use conventional commits: type: description"), MemoryType::Instruction);
         assert_eq!(c("Database migrations require approval before execution"), MemoryType::Instruction);
-        // Not every opening "-ing" or "need" is work to do.
+        // Not every opening "-ing" or "need" is work to do, nor every
+        // "requires" or "not allowed" a team's rule.
         assert_eq!(c("Running is my favorite hobby."), MemoryType::Fact);
         assert_eq!(c("Needless to say, the trip was fun."), MemoryType::Fact);
         assert_eq!(c("The recipe requires two eggs."), MemoryType::Fact);
+        assert_eq!(c("Debugging is my favorite part of the job."), MemoryType::Fact);
+        assert_eq!(c("Reviewing books is my side hustle."), MemoryType::Fact);
+        assert_eq!(kind_of("Migrating to Postgres took two weeks in March 2023.", true), MemoryType::Event);
+        assert_eq!(c("Dogs are not allowed in my building."), MemoryType::Fact);
+        assert_eq!(c("My visa requires approval from the embassy."), MemoryType::Fact);
     }
 
     #[test]
@@ -562,27 +593,30 @@ mod tests {
     }
 
     #[test]
-    fn test_a_relation_to_a_named_thing_is_one_key_whatever_the_name() {
-        for (a, b) in [
-            ("I live in Lisbon.", "I live in Berlin now."),
-            ("I work at Acme.", "I now work at Globex."),
-            ("Always reply in English.", "Always reply in Portuguese."),
-            ("I'm based in Berlin.", "I\u{2019}m currently based in the Netherlands."),
-            ("We work for Initech.", "Actually, we now work for Hooli."),
-            ("Deploy in Frankfurt.", "Deploy in Virginia."),
+    fn test_an_exclusive_relation_to_a_named_thing_is_one_key_whatever_the_name() {
+        for (a, b, key) in [
+            ("I live in Lisbon.", "I live in Berlin now.", "user.home"),
+            ("I'm based in Berlin.", "I\u{2019}m currently based in the Netherlands.", "user.home"),
+            ("I work at Acme.", "I now work at Globex.", "user.employer"),
+            ("We work for Initech.", "Actually, we now work for Hooli.", "user.employer"),
         ] {
-            let key = key_of("user", a);
-            assert!(key.as_deref().is_some_and(|k| k.starts_with("user.")), "{a}: {key:?}");
-            assert_eq!(key, key_of("user", b), "{a} / {b}");
+            assert_eq!(key_of("user", a).as_deref(), Some(key), "{a}");
+            assert_eq!(key_of("user", b).as_deref(), Some(key), "{b}");
         }
-        assert_eq!(key_of("user", "I live in Lisbon.").as_deref(), Some("user.live_in"));
+        // Held to several at once, past, one more, or a when: keys of
+        // their own words, as before.
         for (a, b) in [
             ("I work with Sarah.", "I work with John."),
             ("I live near the Park.", "I live near the River."),
             ("Coffee in Lisbon is cheap.", "Coffee in Porto is cheap."),
             ("I work in January.", "I work in March."),
-            ("I live in Lisbon.", "I work in Lisbon."),
-            ("Always reply in English.", "Never reply in French."),
+            ("I work at Acme.", "I also work at Globex."),
+            ("I work at Acme.", "I work at Globex too."),
+            ("I work at Acme.", "I worked at Google."),
+            ("I'm fluent in Spanish.", "I'm fluent in French."),
+            ("I volunteer at the Animal Shelter.", "I volunteer at the Food Bank."),
+            ("I work in Sales.", "I work in Berlin."),
+            ("Always reply in English.", "Always reply in Markdown."),
             ("I live in a flat.", "I live in a house."),
         ] {
             assert_ne!(key_of("user", a), key_of("user", b), "{a} / {b}");

@@ -50,34 +50,33 @@ impl Merges {
         if older == newer || o.superseded_by.is_some() {
             return Ok(false);
         }
-        if !self.open.iter().any(|l| l.newer() == newer) {
-            if store.get_memory(newer)?.is_none() {
-                return Ok(false);
-            }
-            let theirs = self.current_chain(store, newer)?;
-            self.open.push(Line { theirs, chains: Vec::new() });
-        }
-        let mine = self.current_chain(store, older)?;
-        // A line the walk met and wrote may have been `newer`'s own.
-        if !self.open.iter().any(|l| l.newer() == newer) {
-            let theirs = self.current_chain(store, newer)?;
-            self.open.push(Line { theirs, chains: Vec::new() });
-        }
-        let line = self.open.iter_mut().find(|l| l.newer() == newer).ok_or_else(|| Error::storage("an open line that is not kept"))?;
-        if line.theirs.iter().any(|t| mine.iter().any(|m| m.id == t.id)) {
-            // The two chains share a version: not merged, as
-            // `merge_versions` leaves them.
+        if !self.open.iter().any(|l| l.newer() == newer) && store.get_memory(newer)?.is_none() {
             return Ok(false);
         }
+        let mine = self.current_chain(store, older)?;
+        // `newer`'s line as gathered; else (never opened, or written by
+        // the walk above) its chain as the store holds it, opened only
+        // for a chain that joins it.
+        let at = match self.open.iter().position(|l| l.newer() == newer) {
+            Some(at) => at,
+            None => {
+                let theirs = self.current_chain(store, newer)?;
+                if theirs.iter().any(|t| mine.iter().any(|m| m.id == t.id)) {
+                    // The two chains share a version: not merged, as
+                    // `merge_versions` leaves them.
+                    return Ok(false);
+                }
+                for t in &theirs {
+                    self.member.insert(t.id.clone(), newer.to_string());
+                }
+                self.open.push(Line { theirs, chains: Vec::new() });
+                self.open.len().saturating_sub(1)
+            }
+        };
         for m in &mine {
             self.member.insert(m.id.clone(), newer.to_string());
         }
-        if line.chains.is_empty() {
-            for t in &line.theirs {
-                self.member.insert(t.id.clone(), newer.to_string());
-            }
-        }
-        line.chains.push(mine);
+        self.open.get_mut(at).ok_or_else(|| Error::storage("an open line that is not kept"))?.chains.push(mine);
         Ok(true)
     }
 
@@ -127,9 +126,24 @@ impl Merges {
                     false => Err(Error::storage("a gathered merge of version chains no longer applies")),
                 }
             }
-            several => {
-                let (newest, earlier) = line.theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
-                let chains: Vec<&[Memory]> = several.iter().map(Vec::as_slice).collect();
+            [first, rest @ ..] => {
+                // A receiving version with no links takes the first chain
+                // as `merge_versions` gives it one (ending the versions
+                // before it that outlast it, wherever their links lead);
+                // the rest join the line that leaves, read afresh.
+                let alone = matches!(line.theirs.as_slice(), [n] if n.supersedes.is_none() && n.superseded_by.is_none());
+                let (chains, theirs) = match alone {
+                    true => {
+                        let older = first.first().ok_or_else(|| Error::storage("a chain with no versions"))?;
+                        if !store.merge_versions(&older.id, newer)? {
+                            return Err(Error::storage("a gathered merge of version chains no longer applies"));
+                        }
+                        (rest, store.chain_back(newer)?)
+                    }
+                    false => (line.chains.as_slice(), line.theirs),
+                };
+                let (newest, earlier) = theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
+                let chains: Vec<&[Memory]> = chains.iter().map(Vec::as_slice).collect();
                 store.write_line(newest, merged_line(&chains, earlier))
             }
         }
