@@ -391,6 +391,12 @@ impl<'a> Profile<'a> {
     /// an owner (`agentId`, `userId`) whose active memory holds its key
     /// already (409): the owner would hold two values of one key; nor is
     /// a version in a chain (409): the chain would join two owners'.
+    ///
+    /// Not done: a chain of the new owner's whose last value was forgotten
+    /// or expired ([`crate::core::store::Store::lapsed_ends`]) is not
+    /// joined: the moved value starts a line of its own beside it. Joined,
+    /// it would be a version in a chain, which cannot move again (a move
+    /// made one-way).
     pub fn update(&self, req: api::UpdateRequest) -> Result<Memory> {
         req.validate()?;
         let store = self.store();
