@@ -369,11 +369,11 @@ const ANOTHER: &[&str] = &["also", "too", "both", "additionally"];
 /// named thing ([`EXCLUSIVE_RELATIONS`]: "I live in Lisbon", "We now work
 /// at Globex", "I'm based in the Netherlands"): `home`, `employer`. The
 /// speaker says "I" or "we" first; the value is a capitalized word after
-/// the preposition (after "the" too), not a month or a day of the week
-/// ("in May" is a when). A later statement of the relation to another
-/// name supersedes it, as a copula's does ("my city is ..."). Not one
-/// saying it is another ([`ANOTHER`]), nor a name written without
-/// capitals (scripts with no case): those keep a key of their own words.
+/// the preposition (after "the" too; or a word in a script with no case,
+/// "東京"), not a month or a day of the week ("in May" is a when). A later
+/// statement of the relation to another name supersedes it, as a
+/// copula's does ("my city is ..."). Not one saying it is another
+/// ([`ANOTHER`]): it keeps a key of its own words.
 fn relation(body: &str) -> Option<String> {
     let words: Vec<String> = body
         .split_whitespace()
@@ -400,7 +400,9 @@ fn relation(body: &str) -> Option<String> {
     let value = words.get(value_at)?;
     let folded = word(value_at);
     let a_when = crate::core::dates::MONTHS.split('|').chain(WEEKDAYS.iter().copied()).any(|w| w == folded || format!("{w}s") == folded);
-    if !value.chars().next().is_some_and(char::is_uppercase) || folded == "i" || a_when {
+    // A name: capitalized, or in a script with no case (東京).
+    let named = value.chars().next().is_some_and(|c| c.is_uppercase() || (c.is_alphabetic() && !c.is_lowercase()));
+    if !named || folded == "i" || a_when {
         return None;
     }
     Some((*attribute).to_string())
@@ -599,6 +601,7 @@ mod tests {
             ("I'm based in Berlin.", "I\u{2019}m currently based in the Netherlands.", "user.home"),
             ("I work at Acme.", "I now work at Globex.", "user.employer"),
             ("We work for Initech.", "Actually, we now work for Hooli.", "user.employer"),
+            ("I live in 東京.", "I live in Paris now.", "user.home"),
         ] {
             assert_eq!(key_of("user", a).as_deref(), Some(key), "{a}");
             assert_eq!(key_of("user", b).as_deref(), Some(key), "{b}");
