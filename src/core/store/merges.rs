@@ -24,8 +24,11 @@ use std::collections::HashMap;
 /// (see the module docs).
 #[derive(Default)]
 pub struct Merges {
-    /// The open lines, in the order they were opened.
-    open: Vec<Line>,
+    /// The open lines, by receiving version.
+    open: HashMap<String, Line>,
+    /// The receiving versions in the order their lines were opened (one
+    /// written already is passed over).
+    order: Vec<String>,
     /// Each version in an open line: the receiving version of its line.
     member: HashMap<String, String>,
 }
@@ -50,33 +53,31 @@ impl Merges {
         if older == newer || o.superseded_by.is_some() {
             return Ok(false);
         }
-        if !self.open.iter().any(|l| l.newer() == newer) && store.get_memory(newer)?.is_none() {
+        if !self.open.contains_key(newer) && store.get_memory(newer)?.is_none() {
             return Ok(false);
         }
         let mine = self.current_chain(store, older)?;
         // `newer`'s line as gathered; else (never opened, or written by
         // the walk above) its chain as the store holds it, opened only
         // for a chain that joins it.
-        let at = match self.open.iter().position(|l| l.newer() == newer) {
-            Some(at) => at,
-            None => {
-                let theirs = self.current_chain(store, newer)?;
-                if theirs.iter().any(|t| mine.iter().any(|m| m.id == t.id)) {
-                    // The two chains share a version: not merged, as
-                    // `merge_versions` leaves them.
-                    return Ok(false);
-                }
-                for t in &theirs {
-                    self.member.insert(t.id.clone(), newer.to_string());
-                }
-                self.open.push(Line { theirs, chains: Vec::new() });
-                self.open.len().saturating_sub(1)
+        if !self.open.contains_key(newer) {
+            let theirs = self.current_chain(store, newer)?;
+            let in_mine: std::collections::HashSet<&str> = mine.iter().map(|m| m.id.as_str()).collect();
+            if theirs.iter().any(|t| in_mine.contains(t.id.as_str())) {
+                // The two chains share a version: not merged, as
+                // `merge_versions` leaves them.
+                return Ok(false);
             }
-        };
+            for t in &theirs {
+                self.member.insert(t.id.clone(), newer.to_string());
+            }
+            self.open.insert(newer.to_string(), Line { theirs, chains: Vec::new() });
+            self.order.push(newer.to_string());
+        }
         for m in &mine {
             self.member.insert(m.id.clone(), newer.to_string());
         }
-        self.open.get_mut(at).ok_or_else(|| Error::storage("an open line that is not kept"))?.chains.push(mine);
+        self.open.get_mut(newer).ok_or_else(|| Error::storage("an open line that is not kept"))?.chains.push(mine);
         Ok(true)
     }
 
@@ -89,9 +90,10 @@ impl Merges {
         }
     }
 
-    /// Writes every open line, in the order they were opened.
+    /// Writes every open line, in the order they were opened (open lines
+    /// share no version: any order leaves the same chains).
     pub fn finish(&mut self, store: &Store<'_>) -> Result<()> {
-        while let Some(newer) = self.open.first().map(|l| l.newer().to_string()) {
+        for newer in std::mem::take(&mut self.order) {
             self.write(store, &newer)?;
         }
         Ok(())
@@ -112,8 +114,7 @@ impl Merges {
     /// Writes the open line of receiving version `newer`: one chain merged
     /// in as [`Store::merge_versions`] merges it; several as one line.
     fn write(&mut self, store: &Store<'_>, newer: &str) -> Result<()> {
-        let Some(at) = self.open.iter().position(|l| l.newer() == newer) else { return Ok(()) };
-        let line = self.open.remove(at);
+        let Some(line) = self.open.remove(newer) else { return Ok(()) };
         for v in line.theirs.iter().chain(line.chains.iter().flatten()) {
             self.member.remove(&v.id);
         }
@@ -147,11 +148,5 @@ impl Merges {
                 store.write_line(newest, merged_line(&chains, earlier))
             }
         }
-    }
-}
-
-impl Line {
-    fn newer(&self) -> &str {
-        self.theirs.first().map_or("", |n| n.id.as_str())
     }
 }
