@@ -119,8 +119,9 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     let instruction = ["always", "never", "make sure", "by default", ", run", "must", "from now on", "going forward"];
     // A policy stated of the speaker's own things is a fact about them
     // ("My visa requires approval", "Dogs are not allowed in my building").
-    let personal = tokens.iter().any(|w| matches!(w.as_str(), "i" | "my" | "me" | "mine"));
-    let policy = !personal && text::holds_any(&lower, &["require", "allowed", "forbidden", "prohibited"]) && re(&POLICY, POLICY_PATTERN).is_match(&lower);
+    let policy = text::holds_any(&lower, &["require", "allowed", "forbidden", "prohibited"])
+        && !tokens.iter().any(|w| matches!(w.as_str(), "i" | "my" | "me" | "mine"))
+        && re(&POLICY, POLICY_PATTERN).is_match(&lower);
     if first.is_some_and(|w| IMPERATIVES.contains(&w))
         || policy
         || (text::holds_any(&lower, &instruction)
@@ -375,6 +376,12 @@ const ANOTHER: &[&str] = &["also", "too", "both", "additionally"];
 /// copula's does ("my city is ..."). Not one saying it is another
 /// ([`ANOTHER`]): it keeps a key of its own words.
 fn relation(body: &str) -> Option<String> {
+    // Most statements hold none of the relations' verbs: nothing more is
+    // read of them.
+    let folded_body = body.to_lowercase();
+    if !EXCLUSIVE_RELATIONS.iter().any(|(verb, _, _)| folded_body.contains(verb)) {
+        return None;
+    }
     let words: Vec<String> = body
         .split_whitespace()
         .map(|t| t.replace('\u{2019}', "'").trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_string())
@@ -399,7 +406,8 @@ fn relation(body: &str) -> Option<String> {
     let value_at = after.saturating_add(usize::from(word(after) == "the"));
     let value = words.get(value_at)?;
     let folded = word(value_at);
-    let a_when = crate::core::dates::MONTHS.split('|').chain(WEEKDAYS.iter().copied()).any(|w| w == folded || format!("{w}s") == folded);
+    let bare = folded.strip_suffix('s').unwrap_or(folded);
+    let a_when = crate::core::dates::MONTHS.split('|').chain(WEEKDAYS.iter().copied()).any(|w| w == folded || w == bare);
     // A name: capitalized, or in a script with no case (東京).
     let named = value.chars().next().is_some_and(|c| c.is_uppercase() || (c.is_alphabetic() && !c.is_lowercase()));
     if !named || folded == "i" || a_when {

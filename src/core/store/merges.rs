@@ -118,35 +118,27 @@ impl Merges {
         for v in line.theirs.iter().chain(line.chains.iter().flatten()) {
             self.member.remove(&v.id);
         }
-        match line.chains.as_slice() {
-            [] => Ok(()),
-            [one] => {
-                let older = one.first().ok_or_else(|| Error::storage("a chain with no versions"))?;
-                match store.merge_versions(&older.id, newer)? {
-                    true => Ok(()),
-                    false => Err(Error::storage("a gathered merge of version chains no longer applies")),
-                }
+        let Some((first, rest)) = line.chains.split_first() else { return Ok(()) };
+        // One chain goes as `merge_versions` merges it; so does the first
+        // of several into a receiving version with no links (ending the
+        // versions before it that outlast it, wherever their links lead),
+        // the rest joining the line that leaves, read afresh. Else all
+        // join the line as gathered, written once.
+        let alone = matches!(line.theirs.as_slice(), [n] if n.supersedes.is_none() && n.superseded_by.is_none());
+        let (chains, theirs) = if rest.is_empty() || alone {
+            let older = first.first().ok_or_else(|| Error::storage("a chain with no versions"))?;
+            if !store.merge_versions(&older.id, newer)? {
+                return Err(Error::storage("a gathered merge of version chains no longer applies"));
             }
-            [first, rest @ ..] => {
-                // A receiving version with no links takes the first chain
-                // as `merge_versions` gives it one (ending the versions
-                // before it that outlast it, wherever their links lead);
-                // the rest join the line that leaves, read afresh.
-                let alone = matches!(line.theirs.as_slice(), [n] if n.supersedes.is_none() && n.superseded_by.is_none());
-                let (chains, theirs) = match alone {
-                    true => {
-                        let older = first.first().ok_or_else(|| Error::storage("a chain with no versions"))?;
-                        if !store.merge_versions(&older.id, newer)? {
-                            return Err(Error::storage("a gathered merge of version chains no longer applies"));
-                        }
-                        (rest, store.chain_back(newer)?)
-                    }
-                    false => (line.chains.as_slice(), line.theirs),
-                };
-                let (newest, earlier) = theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
-                let chains: Vec<&[Memory]> = chains.iter().map(Vec::as_slice).collect();
-                store.write_line(newest, merged_line(&chains, earlier))
+            if rest.is_empty() {
+                return Ok(());
             }
-        }
+            (rest, store.chain_back(newer)?)
+        } else {
+            (line.chains.as_slice(), line.theirs)
+        };
+        let (newest, earlier) = theirs.split_first().ok_or_else(|| Error::storage("a chain with no versions"))?;
+        let chains: Vec<&[Memory]> = chains.iter().map(Vec::as_slice).collect();
+        store.write_line(newest, merged_line(&chains, earlier))
     }
 }

@@ -197,7 +197,6 @@ impl<'a> Store<'a> {
     /// said (never ending before it begins), then `newest`'s successors as
     /// they were ([`Store::merge_versions`]).
     pub(super) fn write_line<'m>(&self, newest: &'m Memory, mut line: Vec<&'m Memory>) -> Result<()> {
-        let n = newest;
         line.push(newest);
         let now = iso(self.now);
         // The first keeps a link back out of the line (a chain's end that
@@ -211,7 +210,7 @@ impl<'a> Store<'a> {
         let mut untils: Vec<String> = Vec::with_capacity(line.len());
         // `newer` may have versions after it (a chain's middle): none
         // before it holds past when the earliest of those was said.
-        let mut earliest: Option<String> = match n.superseded_by.as_deref() {
+        let mut earliest: Option<String> = match newest.superseded_by.as_deref() {
             Some(next) => self.earliest_start_from(next, &|_| None)?,
             None => None,
         };
