@@ -188,6 +188,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "recall::unicode61",
             "recall::parts",
             "recall::places",
+            "recall::query",
+            "recall::score",
             "recall::fuse",
             "recall::crowding",
             "recall::scope",

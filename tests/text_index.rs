@@ -268,7 +268,7 @@ fn test_bm25_is_fts5s_own_for_every_matching_message_as_recall_reads_it() {
             // Queries as recall builds them: single words, OR-ed.
             let n = 1 + rng.below(6);
             let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
-            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let phrases = agent_memory::core::recall::query::phrases(&words);
             // A phrase of several tokens is left to SQLite; every other
             // query is scored.
             let single = phrases.iter().all(|p| porter::tokens(p, |_| {}) == 1);
@@ -277,7 +277,7 @@ fn test_bm25_is_fts5s_own_for_every_matching_message_as_recall_reads_it() {
                 continue;
             };
             assert!(single, "{phrases:?} has a phrase of several tokens");
-            let expr = agent_memory::core::recall::channels::match_expr(&words).unwrap();
+            let expr = agent_memory::core::recall::query::match_expr(&words).unwrap();
             let theirs: Vec<(i64, f64)> = sql
                 .query(
                     "SELECT rowid, bm25(messages_fts, 0.3, 1.0) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid",
@@ -335,12 +335,12 @@ fn test_best_first_with_a_limit_matches_fts5s_order() {
         let dir = p.turns.unwrap().sync(p.sql).unwrap();
         for _ in 0..100 {
             let words: Vec<String> = (0..3).map(|_| rng.pick(WORDS).to_string()).collect();
-            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let phrases = agent_memory::core::recall::query::phrases(&words);
             let ours: Vec<i64> = dir.text().bm25(&phrases, [0.3, 1.0], 20).unwrap().into_iter().map(|(t, _)| rowid_of(&dir, t)).collect();
             let theirs: Vec<i64> = sql
                 .query(
                     "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY bm25(messages_fts, 0.3, 1.0), rowid LIMIT 20",
-                    &[SqlValue::Text(agent_memory::core::recall::channels::match_expr(&words).unwrap())],
+                    &[SqlValue::Text(agent_memory::core::recall::query::match_expr(&words).unwrap())],
                 )
                 .unwrap()
                 .into_iter()
@@ -532,7 +532,7 @@ fn fts5_memory_scores(sql: &dyn Sql, words: &[String]) -> Vec<(i64, f64)> {
     sql.query(
         "SELECT rowid, bm25(memories_fts, ?2, ?3, ?4) FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid",
         &[
-            SqlValue::Text(agent_memory::core::recall::channels::match_expr(words).unwrap()),
+            SqlValue::Text(agent_memory::core::recall::query::match_expr(words).unwrap()),
             SqlValue::Real(MEMORY_WEIGHTS[0]),
             SqlValue::Real(MEMORY_WEIGHTS[1]),
             SqlValue::Real(MEMORY_WEIGHTS[2]),
@@ -571,7 +571,7 @@ fn test_memory_bm25_is_fts5s_own_for_every_matching_memory() {
         for _ in 0..300 {
             let n = 1 + rng.below(6);
             let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
-            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let phrases = agent_memory::core::recall::query::phrases(&words);
             let Some(ours) = dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX) else { continue };
             let theirs: Vec<(i64, f64)> = fts5_memory_scores(&sql, &words);
             let ours = by_rowid(&dir, ours);
@@ -603,7 +603,7 @@ fn test_scores_read_for_a_few_memories_are_those_ranking_them_all_gives() {
         for _ in 0..200 {
             let n = 1 + rng.below(4);
             let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
-            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let phrases = agent_memory::core::recall::query::phrases(&words);
             let Some(all) = dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX) else { continue };
             let all: std::collections::HashMap<i64, f64> = all.into_iter().map(|(doc, s)| (dir.memories().rowid(doc), s)).collect();
             // A few memories, matching or not.
@@ -738,8 +738,8 @@ fn test_an_index_over_its_bounds_turns_off_and_leaves_scoring_to_sqlite() {
 
 #[test]
 fn test_a_phrase_search_sees_messages_still_waiting_for_full_text_rows() {
-    use agent_memory::core::recall::channels::{score_turns, TextQuery};
     use agent_memory::core::recall::places::{CaughtUp, Source};
+    use agent_memory::core::recall::{channels::score_turns, query::TextQuery};
     let sql = database();
     let day = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).unwrap();
     with_profile(&sql, APRIL_15, |p| {
@@ -877,7 +877,7 @@ fn test_a_word_said_a_thousand_times_in_a_memory_scores_as_fts5_scores_it_and_su
         let dir = dir.sync(&sql).unwrap();
         for words in [vec!["parrot"], vec!["parrot", "zephyr"], vec!["quokka", "parrot"]] {
             let words: Vec<String> = words.into_iter().map(String::from).collect();
-            let phrases = agent_memory::core::recall::channels::phrases(&words);
+            let phrases = agent_memory::core::recall::query::phrases(&words);
             let ours = by_rowid(&dir, dir.memories().text().bm25(&phrases, MEMORY_WEIGHTS, usize::MAX).unwrap());
             let theirs: Vec<(i64, f64)> = fts5_memory_scores(&sql, &words);
             assert_eq!(theirs.len(), 6, "{words:?}");

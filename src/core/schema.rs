@@ -107,7 +107,7 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[
         &[
             // The roles that speak in the profile's messages, each once. Recall
             // reads them to tell a word naming a speaker from other words (see
-            // core::recall::channels::TextQuery::speakers) without scanning
+            // core::recall::query::TextQuery::speakers) without scanning
             // every message. Derived data, kept in step with `messages`.
             "CREATE TABLE IF NOT EXISTS speakers (role TEXT PRIMARY KEY) WITHOUT ROWID",
             "INSERT OR IGNORE INTO speakers (role) SELECT DISTINCT role FROM messages",

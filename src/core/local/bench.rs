@@ -19,7 +19,7 @@ use crate::core::local::vector::{cosine, decode};
 use crate::core::ops::Profile;
 use crate::core::ports::SqlValue;
 use crate::core::recall::places::{with_source, Source};
-use crate::core::recall::{channels, fuse};
+use crate::core::recall::{channels, fuse, query};
 use serde_json::{json, Value};
 
 /// Whether `op` is one of these.
@@ -80,7 +80,7 @@ pub async fn dispatch(p: &Profile<'_>, op: &str, args: &Value) -> Result<Value> 
 /// memories with their content. What a minimal service would run.
 pub fn bare_fts(p: &Profile<'_>, query: &str, repeat: usize) -> Result<Value> {
     let terms = crate::core::text::content_words(query);
-    let Some(expr) = channels::match_expr(&terms) else { return Ok(json!({ "hits": 0 })) };
+    let Some(expr) = query::match_expr(&terms) else { return Ok(json!({ "hits": 0 })) };
     crate::core::store::FullText::Memories.catch_up(p.sql)?;
     let mut hits = 0;
     for _ in 0..repeat {

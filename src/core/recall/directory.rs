@@ -5,7 +5,7 @@
 //! a test's or a tool's own value natively).
 //!
 //! The full-text channels score a message with the messages around it
-//! ([`super::channels::score_turns`]): the neighbouring turns, roles and
+//! ([`super::channels::score_turns`], scored by `recall::score`): the neighbouring turns, roles and
 //! dates are looked up here instead of read by SQL on every recall. Both
 //! full-text channels rank by FTS5's bm25, which SQLite computes by
 //! reading every matching row's size and phrase instances; the

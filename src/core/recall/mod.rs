@@ -9,7 +9,9 @@ pub mod fuse;
 pub mod parts;
 pub mod places;
 pub mod porter;
+pub mod query;
 pub mod scope;
+pub mod score;
 pub mod temporal;
 pub mod text_index;
 pub mod unicode61;
@@ -120,22 +122,16 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// What the full-text channels search for: the query's words and the
 /// analyzer's `terms`, in a profile whose speakers `src` knows (the names
 /// of those it names who said little of the profile searched too:
-/// [`channels::NAME_SEARCH_SHARE`]).
-pub fn text_query(
-    sql: &dyn crate::core::ports::Sql,
-    src: Source<'_>,
-    query: &str,
-    terms: &[String],
-    reference: chrono::NaiveDate,
-) -> Result<channels::TextQuery> {
+/// [`query::NAME_SEARCH_SHARE`]).
+pub fn text_query(sql: &dyn crate::core::ports::Sql, src: Source<'_>, query: &str, terms: &[String], reference: chrono::NaiveDate) -> Result<query::TextQuery> {
     let roles = src.speakers(sql)?;
-    let q = channels::TextQuery::new(query, terms, reference).with_speakers(&roles);
+    let q = query::TextQuery::new(query, terms, reference).with_speakers(&roles);
     let named: Vec<&str> = roles.iter().map(String::as_str).filter(|r| q.names_speaker_by_name(r)).collect();
     if named.is_empty() {
         return Ok(q);
     }
     let (said, all) = src.said(sql, &named)?;
-    let minor: Vec<&str> = named.into_iter().zip(said).filter(|(_, n)| *n as f64 <= channels::NAME_SEARCH_SHARE * all as f64).map(|(r, _)| r).collect();
+    let minor: Vec<&str> = named.into_iter().zip(said).filter(|(_, n)| *n as f64 <= query::NAME_SEARCH_SHARE * all as f64).map(|(r, _)| r).collect();
     Ok(if minor.is_empty() { q } else { q.searching_names_of(&roles, &minor) })
 }
 
@@ -236,7 +232,7 @@ fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis,
         let turns = channels::score_turns(p.sql, src, &q, scope)?;
         let cites = channels::citations(p.sql, &turns, scope)?;
         let fts = channels::fts_with(p.sql, src, &q, &turns, &cites, scope);
-        Ok((fts, channels::messages_with(&q, &turns, &cites, scope).0))
+        Ok((fts, score::messages_with(&q, &turns, &cites, score::Depth::of(scope)).0))
     });
     match text {
         Ok((fts, messages)) => {

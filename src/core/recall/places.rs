@@ -114,6 +114,48 @@ pub struct ReadPlaces {
     by_rowid: HashMap<i64, u32>,
     at: HashMap<(u32, i64), u32>,
     roles: Vec<String>,
+    /// Each session's number, and each role's, by name.
+    session_numbers: HashMap<String, u32>,
+    role_numbers: HashMap<String, u32>,
+}
+
+/// A message as [`ReadPlaces::push`] takes it: its session and role by
+/// name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadMessage<'a> {
+    pub rowid: i64,
+    pub id: String,
+    pub session: &'a str,
+    pub position: i64,
+    pub role: &'a str,
+    pub date: Option<chrono::NaiveDate>,
+    pub mentions_time: bool,
+}
+
+impl ReadPlaces {
+    /// Adds a message. Added in rowid order, as the directory holds them:
+    /// a later message at a position already taken is the one found there.
+    pub fn push(&mut self, m: ReadMessage<'_>) {
+        let i = self.places.len() as u32;
+        let session = number(&mut self.session_numbers, m.session, |_| {});
+        let roles = &mut self.roles;
+        let role = number(&mut self.role_numbers, m.role, |name| roles.push(name.to_string()));
+        self.by_rowid.insert(m.rowid, i);
+        self.at.insert((session, m.position), i);
+        self.places.push(Row { rowid: m.rowid, id: m.id, session, position: m.position, role, date: m.date, mentions_time: m.mentions_time });
+    }
+}
+
+/// `name`'s number in `numbers`, the next one (told to `new`) if it has
+/// none yet.
+fn number(numbers: &mut HashMap<String, u32>, name: &str, new: impl FnOnce(&str)) -> u32 {
+    if let Some(&n) = numbers.get(name) {
+        return n;
+    }
+    let n = numbers.len() as u32;
+    numbers.insert(name.to_string(), n);
+    new(name);
+    n
 }
 
 /// A message's place as read (its session and role numbered by the reader).
@@ -386,25 +428,9 @@ fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize, times: bool) -> R
     // In rowid order, as the directory holds them (a later message at a
     // position already taken is the one found there).
     read.sort_unstable_by_key(|r| r.0);
-    let mut sessions: HashMap<String, u32> = HashMap::default();
-    let mut roles: HashMap<String, u32> = HashMap::default();
     for (rowid, id, session, position, role, timestamp, head) in read {
-        let i = out.places.len() as u32;
-        let n = sessions.len() as u32;
-        let session = *sessions.entry(session).or_insert(n);
-        let role = match roles.get(&role) {
-            Some(&k) => k,
-            None => {
-                let k = out.roles.len() as u32;
-                out.roles.push(role.clone());
-                roles.insert(role, k);
-                k
-            }
-        };
-        out.by_rowid.insert(rowid, i);
-        out.at.insert((session, position), i);
         let date = timestamp.as_deref().filter(|t| !t.is_empty()).and_then(crate::core::time::date_of);
-        out.places.push(Row { rowid, id, session, position, role, date, mentions_time: head.as_deref().is_some_and(mentions_time) });
+        out.push(ReadMessage { rowid, id, session: &session, position, role: &role, date, mentions_time: head.as_deref().is_some_and(mentions_time) });
     }
     Ok(out)
 }
