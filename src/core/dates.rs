@@ -243,6 +243,54 @@ pub fn first_date(text: &str) -> Option<String> {
     re.captures_iter(text).filter_map(|c| c.get(1)).map(|m| m.as_str()).find(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok()).map(str::to_string)
 }
 
+/// Month names as a text names a day by them: capitalized, full or
+/// abbreviated ("April", "Apr", "Apr."). Lowercase ones are left: "may"
+/// and "march" are words too.
+const CAPITALIZED_MONTHS: &str =
+    "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec";
+
+/// The day an event a text tells of happened on: the first day of the
+/// calendar it names, written as the service writes dates (`2026-04-15`,
+/// as [`resolve`] leaves a relative phrase) or by its month's name
+/// ("April 15, 2026", "15 April 2026", "Apr 15th"). A day named without
+/// its year ("on April 15") is the one nearest `anchor`, the date the
+/// text was said on; without an anchor it is not read. `None` when the
+/// text names no day ("in May", "last year" name none).
+pub fn event_date(text: &str, anchor: Option<NaiveDate>) -> Option<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    if !text.contains('-') && !may_name_a_month(&case_folded(text)) {
+        return None;
+    }
+    let re = crate::core::text::constant_regex(
+        &RE,
+        &format!(
+            r"\b(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})|(?P<m1>{CAPITALIZED_MONTHS})\.? (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (?P<y1>\d{{4}})\b)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<m2>{CAPITALIZED_MONTHS})\b\.?(?:,? (?P<y2>\d{{4}})\b)?)"
+        ),
+    );
+    re.captures_iter(text).find_map(|c| day_named(&c, anchor)).map(fmt)
+}
+
+/// The day one match of [`event_date`]'s pattern names, if it is one of
+/// the calendar.
+fn day_named(c: &Captures, anchor: Option<NaiveDate>) -> Option<NaiveDate> {
+    if let Some(iso) = c.name("iso") {
+        return NaiveDate::parse_from_str(iso.as_str(), "%Y-%m-%d").ok();
+    }
+    let month_name = c.name("m1").or_else(|| c.name("m2"))?.as_str().to_lowercase();
+    let month = MONTH_STEMS.iter().position(|m| month_name.starts_with(m)).and_then(|i| u32::try_from(i).ok())?.checked_add(1)?;
+    let day: u32 = c.name("d1").or_else(|| c.name("d2"))?.as_str().parse().ok()?;
+    if let Some(year) = c.name("y1").or_else(|| c.name("y2")) {
+        return in_calendar(NaiveDate::from_ymd_opt(year.as_str().parse().ok()?, month, day)?);
+    }
+    // The year that puts the day nearest the day it was said on.
+    let anchor = anchor?;
+    let nearest = [-1, 0, 1]
+        .into_iter()
+        .filter_map(|shift| NaiveDate::from_ymd_opt(anchor.year().checked_add(shift)?, month, day))
+        .min_by_key(|d| d.signed_duration_since(anchor).num_days().unsigned_abs())?;
+    in_calendar(nearest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +308,21 @@ mod tests {
         assert_eq!(undated("Planned for March 2024 and 2023-04-01."), "planned for # and #.");
         assert_ne!(undated("The refund reference is RF-286359."), undated("The refund reference is RF-152866."));
         assert_ne!(undated("Your card ending in 1258."), undated("Your card ending in 8821."));
+    }
+
+    #[test]
+    fn test_an_event_is_dated_by_the_first_day_its_text_names() {
+        let said = Some(d("2026-04-16"));
+        assert_eq!(event_date("I deployed billing API v2.3.0 to production on April 15, 2026.", None), Some("2026-04-15".into()));
+        assert_eq!(event_date("Deployed on April 15.", said), Some("2026-04-15".into()), "the year of the day said");
+        assert_eq!(event_date("We met on 3rd of March and again on 2026-04-01.", said), Some("2026-03-03".into()), "the first named");
+        assert_eq!(event_date("The launch is on Dec. 30th.", Some(d("2027-01-02"))), Some("2026-12-30".into()), "the nearest year");
+        assert_eq!(event_date("Her party was on 30 June.", Some(d("2026-11-02"))), Some("2026-06-30".into()));
+        assert_eq!(event_date("Deployed on April 15.", None), None, "no year, nothing said when");
+        assert_eq!(event_date("Paid on February 30, 2026, then on 2026-03-02.", None), Some("2026-03-02".into()), "not a day of the calendar");
+        for undated in ["We may 5x the budget.", "In May we moved.", "Planned for March 2024.", "I march 3 miles a day.", "Version 2026-beta"] {
+            assert_eq!(event_date(undated, said), None, "{undated}");
+        }
     }
 
     #[test]

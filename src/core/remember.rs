@@ -33,7 +33,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
             text: content.as_str().into(),
         }],
     };
-    let candidate = Candidate { content: content.clone(), lines: vec![], event_date: dates::first_date(&content) };
+    let candidate = Candidate { content: content.clone(), lines: vec![], event_date: dates::event_date(&content, Some(today)) };
     // The caller is the source, so a model outage must not refuse the
     // write: when the configured classifier fails (or answers nothing),
     // the rule-based one classifies instead.

@@ -172,3 +172,54 @@ test("remember of a long note answers a summary shorter than its content, and th
   const r = await w.call("long-note", "recall", "Which days should deployment windows avoid?");
   assert.match(r.answer, /Fridays/, "recall answers from the content, not the summary");
 });
+
+// How-it-works: events are "anchored to a point in time"; the getSummary
+// page lists "Deployed billing API v2.3.0 to production (April 15)" under
+// Recent Events; the recall page asks "What happened last week?" with a
+// referenceDate. An event is dated by the day its text names.
+test("an event its text dates is dated that day: in the summary, and for a recall of the period it fell in", async () => {
+  const today = new Date().toISOString().slice(0, 10);
+  await w.call("dated-a", "ingest", [{ role: "user", content: "I deployed billing API v2.3.0 to production on April 15, 2026." }], { sessionId: "s" });
+  const a = (await w.call("dated-a", "getSummary")).summary;
+  assert.match(a, /\(2026-04-15\)/, a);
+  assert.ok(!a.includes(`(${today})`), a);
+  // A day named without its year is the one nearest the day it was said.
+  await w.call("dated-b", "ingest", [{ role: "user", content: "I deployed billing API v2.3.0 to production on April 15.", timestamp: "2026-04-16T10:00:00.000Z" }], { sessionId: "s" });
+  const b = (await w.call("dated-b", "getSummary")).summary;
+  assert.match(b, /\(2026-04-15\)/, b);
+  await w.call("dated-c", "ingest", [{ role: "user", content: "I deployed billing API v2.3.0 to production on April 15, 2026." }], { sessionId: "s1" });
+  await w.call("dated-c", "ingest", [{ role: "user", content: "We launched the new onboarding flow today.", timestamp: "2026-04-28T10:00:00Z" }], { sessionId: "s2" });
+  const r = await w.call("dated-c", "recall", "What happened last week?", { referenceDate: "2026-04-21" });
+  assert.match(r.candidates[0].summary, /deployed/, JSON.stringify(r.candidates));
+});
+
+// Ingest page, "Basic ingestion": the user's "I prefer dark mode and use VS
+// Code." and the assistant's "Noted your preferences for dark mode and VS
+// Code."; how-it-works: deduplication "checks for duplicates against both
+// the current batch" and what is stored.
+test("the ingest page's basic example keeps the user's preference once, not the assistant's echo of it", async () => {
+  await w.call("echoed", "ingest", [
+    { role: "user", content: "I prefer dark mode and use VS Code." },
+    { role: "assistant", content: "Noted your preferences for dark mode and VS Code." },
+  ]);
+  const { memories } = await w.call("echoed", "list");
+  assert.deepEqual(memories.map((m) => m.summary), ["User: I prefer dark mode and use VS Code."]);
+});
+
+// How-it-works: "Tasks — ... active investigations and follow-ups".
+test("a speaker's own investigation under way is a task", async () => {
+  await w.call("investigating", "ingest", [{ role: "user", content: "I'm investigating intermittent 500 errors on the /users endpoint." }], { sessionId: "s" });
+  const { memories } = await w.call("investigating", "list");
+  assert.deepEqual(memories.map((m) => m.type), ["task"], JSON.stringify(memories));
+});
+
+// Ingest page: a conversation with nothing worth keeping creates no
+// memories; one with a stated preference does. "I like tea." states one.
+test("a short liking of the speaker's is a memory recall finds", async () => {
+  await w.call("liking", "ingest", [{ role: "user", content: "I like tea." }], { sessionId: "s" });
+  const r = await w.call("liking", "recall", "tea");
+  assert.equal(r.count, 1, JSON.stringify(r));
+  assert.match(r.candidates[0].summary, /I like tea/);
+  await w.call("not-liking", "ingest", [{ role: "user", content: "I love it." }], { sessionId: "s" });
+  assert.equal((await w.call("not-liking", "list")).memories.length, 0, "nothing said of what");
+});

@@ -52,7 +52,11 @@ pub fn build(session_id: &str, messages: &[Message], items: Vec<(Candidate, Clas
             let sources: Vec<&Message> = lines.iter().filter_map(|&i| messages.get(i)).collect();
             let authority = supersede::authority_of(sources.iter().map(|m| m.role.as_str()));
             let source_message_ids: Vec<String> = sources.iter().map(|m| m.id.clone()).collect();
-            let event_date = c.event_date.clone().or_else(|| lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone()));
+            // When it happened: as the reasoner dated it, else the first
+            // day its text names, else the day it was said.
+            let said_on = lines.iter().find_map(|&i| t.lines.iter().find(|l| l.index == i)).and_then(|l| l.date.clone());
+            let event_date =
+                c.event_date.clone().or_else(|| dates::event_date(&c.content, said_on.as_deref().and_then(crate::core::time::date_of))).or(said_on);
             let fingerprint = ids::fingerprint(cls.kind.as_str(), &c.content, metadata);
             // Valid from when it was said: the earliest source message's
             // time, else when it is stored.
@@ -70,7 +74,7 @@ pub fn build(session_id: &str, messages: &[Message], items: Vec<(Candidate, Clas
                     status: Status::Active,
                     supersedes: None,
                     superseded_by: None,
-                    event_date: event_date.or_else(|| dates::first_date(&c.content)),
+                    event_date,
                     created_at: iso(now),
                     updated_at: iso(now),
                     expires_at: None,

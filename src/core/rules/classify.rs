@@ -94,6 +94,7 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     static HOW_TO_ANSWER: OnceLock<Regex> = OnceLock::new();
     static PAST: OnceLock<Regex> = OnceLock::new();
     static POLICY: OnceLock<Regex> = OnceLock::new();
+    static DOING: OnceLock<Regex> = OnceLock::new();
     let lower = body.to_lowercase();
     let tokens = text::tokens(&lower);
     let mut opening = tokens.iter().map(String::as_str).skip_while(|w| LEAD_INS.contains(w));
@@ -105,6 +106,13 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     // the work, not that it is under way).
     let a_note = !tokens.iter().any(|w| FINITE_VERBS.contains(&w.as_str()));
     if a_note && (first.is_some_and(|w| WORK_UNDER_WAY.contains(&w)) || (first == Some("need") && opening.next() == Some("to"))) {
+        return MemoryType::Task;
+    }
+    // The speaker's own work under way ("I'm investigating the 500
+    // errors", "We are still debugging the login flow"): a task.
+    if text::holds_any(&lower, WORK_UNDER_WAY)
+        && re(&DOING, &format!(r"\b(i['’]m|i am|we['’]re|we are)( still| currently| now)? ({})\b", WORK_UNDER_WAY.join("|"))).is_match(&lower)
+    {
         return MemoryType::Task;
     }
     // Each pattern is tried only when the text holds a word every match
@@ -560,6 +568,17 @@ mod tests {
         assert_eq!(kind_of("Migrating to Postgres took two weeks in March 2023.", true), MemoryType::Event);
         assert_eq!(c("Dogs are not allowed in my building."), MemoryType::Fact);
         assert_eq!(c("My visa requires approval from the embassy."), MemoryType::Fact);
+    }
+
+    /// How-it-works lists "active investigations and follow-ups" as
+    /// tasks: one the speaker says is under way is one, however said.
+    #[test]
+    fn test_the_speakers_own_work_under_way_is_a_task() {
+        assert_eq!(kind_of("I'm investigating intermittent 500 errors on the /users endpoint.", false), MemoryType::Task);
+        assert_eq!(kind_of("We are still debugging the login flow.", false), MemoryType::Task);
+        assert_eq!(kind_of("I’m migrating the billing tables this week.", false), MemoryType::Task);
+        assert_eq!(kind_of("I investigated the 500 errors last week and fixed them.", true), MemoryType::Event, "done, not under way");
+        assert_eq!(kind_of("She is debugging the login flow.", false), MemoryType::Fact, "someone else's work");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! A sentence is kept when it states something: not a question, not a
 //! pleasantry, and at least three content words, or two when it speaks of
 //! its speaker and carries a concrete value ("My editor is Vim.", "I live
-//! in Lisbon."; not "Thanks, Caroline!"). The full pass keeps sentences
+//! in Lisbon."; not "Thanks, Caroline!") or a liking ("I like tea.", "We
+//! hate merge commits."; not "I love it."). The full pass keeps sentences
 //! of every speaker; the detail pass keeps only sentences carrying a
 //! concrete value (a number, a date, a capitalized name, a version).
 //!
@@ -29,6 +30,13 @@ pub const MIN_CONTENT_WORDS: usize = 3;
 /// Share of an agent sentence's content words found in the answered
 /// person's statements at or above which the sentence is an echo.
 pub const ECHO_SHARE: f64 = 0.8;
+
+/// Shortest stem that finds a longer word of its family in an echo
+/// ([`is_echo`]): the light stemmer leaves derivations apart ("prefer" /
+/// "preferences", "deploy" / "deployment"), and an agent restating a
+/// person often says the noun for the verb. Below five letters a prefix
+/// says too little ("plan" / "planet").
+pub const ECHO_PREFIX_MIN: usize = 5;
 
 const PLEASANTRIES: &[&str] =
     &["thanks", "thank you", "got it", "sounds good", "great", "ok", "okay", "sure", "cool", "nice", "awesome", "lol", "haha", "bye", "hello", "hi"];
@@ -70,9 +78,16 @@ pub fn states_something(s: &str) -> bool {
     if PLEASANTRIES.contains(&bare) {
         return false;
     }
-    let n = text::content_words(t).len();
-    n >= MIN_CONTENT_WORDS || (n >= MIN_CONTENT_WORDS - 1 && has_concrete_value(t) && speaks_of_itself(t))
+    let words = text::content_words(t);
+    let n = words.len();
+    n >= MIN_CONTENT_WORDS
+        || (n >= MIN_CONTENT_WORDS - 1 && (has_concrete_value(t) || words.iter().any(|w| LIKINGS.contains(&w.as_str()))) && speaks_of_itself(t))
 }
+
+/// Verbs of liking: a speaker's short sentence with one says what they
+/// like or do not ("I like tea."), where one without a concrete value
+/// otherwise says too little to keep.
+const LIKINGS: &[&str] = &["like", "likes", "love", "loves", "prefer", "prefers", "enjoy", "enjoys", "hate", "hates", "dislike", "dislikes", "adore", "adores"];
 
 /// Words by which a speaker speaks of itself (or its group).
 const FIRST_PERSON: &[&str] = &["i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine", "we", "we're", "we've", "our", "us"];
@@ -139,12 +154,20 @@ pub fn is_echo(t: &Transcript, pos: usize, s: &str, said: &mut SaidCache) -> boo
     };
     let Some(answered) = before.get(at) else { return false };
     let said = said.entry(at).or_insert_with(|| stated_stems(answered));
-    let words: Vec<String> = text::stems(s).into_iter().filter(|w| !ACKNOWLEDGEMENTS.contains(&w.as_str())).collect();
+    // Acknowledgements are left out as said ("Noted", not its stem).
+    let words: Vec<String> = text::content_words(s).iter().filter(|w| !ACKNOWLEDGEMENTS.contains(&w.as_str())).map(|w| text::stem(w)).collect();
     if words.is_empty() || said.is_empty() {
         return false;
     }
-    let found = words.iter().filter(|w| said.contains(*w)).count();
+    let found = words.iter().filter(|w| said.contains(*w) || said.iter().any(|s| one_family(s, w))).count();
     found as f64 / words.len() as f64 >= ECHO_SHARE
+}
+
+/// Whether two stems are of one word family: one starts with the other,
+/// of at least [`ECHO_PREFIX_MIN`] letters.
+fn one_family(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short.len() >= ECHO_PREFIX_MIN && long.starts_with(short)
 }
 
 /// Candidates of a transcript. Content is `"{role}: {sentence}"` with the
@@ -153,6 +176,7 @@ pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
     let mut out = Vec::new();
     let mut said = SaidCache::default();
     for (pos, line) in t.lines.iter().enumerate() {
+        let said_on = line.date.as_deref().and_then(crate::core::time::date_of);
         for s in text::sentences(&line.text) {
             if !states_something(&s) || is_echo(t, pos, &s, &mut said) {
                 continue;
@@ -163,7 +187,7 @@ pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
             out.push(Candidate {
                 content: format!("{}: {}", speaker(&line.role), without_connective(&s)),
                 lines: vec![line.index],
-                event_date: dates::first_date(&s),
+                event_date: dates::event_date(&s, said_on),
             });
         }
     }
@@ -221,6 +245,18 @@ mod tests {
     }
 
     #[test]
+    fn test_an_echo_saying_the_noun_for_the_verb_is_not_extracted() {
+        // The ingest page's basic example.
+        let t = transcript(&[("user", "I prefer dark mode and use VS Code."), ("assistant", "Noted your preferences for dark mode and VS Code.")]);
+        assert_eq!(contents(&t), vec!["User: I prefer dark mode and use VS Code."]);
+        let t =
+            transcript(&[("user", "We deploy the billing service on Fridays."), ("assistant", "Understood: billing service deployments happen on Fridays.")]);
+        assert_eq!(contents(&t), vec!["User: We deploy the billing service on Fridays."]);
+        assert!(!one_family("plan", "planet"), "a short stem finds no family");
+        assert!(one_family("prefer", "preference") && one_family("preference", "prefer"));
+    }
+
+    #[test]
     fn test_assistant_adding_new_content_is_kept() {
         let t =
             transcript(&[("user", "Set up the project with React and TypeScript."), ("assistant", "Done. Scaffolded a React + TS project targeting Workers.")]);
@@ -246,6 +282,8 @@ mod tests {
         assert!(states_something("Our standup is at 9."));
         assert!(!states_something("Editor is Vim."), "two content words, but not of the speaker");
         assert!(!states_something("I love it."), "of the speaker, but nothing concrete");
+        assert!(states_something("I like tea."), "a liking of the speaker's");
+        assert!(!states_something("Cats love."), "a liking, but not of the speaker's");
         for filler in ["Sure, I'm ready.", "Wait, I'm confused.", "Ok I'm back.", "Sounds good, I'm in."] {
             assert!(!states_something(filler), "the speaker's own 'I'm' is no value: {filler}");
         }
