@@ -138,35 +138,10 @@ pub async fn judge_and_store(
     metadata: MetadataOf<'_>,
     judging: Judging<'_>,
 ) -> Result<Judged> {
-    let mut dropped = Vec::new();
-
-    // 3. Extract (full + detail passes), merged, at most
-    //    MAX_MEMORIES_PER_MESSAGE a message.
-    let extract::Extracted { found, failed: failed_extract, faulted, capped } = extract::run(p.reasoner, session_id, messages, fresh_ids).await;
-    dropped.extend(capped);
-    let (extracted, uncited) = cited_and_new(found, messages, fresh_ids);
-    dropped.extend(uncited);
-
-    // 4. Verify against the transcript.
-    let (verified, rejected, failed_verify) = verify::run(p.reasoner, extracted).await;
-    dropped.extend(rejected);
-
-    // 5. Classify: type, key, summary, search queries.
-    let (classified, failed_classify) = classify::run(p.reasoner, verified).await;
-
-    let faults = failed_extract.len().saturating_add(failed_verify.dropped.len()).saturating_add(failed_classify.dropped.len());
-    // The new messages a fault touched: a retry judges them again, even
-    // those another of their candidates was stored from.
-    let faulted: HashSet<String> = faulted
-        .into_iter()
-        .chain(failed_verify.lines)
-        .chain(failed_classify.lines)
-        .filter_map(|i| messages.get(i).map(|m| m.id.clone()))
-        .filter(|id| fresh_ids.contains(id))
-        .collect();
-    dropped.extend(failed_extract.into_iter().chain(failed_verify.dropped).chain(failed_classify.dropped));
-
+    // 3-5. Extract, verify against the transcript, classify.
+    let mut judgement = judge(p, session_id, messages, fresh_ids).await;
     // 6. Build memories, plan supersession, store in one transaction.
+    let classified = std::mem::take(&mut judgement.classified);
     let memories = match metadata {
         MetadataOf::Call(m) => persist::build(session_id, messages, classified, m, p.now),
         MetadataOf::Messages => build_by_message(session_id, messages, fresh_ids, classified, p.now)?,
@@ -176,22 +151,66 @@ pub async fn judge_and_store(
         Judging::Retry { .. } => not_given_before(&p.store(), memories, fresh_ids)?,
     };
     let (memories, over) = within_room(p, memories)?;
-    // A memory with no room is judged again once there is some: its new
-    // messages are marked, as a fault's are, and the retry queued.
-    let full = over.len();
-    let mut faulted = faulted;
-    for (drop, sources) in over {
-        faulted.extend(sources.into_iter().filter(|id| fresh_ids.contains(id)));
-        dropped.push(drop);
-    }
-    let faults = faults.saturating_add(full);
-    let faulted: Vec<String> = faulted.into_iter().collect();
+    let full = judgement.no_room(over, fresh_ids);
+    let faulted: Vec<String> = judgement.faulted.into_iter().collect();
     let followup = match judging {
-        Judging::First => persist::Followup { cleared: &[], marked: &faulted, retry_session: (faults > 0).then_some(session_id) },
+        Judging::First => persist::Followup { cleared: &[], marked: &faulted, retry_session: (judgement.faults > 0).then_some(session_id) },
         Judging::Retry { marked } => persist::Followup { cleared: marked, marked: &faulted, retry_session: None },
     };
     let outcome = persist::store(&p.store(), p.turns, memories, &followup)?;
-    Ok(Judged { outcome, dropped, faults, full })
+    Ok(Judged { outcome, dropped: judgement.dropped, faults: judgement.faults, full })
+}
+
+/// What the judging stages made of a call's messages.
+struct Judgement {
+    /// The candidates kept, classified.
+    classified: Vec<(Candidate, crate::core::provider::Classification, Rc<Transcript>)>,
+    /// Everything dropped, model faults included, with reasons.
+    dropped: Vec<Dropped>,
+    /// How many drops were model faults or memories with no room.
+    faults: usize,
+    /// The new messages a fault touched: a retry judges them again, even
+    /// those another of their candidates was stored from.
+    faulted: HashSet<String>,
+}
+
+impl Judgement {
+    /// Counts the memories with no room as faults: each is dropped, and
+    /// its new messages marked to be judged again once there is room, as
+    /// a fault's are. Returns how many there were.
+    fn no_room(&mut self, over: Vec<NoRoom>, fresh_ids: &HashSet<String>) -> usize {
+        let full = over.len();
+        for (drop, sources) in over {
+            self.faulted.extend(sources.into_iter().filter(|id| fresh_ids.contains(id)));
+            self.dropped.push(drop);
+        }
+        self.faults = self.faults.saturating_add(full);
+        full
+    }
+}
+
+/// Steps 3-5: extract (full and detail passes, merged, at most
+/// MAX_MEMORIES_PER_MESSAGE a message), keep what cites a new message,
+/// verify against the transcript, classify (type, key, summary, search
+/// queries).
+async fn judge(p: &Profile<'_>, session_id: &str, messages: &[Message], fresh_ids: &HashSet<String>) -> Judgement {
+    let extract::Extracted { found, failed: failed_extract, faulted, capped } = extract::run(p.reasoner, session_id, messages, fresh_ids).await;
+    let mut dropped = capped;
+    let (extracted, uncited) = cited_and_new(found, messages, fresh_ids);
+    dropped.extend(uncited);
+    let (verified, rejected, failed_verify) = verify::run(p.reasoner, extracted).await;
+    dropped.extend(rejected);
+    let (classified, failed_classify) = classify::run(p.reasoner, verified).await;
+    let faults = failed_extract.len().saturating_add(failed_verify.dropped.len()).saturating_add(failed_classify.dropped.len());
+    let faulted: HashSet<String> = faulted
+        .into_iter()
+        .chain(failed_verify.lines)
+        .chain(failed_classify.lines)
+        .filter_map(|i| messages.get(i).map(|m| m.id.clone()))
+        .filter(|id| fresh_ids.contains(id))
+        .collect();
+    dropped.extend(failed_extract.into_iter().chain(failed_verify.dropped).chain(failed_classify.dropped));
+    Judgement { classified, dropped, faults, faulted }
 }
 
 /// The memories a retry would store that the messages it judges did not
