@@ -550,66 +550,15 @@ pub struct TurnScores {
 /// own scores by rowid, `places` the hits' places and the turns within
 /// [`NEIGHBOUR_WINDOW`] of them (`channels::score_turns` reads both).
 pub fn turn_scores(q: &TextQuery, hits: HashMap<i64, Words>, places: &Places<'_>, depth: Depth) -> Result<TurnScores> {
-    let explain = depth.explain;
     // Each hit with its own score, in rowid order (a hit that is not a
     // stored message has no place and is left out).
     let mut split: Vec<(u32, Words)> = hits.into_iter().filter_map(|(rowid, s)| places.by_rowid(rowid).map(|i| (i, s))).collect();
     split.sort_unstable_by_key(|&(i, _)| i);
     let own: Vec<(u32, f64)> = split.iter().map(|&(i, w)| (i, w.content + FUNCTION_WEIGHT * w.function)).collect();
-    let place = |i: u32| places.place(i).ok_or_else(|| Error::storage("a turn without its place"));
-    let mut context: HashMap<u32, f64> = HashMap::default();
-    let mut session_best: HashMap<u32, f64> = HashMap::default();
-    for &(i, score) in &own {
-        *context.entry(i).or_insert(0.0) += score;
-        let t = place(i)?;
-        let best = session_best.entry(t.session).or_insert(0.0);
-        *best = best.max(score);
-        for d in 1..=NEIGHBOUR_WINDOW as i64 {
-            // A position past the ends of i64 names no turn.
-            for position in [t.position.checked_sub(d), t.position.checked_add(d)].into_iter().flatten() {
-                if let Some(j) = places.at(t.session, position) {
-                    *context.entry(j).or_insert(0.0) += NEIGHBOUR_SHARE.powi(d as i32) * score;
-                }
-            }
-        }
-    }
-    // Whether the query names each role met (a handful per recall).
-    let mut named: HashMap<u32, Naming> = HashMap::default();
-    let mut boosts_of = |t: &Place<'_>| {
-        let named = *named.entry(t.role).or_insert_with(|| q.naming(places.role_name(t.role)));
-        Boosts::of(q, named, t.mentions_time, t.date)
-    };
-    let own_of: HashMap<u32, f64> = if explain { own.iter().copied().collect() } else { HashMap::default() };
-    // The raw-messages channel: stop words in full, a speaker named by
-    // name only.
-    let mut by_name: HashMap<u32, Naming> = HashMap::default();
-    let mut plain_parts: HashMap<u32, (f64, Boosts)> = HashMap::default();
-    let mut plain: Vec<Scored<'_>> = Vec::with_capacity(split.len());
-    for &(i, w) in &split {
-        let t = place(i)?;
-        let named = *by_name.entry(t.role).or_insert_with(|| q.naming(places.role_name(t.role)).by_name_only());
-        let boosts = Boosts::of(q, named, t.mentions_time, t.date);
-        let s = w.content + MESSAGE_FUNCTION_WEIGHT * w.function;
-        plain.push(Scored { id: t.id, score: s * boosts.factor(), rowid: t.rowid });
-        if explain {
-            plain_parts.insert(i, (s, boosts));
-        }
-    }
-    let mut in_context: Vec<Scored<'_>> = Vec::with_capacity(context.len());
-    let mut parts: HashMap<String, TurnParts> = HashMap::default();
-    for (i, c) in context {
-        let t = place(i)?;
-        // Every turn in context shares a session with a hit, which set
-        // the session's best.
-        let session = SESSION_SHARE * session_best.get(&t.session).copied().unwrap_or(0.0);
-        let boosts = boosts_of(&t);
-        in_context.push(Scored { id: t.id, score: (c + session) * boosts.factor(), rowid: t.rowid });
-        if explain {
-            let own = own_of.get(&i).copied().unwrap_or(0.0);
-            let (plain, plain_boosts) = plain_parts.get(&i).copied().unwrap_or_default();
-            parts.insert(t.id.to_string(), TurnParts { own, plain, plain_boosts, neighbours: c - own, session, boosts });
-        }
-    }
+    let spread = Spread::of(&own, places)?;
+    let (plain, plain_parts) = plain_scores(q, &split, places, depth.explain)?;
+    let own_of: HashMap<u32, f64> = if depth.explain { own.into_iter().collect() } else { HashMap::default() };
+    let (in_context, parts) = context_scores(q, spread, places, &own_of, &plain_parts, depth.explain)?;
     // Only the channels' depths are read in order, and only their turns
     // by rowid (`channels::citations`); every turn in context is looked up
     // by id.
@@ -617,6 +566,96 @@ pub fn turn_scores(q: &TextQuery, hits: HashMap<i64, Words>, places: &Places<'_>
     let plain = Scored::best(plain, depth.channel, false, &mut rowids);
     let context = Scored::best(in_context, depth.pool, true, &mut rowids);
     Ok(TurnScores { plain, context, parts, rowids })
+}
+
+/// The place `i` of `places`.
+fn place_of<'p>(places: &'p Places<'_>, i: u32) -> Result<Place<'p>> {
+    places.place(i).ok_or_else(|| Error::storage("a turn without its place"))
+}
+
+/// The hits' own scores passed on: each turn's own score plus what its
+/// neighbours passed it ([`NEIGHBOUR_SHARE`]`^d`, up to
+/// [`NEIGHBOUR_WINDOW`] places away), and each session's best own score.
+struct Spread {
+    context: HashMap<u32, f64>,
+    session_best: HashMap<u32, f64>,
+}
+
+impl Spread {
+    fn of(own: &[(u32, f64)], places: &Places<'_>) -> Result<Spread> {
+        let mut context: HashMap<u32, f64> = HashMap::default();
+        let mut session_best: HashMap<u32, f64> = HashMap::default();
+        for &(i, score) in own {
+            *context.entry(i).or_insert(0.0) += score;
+            let t = place_of(places, i)?;
+            let best = session_best.entry(t.session).or_insert(0.0);
+            *best = best.max(score);
+            for d in 1..=NEIGHBOUR_WINDOW as i64 {
+                // A position past the ends of i64 names no turn.
+                for position in [t.position.checked_sub(d), t.position.checked_add(d)].into_iter().flatten() {
+                    if let Some(j) = places.at(t.session, position) {
+                        *context.entry(j).or_insert(0.0) += NEIGHBOUR_SHARE.powi(d as i32) * score;
+                    }
+                }
+            }
+        }
+        Ok(Spread { context, session_best })
+    }
+}
+
+/// What a hit's plain score and boosts were (with `explain` only).
+type PlainParts = HashMap<u32, (f64, Boosts)>;
+
+/// The raw-messages channel's scores of the hits: stop words in full, a
+/// speaker named by name only.
+fn plain_scores<'p>(q: &TextQuery, split: &[(u32, Words)], places: &'p Places<'_>, explain: bool) -> Result<(Vec<Scored<'p>>, PlainParts)> {
+    // Whether the query names each role met (a handful per recall).
+    let mut by_name: HashMap<u32, Naming> = HashMap::default();
+    let mut parts = PlainParts::default();
+    let mut plain: Vec<Scored<'_>> = Vec::with_capacity(split.len());
+    for &(i, w) in split {
+        let t = place_of(places, i)?;
+        let named = *by_name.entry(t.role).or_insert_with(|| q.naming(places.role_name(t.role)).by_name_only());
+        let boosts = Boosts::of(q, named, t.mentions_time, t.date);
+        let s = w.content + MESSAGE_FUNCTION_WEIGHT * w.function;
+        plain.push(Scored { id: t.id, score: s * boosts.factor(), rowid: t.rowid });
+        if explain {
+            parts.insert(i, (s, boosts));
+        }
+    }
+    Ok((plain, parts))
+}
+
+/// The full-text channel's scores of every turn in context: `(own +
+/// neighbours + session) × boosts`, and with `explain` what each is made
+/// of.
+fn context_scores<'p>(
+    q: &TextQuery,
+    spread: Spread,
+    places: &'p Places<'_>,
+    own_of: &HashMap<u32, f64>,
+    plain_parts: &PlainParts,
+    explain: bool,
+) -> Result<(Vec<Scored<'p>>, HashMap<String, TurnParts>)> {
+    // Whether the query names each role met (a handful per recall).
+    let mut named: HashMap<u32, Naming> = HashMap::default();
+    let mut in_context: Vec<Scored<'_>> = Vec::with_capacity(spread.context.len());
+    let mut parts: HashMap<String, TurnParts> = HashMap::default();
+    for (i, c) in spread.context {
+        let t = place_of(places, i)?;
+        // Every turn in context shares a session with a hit, which set
+        // the session's best.
+        let session = SESSION_SHARE * spread.session_best.get(&t.session).copied().unwrap_or(0.0);
+        let naming = *named.entry(t.role).or_insert_with(|| q.naming(places.role_name(t.role)));
+        let boosts = Boosts::of(q, naming, t.mentions_time, t.date);
+        in_context.push(Scored { id: t.id, score: (c + session) * boosts.factor(), rowid: t.rowid });
+        if explain {
+            let own = own_of.get(&i).copied().unwrap_or(0.0);
+            let (plain, plain_boosts) = plain_parts.get(&i).copied().unwrap_or_default();
+            parts.insert(t.id.to_string(), TurnParts { own, plain, plain_boosts, neighbours: c - own, session, boosts });
+        }
+    }
+    Ok((in_context, parts))
 }
 
 /// A scored turn, its id borrowed from its place while the scores are
