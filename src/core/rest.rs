@@ -526,16 +526,9 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
     match (req.method, segments.as_slice()) {
         ("GET", ["health"]) => return Ok(Route::Health),
         ("GET", ["openapi.json"]) => return Ok(Route::OpenApi),
+        // Whatever the method: the endpoint answers it.
+        (_, ["mcp", "namespaces", namespace, "profiles", profile]) => return mcp_route(req, namespace, profile),
         _ => {}
-    }
-    if let ["mcp", "namespaces", namespace, "profiles", profile] = segments.as_slice() {
-        let (namespace, profile) = (decode(namespace)?, decode(profile)?);
-        api::validate_namespace(&namespace)?;
-        api::validate_profile(&profile)?;
-        // The endpoint reads no query: `…?dryRun=1` is refused, as on every
-        // REST route that reads none, never ignored.
-        no_query(req)?;
-        return Ok(Route::Mcp { namespace, profile });
     }
     // A GET or DELETE reads no body: one sent is refused, never dropped
     // (`{"dryRun": true}` on a DELETE would otherwise be dropped, and the
@@ -544,33 +537,52 @@ pub fn route(req: &Incoming<'_>) -> Result<Route> {
         no_body(req)?;
     }
     let (dialect, account, rest) = api_path(&segments).ok_or_else(|| no_route(req))?;
-    let account = decode(account)?;
-    let catalog = match (req.method, rest) {
+    if let Some(call) = catalog_route(req, dialect, decode(account)?, rest)? {
+        return Ok(Route::Catalog(call));
+    }
+    profile_route(req, dialect, rest)
+}
+
+/// The MCP endpoint of a profile.
+fn mcp_route(req: &Incoming<'_>, namespace: &str, profile: &str) -> Result<Route> {
+    let (namespace, profile) = (decode(namespace)?, decode(profile)?);
+    api::validate_namespace(&namespace)?;
+    api::validate_profile(&profile)?;
+    // The endpoint reads no query: `…?dryRun=1` is refused, as on every
+    // REST route that reads none, never ignored.
+    no_query(req)?;
+    Ok(Route::Mcp { namespace, profile })
+}
+
+/// A namespace route (the catalog's), if `rest` is one.
+fn catalog_route(req: &Incoming<'_>, dialect: Dialect, account: String, rest: &[&str]) -> Result<Option<CatalogCall>> {
+    let call = match (req.method, rest) {
         ("POST", ["namespaces"]) => {
             let body: CreateNamespace = api::parse(json_body(req)?)?;
-            Some(CatalogCall::Create { account, name: body.name })
+            CatalogCall::Create { account, name: body.name }
         }
         ("GET", ["namespaces"]) => {
             let (per_page, cursor, args) = page_query(req.query, &NAMESPACES_QUERY, dialect)?;
             let order = crate::core::catalog::NamespaceOrder::parse(args.get("order").and_then(Value::as_str), args.get("direction").and_then(Value::as_str))?;
             // The router knows no token: the list shows nothing until
             // [`scope_catalog`] gives it what the caller's grant may see.
-            Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()), order })
+            return Ok(Some(CatalogCall::List { account, per_page, cursor, visible: Visible::Only(Vec::new()), order }));
         }
         ("GET", ["namespaces", ns, "profiles"]) => {
             let (per_page, cursor, _) = page_query(req.query, &PROFILES_QUERY, dialect)?;
-            Some(CatalogCall::ListProfiles { namespace: decode(ns)?, per_page, cursor })
+            return Ok(Some(CatalogCall::ListProfiles { namespace: decode(ns)?, per_page, cursor }));
         }
-        ("GET", ["namespaces", ns]) => Some(CatalogCall::Get { account, name: decode(ns)? }),
-        ("DELETE", ["namespaces", ns]) => Some(CatalogCall::Delete { name: decode(ns)? }),
-        _ => None,
+        ("GET", ["namespaces", ns]) => CatalogCall::Get { account, name: decode(ns)? },
+        ("DELETE", ["namespaces", ns]) => CatalogCall::Delete { name: decode(ns)? },
+        _ => return Ok(None),
     };
-    if catalog.as_ref().is_some_and(|c| !matches!(c, CatalogCall::List { .. } | CatalogCall::ListProfiles { .. })) {
-        no_query(req)?;
-    }
-    if let Some(call) = catalog {
-        return Ok(Route::Catalog(call));
-    }
+    // Only the lists read a query.
+    no_query(req)?;
+    Ok(Some(call))
+}
+
+/// A route under a profile ([`PROFILE_ROUTES`]).
+fn profile_route(req: &Incoming<'_>, dialect: Dialect, rest: &[&str]) -> Result<Route> {
     let ["namespaces", namespace, "profiles", profile, rest @ ..] = rest else {
         return Err(unrouted(req));
     };
