@@ -88,16 +88,29 @@ const POLICY_PATTERN: &str = r"\b(requires? (approval|review|sign-off|permission
 const LEAD_INS: &[&str] = &["and", "but", "so", "also", "please", "then", "actually", "now", "ok", "okay", "well", "oh", "hey", "instead"];
 
 pub fn kind_of(body: &str, dated: bool) -> MemoryType {
-    static TASK: OnceLock<Regex> = OnceLock::new();
-    static INSTR: OnceLock<Regex> = OnceLock::new();
-    // A preference about how to answer is guidance for the assistant.
-    static HOW_TO_ANSWER: OnceLock<Regex> = OnceLock::new();
-    static PAST: OnceLock<Regex> = OnceLock::new();
-    static POLICY: OnceLock<Regex> = OnceLock::new();
-    static DOING: OnceLock<Regex> = OnceLock::new();
     let lower = body.to_lowercase();
     let tokens = text::tokens(&lower);
-    let mut opening = tokens.iter().map(String::as_str).skip_while(|w| LEAD_INS.contains(w));
+    if is_task(&lower, &tokens) {
+        MemoryType::Task
+    } else if is_instruction(&lower, &tokens) {
+        MemoryType::Instruction
+    } else if is_event(&lower, dated) {
+        MemoryType::Event
+    } else {
+        MemoryType::Fact
+    }
+}
+
+/// The words of a text ([`text::tokens`]) after its lead-ins.
+fn opening(tokens: &[String]) -> impl Iterator<Item = &str> {
+    tokens.iter().map(String::as_str).skip_while(|w| LEAD_INS.contains(w))
+}
+
+/// Work under way or still to do.
+fn is_task(lower: &str, tokens: &[String]) -> bool {
+    static TASK: OnceLock<Regex> = OnceLock::new();
+    static DOING: OnceLock<Regex> = OnceLock::new();
+    let mut opening = opening(tokens);
     let first = opening.next();
     // A note of work under way or still to do, with no one named doing it
     // ("Investigating the 500 errors", "Need to update the README"): a
@@ -106,49 +119,55 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
     // the work, not that it is under way).
     let a_note = !tokens.iter().any(|w| FINITE_VERBS.contains(&w.as_str()));
     if a_note && (first.is_some_and(|w| WORK_UNDER_WAY.contains(&w)) || (first == Some("need") && opening.next() == Some("to"))) {
-        return MemoryType::Task;
+        return true;
     }
     // The speaker's own work under way ("I'm investigating the 500
-    // errors", "We are still debugging the login flow"): a task.
-    if text::holds_any(&lower, WORK_UNDER_WAY)
-        && re(&DOING, &format!(r"\b(i['’]m|i am|we['’]re|we are)( still| currently| now)? ({})\b", WORK_UNDER_WAY.join("|"))).is_match(&lower)
+    // errors", "We are still debugging the login flow").
+    if text::holds_any(lower, WORK_UNDER_WAY)
+        && re(&DOING, &format!(r"\b(i['’]m|i am|we['’]re|we are)( still| currently| now)? ({})\b", WORK_UNDER_WAY.join("|"))).is_match(lower)
     {
-        return MemoryType::Task;
+        return true;
     }
     // Each pattern is tried only when the text holds a word every match
     // of it holds (text::holds_any): most statements compile none.
     let task = ["working on", "todo", "to-do", "next i", "need to", "going to", "in progress", "currently"];
-    if text::holds_any(&lower, &task)
+    text::holds_any(lower, &task)
         && re(&TASK, r"\b(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))\b")
-            .is_match(&lower)
-    {
-        return MemoryType::Task;
-    }
+            .is_match(lower)
+}
+
+/// How to work: an imperative, a team's rule, a standing instruction, or
+/// a preference about how to answer (guidance for the assistant).
+fn is_instruction(lower: &str, tokens: &[String]) -> bool {
+    static INSTR: OnceLock<Regex> = OnceLock::new();
+    static HOW_TO_ANSWER: OnceLock<Regex> = OnceLock::new();
+    static POLICY: OnceLock<Regex> = OnceLock::new();
     let instruction = ["always", "never", "make sure", "by default", ", run", "must", "from now on", "going forward"];
     // A policy stated of the speaker's own things is a fact about them
     // ("My visa requires approval", "Dogs are not allowed in my building").
-    let policy = text::holds_any(&lower, &["require", "allowed", "forbidden", "prohibited"])
-        && !tokens.iter().any(|w| matches!(w.as_str(), "i" | "my" | "me" | "mine"))
-        && re(&POLICY, POLICY_PATTERN).is_match(&lower);
-    if first.is_some_and(|w| IMPERATIVES.contains(&w))
-        || policy
-        || (text::holds_any(&lower, &instruction)
-            && re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(&lower))
-        || (text::holds_any(&lower, &["prefer", "want", "like", "ask"])
+    let policy = || {
+        text::holds_any(lower, &["require", "allowed", "forbidden", "prohibited"])
+            && !tokens.iter().any(|w| matches!(w.as_str(), "i" | "my" | "me" | "mine"))
+            && re(&POLICY, POLICY_PATTERN).is_match(lower)
+    };
+    opening(tokens).next().is_some_and(|w| IMPERATIVES.contains(&w))
+        || policy()
+        || (text::holds_any(lower, &instruction)
+            && re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(lower))
+        || (text::holds_any(lower, &["prefer", "want", "like", "ask"])
             && re(
                 &HOW_TO_ANSWER,
                 r"\b(prefers?|wants?|likes?|asks? for)\b[^.!?]*\b(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)\b",
             )
-            .is_match(&lower))
-    {
-        return MemoryType::Instruction;
-    }
-    if (dated || lower.contains(" ago") || lower.contains("last ") || names_a_day(&lower))
-        && re(&PAST, r"\b(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)\b").is_match(&lower)
-    {
-        return MemoryType::Event;
-    }
-    MemoryType::Fact
+            .is_match(lower))
+}
+
+/// Something that happened at a time: said in the past, with a date or a
+/// phrase of time.
+fn is_event(lower: &str, dated: bool) -> bool {
+    static PAST: OnceLock<Regex> = OnceLock::new();
+    (dated || lower.contains(" ago") || lower.contains("last ") || names_a_day(lower))
+        && re(&PAST, r"\b(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)\b").is_match(lower)
 }
 
 /// Whether a (lowercased) text names a day of a month ("on April 15",
