@@ -212,11 +212,6 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
             r"(?i)\b(?:(?P<day>the day before yesterday|yesterday|today)|(?P<rel>last|this|past) (?P<unit>week|month|year|weekend)|(?P<n>{n}) (?P<agounit>days?|weeks?|months?) ago|(?:the )?(?:last|past) (?P<m>{n}) (?P<spanunit>days|weeks|months))\b"
         ),
     );
-    let days = |k: i64| reference.checked_sub_signed(chrono::Duration::days(k));
-    let months_back = |k: u32| reference.with_day(1).and_then(|d| d.checked_sub_months(chrono::Months::new(k)));
-    let month_end = |first: NaiveDate| first.checked_add_months(chrono::Months::new(1)).and_then(|d| d.pred_opt());
-    let monday = days(i64::from(reference.weekday().num_days_from_monday()));
-    let slack = chrono::Duration::days(DATE_SLACK_DAYS);
     let mut out = Vec::new();
     for c in rx.captures_iter(text) {
         // "1,000 days ago" is no "000 days ago".
@@ -225,53 +220,75 @@ pub fn relative_periods(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, Nai
             continue;
         }
         let lower = |i: &str| c.name(i).map_or(String::new(), |m| m.as_str().to_ascii_lowercase());
-        let period = if let Some(day) = c.name("day") {
-            let back = match day.as_str().to_ascii_lowercase().as_str() {
-                "today" => 0,
-                "yesterday" => 1,
-                _ => 2,
-            };
-            days(back).map(|d| (d, d))
+        let number = |i: &str| c.name(i).and_then(|m| crate::core::dates::number(m.as_str()));
+        let period = if c.name("day").is_some() {
+            named_day(reference, &lower("day"))
         } else if c.name("rel").is_some() {
-            let this = lower("rel") == "this";
-            let past = lower("rel") == "past";
-            match lower("unit").as_str() {
-                // "the past week": the seven days up to the reference.
-                "week" if past => days(7).map(|d| (d, reference)),
-                "month" if past => reference.checked_sub_months(chrono::Months::new(1)).map(|d| (d, reference)),
-                "year" if past => reference.checked_sub_months(chrono::Months::new(12)).map(|d| (d, reference)),
-                "week" if this => monday.map(|m| (m, reference)),
-                "week" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(7))?, m.pred_opt()?))),
-                // This week's Saturday and Sunday.
-                "weekend" if this => {
-                    monday.and_then(|m| Some((m.checked_add_signed(chrono::Duration::days(5))?, m.checked_add_signed(chrono::Duration::days(6))?)))
-                }
-                "weekend" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(2))?, m.pred_opt()?))),
-                "month" if this => reference.with_day(1).map(|f| (f, reference)),
-                "month" => months_back(1).and_then(|f| Some((f, month_end(f)?))),
-                "year" if this => reference.with_ordinal(1).map(|f| (f, reference)),
-                _ => reference.year().checked_sub(1).and_then(|y| Some((NaiveDate::from_ymd_opt(y, 1, 1)?, NaiveDate::from_ymd_opt(y, 12, 31)?))),
-            }
-        } else if let Some(k) = c.name("n").and_then(|m| crate::core::dates::number(m.as_str())) {
-            let at = match lower("agounit").trim_end_matches('s') {
-                "day" => days(k),
-                "week" => k.checked_mul(7).and_then(days),
-                _ => u32::try_from(k).ok().and_then(|k| reference.checked_sub_months(chrono::Months::new(k))),
-            };
-            at.and_then(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?)))
-        } else if let Some(k) = c.name("m").and_then(|m| crate::core::dates::number(m.as_str())) {
-            let from = match lower("spanunit").as_str() {
-                "days" => days(k),
-                "weeks" => k.checked_mul(7).and_then(days),
-                _ => u32::try_from(k).ok().and_then(|k| reference.checked_sub_months(chrono::Months::new(k))),
-            };
-            from.map(|f| (f, reference))
+            calendar_unit(reference, &lower("rel"), &lower("unit"))
+        } else if let Some(k) = number("n") {
+            units_ago(reference, k, &lower("agounit"))
+        } else if let Some(k) = number("m") {
+            units_back(reference, k, &lower("spanunit")).map(|from| (from, reference))
         } else {
             None
         };
         out.extend(period);
     }
     out
+}
+
+/// `reference` moved back `k` days.
+fn days_back(reference: NaiveDate, k: i64) -> Option<NaiveDate> {
+    reference.checked_sub_signed(chrono::Duration::days(k))
+}
+
+/// "today", "yesterday", "the day before yesterday".
+fn named_day(reference: NaiveDate, day: &str) -> Option<(NaiveDate, NaiveDate)> {
+    let back = match day {
+        "today" => 0,
+        "yesterday" => 1,
+        _ => 2,
+    };
+    days_back(reference, back).map(|d| (d, d))
+}
+
+/// "last/this/past week|month|year|weekend" (weeks run Monday to Sunday;
+/// "the past week" is the seven days up to `reference`).
+fn calendar_unit(reference: NaiveDate, rel: &str, unit: &str) -> Option<(NaiveDate, NaiveDate)> {
+    let (this, past) = (rel == "this", rel == "past");
+    let monday = days_back(reference, i64::from(reference.weekday().num_days_from_monday()));
+    let month_end = |first: NaiveDate| first.checked_add_months(chrono::Months::new(1)).and_then(|d| d.pred_opt());
+    match unit {
+        "week" if past => days_back(reference, 7).map(|d| (d, reference)),
+        "month" if past => reference.checked_sub_months(chrono::Months::new(1)).map(|d| (d, reference)),
+        "year" if past => reference.checked_sub_months(chrono::Months::new(12)).map(|d| (d, reference)),
+        "week" if this => monday.map(|m| (m, reference)),
+        "week" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(7))?, m.pred_opt()?))),
+        // This week's Saturday and Sunday.
+        "weekend" if this => monday.and_then(|m| Some((m.checked_add_signed(chrono::Duration::days(5))?, m.checked_add_signed(chrono::Duration::days(6))?))),
+        "weekend" => monday.and_then(|m| Some((m.checked_sub_signed(chrono::Duration::days(2))?, m.pred_opt()?))),
+        "month" if this => reference.with_day(1).map(|f| (f, reference)),
+        "month" => reference.with_day(1).and_then(|d| d.checked_sub_months(chrono::Months::new(1))).and_then(|f| Some((f, month_end(f)?))),
+        "year" if this => reference.with_ordinal(1).map(|f| (f, reference)),
+        _ => reference.year().checked_sub(1).and_then(|y| Some((NaiveDate::from_ymd_opt(y, 1, 1)?, NaiveDate::from_ymd_opt(y, 12, 31)?))),
+    }
+}
+
+/// "3 days ago": the day `k` units back, widened by [`DATE_SLACK_DAYS`].
+fn units_ago(reference: NaiveDate, k: i64, unit: &str) -> Option<(NaiveDate, NaiveDate)> {
+    let slack = chrono::Duration::days(DATE_SLACK_DAYS);
+    let at = units_back(reference, k, unit)?;
+    Some((at.checked_sub_signed(slack)?, at.checked_add_signed(slack)?))
+}
+
+/// `reference` moved back `k` days, weeks or months (`unit`, singular or
+/// plural).
+fn units_back(reference: NaiveDate, k: i64, unit: &str) -> Option<NaiveDate> {
+    match unit.trim_end_matches('s') {
+        "day" => days_back(reference, k),
+        "week" => days_back(reference, k.checked_mul(7)?),
+        _ => reference.checked_sub_months(chrono::Months::new(u32::try_from(k).ok()?)),
+    }
 }
 
 /// Words that place a statement in time.

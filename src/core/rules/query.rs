@@ -7,15 +7,30 @@ use crate::core::text;
 
 pub fn analyze(query: &str) -> QueryAnalysis {
     let words = text::content_words(query);
-    // The query's own words first, then their synonyms: recall weighs the
-    // additions less than the words the asker chose.
+    let named: Vec<String> = names(query).iter().filter_map(|n| crate::core::text::normalize_key(n)).collect();
+    let subjects = subjects(query, &named);
+    let mut keys = Vec::new();
+    for a in &attributes(query, &words, &named) {
+        for s in &subjects {
+            let k = format!("{s}.{a}");
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    QueryAnalysis { keys, terms: terms(&words), hyde: hyde(query, &words) }
+}
+
+/// The query's own words first, then their synonyms: recall weighs the
+/// additions less than the words the asker chose.
+fn terms(words: &[String]) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
-    for w in &words {
+    for w in words {
         if !terms.contains(w) {
             terms.push(w.clone());
         }
     }
-    for w in &words {
+    for w in words {
         // By the word and its base forms ("kids" finds the group of "kid").
         let forms = base_forms(w);
         for s in forms.iter().flat_map(|f| lexicon::synonyms(f)) {
@@ -24,11 +39,14 @@ pub fn analyze(query: &str) -> QueryAnalysis {
             }
         }
     }
-    // Keys: subject candidates x attribute candidates. Subjects: people
-    // the query names, the user when it speaks of the user or in the
-    // first person, then the defaults.
+    terms
+}
+
+/// The subjects of the keys a query may ask for: the user when it speaks
+/// of the user or in the first person, the people it names, then the
+/// defaults (the user, the project).
+fn subjects(query: &str, named: &[String]) -> Vec<String> {
     let tokens = text::tokens(query);
-    let named: Vec<String> = names(query).iter().filter_map(|n| crate::core::text::normalize_key(n)).collect();
     let mut subjects: Vec<String> = Vec::new();
     let first_person = tokens.iter().any(|t| matches!(t.as_str(), "user" | "i" | "me" | "my" | "mine" | "myself"));
     if first_person {
@@ -39,15 +57,19 @@ pub fn analyze(query: &str) -> QueryAnalysis {
     subjects.push("project".into());
     let mut seen = std::collections::HashSet::new();
     subjects.retain(|s| seen.insert(s.clone()));
-    // Attributes: a known category, else the first content words that are
-    // not names nor the verb of preference.
+    subjects
+}
+
+/// The attributes of the keys a query may ask for: a known category,
+/// else the first content words that are not names nor the verb of
+/// preference. (Stored keys take a statement's first two content words,
+/// which may include the preference word: "My favorite dessert" is
+/// `favorite_dessert`; both spellings are tried.)
+fn attributes(query: &str, words: &[String], named: &[String]) -> Vec<String> {
     let mut attrs: Vec<String> = Vec::new();
     if let Some(a) = lexicon::attribute_named(query).or_else(|| lexicon::category_of(query)) {
         attrs.push(a.to_string());
     }
-    // (Stored keys take a statement's first two content words, which may
-    // include the preference word: "My favorite dessert" is
-    // `favorite_dessert`; both spellings are tried.)
     let all: Vec<&String> = words.iter().filter(|w| !named.contains(w) && w.as_str() != "user").collect();
     let nouns: Vec<&String> = all.iter().copied().filter(|w| !lexicon::synonyms(w).contains(&"use")).collect();
     for pick in [&nouns, &all] {
@@ -60,16 +82,7 @@ pub fn analyze(query: &str) -> QueryAnalysis {
     }
     let mut seen = std::collections::HashSet::new();
     attrs.retain(|a| seen.insert(a.clone()));
-    let mut keys = Vec::new();
-    for a in &attrs {
-        for s in &subjects {
-            let k = format!("{s}.{a}");
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
-    QueryAnalysis { keys, terms, hyde: hyde(query, &words) }
+    attrs
 }
 
 /// A word and the forms it may be listed under: its stem and its singular
