@@ -106,19 +106,29 @@ pub fn redact_private(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Where the private span whose opening mark ends at `from` ends (past its
 /// balancing closing mark), or the text's end when it is never closed.
+/// Each mark is found once: the next opening and closing marks are kept
+/// and searched for again only once passed, so a text of thousands of
+/// opening marks and one closing mark is read once, not once a mark.
 fn span_end(lower: &str, from: usize) -> usize {
+    // Offsets within `lower`'s length: their sums cannot overflow.
+    let find = |mark: &str, at: usize| lower.get(at..).and_then(|rest| rest.find(mark)).map(|i| at.saturating_add(i));
     let (mut depth, mut at) = (1usize, from);
+    let (mut open, mut close) = (find(PRIVATE_OPEN, at), find(PRIVATE_CLOSE, at));
     while depth > 0 {
-        let (open, close) = (lower[at..].find(PRIVATE_OPEN), lower[at..].find(PRIVATE_CLOSE));
-        match (open, close) {
-            (_, None) => return lower.len(),
-            (Some(o), Some(c)) if o < c => {
+        let Some(c) = close else { return lower.len() };
+        match open {
+            Some(o) if o < c => {
                 depth = depth.saturating_add(1);
-                at = at.saturating_add(o).saturating_add(PRIVATE_OPEN.len());
+                at = o.saturating_add(PRIVATE_OPEN.len());
+                open = find(PRIVATE_OPEN, at);
             }
-            (_, Some(c)) => {
+            _ => {
                 depth = depth.saturating_sub(1);
-                at = at.saturating_add(c).saturating_add(PRIVATE_CLOSE.len());
+                at = c.saturating_add(PRIVATE_CLOSE.len());
+                close = find(PRIVATE_CLOSE, at);
+                if open.is_some_and(|o| o < at) {
+                    open = find(PRIVATE_OPEN, at);
+                }
             }
         }
     }
@@ -896,6 +906,48 @@ mod tests {
         assert_eq!(redact_private("p <private>a <private>b</private> c</private> d"), "p [private] d");
         assert_eq!(redact_private("p <private>a</private> b </private> d"), "p [private] b </private> d", "a stray closing mark hides nothing");
         assert_eq!(redact_private("<private>a <private>b</private> c"), "[private]", "an unbalanced span runs to the end");
+        let many = format!("keep {}</private> after", "<private>".repeat(3_333));
+        assert_eq!(redact_private(&many), "keep [private]", "3,334 open, one closed: unbalanced to the end");
+    }
+
+    /// The span reader as first written: every closing mark searched for
+    /// again from each mark (quadratic in marks; the reference).
+    fn span_end_by_rescanning(lower: &str, from: usize) -> usize {
+        let (mut depth, mut at) = (1usize, from);
+        while depth > 0 {
+            let (open, close) = (lower[at..].find(PRIVATE_OPEN), lower[at..].find(PRIVATE_CLOSE));
+            match (open, close) {
+                (_, None) => return lower.len(),
+                (Some(o), Some(c)) if o < c => {
+                    depth += 1;
+                    at += o + PRIVATE_OPEN.len();
+                }
+                (_, Some(c)) => {
+                    depth -= 1;
+                    at += c + PRIVATE_CLOSE.len();
+                }
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn test_the_span_reader_ends_every_span_where_rescanning_does() {
+        let pieces = ["<private>", "</private>", "a", " ", "<PRIVATE>", "</pri", "vate>", "é"];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..4_000 {
+            let mut text = String::new();
+            for _ in 0..(seed % 24) {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let lower = text.to_ascii_lowercase();
+            for (from, _) in lower.match_indices(PRIVATE_OPEN) {
+                let from = from + PRIVATE_OPEN.len();
+                assert_eq!(span_end(&lower, from), span_end_by_rescanning(&lower, from), "{text:?} from {from}");
+            }
+        }
         assert!(only_redacted(" [private] [private] ") && !only_redacted("[private] x"));
     }
 
