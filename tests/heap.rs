@@ -46,6 +46,27 @@ impl Backend for Recording {
     }
 }
 
+/// How far the profile object's heap rises over an ingest `body` it is
+/// handed, run as the object runs it; and the body's length.
+fn object_ingest_peak(sql: &NativeSql, body: Vec<u8>) -> (usize, usize) {
+    let body_len = body.len();
+    let incoming = Incoming { method: "POST", path: PATH, query: "", content_type: Some("application/json"), body: &body };
+    let Ok(Route::Profile(mut call)) = rest::route(&incoming) else { panic!("not routed as a profile call") };
+    drop(body);
+    let text = ObjectCall::write(&call.object_name(), call.op.name(), call.take_args(), rest::Asks::unread(call.unread())).unwrap();
+    let decoded = ObjectCall::read(&text).unwrap();
+    drop(text);
+    let start = live();
+    reset_peak();
+    with_profile(sql, APRIL_15, |p| {
+        let call = Call::decode(Op::Ingest, decoded.args).unwrap();
+        let prepared = p.prepare_as(call, false).unwrap();
+        p.admit(&prepared).unwrap();
+        block_on(p.execute_prepared(prepared)).unwrap()
+    });
+    (peak() - start, body_len)
+}
+
 #[test]
 fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and_an_export_a_part_at_a_time() {
     let sql = database();
@@ -83,6 +104,22 @@ fn test_a_large_ingest_is_held_once_on_its_way_and_about_twice_by_the_object_and
     let over = peak() - start;
     assert!(report.contains("\"messagesStored\":100"), "the ingest stored its messages: {}", &report[..200.min(report.len())]);
     assert!(over < body_len * 2, "the object's ingest rose {over} bytes over its {body_len}-byte call (more than two copies)");
+
+    // A call of relative dates to write out ("tonight" becomes "on the
+    // night of 2026-04-16", 3.25 times as long), each message one
+    // statement: a message whose dates written out would pass a message's
+    // limit stays as sent in the transcript, so the object holds three
+    // copies at most (the transcript lines' texts and the memories drawn
+    // from them beside the messages: 3.1 times the call). Written out,
+    // the transcripts and the memories held 10.7 times the call.
+    let tonight: Vec<Value> = (0..MESSAGES)
+        .map(
+            |i| json!({ "role": "user", "content": format!("{i} {}", "tonight ".repeat(heap::INGEST_MESSAGE_BYTES / 9)), "timestamp": "2026-04-16T10:00:00Z" }),
+        )
+        .collect();
+    let dated = serde_json::to_vec(&json!({ "messages": tonight, "sessionId": "s-tonight" })).unwrap();
+    let (over, dated_len) = object_ingest_peak(&sql, dated);
+    assert!(over < dated_len * 4, "an ingest of dates to write out rose {over} bytes over its {dated_len}-byte call (more than three copies)");
 
     // The Worker envelopes the report (this route answers it) by moving it
     // between the envelope's head and tail, which it sends as they are:

@@ -1424,6 +1424,29 @@ fn test_a_moved_memory_goes_to_the_remaining_message_said_first() {
     });
 }
 
+/// A moved memory keeps the day its words name ("on April 2, 2026"),
+/// however it names it; one whose words name none takes the day its new
+/// message was said.
+#[test]
+fn test_a_moved_memory_keeps_the_day_its_words_name() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (content, named) in [("I deployed the billing service to production on April 2, 2026.", Some("2026-04-02")), (DEBIAN, None)] {
+            for (s, at) in [("a", "2026-04-03T09:00:00.000Z"), ("b", "2026-04-10T09:00:00.000Z")] {
+                let messages = vec![MessageInput { role: "user".into(), content: content.into(), timestamp: Some(at.into()) }];
+                let session = format!("{s}-{}", named.unwrap_or("none"));
+                block_on(p.ingest(IngestRequest { messages, session_id: Some(session), metadata: Default::default() })).unwrap();
+            }
+            let memory = p.list(ListRequest::default()).unwrap().memories.into_iter().find(|m| m.content.contains(&content[..12])).unwrap();
+            p.delete_session(&format!("a-{}", named.unwrap_or("none"))).unwrap();
+            let moved = p.get(&memory.id).unwrap().memory;
+            assert_eq!(moved.session_id, format!("b-{}", named.unwrap_or("none")));
+            assert_eq!(memory.event_date.as_deref(), Some(named.unwrap_or("2026-04-03")), "{content}");
+            assert_eq!(moved.event_date.as_deref(), Some(named.unwrap_or("2026-04-10")), "{content}");
+        }
+    });
+}
+
 /// Deleting a memory by id deletes it however many sessions said it: the
 /// caller asked for that memory to go.
 #[test]

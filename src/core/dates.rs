@@ -214,6 +214,15 @@ pub fn resolve(text: &str, anchor: NaiveDate) -> String {
         .into_owned()
 }
 
+/// [`resolve`], unless writing the dates out would take the text past
+/// `limit` bytes: then the text as written. A date written out is longer
+/// than its phrase ("tonight" becomes "on the night of 2026-04-16"), so a
+/// message of thousands of them would triple; held within the limit it
+/// was checked against, no text a call holds grows past what was sent.
+pub fn resolve_within(text: &str, anchor: NaiveDate, limit: usize) -> String {
+    Some(resolve(text, anchor)).filter(|r| r.len() <= limit).unwrap_or_else(|| text.to_string())
+}
+
 /// `text` with the absolute dates resolution writes (`YYYY-MM-DD`, "March
 /// 2024") each set to `#`, and in lowercase: two statements equal so say
 /// the same thing apart from when it was said ("remember details a few
@@ -308,6 +317,15 @@ mod tests {
         assert_eq!(undated("Planned for March 2024 and 2023-04-01."), "planned for # and #.");
         assert_ne!(undated("The refund reference is RF-286359."), undated("The refund reference is RF-152866."));
         assert_ne!(undated("Your card ending in 1258."), undated("Your card ending in 8821."));
+    }
+
+    #[test]
+    fn test_dates_are_written_out_within_a_limit_or_not_at_all() {
+        let said = d("2026-04-16");
+        assert_eq!(resolve_within("I left tonight.", said, 64), "I left on the night of 2026-04-16.");
+        let many = "tonight ".repeat(100);
+        assert!(resolve(&many, said).len() > 3 * many.len());
+        assert_eq!(resolve_within(&many, said, many.len() * 2), many, "past the limit: as written");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub async fn run(p: &Profile<'_>, req: RememberRequest) -> Result<Memory> {
     // limit it was checked against: then as sent (import, and an export's
     // round trip, hold every memory to that limit).
     let sent = req.content.trim();
-    let content = Some(dates::resolve(sent, today)).filter(|c| c.len() <= crate::core::api::MAX_MESSAGE_BYTES).unwrap_or_else(|| sent.to_string());
+    let content = dates::resolve_within(sent, today, crate::core::api::MAX_MESSAGE_BYTES);
     let transcript = Transcript {
         session_id: session_id.clone(),
         lines: vec![Line {

@@ -1,13 +1,16 @@
 //! Rendering messages as a transcript: role labels, dates, line indices,
 //! relative dates resolved to absolute ones.
 
+use crate::core::api::MAX_MESSAGE_BYTES;
 use crate::core::dates;
 use crate::core::model::Message;
 use crate::core::provider::{Line, Transcript};
 use std::rc::Rc;
 
 /// Every message of a call as a transcript line, its relative dates
-/// resolved against its own date (its timestamp, else `session_date`).
+/// resolved against its own date (its timestamp, else `session_date`),
+/// unless that would take it past a message's limit
+/// ([`dates::resolve_within`]).
 /// Made once per call: the transcripts of overlapping chunks and windows
 /// share the lines' texts rather than each holding a copy (a call may
 /// carry 16 MB of text, and a message sits in up to three transcripts).
@@ -25,7 +28,7 @@ pub fn lines(messages: &[Message], session_date: Option<&str>) -> Vec<Line> {
                 role: m.role.clone(),
                 date: anchor.map(|d| d.format("%Y-%m-%d").to_string()),
                 text: match anchor {
-                    Some(d) => Rc::from(dates::resolve(&m.content, d)),
+                    Some(d) => Rc::from(dates::resolve_within(&m.content, d, MAX_MESSAGE_BYTES)),
                     None => Rc::from(m.content.as_str()),
                 },
             }

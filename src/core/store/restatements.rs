@@ -149,10 +149,10 @@ impl<'a> Store<'a> {
             // A memory whose words name no date took its event date from
             // when its message was said: now this one's.
             let memory = self.get_memory(id)?.ok_or_else(|| Error::storage("a restated memory that is not stored"))?;
-            let said_on = crate::core::time::local_date_of(timestamp.as_deref().unwrap_or(stored)).map(|d| d.format("%Y-%m-%d").to_string());
-            let event_date = match crate::core::dates::first_date(&memory.content) {
+            let said_day = crate::core::time::local_date_of(timestamp.as_deref().unwrap_or(stored));
+            let event_date = match crate::core::dates::event_date(&memory.content, said_day) {
                 Some(named) => Some(named),
-                None => memory.event_date.and(said_on),
+                None => memory.event_date.and(said_day.map(|d| d.format("%Y-%m-%d").to_string())),
             };
             self.set_sources(id, std::slice::from_ref(message))?;
             let from = iso(when);
