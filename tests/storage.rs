@@ -1635,6 +1635,27 @@ fn test_migration_20_keys_the_members_of_folds_made_before_it() {
     assert_eq!(held.iter().map(|f| (f.fold, f.key.as_str())).collect::<Vec<_>>(), [(7, "user.favorite_color")]);
 }
 
+/// Version 25 reads word boundaries in `dates::undated` as ASCII does: the
+/// stored digests of texts beyond printable ASCII are cleared, to be read
+/// again where next needed; the others stay.
+#[test]
+fn test_migration_25_clears_the_undated_digests_of_texts_beyond_ascii() {
+    use agent_memory::core::ports::Sql;
+    let sql = support::database_at(24);
+    for (id, content) in [("ascii", "User: I moved on 2026-04-15."), ("accented", "User: Je suis né 2026-04-15."), ("tabbed", "User:\tI moved.")] {
+        sql.execute(
+            "INSERT INTO memories (id, type, key, summary, content, session_id, source_message_ids, search_queries, status, fingerprint, created_at, updated_at, undated_digest) \
+             VALUES (?1, 'fact', 'user.home', ?2, ?2, 's', '[]', '[]', 'active', ?1, 'then', 'then', 'stale')",
+            &[id.into(), content.into()],
+        )
+        .unwrap();
+    }
+    agent_memory::core::schema::migrate(&sql).unwrap();
+    let rows = sql.query("SELECT id, undated_digest FROM memories ORDER BY id", &[]).unwrap();
+    let digests: Vec<(String, Option<String>)> = rows.into_iter().map(|r| (r[0].opt_string().unwrap(), r[1].opt_string())).collect();
+    assert_eq!(digests, [("accented".to_string(), None), ("ascii".to_string(), Some("stale".to_string())), ("tabbed".to_string(), None)]);
+}
+
 /// A fold as a build before schema 20 records one (consolidation `id`):
 /// two statements of one message, one keyed, folded into `f`, its
 /// members indexed without their keys. `prefix` names the memories.

@@ -82,7 +82,7 @@ const FINITE_VERBS: &[&str] =
 /// A team's rule stated as such: something requires approval, review or
 /// sign-off, or is not allowed ("Database migrations require approval
 /// before execution"): an instruction.
-const POLICY_PATTERN: &str = r"\b(requires? (approval|review|sign-off|permission)|(is|are) not allowed|(is|are) (forbidden|prohibited))\b";
+const POLICY_PATTERN: &str = r"(?-u:\b)(requires? (approval|review|sign-off|permission)|(is|are) not allowed|(is|are) (forbidden|prohibited))(?-u:\b)";
 
 /// Leading words skipped when looking for an imperative verb.
 const LEAD_INS: &[&str] = &["and", "but", "so", "also", "please", "then", "actually", "now", "ok", "okay", "well", "oh", "hey", "instead"];
@@ -124,7 +124,7 @@ fn is_task(lower: &str, tokens: &[String]) -> bool {
     // The speaker's own work under way ("I'm investigating the 500
     // errors", "We are still debugging the login flow").
     if text::holds_any(lower, WORK_UNDER_WAY)
-        && re(&DOING, &format!(r"\b(i['’]m|i am|we['’]re|we are)( still| currently| now)? ({})\b", WORK_UNDER_WAY.join("|"))).is_match(lower)
+        && re(&DOING, &format!(r"(?-u:\b)(i['’]m|i am|we['’]re|we are)( still| currently| now)? ({})(?-u:\b)", WORK_UNDER_WAY.join("|"))).is_match(lower)
     {
         return true;
     }
@@ -132,7 +132,7 @@ fn is_task(lower: &str, tokens: &[String]) -> bool {
     // of it holds (text::holds_any): most statements compile none.
     let task = ["working on", "todo", "to-do", "next i", "need to", "going to", "in progress", "currently"];
     text::holds_any(lower, &task)
-        && re(&TASK, r"\b(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))\b")
+        && re(&TASK, r"(?-u:\b)(working on|todo|to-do|next i will|next i'll|i need to|we need to|i'm going to|we're going to|in progress|currently (building|fixing|working|writing))(?-u:\b)")
             .is_match(lower)
 }
 
@@ -153,11 +153,11 @@ fn is_instruction(lower: &str, tokens: &[String]) -> bool {
     opening(tokens).next().is_some_and(|w| IMPERATIVES.contains(&w))
         || policy()
         || (text::holds_any(lower, &instruction)
-            && re(&INSTR, r"\b(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)\b").is_match(lower))
+            && re(&INSTR, r"(?-u:\b)(always|never|make sure|by default|to \w+.*, run|should always|must|from now on|going forward)(?-u:\b)").is_match(lower))
         || (text::holds_any(lower, &["prefer", "want", "like", "ask"])
             && re(
                 &HOW_TO_ANSWER,
-                r"\b(prefers?|wants?|likes?|asks? for)\b[^.!?]*\b(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)\b",
+                r"(?-u:\b)(prefers?|wants?|likes?|asks? for)(?-u:\b)[^.!?]*(?-u:\b)(answers?|responses?|replies|explanations?|tone|formatting|bullet points|code examples?)(?-u:\b)",
             )
             .is_match(lower))
 }
@@ -167,7 +167,7 @@ fn is_instruction(lower: &str, tokens: &[String]) -> bool {
 fn is_event(lower: &str, dated: bool) -> bool {
     static PAST: OnceLock<Regex> = OnceLock::new();
     (dated || lower.contains(" ago") || lower.contains("last ") || names_a_day(lower))
-        && re(&PAST, r"\b(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)\b").is_match(lower)
+        && re(&PAST, r"(?-u:\b)(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)(?-u:\b)").is_match(lower)
 }
 
 /// Whether a (lowercased) text names a day of a month ("on April 15",
@@ -178,7 +178,7 @@ fn names_a_day(lower: &str) -> bool {
         return false;
     }
     let months = crate::core::dates::MONTHS;
-    re(&DAY, &format!(r"\b(?:(?:{months})\.? \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{months}))\b")).is_match(lower)
+    re(&DAY, &format!(r"(?-u:\b)(?:(?:{months})\.? \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{months}))(?-u:\b)")).is_match(lower)
 }
 
 /// Words that open a sentence without naming who it is about.
