@@ -1213,6 +1213,33 @@ fn test_import_of_a_restatement_naming_what_neither_the_file_nor_the_profile_hol
     assert!(e.message().contains("at"), "{e}");
 }
 
+/// A file whose messages each name a deep repeat of other words (the
+/// 9,999th saying of each) would cost an import 10,000 hashes a record:
+/// past [`Repeats::MAX_HASHED`] for the file, it is refused and nothing is
+/// written. One record at such a depth still imports.
+///
+/// [`Repeats::MAX_HASHED`]: agent_memory::core::ids::Repeats::MAX_HASHED
+#[test]
+fn test_an_import_naming_deep_repeats_of_many_words_is_refused_past_its_hashing_budget() {
+    use agent_memory::core::ids::{repeated_message_id, Repeats};
+    let deep = |i: usize| {
+        let content = format!("Word number {i} said again and again.");
+        let id = repeated_message_id("s1", "user", &content, 9_999);
+        json!({ "kind": "message", "id": id, "sessionId": "s1", "role": "user", "content": content, "position": i, "createdAt": "2026-01-01T00:00:00.000Z" })
+            .to_string()
+    };
+    let records = Repeats::MAX_HASHED / 10_000 + 1;
+    let mut lines = vec![header()];
+    lines.extend((0..records).map(deep));
+    let e = refused(&file(&lines));
+    assert!(e.message().contains("past what an import checks"), "{e}");
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let report = p.import(&file(&[header(), deep(0)])).unwrap();
+        assert_eq!(report.messages, 1);
+    });
+}
+
 /// A memory deleted by id leaves, on the message that said it again, its
 /// fingerprint (a `withheld` record): the export carries it and an import
 /// writes it back, so the imported profile's retries do not store the

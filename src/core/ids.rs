@@ -10,6 +10,7 @@
 //!   creation time, after every id of the earlier form (32 hex digits: 12
 //!   of milliseconds, 20 of the same derivation), which stay valid.
 
+use crate::core::error::{Error, Result};
 use sha2::{Digest, Sha256};
 
 /// The content-addressed id of a message (32 hex characters).
@@ -117,45 +118,78 @@ pub struct Repeats {
     /// far, each with its number.
     known: std::collections::HashMap<String, std::collections::HashMap<String, usize>>,
     kept: usize,
+    /// Repeat ids hashed for the file so far ([`Repeats::MAX_HASHED`]).
+    hashed: usize,
 }
 
 impl Repeats {
     /// Which repeat `id` is of a message with these fields, trying at most
-    /// `max_repeats`; `None` when it is none.
-    pub fn of(&mut self, id: &str, session_id: &str, role: &str, content: &str, max_repeats: usize) -> Option<usize> {
+    /// `max_repeats`; `Ok(None)` when it is none. An error once the file
+    /// has had [`Repeats::MAX_HASHED`] ids hashed.
+    pub fn of(&mut self, id: &str, session_id: &str, role: &str, content: &str, max_repeats: usize) -> Result<Option<usize>> {
         let digest = message_digest(session_id, role, content);
-        let first = repeat_id(digest.clone(), 0);
+        let first = Self::hash(&mut self.hashed, &digest, 0)?;
         if first == id {
-            return Some(0);
+            return Ok(Some(0));
         }
         if self.kept >= Self::MAX_KEPT && !self.known.contains_key(&first) {
-            return find_repeat(&digest, id, 1..max_repeats);
+            return Self::find(&mut self.hashed, &digest, id, 1..max_repeats);
         }
-        let kept = &mut self.kept;
+        let (kept, hashed) = (&mut self.kept, &mut self.hashed);
         let later = self.known.entry(first).or_default();
         if let Some(&n) = later.get(id) {
-            return Some(n);
+            return Ok(Some(n));
         }
         // Numbers 1..=len are hashed already.
         for n in later.len().saturating_add(1)..max_repeats {
-            let r = repeat_id(digest.clone(), n);
+            let r = Self::hash(hashed, &digest, n)?;
             if r == id {
                 later.insert(r, n);
                 *kept = kept.saturating_add(1);
-                return Some(n);
+                return Ok(Some(n));
             }
             if *kept >= Self::MAX_KEPT {
                 // Full: the rest of this search is not kept.
-                return find_repeat(&digest, id, n.saturating_add(1)..max_repeats);
+                return Self::find(hashed, &digest, id, n.saturating_add(1)..max_repeats);
             }
             later.insert(r, n);
             *kept = kept.saturating_add(1);
         }
-        None
+        Ok(None)
+    }
+
+    /// [`repeat_id`] `n` of `digest`, counted in `hashed` against
+    /// [`Repeats::MAX_HASHED`].
+    fn hash(hashed: &mut usize, digest: &Sha256, n: usize) -> Result<String> {
+        if *hashed >= Self::MAX_HASHED {
+            return Err(Error::invalid(format!(
+                "the file's message ids name repeats of their words past what an import checks ({} ids hashed; a repeat is a message's n-th saying of the same words in its session)",
+                Self::MAX_HASHED
+            )));
+        }
+        *hashed = hashed.saturating_add(1);
+        Ok(repeat_id(digest.clone(), n))
+    }
+
+    /// The repeat in `range` whose id is `id`, hashed afresh.
+    fn find(hashed: &mut usize, digest: &Sha256, id: &str, range: std::ops::Range<usize>) -> Result<Option<usize>> {
+        for n in range {
+            if Self::hash(hashed, digest, n)? == id {
+                return Ok(Some(n));
+            }
+        }
+        Ok(None)
     }
 
     /// Most repeat ids kept for one file (about 2 MB).
     pub const MAX_KEPT: usize = 20_000;
+
+    /// Most repeat ids hashed for one file (the first of each message's
+    /// words included): a file's message naming its words' 9,999th repeat
+    /// costs 10,000 hashes, and thousands of such records, each of other
+    /// words, would take minutes; an export's messages are nearly all
+    /// their words' first saying.
+    pub const MAX_HASHED: usize = 1_000_000;
 }
 
 /// A stable fingerprint of a memory's meaning and scope: type, normalized
@@ -272,17 +306,17 @@ mod tests {
         let mut r = Repeats::default();
         for n in [0, 5, 3, 40, 5, 0] {
             let id = repeated_message_id("s", "user", "ok", n);
-            assert_eq!(r.of(&id, "s", "user", "ok", 100), Some(n));
+            assert_eq!(r.of(&id, "s", "user", "ok", 100).unwrap(), Some(n));
             assert_eq!(repeat_of(&id, "s", "user", "ok", 100), Some(n));
         }
-        assert_eq!(r.of(&repeated_message_id("s", "user", "ok", 150), "s", "user", "ok", 100), None);
-        assert_eq!(r.of(&message_id("s", "user", "no"), "s", "user", "ok", 100), None);
+        assert_eq!(r.of(&repeated_message_id("s", "user", "ok", 150), "s", "user", "ok", 100).unwrap(), None);
+        assert_eq!(r.of(&message_id("s", "user", "no"), "s", "user", "ok", 100).unwrap(), None);
         // A file of many words asked at their last repeat keeps at most MAX_KEPT ids.
         let mut r = Repeats::default();
         for w in 0..5 {
             let content = format!("word {w}");
             let id = repeated_message_id("s", "user", &content, 9_000);
-            assert_eq!(r.of(&id, "s", "user", &content, 10_000), Some(9_000));
+            assert_eq!(r.of(&id, "s", "user", &content, 10_000).unwrap(), Some(9_000));
         }
         assert!(r.kept <= Repeats::MAX_KEPT && r.known.values().map(|m| m.len()).sum::<usize>() <= Repeats::MAX_KEPT);
         assert_eq!(repeat_ids("s", "user", "ok", 3..5), vec![(3, repeated_message_id("s", "user", "ok", 3)), (4, repeated_message_id("s", "user", "ok", 4))]);

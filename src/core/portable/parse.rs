@@ -483,7 +483,7 @@ fn checked_message(mut m: Message, renamed: &mut HashMap<String, String>, repeat
     }
     crate::core::filter::validate_metadata("metadata", &m.metadata)?;
     let repeat = repeats
-        .of(&m.id, &m.session_id, &m.role, &m.content, crate::core::ingest::identify::MAX_REPEATS)
+        .of(&m.id, &m.session_id, &m.role, &m.content, crate::core::ingest::identify::MAX_REPEATS)?
         .ok_or_else(|| Error::invalid("message id does not match its content"))?;
     let (content, role) = (api::redact_private(&m.content), api::redact_private(&m.role));
     if matches!(content, Cow::Owned(_)) || matches!(role, Cow::Owned(_)) {
