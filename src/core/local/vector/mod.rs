@@ -172,11 +172,7 @@ impl VectorIndex for CachedVectorIndex<'_> {
 #[cfg(test)]
 mod tests {
     use super::code::*;
-    use super::lean::*;
     use super::packed::*;
-    use super::rows::*;
-    use super::snapshot::*;
-    use super::*;
 
     #[test]
     fn test_code_round_trips_and_rejects_the_old_format() {
