@@ -15,6 +15,8 @@
 //      PEAKS_PROSE_MESSAGES (default 500) of prose, every sentence a
 //      statement and so a candidate of the local rule-based extraction
 //      (at most 32 a message are kept: ingest::extract);
+//   1e. the same count of messages of relative dates to write out
+//      ("tonight", 30 KB each);
 //   1d. PEAKS_CONCURRENT (default 4) such ingests at once, a profile each;
 //   2. exports of that profile, after its first ingest and once filled by
 //      PEAKS_SOURCE_INGESTS (default 4) such ingests (~64 MiB of text);
@@ -221,6 +223,24 @@ async function main() {
         }),
       );
     }
+    // 1e. An ingest at the limits whose every message is relative dates
+    // to write out ("tonight" becomes "on the night of 2026-04-16", 3.25
+    // times as long): a message whose dates written out would pass a
+    // message's limit is kept as sent (dates::resolve_within; written
+    // out, the Wasm memory reached 176 MB, past the isolate's 128 MB).
+    rows.push(
+      await measure(persistDir, `ingest ${MESSAGES_PER_INGEST} x 30 KB of "tonight" (relative dates)`, "dated", async (rt, row) => {
+        const messages = Array.from({ length: MESSAGES_PER_INGEST }, (_, i) => ({
+          role: "user",
+          content: `${i} ${"tonight ".repeat(3750)}`,
+          timestamp: "2026-04-16T10:00:00Z",
+        }));
+        const body = JSON.stringify({ messages, sessionId: "dated" });
+        row.bytes = Buffer.byteLength(body);
+        const r = await rt.json("dated", "POST", "/ingest", body);
+        row.case += ` (${r.memoriesStored} memories)`;
+      }),
+    );
     // 1c. Both over the published routes: the same work, but the caller
     // reads no result (null), so the report of every memory stored is
     // never written.
