@@ -272,17 +272,21 @@ const CAPITALIZED_MONTHS: &str =
 /// text was said on; without an anchor it is not read. `None` when the
 /// text names no day ("in May", "last year" name none).
 pub fn event_date(text: &str, anchor: Option<NaiveDate>) -> Option<String> {
+    days_named(text, anchor).next()
+}
+
+/// Every day of the calendar `text` names, in order, as [`event_date`]
+/// reads them (`YYYY-MM-DD`).
+pub fn days_named(text: &str, anchor: Option<NaiveDate>) -> impl Iterator<Item = String> + '_ {
     static RE: OnceLock<Regex> = OnceLock::new();
-    if !text.contains('-') && !may_name_a_month(&case_folded(text)) {
-        return None;
-    }
+    let may_name_one = text.contains('-') || may_name_a_month(&case_folded(text));
     let re = crate::core::text::constant_regex(
         &RE,
         &format!(
-            r"(?-u:\b)(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})|(?P<m1>{CAPITALIZED_MONTHS})\.? (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?-u:\b)(?:,? (?P<y1>\d{{4}})(?-u:\b))?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<m2>{CAPITALIZED_MONTHS})(?-u:\b)\.?(?:,? (?P<y2>\d{{4}})(?-u:\b))?)"
+            r"(?-u:\b)(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})(?-u:\b)|(?P<m1>{CAPITALIZED_MONTHS})\.? (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?-u:\b)(?:,? (?P<y1>\d{{4}})(?-u:\b))?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<m2>{CAPITALIZED_MONTHS})(?-u:\b)\.?(?:,? (?P<y2>\d{{4}})(?-u:\b))?)"
         ),
     );
-    re.captures_iter(text).find_map(|c| day_named(&c, anchor)).map(fmt)
+    may_name_one.then(|| re.captures_iter(text).filter_map(move |c| day_named(&c, anchor)).map(fmt)).into_iter().flatten()
 }
 
 /// The day one match of [`event_date`]'s pattern names, if it is one of
@@ -345,6 +349,7 @@ mod tests {
         assert_eq!(event_date("Deployed on April 15.", None), None, "no year, nothing said when");
         assert_eq!(event_date("Paid on February 30, 2026, then on 2026-03-02.", None), Some("2026-03-02".into()), "not a day of the calendar");
         assert_eq!(event_date("Né2026-04-15 à Paris.", None), Some("2026-04-15".into()), "word boundaries read as ASCII");
+        assert_eq!(event_date("Ticket 2026-04-1500 closed.", None), None, "a longer number is no date");
         for undated in ["We may 5x the budget.", "In May we moved.", "Planned for March 2024.", "I march 3 miles a day.", "Version 2026-beta"] {
             assert_eq!(event_date(undated, said), None, "{undated}");
         }

@@ -110,14 +110,21 @@ pub fn repeat_ids(session_id: &str, role: &str, content: &str, range: std::ops::
 /// [`repeat_of`] for many ids: each words' repeats are hashed once, however
 /// many of its ids are asked (an import of a long session's thousand
 /// "ok"s hashes a thousand ids, not half a million), up to
-/// [`Repeats::MAX_KEPT`] ids kept for the whole file; past that, each is
-/// hashed afresh (a file cannot make it hold more).
+/// [`Repeats::MAX_KEPT`] ids kept for one session at a time (a file lists
+/// its messages session by session; the ids kept are dropped when the
+/// session changes); past that, each is hashed afresh (a file cannot make
+/// it hold more), and at most [`Repeats::MAX_HASHED`] are hashed for the
+/// file.
 #[derive(Default)]
 pub struct Repeats {
     /// By the first id of some words: the later repeats' ids hashed so
     /// far, each with its number.
     known: std::collections::HashMap<String, std::collections::HashMap<String, usize>>,
     kept: usize,
+    /// The session `known` holds repeats of: a message's id names its
+    /// session, so another session's repeats never match, and an export
+    /// lists its messages session by session.
+    session: String,
     /// Repeat ids hashed for the file so far ([`Repeats::MAX_HASHED`]).
     hashed: usize,
 }
@@ -127,6 +134,11 @@ impl Repeats {
     /// `max_repeats`; `Ok(None)` when it is none. An error once the file
     /// has had [`Repeats::MAX_HASHED`] ids hashed.
     pub fn of(&mut self, id: &str, session_id: &str, role: &str, content: &str, max_repeats: usize) -> Result<Option<usize>> {
+        if self.session != session_id {
+            self.known.clear();
+            self.kept = 0;
+            self.session = session_id.to_string();
+        }
         let digest = message_digest(session_id, role, content);
         let first = Self::hash(&mut self.hashed, &digest, 0)?;
         if first == id {
@@ -144,8 +156,10 @@ impl Repeats {
         for n in later.len().saturating_add(1)..max_repeats {
             let r = Self::hash(hashed, &digest, n)?;
             if r == id {
-                later.insert(r, n);
-                *kept = kept.saturating_add(1);
+                if *kept < Self::MAX_KEPT {
+                    later.insert(r, n);
+                    *kept = kept.saturating_add(1);
+                }
                 return Ok(Some(n));
             }
             if *kept >= Self::MAX_KEPT {
@@ -320,6 +334,43 @@ mod tests {
         }
         assert!(r.kept <= Repeats::MAX_KEPT && r.known.values().map(|m| m.len()).sum::<usize>() <= Repeats::MAX_KEPT);
         assert_eq!(repeat_ids("s", "user", "ok", 3..5), vec![(3, repeated_message_id("s", "user", "ok", 3)), (4, repeated_message_id("s", "user", "ok", 4))]);
+    }
+
+    /// An export of 400 sessions each saying "ok" 100 times (40,000
+    /// records, about 7 MB) checks each id with a hash or two: the ids
+    /// kept are one session's.
+    #[test]
+    fn test_repeats_in_session_order_cost_a_hash_or_two_each() {
+        let mut r = Repeats::default();
+        for s in 0..400 {
+            let session = format!("s{s}");
+            for n in 0..100 {
+                let id = repeated_message_id(&session, "user", "ok", n);
+                assert_eq!(r.of(&id, &session, "user", "ok", 10_000).unwrap(), Some(n), "{session} repeat {n}");
+            }
+        }
+        assert!(r.hashed <= 2 * 40_000, "{} hashes for 40,000 records", r.hashed);
+    }
+
+    /// However a file's repeats come, no more than MAX_KEPT ids are kept,
+    /// and ids hashed past MAX_HASHED refuse the file.
+    #[test]
+    fn test_repeats_keep_at_most_max_kept_and_hash_at_most_max_hashed() {
+        let mut r = Repeats::default();
+        for w in 0..Repeats::MAX_KEPT {
+            let c = format!("w{w}");
+            assert_eq!(r.of(&repeated_message_id("s", "user", &c, 1), "s", "user", &c, 10).unwrap(), Some(1));
+        }
+        for w in 0..2_000 {
+            let c = format!("w{w}");
+            for n in 2..10 {
+                assert_eq!(r.of(&repeated_message_id("s", "user", &c, n), "s", "user", &c, 10).unwrap(), Some(n));
+            }
+        }
+        assert!(r.kept <= Repeats::MAX_KEPT, "kept {} > MAX_KEPT", r.kept);
+        let mut r = Repeats { hashed: Repeats::MAX_HASHED - 5, ..Repeats::default() };
+        let deep = repeated_message_id("s", "user", "ok", 9);
+        assert!(r.of(&deep, "s", "user", "ok", 10_000).is_err(), "past the budget: refused");
     }
 
     #[test]

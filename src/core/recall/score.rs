@@ -518,7 +518,7 @@ pub fn rank_key_holders(keys: &[&String], holders: &HashMap<String, Vec<String>>
 }
 
 /// Full-text scores of messages, best first, computed once per recall
-
+/// for both full-text channels.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TurnScores {
     /// The best [`RecallScope::channel_depth`] hits on their own, as the

@@ -110,13 +110,10 @@ pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
     static MD: OnceLock<Regex> = OnceLock::new();
     let mut found: Vec<(usize, NaiveDate)> = Vec::new();
     if text.contains('-') {
-        found.extend(iso_dates(re(&ISO, r"(?-u:\b)(\d{4})-(\d{2})-(\d{2})(?-u:\b)"), text));
+        found.extend(iso_dates(re(&ISO, r"\b(\d{4})-(\d{2})-(\d{2})\b"), text));
     }
     if may_name_a_month(&case_folded(text)) {
-        let md = re(
-            &MD,
-            &format!(r"(?i)(?-u:\b)(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))(?-u:\b)(?:,? (\d{{4}}))?"),
-        );
+        let md = re(&MD, &format!(r"(?i)\b(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))\b(?:,? (\d{{4}}))?"));
         found.extend(month_day_dates(md, text, reference));
     }
     found.sort_by_key(|(pos, _)| *pos);
@@ -178,7 +175,7 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
     // A date at the edge of the calendar has no range: it is left out.
     let mut out: Vec<(NaiveDate, NaiveDate)> =
         dates_in(text, reference).into_iter().filter_map(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?))).collect();
-    let months = if may_name_a_month(&case_folded(text)) { Some(re(&MONTH_YEAR, &format!(r"(?i)(?-u:\b)({MONTHS})\.?,? (\d{{4}})(?-u:\b)"))) } else { None };
+    let months = if may_name_a_month(&case_folded(text)) { Some(re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"))) } else { None };
     for c in months.into_iter().flat_map(|my| my.captures_iter(text)) {
         let (Some(m), Ok(y)) = (month_num(group(&c, 1)), group(&c, 2).parse::<i32>()) else { continue };
         let Some(first) = NaiveDate::from_ymd_opt(y, m, 1) else { continue };

@@ -131,16 +131,45 @@ pub fn without_connective(s: &str) -> String {
     }
 }
 
-/// The stems of what a line states (its non-question, non-pleasantry
-/// sentences).
-fn stated_stems(line: &Line) -> HashSet<String> {
-    text::sentences(&line.text).iter().filter(|s| states_something(s)).flat_map(|s| text::stems(s)).collect()
+/// What a line states (its non-question, non-pleasantry sentences), as
+/// an echo of it is told ([`is_echo`]).
+#[derive(Debug, Default)]
+pub struct Stated {
+    /// Its stems.
+    stems: HashSet<String>,
+    /// Every start of [`ECHO_PREFIX_MIN`] letters or more of each stem
+    /// (the whole stem too): a longer word of one's family is found by
+    /// its starts, a shorter one by this set, each a lookup, not a pass
+    /// over every stem.
+    starts: HashSet<String>,
 }
 
-/// The stated stems of the lines an extraction has looked up, by their
-/// place in its transcript: each answered line is read once, however
-/// many sentences answer it (a long answer has hundreds).
-pub type SaidCache = rustc_hash::FxHashMap<usize, HashSet<String>>;
+impl Stated {
+    fn of(line: &Line) -> Stated {
+        let stems: HashSet<String> = text::sentences(&line.text).iter().filter(|s| states_something(s)).flat_map(|s| text::stems(s)).collect();
+        let starts = stems.iter().flat_map(|s| starts_of(s).map(str::to_string)).collect();
+        Stated { stems, starts }
+    }
+
+    /// Whether `word` (a stem) is stated, or of one word family with a
+    /// stated stem: one starts with the other, of at least
+    /// [`ECHO_PREFIX_MIN`] letters ("prefer" / "preference").
+    fn holds(&self, word: &str) -> bool {
+        self.stems.contains(word) || self.starts.contains(word) || starts_of(word).any(|start| self.stems.contains(start))
+    }
+}
+
+/// The starts of `stem` of [`ECHO_PREFIX_MIN`] letters or more, itself
+/// last.
+fn starts_of(stem: &str) -> impl Iterator<Item = &str> {
+    let whole = (stem.chars().count() >= ECHO_PREFIX_MIN).then_some(stem.len());
+    stem.char_indices().map(|(i, _)| i).skip(ECHO_PREFIX_MIN).chain(whole).filter_map(|end| stem.get(..end))
+}
+
+/// What the lines an extraction has looked up state, by their place in
+/// its transcript: each answered line is read once, however many
+/// sentences answer it (a long answer has hundreds).
+pub type SaidCache = rustc_hash::FxHashMap<usize, Stated>;
 
 /// Whether sentence `s` of `t.lines[pos]` is an agent echoing the person
 /// it answers: the nearest earlier line of another, non-agent speaker.
@@ -153,21 +182,14 @@ pub fn is_echo(t: &Transcript, pos: usize, s: &str, said: &mut SaidCache) -> boo
         return false;
     };
     let Some(answered) = before.get(at) else { return false };
-    let said = said.entry(at).or_insert_with(|| stated_stems(answered));
+    let said = said.entry(at).or_insert_with(|| Stated::of(answered));
     // Acknowledgements are left out as said ("Noted", not its stem).
     let words: Vec<String> = text::content_words(s).iter().filter(|w| !ACKNOWLEDGEMENTS.contains(&w.as_str())).map(|w| text::stem(w)).collect();
-    if words.is_empty() || said.is_empty() {
+    if words.is_empty() || said.stems.is_empty() {
         return false;
     }
-    let found = words.iter().filter(|w| said.contains(*w) || said.iter().any(|s| one_family(s, w))).count();
+    let found = words.iter().filter(|w| said.holds(w)).count();
     found as f64 / words.len() as f64 >= ECHO_SHARE
-}
-
-/// Whether two stems are of one word family: one starts with the other,
-/// of at least [`ECHO_PREFIX_MIN`] letters.
-fn one_family(a: &str, b: &str) -> bool {
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    short.len() >= ECHO_PREFIX_MIN && long.starts_with(short)
 }
 
 /// Candidates of a transcript. Content is `"{role}: {sentence}"` with the
@@ -252,8 +274,14 @@ mod tests {
         let t =
             transcript(&[("user", "We deploy the billing service on Fridays."), ("assistant", "Understood: billing service deployments happen on Fridays.")]);
         assert_eq!(contents(&t), vec!["User: We deploy the billing service on Fridays."]);
-        assert!(!one_family("plan", "planet"), "a short stem finds no family");
-        assert!(one_family("prefer", "preference") && one_family("preference", "prefer"));
+        let stated = |text: &str| Stated::of(&Line { index: 0, message_id: "m".into(), role: "user".into(), date: None, text: text.into() });
+        assert!(!stated("We plan the trip together.").holds("planet"), "a short stem finds no family");
+        assert!(stated("I prefer dark mode.").holds("preference"), "a longer word of the family");
+        assert!(stated("My preferences are dark mode.").holds("prefer"), "a shorter one");
+        assert!(!stated("I prefer dark mode.").holds("prefix"), "five letters in common are not a family: one must start with the other");
+        assert_eq!(starts_of("preference").collect::<Vec<_>>(), ["prefe", "prefer", "prefere", "preferen", "preferenc", "preference"]);
+        assert_eq!(starts_of("plan").count(), 0);
+        assert_eq!(starts_of("été").count(), 0, "letters, not bytes");
     }
 
     #[test]

@@ -38,7 +38,6 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
         return Verdict::Drop { reason: "cites no source line".into() };
     }
     let lines: Vec<&crate::core::provider::Line> = t.lines.iter().filter(|l| c.lines.contains(&l.index)).collect();
-    let cited: Vec<&str> = lines.iter().map(|l| &*l.text).collect();
     let Some(first_line) = lines.first() else {
         return Verdict::Drop { reason: "cites lines outside its transcript".into() };
     };
@@ -54,8 +53,11 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
     }
     let grounded = words.iter().filter(|w| source.contains(w)).count();
     let share = grounded as f64 / words.len() as f64;
-    if let Some(d) = crate::core::dates::first_date(body) {
-        if !cited.iter().any(|s| s.contains(&d)) {
+    // The day the candidate names ("2026-04-15", "on April 15") must be
+    // one its cited lines name, however they write it.
+    let said_on = |l: &crate::core::provider::Line| l.date.as_deref().and_then(crate::core::time::date_of);
+    if let Some(d) = crate::core::dates::event_date(body, said_on(first_line)) {
+        if !lines.iter().any(|l| l.text.contains(&d) || crate::core::dates::days_named(&l.text, said_on(l)).any(|named| named == d)) {
             return Verdict::Drop { reason: format!("temporal accuracy: date {d} is not in the source") };
         }
     }
@@ -68,5 +70,41 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
         }
     } else {
         Verdict::Drop { reason: format!("unsupported: only {:.0}% of its words are in the source", share * 100.0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::provider::Line;
+
+    fn said(text: &str) -> Transcript {
+        Transcript {
+            session_id: "s".into(),
+            lines: vec![Line { index: 0, message_id: "m0".into(), role: "user".into(), date: Some("2026-04-16".into()), text: text.into() }],
+        }
+    }
+
+    fn candidate(content: &str) -> Candidate {
+        Candidate { content: content.into(), lines: vec![0], event_date: None }
+    }
+
+    /// A candidate naming a day its source does not is dropped, however
+    /// either writes the day; one naming a day its source names, written
+    /// otherwise, is not dropped for it.
+    #[test]
+    fn test_a_day_the_source_does_not_name_fails_temporal_accuracy() {
+        let source = "I deployed the new billing service to the production cluster in Frankfurt.";
+        let v = verify(&said(source), &candidate(&format!("User: {} on March 3.", source.trim_end_matches('.'))));
+        assert!(matches!(&v, Verdict::Drop { reason } if reason.contains("temporal accuracy")), "{v:?}");
+        let v = verify(&said(source), &candidate(&format!("User: {} on 2026-03-03.", source.trim_end_matches('.'))));
+        assert!(matches!(&v, Verdict::Drop { reason } if reason.contains("temporal accuracy")), "{v:?}");
+        for (line, claim) in [
+            ("I deployed the billing service on 3 March.", "User: I deployed the billing service on March 3."),
+            ("I deployed the billing service on March 3, 2026.", "User: I deployed the billing service on 2026-03-03."),
+        ] {
+            let v = verify(&said(line), &candidate(claim));
+            assert!(!matches!(&v, Verdict::Drop { reason } if reason.contains("temporal accuracy")), "{line} / {claim}: {v:?}");
+        }
     }
 }
