@@ -129,7 +129,7 @@ proptest! {
         for m in long.find_iter(&out) {
             prop_assert!(text.contains(m.as_str()), "{text} at {anchor} -> {out}");
         }
-        if let Some(d) = dates::first_date(&out) {
+        if let Some(d) = dates::event_date(&out, None) {
             let year: i32 = d[..4].parse().unwrap();
             prop_assert!(time::YEARS.contains(&year), "{text} at {anchor} -> {out}");
         }

@@ -246,18 +246,6 @@ pub fn undated(text: &str) -> String {
     re.replace_all(text, "#").to_lowercase()
 }
 
-/// The first absolute date a resolved text names, if any (`YYYY-MM-DD`):
-/// the first that is a day of the calendar ("2023-02-30" is not one, and
-/// is no memory's event date: filters and import could not read it).
-pub fn first_date(text: &str) -> Option<String> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    if !text.contains('-') {
-        return None;
-    }
-    let re = crate::core::text::constant_regex(&RE, r"(?-u:\b)(\d{4}-\d{2}-\d{2})(?-u:\b)");
-    re.captures_iter(text).filter_map(|c| c.get(1)).map(|m| m.as_str()).find(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok()).map(str::to_string)
-}
-
 /// Month names as a text names a day by them: capitalized, full or
 /// abbreviated ("April", "Apr", "Apr."). Lowercase ones are left: "may"
 /// and "march" are words too.
@@ -357,6 +345,7 @@ mod tests {
 
     #[test]
     fn test_the_first_date_is_the_first_day_of_the_calendar_a_text_names() {
+        let first_date = |text: &str| event_date(text, None);
         assert_eq!(first_date("Dated 2023-02-30 by mistake, paid 2023-03-02."), Some("2023-03-02".into()));
         assert_eq!(first_date("Dated 2023-02-30 by mistake."), None);
         assert_eq!(first_date("On 2024-02-29 and 2024-03-01."), Some("2024-02-29".into()));
