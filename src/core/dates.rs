@@ -246,19 +246,82 @@ pub fn undated(text: &str) -> String {
     re.replace_all(text, "#").to_lowercase()
 }
 
-/// Month names as a text names a day by them: capitalized, full or
-/// abbreviated ("April", "Apr", "Apr."). Lowercase ones are left: "may"
-/// and "march" are words too.
+/// Month names as a text names a day by them, full or abbreviated
+/// ("April", "Apr", "Apr."), capitalized: read as written in stored
+/// statements ([`MonthNames::Capitalized`]), in any case in questions.
 const CAPITALIZED_MONTHS: &str =
     "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec";
 
+/// How a text's month names are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MonthNames {
+    /// Capitalized only ("April 15", not "may 5"): what the service
+    /// stores, where "may" and "march" are words too.
+    Capitalized,
+    /// In any case ("what did I do on march 3"): a question, typed as it
+    /// comes.
+    AnyCase,
+}
+
+/// The year a day named without one ("on April 15") falls in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YearOf {
+    /// Not known: such a day is not read.
+    Unknown,
+    /// The year that puts the day nearest this date, the day the text
+    /// was said on: a statement tells of plans as well as of the past.
+    NearestTo(NaiveDate),
+    /// The latest year that does not put the day after this date: a
+    /// question asks after what has happened ("the April 10 incident",
+    /// asked in March, was last year's).
+    LatestBy(NaiveDate),
+}
+
+/// The pattern of a day a text names: an ISO date (`2026-04-15`, as
+/// [`resolve`] leaves a relative phrase) or a month's name and a day
+/// ("April 15, 2026", "15th of April", "Apr. 15"), the year optional.
+fn day_pattern(months: MonthNames) -> &'static Regex {
+    static CAPITALIZED: OnceLock<Regex> = OnceLock::new();
+    static ANY_CASE: OnceLock<Regex> = OnceLock::new();
+    let (cell, flags) = match months {
+        MonthNames::Capitalized => (&CAPITALIZED, ""),
+        MonthNames::AnyCase => (&ANY_CASE, "(?i)"),
+    };
+    crate::core::text::constant_regex(
+        cell,
+        &format!(
+            r"{flags}(?-u:\b)(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})(?-u:\b)|(?P<m1>{CAPITALIZED_MONTHS})\.? (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?-u:\b)(?:,? (?P<y1>\d{{4}})(?-u:\b))?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<m2>{CAPITALIZED_MONTHS})(?-u:\b)\.?(?:,? (?P<y2>\d{{4}})(?-u:\b))?)"
+        ),
+    )
+}
+
+/// Whether `text` may hold a match of [`day_pattern`]: checked before
+/// the pattern runs.
+fn may_name_a_day(text: &str) -> bool {
+    text.contains('-') || may_name_a_month(&case_folded(text))
+}
+
+/// The days of the calendar `text` names, in order: ISO dates and days
+/// named by their month, read as `months` says, a day without its year
+/// given one as `year` says. A month alone ("in May") or a year alone
+/// names no day. The one reader of days named in words: statements
+/// ([`event_date`]), questions (`recall::temporal`) and the classifier's
+/// test for a dated event all read through it.
+pub fn days_in(text: &str, months: MonthNames, year: YearOf) -> impl Iterator<Item = NaiveDate> + '_ {
+    may_name_a_day(text).then(|| day_pattern(months).captures_iter(text).filter_map(move |c| day_named(&c, year))).into_iter().flatten()
+}
+
+/// Whether `text` names a day by its month ("on April 15", "3 May"),
+/// with or without a year, months read as `months` says.
+pub fn names_a_month_day(text: &str, months: MonthNames) -> bool {
+    may_name_a_month(&case_folded(text)) && day_pattern(months).captures_iter(text).any(|c| c.name("iso").is_none())
+}
+
 /// The day an event a text tells of happened on: the first day of the
-/// calendar it names, written as the service writes dates (`2026-04-15`,
-/// as [`resolve`] leaves a relative phrase) or by its month's name
-/// ("April 15, 2026", "15 April 2026", "Apr 15th"). A day named without
-/// its year ("on April 15") is the one nearest `anchor`, the date the
-/// text was said on; without an anchor it is not read. `None` when the
-/// text names no day ("in May", "last year" name none).
+/// calendar it names ([`days_in`], months capitalized). A day named
+/// without its year ("on April 15") is the one nearest `anchor`, the date
+/// the text was said on; without an anchor it is not read. `None` when
+/// the text names no day ("in May", "last year" name none).
 pub fn event_date(text: &str, anchor: Option<NaiveDate>) -> Option<String> {
     days_named(text, anchor).next()
 }
@@ -266,36 +329,37 @@ pub fn event_date(text: &str, anchor: Option<NaiveDate>) -> Option<String> {
 /// Every day of the calendar `text` names, in order, as [`event_date`]
 /// reads them (`YYYY-MM-DD`).
 pub fn days_named(text: &str, anchor: Option<NaiveDate>) -> impl Iterator<Item = String> + '_ {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let may_name_one = text.contains('-') || may_name_a_month(&case_folded(text));
-    let re = crate::core::text::constant_regex(
-        &RE,
-        &format!(
-            r"(?-u:\b)(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})(?-u:\b)|(?P<m1>{CAPITALIZED_MONTHS})\.? (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?-u:\b)(?:,? (?P<y1>\d{{4}})(?-u:\b))?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<m2>{CAPITALIZED_MONTHS})(?-u:\b)\.?(?:,? (?P<y2>\d{{4}})(?-u:\b))?)"
-        ),
-    );
-    may_name_one.then(|| re.captures_iter(text).filter_map(move |c| day_named(&c, anchor)).map(fmt)).into_iter().flatten()
+    days_in(text, MonthNames::Capitalized, anchor.map_or(YearOf::Unknown, YearOf::NearestTo)).map(fmt)
 }
 
-/// The day one match of [`event_date`]'s pattern names, if it is one of
-/// the calendar.
-fn day_named(c: &Captures, anchor: Option<NaiveDate>) -> Option<NaiveDate> {
+/// The number (1 to 12) of the month a name or abbreviation of
+/// [`MONTHS`] names, in any case.
+pub fn month_number(name: &str) -> Option<u32> {
+    let name = name.to_lowercase();
+    MONTH_STEMS.iter().zip(1u32..).find(|(stem, _)| name.starts_with(*stem)).map(|(_, n)| n)
+}
+
+/// The day one match of [`day_pattern`] names, if it is one of the
+/// calendar.
+fn day_named(c: &Captures, year: YearOf) -> Option<NaiveDate> {
     if let Some(iso) = c.name("iso") {
-        return NaiveDate::parse_from_str(iso.as_str(), "%Y-%m-%d").ok();
+        return NaiveDate::parse_from_str(iso.as_str(), "%Y-%m-%d").ok().and_then(in_calendar);
     }
-    let month_name = c.name("m1").or_else(|| c.name("m2"))?.as_str().to_lowercase();
-    let month = MONTH_STEMS.iter().position(|m| month_name.starts_with(m)).and_then(|i| u32::try_from(i).ok())?.checked_add(1)?;
+    let month = month_number(c.name("m1").or_else(|| c.name("m2"))?.as_str())?;
     let day: u32 = c.name("d1").or_else(|| c.name("d2"))?.as_str().parse().ok()?;
-    if let Some(year) = c.name("y1").or_else(|| c.name("y2")) {
-        return in_calendar(NaiveDate::from_ymd_opt(year.as_str().parse().ok()?, month, day)?);
+    if let Some(y) = c.name("y1").or_else(|| c.name("y2")) {
+        return in_calendar(NaiveDate::from_ymd_opt(y.as_str().parse().ok()?, month, day)?);
     }
-    // The year that puts the day nearest the day it was said on.
-    let anchor = anchor?;
-    let nearest = [-1, 0, 1]
-        .into_iter()
-        .filter_map(|shift| NaiveDate::from_ymd_opt(anchor.year().checked_add(shift)?, month, day))
-        .min_by_key(|d| d.signed_duration_since(anchor).num_days().unsigned_abs())?;
-    in_calendar(nearest)
+    let in_year = |of: NaiveDate, shift: i32| NaiveDate::from_ymd_opt(of.year().checked_add(shift)?, month, day);
+    let day = match year {
+        YearOf::Unknown => None,
+        YearOf::NearestTo(said) => {
+            [-1, 0, 1].into_iter().filter_map(|s| in_year(said, s)).min_by_key(|d| d.signed_duration_since(said).num_days().unsigned_abs())
+        }
+        // Back as far as the last February 29th.
+        YearOf::LatestBy(asked) => (-8..=0).rev().filter_map(|s| in_year(asked, s)).find(|d| *d <= asked),
+    };
+    in_calendar(day?)
 }
 
 #[cfg(test)]
@@ -341,6 +405,23 @@ mod tests {
         for undated in ["We may 5x the budget.", "In May we moved.", "Planned for March 2024.", "I march 3 miles a day.", "Version 2026-beta"] {
             assert_eq!(event_date(undated, said), None, "{undated}");
         }
+    }
+
+    #[test]
+    fn test_statements_and_questions_read_days_with_one_pattern_and_their_own_year() {
+        let said = d("2026-03-01");
+        let days = |text: &str, months, year| days_in(text, months, year).map(fmt).collect::<Vec<_>>();
+        // A plan said in March names this May; a question asked then asks after last May.
+        assert_eq!(days("Flying out on May 3.", MonthNames::Capitalized, YearOf::NearestTo(said)), ["2026-05-03"]);
+        assert_eq!(days("What did I do on May 3?", MonthNames::AnyCase, YearOf::LatestBy(said)), ["2025-05-03"]);
+        // In the past both readings agree.
+        assert_eq!(days("On Feb 20th and 2026-01-02", MonthNames::Capitalized, YearOf::NearestTo(said)), ["2026-02-20", "2026-01-02"]);
+        assert_eq!(days("on feb 20th and 2026-01-02", MonthNames::AnyCase, YearOf::LatestBy(said)), ["2026-02-20", "2026-01-02"]);
+        assert!(days("on may 3", MonthNames::Capitalized, YearOf::NearestTo(said)).is_empty(), "lowercase months are words in statements");
+        assert_eq!(days("the Feb 29 outage", MonthNames::AnyCase, YearOf::LatestBy(said)), ["2024-02-29"], "the last one there was");
+        assert!(days("on May 3", MonthNames::Capitalized, YearOf::Unknown).is_empty());
+        assert!(names_a_month_day("we shipped on 3rd of may", MonthNames::AnyCase));
+        assert!(!names_a_month_day("we shipped on 2026-05-03 in may", MonthNames::AnyCase), "an ISO date is not a month's day");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! ("April 10", "2026-04-10", "10 April 2026") or, failing that, from the
 //! dates of the best matching memories.
 
-use crate::core::dates::{may_name_a_month, MONTHS};
+use crate::core::dates::{self, may_name_a_month, MonthNames, YearOf, MONTHS};
 use crate::core::text::{case_folded, holds_any};
 use chrono::{Datelike, NaiveDate};
 use regex::Regex;
@@ -96,69 +96,11 @@ pub fn detect(q: &str) -> Option<Question> {
     None
 }
 
-fn month_num(s: &str) -> Option<u32> {
-    let s = s.to_lowercase();
-    let names = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
-    names.iter().zip(1u32..).find(|(n, _)| s.starts_with(*n)).map(|(_, i)| i)
-}
-
-/// Dates named in a text, in order. A date without a year takes the
-/// reference date's year, or the year before if that would put it after
-/// the reference date.
+/// Dates named in a question, in order ([`dates::days_in`], months in
+/// any case). A date without a year is the latest such day not after the
+/// reference date.
 pub fn dates_in(text: &str, reference: NaiveDate) -> Vec<NaiveDate> {
-    static ISO: OnceLock<Regex> = OnceLock::new();
-    static MD: OnceLock<Regex> = OnceLock::new();
-    let mut found: Vec<(usize, NaiveDate)> = Vec::new();
-    if text.contains('-') {
-        found.extend(iso_dates(re(&ISO, r"\b(\d{4})-(\d{2})-(\d{2})\b"), text));
-    }
-    if may_name_a_month(&case_folded(text)) {
-        let md = re(&MD, &format!(r"(?i)\b(?:({MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTHS}))\b(?:,? (\d{{4}}))?"));
-        found.extend(month_day_dates(md, text, reference));
-    }
-    found.sort_by_key(|(pos, _)| *pos);
-    found.into_iter().map(|(_, d)| d).collect()
-}
-
-/// The `YYYY-MM-DD` dates of a text, each with where it starts.
-fn iso_dates(iso: &Regex, text: &str) -> Vec<(usize, NaiveDate)> {
-    let mut found = Vec::new();
-    for c in iso.captures_iter(text) {
-        if let (Ok(y), Ok(m), Ok(d)) = (group(&c, 1).parse(), group(&c, 2).parse(), group(&c, 3).parse()) {
-            if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
-                found.push((c.get(0).map_or(0, |m| m.start()), date));
-            }
-        }
-    }
-    found
-}
-
-/// The dates a text names by month and day ("March 3", "3rd of March",
-/// "March 3, 2024"), each with where it starts.
-fn month_day_dates(md: &Regex, text: &str, reference: NaiveDate) -> Vec<(usize, NaiveDate)> {
-    let mut found = Vec::new();
-    for c in md.captures_iter(text) {
-        let (month, day) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
-            (Some(m), Some(d), _, _) => (month_num(m.as_str()), d.as_str().parse().ok()),
-            (_, _, Some(d), Some(m)) => (month_num(m.as_str()), d.as_str().parse().ok()),
-            _ => (None, None),
-        };
-        let (Some(month), Some(day)) = (month, day) else { continue };
-        let date = match c.get(5).and_then(|y| y.as_str().parse().ok()) {
-            Some(y) => NaiveDate::from_ymd_opt(y, month, day),
-            None => NaiveDate::from_ymd_opt(reference.year(), month, day).map(|d| {
-                if d > reference {
-                    reference.year().checked_sub(1).and_then(|y| NaiveDate::from_ymd_opt(y, month, day)).unwrap_or(d)
-                } else {
-                    d
-                }
-            }),
-        };
-        if let Some(date) = date {
-            found.push((c.get(0).map_or(0, |m| m.start()), date));
-        }
-    }
-    found
+    dates::days_in(text, MonthNames::AnyCase, YearOf::LatestBy(reference)).collect()
 }
 
 /// Days either side of a date a question names within which a message
@@ -177,7 +119,7 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
         dates_in(text, reference).into_iter().filter_map(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?))).collect();
     let months = if may_name_a_month(&case_folded(text)) { Some(re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"))) } else { None };
     for c in months.into_iter().flat_map(|my| my.captures_iter(text)) {
-        let (Some(m), Ok(y)) = (month_num(group(&c, 1)), group(&c, 2).parse::<i32>()) else { continue };
+        let (Some(m), Ok(y)) = (dates::month_number(group(&c, 1)), group(&c, 2).parse::<i32>()) else { continue };
         let Some(first) = NaiveDate::from_ymd_opt(y, m, 1) else { continue };
         let next = if m == 12 {
             y.checked_add(1).and_then(|y| NaiveDate::from_ymd_opt(y, 1, 1))

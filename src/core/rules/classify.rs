@@ -166,19 +166,8 @@ fn is_instruction(lower: &str, tokens: &[String]) -> bool {
 /// phrase of time.
 fn is_event(lower: &str, dated: bool) -> bool {
     static PAST: OnceLock<Regex> = OnceLock::new();
-    (dated || lower.contains(" ago") || lower.contains("last ") || names_a_day(lower))
+    (dated || lower.contains(" ago") || lower.contains("last ") || crate::core::dates::names_a_month_day(lower, crate::core::dates::MonthNames::AnyCase))
         && re(&PAST, r"(?-u:\b)(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)(?-u:\b)").is_match(lower)
-}
-
-/// Whether a (lowercased) text names a day of a month ("on April 15",
-/// "3 May"), which dates a past action as firmly as an ISO date.
-fn names_a_day(lower: &str) -> bool {
-    static DAY: OnceLock<Regex> = OnceLock::new();
-    if !crate::core::dates::may_name_a_month(lower) {
-        return false;
-    }
-    let months = crate::core::dates::MONTHS;
-    re(&DAY, &format!(r"(?-u:\b)(?:(?:{months})\.? \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{months}))(?-u:\b)")).is_match(lower)
 }
 
 /// Words that open a sentence without naming who it is about.
