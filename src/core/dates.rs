@@ -33,13 +33,11 @@ const NUMBERS: &str = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nin
 
 fn pattern() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    if let Some(re) = RE.get() {
-        return re;
-    }
-    let p = format!(
-        r"(?i)(?-u:\b)(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yesterday>yesterday)|(?P<tomorrow>tomorrow)|(?P<tonight>tonight)|this (?P<part>morning|afternoon|evening)|(?P<today>today)|(?P<rel>last|next|this|on|this past|this coming) (?P<wd>{WEEKDAYS})|(?P<rel2>last|next|this) (?P<unit2>week|month|year|weekend)|(?P<n>{NUMBERS}) (?P<unit>days?|weeks?|months?|years?) (?P<ago>ago|later|from now)|in (?P<n3>{NUMBERS}) (?P<unit3>days?|weeks?|months?|years?))(?-u:\b)"
-    );
-    crate::core::text::constant_regex(&RE, &p)
+    crate::core::text::built_regex(&RE, || {
+        format!(
+            r"(?i)(?-u:\b)(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<yesterday>yesterday)|(?P<tomorrow>tomorrow)|(?P<tonight>tonight)|this (?P<part>morning|afternoon|evening)|(?P<today>today)|(?P<rel>last|next|this|on|this past|this coming) (?P<wd>{WEEKDAYS})|(?P<rel2>last|next|this) (?P<unit2>week|month|year|weekend)|(?P<n>{NUMBERS}) (?P<unit>days?|weeks?|months?|years?) (?P<ago>ago|later|from now)|in (?P<n3>{NUMBERS}) (?P<unit3>days?|weeks?|months?|years?))(?-u:\b)"
+        )
+    })
 }
 
 /// A count written in digits or in words ("a", "two", "a few").
@@ -242,7 +240,7 @@ pub fn undated(text: &str) -> String {
     if !text.contains('-') && !may_name_a_month(&case_folded(text)) {
         return text.to_lowercase();
     }
-    let re = crate::core::text::constant_regex(&RE, &format!(r"(?i)(?-u:\b)(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS}) \d{{4}})(?-u:\b)"));
+    let re = crate::core::text::built_regex(&RE, || format!(r"(?i)(?-u:\b)(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS}) \d{{4}})(?-u:\b)"));
     re.replace_all(text, "#").to_lowercase()
 }
 
@@ -287,12 +285,11 @@ fn day_pattern(months: MonthNames) -> &'static Regex {
         MonthNames::Capitalized => (&CAPITALIZED, ""),
         MonthNames::AnyCase => (&ANY_CASE, "(?i)"),
     };
-    crate::core::text::constant_regex(
-        cell,
-        &format!(
+    crate::core::text::built_regex(cell, || {
+        format!(
             r"{flags}(?-u:\b)(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})(?-u:\b)|(?P<m1>{CAPITALIZED_MONTHS})\.? (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?-u:\b)(?:,? (?P<y1>\d{{4}})(?-u:\b))?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<m2>{CAPITALIZED_MONTHS})(?-u:\b)\.?(?:,? (?P<y2>\d{{4}})(?-u:\b))?)"
-        ),
-    )
+        )
+    })
 }
 
 /// Whether `text` may hold a match of [`day_pattern`]: checked before

@@ -361,9 +361,16 @@ pub fn sentences(s: &str) -> Vec<String> {
 /// pattern passed here is a literal (or built from literals) that a unit
 /// test compiles, so the failure arm cannot be reached from input: it is
 /// the one justified `expect` of the core's regexes.
-#[allow(clippy::expect_used)]
 pub fn constant_regex(cell: &'static std::sync::OnceLock<regex::Regex>, pattern: &str) -> &'static regex::Regex {
-    cell.get_or_init(|| regex::Regex::new(pattern).expect("a constant pattern compiles"))
+    built_regex(cell, || pattern.to_string())
+}
+
+/// A constant pattern built from literals (`format!` of an alternation
+/// of names), compiled once into `cell`: the text is built on the first
+/// call only, not each time the pattern is used.
+#[allow(clippy::expect_used)]
+pub fn built_regex(cell: &'static std::sync::OnceLock<regex::Regex>, build: impl FnOnce() -> String) -> &'static regex::Regex {
+    cell.get_or_init(|| regex::Regex::new(&build()).expect("a constant pattern compiles"))
 }
 
 /// `text` as a case-insensitive pattern's literals may be looked for in

@@ -117,7 +117,11 @@ pub fn periods_in(text: &str, reference: NaiveDate) -> Vec<(NaiveDate, NaiveDate
     // A date at the edge of the calendar has no range: it is left out.
     let mut out: Vec<(NaiveDate, NaiveDate)> =
         dates_in(text, reference).into_iter().filter_map(|d| Some((d.checked_sub_signed(slack)?, d.checked_add_signed(slack)?))).collect();
-    let months = if may_name_a_month(&case_folded(text)) { Some(re(&MONTH_YEAR, &format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b"))) } else { None };
+    let months = if may_name_a_month(&case_folded(text)) {
+        Some(crate::core::text::built_regex(&MONTH_YEAR, || format!(r"(?i)\b({MONTHS})\.?,? (\d{{4}})\b")))
+    } else {
+        None
+    };
     for c in months.into_iter().flat_map(|my| my.captures_iter(text)) {
         let (Some(m), Ok(y)) = (dates::month_number(group(&c, 1)), group(&c, 2).parse::<i32>()) else { continue };
         let Some(first) = NaiveDate::from_ymd_opt(y, m, 1) else { continue };

@@ -124,7 +124,8 @@ fn is_task(lower: &str, tokens: &[String]) -> bool {
     // The speaker's own work under way ("I'm investigating the 500
     // errors", "We are still debugging the login flow").
     if text::holds_any(lower, WORK_UNDER_WAY)
-        && re(&DOING, &format!(r"(?-u:\b)(i['’]m|i am|we['’]re|we are)( still| currently| now)? ({})(?-u:\b)", WORK_UNDER_WAY.join("|"))).is_match(lower)
+        && text::built_regex(&DOING, || format!(r"(?-u:\b)(i['’]m|i am|we['’]re|we are)( still| currently| now)? ({})(?-u:\b)", WORK_UNDER_WAY.join("|")))
+            .is_match(lower)
     {
         return true;
     }
