@@ -653,19 +653,56 @@ fn integer(s: &str) -> Option<u64> {
 
 /// The query parameters a GET route reads: each name, as the published
 /// reference spells it, with the request field it fills (the field's own
-/// name is taken too), and the numeric fields with their largest value.
-/// Any other parameter is refused (400), naming the ones the route reads,
-/// so a misspelt one is caught rather than ignored; a bad value is
-/// refused under the name it was sent as.
+/// name is taken too) and what its value must be. Any other parameter is
+/// refused (400), naming the ones the route reads, so a misspelt one is
+/// caught rather than ignored; a bad value is refused under the name it
+/// was sent as.
 struct QuerySpec {
-    names: &'static [(&'static str, &'static str)],
-    numeric: &'static [(&'static str, usize)],
+    params: &'static [Param],
+}
+
+/// One query parameter a route reads: its published name, the field it
+/// fills, and what its value must be.
+struct Param(&'static str, &'static str, ParamValue);
+
+/// What a query parameter's value must be, checked under the name it was
+/// sent as (the operation checks the field again under its own name).
+#[derive(Clone, Copy)]
+enum ParamValue {
+    /// Any text; the operation reads it.
+    Text,
+    /// A count of 1 to this, in plain digits: a JSON number.
+    Count(usize),
+    /// A session id ([`api::validate_session_id_as`]).
+    Session,
+    /// An ISO-8601 instant ([`api::validate_date`]).
+    Instant,
+}
+
+impl ParamValue {
+    /// `v`, sent as `name`, as the JSON value of its field.
+    fn read(self, name: &str, v: &str) -> Result<Value> {
+        match self {
+            ParamValue::Text => {}
+            ParamValue::Count(max) => {
+                let n = integer(v).ok_or_else(|| Error::invalid(format!("{} must be a positive integer, in digits", api::quoted(name))))?;
+                if n == 0 || n > max as u64 {
+                    // `name` is one of the route's own names: no need to quote it.
+                    return Err(Error::invalid(format!("{name} must be 1-{max}")));
+                }
+                return Ok(Value::from(n));
+            }
+            ParamValue::Session => api::validate_session_id_as(name, v)?,
+            ParamValue::Instant => api::validate_date(name, &Some(v.to_string()))?,
+        }
+        Ok(Value::String(v.to_string()))
+    }
 }
 
 impl QuerySpec {
-    /// The field `name` fills, if this route reads it.
-    fn field(&self, name: &str) -> Option<&'static str> {
-        self.names.iter().find(|(q, f)| *q == name || *f == name).map(|(_, f)| *f)
+    /// The parameter `name` is, if this route reads it.
+    fn param(&self, name: &str) -> Option<&'static Param> {
+        self.params.iter().find(|Param(q, f, _)| *q == name || *f == name)
     }
 
     /// The names a refusal lists, each field once: as the published
@@ -673,9 +710,9 @@ impl QuerySpec {
     /// document does (the fields' own names) on the original ones.
     fn listed(&self, dialect: Dialect) -> String {
         let mut names: Vec<&str> = Vec::new();
-        for (q, f) in self.names {
+        for Param(q, f, _) in self.params {
             let name = if dialect == Dialect::Published { q } else { f };
-            if !names.iter().any(|n| self.field(n) == Some(*f)) {
+            if !names.iter().any(|n| self.param(n).is_some_and(|p| p.1 == *f)) {
                 names.push(name);
             }
         }
@@ -685,29 +722,38 @@ impl QuerySpec {
 
 /// A memory list's query (`GET …/memories`).
 const LIST_QUERY: QuerySpec = QuerySpec {
-    names: &[
-        ("per_page", "limit"),
-        ("cursor", "cursor"),
-        ("session_id", "sessionId"),
-        ("type", "type"),
-        ("status", "status"),
-        ("key", "key"),
-        ("filter", "filter"),
-        ("as_of", "asOf"),
+    params: &[
+        Param("per_page", "limit", ParamValue::Count(api::MAX_PAGE_SIZE)),
+        Param("cursor", "cursor", ParamValue::Text),
+        Param("session_id", "sessionId", ParamValue::Session),
+        Param("type", "type", ParamValue::Text),
+        Param("status", "status", ParamValue::Text),
+        Param("key", "key", ParamValue::Text),
+        Param("filter", "filter", ParamValue::Text),
+        Param("as_of", "asOf", ParamValue::Instant),
     ],
-    numeric: &[("limit", api::MAX_PAGE_SIZE)],
 };
 /// `GET …/summary`'s query.
-const SUMMARY_QUERY: QuerySpec = QuerySpec { names: &[("session_id", "sessionId")], numeric: &[] };
+const SUMMARY_QUERY: QuerySpec = QuerySpec { params: &[Param("session_id", "sessionId", ParamValue::Session)] };
 /// `GET …/export`'s query.
-const EXPORT_QUERY: QuerySpec = QuerySpec { names: &[("filter", "filter")], numeric: &[] };
+const EXPORT_QUERY: QuerySpec = QuerySpec { params: &[Param("filter", "filter", ParamValue::Text)] };
 /// A catalog list's query (namespaces, a namespace's profiles): a page
 /// size under either name and a cursor; the namespace list also an order.
-const PROFILES_QUERY: QuerySpec =
-    QuerySpec { names: &[("per_page", "perPage"), ("limit", "perPage"), ("cursor", "cursor")], numeric: &[("perPage", crate::core::catalog::MAX_PAGE)] };
+const PROFILES_QUERY: QuerySpec = QuerySpec {
+    params: &[
+        Param("per_page", "perPage", ParamValue::Count(crate::core::catalog::MAX_PAGE)),
+        Param("limit", "perPage", ParamValue::Count(crate::core::catalog::MAX_PAGE)),
+        Param("cursor", "cursor", ParamValue::Text),
+    ],
+};
 const NAMESPACES_QUERY: QuerySpec = QuerySpec {
-    names: &[("per_page", "perPage"), ("limit", "perPage"), ("cursor", "cursor"), ("order", "order"), ("direction", "direction")],
-    numeric: &[("perPage", crate::core::catalog::MAX_PAGE)],
+    params: &[
+        Param("per_page", "perPage", ParamValue::Count(crate::core::catalog::MAX_PAGE)),
+        Param("limit", "perPage", ParamValue::Count(crate::core::catalog::MAX_PAGE)),
+        Param("cursor", "cursor", ParamValue::Text),
+        Param("order", "order", ParamValue::Text),
+        Param("direction", "direction", ParamValue::Text),
+    ],
 };
 
 /// A 405 for a known path asked with a method it does not take, else a 404.
@@ -875,29 +921,12 @@ fn import_body(req: &Incoming<'_>) -> Result<String> {
 fn query_args(query: &str, spec: &QuerySpec, dialect: Dialect) -> Result<Value> {
     let mut map = Map::new();
     for (k, v) in &query_pairs(query)? {
-        let field =
-            spec.field(k).ok_or_else(|| Error::invalid(format!("unknown query parameter {}; this route reads {}", api::quoted(k), spec.listed(dialect))))?;
-        if map.contains_key(field) {
+        let Param(_, field, value) =
+            spec.param(k).ok_or_else(|| Error::invalid(format!("unknown query parameter {}; this route reads {}", api::quoted(k), spec.listed(dialect))))?;
+        if map.contains_key(*field) {
             return Err(Error::invalid(format!("query parameter {} is given twice", api::quoted(k))));
         }
-        let value = if let Some((_, max)) = spec.numeric.iter().find(|(f, _)| *f == field) {
-            let n = integer(v).ok_or_else(|| Error::invalid(format!("{} must be a positive integer, in digits", api::quoted(k))))?;
-            if n == 0 || n > *max as u64 {
-                // `k` is one of the route's own names: no need to quote it.
-                return Err(Error::invalid(format!("{k} must be 1-{max}")));
-            }
-            Value::from(n)
-        } else {
-            // Checked here too, to be refused under the name it was sent
-            // as (the operation checks it again under its field's name).
-            match field {
-                "sessionId" => api::validate_session_id_as(k, v)?,
-                "asOf" => api::validate_date(k, &Some(v.clone()))?,
-                _ => {}
-            }
-            Value::String(v.clone())
-        };
-        map.insert(field.to_string(), value);
+        map.insert(field.to_string(), value.read(k, v)?);
     }
     Ok(Value::Object(map))
 }
