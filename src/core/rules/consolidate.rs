@@ -8,6 +8,7 @@
 //! What it does not do: rewrite, summarize or judge what the memories
 //! say; a model does that through the same seam (`core::llm`).
 
+use super::extract::label_of;
 use crate::core::provider::{Consolidation, Group, GroupKind};
 
 /// The decision for `g`.
@@ -29,7 +30,8 @@ pub fn decide(g: &Group) -> Consolidation {
 /// The members' contents joined: a `Name: ` prefix all share written
 /// once, each statement ending in a full stop; events dated.
 pub fn folded(g: &Group) -> String {
-    let prefix = g.members.first().and_then(|m| speaker_prefix(&m.content)).filter(|p| g.members.iter().all(|m| m.content.starts_with(p.as_str())));
+    let prefix = g.members.first().and_then(|m| label_of(&m.content)).map(|(label, _)| format!("{label}: "));
+    let prefix = prefix.filter(|p| g.members.iter().all(|m| m.content.starts_with(p.as_str())));
     let mut parts: Vec<String> = Vec::new();
     for m in &g.members {
         let body = prefix.as_deref().and_then(|p| m.content.strip_prefix(p)).unwrap_or(&m.content).trim();
@@ -46,12 +48,6 @@ pub fn folded(g: &Group) -> String {
         _ => None,
     };
     format!("{}{}{}", prefix.unwrap_or_default(), date.unwrap_or_default(), parts.join(" "))
-}
-
-/// `"Name: "` when the content opens with a speaker's name and a colon.
-fn speaker_prefix(content: &str) -> Option<String> {
-    let (name, _) = content.split_once(": ")?;
-    (!name.is_empty() && name.len() <= 64 && !name.contains(['.', '!', '?'])).then(|| format!("{name}: "))
 }
 
 #[cfg(test)]

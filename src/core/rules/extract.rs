@@ -206,14 +206,28 @@ pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
             if pass == Pass::Detail && !has_concrete_value(&s) {
                 continue;
             }
-            out.push(Candidate {
-                content: format!("{}: {}", speaker(&line.role), without_connective(&s)),
-                lines: vec![line.index],
-                event_date: dates::event_date(&s, said_on),
-            });
+            out.push(Candidate { content: labelled(&line.role, &without_connective(&s)), lines: vec![line.index], event_date: dates::event_date(&s, said_on) });
         }
     }
     out
+}
+
+/// A statement as [`extract`] writes it: its speaker's label, then its
+/// words ("User: I live in Lisbon").
+pub fn labelled(role: &str, statement: &str) -> String {
+    format!("{}: {statement}", speaker(role))
+}
+
+/// The longest speaker label [`label_of`] reads, in bytes.
+const MAX_LABEL_BYTES: usize = 64;
+
+/// The label and the words of a statement [`labelled`] wrote, whoever
+/// spoke (consolidation, folding statements, knows no role): `None` when
+/// it opens with nothing a speaker's label could be (a sentence before
+/// the colon, a name over [`MAX_LABEL_BYTES`]). Knowing the role,
+/// [`statement_body`] reads the label that role's statements carry.
+pub fn label_of(content: &str) -> Option<(&str, &str)> {
+    content.split_once(": ").filter(|(label, _)| !label.is_empty() && label.len() <= MAX_LABEL_BYTES && !label.contains(['.', '!', '?']))
 }
 
 /// The words of a statement after the label [`extract`] writes for its

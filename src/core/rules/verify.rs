@@ -65,7 +65,7 @@ fn verify_with(t: &Transcript, c: &Candidate, stems: &mut HashMap<usize, HashSet
         Verdict::Pass
     } else if share >= MIN_CORRECTABLE_GROUNDING {
         Verdict::Correct {
-            content: format!("{}: {}", super::extract::speaker(&first_line.role), first_cited.trim()),
+            content: super::extract::labelled(&first_line.role, first_cited.trim()),
             reason: format!("only {:.0}% of its words are in the source; replaced by the source sentence", share * 100.0),
         }
     } else {
