@@ -703,6 +703,31 @@ fn test_a_question_nothing_matches_gets_an_empty_answer_though_the_vector_index_
     });
 }
 
+/// The same promise in a profile of remembered memories: each is the
+/// user's ("The user lives in Berlin"), so a question about "the user"
+/// shares that word with every one of them, and it is no match: the
+/// speaker a question names is weighed, not searched.
+#[test]
+fn test_a_question_sharing_only_the_word_user_with_remembered_memories_gets_an_empty_answer() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for content in ["The user prefers concise answers.", "The user lives in Berlin."] {
+            remember(p, json!({ "content": content }));
+        }
+        block_on(p.dispatch("drain", json!({}))).unwrap();
+        for query in ["What does the user drive?", "Which football club does the user support?"] {
+            let r = recall(p, json!({ "query": query }));
+            assert_eq!((r.answer.as_str(), r.count), ("", 0), "{query}: {:?}", summaries(&r));
+        }
+        for (query, answer) in
+            [("Where does the user live?", "Berlin"), ("What kind of answers does the user prefer?", "concise"), ("Where do I live?", "Berlin")]
+        {
+            let r = recall(p, json!({ "query": query }));
+            assert!(r.count > 0 && r.answer.contains(answer), "{query} is answered: {}", r.answer);
+        }
+    });
+}
+
 /// The published types: `referenceDate` "is used as 'today' for resolving
 /// relative time references ('how many days ago', 'last week')". The same
 /// question names another week with another reference date, and what was

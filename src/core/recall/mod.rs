@@ -122,16 +122,23 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// What the full-text channels search for: the query's words and the
 /// analyzer's `terms`, in a profile whose speakers `src` knows (the names
 /// of those it names who said little of the profile searched too:
-/// [`query::NAME_SEARCH_SHARE`]).
+/// [`query::NAME_SEARCH_SHARE`]). The user is a speaker of every
+/// profile: a remembered memory is the user's ("The user lives in
+/// Berlin"), so "the user" in a question names a speaker even where no
+/// message was said, and is no search word that every such memory holds.
+/// A profile with no messages has no speaker who said little of it.
 pub fn text_query(sql: &dyn crate::core::ports::Sql, src: Source<'_>, query: &str, terms: &[String], reference: chrono::NaiveDate) -> Result<query::TextQuery> {
-    let roles = src.speakers(sql)?;
+    let mut roles = src.speakers(sql)?;
+    if !roles.iter().any(|r| crate::core::text::is_user_role(r)) {
+        roles.to_mut().push(score::USER_ROLE.to_string());
+    }
     let q = query::TextQuery::new(query, terms, reference).with_speakers(&roles);
     let named: Vec<&str> = roles.iter().map(String::as_str).filter(|r| q.names_speaker_by_name(r)).collect();
     if named.is_empty() {
         return Ok(q);
     }
     let (said, all) = src.said(sql, &named)?;
-    let minor: Vec<&str> = named.into_iter().zip(said).filter(|(_, n)| *n as f64 <= query::NAME_SEARCH_SHARE * all as f64).map(|(r, _)| r).collect();
+    let minor: Vec<&str> = named.into_iter().zip(said).filter(|(_, n)| all > 0 && *n as f64 <= query::NAME_SEARCH_SHARE * all as f64).map(|(r, _)| r).collect();
     Ok(if minor.is_empty() { q } else { q.searching_names_of(&roles, &minor) })
 }
 

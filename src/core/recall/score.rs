@@ -118,7 +118,7 @@ pub const OWN_SHARE: f64 = 0.25;
 
 /// The role of the person the service remembers for
 /// (`text::is_user_role` knows its other names).
-const USER_ROLE: &str = "user";
+pub const USER_ROLE: &str = "user";
 
 /// Column weights of `bm25()` over `messages_fts` (role, content): a word
 /// of the speaker's name counts less than one of what was said.
