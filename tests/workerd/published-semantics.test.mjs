@@ -193,6 +193,24 @@ test("an event its text dates is dated that day: in the summary, and for a recal
   assert.match(r.candidates[0].summary, /deployed/, JSON.stringify(r.candidates));
 });
 
+// How-it-works: "Events — Completed actions anchored to a point in time. Deployments,
+// decisions, milestones." The ingest page's session example's "Deployed v2.3.0 to production
+// successfully." and get-summary's "Completed migration from REST to GraphQL." name no day; each
+// is anchored to when it was said, and listed and summed up as an event.
+test("a completed action the docs give without a date is an event: listed by type and in Recent Events", async () => {
+  await w.call("done-acts", "ingest", [
+    { role: "user", content: "Deploy the API to production." },
+    { role: "assistant", content: "Deployed v2.3.0 to production successfully." },
+  ], { sessionId: "deployment-session-42" });
+  await w.call("done-acts", "remember", { content: "Completed migration from REST to GraphQL." });
+  await w.call("done-acts", "remember", { content: "We decided to use PostgreSQL for the new service." });
+  const events = (await w.call("done-acts", "list", { type: "event" })).memories.map((m) => m.summary).join("\n");
+  for (const done of [/Deployed v2\.3\.0 to production/, /Completed migration from REST to GraphQL/, /decided to use PostgreSQL/]) assert.match(events, done);
+  const { summary } = await w.call("done-acts", "getSummary");
+  const recent = summary.split(/\n(?=## )/).find((s) => s.startsWith("## Recent Events")) ?? "";
+  assert.match(recent, /Deployed v2\.3\.0/, summary);
+});
+
 // Ingest page, "Basic ingestion": the user's "I prefer dark mode and use VS
 // Code." and the assistant's "Noted your preferences for dark mode and VS
 // Code."; how-it-works: deduplication "checks for duplicates against both

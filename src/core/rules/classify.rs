@@ -94,7 +94,7 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
         MemoryType::Task
     } else if is_instruction(&lower, &tokens) {
         MemoryType::Instruction
-    } else if is_event(&lower, dated) {
+    } else if is_event(&lower, dated) || tells_a_completed_action(&tokens) {
         MemoryType::Event
     } else {
         MemoryType::Fact
@@ -169,6 +169,119 @@ fn is_event(lower: &str, dated: bool) -> bool {
     static PAST: OnceLock<Regex> = OnceLock::new();
     (dated || lower.contains(" ago") || lower.contains("last ") || crate::core::dates::names_a_month_day(lower, crate::core::dates::MonthNames::AnyCase))
         && re(&PAST, r"(?-u:\b)(\w+ed|went|got|had|was|were|made|took|gave|saw|met|began|won|lost|bought|ran|came|left|did)(?-u:\b)").is_match(lower)
+}
+
+/// Who or what a completed action is told of, before its verb: a
+/// pronoun alone, or one of these and a noun ("the team", "our CI").
+const DOERS: &[&str] = &["i", "we", "they", "he", "she", "you", "it"];
+/// Words that may stand between the doer and the verb of a completed
+/// action ("we finally shipped").
+const ACTION_ADVERBS: &[&str] = &["just", "finally", "already", "successfully", "recently", "also", "then", "eventually", "officially"];
+/// Verbs in the past tense that tell a completed action without "-ed".
+const IRREGULAR_ACTIONS: &[&str] = &[
+    "went", "got", "made", "took", "gave", "met", "began", "won", "lost", "bought", "ran", "came", "left", "built", "wrote", "sent", "sold", "found", "broke",
+    "paid", "set", "brought", "drove", "flew", "spent", "caught", "chose", "did", "forgot", "held", "hid", "kept", "led", "quit", "rode", "rose", "sang",
+    "shot", "shut", "split", "spoke", "stole", "swam", "taught", "threw", "told", "wore", "saw",
+];
+/// Verbs that close a piece of work, which open a note of it with no one
+/// named doing it ("Completed migration from REST to GraphQL").
+const WORK_DONE: &[&str] = &[
+    "deployed",
+    "completed",
+    "finished",
+    "shipped",
+    "released",
+    "launched",
+    "merged",
+    "fixed",
+    "resolved",
+    "migrated",
+    "upgraded",
+    "installed",
+    "published",
+    "closed",
+    "delivered",
+    "rolled",
+    "reverted",
+    "implemented",
+    "refactored",
+    "submitted",
+    "signed",
+    "approved",
+    "decided",
+];
+/// Past forms that tell a state, a liking or a habit rather than an
+/// action ("I liked it", "I used to"), or read as adjectives.
+const NOT_ACTIONS: &[&str] = &[
+    "liked",
+    "loved",
+    "hated",
+    "preferred",
+    "wanted",
+    "needed",
+    "wished",
+    "hoped",
+    "believed",
+    "seemed",
+    "used",
+    "owned",
+    "lived",
+    "enjoyed",
+    "interested",
+    "excited",
+    "based",
+    "supposed",
+    "tired",
+    "married",
+    "related",
+    "allowed",
+    "required",
+    "expected",
+    "planned",
+    "scheduled",
+    "tried",
+    "considered",
+    "wondered",
+    "appreciated",
+    "assumed",
+    "imagined",
+    "feared",
+    "worried",
+    "bored",
+    "confused",
+    "surprised",
+    "pleased",
+];
+
+/// A completed action told in the past tense with no date ("Deployed
+/// v2.3.0 to production", "We decided to use PostgreSQL", "The team
+/// finished the audit"): the published interface's events are "completed
+/// actions anchored to a point in time", and a statement is anchored to
+/// when it was said (its event date, unless its text names another). The
+/// verb opens the statement, or follows its doer (a pronoun, or a
+/// determiner and a noun) and at most one adverb; a verb of liking, of a
+/// state or of a habit is no action ([`NOT_ACTIONS`]), nor is "was" or
+/// "had".
+fn tells_a_completed_action(tokens: &[String]) -> bool {
+    let words: Vec<&str> = opening(tokens).take(4).collect();
+    let (told_of, after_doer) = match words.as_slice() {
+        [first, rest @ ..] if DOERS.contains(first) => (true, rest),
+        [first, _, rest @ ..] if DETERMINERS.contains(first) => (true, rest),
+        all => (false, all),
+    };
+    let verb = match after_doer {
+        [adverb, verb, ..] if ACTION_ADVERBS.contains(adverb) => *verb,
+        [verb, ..] => *verb,
+        [] => return false,
+    };
+    if !told_of {
+        // A note with no doer ("Deployed v2.3.0 to production"): one of
+        // the verbs that close a piece of work, and no other verb after
+        // it ("Scheduled maintenance is on Friday" opens with an adjective).
+        return WORK_DONE.contains(&verb) && !tokens.iter().any(|w| FINITE_VERBS.contains(&w.as_str()));
+    }
+    let regular = verb.len() >= 5 && verb.ends_with("ed") && !verb.ends_with("eed");
+    (regular || IRREGULAR_ACTIONS.contains(&verb)) && !NOT_ACTIONS.contains(&verb)
 }
 
 /// Words that open a sentence without naming who it is about.
@@ -588,6 +701,40 @@ mod tests {
         assert_eq!(kind_of("I’m migrating the billing tables this week.", false), MemoryType::Task);
         assert_eq!(kind_of("I investigated the 500 errors last week and fixed them.", true), MemoryType::Event, "done, not under way");
         assert_eq!(kind_of("She is debugging the login flow.", false), MemoryType::Fact, "someone else's work");
+    }
+
+    /// How-it-works: "Events — Completed actions anchored to a point in
+    /// time. Deployments, decisions, milestones." A statement is anchored
+    /// to when it was said, so one telling a completed action is an event
+    /// without a date in its words (the ingest and getSummary pages'
+    /// examples).
+    #[test]
+    fn test_a_completed_action_is_an_event_without_a_date_in_its_words() {
+        for done in [
+            "Deployed v2.3.0 to production successfully.",
+            "Completed migration from REST to GraphQL.",
+            "I deployed billing API v2.3.0 to production.",
+            "We decided to use PostgreSQL for the new service.",
+            "We shipped the new onboarding flow.",
+            "The team finished the Q3 security audit.",
+            "We finally migrated the billing tables.",
+            "I went to the climbing gym with my sister.",
+        ] {
+            assert_eq!(kind_of(done, false), MemoryType::Event, "{done}");
+        }
+        for not_done in [
+            "I liked the movie a lot.",
+            "I used to live in Paris.",
+            "I prefer tabs over spaces.",
+            "Scheduled maintenance is on Friday.",
+            "Remembered fact 0 about the deployment pipeline",
+            "Deployed services are listed in the catalog.",
+            "Automated tests run nightly.",
+            "I was tired after the trip.",
+            "I'm interested in Rust.",
+        ] {
+            assert_ne!(kind_of(not_done, false), MemoryType::Event, "{not_done}");
+        }
     }
 
     #[test]
