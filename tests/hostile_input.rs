@@ -847,9 +847,13 @@ fn test_a_refused_write_to_a_profile_marked_for_deletion_purges_nothing() {
     with_limits(&sql, APRIL_15, limits, |p| {
         block_on(p.remember(remember("The quokkanebula backup runs nightly at 02:00."))).unwrap();
         block_on(p.dispatch("deleteProfile", json!({}))).unwrap();
-        for (op, args) in
-            [("ingest", json!({"messages": []})), ("remember", json!({"content": "   "})), ("import", json!({"data": "{\"kind\":\"message\"}\n"}))]
-        {
+        for (op, args) in [
+            ("ingest", json!({"messages": []})),
+            ("remember", json!({"content": "   "})),
+            ("remember", json!({"content": "x y z", "expiresAt": "2001-01-01T00:00:00Z"})),
+            ("remember", json!({"content": "x y z", "ttlSeconds": 0})),
+            ("import", json!({"data": "{\"kind\":\"message\"}\n"})),
+        ] {
             let e = block_on(p.dispatch(op, args)).unwrap_err();
             assert!(e.is_invalid(), "{op}: {e}");
         }

@@ -83,13 +83,16 @@ fn prepare_ingest(mut req: IngestRequest) -> Result<IngestRequest> {
     Ok(req)
 }
 
-/// A remember request as stored: redacted, then validated.
-fn prepare_remember(mut req: RememberRequest) -> Result<RememberRequest> {
+/// A remember request as stored: redacted, then validated, its expiry
+/// too (later than `now`, the call's time), so that none of its checks
+/// runs after the purge of a profile marked for deletion.
+fn prepare_remember(mut req: RememberRequest, now: i64) -> Result<RememberRequest> {
     api::redact_statement("content", &mut req.content)?;
     req.validate()?;
     if let Some(key) = &req.key {
         crate::core::text::check_key_as_given(key, req.kind)?;
     }
+    crate::core::remember::expiry(now, req.expires_at.as_deref(), req.ttl_seconds)?;
     Ok(req)
 }
 
@@ -139,7 +142,7 @@ impl<'a> Profile<'a> {
         let empty_first = purge_pending || self.store().deletion_mark()?.is_some();
         let (call, import) = match call {
             Call::Ingest(req) => (Call::Ingest(prepare_ingest(req)?), None),
-            Call::Remember(req) => (Call::Remember(prepare_remember(req)?), None),
+            Call::Remember(req) => (Call::Remember(prepare_remember(req, self.now)?), None),
             Call::Import { data } => (Call::Import { data: String::new() }, Some(self.prepare_import(&data, empty_first)?)),
             call => (call, None),
         };
@@ -327,7 +330,7 @@ impl<'a> Profile<'a> {
     pub async fn remember(&self, req: RememberRequest) -> Result<Memory> {
         // Room is checked when the memory is known (`remember::run`): a
         // re-sent remember adds nothing.
-        remember::run(self, prepare_remember(req)?).await
+        remember::run(self, prepare_remember(req, self.now)?).await
     }
 
     pub async fn recall(&self, req: RecallRequest) -> Result<recall::RecallResponse> {
