@@ -83,6 +83,19 @@ fn prepare_ingest(mut req: IngestRequest) -> Result<IngestRequest> {
     Ok(req)
 }
 
+/// `ids` as a set to look up in: a deletion's lists run to tens of
+/// thousands of ids, and a lookup in a list for each of them took most of
+/// the deletion of a 64,000-memory session (12 s natively, now linear).
+fn id_set(ids: &[String]) -> rustc_hash::FxHashSet<&str> {
+    ids.iter().map(String::as_str).collect()
+}
+
+/// `ids` without those in `listed`.
+fn retain_unlisted(ids: &mut Vec<String>, listed: &[String]) {
+    let listed = id_set(listed);
+    ids.retain(|id| !listed.contains(id.as_str()));
+}
+
 /// A remember request as stored: redacted, then validated, its expiry
 /// too (later than `now`, the call's time), so that none of its checks
 /// runs after the purge of a profile marked for deletion.
@@ -467,12 +480,13 @@ impl<'a> Profile<'a> {
             store.delete_messages(&drawn_from)?;
             // Another that a remaining message said again stays, moved to
             // it; the memory asked for goes, however often it was said.
-            memory_ids.retain(|id| *id != memory.id && !merged.contains(id));
+            let merged_set = id_set(&merged);
+            memory_ids.retain(|id| *id != memory.id && !merged_set.contains(id.as_str()));
             let mut moved = store.rehome(&memory_ids)?;
-            memory_ids.retain(|id| !moved.contains(id));
+            retain_unlisted(&mut memory_ids, &moved);
             // A merge's survivor whose own messages remain stays.
             moved.extend(store.keep_merged(&memory_ids)?);
-            memory_ids.retain(|id| !moved.contains(id));
+            retain_unlisted(&mut memory_ids, &moved);
             memory_ids.push(memory.id.clone());
             memory_ids.extend(merged);
             memory_ids.sort();
@@ -522,10 +536,11 @@ impl<'a> Profile<'a> {
             // merge's survivor of another session whose own messages
             // remain stays where it is.
             let mut moved = store.rehome(&memory_ids)?;
-            memory_ids.retain(|id| !moved.contains(id));
-            let other_sessions: Vec<String> = memory_ids.iter().filter(|id| !of_session.contains(id)).cloned().collect();
+            retain_unlisted(&mut memory_ids, &moved);
+            let of_session = id_set(&of_session);
+            let other_sessions: Vec<String> = memory_ids.iter().filter(|id| !of_session.contains(id.as_str())).cloned().collect();
             moved.extend(store.keep_merged(&other_sessions)?);
-            memory_ids.retain(|id| !moved.contains(id));
+            retain_unlisted(&mut memory_ids, &moved);
             store.splice_out(&memory_ids)?;
             store.delete_memories(&memory_ids)?;
             store.erase_consolidations_of(&memory_ids)?;
