@@ -445,3 +445,39 @@ mod gathered_merges {
         }
     }
 }
+
+/// Versions said out of time order in one call (a conversation ingested
+/// newest first, then one said in between): each version is valid until
+/// the earliest of those after it in its chain was said, never ending
+/// before it begins, and `asOf` finds one value at every instant. The
+/// replacements' walks back share what they read (one walk each read the
+/// whole chain again, quadratic in the chain).
+#[test]
+fn test_versions_said_out_of_order_in_one_call_end_when_the_earliest_after_them_was_said() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let at = |minute: usize| format!("2026-04-10T{:02}:{:02}:00.000Z", minute / 60, minute % 60);
+        for batch in [(0..40).map(|i| (i * 17) % 40 * 10).collect::<Vec<_>>(), (0..40).rev().map(|i| i * 10 + 5).collect()] {
+            let messages =
+                batch.iter().map(|&m| MessageInput { role: "user".into(), content: format!("My favorite color is hue{m}."), timestamp: Some(at(m)) }).collect();
+            block_on(p.ingest(IngestRequest { messages, session_id: Some("s".into()), metadata: Default::default() })).unwrap();
+        }
+        let all = every(p);
+        let by_id: std::collections::HashMap<&str, &Memory> = all.iter().map(|m| (m.id.as_str(), m)).collect();
+        assert_eq!(all.len(), 80);
+        for m in &all {
+            // The earliest said of the versions after it.
+            let mut after = m.superseded_by.as_deref().and_then(|id| by_id.get(id));
+            let mut earliest: Option<&str> = None;
+            while let Some(v) = after {
+                earliest = Some(earliest.map_or(v.said_from(), |e| e.min(v.said_from())));
+                after = v.superseded_by.as_deref().and_then(|id| by_id.get(id));
+            }
+            let expected = earliest.map(|e| e.max(m.said_from()).to_string());
+            assert_eq!(m.valid_to, expected, "{}", m.content);
+        }
+        for minute in (0..400).step_by(5) {
+            assert_eq!(as_of(p, &at(minute), "hue").len(), 1, "one value at {}", at(minute));
+        }
+    });
+}

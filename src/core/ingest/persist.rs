@@ -181,12 +181,11 @@ pub fn store(store: &Store<'_>, turns: Option<&TurnDirectory>, pending: Vec<Pend
             }
         }
         merges.finish(store)?;
-        // Then, in the order they were planned, each replacement ends the
-        // versions before it still valid past when its value was said (one
-        // this call said out of time order too).
-        for r in &plan.replacements {
-            store.close_earlier_versions(&r.old, &r.new)?;
-        }
+        // Then each replacement ends the versions before it still valid
+        // past when its value was said (one this call said out of time
+        // order too).
+        let replaced: Vec<(&str, &str)> = plan.replacements.iter().map(|r| (r.old.as_str(), r.new.as_str())).collect();
+        store.close_earlier_versions_all(&replaced)?;
         record_followup(store, followup)?;
         let stored = items.into_iter().map(|(m, _)| m).collect();
         Ok((

@@ -85,6 +85,10 @@ struct Spliced {
     reopen: Vec<(String, Option<String>, String)>,
 }
 
+/// A version's link back ([`Store::link_back`]): the version it names
+/// back, when it was said, until when it is valid.
+type LinkBack = (Option<String>, String, Option<String>);
+
 impl<'a> Store<'a> {
     /// Marks `old` superseded by `new` (both ids), queueing removal of the
     /// old vector; a value forgotten or expired keeps that status. It was
@@ -110,15 +114,64 @@ impl<'a> Store<'a> {
     /// version that ends by then (said in order, a chain's versions end in
     /// order): a value said after the one it replaces reads one row.
     pub fn close_earlier_versions(&self, old: &str, new: &str) -> Result<()> {
-        self.sql.execute(
-            "WITH RECURSIVE starts(at) AS (SELECT COALESCE(valid_from, created_at) FROM memories WHERE id = ?2), \
-             chain(id) AS (SELECT p.id FROM memories o JOIN memories p ON p.id = o.supersedes WHERE o.id = ?1 AND p.valid_to > (SELECT at FROM starts) \
-               UNION SELECT p.id FROM chain JOIN memories c ON c.id = chain.id JOIN memories p ON p.id = c.supersedes WHERE p.valid_to > (SELECT at FROM starts)) \
-             UPDATE memories SET valid_to = MAX(COALESCE(valid_from, created_at), (SELECT at FROM starts)), updated_at = ?3 \
-             WHERE id IN (SELECT id FROM chain) AND valid_to > MAX(COALESCE(valid_from, created_at), (SELECT at FROM starts))",
-            &[old.into(), new.into(), iso(self.now).into()],
-        )?;
+        self.close_earlier_versions_all(&[(old, new)])
+    }
+
+    /// [`Store::close_earlier_versions`] of each `(old, new)` replacement,
+    /// each version read at most once. The walks go by when each `new` was
+    /// said, earliest first, and a walk stops at a version an earlier one
+    /// reached: each ends a version at the later of when it was said and
+    /// when `new` was, so what an earlier-said replacement ended, a later
+    /// one cannot end sooner. One walk per replacement read the whole
+    /// chain again when each was said before all the others (a
+    /// conversation of 8,192 restatements ingested newest first took
+    /// 7.5 s natively and 49 s in workerd).
+    pub fn close_earlier_versions_all(&self, replaced: &[(&str, &str)]) -> Result<()> {
+        let mut walks: Vec<(String, &str)> = Vec::with_capacity(replaced.len());
+        for &(old, new) in replaced {
+            if let Some(start) = self.said_from(new)? {
+                walks.push((start, old));
+            }
+        }
+        walks.sort();
+        // Each version walked, with when the replacement it was walked for was said.
+        let mut reached: rustc_hash::FxHashMap<String, String> = Default::default();
+        for (start, old) in &walks {
+            let mut at = self.link_back(old)?.and_then(|(before, _, _)| before);
+            while let Some(id) = at {
+                if reached.get(&id).is_some_and(|by| by <= start) {
+                    break;
+                }
+                let Some((before, said, valid_to)) = self.link_back(&id)? else { break };
+                // Ended by then: so are the versions before it.
+                let Some(valid_to) = valid_to.filter(|v| v > start) else { break };
+                let ends = said.max(start.clone());
+                if valid_to > ends {
+                    self.sql.execute(
+                        "UPDATE memories SET valid_to = ?1, updated_at = ?2 WHERE id = ?3",
+                        &[ends.into(), iso(self.now).into(), id.as_str().into()],
+                    )?;
+                }
+                reached.insert(id, start.clone());
+                at = before;
+            }
+        }
         Ok(())
+    }
+
+    /// When `id` was said (`validFrom`, else `createdAt`), if it is stored.
+    fn said_from(&self, id: &str) -> Result<Option<String>> {
+        let rows = self.sql.query("SELECT COALESCE(valid_from, created_at) FROM memories WHERE id = ?", &[id.into()])?;
+        rows.into_iter().next().map(|r| rows::text(r.into_iter().next().unwrap_or(SqlValue::Null), "a time said")).transpose()
+    }
+
+    /// The version `id` names back (`supersedes`), when `id` was said, and
+    /// until when it is valid; `None` when `id` is not stored.
+    fn link_back(&self, id: &str) -> Result<Option<LinkBack>> {
+        let rows = self.sql.query("SELECT supersedes, COALESCE(valid_from, created_at), valid_to FROM memories WHERE id = ?", &[id.into()])?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let [before, said, valid_to]: [SqlValue; 3] = row.try_into().map_err(|_| Error::storage("a version's link row has the wrong columns"))?;
+        Ok(Some((rows::opt_text(before, "a version named back")?, rows::text(said, "a time said")?, rows::opt_text(valid_to, "an end of validity")?)))
     }
 
     /// [`Store::supersede`] of `old` by `new` when `old` is active and
