@@ -463,21 +463,60 @@ fn test_versions_said_out_of_order_in_one_call_end_when_the_earliest_after_them_
             block_on(p.ingest(IngestRequest { messages, session_id: Some("s".into()), metadata: Default::default() })).unwrap();
         }
         let all = every(p);
-        let by_id: std::collections::HashMap<&str, &Memory> = all.iter().map(|m| (m.id.as_str(), m)).collect();
         assert_eq!(all.len(), 80);
-        for m in &all {
-            // The earliest said of the versions after it.
-            let mut after = m.superseded_by.as_deref().and_then(|id| by_id.get(id));
-            let mut earliest: Option<&str> = None;
-            while let Some(v) = after {
-                earliest = Some(earliest.map_or(v.said_from(), |e| e.min(v.said_from())));
-                after = v.superseded_by.as_deref().and_then(|id| by_id.get(id));
-            }
-            let expected = earliest.map(|e| e.max(m.said_from()).to_string());
-            assert_eq!(m.valid_to, expected, "{}", m.content);
-        }
+        each_valid_until_the_earliest_after_it(&all);
         for minute in (0..400).step_by(5) {
             assert_eq!(as_of(p, &at(minute), "hue").len(), 1, "one value at {}", at(minute));
         }
+    });
+}
+
+/// Each of `all` (the versions of one chain) is valid until the earliest
+/// of those after it was said, never ending before it begins; the last
+/// has no end.
+fn each_valid_until_the_earliest_after_it(all: &[Memory]) {
+    let by_id: std::collections::HashMap<&str, &Memory> = all.iter().map(|m| (m.id.as_str(), m)).collect();
+    for m in all {
+        let mut after = m.superseded_by.as_deref().and_then(|id| by_id.get(id));
+        let mut earliest: Option<&str> = None;
+        while let Some(v) = after {
+            earliest = Some(earliest.map_or(v.said_from(), |e| e.min(v.said_from())));
+            after = v.superseded_by.as_deref().and_then(|id| by_id.get(id));
+        }
+        let expected = earliest.map(|e| e.max(m.said_from()).to_string());
+        assert_eq!(m.valid_to, expected, "{}", m.content);
+    }
+}
+
+/// A session whose versions are scattered through one long chain (every
+/// seventh value of a key said in it) is deleted as if never said: the
+/// chain closes over each gap, each version valid until the earliest
+/// remaining one after it was said. The relinks share what they read of
+/// the chain (each walked it to its end: quadratic in the chain).
+#[test]
+fn test_deleting_a_session_scattered_through_a_chain_closes_each_gap() {
+    let sql = database();
+    for i in 0..140 {
+        with_profile(&sql, APRIL_15 + i * 1000, |p| {
+            let body = serde_json::json!({ "content": format!("The favourite colour is hue{i}."), "key": "user.colour", "sessionId": format!("s{}", i % 7) });
+            block_on(p.remember(serde_json::from_value(body).unwrap())).unwrap();
+        });
+    }
+    with_profile(&sql, APRIL_15 + 200_000, |p| {
+        let report = p.delete_session("s3").unwrap();
+        assert_eq!(report.deleted_memories, 20);
+        let all = every(p);
+        assert_eq!(all.len(), 120);
+        each_valid_until_the_earliest_after_it(&all);
+        let active: Vec<&Memory> = all.iter().filter(|m| m.status == Status::Active).collect();
+        assert_eq!(active.len(), 1);
+        assert!(active[0].content.contains("hue139"), "{}", active[0].content);
+        let mut line = 0;
+        let mut at = all.iter().find(|m| m.supersedes.is_none());
+        while let Some(m) = at {
+            line += 1;
+            at = m.superseded_by.as_deref().and_then(|id| all.iter().find(|n| n.id == id));
+        }
+        assert_eq!(line, 120, "one line of every remaining version");
     });
 }

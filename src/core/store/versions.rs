@@ -323,13 +323,14 @@ impl<'a> Store<'a> {
         }
         let d = Deleted::read(self, deleted)?;
         let mut left = Spliced::default();
+        let mut known = Default::default();
         for chunk in json_chunks(deleted)? {
             for (id, link, target) in self.linked_to(chunk)? {
                 if d.links.contains_key(&id) {
                     continue;
                 }
                 if link == "after" {
-                    self.relink_after(&d, id, &target, &mut left)?;
+                    self.relink_after(&d, id, &target, &mut left, &mut known)?;
                 } else {
                     self.relink_before(&d, &id, &target)?;
                 }
@@ -374,10 +375,10 @@ impl<'a> Store<'a> {
     /// `id`, superseded by the deleted `target`: superseded by the next
     /// remaining version; with none, left to join another chain's end of
     /// its key, or active again.
-    fn relink_after(&self, d: &Deleted, id: String, target: &str, left: &mut Spliced) -> Result<()> {
+    fn relink_after(&self, d: &Deleted, id: String, target: &str, left: &mut Spliced, known: &mut rustc_hash::FxHashMap<String, String>) -> Result<()> {
         let Some((_, after)) = d.links.get(target) else { return Ok(()) };
         if let Some(next) = d.remaining(after.as_ref(), |l| l.1.as_ref()) {
-            let to = self.until(d, &next)?;
+            let to = self.until_known(d, &next, known)?;
             self.supersede_quietly(&id, &next, &to)?;
             left.reopen.push((id, Some(to), d.said_from(target)));
             return Ok(());
@@ -418,6 +419,47 @@ impl<'a> Store<'a> {
     fn until(&self, d: &Deleted, by: &str) -> Result<String> {
         let skip = |id: &str| d.links.get(id).map(|l| l.1.clone());
         self.earliest_start_from(by, &skip)?.ok_or_else(|| Error::storage("a version that is not stored"))
+    }
+
+    /// [`Store::until`] for one splice's relinks, remembering in `known`
+    /// the earliest start from each remaining version walked: a relink
+    /// changes no link a walk follows from a remaining version on (the
+    /// deleted ones are passed over) and no time said, so each remaining
+    /// version is read once however many relinks walk past it. Deleting
+    /// every seventh version of a chain of 8,000 walked it once for each
+    /// (13.8 s natively).
+    fn until_known(&self, d: &Deleted, by: &str, known: &mut rustc_hash::FxHashMap<String, String>) -> Result<String> {
+        let mut path: Vec<(String, Option<String>)> = Vec::new();
+        let mut at = Some(by.to_string());
+        let mut earliest: Option<String> = None;
+        while let Some(id) = at.take() {
+            if let Some(e) = known.get(&id) {
+                earliest = Some(e.clone());
+                break;
+            }
+            if path.len() >= Self::MAX_CHAIN_WALK {
+                break;
+            }
+            if let Some((_, after)) = d.links.get(&id) {
+                at = after.clone();
+                path.push((id, None));
+                continue;
+            }
+            let rows = self.sql.query("SELECT superseded_by, COALESCE(valid_from, created_at) FROM memories WHERE id = ?", &[id.as_str().into()])?;
+            let Some(row) = rows.into_iter().next() else { break };
+            let [after, said]: [SqlValue; 2] = row.try_into().map_err(|_| Error::storage("a version's link row has the wrong columns"))?;
+            at = rows::opt_text(after, "a version named after")?;
+            path.push((id, Some(rows::text(said, "a time said")?)));
+        }
+        for (id, said) in path.into_iter().rev() {
+            if let Some(said) = said {
+                earliest = Some(earliest.map_or(said.clone(), |e| e.min(said)));
+            }
+            if let Some(e) = &earliest {
+                known.insert(id, e.clone());
+            }
+        }
+        known.get(by).cloned().ok_or_else(|| Error::storage("a version that is not stored"))
     }
 
     /// Gives back to the versions before `id` (spliced past deleted
