@@ -552,15 +552,47 @@ pub fn validate_session_id_as(what: &str, s: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether `c` shows nothing: white space, a control character (C0, DEL,
-/// C1: a NUL is no text), or a zero-width or formatting mark (zero-width
-/// space and joiners, direction marks and controls, word joiner,
-/// byte-order mark, soft hyphen).
+/// Whether `c` shows nothing of its own: white space, a control character
+/// (C0, DEL, C1: a NUL is no text), one of Unicode's default-ignorable
+/// code points (zero-width space and joiners, direction marks and
+/// controls, word joiner, byte-order mark, soft hyphen, variation
+/// selectors, tag characters, Hangul fillers: [`is_default_ignorable`]),
+/// or a combining mark of the generic blocks (U+0300-036F, 1AB0-1AFF,
+/// 1DC0-1DFF, 20D0-20FF, FE20-FE2F), which marks the letter before it and
+/// is nothing alone. A text of only these is blank: 100 tag characters
+/// or combining accents were stored as a memory with nothing to show.
+/// Not done: the combining marks of particular scripts (a Devanagari
+/// vowel sign alone counts as visible).
 pub fn is_invisible(c: char) -> bool {
     c.is_whitespace()
         || c.is_control()
-        || is_bidi_control(c)
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
+        || is_default_ignorable(c)
+        || matches!(c, '\u{0300}'..='\u{036F}' | '\u{1AB0}'..='\u{1AFF}' | '\u{1DC0}'..='\u{1DFF}' | '\u{20D0}'..='\u{20FF}' | '\u{FE20}'..='\u{FE2F}')
+}
+
+/// Unicode's `Default_Ignorable_Code_Point` property (DerivedCoreProperties,
+/// Unicode 15): characters a renderer shows nothing for.
+fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
 }
 
 /// Whether `c` overrides or embeds a text direction (it can make one id
@@ -865,7 +897,7 @@ mod tests {
 
     #[test]
     fn test_a_recall_query_of_invisible_characters_is_refused() {
-        for q in ["", "  ", "\u{200B}\u{200D}", " \u{FEFF} \u{2060}"] {
+        for q in ["", "  ", "\u{200B}\u{200D}", " \u{FEFF} \u{2060}", &"\u{0301}".repeat(500)] {
             let req: RecallRequest = serde_json::from_value(serde_json::json!({ "query": q })).unwrap();
             assert!(req.validate().unwrap_err().is_invalid(), "{q:?}");
         }
@@ -961,6 +993,17 @@ mod tests {
         }
         assert!(validate_content("content", "\u{200b} \u{200b}").is_err());
         assert!(validate_content("content", "ok\u{200b}").is_ok());
+        // Tag characters, variation selectors, combining accents alone,
+        // a Hangul filler: nothing shows.
+        for blank in ["\u{E0041}".repeat(100), "\u{FE0F}".repeat(100), "\u{0301}".repeat(100), "\u{3164}\u{034F}".to_string()] {
+            assert!(validate_content("content", &blank).is_err(), "{blank:?} accepted");
+            assert!(validate_session_id(&blank.chars().take(10).collect::<String>()).is_err(), "{blank:?} accepted as an id");
+        }
+        // A letter they mark shows: an accent written apart, an emoji's
+        // variation selector, a flag of tags.
+        for shown in ["cafe\u{0301}", "\u{2764}\u{FE0F}", "\u{1F3F4}\u{E0067}\u{E0062}\u{E007F}"] {
+            assert!(validate_content("content", shown).is_ok(), "{shown:?} refused");
+        }
     }
 
     #[test]
