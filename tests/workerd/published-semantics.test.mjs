@@ -211,6 +211,18 @@ test("a completed action the docs give without a date is an event: listed by typ
   assert.match(recent, /Deployed v2\.3\.0/, summary);
 });
 
+// The HTTP reference's examples run in order: ingest of the user's "I prefer concise answers."
+// and remember of "The user prefers concise answers."; how-it-works: a new memory that "shares a
+// topic key" with an existing one supersedes it. An agent remembers the user in the third person.
+test("the user's own words and an agent's note of them in the third person are one topic: one stays active", async () => {
+  await send("POST", "/f9/ingest", { messages: [{ role: "user", content: "I prefer concise answers." }], sessionId: "chat-1" });
+  await send("POST", "/f9/remember", { content: "The user prefers concise answers." });
+  const listed = await send("GET", "/f9/memories");
+  const concise = listed.body.result.filter((m) => /concise answers/.test(m.summary));
+  assert.equal(concise.length, 1, JSON.stringify(listed.body.result));
+  assert.match(concise[0].summary, /The user prefers concise answers/);
+});
+
 // Ingest page, "Basic ingestion": the user's "I prefer dark mode and use VS
 // Code." and the assistant's "Noted your preferences for dark mode and VS
 // Code."; how-it-works: deduplication "checks for duplicates against both

@@ -645,10 +645,66 @@ fn speaker_and_body<'c>(t: &Transcript, c: &'c Candidate) -> (String, &'c str) {
     }
 }
 
+/// Adverbs that may stand between "the user" and the verb of a statement
+/// about the user ("The user always uses pnpm").
+const USER_ADVERBS: &[&str] = &["always", "usually", "often", "never", "now", "currently", "also", "still", "really", "mostly", "generally"];
+
+/// A statement about the user in the third person ("The user prefers
+/// concise answers", "User lives in Berlin", "The user's editor is Vim")
+/// as the user would say it ("I prefer concise answers", "I live in
+/// Berlin", "My editor is Vim"), for its key: what an agent remembers of
+/// the user and what the user said keep one topic key, and the later
+/// supersedes the earlier. `None` when it does not open so.
+fn in_first_person(body: &str) -> Option<String> {
+    let trimmed = body.trim_start();
+    let lower = trimmed.to_lowercase();
+    let rest_at = ["the user's ", "user's ", "the user\u{2019}s "].iter().find(|o| lower.starts_with(**o)).map(|o| o.len());
+    if let Some(at) = rest_at {
+        return Some(format!("My {}", trimmed.get(at..)?));
+    }
+    let at = ["the user ", "user "].iter().find(|o| lower.starts_with(**o)).map(|o| o.len())?;
+    let rest = trimmed.get(at..)?;
+    let mut words = rest.splitn(3, ' ');
+    let first = words.next()?;
+    let (adverb, verb, tail) = if USER_ADVERBS.contains(&first.to_lowercase().as_str()) {
+        (Some(first), words.next()?, words.next().unwrap_or(""))
+    } else {
+        let tail = rest.get(first.len()..).unwrap_or("").trim_start();
+        (None, first, tail)
+    };
+    let lower_verb = verb.to_lowercase();
+    let said = match lower_verb.as_str() {
+        "is" => "am".to_string(),
+        "has" => "have".to_string(),
+        "does" => "do".to_string(),
+        "doesn't" | "doesn\u{2019}t" => "don't".to_string(),
+        "was" => "was".to_string(),
+        v => third_person_to_first(v)?,
+    };
+    Some(match adverb {
+        Some(a) => format!("I {a} {said} {tail}"),
+        None => format!("I {said} {tail}"),
+    })
+}
+
+/// A verb of the third person singular as the first person says it
+/// ("prefers" -> "prefer", "studies" -> "study", "watches" -> "watch");
+/// `None` for a word that is not one.
+fn third_person_to_first(v: &str) -> Option<String> {
+    if let Some(stem) = v.strip_suffix("ies").filter(|s| s.len() > 1) {
+        return Some(format!("{stem}y"));
+    }
+    if ["sses", "shes", "ches", "xes", "zes", "oes"].iter().any(|e| v.ends_with(e)) {
+        return v.strip_suffix("es").map(str::to_string);
+    }
+    v.strip_suffix('s').filter(|s| s.len() > 1 && !s.ends_with('s')).map(str::to_string)
+}
+
 pub fn classify(t: &Transcript, c: &Candidate) -> Classification {
     let (role, body) = speaker_and_body(t, c);
     let kind = kind_of(body, c.event_date.is_some());
-    let key = kind.is_keyed().then(|| key_of(&role, body)).flatten();
+    let said_by_user = text::is_user_role(&role).then(|| in_first_person(body)).flatten();
+    let key = kind.is_keyed().then(|| key_of(&role, said_by_user.as_deref().unwrap_or(body))).flatten();
     let speaker = extract::speaker(&role);
     // A statement the extractor drew is its own summary; a note given
     // whole (`remember`) is summed up by its lead.
@@ -701,6 +757,32 @@ mod tests {
         assert_eq!(kind_of("I’m migrating the billing tables this week.", false), MemoryType::Task);
         assert_eq!(kind_of("I investigated the 500 errors last week and fixed them.", true), MemoryType::Event, "done, not under way");
         assert_eq!(kind_of("She is debugging the login flow.", false), MemoryType::Fact, "someone else's work");
+    }
+
+    /// The HTTP reference's examples: ingest of "I prefer concise
+    /// answers." and remember of "The user prefers concise answers." are
+    /// one topic; an agent remembers the user in the third person.
+    #[test]
+    fn test_a_statement_about_the_user_in_the_third_person_keys_as_the_user_says_it() {
+        // A remembered note: the user's.
+        let key = |content: &str| {
+            let t = Transcript { session_id: "s".into(), lines: vec![] };
+            classify(&t, &Candidate { content: content.into(), lines: vec![], event_date: None }).key
+        };
+        for (third, first) in [
+            ("The user prefers concise answers.", "I prefer concise answers."),
+            ("The user lives in Berlin.", "I live in Berlin."),
+            ("User prefers dark mode.", "I prefer dark mode."),
+            ("The user's editor is Vim.", "My editor is Vim."),
+            ("The user always uses pnpm for installs.", "I always use pnpm for installs."),
+        ] {
+            assert_eq!(key(third), key(first), "{third}");
+            assert!(key(third).is_some(), "{third}");
+        }
+        assert_eq!(in_first_person("The user studies French."), Some("I study French.".into()));
+        assert_eq!(in_first_person("The user watches films."), Some("I watch films.".into()));
+        assert_eq!(in_first_person("The user interface is slow."), None, "not a statement of the user's");
+        assert_eq!(in_first_person("Users prefer dark mode."), None);
     }
 
     /// How-it-works: "Events — Completed actions anchored to a point in
