@@ -89,6 +89,11 @@ struct Spliced {
 /// back, when it was said, until when it is valid.
 type LinkBack = (Option<String>, String, Option<String>);
 
+/// A walk back of [`Store::close_earlier_versions_all`]: when the
+/// replacing version was said, and the first version before the replaced
+/// one, with its link back.
+type Walk = (String, Option<(String, LinkBack)>);
+
 impl<'a> Store<'a> {
     /// Marks `old` superseded by `new` (both ids), queueing removal of the
     /// old vector; a value forgotten or expired keeps that status. It was
@@ -127,24 +132,18 @@ impl<'a> Store<'a> {
     /// conversation of 8,192 restatements ingested newest first took
     /// 7.5 s natively and 49 s in workerd).
     pub fn close_earlier_versions_all(&self, replaced: &[(&str, &str)]) -> Result<()> {
-        let mut walks: Vec<(String, &str)> = Vec::with_capacity(replaced.len());
-        for &(old, new) in replaced {
-            if let Some(start) = self.said_from(new)? {
-                walks.push((start, old));
-            }
-        }
-        walks.sort();
+        let mut walks = self.replacements_read(replaced)?;
+        walks.sort_by(|a, b| a.0.cmp(&b.0));
         // Each version walked, with when the replacement it was walked for was said.
         let mut reached: rustc_hash::FxHashMap<String, String> = Default::default();
-        for (start, old) in &walks {
-            let mut at = self.link_back(old)?.and_then(|(before, _, _)| before);
-            while let Some(id) = at {
-                if reached.get(&id).is_some_and(|by| by <= start) {
+        for (start, first) in walks {
+            let mut next = first;
+            while let Some((id, (before, said, valid_to))) = next.take() {
+                if reached.get(&id).is_some_and(|by| *by <= start) {
                     break;
                 }
-                let Some((before, said, valid_to)) = self.link_back(&id)? else { break };
                 // Ended by then: so are the versions before it.
-                let Some(valid_to) = valid_to.filter(|v| v > start) else { break };
+                let Some(valid_to) = valid_to.filter(|v| *v > start) else { break };
                 let ends = said.max(start.clone());
                 if valid_to > ends {
                     self.sql.execute(
@@ -153,16 +152,39 @@ impl<'a> Store<'a> {
                     )?;
                 }
                 reached.insert(id, start.clone());
-                at = before;
+                if let Some(before) = before {
+                    next = self.link_back(&before)?.map(|link| (before, link));
+                }
             }
         }
         Ok(())
     }
 
-    /// When `id` was said (`validFrom`, else `createdAt`), if it is stored.
-    fn said_from(&self, id: &str) -> Result<Option<String>> {
-        let rows = self.sql.query("SELECT COALESCE(valid_from, created_at) FROM memories WHERE id = ?", &[id.into()])?;
-        rows.into_iter().next().map(|r| rows::text(r.into_iter().next().unwrap_or(SqlValue::Null), "a time said")).transpose()
+    /// For each `(old, new)` replacement whose both versions are stored:
+    /// when `new` was said, and the version before `old` with its link
+    /// back (`None` when `old` names none), read in one statement per
+    /// chunk: in the order said, that one version is all a walk reads.
+    fn replacements_read(&self, replaced: &[(&str, &str)]) -> Result<Vec<Walk>> {
+        type Read = (String, Option<String>, Option<String>, Option<String>, Option<String>);
+        let mut out = Vec::with_capacity(replaced.len());
+        for chunk in json_chunks(replaced)? {
+            let rows: Vec<Read> = json_rows_paged(
+                self.sql,
+                "SELECT json_array(COALESCE(n.valid_from, n.created_at), p.id, p.supersedes, COALESCE(p.valid_from, p.created_at), p.valid_to) AS r \
+                 FROM json_each(?1) j JOIN memories o ON o.id = json_extract(j.value, '$[0]') JOIN memories n ON n.id = json_extract(j.value, '$[1]') \
+                 LEFT JOIN memories p ON p.id = o.supersedes",
+                &[chunk],
+            )?;
+            for (start, id, before, said, valid_to) in rows {
+                let first = match (id, said) {
+                    (Some(id), Some(said)) => Some((id, (before, said, valid_to))),
+                    (None, _) => None,
+                    (Some(_), None) => return Err(Error::storage("a version with no time said")),
+                };
+                out.push((start, first));
+            }
+        }
+        Ok(out)
     }
 
     /// The version `id` names back (`supersedes`), when `id` was said, and
