@@ -728,6 +728,30 @@ fn test_a_question_sharing_only_the_word_user_with_remembered_memories_gets_an_e
     });
 }
 
+/// The published pages: "If no memories match the query, `recall`
+/// returns an empty answer." A question about no one that shares only
+/// stop words with the stored turns ("the", "is") matches none of them;
+/// one about the user still finds what the user said, though only its
+/// stop words reach it ("Which company am I with at the moment?" after
+/// "I work as an analyst at Ostara Foods.").
+#[test]
+fn test_a_question_sharing_only_stop_words_with_the_turns_gets_an_empty_answer_unless_it_asks_about_a_speaker() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        block_on(p.ingest(spec_conversation())).unwrap();
+        block_on(p.ingest(chat(&[("user", "I work as an analyst at Ostara Foods."), ("assistant", "Noted, thanks.")], "2026-04-10T09:00:00Z"))).unwrap();
+        block_on(p.dispatch("drain", json!({}))).unwrap();
+        for query in ["What is the capital of France?", "Who won the 1998 World Cup?", "the zebra"] {
+            let r = recall(p, json!({ "query": query }));
+            assert_eq!((r.answer.as_str(), r.count), ("", 0), "{query}: {:?}", summaries(&r));
+        }
+        let r = recall(p, json!({ "query": "Which company am I with at the moment?" }));
+        assert!(summaries(&r).iter().any(|s| s.contains("Ostara")), "a question about the user: {:?}", summaries(&r));
+        let r = recall(p, json!({ "query": "Which package manager should the project use?" }));
+        assert!(r.count > 0 && r.answer.contains("pnpm"), "a question sharing content words: {}", r.answer);
+    });
+}
+
 /// The published types: `referenceDate` "is used as 'today' for resolving
 /// relative time references ('how many days ago', 'last week')". The same
 /// question names another week with another reference date, and what was

@@ -120,10 +120,15 @@ fn memory_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScop
 pub fn fts_with(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, turns: &TurnScores, cites: &Citations, scope: &RecallScope) -> Result<Ranking> {
     let depth = Depth::of(scope);
     let (mut own, found) = memory_hits(sql, src, q, scope)?;
+    // A question about a speaker ("Which company am I with at the
+    // moment?") is matched by what they said, its stop words alone
+    // reaching it; one about no speaker ("What is the capital of
+    // France?") is not.
+    let stop_words_only = found.is_empty() && !turns.worded && q.speakers.is_empty();
     let (candidates, sources) = score::candidates_of(&found, turns, cites, depth);
     add_function_words(sql, src, q, &candidates, &found, cites, &mut own)?;
     let spoken = spoken(sql, src, sources)?;
-    Ok(score::rank_memories(q, turns, &candidates, &own, &found, &spoken, depth))
+    Ok(Ranking { stop_words_only, ..score::rank_memories(q, turns, &candidates, &own, &found, &spoken, depth) })
 }
 
 /// Each memory's sources that are stored messages, with their speakers (a

@@ -344,12 +344,27 @@ pub struct Ranking {
     /// The full-text channel's best score (its first id's), which
     /// [`LexicalMatch`] reads; `None` for the other channels.
     pub best_score: Option<f64>,
+    /// A full-text channel whose hits share only stop words with the
+    /// query ("the", "is") of a query that names no speaker: no text in
+    /// scope holds one of its words or their expansions, and it asks
+    /// about no one who said something. Ranked all the same, but no match
+    /// for [`shows_a_match`].
+    pub stop_words_only: bool,
 }
 
 impl Ranking {
     /// A ranking by position.
     pub fn new(channel: Channel, ids: Vec<String>) -> Ranking {
-        Ranking { channel, ids, ranks: Vec::new(), shares: Vec::new(), why: Default::default(), best_similarity: None, best_score: None }
+        Ranking {
+            channel,
+            ids,
+            ranks: Vec::new(),
+            shares: Vec::new(),
+            why: Default::default(),
+            best_similarity: None,
+            best_score: None,
+            stop_words_only: false,
+        }
     }
 
     /// Ranks by evidence: memories drawn from the same source messages
@@ -434,7 +449,12 @@ pub fn semantic_match_floor(model: &str) -> f32 {
 /// a recall with nothing to go on answers empty rather than with the
 /// nearest vectors of unrelated memories (a vector index always has
 /// nearest neighbours). A hit of a lexical channel (key, full text,
-/// messages) shares words with the query and always counts. A vector
+/// messages) shares words with the query and counts, unless the
+/// question's own words and their expansions found nothing in scope, it
+/// names no speaker, and the channel's hits share only its stop words
+/// ([`Ranking::stop_words_only`]: "What is the capital of France?" beside
+/// a turn that says "the"; "Which company am I with at the moment?"
+/// still matches the user's turns by "I"). A vector
 /// channel's hits count when its best cosine reaches `floor`, the
 /// embedder's [`crate::core::ports::Embedder::match_floor`]; with none
 /// (the local hashing embedder, whose vectors re-find lexically what full
@@ -446,7 +466,7 @@ pub fn shows_a_match(rankings: &[Ranking], floor: Option<f32>) -> bool {
             (Some(floor), Some(best)) => best >= floor,
             _ => false,
         },
-        _ => !r.ids.is_empty(),
+        _ => !r.ids.is_empty() && !r.stop_words_only,
     })
 }
 

@@ -239,7 +239,10 @@ fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis,
         let turns = channels::score_turns(p.sql, src, &q, scope)?;
         let cites = channels::citations(p.sql, &turns, scope)?;
         let fts = channels::fts_with(p.sql, src, &q, &turns, &cites, scope);
-        Ok((fts, score::messages_with(&q, &turns, &cites, score::Depth::of(scope)).0))
+        let messages = score::messages_with(&q, &turns, &cites, score::Depth::of(scope)).0;
+        // The words found nothing, on the turns or on the memories.
+        let stop_words_only = fts.as_ref().map_or(!turns.worded, |r| r.stop_words_only);
+        Ok((fts, Ranking { stop_words_only, ..messages }))
     });
     match text {
         Ok((fts, messages)) => {

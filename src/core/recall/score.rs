@@ -539,6 +539,9 @@ pub struct TurnScores {
     /// The message rowid of each turn of `plain` and of `context`'s
     /// ordered head: `channels::citations` reads by it.
     pub rowids: HashMap<String, i64>,
+    /// Whether a turn was hit by one of the query's words or their
+    /// expansions, not by its stop words alone.
+    pub worded: bool,
 }
 
 /// Scores messages by full text (see [`TurnScores`]). Both scores are
@@ -554,6 +557,7 @@ pub fn turn_scores(q: &TextQuery, hits: HashMap<i64, Words>, places: &Places<'_>
     // stored message has no place and is left out).
     let mut split: Vec<(u32, Words)> = hits.into_iter().filter_map(|(rowid, s)| places.by_rowid(rowid).map(|i| (i, s))).collect();
     split.sort_unstable_by_key(|&(i, _)| i);
+    let worded = split.iter().any(|(_, w)| w.content > 0.0);
     let own: Vec<(u32, f64)> = split.iter().map(|&(i, w)| (i, w.content + FUNCTION_WEIGHT * w.function)).collect();
     let spread = Spread::of(&own, places)?;
     let (plain, plain_parts) = plain_scores(q, &split, places, depth.explain)?;
@@ -565,7 +569,7 @@ pub fn turn_scores(q: &TextQuery, hits: HashMap<i64, Words>, places: &Places<'_>
     let mut rowids: HashMap<String, i64> = HashMap::default();
     let plain = Scored::best(plain, depth.channel, false, &mut rowids);
     let context = Scored::best(in_context, depth.pool, true, &mut rowids);
-    Ok(TurnScores { plain, context, parts, rowids })
+    Ok(TurnScores { plain, context, parts, rowids, worded })
 }
 
 /// The place `i` of `places`.
