@@ -610,6 +610,7 @@ mod tests {
             why: Default::default(),
             best_similarity: None,
             best_score: None,
+            stop_words_only: false,
         };
         let out = fuse(&[grouped], Weights::default());
         let score = |id: &str| out.iter().find(|f| f.id == id).unwrap().score;
@@ -734,7 +735,9 @@ mod tests {
         assert!(!shows_a_match(&[vector.clone(), r(Channel::Fts, &[])], None), "lexical vectors never match alone");
         assert!(!shows_a_match(&[vector.clone()], Some(MINILM_MATCH_FLOOR)), "below the floor");
         assert!(shows_a_match(&[vector.clone()], Some(0.3)), "at the floor");
-        assert!(shows_a_match(&[vector, r(Channel::Messages, &["b"])], None), "a lexical hit always matches");
+        assert!(shows_a_match(&[vector.clone(), r(Channel::Messages, &["b"])], None), "a lexical hit matches");
+        let by_stop_words = Ranking { stop_words_only: true, ..r(Channel::Messages, &["b"]) };
+        assert!(!shows_a_match(&[vector, by_stop_words], None), "unless it shares only stop words with a question about no one");
         assert_eq!(semantic_match_floor("@cf/sentence-transformers/all-MiniLM-L6-v2"), MINILM_MATCH_FLOOR);
         assert_eq!(semantic_match_floor("@cf/baai/bge-base-en-v1.5"), 0.0, "unmeasured models keep every neighbour");
     }

@@ -38,6 +38,13 @@ pub const ECHO_SHARE: f64 = 0.8;
 /// says too little ("plan" / "planet").
 pub const ECHO_PREFIX_MIN: usize = 5;
 
+/// Longest start of a stem, in letters, that [`is_echo`]'s word families
+/// compare: a stem is kept whole and by its starts of [`ECHO_PREFIX_MIN`]
+/// to this many letters. No word family needs more, and a "word" of
+/// 32,000 letters (a hex dump, a run of CJK text without spaces) kept by
+/// each of its starts held half a gigabyte.
+pub const ECHO_PREFIX_MAX: usize = 32;
+
 const PLEASANTRIES: &[&str] =
     &["thanks", "thank you", "got it", "sounds good", "great", "ok", "okay", "sure", "cool", "nice", "awesome", "lol", "haha", "bye", "hello", "hi"];
 
@@ -137,10 +144,10 @@ pub fn without_connective(s: &str) -> String {
 pub struct Stated {
     /// Its stems.
     stems: HashSet<String>,
-    /// Every start of [`ECHO_PREFIX_MIN`] letters or more of each stem
-    /// (the whole stem too): a longer word of one's family is found by
-    /// its starts, a shorter one by this set, each a lookup, not a pass
-    /// over every stem.
+    /// Every start of [`ECHO_PREFIX_MIN`] to [`ECHO_PREFIX_MAX`] letters
+    /// of each stem (the whole stem too, when no longer): a longer word of
+    /// one's family is found by its starts, a shorter one by this set,
+    /// each a lookup, not a pass over every stem.
     starts: HashSet<String>,
 }
 
@@ -159,11 +166,14 @@ impl Stated {
     }
 }
 
-/// The starts of `stem` of [`ECHO_PREFIX_MIN`] letters or more, itself
-/// last.
+/// The starts of `stem` of [`ECHO_PREFIX_MIN`] to [`ECHO_PREFIX_MAX`]
+/// letters, itself last when no longer: at most that many, whatever the
+/// stem's length.
 fn starts_of(stem: &str) -> impl Iterator<Item = &str> {
-    let whole = (stem.chars().count() >= ECHO_PREFIX_MIN).then_some(stem.len());
-    stem.char_indices().map(|(i, _)| i).skip(ECHO_PREFIX_MIN).chain(whole).filter_map(|end| stem.get(..end))
+    let letters = stem.chars().take(ECHO_PREFIX_MAX.saturating_add(1)).count();
+    let whole = (ECHO_PREFIX_MIN..=ECHO_PREFIX_MAX).contains(&letters).then_some(stem.len());
+    let shorter = ECHO_PREFIX_MAX.saturating_add(1).saturating_sub(ECHO_PREFIX_MIN);
+    stem.char_indices().map(|(i, _)| i).skip(ECHO_PREFIX_MIN).take(shorter).chain(whole).filter_map(|end| stem.get(..end))
 }
 
 /// What the lines an extraction has looked up state, by their place in
@@ -296,6 +306,12 @@ mod tests {
         assert_eq!(starts_of("preference").collect::<Vec<_>>(), ["prefe", "prefer", "prefere", "preferen", "preferenc", "preference"]);
         assert_eq!(starts_of("plan").count(), 0);
         assert_eq!(starts_of("été").count(), 0, "letters, not bytes");
+        let long = "a".repeat(32_000);
+        let starts: Vec<&str> = starts_of(&long).collect();
+        assert_eq!(starts.len(), ECHO_PREFIX_MAX + 1 - ECHO_PREFIX_MIN, "at most that many, whatever the length");
+        assert_eq!(starts.last().map(|s| s.len()), Some(ECHO_PREFIX_MAX));
+        let exactly = "b".repeat(ECHO_PREFIX_MAX);
+        assert_eq!(starts_of(&exactly).last(), Some(exactly.as_str()), "a stem no longer than the limit is kept whole");
     }
 
     #[test]
