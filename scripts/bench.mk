@@ -52,6 +52,15 @@ HEAP_MESSAGES ?= 500
 bench-heap: setup
 	@$(ENV) $(if $(HEAP_CASE),HEAP_CASE="$(HEAP_CASE)") $(if $(HEAP_BIG_REALLOCS),HEAP_BIG_REALLOCS=1) cargo bench --quiet --bench heap -- $(HEAP_MESSAGES)
 
+# `make bench-import-keys [IMPORT_KEYS=M,N]`: one key's N values imported
+# beside M the profile holds, said by the user in another session and by
+# the agent in the same one (tests/bench/import_keys.rs; default
+# 16000,16000).
+.PHONY: bench-import-keys
+
+bench-import-keys: setup
+	@$(ENV) cargo bench --quiet --bench import_keys -- $(IMPORT_KEYS)
+
 # `make bench-key-holders [KEY_HOLDERS_CALLS=2000]`: one key an agent says
 # in every call (a support agent's refund reference), natively: ingest
 # ms/call as its live holders grow, recall with the key channel's part,
