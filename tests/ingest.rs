@@ -68,6 +68,42 @@ fn test_spec_conversation_yields_keyed_pnpm_and_dark_mode_memories() {
     });
 }
 
+/// The published ingest page: Agent Memory "identifies facts, events,
+/// instructions, and tasks automatically", in no language named. Chinese,
+/// Japanese and Thai write a sentence without spaces, one token of many
+/// words; each sentence they state is kept, as one in English would be,
+/// and a question or a pleasantry is not.
+#[test]
+fn test_statements_in_scripts_written_without_spaces_are_remembered() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        let said = [
+            ("zh", "我喜欢简洁的回答。"),
+            ("zh2", "我住在上海，我是一名软件工程师。我每天骑自行车上班。"),
+            ("ja", "私は東京に住んでいます。"),
+            ("th", "ฉันชอบกาแฟดำตอนเช้า"),
+        ];
+        for (session, content) in said {
+            let req = IngestRequest {
+                messages: vec![msg("user", content), msg("assistant", "好的。")],
+                session_id: Some(session.into()),
+                metadata: Default::default(),
+            };
+            block_on(p.ingest(req)).unwrap();
+        }
+        let memories = active(p);
+        for (session, _) in said {
+            assert!(memories.iter().any(|m| m.session_id == session), "{session}: nothing kept of it: {memories:#?}");
+        }
+        let two: Vec<&Memory> = memories.iter().filter(|m| m.session_id == "zh2").collect();
+        assert_eq!(two.len(), 2, "two sentences, two memories (a full stop ends one whatever follows it): {two:#?}");
+        assert!(memories.iter().all(|m| !m.content.contains("好的")), "an acknowledgement is no memory");
+        let asked = IngestRequest { messages: vec![msg("user", "你住在哪里？")], session_id: Some("q".into()), metadata: Default::default() };
+        block_on(p.ingest(asked)).unwrap();
+        assert!(active(p).iter().all(|m| m.session_id != "q"), "a question is no memory");
+    });
+}
+
 #[test]
 fn test_every_memory_cites_stored_source_messages() {
     let sql = database();

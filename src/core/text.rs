@@ -114,6 +114,37 @@ pub fn content_words(s: &str) -> Vec<String> {
     tokens(s).into_iter().filter(|w| !is_stop(w)).collect()
 }
 
+/// Whether `c` is a letter of a script written without spaces between
+/// words (Han, Hiragana, Katakana, Thai, Lao, Myanmar, Khmer): a run of
+/// them is one [`tokens`] token, however many words it holds.
+pub fn is_unspaced_letter(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}' // Hiragana, Katakana
+        | '\u{31F0}'..='\u{31FF}' // Katakana extensions
+        | '\u{3400}'..='\u{4DBF}' // Han, extension A
+        | '\u{4E00}'..='\u{9FFF}' // Han
+        | '\u{F900}'..='\u{FAFF}' // Han compatibility
+        | '\u{20000}'..='\u{2FA1F}' // Han, supplementary planes
+        | '\u{0E00}'..='\u{0EFF}' // Thai, Lao
+        | '\u{1000}'..='\u{109F}' // Myanmar
+        | '\u{1780}'..='\u{17FF}' // Khmer
+    )
+}
+
+/// Letters of an unspaced script ([`is_unspaced_letter`]) counted as one
+/// word in this many: about the length of a word of Chinese or Japanese.
+pub const UNSPACED_LETTERS_PER_WORD: usize = 2;
+
+/// How many words the token `w` holds: one, or for a run of an unspaced
+/// script, its letters over [`UNSPACED_LETTERS_PER_WORD`] (rounded up).
+pub fn words_in_token(w: &str) -> usize {
+    let unspaced = w.chars().filter(|&c| is_unspaced_letter(c)).count();
+    match unspaced {
+        0 => 1,
+        n => n.div_ceil(UNSPACED_LETTERS_PER_WORD).max(1),
+    }
+}
+
 /// Jaccard similarity of content stems ([`statement_stems`]) from which
 /// two statements of one value ([`statement_value`]) say the same thing
 /// ([`Statement::says_the_same`]). Swept on the LoCoMo development split as
@@ -334,6 +365,15 @@ pub fn sentences(s: &str) -> Vec<String> {
             continue;
         }
         cur.push(c);
+        // The full stops of scripts written without spaces end a sentence
+        // whatever follows ("我住在上海。我是工程师。").
+        if matches!(c, '。' | '！' | '？') {
+            if !cur.trim().is_empty() {
+                out.push(cur.trim().to_string());
+            }
+            cur.clear();
+            continue;
+        }
         if matches!(c, '.' | '!' | '?') {
             let next = i.checked_add(1).and_then(|j| chars.get(j)).copied();
             let prev_is_digit = i.checked_sub(1).and_then(|j| chars.get(j)).is_some_and(char::is_ascii_digit);

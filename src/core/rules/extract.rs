@@ -77,7 +77,7 @@ const CONNECTIVES: &[&str] = &["and", "also", "plus", "but", "so", "oh", "well",
 /// Whether a sentence is worth keeping.
 pub fn states_something(s: &str) -> bool {
     let t = s.trim();
-    if t.ends_with('?') {
+    if t.ends_with(['?', '？']) {
         return false;
     }
     let lower = t.to_lowercase();
@@ -86,7 +86,8 @@ pub fn states_something(s: &str) -> bool {
         return false;
     }
     let words = text::content_words(t);
-    let n = words.len();
+    // A run of Chinese, Japanese or Thai text is one token of many words.
+    let n: usize = words.iter().map(|w| text::words_in_token(w)).sum();
     n >= MIN_CONTENT_WORDS
         || (n >= MIN_CONTENT_WORDS - 1 && (has_concrete_value(t) || words.iter().any(|w| LIKINGS.contains(&w.as_str()))) && speaks_of_itself(t))
 }
