@@ -752,6 +752,33 @@ fn test_a_question_sharing_only_stop_words_with_the_turns_gets_an_empty_answer_u
     });
 }
 
+/// Chinese and Japanese write a sentence without spaces: the tokenizer
+/// reads a run of their letters as one word, and a question's word found
+/// only that whole run. Indexed in pairs of letters, "上海" finds "我住在
+/// 上海" (tests/text_index.rs holds the index in memory to SQLite's on
+/// such texts).
+#[test]
+fn test_a_chinese_or_japanese_word_finds_the_sentence_that_holds_it() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (session, content) in
+            [("zh", "我住在上海，我是一名软件工程师。"), ("ja", "私は東京に住んでいます。"), ("en", "I prefer dark mode and use VS Code.")]
+        {
+            let req = IngestRequest { messages: vec![msg("user", content)], session_id: Some(session.into()), metadata: Default::default() };
+            block_on(p.ingest(req)).unwrap();
+        }
+        block_on(p.dispatch("drain", json!({}))).unwrap();
+        for (query, said) in [("上海", "上海"), ("我住在哪里？", "上海"), ("软件工程师", "工程师"), ("東京", "東京"), ("dark mode", "dark mode")]
+        {
+            let r = recall(p, json!({ "query": query }));
+            let first = summaries(&r).into_iter().next().unwrap_or_default();
+            assert!(first.contains(said), "{query}: {:?}", summaries(&r));
+        }
+        let r = recall(p, json!({ "query": "北京" }));
+        assert_eq!(r.count, 0, "a city no one named: {:?}", summaries(&r));
+    });
+}
+
 /// The published types: `referenceDate` "is used as 'today' for resolving
 /// relative time references ('how many days ago', 'last week')". The same
 /// question names another week with another reference date, and what was

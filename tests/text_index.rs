@@ -244,7 +244,9 @@ fn test_tokens_are_fts5s_own_token_for_token() {
     for r in rows {
         let mut ours: Vec<(String, String)> = Vec::new();
         for (col, i) in [("role", 1), ("content", 2)] {
-            porter::tokens(r[i].as_str().unwrap(), |t| ours.push((col.to_string(), String::from_utf8(t.to_vec()).unwrap())));
+            // As the index adds a text: Chinese and Japanese runs in pairs.
+            let text = agent_memory::core::text::index_form(r[i].as_str().unwrap());
+            porter::tokens(&text, |t| ours.push((col.to_string(), String::from_utf8(t.to_vec()).unwrap())));
         }
         let rowid = r[0].as_i64().unwrap();
         let theirs = fts5.remove(&rowid).unwrap_or_default();
@@ -933,4 +935,43 @@ fn test_a_recall_on_sqlite_alone_catches_each_full_text_table_up_once_and_sees_w
     let mut checks = counted.checks.borrow().clone();
     checks.sort();
     assert_eq!(checks, ["memories_fts", "messages_fts"], "each table is caught up once");
+}
+
+/// A profile whose full-text rows were written before index forms (a run
+/// of Chinese or Japanese letters one token): the object's start writes
+/// them again in their index form, once, so a word of the run finds them
+/// in SQLite as in the index built in memory from the same rows.
+#[test]
+fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
+    let sql = database();
+    let said = |i: usize, content: &str| Message {
+        id: format!("msg_{i:06}"),
+        session_id: "s".into(),
+        role: "user".into(),
+        content: content.into(),
+        timestamp: None,
+        position: i as i64,
+        created_at: "2026-04-15T10:00:00Z".into(),
+        metadata: Default::default(),
+    };
+    let stored = [said(0, "我住在上海，我是一名软件工程师。"), said(1, "I live in Lisbon.")];
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
+    FullText::Messages.catch_up(&sql).unwrap();
+    // As a build before index forms wrote them: the texts as they are.
+    sql.execute("DELETE FROM messages_fts", &[]).unwrap();
+    sql.execute("INSERT INTO messages_fts (rowid, role, content) SELECT rowid, role, content FROM messages", &[]).unwrap();
+    let found = |word: &str| {
+        let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
+        rows[0][0].as_i64().unwrap()
+    };
+    assert_eq!((found("上海"), found("lisbon")), (0, 1), "before: only the whole run is a word");
+    with_profile(&sql, APRIL_15, |p| p.migrate().unwrap());
+    assert_eq!((found("上海"), found("工程"), found("lisbon")), (1, 1, 1), "after: its pairs of letters are words");
+    let meta = with_profile(&sql, APRIL_15, |p| p.store().meta_get(agent_memory::core::store::META_INDEX_FORMS).unwrap());
+    assert_eq!(meta.as_deref(), Some("1"), "done once");
+    // Once: a row written the old way since is left as it is.
+    sql.execute("DELETE FROM messages_fts WHERE rowid = 1", &[]).unwrap();
+    sql.execute("INSERT INTO messages_fts (rowid, role, content) SELECT rowid, role, content FROM messages WHERE rowid = 1", &[]).unwrap();
+    with_profile(&sql, APRIL_15, |p| p.migrate().unwrap());
+    assert_eq!(found("上海"), 0, "the rows are read once, not at every start");
 }

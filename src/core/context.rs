@@ -76,8 +76,10 @@ impl<'a> Profile<'a> {
         Store::new(self.sql, self.now)
     }
 
-    /// Creates or upgrades the schema.
+    /// Creates or upgrades the schema, and the full-text rows written
+    /// before index forms ([`Store::write_index_forms_once`]).
     pub fn migrate(&self) -> Result<()> {
-        schema::migrate(self.sql)
+        schema::migrate(self.sql)?;
+        self.store().write_index_forms_once()
     }
 }

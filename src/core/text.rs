@@ -131,6 +131,65 @@ pub fn is_unspaced_letter(c: char) -> bool {
     )
 }
 
+/// Whether `c` is a letter of Chinese or Japanese (Han, Hiragana,
+/// Katakana): the letters [`index_form`] reads in pairs.
+pub fn is_cjk_letter(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30FF}' | '\u{31F0}'..='\u{31FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{2FA1F}')
+}
+
+/// A SQL `GLOB` pattern matching a text with a letter [`is_cjk_letter`]
+/// holds: the rows whose full-text rows are written in their
+/// [`index_form`].
+pub const CJK_GLOB: &str = "*[\u{3040}-\u{30FF}\u{31F0}-\u{31FF}\u{3400}-\u{4DBF}\u{4E00}-\u{9FFF}\u{F900}-\u{FAFF}\u{20000}-\u{2FA1F}]*";
+
+/// `s` as the full-text indexes read it: each run of Chinese or Japanese
+/// letters ([`is_cjk_letter`]), written without spaces between words, as
+/// its overlapping pairs of letters, each a word ("我住在上海" -> "我住 住在
+/// 在上 上海"; a letter alone stays one), set apart from what surrounds it.
+/// The tokenizer (FTS5's `unicode61`, and [`crate::core::recall::unicode61`]
+/// mirroring it) reads such a run as one word, so "上海" found no text
+/// that says "我住在上海". A text with no such letter is `s` itself.
+///
+/// What it does not do: tell words apart (a pair may straddle two, and
+/// is then a word no question asks for), or read Thai, Lao, Khmer or
+/// Myanmar, whose letters combine with marks the tokenizer splits on.
+pub fn index_form(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.is_ascii() || !s.chars().any(is_cjk_letter) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len().saturating_mul(2));
+    let mut run: Vec<char> = Vec::new();
+    let flush = |run: &mut Vec<char>, out: &mut String| {
+        if run.is_empty() {
+            return;
+        }
+        out.push(' ');
+        match run.as_slice() {
+            [one] => out.push(*one),
+            letters => {
+                for (i, pair) in letters.windows(2).enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    out.extend(pair);
+                }
+            }
+        }
+        out.push(' ');
+        run.clear();
+    };
+    for c in s.chars() {
+        if is_cjk_letter(c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Letters of an unspaced script ([`is_unspaced_letter`]) counted as one
 /// word in this many: about the length of a word of Chinese or Japanese.
 pub const UNSPACED_LETTERS_PER_WORD: usize = 2;
@@ -512,6 +571,22 @@ mod tests {
         let token = format!("The vault label is {}", "h".repeat(500));
         assert_eq!(lead(&token, 40), format!("The vault label is {}\u{2026}", "h".repeat(20)), "a word too long to fit is cut, not dropped");
         assert_eq!(lead("ééééé ééééé ééééé", 12), "ééééé ééééé\u{2026}", "counted in characters, not bytes");
+    }
+
+    #[test]
+    fn test_chinese_and_japanese_runs_are_indexed_as_pairs_of_letters() {
+        assert_eq!(index_form("我住在上海"), " 我住 住在 在上 上海 ");
+        assert_eq!(index_form("I live in 上海, ok"), "I live in  上海 , ok");
+        assert_eq!(index_form("v3版本"), "v3 版本 ");
+        assert_eq!(index_form("私は東京に住んでいます。"), " 私は は東 東京 京に に住 住ん んで でい いま ます 。");
+        assert_eq!(index_form("A股"), "A 股 ");
+        assert!(matches!(index_form("plain text, café"), std::borrow::Cow::Borrowed(_)), "no such letter: the text itself");
+        assert!(matches!(index_form("저는 서울에 살고 있습니다"), std::borrow::Cow::Borrowed(_)), "Korean is written with spaces");
+        let glob = regex::Regex::new(&format!("^{}$", CJK_GLOB.replace('*', ".*"))).unwrap();
+        for (text, cjk) in [("我住在上海", true), ("カタカナ", true), ("plain", false), ("서울", false), ("𠀋", true)] {
+            assert_eq!(glob.is_match(text), cjk, "{text}");
+            assert_eq!(text.chars().any(is_cjk_letter), cjk, "{text}");
+        }
     }
 
     #[test]

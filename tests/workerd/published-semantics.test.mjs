@@ -48,6 +48,24 @@ test("over the binding, the bindings example's profile answers an unrelated reca
   assert.equal(r.answer, "", JSON.stringify(r));
 });
 
+// ingest.mdx: Agent Memory "identifies facts, events, instructions, and tasks automatically", in
+// no language named. Chinese and Japanese write a sentence without spaces; its statements are kept,
+// and a word of one finds it (the full-text rows index such a run by its pairs of letters).
+test("a Chinese or Japanese conversation is remembered and a word of it finds it, over HTTP", async () => {
+  const ingested = await send("POST", "/cjk/ingest", { sessionId: "zh", messages: [
+    { role: "user", content: "我住在上海，我是一名软件工程师。我喜欢简洁的回答。" },
+    { role: "user", content: "私は東京に住んでいます。" },
+  ] });
+  assert.equal(ingested.status, 200, JSON.stringify(ingested.body));
+  const l = await send("GET", "/cjk/memories");
+  assert.ok(l.body.result.length >= 3, JSON.stringify(l.body.result.map((m) => m.summary)));
+  for (const [query, said] of [["上海", /上海/], ["東京", /東京/], ["我喜欢什么样的回答？", /简洁/]]) {
+    const r = await send("POST", "/cjk/recall", { query });
+    assert.ok(said.test(r.body.result.answer), `${query} -> ${JSON.stringify(r.body.result)}`);
+  }
+  assert.equal((await send("POST", "/cjk/recall", { query: "北京" })).body.result.answer, "", "a city no one named");
+});
+
 // recall.mdx lists "Summarize recent deployment events" as an example query; ingest.mdx's example
 // conversation says "Deploy" and "Deployed". The full-text index's Porter stemmer puts "deployment"
 // and "deploy"/"deployed" under two stems (deploy / deploi); a query on either side searches the other.

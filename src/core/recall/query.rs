@@ -231,14 +231,27 @@ impl TextQuery {
 }
 
 /// The terms as FTS5 phrases: letters and digits, words separated by one
-/// space (so no term can be read as FTS syntax), empty ones left out.
+/// space (so no term can be read as FTS syntax), empty ones left out. A
+/// term with Chinese or Japanese letters is searched as the words the
+/// index holds of it ([`text::index_form`]), each a phrase of its own: a
+/// run's pairs of letters, any one of them a match ("上海在哪里" finds a
+/// text saying "上海").
 pub fn phrases(terms: &[String]) -> Vec<String> {
-    terms
-        .iter()
-        .map(|t| t.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect::<String>())
-        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|t| !t.is_empty())
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    for t in terms {
+        let plain: String = t.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
+        let words: Vec<&str> = plain.split_whitespace().collect();
+        if plain.chars().any(text::is_cjk_letter) {
+            for w in text::index_form(&words.join(" ")).split_whitespace() {
+                if !out.iter().any(|p| p == w) {
+                    out.push(w.to_string());
+                }
+            }
+        } else if !words.is_empty() {
+            out.push(words.join(" "));
+        }
+    }
+    out
 }
 
 /// An FTS5 MATCH expression OR-ing the [`phrases`], each quoted. `None`

@@ -297,7 +297,9 @@ impl<const C: usize> TextIndex<C> {
         let mut tokens: Vec<(u32, u8)> = Vec::with_capacity(64);
         let mut length = 0u32;
         for (c, text) in columns.iter().enumerate() {
-            length += porter::tokens(text, |t| {
+            // As the full-text tables are written (`FullText::catch_up`).
+            let text = crate::core::text::index_form(text);
+            length += porter::tokens(&text, |t| {
                 let (term, fresh) = self.terms.intern(t);
                 if fresh {
                     self.postings.push(List::EMPTY);

@@ -82,8 +82,9 @@ impl FullText {
     }
 
     /// Indexes for full-text search the rows of the table above its index's
-    /// highest rowid, in one statement. Returns how many rowids it covered
-    /// (0: none waited).
+    /// highest rowid, in one statement; those holding Chinese or Japanese
+    /// letters again in their index form ([`FullText::write_index_forms`]).
+    /// Returns how many rowids it covered (0: none waited).
     pub fn catch_up(self, sql: &dyn Sql) -> Result<usize> {
         let (table, fts, indexed, columns) = self.tables();
         let (since, waiting) = self.waiting(sql)?;
@@ -91,6 +92,69 @@ impl FullText {
             return Ok(0);
         }
         sql.execute(&format!("INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1"), &[SqlValue::Integer(since)])?;
+        self.write_index_forms(sql, since)?;
         Ok(waiting)
+    }
+
+    /// What a row's indexed texts hold together, over `m` (a `GLOB` reads
+    /// whether one holds a Chinese or Japanese letter).
+    fn held(self) -> &'static str {
+        match self {
+            FullText::Messages => "m.role || m.content",
+            FullText::Memories => "m.content || COALESCE(m.key, '') || COALESCE(m.search_queries, '')",
+        }
+    }
+
+    /// Writes again, in their [`crate::core::text::index_form`], the
+    /// full-text rows of the indexed rows above rowid `since` whose texts
+    /// hold a Chinese or Japanese letter (a run of them is read in pairs);
+    /// the others are as the table holds them. Returns how many it wrote.
+    pub(crate) fn write_index_forms(self, sql: &dyn Sql, since: i64) -> Result<usize> {
+        let (table, fts, indexed, columns) = self.tables();
+        let rows = sql.query(
+            &format!(
+                "SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND m.rowid <= COALESCE((SELECT MAX(rowid) FROM {fts}), 0) \
+                 AND ({}) GLOB ?2",
+                self.held()
+            ),
+            &[SqlValue::Integer(since), crate::core::text::CJK_GLOB.into()],
+        )?;
+        for row in &rows {
+            let Some((rowid, texts)) = row.split_first() else { continue };
+            let rowid = rowid.as_i64().ok_or_else(|| Error::storage(format!("a {table} rowid that is not an integer")))?;
+            let mut params = vec![SqlValue::Integer(rowid)];
+            for text in texts {
+                let text = text.as_str().ok_or_else(|| Error::storage(format!("an indexed text of {table} that is not text")))?;
+                params.push(crate::core::text::index_form(text).into_owned().into());
+            }
+            let marks = vec!["?"; texts.len()].join(", ");
+            sql.execute(&format!("DELETE FROM {fts} WHERE rowid = ?1"), &[SqlValue::Integer(rowid)])?;
+            sql.execute(&format!("INSERT INTO {fts} (rowid, {indexed}) VALUES (?, {marks})"), &params)?;
+        }
+        Ok(rows.len())
+    }
+}
+
+/// The `meta` key set once every full-text row written before index forms
+/// ([`crate::core::text::index_form`]) is in its index form.
+pub const META_INDEX_FORMS: &str = "index_forms_written";
+
+impl Store<'_> {
+    /// Writes again, once, in their index forms the full-text rows of the
+    /// rows holding Chinese or Japanese letters written before this build
+    /// wrote them so (one read of each table by a `GLOB` the first time,
+    /// one read of `meta` after): the object runs it after the
+    /// migrations, so the text indexes in memory, built from the tables in
+    /// index form, keep scoring as SQLite's.
+    pub fn write_index_forms_once(&self) -> Result<()> {
+        if self.meta_get(META_INDEX_FORMS)?.is_some() {
+            return Ok(());
+        }
+        self.transaction(|| {
+            for f in FullText::BOTH {
+                f.write_index_forms(self.sql, 0)?;
+            }
+            self.meta_set(META_INDEX_FORMS, "1")
+        })
     }
 }
