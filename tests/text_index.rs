@@ -954,7 +954,9 @@ fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
         created_at: "2026-04-15T10:00:00Z".into(),
         metadata: Default::default(),
     };
-    let stored = [said(0, "我住在上海，我是一名软件工程师。"), said(1, "I live in Lisbon.")];
+    // More than a page of rows to write again (REWRITE_PAGE, 256).
+    let mut stored = vec![said(0, "我住在上海，我是一名软件工程师。"), said(1, "I live in Lisbon.")];
+    stored.extend((2..300).map(|i| said(i, &format!("第{i}号：我喜欢简洁的回答。"))));
     with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
     FullText::Messages.catch_up(&sql).unwrap();
     // As a build before index forms wrote them: the texts as they are.
@@ -964,9 +966,14 @@ fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
         let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
         rows[0][0].as_i64().unwrap()
     };
-    assert_eq!((found("上海"), found("lisbon")), (0, 1), "before: only the whole run is a word");
+    assert_eq!((found("上海"), found("简洁"), found("lisbon")), (0, 0, 1), "before: only the whole run is a word");
+    // A snapshot of the directory, as a large profile keeps one: its words
+    // are the old ones.
+    sql.execute("INSERT INTO directory_snapshot (part, data) VALUES (1, x'00')", &[]).unwrap();
     with_profile(&sql, APRIL_15, |p| p.migrate().unwrap());
-    assert_eq!((found("上海"), found("工程"), found("lisbon")), (1, 1, 1), "after: its pairs of letters are words");
+    assert_eq!((found("上海"), found("工程"), found("简洁"), found("lisbon")), (1, 1, 298, 1), "after: its pairs of letters are words");
+    let snapshot = sql.query("SELECT count(*) FROM directory_snapshot", &[]).unwrap();
+    assert_eq!(snapshot[0][0].as_i64(), Some(0), "the directory is built again from the rows");
     let meta = with_profile(&sql, APRIL_15, |p| p.store().meta_get(agent_memory::core::store::META_INDEX_FORMS).unwrap());
     assert_eq!(meta.as_deref(), Some("1"), "done once");
     // Once: a row written the old way since is left as it is.

@@ -384,7 +384,12 @@ pub fn lead(s: &str, max: usize) -> String {
     }
     let mut out = String::new();
     for sentence in sentences(s) {
-        let joined = if out.is_empty() { sentence.clone() } else { format!("{out} {sentence}") };
+        // Sentences of scripts written without spaces are joined without one.
+        let joined = match out.chars().last() {
+            None => sentence.clone(),
+            Some('。' | '！' | '？') => format!("{out}{sentence}"),
+            Some(_) => format!("{out} {sentence}"),
+        };
         if joined.chars().count() > max {
             break;
         }
@@ -409,8 +414,9 @@ pub fn lead(s: &str, max: usize) -> String {
     format!("{}\u{2026}", words.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':')))
 }
 
-/// Sentences of a text (split on `.`, `!`, `?` and newlines followed by
-/// space or end), trimmed, non-empty.
+/// Sentences of a text (split on `.`, `!`, `?` followed by space or end,
+/// on `。`, `！`, `？` whatever follows, and on newlines), trimmed,
+/// non-empty.
 pub fn sentences(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();

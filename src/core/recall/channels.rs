@@ -124,7 +124,7 @@ pub fn fts_with(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, turns: &TurnScore
     // moment?") is matched by what they said, its stop words alone
     // reaching it; one about no speaker ("What is the capital of
     // France?") is not.
-    let stop_words_only = found.is_empty() && !turns.worded && q.speakers.is_empty();
+    let stop_words_only = found.is_empty() && !turns.worded && !q.about_a_speaker;
     let (candidates, sources) = score::candidates_of(&found, turns, cites, depth);
     add_function_words(sql, src, q, &candidates, &found, cites, &mut own)?;
     let spoken = spoken(sql, src, sources)?;

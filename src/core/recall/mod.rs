@@ -241,7 +241,7 @@ fn text_channels(p: &Profile<'_>, scope: &RecallScope, analysis: &QueryAnalysis,
         let fts = channels::fts_with(p.sql, src, &q, &turns, &cites, scope);
         let messages = score::messages_with(&q, &turns, &cites, score::Depth::of(scope)).0;
         // The words found nothing, on the turns or on the memories.
-        let stop_words_only = fts.as_ref().map_or(!turns.worded, |r| r.stop_words_only);
+        let stop_words_only = fts.as_ref().map_or(!turns.worded && !q.about_a_speaker, |r| r.stop_words_only);
         Ok((fts, Ranking { stop_words_only, ..messages }))
     });
     match text {

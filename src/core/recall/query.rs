@@ -81,6 +81,10 @@ pub struct TextQuery {
     /// names ([`TextQuery::names_speaker`]): not searched (see the module
     /// docs).
     pub speakers: HashSet<String>,
+    /// Whether it names a speaker of the profile, by name or in the first
+    /// person (the user): a minor one's name, searched again
+    /// ([`TextQuery::searching_names_of`]), still counts.
+    pub about_a_speaker: bool,
 }
 
 /// The word that reaches the other side of the Porter stemmer's `y`/`i`
@@ -167,6 +171,7 @@ impl TextQuery {
             temporal: crate::core::recall::temporal::detect(query).is_some(),
             periods: crate::core::recall::temporal::periods_in(query, reference),
             speakers: HashSet::default(),
+            about_a_speaker: false,
         }
     }
 
@@ -175,6 +180,7 @@ impl TextQuery {
     /// "user" for a question in the first person) are kept apart.
     pub fn with_speakers(mut self, roles: &[String]) -> TextQuery {
         self.speakers = roles.iter().filter(|r| self.names_speaker(r)).flat_map(|r| text::tokens(r)).collect();
+        self.about_a_speaker = !self.speakers.is_empty();
         self
     }
 
@@ -318,6 +324,18 @@ mod tests {
         assert!(q.expansions.contains(&"deployment".to_string()), "{:?}", q.expansions);
         let both = TextQuery::new("which deployment was deployed", &[], day());
         assert!(both.expansions.is_empty(), "its stem is searched already: {:?}", both.expansions);
+    }
+
+    #[test]
+    fn test_a_query_naming_a_minor_speaker_is_still_about_a_speaker() {
+        let roles = vec!["Maria".to_string(), "Will".to_string(), "user".to_string()];
+        let q = TextQuery::new("What did Will say?", &[], day()).with_speakers(&roles);
+        assert!(q.about_a_speaker && q.speakers.contains("will"));
+        // Will said little: the name is searched as a word again (a stop
+        // word here, so not searched at all), and the query is still about him.
+        let q = q.searching_names_of(&roles, &["Will"]);
+        assert!(q.speakers.is_empty() && q.about_a_speaker);
+        assert!(!TextQuery::new("What is the capital of France?", &[], day()).with_speakers(&roles).about_a_speaker);
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl BodyReader {
     /// the limit is refused before anything is read. One that does not
     /// read as a number is left to the platform, which delivers no more
     /// than it declares.
-    pub fn limited(limit: usize, declared: Option<&str>) -> Result<BodyReader> {
+    pub(super) fn limited(limit: usize, declared: Option<&str>) -> Result<BodyReader> {
         let declared = declared.and_then(|n| n.trim().parse::<u64>().ok());
         match declared {
             Some(n) if n > limit as u64 => Err(body_too_large(limit)),

@@ -82,8 +82,10 @@ impl FullText {
     }
 
     /// Indexes for full-text search the rows of the table above its index's
-    /// highest rowid, in one statement; those holding Chinese or Japanese
-    /// letters again in their index form ([`FullText::write_index_forms`]).
+    /// highest rowid: those holding Chinese or Japanese letters in their
+    /// index form ([`FullText::write_index_forms`]), the others in one
+    /// statement, all in one transaction (the index's highest rowid says
+    /// which rows it holds, so it holds each row below it or none above).
     /// Returns how many rowids it covered (0: none waited).
     pub fn catch_up(self, sql: &dyn Sql) -> Result<usize> {
         let (table, fts, indexed, columns) = self.tables();
@@ -91,8 +93,16 @@ impl FullText {
         if waiting == 0 {
             return Ok(0);
         }
-        sql.execute(&format!("INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1"), &[SqlValue::Integer(since)])?;
-        self.write_index_forms(sql, since)?;
+        let held = self.held();
+        sql.transaction(&mut || {
+            sql.execute(
+                &format!(
+                    "INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND NOT COALESCE({held} GLOB ?2, 0)"
+                ),
+                &[SqlValue::Integer(since), crate::core::text::CJK_GLOB.into()],
+            )?;
+            self.write_index_forms(sql, since, i64::MAX, usize::MAX).map(|_| ())
+        })?;
         Ok(waiting)
     }
 
@@ -100,25 +110,32 @@ impl FullText {
     /// whether one holds a Chinese or Japanese letter).
     fn held(self) -> &'static str {
         match self {
-            FullText::Messages => "m.role || m.content",
-            FullText::Memories => "m.content || COALESCE(m.key, '') || COALESCE(m.search_queries, '')",
+            FullText::Messages => "(m.role || m.content)",
+            FullText::Memories => "(m.content || COALESCE(m.key, '') || COALESCE(m.search_queries, ''))",
         }
     }
 
-    /// Writes again, in their [`crate::core::text::index_form`], the
-    /// full-text rows of the indexed rows above rowid `since` whose texts
-    /// hold a Chinese or Japanese letter (a run of them is read in pairs);
-    /// the others are as the table holds them. Returns how many it wrote.
-    pub(crate) fn write_index_forms(self, sql: &dyn Sql, since: i64) -> Result<usize> {
+    /// Writes, in their [`crate::core::text::index_form`], the full-text
+    /// rows of the rows above rowid `since` and up to `through` whose texts
+    /// hold a Chinese or Japanese letter (a run of them is read in pairs),
+    /// at most `limit` of them, in rowid order; a row indexed already is
+    /// written again. Returns the last rowid written, if any.
+    pub(crate) fn write_index_forms(self, sql: &dyn Sql, since: i64, through: i64, limit: usize) -> Result<Option<i64>> {
         let (table, fts, indexed, columns) = self.tables();
         let rows = sql.query(
             &format!(
-                "SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND m.rowid <= COALESCE((SELECT MAX(rowid) FROM {fts}), 0) \
-                 AND ({}) GLOB ?2",
+                "SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND m.rowid <= ?2 AND COALESCE({} GLOB ?3, 0) \
+                 ORDER BY m.rowid LIMIT ?4",
                 self.held()
             ),
-            &[SqlValue::Integer(since), crate::core::text::CJK_GLOB.into()],
+            &[
+                SqlValue::Integer(since),
+                SqlValue::Integer(through),
+                crate::core::text::CJK_GLOB.into(),
+                SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)),
+            ],
         )?;
+        let mut last = None;
         for row in &rows {
             let Some((rowid, texts)) = row.split_first() else { continue };
             let rowid = rowid.as_i64().ok_or_else(|| Error::storage(format!("a {table} rowid that is not an integer")))?;
@@ -130,8 +147,18 @@ impl FullText {
             let marks = vec!["?"; texts.len()].join(", ");
             sql.execute(&format!("DELETE FROM {fts} WHERE rowid = ?1"), &[SqlValue::Integer(rowid)])?;
             sql.execute(&format!("INSERT INTO {fts} (rowid, {indexed}) VALUES (?, {marks})"), &params)?;
+            last = Some(rowid);
         }
-        Ok(rows.len())
+        Ok(last)
+    }
+
+    /// The `meta` key of how far [`Store::write_index_forms_once`] has
+    /// written this table's rows again.
+    fn rewritten_through(self) -> &'static str {
+        match self {
+            FullText::Messages => "index_forms_messages_through",
+            FullText::Memories => "index_forms_memories_through",
+        }
     }
 }
 
@@ -139,22 +166,43 @@ impl FullText {
 /// ([`crate::core::text::index_form`]) is in its index form.
 pub const META_INDEX_FORMS: &str = "index_forms_written";
 
+/// Rows [`Store::write_index_forms_once`] writes again in one transaction.
+const REWRITE_PAGE: usize = 256;
+
 impl Store<'_> {
-    /// Writes again, once, in their index forms the full-text rows of the
-    /// rows holding Chinese or Japanese letters written before this build
-    /// wrote them so (one read of each table by a `GLOB` the first time,
-    /// one read of `meta` after): the object runs it after the
-    /// migrations, so the text indexes in memory, built from the tables in
-    /// index form, keep scoring as SQLite's.
+    /// Writes again in their index forms the full-text rows of the rows
+    /// holding Chinese or Japanese letters written before this build wrote
+    /// them so, a page of [`REWRITE_PAGE`] rows a transaction, how far it
+    /// got kept in `meta` (a start cut short goes on from there); then
+    /// marks it done, so a later start reads `meta` alone. A profile with
+    /// none reads each table once by a `GLOB`. The directory's snapshot of
+    /// a profile it rewrote a row of goes (its words were the old ones):
+    /// the directory is built again from the rows. The object runs it
+    /// after the migrations.
+    ///
+    /// Not done: a build before index forms run after this one (a
+    /// rollback) writes its rows as before, and they are not written
+    /// again when this build returns.
     pub fn write_index_forms_once(&self) -> Result<()> {
         if self.meta_get(META_INDEX_FORMS)?.is_some() {
             return Ok(());
         }
-        self.transaction(|| {
-            for f in FullText::BOTH {
-                f.write_index_forms(self.sql, 0)?;
+        for f in FullText::BOTH {
+            let (_, fts, _, _) = f.tables();
+            let through = self.count(&format!("SELECT COALESCE(MAX(rowid), 0) FROM {fts}"))?;
+            loop {
+                let since = self.meta_get(f.rewritten_through())?.and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+                let done = self.transaction(|| {
+                    let Some(last) = f.write_index_forms(self.sql, since, through, REWRITE_PAGE)? else { return Ok(true) };
+                    self.sql.execute("DELETE FROM directory_snapshot", &[])?;
+                    self.meta_set(f.rewritten_through(), &last.to_string())?;
+                    Ok(false)
+                })?;
+                if done {
+                    break;
+                }
             }
-            self.meta_set(META_INDEX_FORMS, "1")
-        })
+        }
+        self.meta_set(META_INDEX_FORMS, "1")
     }
 }
