@@ -194,13 +194,36 @@ pub fn index_form(s: &str) -> std::borrow::Cow<'_, str> {
 /// word in this many: about the length of a word of Chinese or Japanese.
 pub const UNSPACED_LETTERS_PER_WORD: usize = 2;
 
-/// How many words the token `w` holds: one, or for a run of an unspaced
-/// script, its letters over [`UNSPACED_LETTERS_PER_WORD`] (rounded up).
+/// How many words the token `w` holds: one for each run of other letters
+/// in it ("iphone"), and for each run of an unspaced script its letters
+/// over [`UNSPACED_LETTERS_PER_WORD`], rounded up ("iphone买了": two).
 pub fn words_in_token(w: &str) -> usize {
-    let unspaced = w.chars().filter(|&c| is_unspaced_letter(c)).count();
-    match unspaced {
-        0 => 1,
-        n => n.div_ceil(UNSPACED_LETTERS_PER_WORD).max(1),
+    if w.is_ascii() {
+        return 1;
+    }
+    let mut words = 0usize;
+    let mut run: Option<(bool, usize)> = None;
+    for c in w.chars() {
+        let unspaced = is_unspaced_letter(c);
+        run = match run {
+            Some((kind, n)) if kind == unspaced => Some((kind, n.saturating_add(1))),
+            Some(done) => {
+                words = words.saturating_add(run_words(done));
+                Some((unspaced, 1))
+            }
+            None => Some((unspaced, 1)),
+        };
+    }
+    words.saturating_add(run.map_or(0, run_words)).max(1)
+}
+
+/// The words of one run of a token: an unspaced script's letters over
+/// [`UNSPACED_LETTERS_PER_WORD`], any other run one word.
+fn run_words((unspaced, letters): (bool, usize)) -> usize {
+    if unspaced {
+        letters.div_ceil(UNSPACED_LETTERS_PER_WORD)
+    } else {
+        1
     }
 }
 
@@ -586,6 +609,7 @@ mod tests {
         assert_eq!(index_form("v3版本"), "v3 版本 ");
         assert_eq!(index_form("私は東京に住んでいます。"), " 私は は東 東京 京に に住 住ん んで でい いま ます 。");
         assert_eq!(index_form("A股"), "A 股 ");
+        assert_eq!((words_in_token("lisbon"), words_in_token("上海"), words_in_token("我住在上海"), words_in_token("iphone买了")), (1, 1, 3, 2));
         assert!(matches!(index_form("plain text, café"), std::borrow::Cow::Borrowed(_)), "no such letter: the text itself");
         assert!(matches!(index_form("저는 서울에 살고 있습니다"), std::borrow::Cow::Borrowed(_)), "Korean is written with spaces");
         let glob = regex::Regex::new(&format!("^{}$", CJK_GLOB.replace('*', ".*"))).unwrap();
