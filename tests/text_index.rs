@@ -954,7 +954,7 @@ fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
         created_at: "2026-04-15T10:00:00Z".into(),
         metadata: Default::default(),
     };
-    // More than a page of rows to write again (REWRITE_PAGE, 256).
+    // Pages of rows to write again (INDEX_FORM_PAGE, 32).
     let mut stored = vec![said(0, "我住在上海，我是一名软件工程师。"), said(1, "I live in Lisbon.")];
     stored.extend((2..300).map(|i| said(i, &format!("第{i}号：我喜欢简洁的回答。"))));
     with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());

@@ -101,7 +101,13 @@ impl FullText {
                 ),
                 &[SqlValue::Integer(since), crate::core::text::CJK_GLOB.into()],
             )?;
-            self.write_index_forms(sql, since, i64::MAX, usize::MAX).map(|_| ())
+            // A page at a time: a text of 32 KB is about 75 KB in its
+            // index form, and a batch may hold a thousand.
+            let mut after = since;
+            while let Some(last) = self.write_index_forms(sql, after, i64::MAX, INDEX_FORM_PAGE)? {
+                after = last;
+            }
+            Ok(())
         })?;
         Ok(waiting)
     }
@@ -166,13 +172,16 @@ impl FullText {
 /// ([`crate::core::text::index_form`]) is in its index form.
 pub const META_INDEX_FORMS: &str = "index_forms_written";
 
-/// Rows [`Store::write_index_forms_once`] writes again in one transaction.
-const REWRITE_PAGE: usize = 256;
+/// Rows read at once to be written in their index forms: their texts (up
+/// to 32 KB each) and those forms (about 2.3 times as many bytes for
+/// Chinese or Japanese text) are what the isolate's shared memory holds
+/// meanwhile, about 3.5 MB at most.
+const INDEX_FORM_PAGE: usize = 32;
 
 impl Store<'_> {
     /// Writes again in their index forms the full-text rows of the rows
     /// holding Chinese or Japanese letters written before this build wrote
-    /// them so, a page of [`REWRITE_PAGE`] rows a transaction, how far it
+    /// them so, a page of [`INDEX_FORM_PAGE`] rows a transaction, how far it
     /// got kept in `meta` (a start cut short goes on from there); then
     /// marks it done, so a later start reads `meta` alone. A profile with
     /// none reads each table once by a `GLOB`. The directory's snapshot of
@@ -193,7 +202,7 @@ impl Store<'_> {
             loop {
                 let since = self.meta_get(f.rewritten_through())?.and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
                 let done = self.transaction(|| {
-                    let Some(last) = f.write_index_forms(self.sql, since, through, REWRITE_PAGE)? else { return Ok(true) };
+                    let Some(last) = f.write_index_forms(self.sql, since, through, INDEX_FORM_PAGE)? else { return Ok(true) };
                     self.sql.execute("DELETE FROM directory_snapshot", &[])?;
                     self.meta_set(f.rewritten_through(), &last.to_string())?;
                     Ok(false)
