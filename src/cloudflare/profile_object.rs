@@ -644,11 +644,7 @@ impl DurableObject for ProfileObject {
         let sql = DoSql::new(state.storage());
         // No export is being read out of a new instance: what an earlier
         // one left spooled goes.
-        let migrated = crate::core::schema::migrate(&sql).and_then(|()| {
-            let store = crate::core::store::Store::new(&sql, now());
-            store.write_index_forms_once()?;
-            store.clear_export_spool()
-        });
+        let migrated = crate::core::store::migrate(&sql).and_then(|()| crate::core::store::Store::new(&sql, now()).clear_export_spool());
         // A configuration that does not read refuses every call, with its
         // error; the defaults only stand in for it.
         let (config, broken) = match Config::shared(&env) {

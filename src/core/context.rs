@@ -8,7 +8,6 @@ use crate::core::error::Result;
 use crate::core::ports::{Embedder, Sql, VectorIndex, WorkingRoom};
 use crate::core::provider::Reasoner;
 use crate::core::recall::directory::TurnDirectory;
-use crate::core::schema;
 use crate::core::store::Store;
 
 /// Everything an operation needs, borrowed for one call.
@@ -79,7 +78,6 @@ impl<'a> Profile<'a> {
     /// Creates or upgrades the schema, and the full-text rows written
     /// before index forms ([`Store::write_index_forms_once`]).
     pub fn migrate(&self) -> Result<()> {
-        schema::migrate(self.sql)?;
-        self.store().write_index_forms_once()
+        crate::core::store::migrate(self.sql)
     }
 }

@@ -114,33 +114,47 @@ pub fn content_words(s: &str) -> Vec<String> {
     tokens(s).into_iter().filter(|w| !is_stop(w)).collect()
 }
 
+/// The letters of Chinese and Japanese (Han, Hiragana, Katakana), as
+/// ranges of code points: what [`is_cjk_letter`] holds and [`cjk_glob`]
+/// matches.
+const CJK_RANGES: &[(char, char)] = &[
+    ('\u{3040}', '\u{30FF}'),   // Hiragana, Katakana
+    ('\u{31F0}', '\u{31FF}'),   // Katakana extensions
+    ('\u{3400}', '\u{4DBF}'),   // Han, extension A
+    ('\u{4E00}', '\u{9FFF}'),   // Han
+    ('\u{F900}', '\u{FAFF}'),   // Han compatibility
+    ('\u{20000}', '\u{2FA1F}'), // Han, supplementary planes
+];
+
 /// Whether `c` is a letter of a script written without spaces between
-/// words (Han, Hiragana, Katakana, Thai, Lao, Myanmar, Khmer): a run of
-/// them is one [`tokens`] token, however many words it holds.
+/// words (Chinese and Japanese, [`is_cjk_letter`]; Thai, Lao, Myanmar,
+/// Khmer): a run of them is one [`tokens`] token, however many words it
+/// holds.
 pub fn is_unspaced_letter(c: char) -> bool {
-    matches!(c,
-        '\u{3040}'..='\u{30FF}' // Hiragana, Katakana
-        | '\u{31F0}'..='\u{31FF}' // Katakana extensions
-        | '\u{3400}'..='\u{4DBF}' // Han, extension A
-        | '\u{4E00}'..='\u{9FFF}' // Han
-        | '\u{F900}'..='\u{FAFF}' // Han compatibility
-        | '\u{20000}'..='\u{2FA1F}' // Han, supplementary planes
-        | '\u{0E00}'..='\u{0EFF}' // Thai, Lao
-        | '\u{1000}'..='\u{109F}' // Myanmar
-        | '\u{1780}'..='\u{17FF}' // Khmer
-    )
+    is_cjk_letter(c)
+        || matches!(c,
+            '\u{0E00}'..='\u{0EFF}' // Thai, Lao
+            | '\u{1000}'..='\u{109F}' // Myanmar
+            | '\u{1780}'..='\u{17FF}' // Khmer
+        )
 }
 
 /// Whether `c` is a letter of Chinese or Japanese (Han, Hiragana,
 /// Katakana): the letters [`index_form`] reads in pairs.
 pub fn is_cjk_letter(c: char) -> bool {
-    matches!(c, '\u{3040}'..='\u{30FF}' | '\u{31F0}'..='\u{31FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{2FA1F}')
+    CJK_RANGES.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
 }
 
 /// A SQL `GLOB` pattern matching a text with a letter [`is_cjk_letter`]
 /// holds: the rows whose full-text rows are written in their
 /// [`index_form`].
-pub const CJK_GLOB: &str = "*[\u{3040}-\u{30FF}\u{31F0}-\u{31FF}\u{3400}-\u{4DBF}\u{4E00}-\u{9FFF}\u{F900}-\u{FAFF}\u{20000}-\u{2FA1F}]*";
+pub fn cjk_glob() -> &'static str {
+    static GLOB: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    GLOB.get_or_init(|| {
+        let ranges: String = CJK_RANGES.iter().map(|&(lo, hi)| format!("{lo}-{hi}")).collect();
+        format!("*[{ranges}]*")
+    })
+}
 
 /// `s` as the full-text indexes read it: each run of Chinese or Japanese
 /// letters ([`is_cjk_letter`]), written without spaces between words, as
@@ -612,7 +626,7 @@ mod tests {
         assert_eq!((words_in_token("lisbon"), words_in_token("上海"), words_in_token("我住在上海"), words_in_token("iphone买了")), (1, 1, 3, 2));
         assert!(matches!(index_form("plain text, café"), std::borrow::Cow::Borrowed(_)), "no such letter: the text itself");
         assert!(matches!(index_form("저는 서울에 살고 있습니다"), std::borrow::Cow::Borrowed(_)), "Korean is written with spaces");
-        let glob = regex::Regex::new(&format!("^{}$", CJK_GLOB.replace('*', ".*"))).unwrap();
+        let glob = regex::Regex::new(&format!("^{}$", cjk_glob().replace('*', ".*"))).unwrap();
         for (text, cjk) in [("我住在上海", true), ("カタカナ", true), ("plain", false), ("서울", false), ("𠀋", true)] {
             assert_eq!(glob.is_match(text), cjk, "{text}");
             assert_eq!(text.chars().any(is_cjk_letter), cjk, "{text}");

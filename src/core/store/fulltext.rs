@@ -99,7 +99,7 @@ impl FullText {
                 &format!(
                     "INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND NOT COALESCE({held} GLOB ?2, 0)"
                 ),
-                &[SqlValue::Integer(since), crate::core::text::CJK_GLOB.into()],
+                &[SqlValue::Integer(since), crate::core::text::cjk_glob().into()],
             )?;
             // A page at a time: a text of 32 KB is about 75 KB in its
             // index form, and a batch may hold a thousand.
@@ -137,7 +137,7 @@ impl FullText {
             &[
                 SqlValue::Integer(since),
                 SqlValue::Integer(through),
-                crate::core::text::CJK_GLOB.into(),
+                crate::core::text::cjk_glob().into(),
                 SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)),
             ],
         )?;
@@ -214,4 +214,14 @@ impl Store<'_> {
         }
         self.meta_set(META_INDEX_FORMS, "1")
     }
+}
+
+/// Brings a profile's database up to this build: the schema's migrations
+/// ([`crate::core::schema::migrate`]), then the full-text rows written
+/// before index forms ([`Store::write_index_forms_once`]). What the
+/// object runs when it starts, and a native profile before its first call.
+pub fn migrate(sql: &dyn Sql) -> Result<()> {
+    crate::core::schema::migrate(sql)?;
+    // The time is not read: no row is dated by it.
+    Store::new(sql, 0).write_index_forms_once()
 }
