@@ -779,6 +779,31 @@ fn test_a_chinese_or_japanese_word_finds_the_sentence_that_holds_it() {
     });
 }
 
+/// Korean is written with spaces, but a word carries its particles: "서울에"
+/// ("in Seoul") is one token, and "서울" found nothing. Its letters are
+/// indexed in pairs as Chinese and Japanese are, so a word finds the word
+/// with its particles.
+#[test]
+fn test_a_korean_word_finds_the_word_with_its_particles() {
+    let sql = database();
+    with_profile(&sql, APRIL_15, |p| {
+        for (session, content) in [("ko", "저는 서울에 살고 있습니다. 소프트웨어 엔지니어로 일해요."), ("en", "I prefer dark mode and use VS Code.")]
+        {
+            let req = IngestRequest { messages: vec![msg("user", content)], session_id: Some(session.into()), metadata: Default::default() };
+            block_on(p.ingest(req)).unwrap();
+        }
+        block_on(p.dispatch("drain", json!({}))).unwrap();
+        for (query, said) in [("서울", "서울에"), ("서울에서 살아요?", "서울에"), ("엔지니어", "엔지니어로"), ("dark mode", "dark mode")]
+        {
+            let r = recall(p, json!({ "query": query }));
+            let first = summaries(&r).into_iter().next().unwrap_or_default();
+            assert!(first.contains(said), "{query}: {:?}", summaries(&r));
+        }
+        let r = recall(p, json!({ "query": "부산" }));
+        assert_eq!(r.count, 0, "a city no one named: {:?}", summaries(&r));
+    });
+}
+
 /// The published types: `referenceDate` "is used as 'today' for resolving
 /// relative time references ('how many days ago', 'last week')". The same
 /// question names another week with another reference date, and what was

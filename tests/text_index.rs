@@ -149,6 +149,8 @@ const UNICODE_WORDS: &[&str] = &[
     "ǅemal",
     "東京",
     "日本語の文章",
+    "서울에서",
+    "ㅋㅋ",
     "данные",
     "ДАННЫЕ",
     "Ωμέγα",
@@ -244,7 +246,7 @@ fn test_tokens_are_fts5s_own_token_for_token() {
     for r in rows {
         let mut ours: Vec<(String, String)> = Vec::new();
         for (col, i) in [("role", 1), ("content", 2)] {
-            // As the index adds a text: Chinese and Japanese runs in pairs.
+            // As the index adds a text: Chinese, Japanese and Korean runs in pairs.
             let text = agent_memory::core::text::index_form(r[i].as_str().unwrap());
             porter::tokens(&text, |t| ours.push((col.to_string(), String::from_utf8(t.to_vec()).unwrap())));
         }
@@ -271,6 +273,11 @@ fn test_bm25_is_fts5s_own_for_every_matching_message_as_recall_reads_it() {
             let n = 1 + rng.below(6);
             let words: Vec<String> = (0..n).map(|_| word(&mut rng).to_lowercase()).collect();
             let phrases = agent_memory::core::recall::query::phrases(&words);
+            if phrases.is_empty() {
+                // No letter or digit (an emoji): recall searches nothing.
+                assert!(agent_memory::core::recall::query::match_expr(&words).is_none());
+                continue;
+            }
             // A phrase of several tokens is left to SQLite; every other
             // query is scored.
             let single = phrases.iter().all(|p| porter::tokens(p, |_| {}) == 1);
@@ -975,10 +982,82 @@ fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
     let snapshot = sql.query("SELECT count(*) FROM directory_snapshot", &[]).unwrap();
     assert_eq!(snapshot[0][0].as_i64(), Some(0), "the directory is built again from the rows");
     let meta = with_profile(&sql, APRIL_15, |p| p.store().meta_get(agent_memory::core::store::META_INDEX_FORMS).unwrap());
-    assert_eq!(meta.as_deref(), Some("1"), "done once");
+    assert_eq!(meta.as_deref(), Some(agent_memory::core::store::INDEX_FORMS_VERSION), "done once");
     // Once: a row written the old way since is left as it is.
     sql.execute("DELETE FROM messages_fts WHERE rowid = 1", &[]).unwrap();
     sql.execute("INSERT INTO messages_fts (rowid, role, content) SELECT rowid, role, content FROM messages WHERE rowid = 1", &[]).unwrap();
     with_profile(&sql, APRIL_15, |p| p.migrate().unwrap());
     assert_eq!(found("上海"), 0, "the rows are read once, not at every start");
+}
+
+/// SQLite's `GLOB` reads a text up to its first NUL: a message saying
+/// "\0我住在北京" was indexed plainly, its Chinese words found in the index
+/// built in memory and not by FTS5. The choice reads the whole text.
+#[test]
+fn test_a_nul_before_chinese_letters_does_not_keep_the_row_from_its_index_form() {
+    let sql = database();
+    let said = |i: usize, content: &str| Message {
+        id: format!("msg_{i:06}"),
+        session_id: "s".into(),
+        role: "user".into(),
+        content: content.into(),
+        timestamp: None,
+        position: i as i64,
+        created_at: "2026-04-15T10:00:00Z".into(),
+        metadata: Default::default(),
+    };
+    let stored = [said(0, "\u{0}我住在北京。"), said(1, "ok\u{0}我的猫叫小花。"), said(2, "我住在上海。")];
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
+    FullText::Messages.catch_up(&sql).unwrap();
+    let found = |word: &str| {
+        let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
+        rows[0][0].as_i64().unwrap()
+    };
+    assert_eq!((found("北京"), found("小花"), found("上海")), (1, 1, 1));
+    // The same choice when rows are written again.
+    sql.execute("DELETE FROM messages_fts", &[]).unwrap();
+    sql.execute("INSERT INTO messages_fts (rowid, role, content) SELECT rowid, role, content FROM messages", &[]).unwrap();
+    sql.execute("DELETE FROM meta WHERE key LIKE 'index_forms%'", &[]).unwrap();
+    with_profile(&sql, APRIL_15, |p| p.migrate().unwrap());
+    assert_eq!((found("北京"), found("小花"), found("上海")), (1, 1, 1), "written again");
+}
+
+/// A profile whose index forms were written by the first version (Chinese
+/// and Japanese letters in pairs, Korean as it is): its Korean rows are
+/// written again, once, its others come out the same.
+#[test]
+fn test_korean_rows_of_the_first_index_forms_are_written_again_in_pairs() {
+    let sql = database();
+    let said = |i: usize, content: &str| Message {
+        id: format!("msg_{i:06}"),
+        session_id: "s".into(),
+        role: "user".into(),
+        content: content.into(),
+        timestamp: None,
+        position: i as i64,
+        created_at: "2026-04-15T10:00:00Z".into(),
+        metadata: Default::default(),
+    };
+    let mut stored = vec![said(0, "저는 서울에 살고 있습니다."), said(1, "我住在上海。"), said(2, "I live in Lisbon.")];
+    stored.extend((3..100).map(|i| said(i, &format!("{i}번: 짧은 답변을 좋아해요."))));
+    with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
+    FullText::Messages.catch_up(&sql).unwrap();
+    // As the first version left it: Korean rows as they are, its
+    // progress a bare rowid.
+    sql.execute("DELETE FROM messages_fts WHERE content GLOB '*[가-힯]*'", &[]).unwrap();
+    sql.execute("INSERT INTO messages_fts (rowid, role, content) SELECT rowid, role, content FROM messages WHERE content GLOB '*[가-힯]*'", &[]).unwrap();
+    for (k, v) in [("index_forms_written", "1"), ("index_forms_messages_through", "100"), ("index_forms_memories_through", "0")] {
+        sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", &[SqlValue::Text(k.into()), SqlValue::Text(v.into())]).unwrap();
+    }
+    let found = |word: &str| {
+        let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
+        rows[0][0].as_i64().unwrap()
+    };
+    assert_eq!((found("서울"), found("답변"), found("上海"), found("lisbon")), (0, 0, 1, 1), "before: a Korean word is one with its particles");
+    with_profile(&sql, APRIL_15, |p| p.migrate().unwrap());
+    assert_eq!((found("서울"), found("답변"), found("上海"), found("lisbon")), (1, 97, 1, 1), "after: its pairs of letters are words");
+    let rows = sql.query("SELECT count(*) FROM messages_fts", &[]).unwrap();
+    assert_eq!(rows[0][0].as_i64(), Some(100), "each row once");
+    let meta = with_profile(&sql, APRIL_15, |p| p.store().meta_get(agent_memory::core::store::META_INDEX_FORMS).unwrap());
+    assert_eq!(meta.as_deref(), Some("2"));
 }

@@ -114,9 +114,12 @@ pub fn content_words(s: &str) -> Vec<String> {
     tokens(s).into_iter().filter(|w| !is_stop(w)).collect()
 }
 
-/// The letters of Chinese and Japanese (Han, Hiragana, Katakana), as
-/// ranges of code points: what [`is_cjk_letter`] holds and [`cjk_glob`]
-/// matches.
+/// The letters of Chinese, Japanese and Korean (Han, Hiragana, Katakana,
+/// Hangul), as ranges of code points: what [`is_cjk_letter`] holds and
+/// [`cjk_glob`] matches. The first [`UNSPACED_CJK_RANGES`] of them are
+/// written without spaces between words; Korean is spaced, but a word
+/// carries its particles ("서울에", "in Seoul"), so its letters too are
+/// read in pairs.
 const CJK_RANGES: &[(char, char)] = &[
     ('\u{3040}', '\u{30FF}'),   // Hiragana, Katakana
     ('\u{31F0}', '\u{31FF}'),   // Katakana extensions
@@ -124,14 +127,21 @@ const CJK_RANGES: &[(char, char)] = &[
     ('\u{4E00}', '\u{9FFF}'),   // Han
     ('\u{F900}', '\u{FAFF}'),   // Han compatibility
     ('\u{20000}', '\u{2FA1F}'), // Han, supplementary planes
+    ('\u{1100}', '\u{11FF}'),   // Hangul Jamo
+    ('\u{3130}', '\u{318F}'),   // Hangul compatibility Jamo
+    ('\u{AC00}', '\u{D7AF}'),   // Hangul syllables
 ];
 
+/// How many of [`CJK_RANGES`], from the first, are letters of a script
+/// written without spaces between words (Chinese and Japanese).
+const UNSPACED_CJK_RANGES: usize = 6;
+
 /// Whether `c` is a letter of a script written without spaces between
-/// words (Chinese and Japanese, [`is_cjk_letter`]; Thai, Lao, Myanmar,
+/// words (Chinese and Japanese, of [`is_cjk_letter`]'s; Thai, Lao, Myanmar,
 /// Khmer): a run of them is one [`tokens`] token, however many words it
 /// holds.
 pub fn is_unspaced_letter(c: char) -> bool {
-    is_cjk_letter(c)
+    CJK_RANGES.iter().take(UNSPACED_CJK_RANGES).any(|&(lo, hi)| (lo..=hi).contains(&c))
         || matches!(c,
             '\u{0E00}'..='\u{0EFF}' // Thai, Lao
             | '\u{1000}'..='\u{109F}' // Myanmar
@@ -139,8 +149,8 @@ pub fn is_unspaced_letter(c: char) -> bool {
         )
 }
 
-/// Whether `c` is a letter of Chinese or Japanese (Han, Hiragana,
-/// Katakana): the letters [`index_form`] reads in pairs.
+/// Whether `c` is a letter of Chinese, Japanese or Korean (Han, Hiragana,
+/// Katakana, Hangul): the letters [`index_form`] reads in pairs.
 pub fn is_cjk_letter(c: char) -> bool {
     CJK_RANGES.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
 }
@@ -156,13 +166,15 @@ pub fn cjk_glob() -> &'static str {
     })
 }
 
-/// `s` as the full-text indexes read it: each run of Chinese or Japanese
-/// letters ([`is_cjk_letter`]), written without spaces between words, as
-/// its overlapping pairs of letters, each a word ("我住在上海" -> "我住 住在
-/// 在上 上海"; a letter alone stays one), set apart from what surrounds it.
-/// The tokenizer (FTS5's `unicode61`, and [`crate::core::recall::unicode61`]
+/// `s` as the full-text indexes read it: each run of Chinese, Japanese or
+/// Korean letters ([`is_cjk_letter`]) as its overlapping pairs of letters,
+/// each a word ("我住在上海" -> "我住 住在 在上 上海"; "서울에" -> "서울 울에";
+/// a letter alone stays one), set apart from what surrounds it. The
+/// tokenizer (FTS5's `unicode61`, and [`crate::core::recall::unicode61`]
 /// mirroring it) reads such a run as one word, so "上海" found no text
-/// that says "我住在上海". A text with no such letter is `s` itself.
+/// that says "我住在上海" (written without spaces between words), nor
+/// "서울" one that says "서울에" (a Korean word with its particle). A text
+/// with no such letter is `s` itself.
 ///
 /// What it does not do: tell words apart (a pair may straddle two, and
 /// is then a word no question asks for), or read Thai, Lao, Khmer or
@@ -617,7 +629,7 @@ mod tests {
     }
 
     #[test]
-    fn test_chinese_and_japanese_runs_are_indexed_as_pairs_of_letters() {
+    fn test_chinese_japanese_and_korean_runs_are_indexed_as_pairs_of_letters() {
         assert_eq!(index_form("我住在上海"), " 我住 住在 在上 上海 ");
         assert_eq!(index_form("I live in 上海, ok"), "I live in  上海 , ok");
         assert_eq!(index_form("v3版本"), "v3 版本 ");
@@ -625,9 +637,11 @@ mod tests {
         assert_eq!(index_form("A股"), "A 股 ");
         assert_eq!((words_in_token("lisbon"), words_in_token("上海"), words_in_token("我住在上海"), words_in_token("iphone买了")), (1, 1, 3, 2));
         assert!(matches!(index_form("plain text, café"), std::borrow::Cow::Borrowed(_)), "no such letter: the text itself");
-        assert!(matches!(index_form("저는 서울에 살고 있습니다"), std::borrow::Cow::Borrowed(_)), "Korean is written with spaces");
+        assert_eq!(index_form("저는 서울에 살아요"), " 저는   서울 울에   살아 아요 ", "Korean words with their particles");
+        assert_eq!((words_in_token("서울에"), words_in_token("살고")), (1, 1), "Korean is written with spaces");
         let glob = regex::Regex::new(&format!("^{}$", cjk_glob().replace('*', ".*"))).unwrap();
-        for (text, cjk) in [("我住在上海", true), ("カタカナ", true), ("plain", false), ("서울", false), ("𠀋", true)] {
+        for (text, cjk) in [("我住在上海", true), ("カタカナ", true), ("plain", false), ("서울", true), ("ㅋㅋ", true), ("𠀋", true), ("สวัสดี", false)]
+        {
             assert_eq!(glob.is_match(text), cjk, "{text}");
             assert_eq!(text.chars().any(is_cjk_letter), cjk, "{text}");
         }

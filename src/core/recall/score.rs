@@ -746,7 +746,9 @@ fn prefix(w: &str) -> Option<[u8; 2]> {
     }
 }
 
-/// Counts how many of the query's own words (by stem) a text has.
+/// Counts how many of the query's own words (by stem) a text has, both
+/// read as the full-text indexes read them ([`text::index_form`]: a run of
+/// Chinese, Japanese or Korean letters as its pairs of letters).
 struct Overlap {
     wanted: HashSet<String>,
     /// The first two bytes of each wanted stem: [`text::stem`] keeps a
@@ -757,14 +759,14 @@ struct Overlap {
 
 impl Overlap {
     fn new(words: &[String]) -> Overlap {
-        let wanted: HashSet<String> = words.iter().flat_map(|t| text::stems(t)).collect();
+        let wanted: HashSet<String> = words.iter().flat_map(|t| text::stems(&text::index_form(t))).collect();
         let prefixes = wanted.iter().filter_map(|w| prefix(w)).collect();
         Overlap { wanted, prefixes }
     }
 
     fn count(&self, content: &str) -> usize {
         let mut found: HashSet<&str> = HashSet::default();
-        text::any_token(content, |w| {
+        text::any_token(&text::index_form(content), |w| {
             // A word shorter than two bytes has no prefix and is stemmed.
             if text::is_stop(w) || prefix(w).is_some_and(|p| !self.prefixes.contains(&p)) {
                 return false;

@@ -82,7 +82,7 @@ impl FullText {
     }
 
     /// Indexes for full-text search the rows of the table above its index's
-    /// highest rowid: those holding Chinese or Japanese letters in their
+    /// highest rowid: those holding Chinese, Japanese or Korean letters in their
     /// index form ([`FullText::write_index_forms`]), the others in one
     /// statement, all in one transaction (the index's highest rowid says
     /// which rows it holds, so it holds each row below it or none above).
@@ -93,11 +93,11 @@ impl FullText {
         if waiting == 0 {
             return Ok(0);
         }
-        let held = self.held();
         sql.transaction(&mut || {
             sql.execute(
                 &format!(
-                    "INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND NOT COALESCE({held} GLOB ?2, 0)"
+                    "INSERT INTO {fts} (rowid, {indexed}) SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND NOT COALESCE({}, 0)",
+                    self.wants_index_form(2)
                 ),
                 &[SqlValue::Integer(since), crate::core::text::cjk_glob().into()],
             )?;
@@ -112,8 +112,7 @@ impl FullText {
         Ok(waiting)
     }
 
-    /// What a row's indexed texts hold together, over `m` (a `GLOB` reads
-    /// whether one holds a Chinese or Japanese letter).
+    /// What a row's indexed texts hold together, over `m`.
     fn held(self) -> &'static str {
         match self {
             FullText::Messages => "(m.role || m.content)",
@@ -121,18 +120,29 @@ impl FullText {
         }
     }
 
+    /// Whether a row `m` is written in its index form, with the
+    /// [`crate::core::text::cjk_glob`] as parameter `?{glob}`: its texts
+    /// hold a Chinese, Japanese or Korean letter, or a NUL (`GLOB` reads a
+    /// text only up to its first: the row's index form, written in Rust,
+    /// reads all of it, and is the text itself when it holds no such
+    /// letter). NULL for a row whose texts are NULL.
+    fn wants_index_form(self, glob: usize) -> String {
+        let held = self.held();
+        format!("({held} GLOB ?{glob} OR instr(CAST({held} AS BLOB), x'00') > 0)")
+    }
+
     /// Writes, in their [`crate::core::text::index_form`], the full-text
     /// rows of the rows above rowid `since` and up to `through` whose texts
-    /// hold a Chinese or Japanese letter (a run of them is read in pairs),
+    /// hold a Chinese, Japanese or Korean letter (a run of them is read in pairs),
     /// at most `limit` of them, in rowid order; a row indexed already is
     /// written again. Returns the last rowid written, if any.
     pub(crate) fn write_index_forms(self, sql: &dyn Sql, since: i64, through: i64, limit: usize) -> Result<Option<i64>> {
         let (table, fts, indexed, columns) = self.tables();
         let rows = sql.query(
             &format!(
-                "SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND m.rowid <= ?2 AND COALESCE({} GLOB ?3, 0) \
+                "SELECT m.rowid, {columns} FROM {table} m WHERE m.rowid > ?1 AND m.rowid <= ?2 AND COALESCE({}, 0) \
                  ORDER BY m.rowid LIMIT ?4",
-                self.held()
+                self.wants_index_form(3)
             ),
             &[
                 SqlValue::Integer(since),
@@ -168,9 +178,16 @@ impl FullText {
     }
 }
 
-/// The `meta` key set once every full-text row written before index forms
+/// The `meta` key set to [`INDEX_FORMS_VERSION`] once every full-text row
+/// written before this build's index forms
 /// ([`crate::core::text::index_form`]) is in its index form.
 pub const META_INDEX_FORMS: &str = "index_forms_written";
+
+/// Which index forms [`META_INDEX_FORMS`] says are written: 1, Chinese and
+/// Japanese letters in pairs; 2, Korean letters too. A profile written by
+/// an earlier version has its rows holding such letters written again
+/// (those already in pairs come out the same).
+pub const INDEX_FORMS_VERSION: &str = "2";
 
 /// Rows read at once to be written in their index forms: their texts (up
 /// to 32 KB each) and those forms (about 2.3 times as many bytes for
@@ -180,9 +197,10 @@ const INDEX_FORM_PAGE: usize = 32;
 
 impl Store<'_> {
     /// Writes again in their index forms the full-text rows of the rows
-    /// holding Chinese or Japanese letters written before this build wrote
-    /// them so, a page of [`INDEX_FORM_PAGE`] rows a transaction, how far it
-    /// got kept in `meta` (a start cut short goes on from there); then
+    /// holding Chinese, Japanese or Korean letters written before this
+    /// build's index forms ([`INDEX_FORMS_VERSION`]), a page of
+    /// [`INDEX_FORM_PAGE`] rows a transaction, how far it got kept in
+    /// `meta` (a start cut short goes on from there); then
     /// marks it done, so a later start reads `meta` alone. A profile with
     /// none reads each table once by a `GLOB`. The directory's snapshot of
     /// a profile it rewrote a row of goes (its words were the old ones):
@@ -193,18 +211,21 @@ impl Store<'_> {
     /// rollback) writes its rows as before, and they are not written
     /// again when this build returns.
     pub fn write_index_forms_once(&self) -> Result<()> {
-        if self.meta_get(META_INDEX_FORMS)?.is_some() {
+        if self.meta_get(META_INDEX_FORMS)?.as_deref() == Some(INDEX_FORMS_VERSION) {
             return Ok(());
         }
         for f in FullText::BOTH {
             let (_, fts, _, _) = f.tables();
             let through = self.count(&format!("SELECT COALESCE(MAX(rowid), 0) FROM {fts}"))?;
             loop {
-                let since = self.meta_get(f.rewritten_through())?.and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+                // "<version>:<rowid>"; another version's progress (or
+                // the first's bare rowid) counts for nothing.
+                let since = self.meta_get(f.rewritten_through())?;
+                let since = since.as_deref().and_then(|v| v.strip_prefix(INDEX_FORMS_VERSION)?.strip_prefix(':')?.parse::<i64>().ok()).unwrap_or(0);
                 let done = self.transaction(|| {
                     let Some(last) = f.write_index_forms(self.sql, since, through, INDEX_FORM_PAGE)? else { return Ok(true) };
                     self.sql.execute("DELETE FROM directory_snapshot", &[])?;
-                    self.meta_set(f.rewritten_through(), &last.to_string())?;
+                    self.meta_set(f.rewritten_through(), &format!("{INDEX_FORMS_VERSION}:{last}"))?;
                     Ok(false)
                 })?;
                 if done {
@@ -212,7 +233,7 @@ impl Store<'_> {
                 }
             }
         }
-        self.meta_set(META_INDEX_FORMS, "1")
+        self.meta_set(META_INDEX_FORMS, INDEX_FORMS_VERSION)
     }
 }
 
