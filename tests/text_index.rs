@@ -635,6 +635,36 @@ fn test_scores_read_for_a_few_memories_are_those_ranking_them_all_gives() {
     });
 }
 
+/// A snapshot written by a directory larger than the bound its reader
+/// holds to (a budget lowered since, a build before the bound): read with
+/// its text indexes off, their postings read past, not held.
+#[test]
+fn test_a_snapshot_over_the_bound_is_read_with_its_text_indexes_off() {
+    use agent_memory::core::recall::directory::{TurnDirectory, SNAPSHOT_MIN};
+    let sql = database();
+    let mut rng = Rng(0x0b0d_5a9e);
+    let stored = messages(&mut rng, 5000);
+    assert!(stored.len() > SNAPSHOT_MIN);
+    let built = TurnDirectory::new();
+    support::with_profile_in(&sql, APRIL_15, &built, |p| {
+        p.store().put_messages(&stored).unwrap();
+        assert!(p.turns.unwrap().maintain(p.sql).unwrap(), "a snapshot is written");
+    });
+    let whole = built.heap_bytes();
+    let index = built.sync(&sql).unwrap().text().heap_bytes();
+    let bounded = TurnDirectory::new();
+    bounded.hold_within(index);
+    {
+        let dir = bounded.sync(&sql).unwrap();
+        assert!(bounded.from_snapshot());
+        assert!(dir.text().is_off() && dir.len() == stored.len(), "the places read, the words not");
+    }
+    let held = bounded.heap_bytes();
+    assert!(held < whole - index, "{held} held of {whole}, {index} of them words");
+    let unbounded = TurnDirectory::new();
+    assert!(*unbounded.sync(&sql).unwrap() == *built.sync(&sql).unwrap(), "unbounded, the same directory");
+}
+
 #[test]
 fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
     use agent_memory::core::recall::directory::{TurnDirectory, SNAPSHOT_MIN};

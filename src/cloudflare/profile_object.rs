@@ -654,6 +654,8 @@ impl DurableObject for ProfileObject {
         #[cfg(feature = "bench")]
         let bench = env.var("BENCH").map(|v| v.to_string() == "1").unwrap_or(false);
         let room = crate::cloudflare::working_set::Isolate::new(config.working_set_bytes, config.working_set_wait_millis);
+        let resident = Rc::new(Resident::default());
+        resident.turns.hold_within(config.memory_budget_bytes);
         ProfileObject {
             state,
             env,
@@ -661,7 +663,7 @@ impl DurableObject for ProfileObject {
             broken,
             room,
             config,
-            resident: Rc::new(Resident::default()),
+            resident,
             name_saved: Cell::new(false),
             alarm_checked: Cell::new(false),
             #[cfg(feature = "bench")]

@@ -193,6 +193,12 @@ impl Directory {
             + self.memories.heap_bytes()
     }
 
+    /// Bounds each of its two text indexes to `each` bytes.
+    fn hold_within(&mut self, each: usize) {
+        self.text.hold_within(each);
+        self.memories.text.hold_within(each);
+    }
+
     /// The message stored under `rowid` (the full-text index's key).
     pub fn by_rowid(&self, rowid: i64) -> Option<u32> {
         self.turns.binary_search_by_key(&rowid, |t| t.rowid).ok().map(|i| i as u32)
@@ -325,11 +331,36 @@ pub struct TurnDirectory {
     /// The stored segments' last header, once read or written: `None`
     /// unknown, `Some(None)` no segment.
     stored: Cell<Option<Option<Header>>>,
+    /// The most bytes each of its two text indexes may hold
+    /// ([`TurnDirectory::hold_within`]); `None`, unbounded but for
+    /// [`super::text_index::MAX_POSTINGS`].
+    index_bytes: Cell<Option<usize>>,
 }
 
 impl TurnDirectory {
     pub fn new() -> TurnDirectory {
         TurnDirectory::default()
+    }
+
+    /// Bounds what the directory keeps to the `budget_bytes` its owner's
+    /// profiles keep together ([`crate::core::resident`]): each of its two
+    /// text indexes to half of them, past which it turns off (recall asks
+    /// SQLite's full-text tables instead). A directory over the budget is
+    /// not kept between requests; the bound keeps one from passing it by
+    /// more than a document within a request, where mostly new words (an
+    /// ingest of identifiers, hashes, Chinese or Japanese text) took
+    /// twenty times their text's bytes.
+    pub fn hold_within(&self, budget_bytes: usize) {
+        self.index_bytes.set(Some(budget_bytes / 2));
+        if let Ok(mut dir) = self.inner.try_borrow_mut() {
+            self.bound(&mut dir);
+        }
+    }
+
+    fn bound(&self, dir: &mut Directory) {
+        if let Some(each) = self.index_bytes.get() {
+            dir.hold_within(each);
+        }
     }
 
     /// Brings the directory in step with `sql` (see the module docs) and
@@ -342,7 +373,7 @@ impl TurnDirectory {
             dir.mark.is_none() && dir.memories.mark.is_none()
         };
         if empty && !self.snapshot_unusable.get() {
-            match read_snapshot(sql, messages, memories) {
+            match read_snapshot(sql, messages, memories, self.index_bytes.get()) {
                 Ok(Some((dir, last))) => {
                     *self.inner.borrow_mut() = dir;
                     self.from_snapshot.set(true);
@@ -356,6 +387,7 @@ impl TurnDirectory {
             }
         }
         let mut dir = self.inner.borrow_mut();
+        self.bound(&mut dir);
         if dir.mark != Some(messages) {
             // Rows after the mark, or every row when it no longer holds.
             let from = match dir.mark {
@@ -363,6 +395,7 @@ impl TurnDirectory {
                 _ => {
                     let memories = std::mem::take(&mut dir.memories);
                     *dir = Directory { memories, ..Directory::default() };
+                    self.bound(&mut dir);
                     self.from_snapshot.set(false);
                     0
                 }
@@ -380,6 +413,7 @@ impl TurnDirectory {
                 Some(known) if known.leads_to(memories) => known.high,
                 _ => {
                     dir.memories = MemoryWords::default();
+                    self.bound(&mut dir);
                     self.from_snapshot.set(false);
                     0
                 }
@@ -790,7 +824,7 @@ fn write_segment(sql: &dyn Sql, dir: &Directory, stream: i64, start: (usize, usi
 /// segment's header, when they are in step with the `messages` and
 /// `memories` marks (rows added since are read by the sync after it).
 /// `None` without segments.
-fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option<(Directory, Header)>> {
+fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark, index_bytes: Option<usize>) -> Result<Option<(Directory, Header)>> {
     let Some(chain) = stored_chain(sql, messages, memories)? else {
         return Err(Error::storage("failed to read a snapshot: its segments are out of step"));
     };
@@ -798,6 +832,9 @@ fn read_snapshot(sql: &dyn Sql, messages: Mark, memories: Mark) -> Result<Option
     let bad = |what: &str| Error::storage(format!("failed to read a snapshot: {what}"));
     let text = |r: &mut PartReader<'_>| -> Result<String> { String::from_utf8(r.text()?).map_err(|_| bad("a name is not UTF-8")) };
     let mut dir = Directory::default();
+    if let Some(each) = index_bytes {
+        dir.hold_within(each);
+    }
     for stream in 0..=last.stream {
         let mut r = PartReader::open(sql, SNAPSHOT_TABLE, stream)?;
         let turns = r.u32()? as usize;

@@ -21,7 +21,8 @@
 //!
 //! What it does not do: phrases of several words (FTS5 matches them by
 //! position, which is not kept), or grow without bound: past
-//! [`MAX_POSTINGS`] postings, or with a word more than 65,535 times in
+//! [`MAX_POSTINGS`] postings or the bytes its owner allows
+//! ([`TextIndex::hold_within`]), or with a word more than 65,535 times in
 //! one column of one document, an index gives its memory back and stays
 //! off. [`TextIndex::bm25`] returns `None` then and the caller asks
 //! SQLite. Ties in score are broken by the lower rowid (FTS5 leaves
@@ -233,6 +234,10 @@ pub struct TextIndex<const C: usize> {
     /// Set once the index went over its bounds: it holds nothing and
     /// scores nothing.
     off: bool,
+    /// The most [`TextIndex::heap_bytes`] it may hold
+    /// ([`TextIndex::hold_within`]; unbounded but for [`MAX_POSTINGS`]
+    /// until told).
+    max_bytes: usize,
     postings_held: usize,
     /// The postings' lists' capacities on the heap, summed (room they grew
     /// into included).
@@ -253,7 +258,7 @@ pub struct TextIndex<const C: usize> {
 /// their lists grew into, which depends on how they were built, aside.
 impl<const C: usize> PartialEq for TextIndex<C> {
     fn eq(&self, other: &Self) -> bool {
-        let TextIndex { off, postings_held, postings_capacity: _, terms, postings, overflow, lengths, total } = self;
+        let TextIndex { off, max_bytes: _, postings_held, postings_capacity: _, terms, postings, overflow, lengths, total } = self;
         (*off, *postings_held, terms, postings, overflow, lengths, *total)
             == (other.off, other.postings_held, &other.terms, &other.postings, &other.overflow, &other.lengths, other.total)
     }
@@ -263,6 +268,7 @@ impl<const C: usize> Default for TextIndex<C> {
     fn default() -> Self {
         TextIndex {
             off: false,
+            max_bytes: usize::MAX,
             postings_held: 0,
             postings_capacity: 0,
             terms: Terms::default(),
@@ -333,14 +339,28 @@ impl<const C: usize> TextIndex<C> {
         }
         self.lengths.push(length);
         self.total += length as u64;
-        if self.postings_held > MAX_POSTINGS {
+        self.turn_off_if_over();
+    }
+
+    /// Bounds the index to `bytes` of [`TextIndex::heap_bytes`]: past
+    /// them (now, or once a document or a snapshot's term takes it there)
+    /// it turns off. A document's words are many times its text's bytes
+    /// when they are mostly new (hashes, identifiers, Chinese or Japanese
+    /// text read in pairs), so a text's size does not bound its index.
+    pub fn hold_within(&mut self, bytes: usize) {
+        self.max_bytes = bytes;
+        self.turn_off_if_over();
+    }
+
+    fn turn_off_if_over(&mut self) {
+        if !self.off && (self.postings_held > MAX_POSTINGS || self.heap_bytes() > self.max_bytes) {
             self.turn_off();
         }
     }
 
     /// Gives the memory back and scores nothing from now on.
     fn turn_off(&mut self) {
-        *self = TextIndex { off: true, ..TextIndex::default() };
+        *self = TextIndex { off: true, max_bytes: self.max_bytes, ..TextIndex::default() };
     }
 
     /// Whether the index went over its bounds (and scores nothing).
@@ -390,6 +410,13 @@ impl<const C: usize> TextIndex<C> {
         let mut last_doc: Option<u32> = None;
         for _ in 0..terms {
             let term = r.text()?;
+            if self.off {
+                // Over its bounds: the rest of the stream is read past
+                // (each posting a document and its counts).
+                let n = r.u32()? as usize;
+                r.bytes(n.saturating_mul(4 + 2 * C))?;
+                continue;
+            }
             let (i, fresh) = self.terms.intern(&term);
             if fresh {
                 self.postings.push(List::EMPTY);
@@ -427,6 +454,7 @@ impl<const C: usize> TextIndex<C> {
                 }
             }
             self.postings_capacity += list.capacity() - room;
+            self.turn_off_if_over();
         }
         let docs = r.u32()? as usize;
         if last_doc.is_some_and(|d| d as usize >= first as usize + docs) {
@@ -606,6 +634,30 @@ mod tests {
         assert_eq!(ix.bm25(&phrases(&["absent"]), [0.3, 1.0], 10), Some(vec![]));
         ix.add(1, ["user", "un Café"]);
         assert_eq!(ix.bm25(&phrases(&["CAFE"]), [0.3, 1.0], 10).map(|h| h.len()), Some(1), "folded as FTS5 folds");
+    }
+
+    #[test]
+    fn test_an_index_past_the_bytes_it_may_hold_gives_them_back_and_scores_nothing() {
+        let mut ix = TextIndex::<2>::default();
+        ix.hold_within(64 * 1024);
+        let mut doc = 0u32;
+        // Words all new: each a term of its own.
+        while !ix.is_off() && doc < 10_000 {
+            let words: Vec<String> = (0..50).map(|i| format!("w{doc}x{i}")).collect();
+            ix.add(doc, ["user", &words.join(" ")]);
+            assert!(ix.is_off() || ix.heap_bytes() <= 64 * 1024, "held within its bytes after each document");
+            doc += 1;
+        }
+        assert!(ix.is_off(), "turned off after {doc} documents");
+        assert!(doc > 10, "not before it held anything: {doc}");
+        assert_eq!((ix.len(), ix.heap_bytes()), (0, 0), "its memory given back");
+        assert!(ix.bm25(&phrases(&["w1x1"]), [0.3, 1.0], 10).is_none(), "SQLite is asked");
+        ix.add(doc, ["user", "more words"]);
+        assert_eq!(ix.len(), 0, "off for good");
+        let mut small = TextIndex::<2>::default();
+        small.add(0, ["user", "a few words"]);
+        small.hold_within(16);
+        assert!(small.is_off(), "bounded below what it holds: off at once");
     }
 
     #[test]
