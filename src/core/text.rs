@@ -116,7 +116,7 @@ pub fn content_words(s: &str) -> Vec<String> {
 
 /// The letters of Chinese, Japanese and Korean (Han, Hiragana, Katakana,
 /// Hangul), as ranges of code points: what [`is_cjk_letter`] holds and
-/// [`cjk_glob`] matches. The first [`UNSPACED_CJK_RANGES`] of them are
+/// [`cjk_glob`] matches (with others). The first [`UNSPACED_CJK_RANGES`] are
 /// written without spaces between words; Korean is spaced, but a word
 /// carries its particles ("서울에", "in Seoul"), so its letters too are
 /// read in pairs.
@@ -155,13 +155,30 @@ pub fn is_cjk_letter(c: char) -> bool {
     CJK_RANGES.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
 }
 
-/// A SQL `GLOB` pattern matching a text with a letter [`is_cjk_letter`]
-/// holds: the rows whose full-text rows are written in their
-/// [`index_form`].
+/// Ranges of code points covering [`CJK_RANGES`] in fewer, for
+/// [`cjk_glob`]: a Durable Object's SQLite refuses a `GLOB` pattern over
+/// [`MAX_GLOB_PATTERN_BYTES`] ("pattern too complex"), and the ranges
+/// written out take 69. They hold more than those letters (Bopomofo,
+/// enclosed letters, Yi, a private use area): a text with only such
+/// others is read by [`index_form`], which leaves it as it is.
+const CJK_GLOB_RANGES: &[(char, char)] = &[
+    ('\u{1100}', '\u{11FF}'),   // Hangul Jamo
+    ('\u{3040}', '\u{9FFF}'),   // Hiragana to Han
+    ('\u{AC00}', '\u{FAFF}'),   // Hangul syllables to Han compatibility
+    ('\u{20000}', '\u{2FA1F}'), // Han, supplementary planes
+];
+
+/// The longest `LIKE` or `GLOB` pattern a Durable Object's SQLite takes,
+/// in bytes (`SQLITE_LIMIT_LIKE_PATTERN_LENGTH`; native tests set it).
+pub const MAX_GLOB_PATTERN_BYTES: usize = 50;
+
+/// A SQL `GLOB` pattern matching every text with a letter
+/// [`is_cjk_letter`] holds (and some others, [`CJK_GLOB_RANGES`]): the
+/// rows whose full-text rows are written by [`index_form`].
 pub fn cjk_glob() -> &'static str {
     static GLOB: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     GLOB.get_or_init(|| {
-        let ranges: String = CJK_RANGES.iter().map(|&(lo, hi)| format!("{lo}-{hi}")).collect();
+        let ranges: String = CJK_GLOB_RANGES.iter().map(|&(lo, hi)| format!("{lo}-{hi}")).collect();
         format!("*[{ranges}]*")
     })
 }
@@ -639,6 +656,10 @@ mod tests {
         assert!(matches!(index_form("plain text, café"), std::borrow::Cow::Borrowed(_)), "no such letter: the text itself");
         assert_eq!(index_form("저는 서울에 살아요"), " 저는   서울 울에   살아 아요 ", "Korean words with their particles");
         assert_eq!((words_in_token("서울에"), words_in_token("살고")), (1, 1), "Korean is written with spaces");
+        assert!(cjk_glob().len() <= MAX_GLOB_PATTERN_BYTES, "{} bytes", cjk_glob().len());
+        for &(lo, hi) in CJK_RANGES {
+            assert!(CJK_GLOB_RANGES.iter().any(|&(a, b)| a <= lo && hi <= b), "{lo:?}-{hi:?} is covered");
+        }
         let glob = regex::Regex::new(&format!("^{}$", cjk_glob().replace('*', ".*"))).unwrap();
         for (text, cjk) in [("我住在上海", true), ("カタカナ", true), ("plain", false), ("서울", true), ("ㅋㅋ", true), ("𠀋", true), ("สวัสดี", false)]
         {

@@ -24,6 +24,9 @@ impl NativeSql {
         // default of 16 statements re-prepared most of ingest's statements
         // for every batch (a fifth of ingest's time natively).
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // The Durable Object's SQLite refuses a LIKE or GLOB pattern over
+        // 50 bytes ("pattern too complex").
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 50);
         NativeSql { conn: RefCell::new(conn) }
     }
 }

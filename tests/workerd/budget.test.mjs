@@ -350,3 +350,47 @@ test("a profile refused as too large and then wiped is judged by what it holds n
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** Deterministic text of `bytes` bytes in sentences of five-letter words, nearly all new. */
+function newWords(seed, bytes) {
+  let x = seed >>> 0 || 1;
+  const next = () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), (x >>> 0));
+  const words = [];
+  let n = 0;
+  while (n < bytes) {
+    let w = "";
+    for (let i = 0; i < 5; i++) w += String.fromCharCode(97 + (next() % 26));
+    words.push(words.length % 12 === 11 ? `${w}.` : w);
+    n += 6;
+  }
+  return words.join(" ");
+}
+
+test("a warm profile's directory stays within the budget over an ingest of new words (identifiers, hashes): its text indexes turn off, recall answers from SQLite, the heap's peak stays near the budget", async () => {
+  const budget = 4 * 1048576;
+  const w = await startWorker({ vars: { MEMORY_BUDGET_MB: String(budget / 1048576) } });
+  try {
+    const api = restClient(w, TOKEN);
+    await api.ok("POST", NS, "dump", "/ingest", { body: conversation(0) });
+    await drained(api, "dump");
+    await api.ok("POST", NS, "dump", "/recall", { body: { query: QUESTIONS[0] } });
+    const before = await warmed(api, "dump");
+    // 64 messages of 32 KB: 2 MiB of words, each a term of its own.
+    const messages = Array.from({ length: 64 }, (_, i) => ({ role: "user", content: newWords(i + 1, 32 * 1024 - 1024) }));
+    const probe = messages[63].content.split(" ")[3];
+    await api.ok("POST", NS, "dump", "/ingest", { body: { sessionId: "dump", messages } });
+    await drained(api, "dump");
+    const r = await api.ok("POST", NS, "dump", "/recall", { body: { query: probe } });
+    assert.ok(r.candidates.some((c) => c.summary.includes(probe)), `${probe}: ${JSON.stringify(r.candidates.map((c) => c.summary.slice(0, 40)))}`);
+    const after = await api.ok("GET", NS, "dump", "/stats");
+    const rise = after.isolate.heapPeakBytes - before.isolate.heapPeakBytes;
+    console.log(`# heap peak rose ${(rise / 1048576).toFixed(1)} MiB over a 2 MiB ingest of new words; the profile keeps ${(after.residentBytes / 1048576).toFixed(1)} MiB (budget 4 MiB)`);
+    assert.ok(after.residentBytes <= budget, `${after.residentBytes} kept`);
+    // The ingest's own working memory (about three times its body) and
+    // the directory's indexes up to the budget; unbounded, they took
+    // ten times the text.
+    assert.ok(rise < budget + 4 * 2 * 1048576, `the heap's peak rose ${rise} bytes`);
+  } finally {
+    await w.dispose();
+  }
+});
