@@ -200,7 +200,9 @@ fn authorize(env: &Env, path: &str, target: &Target, auth: Option<&str>) -> Resu
         Err(e) => e,
     };
     let resp = refusal(path, &e)?;
-    if path.starts_with("/mcp/") {
+    // A 401 names the scheme it asks for (RFC 9110 section 11.6.1); MCP
+    // clients read it on every refusal.
+    if e.status() == 401 || path.starts_with("/mcp/") {
         let headers = resp.headers().clone();
         headers.set("www-authenticate", "Bearer")?;
         return Ok(Err(resp.with_headers(headers)));

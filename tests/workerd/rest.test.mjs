@@ -117,6 +117,23 @@ test("every profile and namespace route answers 401 (10002) to an unknown bearer
   fails(await api.get(T.namespace, { namespace: "auth-ns" }), 404, CODE.notFound);
 });
 
+test("the Bearer scheme is read without regard to case (RFC 9110), and a 401 names it in WWW-Authenticate", async () => {
+  for (const scheme of ["Bearer", "bearer", "BEARER", "bEaReR"]) {
+    ok(await api.get(T.memories, { profile: "auth-case" }, { token: null, headers: { authorization: `${scheme} ${TOKEN}` } }));
+  }
+  // One or more spaces between the scheme and the token.
+  ok(await api.get(T.memories, { profile: "auth-case" }, { token: null, headers: { authorization: `Bearer   ${TOKEN}` } }));
+  for (const authorization of [undefined, `Bearer${TOKEN}`, `Basic ${TOKEN}`, "Bearer not-the-dev-token"]) {
+    const r = await api.get(T.memories, { profile: "auth-case" }, { token: null, headers: authorization ? { authorization } : {} });
+    fails(r, 401, CODE.unauthenticated);
+    assert.equal(r.headers.get("www-authenticate"), "Bearer", String(authorization));
+  }
+  // A token that may not touch the namespace is known: 403, no challenge.
+  const forbidden = await api.get(T.memories, { profile: "p1" }, { token: TEAM_TOKEN });
+  fails(forbidden, 403, CODE.forbidden);
+  assert.equal(forbidden.headers.get("www-authenticate"), null);
+});
+
 test("a query string on a route that reads none is refused (400), never ignored", async () => {
   const where = { profile: "no-query" };
   ok(await api.post(T.remember, where, { content: "The printer on floor two jams on Mondays." }));

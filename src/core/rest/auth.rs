@@ -45,16 +45,22 @@ impl Tokens {
         if self.0.is_empty() {
             return Err(Error::config("no AUTH_TOKENS configured: the REST API is closed"));
         }
-        let token = header
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-            .map(str::trim)
-            .ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
+        let token = header.and_then(bearer_token).ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
         self.0
             .iter()
             .find(|(t, _)| constant_time_eq(t.as_bytes(), token.as_bytes()))
             .map(|(_, s)| Grant(s.clone()))
             .ok_or_else(|| Error::unauthenticated("unknown bearer token"))
     }
+}
+
+/// The token of an `Authorization` header of the `Bearer` scheme, whose
+/// name is read without regard to case ("bearer", "BEARER"; RFC 9110
+/// section 11.1), the token after one or more spaces.
+fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// The namespaces one token may touch (`*`: every one).
@@ -100,5 +106,20 @@ pub fn scope_catalog(call: CatalogCall, grant: &Grant) -> Result<CatalogCall> {
         CatalogCall::Create { ref name, .. } => grant.check(name).map(|()| call),
         CatalogCall::List { account, per_page, cursor, order, .. } => Ok(CatalogCall::List { account, per_page, cursor, visible: grant.visible(), order }),
         other => Ok(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_the_bearer_scheme_is_read_without_regard_to_case() {
+        for h in ["Bearer t0k", "bearer t0k", "BEARER t0k", "Bearer   t0k ", " bEaReR t0k"] {
+            assert_eq!(bearer_token(h), Some("t0k"), "{h:?}");
+        }
+        for h in ["Bearer", "Bearer ", "Bearert0k", "Basic t0k", "Token t0k", ""] {
+            assert_eq!(bearer_token(h), None, "{h:?}");
+        }
     }
 }
