@@ -115,7 +115,7 @@ impl<'a> Store<'a> {
         }
         let embed: Vec<&str> = fresh.iter().filter(|(m, _)| m.status == Status::Active && m.kind != MemoryType::Task).map(|(m, _)| m.id.as_str()).collect();
         self.enqueue_many(JobKind::Embed, &embed)?;
-        self.queue_text_index(FullText::Memories)?;
+        self.queue_text_index(FullText::Memories, fresh.iter().map(|(m, _)| m.content.len()).sum())?;
         Ok(written)
     }
 
@@ -419,9 +419,10 @@ impl<'a> Store<'a> {
     }
 
     /// Queues the background job that writes `which`'s waiting full-text
-    /// rows once a batch ([`TEXT_BATCH`]) waits, unless one is queued.
-    pub(super) fn queue_text_index(&self, which: FullText) -> Result<()> {
-        if which.waiting(self.sql)?.1 < TEXT_BATCH {
+    /// rows once a batch ([`TEXT_BATCH`]) waits, or after a write of
+    /// [`TEXT_BATCH_BYTES`] of text (`bytes`), unless one is queued.
+    pub(super) fn queue_text_index(&self, which: FullText, bytes: usize) -> Result<()> {
+        if bytes < TEXT_BATCH_BYTES && which.waiting(self.sql)?.1 < TEXT_BATCH {
             return Ok(());
         }
         self.sql.execute(

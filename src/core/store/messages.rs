@@ -194,7 +194,9 @@ impl<'a> Store<'a> {
     /// Their full-text rows follow in a batch ([`TEXT_BATCH`]). Returns
     /// the rows written: rowid and id, in rowid order.
     fn put_rows<'m>(&self, messages: impl Iterator<Item = (&'m Message, i64)>) -> Result<Vec<(i64, String)>> {
+        let bytes = std::cell::Cell::new(0usize);
         let rows = messages.map(|(m, position)| {
+            bytes.set(bytes.get().saturating_add(m.content.len()));
             let metadata = if m.metadata.is_empty() { None } else { Some(json_text(&m.metadata)?) };
             Ok((&m.id, &m.session_id, &m.role, &m.content, &m.timestamp, position, &m.created_at, metadata))
         });
@@ -207,7 +209,7 @@ impl<'a> Store<'a> {
             )?);
         }
         written.sort_unstable();
-        self.queue_text_index(FullText::Messages)?;
+        self.queue_text_index(FullText::Messages, bytes.get())?;
         Ok(written)
     }
 
