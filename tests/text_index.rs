@@ -974,14 +974,9 @@ fn test_a_recall_on_sqlite_alone_catches_each_full_text_table_up_once_and_sees_w
     assert_eq!(checks, ["memories_fts", "messages_fts"], "each table is caught up once");
 }
 
-/// A profile whose full-text rows were written before index forms (a run
-/// of Chinese or Japanese letters one token): the object's start writes
-/// them again in their index form, once, so a word of the run finds them
-/// in SQLite as in the index built in memory from the same rows.
-#[test]
-fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
-    let sql = database();
-    let said = |i: usize, content: &str| Message {
+/// A user's message `i` of session "s", saying `content`.
+fn said(i: usize, content: &str) -> Message {
+    Message {
         id: format!("msg_{i:06}"),
         session_id: "s".into(),
         role: "user".into(),
@@ -990,7 +985,22 @@ fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
         position: i as i64,
         created_at: "2026-04-15T10:00:00Z".into(),
         metadata: Default::default(),
-    };
+    }
+}
+
+/// How many rows of `messages_fts` match `word` as a phrase.
+fn fts_count(sql: &support::NativeSql, word: &str) -> i64 {
+    let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
+    rows[0][0].as_i64().unwrap()
+}
+
+/// A profile whose full-text rows were written before index forms (a run
+/// of Chinese or Japanese letters one token): the object's start writes
+/// them again in their index form, once, so a word of the run finds them
+/// in SQLite as in the index built in memory from the same rows.
+#[test]
+fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
+    let sql = database();
     // Pages of rows to write again (INDEX_FORM_PAGE, 32).
     let mut stored = vec![said(0, "我住在上海，我是一名软件工程师。"), said(1, "I live in Lisbon.")];
     stored.extend((2..300).map(|i| said(i, &format!("第{i}号：我喜欢简洁的回答。"))));
@@ -999,10 +1009,7 @@ fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
     // As a build before index forms wrote them: the texts as they are.
     sql.execute("DELETE FROM messages_fts", &[]).unwrap();
     sql.execute("INSERT INTO messages_fts (rowid, role, content) SELECT rowid, role, content FROM messages", &[]).unwrap();
-    let found = |word: &str| {
-        let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
-        rows[0][0].as_i64().unwrap()
-    };
+    let found = |word: &str| fts_count(&sql, word);
     assert_eq!((found("上海"), found("简洁"), found("lisbon")), (0, 0, 1), "before: only the whole run is a word");
     // A snapshot of the directory, as a large profile keeps one: its words
     // are the old ones.
@@ -1026,23 +1033,10 @@ fn test_full_text_rows_written_before_index_forms_are_written_again_once() {
 #[test]
 fn test_a_nul_before_chinese_letters_does_not_keep_the_row_from_its_index_form() {
     let sql = database();
-    let said = |i: usize, content: &str| Message {
-        id: format!("msg_{i:06}"),
-        session_id: "s".into(),
-        role: "user".into(),
-        content: content.into(),
-        timestamp: None,
-        position: i as i64,
-        created_at: "2026-04-15T10:00:00Z".into(),
-        metadata: Default::default(),
-    };
     let stored = [said(0, "\u{0}我住在北京。"), said(1, "ok\u{0}我的猫叫小花。"), said(2, "我住在上海。")];
     with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
     FullText::Messages.catch_up(&sql).unwrap();
-    let found = |word: &str| {
-        let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
-        rows[0][0].as_i64().unwrap()
-    };
+    let found = |word: &str| fts_count(&sql, word);
     assert_eq!((found("北京"), found("小花"), found("上海")), (1, 1, 1));
     // The same choice when rows are written again.
     sql.execute("DELETE FROM messages_fts", &[]).unwrap();
@@ -1058,16 +1052,6 @@ fn test_a_nul_before_chinese_letters_does_not_keep_the_row_from_its_index_form()
 #[test]
 fn test_korean_rows_of_the_first_index_forms_are_written_again_in_pairs() {
     let sql = database();
-    let said = |i: usize, content: &str| Message {
-        id: format!("msg_{i:06}"),
-        session_id: "s".into(),
-        role: "user".into(),
-        content: content.into(),
-        timestamp: None,
-        position: i as i64,
-        created_at: "2026-04-15T10:00:00Z".into(),
-        metadata: Default::default(),
-    };
     let mut stored = vec![said(0, "저는 서울에 살고 있습니다."), said(1, "我住在上海。"), said(2, "I live in Lisbon.")];
     stored.extend((3..100).map(|i| said(i, &format!("{i}번: 짧은 답변을 좋아해요."))));
     with_profile(&sql, APRIL_15, |p| p.store().put_messages(&stored).unwrap());
@@ -1079,10 +1063,7 @@ fn test_korean_rows_of_the_first_index_forms_are_written_again_in_pairs() {
     for (k, v) in [("index_forms_written", "1"), ("index_forms_messages_through", "100"), ("index_forms_memories_through", "0")] {
         sql.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", &[SqlValue::Text(k.into()), SqlValue::Text(v.into())]).unwrap();
     }
-    let found = |word: &str| {
-        let rows = sql.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", &[SqlValue::Text(format!("\"{word}\""))]).unwrap();
-        rows[0][0].as_i64().unwrap()
-    };
+    let found = |word: &str| fts_count(&sql, word);
     assert_eq!((found("서울"), found("답변"), found("上海"), found("lisbon")), (0, 0, 1, 1), "before: a Korean word is one with its particles");
     with_profile(&sql, APRIL_15, |p| p.migrate().unwrap());
     assert_eq!((found("서울"), found("답변"), found("上海"), found("lisbon")), (1, 97, 1, 1), "after: its pairs of letters are words");
