@@ -94,7 +94,9 @@ pub fn kind_of(body: &str, dated: bool) -> MemoryType {
         MemoryType::Task
     } else if is_instruction(&lower, &tokens) {
         MemoryType::Instruction
-    } else if is_event(&lower, dated) || tells_a_completed_action(&tokens) {
+    } else if (is_event(&lower, dated) || tells_a_completed_action(&tokens)) && relation(body).is_none() {
+        // A present relation said beside the action ("I just moved, I
+        // live in Lisbon now") is what stays true: a fact, keyed as one.
         MemoryType::Event
     } else {
         MemoryType::Fact
@@ -461,7 +463,52 @@ fn copula_subject(body: &str) -> Option<String> {
     // A number naming the subject ("the fix for ticket 4512 is …") keeps
     // two subjects apart; the predicate's numbers are its value.
     words.extend(identifiers(&c[1], usize::MAX));
+    words.extend(scope_of_number(body.get(c.get(0).map_or(0, |m| m.end())..).unwrap_or("")));
     Some(words.join("_"))
+}
+
+/// Prepositions that open what a value holds for ([`scope_of_number`]).
+const SCOPE_PREPOSITIONS: &[&str] = &["on", "for", "in"];
+
+/// Most words of a scope phrase kept in a key.
+const MAX_SCOPE_WORDS: usize = 3;
+
+/// What a copula's number holds for, when its predicate says so with a
+/// preposition and a determiner ("is 100 requests per minute *on the
+/// free plan*", "is 30 seconds *in our staging cluster*"): the phrase's
+/// content words, up to the clause's end. Two plans' limits, two
+/// environments' timeouts are two topics, so one does not replace the
+/// other; a value said again for the same scope still does. Only after a
+/// number: a word value's phrase is its own ("my favorite restaurant is
+/// the one in the village"). A later value said without the scope keeps a
+/// topic of its own, a missed supersession (the safer error without a
+/// model, see the module docs).
+fn scope_of_number(predicate: &str) -> Vec<String> {
+    let tokens: Vec<&str> = predicate.split_whitespace().collect();
+    let Some(number_at) = tokens.iter().position(|t| t.chars().any(|c| c.is_ascii_digit())) else {
+        return Vec::new();
+    };
+    let bare = |t: &str| t.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    let rest = tokens.get(number_at..).unwrap_or_default();
+    let Some(at) = rest.windows(3).position(|w| match w {
+        [preposition, determiner, _] => {
+            !preposition.ends_with([',', '.', ';', ':', '!', '?'])
+                && SCOPE_PREPOSITIONS.contains(&bare(preposition).as_str())
+                && DETERMINERS.contains(&bare(determiner).as_str())
+                && !determiner.ends_with([',', '.', ';', ':', '!', '?'])
+        }
+        _ => false,
+    }) else {
+        return Vec::new();
+    };
+    let mut phrase = Vec::new();
+    for token in rest.get(at.saturating_add(2)..).unwrap_or_default() {
+        phrase.push(*token);
+        if token.ends_with([',', '.', ';', ':', '!', '?']) {
+            break;
+        }
+    }
+    key_words(&phrase.join(" ")).into_iter().take(MAX_SCOPE_WORDS).collect()
 }
 
 /// Relations a person holds to one named thing at a time, as a key's
@@ -512,17 +559,31 @@ fn relation(body: &str) -> Option<String> {
     if !EXCLUSIVE_RELATIONS.iter().any(|(verb, _, _)| folded_body.contains(verb)) {
         return None;
     }
-    let words: Vec<String> = body
-        .split_whitespace()
-        .map(|t| t.replace('\u{2019}', "'").trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_string())
-        .filter(|w| !w.is_empty())
-        .collect();
+    let mut words: Vec<String> = Vec::new();
+    // Where each clause opens: the first word, and each after a comma or
+    // a semicolon ("I just moved, I live in Lisbon now").
+    let mut clauses = vec![0];
+    for t in body.split_whitespace() {
+        let w = t.replace('\u{2019}', "'").trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_string();
+        if !w.is_empty() {
+            words.push(w);
+        }
+        if t.ends_with([',', ';']) {
+            clauses.push(words.len());
+        }
+    }
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     if lower.iter().any(|w| ANOTHER.contains(&w.as_str())) {
         return None;
     }
+    clauses.dedup();
+    clauses.into_iter().find_map(|opens| relation_at(&words, &lower, opens))
+}
+
+/// [`relation`] in the clause opening at word `opens`.
+fn relation_at(words: &[String], lower: &[String], opens: usize) -> Option<String> {
     let word = |i: usize| lower.get(i).map_or("", String::as_str);
-    let mut at = lower.iter().take_while(|w| LEAD_INS.contains(&w.as_str())).count();
+    let mut at = opens.saturating_add(lower.iter().skip(opens).take_while(|w| LEAD_INS.contains(&w.as_str())).count());
     if !matches!(word(at), "i" | "we" | "i'm" | "we're") {
         return None;
     }
@@ -867,6 +928,8 @@ mod tests {
             ("I work at Acme.", "I now work at Globex.", "user.employer"),
             ("We work for Initech.", "Actually, we now work for Hooli.", "user.employer"),
             ("I live in 東京.", "I live in Paris now.", "user.home"),
+            ("I live in Paris.", "I just moved, I live in Lisbon now.", "user.home"),
+            ("My sister lives in Rome; I work at Acme.", "So, after the layoffs, we work for Hooli.", "user.employer"),
         ] {
             assert_eq!(key_of("user", a).as_deref(), Some(key), "{a}");
             assert_eq!(key_of("user", b).as_deref(), Some(key), "{b}");
@@ -886,9 +949,19 @@ mod tests {
             ("I work in Sales.", "I work in Berlin."),
             ("Always reply in English.", "Always reply in Markdown."),
             ("I live in a flat.", "I live in a house."),
+            ("I live in Oslo.", "When I lived in Paris, I worked at Renault."),
+            ("I live in Oslo.", "My sister lives in Rome, she works at Fiat."),
         ] {
             assert_ne!(key_of("user", a), key_of("user", b), "{a} / {b}");
         }
+    }
+
+    #[test]
+    fn test_a_present_relation_said_beside_an_action_is_a_fact() {
+        assert_eq!(kind_of("I just moved, I live in Lisbon now.", false), MemoryType::Fact);
+        assert_eq!(kind_of("We finally moved last week; we live in Porto now.", true), MemoryType::Fact);
+        assert_eq!(kind_of("I just moved to Lisbon.", false), MemoryType::Event, "the action alone");
+        assert_eq!(kind_of("When I lived in Paris, I worked at Renault.", true), MemoryType::Event, "a past relation");
     }
 
     #[test]
@@ -977,6 +1050,24 @@ mod tests {
         assert_eq!(key_of("user", "My favorite color is blue.").as_deref(), Some("user.favorite_color"));
         assert_eq!(key_of("user", "My favorite color is green now.").as_deref(), Some("user.favorite_color"));
         assert_eq!(key_of("user", "The API rate limit is 10,000 req/s.").as_deref(), Some("user.api_rate_limit"));
+    }
+
+    #[test]
+    fn test_a_numbers_scope_keeps_two_plans_limits_apart() {
+        let free = key_of("user", "The API rate limit is 100 requests per minute on the free plan.");
+        let pro = key_of("user", "The API rate limit is 1000 requests per minute on the pro plan.");
+        assert_eq!(free.as_deref(), Some("user.api_rate_limit_free_plan"));
+        assert_eq!(pro.as_deref(), Some("user.api_rate_limit_pro_plan"));
+        assert_eq!(key_of("user", "The API rate limit is now 250 requests per minute on the free plan!"), free, "the same plan's new value");
+        assert_eq!(
+            key_of("user", "Our request timeout is 30 seconds in the staging cluster, and longer elsewhere.").as_deref(),
+            Some("user.request_timeout_staging_cluster")
+        );
+        // A word value's phrase, a phrase before the number, or one without
+        // a determiner is the value's own.
+        assert_eq!(key_of("user", "My favorite restaurant is the one in the village.").as_deref(), Some("user.favorite_restaurant"));
+        assert_eq!(key_of("user", "My daily commute is 30 minutes in traffic.").as_deref(), Some("user.daily_commute"));
+        assert_eq!(key_of("user", "My build time is in the end 12 minutes.").as_deref(), Some("user.build_time"));
     }
 
     #[test]
