@@ -306,28 +306,79 @@ fn build_by_message(
     Ok(built)
 }
 
+/// Most bytes of text (and metadata) one window of a retry judges
+/// together ([`retry_session`]); a message longer than this is judged
+/// alone.
+pub const RETRY_WINDOW_BYTES: usize = 4 << 20;
+
 /// Re-runs the judging stages over a stored session, for the messages no
 /// memory cites yet and those a model fault left partly judged (marked by
 /// [`Store::mark_rejudge`]; what was stored from them already is found
 /// stored and kept) (the `extract` job). Returns how many model faults
 /// remain; zero means the job is done.
+///
+/// The session is read a window at a time, in order: at most a call's
+/// messages ([`crate::core::api::MAX_MESSAGES_PER_INGEST`]) and
+/// [`RETRY_WINDOW_BYTES`] of their texts, only windows holding a message
+/// to judge. A session grows by a call's 16 MB at a time and has no
+/// bound; read whole, a 64 MB one took the isolate's memory past 128 MB
+/// on every try. A session within one window is judged whole, as before.
 pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
     let store = p.store();
-    let messages = store.session_messages(session_id)?;
-    if messages.is_empty() {
+    let sized = store.session_message_sizes(session_id)?;
+    if sized.is_empty() {
         return Ok(0); // deleted meanwhile
     }
-    let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+    let ids: Vec<String> = sized.iter().map(|(id, _)| id.clone()).collect();
     let cited = store.cited_messages(&ids)?;
     let marked = store.marked_rejudge(&ids)?;
     let fresh: HashSet<String> = ids.into_iter().filter(|id| !cited.contains(id) || marked.contains(id)).collect();
     if fresh.is_empty() {
         return Ok(0);
     }
+    // A full profile waits for room before the model is asked (each try
+    // would pay for judging what it cannot store).
+    if let Some(count) = store.memory_count_near(p.limits.max_memories, 1)?.filter(|c| *c >= p.limits.max_memories) {
+        return Err(Error::conflict(format!("{FULL}: it holds {count} memories and its limit is {}; the session waits for room", p.limits.max_memories)));
+    }
+    let mut faults = 0usize;
+    for window in windows(&sized, crate::core::api::MAX_MESSAGES_PER_INGEST, RETRY_WINDOW_BYTES) {
+        if window.iter().any(|id| fresh.contains(*id)) {
+            faults = faults.saturating_add(retry_window(p, session_id, &window, &fresh, &marked).await?);
+        }
+    }
+    Ok(faults)
+}
+
+/// The ids of `sized` in consecutive windows of at most `count` messages
+/// and `bytes` of their texts (one message always).
+fn windows(sized: &[(String, usize)], count: usize, bytes: usize) -> Vec<Vec<&str>> {
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    let mut held = 0usize;
+    for (id, size) in sized {
+        match out.last_mut() {
+            Some(w) if w.len() < count && held.saturating_add(*size) <= bytes => {
+                w.push(id);
+                held = held.saturating_add(*size);
+            }
+            _ => {
+                out.push(vec![id]);
+                held = *size;
+            }
+        }
+    }
+    out
+}
+
+/// [`retry_session`]'s judging of one window of the session.
+async fn retry_window(p: &Profile<'_>, session_id: &str, window: &[&str], fresh: &HashSet<String>, marked: &HashSet<String>) -> Result<usize> {
+    let ids: Vec<String> = window.iter().map(|id| (*id).to_string()).collect();
     // Line indices are positions in this list, as on first ingest; a
     // message sent without a timestamp is dated when it was stored, as the
     // first ingest dated it (not when the retry runs).
-    let messages: Vec<Message> = messages
+    let messages: Vec<Message> = p
+        .store()
+        .messages_by_ids(&ids)?
         .into_iter()
         .enumerate()
         .map(|(i, mut m)| {
@@ -336,15 +387,15 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
             m
         })
         .collect();
-    // The memories take the metadata their new messages were stored with
-    // (calls of one session may have carried different metadata).
-    // A full profile waits for room before the model is asked (each try
-    // would pay for judging what it cannot store).
-    if let Some(count) = store.memory_count_near(p.limits.max_memories, 1)?.filter(|c| *c >= p.limits.max_memories) {
-        return Err(Error::conflict(format!("{FULL}: it holds {count} memories and its limit is {}; the session waits for room", p.limits.max_memories)));
+    if messages.is_empty() {
+        return Ok(0); // deleted meanwhile
     }
-    let marked: Vec<String> = marked.into_iter().collect();
-    let judged = judge_and_store(p, session_id, &messages, &fresh, MetadataOf::Messages, Judging::Retry { marked: &marked }).await?;
+    // The memories take the metadata their new messages were stored with
+    // (calls of one session may have carried different metadata). Only
+    // this window's marks are cleared once it is stored: a later window's
+    // stay until it is judged.
+    let marked: Vec<String> = ids.iter().filter(|id| marked.contains(*id)).cloned().collect();
+    let judged = judge_and_store(p, session_id, &messages, fresh, MetadataOf::Messages, Judging::Retry { marked: &marked }).await?;
     // No room is the profile's state, not the model's: the job fails with
     // it (backs off, is parked and shown), its messages marked meanwhile.
     if judged.full > 0 {

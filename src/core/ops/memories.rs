@@ -197,7 +197,7 @@ impl Profile<'_> {
         api::validate_session_id_shape(session_id)?;
         let store = self.store();
         store.transaction(|| {
-            let messages: Vec<String> = store.session_messages(session_id)?.into_iter().map(|m| m.id).collect();
+            let messages: Vec<String> = store.session_message_sizes(session_id)?.into_iter().map(|(id, _)| id).collect();
             let of_session = store.session_memory_ids(session_id)?;
             let mut memory_ids = store.memories_citing(&messages)?;
             memory_ids.extend(of_session.iter().cloned());

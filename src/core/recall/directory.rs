@@ -46,9 +46,37 @@ use crate::core::store::{memory_fts_texts, MEMORY_FTS_COLUMNS};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::{Cell, Ref, RefCell};
 
-/// Messages read per statement when (re)loading (each at most
-/// [`MAX_MESSAGE_BYTES`](crate::core::api::MAX_MESSAGE_BYTES) of text).
+/// Rows read per statement when (re)loading, at most; fewer where their
+/// texts pass [`LOAD_PAGE_BYTES`].
 const LOAD_PAGE: i64 = 500;
+
+/// Most bytes of text one loading statement reads (one row always): a
+/// page of 500 messages of 32 KB was 16 MB as the statement's one JSON
+/// text, and twice that with its rows parsed, in the memory every profile
+/// of the isolate shares.
+const LOAD_PAGE_BYTES: usize = crate::core::store::PAGE_TEXT_BYTES;
+
+/// The last rowid of the next page of `table` after `after` (at most `to`):
+/// at most [`LOAD_PAGE`] rows and [`LOAD_PAGE_BYTES`] of the texts
+/// `bytes` sums (one row always). `None` when no row is left. The sizes
+/// are SQLite's to read; only the numbers come back.
+fn page_end(sql: &dyn Sql, table: &str, bytes: &str, after: i64, to: i64) -> Result<Option<i64>> {
+    let rows = sql.query(
+        &format!("SELECT rowid, {bytes} FROM {table} WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3"),
+        &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
+    )?;
+    let mut end = None;
+    let mut held = 0usize;
+    for r in &rows {
+        let size = usize::try_from(int_at(r, 1, "text size")?).unwrap_or(usize::MAX);
+        if end.is_some() && held.saturating_add(size) > LOAD_PAGE_BYTES {
+            break;
+        }
+        held = held.saturating_add(size);
+        end = Some(int_at(r, 0, "rowid")?);
+    }
+    Ok(end)
+}
 
 /// Most speakers a recall checks the query against ([`Directory::speakers`]):
 /// roles come from callers, and a profile with a new role for every
@@ -572,12 +600,11 @@ impl TurnDirectory {
 fn load_memories(sql: &dyn Sql, words: &mut MemoryWords, from: i64, to: i64) -> Result<()> {
     let mut after = from;
     while after < to {
+        let sizes = "length(CAST(content AS BLOB)) + ifnull(length(CAST(key AS BLOB)), 0) + ifnull(length(CAST(search_queries AS BLOB)), 0)";
+        let Some(end) = page_end(sql, "memories", sizes, after, to)? else { break };
         let rows = sql.query(
-            &format!(
-                "SELECT m.rowid, {MEMORY_FTS_COLUMNS} FROM memories m \
-                 WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid LIMIT ?3"
-            ),
-            &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
+            &format!("SELECT m.rowid, {MEMORY_FTS_COLUMNS} FROM memories m WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid"),
+            &[SqlValue::Integer(after), SqlValue::Integer(end)],
         )?;
         let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
         for r in rows {
@@ -594,10 +621,11 @@ fn load(sql: &dyn Sql, dir: &mut Directory, from: i64, to: i64) -> Result<()> {
     let roles_before = dir.roles.len();
     let mut after = from;
     while after < to {
+        let Some(end) = page_end(sql, "messages", "length(CAST(content AS BLOB))", after, to)? else { break };
         let rows = sql.query(
             "SELECT rowid, id, session_id, position, role, timestamp, content FROM messages \
-             WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3",
-            &[SqlValue::Integer(after), SqlValue::Integer(to), SqlValue::Integer(LOAD_PAGE)],
+             WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid",
+            &[SqlValue::Integer(after), SqlValue::Integer(end)],
         )?;
         let Some(last) = rows.last().and_then(|r| r[0].as_i64()) else { break };
         for mut r in rows {

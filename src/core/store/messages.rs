@@ -266,7 +266,27 @@ impl<'a> Store<'a> {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    /// Every message of a session, in order.
+    /// The id of every message of a session, in order, with the bytes of
+    /// its text and metadata: what deleting or judging a session again
+    /// reads first, where the texts of a long session (each call adds up
+    /// to 500 messages of 32 KB) would not fit in memory together.
+    pub fn session_message_sizes(&self, session_id: &str) -> Result<Vec<(String, usize)>> {
+        self.sql
+            .query(
+                "SELECT id, length(CAST(content AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) FROM messages \
+                 WHERE session_id = ? ORDER BY position, rowid",
+                &[session_id.into()],
+            )?
+            .into_iter()
+            .map(|r| match r.as_slice() {
+                [SqlValue::Text(id), SqlValue::Integer(bytes)] => Ok((id.clone(), usize::try_from(*bytes).unwrap_or(usize::MAX))),
+                _ => Err(Error::storage("failed to read a message's id and size")),
+            })
+            .collect()
+    }
+
+    /// Every message of a session, in order (all their texts at once:
+    /// [`Store::session_message_sizes`] first where a session may be long).
     pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>> {
         self.sql
             .query(&format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY position, rowid"), &[session_id.into()])?
