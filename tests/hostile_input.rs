@@ -283,8 +283,11 @@ fn test_a_deleted_profile_answers_404_until_restored_with_everything() {
         }
         let e = block_on(p.dispatch("recall", json!({ "query": "deploy key" }))).unwrap_err();
         assert!(e.is_not_found());
-        // Marking again keeps the first mark.
-        assert_eq!(block_on(p.dispatch("deleteProfile", json!({}))).unwrap(), marked);
+        // Deleting it again is 404, as for a deleted namespace, and keeps
+        // the first mark.
+        let purge_due = p.purge_due().unwrap();
+        assert!(block_on(p.dispatch("deleteProfile", json!({}))).unwrap_err().is_not_found());
+        assert_eq!(p.purge_due().unwrap(), purge_due);
         // Within the grace period the drain purges nothing.
         assert!(!block_on(p.drain()).unwrap().purged);
         assert_eq!(block_on(p.dispatch("restoreProfile", json!({}))).unwrap()["restored"], true);

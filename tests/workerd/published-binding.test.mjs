@@ -421,6 +421,7 @@ test("deleteProfile resolves to undefined and its memories can no longer be read
   assert.ok((await listedProfiles("team-a")).includes(profile), "written: listed");
   assert.deepEqual(await A("/delete-profile", { profile }), { kind: "undefined" });
   assert.ok(!(await listedProfiles("team-a")).includes(profile), "deleted: no longer listed");
+  assert.deepEqual(await A("/delete-profile", { profile }), { kind: "undefined" }, "deleting it again resolves too");
   assert.equal((await threw("consumer-a", "/get", { profile, id: m.id })).isError, true, "get of its memory throws");
   // What list() does on a deleted profile is not documented: it may throw,
   // or resolve; if it resolves, the memory is not in it.

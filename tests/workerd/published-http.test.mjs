@@ -659,6 +659,8 @@ test("DELETE .../profiles/{name} returns null; the profile is then not found unt
   const e = fails(await send("GET", `${prof()}/memories?per_page=50`), 404);
   assert.match(e.message, /profile not found/i);
   if (flow.memory) fails(await send("GET", `${prof()}/memories/${flow.memory.id}`), 404);
+  // Deleting it again finds no profile, as for a namespace deleted twice.
+  assert.match(fails(await send("DELETE", prof()), 404).message, /profile not found/i);
   // "Profiles are created automatically when you first write to them":
   // a write after the deletion lands in a new, empty profile.
   const again = ok(await send("POST", `${prof()}/remember`, { body: '{"content": "Prefers dark mode."}' }), EXAMPLE_MEMORY);

@@ -54,11 +54,16 @@ impl Profile<'_> {
     /// deletion"): from now on it answers 404 to everything but
     /// [`Profile::restore`] and this call, and the alarm purges it
     /// ([`Profile::wipe`]) once [`crate::core::context::Limits::delete_grace_millis`] has passed.
-    /// Marking a marked profile again keeps the first mark.
+    /// A marked profile is not found, to this call too (as a deleted
+    /// namespace is): its first mark stays.
     pub fn mark_deleted(&self) -> Result<ProfileDeleteReport> {
         let store = self.store();
         let marked_at = match store.deletion_mark()? {
-            Some(at) => at,
+            Some(_) => {
+                return Err(Error::not_found(
+                    "profile not found: it is already marked for deletion (restoreProfile, or POST …/restore, brings it back within its grace period)",
+                ))
+            }
             None if store.meta_get(META_WRITTEN)?.is_none() && store.is_empty()? => {
                 return Err(Error::not_found("profile not found: nothing was ever written to it"))
             }
