@@ -60,8 +60,11 @@ const INTERNAL_ERROR = JSON.stringify({
   messages: [],
   result: null,
 });
-const internalError = () =>
-  new Response(INTERNAL_ERROR, { status: 500, headers: { "content-type": "application/json" } });
+// The caller learns nothing of the fault; the Worker's log records it.
+const internalError = (e) => {
+  console.error("internal error:", e);
+  return new Response(INTERNAL_ERROR, { status: 500, headers: { "content-type": "application/json" } });
+};
 
 export default class extends WorkerEntrypoint {
   fetch(request) {

@@ -185,6 +185,7 @@ fn test_a_person_after_an_agent_in_one_call_keeps_the_versions_one_line() {
                 *by.entry(n).or_default() += 1;
             }
         }
+        assert!(!by.is_empty(), "something was superseded");
         assert!(by.values().all(|&n| n == 1), "two versions superseded by one: {by:?}");
         for m in &all {
             if let Some(n) = m.superseded_by.as_deref() {

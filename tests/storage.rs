@@ -762,6 +762,19 @@ fn test_embedding_inputs_are_those_of_the_memories_that_want_a_vector() {
         let e = p.store().embedding_inputs(std::slice::from_ref(&all[6].id)).unwrap_err();
         assert!(e.is_storage() && e.message().contains("search queries"), "{e}");
         assert!(p.store().memories_by_ids(std::slice::from_ref(&all[6].id)).unwrap_err().is_storage());
+        // An expiry that is not a time is one too (every path, next_expiry
+        // included), never read as a memory that does not expire.
+        let corrupt = all.iter().find(|m| wants_vector(m) && m.id != all[6].id).expect("another memory wanting a vector").id.clone();
+        agent_memory::core::ports::Sql::execute(&sql, "UPDATE memories SET expires_at = 'soon' WHERE id = ?1", &[corrupt.as_str().into()]).unwrap();
+        for e in [
+            p.store().embedding_inputs(std::slice::from_ref(&corrupt)).unwrap_err(),
+            p.store().wanting_vectors(std::slice::from_ref(&corrupt)).unwrap_err(),
+            p.store().memories_by_ids(std::slice::from_ref(&corrupt)).unwrap_err(),
+        ] {
+            assert!(e.is_storage() && e.message().contains("expiry"), "{e}");
+        }
+        let at = all.iter().find(|m| m.id == corrupt).and_then(|m| m.expires_at.clone());
+        agent_memory::core::ports::Sql::execute(&sql, "UPDATE memories SET expires_at = ?2 WHERE id = ?1", &[corrupt.as_str().into(), at.into()]).unwrap();
         let mut ids: Vec<String> = all.iter().map(|m| m.id.clone()).filter(|id| *id != all[6].id).collect();
         ids.push("00000000000000000000000000000fff".into()); // not stored
         ids.push(all[5].id.clone()); // asked twice, read once

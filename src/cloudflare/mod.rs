@@ -523,9 +523,12 @@ async fn read_object_reply(resp: &Response) -> std::result::Result<String, Error
         return Ok(text);
     }
     let v: Value = serde_json::from_str(&text).map_err(|e| Error::storage(format!("failed to read profile object reply: {e}")))?;
-    let code = v["error"]["code"].as_u64().unwrap_or(10010) as u32;
-    let message = v["error"]["message"].as_str().unwrap_or("profile object failed").to_string();
-    Err(Error::from_code(code, message))
+    // A reply that is neither is the object's fault, named, never read as
+    // some error of its own.
+    match (v["error"]["code"].as_u64().and_then(|c| u32::try_from(c).ok()), v["error"]["message"].as_str()) {
+        (Some(code), Some(message)) => Err(Error::from_code(code, message.to_string())),
+        _ => Err(Error::storage(format!("a profile object reply that is neither a result nor an error: {}", crate::core::api::quoted(&text)))),
+    }
 }
 
 /// A fetched response's body as UTF-8 text, read by the platform in one

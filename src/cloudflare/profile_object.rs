@@ -677,8 +677,11 @@ impl DurableObject for ProfileObject {
         // the number the caller sent.
         let header = req.headers().get(crate::core::rest::CALL_HEADER).ok().flatten();
         // Room for the call's working memory, taken before its text is
-        // read (an internal call always says its size).
-        let bytes = req.headers().get(crate::core::rest::CALL_BYTES_HEADER).ok().flatten().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+        // read: an internal call always says its size, and one that does
+        // not is refused, never let in as taking no room.
+        let Some(bytes) = req.headers().get(crate::core::rest::CALL_BYTES_HEADER).ok().flatten().and_then(|n| n.parse::<usize>().ok()) else {
+            return reply(Err(Error::storage("an internal call that does not say its size")));
+        };
         let need = crate::core::resident::object_room(bytes);
         let room = match crate::cloudflare::working_set::take(need, self.config.working_set_bytes, self.config.working_set_wait_millis, "this call").await {
             Ok(room) => room,

@@ -653,7 +653,7 @@ pub struct RememberArgs {
     /// Flat metadata to attach: string keys to strings, numbers or
     /// booleans (agentId and userId are strings).
     #[serde(default)]
-    pub metadata: Option<serde_json::Map<String, Value>>,
+    pub metadata: Option<crate::core::model::Metadata>,
 }
 
 /// The forget tool's arguments.
@@ -707,9 +707,9 @@ pub struct IngestArgs {
     #[schemars(length(min = 1, max = crate::core::api::MAX_SESSION_ID_CHARS))]
     pub session_id: String,
     /// Flat metadata attached to every memory extracted from these
-    /// messages, and to the messages.
+    /// messages, and to the messages (flat, as for remember).
     #[serde(default)]
-    pub metadata: Option<serde_json::Map<String, Value>>,
+    pub metadata: Option<crate::core::model::Metadata>,
 }
 
 /// Whether `args` fit the arguments record of tool `name`: the typed parse

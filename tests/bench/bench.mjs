@@ -115,10 +115,9 @@ async function main() {
   const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
   const stub = ns.get(ns.idFromName(`default/${PROFILE}`));
   callDo = async (name, args = {}) => {
-    const res = await stub.fetch("https://profile.internal/call", {
-      method: "POST",
-      body: JSON.stringify({ name: `default/${PROFILE}`, op: name, args }),
-    });
+    // An internal call says its size, as the Worker's do.
+    const body = JSON.stringify({ name: `default/${PROFILE}`, op: name, args });
+    const res = await stub.fetch("https://profile.internal/call", { method: "POST", body, headers: { "x-agent-memory-call-bytes": String(Buffer.byteLength(body)) } });
     const v = await res.json();
     if (v.error) throw new Error(`${name}: ${v.error.message}`);
     return v.ok;

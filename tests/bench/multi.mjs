@@ -82,7 +82,8 @@ async function main() {
   }
   async function callDo(p, op, args = {}) {
     const name = `multi/${p}`;
-    const res = await ns.get(ns.idFromName(name)).fetch("https://profile.internal/call", { method: "POST", body: JSON.stringify({ name, op, args }) });
+    const body = JSON.stringify({ name, op, args });
+    const res = await ns.get(ns.idFromName(name)).fetch("https://profile.internal/call", { method: "POST", body, headers: { "x-agent-memory-call-bytes": String(Buffer.byteLength(body)) } });
     const v = await res.json();
     if (v.error) throw new Error(`${op}: ${v.error.message}`);
     return v.ok;

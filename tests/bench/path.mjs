@@ -62,7 +62,8 @@ try {
   const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", SERVICE);
   const stub = ns.get(ns.idFromName("default/bench"));
   const callDo = async (op, args = {}) => {
-    const v = await (await stub.fetch("https://profile.internal/call", { method: "POST", body: JSON.stringify({ name: "default/bench", op, args }) })).json();
+    const body = JSON.stringify({ name: "default/bench", op, args });
+    const v = await (await stub.fetch("https://profile.internal/call", { method: "POST", body, headers: { "x-agent-memory-call-bytes": String(Buffer.byteLength(body)) } })).json();
     if (v.error) throw new Error(`${op}: ${v.error.message}`);
     return v.ok;
   };

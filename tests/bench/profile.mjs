@@ -36,7 +36,8 @@ const BASE = "/accounts/bench/agent-memory/namespaces/default/profiles/bench";
 const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
 const stub = ns.get(ns.idFromName("default/bench"));
 const callDo = async (op, args = {}) => {
-  const v = await (await stub.fetch("https://profile.internal/call", { method: "POST", body: JSON.stringify({ name: "default/bench", op, args }) })).json();
+  const body = JSON.stringify({ name: "default/bench", op, args });
+  const v = await (await stub.fetch("https://profile.internal/call", { method: "POST", body, headers: { "x-agent-memory-call-bytes": String(Buffer.byteLength(body)) } })).json();
   if (v.error) throw new Error(`${op}: ${v.error.message}`);
   return v.ok;
 };

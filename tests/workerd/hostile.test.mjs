@@ -621,13 +621,14 @@ test("the production build answers no benchmark operation, even with BENCH=1", a
   try {
     const ns = await w.miniflare.getDurableObjectNamespace("PROFILES", "agent-memory");
     for (const op of ["benchDrain", "benchMemory", "benchReset"]) {
-      const res = await ns.get(ns.idFromName("default/p")).fetch("https://profile.internal/call", {
-        method: "POST",
-        body: JSON.stringify({ name: "default/p", op, args: {} }),
-      });
-      const v = await res.json();
+      const body = JSON.stringify({ name: "default/p", op, args: {} });
+      const call = (headers) => ns.get(ns.idFromName("default/p")).fetch("https://profile.internal/call", { method: "POST", body, headers });
+      const v = await (await call({ "x-agent-memory-call-bytes": String(Buffer.byteLength(body)) })).json();
       assert.equal(v.error?.code, 10004, `${op}: ${JSON.stringify(v)}`);
       assert.match(v.error.message, /no operation named/);
+      // Without its size an internal call is refused before it is read.
+      const unsized = await (await call({})).json();
+      assert.match(unsized.error?.message ?? "", /does not say its size/, `${op}: ${JSON.stringify(unsized)}`);
     }
   } finally {
     await w.dispose();

@@ -49,6 +49,7 @@ test("explain names all five channels and each fused score is the sum of its con
   const r = await recall({ query: "What package manager does the user prefer?", explain: true });
   const channels = r.explain.channels.map((c) => c.channel).sort();
   assert.deepEqual(channels, ["fts", "hyde", "key", "messages", "vector"]);
+  assert.ok(r.candidates.length > 0, "candidates to check");
   for (const c of r.candidates) {
     const sum = c.trace.reduce((a, t) => a + t.contribution, 0);
     assert.ok(Math.abs(sum - c.score) < 1e-9, `${c.id}: ${sum} vs ${c.score}`);

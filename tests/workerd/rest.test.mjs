@@ -630,8 +630,8 @@ test("DELETE profile marks it for deletion: 404 on every read and deletion until
     assert.equal(res.body.errors[0].code, CODE.notFound, what);
     assert.match(res.body.errors[0].message, /^profile not found/, what);
   }
-  // Deleting again keeps the first mark.
-  assert.deepEqual(ok(await api.del(T.profile, { profile: P })), r);
+  // Deleting it again finds no profile (the first mark stays).
+  assert.match(fails(await api.del(T.profile, { profile: P }), 404, CODE.notFound).message, /^profile not found/);
   assert.deepEqual(counts(await stats("p1")), counts(neighbour));
   assert.deepEqual(ok(await api.post(T.restore, { profile: P }, undefined)), { restored: true });
   assert.deepEqual(counts(await stats(P)), counts(before));

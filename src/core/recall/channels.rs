@@ -77,7 +77,7 @@ fn memory_hits(sql: &dyn Sql, src: Source<'_>, q: &TextQuery, scope: &RecallScop
         // The live rows among them, best first (their place in the list
         // stands for their score).
         let rowids: Vec<i64> = best.iter().map(|&(rowid, _)| rowid).collect();
-        let mut params = vec![json_param(&rowids), SqlValue::Integer(scope.fts_pool() as i64)];
+        let mut params = vec![json_param(&rowids)?, SqlValue::Integer(scope.fts_pool() as i64)];
         params.extend(extra.iter().cloned());
         let placed: Vec<PlacedRow> = json_rows_paged(
             sql,
@@ -209,7 +209,7 @@ pub fn citations(sql: &dyn Sql, turns: &TurnScores, scope: &RecallScope) -> Resu
         .map(|id| turns.rowids.get(*id).copied().ok_or_else(|| crate::core::error::Error::storage(format!("scored turn {id} has no rowid"))))
         .collect::<Result<Vec<i64>>>()?;
     let (cond, extra) = scope.visible(3);
-    let mut params = vec![json_param(&rowids), SqlValue::Integer(plain as i64)];
+    let mut params = vec![json_param(&rowids)?, SqlValue::Integer(plain as i64)];
     params.extend(extra);
     let rows: Vec<CitationRow> = json_rows_paged(
         sql,
@@ -268,7 +268,7 @@ pub fn key(sql: &dyn Sql, keys: &[String], scope: &RecallScope) -> Result<Rankin
     wanted.sort_unstable();
     wanted.dedup();
     let (cond, extra) = scope.visible_status(2);
-    let mut params = vec![json_param(&wanted)];
+    let mut params = vec![json_param(&wanted)?];
     params.extend(extra);
     // Each key's visible holders, newest first, with their sources unread.
     let mut by_key: HashMap<String, Vec<(String, Option<String>)>> = HashMap::default();
@@ -386,7 +386,7 @@ pub fn live_sources(sql: &dyn Sql, ids: &[String], scope: &RecallScope) -> Resul
         return Ok(HashMap::default());
     }
     let (cond, extra) = scope.visible(2);
-    let mut params = vec![json_param(ids)];
+    let mut params = vec![json_param(ids)?];
     params.extend(extra);
     let rows: Vec<(String, Option<String>)> = json_rows(
         sql,

@@ -346,7 +346,7 @@ impl Source<'_> {
                 let rows: Vec<(String, String)> = json_rows(
                     sql,
                     "SELECT json_group_array(json_array(g.id, g.role)) FROM json_each(?1) j CROSS JOIN messages g ON g.id = j.value",
-                    &[json_param(ids)],
+                    &[json_param(ids)?],
                 )?;
                 Ok(rows.into_iter().collect())
             }
@@ -367,7 +367,7 @@ impl Source<'_> {
                     sql,
                     "SELECT json_group_array(json_array(j.key, (SELECT count(*) FROM messages WHERE role = j.value), (SELECT count(*) FROM messages))) \
                      FROM json_each(?1) j",
-                    &[json_param(roles)],
+                    &[json_param(roles)?],
                 )?;
                 let mut said = vec![0; roles.len()];
                 for (i, n, _) in &rows {
@@ -423,7 +423,7 @@ fn places_by_sql(sql: &dyn Sql, rowids: &[i64], window: usize, times: bool) -> R
                SELECT n.rowid FROM json_each(?1) j CROSS JOIN messages h ON h.rowid = j.value \
                CROSS JOIN messages n ON n.session_id = h.session_id AND n.position BETWEEN h.position - ?2 AND h.position + ?2)"
         ),
-        &[json_param(rowids), SqlValue::Integer(window as i64), SqlValue::Integer(times as i64)],
+        &[json_param(rowids)?, SqlValue::Integer(window as i64), SqlValue::Integer(times as i64)],
     )?;
     // In rowid order, as the directory holds them (a later message at a
     // position already taken is the one found there).
@@ -486,7 +486,7 @@ fn fts5_query(sql: &dyn Sql, which: FullText, weights: &[f64], phrases: &[String
         Some(p) => {
             let mut rowids: Vec<i64> = p.iter().copied().collect();
             rowids.sort_unstable();
-            params.push(json_param(&rowids));
+            params.push(json_param(&rowids)?);
             format!(" AND +rowid IN (SELECT value FROM json_each(?{}))", params.len())
         }
         None => String::new(),

@@ -343,7 +343,7 @@ impl RecallScope {
         let span = hi.saturating_sub(lo).saturating_add(1);
         let points: Vec<i64> = (0..SAMPLE as i64).map(|i| lo.saturating_add(span.saturating_mul(i).checked_div(SAMPLE as i64).unwrap_or(0))).collect();
         let (cond, extra) = self.visible(2);
-        let mut params = vec![json_param(&points)];
+        let mut params = vec![json_param(&points)?];
         params.extend(extra);
         let counted: Vec<(i64, i64)> = json_rows(
             sql,
@@ -431,7 +431,7 @@ impl RecallScope {
         let (cond, extra) = self.visible(2);
         let mut out = HashSet::default();
         for batch in keys.chunks(crate::core::ports::MAX_BATCH) {
-            let mut params = vec![json_param(batch)];
+            let mut params = vec![json_param(batch)?];
             params.extend(extra.iter().cloned());
             let rows: Vec<K> = json_rows(
                 sql,

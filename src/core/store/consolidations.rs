@@ -51,7 +51,7 @@ impl<'a> Store<'a> {
             if records.is_empty() {
                 continue;
             }
-            let param = json_param(&records);
+            let param = json_param(&records)?;
             self.sql.execute("DELETE FROM consolidations WHERE id IN (SELECT value FROM json_each(?1))", std::slice::from_ref(&param))?;
             self.sql.execute("DELETE FROM consolidation_members WHERE consolidation_id IN (SELECT value FROM json_each(?1))", &[param])?;
         }
@@ -68,8 +68,8 @@ impl<'a> Store<'a> {
                 c.run_id.into(),
                 c.action.into(),
                 c.target.into(),
-                json_param(c.members),
-                json_param(c.created),
+                json_param(c.members)?,
+                json_param(c.created)?,
                 c.reason.into(),
                 SqlValue::Text(serde_json::to_string(c.before)?),
                 at.as_str().into(),
@@ -150,8 +150,8 @@ impl<'a> Store<'a> {
                 r.run_id.as_str().into(),
                 r.action.as_str().into(),
                 r.target.as_str().into(),
-                json_param(&r.members),
-                json_param(created),
+                json_param(&r.members)?,
+                json_param(created)?,
                 r.reason.as_str().into(),
                 SqlValue::Text(serde_json::to_string(before)?),
                 r.at.as_str().into(),
@@ -176,7 +176,7 @@ impl<'a> Store<'a> {
         let rows: Vec<(&str, Option<&str>)> = involved.into_iter().map(|id| (id, key_of(id))).collect();
         self.sql.execute(
             "INSERT OR IGNORE INTO consolidation_members (memory_id, consolidation_id, key) SELECT value ->> 0, ?2, value ->> 1 FROM json_each(?1)",
-            &[json_param(&rows), SqlValue::Integer(id)],
+            &[json_param(&rows)?, SqlValue::Integer(id)],
         )?;
         Ok(id)
     }
@@ -186,7 +186,7 @@ impl<'a> Store<'a> {
         let rows = self.sql.query(
             "SELECT DISTINCT x.consolidation_id FROM json_each(?1) j CROSS JOIN consolidation_members x ON x.memory_id = j.value \
              CROSS JOIN consolidations c ON c.id = x.consolidation_id WHERE c.id > ?2 AND c.undone_at IS NULL ORDER BY 1",
-            &[json_param(ids), SqlValue::Integer(after)],
+            &[json_param(ids)?, SqlValue::Integer(after)],
         )?;
         rows.iter().map(|r| r.first().and_then(SqlValue::as_i64).ok_or_else(|| Error::storage("a consolidation id does not read"))).collect()
     }
@@ -231,7 +231,7 @@ impl<'a> Store<'a> {
             "SELECT x.consolidation_id, x.memory_id FROM consolidation_members x WHERE x.consolidation_id IN \
              (SELECT DISTINCT y.consolidation_id FROM json_each(?1) j CROSS JOIN consolidation_members y ON y.memory_id = j.value \
               CROSS JOIN consolidations c ON c.id = y.consolidation_id WHERE c.undone_at IS NOT NULL) ORDER BY 1",
-            &[json_param(ids)],
+            &[json_param(ids)?],
         )?;
         let mut out: Vec<(i64, std::collections::HashSet<String>)> = Vec::new();
         for r in rows {
@@ -568,7 +568,7 @@ impl<'a> Store<'a> {
         self.sql.execute("DELETE FROM citations WHERE memory_id = ?", &[id.into()])?;
         self.sql.execute("DELETE FROM citations_waiting WHERE memory_id = ?", &[id.into()])?;
         let pairs: Vec<(&str, &String)> = sources.iter().map(|m| (id, m)).collect();
-        self.cite(json_param(&pairs))
+        self.cite(json_param(&pairs)?)
     }
 
     /// Retires `id` into `into`: superseded by it, valid until `until`,

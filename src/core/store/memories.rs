@@ -282,18 +282,21 @@ impl<'a> Store<'a> {
         if ids.is_empty() {
             return Ok(Default::default());
         }
-        Ok(json_rows::<(String, Option<String>)>(
+        json_rows::<(String, Option<String>)>(
             self.sql,
             &format!(
                 "SELECT json_group_array(json_array(m.id, m.expires_at)) FROM json_each(?1) j CROSS JOIN memories m \
                  ON m.id = j.value WHERE {WANTS_VECTOR}"
             ),
-            &[json_param(ids)],
+            &[json_param(ids)?],
         )?
         .into_iter()
-        .filter(|(_, at)| !expired(at.as_deref(), self.now))
-        .map(|(id, _)| id)
-        .collect())
+        .filter_map(|(id, at)| match expired(at.as_deref(), self.now) {
+            Ok(true) => None,
+            Ok(false) => Some(Ok(id)),
+            Err(e) => Some(Err(e)),
+        })
+        .collect()
     }
 
     /// What the embedder needs of those of `ids` that belong in the vector
@@ -309,7 +312,7 @@ impl<'a> Store<'a> {
             self.sql,
             "SELECT json_group_array(json_array(m.id, length(CAST(m.content AS BLOB)) + length(CAST(m.search_queries AS BLOB)))) \
              FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
-            &[json_param(ids)],
+            &[json_param(ids)?],
         )?
         .into_iter()
         .collect())
@@ -328,7 +331,7 @@ impl<'a> Store<'a> {
             self.sql,
             "SELECT json_group_array(json_array(m.id, m.type, m.session_id, m.agent_id, m.user_id)) \
              FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value",
-            &[json_param(ids)],
+            &[json_param(ids)?],
         )?;
         Ok(rows
             .into_iter()
@@ -359,12 +362,15 @@ impl<'a> Store<'a> {
                 "SELECT json_group_array(json_array(m.id, m.expires_at, m.search_queries, m.content)) \
                  FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value WHERE {WANTS_VECTOR}"
             ),
-            &[json_param(&ids)],
+            &[json_param(&ids)?],
         )?
         .into_iter()
-        .filter(|(_, at, _, _)| !expired(at.as_deref(), self.now))
         // Search queries read as a memory's are ([`memory_from_row`]).
-        .map(|(id, _, queries, content)| Ok((id, json_ids(queries.as_deref(), "search queries")?, content)))
+        .filter_map(|(id, at, queries, content)| match expired(at.as_deref(), self.now) {
+            Ok(true) => None,
+            Ok(false) => Some(json_ids(queries.as_deref(), "search queries").map(|q| (id, q, content))),
+            Err(e) => Some(Err(e)),
+        })
         .collect()
     }
 

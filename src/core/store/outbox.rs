@@ -19,7 +19,7 @@ pub(super) fn job_from_row(r: &[SqlValue]) -> Result<Job> {
 }
 
 /// Every job kind this version runs, as a JSON list parameter.
-pub(super) fn known_kinds() -> SqlValue {
+pub(super) fn known_kinds() -> Result<SqlValue> {
     json_param(&JobKind::ALL.map(JobKind::as_str))
 }
 
@@ -126,7 +126,7 @@ impl<'a> Store<'a> {
                  UNION ALL SELECT * FROM (SELECT id, kind, memory_id, attempts FROM outbox \
                    WHERE parked = 0 AND next_attempt_at <= ?1 AND kind <> ?4 AND kind IN (SELECT value FROM json_each(?3)) ORDER BY id LIMIT ?2) \
                  ORDER BY id",
-                &[SqlValue::Integer(self.now), count(limit), known_kinds(), JobKind::Extract.as_str().into(), count(extracts)],
+                &[SqlValue::Integer(self.now), count(limit), known_kinds()?, JobKind::Extract.as_str().into(), count(extracts)],
             )?
             .into_iter()
             .map(|r| job_from_row(&r))
@@ -147,7 +147,7 @@ impl<'a> Store<'a> {
             "UPDATE outbox SET attempts = attempts + 1, \
              next_attempt_at = ?1 + min(600000, ?2 * (1 << min(attempts, 12))) \
              WHERE id IN (SELECT value FROM json_each(?3))",
-            &[SqlValue::Integer(self.now), SqlValue::Integer(retry_base.max(1)), json_param(ids)],
+            &[SqlValue::Integer(self.now), SqlValue::Integer(retry_base.max(1)), json_param(ids)?],
         )
     }
 
@@ -169,7 +169,7 @@ impl<'a> Store<'a> {
         let unknown = self.sql.query(
             "UPDATE outbox SET parked = 1, last_error = 'parked: this version knows no job of kind ' || quote(kind) \
              WHERE parked = 0 AND kind NOT IN (SELECT value FROM json_each(?1)) RETURNING id",
-            &[known_kinds()],
+            &[known_kinds()?],
         )?;
         // A row [`job_from_row`] cannot read would fail every batch it
         // falls in, and the jobs behind it with it: parked, never claimed.
@@ -198,7 +198,7 @@ impl<'a> Store<'a> {
                  WHERE parked = 1 AND next_attempt_at <= ?2 AND {} RETURNING id",
                 revivable(3)
             ),
-            &[SqlValue::Integer(max_attempts), SqlValue::Integer(self.now), known_kinds()],
+            &[SqlValue::Integer(max_attempts), SqlValue::Integer(self.now), known_kinds()?],
         )?;
         Ok(i64::try_from(revived.len()).unwrap_or(i64::MAX))
     }
@@ -215,7 +215,7 @@ impl<'a> Store<'a> {
                  COALESCE(last_error, '') FROM outbox WHERE parked = 1 ORDER BY id LIMIT ?1",
                 revivable(2)
             ),
-            &[SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)), known_kinds()],
+            &[SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)), known_kinds()?],
         )?;
         rows.into_iter()
             .map(|r| match r.as_slice() {
@@ -237,7 +237,7 @@ impl<'a> Store<'a> {
         if ids.is_empty() {
             return Ok(());
         }
-        self.sql.execute("DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(ids)])
+        self.sql.execute("DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?1))", &[json_param(ids)?])
     }
 
     /// Records why a claimed job failed ([`Store::claim_jobs`] counted the
@@ -264,7 +264,7 @@ impl<'a> Store<'a> {
                 "SELECT MIN(CASE WHEN typeof(next_attempt_at) = 'integer' THEN next_attempt_at ELSE 0 END) FROM outbox                  WHERE parked = 0 OR (parked = 1 AND {})",
                 revivable(1)
             ),
-            &[known_kinds()],
+            &[known_kinds()?],
         )?;
         crate::core::ports::aggregate_i64(&rows, "the outbox's next attempt time")
     }

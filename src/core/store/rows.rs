@@ -74,9 +74,17 @@ fn metadata_of(v: SqlValue, row: &str) -> Result<crate::core::model::Metadata> {
     }
 }
 
-/// Whether a memory expiring at `expires_at` has expired at `now`.
-pub(super) fn expired(expires_at: Option<&str>, now: i64) -> bool {
-    expires_at.and_then(crate::core::time::parse_millis).is_some_and(|t| t <= now)
+/// Whether a memory expiring at `expires_at` has expired at `now`. An
+/// expiry that does not read as a time is a storage error (every path
+/// writes a checked one), as [`Store::next_expiry`] finds it: read as
+/// "never", the memory would stay active past any expiry it was given.
+pub(super) fn expired(expires_at: Option<&str>, now: i64) -> Result<bool> {
+    match expires_at {
+        None => Ok(false),
+        Some(at) => crate::core::time::parse_millis(at)
+            .map(|t| t <= now)
+            .ok_or_else(|| Error::storage(format!("a memory's expiry {} does not read as a time", crate::core::api::quoted(at)))),
+    }
 }
 
 /// Builds a memory from a row of [`MEMORY_COLUMNS`]. An active memory whose
@@ -92,7 +100,7 @@ pub fn memory_from_row(r: Row, now: i64) -> Result<Memory> {
     let expires_at = opt_text(expires_at, "an expiry")?;
     let known = |what: &str, v: &SqlValue| Error::storage(format!("a memory row has {what} {}", crate::core::api::quoted(v.as_str().unwrap_or("(not text)"))));
     let mut status = status.as_str().and_then(Status::parse).ok_or_else(|| known("the status", &status))?;
-    if status == Status::Active && expired(expires_at.as_deref(), now) {
+    if status == Status::Active && expired(expires_at.as_deref(), now)? {
         status = Status::Expired;
     }
     Ok(Memory {

@@ -6,8 +6,10 @@ use super::*;
 /// One bound parameter carrying a whole list, read in SQL as
 /// `json_each(?)`: a list of any length in one statement, where
 /// [`placeholders`] would need one statement per [`MAX_SQL_PARAMS`] items.
-pub fn json_param<T: serde::Serialize + ?Sized>(items: &T) -> SqlValue {
-    SqlValue::Text(serde_json::to_string(items).unwrap_or_else(|_| "[]".into()))
+pub fn json_param<T: serde::Serialize + ?Sized>(items: &T) -> Result<SqlValue> {
+    // An error, never a fallback: "[]" would make a `json_each` statement
+    // select, update or delete nothing, silently.
+    serde_json::to_string(items).map(SqlValue::Text).map_err(|e| Error::storage(format!("failed to write a list as a JSON parameter: {e}")))
 }
 
 /// Runs a statement that selects its rows as one JSON array

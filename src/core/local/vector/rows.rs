@@ -19,7 +19,7 @@ pub(super) fn read_vectors(sql: &dyn Sql, ids: &[String]) -> Result<Vec<(String,
         return Ok(Vec::new());
     }
     let rows =
-        sql.query("SELECT v.memory_id, v.vector FROM json_each(?1) j CROSS JOIN vectors v ON v.memory_id = j.value", &[crate::core::store::json_param(ids)])?;
+        sql.query("SELECT v.memory_id, v.vector FROM json_each(?1) j CROSS JOIN vectors v ON v.memory_id = j.value", &[crate::core::store::json_param(ids)?])?;
     rows.into_iter()
         .map(|r| match r.as_slice() {
             [SqlValue::Text(id), SqlValue::Blob(b)] => Ok((id.clone(), decode(b))),
