@@ -665,6 +665,43 @@ fn test_a_snapshot_over_the_bound_is_read_with_its_text_indexes_off() {
     assert!(*unbounded.sync(&sql).unwrap() == *built.sync(&sql).unwrap(), "unbounded, the same directory");
 }
 
+/// A snapshot written with a text index off keeps the bound it went
+/// over: read under that bound or a smaller one, the index stays off
+/// (nothing is built to be thrown away); under a larger one (a budget
+/// raised since) it is read from the rows again and scores, and the
+/// snapshot written again says so. Before, it stayed off for good.
+#[test]
+fn test_an_index_a_snapshot_holds_off_is_built_again_under_a_larger_bound() {
+    use agent_memory::core::recall::directory::{TurnDirectory, SNAPSHOT_MIN};
+    let sql = database();
+    let mut rng = Rng(0x0ff_b0d5);
+    let stored = messages(&mut rng, 5000);
+    assert!(stored.len() > SNAPSHOT_MIN);
+    let index = {
+        let probe = TurnDirectory::new();
+        support::with_profile_in(&sql, APRIL_15, &probe, |p| p.store().put_messages(&stored).unwrap());
+        let words = probe.sync(&sql).unwrap().text().heap_bytes();
+        words / 2
+    };
+    // Written by a directory bound to half its messages' index: off.
+    let small = TurnDirectory::new();
+    small.hold_within(index);
+    assert!(small.sync(&sql).unwrap().text().is_off());
+    assert!(small.maintain(&sql).unwrap(), "a snapshot is written");
+    let again = TurnDirectory::new();
+    again.hold_within(index);
+    assert!(again.sync(&sql).unwrap().text().is_off() && again.from_snapshot(), "the same bound: read off from the snapshot");
+    // A budget raised since: built again, from the rows, and it scores.
+    let large = TurnDirectory::new();
+    large.hold_within(index * 16);
+    assert!(!large.sync(&sql).unwrap().text().is_off(), "built again under the larger bound");
+    assert!(!large.from_snapshot());
+    assert!(large.maintain(&sql).unwrap(), "the snapshot is written again");
+    let cold = TurnDirectory::new();
+    cold.hold_within(index * 16);
+    assert!(!cold.sync(&sql).unwrap().text().is_off() && cold.from_snapshot(), "and read on from it");
+}
+
 #[test]
 fn test_directory_snapshot_restores_the_same_directory_and_follows_changes() {
     use agent_memory::core::recall::directory::{TurnDirectory, SNAPSHOT_MIN};

@@ -225,6 +225,10 @@ impl Terms {
 /// LoCoMo-like memories, or 160,000 messages.
 pub const MAX_POSTINGS: usize = 5_000_000;
 
+/// A snapshot's mark of an index that is off, followed by the bound it
+/// went over ([`TextIndex::write_since`]).
+const OFF_WITHIN: u8 = 2;
+
 /// A query term's number, its postings and its idf.
 type TermPostings<'a, const C: usize> = (u32, &'a [Posting<C>], f64);
 
@@ -234,6 +238,11 @@ pub struct TextIndex<const C: usize> {
     /// Set once the index went over its bounds: it holds nothing and
     /// scores nothing.
     off: bool,
+    /// The bound it turned off under: [`TextIndex::max_bytes`] then, or
+    /// `usize::MAX` when no bound would hold it (more than
+    /// [`MAX_POSTINGS`], a word said more than 65,535 times). A snapshot
+    /// keeps it, so that a larger bound later builds the index again.
+    off_within: usize,
     /// The most [`TextIndex::heap_bytes`] it may hold
     /// ([`TextIndex::hold_within`]; unbounded but for [`MAX_POSTINGS`]
     /// until told).
@@ -258,7 +267,7 @@ pub struct TextIndex<const C: usize> {
 /// their lists grew into, which depends on how they were built, aside.
 impl<const C: usize> PartialEq for TextIndex<C> {
     fn eq(&self, other: &Self) -> bool {
-        let TextIndex { off, max_bytes: _, postings_held, postings_capacity: _, terms, postings, overflow, lengths, total } = self;
+        let TextIndex { off, off_within: _, max_bytes: _, postings_held, postings_capacity: _, terms, postings, overflow, lengths, total } = self;
         (*off, *postings_held, terms, postings, overflow, lengths, *total)
             == (other.off, other.postings_held, &other.terms, &other.postings, &other.overflow, &other.lengths, other.total)
     }
@@ -268,6 +277,7 @@ impl<const C: usize> Default for TextIndex<C> {
     fn default() -> Self {
         TextIndex {
             off: false,
+            off_within: usize::MAX,
             max_bytes: usize::MAX,
             postings_held: 0,
             postings_capacity: 0,
@@ -322,7 +332,7 @@ impl<const C: usize> TextIndex<C> {
             let mut narrow = [0u16; C];
             for (to, &from) in narrow.iter_mut().zip(&count) {
                 let Ok(v) = u16::try_from(from) else {
-                    return self.turn_off();
+                    return self.turn_off(usize::MAX);
                 };
                 *to = v;
             }
@@ -353,14 +363,17 @@ impl<const C: usize> TextIndex<C> {
     }
 
     fn turn_off_if_over(&mut self) {
-        if !self.off && (self.postings_held > MAX_POSTINGS || self.heap_bytes() > self.max_bytes) {
-            self.turn_off();
+        if !self.off && self.postings_held > MAX_POSTINGS {
+            self.turn_off(usize::MAX);
+        } else if !self.off && self.heap_bytes() > self.max_bytes {
+            self.turn_off(self.max_bytes);
         }
     }
 
-    /// Gives the memory back and scores nothing from now on.
-    fn turn_off(&mut self) {
-        *self = TextIndex { off: true, max_bytes: self.max_bytes, ..TextIndex::default() };
+    /// Gives the memory back and scores nothing from now on; `within`,
+    /// the bound it went over ([`TextIndex::off_within`]).
+    fn turn_off(&mut self, within: usize) {
+        *self = TextIndex { off: true, off_within: within, max_bytes: self.max_bytes, ..TextIndex::default() };
     }
 
     /// Whether the index went over its bounds (and scores nothing).
@@ -371,7 +384,15 @@ impl<const C: usize> TextIndex<C> {
     /// Writes the documents from `first` on (their terms' postings and
     /// their lengths) to a snapshot stream.
     pub fn write_since(&self, w: &mut PartWriter<'_>, first: u32) -> Result<()> {
-        w.u8(self.off as u8)?;
+        // 0 on; 2 off, with the bound it went over (-1: none would hold
+        // it). Builds before the bound was kept wrote 1 for off, and read
+        // any byte but 0 as off.
+        if self.off {
+            w.u8(OFF_WITHIN)?;
+            w.i64(i64::try_from(self.off_within).unwrap_or(-1))?;
+        } else {
+            w.u8(0)?;
+        }
         let tails: Vec<(u32, &[Posting<C>])> = (0..self.terms.len() as u32)
             .map(|i| {
                 let list = self.postings[i as usize].as_slice();
@@ -402,8 +423,19 @@ impl<const C: usize> TextIndex<C> {
     /// the next document on (as numbered here).
     pub fn read_more(&mut self, r: &mut PartReader<'_>) -> Result<()> {
         let bad = |what: &str| Error::storage(format!("failed to read a snapshot: {what}"));
-        if r.u8()? != 0 {
-            self.turn_off();
+        match r.u8()? {
+            0 => {}
+            OFF_WITHIN => {
+                let within = usize::try_from(r.i64()?).unwrap_or(usize::MAX);
+                // Off under a smaller bound than this one's: it may fit
+                // now, and is read again from the rows (then written
+                // again) rather than kept off for good.
+                if self.max_bytes > within {
+                    return Err(bad("an index turned off under a smaller bound than the one it is read under"));
+                }
+                self.turn_off(within);
+            }
+            _ => self.turn_off(usize::MAX),
         }
         let first = self.lengths.len() as u32;
         let terms = r.u32()? as usize;
@@ -467,7 +499,7 @@ impl<const C: usize> TextIndex<C> {
             self.total += n as u64;
         }
         if self.off {
-            self.turn_off();
+            self.turn_off(self.off_within);
         }
         Ok(())
     }
