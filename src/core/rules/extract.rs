@@ -15,8 +15,14 @@
 //! duplicate, and could later outrank, the person's words. A person
 //! repeating an agent is kept: that is usually a confirmation.
 //!
-//! What it does not do: split compound statements, resolve pronouns, or
-//! notice a restatement that uses other words.
+//! A speaker's sentence of two verb phrases, the second a liking, a use,
+//! a want or where one lives or works ("I am working on the billing API
+//! and prefer TypeScript.", "I work at Acme and live in Berlin."), is two
+//! statements, each its own memory: the second would otherwise be kept
+//! only inside the first's, typed and keyed as the first.
+//!
+//! What it does not do: split other compound statements, resolve
+//! pronouns, or notice a restatement that uses other words.
 
 use crate::core::dates;
 use crate::core::provider::{Candidate, Line, Pass, Transcript};
@@ -210,7 +216,7 @@ pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
     let mut said = SaidCache::default();
     for (pos, line) in t.lines.iter().enumerate() {
         let said_on = line.date.as_deref().and_then(crate::core::time::date_of);
-        for s in text::sentences(&line.text) {
+        for s in text::sentences(&line.text).iter().flat_map(|s| clauses(s)) {
             if !states_something(&s) || is_echo(t, pos, &s, &mut said) {
                 continue;
             }
@@ -220,6 +226,48 @@ pub fn extract(t: &Transcript, pass: Pass) -> Vec<Candidate> {
             out.push(Candidate { content: labelled(&line.role, &without_connective(&s)), lines: vec![line.index], event_date: dates::event_date(&s, said_on) });
         }
     }
+    out
+}
+
+/// Verbs that open a speaker's second statement in one sentence
+/// ([`clauses`]): likings, uses, wants and needs, and the exclusive
+/// relations' verbs, as "I" or "we" say them.
+const SECOND_VERBS: &[&str] = &["prefer", "like", "love", "enjoy", "hate", "dislike", "use", "want", "need", "live", "work"];
+
+/// Words that may stand between "and" and [`SECOND_VERBS`]' verb ("and
+/// also prefer", "and I now live").
+const SECOND_FILLERS: &[&str] = &["also", "now", "still", "really", "mostly", "usually", "i", "we"];
+
+/// A sentence as the statements it makes: a speaker's sentence opening
+/// with "I" or "we" whose later "and" opens a verb of [`SECOND_VERBS`]
+/// (after at most two of [`SECOND_FILLERS`]) is two, the second said
+/// with the first's subject ("I am working on the billing API and prefer
+/// TypeScript." is "I am working on the billing API." and "I prefer
+/// TypeScript."); split again where the second holds another. Any other
+/// sentence is itself.
+pub fn clauses(s: &str) -> Vec<String> {
+    let tokens: Vec<&str> = s.split_whitespace().collect();
+    let bare = |t: &str| t.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}').to_lowercase().replace('\u{2019}', "'");
+    let subject = match tokens.first().map(|t| bare(t)).as_deref() {
+        Some("i" | "i'm") => "I",
+        Some("we" | "we're") => "We",
+        _ => return vec![s.to_string()],
+    };
+    let second = (2..tokens.len()).find(|&at| {
+        let word = |i: usize| tokens.get(i).map_or(String::new(), |t| bare(t));
+        if word(at) != "and" || tokens.get(at.saturating_sub(1)).is_some_and(|t| t.ends_with([',', ';', ':'])) {
+            return false;
+        }
+        let verb_at = (at.saturating_add(1)..at.saturating_add(4)).find(|&i| !SECOND_FILLERS.contains(&word(i).as_str())).unwrap_or(at);
+        verb_at <= at.saturating_add(3) && SECOND_VERBS.contains(&word(verb_at).as_str()) && tokens.get(verb_at.saturating_add(1)).is_some()
+    });
+    let Some(at) = second else { return vec![s.to_string()] };
+    let first = tokens.get(..at).unwrap_or_default().join(" ");
+    let rest: Vec<&str> =
+        tokens.get(at.saturating_add(1)..).unwrap_or_default().iter().copied().skip_while(|t| matches!(bare(t).as_str(), "i" | "we")).collect();
+    let end = if s.trim_end().ends_with(['.', '!']) { "" } else { "." };
+    let mut out = vec![format!("{}.", first.trim_end_matches([',', ';', ':']))];
+    out.extend(clauses(&format!("{subject} {}{end}", rest.join(" "))));
     out
 }
 
@@ -295,7 +343,7 @@ mod tests {
     fn test_an_echo_saying_the_noun_for_the_verb_is_not_extracted() {
         // The ingest page's basic example.
         let t = transcript(&[("user", "I prefer dark mode and use VS Code."), ("assistant", "Noted your preferences for dark mode and VS Code.")]);
-        assert_eq!(contents(&t), vec!["User: I prefer dark mode and use VS Code."]);
+        assert_eq!(contents(&t), vec!["User: I prefer dark mode.", "User: I use VS Code."]);
         let t =
             transcript(&[("user", "We deploy the billing service on Fridays."), ("assistant", "Understood: billing service deployments happen on Fridays.")]);
         assert_eq!(contents(&t), vec!["User: We deploy the billing service on Fridays."]);
@@ -347,6 +395,29 @@ mod tests {
             assert!(!states_something(filler), "the speaker's own 'I'm' is no value: {filler}");
         }
         assert!(states_something("I'm moving to Lisbon."), "a name beside it is");
+    }
+
+    #[test]
+    fn test_a_speakers_second_liking_use_or_relation_is_a_statement_of_its_own() {
+        assert_eq!(clauses("I am working on the billing API and prefer TypeScript."), vec!["I am working on the billing API.", "I prefer TypeScript."]);
+        assert_eq!(clauses("I work at Acme and I now live in Berlin."), vec!["I work at Acme.", "I now live in Berlin."]);
+        assert_eq!(clauses("We use Postgres and also like Redis and want Kafka"), vec!["We use Postgres.", "We also like Redis.", "We want Kafka."]);
+        // Anything else stays whole: another verb, a list, another subject.
+        for whole in [
+            "I like hiking and biking.",
+            "I went home and cooked dinner.",
+            "My sister lives in Rome and works at Fiat.",
+            "I like tea, and coffee.",
+            "I like it and",
+        ] {
+            assert_eq!(clauses(whole), vec![whole], "{whole}");
+        }
+    }
+
+    #[test]
+    fn test_the_chat_agent_examples_message_gives_a_task_and_a_preference() {
+        let t = transcript(&[("user", "I am working on the billing API and prefer TypeScript.")]);
+        assert_eq!(contents(&t), vec!["User: I am working on the billing API.", "User: I prefer TypeScript."]);
     }
 
     #[test]
