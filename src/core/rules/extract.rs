@@ -238,6 +238,15 @@ const SECOND_VERBS: &[&str] = &["prefer", "like", "love", "enjoy", "hate", "disl
 /// also prefer", "and I now live").
 const SECOND_FILLERS: &[&str] = &["also", "now", "still", "really", "mostly", "usually", "i", "we"];
 
+/// Words before the "and" that make what follows it not a statement of
+/// its own: an infinitive or a modal the second verb continues ("I want
+/// *to* learn Rust and use it at work", "I *will* update it and use
+/// pnpm"), or a negation it may share ("I *don't* smoke and like it").
+const NO_SECOND_AFTER: &[&str] = &[
+    "to", "will", "would", "can", "could", "should", "might", "must", "shall", "may", "i'll", "we'll", "i'd", "we'd", "won't", "don't", "didn't", "doesn't",
+    "never", "not", "can't", "cannot",
+];
+
 /// A sentence as the statements it makes: a speaker's sentence opening
 /// with "I" or "we" whose later "and" opens a verb of [`SECOND_VERBS`]
 /// (after at most two of [`SECOND_FILLERS`]) is two, the second said
@@ -256,6 +265,9 @@ pub fn clauses(s: &str) -> Vec<String> {
     let second = (2..tokens.len()).find(|&at| {
         let word = |i: usize| tokens.get(i).map_or(String::new(), |t| bare(t));
         if word(at) != "and" || tokens.get(at.saturating_sub(1)).is_some_and(|t| t.ends_with([',', ';', ':'])) {
+            return false;
+        }
+        if (0..at).any(|i| NO_SECOND_AFTER.contains(&word(i).as_str())) {
             return false;
         }
         let verb_at = (at.saturating_add(1)..at.saturating_add(4)).find(|&i| !SECOND_FILLERS.contains(&word(i).as_str())).unwrap_or(at);
@@ -404,6 +416,10 @@ mod tests {
         assert_eq!(clauses("We use Postgres and also like Redis and want Kafka"), vec!["We use Postgres.", "We also like Redis.", "We want Kafka."]);
         // Anything else stays whole: another verb, a list, another subject.
         for whole in [
+            "I want to learn Rust and use it at work.",
+            "I will update the config and use pnpm.",
+            "I don't smoke and like it that way.",
+            "I used to live in Paris and work at Renault.",
             "I like hiking and biking.",
             "I went home and cooked dinner.",
             "My sister lives in Rome and works at Fiat.",
