@@ -351,21 +351,15 @@ pub async fn retry_session(p: &Profile<'_>, session_id: &str) -> Result<usize> {
 }
 
 /// The ids of `sized` in consecutive windows of at most `count` messages
-/// and `bytes` of their texts (one message always).
+/// and `bytes` of their texts (one message always), each cut as a page is
+/// ([`crate::core::store::within_page`]).
 fn windows(sized: &[(String, usize)], count: usize, bytes: usize) -> Vec<Vec<&str>> {
     let mut out: Vec<Vec<&str>> = Vec::new();
-    let mut held = 0usize;
-    for (id, size) in sized {
-        match out.last_mut() {
-            Some(w) if w.len() < count && held.saturating_add(*size) <= bytes => {
-                w.push(id);
-                held = held.saturating_add(*size);
-            }
-            _ => {
-                out.push(vec![id]);
-                held = *size;
-            }
-        }
+    let mut rest = sized;
+    while !rest.is_empty() {
+        let (window, after) = rest.split_at(crate::core::store::within_page(rest, count, bytes).clamp(1, rest.len()));
+        out.push(window.iter().map(|(id, _)| id.as_str()).collect());
+        rest = after;
     }
     out
 }

@@ -742,7 +742,7 @@ struct Link {
 /// How many of `sized` (ids and their texts' bytes, in page order) a page
 /// of at most `limit` memories and `budget` bytes holds: at least one
 /// when there is one.
-pub(super) fn within_page(sized: &[(String, usize)], limit: usize, budget: usize) -> usize {
+pub fn within_page(sized: &[(String, usize)], limit: usize, budget: usize) -> usize {
     let mut bytes = 0usize;
     let mut kept = 0usize;
     for (_, b) in sized.iter().take(limit) {

@@ -88,7 +88,7 @@ mod versions;
 
 pub use consolidations::{FoldedMember, NewConsolidation, META_CONSOLIDATION};
 pub use fulltext::*;
-pub use memories::{KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY, PAGE_TEXT_BYTES};
+pub use memories::{within_page, KeyHolder, KeyHolders, KeyProbe, KEY_HOLDERS_QUERY, PAGE_TEXT_BYTES};
 pub use merges::Merges;
 use rows::*;
 pub use rows::{memory_from_row, message_from_row};
